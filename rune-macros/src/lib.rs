@@ -1,0 +1,1 @@
+//! Procedural macros of rune-ad.

@@ -1,0 +1,113 @@
+//! The element types a differentiable tensor can hold.
+//!
+//! [`Element`] is what every derivative rule is generic over: a real number type with the
+//! arithmetic of [`num_traits::Float`] and the matrix-product support of
+//! [`ndarray::LinalgScalar`]. It is implemented for `f32`, `f64` and the forward-mode dual numbers
+//! [`Dual<f32>`](crate::Dual), [`Dual<f64>`](crate::Dual) (nesting too).
+
+use std::fmt::{Debug, Display};
+use std::iter::{Product, Sum};
+use std::ops::{AddAssign, DivAssign, MulAssign, SubAssign};
+
+use ndarray::{LinalgScalar, ScalarOperand};
+use num_traits::Float;
+
+use crate::ops::arith::Operand;
+
+/// A differentiable scalar: `f32`, `f64`, `Dual<f32>`, `Dual<f64>`, ...
+///
+/// Besides the arithmetic of [`Float`], rules need a few things `Float` does not say:
+/// converting constants, telling an exactly-zero cotangent apart (see [`Element::is_exact_zero`]),
+/// and default tolerances for gradient checks.
+pub trait Element:
+    Float
+    + LinalgScalar
+    + ScalarOperand
+    + Default
+    + Debug
+    + Display
+    + Send
+    + Sync
+    + Sum
+    + Product
+    + AddAssign
+    + SubAssign
+    + MulAssign
+    + DivAssign
+    + Operand<Elem = Self>
+    + 'static
+{
+    /// The type's name in error messages (`"f32"`, `"Dual<f64>"`).
+    const NAME: &'static str;
+
+    /// Finite-difference step that [`check_grad`](crate::check_grad) users start from.
+    const FD_EPS: f64;
+
+    /// Relative and absolute tolerance for gradient checks at this precision (as
+    /// `jax.test_util.check_grads` chooses them per dtype).
+    const GRAD_TOL: f64;
+
+    /// The constant `v` (rounded to this precision; a dual number gets a zero tangent).
+    fn from_f64(v: f64) -> Self;
+
+    /// The real (primal) part as `f64`.
+    fn to_real(self) -> f64;
+
+    /// True when this is exactly zero in every component.
+    ///
+    /// Rules use it to treat a zero cotangent or tangent as a *strong* zero: `0 * inf` is `0`
+    /// there, not `NaN`, so a branch that `where_cond` did not select contributes nothing even
+    /// where its local derivative is infinite. For a dual number both parts must be zero.
+    fn is_exact_zero(self) -> bool;
+}
+
+impl Element for f32 {
+    const NAME: &'static str = "f32";
+    const FD_EPS: f64 = 1e-2;
+    const GRAD_TOL: f64 = 2e-2;
+
+    #[inline]
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+    #[inline]
+    fn to_real(self) -> f64 {
+        self as f64
+    }
+    #[inline]
+    fn is_exact_zero(self) -> bool {
+        self == 0.0
+    }
+}
+
+impl Element for f64 {
+    const NAME: &'static str = "f64";
+    const FD_EPS: f64 = 1e-5;
+    const GRAD_TOL: f64 = 1e-5;
+
+    #[inline]
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+    #[inline]
+    fn to_real(self) -> f64 {
+        self
+    }
+    #[inline]
+    fn is_exact_zero(self) -> bool {
+        self == 0.0
+    }
+}
+
+/// `g * d` where an exactly-zero `g` gives zero whatever `d` is (a strong zero).
+///
+/// This is the product every rule uses to apply a local derivative `d` to a tangent or
+/// cotangent `g`; see [`Element::is_exact_zero`].
+#[inline]
+pub fn strong_mul<T: Element>(g: T, d: T) -> T {
+    if g.is_exact_zero() {
+        T::zero()
+    } else {
+        g * d
+    }
+}

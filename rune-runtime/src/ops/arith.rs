@@ -1,0 +1,394 @@
+//! Arithmetic: `+ - * /` and unary `-`, with NumPy broadcasting and scalars on either side.
+//!
+//! The binary ops are free functions over [`Operand`]s (a tensor, a reference to one, or a scalar)
+//! so that generated code can call them whatever the user's operand was; the operator impls for
+//! every owned/borrowed/scalar combination forward to them.
+
+use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
+
+use ndarray::Zip;
+
+use crate::broadcast::{broadcast_owned, broadcast_shapes, broadcast_view, sum_to_shape};
+use crate::element::{strong_mul, Element};
+use crate::error::{OrPanic, ShapeError};
+use crate::tensor::Tensor;
+
+/// A borrowed operand of a binary op: a scalar or a tensor.
+#[derive(Clone, Copy, Debug)]
+pub enum OperandRef<'a, T> {
+    /// A scalar, broadcast against the other operand.
+    Scalar(T),
+    /// A tensor.
+    Tensor(&'a Tensor<T>),
+}
+
+/// Anything that can stand on either side of `+ - * /`: `Tensor<T>`, a scalar `T`, or a
+/// reference to either.
+pub trait Operand {
+    /// The element type.
+    type Elem: Element;
+    /// A borrowed view of the operand.
+    fn operand(&self) -> OperandRef<'_, Self::Elem>;
+}
+
+impl<T: Element> Operand for Tensor<T> {
+    type Elem = T;
+    #[inline]
+    fn operand(&self) -> OperandRef<'_, T> {
+        OperandRef::Tensor(self)
+    }
+}
+
+impl<X: Operand + ?Sized> Operand for &X {
+    type Elem = X::Elem;
+    #[inline]
+    fn operand(&self) -> OperandRef<'_, X::Elem> {
+        (**self).operand()
+    }
+}
+
+macro_rules! scalar_operand {
+    ($($t:ty),*) => {$(
+        impl Operand for $t {
+            type Elem = $t;
+            #[inline]
+            fn operand(&self) -> OperandRef<'_, $t> {
+                OperandRef::Scalar(*self)
+            }
+        }
+    )*};
+}
+scalar_operand!(f32, f64);
+
+/// Applies `f` elementwise to two operands, broadcasting them against each other.
+pub(crate) fn try_binary_map<T: Element>(
+    op: &'static str,
+    a: OperandRef<'_, T>,
+    b: OperandRef<'_, T>,
+    f: impl Fn(T, T) -> T,
+) -> Result<Tensor<T>, ShapeError> {
+    Ok(match (a, b) {
+        (OperandRef::Scalar(x), OperandRef::Scalar(y)) => Tensor::scalar(f(x, y)),
+        (OperandRef::Tensor(x), OperandRef::Scalar(y)) => x.map(|&v| f(v, y)),
+        (OperandRef::Scalar(x), OperandRef::Tensor(y)) => y.map(|&v| f(x, v)),
+        (OperandRef::Tensor(x), OperandRef::Tensor(y)) => {
+            if x.shape() == y.shape() {
+                Tensor::from_array(
+                    Zip::from(x.as_shared())
+                        .and(y.as_shared())
+                        .map_collect(|&u, &v| f(u, v)),
+                )
+            } else {
+                let shape = broadcast_shapes(op, x.shape(), y.shape())?;
+                let xv = broadcast_view(op, x, &shape)?;
+                let yv = broadcast_view(op, y, &shape)?;
+                Tensor::from_array(Zip::from(&xv).and(&yv).map_collect(|&u, &v| f(u, v)))
+            }
+        }
+    })
+}
+
+macro_rules! binary_fns {
+    ($($(#[$doc:meta])* $name:ident, $try_name:ident, $f:expr;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Panics
+        /// When the operands' shapes do not broadcast.
+        #[track_caller]
+        #[must_use]
+        pub fn $name<A, B>(a: &A, b: &B) -> Tensor<A::Elem>
+        where
+            A: Operand + ?Sized,
+            B: Operand<Elem = A::Elem> + ?Sized,
+        {
+            $try_name(a, b).or_panic()
+        }
+
+        /// Like the op without `try_`, returning an error when the shapes do not broadcast.
+        pub fn $try_name<A, B>(a: &A, b: &B) -> Result<Tensor<A::Elem>, ShapeError>
+        where
+            A: Operand + ?Sized,
+            B: Operand<Elem = A::Elem> + ?Sized,
+        {
+            try_binary_map(stringify!($name), a.operand(), b.operand(), $f)
+        }
+    )*};
+}
+
+binary_fns! {
+    /// `a + b`, broadcasting.
+    add, try_add, |x, y| x + y;
+    /// `a - b`, broadcasting.
+    sub, try_sub, |x, y| x - y;
+    /// `a * b`, broadcasting.
+    mul, try_mul, |x, y| x * y;
+    /// `a / b`, broadcasting.
+    div, try_div, |x, y| x / y;
+}
+
+/// `-x`.
+#[must_use]
+pub fn neg<T: Element>(x: &Tensor<T>) -> Tensor<T> {
+    x.map(|&v| -v)
+}
+
+// ---- operator impls -------------------------------------------------------------------------
+
+macro_rules! tensor_lhs_ops {
+    ($($trait:ident, $method:ident, $func:ident;)*) => {$(
+        impl<T: Element, B: Operand<Elem = T>> $trait<B> for &Tensor<T> {
+            type Output = Tensor<T>;
+            #[track_caller]
+            #[inline]
+            fn $method(self, rhs: B) -> Tensor<T> {
+                $func(self, &rhs)
+            }
+        }
+        impl<T: Element, B: Operand<Elem = T>> $trait<B> for Tensor<T> {
+            type Output = Tensor<T>;
+            #[track_caller]
+            #[inline]
+            fn $method(self, rhs: B) -> Tensor<T> {
+                $func(&self, &rhs)
+            }
+        }
+    )*};
+}
+tensor_lhs_ops! {
+    Add, add, add;
+    Sub, sub, sub;
+    Mul, mul, mul;
+    Div, div, div;
+}
+
+/// Writes `scalar (op) tensor` impls for a scalar type, which the orphan rule does not let a
+/// blanket impl cover.
+macro_rules! scalar_lhs_ops {
+    ([$($gen:tt)*] $scalar:ty) => {
+        scalar_lhs_ops!(@one [$($gen)*] $scalar; Add, add, $crate::ops::arith::add);
+        scalar_lhs_ops!(@one [$($gen)*] $scalar; Sub, sub, $crate::ops::arith::sub);
+        scalar_lhs_ops!(@one [$($gen)*] $scalar; Mul, mul, $crate::ops::arith::mul);
+        scalar_lhs_ops!(@one [$($gen)*] $scalar; Div, div, $crate::ops::arith::div);
+    };
+    (@one [$($gen:tt)*] $scalar:ty; $trait:ident, $method:ident, $func:path) => {
+        impl<$($gen)*> ::std::ops::$trait<$crate::Tensor<$scalar>> for $scalar {
+            type Output = $crate::Tensor<$scalar>;
+            #[track_caller]
+            #[inline]
+            fn $method(self, rhs: $crate::Tensor<$scalar>) -> $crate::Tensor<$scalar> {
+                $func(&self, &rhs)
+            }
+        }
+        impl<'a, $($gen)*> ::std::ops::$trait<&'a $crate::Tensor<$scalar>> for $scalar {
+            type Output = $crate::Tensor<$scalar>;
+            #[track_caller]
+            #[inline]
+            fn $method(self, rhs: &'a $crate::Tensor<$scalar>) -> $crate::Tensor<$scalar> {
+                $func(&self, rhs)
+            }
+        }
+    };
+}
+#[allow(unused_imports)] // used by the `Dual` impls
+pub(crate) use scalar_lhs_ops;
+scalar_lhs_ops!([] f32);
+scalar_lhs_ops!([] f64);
+
+macro_rules! assign_ops {
+    ($($trait:ident, $method:ident, $op:tt;)*) => {$(
+        /// In place; the right-hand side broadcasts to the left's shape (copy-on-write storage
+        /// is copied first when shared).
+        ///
+        /// # Panics
+        /// When the right-hand side does not broadcast to the left-hand side's shape.
+        impl<T: Element, B: Operand<Elem = T>> $trait<B> for Tensor<T> {
+            #[track_caller]
+            fn $method(&mut self, rhs: B) {
+                match rhs.operand() {
+                    OperandRef::Scalar(s) => self.data_mut().mapv_inplace(|v| v $op s),
+                    OperandRef::Tensor(t) => {
+                        let shape = self.shape().to_vec();
+                        let view = broadcast_view(stringify!($method), t, &shape).or_panic();
+                        Zip::from(self.data_mut()).and(&view).for_each(|u, &v| *u = *u $op v);
+                    }
+                }
+            }
+        }
+    )*};
+}
+assign_ops! {
+    AddAssign, add_assign, +;
+    SubAssign, sub_assign, -;
+    MulAssign, mul_assign, *;
+    DivAssign, div_assign, /;
+}
+
+impl<T: Element> Neg for Tensor<T> {
+    type Output = Tensor<T>;
+    #[inline]
+    fn neg(self) -> Tensor<T> {
+        neg(&self)
+    }
+}
+
+impl<T: Element> Neg for &Tensor<T> {
+    type Output = Tensor<T>;
+    #[inline]
+    fn neg(self) -> Tensor<T> {
+        neg(self)
+    }
+}
+
+// ---- rules ----------------------------------------------------------------------------------
+//
+// | op  | JVP                         | VJP (lhs)               | VJP (rhs)                 |
+// |-----|-----------------------------|-------------------------|---------------------------|
+// | add | da + db                     | sum_to(g)               | sum_to(g)                 |
+// | sub | da - db                     | sum_to(g)               | -sum_to(g)                |
+// | mul | da*b + a*db                 | sum_to(g*b)             | sum_to(g*a)               |
+// | div | (da - db*y) / b             | sum_to(g/b)             | -sum_to(g*y/b)            |
+// | neg | -dx                         | -g                      |                           |
+
+/// Rules of the arithmetic ops (see the module's table).
+pub mod rules {
+    use super::*;
+
+    /// `da * s` (strong zero in `da`) for a scalar or tensor `s`, broadcasting.
+    fn scale<T: Element>(op: &'static str, d: &Tensor<T>, s: OperandRef<'_, T>) -> Tensor<T> {
+        try_binary_map(op, OperandRef::Tensor(d), s, strong_mul).or_panic()
+    }
+
+    fn combine<T: Element>(
+        y: &Tensor<T>,
+        lhs: Option<Tensor<T>>,
+        rhs: Option<Tensor<T>>,
+    ) -> Tensor<T> {
+        match (lhs, rhs) {
+            (Some(l), Some(r)) => add(&l, &r),
+            (Some(t), None) | (None, Some(t)) => broadcast_owned(&t, y.shape()),
+            (None, None) => Tensor::zeros(y.shape()),
+        }
+    }
+
+    /// JVP of `a + b`.
+    pub fn add_jvp<T: Element>(
+        y: &Tensor<T>,
+        da: Option<&Tensor<T>>,
+        db: Option<&Tensor<T>>,
+    ) -> Tensor<T> {
+        combine(y, da.cloned(), db.cloned())
+    }
+    /// VJP of `a + b` for `a` (of shape `a_shape`).
+    pub fn add_vjp_lhs<T: Element>(g: &Tensor<T>, a_shape: &[usize]) -> Tensor<T> {
+        sum_to_shape(g, a_shape)
+    }
+    /// VJP of `a + b` for `b`.
+    pub fn add_vjp_rhs<T: Element>(g: &Tensor<T>, b_shape: &[usize]) -> Tensor<T> {
+        sum_to_shape(g, b_shape)
+    }
+
+    /// JVP of `a - b`.
+    pub fn sub_jvp<T: Element>(
+        y: &Tensor<T>,
+        da: Option<&Tensor<T>>,
+        db: Option<&Tensor<T>>,
+    ) -> Tensor<T> {
+        combine(y, da.cloned(), db.map(neg))
+    }
+    /// VJP of `a - b` for `a`.
+    pub fn sub_vjp_lhs<T: Element>(g: &Tensor<T>, a_shape: &[usize]) -> Tensor<T> {
+        sum_to_shape(g, a_shape)
+    }
+    /// VJP of `a - b` for `b`.
+    pub fn sub_vjp_rhs<T: Element>(g: &Tensor<T>, b_shape: &[usize]) -> Tensor<T> {
+        neg(&sum_to_shape(g, b_shape))
+    }
+
+    /// JVP of `a * b`.
+    pub fn mul_jvp<T: Element, A: Operand<Elem = T> + ?Sized, B: Operand<Elem = T> + ?Sized>(
+        a: &A,
+        b: &B,
+        y: &Tensor<T>,
+        da: Option<&Tensor<T>>,
+        db: Option<&Tensor<T>>,
+    ) -> Tensor<T> {
+        combine(
+            y,
+            da.map(|d| scale("mul", d, b.operand())),
+            db.map(|d| scale("mul", d, a.operand())),
+        )
+    }
+    /// VJP of `a * b` for `a`.
+    pub fn mul_vjp_lhs<T: Element, B: Operand<Elem = T> + ?Sized>(
+        g: &Tensor<T>,
+        a_shape: &[usize],
+        b: &B,
+    ) -> Tensor<T> {
+        sum_to_shape(&scale("mul", g, b.operand()), a_shape)
+    }
+    /// VJP of `a * b` for `b`.
+    pub fn mul_vjp_rhs<T: Element, A: Operand<Elem = T> + ?Sized>(
+        g: &Tensor<T>,
+        a: &A,
+        b_shape: &[usize],
+    ) -> Tensor<T> {
+        sum_to_shape(&scale("mul", g, a.operand()), b_shape)
+    }
+
+    /// JVP of `y = a / b`.
+    pub fn div_jvp<T: Element, B: Operand<Elem = T> + ?Sized>(
+        b: &B,
+        y: &Tensor<T>,
+        da: Option<&Tensor<T>>,
+        db: Option<&Tensor<T>>,
+    ) -> Tensor<T> {
+        let rhs = db.map(|d| neg(&scale("div", d, OperandRef::Tensor(y))));
+        let num = combine(y, da.cloned(), rhs);
+        try_binary_map("div", OperandRef::Tensor(&num), b.operand(), |t, bv| {
+            strong_mul(t, T::one() / bv)
+        })
+        .or_panic()
+    }
+    /// VJP of `y = a / b` for `a`.
+    pub fn div_vjp_lhs<T: Element, B: Operand<Elem = T> + ?Sized>(
+        g: &Tensor<T>,
+        a_shape: &[usize],
+        b: &B,
+    ) -> Tensor<T> {
+        let q = try_binary_map("div", OperandRef::Tensor(g), b.operand(), |gv, bv| {
+            strong_mul(gv, T::one() / bv)
+        })
+        .or_panic();
+        sum_to_shape(&q, a_shape)
+    }
+    /// VJP of `y = a / b` for `b` (a tensor, since it is differentiated).
+    pub fn div_vjp_rhs<T: Element>(g: &Tensor<T>, b: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
+        let gy = scale("div", g, OperandRef::Tensor(y));
+        let q = try_binary_map(
+            "div",
+            OperandRef::Tensor(&gy),
+            OperandRef::Tensor(b),
+            |t, bv| -strong_mul(t, T::one() / bv),
+        )
+        .or_panic();
+        sum_to_shape(&q, b.shape())
+    }
+
+    /// JVP of `-x`.
+    pub fn neg_jvp<T: Element>(dx: &Tensor<T>) -> Tensor<T> {
+        neg(dx)
+    }
+    /// VJP of `-x`.
+    pub fn neg_vjp<T: Element>(g: &Tensor<T>) -> Tensor<T> {
+        neg(g)
+    }
+}
+
+/// The arithmetic ops.
+pub const RULES: &[crate::ops::OpInfo] = &[
+    crate::ops::OpInfo::diff("add", "add"),
+    crate::ops::OpInfo::diff("sub", "add, neg"),
+    crate::ops::OpInfo::diff("mul", "mul"),
+    crate::ops::OpInfo::diff("div", "fdiv"),
+    crate::ops::OpInfo::diff("neg", "neg"),
+];

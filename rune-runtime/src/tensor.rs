@@ -1,0 +1,219 @@
+//! `Tensor<T>`: an n-dimensional array with shared, copy-on-write storage.
+//!
+//! Construction, access and conversion live here; the ops live in [`crate::ops`].
+
+use std::fmt;
+
+use ndarray::{ArcArray, ArrayD, ArrayViewD, IxDyn};
+use num_traits::{One, Zero};
+
+use crate::element::Element;
+use crate::error::{OrPanic, ShapeError};
+use crate::rng::SplitMix64;
+
+/// An n-dimensional array of `T` (row-major), cheap to clone.
+///
+/// Storage is an [`ndarray::ArcArray`]: cloning shares it, and writing to a shared tensor copies
+/// it first. Float tensors (`T: Element`) are differentiable; `Tensor<bool>` and `Tensor<i64>` serve
+/// as masks and indices.
+#[derive(Clone, PartialEq)]
+pub struct Tensor<T> {
+    data: ArcArray<T, IxDyn>,
+}
+
+impl<T> Tensor<T> {
+    /// Wraps an ndarray array.
+    #[inline]
+    pub fn from_array(data: ArrayD<T>) -> Self {
+        Tensor {
+            data: ArcArray::from(data),
+        }
+    }
+
+    /// Wraps shared ndarray storage without copying.
+    #[inline]
+    pub fn from_shared(data: ArcArray<T, IxDyn>) -> Self {
+        Tensor { data }
+    }
+
+    /// The shape: one length per axis (empty for a 0-d tensor).
+    #[inline]
+    pub fn shape(&self) -> &[usize] {
+        self.data.shape()
+    }
+
+    /// The number of axes.
+    #[inline]
+    pub fn ndim(&self) -> usize {
+        self.data.ndim()
+    }
+
+    /// The number of elements (1 for a 0-d tensor).
+    #[inline]
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// A read-only ndarray view of the data.
+    #[inline]
+    pub fn view(&self) -> ArrayViewD<'_, T> {
+        self.data.view()
+    }
+
+    /// The underlying shared array.
+    #[inline]
+    pub fn as_shared(&self) -> &ArcArray<T, IxDyn> {
+        &self.data
+    }
+
+    /// Mutable access to the data (copies it first when the storage is shared).
+    #[inline]
+    pub(crate) fn data_mut(&mut self) -> &mut ArcArray<T, IxDyn>
+    where
+        T: Clone,
+    {
+        &mut self.data
+    }
+}
+
+impl<T: Clone> Tensor<T> {
+    /// A tensor of the given shape holding `data` in row-major order.
+    ///
+    /// # Panics
+    /// When `data.len()` is not the product of `shape`.
+    #[track_caller]
+    pub fn from_vec(data: Vec<T>, shape: &[usize]) -> Self {
+        Self::try_from_vec(data, shape).or_panic()
+    }
+
+    /// Like [`Tensor::from_vec`], returning an error on a size mismatch.
+    pub fn try_from_vec(data: Vec<T>, shape: &[usize]) -> Result<Self, ShapeError> {
+        let expected: usize = shape.iter().product();
+        if data.len() != expected {
+            return Err(ShapeError::new(
+                "from_vec",
+                format!(
+                    "{} elements cannot fill shape {:?}, which holds {}",
+                    data.len(),
+                    shape,
+                    expected
+                ),
+            ));
+        }
+        let array = ArrayD::from_shape_vec(IxDyn(shape), data)
+            .expect("from_vec: length checked against the shape");
+        Ok(Self::from_array(array))
+    }
+
+    /// A 0-d tensor holding `v`.
+    pub fn scalar(v: T) -> Self {
+        Self::from_array(ArrayD::from_elem(IxDyn(&[]), v))
+    }
+
+    /// A tensor of the given shape with every element `v`.
+    pub fn full(shape: &[usize], v: T) -> Self {
+        Self::from_array(ArrayD::from_elem(IxDyn(shape), v))
+    }
+
+    /// The elements in row-major order.
+    pub fn to_vec(&self) -> Vec<T> {
+        self.data.iter().cloned().collect()
+    }
+
+    /// The only element of a one-element tensor.
+    ///
+    /// # Panics
+    /// When the tensor does not have exactly one element.
+    #[track_caller]
+    pub fn item(&self) -> T {
+        if self.len() != 1 {
+            panic!(
+                "item: the tensor has shape {:?} ({} elements); item needs exactly one",
+                self.shape(),
+                self.len()
+            );
+        }
+        self.data.iter().next().cloned().expect("one element")
+    }
+
+    /// An owned ndarray copy of the data.
+    pub fn to_array(&self) -> ArrayD<T> {
+        self.data.to_owned()
+    }
+
+    /// Applies `f` to every element.
+    pub fn map<U, F: FnMut(&T) -> U>(&self, f: F) -> Tensor<U> {
+        Tensor::from_array(self.data.map(f))
+    }
+}
+
+impl<T: Clone + Zero> Tensor<T> {
+    /// A tensor of zeros.
+    pub fn zeros(shape: &[usize]) -> Self {
+        Self::from_array(ArrayD::zeros(IxDyn(shape)))
+    }
+}
+
+impl<T: Clone + One> Tensor<T> {
+    /// A tensor of ones.
+    pub fn ones(shape: &[usize]) -> Self {
+        Self::from_array(ArrayD::ones(IxDyn(shape)))
+    }
+}
+
+impl<T: Element> Tensor<T> {
+    /// `[0, 1, ..., n-1]`.
+    pub fn arange(n: usize) -> Self {
+        Self::from_vec((0..n).map(|i| T::from_f64(i as f64)).collect(), &[n])
+    }
+
+    /// Uniform samples in `[lo, hi)` from a fixed-seed generator (SplitMix64): the same seed gives
+    /// the same tensor on every machine.
+    pub fn rand_uniform(shape: &[usize], lo: T, hi: T, seed: u64) -> Self {
+        let mut rng = SplitMix64::new(seed);
+        let n = shape.iter().product();
+        let data = (0..n)
+            .map(|_| lo + (hi - lo) * T::from_f64(rng.next_f64()))
+            .collect();
+        Self::from_vec(data, shape)
+    }
+
+    /// Normal samples with the given mean and standard deviation (Box–Muller on SplitMix64).
+    pub fn rand_normal(shape: &[usize], mean: T, std: T, seed: u64) -> Self {
+        let mut rng = SplitMix64::new(seed);
+        let n = shape.iter().product();
+        let data = (0..n)
+            .map(|_| mean + std * T::from_f64(rng.next_normal()))
+            .collect();
+        Self::from_vec(data, shape)
+    }
+
+    /// A tensor of zeros with this tensor's shape.
+    pub fn zeros_like(&self) -> Self {
+        Self::zeros(self.shape())
+    }
+
+    /// A tensor of ones with this tensor's shape.
+    pub fn ones_like(&self) -> Self {
+        Self::ones(self.shape())
+    }
+}
+
+impl<T> From<ArrayD<T>> for Tensor<T> {
+    fn from(data: ArrayD<T>) -> Self {
+        Self::from_array(data)
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Tensor<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Tensor(shape={:?}, {:?})", self.shape(), self.data)
+    }
+}
+
+impl<T: fmt::Display> fmt::Display for Tensor<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.data, f)
+    }
+}
