@@ -134,25 +134,33 @@ pub fn neg<T: Element>(x: &Tensor<T>) -> Tensor<T> {
 
 // ---- operator impls -------------------------------------------------------------------------
 
+// Operator impls are written per right-hand-side type (a scalar `T`, `&T`, a tensor, one or two
+// references to a tensor) rather than as one blanket impl over `Operand`: rustc infers an
+// unsuffixed literal (`&x * 2.0` with `x: Tensor<f32>`) from an impl header, not from an
+// associated-type bound. Generated code relies on that as much as users do.
 macro_rules! tensor_lhs_ops {
     ($($trait:ident, $method:ident, $func:ident;)*) => {$(
-        impl<T: Element, B: Operand<Elem = T>> $trait<B> for &Tensor<T> {
+        tensor_lhs_ops!(@lhs $trait, $method, $func; [] Tensor<T>);
+        tensor_lhs_ops!(@lhs $trait, $method, $func; ['l] &'l Tensor<T>);
+        tensor_lhs_ops!(@lhs $trait, $method, $func; ['l, 'm] &'l &'m Tensor<T>);
+    )*};
+    (@lhs $trait:ident, $method:ident, $func:ident; [$($lt:lifetime),*] $lhs:ty) => {
+        tensor_lhs_ops!(@one $trait, $method, $func; [$($lt),*] $lhs; T);
+        tensor_lhs_ops!(@one $trait, $method, $func; [$($lt,)* 'r] $lhs; &'r T);
+        tensor_lhs_ops!(@one $trait, $method, $func; [$($lt),*] $lhs; Tensor<T>);
+        tensor_lhs_ops!(@one $trait, $method, $func; [$($lt,)* 'r] $lhs; &'r Tensor<T>);
+        tensor_lhs_ops!(@one $trait, $method, $func; [$($lt,)* 'r, 's] $lhs; &'r &'s Tensor<T>);
+    };
+    (@one $trait:ident, $method:ident, $func:ident; [$($lt:lifetime),*] $lhs:ty; $rhs:ty) => {
+        impl<$($lt,)* T: Element> $trait<$rhs> for $lhs {
             type Output = Tensor<T>;
             #[track_caller]
             #[inline]
-            fn $method(self, rhs: B) -> Tensor<T> {
-                $func(self, &rhs)
-            }
-        }
-        impl<T: Element, B: Operand<Elem = T>> $trait<B> for Tensor<T> {
-            type Output = Tensor<T>;
-            #[track_caller]
-            #[inline]
-            fn $method(self, rhs: B) -> Tensor<T> {
+            fn $method(self, rhs: $rhs) -> Tensor<T> {
                 $func(&self, &rhs)
             }
         }
-    )*};
+    };
 }
 tensor_lhs_ops! {
     Add, add, add;
@@ -161,30 +169,30 @@ tensor_lhs_ops! {
     Div, div, div;
 }
 
-/// Writes `scalar (op) tensor` impls for a scalar type, which the orphan rule does not let a
-/// blanket impl cover.
+/// Writes `scalar (op) tensor` impls for a scalar type (and a reference to it), which the orphan
+/// rule does not let a blanket impl cover.
 macro_rules! scalar_lhs_ops {
     ([$($gen:tt)*] $scalar:ty) => {
-        scalar_lhs_ops!(@one [$($gen)*] $scalar; Add, add, $crate::ops::arith::add);
-        scalar_lhs_ops!(@one [$($gen)*] $scalar; Sub, sub, $crate::ops::arith::sub);
-        scalar_lhs_ops!(@one [$($gen)*] $scalar; Mul, mul, $crate::ops::arith::mul);
-        scalar_lhs_ops!(@one [$($gen)*] $scalar; Div, div, $crate::ops::arith::div);
+        scalar_lhs_ops!(@op [$($gen)*] $scalar; Add, add, $crate::ops::arith::add);
+        scalar_lhs_ops!(@op [$($gen)*] $scalar; Sub, sub, $crate::ops::arith::sub);
+        scalar_lhs_ops!(@op [$($gen)*] $scalar; Mul, mul, $crate::ops::arith::mul);
+        scalar_lhs_ops!(@op [$($gen)*] $scalar; Div, div, $crate::ops::arith::div);
     };
-    (@one [$($gen:tt)*] $scalar:ty; $trait:ident, $method:ident, $func:path) => {
-        impl<$($gen)*> ::std::ops::$trait<$crate::Tensor<$scalar>> for $scalar {
+    (@op [$($gen:tt)*] $scalar:ty; $trait:ident, $method:ident, $func:path) => {
+        scalar_lhs_ops!(@one [$($gen)*] [] $scalar; $scalar; $crate::Tensor<$scalar>; $trait, $method, $func);
+        scalar_lhs_ops!(@one [$($gen)*] ['r] $scalar; $scalar; &'r $crate::Tensor<$scalar>; $trait, $method, $func);
+        scalar_lhs_ops!(@one [$($gen)*] ['r, 's] $scalar; $scalar; &'r &'s $crate::Tensor<$scalar>; $trait, $method, $func);
+        scalar_lhs_ops!(@one [$($gen)*] ['l] $scalar; &'l $scalar; $crate::Tensor<$scalar>; $trait, $method, $func);
+        scalar_lhs_ops!(@one [$($gen)*] ['l, 'r] $scalar; &'l $scalar; &'r $crate::Tensor<$scalar>; $trait, $method, $func);
+        scalar_lhs_ops!(@one [$($gen)*] ['l, 'r, 's] $scalar; &'l $scalar; &'r &'s $crate::Tensor<$scalar>; $trait, $method, $func);
+    };
+    (@one [$($gen:tt)*] [$($lt:lifetime),*] $scalar:ty; $lhs:ty; $rhs:ty; $trait:ident, $method:ident, $func:path) => {
+        impl<$($lt,)* $($gen)*> ::std::ops::$trait<$rhs> for $lhs {
             type Output = $crate::Tensor<$scalar>;
             #[track_caller]
             #[inline]
-            fn $method(self, rhs: $crate::Tensor<$scalar>) -> $crate::Tensor<$scalar> {
+            fn $method(self, rhs: $rhs) -> Self::Output {
                 $func(&self, &rhs)
-            }
-        }
-        impl<'a, $($gen)*> ::std::ops::$trait<&'a $crate::Tensor<$scalar>> for $scalar {
-            type Output = $crate::Tensor<$scalar>;
-            #[track_caller]
-            #[inline]
-            fn $method(self, rhs: &'a $crate::Tensor<$scalar>) -> $crate::Tensor<$scalar> {
-                $func(&self, rhs)
             }
         }
     };
