@@ -11,6 +11,8 @@ mod broadcast;
 pub mod check;
 mod element;
 mod error;
+#[doc(hidden)]
+pub mod generated;
 pub mod ops;
 mod rng;
 mod tensor;
