@@ -37,7 +37,7 @@ pub trait Element:
     + Operand<Elem = Self>
     + 'static
 {
-    /// The type's name in error messages (`"f32"`, `"Dual<f64>"`).
+    /// The type's name in error messages (`"f32"`, `"f64"`, `"Dual"`).
     const NAME: &'static str;
 
     /// Finite-difference step that [`check_grad`](crate::check_grad) users start from.
@@ -59,6 +59,25 @@ pub trait Element:
     /// there, not `NaN`, so a branch that `where_cond` did not select contributes nothing even
     /// where its local derivative is infinite. For a dual number both parts must be zero.
     fn is_exact_zero(self) -> bool;
+
+    /// This value as another element type, as [`Tensor::cast`](crate::Tensor::cast) converts.
+    ///
+    /// Between `f32` and `f64` this is exactly `as`. A real becomes a dual constant. A dual keeps
+    /// both parts (each cast) when the target is a dual, and gives its primal part when the
+    /// target is a real; nested duals map level by level from the outside in. Every such map is
+    /// a coordinate projection or embedding, so casting back is its adjoint.
+    #[inline]
+    fn cast_to<U: Element>(self) -> U {
+        U::from_f64(self.to_real())
+    }
+
+    /// The element whose primal and tangent parts are `re` and `du` (each cast to this
+    /// precision); a real takes `re` and drops `du`. What [`Element::cast_to`] builds a dual
+    /// value into.
+    #[inline]
+    fn from_dual_parts<S: Element>(re: S, _du: S) -> Self {
+        re.cast_to()
+    }
 }
 
 impl Element for f32 {

@@ -9,6 +9,7 @@
 
 mod broadcast;
 pub mod check;
+mod dual;
 mod element;
 mod error;
 #[doc(hidden)]
@@ -19,15 +20,18 @@ mod tensor;
 
 pub use broadcast::{broadcast_shapes, sum_to_shape};
 pub use check::{check_grad, grad_fn, GradCheckError, GradFn};
+pub use dual::Dual;
 pub use element::{strong_mul, Element};
 pub use error::ShapeError;
 pub use ops::arith::{
     add, div, mul, neg, sub, try_add, try_div, try_mul, try_sub, Operand, OperandRef,
 };
+pub use ops::cast::stop_gradient;
 pub use ops::{all_ops, OpInfo};
 pub use tensor::Tensor;
 
 /// The derivative rules of every op, by name: `<op>_jvp`, `<op>_vjp`, `<op>_vjp_<input>`.
 pub mod rules {
     pub use crate::ops::arith::rules::*;
+    pub use crate::ops::cast::rules::*;
 }

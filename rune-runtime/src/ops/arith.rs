@@ -197,7 +197,6 @@ macro_rules! scalar_lhs_ops {
         }
     };
 }
-#[allow(unused_imports)] // used by the `Dual` impls
 pub(crate) use scalar_lhs_ops;
 scalar_lhs_ops!([] f32);
 scalar_lhs_ops!([] f64);

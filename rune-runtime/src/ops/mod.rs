@@ -25,6 +25,7 @@
 use crate::error::ShapeError;
 
 pub mod arith;
+pub mod cast;
 
 /// One primitive of the op table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,7 +59,7 @@ impl OpInfo {
 
 /// Every op of the runtime, group by group.
 pub fn all_ops() -> Vec<OpInfo> {
-    let groups: &[&[OpInfo]] = &[arith::RULES];
+    let groups: &[&[OpInfo]] = &[arith::RULES, cast::RULES];
     groups.iter().flat_map(|g| g.iter().copied()).collect()
 }
 

@@ -5,6 +5,7 @@
 mod common;
 
 mod arith;
+mod cast;
 
 use common::Case;
 use rune_runtime::{all_ops, check_grad, Element};
@@ -12,6 +13,7 @@ use rune_runtime::{all_ops, check_grad, Element};
 fn all_cases<T: Element>() -> Vec<Case<T>> {
     let mut cases = Vec::new();
     cases.extend(arith::cases::<T>());
+    cases.extend(cast::cases::<T>());
     cases
 }
 

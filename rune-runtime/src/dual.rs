@@ -1,0 +1,678 @@
+//! Forward-mode dual numbers: `re + du·ε` with `ε² = 0`.
+//!
+//! Evaluating a function on `x + 1·ε` gives `f(x) + f'(x)·ε`: the tangent part `du` carries the
+//! derivative through every operation by the chain rule, with no tape. A `Tensor<Dual<T>>` whose
+//! tangent parts hold a direction `v` gives the directional derivative of any tensor code.
+//!
+//! [`Dual`] is itself an [`Element`], so it nests: in `Dual<Dual<f64>>` the inner and outer
+//! tangents are two independent infinitesimals `ε₁, ε₂`, and the `ε₁ε₂` coefficient of
+//! `f(x + ε₁ + ε₂)` is the second derivative; `k` levels give the `k`-th derivative.
+//!
+//! A tangent that is exactly zero stays exactly zero through every operation, even where the
+//! local derivative is infinite or NaN (as [`strong_mul`] does for the rules): a constant
+//! `Dual::constant(0.0).sqrt()` has tangent `0`, not `0 · ∞ = NaN`.
+//!
+//! ```
+//! use num_traits::{Float, One};
+//! use rune_runtime::Dual;
+//!
+//! // d/dx sin(x²) = 2x cos(x²)
+//! let x = Dual::variable(1.5_f64);
+//! let y = (x * x).sin();
+//! assert!((y.du - 3.0 * 2.25_f64.cos()).abs() < 1e-12);
+//!
+//! // Second derivative of x³ at 2 (6x = 12): the tangent of the tangent.
+//! let x = Dual::new(Dual::variable(2.0_f64), Dual::one());
+//! assert_eq!((x * x * x).du.du, 12.0);
+//! ```
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::iter::{Product, Sum};
+use std::num::FpCategory;
+use std::ops::{
+    Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Rem, RemAssign, Sub, SubAssign,
+};
+
+use ndarray::ScalarOperand;
+use num_traits::{Float, Num, NumCast, One, ToPrimitive, Zero};
+
+use crate::element::{strong_mul, Element};
+use crate::ops::arith::{scalar_lhs_ops, Operand, OperandRef};
+
+/// A dual number `re + du·ε` (`ε² = 0`): a primal value and its tangent.
+///
+/// Comparisons (`==`, `<`, `max`, ...) and classification (`is_nan`, ...) look at the primal part
+/// only, so code that branches on values (`relu`, `max`, `clamp`, `where`) takes the branch the
+/// primal computation takes and differentiates that branch, as forward-mode AD must. Use
+/// [`Element::is_exact_zero`] or compare the fields to test both parts.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Dual<T> {
+    /// The primal (real) part.
+    pub re: T,
+    /// The tangent (infinitesimal) part.
+    pub du: T,
+}
+
+impl<T: Element> Dual<T> {
+    /// `re + du·ε`.
+    #[inline]
+    pub fn new(re: T, du: T) -> Self {
+        Dual { re, du }
+    }
+
+    /// A constant: tangent zero.
+    #[inline]
+    pub fn constant(re: T) -> Self {
+        Dual::new(re, T::zero())
+    }
+
+    /// The variable being differentiated against: tangent one.
+    #[inline]
+    pub fn variable(re: T) -> Self {
+        Dual::new(re, T::one())
+    }
+
+    /// `f(re) + du·d·ε` for a local derivative `d` (a zero tangent stays zero).
+    #[inline]
+    fn chain(self, value: T, d: T) -> Self {
+        Dual::new(value, strong_mul(self.du, d))
+    }
+
+    /// `f(re) + (du / d)·ε` (a zero tangent stays zero, even for `d = 0`).
+    #[inline]
+    fn chain_div(self, value: T, d: T) -> Self {
+        Dual::new(value, strong_div(self.du, d))
+    }
+}
+
+/// `n / d`, zero when `n` is exactly zero.
+#[inline]
+fn strong_div<T: Element>(n: T, d: T) -> T {
+    if n.is_exact_zero() {
+        T::zero()
+    } else {
+        n / d
+    }
+}
+
+// ---- arithmetic -----------------------------------------------------------------------------
+
+impl<T: Element> Add for Dual<T> {
+    type Output = Self;
+    #[inline]
+    fn add(self, o: Self) -> Self {
+        Dual::new(self.re + o.re, self.du + o.du)
+    }
+}
+
+impl<T: Element> Sub for Dual<T> {
+    type Output = Self;
+    #[inline]
+    fn sub(self, o: Self) -> Self {
+        Dual::new(self.re - o.re, self.du - o.du)
+    }
+}
+
+impl<T: Element> Mul for Dual<T> {
+    type Output = Self;
+    #[inline]
+    fn mul(self, o: Self) -> Self {
+        Dual::new(
+            self.re * o.re,
+            strong_mul(self.du, o.re) + strong_mul(o.du, self.re),
+        )
+    }
+}
+
+impl<T: Element> Div for Dual<T> {
+    type Output = Self;
+    /// `(a/b)' = (a' - (a/b)·b') / b`.
+    #[inline]
+    fn div(self, o: Self) -> Self {
+        let q = self.re / o.re;
+        Dual::new(q, strong_div(self.du - strong_mul(o.du, q), o.re))
+    }
+}
+
+impl<T: Element> Rem for Dual<T> {
+    type Output = Self;
+    /// `a % b = a - b·trunc(a/b)`, so the tangent is `a' - b'·trunc(a/b)`.
+    #[inline]
+    fn rem(self, o: Self) -> Self {
+        Dual::new(
+            self.re % o.re,
+            self.du - strong_mul(o.du, (self.re / o.re).trunc()),
+        )
+    }
+}
+
+impl<T: Element> Neg for Dual<T> {
+    type Output = Self;
+    #[inline]
+    fn neg(self) -> Self {
+        Dual::new(-self.re, -self.du)
+    }
+}
+
+macro_rules! assign_ops {
+    ($($trait:ident, $method:ident, $op:tt;)*) => {$(
+        impl<T: Element> $trait for Dual<T> {
+            #[inline]
+            fn $method(&mut self, o: Self) {
+                *self = *self $op o;
+            }
+        }
+    )*};
+}
+assign_ops! {
+    AddAssign, add_assign, +;
+    SubAssign, sub_assign, -;
+    MulAssign, mul_assign, *;
+    DivAssign, div_assign, /;
+    RemAssign, rem_assign, %;
+}
+
+impl<T: Element> Sum for Dual<T> {
+    fn sum<I: Iterator<Item = Self>>(iter: I) -> Self {
+        iter.fold(Self::zero(), Add::add)
+    }
+}
+
+impl<'a, T: Element> Sum<&'a Dual<T>> for Dual<T> {
+    fn sum<I: Iterator<Item = &'a Self>>(iter: I) -> Self {
+        iter.copied().sum()
+    }
+}
+
+impl<T: Element> Product for Dual<T> {
+    fn product<I: Iterator<Item = Self>>(iter: I) -> Self {
+        iter.fold(Self::one(), Mul::mul)
+    }
+}
+
+impl<'a, T: Element> Product<&'a Dual<T>> for Dual<T> {
+    fn product<I: Iterator<Item = &'a Self>>(iter: I) -> Self {
+        iter.copied().product()
+    }
+}
+
+// ---- comparisons: on the primal part ----------------------------------------------------------
+
+/// Equal primal parts (see the type's docs for why the tangent is ignored).
+impl<T: Element> PartialEq for Dual<T> {
+    #[inline]
+    fn eq(&self, o: &Self) -> bool {
+        self.re == o.re
+    }
+}
+
+/// Ordered by the primal part (see the type's docs for why the tangent is ignored).
+impl<T: Element> PartialOrd for Dual<T> {
+    #[inline]
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        self.re.partial_cmp(&o.re)
+    }
+}
+
+// ---- num-traits -----------------------------------------------------------------------------
+
+impl<T: Element> Zero for Dual<T> {
+    #[inline]
+    fn zero() -> Self {
+        Dual::new(T::zero(), T::zero())
+    }
+    /// True only when both parts are zero (the additive identity), so code that skips zeros
+    /// never drops a tangent.
+    #[inline]
+    fn is_zero(&self) -> bool {
+        self.re.is_zero() && self.du.is_zero()
+    }
+}
+
+impl<T: Element> One for Dual<T> {
+    #[inline]
+    fn one() -> Self {
+        Dual::constant(T::one())
+    }
+    /// True only for `1 + 0·ε`, the multiplicative identity.
+    #[inline]
+    fn is_one(&self) -> bool {
+        self.re.is_one() && self.du.is_zero()
+    }
+}
+
+impl<T: Element> Num for Dual<T> {
+    type FromStrRadixErr = T::FromStrRadixErr;
+    /// Parses a constant.
+    fn from_str_radix(s: &str, radix: u32) -> Result<Self, Self::FromStrRadixErr> {
+        T::from_str_radix(s, radix).map(Dual::constant)
+    }
+}
+
+macro_rules! to_primitive {
+    ($($method:ident -> $t:ty;)*) => {$(
+        #[inline]
+        fn $method(&self) -> Option<$t> {
+            self.re.$method()
+        }
+    )*};
+}
+
+/// Converts the primal part.
+impl<T: Element> ToPrimitive for Dual<T> {
+    to_primitive! {
+        to_isize -> isize;
+        to_i8 -> i8;
+        to_i16 -> i16;
+        to_i32 -> i32;
+        to_i64 -> i64;
+        to_i128 -> i128;
+        to_usize -> usize;
+        to_u8 -> u8;
+        to_u16 -> u16;
+        to_u32 -> u32;
+        to_u64 -> u64;
+        to_u128 -> u128;
+        to_f32 -> f32;
+        to_f64 -> f64;
+    }
+}
+
+/// Converts to a constant.
+impl<T: Element> NumCast for Dual<T> {
+    #[inline]
+    fn from<N: ToPrimitive>(n: N) -> Option<Self> {
+        <T as NumCast>::from(n).map(Dual::constant)
+    }
+}
+
+impl<T: Element> Float for Dual<T> {
+    #[inline]
+    fn nan() -> Self {
+        Dual::constant(T::nan())
+    }
+    #[inline]
+    fn infinity() -> Self {
+        Dual::constant(T::infinity())
+    }
+    #[inline]
+    fn neg_infinity() -> Self {
+        Dual::constant(T::neg_infinity())
+    }
+    #[inline]
+    fn neg_zero() -> Self {
+        Dual::constant(T::neg_zero())
+    }
+    #[inline]
+    fn min_value() -> Self {
+        Dual::constant(T::min_value())
+    }
+    #[inline]
+    fn min_positive_value() -> Self {
+        Dual::constant(T::min_positive_value())
+    }
+    #[inline]
+    fn epsilon() -> Self {
+        Dual::constant(T::epsilon())
+    }
+    #[inline]
+    fn max_value() -> Self {
+        Dual::constant(T::max_value())
+    }
+
+    #[inline]
+    fn is_nan(self) -> bool {
+        self.re.is_nan()
+    }
+    #[inline]
+    fn is_infinite(self) -> bool {
+        self.re.is_infinite()
+    }
+    #[inline]
+    fn is_finite(self) -> bool {
+        self.re.is_finite()
+    }
+    #[inline]
+    fn is_normal(self) -> bool {
+        self.re.is_normal()
+    }
+    #[inline]
+    fn is_subnormal(self) -> bool {
+        self.re.is_subnormal()
+    }
+    #[inline]
+    fn classify(self) -> FpCategory {
+        self.re.classify()
+    }
+    #[inline]
+    fn is_sign_positive(self) -> bool {
+        self.re.is_sign_positive()
+    }
+    #[inline]
+    fn is_sign_negative(self) -> bool {
+        self.re.is_sign_negative()
+    }
+    #[inline]
+    fn integer_decode(self) -> (u64, i16, i8) {
+        self.re.integer_decode()
+    }
+
+    // Piecewise constant: derivative zero.
+    #[inline]
+    fn floor(self) -> Self {
+        Dual::constant(self.re.floor())
+    }
+    #[inline]
+    fn ceil(self) -> Self {
+        Dual::constant(self.re.ceil())
+    }
+    #[inline]
+    fn round(self) -> Self {
+        Dual::constant(self.re.round())
+    }
+    #[inline]
+    fn trunc(self) -> Self {
+        Dual::constant(self.re.trunc())
+    }
+    #[inline]
+    fn signum(self) -> Self {
+        Dual::constant(self.re.signum())
+    }
+    /// `x - trunc(x)`: derivative one.
+    #[inline]
+    fn fract(self) -> Self {
+        Dual::new(self.re.fract(), self.du)
+    }
+    /// Derivative `+1` for `x >= 0` (including `x = 0`, as JAX), `-1` below.
+    #[inline]
+    fn abs(self) -> Self {
+        let du = if self.re >= T::zero() {
+            self.du
+        } else {
+            -self.du
+        };
+        Dual::new(self.re.abs(), du)
+    }
+
+    #[inline]
+    fn mul_add(self, a: Self, b: Self) -> Self {
+        Dual::new(
+            self.re.mul_add(a.re, b.re),
+            strong_mul(self.du, a.re) + strong_mul(a.du, self.re) + b.du,
+        )
+    }
+    #[inline]
+    fn recip(self) -> Self {
+        let y = self.re.recip();
+        self.chain(y, -(y * y))
+    }
+    /// `n·x^(n-1)`; for `n = 0` the constant one.
+    #[inline]
+    fn powi(self, n: i32) -> Self {
+        if n == 0 {
+            return Self::one();
+        }
+        let prev = n
+            .checked_sub(1)
+            .map_or_else(|| self.re.powi(n) / self.re, |m| self.re.powi(m));
+        self.chain(self.re.powi(n), T::from_f64(n.into()) * prev)
+    }
+    /// `x^p`: `p·x^(p-1)·dx + x^p·ln(x)·dp`, where, as in JAX, the first term is zero for
+    /// `p = 0` and the second zero for `x = 0`. A constant exponent never evaluates `ln(x)`, so
+    /// negative bases with constant integer exponents have finite derivatives.
+    fn powf(self, p: Self) -> Self {
+        let y = self.re.powf(p.re);
+        let dx = if self.du.is_exact_zero() || p.re == T::zero() {
+            T::zero()
+        } else {
+            self.du * (p.re * self.re.powf(p.re - T::one()))
+        };
+        let dp = if p.du.is_exact_zero() || self.re == T::zero() {
+            T::zero()
+        } else {
+            p.du * (y * self.re.ln())
+        };
+        Dual::new(y, dx + dp)
+    }
+    #[inline]
+    fn sqrt(self) -> Self {
+        let y = self.re.sqrt();
+        self.chain_div(y, y + y)
+    }
+    #[inline]
+    fn cbrt(self) -> Self {
+        let y = self.re.cbrt();
+        self.chain_div(y, T::from_f64(3.0) * y * y)
+    }
+    #[inline]
+    fn exp(self) -> Self {
+        let y = self.re.exp();
+        self.chain(y, y)
+    }
+    #[inline]
+    fn exp2(self) -> Self {
+        let y = self.re.exp2();
+        self.chain(y, y * T::from_f64(std::f64::consts::LN_2))
+    }
+    #[inline]
+    fn exp_m1(self) -> Self {
+        self.chain(self.re.exp_m1(), self.re.exp())
+    }
+    #[inline]
+    fn ln(self) -> Self {
+        self.chain_div(self.re.ln(), self.re)
+    }
+    #[inline]
+    fn ln_1p(self) -> Self {
+        self.chain_div(self.re.ln_1p(), T::one() + self.re)
+    }
+    /// `ln(x) / ln(base)`, differentiable in both.
+    #[inline]
+    fn log(self, base: Self) -> Self {
+        self.ln() / base.ln()
+    }
+    #[inline]
+    fn log2(self) -> Self {
+        self.chain_div(
+            self.re.log2(),
+            self.re * T::from_f64(std::f64::consts::LN_2),
+        )
+    }
+    #[inline]
+    fn log10(self) -> Self {
+        self.chain_div(
+            self.re.log10(),
+            self.re * T::from_f64(std::f64::consts::LN_10),
+        )
+    }
+    #[inline]
+    fn to_degrees(self) -> Self {
+        Dual::new(self.re.to_degrees(), self.du.to_degrees())
+    }
+    #[inline]
+    fn to_radians(self) -> Self {
+        Dual::new(self.re.to_radians(), self.du.to_radians())
+    }
+
+    /// The larger primal wins with its tangent; NaN loses (as `f64::max`); at a tie the tangent
+    /// is the mean of both (as JAX's `max`).
+    #[inline]
+    fn max(self, o: Self) -> Self {
+        pick(self, o, self.re > o.re, o.re > self.re, self.re.max(o.re))
+    }
+    /// The smaller primal wins with its tangent; NaN loses (as `f64::min`); at a tie the tangent
+    /// is the mean of both (as JAX's `min`).
+    #[inline]
+    fn min(self, o: Self) -> Self {
+        pick(self, o, self.re < o.re, o.re < self.re, self.re.min(o.re))
+    }
+    /// `max(x - y, 0)`.
+    #[inline]
+    fn abs_sub(self, o: Self) -> Self {
+        if self.re <= o.re {
+            Self::zero()
+        } else {
+            self - o
+        }
+    }
+    /// `(x dx + y dy) / hypot(x, y)`.
+    #[inline]
+    fn hypot(self, o: Self) -> Self {
+        let h = self.re.hypot(o.re);
+        let num = strong_mul(self.du, self.re) + strong_mul(o.du, o.re);
+        Dual::new(h, strong_div(num, h))
+    }
+
+    #[inline]
+    fn sin(self) -> Self {
+        let (s, c) = self.re.sin_cos();
+        self.chain(s, c)
+    }
+    #[inline]
+    fn cos(self) -> Self {
+        let (s, c) = self.re.sin_cos();
+        self.chain(c, -s)
+    }
+    #[inline]
+    fn sin_cos(self) -> (Self, Self) {
+        let (s, c) = self.re.sin_cos();
+        (self.chain(s, c), self.chain(c, -s))
+    }
+    #[inline]
+    fn tan(self) -> Self {
+        let t = self.re.tan();
+        self.chain(t, T::one() + t * t)
+    }
+    /// `1 / sqrt((1 - x)(1 + x))`.
+    #[inline]
+    fn asin(self) -> Self {
+        self.chain_div(self.re.asin(), one_minus_sq(self.re).sqrt())
+    }
+    /// `-1 / sqrt((1 - x)(1 + x))`.
+    #[inline]
+    fn acos(self) -> Self {
+        self.chain_div(self.re.acos(), -one_minus_sq(self.re).sqrt())
+    }
+    #[inline]
+    fn atan(self) -> Self {
+        self.chain_div(self.re.atan(), T::one() + self.re * self.re)
+    }
+    /// `atan2(y, x)` with `self = y`: `(x dy - y dx) / (x² + y²)`.
+    #[inline]
+    fn atan2(self, x: Self) -> Self {
+        let num = strong_mul(self.du, x.re) - strong_mul(x.du, self.re);
+        let r2 = x.re * x.re + self.re * self.re;
+        Dual::new(self.re.atan2(x.re), strong_div(num, r2))
+    }
+    #[inline]
+    fn sinh(self) -> Self {
+        self.chain(self.re.sinh(), self.re.cosh())
+    }
+    #[inline]
+    fn cosh(self) -> Self {
+        self.chain(self.re.cosh(), self.re.sinh())
+    }
+    #[inline]
+    fn tanh(self) -> Self {
+        let t = self.re.tanh();
+        self.chain(t, T::one() - t * t)
+    }
+    /// `1 / hypot(x, 1)` (no overflow for large `x`).
+    #[inline]
+    fn asinh(self) -> Self {
+        self.chain_div(self.re.asinh(), self.re.hypot(T::one()))
+    }
+    /// `1 / (sqrt(x - 1) sqrt(x + 1))`.
+    #[inline]
+    fn acosh(self) -> Self {
+        let d = (self.re - T::one()).sqrt() * (self.re + T::one()).sqrt();
+        self.chain_div(self.re.acosh(), d)
+    }
+    /// `1 / ((1 - x)(1 + x))`.
+    #[inline]
+    fn atanh(self) -> Self {
+        self.chain_div(self.re.atanh(), one_minus_sq(self.re))
+    }
+}
+
+/// `(1 - x)(1 + x)`, accurate near `|x| = 1`.
+#[inline]
+fn one_minus_sq<T: Element>(x: T) -> T {
+    (T::one() - x) * (T::one() + x)
+}
+
+/// `a` if `a_wins`, `b` if `b_wins`, otherwise (a tie, or NaN) the value `tie` with the mean
+/// tangent of both when both are numbers, and the non-NaN operand when one is NaN.
+#[inline]
+fn pick<T: Element>(a: Dual<T>, b: Dual<T>, a_wins: bool, b_wins: bool, tie: T) -> Dual<T> {
+    if a_wins || b.re.is_nan() {
+        a
+    } else if b_wins || a.re.is_nan() {
+        b
+    } else {
+        Dual::new(tie, (a.du + b.du) * T::from_f64(0.5))
+    }
+}
+
+// ---- runtime traits -------------------------------------------------------------------------
+
+impl<T: Element> ScalarOperand for Dual<T> {}
+
+impl<T: Element> Operand for Dual<T> {
+    type Elem = Dual<T>;
+    #[inline]
+    fn operand(&self) -> OperandRef<'_, Dual<T>> {
+        OperandRef::Scalar(*self)
+    }
+}
+
+scalar_lhs_ops!([T: Element] Dual<T>);
+
+impl<T: Element> Element for Dual<T> {
+    const NAME: &'static str = "Dual";
+    const FD_EPS: f64 = T::FD_EPS;
+    const GRAD_TOL: f64 = T::GRAD_TOL;
+
+    #[inline]
+    fn from_f64(v: f64) -> Self {
+        Dual::constant(T::from_f64(v))
+    }
+    #[inline]
+    fn to_real(self) -> f64 {
+        self.re.to_real()
+    }
+    #[inline]
+    fn is_exact_zero(self) -> bool {
+        self.re.is_exact_zero() && self.du.is_exact_zero()
+    }
+    /// Both parts, each cast to the target's precision: see [`Element::cast_to`].
+    #[inline]
+    fn cast_to<U: Element>(self) -> U {
+        U::from_dual_parts(self.re, self.du)
+    }
+    #[inline]
+    fn from_dual_parts<S: Element>(re: S, du: S) -> Self {
+        Dual::new(re.cast_to(), du.cast_to())
+    }
+}
+
+/// `re + duε`; a nested dual's parts are parenthesised.
+impl<T: Element> fmt::Display for Dual<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let nested = T::NAME == Self::NAME;
+        let part = |f: &mut fmt::Formatter<'_>, v: &T| -> fmt::Result {
+            if nested {
+                f.write_str("(")?;
+                fmt::Display::fmt(v, f)?;
+                f.write_str(")")
+            } else {
+                fmt::Display::fmt(v, f)
+            }
+        };
+        part(f, &self.re)?;
+        f.write_str(" + ")?;
+        part(f, &self.du)?;
+        f.write_str("ε")
+    }
+}

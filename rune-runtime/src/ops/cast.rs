@@ -1,0 +1,89 @@
+//! Element-type conversion (`cast`), `stop_gradient`, and the table entries of the Rune
+//! primitives that are plain Rust here (cloning, constants, random numbers, in-place updates).
+
+use std::any::Any;
+
+use crate::element::Element;
+use crate::tensor::Tensor;
+
+impl<T: Element> Tensor<T> {
+    /// The tensor with every element converted to `U` (see [`Element::cast_to`]).
+    ///
+    /// - `f32` ↔ `f64`: exactly Rust's `as` (`f32 → f64` is exact, `f64 → f32` rounds to nearest).
+    /// - real → `Dual<_>`: a constant (tangent zero).
+    /// - `Dual<_>` → `Dual<_>` of another precision: both parts, each cast.
+    /// - `Dual<_>` → real: the primal part; the tangent is dropped.
+    ///
+    /// Casting to the same type returns a clone that shares storage.
+    ///
+    /// ```
+    /// use rune_runtime::{Dual, Tensor};
+    /// let x = Tensor::from_vec(vec![Dual::new(1.5_f32, 2.0)], &[1]);
+    /// let y: Tensor<Dual<f64>> = x.cast();
+    /// assert_eq!((y.item().re, y.item().du), (1.5, 2.0));
+    /// assert_eq!(x.cast::<f64>().item(), 1.5);
+    /// ```
+    #[must_use]
+    pub fn cast<U: Element>(&self) -> Tensor<U> {
+        if let Some(same) = (self as &dyn Any).downcast_ref::<Tensor<U>>() {
+            return same.clone();
+        }
+        self.map(|&v| v.cast_to::<U>())
+    }
+}
+
+/// `x` itself, as a constant to AD: the code generator gives its result no tangent and sends it
+/// no cotangent, so the gradient through it is zero. It has no rules.
+#[must_use]
+pub fn stop_gradient<T: Element>(x: &Tensor<T>) -> Tensor<T> {
+    x.clone()
+}
+
+// ---- rules ----------------------------------------------------------------------------------
+//
+// `cast` from `T` to `U` is linear (a rounding, embedding or projection of coordinates), so its
+// JVP is the same cast of the tangent and its VJP the cast back of the cotangent. Both rules take
+// the generic parameters in the order <source T, target U>.
+
+/// Rules of `cast`.
+pub mod rules {
+    use super::*;
+
+    /// JVP of `y = x.cast::<U>()` for `x: Tensor<T>`: the tangent cast the same way.
+    pub fn cast_jvp<T: Element, U: Element>(dx: &Tensor<T>) -> Tensor<U> {
+        dx.cast::<U>()
+    }
+
+    /// VJP of `y = x.cast::<U>()` for `x: Tensor<T>`: the cotangent cast back to `T`.
+    pub fn cast_vjp<T: Element, U: Element>(g: &Tensor<U>) -> Tensor<T> {
+        g.cast::<T>()
+    }
+}
+
+/// `cast`, `stop_gradient`, and the Rune primitives that are plain Rust here.
+pub const RULES: &[crate::ops::OpInfo] = &[
+    crate::ops::OpInfo::diff("cast", "cast"),
+    crate::ops::OpInfo::nondiff(
+        "stop_gradient",
+        "composite: identity whose result AD treats as a constant",
+    ),
+    // Cloning shares copy-on-write storage: a no-op for AD.
+    crate::ops::OpInfo::nondiff("clone", "contiguous, copy"),
+    // Constructors give constants.
+    crate::ops::OpInfo::nondiff("scalar", "const_scalar"),
+    crate::ops::OpInfo::nondiff("full", "const_scalar, expand"),
+    crate::ops::OpInfo::nondiff("zeros", "const_scalar, expand"),
+    crate::ops::OpInfo::nondiff("ones", "const_scalar, expand"),
+    crate::ops::OpInfo::nondiff("zeros_like", "const_scalar, expand"),
+    crate::ops::OpInfo::nondiff("ones_like", "const_scalar, expand"),
+    crate::ops::OpInfo::nondiff("from_vec", "const_array"),
+    crate::ops::OpInfo::nondiff("try_from_vec", "const_array"),
+    crate::ops::OpInfo::nondiff("arange", "const_array"),
+    crate::ops::OpInfo::nondiff("rand_uniform", "threefry"),
+    crate::ops::OpInfo::nondiff("rand_normal", "threefry"),
+    // In-place updates: the code generator differentiates `a op= b` as `a = a op b`.
+    crate::ops::OpInfo::nondiff("add_assign", "assign"),
+    crate::ops::OpInfo::nondiff("sub_assign", "assign"),
+    crate::ops::OpInfo::nondiff("mul_assign", "assign"),
+    crate::ops::OpInfo::nondiff("div_assign", "assign"),
+];
