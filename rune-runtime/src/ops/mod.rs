@@ -25,6 +25,9 @@
 use crate::error::ShapeError;
 
 pub mod arith;
+pub mod binary;
+pub mod compare;
+pub mod unary;
 
 /// One primitive of the op table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,7 +61,7 @@ impl OpInfo {
 
 /// Every op of the runtime, group by group.
 pub fn all_ops() -> Vec<OpInfo> {
-    let groups: &[&[OpInfo]] = &[arith::RULES];
+    let groups: &[&[OpInfo]] = &[arith::RULES, unary::RULES, binary::RULES, compare::RULES];
     groups.iter().flat_map(|g| g.iter().copied()).collect()
 }
 
