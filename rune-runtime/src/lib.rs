@@ -34,4 +34,6 @@ pub use tensor::Tensor;
 pub mod rules {
     pub use crate::ops::arith::rules::*;
     pub use crate::ops::cast::rules::*;
+    pub use crate::ops::binary::rules::*;
+    pub use crate::ops::unary::rules::*;
 }

@@ -26,6 +26,9 @@ use crate::error::ShapeError;
 
 pub mod arith;
 pub mod cast;
+pub mod binary;
+pub mod compare;
+pub mod unary;
 
 /// One primitive of the op table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,7 +62,7 @@ impl OpInfo {
 
 /// Every op of the runtime, group by group.
 pub fn all_ops() -> Vec<OpInfo> {
-    let groups: &[&[OpInfo]] = &[arith::RULES, cast::RULES];
+    let groups: &[&[OpInfo]] = &[arith::RULES, cast::RULES, unary::RULES, binary::RULES, compare::RULES];
     groups.iter().flat_map(|g| g.iter().copied()).collect()
 }
 

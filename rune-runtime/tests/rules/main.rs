@@ -6,6 +6,8 @@ mod common;
 
 mod arith;
 mod cast;
+mod binary;
+mod unary;
 
 use common::Case;
 use rune_runtime::{all_ops, check_grad, Element};
@@ -14,6 +16,8 @@ fn all_cases<T: Element>() -> Vec<Case<T>> {
     let mut cases = Vec::new();
     cases.extend(arith::cases::<T>());
     cases.extend(cast::cases::<T>());
+    cases.extend(unary::cases::<T>());
+    cases.extend(binary::cases::<T>());
     cases
 }
 

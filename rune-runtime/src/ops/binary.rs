@@ -1,0 +1,283 @@
+//! Elementwise functions of two tensors, with NumPy broadcasting: `pow`, `maximum`, `minimum`.
+//!
+//! # Conventions
+//!
+//! - `pow(a, b) = a^b`. Its derivative in `a` is `b·a^(b-1)`, and `0` where `b = 0` (the
+//!   function is constant there), as in JAX. Its derivative in `b` is `ln(a)·a^b` with `ln(0)`
+//!   read as `ln(1) = 0`, as JAX does: `0^b` has a zero `b`-gradient, not NaN.
+//! - `maximum` and `minimum` propagate NaN (as NumPy's `maximum`/`minimum` and JAX's `max`/`min`).
+//!   Where `a == b` the gradient is split evenly, half to each side, as JAX does; where either
+//!   side is NaN, neither side gets any gradient.
+
+use ndarray::Zip;
+
+use crate::broadcast::{broadcast_shapes, broadcast_view, sum_to_shape};
+use crate::element::{strong_mul, Element};
+use crate::error::{OrPanic, ShapeError};
+use crate::ops::arith::{try_binary_map, OperandRef};
+use crate::tensor::Tensor;
+
+fn max_kernel<T: Element>(a: T, b: T) -> T {
+    if a >= b || a.is_nan() {
+        a
+    } else {
+        b
+    }
+}
+
+fn min_kernel<T: Element>(a: T, b: T) -> T {
+    if a <= b || a.is_nan() {
+        a
+    } else {
+        b
+    }
+}
+
+macro_rules! binary_methods {
+    ($($(#[$doc:meta])* $name:ident, $try_name:ident, $arg:ident, $kernel:expr;)*) => {
+        impl<T: Element> Tensor<T> {$(
+            $(#[$doc])*
+            ///
+            /// # Panics
+            /// When the shapes do not broadcast.
+            #[track_caller]
+            #[must_use]
+            pub fn $name(&self, $arg: &Tensor<T>) -> Tensor<T> {
+                self.$try_name($arg).or_panic()
+            }
+
+            #[doc = concat!("Like [`Tensor::", stringify!($name),
+                "`], returning an error when the shapes do not broadcast.")]
+            pub fn $try_name(&self, $arg: &Tensor<T>) -> Result<Tensor<T>, ShapeError> {
+                try_binary_map(
+                    stringify!($name),
+                    OperandRef::Tensor(self),
+                    OperandRef::Tensor($arg),
+                    $kernel,
+                )
+            }
+        )*}
+    };
+}
+
+binary_methods! {
+    /// `self ^ exponent` elementwise, broadcasting (NaN for a negative base and a non-integer
+    /// exponent).
+    pow, try_pow, exponent, |a: T, b: T| a.powf(b);
+    /// The larger of `self` and `other` elementwise, broadcasting; NaN if either is NaN.
+    maximum, try_maximum, other, max_kernel;
+    /// The smaller of `self` and `other` elementwise, broadcasting; NaN if either is NaN.
+    minimum, try_minimum, other, min_kernel;
+}
+
+// ---- rules ----------------------------------------------------------------------------------
+//
+// | op      | JVP                                 | VJP (lhs)               | VJP (rhs)           |
+// |---------|-------------------------------------|-------------------------|---------------------|
+// | pow     | da·b·a^(b-1) + db·ln(a)·y           | sum_to(g·b·a^(b-1))     | sum_to(g·ln(a)·y)   |
+// | maximum | da where a > b, db where b > a,     | sum_to(g·[a>b] + ½g·[a=b]) | same with b > a  |
+// |         | (da + db)/2 where a == b            |                         |                     |
+// | minimum | as maximum with < for >             |                         |                     |
+//
+// (`b·a^(b-1)` is 0 where b = 0; `ln(a)` is 0 where a = 0.)
+
+/// Rules of the binary ops (see the module's table).
+pub mod rules {
+    use super::*;
+
+    /// `f(d, p, q)` elementwise over `d`, `p` and `q` broadcast to `shape`.
+    #[track_caller]
+    fn zip3<T: Element>(
+        op: &'static str,
+        shape: &[usize],
+        d: &Tensor<T>,
+        p: &Tensor<T>,
+        q: &Tensor<T>,
+        f: impl Fn(T, T, T) -> T,
+    ) -> Tensor<T> {
+        let dv = broadcast_view(op, d, shape).or_panic();
+        let pv = broadcast_view(op, p, shape).or_panic();
+        let qv = broadcast_view(op, q, shape).or_panic();
+        Tensor::from_array(
+            Zip::from(&dv)
+                .and(&pv)
+                .and(&qv)
+                .map_collect(|&d, &p, &q| f(d, p, q)),
+        )
+    }
+
+    /// The sum of the per-input tangent contributions (each already of the output's shape).
+    fn sum_tangents<T: Element>(
+        shape: &[usize],
+        lhs: Option<Tensor<T>>,
+        rhs: Option<Tensor<T>>,
+    ) -> Tensor<T> {
+        match (lhs, rhs) {
+            (Some(mut l), Some(r)) => {
+                Zip::from(l.data_mut())
+                    .and(r.as_shared())
+                    .for_each(|u, &v| *u += v);
+                l
+            }
+            (Some(t), None) | (None, Some(t)) => t,
+            (None, None) => Tensor::zeros(shape),
+        }
+    }
+
+    #[track_caller]
+    fn out_shape<T: Element>(op: &'static str, a: &Tensor<T>, b: &Tensor<T>) -> Vec<usize> {
+        broadcast_shapes(op, a.shape(), b.shape()).or_panic()
+    }
+
+    /// `∂(a^b)/∂a = b·a^(b-1)`, and 0 where `b = 0`.
+    fn pow_d_base<T: Element>(a: T, b: T) -> T {
+        if b == T::zero() {
+            T::zero()
+        } else {
+            b * a.powf(b - T::one())
+        }
+    }
+
+    /// `∂(a^b)/∂b = ln(a)·y`, with `ln(0)` read as 0.
+    fn pow_d_exponent<T: Element>(a: T, y: T) -> T {
+        if a == T::zero() {
+            T::zero()
+        } else {
+            a.ln() * y
+        }
+    }
+
+    /// `d` if `wins`, `d/2` if `tie`, else 0: the share of a selection's tangent that one side
+    /// gets.
+    fn routed<T: Element>(d: T, wins: bool, tie: bool) -> T {
+        if wins {
+            d
+        } else if tie {
+            d * T::from_f64(0.5)
+        } else {
+            T::zero()
+        }
+    }
+
+    /// JVP of `y = a.pow(b)`, from `a`, `b`, `y` and the tangents (`None` for a constant input).
+    ///
+    /// # Panics
+    /// When a tangent's shape does not broadcast to `y`'s.
+    #[track_caller]
+    #[must_use]
+    pub fn pow_jvp<T: Element>(
+        a: &Tensor<T>,
+        b: &Tensor<T>,
+        y: &Tensor<T>,
+        da: Option<&Tensor<T>>,
+        db: Option<&Tensor<T>>,
+    ) -> Tensor<T> {
+        let shape = y.shape();
+        let ta = da.map(|d| {
+            zip3("pow_jvp", shape, d, a, b, |d, a, b| {
+                strong_mul(d, pow_d_base(a, b))
+            })
+        });
+        let tb = db.map(|d| {
+            zip3("pow_jvp", shape, d, a, y, |d, a, y| {
+                strong_mul(d, pow_d_exponent(a, y))
+            })
+        });
+        sum_tangents(shape, ta, tb)
+    }
+
+    /// VJP of `y = a.pow(b)` for the base `a`, from `a` and `b`.
+    ///
+    /// # Panics
+    /// When `a` or `b` does not broadcast to `g`'s shape.
+    #[track_caller]
+    #[must_use]
+    pub fn pow_vjp_lhs<T: Element>(g: &Tensor<T>, a: &Tensor<T>, b: &Tensor<T>) -> Tensor<T> {
+        let t = zip3("pow_vjp_lhs", g.shape(), g, a, b, |g, a, b| {
+            strong_mul(g, pow_d_base(a, b))
+        });
+        sum_to_shape(&t, a.shape())
+    }
+
+    /// VJP of `y = a.pow(b)` for the exponent `b` (of shape `b_shape`), from `a` and `y`.
+    ///
+    /// # Panics
+    /// When `a` does not broadcast to `g`'s shape or `y`'s shape is not `g`'s.
+    #[track_caller]
+    #[must_use]
+    pub fn pow_vjp_rhs<T: Element>(
+        g: &Tensor<T>,
+        a: &Tensor<T>,
+        y: &Tensor<T>,
+        b_shape: &[usize],
+    ) -> Tensor<T> {
+        let t = zip3("pow_vjp_rhs", g.shape(), g, a, y, |g, a, y| {
+            strong_mul(g, pow_d_exponent(a, y))
+        });
+        sum_to_shape(&t, b_shape)
+    }
+
+    macro_rules! selection_rules {
+        ($($name:ident, $jvp:ident, $vjp_lhs:ident, $vjp_rhs:ident, $wins:tt;)*) => {$(
+            #[doc = concat!("JVP of [`Tensor::", stringify!($name), "`], from `a`, `b` and the \
+                tangents (`None` for a constant input); ties split the tangent evenly.")]
+            ///
+            /// # Panics
+            /// When the shapes do not broadcast.
+            #[track_caller]
+            #[must_use]
+            pub fn $jvp<T: Element>(
+                a: &Tensor<T>,
+                b: &Tensor<T>,
+                da: Option<&Tensor<T>>,
+                db: Option<&Tensor<T>>,
+            ) -> Tensor<T> {
+                let op = stringify!($jvp);
+                let shape = out_shape(op, a, b);
+                let ta = da.map(|d| zip3(op, &shape, d, a, b, |d, a, b| routed(d, a $wins b, a == b)));
+                let tb = db.map(|d| zip3(op, &shape, d, a, b, |d, a, b| routed(d, b $wins a, a == b)));
+                sum_tangents(&shape, ta, tb)
+            }
+
+            #[doc = concat!("VJP of [`Tensor::", stringify!($name), "`] for `a`, from `a` and \
+                `b`; where `a == b`, `a` gets half the cotangent.")]
+            ///
+            /// # Panics
+            /// When `a` or `b` does not broadcast to `g`'s shape.
+            #[track_caller]
+            #[must_use]
+            pub fn $vjp_lhs<T: Element>(g: &Tensor<T>, a: &Tensor<T>, b: &Tensor<T>) -> Tensor<T> {
+                let t = zip3(stringify!($vjp_lhs), g.shape(), g, a, b, |g, a, b| {
+                    routed(g, a $wins b, a == b)
+                });
+                sum_to_shape(&t, a.shape())
+            }
+
+            #[doc = concat!("VJP of [`Tensor::", stringify!($name), "`] for `b`, from `a` and \
+                `b`; where `a == b`, `b` gets half the cotangent.")]
+            ///
+            /// # Panics
+            /// When `a` or `b` does not broadcast to `g`'s shape.
+            #[track_caller]
+            #[must_use]
+            pub fn $vjp_rhs<T: Element>(g: &Tensor<T>, a: &Tensor<T>, b: &Tensor<T>) -> Tensor<T> {
+                let t = zip3(stringify!($vjp_rhs), g.shape(), g, a, b, |g, a, b| {
+                    routed(g, b $wins a, a == b)
+                });
+                sum_to_shape(&t, b.shape())
+            }
+        )*};
+    }
+
+    selection_rules! {
+        maximum, maximum_jvp, maximum_vjp_lhs, maximum_vjp_rhs, >;
+        minimum, minimum_jvp, minimum_vjp_lhs, minimum_vjp_rhs, <;
+    }
+}
+
+/// The binary ops.
+pub const RULES: &[crate::ops::OpInfo] = &[
+    crate::ops::OpInfo::diff("pow", "pow"),
+    crate::ops::OpInfo::diff("maximum", "max"),
+    crate::ops::OpInfo::diff("minimum", "composite: max, neg"),
+];

@@ -1,0 +1,355 @@
+//! Non-differentiable ops, whose results are constants to AD: comparisons (`lt gt le ge eq ne`,
+//! giving `Tensor<bool>`), `argmax`/`argmin` (giving `Tensor<i64>`), logic on masks
+//! (`and or xor not`, and the operators `& | ^ !`), and integer arithmetic on `Tensor<i64>`
+//! (`+ - * / %`). Every binary op here broadcasts as NumPy does.
+//!
+//! The comparison methods `eq`, `ne`, `lt`, ... are inherent methods, so on a tensor they shadow
+//! the [`PartialEq`] methods of the same name on purpose: `a.eq(&b)` compares elementwise and
+//! returns a mask, while `a == b` still tests whole tensors for equality. They compare with IEEE
+//! semantics: every comparison with NaN is false except `ne`, which is true.
+//!
+//! Integer arithmetic follows Rust: `/` truncates toward zero and `%` takes the sign of the
+//! dividend (`-7 / 2 == -3`, `-7 % 2 == -1`); `+ - *` overflow as Rust's `i64` operators do. A
+//! zero divisor (or `i64::MIN / -1`) panics with a message naming the op and the shapes.
+
+use std::cell::Cell;
+use std::ops::{Add, BitAnd, BitOr, BitXor, Div, Mul, Not, Rem, Sub};
+
+use ndarray::{Axis, Zip};
+
+use crate::broadcast::{broadcast_shapes, broadcast_view};
+use crate::element::Element;
+use crate::error::{OrPanic, ShapeError};
+use crate::ops::arith::{Operand, OperandRef};
+use crate::ops::normalize_axis;
+use crate::tensor::Tensor;
+
+/// `f` over `a` and `b` broadcast against each other.
+fn try_zip_map<A, B, U>(
+    op: &'static str,
+    a: &Tensor<A>,
+    b: &Tensor<B>,
+    f: impl Fn(&A, &B) -> U,
+) -> Result<Tensor<U>, ShapeError> {
+    if a.shape() == b.shape() {
+        return Ok(Tensor::from_array(
+            Zip::from(a.as_shared()).and(b.as_shared()).map_collect(&f),
+        ));
+    }
+    let shape = broadcast_shapes(op, a.shape(), b.shape())?;
+    let av = broadcast_view(op, a, &shape)?;
+    let bv = broadcast_view(op, b, &shape)?;
+    Ok(Tensor::from_array(Zip::from(&av).and(&bv).map_collect(&f)))
+}
+
+fn try_compare<T: Element>(
+    op: &'static str,
+    a: &Tensor<T>,
+    b: OperandRef<'_, T>,
+    f: impl Fn(T, T) -> bool,
+) -> Result<Tensor<bool>, ShapeError> {
+    match b {
+        OperandRef::Scalar(s) => Ok(a.map(|&v| f(v, s))),
+        OperandRef::Tensor(t) => try_zip_map(op, a, t, |&x, &y| f(x, y)),
+    }
+}
+
+macro_rules! comparisons {
+    ($($doc:literal $name:ident, $try_name:ident, $op:tt;)*) => {
+        impl<T: Element> Tensor<T> {$(
+            #[doc = concat!("`self ", stringify!($op), " other` elementwise, against a tensor or a \
+                scalar, broadcasting.")]
+            #[doc = $doc]
+            ///
+            /// # Panics
+            /// When the shapes do not broadcast.
+            #[track_caller]
+            #[must_use]
+            pub fn $name<B: Operand<Elem = T>>(&self, other: B) -> Tensor<bool> {
+                self.$try_name(other).or_panic()
+            }
+
+            #[doc = concat!("Like [`Tensor::", stringify!($name),
+                "`], returning an error when the shapes do not broadcast.")]
+            pub fn $try_name<B: Operand<Elem = T>>(
+                &self,
+                other: B,
+            ) -> Result<Tensor<bool>, ShapeError> {
+                try_compare(stringify!($name), self, other.operand(), |x, y| x $op y)
+            }
+        )*}
+    };
+}
+
+comparisons! {
+    "" lt, try_lt, <;
+    "" gt, try_gt, >;
+    "" le, try_le, <=;
+    "" ge, try_ge, >=;
+    "\n\nShadows [`PartialEq::eq`] in method-call syntax; `==` still compares whole tensors."
+        eq, try_eq, ==;
+    "\n\nShadows [`PartialEq::ne`] in method-call syntax; `!=` still compares whole tensors."
+        ne, try_ne, !=;
+}
+
+/// The index of the first element of each lane along `axis` that `better` prefers to every
+/// earlier one; a NaN wins at once (as in NumPy).
+fn try_arg_select<T: Element>(
+    op: &'static str,
+    x: &Tensor<T>,
+    axis: isize,
+    better: impl Fn(T, T) -> bool,
+) -> Result<Tensor<i64>, ShapeError> {
+    let ax = normalize_axis(op, axis, x.ndim())?;
+    if x.shape()[ax] == 0 {
+        return Err(ShapeError::new(
+            op,
+            format!(
+                "axis {axis} of shape {:?} is empty, so it has no {op}",
+                x.shape()
+            ),
+        ));
+    }
+    Ok(Tensor::from_array(x.as_shared().map_axis(
+        Axis(ax),
+        |lane| {
+            let mut best = lane[0];
+            let mut at = 0;
+            if best.is_nan() {
+                return 0;
+            }
+            for (i, &v) in lane.iter().enumerate().skip(1) {
+                if v.is_nan() {
+                    return i as i64;
+                }
+                if better(v, best) {
+                    best = v;
+                    at = i;
+                }
+            }
+            at as i64
+        },
+    )))
+}
+
+impl<T: Element> Tensor<T> {
+    /// The index of the largest element along `axis` (negative counts from the end), which is
+    /// removed from the shape. Ties go to the first index, and a NaN counts as the largest (as in
+    /// NumPy).
+    ///
+    /// # Panics
+    /// When `axis` is out of range or that axis is empty.
+    #[track_caller]
+    #[must_use]
+    pub fn argmax(&self, axis: isize) -> Tensor<i64> {
+        self.try_argmax(axis).or_panic()
+    }
+
+    /// Like [`Tensor::argmax`], returning an error for a bad or empty axis.
+    pub fn try_argmax(&self, axis: isize) -> Result<Tensor<i64>, ShapeError> {
+        try_arg_select("argmax", self, axis, |v, best| v > best)
+    }
+
+    /// The index of the smallest element along `axis` (negative counts from the end), which is
+    /// removed from the shape. Ties go to the first index, and a NaN counts as the smallest (as
+    /// in NumPy).
+    ///
+    /// # Panics
+    /// When `axis` is out of range or that axis is empty.
+    #[track_caller]
+    #[must_use]
+    pub fn argmin(&self, axis: isize) -> Tensor<i64> {
+        self.try_argmin(axis).or_panic()
+    }
+
+    /// Like [`Tensor::argmin`], returning an error for a bad or empty axis.
+    pub fn try_argmin(&self, axis: isize) -> Result<Tensor<i64>, ShapeError> {
+        try_arg_select("argmin", self, axis, |v, best| v < best)
+    }
+}
+
+// ---- logic on masks -------------------------------------------------------------------------
+
+macro_rules! logic_ops {
+    ($($name:ident, $try_name:ident, $trait:ident, $method:ident, $op:tt;)*) => {
+        impl Tensor<bool> {$(
+            #[doc = concat!("Elementwise logical `", stringify!($name), "`, broadcasting (also \
+                the `", stringify!($op), "` operator).")]
+            ///
+            /// # Panics
+            /// When the shapes do not broadcast.
+            #[track_caller]
+            #[must_use]
+            pub fn $name(&self, other: &Tensor<bool>) -> Tensor<bool> {
+                self.$try_name(other).or_panic()
+            }
+
+            #[doc = concat!("Like [`Tensor::", stringify!($name),
+                "`], returning an error when the shapes do not broadcast.")]
+            pub fn $try_name(&self, other: &Tensor<bool>) -> Result<Tensor<bool>, ShapeError> {
+                try_zip_map(stringify!($name), self, other, |&x, &y| x $op y)
+            }
+        )*}
+
+        $(
+            logic_ops!(@impl $trait, $method, $name, Tensor<bool>, Tensor<bool>, &);
+            logic_ops!(@impl $trait, $method, $name, Tensor<bool>, &Tensor<bool>, );
+            logic_ops!(@impl $trait, $method, $name, &Tensor<bool>, Tensor<bool>, &);
+            logic_ops!(@impl $trait, $method, $name, &Tensor<bool>, &Tensor<bool>, );
+        )*
+    };
+    (@impl $trait:ident, $method:ident, $name:ident, $lhs:ty, $rhs:ty, $($borrow:tt)?) => {
+        impl $trait<$rhs> for $lhs {
+            type Output = Tensor<bool>;
+            #[track_caller]
+            #[inline]
+            fn $method(self, rhs: $rhs) -> Tensor<bool> {
+                self.$name($($borrow)? rhs)
+            }
+        }
+    };
+}
+
+logic_ops! {
+    and, try_and, BitAnd, bitand, &;
+    or, try_or, BitOr, bitor, |;
+    xor, try_xor, BitXor, bitxor, ^;
+}
+
+impl Tensor<bool> {
+    /// Elementwise logical not (also the `!` operator).
+    #[must_use]
+    pub fn not(&self) -> Tensor<bool> {
+        self.map(|&v| !v)
+    }
+}
+
+impl Not for Tensor<bool> {
+    type Output = Tensor<bool>;
+    #[inline]
+    fn not(self) -> Tensor<bool> {
+        Tensor::not(&self)
+    }
+}
+
+impl Not for &Tensor<bool> {
+    type Output = Tensor<bool>;
+    #[inline]
+    fn not(self) -> Tensor<bool> {
+        Tensor::not(self)
+    }
+}
+
+// ---- integer arithmetic ---------------------------------------------------------------------
+
+/// An operand of integer arithmetic.
+#[derive(Clone, Copy)]
+enum Int<'a> {
+    Scalar(i64),
+    Tensor(&'a Tensor<i64>),
+}
+
+impl Int<'_> {
+    fn describe(self) -> String {
+        match self {
+            Int::Scalar(v) => format!("the scalar {v}"),
+            Int::Tensor(t) => format!("shape {:?}", t.shape()),
+        }
+    }
+}
+
+/// `f` over two integer operands, broadcasting; `f` returns `None` for a zero divisor or an
+/// overflowing quotient, which panics naming the op and the shapes.
+#[track_caller]
+fn int_arith(
+    op: &'static str,
+    a: Int<'_>,
+    b: Int<'_>,
+    f: impl Fn(i64, i64) -> Option<i64>,
+) -> Tensor<i64> {
+    let failed = Cell::new(None);
+    let g = |x: i64, y: i64| {
+        f(x, y).unwrap_or_else(|| {
+            if failed.get().is_none() {
+                failed.set(Some((x, y)));
+            }
+            0
+        })
+    };
+    let out = match (a, b) {
+        (Int::Tensor(x), Int::Scalar(s)) => x.map(|&v| g(v, s)),
+        (Int::Scalar(s), Int::Tensor(y)) => y.map(|&v| g(s, v)),
+        (Int::Tensor(x), Int::Tensor(y)) => try_zip_map(op, x, y, |&u, &v| g(u, v)).or_panic(),
+        (Int::Scalar(x), Int::Scalar(y)) => Tensor::scalar(g(x, y)),
+    };
+    if let Some((x, y)) = failed.get() {
+        let what = if y == 0 {
+            "division by zero".to_string()
+        } else {
+            format!(
+                "{x} {} {y} overflows i64",
+                if op == "div" { "/" } else { "%" }
+            )
+        };
+        panic!(
+            "{op}: {what} (i64 operands of {} and {})",
+            a.describe(),
+            b.describe()
+        );
+    }
+    out
+}
+
+macro_rules! int_ops {
+    ($($trait:ident, $method:ident, $name:literal, $f:expr;)*) => {$(
+        int_ops!(@impl $trait, $method, $name, $f, Tensor<i64>, Tensor<i64>, |a| Int::Tensor(&a), |b| Int::Tensor(&b));
+        int_ops!(@impl $trait, $method, $name, $f, Tensor<i64>, &Tensor<i64>, |a| Int::Tensor(&a), |b| Int::Tensor(b));
+        int_ops!(@impl $trait, $method, $name, $f, Tensor<i64>, i64, |a| Int::Tensor(&a), |b| Int::Scalar(b));
+        int_ops!(@impl $trait, $method, $name, $f, &Tensor<i64>, Tensor<i64>, |a| Int::Tensor(a), |b| Int::Tensor(&b));
+        int_ops!(@impl $trait, $method, $name, $f, &Tensor<i64>, &Tensor<i64>, |a| Int::Tensor(a), |b| Int::Tensor(b));
+        int_ops!(@impl $trait, $method, $name, $f, &Tensor<i64>, i64, |a| Int::Tensor(a), |b| Int::Scalar(b));
+        int_ops!(@impl $trait, $method, $name, $f, i64, Tensor<i64>, |a| Int::Scalar(a), |b| Int::Tensor(&b));
+        int_ops!(@impl $trait, $method, $name, $f, i64, &Tensor<i64>, |a| Int::Scalar(a), |b| Int::Tensor(b));
+    )*};
+    (@impl $trait:ident, $method:ident, $name:literal, $f:expr, $lhs:ty, $rhs:ty,
+        |$a:ident| $wrap_a:expr, |$b:ident| $wrap_b:expr) => {
+        impl $trait<$rhs> for $lhs {
+            type Output = Tensor<i64>;
+            #[track_caller]
+            fn $method(self, rhs: $rhs) -> Tensor<i64> {
+                let $a = self;
+                let $b = rhs;
+                int_arith($name, $wrap_a, $wrap_b, $f)
+            }
+        }
+    };
+}
+
+int_ops! {
+    Add, add, "add", |x: i64, y: i64| Some(x + y);
+    Sub, sub, "sub", |x: i64, y: i64| Some(x - y);
+    Mul, mul, "mul", |x: i64, y: i64| Some(x * y);
+    Div, div, "div", i64::checked_div;
+    Rem, rem, "rem", i64::checked_rem;
+}
+
+/// The comparison, logic and integer ops (no derivative rules).
+pub const RULES: &[crate::ops::OpInfo] = &[
+    crate::ops::OpInfo::nondiff("lt", "cmplt"),
+    crate::ops::OpInfo::nondiff("gt", "cmplt"),
+    crate::ops::OpInfo::nondiff("le", "composite: cmplt, xor"),
+    crate::ops::OpInfo::nondiff("ge", "composite: cmplt, xor"),
+    crate::ops::OpInfo::nondiff("eq", "composite: cmpne, xor"),
+    crate::ops::OpInfo::nondiff("ne", "cmpne"),
+    crate::ops::OpInfo::nondiff("argmax", "composite: reduce_max, cmpne, where"),
+    crate::ops::OpInfo::nondiff("argmin", "composite: neg, reduce_max, cmpne, where"),
+    crate::ops::OpInfo::nondiff("and", "and"),
+    crate::ops::OpInfo::nondiff("or", "or"),
+    crate::ops::OpInfo::nondiff("xor", "xor"),
+    crate::ops::OpInfo::nondiff("not", "composite: xor"),
+    crate::ops::OpInfo::nondiff("int_add", "add"),
+    crate::ops::OpInfo::nondiff("int_sub", "composite: add, neg"),
+    crate::ops::OpInfo::nondiff("int_mul", "mul"),
+    crate::ops::OpInfo::nondiff("int_div", "idiv"),
+    crate::ops::OpInfo::nondiff("int_rem", "mod"),
+];

@@ -1,0 +1,216 @@
+//! Comparisons, argmax/argmin, logic on masks and integer arithmetic.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use rune_runtime::Tensor;
+
+fn f(values: &[f64], shape: &[usize]) -> Tensor<f64> {
+    Tensor::from_vec(values.to_vec(), shape)
+}
+
+fn m(values: &[bool], shape: &[usize]) -> Tensor<bool> {
+    Tensor::from_vec(values.to_vec(), shape)
+}
+
+fn i(values: &[i64], shape: &[usize]) -> Tensor<i64> {
+    Tensor::from_vec(values.to_vec(), shape)
+}
+
+/// The panic message of `f`.
+fn panic_message<R>(f: impl FnOnce() -> R) -> String {
+    let err = catch_unwind(AssertUnwindSafe(f))
+        .err()
+        .expect("expected a panic");
+    err.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap()
+}
+
+#[test]
+fn comparisons_against_scalars_and_tensors() {
+    let t = f(&[-1.0, 0.0, 2.0], &[3]);
+    // The inherent methods win over PartialEq/PartialOrd method syntax.
+    assert_eq!(t.gt(0.0).to_vec(), vec![false, false, true]);
+    assert_eq!(t.ge(0.0).to_vec(), vec![false, true, true]);
+    assert_eq!(t.lt(0.0).to_vec(), vec![true, false, false]);
+    assert_eq!(t.le(0.0).to_vec(), vec![true, true, false]);
+    assert_eq!(t.eq(0.0).to_vec(), vec![false, true, false]);
+    assert_eq!(t.ne(0.0).to_vec(), vec![true, false, true]);
+    let u = f(&[-1.0, 1.0, 1.0], &[3]);
+    assert_eq!(t.eq(&u).to_vec(), vec![true, false, false]);
+    assert_eq!(t.lt(u.clone()).to_vec(), vec![false, true, false]);
+    // `==` still compares whole tensors.
+    assert!(t == t.clone() && t != u);
+    // On a borrowed tensor too.
+    let r = &t;
+    assert_eq!(r.eq(&u).shape(), &[3]);
+    // f32 with an f32 literal.
+    let s = Tensor::<f32>::from_vec(vec![0.5, -0.5], &[2]);
+    assert_eq!(s.gt(0.0f32).to_vec(), vec![true, false]);
+}
+
+#[test]
+fn comparisons_broadcast() {
+    let col = f(&[0.0, 1.0], &[2, 1]);
+    let row = f(&[0.0, 0.5, 1.0], &[3]);
+    let lt = col.lt(&row);
+    assert_eq!(lt.shape(), &[2, 3]);
+    assert_eq!(lt.to_vec(), vec![false, true, true, false, false, false]);
+    let zero_d = Tensor::scalar(0.5);
+    assert_eq!(row.ge(&zero_d).to_vec(), vec![false, true, true]);
+}
+
+#[test]
+fn comparisons_with_nan_follow_ieee() {
+    let t = f(&[f64::NAN], &[1]);
+    for mask in [t.lt(0.0), t.gt(0.0), t.le(0.0), t.ge(0.0), t.eq(&t)] {
+        assert_eq!(mask.to_vec(), vec![false]);
+    }
+    assert_eq!(t.ne(&t).to_vec(), vec![true]);
+}
+
+#[test]
+fn comparison_shape_errors_name_op_and_shapes() {
+    let a = f(&[0.0; 6], &[2, 3]);
+    let b = f(&[0.0; 4], &[4]);
+    let err = a.try_le(&b).unwrap_err();
+    assert_eq!(err.op(), "le");
+    assert!(err.to_string().contains("[2, 3]") && err.to_string().contains("[4]"));
+    let msg = panic_message(|| a.eq(&b));
+    assert!(
+        msg.starts_with("eq:") && msg.contains("[2, 3]") && msg.contains("[4]"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn argmax_and_argmin_along_axes() {
+    // [[3, 1, 4],
+    //  [1, 5, 9]]
+    let t = f(&[3.0, 1.0, 4.0, 1.0, 5.0, 9.0], &[2, 3]);
+    let am = t.argmax(1);
+    assert_eq!(am.shape(), &[2]);
+    assert_eq!(am.to_vec(), vec![2, 2]);
+    assert_eq!(t.argmax(0).to_vec(), vec![0, 1, 1]);
+    assert_eq!(t.argmax(-2).to_vec(), vec![0, 1, 1]);
+    assert_eq!(t.argmin(-1).to_vec(), vec![1, 0]);
+    assert_eq!(t.argmin(0).to_vec(), vec![1, 0, 0]);
+    // Ties go to the first index; NaN counts as the extreme (as NumPy).
+    let ties = f(&[2.0, 7.0, 7.0, 1.0], &[4]);
+    assert_eq!(ties.argmax(0).to_vec(), vec![1]);
+    assert_eq!(ties.argmax(0).shape(), &[] as &[usize]);
+    let nan = f(&[2.0, f64::NAN, 7.0, f64::NAN], &[4]);
+    assert_eq!(nan.argmax(0).item(), 1);
+    assert_eq!(nan.argmin(0).item(), 1);
+    // Three axes, middle axis.
+    let c = Tensor::<f64>::from_vec((0..12).map(|v| ((v * 5) % 12) as f64).collect(), &[2, 3, 2]);
+    // [[[0, 5], [10, 3], [8, 1]], [[6, 11], [4, 9], [2, 7]]]
+    assert_eq!(c.argmax(1).to_vec(), vec![1, 0, 0, 0]);
+}
+
+#[test]
+fn argmax_errors_name_op_and_shape() {
+    let t = f(&[1.0, 2.0], &[2]);
+    let err = t.try_argmax(1).unwrap_err();
+    assert_eq!(err.op(), "argmax");
+    assert!(err.to_string().contains("axis 1"), "{err}");
+    let msg = panic_message(|| t.argmin(-2));
+    assert!(msg.starts_with("argmin:") && msg.contains("-2"), "{msg}");
+    let empty = Tensor::<f64>::zeros(&[2, 0]);
+    let msg = panic_message(|| empty.argmax(1));
+    assert!(
+        msg.starts_with("argmax:") && msg.contains("[2, 0]"),
+        "{msg}"
+    );
+    // Reducing a non-empty axis of a tensor that is empty elsewhere is fine.
+    assert_eq!(empty.argmax(0).shape(), &[0]);
+}
+
+#[test]
+fn logic_on_masks() {
+    let a = m(&[true, true, false, false], &[4]);
+    let b = m(&[true, false, true, false], &[4]);
+    assert_eq!(a.and(&b).to_vec(), vec![true, false, false, false]);
+    assert_eq!(a.or(&b).to_vec(), vec![true, true, true, false]);
+    assert_eq!(a.xor(&b).to_vec(), vec![false, true, true, false]);
+    assert_eq!(a.not().to_vec(), vec![false, false, true, true]);
+    assert_eq!((!&a).to_vec(), vec![false, false, true, true]);
+    assert_eq!((!a.clone()).to_vec(), vec![false, false, true, true]);
+    assert_eq!((&a & &b).to_vec(), a.and(&b).to_vec());
+    assert_eq!((a.clone() | b.clone()).to_vec(), a.or(&b).to_vec());
+    assert_eq!((&a ^ b.clone()).to_vec(), a.xor(&b).to_vec());
+    // Masks from comparisons combine and broadcast.
+    let x = f(&[-2.0, -0.5, 0.5, 2.0], &[4]);
+    let inside = x.gt(-1.0).and(&x.lt(1.0));
+    assert_eq!(inside.to_vec(), vec![false, true, true, false]);
+    let col = m(&[true, false], &[2, 1]);
+    let both = col.and(&a);
+    assert_eq!(both.shape(), &[2, 4]);
+    assert_eq!(
+        both.to_vec(),
+        vec![true, true, false, false, false, false, false, false]
+    );
+    let err = a.try_or(&m(&[true; 3], &[3])).unwrap_err();
+    assert_eq!(err.op(), "or");
+    assert!(err.to_string().contains("[4]") && err.to_string().contains("[3]"));
+}
+
+#[test]
+fn integer_arithmetic_follows_rust() {
+    let a = i(&[7, -7, 7, -7], &[4]);
+    let b = i(&[2, 2, -2, -2], &[4]);
+    // Truncating division; the remainder takes the dividend's sign.
+    assert_eq!((&a / &b).to_vec(), vec![3, -3, -3, 3]);
+    assert_eq!((&a % &b).to_vec(), vec![1, -1, 1, -1]);
+    assert_eq!((&a + &b).to_vec(), vec![9, -5, 5, -9]);
+    assert_eq!((&a - &b).to_vec(), vec![5, -9, 9, -5]);
+    assert_eq!((&a * &b).to_vec(), vec![14, -14, -14, 14]);
+    // Every owned/borrowed/scalar combination.
+    assert_eq!((a.clone() + b.clone()).to_vec(), vec![9, -5, 5, -9]);
+    assert_eq!((a.clone() - &b).to_vec(), vec![5, -9, 9, -5]);
+    assert_eq!((&a * b.clone()).to_vec(), vec![14, -14, -14, 14]);
+    assert_eq!((a.clone() / 2).to_vec(), vec![3, -3, 3, -3]);
+    assert_eq!((&a % 3).to_vec(), vec![1, -1, 1, -1]);
+    assert_eq!((10 - &a).to_vec(), vec![3, 17, 3, 17]);
+    assert_eq!((100 / a.clone()).to_vec(), vec![14, -14, 14, -14]);
+    assert_eq!((-9 % &b).to_vec(), vec![-1, -1, -1, -1]);
+    assert_eq!((2 * &b).to_vec(), vec![4, 4, -4, -4]);
+    assert_eq!((1 + b.clone()).to_vec(), vec![3, 3, -1, -1]);
+}
+
+#[test]
+fn integer_arithmetic_broadcasts() {
+    let col = i(&[0, 10], &[2, 1]);
+    let row = i(&[1, 2, 3], &[3]);
+    let s = &col + &row;
+    assert_eq!(s.shape(), &[2, 3]);
+    assert_eq!(s.to_vec(), vec![1, 2, 3, 11, 12, 13]);
+    let bad = i(&[1, 2, 3], &[3, 1]);
+    let msg = panic_message(|| &col + &bad);
+    assert!(
+        msg.starts_with("add:") && msg.contains("[2, 1]") && msg.contains("[3, 1]"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn integer_division_by_zero_names_op_and_shapes() {
+    let a = i(&[1, 2, 3], &[3]);
+    let b = i(&[1, 0, 1], &[3]);
+    let msg = panic_message(|| &a / &b);
+    assert!(
+        msg.starts_with("div:") && msg.contains("division by zero") && msg.contains("[3]"),
+        "{msg}"
+    );
+    let msg = panic_message(|| &a % 0);
+    assert!(
+        msg.starts_with("rem:") && msg.contains("division by zero") && msg.contains("scalar 0"),
+        "{msg}"
+    );
+    let msg = panic_message(|| i(&[i64::MIN], &[1]) / -1);
+    assert!(
+        msg.starts_with("div:") && msg.contains("overflows"),
+        "{msg}"
+    );
+}
