@@ -22,10 +22,15 @@ pub use error::ShapeError;
 pub use ops::arith::{
     add, div, mul, neg, sub, try_add, try_div, try_mul, try_sub, Operand, OperandRef,
 };
+pub use ops::combine::{concat, stack, try_concat, try_stack, try_where_cond, where_cond};
 pub use ops::{all_ops, OpInfo};
 pub use tensor::Tensor;
 
 /// The derivative rules of every op, by name: `<op>_jvp`, `<op>_vjp`, `<op>_vjp_<input>`.
 pub mod rules {
     pub use crate::ops::arith::rules::*;
+    pub use crate::ops::combine::rules::*;
+    pub use crate::ops::index::rules::*;
+    pub use crate::ops::shape::rules::*;
+    pub use crate::ops::slice::rules::*;
 }

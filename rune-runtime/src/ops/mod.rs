@@ -25,6 +25,10 @@
 use crate::error::ShapeError;
 
 pub mod arith;
+pub mod combine;
+pub mod index;
+pub mod shape;
+pub mod slice;
 
 /// One primitive of the op table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,7 +62,13 @@ impl OpInfo {
 
 /// Every op of the runtime, group by group.
 pub fn all_ops() -> Vec<OpInfo> {
-    let groups: &[&[OpInfo]] = &[arith::RULES];
+    let groups: &[&[OpInfo]] = &[
+        arith::RULES,
+        shape::RULES,
+        slice::RULES,
+        combine::RULES,
+        index::RULES,
+    ];
     groups.iter().flat_map(|g| g.iter().copied()).collect()
 }
 

@@ -5,6 +5,10 @@
 mod common;
 
 mod arith;
+mod combine;
+mod index;
+mod shape;
+mod slice;
 
 use common::Case;
 use rune_runtime::{all_ops, check_grad, Element};
@@ -12,6 +16,10 @@ use rune_runtime::{all_ops, check_grad, Element};
 fn all_cases<T: Element>() -> Vec<Case<T>> {
     let mut cases = Vec::new();
     cases.extend(arith::cases::<T>());
+    cases.extend(shape::cases::<T>());
+    cases.extend(slice::cases::<T>());
+    cases.extend(combine::cases::<T>());
+    cases.extend(index::cases::<T>());
     cases
 }
 
