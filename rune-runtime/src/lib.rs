@@ -27,6 +27,7 @@ pub use ops::arith::{
     add, div, mul, neg, sub, try_add, try_div, try_mul, try_sub, Operand, OperandRef,
 };
 pub use ops::cast::stop_gradient;
+pub use ops::combine::{concat, stack, try_concat, try_stack, try_where_cond, where_cond};
 pub use ops::{all_ops, OpInfo};
 pub use tensor::Tensor;
 
@@ -36,4 +37,8 @@ pub mod rules {
     pub use crate::ops::cast::rules::*;
     pub use crate::ops::binary::rules::*;
     pub use crate::ops::unary::rules::*;
+    pub use crate::ops::combine::rules::*;
+    pub use crate::ops::index::rules::*;
+    pub use crate::ops::shape::rules::*;
+    pub use crate::ops::slice::rules::*;
 }

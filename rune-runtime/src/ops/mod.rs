@@ -29,6 +29,10 @@ pub mod cast;
 pub mod binary;
 pub mod compare;
 pub mod unary;
+pub mod combine;
+pub mod index;
+pub mod shape;
+pub mod slice;
 
 /// One primitive of the op table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +67,13 @@ impl OpInfo {
 /// Every op of the runtime, group by group.
 pub fn all_ops() -> Vec<OpInfo> {
     let groups: &[&[OpInfo]] = &[arith::RULES, cast::RULES, unary::RULES, binary::RULES, compare::RULES];
+    let groups: &[&[OpInfo]] = &[
+        arith::RULES,
+        shape::RULES,
+        slice::RULES,
+        combine::RULES,
+        index::RULES,
+    ];
     groups.iter().flat_map(|g| g.iter().copied()).collect()
 }
 

@@ -8,6 +8,10 @@ mod arith;
 mod cast;
 mod binary;
 mod unary;
+mod combine;
+mod index;
+mod shape;
+mod slice;
 
 use common::Case;
 use rune_runtime::{all_ops, check_grad, Element};
@@ -18,6 +22,10 @@ fn all_cases<T: Element>() -> Vec<Case<T>> {
     cases.extend(cast::cases::<T>());
     cases.extend(unary::cases::<T>());
     cases.extend(binary::cases::<T>());
+    cases.extend(shape::cases::<T>());
+    cases.extend(slice::cases::<T>());
+    cases.extend(combine::cases::<T>());
+    cases.extend(index::cases::<T>());
     cases
 }
 

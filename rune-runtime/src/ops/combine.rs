@@ -1,0 +1,356 @@
+//! Combining ops: `concat`, `stack`, and the elementwise select `where_cond`.
+//!
+//! # `where_cond` and NaN gradients
+//!
+//! `where_cond(mask, a, b)` takes `a` where `mask` is true and `b` elsewhere. Its VJP sends the
+//! cotangent to the selected side and an *exactly zero* cotangent to the other. In JAX and
+//! PyTorch that zero then meets the unselected branch's local derivative, which may be infinite
+//! (`where(x > 0, x.ln(), 0)` at `x = 0`: `d ln / dx = 1 / 0`), and `0 * inf = NaN` poisons the
+//! gradient (the "NaN through where" trap, usually dodged by a second, "safe" `where` on the
+//! input). In rune-ad every rule applies local derivatives with
+//! [`strong_mul`](crate::strong_mul), for which an exactly-zero tangent or cotangent stays zero
+//! whatever it is multiplied by, so the unselected branch contributes exactly nothing and the
+//! gradient is the one the selected branch alone would give. The same holds in forward mode:
+//! `where_cond_jvp` selects the tangents, so the unselected tangent is dropped, not multiplied.
+
+use ndarray::{ArrayD, Axis, IxDyn, Slice, Zip};
+
+use crate::broadcast::{broadcast_owned, broadcast_shapes, sum_to_shape};
+use crate::element::Element;
+use crate::error::{OrPanic, ShapeError};
+use crate::ops::arith::{Operand, OperandRef};
+use crate::ops::normalize_axis;
+use crate::tensor::Tensor;
+
+fn shapes_of<T>(tensors: &[&Tensor<T>]) -> Vec<Vec<usize>> {
+    tensors.iter().map(|t| t.shape().to_vec()).collect()
+}
+
+/// The normalised axis and output shape of `concat`, after checking the inputs agree.
+fn concat_shape<T>(tensors: &[&Tensor<T>], axis: isize) -> Result<(usize, Vec<usize>), ShapeError> {
+    let first = tensors
+        .first()
+        .ok_or_else(|| ShapeError::new("concat", "needs at least one tensor, got an empty list"))?;
+    let ndim = first.ndim();
+    let a = normalize_axis("concat", axis, ndim).map_err(|_| {
+        ShapeError::new(
+            "concat",
+            format!(
+                "axis {axis} is out of range for shapes {:?}",
+                shapes_of(tensors)
+            ),
+        )
+    })?;
+    let mut shape = first.shape().to_vec();
+    for t in &tensors[1..] {
+        let s = t.shape();
+        let agree = s.len() == ndim
+            && s.iter()
+                .zip(first.shape())
+                .enumerate()
+                .all(|(i, (x, y))| i == a || x == y);
+        if !agree {
+            return Err(ShapeError::new(
+                "concat",
+                format!(
+                    "shapes {:?} must agree on every axis but axis {axis}",
+                    shapes_of(tensors)
+                ),
+            ));
+        }
+        shape[a] += s[a];
+    }
+    Ok((a, shape))
+}
+
+/// The normalised axis and output shape of `stack`, after checking the inputs agree.
+fn stack_shape<T>(tensors: &[&Tensor<T>], axis: isize) -> Result<(usize, Vec<usize>), ShapeError> {
+    let first = tensors
+        .first()
+        .ok_or_else(|| ShapeError::new("stack", "needs at least one tensor, got an empty list"))?;
+    if tensors.iter().any(|t| t.shape() != first.shape()) {
+        return Err(ShapeError::new(
+            "stack",
+            format!("shapes {:?} must all be equal", shapes_of(tensors)),
+        ));
+    }
+    let a = normalize_axis("stack", axis, first.ndim() + 1).map_err(|_| {
+        ShapeError::new(
+            "stack",
+            format!(
+                "axis {axis} is out of range for stacking tensors of shape {:?} (valid: {}..={})",
+                first.shape(),
+                -(first.ndim() as isize) - 1,
+                first.ndim()
+            ),
+        )
+    })?;
+    let mut shape = first.shape().to_vec();
+    shape.insert(a, tensors.len());
+    Ok((a, shape))
+}
+
+/// The tensors joined along an existing `axis` (NumPy's `concatenate`).
+///
+/// # Panics
+/// When the list is empty, `axis` is out of range, or the shapes differ on another axis.
+#[track_caller]
+#[must_use]
+pub fn concat<T: Clone>(tensors: &[&Tensor<T>], axis: isize) -> Tensor<T> {
+    try_concat(tensors, axis).or_panic()
+}
+
+/// Like [`concat()`], returning an error for bad input.
+pub fn try_concat<T: Clone>(tensors: &[&Tensor<T>], axis: isize) -> Result<Tensor<T>, ShapeError> {
+    let (a, _) = concat_shape(tensors, axis)?;
+    if tensors.len() == 1 {
+        return Ok(tensors[0].clone());
+    }
+    let views: Vec<_> = tensors.iter().map(|t| t.view()).collect();
+    let out = ndarray::concatenate(Axis(a), &views).expect("concat: shapes checked");
+    Ok(Tensor::from_array(out))
+}
+
+/// The tensors, all of one shape, joined along a new `axis` (NumPy's `stack`); `axis` ranges over
+/// `-ndim-1..=ndim`.
+///
+/// # Panics
+/// When the list is empty, the shapes differ, or `axis` is out of range.
+#[track_caller]
+#[must_use]
+pub fn stack<T: Clone>(tensors: &[&Tensor<T>], axis: isize) -> Tensor<T> {
+    try_stack(tensors, axis).or_panic()
+}
+
+/// Like [`stack()`], returning an error for bad input.
+pub fn try_stack<T: Clone>(tensors: &[&Tensor<T>], axis: isize) -> Result<Tensor<T>, ShapeError> {
+    let (a, _) = stack_shape(tensors, axis)?;
+    let views: Vec<_> = tensors.iter().map(|t| t.view()).collect();
+    let out = ndarray::stack(Axis(a), &views).expect("stack: shapes checked");
+    Ok(Tensor::from_array(out))
+}
+
+/// `a` where `mask` is true, `b` elsewhere, with `mask`, `a` and `b` (tensors or scalars)
+/// broadcast together.
+///
+/// Gradients flow only to the selected side; the other gets exactly zero (see the module docs).
+///
+/// # Panics
+/// When the three shapes do not broadcast together.
+#[track_caller]
+#[must_use]
+pub fn where_cond<A, B>(mask: &Tensor<bool>, a: &A, b: &B) -> Tensor<A::Elem>
+where
+    A: Operand + ?Sized,
+    B: Operand<Elem = A::Elem> + ?Sized,
+{
+    try_where_cond(mask, a, b).or_panic()
+}
+
+/// Like [`where_cond`], returning an error when the shapes do not broadcast.
+pub fn try_where_cond<A, B>(
+    mask: &Tensor<bool>,
+    a: &A,
+    b: &B,
+) -> Result<Tensor<A::Elem>, ShapeError>
+where
+    A: Operand + ?Sized,
+    B: Operand<Elem = A::Elem> + ?Sized,
+{
+    select(mask, a.operand(), b.operand())
+}
+
+/// A scalar or tensor operand as an array (a 0-d one for a scalar) to broadcast from.
+fn operand_array<T: Clone>(o: OperandRef<'_, T>) -> ndarray::CowArray<'_, T, IxDyn> {
+    match o {
+        OperandRef::Scalar(s) => ArrayD::from_elem(IxDyn(&[]), s).into(),
+        OperandRef::Tensor(t) => t.view().into(),
+    }
+}
+
+fn select<T: Element>(
+    mask: &Tensor<bool>,
+    a: OperandRef<'_, T>,
+    b: OperandRef<'_, T>,
+) -> Result<Tensor<T>, ShapeError> {
+    let (av, bv) = (operand_array(a), operand_array(b));
+    let shape = broadcast_shapes("where_cond", mask.shape(), av.shape())
+        .and_then(|s| broadcast_shapes("where_cond", &s, bv.shape()))
+        .map_err(|_| {
+            ShapeError::new(
+                "where_cond",
+                format!(
+                    "mask shape {:?}, a shape {:?} and b shape {:?} do not broadcast together",
+                    mask.shape(),
+                    av.shape(),
+                    bv.shape()
+                ),
+            )
+        })?;
+    let dim = IxDyn(&shape);
+    let m = mask
+        .as_shared()
+        .broadcast(dim.clone())
+        .expect("shape checked");
+    let x = av.broadcast(dim.clone()).expect("shape checked");
+    let y = bv.broadcast(dim).expect("shape checked");
+    Ok(Tensor::from_array(
+        Zip::from(&m)
+            .and(&x)
+            .and(&y)
+            .map_collect(|&m, &u, &v| if m { u } else { v }),
+    ))
+}
+
+// ---- rules ----------------------------------------------------------------------------------
+//
+// | op         | JVP                                | VJP (input i / lhs / rhs)               |
+// |------------|------------------------------------|-----------------------------------------|
+// | concat     | concat(dx_i), None as zeros        | g sliced to input i's part along axis   |
+// | stack      | stack(dx_i), None as zeros         | g indexed at i along axis               |
+// | where_cond | where_cond(mask, da|0, db|0)       | sum_to(where(mask, g, 0)) / (.., 0, g)  |
+
+/// Rules of the combining ops (see the module's table).
+pub mod rules {
+    use super::*;
+
+    /// Checks that there is one tangent per tensor.
+    #[track_caller]
+    fn check_tangents<T>(op: &str, tensors: &[&Tensor<T>], tangents: &[Option<&Tensor<T>>]) {
+        assert!(
+            tensors.len() == tangents.len(),
+            "{op}_jvp: {} tangents given for {} tensors",
+            tangents.len(),
+            tensors.len()
+        );
+    }
+
+    /// The lengths of `tensors` along `axis`: what `concat_vjp` needs to find each input's part.
+    ///
+    /// # Panics
+    /// When the list is empty or `axis` is out of range.
+    #[track_caller]
+    pub fn concat_sizes<T: Element>(tensors: &[&Tensor<T>], axis: isize) -> Vec<usize> {
+        let (a, _) = concat_shape(tensors, axis).or_panic();
+        tensors.iter().map(|t| t.shape()[a]).collect()
+    }
+
+    /// JVP of `concat(tensors, axis)`; a `None` tangent (a constant input) counts as zeros.
+    #[track_caller]
+    pub fn concat_jvp<T: Element>(
+        tensors: &[&Tensor<T>],
+        axis: isize,
+        tangents: &[Option<&Tensor<T>>],
+    ) -> Tensor<T> {
+        check_tangents("concat", tensors, tangents);
+        let (a, shape) = concat_shape(tensors, axis).or_panic();
+        if let Some(all) = tangents.iter().copied().collect::<Option<Vec<_>>>() {
+            return concat(&all, axis);
+        }
+        let mut out = ArrayD::zeros(IxDyn(&shape));
+        let mut offset = 0;
+        for (t, d) in tensors.iter().zip(tangents) {
+            let len = t.shape()[a];
+            if let Some(d) = d {
+                out.slice_axis_mut(Axis(a), Slice::from(offset..offset + len))
+                    .assign(d.as_shared());
+            }
+            offset += len;
+        }
+        Tensor::from_array(out)
+    }
+
+    /// VJP of `concat(tensors, axis)` for input `index`, where `sizes` are the inputs' lengths
+    /// along `axis` ([`concat_sizes`]): that input's part of `g` (a view).
+    #[track_caller]
+    pub fn concat_vjp<T: Element>(
+        g: &Tensor<T>,
+        index: usize,
+        sizes: &[usize],
+        axis: isize,
+    ) -> Tensor<T> {
+        let a = normalize_axis("concat", axis, g.ndim()).or_panic();
+        let offset: usize = sizes[..index].iter().sum();
+        Tensor::from_shared(
+            g.as_shared()
+                .clone()
+                .slice_axis_move(Axis(a), Slice::from(offset..offset + sizes[index])),
+        )
+    }
+
+    /// JVP of `stack(tensors, axis)`; a `None` tangent (a constant input) counts as zeros.
+    #[track_caller]
+    pub fn stack_jvp<T: Element>(
+        tensors: &[&Tensor<T>],
+        axis: isize,
+        tangents: &[Option<&Tensor<T>>],
+    ) -> Tensor<T> {
+        check_tangents("stack", tensors, tangents);
+        let (a, shape) = stack_shape(tensors, axis).or_panic();
+        if let Some(all) = tangents.iter().copied().collect::<Option<Vec<_>>>() {
+            return stack(&all, axis);
+        }
+        let mut out = ArrayD::zeros(IxDyn(&shape));
+        for (i, d) in tangents.iter().enumerate() {
+            if let Some(d) = d {
+                out.index_axis_mut(Axis(a), i).assign(d.as_shared());
+            }
+        }
+        Tensor::from_array(out)
+    }
+
+    /// VJP of `stack(tensors, axis)` for input `index`: `g` at `index` along `axis` (a view).
+    #[track_caller]
+    pub fn stack_vjp<T: Element>(g: &Tensor<T>, index: usize, axis: isize) -> Tensor<T> {
+        let a = normalize_axis("stack", axis, g.ndim()).or_panic();
+        Tensor::from_shared(g.as_shared().clone().index_axis_move(Axis(a), index))
+    }
+
+    /// JVP of `y = where_cond(mask, a, b)`: the selected tangent, exactly zero where the selected
+    /// side is a constant (`None`).
+    #[track_caller]
+    pub fn where_cond_jvp<T: Element>(
+        mask: &Tensor<bool>,
+        y: &Tensor<T>,
+        da: Option<&Tensor<T>>,
+        db: Option<&Tensor<T>>,
+    ) -> Tensor<T> {
+        let zero = T::zero();
+        let out = match (da, db) {
+            (Some(da), Some(db)) => where_cond(mask, da, db),
+            (Some(da), None) => where_cond(mask, da, &zero),
+            (None, Some(db)) => where_cond(mask, &zero, db),
+            (None, None) => return Tensor::zeros(y.shape()),
+        };
+        broadcast_owned(&out, y.shape())
+    }
+
+    /// VJP of `where_cond(mask, a, b)` for `a`: `g` where `mask` is true, exactly zero elsewhere,
+    /// summed to `a`'s shape.
+    #[track_caller]
+    pub fn where_cond_vjp_lhs<T: Element>(
+        g: &Tensor<T>,
+        mask: &Tensor<bool>,
+        a_shape: &[usize],
+    ) -> Tensor<T> {
+        sum_to_shape(&where_cond(mask, g, &T::zero()), a_shape)
+    }
+
+    /// VJP of `where_cond(mask, a, b)` for `b`: `g` where `mask` is false, exactly zero
+    /// elsewhere, summed to `b`'s shape.
+    #[track_caller]
+    pub fn where_cond_vjp_rhs<T: Element>(
+        g: &Tensor<T>,
+        mask: &Tensor<bool>,
+        b_shape: &[usize],
+    ) -> Tensor<T> {
+        sum_to_shape(&where_cond(mask, &T::zero(), g), b_shape)
+    }
+}
+
+/// The combining ops.
+pub const RULES: &[crate::ops::OpInfo] = &[
+    crate::ops::OpInfo::diff("concat", "cat"),
+    crate::ops::OpInfo::diff("stack", "composite: reshape, cat"),
+    crate::ops::OpInfo::diff("where_cond", "where"),
+];

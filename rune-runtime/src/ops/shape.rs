@@ -1,0 +1,308 @@
+//! Shape ops: `reshape`, `permute`, `t`, `broadcast_to`, `expand_dims`, `squeeze`.
+//!
+//! `permute`, `t`, `expand_dims` and `squeeze` return views of the same storage (no copy); the
+//! result may then have a non-standard memory layout, which every op accepts. `reshape` is free
+//! on a row-major tensor and copies into row-major order otherwise (a permuted or flipped
+//! tensor), so it always follows the logical row-major element order, as NumPy's does.
+//! `broadcast_to` materialises the broadcast result.
+//!
+//! The shape ops work on tensors of any element type (`bool` masks and `i64` indices too).
+
+use ndarray::{Axis, IxDyn};
+
+use crate::broadcast::{broadcast_view, sum_to_shape};
+use crate::element::Element;
+use crate::error::{OrPanic, ShapeError};
+use crate::ops::normalize_axis;
+use crate::tensor::Tensor;
+
+/// `axis` (negative counts from the end) as the position of a new axis among `ndim + 1`.
+fn insert_position(op: &'static str, axis: isize, shape: &[usize]) -> Result<usize, ShapeError> {
+    let n = shape.len() as isize;
+    let a = if axis < 0 { axis + n + 1 } else { axis };
+    if a < 0 || a > n {
+        return Err(ShapeError::new(
+            op,
+            format!(
+                "axis {axis} is out of range for inserting an axis into shape {shape:?} \
+                 (valid: {}..={n})",
+                -n - 1
+            ),
+        ));
+    }
+    Ok(a as usize)
+}
+
+/// Checks that `perm` is a permutation of `0..shape.len()`.
+fn check_permutation(op: &'static str, perm: &[usize], shape: &[usize]) -> Result<(), ShapeError> {
+    let n = shape.len();
+    let mut seen = vec![false; n];
+    let ok = perm.len() == n
+        && perm
+            .iter()
+            .all(|&p| p < n && !std::mem::replace(&mut seen[p], true));
+    if ok {
+        Ok(())
+    } else {
+        Err(ShapeError::new(
+            op,
+            format!("axes {perm:?} are not a permutation of the {n} axes of shape {shape:?}"),
+        ))
+    }
+}
+
+/// The permutation that undoes `perm`.
+fn inverse_permutation(perm: &[usize]) -> Vec<usize> {
+    let mut inv = vec![0; perm.len()];
+    for (i, &p) in perm.iter().enumerate() {
+        inv[p] = i;
+    }
+    inv
+}
+
+impl<T: Clone> Tensor<T> {
+    /// The same elements (in row-major order) with a new shape of the same size.
+    ///
+    /// Free for a row-major tensor; a tensor in another layout (after `permute`, `t` or `flip`)
+    /// is copied into row-major order first.
+    ///
+    /// # Panics
+    /// When `shape` holds a different number of elements; the message names both shapes.
+    #[track_caller]
+    #[must_use]
+    pub fn reshape(&self, shape: &[usize]) -> Tensor<T> {
+        self.try_reshape(shape).or_panic()
+    }
+
+    /// Like [`Tensor::reshape`], returning an error when the sizes differ.
+    pub fn try_reshape(&self, shape: &[usize]) -> Result<Tensor<T>, ShapeError> {
+        let size = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
+        if size != Some(self.len()) {
+            return Err(ShapeError::new(
+                "reshape",
+                format!(
+                    "cannot reshape shape {:?} ({} elements) into shape {:?} ({})",
+                    self.shape(),
+                    self.len(),
+                    shape,
+                    size.map_or_else(
+                        || "too many elements".to_string(),
+                        |s| format!("{s} elements")
+                    )
+                ),
+            ));
+        }
+        if self.shape() == shape {
+            return Ok(self.clone());
+        }
+        let data = self.as_shared();
+        let row_major = if data.is_standard_layout() {
+            data.clone()
+        } else {
+            data.as_standard_layout().into_owned().into_shared()
+        };
+        let reshaped = row_major
+            .into_shape_with_order(IxDyn(shape))
+            .expect("reshape: a row-major array of the same size takes any shape");
+        Ok(Tensor::from_shared(reshaped))
+    }
+
+    /// The axes reordered: axis `i` of the result is axis `perm[i]` of `self` (a view).
+    ///
+    /// # Panics
+    /// When `perm` is not a permutation of `0..ndim`.
+    #[track_caller]
+    #[must_use]
+    pub fn permute(&self, perm: &[usize]) -> Tensor<T> {
+        self.try_permute(perm).or_panic()
+    }
+
+    /// Like [`Tensor::permute`], returning an error when `perm` is not a permutation.
+    pub fn try_permute(&self, perm: &[usize]) -> Result<Tensor<T>, ShapeError> {
+        check_permutation("permute", perm, self.shape())?;
+        Ok(Tensor::from_shared(
+            self.as_shared().clone().permuted_axes(IxDyn(perm)),
+        ))
+    }
+
+    /// The last two axes swapped (a view): the transpose of a matrix, of each matrix in a batch.
+    ///
+    /// # Panics
+    /// When the tensor has fewer than two axes.
+    #[track_caller]
+    #[must_use]
+    pub fn t(&self) -> Tensor<T> {
+        self.try_t().or_panic()
+    }
+
+    /// Like [`Tensor::t`], returning an error for a tensor with fewer than two axes.
+    pub fn try_t(&self) -> Result<Tensor<T>, ShapeError> {
+        let n = self.ndim();
+        if n < 2 {
+            return Err(ShapeError::new(
+                "t",
+                format!(
+                    "shape {:?} has {n} axes; t swaps the last two and needs at least 2",
+                    self.shape()
+                ),
+            ));
+        }
+        let mut data = self.as_shared().clone();
+        data.swap_axes(n - 2, n - 1);
+        Ok(Tensor::from_shared(data))
+    }
+
+    /// The tensor broadcast to `shape` under NumPy's rules (a new row-major tensor).
+    ///
+    /// # Panics
+    /// When the tensor's shape does not broadcast to `shape`.
+    #[track_caller]
+    #[must_use]
+    pub fn broadcast_to(&self, shape: &[usize]) -> Tensor<T> {
+        self.try_broadcast_to(shape).or_panic()
+    }
+
+    /// Like [`Tensor::broadcast_to`], returning an error when the shapes do not broadcast.
+    pub fn try_broadcast_to(&self, shape: &[usize]) -> Result<Tensor<T>, ShapeError> {
+        if self.shape() == shape {
+            return Ok(self.clone());
+        }
+        Ok(Tensor::from_array(
+            broadcast_view("broadcast_to", self, shape)?.to_owned(),
+        ))
+    }
+
+    /// A new axis of length 1 inserted at `axis` (a view); `axis` ranges over
+    /// `-ndim-1..=ndim`, negative counting from the end of the result's axes.
+    ///
+    /// # Panics
+    /// When `axis` is out of that range.
+    #[track_caller]
+    #[must_use]
+    pub fn expand_dims(&self, axis: isize) -> Tensor<T> {
+        self.try_expand_dims(axis).or_panic()
+    }
+
+    /// Like [`Tensor::expand_dims`], returning an error when `axis` is out of range.
+    pub fn try_expand_dims(&self, axis: isize) -> Result<Tensor<T>, ShapeError> {
+        let a = insert_position("expand_dims", axis, self.shape())?;
+        Ok(Tensor::from_shared(
+            self.as_shared().clone().insert_axis(Axis(a)),
+        ))
+    }
+
+    /// The length-1 axis `axis` removed (a view).
+    ///
+    /// # Panics
+    /// When `axis` is out of range or its length is not 1.
+    #[track_caller]
+    #[must_use]
+    pub fn squeeze(&self, axis: isize) -> Tensor<T> {
+        self.try_squeeze(axis).or_panic()
+    }
+
+    /// Like [`Tensor::squeeze`], returning an error for a bad axis.
+    pub fn try_squeeze(&self, axis: isize) -> Result<Tensor<T>, ShapeError> {
+        let a = normalize_axis("squeeze", axis, self.ndim()).map_err(|_| {
+            ShapeError::new(
+                "squeeze",
+                format!("axis {axis} is out of range for shape {:?}", self.shape()),
+            )
+        })?;
+        if self.shape()[a] != 1 {
+            return Err(ShapeError::new(
+                "squeeze",
+                format!(
+                    "axis {axis} of shape {:?} has length {}, not 1",
+                    self.shape(),
+                    self.shape()[a]
+                ),
+            ));
+        }
+        Ok(Tensor::from_shared(
+            self.as_shared().clone().index_axis_move(Axis(a), 0),
+        ))
+    }
+}
+
+// ---- rules ----------------------------------------------------------------------------------
+//
+// Every shape op is linear: its JVP is the op applied to the tangent, its VJP the adjoint.
+//
+// | op           | JVP                      | VJP                                 |
+// |--------------|--------------------------|-------------------------------------|
+// | reshape      | dx.reshape(shape)        | g.reshape(x_shape)                  |
+// | permute      | dx.permute(perm)         | g.permute(inverse(perm))            |
+// | t            | dx.t()                   | g.t()                               |
+// | broadcast_to | dx.broadcast_to(shape)   | sum_to_shape(g, x_shape)            |
+// | expand_dims  | dx.expand_dims(axis)     | g.squeeze(axis)                     |
+// | squeeze      | dx.squeeze(axis)         | g.reshape(x_shape)                  |
+
+/// Rules of the shape ops (see the module's table).
+pub mod rules {
+    use super::*;
+
+    /// JVP of `x.reshape(shape)`.
+    pub fn reshape_jvp<T: Element>(shape: &[usize], dx: &Tensor<T>) -> Tensor<T> {
+        dx.reshape(shape)
+    }
+    /// VJP of `x.reshape(shape)`: `g` back in `x`'s shape.
+    pub fn reshape_vjp<T: Element>(g: &Tensor<T>, x_shape: &[usize]) -> Tensor<T> {
+        g.reshape(x_shape)
+    }
+
+    /// JVP of `x.permute(perm)`.
+    pub fn permute_jvp<T: Element>(perm: &[usize], dx: &Tensor<T>) -> Tensor<T> {
+        dx.permute(perm)
+    }
+    /// VJP of `x.permute(perm)`: `g` permuted by the inverse permutation.
+    pub fn permute_vjp<T: Element>(g: &Tensor<T>, perm: &[usize]) -> Tensor<T> {
+        g.permute(&inverse_permutation(perm))
+    }
+
+    /// JVP of `x.t()`.
+    pub fn t_jvp<T: Element>(dx: &Tensor<T>) -> Tensor<T> {
+        dx.t()
+    }
+    /// VJP of `x.t()`.
+    pub fn t_vjp<T: Element>(g: &Tensor<T>) -> Tensor<T> {
+        g.t()
+    }
+
+    /// JVP of `x.broadcast_to(shape)`.
+    pub fn broadcast_to_jvp<T: Element>(shape: &[usize], dx: &Tensor<T>) -> Tensor<T> {
+        dx.broadcast_to(shape)
+    }
+    /// VJP of `x.broadcast_to(shape)`: `g` summed back to `x`'s shape.
+    pub fn broadcast_to_vjp<T: Element>(g: &Tensor<T>, x_shape: &[usize]) -> Tensor<T> {
+        sum_to_shape(g, x_shape)
+    }
+
+    /// JVP of `x.expand_dims(axis)`.
+    pub fn expand_dims_jvp<T: Element>(axis: isize, dx: &Tensor<T>) -> Tensor<T> {
+        dx.expand_dims(axis)
+    }
+    /// VJP of `x.expand_dims(axis)`: the inserted axis removed from `g`.
+    pub fn expand_dims_vjp<T: Element>(g: &Tensor<T>, axis: isize) -> Tensor<T> {
+        g.squeeze(axis)
+    }
+
+    /// JVP of `x.squeeze(axis)`.
+    pub fn squeeze_jvp<T: Element>(axis: isize, dx: &Tensor<T>) -> Tensor<T> {
+        dx.squeeze(axis)
+    }
+    /// VJP of `x.squeeze(axis)`: `g` back in `x`'s shape.
+    pub fn squeeze_vjp<T: Element>(g: &Tensor<T>, x_shape: &[usize]) -> Tensor<T> {
+        g.reshape(x_shape)
+    }
+}
+
+/// The shape ops.
+pub const RULES: &[crate::ops::OpInfo] = &[
+    crate::ops::OpInfo::diff("reshape", "reshape"),
+    crate::ops::OpInfo::diff("permute", "permute"),
+    crate::ops::OpInfo::diff("t", "permute"),
+    crate::ops::OpInfo::diff("broadcast_to", "reshape, expand"),
+    crate::ops::OpInfo::diff("expand_dims", "reshape"),
+    crate::ops::OpInfo::diff("squeeze", "reshape"),
+];

@@ -1,0 +1,502 @@
+//! Slicing ops: `shrink`, `pad`, `flip`, and the sliding-window pair `unfold` / `fold`.
+//!
+//! `shrink` and `flip` return views of the same storage (no copy); `pad`, `unfold` and `fold`
+//! write new row-major tensors. `unfold` is im2col exactly as PyTorch's `F.unfold` with a square
+//! kernel, and `fold` its adjoint (`F.fold`): windows that overlap sum.
+
+use ndarray::{ArrayD, Axis, IxDyn, Slice};
+
+use crate::element::Element;
+use crate::error::{OrPanic, ShapeError};
+use crate::tensor::Tensor;
+
+/// Checks that `ranges` gives one entry per axis of `shape`.
+fn check_rank(
+    op: &'static str,
+    ranges: &[(usize, usize)],
+    shape: &[usize],
+) -> Result<(), ShapeError> {
+    if ranges.len() != shape.len() {
+        return Err(ShapeError::new(
+            op,
+            format!(
+                "{} ranges {ranges:?} given for shape {shape:?}, which has {} axes",
+                ranges.len(),
+                shape.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl<T: Clone> Tensor<T> {
+    /// The sub-tensor `ranges[i].0..ranges[i].1` along every axis `i` (a view).
+    ///
+    /// # Panics
+    /// When `ranges` does not have one range per axis, or a range is reversed or runs past its
+    /// axis.
+    #[track_caller]
+    #[must_use]
+    pub fn shrink(&self, ranges: &[(usize, usize)]) -> Tensor<T> {
+        self.try_shrink(ranges).or_panic()
+    }
+
+    /// Like [`Tensor::shrink`], returning an error for bad ranges.
+    pub fn try_shrink(&self, ranges: &[(usize, usize)]) -> Result<Tensor<T>, ShapeError> {
+        let shape = self.shape();
+        check_rank("shrink", ranges, shape)?;
+        for (axis, (&(start, end), &len)) in ranges.iter().zip(shape).enumerate() {
+            if start > end || end > len {
+                return Err(ShapeError::new(
+                    "shrink",
+                    format!(
+                        "range {start}..{end} is out of bounds for axis {axis} (length {len}) \
+                         of shape {shape:?}"
+                    ),
+                ));
+            }
+        }
+        let mut data = self.as_shared().clone();
+        data.slice_each_axis_inplace(|ad| {
+            let (start, end) = ranges[ad.axis.index()];
+            Slice::from(start..end)
+        });
+        Ok(Tensor::from_shared(data))
+    }
+
+    /// The tensor with `ranges[i].0` elements of `fill` added before and `ranges[i].1` after it
+    /// along every axis `i`.
+    ///
+    /// # Panics
+    /// When `ranges` does not have one pair per axis.
+    #[track_caller]
+    #[must_use]
+    pub fn pad(&self, ranges: &[(usize, usize)], fill: T) -> Tensor<T> {
+        self.try_pad(ranges, fill).or_panic()
+    }
+
+    /// Like [`Tensor::pad`], returning an error when `ranges` has the wrong length.
+    pub fn try_pad(&self, ranges: &[(usize, usize)], fill: T) -> Result<Tensor<T>, ShapeError> {
+        let shape = self.shape();
+        check_rank("pad", ranges, shape)?;
+        let padded: Vec<usize> = shape
+            .iter()
+            .zip(ranges)
+            .map(|(&len, &(before, after))| before + len + after)
+            .collect();
+        let mut out = ArrayD::from_elem(IxDyn(&padded), fill);
+        out.slice_each_axis_mut(|ad| {
+            let i = ad.axis.index();
+            let before = ranges[i].0;
+            Slice::from(before..before + shape[i])
+        })
+        .assign(self.as_shared());
+        Ok(Tensor::from_array(out))
+    }
+
+    /// The tensor reversed along each of `axes` (a view).
+    ///
+    /// # Panics
+    /// When an axis is out of range or repeated.
+    #[track_caller]
+    #[must_use]
+    pub fn flip(&self, axes: &[usize]) -> Tensor<T> {
+        self.try_flip(axes).or_panic()
+    }
+
+    /// Like [`Tensor::flip`], returning an error for a bad axis.
+    pub fn try_flip(&self, axes: &[usize]) -> Result<Tensor<T>, ShapeError> {
+        let n = self.ndim();
+        let mut seen = vec![false; n];
+        for &a in axes {
+            if a >= n || std::mem::replace(&mut seen[a], true) {
+                return Err(ShapeError::new(
+                    "flip",
+                    format!(
+                        "axes {axes:?} are out of range or repeat an axis of shape {:?}",
+                        self.shape()
+                    ),
+                ));
+            }
+        }
+        let mut data = self.as_shared().clone();
+        for &a in axes {
+            data.invert_axis(Axis(a));
+        }
+        Ok(Tensor::from_shared(data))
+    }
+}
+
+/// The geometry of a square sliding window over the last two axes of an NCHW tensor.
+#[derive(Clone, Copy, Debug)]
+struct Windows {
+    n: usize,
+    c: usize,
+    h: usize,
+    w: usize,
+    k: usize,
+    stride: usize,
+    dilation: usize,
+    padding: usize,
+    out_h: usize,
+    out_w: usize,
+}
+
+impl Windows {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        op: &'static str,
+        n: usize,
+        c: usize,
+        h: usize,
+        w: usize,
+        k: usize,
+        stride: usize,
+        dilation: usize,
+        padding: usize,
+    ) -> Result<Self, ShapeError> {
+        if k == 0 || stride == 0 || dilation == 0 {
+            return Err(ShapeError::new(
+                op,
+                format!(
+                    "kernel ({k}), stride ({stride}) and dilation ({dilation}) must be at least 1"
+                ),
+            ));
+        }
+        let span = dilation * (k - 1) + 1;
+        let (ph, pw) = (h + 2 * padding, w + 2 * padding);
+        if ph < span || pw < span {
+            return Err(ShapeError::new(
+                op,
+                format!(
+                    "a kernel of {k} with dilation {dilation} spans {span} positions, more than \
+                     the padded spatial size {ph}x{pw} (size {h}x{w}, padding {padding})"
+                ),
+            ));
+        }
+        Ok(Windows {
+            n,
+            c,
+            h,
+            w,
+            k,
+            stride,
+            dilation,
+            padding,
+            out_h: (ph - span) / stride + 1,
+            out_w: (pw - span) / stride + 1,
+        })
+    }
+
+    /// The number of window positions.
+    fn positions(&self) -> usize {
+        self.out_h * self.out_w
+    }
+
+    /// The columns `lo..hi` of output positions whose input column `ox * stride + offset` is
+    /// inside the image, where `offset = kj * dilation - padding`, and the first input column.
+    fn col_range(&self, kj: usize) -> (usize, usize, usize) {
+        let offset = (kj * self.dilation) as isize - self.padding as isize;
+        let s = self.stride as isize;
+        let lo = if offset >= 0 {
+            0
+        } else {
+            ((-offset + s - 1) / s) as usize
+        };
+        let last = self.w as isize - 1 - offset;
+        let hi = if last < 0 {
+            0
+        } else {
+            (last / s + 1).min(self.out_w as isize) as usize
+        };
+        let lo = lo.min(hi);
+        let first = (lo as isize * s + offset).max(0) as usize;
+        (lo, hi, first)
+    }
+
+    /// The input row of output row `oy` for kernel row `ki`, when inside the image.
+    fn row(&self, oy: usize, ki: usize) -> Option<usize> {
+        let iy = (oy * self.stride + ki * self.dilation).checked_sub(self.padding)?;
+        (iy < self.h).then_some(iy)
+    }
+
+    /// Calls `f(image_row, column_row_range, lo, hi, first)` for every kernel offset and output
+    /// row, where `image_row` is the offset of an input row within one `h * w` plane and the
+    /// columns `lo..hi` of the output row starting at `column_row_range` read input columns
+    /// `first, first + stride, ...`.
+    fn for_each_row(&self, mut f: impl FnMut(usize, usize, usize, usize, usize)) {
+        let l = self.positions();
+        for ki in 0..self.k {
+            for kj in 0..self.k {
+                let (lo, hi, first) = self.col_range(kj);
+                if lo == hi {
+                    continue;
+                }
+                let col_row = (ki * self.k + kj) * l;
+                for oy in 0..self.out_h {
+                    if let Some(iy) = self.row(oy, ki) {
+                        f(iy * self.w, col_row + oy * self.out_w, lo, hi, first);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<T: Element> Tensor<T> {
+    /// im2col on an NCHW tensor, as PyTorch's `F.unfold` with a square `kernel`:
+    /// `[N, C, H, W]` → `[N, C*kernel*kernel, L]`.
+    ///
+    /// Row `c*kernel*kernel + ki*kernel + kj` of the result holds, for each of the `L` window
+    /// positions (row-major over the `out_h x out_w` output grid), the input element
+    /// `x[n, c, oy*stride - padding + ki*dilation, ox*stride - padding + kj*dilation]`, or zero
+    /// where that falls in the padding. `out_h = (H + 2*padding - dilation*(kernel-1) - 1) /
+    /// stride + 1`, likewise `out_w`.
+    ///
+    /// # Panics
+    /// When the tensor is not 4-D, `kernel`, `stride` or `dilation` is 0, or the window is
+    /// larger than the padded input.
+    #[track_caller]
+    #[must_use]
+    pub fn unfold(
+        &self,
+        kernel: usize,
+        stride: usize,
+        dilation: usize,
+        padding: usize,
+    ) -> Tensor<T> {
+        self.try_unfold(kernel, stride, dilation, padding)
+            .or_panic()
+    }
+
+    /// Like [`Tensor::unfold`], returning an error for bad shapes or parameters.
+    pub fn try_unfold(
+        &self,
+        kernel: usize,
+        stride: usize,
+        dilation: usize,
+        padding: usize,
+    ) -> Result<Tensor<T>, ShapeError> {
+        let &[n, c, h, w] = self.shape() else {
+            return Err(ShapeError::new(
+                "unfold",
+                format!(
+                    "expected a 4-D [N, C, H, W] input, got shape {:?}",
+                    self.shape()
+                ),
+            ));
+        };
+        let g = Windows::new("unfold", n, c, h, w, kernel, stride, dilation, padding)?;
+        let x = self.as_shared().as_standard_layout();
+        let xs = x.as_slice().expect("standard layout is contiguous");
+        let l = g.positions();
+        let kk = kernel * kernel;
+        let mut out = vec![T::zero(); n * c * kk * l];
+        if l > 0 && h * w > 0 {
+            for (plane, cols) in xs.chunks_exact(h * w).zip(out.chunks_exact_mut(kk * l)) {
+                g.for_each_row(|src, dst, lo, hi, first| {
+                    let src = &plane[src..src + w];
+                    let dst = &mut cols[dst + lo..dst + hi];
+                    for (d, s) in dst.iter_mut().zip(src[first..].iter().step_by(stride)) {
+                        *d = *s;
+                    }
+                });
+            }
+        }
+        Ok(Tensor::from_vec(out, &[n, c * kk, l]))
+    }
+
+    /// col2im, the adjoint of [`Tensor::unfold`], as PyTorch's `F.fold` with a square `kernel`:
+    /// `[N, C*kernel*kernel, L]` → `[N, C, H, W]` with `output_size = [H, W]`, summing the values
+    /// of overlapping windows and dropping those that fall in the padding.
+    ///
+    /// # Panics
+    /// When the tensor is not 3-D, its second axis is not a multiple of `kernel*kernel`,
+    /// `output_size` is not `[H, W]`, or `L` is not the number of window positions over it.
+    #[track_caller]
+    #[must_use]
+    pub fn fold(
+        &self,
+        output_size: &[usize],
+        kernel: usize,
+        stride: usize,
+        dilation: usize,
+        padding: usize,
+    ) -> Tensor<T> {
+        self.try_fold(output_size, kernel, stride, dilation, padding)
+            .or_panic()
+    }
+
+    /// Like [`Tensor::fold`], returning an error for bad shapes or parameters.
+    pub fn try_fold(
+        &self,
+        output_size: &[usize],
+        kernel: usize,
+        stride: usize,
+        dilation: usize,
+        padding: usize,
+    ) -> Result<Tensor<T>, ShapeError> {
+        let shape = self.shape();
+        let (&[n, ckk, l], &[h, w]) = (shape, output_size) else {
+            return Err(ShapeError::new(
+                "fold",
+                format!(
+                    "expected a 3-D [N, C*k*k, L] input and output_size [H, W], got shape \
+                     {shape:?} and output_size {output_size:?}"
+                ),
+            ));
+        };
+        let kk = kernel * kernel;
+        if kk == 0 || ckk % kk != 0 {
+            return Err(ShapeError::new(
+                "fold",
+                format!(
+                    "axis 1 of shape {shape:?} must be a multiple of kernel*kernel = {kk} \
+                     (kernel {kernel})"
+                ),
+            ));
+        }
+        let c = ckk / kk;
+        let g = Windows::new("fold", n, c, h, w, kernel, stride, dilation, padding)?;
+        if g.positions() != l {
+            return Err(ShapeError::new(
+                "fold",
+                format!(
+                    "shape {shape:?} has {l} window positions, but output_size {output_size:?} \
+                     with kernel {kernel}, stride {stride}, dilation {dilation}, padding \
+                     {padding} has {} ({}x{})",
+                    g.positions(),
+                    g.out_h,
+                    g.out_w
+                ),
+            ));
+        }
+        let cols = self.as_shared().as_standard_layout();
+        let cs = cols.as_slice().expect("standard layout is contiguous");
+        let mut out = vec![T::zero(); g.n * g.c * h * w];
+        if l > 0 && h * w > 0 {
+            for (plane, col) in out.chunks_exact_mut(h * w).zip(cs.chunks_exact(kk * l)) {
+                g.for_each_row(|dst, src, lo, hi, first| {
+                    let dst = &mut plane[dst..dst + w];
+                    let src = &col[src + lo..src + hi];
+                    for (d, s) in dst[first..].iter_mut().step_by(stride).zip(src) {
+                        *d += *s;
+                    }
+                });
+            }
+        }
+        Ok(Tensor::from_vec(out, &[n, c, h, w]))
+    }
+}
+
+// ---- rules ----------------------------------------------------------------------------------
+//
+// All linear: the JVP is the op on the tangent (`pad` pads it with zeros: `fill` is a constant),
+// the VJP the adjoint.
+//
+// | op     | JVP                          | VJP                                             |
+// |--------|------------------------------|-------------------------------------------------|
+// | shrink | dx.shrink(ranges)            | g padded with zeros back to x_shape             |
+// | pad    | dx.pad(ranges, 0)            | g.shrink(before..len - after per axis)          |
+// | flip   | dx.flip(axes)                | g.flip(axes)                                    |
+// | unfold | dx.unfold(k, s, d, p)        | g.fold([H, W] of x_shape, k, s, d, p)           |
+// | fold   | dx.fold(size, k, s, d, p)    | g.unfold(k, s, d, p)                            |
+
+/// Rules of the slicing ops (see the module's table).
+pub mod rules {
+    use super::*;
+
+    /// JVP of `x.shrink(ranges)`.
+    pub fn shrink_jvp<T: Element>(ranges: &[(usize, usize)], dx: &Tensor<T>) -> Tensor<T> {
+        dx.shrink(ranges)
+    }
+    /// VJP of `x.shrink(ranges)`: `g` put back in place in zeros of `x`'s shape.
+    pub fn shrink_vjp<T: Element>(
+        g: &Tensor<T>,
+        x_shape: &[usize],
+        ranges: &[(usize, usize)],
+    ) -> Tensor<T> {
+        let pads: Vec<(usize, usize)> = ranges
+            .iter()
+            .zip(x_shape)
+            .map(|(&(start, end), &len)| (start, len - end))
+            .collect();
+        g.pad(&pads, T::zero())
+    }
+
+    /// JVP of `x.pad(ranges, fill)` (the fill is a constant: the tangent is padded with zeros).
+    pub fn pad_jvp<T: Element>(ranges: &[(usize, usize)], dx: &Tensor<T>) -> Tensor<T> {
+        dx.pad(ranges, T::zero())
+    }
+    /// VJP of `x.pad(ranges, fill)`: the part of `g` over `x`.
+    pub fn pad_vjp<T: Element>(g: &Tensor<T>, ranges: &[(usize, usize)]) -> Tensor<T> {
+        let inner: Vec<(usize, usize)> = ranges
+            .iter()
+            .zip(g.shape())
+            .map(|(&(before, after), &len)| (before, len - after))
+            .collect();
+        g.shrink(&inner)
+    }
+
+    /// JVP of `x.flip(axes)`.
+    pub fn flip_jvp<T: Element>(axes: &[usize], dx: &Tensor<T>) -> Tensor<T> {
+        dx.flip(axes)
+    }
+    /// VJP of `x.flip(axes)`.
+    pub fn flip_vjp<T: Element>(g: &Tensor<T>, axes: &[usize]) -> Tensor<T> {
+        g.flip(axes)
+    }
+
+    /// JVP of `x.unfold(kernel, stride, dilation, padding)`.
+    pub fn unfold_jvp<T: Element>(
+        kernel: usize,
+        stride: usize,
+        dilation: usize,
+        padding: usize,
+        dx: &Tensor<T>,
+    ) -> Tensor<T> {
+        dx.unfold(kernel, stride, dilation, padding)
+    }
+    /// VJP of `x.unfold(kernel, stride, dilation, padding)`: `g` folded back to `x`'s shape.
+    pub fn unfold_vjp<T: Element>(
+        g: &Tensor<T>,
+        x_shape: &[usize],
+        kernel: usize,
+        stride: usize,
+        dilation: usize,
+        padding: usize,
+    ) -> Tensor<T> {
+        g.fold(&x_shape[2..], kernel, stride, dilation, padding)
+    }
+
+    /// JVP of `x.fold(output_size, kernel, stride, dilation, padding)`.
+    pub fn fold_jvp<T: Element>(
+        output_size: &[usize],
+        kernel: usize,
+        stride: usize,
+        dilation: usize,
+        padding: usize,
+        dx: &Tensor<T>,
+    ) -> Tensor<T> {
+        dx.fold(output_size, kernel, stride, dilation, padding)
+    }
+    /// VJP of `x.fold(output_size, kernel, stride, dilation, padding)`: `g` unfolded.
+    pub fn fold_vjp<T: Element>(
+        g: &Tensor<T>,
+        kernel: usize,
+        stride: usize,
+        dilation: usize,
+        padding: usize,
+    ) -> Tensor<T> {
+        g.unfold(kernel, stride, dilation, padding)
+    }
+}
+
+/// The slicing ops.
+pub const RULES: &[crate::ops::OpInfo] = &[
+    crate::ops::OpInfo::diff("shrink", "shrink"),
+    crate::ops::OpInfo::diff("pad", "pad"),
+    crate::ops::OpInfo::diff("flip", "flip"),
+    crate::ops::OpInfo::diff("unfold", "unfold"),
+    crate::ops::OpInfo::diff("fold", "fold"),
+];
