@@ -25,6 +25,8 @@
 use crate::error::ShapeError;
 
 pub mod arith;
+pub mod conv;
+pub mod linalg;
 
 /// One primitive of the op table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,7 +60,7 @@ impl OpInfo {
 
 /// Every op of the runtime, group by group.
 pub fn all_ops() -> Vec<OpInfo> {
-    let groups: &[&[OpInfo]] = &[arith::RULES];
+    let groups: &[&[OpInfo]] = &[arith::RULES, linalg::RULES, conv::RULES];
     groups.iter().flat_map(|g| g.iter().copied()).collect()
 }
 

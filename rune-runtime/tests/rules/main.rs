@@ -5,6 +5,8 @@
 mod common;
 
 mod arith;
+mod conv;
+mod linalg;
 
 use common::Case;
 use rune_runtime::{all_ops, check_grad, Element};
@@ -12,6 +14,8 @@ use rune_runtime::{all_ops, check_grad, Element};
 fn all_cases<T: Element>() -> Vec<Case<T>> {
     let mut cases = Vec::new();
     cases.extend(arith::cases::<T>());
+    cases.extend(linalg::cases::<T>());
+    cases.extend(conv::cases::<T>());
     cases
 }
 
