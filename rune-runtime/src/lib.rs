@@ -41,4 +41,6 @@ pub mod rules {
     pub use crate::ops::index::rules::*;
     pub use crate::ops::shape::rules::*;
     pub use crate::ops::slice::rules::*;
+    pub use crate::ops::conv::rules::*;
+    pub use crate::ops::linalg::rules::*;
 }

@@ -33,6 +33,8 @@ pub mod combine;
 pub mod index;
 pub mod shape;
 pub mod slice;
+pub mod conv;
+pub mod linalg;
 
 /// One primitive of the op table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,14 +68,7 @@ impl OpInfo {
 
 /// Every op of the runtime, group by group.
 pub fn all_ops() -> Vec<OpInfo> {
-    let groups: &[&[OpInfo]] = &[arith::RULES, cast::RULES, unary::RULES, binary::RULES, compare::RULES];
-    let groups: &[&[OpInfo]] = &[
-        arith::RULES,
-        shape::RULES,
-        slice::RULES,
-        combine::RULES,
-        index::RULES,
-    ];
+    let groups: &[&[OpInfo]] = &[arith::RULES, cast::RULES, unary::RULES, binary::RULES, compare::RULES, linalg::RULES, conv::RULES];
     groups.iter().flat_map(|g| g.iter().copied()).collect()
 }
 

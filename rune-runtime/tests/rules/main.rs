@@ -12,6 +12,8 @@ mod combine;
 mod index;
 mod shape;
 mod slice;
+mod conv;
+mod linalg;
 
 use common::Case;
 use rune_runtime::{all_ops, check_grad, Element};
@@ -26,6 +28,8 @@ fn all_cases<T: Element>() -> Vec<Case<T>> {
     cases.extend(slice::cases::<T>());
     cases.extend(combine::cases::<T>());
     cases.extend(index::cases::<T>());
+    cases.extend(linalg::cases::<T>());
+    cases.extend(conv::cases::<T>());
     cases
 }
 

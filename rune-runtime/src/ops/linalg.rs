@@ -1,0 +1,447 @@
+//! Linear algebra: `matmul` with NumPy semantics (1-D operands, batched, batch axes broadcast).
+//!
+//! Every matrix product of the runtime, forward and in the rules (also those of
+//! [`conv2d`](crate::Tensor::conv2d)), goes through one 2-D kernel, `gemm`, so that a faster
+//! GEMM can be swapped in at one place. It runs `ndarray::linalg::general_mat_mul` on views:
+//! `matrixmultiply` for `f32`/`f64` (any strides, so transposes stay views), a generic loop for
+//! other elements such as dual numbers.
+
+use ndarray::linalg::general_mat_mul;
+use ndarray::{ArrayView2, ArrayView3, ArrayViewMut2, Axis, CowArray, IxDyn};
+
+use crate::broadcast::{broadcast_shapes, sum_to_shape};
+use crate::element::Element;
+use crate::error::{OrPanic, ShapeError};
+use crate::tensor::Tensor;
+
+/// `c = a · b`, or `c += a · b` when `accumulate`, with `c` the row-major `m × n` slice.
+///
+/// The one matrix-product kernel of the runtime.
+pub(crate) fn gemm<T: Element>(
+    a: &ArrayView2<'_, T>,
+    b: &ArrayView2<'_, T>,
+    c: &mut [T],
+    accumulate: bool,
+) {
+    let mut c = ArrayViewMut2::from_shape((a.nrows(), b.ncols()), c)
+        .expect("gemm: the output slice holds m x n elements");
+    let beta = if accumulate { T::one() } else { T::zero() };
+    general_mat_mul(T::one(), a, b, beta, &mut c);
+}
+
+/// True when every element is exactly zero: such a tangent or cotangent gives an exact zero
+/// (a strong zero) without entering a product, where `0 * inf` would make `NaN`.
+pub(crate) fn is_all_zero<T: Element>(t: &Tensor<T>) -> bool {
+    t.as_shared().iter().all(|v| v.is_exact_zero())
+}
+
+/// The geometry of `a · b`: 1-D operands promoted to `[1, k]` (left) and `[k, 1]` (right),
+/// leading axes broadcast as batch axes.
+#[derive(Clone, Debug)]
+struct MatmulDims {
+    a_shape: Vec<usize>,
+    b_shape: Vec<usize>,
+    a_batch: Vec<usize>,
+    b_batch: Vec<usize>,
+    batch: Vec<usize>,
+    m: usize,
+    k: usize,
+    n: usize,
+}
+
+impl MatmulDims {
+    fn new(a: &[usize], b: &[usize]) -> Result<Self, ShapeError> {
+        if a.is_empty() || b.is_empty() {
+            return Err(ShapeError::new(
+                "matmul",
+                format!("operands need at least one axis, got shapes {a:?} and {b:?}"),
+            ));
+        }
+        let (a_batch, m, ka) = match a.len() {
+            1 => (&[][..], 1, a[0]),
+            r => (&a[..r - 2], a[r - 2], a[r - 1]),
+        };
+        let (b_batch, kb, n) = match b.len() {
+            1 => (&[][..], b[0], 1),
+            r => (&b[..r - 2], b[r - 2], b[r - 1]),
+        };
+        if ka != kb {
+            return Err(ShapeError::new(
+                "matmul",
+                format!(
+                    "shapes {a:?} and {b:?} do not align: the left's last axis has {ka} \
+                     elements, the right's contraction axis {kb}"
+                ),
+            ));
+        }
+        let batch = broadcast_shapes("matmul", a_batch, b_batch).map_err(|_| {
+            ShapeError::new(
+                "matmul",
+                format!(
+                    "batch axes {a_batch:?} and {b_batch:?} of shapes {a:?} and {b:?} do not \
+                     broadcast"
+                ),
+            )
+        })?;
+        Ok(MatmulDims {
+            a_shape: a.to_vec(),
+            b_shape: b.to_vec(),
+            a_batch: a_batch.to_vec(),
+            b_batch: b_batch.to_vec(),
+            batch,
+            m,
+            k: ka,
+            n,
+        })
+    }
+
+    fn a_is_vec(&self) -> bool {
+        self.a_shape.len() == 1
+    }
+
+    fn b_is_vec(&self) -> bool {
+        self.b_shape.len() == 1
+    }
+
+    /// The result's shape: the batch, then `m` unless `a` is 1-D, then `n` unless `b` is 1-D.
+    fn out_shape(&self) -> Vec<usize> {
+        let mut s = self.batch.clone();
+        if !self.a_is_vec() {
+            s.push(self.m);
+        }
+        if !self.b_is_vec() {
+            s.push(self.n);
+        }
+        s
+    }
+
+    fn out_len(&self) -> usize {
+        self.batch.iter().product::<usize>() * self.m * self.n
+    }
+
+    fn a_count(&self) -> usize {
+        self.a_batch.iter().product()
+    }
+
+    fn b_count(&self) -> usize {
+        self.b_batch.iter().product()
+    }
+
+    fn batch_count(&self) -> usize {
+        self.batch.iter().product()
+    }
+
+    /// `a` with a 1-D operand's inserted axis: `a_batch + [m, k]`.
+    fn a2_shape(&self) -> Vec<usize> {
+        let mut s = self.a_batch.clone();
+        s.extend([self.m, self.k]);
+        s
+    }
+
+    /// `b` with a 1-D operand's inserted axis: `b_batch + [k, n]`.
+    fn b2_shape(&self) -> Vec<usize> {
+        let mut s = self.b_batch.clone();
+        s.extend([self.k, self.n]);
+        s
+    }
+
+    #[track_caller]
+    fn check(&self, what: &str, t: &Tensor<impl Element>, expected: &[usize]) {
+        if t.shape() != expected {
+            panic!(
+                "matmul: {what} has shape {:?}, expected {expected:?} for shapes {:?} and {:?}",
+                t.shape(),
+                self.a_shape,
+                self.b_shape
+            );
+        }
+    }
+}
+
+/// A tensor in standard layout seen as a stack of matrices `[count, rows, cols]`.
+struct Stack<'a, T> {
+    data: CowArray<'a, T, IxDyn>,
+    count: usize,
+    rows: usize,
+    cols: usize,
+}
+
+impl<'a, T: Element> Stack<'a, T> {
+    fn new(t: &'a Tensor<T>, count: usize, rows: usize, cols: usize) -> Self {
+        Stack {
+            data: t.as_shared().as_standard_layout(),
+            count,
+            rows,
+            cols,
+        }
+    }
+
+    fn view3(&self) -> ArrayView3<'_, T> {
+        self.data
+            .view()
+            .into_shape_with_order((self.count, self.rows, self.cols))
+            .expect("matmul: a standard-layout tensor reshapes to its matrix stack")
+    }
+
+    /// All matrices stacked vertically: `[count * rows, cols]`.
+    fn flat(&self) -> ArrayView2<'_, T> {
+        self.data
+            .view()
+            .into_shape_with_order((self.count * self.rows, self.cols))
+            .expect("matmul: a standard-layout tensor reshapes to its matrix stack")
+    }
+
+    /// The only matrix of a stack of one.
+    fn single(&self) -> ArrayView2<'_, T> {
+        self.data
+            .view()
+            .into_shape_with_order((self.rows, self.cols))
+            .expect("matmul: a standard-layout tensor reshapes to its matrix")
+    }
+}
+
+/// For each axis of `batch`, how far one step moves in an operand with batch axes `op_batch`
+/// (right-aligned; `0` where the operand is broadcast).
+fn batch_steps(op_batch: &[usize], batch: &[usize]) -> Vec<usize> {
+    let lead = batch.len() - op_batch.len();
+    let mut steps = vec![0; batch.len()];
+    let mut stride = 1;
+    for (j, &len) in op_batch.iter().enumerate().rev() {
+        if len != 1 {
+            steps[lead + j] = stride;
+        }
+        stride *= len;
+    }
+    steps
+}
+
+/// `out[i] (+)= a[ia] · b[ib]` over the broadcast batch (row-major), where `ia`, `ib` are the
+/// operands' matrices that batch element `i` reads; `out` is `[batch, m, n]` row-major.
+fn batched<T: Element>(
+    a: &ArrayView3<'_, T>,
+    a_batch: &[usize],
+    b: &ArrayView3<'_, T>,
+    b_batch: &[usize],
+    batch: &[usize],
+    out: &mut [T],
+    accumulate: bool,
+) {
+    let size = a.shape()[1] * b.shape()[2];
+    if size == 0 {
+        return;
+    }
+    let sa = batch_steps(a_batch, batch);
+    let sb = batch_steps(b_batch, batch);
+    for (i, o) in out.chunks_exact_mut(size).enumerate() {
+        let (mut rem, mut ia, mut ib) = (i, 0, 0);
+        for ax in (0..batch.len()).rev() {
+            let idx = rem % batch[ax];
+            rem /= batch[ax];
+            ia += idx * sa[ax];
+            ib += idx * sb[ax];
+        }
+        gemm(
+            &a.index_axis(Axis(0), ia),
+            &b.index_axis(Axis(0), ib),
+            o,
+            accumulate,
+        );
+    }
+}
+
+/// `out (+)= a · b` for operands of the shapes `d` was made from; `out` holds the result in
+/// row-major order.
+fn product_into<T: Element>(
+    d: &MatmulDims,
+    a: &Tensor<T>,
+    b: &Tensor<T>,
+    out: &mut [T],
+    accumulate: bool,
+) {
+    let sa = Stack::new(a, d.a_count(), d.m, d.k);
+    let sb = Stack::new(b, d.b_count(), d.k, d.n);
+    if d.b_count() == 1 {
+        // One right matrix: the left stack is a single tall matrix (the batch equals a's).
+        gemm(&sa.flat(), &sb.single(), out, accumulate);
+    } else {
+        batched(
+            &sa.view3(),
+            &d.a_batch,
+            &sb.view3(),
+            &d.b_batch,
+            &d.batch,
+            out,
+            accumulate,
+        );
+    }
+}
+
+/// A cotangent of a promoted operand (`[1, k]` or `[k, 1]`) brought back to the 1-D operand's
+/// shape; any other operand's cotangent already has its shape.
+fn drop_promoted_axis<T: Element>(t: Tensor<T>, shape: &[usize]) -> Tensor<T> {
+    if t.shape() == shape {
+        t
+    } else {
+        Tensor::from_vec(t.to_vec(), shape)
+    }
+}
+
+impl<T: Element> Tensor<T> {
+    /// The matrix product with NumPy `matmul` semantics.
+    ///
+    /// - 1-D · 1-D: the inner product, a 0-d tensor;
+    /// - 1-D `[k]` · N-D `[.., k, n]`: `a` is taken as a `[1, k]` row, the row axis is removed
+    ///   from the result `[.., n]`;
+    /// - N-D `[.., m, k]` · 1-D `[k]`: `b` is taken as a `[k, 1]` column, giving `[.., m]`;
+    /// - otherwise the last two axes are matrices and the leading (batch) axes broadcast:
+    ///   `[2, 1, 3, 4] · [5, 4, 6]` gives `[2, 5, 3, 6]`.
+    ///
+    /// # Panics
+    /// When an operand is 0-d, the contraction axes differ in length, or the batch axes do not
+    /// broadcast; the message names both shapes. [`Tensor::try_matmul`] returns the error instead.
+    #[track_caller]
+    #[must_use]
+    pub fn matmul(&self, other: &Tensor<T>) -> Tensor<T> {
+        self.try_matmul(other).or_panic()
+    }
+
+    /// Like [`Tensor::matmul`], returning a [`ShapeError`] naming both shapes when they do not
+    /// fit.
+    pub fn try_matmul(&self, other: &Tensor<T>) -> Result<Tensor<T>, ShapeError> {
+        let d = MatmulDims::new(self.shape(), other.shape())?;
+        let mut out = vec![T::zero(); d.out_len()];
+        product_into(&d, self, other, &mut out, false);
+        Ok(Tensor::from_vec(out, &d.out_shape()))
+    }
+}
+
+// ---- rules ----------------------------------------------------------------------------------
+//
+// With 1-D operands promoted (a: [.., m, k], b: [.., k, n], y: [batch, m, n]):
+//
+// | JVP             | VJP (lhs)                         | VJP (rhs)                         |
+// |-----------------|-----------------------------------|-----------------------------------|
+// | da·b + a·db     | sum_to(g · bᵀ, a's shape)         | sum_to(aᵀ · g, b's shape)         |
+//
+// then the promoted axes are removed again. When one operand has a single matrix, its
+// cotangent's batch sum is the contraction of one tall GEMM instead.
+
+/// Rules of `matmul` (see the module's table).
+pub mod rules {
+    use super::*;
+
+    /// JVP of `a.matmul(b)`: `da · b + a · db` (an absent or all-zero tangent adds nothing).
+    ///
+    /// # Panics
+    /// When the shapes do not fit, as `matmul` would, or a tangent's shape differs from its
+    /// operand's.
+    #[track_caller]
+    pub fn matmul_jvp<T: Element>(
+        a: &Tensor<T>,
+        b: &Tensor<T>,
+        da: Option<&Tensor<T>>,
+        db: Option<&Tensor<T>>,
+    ) -> Tensor<T> {
+        let d = MatmulDims::new(a.shape(), b.shape()).or_panic();
+        let mut out = vec![T::zero(); d.out_len()];
+        let mut written = false;
+        if let Some(da) = da.filter(|t| !is_all_zero(t)) {
+            d.check("the tangent of the left operand", da, a.shape());
+            product_into(&d, da, b, &mut out, false);
+            written = true;
+        }
+        if let Some(db) = db.filter(|t| !is_all_zero(t)) {
+            d.check("the tangent of the right operand", db, b.shape());
+            product_into(&d, a, db, &mut out, written);
+        }
+        Tensor::from_vec(out, &d.out_shape())
+    }
+
+    /// VJP of `a.matmul(b)` for `a` (of shape `a_shape`): `g · bᵀ`, summed over the batch axes
+    /// `a` was broadcast along.
+    ///
+    /// # Panics
+    /// When the shapes do not fit, or `g` does not have the product's shape.
+    #[track_caller]
+    pub fn matmul_vjp_lhs<T: Element>(
+        g: &Tensor<T>,
+        a_shape: &[usize],
+        b: &Tensor<T>,
+    ) -> Tensor<T> {
+        let d = MatmulDims::new(a_shape, b.shape()).or_panic();
+        d.check("the cotangent", g, &d.out_shape());
+        if is_all_zero(g) {
+            return Tensor::zeros(a_shape);
+        }
+        let sg = Stack::new(g, d.batch_count(), d.m, d.n);
+        let sb = Stack::new(b, d.b_count(), d.k, d.n);
+        let mut out = vec![T::zero(); d.batch_count() * d.m * d.k];
+        if d.b_count() == 1 {
+            gemm(&sg.flat(), &sb.single().reversed_axes(), &mut out, false);
+        } else {
+            let bt = sb.view3().permuted_axes([0, 2, 1]);
+            batched(
+                &sg.view3(),
+                &d.batch,
+                &bt,
+                &d.b_batch,
+                &d.batch,
+                &mut out,
+                false,
+            );
+        }
+        let mut full = d.batch.clone();
+        full.extend([d.m, d.k]);
+        drop_promoted_axis(
+            sum_to_shape(&Tensor::from_vec(out, &full), &d.a2_shape()),
+            a_shape,
+        )
+    }
+
+    /// VJP of `a.matmul(b)` for `b` (of shape `b_shape`): `aᵀ · g`, summed over the batch axes
+    /// `b` was broadcast along.
+    ///
+    /// # Panics
+    /// When the shapes do not fit, or `g` does not have the product's shape.
+    #[track_caller]
+    pub fn matmul_vjp_rhs<T: Element>(
+        g: &Tensor<T>,
+        a: &Tensor<T>,
+        b_shape: &[usize],
+    ) -> Tensor<T> {
+        let d = MatmulDims::new(a.shape(), b_shape).or_panic();
+        d.check("the cotangent", g, &d.out_shape());
+        if is_all_zero(g) {
+            return Tensor::zeros(b_shape);
+        }
+        let sa = Stack::new(a, d.a_count(), d.m, d.k);
+        let sg = Stack::new(g, d.batch_count(), d.m, d.n);
+        if d.b_count() == 1 {
+            // b was broadcast along the whole batch, which equals a's: the batch sum is the
+            // contraction of (a stacked)ᵀ · (g stacked).
+            let mut out = vec![T::zero(); d.k * d.n];
+            gemm(&sa.flat().reversed_axes(), &sg.flat(), &mut out, false);
+            return Tensor::from_vec(out, b_shape);
+        }
+        let mut out = vec![T::zero(); d.batch_count() * d.k * d.n];
+        let at = sa.view3().permuted_axes([0, 2, 1]);
+        batched(
+            &at,
+            &d.a_batch,
+            &sg.view3(),
+            &d.batch,
+            &d.batch,
+            &mut out,
+            false,
+        );
+        let mut full = d.batch.clone();
+        full.extend([d.k, d.n]);
+        drop_promoted_axis(
+            sum_to_shape(&Tensor::from_vec(out, &full), &d.b2_shape()),
+            b_shape,
+        )
+    }
+}
+
+/// The linear-algebra ops.
+pub const RULES: &[crate::ops::OpInfo] = &[crate::ops::OpInfo::diff("matmul", "matmul")];
