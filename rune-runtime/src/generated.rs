@@ -68,7 +68,18 @@ macro_rules! copy_residual {
         }
     )*};
 }
-copy_residual!(f32, f64, usize, isize, bool, i64, i32, u32, u64, (usize, usize));
+copy_residual!(
+    f32,
+    f64,
+    usize,
+    isize,
+    bool,
+    i64,
+    i32,
+    u32,
+    u64,
+    (usize, usize)
+);
 
 /// A tensor's shape, kept by the backward pass instead of the tensor (no allocation up to four
 /// axes).

@@ -34,13 +34,13 @@ pub use tensor::Tensor;
 /// The derivative rules of every op, by name: `<op>_jvp`, `<op>_vjp`, `<op>_vjp_<input>`.
 pub mod rules {
     pub use crate::ops::arith::rules::*;
-    pub use crate::ops::cast::rules::*;
     pub use crate::ops::binary::rules::*;
-    pub use crate::ops::unary::rules::*;
+    pub use crate::ops::cast::rules::*;
     pub use crate::ops::combine::rules::*;
+    pub use crate::ops::conv::rules::*;
     pub use crate::ops::index::rules::*;
+    pub use crate::ops::linalg::rules::*;
     pub use crate::ops::shape::rules::*;
     pub use crate::ops::slice::rules::*;
-    pub use crate::ops::conv::rules::*;
-    pub use crate::ops::linalg::rules::*;
+    pub use crate::ops::unary::rules::*;
 }

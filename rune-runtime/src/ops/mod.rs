@@ -25,16 +25,16 @@
 use crate::error::ShapeError;
 
 pub mod arith;
-pub mod cast;
 pub mod binary;
-pub mod compare;
-pub mod unary;
+pub mod cast;
 pub mod combine;
+pub mod compare;
+pub mod conv;
 pub mod index;
+pub mod linalg;
 pub mod shape;
 pub mod slice;
-pub mod conv;
-pub mod linalg;
+pub mod unary;
 
 /// One primitive of the op table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,7 +68,19 @@ impl OpInfo {
 
 /// Every op of the runtime, group by group.
 pub fn all_ops() -> Vec<OpInfo> {
-    let groups: &[&[OpInfo]] = &[arith::RULES, cast::RULES, unary::RULES, binary::RULES, compare::RULES, linalg::RULES, conv::RULES];
+    let groups: &[&[OpInfo]] = &[
+        arith::RULES,
+        cast::RULES,
+        unary::RULES,
+        binary::RULES,
+        compare::RULES,
+        linalg::RULES,
+        conv::RULES,
+        shape::RULES,
+        slice::RULES,
+        combine::RULES,
+        index::RULES,
+    ];
     groups.iter().flat_map(|g| g.iter().copied()).collect()
 }
 

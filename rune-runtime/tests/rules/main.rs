@@ -5,15 +5,15 @@
 mod common;
 
 mod arith;
-mod cast;
 mod binary;
-mod unary;
+mod cast;
 mod combine;
+mod conv;
 mod index;
+mod linalg;
 mod shape;
 mod slice;
-mod conv;
-mod linalg;
+mod unary;
 
 use common::Case;
 use rune_runtime::{all_ops, check_grad, Element};
