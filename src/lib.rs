@@ -6,5 +6,16 @@ pub use rune_runtime::*;
 
 /// Everything a differentiable function usually needs.
 pub mod prelude {
-    pub use rune_runtime::{check_grad, grad_fn, Element, ShapeError, Tensor};
+    pub use rune_macros::differentiable;
+    pub use rune_runtime::{
+        add, check_grad, div, grad_fn, mul, sub, Element, GradCheckError, ShapeError, Tensor,
+    };
+}
+
+/// What generated code reaches the runtime through. Not part of the public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use rune_runtime::generated::*;
+    pub use rune_runtime::rules;
+    pub use rune_runtime::*;
 }

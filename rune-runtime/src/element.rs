@@ -12,6 +12,7 @@ use std::ops::{AddAssign, DivAssign, MulAssign, SubAssign};
 use ndarray::{LinalgScalar, ScalarOperand};
 use num_traits::Float;
 
+use crate::generated::Residual;
 use crate::ops::arith::Operand;
 
 /// A differentiable scalar: `f32`, `f64`, `Dual<f32>`, `Dual<f64>`, ...
@@ -35,6 +36,7 @@ pub trait Element:
     + MulAssign
     + DivAssign
     + Operand<Elem = Self>
+    + Residual<Owned = Self>
     + 'static
 {
     /// The type's name in error messages (`"f32"`, `"f64"`, `"Dual"`).

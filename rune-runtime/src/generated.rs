@@ -81,6 +81,20 @@ copy_residual!(
     (usize, usize)
 );
 
+impl<T: Element> Residual for crate::Dual<T> {
+    type Owned = crate::Dual<T>;
+    #[inline]
+    fn residual(&self) -> crate::Dual<T> {
+        *self
+    }
+}
+
+/// A zero-sized record of a tensor's element type (for rules generic over two element types).
+#[inline]
+pub fn witness<T>(_: &Tensor<T>) -> std::marker::PhantomData<T> {
+    std::marker::PhantomData
+}
+
 /// A tensor's shape, kept by the backward pass instead of the tensor (no allocation up to four
 /// axes).
 #[derive(Clone, Debug)]

@@ -58,6 +58,15 @@ pub mod rules {
     pub fn cast_vjp<T: Element, U: Element>(g: &Tensor<U>) -> Tensor<T> {
         g.cast::<T>()
     }
+
+    /// [`cast_vjp`] with the source element type given by a zero-sized witness, so that
+    /// generated code need not name it.
+    pub fn cast_vjp_as<T: Element, U: Element>(
+        g: &Tensor<U>,
+        _source: std::marker::PhantomData<T>,
+    ) -> Tensor<T> {
+        g.cast::<T>()
+    }
 }
 
 /// `cast`, `stop_gradient`, and the Rune primitives that are plain Rust here.

@@ -1,0 +1,37 @@
+//! Error collection: every problem found is recorded with the span of the user's token, and all
+//! of them are reported together (as serde_derive's `Ctxt` does).
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use std::fmt::Display;
+
+/// The errors found so far.
+#[derive(Default)]
+pub struct Errors {
+    errors: Vec<syn::Error>,
+}
+
+impl Errors {
+    /// Records an error at `tokens`.
+    pub fn at<T: ToTokens, M: Display>(&mut self, tokens: T, message: M) {
+        self.errors.push(syn::Error::new_spanned(tokens, message));
+    }
+
+    /// Records an already built error.
+    pub fn push(&mut self, error: syn::Error) {
+        self.errors.push(error);
+    }
+
+    /// True when nothing went wrong.
+    pub fn is_empty(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    /// All errors as `compile_error!` invocations.
+    pub fn to_compile_errors(&self) -> TokenStream {
+        self.errors
+            .iter()
+            .map(syn::Error::to_compile_error)
+            .collect()
+    }
+}

@@ -1,0 +1,1023 @@
+//! Emission: the derivative functions, written with `quote!`.
+//!
+//! For a function `f` this writes
+//! - `f_fwd` (hidden): the forward pass, returning the value and a pullback closure that owns
+//!   exactly the residuals its rules read and returns one gradient slot per parameter;
+//! - `f_tangent` (hidden): the forward pass with each op followed by its tangent rule, taking
+//!   one tangent slot per parameter;
+//! - the public `f_vjp`, `f_grad`, `f_value_and_grad` and `f_jvp`, thin wrappers of those two.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::{Ident, ItemFn};
+
+use crate::analyse::{config_keep, split_arg, Analysis};
+use crate::ir::{Body, CallArg, Const, Operand, OutputAux, OutputElem, Stmt, Use, Val};
+use crate::lower::val_ident;
+use crate::ops::{self, Form, Keep, OpSpec, Param};
+use crate::parse::{hidden, Returns, Signature};
+
+const RT: &str = "::rune_ad::__private";
+
+fn rt() -> TokenStream {
+    RT.parse().expect("path parses")
+}
+
+fn const_ident(c: Const) -> Ident {
+    hidden(&format!("c{}", c.0))
+}
+fn residual_ident(c: Const) -> Ident {
+    hidden(&format!("r{}", c.0))
+}
+fn config_ident(c: Const) -> Ident {
+    hidden(&format!("k{}", c.0))
+}
+fn shape_ident(v: Val) -> Ident {
+    hidden(&format!("s{}", v.0))
+}
+fn adjoint_ident(v: Val) -> Ident {
+    hidden(&format!("a{}", v.0))
+}
+fn tangent_ident(v: Val) -> Ident {
+    hidden(&format!("t{}", v.0))
+}
+fn pullback_ident(v: Val) -> Ident {
+    hidden(&format!("pb{}", v.0))
+}
+fn sizes_ident(v: Val) -> Ident {
+    hidden(&format!("z{}", v.0))
+}
+fn witness_ident(v: Val) -> Ident {
+    hidden(&format!("w{}", v.0))
+}
+
+/// How a hoisted constant is used, by id.
+struct Hoists {
+    usage: Vec<Use>,
+}
+
+impl Hoists {
+    fn new(body: &Body) -> Self {
+        let mut usage = Vec::new();
+        for s in &body.stmts {
+            if let Stmt::Hoist { id, usage: u, .. } = s {
+                if usage.len() <= id.0 {
+                    usage.resize(id.0 + 1, Use::Plain);
+                }
+                usage[id.0] = *u;
+            }
+        }
+        Hoists { usage }
+    }
+
+    /// The operand as written in a forward op.
+    fn forward(&self, o: Operand) -> TokenStream {
+        match o {
+            Operand::Val(v) => {
+                let i = val_ident(v);
+                quote!(&#i)
+            }
+            Operand::Const(c) => {
+                let i = const_ident(c);
+                match self.usage[c.0] {
+                    Use::Plain => quote!(#i),
+                    Use::Borrowed => quote!(&#i),
+                }
+            }
+        }
+    }
+}
+
+/// Which pass a rule call is written for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    Tangent,
+    Backward,
+}
+
+struct OpCtx<'a> {
+    out: Val,
+    op: &'static OpSpec,
+    inputs: &'a [Operand],
+    config: &'a [Const],
+    turbofish: &'a Option<TokenStream>,
+    /// The tensor-list index (`k`), for concat/stack VJPs.
+    k: usize,
+}
+
+/// A rule call from its template.
+fn rule_call(template: &str, ctx: &OpCtx, pass: Pass, useful: &dyn Fn(Val) -> bool) -> TokenStream {
+    let (name, args) = ops::parse_template(template);
+    let name = format_ident!("{}", name);
+    let rt = rt();
+    let list_tokens = || -> Vec<TokenStream> {
+        ctx.inputs
+            .iter()
+            .map(|o| match o {
+                Operand::Val(v) => {
+                    let i = val_ident(*v);
+                    quote!(&#i)
+                }
+                Operand::Const(c) => {
+                    let i = match pass {
+                        Pass::Tangent => const_ident(*c),
+                        Pass::Backward => residual_ident(*c),
+                    };
+                    quote!(&#i)
+                }
+            })
+            .collect()
+    };
+    let args: Vec<TokenStream> = args
+        .iter()
+        .map(|arg| {
+            let (kind, i) = split_arg(arg);
+            match kind {
+                "g" => quote!(&__rune_g),
+                "y" => {
+                    let v = val_ident(ctx.out);
+                    quote!(&#v)
+                }
+                "a" => match ctx.inputs[i] {
+                    Operand::Val(v) => {
+                        let v = val_ident(v);
+                        quote!(&#v)
+                    }
+                    Operand::Const(c) => {
+                        let c = match pass {
+                            Pass::Tangent => const_ident(c),
+                            Pass::Backward => residual_ident(c),
+                        };
+                        quote!(&#c)
+                    }
+                },
+                "s" => {
+                    let v = ctx.inputs[i]
+                        .val()
+                        .expect("shape of a differentiated input");
+                    let s = shape_ident(v);
+                    quote!(&#s)
+                }
+                "c" => {
+                    let c = ctx.config[i];
+                    match (pass, config_keep(ctx.op, i)) {
+                        (Pass::Backward, Some(Keep::Owned)) => {
+                            let k = config_ident(c);
+                            quote!(&#k)
+                        }
+                        _ => {
+                            let c = const_ident(c);
+                            quote!(#c)
+                        }
+                    }
+                }
+                "t" => {
+                    let v = ctx.inputs[i]
+                        .val()
+                        .expect("tangent of a differentiated input");
+                    let t = tangent_ident(v);
+                    quote!(&#t)
+                }
+                "o" => match ctx.inputs[i] {
+                    Operand::Val(v) if useful(v) => {
+                        let t = tangent_ident(v);
+                        quote!(::core::option::Option::Some(&#t))
+                    }
+                    _ => quote!(::core::option::Option::None),
+                },
+                "list" => {
+                    let items = list_tokens();
+                    quote!(&[#(#items),*])
+                }
+                "olist" => {
+                    let items: Vec<TokenStream> = ctx
+                        .inputs
+                        .iter()
+                        .map(|o| match o {
+                            Operand::Val(v) if useful(*v) => {
+                                let t = tangent_ident(*v);
+                                quote!(::core::option::Option::Some(&#t))
+                            }
+                            _ => quote!(::core::option::Option::None),
+                        })
+                        .collect();
+                    quote!(&[#(#items),*])
+                }
+                "k" => {
+                    let k = ctx.k;
+                    quote!(#k)
+                }
+                "sizes" => {
+                    let z = sizes_ident(ctx.out);
+                    quote!(&#z)
+                }
+                "w" => {
+                    let w = witness_ident(ctx.out);
+                    quote!(#w)
+                }
+                other => unreachable!("unknown rule template argument {other}"),
+            }
+        })
+        .collect();
+    // `cast` rules are generic over the source and target element: the target comes from the
+    // user's turbofish.
+    let generics = match (ctx.op.name, ctx.turbofish) {
+        ("cast", Some(tf)) => {
+            let target = tf.clone();
+            let target: syn::AngleBracketedGenericArguments =
+                syn::parse2(target).expect("turbofish parses");
+            let u = target.args.first().into_token_stream();
+            quote!(::<_, #u>)
+        }
+        _ => quote!(),
+    };
+    quote!(#rt::rules::#name #generics (#(#args),*))
+}
+
+/// The forward op as the user wrote it, on the generated locals.
+fn forward_op(ctx: &OpCtx, hoists: &Hoists) -> TokenStream {
+    let rt = rt();
+    let op = ctx.op;
+    let name = format_ident!("{}", op.name);
+    let mut tensors = ctx.inputs.iter().copied();
+    let mut configs = ctx.config.iter().copied();
+    match op.form {
+        Form::Operator => {
+            let a = hoists.forward(ctx.inputs[0]);
+            let b = hoists.forward(ctx.inputs[1]);
+            match op.name {
+                "add" => quote!(#a + #b),
+                "sub" => quote!(#a - #b),
+                "mul" => quote!(#a * #b),
+                _ => quote!(#a / #b),
+            }
+        }
+        Form::Negation => {
+            let a = hoists.forward(ctx.inputs[0]);
+            quote!(-#a)
+        }
+        Form::Method => {
+            let recv = match tensors.next().expect("receiver") {
+                Operand::Val(v) => val_ident(v).into_token_stream(),
+                Operand::Const(c) => const_ident(c).into_token_stream(),
+            };
+            let args: Vec<TokenStream> = op
+                .params
+                .iter()
+                .map(|p| match p {
+                    Param::Tensor => hoists.forward(tensors.next().expect("tensor input")),
+                    Param::Config(..) => {
+                        const_ident(configs.next().expect("config")).into_token_stream()
+                    }
+                    Param::TensorList => unreachable!("methods take no lists"),
+                })
+                .collect();
+            let tf = ctx.turbofish;
+            quote!(#recv.#name #tf (#(#args),*))
+        }
+        Form::Function => {
+            let args: Vec<TokenStream> = op
+                .params
+                .iter()
+                .map(|p| match p {
+                    Param::Tensor => hoists.forward(tensors.next().expect("tensor input")),
+                    Param::TensorList => {
+                        let items: Vec<TokenStream> =
+                            tensors.by_ref().map(|o| hoists.forward(o)).collect();
+                        quote!(&[#(#items),*])
+                    }
+                    Param::Config(..) => {
+                        const_ident(configs.next().expect("config")).into_token_stream()
+                    }
+                })
+                .collect();
+            quote!(#rt::#name(#(#args),*))
+        }
+    }
+}
+
+/// `path` with its last segment suffixed (`g` → `g_fwd`).
+fn suffixed(path: &syn::Path, suffix: &str) -> syn::Path {
+    let mut p = path.clone();
+    let last = p.segments.last_mut().expect("a path has a segment");
+    last.ident = format_ident!("{}_{}", last.ident, suffix, span = last.ident.span());
+    p
+}
+
+fn call_args(args: &[CallArg]) -> Vec<TokenStream> {
+    args.iter()
+        .map(|a| match a {
+            CallArg::Val { val, borrowed } => {
+                let v = val_ident(*val);
+                if *borrowed {
+                    quote!(&#v)
+                } else {
+                    quote!(::core::clone::Clone::clone(&#v))
+                }
+            }
+            CallArg::Const(t) => t.clone(),
+        })
+        .collect()
+}
+
+fn bind_outs(outs: &[Val], tuple: bool) -> TokenStream {
+    let idents: Vec<Ident> = outs.iter().map(|v| val_ident(*v)).collect();
+    if tuple {
+        quote!((#(#idents),*))
+    } else {
+        idents[0].to_token_stream()
+    }
+}
+
+/// Everything the emitter needs.
+pub struct Emitter<'a> {
+    pub func: &'a ItemFn,
+    pub sig: &'a Signature,
+    pub body: &'a Body,
+    pub analysis: &'a Analysis,
+}
+
+impl Emitter<'_> {
+    fn hoists(&self) -> Hoists {
+        Hoists::new(self.body)
+    }
+
+    /// The statements shared by both passes, one at a time; `after` adds pass-specific code.
+    fn forward_stmt(&self, stmt: &Stmt, hoists: &Hoists) -> TokenStream {
+        match stmt {
+            Stmt::Verbatim(t) => t.clone(),
+            Stmt::Hoist { id, expr, ty, .. } => {
+                let c = const_ident(*id);
+                let ty = ty.as_ref().map(|t| quote!(: #t));
+                quote!(let #c #ty = #expr;)
+            }
+            Stmt::Param {
+                out,
+                ident,
+                borrowed,
+            } => {
+                let v = val_ident(*out);
+                if *borrowed {
+                    quote!(let #v = ::core::clone::Clone::clone(#ident);)
+                } else {
+                    quote!(let #v = #ident;)
+                }
+            }
+            Stmt::Op {
+                out,
+                op,
+                inputs,
+                config,
+                turbofish,
+                span,
+                ..
+            } => {
+                let ctx = OpCtx {
+                    out: *out,
+                    op,
+                    inputs,
+                    config,
+                    turbofish,
+                    k: 0,
+                };
+                let v = val_ident(*out);
+                let e = forward_op(&ctx, hoists);
+                quote_spanned!(*span=> let #v = #e;)
+            }
+            Stmt::Call { .. } => unreachable!("calls are emitted per pass"),
+        }
+    }
+
+    fn useful(&self, v: Val) -> bool {
+        self.analysis.is_useful(v)
+    }
+
+    /// The body of `f_fwd`: forward statements with residuals saved, then the pullback.
+    fn reverse_body(&self) -> TokenStream {
+        let rt = rt();
+        let hoists = self.hoists();
+        let a = self.analysis;
+        let mut fwd = Vec::new();
+        for stmt in &self.body.stmts {
+            match stmt {
+                Stmt::Call {
+                    outs,
+                    tuple,
+                    path,
+                    args,
+                    span,
+                } => {
+                    let f = suffixed(path, "fwd");
+                    let args = call_args(args);
+                    let pb = pullback_ident(outs[0]);
+                    let bound = bind_outs(outs, *tuple);
+                    fwd.push(quote_spanned!(*span=> let (#bound, #pb) = #f(#(#args),*);));
+                }
+                other => fwd.push(self.forward_stmt(other, &hoists)),
+            }
+            // Residuals, right where their values appear.
+            let defined: Vec<Val> = match stmt {
+                Stmt::Param { out, .. } | Stmt::Op { out, .. } => vec![*out],
+                Stmt::Call { outs, .. } => outs.clone(),
+                _ => vec![],
+            };
+            for v in defined {
+                if a.keep_shape.contains(&v) {
+                    let s = shape_ident(v);
+                    let vi = val_ident(v);
+                    fwd.push(quote!(let #s = #rt::shape_of(&#vi);));
+                }
+            }
+            if let Stmt::Op {
+                out,
+                inputs,
+                config,
+                ..
+            } = stmt
+            {
+                for input in inputs {
+                    if let Operand::Const(c) = input {
+                        if a.keep_const.contains(c) {
+                            let r = residual_ident(*c);
+                            let ci = const_ident(*c);
+                            fwd.push(quote!(let #r = #rt::Residual::residual(&#ci);));
+                        }
+                    }
+                }
+                for c in config {
+                    if a.keep_config.contains(c) {
+                        let k = config_ident(*c);
+                        let ci = const_ident(*c);
+                        fwd.push(quote!(let #k = #rt::Residual::residual(&#ci);));
+                    }
+                }
+                if a.keep_sizes.contains(out) {
+                    let z = sizes_ident(*out);
+                    let items = Hoists::new(self.body);
+                    let list: Vec<TokenStream> = inputs.iter().map(|o| items.forward(*o)).collect();
+                    let axis = const_ident(config[0]);
+                    fwd.push(quote!(let #z = #rt::rules::concat_sizes(&[#(#list),*], #axis);));
+                }
+                if a.keep_witness.contains(out) {
+                    let w = witness_ident(*out);
+                    let input = inputs[0].val().map(val_ident).expect("cast of a value");
+                    fwd.push(quote!(let #w = #rt::witness(&#input);));
+                }
+            }
+        }
+
+        // The backward sweep.
+        let mut bwd = Vec::new();
+        let useful_vals: Vec<Val> = (0..self.body.values)
+            .map(Val)
+            .filter(|v| self.useful(*v))
+            .collect();
+        for v in &useful_vals {
+            let adj = adjoint_ident(*v);
+            bwd.push(quote!(let mut #adj = ::core::option::Option::None;));
+        }
+        let n_out = self.body.outputs.len();
+        for (i, out) in self.body.outputs.iter().enumerate() {
+            if let OutputElem::Val(v) = out {
+                let adj = adjoint_ident(*v);
+                let ct = if self.sig.outputs() == 1 {
+                    quote!(__rune_cotangent)
+                } else {
+                    let index = syn::Index::from(i);
+                    quote!(__rune_cotangent.#index)
+                };
+                bwd.push(quote!(#rt::accumulate(&mut #adj, ::core::clone::Clone::clone(#ct));));
+            }
+        }
+        let _ = n_out;
+        for stmt in self.body.stmts.iter().rev() {
+            match stmt {
+                Stmt::Op {
+                    out,
+                    op,
+                    inputs,
+                    config,
+                    turbofish,
+                    span,
+                    ..
+                } if self.useful(*out) => {
+                    let adj = adjoint_ident(*out);
+                    let list = op.params.contains(&Param::TensorList);
+                    let mut contributions = Vec::new();
+                    for (i, input) in inputs.iter().enumerate() {
+                        let Operand::Val(v) = input else { continue };
+                        let ctx = OpCtx {
+                            out: *out,
+                            op,
+                            inputs,
+                            config,
+                            turbofish,
+                            k: i,
+                        };
+                        let template = if list { op.vjp[0] } else { op.vjp[i] };
+                        let call = rule_call(template, &ctx, Pass::Backward, &|v| self.useful(v));
+                        let target = adjoint_ident(*v);
+                        contributions
+                            .push(quote_spanned!(*span=> #rt::accumulate(&mut #target, #call);));
+                    }
+                    bwd.push(quote! {
+                        if let ::core::option::Option::Some(__rune_g) = #adj.take() {
+                            #(#contributions)*
+                        }
+                    });
+                }
+                Stmt::Call {
+                    outs, args, span, ..
+                } if outs.iter().any(|o| self.useful(*o)) => {
+                    let pb = pullback_ident(outs[0]);
+                    let cts: Vec<TokenStream> = outs
+                        .iter()
+                        .map(|o| {
+                            let adj = adjoint_ident(*o);
+                            let s = shape_ident(*o);
+                            if self.useful(*o) {
+                                quote!(&#rt::adjoint_or_zeros(#adj.take(), &#s))
+                            } else {
+                                quote!(&#rt::adjoint_or_zeros(::core::option::Option::None, &#s))
+                            }
+                        })
+                        .collect();
+                    let ct = if outs.len() == 1 {
+                        cts[0].clone()
+                    } else {
+                        quote!((#(#cts),*))
+                    };
+                    let slots: Vec<TokenStream> = args
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, arg)| match arg {
+                            CallArg::Val { val, .. } => {
+                                let target = adjoint_ident(*val);
+                                let index = syn::Index::from(i);
+                                Some(quote!(#rt::accumulate_slot(&mut #target, __rune_slots.#index);))
+                            }
+                            CallArg::Const(_) => None,
+                        })
+                        .collect();
+                    bwd.push(quote_spanned! {*span=>
+                        let __rune_slots = #pb(#ct);
+                        #(#slots)*
+                    });
+                }
+                _ => {}
+            }
+        }
+        let slots: Vec<TokenStream> = self
+            .sig
+            .params
+            .iter()
+            .zip(self.param_vals())
+            .map(|(p, v)| match (p.active.as_ref(), v) {
+                (Some(_), Some(v)) => {
+                    let adj = adjoint_ident(v);
+                    let s = shape_ident(v);
+                    if self.useful(v) {
+                        quote!(#rt::finish_grad(#adj, &#s))
+                    } else {
+                        quote!(#rt::finish_grad(::core::option::Option::None, &#s))
+                    }
+                }
+                _ => quote!(#rt::NoGrad),
+            })
+            .collect();
+
+        let value = self.output_value();
+        let cot_ty = self.sig.cotangent_type();
+        quote! {
+            #(#fwd)*
+            let __rune_value = #value;
+            (__rune_value, move |__rune_cotangent: #cot_ty| {
+                #(#bwd)*
+                (#(#slots,)*)
+            })
+        }
+    }
+
+    /// The value of each active parameter, in parameter order (`None` for constants).
+    fn param_vals(&self) -> Vec<Option<Val>> {
+        let mut vals = self.body.stmts.iter().filter_map(|s| match s {
+            Stmt::Param { out, .. } => Some(*out),
+            _ => None,
+        });
+        self.sig
+            .params
+            .iter()
+            .map(|p| p.active.as_ref().and_then(|_| vals.next()))
+            .collect()
+    }
+
+    /// The function's return value built from the output locals (cloned: the pullback may keep
+    /// the same tensors).
+    fn output_value(&self) -> TokenStream {
+        let elems: Vec<TokenStream> = self
+            .body
+            .outputs
+            .iter()
+            .map(|o| match o {
+                OutputElem::Val(v) => {
+                    let v = val_ident(*v);
+                    quote!(::core::clone::Clone::clone(&#v))
+                }
+                OutputElem::Const(c) => const_ident(*c).into_token_stream(),
+            })
+            .collect();
+        let value = if self.sig.outputs() == 1 {
+            elems
+                .first()
+                .cloned()
+                .unwrap_or_else(|| quote!(::core::unreachable!()))
+        } else {
+            quote!((#(#elems,)*))
+        };
+        match (&self.sig.returns, &self.body.aux) {
+            (Returns::Aux { .. }, Some(OutputAux::Val(v))) => {
+                let v = val_ident(*v);
+                quote!((#value, ::core::clone::Clone::clone(&#v)))
+            }
+            (Returns::Aux { .. }, Some(OutputAux::Expr(e))) => quote!((#value, #e)),
+            _ => value,
+        }
+    }
+
+    /// The body of `f_tangent`.
+    fn tangent_body(&self) -> TokenStream {
+        let rt = rt();
+        let hoists = self.hoists();
+        let mut out = Vec::new();
+        let mut slot_index = 0;
+        let param_vals = self.param_vals();
+        for stmt in &self.body.stmts {
+            match stmt {
+                Stmt::Call {
+                    outs,
+                    tuple,
+                    path,
+                    args,
+                    span,
+                } => {
+                    let f = suffixed(path, "tangent");
+                    let mut all = call_args(args);
+                    for a in args {
+                        all.push(match a {
+                            CallArg::Val { val, .. } if self.useful(*val) => {
+                                let t = tangent_ident(*val);
+                                quote!(&#t)
+                            }
+                            _ => quote!(#rt::NoTangent),
+                        });
+                    }
+                    let bound = bind_outs(outs, *tuple);
+                    let tangents: Vec<Ident> = outs.iter().map(|v| tangent_ident(*v)).collect();
+                    let tbound = if *tuple {
+                        quote!((#(#tangents),*))
+                    } else {
+                        tangents[0].to_token_stream()
+                    };
+                    out.push(quote_spanned!(*span=> let (#bound, #tbound) = #f(#(#all),*);));
+                }
+                Stmt::Param { out: v, .. } => {
+                    out.push(self.forward_stmt(stmt, &hoists));
+                    // Tangent slots follow the parameters, in order.
+                    let index = self
+                        .sig
+                        .params
+                        .iter()
+                        .zip(&param_vals)
+                        .position(|(_, pv)| *pv == Some(*v))
+                        .expect("a parameter value");
+                    let slot = format_ident!("__rune_tangent_{}", index);
+                    let t = tangent_ident(*v);
+                    let vi = val_ident(*v);
+                    if self.useful(*v) {
+                        out.push(quote!(let #t = #rt::TangentSlot::tangent_or_zeros(#slot, &#vi);));
+                    }
+                    slot_index += 1;
+                }
+                Stmt::Op {
+                    out: v,
+                    op,
+                    inputs,
+                    config,
+                    turbofish,
+                    span,
+                    ..
+                } => {
+                    out.push(self.forward_stmt(stmt, &hoists));
+                    if self.useful(*v) {
+                        let ctx = OpCtx {
+                            out: *v,
+                            op,
+                            inputs,
+                            config,
+                            turbofish,
+                            k: 0,
+                        };
+                        let call = rule_call(op.jvp, &ctx, Pass::Tangent, &|v| self.useful(v));
+                        let t = tangent_ident(*v);
+                        out.push(quote_spanned!(*span=> let #t = #call;));
+                    }
+                }
+                other => out.push(self.forward_stmt(other, &hoists)),
+            }
+        }
+        let _ = slot_index;
+        let value = self.output_value();
+        let tangents: Vec<TokenStream> = self
+            .body
+            .outputs
+            .iter()
+            .map(|o| match o {
+                OutputElem::Val(v) => tangent_ident(*v).into_token_stream(),
+                OutputElem::Const(c) => {
+                    let c = const_ident(*c);
+                    quote!(#rt::Tensor::zeros(#c.shape()))
+                }
+            })
+            .collect();
+        let tangent = if self.sig.outputs() == 1 {
+            tangents
+                .first()
+                .cloned()
+                .unwrap_or_else(|| quote!(::core::unreachable!()))
+        } else {
+            quote!((#(#tangents,)*))
+        };
+        quote! {
+            #(#out)*
+            (#value, #tangent)
+        }
+    }
+
+    /// All generated items.
+    pub fn emit(&self) -> TokenStream {
+        let rt = rt();
+        let f = self.func;
+        let vis = &f.vis;
+        let name = &f.sig.ident;
+        let generics = &f.sig.generics;
+        let (_, ty_generics, where_clause) = generics.split_for_impl();
+        let turbofish = ty_generics.as_turbofish();
+        let fwd_name = format_ident!("{}_fwd", name);
+        let tangent_name = format_ident!("{}_tangent", name);
+        let vjp_name = format_ident!("{}_vjp", name);
+        let jvp_name = format_ident!("{}_jvp", name);
+        let grad_name = format_ident!("{}_grad", name);
+        let vag_name = format_ident!("{}_value_and_grad", name);
+        let name_str = name.to_string();
+
+        // Parameters as declared (without `#[nodiff]`), keeping `mut` only where the body may
+        // need it (constants); wrappers pass every parameter through unchanged.
+        let params_decl: Vec<TokenStream> = self
+            .sig
+            .params
+            .iter()
+            .map(|p| {
+                let (ident, ty) = (&p.ident, &p.ty);
+                let m = (p.mutable && p.active.is_none()).then(|| quote!(mut));
+                quote!(#m #ident: #ty)
+            })
+            .collect();
+        let params_plain: Vec<TokenStream> = self
+            .sig
+            .params
+            .iter()
+            .map(|p| {
+                let (ident, ty) = (&p.ident, &p.ty);
+                quote!(#ident: #ty)
+            })
+            .collect();
+        let names: Vec<&Ident> = self.sig.params.iter().map(|p| &p.ident).collect();
+        let ret = self.sig.return_type();
+        let cot_ty = self.sig.cotangent_type();
+        let slot_types = self.sig.slot_types();
+        let grads_ty = self.sig.grads_type();
+        let value_ty = self.sig.value_type();
+        let tangent_ty = value_ty.clone();
+
+        let active_indices: Vec<syn::Index> = self
+            .sig
+            .params
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.active.is_some())
+            .map(|(i, _)| syn::Index::from(i))
+            .collect();
+        let grads_from_slots = if active_indices.len() == 1 {
+            let i = &active_indices[0];
+            quote!(__rune_slots.#i)
+        } else {
+            quote!((#(__rune_slots.#active_indices,)*))
+        };
+
+        // Tangent slots: differentiated parameters take `&Tensor` or `NoTangent`; others ignore
+        // theirs.
+        let tangent_slots: Vec<TokenStream> = self
+            .sig
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let slot = format_ident!("__rune_tangent_{}", i);
+                match &p.active {
+                    Some(a) => {
+                        let e = &a.elem;
+                        quote!(#slot: impl #rt::TangentSlot<#e>)
+                    }
+                    None => quote!(#slot: impl #rt::IgnoredTangent),
+                }
+            })
+            .collect();
+        let tangent_params: Vec<TokenStream> = self
+            .sig
+            .active()
+            .map(|(p, _)| {
+                let t = format_ident!("{}_tangent", p.ident);
+                let ty = Signature::grad_type(p);
+                quote!(#t: &#ty)
+            })
+            .collect();
+        let tangent_args: Vec<TokenStream> = self
+            .sig
+            .params
+            .iter()
+            .map(|p| match p.active {
+                Some(_) => format_ident!("{}_tangent", p.ident).into_token_stream(),
+                None => quote!(#rt::NoTangent),
+            })
+            .collect();
+
+        let reverse = self.reverse_body();
+        let tangent = self.tangent_body();
+        let has_aux = matches!(self.sig.returns, Returns::Aux { .. });
+        let value_of = if has_aux {
+            quote!(&__rune_value.0)
+        } else {
+            quote!(&__rune_value)
+        };
+        let (vag_ret, vag_body, grad_body) = (
+            quote!((#ret, #grads_ty)),
+            quote! {
+                let (__rune_value, __rune_pullback) = #fwd_name #turbofish (#(#names),*);
+                let __rune_seed = #rt::scalar_seed(#name_str, #value_of);
+                let __rune_slots = __rune_pullback(&__rune_seed);
+                (__rune_value, #grads_from_slots)
+            },
+            if has_aux {
+                quote! {
+                    let ((_, __rune_aux), __rune_grads) = #vag_name #turbofish (#(#names),*);
+                    (__rune_grads, __rune_aux)
+                }
+            } else {
+                quote!(#vag_name #turbofish (#(#names),*).1)
+            },
+        );
+        let aux_ty = match &self.sig.returns {
+            Returns::Aux { aux, .. } => Some(aux),
+            _ => None,
+        };
+        let grad_ret = match aux_ty {
+            Some(aux) => quote!((#grads_ty, #aux)),
+            None => grads_ty.clone(),
+        };
+        let lints = quote!(#[allow(unused, clippy::all, clippy::pedantic, clippy::nursery)]);
+        let doc_vjp = format!(" Reverse mode of [`{name}`]: its value and the cotangent pulled back to each differentiated parameter.");
+        let doc_jvp = format!(" Forward mode of [`{name}`]: its value and the directional derivative along the given tangents.");
+        let doc_grad = format!(" The gradient of [`{name}`] (whose value must have one element).");
+        let doc_vag =
+            format!(" The value of [`{name}`] and its gradient (the value must have one element).");
+
+        // Gradients need a one-element value: tuple-valued functions get `f_vjp` and `f_jvp` only.
+        let scalar_entry_points = if matches!(self.sig.returns, Returns::Tuple(_)) {
+            quote!()
+        } else {
+            quote! {
+            #[doc = #doc_vag]
+                #lints
+                #[track_caller]
+                #vis fn #vag_name #generics (#(#params_plain),*) -> #vag_ret #where_clause {
+                    #vag_body
+                }
+
+                #[doc = #doc_grad]
+                #lints
+                #[track_caller]
+                #vis fn #grad_name #generics (#(#params_plain),*) -> #grad_ret #where_clause {
+                    #grad_body
+                }
+
+            }
+        };
+        quote! {
+            #[doc(hidden)]
+            #lints
+            #vis fn #fwd_name #generics (#(#params_decl),*)
+                -> (#ret, impl ::core::ops::FnOnce(#cot_ty) -> (#(#slot_types,)*)) #where_clause
+            {
+                #reverse
+            }
+
+            #[doc(hidden)]
+            #lints
+            #vis fn #tangent_name #generics (#(#params_decl,)* #(#tangent_slots),*)
+                -> (#ret, #tangent_ty) #where_clause
+            {
+                #tangent
+            }
+
+            #[doc = #doc_vjp]
+            #lints
+            #vis fn #vjp_name #generics (#(#params_plain,)* cotangent: #cot_ty)
+                -> (#ret, #grads_ty) #where_clause
+            {
+                let (__rune_value, __rune_pullback) = #fwd_name #turbofish (#(#names),*);
+                let __rune_slots = __rune_pullback(cotangent);
+                (__rune_value, #grads_from_slots)
+            }
+
+            #[doc = #doc_jvp]
+            #lints
+            #vis fn #jvp_name #generics (#(#params_plain,)* #(#tangent_params),*)
+                -> (#ret, #tangent_ty) #where_clause
+            {
+                #tangent_name #turbofish (#(#names,)* #(#tangent_args),*)
+            }
+
+            #scalar_entry_points
+        }
+    }
+
+    /// Signatures with `unreachable!()` bodies, emitted beside the errors so that callers do not
+    /// see a cascade of missing-function errors.
+    pub fn stubs(func: &ItemFn, sig: &Signature) -> TokenStream {
+        let rt = rt();
+        let vis = &func.vis;
+        let name = &func.sig.ident;
+        let generics = &func.sig.generics;
+        let where_clause = &generics.where_clause;
+        let params: Vec<TokenStream> = sig
+            .params
+            .iter()
+            .map(|p| {
+                let (i, t) = (&p.ident, &p.ty);
+                quote!(#i: #t)
+            })
+            .collect();
+        let ret = sig.return_type();
+        let cot = sig.cotangent_type();
+        let slots = sig.slot_types();
+        let grads = sig.grads_type();
+        let value_ty = sig.value_type();
+        let tangent_params: Vec<TokenStream> = sig
+            .active()
+            .map(|(p, _)| {
+                let t = format_ident!("{}_tangent", p.ident);
+                let ty = Signature::grad_type(p);
+                quote!(#t: &#ty)
+            })
+            .collect();
+        let tangent_slots: Vec<TokenStream> = sig
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, _)| {
+                let slot = format_ident!("__rune_tangent_{}", i);
+                quote!(#slot: impl #rt::IgnoredTangent)
+            })
+            .collect();
+        let names = |suffix: &str| format_ident!("{}_{}", name, suffix);
+        let (fwd, tan, vjp, jvp, grad, vag) = (
+            names("fwd"),
+            names("tangent"),
+            names("vjp"),
+            names("jvp"),
+            names("grad"),
+            names("value_and_grad"),
+        );
+        let grad_ret = match &sig.returns {
+            Returns::Aux { aux, .. } => quote!((#grads, #aux)),
+            _ => grads.clone(),
+        };
+        let lints = quote!(#[allow(unused, unreachable_code, clippy::all)]);
+        quote! {
+            #[doc(hidden)] #lints
+            #vis fn #fwd #generics (#(#params),*) -> (#ret, impl ::core::ops::FnOnce(#cot) -> (#(#slots,)*)) #where_clause {
+                (::core::unreachable!(), |_: #cot| ::core::unreachable!())
+            }
+            #[doc(hidden)] #lints
+            #vis fn #tan #generics (#(#params,)* #(#tangent_slots),*) -> (#ret, #value_ty) #where_clause { ::core::unreachable!() }
+            #lints
+            #vis fn #vjp #generics (#(#params,)* cotangent: #cot) -> (#ret, #grads) #where_clause { ::core::unreachable!() }
+            #lints
+            #vis fn #jvp #generics (#(#params,)* #(#tangent_params),*) -> (#ret, #value_ty) #where_clause { ::core::unreachable!() }
+            #lints
+            #vis fn #vag #generics (#(#params),*) -> (#ret, #grads) #where_clause { ::core::unreachable!() }
+            #lints
+            #vis fn #grad #generics (#(#params),*) -> #grad_ret #where_clause { ::core::unreachable!() }
+        }
+    }
+}

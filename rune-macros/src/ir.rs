@@ -1,0 +1,118 @@
+//! The intermediate representation: the body as a list of statements in SSA form.
+//!
+//! Differentiated values (`Val`) are numbered once and never reassigned; everything that does not
+//! depend on a differentiated parameter stays Rust code, evaluated as written (`Verbatim`,
+//! `Hoist`). Every op keeps the span of the source that produced it.
+
+use proc_macro2::{Span, TokenStream};
+use syn::Ident;
+
+use crate::ops::OpSpec;
+
+/// A differentiated value: a `Tensor` local of the generated code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Val(pub usize);
+
+/// A hoisted constant: `let __rune_cN = <expr>;`, usable as an op input or configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Const(pub usize);
+
+/// An op input: a differentiated value or a constant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operand {
+    Val(Val),
+    Const(Const),
+}
+
+impl Operand {
+    pub fn val(self) -> Option<Val> {
+        match self {
+            Operand::Val(v) => Some(v),
+            Operand::Const(_) => None,
+        }
+    }
+}
+
+/// How a hoisted constant is written where it is used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Use {
+    /// As it is (a reference already, or a `Copy` configuration value).
+    Plain,
+    /// Borrowed: `&__rune_cN`.
+    Borrowed,
+}
+
+/// An argument of a call to another differentiable function.
+pub enum CallArg {
+    /// A differentiated value, passed borrowed or (cloned) owned as the user wrote it.
+    Val { val: Val, borrowed: bool },
+    /// A constant expression, passed as written.
+    Const(TokenStream),
+}
+
+/// One statement.
+pub enum Stmt {
+    /// Constant code, emitted as written (with renamed bindings).
+    Verbatim(TokenStream),
+    /// `let __rune_cN[: ty] = expr;`
+    Hoist {
+        id: Const,
+        expr: TokenStream,
+        ty: Option<TokenStream>,
+        /// How the constant is written in the forward op.
+        usage: Use,
+    },
+    /// A differentiated parameter enters: `let __rune_vN = <param>` (cloned if borrowed).
+    Param {
+        out: Val,
+        ident: Ident,
+        borrowed: bool,
+    },
+    /// A primitive op.
+    Op {
+        out: Val,
+        op: &'static OpSpec,
+        inputs: Vec<Operand>,
+        config: Vec<Const>,
+        /// `::<..>` on a method call (`cast::<f64>()`).
+        turbofish: Option<TokenStream>,
+        span: Span,
+        /// Where a value read out of a differentiated tensor (`item`, `to_vec`) flows into this
+        /// op: an error if the op's result reaches the output.
+        tainted_by: Option<Span>,
+    },
+    /// A call of another `#[differentiable]` function.
+    Call {
+        outs: Vec<Val>,
+        /// Whether the callee returns a tuple.
+        tuple: bool,
+        path: syn::Path,
+        args: Vec<CallArg>,
+        span: Span,
+    },
+}
+
+/// One element of the function's result.
+#[derive(Clone)]
+pub enum OutputElem {
+    Val(Val),
+    /// A constant result (its gradient is zero).
+    Const(Const),
+}
+
+/// The lowered function.
+pub struct Body {
+    pub stmts: Vec<Stmt>,
+    pub outputs: Vec<OutputElem>,
+    /// The aux expression under `has_aux`.
+    pub aux: Option<OutputAux>,
+    pub values: usize,
+    /// Tainted output constants, for the concretization error.
+    pub output_taint: Option<Span>,
+}
+
+/// The aux value.
+pub enum OutputAux {
+    Val(Val),
+    Expr(TokenStream),
+}

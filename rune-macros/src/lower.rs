@@ -1,0 +1,1220 @@
+//! Lowering: the function body to the SSA IR of [`crate::ir`].
+//!
+//! Every user binding is renamed (`__rune_vN` for a differentiated value, `__rune_<name>_N` for
+//! a constant), so shadowing and blocks need no scopes in the generated code. An expression that
+//! does not touch a differentiated value stays Rust code, evaluated as written.
+
+use std::collections::HashMap;
+
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::{quote, ToTokens};
+use syn::spanned::Spanned;
+use syn::visit_mut::VisitMut;
+use syn::{BinOp, Block, Expr, Ident, Local, Pat, Stmt as SynStmt, UnOp};
+
+use crate::diag::Errors;
+use crate::ir::{Body, CallArg, Const, Operand, OutputAux, OutputElem, Stmt, Use, Val};
+use crate::ops::{self, Form, OpSpec, Param};
+use crate::parse::{hidden, Returns, Signature};
+
+/// What a user name is bound to.
+#[derive(Clone)]
+enum Binding {
+    Active(Val),
+    Const { ident: Ident, taint: Option<Span> },
+}
+
+/// A lowered expression.
+#[derive(Clone)]
+enum Lowered {
+    Val(Val),
+    Const {
+        tokens: TokenStream,
+        /// Set when the value was read out of a differentiated tensor.
+        taint: Option<Span>,
+        /// The expression is syntactically a reference (`&x`).
+        is_ref: bool,
+    },
+}
+
+impl Lowered {
+    fn constant(tokens: TokenStream) -> Self {
+        Lowered::Const {
+            tokens,
+            taint: None,
+            is_ref: false,
+        }
+    }
+}
+
+struct Lowerer<'e> {
+    errors: &'e mut Errors,
+    stmts: Vec<Stmt>,
+    scopes: Vec<HashMap<String, Binding>>,
+    values: usize,
+    consts: usize,
+    renames: usize,
+}
+
+/// Lowers `block` (the body of a function with signature `sig`).
+pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
+    let mut l = Lowerer {
+        errors,
+        stmts: Vec::new(),
+        scopes: vec![HashMap::new()],
+        values: 0,
+        consts: 0,
+        renames: 0,
+    };
+    for p in &sig.params {
+        let binding = match &p.active {
+            Some(a) => {
+                let out = l.new_val();
+                l.stmts.push(Stmt::Param {
+                    out,
+                    ident: p.ident.clone(),
+                    borrowed: a.passing == crate::parse::Passing::Borrowed,
+                });
+                Binding::Active(out)
+            }
+            None => Binding::Const {
+                ident: p.ident.clone(),
+                taint: None,
+            },
+        };
+        l.bind(&p.ident.to_string(), binding);
+    }
+
+    let n_out = sig.outputs();
+    let (init, tail) = split_tail(&block.stmts);
+    for stmt in init {
+        l.stmt(stmt);
+    }
+    let mut outputs = Vec::new();
+    let mut aux = None;
+    let mut output_taint = None;
+    match tail {
+        None => l.errors.at(
+            block
+                .stmts
+                .last()
+                .map_or(block.to_token_stream(), |s| s.to_token_stream()),
+            "a #[differentiable] function must end with the expression it returns",
+        ),
+        Some(tail) => {
+            let lowered = match &sig.returns {
+                Returns::Aux { .. } => match strip(tail) {
+                    Expr::Tuple(t) if t.elems.len() == 2 => {
+                        let value = l.expr(&t.elems[0]);
+                        let a = l.expr(&t.elems[1]);
+                        aux = Some(match a {
+                            Lowered::Val(v) => OutputAux::Val(v),
+                            Lowered::Const { tokens, .. } => OutputAux::Expr(tokens),
+                        });
+                        vec![value]
+                    }
+                    other => {
+                        l.errors.at(
+                            other,
+                            "with has_aux, end the function with a tuple expression `(value, aux)`",
+                        );
+                        vec![]
+                    }
+                },
+                Returns::Single(_) => vec![l.expr(tail)],
+                Returns::Tuple(_) => l.expr_multi(tail, n_out),
+            };
+            for item in lowered {
+                match item {
+                    Lowered::Val(v) => outputs.push(OutputElem::Val(v)),
+                    Lowered::Const { tokens, taint, .. } => {
+                        output_taint = output_taint.or(taint);
+                        let id = l.hoist(tokens, None, Use::Plain);
+                        outputs.push(OutputElem::Const(id));
+                    }
+                }
+            }
+        }
+    }
+    Body {
+        stmts: l.stmts,
+        outputs,
+        aux,
+        values: l.values,
+        output_taint,
+    }
+}
+
+/// The statements before the returned expression, and that expression (a tail expression or a
+/// final `return e;`).
+fn split_tail(stmts: &[SynStmt]) -> (&[SynStmt], Option<&Expr>) {
+    match stmts.split_last() {
+        Some((SynStmt::Expr(e, None), init)) => (init, Some(e)),
+        Some((SynStmt::Expr(Expr::Return(r), Some(_)), init)) => (init, r.expr.as_deref()),
+        _ => (stmts, None),
+    }
+}
+
+/// `e` without parentheses and invisible groups.
+fn strip(e: &Expr) -> &Expr {
+    match e {
+        Expr::Paren(p) => strip(&p.expr),
+        Expr::Group(g) => strip(&g.expr),
+        other => other,
+    }
+}
+
+impl Lowerer<'_> {
+    fn new_val(&mut self) -> Val {
+        self.values += 1;
+        Val(self.values - 1)
+    }
+
+    fn bind(&mut self, name: &str, b: Binding) {
+        self.scopes
+            .last_mut()
+            .expect("a scope is open")
+            .insert(name.to_owned(), b);
+    }
+
+    fn lookup(&self, name: &str) -> Option<&Binding> {
+        self.scopes.iter().rev().find_map(|s| s.get(name))
+    }
+
+    fn fresh_const_ident(&mut self, name: &str) -> Ident {
+        self.renames += 1;
+        hidden(&format!("{name}_{}", self.renames))
+    }
+
+    fn hoist(&mut self, expr: TokenStream, ty: Option<TokenStream>, usage: Use) -> Const {
+        let id = Const(self.consts);
+        self.consts += 1;
+        self.stmts.push(Stmt::Hoist {
+            id,
+            expr,
+            ty,
+            usage,
+        });
+        id
+    }
+
+    /// A lowered operand as an op input (constants hoisted).
+    fn operand(&mut self, l: Lowered, usage: Use) -> Operand {
+        match l {
+            Lowered::Val(v) => Operand::Val(v),
+            Lowered::Const { tokens, is_ref, .. } => {
+                let usage = if is_ref { Use::Plain } else { usage };
+                Operand::Const(self.hoist(tokens, None, usage))
+            }
+        }
+    }
+
+    fn taint_of(ls: &[&Lowered]) -> Option<Span> {
+        ls.iter().find_map(|l| match l {
+            Lowered::Const { taint, .. } => *taint,
+            Lowered::Val(_) => None,
+        })
+    }
+
+    /// Tokens of a lowered expression used inside constant code.
+    fn const_tokens(&self, l: &Lowered) -> TokenStream {
+        match l {
+            Lowered::Val(v) => val_ident(*v).into_token_stream(),
+            Lowered::Const { tokens, .. } => tokens.clone(),
+        }
+    }
+
+    // ---- statements ------------------------------------------------------------------------
+
+    fn stmt(&mut self, stmt: &SynStmt) {
+        match stmt {
+            SynStmt::Local(local) => self.local(local),
+            SynStmt::Item(item) => self.stmts.push(Stmt::Verbatim(item.to_token_stream())),
+            SynStmt::Macro(m) => {
+                let tokens = self.rewrite_macro_tokens(m.mac.tokens.clone(), &m.mac);
+                let path = &m.mac.path;
+                let bang = &m.mac.bang_token;
+                let tokens = match &m.mac.delimiter {
+                    syn::MacroDelimiter::Paren(_) => quote!(#path #bang (#tokens);),
+                    syn::MacroDelimiter::Brace(_) => quote!(#path #bang {#tokens}),
+                    syn::MacroDelimiter::Bracket(_) => quote!(#path #bang [#tokens];),
+                };
+                self.stmts.push(Stmt::Verbatim(tokens));
+            }
+            SynStmt::Expr(e, semi) => {
+                if let Expr::Return(r) = e {
+                    self.errors.at(
+                        r,
+                        "`return` is supported only as the last statement of a \
+                         #[differentiable] function",
+                    );
+                    return;
+                }
+                if let Some(()) = self.assignment(e) {
+                    return;
+                }
+                match self.expr(e) {
+                    Lowered::Const { tokens, .. } => {
+                        let semi = semi.map(|s| s.to_token_stream());
+                        self.stmts.push(Stmt::Verbatim(quote!(#tokens #semi)));
+                    }
+                    Lowered::Val(_) => {}
+                }
+            }
+        }
+    }
+
+    fn local(&mut self, local: &Local) {
+        let Some(init) = &local.init else {
+            self.errors.at(
+                local,
+                "a `let` in a #[differentiable] function needs a value (`let x = ...;`)",
+            );
+            return;
+        };
+        if let Some((_, diverge)) = &init.diverge {
+            self.errors.at(
+                diverge,
+                "`let ... else` is not supported in #[differentiable] functions",
+            );
+            return;
+        }
+        let (pat, ty) = match &local.pat {
+            Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
+            other => (other, None),
+        };
+        match pat {
+            Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                let l = self.expr(&init.expr);
+                self.bind_lowered(&pi.ident, pi.mutability.is_some(), ty, l);
+            }
+            Pat::Wild(_) => {
+                if let Lowered::Const { tokens, .. } = self.expr(&init.expr) {
+                    self.stmts.push(Stmt::Verbatim(quote!(let _ = #tokens;)));
+                }
+            }
+            Pat::Tuple(t) => {
+                let n = t.elems.len();
+                let items = self.expr_multi(&init.expr, n);
+                if items.len() != n {
+                    return;
+                }
+                for (p, l) in t.elems.iter().zip(items) {
+                    match p {
+                        Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                            self.bind_lowered(&pi.ident, pi.mutability.is_some(), None, l)
+                        }
+                        Pat::Wild(_) => {}
+                        other => self.errors.at(
+                            other,
+                            "tuple patterns in #[differentiable] functions may hold names and `_` only",
+                        ),
+                    }
+                }
+            }
+            other => self.errors.at(
+                other,
+                "#[differentiable] functions support `let` with a name, `_`, or a tuple of names",
+            ),
+        }
+    }
+
+    fn bind_lowered(&mut self, ident: &Ident, mutable: bool, ty: Option<&syn::Type>, l: Lowered) {
+        match l {
+            Lowered::Val(v) => self.bind(&ident.to_string(), Binding::Active(v)),
+            Lowered::Const { tokens, taint, .. } => {
+                let new = self.fresh_const_ident(&ident.to_string());
+                let mutability = mutable.then(|| quote!(mut));
+                let ty = ty.map(|t| quote!(: #t));
+                self.stmts
+                    .push(Stmt::Verbatim(quote!(let #mutability #new #ty = #tokens;)));
+                self.bind(&ident.to_string(), Binding::Const { ident: new, taint });
+            }
+        }
+    }
+
+    /// `x = e` and `x op= e`; `None` when `e` is not an assignment.
+    fn assignment(&mut self, e: &Expr) -> Option<()> {
+        let (target, value, op) = match e {
+            Expr::Assign(a) => (&*a.left, &*a.right, None),
+            Expr::Binary(b) => {
+                let op = match b.op {
+                    BinOp::AddAssign(_) => "add",
+                    BinOp::SubAssign(_) => "sub",
+                    BinOp::MulAssign(_) => "mul",
+                    BinOp::DivAssign(_) => "div",
+                    _ => return None,
+                };
+                (&*b.left, &*b.right, Some((op, e.span())))
+            }
+            _ => return None,
+        };
+        let name = match strip(target) {
+            Expr::Path(p) if p.path.get_ident().is_some() => p.path.get_ident().cloned(),
+            _ => None,
+        };
+        let Some(name) = name else {
+            // Assignment to a field or an element: constant code only.
+            let tokens = self.rewrite(e);
+            if let Lowered::Const { tokens, .. } = tokens {
+                self.stmts.push(Stmt::Verbatim(quote!(#tokens;)));
+            }
+            return Some(());
+        };
+        let current = match self.lookup(&name.to_string()) {
+            Some(b) => b.clone(),
+            None => {
+                self.errors
+                    .at(&name, format!("cannot find `{name}` in this function"));
+                return Some(());
+            }
+        };
+        let rhs = self.expr(value);
+        let new = match op {
+            None => rhs,
+            Some((op, span)) => {
+                let lhs = match &current {
+                    Binding::Active(v) => Lowered::Val(*v),
+                    Binding::Const { ident, taint } => Lowered::Const {
+                        tokens: ident.to_token_stream(),
+                        taint: *taint,
+                        is_ref: false,
+                    },
+                };
+                let spec =
+                    ops::lookup(op, Form::Operator).expect("arithmetic ops are in the table");
+                if matches!((&lhs, &rhs), (Lowered::Const { .. }, Lowered::Const { .. })) {
+                    let rhs_tokens = self.const_tokens(&rhs);
+                    let lhs_tokens = self.const_tokens(&lhs);
+                    let op_tokens = match e {
+                        Expr::Binary(b) => b.op.to_token_stream(),
+                        _ => unreachable!("compound assignment is binary"),
+                    };
+                    self.stmts
+                        .push(Stmt::Verbatim(quote!(#lhs_tokens #op_tokens #rhs_tokens;)));
+                    return Some(());
+                }
+                self.binary_op(spec, lhs, rhs, span)
+            }
+        };
+        match (current, new) {
+            (Binding::Const { ident, .. }, Lowered::Const { tokens, taint, .. }) => {
+                self.stmts.push(Stmt::Verbatim(quote!(#ident = #tokens;)));
+                self.bind(&name.to_string(), Binding::Const { ident, taint });
+            }
+            (_, l) => self.bind_lowered(&name, false, None, l),
+        }
+        Some(())
+    }
+
+    // ---- expressions -----------------------------------------------------------------------
+
+    /// Lowers an expression expected to produce `n` results (a tuple pattern or tuple output).
+    fn expr_multi(&mut self, e: &Expr, n: usize) -> Vec<Lowered> {
+        match strip(e) {
+            Expr::Tuple(t) if t.elems.len() == n => t.elems.iter().map(|e| self.expr(e)).collect(),
+            Expr::Call(c) if self.is_differentiable_call(c) => self.call(c, n),
+            Expr::Block(b) if b.label.is_none() => {
+                self.scopes.push(HashMap::new());
+                let (init, tail) = split_tail(&b.block.stmts);
+                for s in init {
+                    self.stmt(s);
+                }
+                let out = match tail {
+                    Some(t) => self.expr_multi(t, n),
+                    None => {
+                        self.errors
+                            .at(b, "this block must end with a tuple expression");
+                        vec![]
+                    }
+                };
+                self.scopes.pop();
+                out
+            }
+            other => match self.expr(other) {
+                Lowered::Const { tokens, taint, .. } => (0..n)
+                    .map(|i| {
+                        let index = syn::Index::from(i);
+                        Lowered::Const {
+                            tokens: quote!((#tokens).#index),
+                            taint,
+                            is_ref: false,
+                        }
+                    })
+                    .collect(),
+                Lowered::Val(_) => {
+                    self.errors.at(
+                        other,
+                        format!("expected {n} values here (a tuple expression or a call returning a tuple)"),
+                    );
+                    vec![]
+                }
+            },
+        }
+    }
+
+    fn expr(&mut self, e: &Expr) -> Lowered {
+        match e {
+            Expr::Paren(p) => self.expr(&p.expr),
+            Expr::Group(g) => self.expr(&g.expr),
+            Expr::Reference(r) => {
+                let inner = self.expr(&r.expr);
+                match inner {
+                    Lowered::Val(v) => {
+                        if r.mutability.is_some() {
+                            self.errors
+                                .at(r, "a differentiated tensor cannot be borrowed mutably");
+                        }
+                        Lowered::Val(v)
+                    }
+                    Lowered::Const { tokens, taint, .. } => {
+                        let and = &r.and_token;
+                        let m = &r.mutability;
+                        Lowered::Const {
+                            tokens: quote!(#and #m #tokens),
+                            taint,
+                            is_ref: true,
+                        }
+                    }
+                }
+            }
+            Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
+                let ident = p.path.get_ident().expect("checked");
+                match self.lookup(&ident.to_string()) {
+                    Some(Binding::Active(v)) => Lowered::Val(*v),
+                    Some(Binding::Const {
+                        ident: renamed,
+                        taint,
+                    }) => {
+                        let mut renamed = renamed.clone();
+                        renamed.set_span(renamed.span().located_at(ident.span()));
+                        Lowered::Const {
+                            tokens: renamed.into_token_stream(),
+                            taint: *taint,
+                            is_ref: false,
+                        }
+                    }
+                    None => Lowered::constant(e.to_token_stream()),
+                }
+            }
+            Expr::Lit(_) => Lowered::constant(e.to_token_stream()),
+            Expr::MethodCall(mc) => self.method_call(mc),
+            Expr::Call(c) => self.call_expr(c),
+            Expr::Binary(b) => {
+                let op = match b.op {
+                    BinOp::Add(_) => Some("add"),
+                    BinOp::Sub(_) => Some("sub"),
+                    BinOp::Mul(_) => Some("mul"),
+                    BinOp::Div(_) => Some("div"),
+                    _ => None,
+                };
+                let lhs = self.expr(&b.left);
+                let rhs = self.expr(&b.right);
+                match (op, &lhs, &rhs) {
+                    (_, Lowered::Const { .. }, Lowered::Const { .. }) => {
+                        let taint = Self::taint_of(&[&lhs, &rhs]);
+                        let (l, r, o) = (self.const_tokens(&lhs), self.const_tokens(&rhs), &b.op);
+                        Lowered::Const {
+                            tokens: quote!(#l #o #r),
+                            taint,
+                            is_ref: false,
+                        }
+                    }
+                    (Some(op), _, _) => {
+                        let spec = ops::lookup(op, Form::Operator).expect("in the table");
+                        self.binary_op(spec, lhs, rhs, b.op.span())
+                    }
+                    (None, _, _) => {
+                        self.errors.at(
+                            &b.op,
+                            "this operator cannot take a differentiated tensor; supported: \
+                             `+ - * /` (comparisons are methods: `lt gt le ge eq ne`)",
+                        );
+                        Lowered::constant(quote!(::core::unreachable!()))
+                    }
+                }
+            }
+            Expr::Unary(u) => {
+                let inner = self.expr(&u.expr);
+                match (&u.op, inner) {
+                    (UnOp::Neg(_), Lowered::Val(v)) => {
+                        let spec = ops::lookup("neg", Form::Negation).expect("in the table");
+                        self.push_op(spec, vec![Operand::Val(v)], vec![], None, u.span(), None)
+                    }
+                    (op, Lowered::Const { tokens, taint, .. }) => Lowered::Const {
+                        tokens: quote!(#op #tokens),
+                        taint,
+                        is_ref: false,
+                    },
+                    (op, Lowered::Val(_)) => {
+                        self.errors.at(
+                            op,
+                            "this operator cannot take a differentiated tensor; supported: unary `-`",
+                        );
+                        Lowered::constant(quote!(::core::unreachable!()))
+                    }
+                }
+            }
+            Expr::Block(b) if b.label.is_none() => {
+                self.scopes.push(HashMap::new());
+                let (init, tail) = split_tail(&b.block.stmts);
+                for s in init {
+                    self.stmt(s);
+                }
+                let out = match tail {
+                    Some(t) => self.expr(t),
+                    None => Lowered::constant(quote!(())),
+                };
+                self.scopes.pop();
+                out
+            }
+            Expr::Index(ix) => {
+                let base = self.expr(&ix.expr);
+                let index = self.expr(&ix.index);
+                let taint = match &base {
+                    Lowered::Val(_) => Some(ix.span()),
+                    _ => Self::taint_of(&[&base, &index]),
+                };
+                let (b, i) = (self.const_tokens(&base), self.const_tokens(&index));
+                Lowered::Const {
+                    tokens: quote!(#b[#i]),
+                    taint,
+                    is_ref: false,
+                }
+            }
+            Expr::Cast(c) => {
+                let inner = self.expr(&c.expr);
+                match inner {
+                    Lowered::Const { tokens, taint, .. } => {
+                        let ty = &c.ty;
+                        Lowered::Const {
+                            tokens: quote!(#tokens as #ty),
+                            taint,
+                            is_ref: false,
+                        }
+                    }
+                    Lowered::Val(_) => {
+                        self.errors
+                            .at(c, "`as` cannot convert a tensor; use `.cast::<U>()`");
+                        Lowered::constant(quote!(::core::unreachable!()))
+                    }
+                }
+            }
+            Expr::Field(f) => {
+                if let (Expr::Call(c), syn::Member::Unnamed(_)) = (strip(&f.base), &f.member) {
+                    if self.is_differentiable_call(c) {
+                        self.errors.at(
+                            f,
+                            "take the results of a differentiable function that returns a tuple \
+                             with `let (a, b) = f(..);`",
+                        );
+                        return Lowered::constant(quote!(::core::unreachable!()));
+                    }
+                }
+                let base = self.expr(&f.base);
+                match base {
+                    Lowered::Const { tokens, taint, .. } => {
+                        let member = &f.member;
+                        Lowered::Const {
+                            tokens: quote!(#tokens.#member),
+                            taint,
+                            is_ref: false,
+                        }
+                    }
+                    Lowered::Val(_) => {
+                        self.errors.at(f, "a tensor has no fields");
+                        Lowered::constant(quote!(::core::unreachable!()))
+                    }
+                }
+            }
+            Expr::Tuple(t) => {
+                let items: Vec<Lowered> = t.elems.iter().map(|e| self.expr(e)).collect();
+                if let Some(pos) = items.iter().position(|l| matches!(l, Lowered::Val(_))) {
+                    self.errors.at(
+                        &t.elems[pos],
+                        "a tuple holding a differentiated tensor can only be returned or \
+                         destructured with `let (a, b) = ...`",
+                    );
+                }
+                let refs: Vec<&Lowered> = items.iter().collect();
+                let taint = Self::taint_of(&refs);
+                let tokens: Vec<TokenStream> = items.iter().map(|l| self.const_tokens(l)).collect();
+                Lowered::Const {
+                    tokens: quote!((#(#tokens,)*)),
+                    taint,
+                    is_ref: false,
+                }
+            }
+            Expr::Macro(m) => {
+                let tokens = self.rewrite_macro_tokens(m.mac.tokens.clone(), &m.mac);
+                let path = &m.mac.path;
+                let bang = &m.mac.bang_token;
+                let tokens = match &m.mac.delimiter {
+                    syn::MacroDelimiter::Paren(_) => quote!(#path #bang (#tokens)),
+                    syn::MacroDelimiter::Brace(_) => quote!(#path #bang {#tokens}),
+                    syn::MacroDelimiter::Bracket(_) => quote!(#path #bang [#tokens]),
+                };
+                Lowered::constant(tokens)
+            }
+            Expr::Closure(_) => self.unsupported(e, "closures"),
+            Expr::Unsafe(_) => self.unsupported(e, "`unsafe` blocks"),
+            Expr::Async(_) => self.unsupported(e, "`async` blocks"),
+            Expr::Await(_) => self.unsupported(e, "`.await`"),
+            Expr::Try(_) => self.unsupported(e, "the `?` operator"),
+            Expr::TryBlock(_) => self.unsupported(e, "`try` blocks"),
+            Expr::Yield(_) => self.unsupported(e, "`yield`"),
+            Expr::Return(_) => self.unsupported(e, "`return` inside an expression"),
+            Expr::If(_)
+            | Expr::Match(_)
+            | Expr::ForLoop(_)
+            | Expr::While(_)
+            | Expr::Loop(_)
+            | Expr::Break(_)
+            | Expr::Continue(_) => {
+                let rewritten = self.rewrite(e);
+                if let Lowered::Const { taint: Some(_), .. } = rewritten {
+                    self.errors.at(
+                        e,
+                        "control flow that reads a differentiated tensor is not supported in \
+                         #[differentiable] functions yet; it may compute constants only",
+                    );
+                }
+                rewritten
+            }
+            _ => self.rewrite(e),
+        }
+    }
+
+    fn unsupported(&mut self, e: &Expr, what: &str) -> Lowered {
+        self.errors.at(
+            e,
+            format!(
+                "{what} are not supported in #[differentiable] functions; supported: `let`, \
+                 assignment, operators, tensor methods of the op table, calls of other \
+                 #[differentiable] functions, blocks, and a final `return`"
+            ),
+        );
+        Lowered::constant(quote!(::core::unreachable!()))
+    }
+
+    /// Constant code as written, with bindings renamed; reading a differentiated tensor in it
+    /// marks the result as tainted.
+    fn rewrite(&mut self, e: &Expr) -> Lowered {
+        let mut e = e.clone();
+        let mut r = Renamer {
+            lowerer: self,
+            taint: None,
+        };
+        r.visit_expr_mut(&mut e);
+        let taint = r.taint;
+        Lowered::Const {
+            tokens: e.into_token_stream(),
+            taint,
+            is_ref: false,
+        }
+    }
+
+    fn rewrite_macro_tokens(&mut self, tokens: TokenStream, mac: &syn::Macro) -> TokenStream {
+        let mut active = None;
+        let out = self.rename_tokens(tokens, &mut active);
+        if let Some(name) = active {
+            self.errors.at(
+                mac,
+                format!(
+                    "macros cannot use the differentiated tensor `{name}` in a #[differentiable] \
+                     function (use `stop_gradient(&{name})` to read its value)"
+                ),
+            );
+        }
+        out
+    }
+
+    fn rename_tokens(&self, tokens: TokenStream, active: &mut Option<String>) -> TokenStream {
+        tokens
+            .into_iter()
+            .map(|tt| match tt {
+                TokenTree::Ident(i) => match self.lookup(&i.to_string()) {
+                    Some(Binding::Const { ident, .. }) => {
+                        let mut new = ident.clone();
+                        new.set_span(new.span().located_at(i.span()));
+                        TokenTree::Ident(new)
+                    }
+                    Some(Binding::Active(_)) => {
+                        *active = Some(i.to_string());
+                        TokenTree::Ident(i)
+                    }
+                    None => TokenTree::Ident(i),
+                },
+                TokenTree::Group(g) => {
+                    let mut new = proc_macro2::Group::new(
+                        g.delimiter(),
+                        self.rename_tokens(g.stream(), active),
+                    );
+                    new.set_span(g.span());
+                    TokenTree::Group(new)
+                }
+                other => other,
+            })
+            .collect()
+    }
+
+    // ---- ops -------------------------------------------------------------------------------
+
+    fn push_op(
+        &mut self,
+        op: &'static OpSpec,
+        inputs: Vec<Operand>,
+        config: Vec<Const>,
+        turbofish: Option<TokenStream>,
+        span: Span,
+        tainted_by: Option<Span>,
+    ) -> Lowered {
+        let out = self.new_val();
+        self.stmts.push(Stmt::Op {
+            out,
+            op,
+            inputs,
+            config,
+            turbofish,
+            span,
+            tainted_by,
+        });
+        Lowered::Val(out)
+    }
+
+    fn binary_op(
+        &mut self,
+        spec: &'static OpSpec,
+        lhs: Lowered,
+        rhs: Lowered,
+        span: Span,
+    ) -> Lowered {
+        let taint = Self::taint_of(&[&lhs, &rhs]);
+        let a = self.operand(lhs, Use::Borrowed);
+        let b = self.operand(rhs, Use::Borrowed);
+        self.push_op(spec, vec![a, b], vec![], None, span, taint)
+    }
+
+    fn method_call(&mut self, mc: &syn::ExprMethodCall) -> Lowered {
+        let method = mc.method.to_string();
+        let receiver = self.expr(&mc.receiver);
+        let receiver_active = matches!(receiver, Lowered::Val(_));
+
+        if receiver_active && method == "clone" && mc.args.is_empty() {
+            return receiver;
+        }
+        let spec = ops::lookup(&method, Form::Method);
+        if receiver_active && spec.is_none() {
+            let recv = self.const_tokens(&receiver);
+            let args: Vec<Lowered> = mc.args.iter().map(|a| self.expr(a)).collect();
+            if let Some(pos) = args.iter().position(|a| matches!(a, Lowered::Val(_))) {
+                self.errors.at(
+                    &mc.args[pos],
+                    format!("`{method}` cannot take a differentiated tensor as an argument"),
+                );
+            }
+            let arg_tokens: Vec<TokenStream> = args.iter().map(|a| self.const_tokens(a)).collect();
+            let m = &mc.method;
+            let tf = &mc.turbofish;
+            let tokens = quote!(#recv.#m #tf (#(#arg_tokens),*));
+            let refs: Vec<&Lowered> = args.iter().collect();
+            let arg_taint = Self::taint_of(&refs);
+            return if ops::METADATA.contains(&method.as_str())
+                || ops::NONDIFF.contains(&method.as_str())
+            {
+                Lowered::Const {
+                    tokens,
+                    taint: arg_taint,
+                    is_ref: false,
+                }
+            } else if ops::CONCRETIZING.contains(&method.as_str()) {
+                Lowered::Const {
+                    tokens,
+                    taint: Some(mc.span()),
+                    is_ref: false,
+                }
+            } else {
+                let mut names = ops::method_names();
+                names.sort_unstable();
+                self.errors.at(
+                    &mc.method,
+                    format!(
+                        "`{method}` is not an op #[differentiable] can differentiate; tensor \
+                         methods supported on differentiated values: {}; shape metadata: {}; \
+                         constants: {}",
+                        names.join(", "),
+                        ops::METADATA.join(", "),
+                        ops::NONDIFF.join(", ")
+                    ),
+                );
+                Lowered::constant(quote!(::core::unreachable!()))
+            };
+        }
+
+        let args: Vec<Lowered> = mc.args.iter().map(|a| self.expr(a)).collect();
+        let Some(spec) = spec else {
+            return self.rebuild_method(mc, receiver, args);
+        };
+        if args.len() != spec.params.len() {
+            self.errors.at(
+                mc,
+                format!("`{method}` takes {} argument(s)", spec.params.len()),
+            );
+            return Lowered::constant(quote!(::core::unreachable!()));
+        }
+        let any_active = receiver_active
+            || spec
+                .params
+                .iter()
+                .zip(&args)
+                .any(|(p, a)| *p == Param::Tensor && matches!(a, Lowered::Val(_)));
+        if !any_active {
+            return self.rebuild_method(mc, receiver, args);
+        }
+        let mut refs: Vec<&Lowered> = args.iter().collect();
+        refs.push(&receiver);
+        let taint = Self::taint_of(&refs);
+        let mut inputs = vec![match receiver {
+            Lowered::Val(v) => Operand::Val(v),
+            Lowered::Const { tokens, .. } => {
+                Operand::Const(self.hoist(quote!(&(#tokens)), None, Use::Plain))
+            }
+        }];
+        let mut config = Vec::new();
+        for ((param, arg), syn_arg) in spec.params.iter().zip(args).zip(&mc.args) {
+            match param {
+                Param::Tensor => {
+                    let o = self.operand(arg, Use::Plain);
+                    inputs.push(o);
+                }
+                Param::Config(ty, _) => config.push(self.config_arg(arg, *ty, syn_arg, &method)),
+                Param::TensorList => unreachable!("no method takes a tensor list"),
+            }
+        }
+        let turbofish = mc.turbofish.as_ref().map(|t| t.to_token_stream());
+        self.push_op(spec, inputs, config, turbofish, mc.method.span(), taint)
+    }
+
+    fn config_arg(&mut self, arg: Lowered, ty: Option<&str>, syn_arg: &Expr, op: &str) -> Const {
+        match arg {
+            Lowered::Val(_) => {
+                self.errors.at(
+                    syn_arg,
+                    format!(
+                        "this argument of `{op}` must be a constant, not a differentiated tensor"
+                    ),
+                );
+                self.hoist(quote!(::core::unreachable!()), None, Use::Plain)
+            }
+            Lowered::Const { tokens, .. } => {
+                let ty = ty.map(|t| t.parse::<TokenStream>().expect("op table types parse"));
+                self.hoist(tokens, ty, Use::Plain)
+            }
+        }
+    }
+
+    fn rebuild_method(
+        &mut self,
+        mc: &syn::ExprMethodCall,
+        receiver: Lowered,
+        args: Vec<Lowered>,
+    ) -> Lowered {
+        let mut refs: Vec<&Lowered> = args.iter().collect();
+        refs.push(&receiver);
+        let taint = Self::taint_of(&refs);
+        let recv = self.const_tokens(&receiver);
+        let arg_tokens: Vec<TokenStream> = args.iter().map(|a| self.const_tokens(a)).collect();
+        let m = &mc.method;
+        let tf = &mc.turbofish;
+        Lowered::Const {
+            tokens: quote!(#recv.#m #tf (#(#arg_tokens),*)),
+            taint,
+            is_ref: false,
+        }
+    }
+
+    fn function_op_name(c: &syn::ExprCall) -> Option<String> {
+        match strip(&c.func) {
+            Expr::Path(p) if p.qself.is_none() => {
+                p.path.segments.last().map(|s| s.ident.to_string())
+            }
+            _ => None,
+        }
+    }
+
+    fn is_differentiable_call(&self, c: &syn::ExprCall) -> bool {
+        let name = Self::function_op_name(c);
+        let is_op = name
+            .as_deref()
+            .is_some_and(|n| n == "stop_gradient" || ops::lookup(n, Form::Function).is_some());
+        !is_op && c.args.iter().any(|a| self.mentions_active(a))
+    }
+
+    fn mentions_active(&self, e: &Expr) -> bool {
+        let mut found = false;
+        self.rename_tokens(e.to_token_stream(), &mut None)
+            .into_iter()
+            .for_each(|_| {});
+        let mut active = None;
+        self.rename_tokens(e.to_token_stream(), &mut active);
+        if active.is_some() {
+            found = true;
+        }
+        found
+    }
+
+    fn call_expr(&mut self, c: &syn::ExprCall) -> Lowered {
+        let name = Self::function_op_name(c);
+        if name.as_deref() == Some("stop_gradient") && c.args.len() == 1 {
+            let inner = self.expr(&c.args[0]);
+            return match inner {
+                Lowered::Val(v) => {
+                    let ident = val_ident(v);
+                    Lowered::constant(quote!(::rune_ad::__private::stop_gradient(&#ident)))
+                }
+                other => other,
+            };
+        }
+        if let Some(spec) = name.as_deref().and_then(|n| ops::lookup(n, Form::Function)) {
+            return self.function_op(c, spec);
+        }
+        let mut out = self.call(c, 1);
+        out.pop()
+            .unwrap_or_else(|| Lowered::constant(quote!(::core::unreachable!())))
+    }
+
+    fn function_op(&mut self, c: &syn::ExprCall, spec: &'static OpSpec) -> Lowered {
+        if c.args.len() != spec.params.len() {
+            self.errors.at(
+                c,
+                format!("`{}` takes {} arguments", spec.name, spec.params.len()),
+            );
+            return Lowered::constant(quote!(::core::unreachable!()));
+        }
+        // Lower every argument; a tensor list is lowered element by element.
+        let mut lowered: Vec<Vec<Lowered>> = Vec::new();
+        for (param, arg) in spec.params.iter().zip(&c.args) {
+            if *param == Param::TensorList {
+                let elems = match strip(arg) {
+                    Expr::Reference(r) => match strip(&r.expr) {
+                        Expr::Array(a) => Some(&a.elems),
+                        _ => None,
+                    },
+                    Expr::Array(a) => Some(&a.elems),
+                    _ => None,
+                };
+                match elems {
+                    Some(elems) => lowered.push(elems.iter().map(|e| self.expr(e)).collect()),
+                    None => {
+                        let l = self.expr(arg);
+                        if self.mentions_active(arg) {
+                            self.errors.at(
+                                arg,
+                                format!(
+                                    "`{}` of differentiated tensors needs its inputs written as a \
+                                     list: `&[&a, &b]`",
+                                    spec.name
+                                ),
+                            );
+                        }
+                        lowered.push(vec![l]);
+                    }
+                }
+            } else {
+                lowered.push(vec![self.expr(arg)]);
+            }
+        }
+        let any_active = spec.params.iter().zip(&lowered).any(|(p, ls)| {
+            matches!(p, Param::Tensor | Param::TensorList)
+                && ls.iter().any(|l| matches!(l, Lowered::Val(_)))
+        });
+        let all: Vec<&Lowered> = lowered.iter().flatten().collect();
+        let taint = Self::taint_of(&all);
+        if !any_active {
+            let func = &c.func;
+            let args: Vec<TokenStream> = spec
+                .params
+                .iter()
+                .zip(&lowered)
+                .zip(&c.args)
+                .map(|((p, ls), arg)| {
+                    if *p == Param::TensorList && ls.len() != 1
+                        || matches!(strip(arg), Expr::Array(_))
+                    {
+                        let elems: Vec<TokenStream> =
+                            ls.iter().map(|l| self.const_tokens(l)).collect();
+                        if matches!(strip(arg), Expr::Array(_)) {
+                            quote!([#(#elems),*])
+                        } else {
+                            quote!(&[#(#elems),*])
+                        }
+                    } else {
+                        self.const_tokens(&ls[0])
+                    }
+                })
+                .collect();
+            return Lowered::Const {
+                tokens: quote!(#func(#(#args),*)),
+                taint,
+                is_ref: false,
+            };
+        }
+        let mut inputs = Vec::new();
+        let mut config = Vec::new();
+        for ((param, ls), arg) in spec.params.iter().zip(lowered).zip(&c.args) {
+            match param {
+                Param::Tensor | Param::TensorList => {
+                    for l in ls {
+                        let o = self.operand(l, Use::Plain);
+                        inputs.push(o);
+                    }
+                }
+                Param::Config(ty, _) => {
+                    let l = ls.into_iter().next().expect("one lowered argument");
+                    config.push(self.config_arg(l, *ty, arg, spec.name));
+                }
+            }
+        }
+        self.push_op(spec, inputs, config, None, c.span(), taint)
+    }
+
+    /// A call of another `#[differentiable]` function returning `n` values.
+    fn call(&mut self, c: &syn::ExprCall, n: usize) -> Vec<Lowered> {
+        let args: Vec<Lowered> = c.args.iter().map(|a| self.expr(a)).collect();
+        let refs: Vec<&Lowered> = args.iter().collect();
+        let taint = Self::taint_of(&refs);
+        if !args.iter().any(|a| matches!(a, Lowered::Val(_))) {
+            let func = &c.func;
+            let tokens: Vec<TokenStream> = args.iter().map(|a| self.const_tokens(a)).collect();
+            let whole = quote!(#func(#(#tokens),*));
+            return if n == 1 {
+                vec![Lowered::Const {
+                    tokens: whole,
+                    taint,
+                    is_ref: false,
+                }]
+            } else {
+                (0..n)
+                    .map(|i| {
+                        let index = syn::Index::from(i);
+                        Lowered::Const {
+                            tokens: quote!((#whole).#index),
+                            taint,
+                            is_ref: false,
+                        }
+                    })
+                    .collect()
+            };
+        }
+        let path = match strip(&c.func) {
+            Expr::Path(p) if p.qself.is_none() => p.path.clone(),
+            other => {
+                self.errors.at(
+                    other,
+                    "only functions named by a path can be called with differentiated tensors",
+                );
+                return vec![];
+            }
+        };
+        if let Some(t) = taint {
+            self.errors.push(syn::Error::new(
+                t,
+                "this value is read out of a differentiated tensor, so no gradient can flow \
+                 through it into this call; use `stop_gradient` to cut the gradient on purpose",
+            ));
+        }
+        let call_args = args
+            .into_iter()
+            .zip(&c.args)
+            .map(|(l, syn_arg)| match l {
+                Lowered::Val(val) => CallArg::Val {
+                    val,
+                    borrowed: matches!(strip(syn_arg), Expr::Reference(_)),
+                },
+                Lowered::Const { tokens, .. } => CallArg::Const(tokens),
+            })
+            .collect();
+        let outs: Vec<Val> = (0..n).map(|_| self.new_val()).collect();
+        self.stmts.push(Stmt::Call {
+            outs: outs.clone(),
+            tuple: n > 1,
+            path,
+            args: call_args,
+            span: c.span(),
+        });
+        outs.into_iter().map(Lowered::Val).collect()
+    }
+}
+
+/// The local holding a differentiated value.
+pub fn val_ident(v: Val) -> Ident {
+    hidden(&format!("v{}", v.0))
+}
+
+/// Renames bindings inside constant code and notes reads of differentiated tensors.
+struct Renamer<'l, 'e> {
+    lowerer: &'l mut Lowerer<'e>,
+    taint: Option<Span>,
+}
+
+impl VisitMut for Renamer<'_, '_> {
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        match e {
+            Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
+                let ident = p.path.get_ident().expect("checked").clone();
+                match self.lowerer.lookup(&ident.to_string()) {
+                    Some(Binding::Active(v)) => {
+                        self.taint = self.taint.or(Some(ident.span()));
+                        let new = val_ident(*v);
+                        *e = syn::parse_quote_spanned!(ident.span()=> #new);
+                    }
+                    Some(Binding::Const { ident: new, taint }) => {
+                        self.taint = self.taint.or(*taint);
+                        let mut new = new.clone();
+                        new.set_span(new.span().located_at(ident.span()));
+                        *e = syn::parse_quote!(#new);
+                    }
+                    None => {}
+                }
+            }
+            Expr::Closure(_) | Expr::Unsafe(_) | Expr::Async(_) | Expr::Try(_) | Expr::Await(_) => {
+                let what = match e {
+                    Expr::Closure(_) => "closures",
+                    Expr::Unsafe(_) => "`unsafe` blocks",
+                    Expr::Async(_) => "`async` blocks",
+                    Expr::Try(_) => "the `?` operator",
+                    _ => "`.await`",
+                };
+                self.lowerer.unsupported(e, what);
+            }
+            Expr::Macro(m) => {
+                let tokens = self
+                    .lowerer
+                    .rewrite_macro_tokens(m.mac.tokens.clone(), &m.mac);
+                m.mac.tokens = tokens;
+            }
+            _ => syn::visit_mut::visit_expr_mut(self, e),
+        }
+    }
+
+    fn visit_field_value_mut(&mut self, f: &mut syn::FieldValue) {
+        if f.colon_token.is_none() {
+            f.colon_token = Some(Default::default());
+        }
+        syn::visit_mut::visit_field_value_mut(self, f);
+    }
+
+    fn visit_local_mut(&mut self, local: &mut Local) {
+        // Bindings inside constant blocks stay as written: rename only their initialisers.
+        if let Some(init) = &mut local.init {
+            self.visit_expr_mut(&mut init.expr);
+        }
+    }
+
+    fn visit_stmt_macro_mut(&mut self, m: &mut syn::StmtMacro) {
+        let tokens = self
+            .lowerer
+            .rewrite_macro_tokens(m.mac.tokens.clone(), &m.mac);
+        m.mac.tokens = tokens;
+    }
+}

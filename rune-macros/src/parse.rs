@@ -1,0 +1,298 @@
+//! Parsing: the attribute's options and the function's signature model (which parameters are
+//! differentiated, what the function returns).
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, ToTokens};
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::{FnArg, Ident, ItemFn, Meta, Pat, ReturnType, Token, Type};
+
+use crate::diag::Errors;
+
+/// Options of `#[differentiable(..)]`.
+#[derive(Default)]
+pub struct Options {
+    /// `has_aux`: the function returns `(value, aux)` and only `value` is differentiated.
+    pub has_aux: bool,
+}
+
+/// Parses the attribute's arguments, recording unknown ones.
+pub fn options(args: TokenStream, errors: &mut Errors) -> Options {
+    let mut options = Options::default();
+    let metas = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(args) {
+        Ok(m) => m,
+        Err(e) => {
+            errors.push(e);
+            return options;
+        }
+    };
+    for meta in metas {
+        match &meta {
+            Meta::Path(p) if p.is_ident("has_aux") => options.has_aux = true,
+            _ => errors.at(
+                &meta,
+                "unknown argument of #[differentiable]; supported: `has_aux`",
+            ),
+        }
+    }
+    options
+}
+
+/// How a parameter is passed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Passing {
+    /// `&Tensor<E>`
+    Borrowed,
+    /// `Tensor<E>`
+    Owned,
+}
+
+/// One parameter of the function.
+pub struct Param {
+    pub ident: Ident,
+    /// The parameter's type as written.
+    pub ty: Type,
+    /// Whether the pattern had `mut`.
+    pub mutable: bool,
+    /// `Some` for a differentiated tensor parameter.
+    pub active: Option<Active>,
+}
+
+/// A differentiated parameter.
+pub struct Active {
+    pub passing: Passing,
+    /// The element type `E` of `Tensor<E>`.
+    pub elem: Type,
+}
+
+/// What the function returns.
+pub enum Returns {
+    /// One tensor.
+    Single(Type),
+    /// A tuple of tensors.
+    Tuple(Vec<Type>),
+    /// `(value, aux)` under `has_aux`.
+    Aux { value: Type, aux: Type },
+}
+
+/// The signature model.
+pub struct Signature {
+    pub params: Vec<Param>,
+    pub returns: Returns,
+}
+
+/// `Tensor<E>` → `E`, for a path whose last segment is `Tensor` with one type argument.
+fn tensor_elem(ty: &Type) -> Option<&Type> {
+    let Type::Path(p) = ty else { return None };
+    if p.qself.is_some() {
+        return None;
+    }
+    let last = p.path.segments.last()?;
+    if last.ident != "Tensor" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    match args.args.first() {
+        Some(syn::GenericArgument::Type(t)) if args.args.len() == 1 => Some(t),
+        _ => None,
+    }
+}
+
+/// Element types that are never differentiated (masks and indices).
+fn is_nondiff_elem(elem: &Type) -> bool {
+    let text = elem.to_token_stream().to_string();
+    matches!(
+        text.as_str(),
+        "bool" | "i8" | "i16" | "i32" | "i64" | "isize" | "u8" | "u16" | "u32" | "u64" | "usize"
+    )
+}
+
+/// Builds the signature model, removing `#[nodiff]` from the function's parameters.
+pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> Option<Signature> {
+    let sig = &mut func.sig;
+    for (what, present) in [
+        ("async", sig.asyncness.is_some()),
+        ("unsafe", sig.unsafety.is_some()),
+        ("const", sig.constness.is_some()),
+        ("variadic", sig.variadic.is_some()),
+    ] {
+        if present {
+            errors.at(
+                &sig.fn_token,
+                format!("#[differentiable] does not support {what} functions"),
+            );
+        }
+    }
+    let mut params = Vec::new();
+    for input in sig.inputs.iter_mut() {
+        let FnArg::Typed(pt) = input else {
+            errors.at(
+                &*input,
+                "#[differentiable] supports free functions only, not methods taking `self`",
+            );
+            continue;
+        };
+        let mut nodiff = false;
+        pt.attrs.retain(|a| {
+            if a.path().is_ident("nodiff") {
+                nodiff = true;
+                false
+            } else {
+                true
+            }
+        });
+        let (ident, mutable) = match &*pt.pat {
+            Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                (pi.ident.clone(), pi.mutability.is_some())
+            }
+            other => {
+                errors.at(
+                    other,
+                    "parameters of a #[differentiable] function must be plain names",
+                );
+                continue;
+            }
+        };
+        let ty = (*pt.ty).clone();
+        let (inner, passing, mutable_ref) = match &ty {
+            Type::Reference(r) => (&*r.elem, Passing::Borrowed, r.mutability.is_some()),
+            other => (other, Passing::Owned, false),
+        };
+        let active = match tensor_elem(inner) {
+            Some(elem) if !nodiff && !is_nondiff_elem(elem) => {
+                if mutable_ref {
+                    errors.at(
+                        &ty,
+                        "a differentiated parameter cannot be `&mut Tensor`: take `&Tensor` or \
+                         `Tensor` and return the new value (or mark it #[nodiff])",
+                    );
+                    continue;
+                }
+                Some(Active {
+                    passing,
+                    elem: elem.clone(),
+                })
+            }
+            _ => None,
+        };
+        params.push(Param {
+            ident,
+            ty,
+            mutable,
+            active,
+        });
+    }
+    if !params.iter().any(|p| p.active.is_some()) && errors.is_empty() {
+        errors.at(
+            &sig.ident,
+            "a #[differentiable] function needs at least one differentiated parameter: a \
+             `Tensor<T>` or `&Tensor<T>` without #[nodiff]",
+        );
+    }
+    let returns = match &sig.output {
+        ReturnType::Default => {
+            errors.at(
+                &sig.ident,
+                "a #[differentiable] function must return a tensor or a tuple of tensors",
+            );
+            return None;
+        }
+        ReturnType::Type(_, ty) => match (&**ty, options.has_aux) {
+            (Type::Tuple(t), true) if t.elems.len() == 2 => Returns::Aux {
+                value: t.elems[0].clone(),
+                aux: t.elems[1].clone(),
+            },
+            (other, true) => {
+                errors.at(
+                    other,
+                    "#[differentiable(has_aux)] needs the function to return a pair \
+                     `(Tensor<T>, Aux)`",
+                );
+                return None;
+            }
+            (Type::Tuple(t), false) if !t.elems.is_empty() => {
+                Returns::Tuple(t.elems.iter().cloned().collect())
+            }
+            (other, false) => Returns::Single(other.clone()),
+        },
+    };
+    Some(Signature { params, returns })
+}
+
+impl Signature {
+    /// The differentiated parameters.
+    pub fn active(&self) -> impl Iterator<Item = (&Param, &Active)> {
+        self.params
+            .iter()
+            .filter_map(|p| p.active.as_ref().map(|a| (p, a)))
+    }
+
+    /// The number of outputs that are differentiated.
+    pub fn outputs(&self) -> usize {
+        match &self.returns {
+            Returns::Single(_) | Returns::Aux { .. } => 1,
+            Returns::Tuple(ts) => ts.len(),
+        }
+    }
+
+    /// The full return type.
+    pub fn return_type(&self) -> TokenStream {
+        match &self.returns {
+            Returns::Single(t) => quote!(#t),
+            Returns::Tuple(ts) => quote!((#(#ts,)*)),
+            Returns::Aux { value, aux } => quote!((#value, #aux)),
+        }
+    }
+
+    /// The type of the differentiated value(s): the return type without the aux.
+    pub fn value_type(&self) -> TokenStream {
+        match &self.returns {
+            Returns::Single(t) | Returns::Aux { value: t, .. } => quote!(#t),
+            Returns::Tuple(ts) => quote!((#(#ts,)*)),
+        }
+    }
+
+    /// The cotangent type: `&Tensor<E>`, or a tuple of them.
+    pub fn cotangent_type(&self) -> TokenStream {
+        match &self.returns {
+            Returns::Single(t) | Returns::Aux { value: t, .. } => quote!(&#t),
+            Returns::Tuple(ts) => quote!((#(&#ts,)*)),
+        }
+    }
+
+    /// The gradient type of parameter `p` (its tensor type, owned).
+    pub fn grad_type(p: &Param) -> TokenStream {
+        match &p.ty {
+            Type::Reference(r) => r.elem.to_token_stream(),
+            other => other.to_token_stream(),
+        }
+    }
+
+    /// The gradients' type: one gradient, or a tuple in parameter order.
+    pub fn grads_type(&self) -> TokenStream {
+        let types: Vec<_> = self.active().map(|(p, _)| Self::grad_type(p)).collect();
+        if types.len() == 1 {
+            types[0].clone()
+        } else {
+            quote!((#(#types,)*))
+        }
+    }
+
+    /// The slot type of each parameter in a pullback's result.
+    pub fn slot_types(&self) -> Vec<TokenStream> {
+        self.params
+            .iter()
+            .map(|p| match p.active {
+                Some(_) => Self::grad_type(p),
+                None => quote!(::rune_ad::__private::NoGrad),
+            })
+            .collect()
+    }
+}
+
+/// A fresh identifier that cannot clash with the user's.
+pub fn hidden(name: &str) -> Ident {
+    Ident::new(&format!("__rune_{name}"), Span::mixed_site())
+}
