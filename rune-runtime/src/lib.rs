@@ -28,4 +28,7 @@ pub use tensor::Tensor;
 /// The derivative rules of every op, by name: `<op>_jvp`, `<op>_vjp`, `<op>_vjp_<input>`.
 pub mod rules {
     pub use crate::ops::arith::rules::*;
+    pub use crate::ops::reduce::rules::*;
+    pub use crate::ops::scan::rules::*;
+    pub use crate::ops::softmax::rules::*;
 }

@@ -25,6 +25,9 @@
 use crate::error::ShapeError;
 
 pub mod arith;
+pub mod reduce;
+pub mod scan;
+pub mod softmax;
 
 /// One primitive of the op table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,7 +61,7 @@ impl OpInfo {
 
 /// Every op of the runtime, group by group.
 pub fn all_ops() -> Vec<OpInfo> {
-    let groups: &[&[OpInfo]] = &[arith::RULES];
+    let groups: &[&[OpInfo]] = &[arith::RULES, reduce::RULES, scan::RULES, softmax::RULES];
     groups.iter().flat_map(|g| g.iter().copied()).collect()
 }
 

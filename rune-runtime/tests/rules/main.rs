@@ -5,6 +5,9 @@
 mod common;
 
 mod arith;
+mod reduce;
+mod scan;
+mod softmax;
 
 use common::Case;
 use rune_runtime::{all_ops, check_grad, Element};
@@ -12,6 +15,9 @@ use rune_runtime::{all_ops, check_grad, Element};
 fn all_cases<T: Element>() -> Vec<Case<T>> {
     let mut cases = Vec::new();
     cases.extend(arith::cases::<T>());
+    cases.extend(reduce::cases::<T>());
+    cases.extend(scan::cases::<T>());
+    cases.extend(softmax::cases::<T>());
     cases
 }
 
