@@ -43,4 +43,7 @@ pub mod rules {
     pub use crate::ops::shape::rules::*;
     pub use crate::ops::slice::rules::*;
     pub use crate::ops::unary::rules::*;
+    pub use crate::ops::reduce::rules::*;
+    pub use crate::ops::scan::rules::*;
+    pub use crate::ops::softmax::rules::*;
 }

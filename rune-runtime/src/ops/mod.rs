@@ -35,6 +35,9 @@ pub mod linalg;
 pub mod shape;
 pub mod slice;
 pub mod unary;
+pub mod reduce;
+pub mod scan;
+pub mod softmax;
 
 /// One primitive of the op table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +84,7 @@ pub fn all_ops() -> Vec<OpInfo> {
         combine::RULES,
         index::RULES,
     ];
+    let groups: &[&[OpInfo]] = &[arith::RULES, reduce::RULES, scan::RULES, softmax::RULES];
     groups.iter().flat_map(|g| g.iter().copied()).collect()
 }
 

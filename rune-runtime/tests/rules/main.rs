@@ -14,6 +14,9 @@ mod linalg;
 mod shape;
 mod slice;
 mod unary;
+mod reduce;
+mod scan;
+mod softmax;
 
 use common::Case;
 use rune_runtime::{all_ops, check_grad, Element};
@@ -30,6 +33,9 @@ fn all_cases<T: Element>() -> Vec<Case<T>> {
     cases.extend(index::cases::<T>());
     cases.extend(linalg::cases::<T>());
     cases.extend(conv::cases::<T>());
+    cases.extend(reduce::cases::<T>());
+    cases.extend(scan::cases::<T>());
+    cases.extend(softmax::cases::<T>());
     cases
 }
 
