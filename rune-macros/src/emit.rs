@@ -8,7 +8,8 @@
 //! - the public `f_vjp`, `f_grad`, `f_value_and_grad` and `f_jvp`, thin wrappers of those two.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned, ToTokens};
+use proc_macro2::{Span, TokenTree};
+use quote::{format_ident, quote, ToTokens};
 use syn::{Ident, ItemFn};
 
 use crate::analyse::{config_keep, split_arg, Analysis};
@@ -49,6 +50,25 @@ fn sizes_ident(v: Val) -> Ident {
 }
 fn witness_ident(v: Val) -> Ident {
     hidden(&format!("w{}", v.0))
+}
+
+/// `tokens` with every token's location moved to `span` (keeping its hygiene), so that an error
+/// in generated code underlines the user's expression that produced it.
+fn relocate(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|tt| match tt {
+            TokenTree::Group(g) => {
+                let mut new = proc_macro2::Group::new(g.delimiter(), relocate(g.stream(), span));
+                new.set_span(g.span().located_at(span));
+                TokenTree::Group(new)
+            }
+            mut other => {
+                other.set_span(other.span().located_at(span));
+                other
+            }
+        })
+        .collect()
 }
 
 /// How a hoisted constant is used, by id.
@@ -382,7 +402,7 @@ impl Emitter<'_> {
                 };
                 let v = val_ident(*out);
                 let e = forward_op(&ctx, hoists);
-                quote_spanned!(*span=> let #v = #e;)
+                relocate(quote!(let #v = #e;), *span)
             }
             Stmt::Call { .. } => unreachable!("calls are emitted per pass"),
         }
@@ -411,7 +431,7 @@ impl Emitter<'_> {
                     let args = call_args(args);
                     let pb = pullback_ident(outs[0]);
                     let bound = bind_outs(outs, *tuple);
-                    fwd.push(quote_spanned!(*span=> let (#bound, #pb) = #f(#(#args),*);));
+                    fwd.push(relocate(quote!(let (#bound, #pb) = #f(#(#args),*);), *span));
                 }
                 other => fwd.push(self.forward_stmt(other, &hoists)),
             }
@@ -517,8 +537,10 @@ impl Emitter<'_> {
                         let template = if list { op.vjp[0] } else { op.vjp[i] };
                         let call = rule_call(template, &ctx, Pass::Backward, &|v| self.useful(v));
                         let target = adjoint_ident(*v);
-                        contributions
-                            .push(quote_spanned!(*span=> #rt::accumulate(&mut #target, #call);));
+                        contributions.push(relocate(
+                            quote!(#rt::accumulate(&mut #target, #call);),
+                            *span,
+                        ));
                     }
                     bwd.push(quote! {
                         if let ::core::option::Option::Some(__rune_g) = #adj.take() {
@@ -559,10 +581,13 @@ impl Emitter<'_> {
                             CallArg::Const(_) => None,
                         })
                         .collect();
-                    bwd.push(quote_spanned! {*span=>
-                        let __rune_slots = #pb(#ct);
-                        #(#slots)*
-                    });
+                    bwd.push(relocate(
+                        quote! {
+                            let __rune_slots = #pb(#ct);
+                            #(#slots)*
+                        },
+                        *span,
+                    ));
                 }
                 _ => {}
             }
@@ -678,7 +703,10 @@ impl Emitter<'_> {
                     } else {
                         tangents[0].to_token_stream()
                     };
-                    out.push(quote_spanned!(*span=> let (#bound, #tbound) = #f(#(#all),*);));
+                    out.push(relocate(
+                        quote!(let (#bound, #tbound) = #f(#(#all),*);),
+                        *span,
+                    ));
                 }
                 Stmt::Param { out: v, .. } => {
                     out.push(self.forward_stmt(stmt, &hoists));
@@ -719,7 +747,7 @@ impl Emitter<'_> {
                         };
                         let call = rule_call(op.jvp, &ctx, Pass::Tangent, &|v| self.useful(v));
                         let t = tangent_ident(*v);
-                        out.push(quote_spanned!(*span=> let #t = #call;));
+                        out.push(relocate(quote!(let #t = #call;), *span));
                     }
                 }
                 other => out.push(self.forward_stmt(other, &hoists)),

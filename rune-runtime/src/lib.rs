@@ -40,10 +40,10 @@ pub mod rules {
     pub use crate::ops::conv::rules::*;
     pub use crate::ops::index::rules::*;
     pub use crate::ops::linalg::rules::*;
-    pub use crate::ops::shape::rules::*;
-    pub use crate::ops::slice::rules::*;
-    pub use crate::ops::unary::rules::*;
     pub use crate::ops::reduce::rules::*;
     pub use crate::ops::scan::rules::*;
+    pub use crate::ops::shape::rules::*;
+    pub use crate::ops::slice::rules::*;
     pub use crate::ops::softmax::rules::*;
+    pub use crate::ops::unary::rules::*;
 }

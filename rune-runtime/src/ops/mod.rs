@@ -32,12 +32,12 @@ pub mod compare;
 pub mod conv;
 pub mod index;
 pub mod linalg;
-pub mod shape;
-pub mod slice;
-pub mod unary;
 pub mod reduce;
 pub mod scan;
+pub mod shape;
+pub mod slice;
 pub mod softmax;
+pub mod unary;
 
 /// One primitive of the op table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,8 +83,10 @@ pub fn all_ops() -> Vec<OpInfo> {
         slice::RULES,
         combine::RULES,
         index::RULES,
+        reduce::RULES,
+        scan::RULES,
+        softmax::RULES,
     ];
-    let groups: &[&[OpInfo]] = &[arith::RULES, reduce::RULES, scan::RULES, softmax::RULES];
     groups.iter().flat_map(|g| g.iter().copied()).collect()
 }
 

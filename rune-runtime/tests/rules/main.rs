@@ -11,12 +11,12 @@ mod combine;
 mod conv;
 mod index;
 mod linalg;
-mod shape;
-mod slice;
-mod unary;
 mod reduce;
 mod scan;
+mod shape;
+mod slice;
 mod softmax;
+mod unary;
 
 use common::Case;
 use rune_runtime::{all_ops, check_grad, Element};
