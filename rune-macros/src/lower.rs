@@ -513,7 +513,7 @@ impl Lowerer<'_> {
                 match (op, &lhs, &rhs) {
                     (_, Lowered::Const { .. }, Lowered::Const { .. }) => {
                         let taint = Self::taint_of(&[&lhs, &rhs]);
-                        let (l, r, o) = (self.const_tokens(&lhs), self.const_tokens(&rhs), &b.op);
+                        let (l, r, o) = (self.const_tokens(&lhs), self.const_tokens(&rhs), b.op);
                         Lowered::Const {
                             tokens: quote!(#l #o #r),
                             taint,
@@ -526,7 +526,7 @@ impl Lowerer<'_> {
                     }
                     (None, _, _) => {
                         self.errors.at(
-                            &b.op,
+                            b.op,
                             "this operator cannot take a differentiated tensor; supported: \
                              `+ - * /` (comparisons are methods: `lt gt le ge eq ne`)",
                         );

@@ -66,6 +66,7 @@ pub struct Active {
 }
 
 /// What the function returns.
+#[allow(clippy::large_enum_variant)] // one per macro invocation
 pub enum Returns {
     /// One tensor.
     Single(Type),
@@ -120,7 +121,7 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
     ] {
         if present {
             errors.at(
-                &sig.fn_token,
+                sig.fn_token,
                 format!("#[differentiable] does not support {what} functions"),
             );
         }
