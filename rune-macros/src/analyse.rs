@@ -63,7 +63,7 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
         concretization error). Compute it from `stop_gradient(&x)` to cut the gradient on \
         purpose, or keep the computation in tensor ops";
     if let Some(span) = body.output_taint {
-        errors.push(syn::Error::new(span, concretization));
+        errors.push(span.error(concretization));
     }
 
     let mut a = Analysis {
@@ -89,7 +89,7 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
                 ..
             } if a.useful[out.0] => {
                 if let Some(span) = tainted_by {
-                    errors.push(syn::Error::new(*span, concretization));
+                    errors.push(span.error(concretization));
                 }
                 let list = op.params.contains(&Param::TensorList);
                 for (i, input) in inputs.iter().enumerate() {

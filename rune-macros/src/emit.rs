@@ -368,7 +368,13 @@ impl Emitter<'_> {
             Stmt::Verbatim(t) => t.clone(),
             Stmt::Hoist { id, expr, ty, .. } => {
                 let c = const_ident(*id);
-                let ty = ty.as_ref().map(|t| quote!(: #t));
+                // The annotation comes from the op table; a mismatch is the user's argument's.
+                let at = expr
+                    .clone()
+                    .into_iter()
+                    .next()
+                    .map_or_else(Span::call_site, |t| t.span());
+                let ty = ty.as_ref().map(|t| relocate(quote!(: #t), at));
                 quote!(let #c #ty = #expr;)
             }
             Stmt::Param {

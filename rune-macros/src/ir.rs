@@ -9,6 +9,29 @@ use syn::Ident;
 
 use crate::ops::OpSpec;
 
+/// Where a value was read out of a differentiated tensor (`item`, `to_vec`, indexing): the first
+/// and last token of that expression, for an error underlining all of it.
+#[derive(Clone, Copy, Debug)]
+pub struct Taint(Span, Span);
+
+impl Taint {
+    /// The taint of expression `e`.
+    pub fn of<T: quote::ToTokens>(e: &T) -> Self {
+        let tokens: Vec<_> = e.to_token_stream().into_iter().collect();
+        let first = tokens.first().map_or_else(Span::call_site, |t| t.span());
+        let last = tokens.last().map_or(first, |t| t.span());
+        Taint(first, last)
+    }
+
+    /// An error covering the expression.
+    pub fn error(&self, message: &str) -> syn::Error {
+        let mut a = proc_macro2::Ident::new("a", self.0);
+        let b = proc_macro2::Ident::new("b", self.1);
+        a.set_span(self.0);
+        syn::Error::new_spanned(quote::quote!(#a #b), message)
+    }
+}
+
 /// A differentiated value: a `Tensor` local of the generated code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Val(pub usize);
@@ -79,7 +102,7 @@ pub enum Stmt {
         span: Span,
         /// Where a value read out of a differentiated tensor (`item`, `to_vec`) flows into this
         /// op: an error if the op's result reaches the output.
-        tainted_by: Option<Span>,
+        tainted_by: Option<Taint>,
     },
     /// A call of another `#[differentiable]` function.
     Call {
@@ -108,7 +131,7 @@ pub struct Body {
     pub aux: Option<OutputAux>,
     pub values: usize,
     /// Tainted output constants, for the concretization error.
-    pub output_taint: Option<Span>,
+    pub output_taint: Option<Taint>,
 }
 
 /// The aux value.

@@ -13,15 +13,20 @@ use syn::visit_mut::VisitMut;
 use syn::{BinOp, Block, Expr, Ident, Local, Pat, Stmt as SynStmt, UnOp};
 
 use crate::diag::Errors;
-use crate::ir::{Body, CallArg, Const, Operand, OutputAux, OutputElem, Stmt, Use, Val};
+use crate::ir::{Body, CallArg, Const, Operand, OutputAux, OutputElem, Stmt, Taint, Use, Val};
 use crate::ops::{self, Form, OpSpec, Param};
 use crate::parse::{hidden, Returns, Signature};
 
 /// What a user name is bound to.
 #[derive(Clone)]
 enum Binding {
-    Active(Val),
-    Const { ident: Ident, taint: Option<Span> },
+    /// A differentiated value; `true` when the user's variable holds a reference (`&Tensor`
+    /// parameter), which decides how it is passed to other differentiable functions.
+    Active(Val, bool),
+    Const {
+        ident: Ident,
+        taint: Option<Taint>,
+    },
 }
 
 /// A lowered expression.
@@ -31,7 +36,7 @@ enum Lowered {
     Const {
         tokens: TokenStream,
         /// Set when the value was read out of a differentiated tensor.
-        taint: Option<Span>,
+        taint: Option<Taint>,
         /// The expression is syntactically a reference (`&x`).
         is_ref: bool,
     },
@@ -75,7 +80,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
                     ident: p.ident.clone(),
                     borrowed: a.passing == crate::parse::Passing::Borrowed,
                 });
-                Binding::Active(out)
+                Binding::Active(out, a.passing == crate::parse::Passing::Borrowed)
             }
             None => Binding::Const {
                 ident: p.ident.clone(),
@@ -209,7 +214,7 @@ impl Lowerer<'_> {
         }
     }
 
-    fn taint_of(ls: &[&Lowered]) -> Option<Span> {
+    fn taint_of(ls: &[&Lowered]) -> Option<Taint> {
         ls.iter().find_map(|l| match l {
             Lowered::Const { taint, .. } => *taint,
             Lowered::Val(_) => None,
@@ -286,7 +291,7 @@ impl Lowerer<'_> {
         match pat {
             Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
                 let l = self.expr(&init.expr);
-                self.bind_lowered(&pi.ident, pi.mutability.is_some(), ty, l);
+                self.bind_lowered(&pi.ident, pi.mutability.is_some(), ty, l, Some(&init.expr));
             }
             Pat::Wild(_) => {
                 if let Lowered::Const { tokens, .. } = self.expr(&init.expr) {
@@ -302,7 +307,7 @@ impl Lowerer<'_> {
                 for (p, l) in t.elems.iter().zip(items) {
                     match p {
                         Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
-                            self.bind_lowered(&pi.ident, pi.mutability.is_some(), None, l)
+                            self.bind_lowered(&pi.ident, pi.mutability.is_some(), None, l, None)
                         }
                         Pat::Wild(_) => {}
                         other => self.errors.at(
@@ -319,9 +324,30 @@ impl Lowerer<'_> {
         }
     }
 
-    fn bind_lowered(&mut self, ident: &Ident, mutable: bool, ty: Option<&syn::Type>, l: Lowered) {
+    /// Whether `e` names a binding that holds a reference to a differentiated tensor.
+    fn ref_binding(&self, e: Option<&Expr>) -> bool {
+        match e.map(strip) {
+            Some(Expr::Reference(_)) => true,
+            Some(Expr::Path(p)) => p.path.get_ident().is_some_and(|i| {
+                matches!(self.lookup(&i.to_string()), Some(Binding::Active(_, true)))
+            }),
+            _ => false,
+        }
+    }
+
+    fn bind_lowered(
+        &mut self,
+        ident: &Ident,
+        mutable: bool,
+        ty: Option<&syn::Type>,
+        l: Lowered,
+        init: Option<&Expr>,
+    ) {
         match l {
-            Lowered::Val(v) => self.bind(&ident.to_string(), Binding::Active(v)),
+            Lowered::Val(v) => {
+                let is_ref = self.ref_binding(init);
+                self.bind(&ident.to_string(), Binding::Active(v, is_ref))
+            }
             Lowered::Const { tokens, taint, .. } => {
                 let new = self.fresh_const_ident(&ident.to_string());
                 let mutability = mutable.then(|| quote!(mut));
@@ -374,7 +400,7 @@ impl Lowerer<'_> {
             None => rhs,
             Some((op, span)) => {
                 let lhs = match &current {
-                    Binding::Active(v) => Lowered::Val(*v),
+                    Binding::Active(v, _) => Lowered::Val(*v),
                     Binding::Const { ident, taint } => Lowered::Const {
                         tokens: ident.to_token_stream(),
                         taint: *taint,
@@ -402,7 +428,7 @@ impl Lowerer<'_> {
                 self.stmts.push(Stmt::Verbatim(quote!(#ident = #tokens;)));
                 self.bind(&name.to_string(), Binding::Const { ident, taint });
             }
-            (_, l) => self.bind_lowered(&name, false, None, l),
+            (_, l) => self.bind_lowered(&name, false, None, l, Some(value)),
         }
         Some(())
     }
@@ -481,7 +507,7 @@ impl Lowerer<'_> {
             Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
                 let ident = p.path.get_ident().expect("checked");
                 match self.lookup(&ident.to_string()) {
-                    Some(Binding::Active(v)) => Lowered::Val(*v),
+                    Some(Binding::Active(v, _)) => Lowered::Val(*v),
                     Some(Binding::Const {
                         ident: renamed,
                         taint,
@@ -572,7 +598,7 @@ impl Lowerer<'_> {
                 let base = self.expr(&ix.expr);
                 let index = self.expr(&ix.index);
                 let taint = match &base {
-                    Lowered::Val(_) => Some(ix.span()),
+                    Lowered::Val(_) => Some(Taint::of(ix)),
                     _ => Self::taint_of(&[&base, &index]),
                 };
                 let (b, i) = (self.const_tokens(&base), self.const_tokens(&index));
@@ -656,6 +682,25 @@ impl Lowerer<'_> {
                 };
                 Lowered::constant(tokens)
             }
+            Expr::Array(a) => {
+                let items: Vec<Lowered> = a.elems.iter().map(|e| self.expr(e)).collect();
+                if let Some(pos) = items.iter().position(|l| matches!(l, Lowered::Val(_))) {
+                    self.errors.at(
+                        &a.elems[pos],
+                        "an array of differentiated tensors can only be written as the list \
+                         argument of `concat` or `stack` (`concat(&[&a, &b], axis)`)",
+                    );
+                    return Lowered::constant(quote!(::core::unreachable!()));
+                }
+                let refs: Vec<&Lowered> = items.iter().collect();
+                let taint = Self::taint_of(&refs);
+                let tokens: Vec<TokenStream> = items.iter().map(|l| self.const_tokens(l)).collect();
+                Lowered::Const {
+                    tokens: quote!([#(#tokens),*]),
+                    taint,
+                    is_ref: false,
+                }
+            }
             Expr::Closure(_) => self.unsupported(e, "closures"),
             Expr::Unsafe(_) => self.unsupported(e, "`unsafe` blocks"),
             Expr::Async(_) => self.unsupported(e, "`async` blocks"),
@@ -678,6 +723,7 @@ impl Lowerer<'_> {
                         "control flow that reads a differentiated tensor is not supported in \
                          #[differentiable] functions yet; it may compute constants only",
                     );
+                    return Lowered::constant(quote!(::core::unreachable!()));
                 }
                 rewritten
             }
@@ -689,7 +735,7 @@ impl Lowerer<'_> {
         self.errors.at(
             e,
             format!(
-                "{what} are not supported in #[differentiable] functions; supported: `let`, \
+                "#[differentiable] functions do not support {what}; supported: `let`, \
                  assignment, operators, tensor methods of the op table, calls of other \
                  #[differentiable] functions, blocks, and a final `return`"
             ),
@@ -739,7 +785,7 @@ impl Lowerer<'_> {
                         new.set_span(new.span().located_at(i.span()));
                         TokenTree::Ident(new)
                     }
-                    Some(Binding::Active(_)) => {
+                    Some(Binding::Active(..)) => {
                         *active = Some(i.to_string());
                         TokenTree::Ident(i)
                     }
@@ -767,7 +813,7 @@ impl Lowerer<'_> {
         config: Vec<Const>,
         turbofish: Option<TokenStream>,
         span: Span,
-        tainted_by: Option<Span>,
+        tainted_by: Option<Taint>,
     ) -> Lowered {
         let out = self.new_val();
         self.stmts.push(Stmt::Op {
@@ -830,7 +876,7 @@ impl Lowerer<'_> {
             } else if ops::CONCRETIZING.contains(&method.as_str()) {
                 Lowered::Const {
                     tokens,
-                    taint: Some(mc.span()),
+                    taint: Some(Taint::of(mc)),
                     is_ref: false,
                 }
             } else {
@@ -858,7 +904,11 @@ impl Lowerer<'_> {
         if args.len() != spec.params.len() {
             self.errors.at(
                 mc,
-                format!("`{method}` takes {} argument(s)", spec.params.len()),
+                format!(
+                    "`{method}` takes {} argument{}",
+                    spec.params.len(),
+                    if spec.params.len() == 1 { "" } else { "s" }
+                ),
             );
             return Lowered::constant(quote!(::core::unreachable!()));
         }
@@ -1117,8 +1167,7 @@ impl Lowerer<'_> {
             }
         };
         if let Some(t) = taint {
-            self.errors.push(syn::Error::new(
-                t,
+            self.errors.push(t.error(
                 "this value is read out of a differentiated tensor, so no gradient can flow \
                  through it into this call; use `stop_gradient` to cut the gradient on purpose",
             ));
@@ -1129,7 +1178,7 @@ impl Lowerer<'_> {
             .map(|(l, syn_arg)| match l {
                 Lowered::Val(val) => CallArg::Val {
                     val,
-                    borrowed: matches!(strip(syn_arg), Expr::Reference(_)),
+                    borrowed: self.ref_binding(Some(syn_arg)),
                 },
                 Lowered::Const { tokens, .. } => CallArg::Const(tokens),
             })
@@ -1154,7 +1203,7 @@ pub fn val_ident(v: Val) -> Ident {
 /// Renames bindings inside constant code and notes reads of differentiated tensors.
 struct Renamer<'l, 'e> {
     lowerer: &'l mut Lowerer<'e>,
-    taint: Option<Span>,
+    taint: Option<Taint>,
 }
 
 impl VisitMut for Renamer<'_, '_> {
@@ -1163,8 +1212,8 @@ impl VisitMut for Renamer<'_, '_> {
             Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
                 let ident = p.path.get_ident().expect("checked").clone();
                 match self.lowerer.lookup(&ident.to_string()) {
-                    Some(Binding::Active(v)) => {
-                        self.taint = self.taint.or(Some(ident.span()));
+                    Some(Binding::Active(v, _)) => {
+                        self.taint = self.taint.or(Some(Taint::of(&ident)));
                         let new = val_ident(*v);
                         *e = syn::parse_quote_spanned!(ident.span()=> #new);
                     }
