@@ -14,6 +14,7 @@ mod element;
 mod error;
 #[doc(hidden)]
 pub mod generated;
+pub mod model;
 pub mod ops;
 mod rng;
 mod tensor;
@@ -23,6 +24,7 @@ pub use check::{check_grad, grad_fn, GradCheckError, GradFn};
 pub use dual::Dual;
 pub use element::{strong_mul, Element};
 pub use error::ShapeError;
+pub use model::Differentiable;
 pub use ops::arith::{
     add, div, mul, neg, sub, try_add, try_div, try_mul, try_sub, Operand, OperandRef,
 };

@@ -1,0 +1,116 @@
+//! Parameter structures: the [`Differentiable`] trait that `#[derive(Differentiable)]`
+//! implements, so that a model's parameters can be one argument of a differentiable function and
+//! its gradient a value of the same type.
+
+use crate::element::Element;
+use crate::tensor::Tensor;
+
+/// A structure of tensors that can be differentiated as a whole: a tensor, a struct deriving
+/// `Differentiable`, or a `Vec`/array of them.
+///
+/// Its gradient is a value of the same type. The leaf tensors come in a fixed order (fields in
+/// declaration order, elements in index order), the same for every value of the type, so
+/// optimizers can walk parameters, gradients and their own state side by side.
+pub trait Differentiable: Clone {
+    /// The element type of every leaf.
+    type Elem: Element;
+
+    /// The same structure with every leaf tensor zero (constant `#[nodiff]` fields are cloned).
+    fn zeros_like(&self) -> Self;
+
+    /// The leaf tensors, in order.
+    fn leaves(&self) -> Vec<&Tensor<Self::Elem>>;
+
+    /// The leaf tensors, mutably, in the same order.
+    fn leaves_mut(&mut self) -> Vec<&mut Tensor<Self::Elem>>;
+
+    /// Each leaf's path (`"layers[1].w"`), in the same order; `prefix` is prepended.
+    fn leaf_paths(&self, prefix: &str) -> Vec<String>;
+
+    /// Leafwise `self + other`.
+    ///
+    /// # Panics
+    /// When the two values' leaves differ in shape.
+    #[must_use]
+    fn add(&self, other: &Self) -> Self {
+        let mut out = self.clone();
+        out.axpy(Self::Elem::one(), other);
+        out
+    }
+
+    /// Every leaf multiplied by `alpha`.
+    #[must_use]
+    fn scale(&self, alpha: Self::Elem) -> Self {
+        let mut out = self.clone();
+        for leaf in out.leaves_mut() {
+            *leaf *= alpha;
+        }
+        out
+    }
+
+    /// `self += alpha * other`, leaf by leaf.
+    ///
+    /// # Panics
+    /// When the two values' leaves differ in shape.
+    fn axpy(&mut self, alpha: Self::Elem, other: &Self) {
+        for (leaf, o) in self.leaves_mut().into_iter().zip(other.leaves()) {
+            *leaf += &(o * alpha);
+        }
+    }
+}
+
+use num_traits::One;
+
+impl<T: Element> Differentiable for Tensor<T> {
+    type Elem = T;
+    fn zeros_like(&self) -> Self {
+        Tensor::zeros(self.shape())
+    }
+    fn leaves(&self) -> Vec<&Tensor<T>> {
+        vec![self]
+    }
+    fn leaves_mut(&mut self) -> Vec<&mut Tensor<T>> {
+        vec![self]
+    }
+    fn leaf_paths(&self, prefix: &str) -> Vec<String> {
+        vec![prefix.to_owned()]
+    }
+}
+
+impl<D: Differentiable> Differentiable for Vec<D> {
+    type Elem = D::Elem;
+    fn zeros_like(&self) -> Self {
+        self.iter().map(D::zeros_like).collect()
+    }
+    fn leaves(&self) -> Vec<&Tensor<D::Elem>> {
+        self.iter().flat_map(D::leaves).collect()
+    }
+    fn leaves_mut(&mut self) -> Vec<&mut Tensor<D::Elem>> {
+        self.iter_mut().flat_map(D::leaves_mut).collect()
+    }
+    fn leaf_paths(&self, prefix: &str) -> Vec<String> {
+        self.iter()
+            .enumerate()
+            .flat_map(|(i, d)| d.leaf_paths(&format!("{prefix}[{i}]")))
+            .collect()
+    }
+}
+
+impl<D: Differentiable, const N: usize> Differentiable for [D; N] {
+    type Elem = D::Elem;
+    fn zeros_like(&self) -> Self {
+        std::array::from_fn(|i| self[i].zeros_like())
+    }
+    fn leaves(&self) -> Vec<&Tensor<D::Elem>> {
+        self.iter().flat_map(D::leaves).collect()
+    }
+    fn leaves_mut(&mut self) -> Vec<&mut Tensor<D::Elem>> {
+        self.iter_mut().flat_map(D::leaves_mut).collect()
+    }
+    fn leaf_paths(&self, prefix: &str) -> Vec<String> {
+        self.iter()
+            .enumerate()
+            .flat_map(|(i, d)| d.leaf_paths(&format!("{prefix}[{i}]")))
+            .collect()
+    }
+}
