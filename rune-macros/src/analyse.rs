@@ -4,20 +4,23 @@
 use std::collections::BTreeSet;
 
 use crate::diag::Errors;
-use crate::ir::{Body, Const, Operand, OutputAux, OutputElem, Stmt, Val};
+use crate::ir::{Body, CallArg, Const, Operand, OutputElem, Slot, Stmt, Val};
+use crate::lower::CONCRETIZATION;
 use crate::ops::{self, Keep, Param};
 
 /// What the analysis found.
 pub struct Analysis {
     /// Values the differentiated output depends on.
     pub useful: Vec<bool>,
+    /// Slots the differentiated output depends on.
+    pub useful_slots: Vec<bool>,
     /// Values whose tensors the backward pass reads.
     pub keep_value: BTreeSet<Val>,
     /// Values whose shapes the backward pass reads.
     pub keep_shape: BTreeSet<Val>,
     /// Constant op inputs the backward pass reads (kept in owned form).
     pub keep_const: BTreeSet<Const>,
-    /// Borrowed configuration arguments the backward pass reads (kept in owned form).
+    /// Configuration arguments the backward pass reads (kept in owned form).
     pub keep_config: BTreeSet<Const>,
     /// Ops whose input lengths along the axis the backward pass reads (`concat`).
     pub keep_sizes: BTreeSet<Val>,
@@ -29,45 +32,81 @@ impl Analysis {
     pub fn is_useful(&self, v: Val) -> bool {
         self.useful[v.0]
     }
+    pub fn slot_useful(&self, s: Slot) -> bool {
+        self.useful_slots[s.0]
+    }
+}
+
+/// Calls `f` on every statement, depth first, in order.
+pub fn walk<'a>(stmts: &'a [Stmt], f: &mut impl FnMut(&'a Stmt)) {
+    for s in stmts {
+        f(s);
+        match s {
+            Stmt::Branch { arms, .. } => {
+                for arm in arms {
+                    walk(arm, f);
+                }
+            }
+            Stmt::Loop { body, .. } => walk(body, f),
+            _ => {}
+        }
+    }
 }
 
 /// Runs the analysis; reports values read out of differentiated tensors that reach the output.
 pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
     let mut useful = vec![false; body.values];
+    let mut useful_slots = vec![false; body.slots];
     for out in &body.outputs {
         if let OutputElem::Val(v) = out {
             useful[v.0] = true;
         }
     }
-    let _ = &body.aux.as_ref().map(|a| matches!(a, OutputAux::Val(_)));
-    for stmt in body.stmts.iter().rev() {
-        match stmt {
+    // Loops and slots make the dependence cyclic: iterate to a fixed point.
+    loop {
+        let mut changed = false;
+        let mut mark = |flags: &mut Vec<bool>, i: usize| {
+            if !flags[i] {
+                flags[i] = true;
+                changed = true;
+            }
+        };
+        walk(&body.stmts, &mut |s| match s {
             Stmt::Op { out, inputs, .. } if useful[out.0] => {
                 for v in inputs.iter().filter_map(|i| i.val()) {
-                    useful[v.0] = true;
+                    mark(&mut useful, v.0);
                 }
             }
             Stmt::Call { outs, args, .. } if outs.iter().any(|o| useful[o.0]) => {
                 for a in args {
-                    if let crate::ir::CallArg::Val { val, .. } = a {
-                        useful[val.0] = true;
+                    if let CallArg::Val { val, .. } = a {
+                        mark(&mut useful, val.0);
                     }
                 }
             }
+            Stmt::SlotRead { out, slot } if useful[out.0] => mark(&mut useful_slots, slot.0),
+            Stmt::SlotWrite {
+                slot,
+                val: Operand::Val(v),
+            }
+            | Stmt::SlotInit {
+                slot,
+                init: Operand::Val(v),
+            } if useful_slots[slot.0] => mark(&mut useful, v.0),
             _ => {}
+        });
+        if !changed {
+            break;
         }
     }
 
-    let concretization = "this value is read out of a differentiated tensor, and the result \
-        depends on it: its gradient would be silently lost (JAX reports this as a \
-        concretization error). Compute it from `stop_gradient(&x)` to cut the gradient on \
-        purpose, or keep the computation in tensor ops";
-    if let Some(span) = body.output_taint {
-        errors.push(span.error(concretization));
+    if let Some(t) = body.output_taint {
+        errors.push(t.error(CONCRETIZATION));
     }
 
     let mut a = Analysis {
         useful,
+        useful_slots,
         keep_value: BTreeSet::new(),
         keep_shape: BTreeSet::new(),
         keep_const: BTreeSet::new(),
@@ -75,72 +114,70 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
         keep_sizes: BTreeSet::new(),
         keep_witness: BTreeSet::new(),
     };
-    for stmt in &body.stmts {
-        match stmt {
-            Stmt::Param { out, .. } => {
-                a.keep_shape.insert(*out);
-            }
-            Stmt::Op {
-                out,
-                op,
-                inputs,
-                config,
-                tainted_by,
-                ..
-            } if a.useful[out.0] => {
-                if let Some(span) = tainted_by {
-                    errors.push(span.error(concretization));
-                }
-                let list = op.params.contains(&Param::TensorList);
-                for (i, input) in inputs.iter().enumerate() {
-                    if input.val().is_none() {
-                        continue;
-                    }
-                    let template = if list { op.vjp[0] } else { op.vjp[i] };
-                    let (_, args) = ops::parse_template(template);
-                    for arg in args {
-                        let (kind, index) = split_arg(arg);
-                        match kind {
-                            "y" => {
-                                a.keep_value.insert(*out);
-                            }
-                            "a" => match inputs[index] {
-                                Operand::Val(v) => {
-                                    a.keep_value.insert(v);
-                                }
-                                Operand::Const(c) => {
-                                    a.keep_const.insert(c);
-                                }
-                            },
-                            "s" => {
-                                if let Some(v) = inputs[index].val() {
-                                    a.keep_shape.insert(v);
-                                }
-                            }
-                            "c" => {
-                                if let Some(Keep::Owned) = config_keep(op, index) {
-                                    a.keep_config.insert(config[index]);
-                                }
-                            }
-                            "sizes" => {
-                                a.keep_sizes.insert(*out);
-                            }
-                            "w" => {
-                                a.keep_witness.insert(*out);
-                            }
-                            _ => {}
-                        }
-                    }
-                }
-            }
-            Stmt::Call { outs, .. } if outs.iter().any(|o| a.useful[o.0]) => {
-                for o in outs {
-                    a.keep_shape.insert(*o);
-                }
-            }
-            _ => {}
+    let mut reported = false;
+    walk(&body.stmts, &mut |stmt| match stmt {
+        Stmt::Param { out, .. } => {
+            a.keep_shape.insert(*out);
         }
-    }
+        Stmt::Op {
+            out,
+            op,
+            inputs,
+            config,
+            tainted_by,
+            ..
+        } if a.useful[out.0] => {
+            if let (Some(t), false) = (tainted_by, reported) {
+                errors.push(t.error(CONCRETIZATION));
+                reported = true;
+            }
+            let list = op.params.contains(&Param::TensorList);
+            for (i, input) in inputs.iter().enumerate() {
+                if input.val().is_none() {
+                    continue;
+                }
+                let template = if list { op.vjp[0] } else { op.vjp[i] };
+                let (_, args) = ops::parse_template(template);
+                for arg in args {
+                    let (kind, index) = split_arg(arg);
+                    match kind {
+                        "y" => {
+                            a.keep_value.insert(*out);
+                        }
+                        "a" => match inputs[index] {
+                            Operand::Val(v) => {
+                                a.keep_value.insert(v);
+                            }
+                            Operand::Const(c) => {
+                                a.keep_const.insert(c);
+                            }
+                        },
+                        "s" => {
+                            if let Some(v) = inputs[index].val() {
+                                a.keep_shape.insert(v);
+                            }
+                        }
+                        "c" => {
+                            a.keep_config.insert(config[index]);
+                        }
+                        "sizes" => {
+                            a.keep_sizes.insert(*out);
+                        }
+                        "w" => {
+                            a.keep_witness.insert(*out);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Stmt::Call { outs, .. } if outs.iter().any(|o| a.useful[o.0]) => {
+            for o in outs {
+                a.keep_shape.insert(*o);
+            }
+        }
+        _ => {}
+    });
     a
 }
 

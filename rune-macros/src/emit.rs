@@ -12,8 +12,11 @@ use proc_macro2::{Span, TokenTree};
 use quote::{format_ident, quote, ToTokens};
 use syn::{Ident, ItemFn};
 
-use crate::analyse::{config_keep, split_arg, Analysis};
-use crate::ir::{Body, CallArg, Const, Operand, OutputAux, OutputElem, Stmt, Use, Val};
+use crate::analyse::{config_keep, split_arg, walk, Analysis};
+use crate::ir::{
+    Body, BranchHead, CallArg, Const, LoopHead, Operand, OutputAux, OutputElem, Slot, Stmt, Use,
+    Val,
+};
 use crate::lower::val_ident;
 use crate::ops::{self, Form, Keep, OpSpec, Param};
 use crate::parse::{hidden, Returns, Signature};
@@ -71,6 +74,21 @@ fn relocate(tokens: TokenStream, span: Span) -> TokenStream {
         .collect()
 }
 
+/// An operand as an owned tensor (a slot's new value).
+fn owned_tensor(o: Operand) -> TokenStream {
+    let rt = rt();
+    match o {
+        Operand::Val(v) => {
+            let v = val_ident(v);
+            quote!(::core::clone::Clone::clone(&#v))
+        }
+        Operand::Const(c) => {
+            let c = const_ident(c);
+            quote!(::core::clone::Clone::clone(#rt::as_tensor(&#c)))
+        }
+    }
+}
+
 /// How a hoisted constant is used, by id.
 struct Hoists {
     usage: Vec<Use>,
@@ -79,14 +97,14 @@ struct Hoists {
 impl Hoists {
     fn new(body: &Body) -> Self {
         let mut usage = Vec::new();
-        for s in &body.stmts {
+        walk(&body.stmts, &mut |s| {
             if let Stmt::Hoist { id, usage: u, .. } = s {
                 if usage.len() <= id.0 {
                     usage.resize(id.0 + 1, Use::Plain);
                 }
                 usage[id.0] = *u;
             }
-        }
+        });
         Hoists { usage }
     }
 
@@ -184,6 +202,10 @@ fn rule_call(template: &str, ctx: &OpCtx, pass: Pass, useful: &dyn Fn(Val) -> bo
                         (Pass::Backward, Some(Keep::Owned)) => {
                             let k = config_ident(c);
                             quote!(&#k)
+                        }
+                        (Pass::Backward, _) => {
+                            let k = config_ident(c);
+                            quote!(#k)
                         }
                         _ => {
                             let c = const_ident(c);
@@ -357,13 +379,221 @@ pub struct Emitter<'a> {
     pub analysis: &'a Analysis,
 }
 
-impl Emitter<'_> {
-    fn hoists(&self) -> Hoists {
-        Hoists::new(self.body)
+/// Something the backward pass reads, saved by the forward pass right after the statement that
+/// produces it: captured by the pullback at the top level, pushed on a stack inside a branch or
+/// loop (and popped at the start of the same region's replay).
+enum Saved {
+    Value(Val),
+    Shape(Val),
+    ConstResidual(Const),
+    Config(Const),
+    Sizes(Val),
+    Witness(Val),
+    Pullback(Val),
+}
+
+impl Saved {
+    /// The local the backward pass reads it from.
+    fn ident(&self) -> Ident {
+        match self {
+            Saved::Value(v) => val_ident(*v),
+            Saved::Shape(v) => shape_ident(*v),
+            Saved::ConstResidual(c) => residual_ident(*c),
+            Saved::Config(c) => config_ident(*c),
+            Saved::Sizes(v) => sizes_ident(*v),
+            Saved::Witness(v) => witness_ident(*v),
+            Saved::Pullback(v) => pullback_ident(*v),
+        }
     }
 
-    /// The statements shared by both passes, one at a time; `after` adds pass-specific code.
-    fn forward_stmt(&self, stmt: &Stmt, hoists: &Hoists) -> TokenStream {
+    /// The stack it lives on inside regions.
+    fn stack(&self) -> Ident {
+        format_ident!("{}_stack", self.ident())
+    }
+}
+
+fn slot_ident(s: Slot) -> Ident {
+    hidden(&format!("m{}", s.0))
+}
+fn slot_tangent_ident(s: Slot) -> Ident {
+    hidden(&format!("tm{}", s.0))
+}
+fn slot_adjoint_ident(s: Slot) -> Ident {
+    hidden(&format!("am{}", s.0))
+}
+fn trips_ident(id: usize) -> Ident {
+    hidden(&format!("trips{id}"))
+}
+fn trips_stack_ident(id: usize) -> Ident {
+    hidden(&format!("trips{id}_stack"))
+}
+fn arm_stack_ident(id: usize) -> Ident {
+    hidden(&format!("arm{id}_stack"))
+}
+
+/// Which emission a walk produces.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `f_fwd`: the primal, saving what the backward pass reads.
+    Reverse,
+    /// `f_tangent`: the primal with each op followed by its tangent rule.
+    Tangent,
+}
+
+impl Emitter<'_> {
+    fn useful(&self, v: Val) -> bool {
+        self.analysis.is_useful(v)
+    }
+
+    fn optional(&self, s: Slot) -> bool {
+        self.body.output_slots.contains(&s)
+    }
+
+    /// What `stmt` saves for the backward pass.
+    fn saved_by(&self, stmt: &Stmt) -> Vec<Saved> {
+        let a = self.analysis;
+        let mut out = Vec::new();
+        let value = |v: Val, out: &mut Vec<Saved>| {
+            if a.keep_value.contains(&v) {
+                out.push(Saved::Value(v));
+            }
+            if a.keep_shape.contains(&v) {
+                out.push(Saved::Shape(v));
+            }
+        };
+        match stmt {
+            Stmt::Param { out: v, .. } | Stmt::SlotRead { out: v, .. } => value(*v, &mut out),
+            Stmt::Op {
+                out: v,
+                inputs,
+                config,
+                ..
+            } => {
+                value(*v, &mut out);
+                for input in inputs {
+                    if let Operand::Const(c) = input {
+                        if a.keep_const.contains(c) {
+                            out.push(Saved::ConstResidual(*c));
+                        }
+                    }
+                }
+                for c in config {
+                    if a.keep_config.contains(c) {
+                        out.push(Saved::Config(*c));
+                    }
+                }
+                if a.keep_sizes.contains(v) {
+                    out.push(Saved::Sizes(*v));
+                }
+                if a.keep_witness.contains(v) {
+                    out.push(Saved::Witness(*v));
+                }
+            }
+            Stmt::Call { outs, .. } => {
+                if outs.iter().any(|o| self.useful(*o)) {
+                    out.push(Saved::Pullback(outs[0]));
+                }
+                for o in outs {
+                    value(*o, &mut out);
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// The expression computing a saved item in the forward pass.
+    fn save_expr(&self, saved: &Saved, stmt: &Stmt, hoists: &Hoists) -> TokenStream {
+        let rt = rt();
+        match saved {
+            Saved::Value(v) => {
+                let v = val_ident(*v);
+                quote!(::core::clone::Clone::clone(&#v))
+            }
+            Saved::Shape(v) => {
+                let v = val_ident(*v);
+                quote!(#rt::shape_of(&#v))
+            }
+            Saved::ConstResidual(c) | Saved::Config(c) => {
+                let c = const_ident(*c);
+                quote!(#rt::Residual::residual(&#c))
+            }
+            Saved::Sizes(_) => {
+                let Stmt::Op { inputs, config, .. } = stmt else {
+                    unreachable!("sizes are saved by concat")
+                };
+                let list: Vec<TokenStream> = inputs.iter().map(|o| hoists.forward(*o)).collect();
+                let axis = const_ident(config[0]);
+                quote!(#rt::rules::concat_sizes(&[#(#list),*], #axis))
+            }
+            Saved::Witness(_) => {
+                let Stmt::Op { inputs, .. } = stmt else {
+                    unreachable!("witnesses are saved by cast")
+                };
+                let input = inputs[0].val().map(val_ident).expect("cast of a value");
+                quote!(#rt::witness(&#input))
+            }
+            Saved::Pullback(v) => pullback_ident(*v).into_token_stream(),
+        }
+    }
+
+    /// Every saved item inside a branch or loop (each gets a stack).
+    fn stacked(&self) -> Vec<Saved> {
+        let mut out = Vec::new();
+        fn go(e: &Emitter, stmts: &[Stmt], depth: usize, out: &mut Vec<Saved>) {
+            for s in stmts {
+                if depth > 0 {
+                    out.extend(e.saved_by(s));
+                }
+                match s {
+                    Stmt::Branch { arms, .. } => {
+                        for arm in arms {
+                            go(e, arm, depth + 1, out);
+                        }
+                    }
+                    Stmt::Loop { body, .. } => go(e, body, depth + 1, out),
+                    _ => {}
+                }
+            }
+        }
+        go(self, &self.body.stmts, 0, &mut out);
+        out
+    }
+
+    /// The primal statements of one region, in `mode`.
+    fn forward_block(
+        &self,
+        stmts: &[Stmt],
+        depth: usize,
+        mode: Mode,
+        hoists: &Hoists,
+    ) -> TokenStream {
+        let rt = rt();
+        let mut out = Vec::new();
+        for stmt in stmts {
+            out.push(self.forward_stmt(stmt, depth, mode, hoists));
+            if mode == Mode::Reverse {
+                for saved in self.saved_by(stmt) {
+                    let value = self.save_expr(&saved, stmt, hoists);
+                    let ident = saved.ident();
+                    let stack = saved.stack();
+                    match (depth, &saved) {
+                        (0, Saved::Value(_) | Saved::Pullback(_)) => {}
+                        (0, _) => out.push(quote!(let #ident = #value;)),
+                        _ => out.push(quote!(#stack.push(#value);)),
+                    }
+                }
+            }
+            if mode == Mode::Tangent {
+                out.push(self.tangent_of(stmt));
+            }
+        }
+        let _ = rt;
+        quote!(#(#out)*)
+    }
+
+    fn forward_stmt(&self, stmt: &Stmt, depth: usize, mode: Mode, hoists: &Hoists) -> TokenStream {
+        let rt = rt();
         match stmt {
             Stmt::Verbatim(t) => t.clone(),
             Stmt::Hoist { id, expr, ty, .. } => {
@@ -410,99 +640,410 @@ impl Emitter<'_> {
                 let e = forward_op(&ctx, hoists);
                 relocate(quote!(let #v = #e;), *span)
             }
-            Stmt::Call { .. } => unreachable!("calls are emitted per pass"),
+            Stmt::Call {
+                outs,
+                tuple,
+                path,
+                args,
+                span,
+            } => {
+                let bound = bind_outs(outs, *tuple);
+                match mode {
+                    Mode::Reverse => {
+                        let f = suffixed(path, "fwd");
+                        let args = call_args(args);
+                        let pb = pullback_ident(outs[0]);
+                        relocate(quote!(let (#bound, #pb) = #f(#(#args),*);), *span)
+                    }
+                    Mode::Tangent => {
+                        let f = suffixed(path, "tangent");
+                        let mut all = call_args(args);
+                        for a in args {
+                            all.push(match a {
+                                CallArg::Val { val, .. } if self.useful(*val) => {
+                                    let t = tangent_ident(*val);
+                                    quote!(&#t)
+                                }
+                                _ => quote!(#rt::NoTangent),
+                            });
+                        }
+                        let tangents: Vec<Ident> = outs.iter().map(|v| tangent_ident(*v)).collect();
+                        let tbound = if *tuple {
+                            quote!((#(#tangents),*))
+                        } else {
+                            tangents[0].to_token_stream()
+                        };
+                        relocate(quote!(let (#bound, #tbound) = #f(#(#all),*);), *span)
+                    }
+                }
+            }
+            Stmt::SlotInit { slot, init } => {
+                let m = slot_ident(*slot);
+                let value = owned_tensor(*init);
+                quote!(let mut #m = #value;)
+            }
+            Stmt::SlotRead { out, slot } => {
+                let m = slot_ident(*slot);
+                let v = val_ident(*out);
+                if self.optional(*slot) {
+                    quote!(let #v = ::core::clone::Clone::clone(::core::option::Option::as_ref(&#m).expect("rune-ad: a branch or return left no value"));)
+                } else {
+                    quote!(let #v = ::core::clone::Clone::clone(&#m);)
+                }
+            }
+            Stmt::SlotWrite { slot, val } => {
+                let m = slot_ident(*slot);
+                let value = owned_tensor(*val);
+                if self.optional(*slot) {
+                    quote!(#m = ::core::option::Option::Some(#value);)
+                } else {
+                    quote!(#m = #value;)
+                }
+            }
+            Stmt::Branch { id, head, arms } => {
+                let bodies: Vec<TokenStream> = arms
+                    .iter()
+                    .map(|arm| self.forward_block(arm, depth + 1, mode, hoists))
+                    .collect();
+                let indexed: Vec<TokenStream> = bodies
+                    .iter()
+                    .enumerate()
+                    .map(|(i, b)| match mode {
+                        Mode::Reverse => quote!({ #b #i }),
+                        Mode::Tangent => quote!({ #b }),
+                    })
+                    .collect();
+                let choice = match head {
+                    BranchHead::If(cond) => {
+                        let (a, b) = (&indexed[0], &indexed[1]);
+                        quote!(if #cond #a else #b)
+                    }
+                    BranchHead::Match {
+                        scrutinee,
+                        patterns,
+                    } => quote!(match #scrutinee { #(#patterns => #indexed)* }),
+                };
+                match mode {
+                    Mode::Reverse => {
+                        let stack = arm_stack_ident(*id);
+                        quote!(#stack.push(#choice);)
+                    }
+                    Mode::Tangent => quote!(#choice),
+                }
+            }
+            Stmt::Loop { id, head, body } => {
+                let inner = self.forward_block(body, depth + 1, mode, hoists);
+                let trips = trips_ident(*id);
+                let stack = trips_stack_ident(*id);
+                let (count, push, tick) = match mode {
+                    Mode::Reverse => (
+                        quote!(let mut #trips = 0usize;),
+                        quote!(#stack.push(#trips);),
+                        quote!(#trips += 1;),
+                    ),
+                    Mode::Tangent => (quote!(), quote!(), quote!()),
+                };
+                let looped = match head {
+                    LoopHead::For { pattern, iter } => {
+                        quote!(for #pattern in #iter { #tick #inner })
+                    }
+                    LoopHead::Loop => quote!(loop { #tick #inner }),
+                };
+                quote!(#count #looped #push)
+            }
         }
     }
 
-    fn useful(&self, v: Val) -> bool {
-        self.analysis.is_useful(v)
+    /// The tangent rule after `stmt` (forward mode).
+    fn tangent_of(&self, stmt: &Stmt) -> TokenStream {
+        let rt = rt();
+        match stmt {
+            Stmt::Param { out: v, .. } if self.useful(*v) => {
+                let index = self
+                    .param_vals()
+                    .iter()
+                    .position(|pv| *pv == Some(*v))
+                    .expect("a parameter value");
+                let slot = format_ident!("__rune_tangent_{}", index);
+                let t = tangent_ident(*v);
+                let vi = val_ident(*v);
+                quote!(let #t = #rt::TangentSlot::tangent_or_zeros(#slot, &#vi);)
+            }
+            Stmt::Op {
+                out: v,
+                op,
+                inputs,
+                config,
+                turbofish,
+                span,
+                ..
+            } if self.useful(*v) => {
+                let ctx = OpCtx {
+                    out: *v,
+                    op,
+                    inputs,
+                    config,
+                    turbofish,
+                    k: 0,
+                };
+                let call = rule_call(op.jvp, &ctx, Pass::Tangent, &|v| self.useful(v));
+                let t = tangent_ident(*v);
+                relocate(quote!(let #t = #call;), *span)
+            }
+            Stmt::SlotInit { slot, init } if self.analysis.slot_useful(*slot) => {
+                let tm = slot_tangent_ident(*slot);
+                let m = slot_ident(*slot);
+                let value = self.tangent_operand(*init, &m);
+                quote!(let mut #tm = #value;)
+            }
+            Stmt::SlotRead { out, slot } if self.useful(*out) => {
+                let tm = slot_tangent_ident(*slot);
+                let t = tangent_ident(*out);
+                if self.optional(*slot) {
+                    quote!(let #t = ::core::clone::Clone::clone(::core::option::Option::as_ref(&#tm).expect("rune-ad: a branch or return left no tangent"));)
+                } else {
+                    quote!(let #t = ::core::clone::Clone::clone(&#tm);)
+                }
+            }
+            Stmt::SlotWrite { slot, val } if self.analysis.slot_useful(*slot) => {
+                let tm = slot_tangent_ident(*slot);
+                let m = slot_ident(*slot);
+                let m_value = if self.optional(*slot) {
+                    quote!(::core::option::Option::as_ref(&#m).expect("written"))
+                } else {
+                    quote!(&#m)
+                };
+                let value = match val {
+                    Operand::Val(v) if self.useful(*v) => {
+                        let t = tangent_ident(*v);
+                        quote!(::core::clone::Clone::clone(&#t))
+                    }
+                    _ => quote!(#rt::Tensor::zeros((#m_value).shape())),
+                };
+                if self.optional(*slot) {
+                    quote!(#tm = ::core::option::Option::Some(#value);)
+                } else {
+                    quote!(#tm = #value;)
+                }
+            }
+            _ => quote!(),
+        }
+    }
+
+    /// The tangent of a slot's initial value (zeros for a constant).
+    fn tangent_operand(&self, o: Operand, m: &Ident) -> TokenStream {
+        let rt = rt();
+        match o {
+            Operand::Val(v) if self.useful(v) => {
+                let t = tangent_ident(v);
+                quote!(::core::clone::Clone::clone(&#t))
+            }
+            _ => quote!(#rt::Tensor::zeros(#m.shape())),
+        }
+    }
+
+    /// The backward replay of one region: pops what it saved, then each statement reversed.
+    fn backward_block(&self, stmts: &[Stmt], depth: usize) -> TokenStream {
+        let mut out = Vec::new();
+        if depth > 0 {
+            for stmt in stmts {
+                for saved in self.saved_by(stmt) {
+                    let ident = saved.ident();
+                    let stack = saved.stack();
+                    out.push(quote!(let #ident = ::core::option::Option::unwrap(#stack.pop());));
+                }
+            }
+        }
+        for stmt in stmts.iter().rev() {
+            out.push(self.backward_stmt(stmt, depth));
+        }
+        quote!(#(#out)*)
+    }
+
+    fn backward_stmt(&self, stmt: &Stmt, depth: usize) -> TokenStream {
+        let rt = rt();
+        match stmt {
+            Stmt::Op {
+                out,
+                op,
+                inputs,
+                config,
+                turbofish,
+                span,
+                ..
+            } if self.useful(*out) => {
+                let adj = adjoint_ident(*out);
+                let list = op.params.contains(&Param::TensorList);
+                let mut contributions = Vec::new();
+                for (i, input) in inputs.iter().enumerate() {
+                    let Operand::Val(v) = input else { continue };
+                    let ctx = OpCtx {
+                        out: *out,
+                        op,
+                        inputs,
+                        config,
+                        turbofish,
+                        k: i,
+                    };
+                    let template = if list { op.vjp[0] } else { op.vjp[i] };
+                    let call = rule_call(template, &ctx, Pass::Backward, &|v| self.useful(v));
+                    let target = adjoint_ident(*v);
+                    contributions.push(relocate(
+                        quote!(#rt::accumulate(&mut #target, #call);),
+                        *span,
+                    ));
+                }
+                quote! {
+                    if let ::core::option::Option::Some(__rune_g) = #adj.take() {
+                        #(#contributions)*
+                    }
+                }
+            }
+            Stmt::Call {
+                outs, args, span, ..
+            } if outs.iter().any(|o| self.useful(*o)) => {
+                let pb = pullback_ident(outs[0]);
+                let cts: Vec<TokenStream> = outs
+                    .iter()
+                    .map(|o| {
+                        let adj = adjoint_ident(*o);
+                        let s = shape_ident(*o);
+                        if self.useful(*o) {
+                            quote!(&#rt::adjoint_or_zeros(#adj.take(), &#s))
+                        } else {
+                            quote!(&#rt::adjoint_or_zeros(::core::option::Option::None, &#s))
+                        }
+                    })
+                    .collect();
+                let ct = if outs.len() == 1 {
+                    cts[0].clone()
+                } else {
+                    quote!((#(#cts),*))
+                };
+                let slots: Vec<TokenStream> = args
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, arg)| match arg {
+                        CallArg::Val { val, .. } if self.useful(*val) => {
+                            let target = adjoint_ident(*val);
+                            let index = syn::Index::from(i);
+                            Some(quote!(#rt::accumulate_slot(&mut #target, __rune_slots.#index);))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                relocate(
+                    quote! {
+                        let __rune_slots = #pb(#ct);
+                        #(#slots)*
+                    },
+                    *span,
+                )
+            }
+            Stmt::SlotRead { out, slot } if self.useful(*out) => {
+                let am = slot_adjoint_ident(*slot);
+                let a = adjoint_ident(*out);
+                quote!(#rt::accumulate_option(&mut #am, #a.take());)
+            }
+            Stmt::SlotWrite { slot, val } | Stmt::SlotInit { slot, init: val }
+                if self.analysis.slot_useful(*slot) =>
+            {
+                let am = slot_adjoint_ident(*slot);
+                match val {
+                    Operand::Val(v) if self.useful(*v) => {
+                        let a = adjoint_ident(*v);
+                        quote!(#rt::accumulate_option(&mut #a, #am.take());)
+                    }
+                    _ => quote!(#am = ::core::option::Option::None;),
+                }
+            }
+            Stmt::Branch { id, arms, .. } => {
+                let stack = arm_stack_ident(*id);
+                let replays: Vec<TokenStream> = arms
+                    .iter()
+                    .enumerate()
+                    .map(|(i, arm)| {
+                        let b = self.backward_block(arm, depth + 1);
+                        quote!(#i => { #b })
+                    })
+                    .collect();
+                quote! {
+                    match ::core::option::Option::unwrap(#stack.pop()) {
+                        #(#replays)*
+                        _ => ::core::unreachable!(),
+                    }
+                }
+            }
+            Stmt::Loop { id, body, .. } => {
+                let stack = trips_stack_ident(*id);
+                let b = self.backward_block(body, depth + 1);
+                quote! {
+                    for _ in 0..::core::option::Option::unwrap(#stack.pop()) {
+                        #b
+                    }
+                }
+            }
+            _ => quote!(),
+        }
+    }
+
+    /// Stacks for everything saved inside regions, trip counts and arms taken.
+    fn stack_decls(&self) -> TokenStream {
+        let mut decls: Vec<TokenStream> = self
+            .stacked()
+            .iter()
+            .map(|s| {
+                let stack = s.stack();
+                quote!(let mut #stack = ::std::vec::Vec::new();)
+            })
+            .collect();
+        walk(&self.body.stmts, &mut |s| match s {
+            Stmt::Branch { id, .. } => {
+                let stack = arm_stack_ident(*id);
+                decls
+                    .push(quote!(let mut #stack: ::std::vec::Vec<usize> = ::std::vec::Vec::new();));
+            }
+            Stmt::Loop { id, .. } => {
+                let stack = trips_stack_ident(*id);
+                decls
+                    .push(quote!(let mut #stack: ::std::vec::Vec<usize> = ::std::vec::Vec::new();));
+            }
+            _ => {}
+        });
+        quote!(#(#decls)*)
+    }
+
+    /// Output slots and branch results start empty.
+    fn optional_decls(&self, tangents: bool) -> TokenStream {
+        let decls = self.body.output_slots.iter().map(|s| {
+            let m = slot_ident(*s);
+            let tm = slot_tangent_ident(*s);
+            let t = (tangents && self.analysis.slot_useful(*s))
+                .then(|| quote!(let mut #tm = ::core::option::Option::None;));
+            quote!(let mut #m = ::core::option::Option::None; #t)
+        });
+        quote!(#(#decls)*)
     }
 
     /// The body of `f_fwd`: forward statements with residuals saved, then the pullback.
     fn reverse_body(&self) -> TokenStream {
         let rt = rt();
-        let hoists = self.hoists();
-        let a = self.analysis;
-        let mut fwd = Vec::new();
-        for stmt in &self.body.stmts {
-            match stmt {
-                Stmt::Call {
-                    outs,
-                    tuple,
-                    path,
-                    args,
-                    span,
-                } => {
-                    let f = suffixed(path, "fwd");
-                    let args = call_args(args);
-                    let pb = pullback_ident(outs[0]);
-                    let bound = bind_outs(outs, *tuple);
-                    fwd.push(relocate(quote!(let (#bound, #pb) = #f(#(#args),*);), *span));
-                }
-                other => fwd.push(self.forward_stmt(other, &hoists)),
-            }
-            // Residuals, right where their values appear.
-            let defined: Vec<Val> = match stmt {
-                Stmt::Param { out, .. } | Stmt::Op { out, .. } => vec![*out],
-                Stmt::Call { outs, .. } => outs.clone(),
-                _ => vec![],
-            };
-            for v in defined {
-                if a.keep_shape.contains(&v) {
-                    let s = shape_ident(v);
-                    let vi = val_ident(v);
-                    fwd.push(quote!(let #s = #rt::shape_of(&#vi);));
-                }
-            }
-            if let Stmt::Op {
-                out,
-                inputs,
-                config,
-                ..
-            } = stmt
-            {
-                for input in inputs {
-                    if let Operand::Const(c) = input {
-                        if a.keep_const.contains(c) {
-                            let r = residual_ident(*c);
-                            let ci = const_ident(*c);
-                            fwd.push(quote!(let #r = #rt::Residual::residual(&#ci);));
-                        }
-                    }
-                }
-                for c in config {
-                    if a.keep_config.contains(c) {
-                        let k = config_ident(*c);
-                        let ci = const_ident(*c);
-                        fwd.push(quote!(let #k = #rt::Residual::residual(&#ci);));
-                    }
-                }
-                if a.keep_sizes.contains(out) {
-                    let z = sizes_ident(*out);
-                    let items = Hoists::new(self.body);
-                    let list: Vec<TokenStream> = inputs.iter().map(|o| items.forward(*o)).collect();
-                    let axis = const_ident(config[0]);
-                    fwd.push(quote!(let #z = #rt::rules::concat_sizes(&[#(#list),*], #axis);));
-                }
-                if a.keep_witness.contains(out) {
-                    let w = witness_ident(*out);
-                    let input = inputs[0].val().map(val_ident).expect("cast of a value");
-                    fwd.push(quote!(let #w = #rt::witness(&#input);));
-                }
-            }
-        }
+        let hoists = Hoists::new(self.body);
+        let stacks = self.stack_decls();
+        let optionals = self.optional_decls(false);
+        let fwd = self.forward_block(&self.body.stmts, 0, Mode::Reverse, &hoists);
 
-        // The backward sweep.
         let mut bwd = Vec::new();
-        let useful_vals: Vec<Val> = (0..self.body.values)
-            .map(Val)
-            .filter(|v| self.useful(*v))
-            .collect();
-        for v in &useful_vals {
-            let adj = adjoint_ident(*v);
+        for v in (0..self.body.values).map(Val).filter(|v| self.useful(*v)) {
+            let adj = adjoint_ident(v);
             bwd.push(quote!(let mut #adj = ::core::option::Option::None;));
         }
-        let n_out = self.body.outputs.len();
+        for s in (0..self.body.slots).map(Slot) {
+            if self.analysis.slot_useful(s) {
+                let am = slot_adjoint_ident(s);
+                bwd.push(quote!(let mut #am = ::core::option::Option::None;));
+            }
+        }
         for (i, out) in self.body.outputs.iter().enumerate() {
             if let OutputElem::Val(v) = out {
                 let adj = adjoint_ident(*v);
@@ -515,89 +1056,7 @@ impl Emitter<'_> {
                 bwd.push(quote!(#rt::accumulate(&mut #adj, ::core::clone::Clone::clone(#ct));));
             }
         }
-        let _ = n_out;
-        for stmt in self.body.stmts.iter().rev() {
-            match stmt {
-                Stmt::Op {
-                    out,
-                    op,
-                    inputs,
-                    config,
-                    turbofish,
-                    span,
-                    ..
-                } if self.useful(*out) => {
-                    let adj = adjoint_ident(*out);
-                    let list = op.params.contains(&Param::TensorList);
-                    let mut contributions = Vec::new();
-                    for (i, input) in inputs.iter().enumerate() {
-                        let Operand::Val(v) = input else { continue };
-                        let ctx = OpCtx {
-                            out: *out,
-                            op,
-                            inputs,
-                            config,
-                            turbofish,
-                            k: i,
-                        };
-                        let template = if list { op.vjp[0] } else { op.vjp[i] };
-                        let call = rule_call(template, &ctx, Pass::Backward, &|v| self.useful(v));
-                        let target = adjoint_ident(*v);
-                        contributions.push(relocate(
-                            quote!(#rt::accumulate(&mut #target, #call);),
-                            *span,
-                        ));
-                    }
-                    bwd.push(quote! {
-                        if let ::core::option::Option::Some(__rune_g) = #adj.take() {
-                            #(#contributions)*
-                        }
-                    });
-                }
-                Stmt::Call {
-                    outs, args, span, ..
-                } if outs.iter().any(|o| self.useful(*o)) => {
-                    let pb = pullback_ident(outs[0]);
-                    let cts: Vec<TokenStream> = outs
-                        .iter()
-                        .map(|o| {
-                            let adj = adjoint_ident(*o);
-                            let s = shape_ident(*o);
-                            if self.useful(*o) {
-                                quote!(&#rt::adjoint_or_zeros(#adj.take(), &#s))
-                            } else {
-                                quote!(&#rt::adjoint_or_zeros(::core::option::Option::None, &#s))
-                            }
-                        })
-                        .collect();
-                    let ct = if outs.len() == 1 {
-                        cts[0].clone()
-                    } else {
-                        quote!((#(#cts),*))
-                    };
-                    let slots: Vec<TokenStream> = args
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(i, arg)| match arg {
-                            CallArg::Val { val, .. } => {
-                                let target = adjoint_ident(*val);
-                                let index = syn::Index::from(i);
-                                Some(quote!(#rt::accumulate_slot(&mut #target, __rune_slots.#index);))
-                            }
-                            CallArg::Const(_) => None,
-                        })
-                        .collect();
-                    bwd.push(relocate(
-                        quote! {
-                            let __rune_slots = #pb(#ct);
-                            #(#slots)*
-                        },
-                        *span,
-                    ));
-                }
-                _ => {}
-            }
-        }
+        bwd.push(self.backward_block(&self.body.stmts, 0));
         let slots: Vec<TokenStream> = self
             .sig
             .params
@@ -620,7 +1079,9 @@ impl Emitter<'_> {
         let value = self.output_value();
         let cot_ty = self.sig.cotangent_type();
         quote! {
-            #(#fwd)*
+            #stacks
+            #optionals
+            #fwd
             let __rune_value = #value;
             (__rune_value, move |__rune_cotangent: #cot_ty| {
                 #(#bwd)*
@@ -678,95 +1139,20 @@ impl Emitter<'_> {
     /// The body of `f_tangent`.
     fn tangent_body(&self) -> TokenStream {
         let rt = rt();
-        let hoists = self.hoists();
-        let mut out = Vec::new();
-        let mut slot_index = 0;
-        let param_vals = self.param_vals();
-        for stmt in &self.body.stmts {
-            match stmt {
-                Stmt::Call {
-                    outs,
-                    tuple,
-                    path,
-                    args,
-                    span,
-                } => {
-                    let f = suffixed(path, "tangent");
-                    let mut all = call_args(args);
-                    for a in args {
-                        all.push(match a {
-                            CallArg::Val { val, .. } if self.useful(*val) => {
-                                let t = tangent_ident(*val);
-                                quote!(&#t)
-                            }
-                            _ => quote!(#rt::NoTangent),
-                        });
-                    }
-                    let bound = bind_outs(outs, *tuple);
-                    let tangents: Vec<Ident> = outs.iter().map(|v| tangent_ident(*v)).collect();
-                    let tbound = if *tuple {
-                        quote!((#(#tangents),*))
-                    } else {
-                        tangents[0].to_token_stream()
-                    };
-                    out.push(relocate(
-                        quote!(let (#bound, #tbound) = #f(#(#all),*);),
-                        *span,
-                    ));
-                }
-                Stmt::Param { out: v, .. } => {
-                    out.push(self.forward_stmt(stmt, &hoists));
-                    // Tangent slots follow the parameters, in order.
-                    let index = self
-                        .sig
-                        .params
-                        .iter()
-                        .zip(&param_vals)
-                        .position(|(_, pv)| *pv == Some(*v))
-                        .expect("a parameter value");
-                    let slot = format_ident!("__rune_tangent_{}", index);
-                    let t = tangent_ident(*v);
-                    let vi = val_ident(*v);
-                    if self.useful(*v) {
-                        out.push(quote!(let #t = #rt::TangentSlot::tangent_or_zeros(#slot, &#vi);));
-                    }
-                    slot_index += 1;
-                }
-                Stmt::Op {
-                    out: v,
-                    op,
-                    inputs,
-                    config,
-                    turbofish,
-                    span,
-                    ..
-                } => {
-                    out.push(self.forward_stmt(stmt, &hoists));
-                    if self.useful(*v) {
-                        let ctx = OpCtx {
-                            out: *v,
-                            op,
-                            inputs,
-                            config,
-                            turbofish,
-                            k: 0,
-                        };
-                        let call = rule_call(op.jvp, &ctx, Pass::Tangent, &|v| self.useful(v));
-                        let t = tangent_ident(*v);
-                        out.push(relocate(quote!(let #t = #call;), *span));
-                    }
-                }
-                other => out.push(self.forward_stmt(other, &hoists)),
-            }
-        }
-        let _ = slot_index;
+        let hoists = Hoists::new(self.body);
+        let optionals = self.optional_decls(true);
+        let fwd = self.forward_block(&self.body.stmts, 0, Mode::Tangent, &hoists);
         let value = self.output_value();
         let tangents: Vec<TokenStream> = self
             .body
             .outputs
             .iter()
             .map(|o| match o {
-                OutputElem::Val(v) => tangent_ident(*v).into_token_stream(),
+                OutputElem::Val(v) if self.useful(*v) => tangent_ident(*v).into_token_stream(),
+                OutputElem::Val(v) => {
+                    let v = val_ident(*v);
+                    quote!(#rt::Tensor::zeros(#v.shape()))
+                }
                 OutputElem::Const(c) => {
                     let c = const_ident(*c);
                     quote!(#rt::Tensor::zeros(#c.shape()))
@@ -782,7 +1168,8 @@ impl Emitter<'_> {
             quote!((#(#tangents,)*))
         };
         quote! {
-            #(#out)*
+            #optionals
+            #fwd
             (#value, #tangent)
         }
     }

@@ -104,6 +104,24 @@ pub enum Stmt {
         /// op: an error if the op's result reaches the output.
         tainted_by: Option<Taint>,
     },
+    /// `let mut slot = init;` (an output slot starts empty instead).
+    SlotInit { slot: Slot, init: Operand },
+    /// `out = slot` (a copy of the variable's current value).
+    SlotRead { out: Val, slot: Slot },
+    /// `slot = val`.
+    SlotWrite { slot: Slot, val: Operand },
+    /// A branch on a constant condition; the backward pass replays the arm taken.
+    Branch {
+        id: usize,
+        head: BranchHead,
+        arms: Vec<Vec<Stmt>>,
+    },
+    /// A loop over constants; the backward pass replays its trip count in reverse.
+    Loop {
+        id: usize,
+        head: LoopHead,
+        body: Vec<Stmt>,
+    },
     /// A call of another `#[differentiable]` function.
     Call {
         outs: Vec<Val>,
@@ -113,6 +131,34 @@ pub enum Stmt {
         args: Vec<CallArg>,
         span: Span,
     },
+}
+
+/// A mutable differentiated variable: one assigned inside a branch or a loop (loop-carried,
+/// or merged after a branch). Reads and writes are explicit statements; the backward pass gives
+/// it one adjoint that reads add to and writes hand over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Slot(pub usize);
+
+/// How a branch chooses its arm (arm `i` of `arms`).
+pub enum BranchHead {
+    /// `if cond { arm 0 } else { arm 1 }`
+    If(TokenStream),
+    /// `match scrutinee { pattern_i => arm i }` (patterns with their guards)
+    Match {
+        scrutinee: TokenStream,
+        patterns: Vec<TokenStream>,
+    },
+}
+
+/// How a loop repeats.
+pub enum LoopHead {
+    /// `for pattern in iter`
+    For {
+        pattern: TokenStream,
+        iter: TokenStream,
+    },
+    /// `loop`
+    Loop,
 }
 
 /// One element of the function's result.
@@ -130,6 +176,10 @@ pub struct Body {
     /// The aux expression under `has_aux`.
     pub aux: Option<OutputAux>,
     pub values: usize,
+    /// The number of slots.
+    pub slots: usize,
+    /// Slots that hold an output until an early `return` or the end: they start empty.
+    pub output_slots: Vec<Slot>,
     /// Tainted output constants, for the concretization error.
     pub output_taint: Option<Taint>,
 }

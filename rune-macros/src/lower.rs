@@ -13,7 +13,10 @@ use syn::visit_mut::VisitMut;
 use syn::{BinOp, Block, Expr, Ident, Local, Pat, Stmt as SynStmt, UnOp};
 
 use crate::diag::Errors;
-use crate::ir::{Body, CallArg, Const, Operand, OutputAux, OutputElem, Stmt, Taint, Use, Val};
+use crate::ir::{
+    Body, BranchHead, CallArg, Const, LoopHead, Operand, OutputAux, OutputElem, Slot, Stmt, Taint,
+    Use, Val,
+};
 use crate::ops::{self, Form, OpSpec, Param};
 use crate::parse::{hidden, Returns, Signature};
 
@@ -27,6 +30,21 @@ enum Binding {
         ident: Ident,
         taint: Option<Taint>,
     },
+    /// A differentiated variable assigned inside a branch or loop: reads and writes go through
+    /// its slot.
+    Slot(Slot),
+}
+
+/// The loop being lowered: its flags for `break` and `continue`.
+struct LoopCtx {
+    brk: Ident,
+    cont: Ident,
+}
+
+/// Early `return`: the flag it sets and the slots that hold the outputs.
+struct RetCtx {
+    flag: Ident,
+    slots: Vec<Slot>,
 }
 
 /// A lowered expression.
@@ -59,6 +77,12 @@ struct Lowerer<'e> {
     values: usize,
     consts: usize,
     renames: usize,
+    slots: usize,
+    optional_slots: Vec<Slot>,
+    regions: usize,
+    loops: Vec<LoopCtx>,
+    ret: Option<RetCtx>,
+    outputs: usize,
 }
 
 /// Lowers `block` (the body of a function with signature `sig`).
@@ -70,6 +94,12 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         values: 0,
         consts: 0,
         renames: 0,
+        slots: 0,
+        optional_slots: Vec::new(),
+        regions: 0,
+        loops: Vec::new(),
+        ret: None,
+        outputs: sig.outputs(),
     };
     for p in &sig.params {
         let binding = match &p.active {
@@ -92,13 +122,33 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
 
     let n_out = sig.outputs();
     let (init, tail) = split_tail(&block.stmts);
-    for stmt in init {
-        l.stmt(stmt);
+    let early_return = init.iter().any(|s| exits(s, false, true));
+    if early_return {
+        if matches!(sig.returns, Returns::Aux { .. }) {
+            l.errors.at(
+                block,
+                "#[differentiable(has_aux)] functions support `return` only as their last statement",
+            );
+        }
+        let flag = hidden("returned");
+        l.stmts.push(Stmt::Verbatim(quote!(let mut #flag = false;)));
+        let slots = (0..n_out).map(|_| l.new_optional_slot()).collect();
+        l.ret = Some(RetCtx { flag, slots });
     }
+    l.block_stmts(init, tail.filter(|_| early_return));
+    let tail = if early_return { None } else { tail };
     let mut outputs = Vec::new();
     let mut aux = None;
     let mut output_taint = None;
     match tail {
+        None if early_return => {
+            let slots = l.ret.as_ref().map(|r| r.slots.clone()).unwrap_or_default();
+            for slot in slots {
+                let out = l.new_val();
+                l.stmts.push(Stmt::SlotRead { out, slot });
+                outputs.push(OutputElem::Val(out));
+            }
+        }
         None => l.errors.at(
             block
                 .stmts
@@ -146,6 +196,8 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         outputs,
         aux,
         values: l.values,
+        slots: l.slots,
+        output_slots: l.optional_slots,
         output_taint,
     }
 }
@@ -247,12 +299,7 @@ impl Lowerer<'_> {
                 self.stmts.push(Stmt::Verbatim(tokens));
             }
             SynStmt::Expr(e, semi) => {
-                if let Expr::Return(r) = e {
-                    self.errors.at(
-                        r,
-                        "`return` is supported only as the last statement of a \
-                         #[differentiable] function",
-                    );
+                if let Some(()) = self.control(e) {
                     return;
                 }
                 if let Some(()) = self.assignment(e) {
@@ -401,6 +448,11 @@ impl Lowerer<'_> {
             Some((op, span)) => {
                 let lhs = match &current {
                     Binding::Active(v, _) => Lowered::Val(*v),
+                    Binding::Slot(slot) => {
+                        let out = self.new_val();
+                        self.stmts.push(Stmt::SlotRead { out, slot: *slot });
+                        Lowered::Val(out)
+                    }
                     Binding::Const { ident, taint } => Lowered::Const {
                         tokens: ident.to_token_stream(),
                         taint: *taint,
@@ -424,6 +476,10 @@ impl Lowerer<'_> {
             }
         };
         match (current, new) {
+            (Binding::Slot(slot), l) => {
+                let val = self.operand(l, Use::Plain);
+                self.stmts.push(Stmt::SlotWrite { slot, val });
+            }
             (Binding::Const { ident, .. }, Lowered::Const { tokens, taint, .. }) => {
                 self.stmts.push(Stmt::Verbatim(quote!(#ident = #tokens;)));
                 self.bind(&name.to_string(), Binding::Const { ident, taint });
@@ -431,6 +487,461 @@ impl Lowerer<'_> {
             (_, l) => self.bind_lowered(&name, false, None, l, Some(value)),
         }
         Some(())
+    }
+
+    // ---- control flow ----------------------------------------------------------------------
+
+    fn new_slot(&mut self) -> Slot {
+        self.slots += 1;
+        Slot(self.slots - 1)
+    }
+
+    fn new_optional_slot(&mut self) -> Slot {
+        let s = self.new_slot();
+        self.optional_slots.push(s);
+        s
+    }
+
+    fn new_region(&mut self) -> usize {
+        self.regions += 1;
+        self.regions - 1
+    }
+
+    /// Lowers `f`'s statements into a list of their own (a branch arm or a loop body).
+    fn region(&mut self, f: impl FnOnce(&mut Self)) -> Vec<Stmt> {
+        let outer = std::mem::take(&mut self.stmts);
+        self.scopes.push(HashMap::new());
+        f(self);
+        self.scopes.pop();
+        std::mem::replace(&mut self.stmts, outer)
+    }
+
+    /// The statements of a block; once a statement may leave early (`break`, `continue`,
+    /// `return`), the rest runs under a guard on the flags it sets. `tail`, with an early
+    /// `return` in the function, is the final value (written to the output slots).
+    fn block_stmts(&mut self, stmts: &[SynStmt], tail: Option<&Expr>) {
+        for (i, stmt) in stmts.iter().enumerate() {
+            self.stmt(stmt);
+            let more = i + 1 < stmts.len() || tail.is_some();
+            if more && exits(stmt, !self.loops.is_empty(), true) {
+                let guard = self.guard();
+                let rest = &stmts[i + 1..];
+                let arm = self.region(|l| l.block_stmts(rest, tail));
+                let id = self.new_region();
+                self.stmts.push(Stmt::Branch {
+                    id,
+                    head: BranchHead::If(guard),
+                    arms: vec![arm, Vec::new()],
+                });
+                return;
+            }
+        }
+        if let Some(t) = tail {
+            self.write_return(t);
+        }
+    }
+
+    /// `!(flags)`: true while nothing has left the current loop body or the function.
+    fn guard(&self) -> TokenStream {
+        let mut flags: Vec<&Ident> = Vec::new();
+        if let Some(r) = &self.ret {
+            flags.push(&r.flag);
+        }
+        if let Some(l) = self.loops.last() {
+            flags.push(&l.brk);
+            flags.push(&l.cont);
+        }
+        quote!(!(#(#flags)||*))
+    }
+
+    /// Writes a returned value to the output slots.
+    fn write_return(&mut self, e: &Expr) {
+        let Some(slots) = self.ret.as_ref().map(|r| r.slots.clone()) else {
+            return;
+        };
+        let items = if self.outputs == 1 {
+            vec![self.expr(e)]
+        } else {
+            self.expr_multi(e, self.outputs)
+        };
+        for (slot, item) in slots.into_iter().zip(items) {
+            if let Lowered::Const { taint: Some(t), .. } = &item {
+                self.errors.push(t.error(CONCRETIZATION));
+            }
+            let val = self.operand(item, Use::Plain);
+            self.stmts.push(Stmt::SlotWrite { slot, val });
+        }
+    }
+
+    /// `break`, `continue`, `return` and loops in statement position; `None` for anything else.
+    fn control(&mut self, e: &Expr) -> Option<()> {
+        match e {
+            Expr::Break(b) => {
+                if b.label.is_some() || b.expr.is_some() {
+                    self.errors
+                        .at(b, "`break` with a label or a value is not supported here");
+                }
+                match self.loops.last() {
+                    Some(l) => {
+                        let f = &l.brk;
+                        self.stmts.push(Stmt::Verbatim(quote!(#f = true;)));
+                    }
+                    None => self.errors.at(b, "`break` outside a loop"),
+                }
+            }
+            Expr::Continue(c) => {
+                if c.label.is_some() {
+                    self.errors
+                        .at(c, "`continue` with a label is not supported here");
+                }
+                match self.loops.last() {
+                    Some(l) => {
+                        let f = &l.cont;
+                        self.stmts.push(Stmt::Verbatim(quote!(#f = true;)));
+                    }
+                    None => self.errors.at(c, "`continue` outside a loop"),
+                }
+            }
+            Expr::Return(r) => {
+                if self.ret.is_none() {
+                    self.errors.at(
+                        r,
+                        "`return` is supported as the last statement, or inside a branch or loop",
+                    );
+                    return Some(());
+                }
+                match &r.expr {
+                    Some(v) => self.write_return(v),
+                    None => self.errors.at(r, "`return` needs the value to return"),
+                }
+                let mut flags: Vec<Ident> = self.loops.iter().map(|l| l.brk.clone()).collect();
+                flags.extend(self.ret.as_ref().map(|r| r.flag.clone()));
+                self.stmts.push(Stmt::Verbatim(quote!(#(#flags = true;)*)));
+            }
+            Expr::ForLoop(f) => {
+                self.lower_loop(e, f.label.as_ref(), &f.body, Some((&f.pat, &f.expr)))
+            }
+            Expr::While(w) => self.lower_loop(e, w.label.as_ref(), &w.body, None),
+            Expr::Loop(lp) => self.lower_loop(e, lp.label.as_ref(), &lp.body, None),
+            Expr::If(_) | Expr::Match(_) => {
+                self.branch_expr(e, false);
+            }
+            _ => return None,
+        }
+        Some(())
+    }
+
+    /// Lowers a loop condition or branch condition: a constant `bool`.
+    fn condition(&mut self, cond: &Expr) -> TokenStream {
+        if let Expr::Let(l) = strip(cond) {
+            self.errors.at(
+                l,
+                "`if let` / `while let` are not supported in #[differentiable] functions; use \
+                 `match`",
+            );
+            return quote!(false);
+        }
+        match self.expr(cond) {
+            Lowered::Val(_) => {
+                self.errors.at(
+                    cond,
+                    "a condition must be a constant `bool`; a differentiated tensor cannot \
+                     decide control flow (use `where_cond` to select elementwise, or compare \
+                     its value read with `.item()`)",
+                );
+                quote!(false)
+            }
+            Lowered::Const { tokens, .. } => tokens,
+        }
+    }
+
+    /// Turns variables that the region may assign a differentiated value to into slots.
+    fn slots_for(&mut self, region: &Expr) {
+        let mut names: Vec<String> = self
+            .scopes
+            .iter()
+            .flat_map(|s| s.iter())
+            .filter(|(_, b)| matches!(b, Binding::Active(..) | Binding::Slot(_)))
+            .map(|(n, _)| n.clone())
+            .collect();
+        let assigned = assignments(region);
+        loop {
+            let before = names.len();
+            for (name, rhs) in &assigned {
+                if !names.contains(name) && rhs.iter().any(|r| mentions(r, &names)) {
+                    names.push(name.clone());
+                }
+            }
+            if names.len() == before {
+                break;
+            }
+        }
+        for (name, _) in &assigned {
+            if !names.contains(name) {
+                continue;
+            }
+            let init = match self.lookup(name).cloned() {
+                Some(Binding::Active(v, _)) => Some(Operand::Val(v)),
+                Some(Binding::Const { ident, .. }) => Some(Operand::Const(self.hoist(
+                    ident.into_token_stream(),
+                    None,
+                    Use::Plain,
+                ))),
+                Some(Binding::Slot(_)) | None => None,
+            };
+            if let Some(init) = init {
+                let slot = self.new_slot();
+                self.stmts.push(Stmt::SlotInit { slot, init });
+                self.rebind(name, Binding::Slot(slot));
+            }
+        }
+    }
+
+    /// Replaces the binding of `name` where it is defined.
+    fn rebind(&mut self, name: &str, b: Binding) {
+        if let Some(scope) = self.scopes.iter_mut().rev().find(|s| s.contains_key(name)) {
+            scope.insert(name.to_owned(), b);
+        }
+    }
+
+    fn lower_loop(
+        &mut self,
+        e: &Expr,
+        label: Option<&syn::Label>,
+        body: &Block,
+        for_head: Option<(&Pat, &Expr)>,
+    ) {
+        if let Some(l) = label {
+            self.errors.at(
+                l,
+                "loop labels are not supported in #[differentiable] functions",
+            );
+        }
+        self.slots_for(e);
+        let id = self.new_region();
+        let brk = hidden(&format!("break{id}"));
+        let cont = hidden(&format!("continue{id}"));
+        // A `for` loop's iterator is evaluated once, where the loop starts.
+        let iter = for_head.map(|(_, iter)| match self.expr(iter) {
+            Lowered::Val(_) => {
+                self.errors.at(
+                    iter,
+                    "a loop cannot iterate over a differentiated tensor; loop over indices \
+                     (`for i in 0..n`) and select with ops such as `shrink` or `gather`",
+                );
+                quote!(::core::iter::empty::<()>())
+            }
+            Lowered::Const { tokens, .. } => tokens,
+        });
+        self.loops.push(LoopCtx {
+            brk: brk.clone(),
+            cont: cont.clone(),
+        });
+        let while_cond = match e {
+            Expr::While(w) => Some(&*w.cond),
+            _ => None,
+        };
+        let body_stmts = self.region(|l| {
+            if let Some((pat, _)) = for_head {
+                let destructure = l.bind_pattern(pat, id);
+                l.stmts.push(destructure);
+            }
+            l.stmts.push(Stmt::Verbatim(
+                quote!(let mut #brk = false; let mut #cont = false;),
+            ));
+            match while_cond {
+                Some(c) => {
+                    // `while c { body }` runs as `loop { if !c { break } body }`.
+                    let cond = l.condition(c);
+                    let stop = l.region(|l| l.stmts.push(Stmt::Verbatim(quote!(#brk = true;))));
+                    let rid = l.new_region();
+                    l.stmts.push(Stmt::Branch {
+                        id: rid,
+                        head: BranchHead::If(quote!(!(#cond))),
+                        arms: vec![stop, Vec::new()],
+                    });
+                    let guard = l.guard();
+                    let rest = l.region(|l| l.block_stmts(&body.stmts, None));
+                    let rid = l.new_region();
+                    l.stmts.push(Stmt::Branch {
+                        id: rid,
+                        head: BranchHead::If(guard),
+                        arms: vec![rest, Vec::new()],
+                    });
+                }
+                None => l.block_stmts(&body.stmts, None),
+            }
+            l.stmts
+                .push(Stmt::Verbatim(quote!(let _ = #cont; if #brk { break; })));
+        });
+        self.loops.pop();
+        let head = match iter {
+            Some(iter) => LoopHead::For {
+                pattern: hidden(&format!("item{id}")).into_token_stream(),
+                iter,
+            },
+            None => LoopHead::Loop,
+        };
+        self.stmts.push(Stmt::Loop {
+            id,
+            head,
+            body: body_stmts,
+        });
+    }
+
+    /// Binds a `for` pattern (names, tuples, `_`) to the loop's item; returns the statement that
+    /// destructures it.
+    fn bind_pattern(&mut self, pat: &Pat, id: usize) -> Stmt {
+        let mut renamed = pat.clone();
+        let mut idents = Vec::new();
+        collect_pattern_idents(&renamed, &mut idents);
+        for ident in &idents {
+            let new = self.fresh_const_ident(&ident.to_string());
+            self.bind(
+                &ident.to_string(),
+                Binding::Const {
+                    ident: new,
+                    taint: None,
+                },
+            );
+        }
+        rename_pattern(&mut renamed, self);
+        let item = hidden(&format!("item{id}"));
+        Stmt::Verbatim(quote!(let #renamed = #item;))
+    }
+
+    /// `if`/`match` as a statement (`value == false`) or as an expression.
+    fn branch_expr(&mut self, e: &Expr, value: bool) -> Lowered {
+        // A branch that touches no differentiated value is constant code.
+        let active: Vec<String> = self
+            .scopes
+            .iter()
+            .flat_map(|s| s.iter())
+            .filter(|(_, b)| matches!(b, Binding::Active(..) | Binding::Slot(_)))
+            .map(|(n, _)| n.clone())
+            .collect();
+        if !mentions(e, &active) && !contains_exit(e) {
+            return self.rewrite(e);
+        }
+        self.slots_for(e);
+        let result = value.then(|| self.new_optional_slot());
+        let (head, arms) = match e {
+            Expr::If(i) => {
+                let cond = self.condition(&i.cond);
+                let then = self.region(|l| l.arm_block(&i.then_branch, result));
+                let otherwise = match &i.else_branch {
+                    Some((_, els)) => self.region(|l| l.arm_expr(els, result)),
+                    None => Vec::new(),
+                };
+                (BranchHead::If(cond), vec![then, otherwise])
+            }
+            Expr::Match(m) => {
+                let scrutinee = match self.expr(&m.expr) {
+                    Lowered::Val(_) => {
+                        self.errors.at(
+                            &m.expr,
+                            "`match` cannot inspect a differentiated tensor; match on a constant",
+                        );
+                        quote!(())
+                    }
+                    Lowered::Const { tokens, .. } => tokens,
+                };
+                let mut patterns = Vec::new();
+                let mut arms = Vec::new();
+                for arm in &m.arms {
+                    let mut pattern = TokenStream::new();
+                    let body = self.region(|l| {
+                        let mut idents = Vec::new();
+                        collect_pattern_idents(&arm.pat, &mut idents);
+                        for ident in &idents {
+                            let new = l.fresh_const_ident(&ident.to_string());
+                            l.bind(
+                                &ident.to_string(),
+                                Binding::Const {
+                                    ident: new,
+                                    taint: None,
+                                },
+                            );
+                        }
+                        let mut pat = arm.pat.clone();
+                        rename_pattern(&mut pat, l);
+                        let guard = arm.guard.as_ref().map(|(_, g)| match l.rewrite(g) {
+                            Lowered::Const { tokens, .. } => quote!(if #tokens),
+                            Lowered::Val(_) => quote!(),
+                        });
+                        pattern = quote!(#pat #guard);
+                        l.arm_expr(&arm.body, result);
+                    });
+                    patterns.push(pattern);
+                    arms.push(body);
+                }
+                (
+                    BranchHead::Match {
+                        scrutinee,
+                        patterns,
+                    },
+                    arms,
+                )
+            }
+            _ => unreachable!("branch_expr takes if and match"),
+        };
+        let id = self.new_region();
+        self.stmts.push(Stmt::Branch { id, head, arms });
+        match result {
+            Some(slot) => {
+                let out = self.new_val();
+                self.stmts.push(Stmt::SlotRead { out, slot });
+                Lowered::Val(out)
+            }
+            None => Lowered::constant(quote!(())),
+        }
+    }
+
+    fn arm_block(&mut self, block: &Block, result: Option<Slot>) {
+        let (init, tail) = split_tail(&block.stmts);
+        let tail = if result.is_some() { tail } else { None };
+        let init = if result.is_some() {
+            init
+        } else {
+            &block.stmts[..]
+        };
+        self.block_stmts(init, None);
+        if let (Some(slot), Some(t)) = (result, tail) {
+            let l = self.expr(t);
+            let val = self.operand(l, Use::Plain);
+            self.stmts.push(Stmt::SlotWrite { slot, val });
+        }
+    }
+
+    fn arm_expr(&mut self, e: &Expr, result: Option<Slot>) {
+        match strip(e) {
+            Expr::Block(b) if b.label.is_none() => self.arm_block(&b.block, result),
+            Expr::If(_) | Expr::Match(_) => match result {
+                Some(slot) => {
+                    let l = self.branch_expr(e, true);
+                    let val = self.operand(l, Use::Plain);
+                    self.stmts.push(Stmt::SlotWrite { slot, val });
+                }
+                None => {
+                    self.branch_expr(e, false);
+                }
+            },
+            other => {
+                if self.control(other).is_some() {
+                    return;
+                }
+                if self.assignment(other).is_some() {
+                    return;
+                }
+                let l = self.expr(other);
+                if let Some(slot) = result {
+                    let val = self.operand(l, Use::Plain);
+                    self.stmts.push(Stmt::SlotWrite { slot, val });
+                } else if let Lowered::Const { tokens, .. } = l {
+                    self.stmts.push(Stmt::Verbatim(quote!(#tokens;)));
+                }
+            }
+        }
     }
 
     // ---- expressions -----------------------------------------------------------------------
@@ -506,8 +1017,13 @@ impl Lowerer<'_> {
             }
             Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
                 let ident = p.path.get_ident().expect("checked");
-                match self.lookup(&ident.to_string()) {
-                    Some(Binding::Active(v, _)) => Lowered::Val(*v),
+                match self.lookup(&ident.to_string()).cloned() {
+                    Some(Binding::Active(v, _)) => Lowered::Val(v),
+                    Some(Binding::Slot(slot)) => {
+                        let out = self.new_val();
+                        self.stmts.push(Stmt::SlotRead { out, slot });
+                        Lowered::Val(out)
+                    }
                     Some(Binding::Const {
                         ident: renamed,
                         taint,
@@ -516,7 +1032,7 @@ impl Lowerer<'_> {
                         renamed.set_span(renamed.span().located_at(ident.span()));
                         Lowered::Const {
                             tokens: renamed.into_token_stream(),
-                            taint: *taint,
+                            taint,
                             is_ref: false,
                         }
                     }
@@ -708,24 +1224,15 @@ impl Lowerer<'_> {
             Expr::Try(_) => self.unsupported(e, "the `?` operator"),
             Expr::TryBlock(_) => self.unsupported(e, "`try` blocks"),
             Expr::Yield(_) => self.unsupported(e, "`yield`"),
-            Expr::Return(_) => self.unsupported(e, "`return` inside an expression"),
-            Expr::If(_)
-            | Expr::Match(_)
-            | Expr::ForLoop(_)
+            Expr::If(_) | Expr::Match(_) => self.branch_expr(e, true),
+            Expr::ForLoop(_)
             | Expr::While(_)
             | Expr::Loop(_)
             | Expr::Break(_)
-            | Expr::Continue(_) => {
-                let rewritten = self.rewrite(e);
-                if let Lowered::Const { taint: Some(_), .. } = rewritten {
-                    self.errors.at(
-                        e,
-                        "control flow that reads a differentiated tensor is not supported in \
-                         #[differentiable] functions yet; it may compute constants only",
-                    );
-                    return Lowered::constant(quote!(::core::unreachable!()));
-                }
-                rewritten
+            | Expr::Continue(_)
+            | Expr::Return(_) => {
+                self.control(e);
+                Lowered::constant(quote!(()))
             }
             _ => self.rewrite(e),
         }
@@ -785,7 +1292,7 @@ impl Lowerer<'_> {
                         new.set_span(new.span().located_at(i.span()));
                         TokenTree::Ident(new)
                     }
-                    Some(Binding::Active(..)) => {
+                    Some(Binding::Active(..) | Binding::Slot(_)) => {
                         *active = Some(i.to_string());
                         TokenTree::Ident(i)
                     }
@@ -1217,6 +1724,14 @@ impl VisitMut for Renamer<'_, '_> {
                         let new = val_ident(*v);
                         *e = syn::parse_quote_spanned!(ident.span()=> #new);
                     }
+                    Some(Binding::Slot(slot)) => {
+                        let slot = *slot;
+                        self.taint = self.taint.or(Some(Taint::of(&ident)));
+                        let out = self.lowerer.new_val();
+                        self.lowerer.stmts.push(Stmt::SlotRead { out, slot });
+                        let new = val_ident(out);
+                        *e = syn::parse_quote_spanned!(ident.span()=> #new);
+                    }
                     Some(Binding::Const { ident: new, taint }) => {
                         self.taint = self.taint.or(*taint);
                         let mut new = new.clone();
@@ -1266,4 +1781,179 @@ impl VisitMut for Renamer<'_, '_> {
             .rewrite_macro_tokens(m.mac.tokens.clone(), &m.mac);
         m.mac.tokens = tokens;
     }
+}
+
+/// The message for a value read out of a differentiated tensor that reaches the output.
+pub const CONCRETIZATION: &str = "this value is read out of a differentiated tensor, and the \
+    result depends on it: its gradient would be silently lost (JAX reports this as a \
+    concretization error). Compute it from `stop_gradient(&x)` to cut the gradient on purpose, \
+    or keep the computation in tensor ops";
+
+/// Whether `stmt` may leave the enclosing loop body (`break`, `continue`; only when `in_loop`)
+/// or the function (`return`, when `returns`).
+fn exits(stmt: &SynStmt, in_loop: bool, returns: bool) -> bool {
+    struct Finder {
+        loop_depth: usize,
+        in_loop: bool,
+        returns: bool,
+        found: bool,
+    }
+    impl<'a> syn::visit::Visit<'a> for Finder {
+        fn visit_expr(&mut self, e: &'a Expr) {
+            match e {
+                Expr::Return(_) if self.returns => self.found = true,
+                Expr::Break(_) | Expr::Continue(_) if self.in_loop && self.loop_depth == 0 => {
+                    self.found = true
+                }
+                Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) => {
+                    self.loop_depth += 1;
+                    syn::visit::visit_expr(self, e);
+                    self.loop_depth -= 1;
+                }
+                Expr::Closure(_) => {}
+                _ => syn::visit::visit_expr(self, e),
+            }
+        }
+    }
+    let mut f = Finder {
+        loop_depth: 0,
+        in_loop,
+        returns,
+        found: false,
+    };
+    syn::visit::Visit::visit_stmt(&mut f, stmt);
+    f.found
+}
+
+/// Whether `e` contains `break`, `continue` or `return` (control flow it must lower itself).
+fn contains_exit(e: &Expr) -> bool {
+    exits(&SynStmt::Expr(e.clone(), None), true, true)
+}
+
+/// Every `name = rhs`, `name op= rhs` and `let name = rhs` inside `e`, by name.
+fn assignments(e: &Expr) -> Vec<(String, Vec<Expr>)> {
+    struct Finder(Vec<(String, Vec<Expr>)>);
+    impl Finder {
+        fn add(&mut self, name: String, rhs: Expr) {
+            match self.0.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, v)) => v.push(rhs),
+                None => self.0.push((name, vec![rhs])),
+            }
+        }
+    }
+    impl<'a> syn::visit::Visit<'a> for Finder {
+        fn visit_expr(&mut self, e: &'a Expr) {
+            let target = match e {
+                Expr::Assign(a) => Some((&*a.left, &*a.right)),
+                Expr::Binary(b)
+                    if matches!(
+                        b.op,
+                        BinOp::AddAssign(_)
+                            | BinOp::SubAssign(_)
+                            | BinOp::MulAssign(_)
+                            | BinOp::DivAssign(_)
+                    ) =>
+                {
+                    Some((&*b.left, &*b.right))
+                }
+                _ => None,
+            };
+            if let Some((lhs, rhs)) = target {
+                if let Expr::Path(p) = strip(lhs) {
+                    if let Some(i) = p.path.get_ident() {
+                        // `x op= rhs` reads `x` too.
+                        let mut value = rhs.clone();
+                        if matches!(e, Expr::Binary(_)) {
+                            value = syn::parse_quote!((#i, #rhs));
+                        }
+                        self.add(i.to_string(), value);
+                    }
+                }
+            }
+            syn::visit::visit_expr(self, e);
+        }
+        fn visit_local(&mut self, l: &'a Local) {
+            if let (Some(init), Pat::Ident(pi)) = (&l.init, &l.pat) {
+                self.add(pi.ident.to_string(), (*init.expr).clone());
+            }
+            syn::visit::visit_local(self, l);
+        }
+    }
+    let mut f = Finder(Vec::new());
+    syn::visit::Visit::visit_expr(&mut f, e);
+    f.0
+}
+
+/// Whether `e` reads one of `names` as a value (reading only its shape metadata or a
+/// comparison does not count).
+fn mentions(e: &Expr, names: &[String]) -> bool {
+    struct Finder<'n> {
+        names: &'n [String],
+        found: bool,
+    }
+    impl<'a> syn::visit::Visit<'a> for Finder<'_> {
+        fn visit_expr(&mut self, e: &'a Expr) {
+            match e {
+                Expr::Path(p) => {
+                    if let Some(i) = p.path.get_ident() {
+                        if self.names.iter().any(|n| i == n) {
+                            self.found = true;
+                        }
+                    }
+                }
+                Expr::MethodCall(mc)
+                    if ops::METADATA.contains(&mc.method.to_string().as_str())
+                        || ops::NONDIFF.contains(&mc.method.to_string().as_str())
+                        || ops::CONCRETIZING.contains(&mc.method.to_string().as_str()) =>
+                {
+                    for a in &mc.args {
+                        self.visit_expr(a);
+                    }
+                }
+                Expr::Macro(m) => {
+                    for tt in m.mac.tokens.clone() {
+                        if let TokenTree::Ident(i) = tt {
+                            if self.names.iter().any(|n| i == n) {
+                                self.found = true;
+                            }
+                        }
+                    }
+                }
+                _ => syn::visit::visit_expr(self, e),
+            }
+        }
+    }
+    let mut f = Finder {
+        names,
+        found: false,
+    };
+    syn::visit::Visit::visit_expr(&mut f, e);
+    f.found
+}
+
+fn collect_pattern_idents(p: &Pat, out: &mut Vec<Ident>) {
+    struct Finder<'o>(&'o mut Vec<Ident>);
+    impl<'a> syn::visit::Visit<'a> for Finder<'_> {
+        fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
+            self.0.push(p.ident.clone());
+            syn::visit::visit_pat_ident(self, p);
+        }
+    }
+    syn::visit::Visit::visit_pat(&mut Finder(out), p);
+}
+
+/// Renames the names a pattern binds to their generated constants.
+fn rename_pattern(p: &mut Pat, l: &Lowerer) {
+    struct Renamer<'l, 'e>(&'l Lowerer<'e>);
+    impl VisitMut for Renamer<'_, '_> {
+        fn visit_pat_ident_mut(&mut self, p: &mut syn::PatIdent) {
+            if let Some(Binding::Const { ident, .. }) = self.0.lookup(&p.ident.to_string()) {
+                let mut new = ident.clone();
+                new.set_span(new.span().located_at(p.ident.span()));
+                p.ident = new;
+            }
+            syn::visit_mut::visit_pat_ident_mut(self, p);
+        }
+    }
+    Renamer(l).visit_pat_mut(p);
 }

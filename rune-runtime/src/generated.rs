@@ -123,6 +123,47 @@ pub fn accumulate<T: Element>(adjoint: &mut Option<Tensor<T>>, contribution: Ten
     }
 }
 
+/// Adds an optional contribution to an adjoint.
+#[inline]
+pub fn accumulate_option<T: Element>(
+    adjoint: &mut Option<Tensor<T>>,
+    contribution: Option<Tensor<T>>,
+) {
+    if let Some(c) = contribution {
+        accumulate(adjoint, c);
+    }
+}
+
+/// A tensor behind any number of references (a constant written as `x` or `&x`).
+pub trait AsTensor {
+    /// The element type.
+    type Elem;
+    /// The tensor.
+    fn as_tensor_ref(&self) -> &Tensor<Self::Elem>;
+}
+
+impl<U> AsTensor for Tensor<U> {
+    type Elem = U;
+    #[inline]
+    fn as_tensor_ref(&self) -> &Tensor<U> {
+        self
+    }
+}
+
+impl<X: AsTensor + ?Sized> AsTensor for &X {
+    type Elem = X::Elem;
+    #[inline]
+    fn as_tensor_ref(&self) -> &Tensor<X::Elem> {
+        (**self).as_tensor_ref()
+    }
+}
+
+/// The tensor behind `x`.
+#[inline]
+pub fn as_tensor<X: AsTensor + ?Sized>(x: &X) -> &Tensor<X::Elem> {
+    x.as_tensor_ref()
+}
+
 /// The gradient slot of a parameter that is not differentiated.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NoGrad;

@@ -2,7 +2,11 @@ use rune_ad::prelude::*;
 
 #[differentiable]
 fn f(x: &Tensor<f64>) -> Tensor<f64> {
-    let y = if x.sum().item() > 0.0 { x.exp() } else { x.sin() };
+    let mut y = x.clone();
+    'outer: for _ in 0..3 {
+        y = y * 2.0;
+        break 'outer;
+    }
     y
 }
 

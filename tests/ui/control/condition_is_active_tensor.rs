@@ -2,8 +2,11 @@ use rune_ad::prelude::*;
 
 #[differentiable]
 fn f(x: &Tensor<f64>) -> Tensor<f64> {
-    return x.exp();
-    x.sin()
+    if x.sum() {
+        x.exp()
+    } else {
+        x.sin()
+    }
 }
 
 fn main() {}
