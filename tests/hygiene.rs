@@ -9,7 +9,6 @@ mod m {
 
     use ::rune_ad as rt;
     use ::rune_ad::prelude::differentiable;
-    // FIXME(lead): the prelude lacks `concat`, `where_cond` and `stop_gradient` (see API.md).
     use ::rune_ad::{concat, stop_gradient, where_cond};
 
     #[allow(dead_code)]
@@ -134,26 +133,23 @@ mod m {
         [v, g, t, g2, private_grad(x) + private(x)]
     }
 
-    // FIXME(lead): a parameter named `cotangent` collides with the generated `f_vjp`'s parameter.
-    // #[differentiable]
-    // pub fn named_cotangent(cotangent: &rt::Tensor<f64>) -> rt::Tensor<f64> {
-    //     cotangent.sum()
-    // }
+    #[differentiable]
+    pub fn named_cotangent(cotangent: &rt::Tensor<f64>) -> rt::Tensor<f64> {
+        cotangent.sum()
+    }
 
-    // FIXME(lead): parameters `x` and `x_tangent` collide in the generated `f_jvp`.
-    // #[differentiable]
-    // pub fn named_tangent(x: &rt::Tensor<f64>, x_tangent: &rt::Tensor<f64>) -> rt::Tensor<f64> {
-    //     (x * x_tangent).sum()
-    // }
+    #[differentiable]
+    pub fn named_tangent(x: &rt::Tensor<f64>, x_tangent: &rt::Tensor<f64>) -> rt::Tensor<f64> {
+        (x * x_tangent).sum()
+    }
 
-    // FIXME(lead): a private differentiable function whose original is never called warns (dead_code).
-    // #[differentiable]
-    // fn only_its_gradient_is_used(x: &rt::Tensor<f64>) -> rt::Tensor<f64> {
-    //     x.sum()
-    // }
-    // pub fn use_only_gradient(x: &rt::Tensor<f64>) -> rt::Tensor<f64> {
-    //     only_its_gradient_is_used_grad(x)
-    // }
+    #[differentiable]
+    fn only_its_gradient_is_used(x: &rt::Tensor<f64>) -> rt::Tensor<f64> {
+        x.sum()
+    }
+    pub fn use_only_gradient(x: &rt::Tensor<f64>) -> rt::Tensor<f64> {
+        only_its_gradient_is_used_grad(x)
+    }
 }
 
 use rune_ad::prelude::*;
@@ -224,4 +220,17 @@ fn generated_code_works_next_to_shadowing_names() {
         assert_eq!(g.to_vec()[i], g2.to_vec()[i]);
         assert!((sum.to_vec()[i] + xv.cos() - value).abs() < 1e-12);
     }
+}
+
+#[test]
+fn user_names_do_not_collide_with_generated_parameters() {
+    let x = t(&[1.0, -2.0], &[2]);
+    let w = t(&[3.0, 4.0], &[2]);
+    // Σ cotangent: the pulled-back cotangent 2 lands on every element.
+    let (_, g) = m::named_cotangent_vjp(&x, &Tensor::scalar(2.0));
+    assert_eq!(g.to_vec(), vec![2.0, 2.0]);
+    // Σ x · x_tangent along (1, 1) for x and (0, 1) for x_tangent: Σ x_tangent + Σ x · (0, 1).
+    let (_, t_out) = m::named_tangent_jvp(&x, &w, &t(&[1.0, 1.0], &[2]), &t(&[0.0, 1.0], &[2]));
+    assert_eq!(t_out.item(), 3.0 + 4.0 - 2.0);
+    assert_eq!(m::use_only_gradient(&x).to_vec(), vec![1.0, 1.0]);
 }

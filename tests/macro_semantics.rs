@@ -4,8 +4,6 @@
 
 use rune_ad::prelude::*;
 use rune_ad::GradFn;
-// FIXME(lead): the prelude lacks `where_cond` and `stop_gradient` (API.md wants them).
-use rune_ad::{stop_gradient, where_cond};
 
 // ---- helpers ---------------------------------------------------------------------------------
 
@@ -356,7 +354,6 @@ fn values_that_do_not_reach_the_output_do_not_contribute() {
 #[differentiable]
 fn constant_subexpressions(x: &Tensor<f64>) -> Tensor<f64> {
     let n = x.shape()[0] as f64;
-    // FIXME(lead): `Tensor::zeros(&[x.shape()[1]])` and `for i in 0..x.ndim()` are rejected.
     let columns = x.shape()[1];
     let offset = Tensor::zeros(&[columns]) + 1.0;
     let ramp = Tensor::<f64>::arange(x.len()).reshape(x.shape());
@@ -382,22 +379,21 @@ fn constant_subexpressions_stay_constant() {
     assert_same(&v, &constant_subexpressions(&x));
 }
 
-// FIXME(lead): shape metadata read inside an array literal or a loop bound is taken for a read of the tensor's numbers.
-// #[differentiable]
-// fn metadata_in_arrays_and_loops(x: &Tensor<f64>) -> Tensor<f64> {
-//     let mut k = 0.0;
-//     for i in 0..x.ndim() {
-//         k += i as f64;
-//     }
-//     (x + &Tensor::zeros(&[x.shape()[1]])).sum() * k
-// }
-//
-// #[test]
-// fn metadata_reads_are_constants_everywhere() {
-//     // f = Σ (x + 0) · k with k = 0 + 1: the gradient is all ones.
-//     let g = metadata_in_arrays_and_loops_grad(&normal(&[2, 3], 42));
-//     assert_close(&g, &[1.0; 6], &[2, 3], 1e-12);
-// }
+#[differentiable]
+fn metadata_in_arrays_and_loops(x: &Tensor<f64>) -> Tensor<f64> {
+    let mut k = 0.0;
+    for i in 0..x.ndim() {
+        k += i as f64;
+    }
+    (x + &Tensor::zeros(&[x.shape()[1]])).sum() * k
+}
+
+#[test]
+fn metadata_reads_are_constants_everywhere() {
+    // f = Σ (x + 0) · k with k = 0 + 1: the gradient is all ones.
+    let g = metadata_in_arrays_and_loops_grad(&normal(&[2, 3], 42));
+    assert_close(&g, &[1.0; 6], &[2, 3], 1e-12);
+}
 
 #[differentiable]
 fn stopped<T: Element>(x: &Tensor<T>) -> Tensor<T> {
@@ -525,35 +521,34 @@ fn tuple_outputs_take_tuple_cotangents_and_give_tuple_tangents() {
     assert_close(&tb, &want_b, &[2, 3], 1e-12);
 }
 
-// FIXME(lead): `f_tangent` moves a constant tuple output into the value, then reads its shape.
-// #[differentiable]
-// fn with_constant_output(x: &Tensor<f64>) -> (Tensor<f64>, Tensor<f64>, Tensor<f64>) {
-//     (x.sin(), Tensor::full(&[2], 3.0), x.sum())
-// }
-//
-// #[test]
-// fn a_constant_tuple_output_gets_a_zero_tangent() {
-//     // An output that does not depend on the input: zero tangent, its cotangent ignored.
-//     let x = normal(&[4], 25);
-//     let ((s, c, m), (ts, tc, tm)) = with_constant_output_jvp(&x, &Tensor::ones(&[4]));
-//     assert_eq!(real(&c), vec![3.0, 3.0]);
-//     assert_eq!(real(&tc), vec![0.0, 0.0]);
-//     assert_same(&s, &x.sin());
-//     assert_close(&m, &[real(&x).iter().sum()], &[], 1e-12);
-//     assert_close(&tm, &[4.0], &[], 1e-12);
-//     let cos: Vec<f64> = real(&x).iter().map(|v| v.cos()).collect();
-//     assert_close(&ts, &cos, &[4], 1e-12);
-//     let (_, g) = with_constant_output_vjp(
-//         &x,
-//         (
-//             &Tensor::ones(&[4]),
-//             &Tensor::full(&[2], f64::NAN),
-//             &Tensor::scalar(2.0),
-//         ),
-//     );
-//     let want: Vec<f64> = cos.iter().map(|c| c + 2.0).collect();
-//     assert_close(&g, &want, &[4], 1e-12);
-// }
+#[differentiable]
+fn with_constant_output(x: &Tensor<f64>) -> (Tensor<f64>, Tensor<f64>, Tensor<f64>) {
+    (x.sin(), Tensor::full(&[2], 3.0), x.sum())
+}
+
+#[test]
+fn a_constant_tuple_output_gets_a_zero_tangent() {
+    // An output that does not depend on the input: zero tangent, its cotangent ignored.
+    let x = normal(&[4], 25);
+    let ((s, c, m), (ts, tc, tm)) = with_constant_output_jvp(&x, &Tensor::ones(&[4]));
+    assert_eq!(real(&c), vec![3.0, 3.0]);
+    assert_eq!(real(&tc), vec![0.0, 0.0]);
+    assert_same(&s, &x.sin());
+    assert_close(&m, &[real(&x).iter().sum()], &[], 1e-12);
+    assert_close(&tm, &[4.0], &[], 1e-12);
+    let cos: Vec<f64> = real(&x).iter().map(|v| v.cos()).collect();
+    assert_close(&ts, &cos, &[4], 1e-12);
+    let (_, g) = with_constant_output_vjp(
+        &x,
+        (
+            &Tensor::ones(&[4]),
+            &Tensor::full(&[2], f64::NAN),
+            &Tensor::scalar(2.0),
+        ),
+    );
+    let want: Vec<f64> = cos.iter().map(|c| c + 2.0).collect();
+    assert_close(&g, &want, &[4], 1e-12);
+}
 
 // ---- has_aux ---------------------------------------------------------------------------------
 
@@ -616,20 +611,19 @@ fn has_aux_passes_the_aux_through_every_entry_point() {
     assert_close(&t, &[want.iter().sum()], &[], 1e-6);
 }
 
-// FIXME(lead): an aux that is a tuple holding a computed tensor is rejected ("a tuple holding a differentiated tensor ...").
-// #[differentiable(has_aux)]
-// fn with_tuple_aux(x: &Tensor<f64>) -> (Tensor<f64>, (usize, Tensor<f64>)) {
-//     let y = x.square();
-//     (y.sum(), (x.len(), y))
-// }
-//
-// #[test]
-// fn a_tuple_aux_may_hold_computed_tensors() {
-//     let x = t64(&[1.0, -2.0], &[2]);
-//     let ((v, (n, y)), g) = with_tuple_aux_value_and_grad(&x);
-//     assert_eq!((real(&v), n, real(&y)), (vec![5.0], 2, vec![1.0, 4.0]));
-//     assert_close(&g, &[2.0, -4.0], &[2], 1e-12);
-// }
+#[differentiable(has_aux)]
+fn with_tuple_aux(x: &Tensor<f64>) -> (Tensor<f64>, (usize, Tensor<f64>)) {
+    let y = x.square();
+    (y.sum(), (x.len(), y))
+}
+
+#[test]
+fn a_tuple_aux_may_hold_computed_tensors() {
+    let x = t64(&[1.0, -2.0], &[2]);
+    let ((v, (n, y)), g) = with_tuple_aux_value_and_grad(&x);
+    assert_eq!((real(&v), n, real(&y)), (vec![5.0], 2, vec![1.0, 4.0]));
+    assert_close(&g, &[2.0, -4.0], &[2], 1e-12);
+}
 
 // ---- composition -----------------------------------------------------------------------------
 
@@ -641,18 +635,16 @@ fn level1<T: Element>(x: &Tensor<T>) -> Tensor<T> {
 
 /// `level1(x)·e^{level1(x²)}`: the same callee twice.
 #[differentiable]
-#[allow(clippy::needless_borrow)] // FIXME(lead): `level1(x)` with `x: &Tensor` fails to compile
 fn level2<T: Element>(x: &Tensor<T>) -> Tensor<T> {
-    let a = level1(&x);
+    let a = level1(x);
     let b = level1(&x.square());
     a * b.exp()
 }
 
 /// Three levels deep, with an owned argument and a path call.
 #[differentiable]
-#[allow(clippy::needless_borrow)] // FIXME(lead): `level2(x)` with `x: &Tensor` fails to compile
 fn level3(x: &Tensor<f64>, y: Tensor<f64>) -> Tensor<f64> {
-    let u = level2(&x) + helpers::owned_callee(y.clone());
+    let u = level2(x) + helpers::owned_callee(y.clone());
     (u * &y).sum()
 }
 
@@ -713,23 +705,20 @@ fn nested_calls_match_the_hand_derived_gradient() {
 }
 
 #[differentiable]
-#[allow(clippy::needless_borrow)] // FIXME(lead): `pair(x, y)` with `x: &Tensor` fails to compile
 fn uses_pair<T: Element>(x: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
-    let (a, b) = pair(&x, &y);
+    let (a, b) = pair(x, y);
     (a * b).sum()
 }
 
 #[differentiable]
-#[allow(clippy::needless_borrow)] // FIXME(lead): `pair(x, y)` with `x: &Tensor` fails to compile
 fn uses_first_of_pair(x: &Tensor<f64>, y: &Tensor<f64>) -> Tensor<f64> {
-    let (a, _) = pair(&x, &y);
+    let (a, _) = pair(x, y);
     a.sum()
 }
 
 #[differentiable]
-#[allow(clippy::needless_borrow)] // FIXME(lead): `pair(x, ..)` with `x: &Tensor` fails to compile
 fn uses_second_of_pair(x: &Tensor<f64>, y: &Tensor<f64>) -> Tensor<f64> {
-    let (_first, b) = pair(&x, &y.exp());
+    let (_first, b) = pair(x, &y.exp());
     b.mean()
 }
 
@@ -784,9 +773,8 @@ fn weighted<T: Element>(x: &Tensor<T>, w: &Tensor<T>) -> Tensor<T> {
 }
 
 #[differentiable]
-#[allow(clippy::needless_borrow)] // FIXME(lead): `weighted(x, c)` with `x: &Tensor` fails to compile
 fn constant_into_active<T: Element>(x: &Tensor<T>, #[nodiff] c: &Tensor<T>) -> Tensor<T> {
-    weighted(&x, c) + weighted(&Tensor::ones(x.shape()), &x.square())
+    weighted(x, c) + weighted(&Tensor::ones(x.shape()), &x.square())
 }
 
 #[test]
@@ -817,44 +805,36 @@ fn a_constant_passed_to_an_active_parameter_of_a_callee() {
     fd_check(&f, &[x.cast()]);
 }
 
-// FIXME(lead): an active value passed to a callee's #[nodiff] parameter silently gets a zero gradient.
-// #[differentiable]
-// fn scale_by<T: Element>(x: &Tensor<T>, #[nodiff] c: &Tensor<T>) -> Tensor<T> {
-//     x * c
-// }
-//
-// #[differentiable]
-// #[allow(clippy::needless_borrow)] // FIXME(lead): `scale_by(x, ..)` with `x: &Tensor` fails to compile
-// fn active_into_nodiff<T: Element>(x: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
-//     scale_by(&x, &y.exp()).sum()
-// }
-//
-// #[test]
-// fn an_active_value_passed_to_a_nodiff_parameter_of_a_callee() {
-//     let (x, y) = (normal(&[2, 3], 33), normal(&[2, 3], 34));
-//     let (xs, ys) = (real(&x), real(&y));
-//     // f = Σ x e^y: df/dx = e^y, df/dy = x e^y (what finite differences see).
-//     let gx: Vec<f64> = ys.iter().map(|v| v.exp()).collect();
-//     let gy: Vec<f64> = xs.iter().zip(&ys).map(|(a, b)| a * b.exp()).collect();
-//     let (dx, dy) = active_into_nodiff_grad(&x, &y);
-//     assert_close(&dx, &gx, &[2, 3], 1e-12);
-//     assert_close(&dy, &gy, &[2, 3], 1e-12);
-//     let f = grad_fn(
-//         |a: &[Tensor<f64>]| active_into_nodiff(&a[0], &a[1]),
-//         |a: &[Tensor<f64>], t: &[Tensor<f64>]| active_into_nodiff_jvp(&a[0], &a[1], &t[0], &t[1]).1,
-//         |a: &[Tensor<f64>], g: &Tensor<f64>| {
-//             let (dx, dy) = active_into_nodiff_vjp(&a[0], &a[1], g).1;
-//             vec![dx, dy]
-//         },
-//     );
-//     fd_check(&f, &[x, y]);
-// }
+#[differentiable]
+fn scale_by<T: Element>(x: &Tensor<T>, #[nodiff] c: &Tensor<T>) -> Tensor<T> {
+    x * c
+}
+
+/// Passing a differentiated value to a callee's `#[nodiff]` parameter is a compile error (see
+/// `tests/ui/ops/active_into_nodiff_parameter.rs`); `stop_gradient` says it on purpose.
+#[differentiable]
+fn active_into_nodiff<T: Element>(x: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
+    scale_by(x, &stop_gradient(&y.exp())).sum()
+}
+
+#[test]
+fn a_stopped_value_passed_to_a_nodiff_parameter_of_a_callee() {
+    let (x, y) = (normal(&[2, 3], 33), normal(&[2, 3], 34));
+    let ys = real(&y);
+    // f = Σ x e^y with e^y held constant: df/dx = e^y, df/dy = 0.
+    let gx: Vec<f64> = ys.iter().map(|v| v.exp()).collect();
+    let (dx, dy) = active_into_nodiff_grad(&x, &y);
+    assert_close(&dx, &gx, &[2, 3], 1e-12);
+    assert_close(&dy, &[0.0; 6], &[2, 3], 0.0);
+    let (v, t) = active_into_nodiff_jvp(&x, &y, &Tensor::ones(&[2, 3]), &Tensor::ones(&[2, 3]));
+    assert_close(&t, &[gx.iter().sum()], &[], 1e-12);
+    assert_same(&v, &active_into_nodiff(&x, &y));
+}
 
 /// A concrete f32 caller of generic callees.
 #[differentiable]
-#[allow(clippy::needless_borrow)] // FIXME(lead): `level1(x)` with `x: &Tensor` fails to compile
 fn concrete_caller(x: &Tensor<f32>) -> Tensor<f32> {
-    let y = level1(&x);
+    let y = level1(x);
     weighted(&y, &level1(&y))
 }
 
@@ -876,27 +856,26 @@ fn concrete_callers_of_generic_callees() {
     assert_same(&v, &concrete_caller(&x));
 }
 
-// FIXME(lead): a `&Tensor` parameter passed on as it is (`level1(x)`) fails to compile (E0308 in the generated `Clone::clone`).
-// #[differentiable]
-// fn passes_its_reference_on<T: Element>(x: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
-//     let (a, b) = pair(x, y);
-//     (level1(x) * a).sum() + weighted(x, &b)
-// }
-//
-// #[test]
-// fn reference_parameters_pass_on_to_callees() {
-//     let f = grad_fn(
-//         |a: &[Tensor<f64>]| passes_its_reference_on(&a[0], &a[1]),
-//         |a: &[Tensor<f64>], t: &[Tensor<f64>]| {
-//             passes_its_reference_on_jvp(&a[0], &a[1], &t[0], &t[1]).1
-//         },
-//         |a: &[Tensor<f64>], g: &Tensor<f64>| {
-//             let (dx, dy) = passes_its_reference_on_vjp(&a[0], &a[1], g).1;
-//             vec![dx, dy]
-//         },
-//     );
-//     fd_check(&f, &[normal(&[2, 3], 40), normal(&[2, 3], 41)]);
-// }
+#[differentiable]
+fn passes_its_reference_on<T: Element>(x: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
+    let (a, b) = pair(x, y);
+    (level1(x) * a).sum() + weighted(x, &b)
+}
+
+#[test]
+fn reference_parameters_pass_on_to_callees() {
+    let f = grad_fn(
+        |a: &[Tensor<f64>]| passes_its_reference_on(&a[0], &a[1]),
+        |a: &[Tensor<f64>], t: &[Tensor<f64>]| {
+            passes_its_reference_on_jvp(&a[0], &a[1], &t[0], &t[1]).1
+        },
+        |a: &[Tensor<f64>], g: &Tensor<f64>| {
+            let (dx, dy) = passes_its_reference_on_vjp(&a[0], &a[1], g).1;
+            vec![dx, dy]
+        },
+    );
+    fd_check(&f, &[normal(&[2, 3], 40), normal(&[2, 3], 41)]);
+}
 
 // ---- the where-NaN trap ----------------------------------------------------------------------
 

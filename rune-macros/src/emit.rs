@@ -1127,10 +1127,6 @@ impl Emitter<'_> {
             quote!((#(#elems,)*))
         };
         match (&self.sig.returns, &self.body.aux) {
-            (Returns::Aux { .. }, Some(OutputAux::Val(v))) => {
-                let v = val_ident(*v);
-                quote!((#value, ::core::clone::Clone::clone(&#v)))
-            }
             (Returns::Aux { .. }, Some(OutputAux::Expr(e))) => quote!((#value, #e)),
             _ => value,
         }
@@ -1170,7 +1166,8 @@ impl Emitter<'_> {
         quote! {
             #optionals
             #fwd
-            (#value, #tangent)
+            let __rune_tangent_out = #tangent;
+            (#value, __rune_tangent_out)
         }
     }
 
@@ -1257,7 +1254,7 @@ impl Emitter<'_> {
             .sig
             .active()
             .map(|(p, _)| {
-                let t = format_ident!("{}_tangent", p.ident);
+                let t = format_ident!("{}_tangent", p.ident, span = Span::mixed_site());
                 let ty = Signature::grad_type(p);
                 quote!(#t: &#ty)
             })
@@ -1267,11 +1264,13 @@ impl Emitter<'_> {
             .params
             .iter()
             .map(|p| match p.active {
-                Some(_) => format_ident!("{}_tangent", p.ident).into_token_stream(),
+                Some(_) => format_ident!("{}_tangent", p.ident, span = Span::mixed_site())
+                    .into_token_stream(),
                 None => quote!(#rt::NoTangent),
             })
             .collect();
 
+        let cotangent = Ident::new("cotangent", Span::mixed_site());
         let reverse = self.reverse_body();
         let tangent = self.tangent_body();
         let has_aux = matches!(self.sig.returns, Returns::Aux { .. });
@@ -1339,6 +1338,8 @@ impl Emitter<'_> {
             #vis fn #fwd_name #generics (#(#params_decl),*)
                 -> (#ret, impl ::core::ops::FnOnce(#cot_ty) -> (#(#slot_types,)*)) #where_clause
             {
+                // The derivatives stand for the original: it counts as used.
+                let _ = #name #turbofish;
                 #reverse
             }
 
@@ -1347,16 +1348,17 @@ impl Emitter<'_> {
             #vis fn #tangent_name #generics (#(#params_decl,)* #(#tangent_slots),*)
                 -> (#ret, #tangent_ty) #where_clause
             {
+                let _ = #name #turbofish;
                 #tangent
             }
 
             #[doc = #doc_vjp]
             #lints
-            #vis fn #vjp_name #generics (#(#params_plain,)* cotangent: #cot_ty)
+            #vis fn #vjp_name #generics (#(#params_plain,)* #cotangent: #cot_ty)
                 -> (#ret, #grads_ty) #where_clause
             {
                 let (__rune_value, __rune_pullback) = #fwd_name #turbofish (#(#names),*);
-                let __rune_slots = __rune_pullback(cotangent);
+                let __rune_slots = __rune_pullback(#cotangent);
                 (__rune_value, #grads_from_slots)
             }
 

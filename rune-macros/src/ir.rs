@@ -186,6 +186,5 @@ pub struct Body {
 
 /// The aux value.
 pub enum OutputAux {
-    Val(Val),
     Expr(TokenStream),
 }

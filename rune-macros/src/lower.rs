@@ -161,11 +161,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
                 Returns::Aux { .. } => match strip(tail) {
                     Expr::Tuple(t) if t.elems.len() == 2 => {
                         let value = l.expr(&t.elems[0]);
-                        let a = l.expr(&t.elems[1]);
-                        aux = Some(match a {
-                            Lowered::Val(v) => OutputAux::Val(v),
-                            Lowered::Const { tokens, .. } => OutputAux::Expr(tokens),
-                        });
+                        aux = Some(OutputAux::Expr(l.aux(&t.elems[1])));
                         vec![value]
                     }
                     other => {
@@ -657,13 +653,7 @@ impl Lowerer<'_> {
 
     /// Turns variables that the region may assign a differentiated value to into slots.
     fn slots_for(&mut self, region: &Expr) {
-        let mut names: Vec<String> = self
-            .scopes
-            .iter()
-            .flat_map(|s| s.iter())
-            .filter(|(_, b)| matches!(b, Binding::Active(..) | Binding::Slot(_)))
-            .map(|(n, _)| n.clone())
-            .collect();
+        let mut names = self.active_names();
         let assigned = assignments(region);
         loop {
             let before = names.len();
@@ -813,14 +803,7 @@ impl Lowerer<'_> {
     /// `if`/`match` as a statement (`value == false`) or as an expression.
     fn branch_expr(&mut self, e: &Expr, value: bool) -> Lowered {
         // A branch that touches no differentiated value is constant code.
-        let active: Vec<String> = self
-            .scopes
-            .iter()
-            .flat_map(|s| s.iter())
-            .filter(|(_, b)| matches!(b, Binding::Active(..) | Binding::Slot(_)))
-            .map(|(n, _)| n.clone())
-            .collect();
-        if !mentions(e, &active) && !contains_exit(e) {
+        if !self.mentions_active(e) && !contains_exit(e) {
             return self.rewrite(e);
         }
         self.slots_for(e);
@@ -1507,17 +1490,37 @@ impl Lowerer<'_> {
         !is_op && c.args.iter().any(|a| self.mentions_active(a))
     }
 
+    /// Whether `e` reads a differentiated value (shape metadata does not count).
     fn mentions_active(&self, e: &Expr) -> bool {
-        let mut found = false;
-        self.rename_tokens(e.to_token_stream(), &mut None)
-            .into_iter()
-            .for_each(|_| {});
-        let mut active = None;
-        self.rename_tokens(e.to_token_stream(), &mut active);
-        if active.is_some() {
-            found = true;
+        mentions(e, &self.active_names())
+    }
+
+    /// The names bound to differentiated values.
+    fn active_names(&self) -> Vec<String> {
+        self.scopes
+            .iter()
+            .flat_map(|s| s.iter())
+            .filter(|(_, b)| matches!(b, Binding::Active(..) | Binding::Slot(_)))
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    /// The aux of `has_aux`: any expression, tuples of differentiated values included (passed
+    /// through as values).
+    fn aux(&mut self, e: &Expr) -> TokenStream {
+        match strip(e) {
+            Expr::Tuple(t) => {
+                let items: Vec<TokenStream> = t.elems.iter().map(|e| self.aux(e)).collect();
+                quote!((#(#items,)*))
+            }
+            other => match self.expr(other) {
+                Lowered::Val(v) => {
+                    let v = val_ident(v);
+                    quote!(::core::clone::Clone::clone(&#v))
+                }
+                Lowered::Const { tokens, .. } => tokens,
+            },
         }
-        found
     }
 
     fn call_expr(&mut self, c: &syn::ExprCall) -> Lowered {
@@ -1715,6 +1718,33 @@ struct Renamer<'l, 'e> {
 
 impl VisitMut for Renamer<'_, '_> {
     fn visit_expr_mut(&mut self, e: &mut Expr) {
+        // `x.shape()`, `x.len()`, `x.gt(..)`: reading shape metadata or building a mask is not
+        // reading the numbers the gradient flows through.
+        if let Expr::MethodCall(mc) = e {
+            let method = mc.method.to_string();
+            if ops::METADATA.contains(&method.as_str()) || ops::NONDIFF.contains(&method.as_str()) {
+                if let Expr::Path(p) = strip(&mc.receiver) {
+                    if let Some(ident) = p.path.get_ident().cloned() {
+                        let replacement = match self.lowerer.lookup(&ident.to_string()).cloned() {
+                            Some(Binding::Active(v, _)) => Some(val_ident(v)),
+                            Some(Binding::Slot(slot)) => {
+                                let out = self.lowerer.new_val();
+                                self.lowerer.stmts.push(Stmt::SlotRead { out, slot });
+                                Some(val_ident(out))
+                            }
+                            _ => None,
+                        };
+                        if let Some(new) = replacement {
+                            *mc.receiver = syn::parse_quote_spanned!(ident.span()=> #new);
+                            for a in mc.args.iter_mut() {
+                                self.visit_expr_mut(a);
+                            }
+                            return;
+                        }
+                    }
+                }
+            }
+        }
         match e {
             Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
                 let ident = p.path.get_ident().expect("checked").clone();

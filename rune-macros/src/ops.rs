@@ -238,6 +238,13 @@ pub const OTHER: &[OpSpec] = &[
         ["prod_axes_vjp(g, a0, c0, c1)"]
     ),
     op!(
+        "logsumexp",
+        Method,
+        [],
+        "logsumexp_jvp(a0, y, t0)",
+        ["logsumexp_vjp(g, a0, y)"]
+    ),
+    op!(
         "logsumexp_axes",
         Method,
         [AXES, KEEPDIMS],

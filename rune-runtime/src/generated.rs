@@ -168,7 +168,15 @@ pub fn as_tensor<X: AsTensor + ?Sized>(x: &X) -> &Tensor<X::Elem> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NoGrad;
 
-/// What a callee's pullback returns for one parameter: a gradient, or [`NoGrad`].
+/// What a callee's pullback returns for a parameter the caller passed a differentiated value
+/// to: its gradient. [`NoGrad`] does not implement it, so passing a differentiated value to a
+/// parameter the callee does not differentiate is a compile error rather than a silently lost
+/// gradient.
+#[diagnostic::on_unimplemented(
+    message = "a differentiated value is passed to a parameter that the callee does not differentiate",
+    label = "this parameter of the callee is #[nodiff] or not a tensor",
+    note = "pass `stop_gradient(&x)` to give it the value without a gradient, or differentiate the parameter"
+)]
 pub trait GradSlot<T: Element> {
     /// Adds this slot into the caller's adjoint of the argument.
     fn accumulate_into(self, adjoint: &mut Option<Tensor<T>>);
@@ -179,11 +187,6 @@ impl<T: Element> GradSlot<T> for Tensor<T> {
     fn accumulate_into(self, adjoint: &mut Option<Tensor<T>>) {
         accumulate(adjoint, self)
     }
-}
-
-impl<T: Element> GradSlot<T> for NoGrad {
-    #[inline]
-    fn accumulate_into(self, _adjoint: &mut Option<Tensor<T>>) {}
 }
 
 /// Adds a callee's gradient slot into the caller's adjoint of the argument passed there.
@@ -222,9 +225,13 @@ impl<T: Element> TangentSlot<T> for NoTangent {
     }
 }
 
-/// A tangent passed to a parameter that is not differentiated: ignored.
+/// The tangent slot of a parameter that is not differentiated: only [`NoTangent`] fits, so
+/// forward mode rejects a differentiated value there just as reverse mode does.
+#[diagnostic::on_unimplemented(
+    message = "a differentiated value is passed to a parameter that the callee does not differentiate",
+    note = "pass `stop_gradient(&x)` to give it the value without a tangent, or differentiate the parameter"
+)]
 pub trait IgnoredTangent {}
-impl<T> IgnoredTangent for &Tensor<T> {}
 impl IgnoredTangent for NoTangent {}
 
 /// The cotangent `1` for a function's single-element value, as `f_value_and_grad` seeds it.
