@@ -6,9 +6,10 @@ pub use rune_runtime::*;
 
 /// Everything a differentiable function usually needs.
 pub mod prelude {
-    pub use rune_macros::differentiable;
+    pub use rune_macros::{differentiable, Differentiable};
     pub use rune_runtime::{
-        add, check_grad, div, grad_fn, mul, sub, Element, GradCheckError, ShapeError, Tensor,
+        add, check_grad, div, grad_fn, mul, sub, Differentiable, Element, GradCheckError,
+        ShapeError, Tensor,
     };
 }
 
@@ -16,6 +17,7 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use rune_runtime::generated::*;
+    pub use rune_runtime::model::DifferentiableField;
     pub use rune_runtime::rules;
     pub use rune_runtime::*;
 }
