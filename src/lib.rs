@@ -6,7 +6,7 @@ pub use rune_runtime::*;
 
 /// Everything a differentiable function usually needs.
 pub mod prelude {
-    pub use rune_macros::differentiable;
+    pub use rune_macros::{differentiable, Differentiable};
     pub use rune_runtime::{
         add, check_grad, concat, div, grad_fn, mul, stack, stop_gradient, sub, where_cond,
         Differentiable, Dual, Element, GradCheckError, ShapeError, Tensor,
@@ -17,6 +17,7 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use rune_runtime::generated::*;
+    pub use rune_runtime::model::DifferentiableField;
     pub use rune_runtime::rules;
     pub use rune_runtime::*;
 }

@@ -4,8 +4,10 @@
 //! The pipeline, one module a stage: [`parse`] (attribute options, signature model) →
 //! [`lower`] (body → SSA IR of [`ir`]) → [`analyse`] (activity, what the backward pass keeps) →
 //! [`emit`] (the derivative functions). [`ops`] is the op table; [`diag`] collects errors.
+//! [`derive`] writes `#[derive(Differentiable)]`.
 
 mod analyse;
+mod derive;
 mod diag;
 mod emit;
 mod expand;
@@ -15,6 +17,7 @@ mod ops;
 mod parse;
 
 use proc_macro::TokenStream;
+use syn::{parse_macro_input, DeriveInput};
 
 /// Generates `f_vjp`, `f_jvp`, `f_grad` and `f_value_and_grad` beside the function `f`.
 ///
@@ -22,4 +25,19 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::differentiable(args.into(), item.into()).into()
+}
+
+/// Implements `Differentiable` for a struct of tensors, other `Differentiable` types, and `Vec`s
+/// or arrays of them, named or tuple fields; the struct must also be `Clone`.
+///
+/// The leaves are the fields' leaves in declaration order; a leaf's path joins field names with
+/// `.` (`"layers[1].w"`, `"0.w"` for a tuple struct). A field marked `#[nodiff]` is a constant:
+/// `zeros_like` clones it and it has no leaves. The element type is the first differentiated
+/// field's, and every other differentiated field must have the same.
+#[proc_macro_derive(Differentiable, attributes(nodiff))]
+pub fn derive_differentiable(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    derive::differentiable(input)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
 }

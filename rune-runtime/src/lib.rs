@@ -16,6 +16,7 @@ mod error;
 pub mod generated;
 pub mod model;
 pub mod ops;
+pub mod optim;
 mod rng;
 mod tensor;
 

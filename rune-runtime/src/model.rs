@@ -59,6 +59,47 @@ pub trait Differentiable: Clone {
     }
 }
 
+/// A field of a struct deriving `Differentiable`: a [`Differentiable`] value whose element type is
+/// `E`, the struct's.
+///
+/// The derived impl bounds its fields by this trait rather than by `Differentiable<Elem = E>`,
+/// for two reasons: a field that fails the bound gets one error saying what a field may be, and
+/// a projection bound such as `Tensor<f64>: Differentiable<Elem = <Inner as Differentiable>::Elem>`
+/// sends the trait solver around a cycle when `Inner`'s `Elem` is itself `Tensor<f64>`'s.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a differentiated field of a struct whose elements are `{E}`",
+    label = "not `Differentiable` with elements `{E}`",
+    note = "a differentiated field is a tensor, a `Differentiable` struct, or a `Vec` or array of \
+            them, with the element type of the struct's other fields; mark a constant `#[nodiff]`"
+)]
+pub trait DifferentiableField<E: Element>: Sized {
+    /// [`Differentiable::zeros_like`].
+    fn zeros_like(&self) -> Self;
+    /// [`Differentiable::leaves`].
+    fn leaves(&self) -> Vec<&Tensor<E>>;
+    /// [`Differentiable::leaves_mut`].
+    fn leaves_mut(&mut self) -> Vec<&mut Tensor<E>>;
+    /// [`Differentiable::leaf_paths`].
+    fn leaf_paths(&self, prefix: &str) -> Vec<String>;
+}
+
+#[diagnostic::do_not_recommend]
+impl<E: Element, D: Differentiable<Elem = E>> DifferentiableField<E> for D {
+    fn zeros_like(&self) -> Self {
+        Differentiable::zeros_like(self)
+    }
+    fn leaves(&self) -> Vec<&Tensor<E>> {
+        Differentiable::leaves(self)
+    }
+    fn leaves_mut(&mut self) -> Vec<&mut Tensor<E>> {
+        Differentiable::leaves_mut(self)
+    }
+    fn leaf_paths(&self, prefix: &str) -> Vec<String> {
+        Differentiable::leaf_paths(self, prefix)
+    }
+}
+
 use num_traits::One;
 
 impl<T: Element> Differentiable for Tensor<T> {

@@ -1,0 +1,247 @@
+//! First-order optimizers over [`Differentiable`] parameters: [`Sgd`] (with momentum) and
+//! [`Adam`], each updating every leaf tensor in place from a gradient of the same structure.
+//!
+//! An optimizer keeps its state (velocities, moment estimates) as one tensor per leaf, in the
+//! leaves' order, created at the first [`step`](Adam::step) from the parameters' shapes; use one
+//! optimizer for one parameter structure.
+
+use ndarray::Zip;
+
+use crate::element::Element;
+use crate::model::Differentiable;
+use crate::tensor::Tensor;
+
+/// Stochastic gradient descent with momentum, as `torch.optim.SGD` (no dampening, no Nesterov
+/// term, no weight decay).
+///
+/// Each step computes, leaf by leaf, `v ← momentum·v + g` and `p ← p − lr·v`, with `v` starting
+/// at zero (so the first step is `p ← p − lr·g`). With `momentum` zero no velocity is kept and the
+/// step is `p ← p − lr·g`.
+///
+/// ```
+/// use rune_runtime::optim::Sgd;
+/// use rune_runtime::Tensor;
+///
+/// // Minimise ½‖p‖², whose gradient is p itself.
+/// let mut params = vec![Tensor::from_vec(vec![1.0, -2.0], &[2])];
+/// let mut opt = Sgd::new(0.1).momentum(0.9);
+/// let grads = params.clone();
+/// opt.step(&mut params, &grads); // v = g = [1, -2]
+/// assert_eq!(params[0].to_vec(), vec![0.9, -1.8]);
+/// let grads = params.clone();
+/// opt.step(&mut params, &grads); // v = 0.9·[1, -2] + [0.9, -1.8] = [1.8, -3.6]
+/// assert_eq!(params[0].to_vec(), vec![0.9 - 0.1 * 1.8, -1.8 + 0.1 * 3.6]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Sgd<T: Element> {
+    /// The learning rate.
+    pub lr: T,
+    /// The momentum coefficient; zero for plain gradient descent.
+    pub momentum: T,
+    velocity: Option<Vec<Tensor<T>>>,
+}
+
+impl<T: Element> Sgd<T> {
+    /// Plain gradient descent with learning rate `lr` (momentum zero).
+    pub fn new(lr: T) -> Self {
+        Sgd {
+            lr,
+            momentum: T::zero(),
+            velocity: None,
+        }
+    }
+
+    /// The same optimizer with the given momentum coefficient.
+    #[must_use]
+    pub fn momentum(mut self, momentum: T) -> Self {
+        self.momentum = momentum;
+        self
+    }
+
+    /// Updates every leaf of `params` in place from the leaf of `grads` at the same position.
+    ///
+    /// # Panics
+    /// When `grads` does not have the leaves of `params` (count and shapes), or when `params`
+    /// does not have the leaves this optimizer's velocity was created for.
+    #[track_caller]
+    pub fn step<D: Differentiable<Elem = T>>(&mut self, params: &mut D, grads: &D) {
+        check_gradient("Sgd::step", params, grads);
+        let (lr, momentum) = (self.lr, self.momentum);
+        if momentum.is_zero() {
+            for (p, g) in params.leaves_mut().into_iter().zip(grads.leaves()) {
+                Zip::from(p.data_mut())
+                    .and(g.as_shared())
+                    .for_each(|p, &g| *p -= lr * g);
+            }
+            return;
+        }
+        let velocity = self
+            .velocity
+            .get_or_insert_with(|| zero_state(params.leaves()));
+        check_state("Sgd::step", params, velocity);
+        for ((p, g), v) in params
+            .leaves_mut()
+            .into_iter()
+            .zip(grads.leaves())
+            .zip(velocity.iter_mut())
+        {
+            Zip::from(p.data_mut())
+                .and(g.as_shared())
+                .and(v.data_mut())
+                .for_each(|p, &g, v| {
+                    *v = momentum * *v + g;
+                    *p -= lr * *v;
+                });
+        }
+    }
+}
+
+/// Adam, as `torch.optim.Adam` (bias-corrected moment estimates, no weight decay, no AMSGrad).
+///
+/// At step `t` (from 1), leaf by leaf: `m ← β₁m + (1−β₁)g`, `v ← β₂v + (1−β₂)g²`, and
+/// `p ← p − lr·m̂ / (√v̂ + eps)` with `m̂ = m/(1−β₁ᵗ)` and `v̂ = v/(1−β₂ᵗ)`. The first step
+/// therefore moves each element by about `lr` against the sign of its gradient.
+///
+/// ```
+/// use rune_runtime::optim::Adam;
+/// use rune_runtime::Tensor;
+///
+/// let mut params = Tensor::from_vec(vec![1.0_f64, -2.0], &[2]);
+/// let grads = Tensor::from_vec(vec![0.5, -4.0], &[2]);
+/// let mut opt = Adam::new(0.01).betas(0.9, 0.99).eps(1e-8);
+/// opt.step(&mut params, &grads);
+/// let moved: Vec<f64> = params.to_vec().iter().zip([1.0, -2.0]).map(|(p, p0)| p - p0).collect();
+/// assert!((moved[0] + 0.01).abs() < 1e-9 && (moved[1] - 0.01).abs() < 1e-9);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Adam<T: Element> {
+    /// The learning rate.
+    pub lr: T,
+    /// The decay rate of the first-moment (mean) estimate.
+    pub beta1: T,
+    /// The decay rate of the second-moment (uncentred variance) estimate.
+    pub beta2: T,
+    /// Added to the denominator for numerical stability.
+    pub eps: T,
+    state: Option<AdamState<T>>,
+}
+
+/// Adam's per-leaf moment estimates and the number of steps taken.
+#[derive(Clone, Debug)]
+struct AdamState<T> {
+    steps: i32,
+    first_moment: Vec<Tensor<T>>,
+    second_moment: Vec<Tensor<T>>,
+}
+
+impl<T: Element> Adam<T> {
+    /// Adam with learning rate `lr` and PyTorch's defaults `beta1 = 0.9`, `beta2 = 0.999`,
+    /// `eps = 1e-8`.
+    pub fn new(lr: T) -> Self {
+        Adam {
+            lr,
+            beta1: T::from_f64(0.9),
+            beta2: T::from_f64(0.999),
+            eps: T::from_f64(1e-8),
+            state: None,
+        }
+    }
+
+    /// The same optimizer with the given moment decay rates.
+    #[must_use]
+    pub fn betas(mut self, beta1: T, beta2: T) -> Self {
+        self.beta1 = beta1;
+        self.beta2 = beta2;
+        self
+    }
+
+    /// The same optimizer with the given `eps`.
+    #[must_use]
+    pub fn eps(mut self, eps: T) -> Self {
+        self.eps = eps;
+        self
+    }
+
+    /// Updates every leaf of `params` in place from the leaf of `grads` at the same position.
+    ///
+    /// # Panics
+    /// When `grads` does not have the leaves of `params` (count and shapes), or when `params`
+    /// does not have the leaves this optimizer's moment estimates were created for.
+    #[track_caller]
+    pub fn step<D: Differentiable<Elem = T>>(&mut self, params: &mut D, grads: &D) {
+        check_gradient("Adam::step", params, grads);
+        let state = self.state.get_or_insert_with(|| AdamState {
+            steps: 0,
+            first_moment: zero_state(params.leaves()),
+            second_moment: zero_state(params.leaves()),
+        });
+        check_state("Adam::step", params, &state.first_moment);
+        // Past 2³¹ steps βᵗ has long underflowed to zero; saturating keeps `powi` defined.
+        state.steps = state.steps.saturating_add(1);
+        let (beta1, beta2, eps) = (self.beta1, self.beta2, self.eps);
+        let one = T::one();
+        let step_size = self.lr / (one - beta1.powi(state.steps));
+        let bias_correction2_sqrt = (one - beta2.powi(state.steps)).sqrt();
+        let leaves = params
+            .leaves_mut()
+            .into_iter()
+            .zip(grads.leaves())
+            .zip(state.first_moment.iter_mut())
+            .zip(state.second_moment.iter_mut());
+        for (((p, g), m), v) in leaves {
+            Zip::from(p.data_mut())
+                .and(g.as_shared())
+                .and(m.data_mut())
+                .and(v.data_mut())
+                .for_each(|p, &g, m, v| {
+                    *m = beta1 * *m + (one - beta1) * g;
+                    *v = beta2 * *v + (one - beta2) * g * g;
+                    let denom = v.sqrt() / bias_correction2_sqrt + eps;
+                    *p -= step_size * *m / denom;
+                });
+        }
+    }
+}
+
+/// One zero tensor per leaf.
+fn zero_state<T: Element>(leaves: Vec<&Tensor<T>>) -> Vec<Tensor<T>> {
+    leaves.into_iter().map(Tensor::zeros_like).collect()
+}
+
+/// Panics unless `grads` has the leaves of `params`: as many, of the same shapes.
+#[track_caller]
+fn check_gradient<D: Differentiable>(op: &str, params: &D, grads: &D) {
+    let (p, g) = (params.leaves(), grads.leaves());
+    if p.len() != g.len() {
+        panic!(
+            "{op}: the parameters have {} leaf tensors but the gradient has {}",
+            p.len(),
+            g.len()
+        );
+    }
+    if let Some(i) = (0..p.len()).find(|&i| p[i].shape() != g[i].shape()) {
+        panic!(
+            "{op}: the gradient of `{}` has shape {:?}, the parameter has shape {:?}",
+            params.leaf_paths("")[i],
+            g[i].shape(),
+            p[i].shape()
+        );
+    }
+}
+
+/// Panics unless `state` has one tensor of each leaf's shape: the parameters are those the
+/// optimizer started with.
+#[track_caller]
+fn check_state<D: Differentiable>(op: &str, params: &D, state: &[Tensor<D::Elem>]) {
+    let p = params.leaves();
+    let matches =
+        p.len() == state.len() && p.iter().zip(state).all(|(p, s)| p.shape() == s.shape());
+    if !matches {
+        panic!(
+            "{op}: the parameters' leaves (shapes {:?}) are not those of the first step \
+             (shapes {:?}); use a new optimizer for different parameters",
+            p.iter().map(|t| t.shape()).collect::<Vec<_>>(),
+            state.iter().map(Tensor::shape).collect::<Vec<_>>()
+        );
+    }
+}
