@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::diag::Errors;
-use crate::ir::{Body, CallArg, Const, Operand, OutputElem, Slot, Stmt, Val};
+use crate::ir::{Body, CallArg, Const, Operand, OutputElem, PathSeg, Slot, Stmt, Val};
 use crate::lower::CONCRETIZATION;
 use crate::ops::{self, Keep, Param};
 
@@ -171,14 +171,30 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
                 }
             }
         }
-        Stmt::Call { outs, .. } if outs.iter().any(|o| a.useful[o.0]) => {
+        Stmt::Call { outs, args, .. } if outs.iter().any(|o| a.useful[o.0]) => {
             for o in outs {
                 a.keep_shape.insert(*o);
             }
+            for arg in args {
+                if let CallArg::Struct { path, .. } = arg {
+                    a.keep_const.extend(path_consts(path));
+                }
+            }
+        }
+        Stmt::Leaf { out, path, .. } if a.useful[out.0] => {
+            a.keep_const.extend(path_consts(path));
         }
         _ => {}
     });
     a
+}
+
+/// The index constants of a path into a structure parameter.
+pub fn path_consts(path: &[PathSeg]) -> impl Iterator<Item = Const> + '_ {
+    path.iter().filter_map(|s| match s {
+        PathSeg::Index(c) => Some(*c),
+        PathSeg::Field(_) => None,
+    })
 }
 
 /// `"a1"` → `("a", 1)`; `"sizes"` → `("sizes", 0)`.

@@ -12,12 +12,12 @@ use proc_macro2::{Span, TokenTree};
 use quote::{format_ident, quote, ToTokens};
 use syn::{Ident, ItemFn};
 
-use crate::analyse::{config_keep, split_arg, walk, Analysis};
+use crate::analyse::{config_keep, path_consts, split_arg, walk, Analysis};
 use crate::ir::{
-    Body, BranchHead, CallArg, Const, LoopHead, Operand, OutputAux, OutputElem, Slot, Stmt, Use,
-    Val,
+    Body, BranchHead, CallArg, Const, LoopHead, Operand, OutputAux, OutputElem, PathSeg, Slot,
+    Stmt, Use, Val,
 };
-use crate::lower::val_ident;
+use crate::lower::{path_tokens, val_ident};
 use crate::ops::{self, Form, Keep, OpSpec, Param};
 use crate::parse::{hidden, Returns, Signature};
 
@@ -80,7 +80,7 @@ fn owned_tensor(o: Operand) -> TokenStream {
     match o {
         Operand::Val(v) => {
             let v = val_ident(v);
-            quote!(::core::clone::Clone::clone(&#v))
+            quote!(::core::clone::Clone::clone(#rt::as_tensor(&#v)))
         }
         Operand::Const(c) => {
             let c = const_ident(c);
@@ -346,9 +346,21 @@ fn suffixed(path: &syn::Path, suffix: &str) -> syn::Path {
     p
 }
 
-fn call_args(args: &[CallArg]) -> Vec<TokenStream> {
+fn call_args(args: &[CallArg], roots: &[Ident]) -> Vec<TokenStream> {
     args.iter()
         .map(|a| match a {
+            CallArg::Struct {
+                root,
+                path,
+                borrowed,
+            } => {
+                let p = path_tokens(&roots[*root], path);
+                if *borrowed {
+                    quote!(&#p)
+                } else {
+                    quote!(::core::clone::Clone::clone(&#p))
+                }
+            }
             CallArg::Val { val, borrowed } => {
                 let v = val_ident(*val);
                 if *borrowed {
@@ -412,6 +424,33 @@ impl Saved {
     }
 }
 
+fn template_ident(root: usize) -> Ident {
+    hidden(&format!("template{root}"))
+}
+fn struct_grad_ident(root: usize) -> Ident {
+    hidden(&format!("grad{root}"))
+}
+fn struct_tangent_ident(root: usize) -> Ident {
+    hidden(&format!("tangent{root}"))
+}
+
+/// `.field[index]..` of a path, with the forward pass's index constants or the backward pass's
+/// saved copies.
+fn segments(path: &[PathSeg], backward: bool) -> TokenStream {
+    let segs = path.iter().map(|s| match s {
+        PathSeg::Field(m) => quote!(.#m),
+        PathSeg::Index(c) => {
+            let c = if backward {
+                residual_ident(*c)
+            } else {
+                const_ident(*c)
+            };
+            quote!([#c])
+        }
+    });
+    quote!(#(#segs)*)
+}
+
 fn slot_ident(s: Slot) -> Ident {
     hidden(&format!("m{}", s.0))
 }
@@ -463,6 +502,12 @@ impl Emitter<'_> {
         };
         match stmt {
             Stmt::Param { out: v, .. } | Stmt::SlotRead { out: v, .. } => value(*v, &mut out),
+            Stmt::Leaf { out: v, path, .. } => {
+                value(*v, &mut out);
+                if self.useful(*v) {
+                    out.extend(path_consts(path).map(Saved::ConstResidual));
+                }
+            }
             Stmt::Op {
                 out: v,
                 inputs,
@@ -489,9 +534,14 @@ impl Emitter<'_> {
                     out.push(Saved::Witness(*v));
                 }
             }
-            Stmt::Call { outs, .. } => {
+            Stmt::Call { outs, args, .. } => {
                 if outs.iter().any(|o| self.useful(*o)) {
                     out.push(Saved::Pullback(outs[0]));
+                    for arg in args {
+                        if let CallArg::Struct { path, .. } = arg {
+                            out.extend(path_consts(path).map(Saved::ConstResidual));
+                        }
+                    }
                 }
                 for o in outs {
                     value(*o, &mut out);
@@ -508,7 +558,7 @@ impl Emitter<'_> {
         match saved {
             Saved::Value(v) => {
                 let v = val_ident(*v);
-                quote!(::core::clone::Clone::clone(&#v))
+                quote!(::core::clone::Clone::clone(#rt::as_tensor(&#v)))
             }
             Saved::Shape(v) => {
                 let v = val_ident(*v);
@@ -640,6 +690,45 @@ impl Emitter<'_> {
                 let e = forward_op(&ctx, hoists);
                 relocate(quote!(let #v = #e;), *span)
             }
+            Stmt::StructParam {
+                root,
+                ident,
+                borrowed,
+            } => {
+                let reference = if *borrowed {
+                    quote!(#ident)
+                } else {
+                    quote!(&#ident)
+                };
+                match mode {
+                    Mode::Reverse => {
+                        let tpl = template_ident(*root);
+                        quote!(let #tpl = #rt::template_of(#reference);)
+                    }
+                    Mode::Tangent => {
+                        let index = self
+                            .sig
+                            .params
+                            .iter()
+                            .position(|p| p.ident == *ident)
+                            .expect("a parameter");
+                        let slot = format_ident!("__rune_tangent_{}", index);
+                        let ts = struct_tangent_ident(*root);
+                        quote!(let #ts = #rt::StructTangentSlot::tangent_or_zeros(#slot, #reference);)
+                    }
+                }
+            }
+            Stmt::Leaf { out, root, path } => {
+                // Borrowed unless the backward pass keeps it (no copy of a whole `Vec` field
+                // that is only looped over).
+                let v = val_ident(*out);
+                let p = path_tokens(&self.body.roots[*root], path);
+                if self.analysis.keep_value.contains(out) {
+                    quote!(let #v = ::core::clone::Clone::clone(&#p);)
+                } else {
+                    quote!(let #v = &#p;)
+                }
+            }
             Stmt::Call {
                 outs,
                 tuple,
@@ -651,18 +740,23 @@ impl Emitter<'_> {
                 match mode {
                     Mode::Reverse => {
                         let f = suffixed(path, "fwd");
-                        let args = call_args(args);
+                        let args = call_args(args, &self.body.roots);
                         let pb = pullback_ident(outs[0]);
                         relocate(quote!(let (#bound, #pb) = #f(#(#args),*);), *span)
                     }
                     Mode::Tangent => {
                         let f = suffixed(path, "tangent");
-                        let mut all = call_args(args);
+                        let mut all = call_args(args, &self.body.roots);
                         for a in args {
                             all.push(match a {
                                 CallArg::Val { val, .. } if self.useful(*val) => {
                                     let t = tangent_ident(*val);
                                     quote!(&#t)
+                                }
+                                CallArg::Struct { root, path, .. } => {
+                                    let ts = struct_tangent_ident(*root);
+                                    let segs = segments(path, false);
+                                    quote!(&#ts #segs)
                                 }
                                 _ => quote!(#rt::NoTangent),
                             });
@@ -789,6 +883,12 @@ impl Emitter<'_> {
                 let call = rule_call(op.jvp, &ctx, Pass::Tangent, &|v| self.useful(v));
                 let t = tangent_ident(*v);
                 relocate(quote!(let #t = #call;), *span)
+            }
+            Stmt::Leaf { out, root, path } if self.useful(*out) => {
+                let t = tangent_ident(*out);
+                let ts = struct_tangent_ident(*root);
+                let segs = segments(path, false);
+                quote!(let #t = ::core::clone::Clone::clone(&#ts #segs);)
             }
             Stmt::SlotInit { slot, init } if self.analysis.slot_useful(*slot) => {
                 let tm = slot_tangent_ident(*slot);
@@ -929,6 +1029,12 @@ impl Emitter<'_> {
                             let index = syn::Index::from(i);
                             Some(quote!(#rt::accumulate_slot(&mut #target, __rune_slots.#index);))
                         }
+                        CallArg::Struct { root, path, .. } => {
+                            let g = struct_grad_ident(*root);
+                            let segs = segments(path, true);
+                            let index = syn::Index::from(i);
+                            Some(quote!(#rt::accumulate_struct_slot(&mut #g #segs, __rune_slots.#index);))
+                        }
                         _ => None,
                     })
                     .collect();
@@ -944,6 +1050,16 @@ impl Emitter<'_> {
                 let am = slot_adjoint_ident(*slot);
                 let a = adjoint_ident(*out);
                 quote!(#rt::accumulate_option(&mut #am, #a.take());)
+            }
+            Stmt::Leaf { out, root, path } if self.useful(*out) => {
+                let a = adjoint_ident(*out);
+                let g = struct_grad_ident(*root);
+                let segs = segments(path, true);
+                quote! {
+                    if let ::core::option::Option::Some(__rune_g) = #a.take() {
+                        #rt::accumulate_leaf(&mut #g #segs, __rune_g);
+                    }
+                }
             }
             Stmt::SlotWrite { slot, val } | Stmt::SlotInit { slot, init: val }
                 if self.analysis.slot_useful(*slot) =>
@@ -989,13 +1105,12 @@ impl Emitter<'_> {
 
     /// Stacks for everything saved inside regions, trip counts and arms taken.
     fn stack_decls(&self) -> TokenStream {
-        let mut decls: Vec<TokenStream> = self
-            .stacked()
+        let mut names: Vec<Ident> = self.stacked().iter().map(Saved::stack).collect();
+        names.sort_by_key(|i| i.to_string());
+        names.dedup_by_key(|i| i.to_string());
+        let mut decls: Vec<TokenStream> = names
             .iter()
-            .map(|s| {
-                let stack = s.stack();
-                quote!(let mut #stack = ::std::vec::Vec::new();)
-            })
+            .map(|stack| quote!(let mut #stack = ::std::vec::Vec::new();))
             .collect();
         walk(&self.body.stmts, &mut |s| match s {
             Stmt::Branch { id, .. } => {
@@ -1038,6 +1153,11 @@ impl Emitter<'_> {
             let adj = adjoint_ident(v);
             bwd.push(quote!(let mut #adj = ::core::option::Option::None;));
         }
+        for root in 0..self.body.roots.len() {
+            let g = struct_grad_ident(root);
+            let tpl = template_ident(root);
+            bwd.push(quote!(let mut #g = #rt::struct_grad_start(&#tpl);));
+        }
         for s in (0..self.body.slots).map(Slot) {
             if self.analysis.slot_useful(s) {
                 let am = slot_adjoint_ident(s);
@@ -1063,6 +1183,17 @@ impl Emitter<'_> {
             .iter()
             .zip(self.param_vals())
             .map(|(p, v)| match (p.active.as_ref(), v) {
+                (Some(a), _) if a.structure => {
+                    let root = self
+                        .body
+                        .roots
+                        .iter()
+                        .position(|r| *r == p.ident)
+                        .expect("a structure root");
+                    let g = struct_grad_ident(root);
+                    let tpl = template_ident(root);
+                    quote!(#rt::struct_grad_finish(#g, &#tpl))
+                }
                 (Some(_), Some(v)) => {
                     let adj = adjoint_ident(v);
                     let s = shape_ident(v);
@@ -1099,13 +1230,19 @@ impl Emitter<'_> {
         self.sig
             .params
             .iter()
-            .map(|p| p.active.as_ref().and_then(|_| vals.next()))
+            .map(|p| {
+                p.active
+                    .as_ref()
+                    .filter(|a| !a.structure)
+                    .and_then(|_| vals.next())
+            })
             .collect()
     }
 
     /// The function's return value built from the output locals (cloned: the pullback may keep
     /// the same tensors).
     fn output_value(&self) -> TokenStream {
+        let rt = rt();
         let elems: Vec<TokenStream> = self
             .body
             .outputs
@@ -1113,7 +1250,7 @@ impl Emitter<'_> {
             .map(|o| match o {
                 OutputElem::Val(v) => {
                     let v = val_ident(*v);
-                    quote!(::core::clone::Clone::clone(&#v))
+                    quote!(::core::clone::Clone::clone(#rt::as_tensor(&#v)))
                 }
                 OutputElem::Const(c) => const_ident(*c).into_token_stream(),
             })
@@ -1242,6 +1379,10 @@ impl Emitter<'_> {
             .map(|(i, p)| {
                 let slot = format_ident!("__rune_tangent_{}", i);
                 match &p.active {
+                    Some(a) if a.structure => {
+                        let ty = Signature::grad_type(p);
+                        quote!(#slot: impl #rt::StructTangentSlot<#ty>)
+                    }
                     Some(a) => {
                         let e = &a.elem;
                         quote!(#slot: impl #rt::TangentSlot<#e>)

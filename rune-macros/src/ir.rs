@@ -65,8 +65,22 @@ pub enum Use {
     Borrowed,
 }
 
+/// One step of a path into a structure parameter: `.field` or `[index]`.
+#[derive(Clone)]
+pub enum PathSeg {
+    Field(syn::Member),
+    /// An index held by a hoisted constant.
+    Index(Const),
+}
+
 /// An argument of a call to another differentiable function.
 pub enum CallArg {
+    /// A (part of a) structure parameter, passed borrowed or (cloned) owned.
+    Struct {
+        root: usize,
+        path: Vec<PathSeg>,
+        borrowed: bool,
+    },
     /// A differentiated value, passed borrowed or (cloned) owned as the user wrote it.
     Val { val: Val, borrowed: bool },
     /// A constant expression, passed as written.
@@ -90,6 +104,18 @@ pub enum Stmt {
         out: Val,
         ident: Ident,
         borrowed: bool,
+    },
+    /// A differentiated structure parameter enters (number `root`).
+    StructParam {
+        root: usize,
+        ident: Ident,
+        borrowed: bool,
+    },
+    /// A leaf tensor of a structure parameter: `out = root.path`.
+    Leaf {
+        out: Val,
+        root: usize,
+        path: Vec<PathSeg>,
     },
     /// A primitive op.
     Op {
@@ -172,6 +198,8 @@ pub enum OutputElem {
 /// The lowered function.
 pub struct Body {
     pub stmts: Vec<Stmt>,
+    /// The structure parameters' identifiers, by root number.
+    pub roots: Vec<Ident>,
     pub outputs: Vec<OutputElem>,
     /// The aux expression under `has_aux`.
     pub aux: Option<OutputAux>,

@@ -14,8 +14,8 @@ use syn::{BinOp, Block, Expr, Ident, Local, Pat, Stmt as SynStmt, UnOp};
 
 use crate::diag::Errors;
 use crate::ir::{
-    Body, BranchHead, CallArg, Const, LoopHead, Operand, OutputAux, OutputElem, Slot, Stmt, Taint,
-    Use, Val,
+    Body, BranchHead, CallArg, Const, LoopHead, Operand, OutputAux, OutputElem, PathSeg, Slot,
+    Stmt, Taint, Use, Val,
 };
 use crate::ops::{self, Form, OpSpec, Param};
 use crate::parse::{hidden, Returns, Signature};
@@ -83,6 +83,10 @@ struct Lowerer<'e> {
     loops: Vec<LoopCtx>,
     ret: Option<RetCtx>,
     outputs: usize,
+    /// Values that are (parts of) structure parameters: their root and path.
+    paths: HashMap<Val, (usize, Vec<PathSeg>)>,
+    /// The identifiers of the structure parameters, by root number.
+    roots: Vec<Ident>,
 }
 
 /// Lowers `block` (the body of a function with signature `sig`).
@@ -100,9 +104,23 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         loops: Vec::new(),
         ret: None,
         outputs: sig.outputs(),
+        paths: HashMap::new(),
+        roots: Vec::new(),
     };
     for p in &sig.params {
         let binding = match &p.active {
+            Some(a) if a.structure => {
+                let root = l.roots.len();
+                l.roots.push(p.ident.clone());
+                let borrowed = a.passing == crate::parse::Passing::Borrowed;
+                l.stmts.push(Stmt::StructParam {
+                    root,
+                    ident: p.ident.clone(),
+                    borrowed,
+                });
+                let out = l.leaf(root, Vec::new());
+                Binding::Active(out, borrowed)
+            }
             Some(a) => {
                 let out = l.new_val();
                 l.stmts.push(Stmt::Param {
@@ -189,6 +207,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
     }
     Body {
         stmts: l.stmts,
+        roots: l.roots,
         outputs,
         aux,
         values: l.values,
@@ -218,6 +237,30 @@ fn strip(e: &Expr) -> &Expr {
 }
 
 impl Lowerer<'_> {
+    /// A leaf (or sub-structure) of structure parameter `root` at `path`.
+    fn leaf(&mut self, root: usize, path: Vec<PathSeg>) -> Val {
+        let out = self.new_val();
+        self.stmts.push(Stmt::Leaf {
+            out,
+            root,
+            path: path.clone(),
+        });
+        self.paths.insert(out, (root, path));
+        out
+    }
+
+    /// `base.member` or `base[index]` when `base` is part of a structure parameter.
+    fn extend_path(
+        &mut self,
+        base: &Lowered,
+        seg: impl FnOnce(&mut Self) -> PathSeg,
+    ) -> Option<Lowered> {
+        let Lowered::Val(v) = base else { return None };
+        let (root, mut path) = self.paths.get(v).cloned()?;
+        path.push(seg(self));
+        Some(Lowered::Val(self.leaf(root, path)))
+    }
+
     fn new_val(&mut self) -> Val {
         self.values += 1;
         Val(self.values - 1)
@@ -423,6 +466,14 @@ impl Lowerer<'_> {
             _ => None,
         };
         let Some(name) = name else {
+            if self.mentions_active(target) {
+                self.errors.at(
+                    target,
+                    "a #[differentiable] function cannot assign to a field or element of a \
+                     differentiated value; bind the new tensor to a variable instead",
+                );
+                return Some(());
+            }
             // Assignment to a field or an element: constant code only.
             let tokens = self.rewrite(e);
             if let Lowered::Const { tokens, .. } = tokens {
@@ -654,6 +705,14 @@ impl Lowerer<'_> {
     /// Turns variables that the region may assign a differentiated value to into slots.
     fn slots_for(&mut self, region: &Expr) {
         let mut names = self.active_names();
+        // The items of a loop over (part of) a structure parameter are differentiated values.
+        if let Expr::ForLoop(f) = region {
+            if mentions(&f.expr, &names) {
+                let mut idents = Vec::new();
+                collect_pattern_idents(&f.pat, &mut idents);
+                names.extend(idents.iter().map(|i| i.to_string()));
+            }
+        }
         let assigned = assignments(region);
         loop {
             let before = names.len();
@@ -711,8 +770,16 @@ impl Lowerer<'_> {
         let id = self.new_region();
         let brk = hidden(&format!("break{id}"));
         let cont = hidden(&format!("continue{id}"));
-        // A `for` loop's iterator is evaluated once, where the loop starts.
+        // A `for` loop's iterator is evaluated once, where the loop starts. Looping over a
+        // `Vec` of a structure parameter loops over its indices.
+        let mut over_structure = None;
         let iter = for_head.map(|(_, iter)| match self.expr(iter) {
+            Lowered::Val(v) if self.paths.contains_key(&v) => {
+                let (root, path) = self.paths[&v].clone();
+                let base = path_tokens(&self.roots[root], &path);
+                over_structure = Some((root, path));
+                quote!(0..(&#base).len())
+            }
             Lowered::Val(_) => {
                 self.errors.at(
                     iter,
@@ -732,9 +799,27 @@ impl Lowerer<'_> {
             _ => None,
         };
         let body_stmts = self.region(|l| {
-            if let Some((pat, _)) = for_head {
-                let destructure = l.bind_pattern(pat, id);
-                l.stmts.push(destructure);
+            match (for_head, over_structure) {
+                (Some((pat, _)), Some((root, mut path))) => {
+                    let item = hidden(&format!("item{id}"));
+                    let index = l.hoist(item.into_token_stream(), Some(quote!(usize)), Use::Plain);
+                    path.push(PathSeg::Index(index));
+                    match pat {
+                        Pat::Ident(pi) if pi.subpat.is_none() => {
+                            let v = l.leaf(root, path);
+                            l.bind(&pi.ident.to_string(), Binding::Active(v, true));
+                        }
+                        other => l.errors.at(
+                            other,
+                            "a loop over the elements of a structure binds them to one name",
+                        ),
+                    }
+                }
+                (Some((pat, _)), None) => {
+                    let destructure = l.bind_pattern(pat, id);
+                    l.stmts.push(destructure);
+                }
+                _ => {}
             }
             l.stmts.push(Stmt::Verbatim(
                 quote!(let mut #brk = false; let mut #cont = false;),
@@ -1095,6 +1180,19 @@ impl Lowerer<'_> {
             }
             Expr::Index(ix) => {
                 let base = self.expr(&ix.expr);
+                if let Some(l) = self.extend_path(&base, |l| {
+                    let index = l.expr(&ix.index);
+                    let tokens = match index {
+                        Lowered::Const { tokens, .. } => tokens,
+                        Lowered::Val(_) => {
+                            l.errors.at(&ix.index, "an index must be a constant");
+                            quote!(0)
+                        }
+                    };
+                    PathSeg::Index(l.hoist(tokens, Some(quote!(usize)), Use::Plain))
+                }) {
+                    return l;
+                }
                 let index = self.expr(&ix.index);
                 let taint = match &base {
                     Lowered::Val(_) => Some(Taint::of(ix)),
@@ -1137,6 +1235,9 @@ impl Lowerer<'_> {
                     }
                 }
                 let base = self.expr(&f.base);
+                if let Some(l) = self.extend_path(&base, |_| PathSeg::Field(f.member.clone())) {
+                    return l;
+                }
                 match base {
                     Lowered::Const { tokens, taint, .. } => {
                         let member = &f.member;
@@ -1147,7 +1248,11 @@ impl Lowerer<'_> {
                         }
                     }
                     Lowered::Val(_) => {
-                        self.errors.at(f, "a tensor has no fields");
+                        self.errors.at(
+                            f,
+                            "a tensor has no fields (fields are read from `Differentiable` \
+                             structure parameters)",
+                        );
                         Lowered::constant(quote!(::core::unreachable!()))
                     }
                 }
@@ -1338,6 +1443,11 @@ impl Lowerer<'_> {
 
         if receiver_active && method == "clone" && mc.args.is_empty() {
             return receiver;
+        }
+        if let Lowered::Val(v) = &receiver {
+            if self.paths.contains_key(v) && method == "iter" && mc.args.is_empty() {
+                return receiver;
+            }
         }
         let spec = ops::lookup(&method, Form::Method);
         if receiver_active && spec.is_none() {
@@ -1686,6 +1796,14 @@ impl Lowerer<'_> {
             .into_iter()
             .zip(&c.args)
             .map(|(l, syn_arg)| match l {
+                Lowered::Val(val) if self.paths.contains_key(&val) => {
+                    let (root, path) = self.paths[&val].clone();
+                    CallArg::Struct {
+                        root,
+                        path,
+                        borrowed: self.ref_binding(Some(syn_arg)) || !path_is_param(syn_arg),
+                    }
+                }
                 Lowered::Val(val) => CallArg::Val {
                     val,
                     borrowed: self.ref_binding(Some(syn_arg)),
@@ -1986,4 +2104,27 @@ fn rename_pattern(p: &mut Pat, l: &Lowerer) {
         }
     }
     Renamer(l).visit_pat_mut(p);
+}
+
+/// `root.path` with the forward pass's index constants.
+pub fn path_tokens(root: &Ident, path: &[PathSeg]) -> TokenStream {
+    let segs = path.iter().map(|s| match s {
+        PathSeg::Field(m) => quote!(.#m),
+        PathSeg::Index(c) => {
+            let c = crate::lower::const_ident(*c);
+            quote!([#c])
+        }
+    });
+    quote!(#root #(#segs)*)
+}
+
+/// The local holding hoisted constant `c`.
+pub fn const_ident(c: Const) -> Ident {
+    hidden(&format!("c{}", c.0))
+}
+
+/// Whether an argument names a whole parameter (`model`) rather than a part (`model.enc`), whose
+/// type is then what the callee takes.
+fn path_is_param(e: &Expr) -> bool {
+    matches!(strip(e), Expr::Path(_))
 }

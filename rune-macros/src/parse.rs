@@ -61,8 +61,60 @@ pub struct Param {
 /// A differentiated parameter.
 pub struct Active {
     pub passing: Passing,
-    /// The element type `E` of `Tensor<E>`.
+    /// The element type `E` of `Tensor<E>` (for a struct, its `Differentiable::Elem`).
     pub elem: Type,
+    /// A structure of tensors (`#[derive(Differentiable)]`) rather than one tensor.
+    pub structure: bool,
+}
+
+/// Whether a parameter of type `ty` (behind any reference) is taken for a `Differentiable`
+/// structure: a named type that is not a number, a tensor of masks or indices, one of the
+/// standard containers, or a generic parameter of the function.
+fn is_structure(ty: &Type, generics: &syn::Generics) -> bool {
+    let Type::Path(p) = ty else { return false };
+    if p.qself.is_some() {
+        return false;
+    }
+    let Some(last) = p.path.segments.last() else {
+        return false;
+    };
+    let name = last.ident.to_string();
+    let constant = [
+        "f32",
+        "f64",
+        "i8",
+        "i16",
+        "i32",
+        "i64",
+        "i128",
+        "isize",
+        "u8",
+        "u16",
+        "u32",
+        "u64",
+        "u128",
+        "usize",
+        "bool",
+        "char",
+        "str",
+        "String",
+        "Vec",
+        "Option",
+        "Box",
+        "Rc",
+        "Arc",
+        "HashMap",
+        "BTreeMap",
+        "HashSet",
+        "BTreeSet",
+        "Range",
+        "PhantomData",
+        "Result",
+        "Tensor",
+        "Dual",
+    ];
+    let generic = generics.type_params().any(|t| t.ident == name);
+    !constant.contains(&name.as_str()) && !generic
 }
 
 /// What the function returns.
@@ -112,6 +164,7 @@ fn is_nondiff_elem(elem: &Type) -> bool {
 
 /// Builds the signature model, removing `#[nodiff]` from the function's parameters.
 pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> Option<Signature> {
+    let generics = func.sig.generics.clone();
     let sig = &mut func.sig;
     for (what, present) in [
         ("async", sig.asyncness.is_some()),
@@ -174,6 +227,22 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                 Some(Active {
                     passing,
                     elem: elem.clone(),
+                    structure: false,
+                })
+            }
+            None if !nodiff && is_structure(inner, &generics) => {
+                if mutable_ref {
+                    errors.at(
+                        &ty,
+                        "a differentiated parameter cannot be `&mut`: take `&Model` or `Model` \
+                         (or mark it #[nodiff])",
+                    );
+                    continue;
+                }
+                Some(Active {
+                    passing,
+                    elem: syn::parse_quote!(<#inner as ::rune_ad::__private::Differentiable>::Elem),
+                    structure: true,
                 })
             }
             _ => None,
@@ -189,7 +258,7 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
         errors.at(
             &sig.ident,
             "a #[differentiable] function needs at least one differentiated parameter: a \
-             `Tensor<T>` or `&Tensor<T>` without #[nodiff]",
+             `Tensor<T>`, `&Tensor<T>` or `Differentiable` structure without #[nodiff]",
         );
     }
     let returns = match &sig.output {

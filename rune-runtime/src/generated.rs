@@ -164,6 +164,70 @@ pub fn as_tensor<X: AsTensor + ?Sized>(x: &X) -> &Tensor<X::Elem> {
     x.as_tensor_ref()
 }
 
+/// A copy of a structure parameter (cheap: its tensors share storage), from which the backward
+/// pass shapes the parameter's gradient.
+#[inline]
+pub fn template_of<D: crate::Differentiable>(parameter: &D) -> D {
+    parameter.clone()
+}
+
+/// The gradient of a structure parameter while the backward pass fills it: a copy of the
+/// parameter whose leaves are empty until a contribution arrives (no zeros written in advance).
+pub fn struct_grad_start<D: crate::Differentiable>(template: &D) -> D {
+    let mut g = template.clone();
+    for leaf in g.leaves_mut() {
+        *leaf = Tensor::zeros(&[0]);
+    }
+    g
+}
+
+/// Adds a contribution to a leaf of a structure gradient (an empty leaf takes it as it is).
+#[inline]
+pub fn accumulate_leaf<T: Element>(leaf: &mut Tensor<T>, contribution: Tensor<T>) {
+    if leaf.shape() == [0] && contribution.shape() != [0] {
+        *leaf = contribution;
+    } else {
+        *leaf += &contribution;
+    }
+}
+
+/// Adds a callee's gradient of a structure (or of one leaf) into the caller's.
+pub fn accumulate_struct_slot<D: crate::Differentiable>(target: &mut D, slot: D) {
+    for (leaf, c) in target.leaves_mut().into_iter().zip(slot.leaves()) {
+        accumulate_leaf(leaf, c.clone());
+    }
+}
+
+/// The finished gradient of a structure parameter: leaves nothing reached become zeros.
+pub fn struct_grad_finish<D: crate::Differentiable>(mut g: D, template: &D) -> D {
+    for (leaf, t) in g.leaves_mut().into_iter().zip(template.leaves()) {
+        if leaf.shape() != t.shape() {
+            *leaf = Tensor::zeros(t.shape());
+        }
+    }
+    g
+}
+
+/// A tangent passed to a differentiated structure parameter: a structure, or [`NoTangent`].
+pub trait StructTangentSlot<D> {
+    /// The tangent, zeros like `primal` for [`NoTangent`].
+    fn tangent_or_zeros(self, primal: &D) -> D;
+}
+
+impl<D: crate::Differentiable> StructTangentSlot<D> for &D {
+    #[inline]
+    fn tangent_or_zeros(self, _primal: &D) -> D {
+        self.clone()
+    }
+}
+
+impl<D: crate::Differentiable> StructTangentSlot<D> for NoTangent {
+    #[inline]
+    fn tangent_or_zeros(self, primal: &D) -> D {
+        primal.zeros_like()
+    }
+}
+
 /// The gradient slot of a parameter that is not differentiated.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NoGrad;

@@ -11,6 +11,11 @@ use crate::tensor::Tensor;
 /// Its gradient is a value of the same type. The leaf tensors come in a fixed order (fields in
 /// declaration order, elements in index order), the same for every value of the type, so
 /// optimizers can walk parameters, gradients and their own state side by side.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not `Differentiable`, so a #[differentiable] function cannot differentiate it",
+    label = "taken for a structure of parameters",
+    note = "derive `Differentiable` for a structure of tensors, or mark a constant parameter `#[nodiff]`"
+)]
 pub trait Differentiable: Clone {
     /// The element type of every leaf.
     type Elem: Element;
