@@ -214,3 +214,10 @@ fn integer_division_by_zero_names_op_and_shapes() {
         "{msg}"
     );
 }
+
+#[test]
+fn unsuffixed_literals_infer_from_the_tensor() {
+    let x = rune_runtime::Tensor::<f32>::from_vec(vec![-1.0, 2.0], &[2]);
+    assert_eq!(x.gt(0.0).to_vec(), vec![false, true]);
+    assert_eq!(x.le(&x).to_vec(), vec![true, true]);
+}

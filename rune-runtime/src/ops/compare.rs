@@ -20,7 +20,7 @@ use ndarray::{Axis, Zip};
 use crate::broadcast::{broadcast_shapes, broadcast_view};
 use crate::element::Element;
 use crate::error::{OrPanic, ShapeError};
-use crate::ops::arith::{Operand, OperandRef};
+use crate::ops::arith::OperandRef;
 use crate::ops::normalize_axis;
 use crate::tensor::Tensor;
 
@@ -54,6 +54,33 @@ fn try_compare<T: Element>(
     }
 }
 
+/// The right-hand side of a comparison: a scalar, a tensor, or a reference to a tensor.
+///
+/// Implemented per type (not through [`Operand`](crate::Operand)) so that an unsuffixed literal infers from the
+/// tensor: `x.gt(0.0)` compares with an `f32` when `x` is a `Tensor<f32>`.
+pub trait CompareRhs<T: Element> {
+    /// A borrowed view of the operand.
+    fn compare_rhs(&self) -> OperandRef<'_, T>;
+}
+
+impl<T: Element> CompareRhs<T> for T {
+    fn compare_rhs(&self) -> OperandRef<'_, T> {
+        OperandRef::Scalar(*self)
+    }
+}
+
+impl<T: Element> CompareRhs<T> for Tensor<T> {
+    fn compare_rhs(&self) -> OperandRef<'_, T> {
+        OperandRef::Tensor(self)
+    }
+}
+
+impl<T: Element> CompareRhs<T> for &Tensor<T> {
+    fn compare_rhs(&self) -> OperandRef<'_, T> {
+        OperandRef::Tensor(self)
+    }
+}
+
 macro_rules! comparisons {
     ($($doc:literal $name:ident, $try_name:ident, $op:tt;)*) => {
         impl<T: Element> Tensor<T> {$(
@@ -65,17 +92,17 @@ macro_rules! comparisons {
             /// When the shapes do not broadcast.
             #[track_caller]
             #[must_use]
-            pub fn $name<B: Operand<Elem = T>>(&self, other: B) -> Tensor<bool> {
+            pub fn $name<B: CompareRhs<T>>(&self, other: B) -> Tensor<bool> {
                 self.$try_name(other).or_panic()
             }
 
             #[doc = concat!("Like [`Tensor::", stringify!($name),
                 "`], returning an error when the shapes do not broadcast.")]
-            pub fn $try_name<B: Operand<Elem = T>>(
+            pub fn $try_name<B: CompareRhs<T>>(
                 &self,
                 other: B,
             ) -> Result<Tensor<bool>, ShapeError> {
-                try_compare(stringify!($name), self, other.operand(), |x, y| x $op y)
+                try_compare(stringify!($name), self, other.compare_rhs(), |x, y| x $op y)
             }
         )*}
     };
