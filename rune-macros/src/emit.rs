@@ -19,7 +19,7 @@ use crate::ir::{
 };
 use crate::lower::{path_tokens, val_ident};
 use crate::ops::{self, Form, Keep, OpSpec, Param};
-use crate::parse::{hidden, Returns, Signature};
+use crate::parse::{hidden, Options, Returns, Signature};
 
 const RT: &str = "::rune_ad::__private";
 
@@ -389,6 +389,7 @@ pub struct Emitter<'a> {
     pub sig: &'a Signature,
     pub body: &'a Body,
     pub analysis: &'a Analysis,
+    pub options: &'a Options,
 }
 
 /// Something the backward pass reads, saved by the forward pass right after the statement that
@@ -1308,6 +1309,256 @@ impl Emitter<'_> {
         }
     }
 
+    /// How each parameter is passed on to a function taking the same parameters, from owned
+    /// copies named `copies`.
+    fn pass_copies(&self, copies: &[Ident]) -> Vec<TokenStream> {
+        self.sig
+            .params
+            .iter()
+            .zip(copies)
+            .map(|(p, c)| match &p.ty {
+                syn::Type::Reference(_) => quote!(&#c),
+                _ => quote!(::core::clone::Clone::clone(&#c)),
+            })
+            .collect()
+    }
+
+    /// Owned copies of every parameter (cheap for tensors), kept by a pullback.
+    fn copy_params(&self) -> (Vec<Ident>, TokenStream) {
+        let copies: Vec<Ident> = (0..self.sig.params.len())
+            .map(|i| hidden(&format!("param{i}")))
+            .collect();
+        let stmts: Vec<TokenStream> = self
+            .sig
+            .params
+            .iter()
+            .zip(&copies)
+            .map(|(p, c)| {
+                let ident = &p.ident;
+                match &p.ty {
+                    syn::Type::Reference(_) => {
+                        quote!(let #c = ::core::clone::Clone::clone(#ident);)
+                    }
+                    _ => quote!(let #c = ::core::clone::Clone::clone(&#ident);),
+                }
+            })
+            .collect();
+        (copies, quote!(#(#stmts)*))
+    }
+
+    /// The value from the original function, the parameters kept for the pullback.
+    fn value_and_copies(&self) -> (Vec<Ident>, TokenStream) {
+        let name = &self.func.sig.ident;
+        let (_, ty_generics, _) = self.func.sig.generics.split_for_impl();
+        let turbofish = ty_generics.as_turbofish();
+        let (copies, stmts) = self.copy_params();
+        let args = self.pass_copies(&copies);
+        (
+            copies,
+            quote! {
+                #stmts
+                let __rune_value = #name #turbofish (#(#args),*);
+            },
+        )
+    }
+
+    /// Slots of the pullback's result from a rule's gradients (in active-parameter order).
+    fn slots_from_grads(&self, grads: &Ident) -> TokenStream {
+        let rt = rt();
+        let n_active = self.sig.active().count();
+        let mut k = 0;
+        let slots = self.sig.params.iter().map(|p| match p.active {
+            Some(_) => {
+                let index = syn::Index::from(k);
+                k += 1;
+                if n_active == 1 {
+                    quote!(#grads)
+                } else {
+                    quote!(#grads.#index)
+                }
+            }
+            None => quote!(#rt::NoGrad),
+        });
+        let slots: Vec<TokenStream> = slots.collect();
+        quote!((#(#slots,)*))
+    }
+
+    /// `f_fwd` under `custom_vjp = rule`: the value from the original function, and a pullback
+    /// that calls `rule(params.., cotangent)`.
+    fn custom_pullback_body(&self, rule: &syn::Path) -> TokenStream {
+        let (copies, head) = self.value_and_copies();
+        let args = self.pass_copies(&copies);
+        let cot_ty = self.sig.cotangent_type();
+        let grads = hidden("rule_grads");
+        let slots = self.slots_from_grads(&grads);
+        quote! {
+            #head
+            (__rune_value, move |__rune_cotangent: #cot_ty| {
+                let #grads = #rule(#(#args,)* __rune_cotangent);
+                #slots
+            })
+        }
+    }
+
+    /// `f_fwd` under `checkpoint`: the value from the original function, and a pullback that
+    /// keeps only the parameters and reruns the saving forward pass when called.
+    fn checkpoint_body(&self, saving: &Ident) -> TokenStream {
+        let (_, ty_generics, _) = self.func.sig.generics.split_for_impl();
+        let turbofish = ty_generics.as_turbofish();
+        let (copies, head) = self.value_and_copies();
+        let args = self.pass_copies(&copies);
+        let cot_ty = self.sig.cotangent_type();
+        quote! {
+            #head
+            (__rune_value, move |__rune_cotangent: #cot_ty| {
+                let (_, __rune_pullback) = #saving #turbofish (#(#args),*);
+                __rune_pullback(__rune_cotangent)
+            })
+        }
+    }
+
+    /// `f_tangent` under `custom_jvp = rule`: the value from the original function and the
+    /// tangent from `rule(params.., tangents..)`.
+    fn custom_tangent_body(&self, rule: &syn::Path) -> TokenStream {
+        let rt = rt();
+        let (copies, head) = self.value_and_copies();
+        let args = self.pass_copies(&copies);
+        let mut tangents = Vec::new();
+        let mut resolve = Vec::new();
+        for (i, (p, c)) in self.sig.params.iter().zip(&copies).enumerate() {
+            let Some(a) = &p.active else { continue };
+            let slot = format_ident!("__rune_tangent_{}", i);
+            let t = hidden(&format!("rule_tangent{i}"));
+            let via = if a.structure {
+                quote!(#rt::StructTangentSlot::tangent_or_zeros(#slot, &#c))
+            } else {
+                quote!(#rt::TangentSlot::tangent_or_zeros(#slot, &#c))
+            };
+            resolve.push(quote!(let #t = #via;));
+            tangents.push(quote!(&#t));
+        }
+        quote! {
+            #head
+            #(#resolve)*
+            let __rune_tangent_out = #rule(#(#args,)* #(#tangents),*);
+            (__rune_value, __rune_tangent_out)
+        }
+    }
+
+    /// `f_hvp` (forward over reverse): `f_grad` run on dual numbers whose tangents are the
+    /// directions. Written for functions generic over their element type; a function on a
+    /// concrete element type gets it through its generic twin.
+    fn hvp(&self, lints: &TokenStream) -> TokenStream {
+        let rt = rt();
+        if !matches!(self.sig.returns, Returns::Single(_)) {
+            return quote!();
+        }
+        if self.sig.active().any(|(_, a)| a.structure) {
+            return quote!();
+        }
+        let Some((_, first)) = self.sig.active().next() else {
+            return quote!();
+        };
+        let elem = &first.elem;
+        let elem_name = elem.to_token_stream().to_string();
+        let generics = &self.func.sig.generics;
+        if !generics.type_params().any(|t| t.ident == elem_name) {
+            return quote!();
+        }
+        let name = &self.func.sig.ident;
+        let vis = &self.func.vis;
+        let (_, _, where_clause) = generics.split_for_impl();
+        let grad_name = format_ident!("{}_grad", name);
+        let hvp_name = format_ident!("{}_hvp", name);
+        // The turbofish instantiating the element type with its dual numbers.
+        let args: Vec<TokenStream> = generics
+            .params
+            .iter()
+            .filter_map(|g| match g {
+                syn::GenericParam::Type(t) if t.ident == elem_name => {
+                    Some(quote!(#rt::Dual<#elem>))
+                }
+                syn::GenericParam::Type(t) => Some(t.ident.to_token_stream()),
+                syn::GenericParam::Const(c) => Some(c.ident.to_token_stream()),
+                syn::GenericParam::Lifetime(_) => None,
+            })
+            .collect();
+        let mentions_elem = |ty: &syn::Type| {
+            ty.to_token_stream()
+                .into_iter()
+                .any(|t| matches!(&t, proc_macro2::TokenTree::Ident(i) if *i == elem_name))
+                || ty
+                    .to_token_stream()
+                    .to_string()
+                    .contains(&format!("< {elem_name} >"))
+        };
+        let mut lifts = Vec::new();
+        let mut call_args = Vec::new();
+        let mut directions = Vec::new();
+        for (i, p) in self.sig.params.iter().enumerate() {
+            let ident = &p.ident;
+            let lifted = hidden(&format!("dual{i}"));
+            let (borrowed, reference) = match &p.ty {
+                syn::Type::Reference(_) => (true, quote!(#ident)),
+                _ => (false, quote!(&#ident)),
+            };
+            match &p.active {
+                Some(_) => {
+                    let d = format_ident!("{}_direction", ident, span = Span::mixed_site());
+                    let ty = Signature::grad_type(p);
+                    directions.push(quote!(#d: &#ty));
+                    lifts.push(quote!(let #lifted = #rt::dual_tensor(#reference, #d);));
+                }
+                None if mentions_elem(&p.ty) => {
+                    lifts.push(quote!(let #lifted = #rt::Lift::lift(#reference);));
+                }
+                None => {
+                    call_args.push(quote!(#ident));
+                    continue;
+                }
+            }
+            call_args.push(if borrowed {
+                quote!(&#lifted)
+            } else {
+                quote!(#lifted)
+            });
+        }
+        let n_active = self.sig.active().count();
+        let (grads_out, hvps_out) = if n_active == 1 {
+            (
+                quote!(#rt::dual_primal(&__rune_dual_grads)),
+                quote!(#rt::dual_tangent(&__rune_dual_grads)),
+            )
+        } else {
+            let idx: Vec<syn::Index> = (0..n_active).map(syn::Index::from).collect();
+            (
+                quote!((#(#rt::dual_primal(&__rune_dual_grads.#idx),)*)),
+                quote!((#(#rt::dual_tangent(&__rune_dual_grads.#idx),)*)),
+            )
+        };
+        let grads_ty = self.sig.grads_type();
+        let params_plain: Vec<TokenStream> = self
+            .sig
+            .params
+            .iter()
+            .map(|p| {
+                let (ident, ty) = (&p.ident, &p.ty);
+                quote!(#ident: #ty)
+            })
+            .collect();
+        let doc = format!(" The gradient of [`{name}`] and its Hessian times the given directions (forward over reverse: the reverse pass run on dual numbers).");
+        quote! {
+            #[doc = #doc]
+            #lints
+            #[track_caller]
+            #vis fn #hvp_name #generics (#(#params_plain,)* #(#directions),*) -> (#grads_ty, #grads_ty) #where_clause {
+                #(#lifts)*
+                let __rune_dual_grads = #grad_name::<#(#args),*>(#(#call_args),*);
+                (#grads_out, #hvps_out)
+            }
+        }
+    }
+
     /// All generated items.
     pub fn emit(&self) -> TokenStream {
         let rt = rt();
@@ -1411,9 +1662,53 @@ impl Emitter<'_> {
             })
             .collect();
 
+        let lints = quote!(#[allow(unused, clippy::all, clippy::pedantic, clippy::nursery)]);
         let cotangent = Ident::new("cotangent", Span::mixed_site());
         let reverse = self.reverse_body();
-        let tangent = self.tangent_body();
+        let tangent = match &self.options.custom_jvp {
+            Some(rule) => self.custom_tangent_body(rule),
+            None => self.tangent_body(),
+        };
+        // With a custom VJP or a checkpoint, callers reach this function through `f_fwd`, whose
+        // pullback runs the rule or recomputes; its own entry points use the derived pass.
+        let derived_fwd = if self.options.checkpoint || self.options.custom_vjp.is_some() {
+            format_ident!("{}_fwd_derived", name)
+        } else {
+            fwd_name.clone()
+        };
+        let entry_fwd = if self.options.custom_vjp.is_some() {
+            fwd_name.clone()
+        } else {
+            derived_fwd.clone()
+        };
+        let pullback_ty =
+            quote!(impl ::core::ops::FnOnce(#cot_ty) -> (#(#slot_types,)*) + ::core::clone::Clone);
+        let outer_fwd = match (&self.options.custom_vjp, self.options.checkpoint) {
+            (Some(rule), _) => {
+                let body = self.custom_pullback_body(rule);
+                quote! {
+                    #[doc(hidden)]
+                    #lints
+                    #vis fn #fwd_name #generics (#(#params_decl),*) -> (#ret, #pullback_ty) #where_clause {
+                        #body
+                    }
+                }
+            }
+            (None, true) => {
+                let body = self.checkpoint_body(&derived_fwd);
+                quote! {
+                    #[doc(hidden)]
+                    #lints
+                    #vis fn #fwd_name #generics (#(#params_decl),*) -> (#ret, #pullback_ty) #where_clause {
+                        #body
+                    }
+                }
+            }
+            (None, false) => quote!(),
+        };
+        let hvp = self.hvp(&lints);
+        let pullback_name = format_ident!("{}_pullback", name);
+        let doc_pullback = format!(" The value of [`{name}`] and its pullback: a function that takes a cotangent of the value's shape and returns the gradients, callable many times (the forward pass runs once).");
         let has_aux = matches!(self.sig.returns, Returns::Aux { .. });
         let value_of = if has_aux {
             quote!(&__rune_value.0)
@@ -1423,7 +1718,7 @@ impl Emitter<'_> {
         let (vag_ret, vag_body, grad_body) = (
             quote!((#ret, #grads_ty)),
             quote! {
-                let (__rune_value, __rune_pullback) = #fwd_name #turbofish (#(#names),*);
+                let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*);
                 let __rune_seed = #rt::scalar_seed(#name_str, #value_of);
                 let __rune_slots = __rune_pullback(&__rune_seed);
                 (__rune_value, #grads_from_slots)
@@ -1445,7 +1740,6 @@ impl Emitter<'_> {
             Some(aux) => quote!((#grads_ty, #aux)),
             None => grads_ty.clone(),
         };
-        let lints = quote!(#[allow(unused, clippy::all, clippy::pedantic, clippy::nursery)]);
         let doc_vjp = format!(" Reverse mode of [`{name}`]: its value and the cotangent pulled back to each differentiated parameter.");
         let doc_jvp = format!(" Forward mode of [`{name}`]: its value and the directional derivative along the given tangents.");
         let doc_grad = format!(" The gradient of [`{name}`] (whose value must have one element).");
@@ -1476,12 +1770,27 @@ impl Emitter<'_> {
         quote! {
             #[doc(hidden)]
             #lints
-            #vis fn #fwd_name #generics (#(#params_decl),*)
-                -> (#ret, impl ::core::ops::FnOnce(#cot_ty) -> (#(#slot_types,)*)) #where_clause
+            #vis fn #derived_fwd #generics (#(#params_decl),*) -> (#ret, #pullback_ty) #where_clause
             {
                 // The derivatives stand for the original: it counts as used.
                 let _ = #name #turbofish;
                 #reverse
+            }
+
+            #outer_fwd
+
+            #hvp
+
+            #[doc = #doc_pullback]
+            #lints
+            #vis fn #pullback_name #generics (#(#params_plain),*)
+                -> (#ret, impl ::core::ops::Fn(#cot_ty) -> #grads_ty) #where_clause
+            {
+                let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*);
+                (__rune_value, move |#cotangent: #cot_ty| {
+                    let __rune_slots = ::core::clone::Clone::clone(&__rune_pullback)(#cotangent);
+                    #grads_from_slots
+                })
             }
 
             #[doc(hidden)]
@@ -1498,7 +1807,7 @@ impl Emitter<'_> {
             #vis fn #vjp_name #generics (#(#params_plain,)* #cotangent: #cot_ty)
                 -> (#ret, #grads_ty) #where_clause
             {
-                let (__rune_value, __rune_pullback) = #fwd_name #turbofish (#(#names),*);
+                let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*);
                 let __rune_slots = __rune_pullback(#cotangent);
                 (__rune_value, #grads_from_slots)
             }

@@ -40,6 +40,7 @@ pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
         sig: &sig,
         body: &body,
         analysis: &analysis,
+        options: &options,
     }
     .emit();
     quote!(#func #generated)

@@ -14,6 +14,13 @@ use crate::diag::Errors;
 pub struct Options {
     /// `has_aux`: the function returns `(value, aux)` and only `value` is differentiated.
     pub has_aux: bool,
+    /// `checkpoint`: callers recompute this function's forward pass in their backward pass
+    /// instead of keeping its intermediates.
+    pub checkpoint: bool,
+    /// `custom_vjp = rule`: `rule(params.., cotangent) -> grads` replaces the derived VJP.
+    pub custom_vjp: Option<syn::Path>,
+    /// `custom_jvp = rule`: `rule(params.., tangents..) -> tangent` replaces the derived JVP.
+    pub custom_jvp: Option<syn::Path>,
 }
 
 /// Parses the attribute's arguments, recording unknown ones.
@@ -29,9 +36,27 @@ pub fn options(args: TokenStream, errors: &mut Errors) -> Options {
     for meta in metas {
         match &meta {
             Meta::Path(p) if p.is_ident("has_aux") => options.has_aux = true,
+            Meta::Path(p) if p.is_ident("checkpoint") => options.checkpoint = true,
+            Meta::NameValue(nv)
+                if nv.path.is_ident("custom_vjp") || nv.path.is_ident("custom_jvp") =>
+            {
+                let rule = match &nv.value {
+                    syn::Expr::Path(p) if p.qself.is_none() => Some(p.path.clone()),
+                    other => {
+                        errors.at(other, "name the rule function: `custom_vjp = my_rule`");
+                        None
+                    }
+                };
+                if nv.path.is_ident("custom_vjp") {
+                    options.custom_vjp = rule;
+                } else {
+                    options.custom_jvp = rule;
+                }
+            }
             _ => errors.at(
                 &meta,
-                "unknown argument of #[differentiable]; supported: `has_aux`",
+                "unknown argument of #[differentiable]; supported: `has_aux`, `checkpoint`, \
+                 `custom_vjp = rule`, `custom_jvp = rule`",
             ),
         }
     }

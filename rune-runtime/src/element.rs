@@ -12,7 +12,7 @@ use std::ops::{AddAssign, DivAssign, MulAssign, SubAssign};
 use ndarray::{LinalgScalar, ScalarOperand};
 use num_traits::Float;
 
-use crate::generated::Residual;
+use crate::generated::{Lift, Residual};
 use crate::ops::arith::Operand;
 
 /// A differentiable scalar: `f32`, `f64`, `Dual<f32>`, `Dual<f64>`, ...
@@ -37,6 +37,7 @@ pub trait Element:
     + DivAssign
     + Operand<Elem = Self>
     + Residual<Owned = Self>
+    + Lift<Lifted = crate::Dual<Self>>
     + 'static
 {
     /// The type's name in error messages (`"f32"`, `"f64"`, `"Dual"`).

@@ -319,3 +319,74 @@ pub fn scalar_seed<T: Element>(function: &str, value: &Tensor<T>) -> Tensor<T> {
 pub fn adjoint_or_zeros<T: Element>(adjoint: Option<Tensor<T>>, shape: &[usize]) -> Tensor<T> {
     finish_grad(adjoint, shape)
 }
+
+/// A tensor of dual numbers: primal `x`, tangent `direction` (as `f_hvp` seeds it).
+///
+/// # Panics
+/// When the two shapes differ.
+#[track_caller]
+pub fn dual_tensor<T: Element>(x: &Tensor<T>, direction: &Tensor<T>) -> Tensor<crate::Dual<T>> {
+    assert_eq!(
+        x.shape(),
+        direction.shape(),
+        "hvp: the direction has shape {:?}, the parameter {:?}",
+        direction.shape(),
+        x.shape()
+    );
+    Tensor::from_array(
+        ndarray::Zip::from(x.as_shared())
+            .and(direction.as_shared())
+            .map_collect(|&re, &du| crate::Dual::new(re, du)),
+    )
+}
+
+/// The primal parts of a tensor of dual numbers.
+pub fn dual_primal<T: Element>(t: &Tensor<crate::Dual<T>>) -> Tensor<T> {
+    t.map(|d| d.re)
+}
+
+/// The tangent parts of a tensor of dual numbers.
+pub fn dual_tangent<T: Element>(t: &Tensor<crate::Dual<T>>) -> Tensor<T> {
+    t.map(|d| d.du)
+}
+
+/// A constant lifted to dual numbers (zero tangent), for the constant parameters of `f_hvp`.
+pub trait Lift {
+    /// The lifted type.
+    type Lifted;
+    /// The constant with zero tangents.
+    fn lift(&self) -> Self::Lifted;
+}
+
+impl<T: Element> Lift for Tensor<T> {
+    type Lifted = Tensor<crate::Dual<T>>;
+    fn lift(&self) -> Tensor<crate::Dual<T>> {
+        self.map(|&v| crate::Dual::constant(v))
+    }
+}
+
+impl<X: Lift + ?Sized> Lift for &X {
+    type Lifted = X::Lifted;
+    fn lift(&self) -> X::Lifted {
+        (**self).lift()
+    }
+}
+
+macro_rules! lift_scalar {
+    ($($t:ty),*) => {$(
+        impl Lift for $t {
+            type Lifted = crate::Dual<$t>;
+            fn lift(&self) -> crate::Dual<$t> {
+                crate::Dual::constant(*self)
+            }
+        }
+    )*};
+}
+lift_scalar!(f32, f64);
+
+impl<T: Element> Lift for crate::Dual<T> {
+    type Lifted = crate::Dual<crate::Dual<T>>;
+    fn lift(&self) -> crate::Dual<crate::Dual<T>> {
+        crate::Dual::constant(*self)
+    }
+}
