@@ -11,27 +11,37 @@
 //! during the backward pass.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
 use rune_ad::prelude::*;
 
 struct Counting;
 
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-/// The tests of this file measure the one allocator: one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+thread_local! {
+    // Per thread, so that the test harness's own allocations on other threads do not count.
+    static LIVE: Cell<usize> = const { Cell::new(0) };
+    static PEAK: Cell<usize> = const { Cell::new(0) };
+}
+
+fn live() -> usize {
+    LIVE.with(Cell::get)
+}
 
 // SAFETY: forwards every call to the system allocator unchanged and only counts bytes.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let live = LIVE.fetch_add(layout.size(), Ordering::SeqCst) + layout.size();
-        PEAK.fetch_max(live, Ordering::SeqCst);
+        let live = LIVE.with(|l| {
+            l.set(l.get() + layout.size());
+            l.get()
+        });
+        PEAK.with(|p| p.set(p.get().max(live)));
         // SAFETY: same layout contract as the caller's.
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::SeqCst);
+        // A block freed on another thread than the one that allocated it can take a thread's
+        // count below zero: saturate rather than wrap.
+        LIVE.with(|l| l.set(l.get().saturating_sub(layout.size())));
         // SAFETY: `ptr` was allocated by `alloc` above with this layout.
         unsafe { System.dealloc(ptr, layout) }
     }
@@ -51,10 +61,10 @@ fn long_chain(x: &Tensor<f64>, #[nodiff] steps: usize) -> Tensor<f64> {
 
 /// Bytes alive while the pullback of `steps` iterations is held.
 fn kept_by_pullback(x: &Tensor<f64>, steps: usize) -> usize {
-    let before = LIVE.load(Ordering::SeqCst);
+    let before = live();
     let (value, pullback) = long_chain_fwd(x, steps);
     drop(value);
-    let kept = LIVE.load(Ordering::SeqCst) - before;
+    let kept = live() - before;
     let slots = pullback(&Tensor::scalar(1.0));
     assert!((slots.0.to_vec()[0] - 0.9999f64.powi(steps as i32)).abs() < 1e-12);
     assert_eq!(long_chain(x, 1).shape(), &[] as &[usize]);
@@ -63,7 +73,6 @@ fn kept_by_pullback(x: &Tensor<f64>, steps: usize) -> usize {
 
 #[test]
 fn a_loop_keeps_only_what_its_rules_read() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // A large tensor: if any iteration kept a tensor, the growth would be 80 kB per step.
     let x = Tensor::<f64>::ones(&[10_000]);
     let per_iteration = (kept_by_pullback(&x, 2048) - kept_by_pullback(&x, 1024)) / 1024;
@@ -108,18 +117,17 @@ fn deep(x: &Tensor<f64>, #[nodiff] depth: usize) -> Tensor<f64> {
 fn measure<P: Fn(&Tensor<f64>) -> Tensor<f64>>(
     run: impl FnOnce() -> (Tensor<f64>, P),
 ) -> (usize, usize, Tensor<f64>) {
-    let before = LIVE.load(Ordering::SeqCst);
-    PEAK.store(before, Ordering::SeqCst);
+    let before = live();
+    PEAK.with(|p| p.set(before));
     let (value, pullback) = run();
-    let kept = LIVE.load(Ordering::SeqCst) - before;
+    let kept = live() - before;
     let grad = pullback(&Tensor::ones(value.shape()));
-    let peak = PEAK.load(Ordering::SeqCst) - before;
+    let peak = PEAK.with(Cell::get) - before;
     (kept, peak, grad)
 }
 
 #[test]
 fn a_checkpoint_keeps_only_block_inputs() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let x = Tensor::<f64>::rand_uniform(&[10_000], -0.1, 0.1, 1);
     let depth = 20;
     let (kept_plain, peak_plain, g_plain) = measure(|| deep_pullback(&x, depth));
