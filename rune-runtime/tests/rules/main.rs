@@ -75,3 +75,31 @@ fn every_differentiable_op_has_checked_rules() {
         .collect();
     assert!(missing.is_empty(), "ops without rule checks: {missing:?}");
 }
+
+/// Every primitive of Rune's `autodiff.ml` has a counterpart here (the crate docs' table).
+#[test]
+fn every_reference_primitive_has_a_counterpart() {
+    let primitives = [
+        "add", "mul", "neg", "log2", "exp2", "sin", "sqrt", "recip", "fdiv", "pow", "max",
+        "reshape", "expand", "reduce_sum", "reduce_max", "reduce_prod", "associative_scan sum",
+        "associative_scan prod", "permute", "pad", "shrink", "flip", "cat", "cast", "contiguous",
+        "copy", "where", "gather", "scatter", "assign", "idiv", "mod", "cmplt", "cmpne", "xor",
+        "or", "and", "const_scalar", "const_array", "threefry", "unfold", "fold", "matmul",
+    ];
+    let references: Vec<String> = all_ops()
+        .iter()
+        .flat_map(|op| {
+            op.reference
+                .trim_start_matches("composite: ")
+                .split(", ")
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let missing: Vec<&str> = primitives
+        .iter()
+        .filter(|p| !references.iter().any(|r| r == *p))
+        .copied()
+        .collect();
+    assert!(missing.is_empty(), "no counterpart for {missing:?}");
+}
