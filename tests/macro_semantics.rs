@@ -355,7 +355,7 @@ fn values_that_do_not_reach_the_output_do_not_contribute() {
 fn constant_subexpressions(x: &Tensor<f64>) -> Tensor<f64> {
     let n = x.shape()[0] as f64;
     let columns = x.shape()[1];
-    let offset = Tensor::zeros(&[columns]) + 1.0;
+    let offset = Tensor::<f64>::zeros(&[columns]) + 1.0;
     let ramp = Tensor::<f64>::arange(x.len()).reshape(x.shape());
     let ndim = x.ndim();
     let mut k = 0.0;

@@ -80,6 +80,7 @@ mod element;
 mod error;
 #[doc(hidden)]
 pub mod generated;
+pub mod jacobian;
 pub mod model;
 pub mod ops;
 pub mod optim;
@@ -87,10 +88,11 @@ mod rng;
 mod tensor;
 
 pub use broadcast::{broadcast_shapes, sum_to_shape};
-pub use check::{check_grad, grad_fn, GradCheckError, GradFn};
+pub use check::{check_grad, check_hvp, grad_fn, GradCheckError, GradFn};
 pub use dual::Dual;
 pub use element::{strong_mul, Element};
 pub use error::ShapeError;
+pub use jacobian::{hessian, hessian_from_grad, hvp_from_grad, jacfwd, jacobian, jacrev};
 pub use model::Differentiable;
 pub use ops::arith::{
     add, div, mul, neg, sub, try_add, try_div, try_mul, try_sub, Operand, OperandRef,

@@ -600,3 +600,96 @@ fn rules_check_on_dual_elements() {
     let y = Tensor::<D>::rand_uniform(&[3], D::from_f64(-1.0), D::from_f64(1.0), 2);
     check_grad(&f, &[x, y], D::FD_EPS, D::GRAD_TOL, D::GRAD_TOL).unwrap();
 }
+
+/// `x` seeded with tangent `v`.
+fn seeded<T: Element>(x: &[f64], v: &[f64]) -> Tensor<Dual<T>> {
+    let data = x
+        .iter()
+        .zip(v)
+        .map(|(&a, &b)| Dual::new(T::from_f64(a), T::from_f64(b)))
+        .collect();
+    Tensor::from_vec(data, &[x.len()])
+}
+
+/// `(2x - 1)·x / 4 + 1/x - (5 - x)`, written with bare `f64` literals on every side of every
+/// operator, for the owned and borrowed forms of both operands.
+#[allow(clippy::op_ref)] // the borrowed scalars are what is exercised
+fn literal_code(x: &Tensor<Dual<f64>>) -> Tensor<Dual<f64>> {
+    let y = 2.0 * x - 1.0;
+    let z = &(&y * x) / 4.0 + 1.0 / x;
+    let w = &5.0 - x.clone();
+    let w = &w * &1.0 + x.clone() * 0.0;
+    z - w
+}
+
+fn literal_code_f32(x: &Tensor<Dual<f32>>) -> Tensor<Dual<f32>> {
+    let y = 2.0 * x - 1.0;
+    let z = &(&y * x) / 4.0 + 1.0 / x;
+    z - (5.0 - x.clone())
+}
+
+#[test]
+fn plain_literals_on_tensors_of_duals_are_constants() {
+    let xs = [1.0, 2.0, -3.0];
+    let v = [0.5, -1.0, 2.0];
+    let value = |x: f64| (2.0 * x - 1.0) * x / 4.0 + 1.0 / x - (5.0 - x);
+    let slope = |x: f64| (4.0 * x - 1.0) / 4.0 - 1.0 / (x * x) + 1.0;
+    let y = literal_code(&seeded(&xs, &v));
+    let y32 = literal_code_f32(&seeded(&xs, &v));
+    for (i, (&x, &vi)) in xs.iter().zip(&v).enumerate() {
+        let (yi, y32i) = (y.to_vec()[i], y32.to_vec()[i]);
+        assert_rel(yi.re, value(x), 1e-14, "f64 value");
+        assert_rel(yi.du, slope(x) * vi, 1e-14, "f64 tangent");
+        assert_rel(y32i.re.into(), value(x), 1e-6, "f32 value");
+        assert_rel(y32i.du.into(), slope(x) * vi, 1e-6, "f32 tangent");
+    }
+}
+
+/// `x³/2 - 2x` on nested duals with `f64` literals: the second derivative `3x` in `du.du`.
+#[test]
+fn plain_literals_on_nested_duals() {
+    let xs = [1.5_f64, -0.5];
+    let x = Tensor::from_vec(
+        xs.iter()
+            .map(|&a| Dual::new(Dual::variable(a), Dual::one()))
+            .collect(),
+        &[2],
+    );
+    let y = &(&(0.5 * &x) * &x) * &x - &x * 2.0 + 1.0;
+    for (yi, &a) in y.to_vec().iter().zip(&xs) {
+        assert_rel(yi.re.re, a * a * a / 2.0 - 2.0 * a + 1.0, 1e-14, "value");
+        assert_rel(yi.re.du, 1.5 * a * a - 2.0, 1e-14, "first derivative");
+        assert_eq!(yi.du.du, 3.0 * a, "second derivative");
+    }
+    let x = Tensor::from_vec(vec![Dual::new(Dual::variable(1.5_f32), Dual::one())], &[1]);
+    let y = 1.0 + &(&(&x * 0.5) * &x) * &x - 2.0 * &x;
+    assert_eq!(y.item().du.du, 4.5);
+}
+
+/// Code generic over the element, run with `Dual<f64>` elements: `exp(x²)/2 - 3x + 1`.
+fn generic_code<T: Element>(x: &Tensor<T>) -> Tensor<T> {
+    let half = T::from_f64(0.5);
+    // The element type of `ones` is only inferred from its use below.
+    let ones = Tensor::zeros(x.shape()) + T::one();
+    (x * x).exp() * half - x * T::from_f64(3.0) + ones
+}
+
+#[test]
+fn generic_element_code_gives_directional_derivatives_on_duals() {
+    let xs = [0.3, -1.2, 0.8];
+    let v = [1.0, 0.5, -2.0];
+    let y = generic_code(&seeded::<f64>(&xs, &v));
+    for (yi, (&x, &vi)) in y.to_vec().iter().zip(xs.iter().zip(&v)) {
+        assert_rel(yi.re, (x * x).exp() / 2.0 - 3.0 * x + 1.0, 1e-14, "value");
+        assert_rel(yi.du, (x * (x * x).exp() - 3.0) * vi, 1e-14, "tangent");
+    }
+    let y = generic_code(&seeded::<f32>(&xs, &v));
+    for (yi, (&x, &vi)) in y.to_vec().iter().zip(xs.iter().zip(&v)) {
+        assert_rel(
+            yi.du.into(),
+            (x * (x * x).exp() - 3.0) * vi,
+            1e-6,
+            "f32 tangent",
+        );
+    }
+}

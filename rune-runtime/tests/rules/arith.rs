@@ -145,6 +145,16 @@ fn generic_affine<T: Element>(x: &Tensor<T>, s: T) -> Tensor<T> {
     x * s + s
 }
 
+/// An unsuffixed literal takes the tensor's element type, on either side: no other impl's
+/// scalar type is a float for a `Tensor<f32>`, even with the `Tensor<Dual<f32>> (op) f32` impls.
+#[test]
+fn literals_take_the_element_type() {
+    let x = tensor::<f32>(&[1.0, 2.0], &[2]);
+    let y = 2.0 * &(&x * 2.0 - 1.0) / 2.0;
+    let _: &Tensor<f32> = &y;
+    assert_close(&y, &[1.0, 3.0], 0.0);
+}
+
 #[test]
 fn operators_work_in_generic_code() {
     let x = tensor::<f32>(&[1.0, 2.0], &[2]);
