@@ -1,7 +1,216 @@
 //! rune-ad: automatic differentiation of tensor code by source transformation.
+//!
+//! Put `#[differentiable]` on an ordinary function over [`Tensor`]s and, at compile time, the
+//! macro writes its derivatives beside it as plain Rust that calls the runtime's ops and their
+//! derivative rules. Nothing is traced when the program runs: no tape, no hash map keyed by
+//! tensors, no graph of boxed nodes. The generated gradient is the code a careful person would
+//! write by hand.
+//!
+//! ```
+//! use rune_ad::prelude::*;
+//!
+//! #[differentiable]
+//! fn loss(w: &Tensor<f64>, #[nodiff] x: &Tensor<f64>, #[nodiff] y: &Tensor<f64>) -> Tensor<f64> {
+//!     let d = x.matmul(w).tanh() - y;
+//!     (&d * &d).mean()
+//! }
+//!
+//! let w = Tensor::from_vec(vec![0.5, -0.5], &[2, 1]);
+//! let x = Tensor::from_vec(vec![1.0, 2.0, 3.0, 4.0], &[2, 2]);
+//! let y = Tensor::from_vec(vec![0.0, 1.0], &[2, 1]);
+//! let (value, grad) = loss_value_and_grad(&w, &x, &y);
+//! assert_eq!(value.item(), loss(&w, &x, &y).item());
+//! assert_eq!(grad.shape(), &[2, 1]);
+//! ```
+//!
+//! # What is generated
+//!
+//! For `fn f(..) -> Tensor<T>` the macro keeps `f` as written and adds, with the same
+//! visibility and generics:
+//!
+//! | function | returns |
+//! |---|---|
+//! | `f_value_and_grad(params)` | `(value, grads)`: the value must have one element |
+//! | `f_grad(params)` | `grads` (one gradient, or a tuple in parameter order) |
+//! | `f_vjp(params, cotangent)` | `(value, grads)` for any output shape |
+//! | `f_jvp(params, tangents)` | `(value, tangent)`: one tangent per differentiated parameter |
+//! | `f_pullback(params)` | `(value, pullback)`: the pullback serves many cotangents |
+//! | `f_hvp(params, directions)` | `(grads, hessian · directions)`, for functions generic over their element type |
+//!
+//! A parameter is *differentiated* when its type is `Tensor<T>`, `&Tensor<T>` or a structure
+//! that derives [`Differentiable`], and it has no `#[nodiff]`. Everything else (numbers,
+//! `usize`, slices, `Tensor<i64>`, `Tensor<bool>`, configuration) is a constant.
+//!
+//! # How it works
+//!
+//! The body is lowered to a list of primitive ops in SSA form. *Activity analysis* keeps only
+//! values that depend on a differentiated parameter and that the result depends on; only they
+//! get tangents or adjoints, and constant code stays Rust, evaluated as written. The reverse
+//! pass is split in two: `f_fwd` (hidden) runs the function and returns its value with a
+//! pullback closure that owns the *residuals*, exactly the inputs, outputs and shapes that the
+//! rules of the backward pass read, and nothing else; calling the pullback walks the ops in
+//! reverse, applying each op's rule and adding into adjoints held in local variables. Inside
+//! loops and branches, residuals go on typed stacks (pushed forward, popped backward), with the
+//! branch taken and the trip count. Forward mode (`f_tangent`, hidden) follows each op with its
+//! tangent rule. `docs/expansion.md` shows the code written for a small function and a loop.
+//!
+//! # What the body may contain
+//!
+//! `let` (with `mut`, shadowing, tuple patterns), assignment and `+= -= *= /=`, the operators
+//! `+ - * /` (scalars on either side) and unary `-`, the tensor methods and free functions of
+//! the op table ([`all_ops`]), [`stop_gradient`], calls to other `#[differentiable]`
+//! functions, field access and indexing of structure parameters, blocks, `if`/`else` and
+//! `match` on constant conditions (which may read a tensor's value with `.item()`), `for` loops
+//! over ranges, constants and `Vec` fields of structures, `while` and `loop`, `break`,
+//! `continue` and `return`. Anything else is a compile error at the offending token saying what
+//! is supported; reading a differentiated tensor's numbers (`item`, `to_vec`, indexing) into
+//! the result is an error too, since its gradient would be lost.
+//!
+//! # Forward mode and composition
+//!
+//! ```
+//! use rune_ad::prelude::*;
+//!
+//! #[differentiable]
+//! fn layer<T: Element>(w: &Tensor<T>, x: &Tensor<T>) -> Tensor<T> {
+//!     x.matmul(w).tanh()
+//! }
+//!
+//! #[differentiable]
+//! fn two_layers<T: Element>(w: &Tensor<T>, #[nodiff] x: &Tensor<T>) -> Tensor<T> {
+//!     let h = layer(w, x);
+//!     layer(w, &h).sum()
+//! }
+//!
+//! let w = Tensor::<f64>::rand_normal(&[3, 3], 0.0, 0.3, 1);
+//! let x = Tensor::<f64>::rand_normal(&[4, 3], 0.0, 1.0, 2);
+//! let v = Tensor::<f64>::ones(&[3, 3]);
+//! let (_, along_v) = two_layers_jvp(&w, &x, &v);
+//! let grad = two_layers_grad(&w, &x);
+//! // The directional derivative is the gradient's inner product with the direction.
+//! assert!((along_v.item() - (&grad * &v).sum().item()).abs() < 1e-12);
+//! ```
+//!
+//! # Models, loops and optimizers
+//!
+//! ```
+//! use rune_ad::optim::Adam;
+//! use rune_ad::prelude::*;
+//!
+//! #[derive(Clone, Differentiable)]
+//! struct Layer {
+//!     w: Tensor<f64>,
+//!     b: Tensor<f64>,
+//! }
+//!
+//! #[derive(Clone, Differentiable)]
+//! struct Mlp {
+//!     layers: Vec<Layer>,
+//! }
+//!
+//! #[differentiable]
+//! fn mse(model: &Mlp, #[nodiff] x: &Tensor<f64>, #[nodiff] y: &Tensor<f64>) -> Tensor<f64> {
+//!     let mut h = x.clone();
+//!     for layer in &model.layers {
+//!         h = (h.matmul(&layer.w) + &layer.b).tanh();
+//!     }
+//!     let d = h - y;
+//!     (&d * &d).mean()
+//! }
+//!
+//! let mut model = Mlp {
+//!     layers: vec![
+//!         Layer { w: Tensor::rand_normal(&[2, 8], 0.0, 0.5, 1), b: Tensor::zeros(&[8]) },
+//!         Layer { w: Tensor::rand_normal(&[8, 1], 0.0, 0.5, 2), b: Tensor::zeros(&[1]) },
+//!     ],
+//! };
+//! let x = Tensor::from_vec(vec![0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0], &[4, 2]);
+//! let y = Tensor::from_vec(vec![0.0, 0.5, 0.5, 0.0], &[4, 1]);
+//! let before = mse(&model, &x, &y).item();
+//! let mut adam = Adam::new(0.05);
+//! for _ in 0..200 {
+//!     let grad = mse_grad(&model, &x, &y); // a value of type `Mlp`
+//!     adam.step(&mut model, &grad);
+//! }
+//! assert!(mse(&model, &x, &y).item() < before / 10.0);
+//! ```
+//!
+//! # Higher order, custom rules, checkpoints
+//!
+//! ```
+//! use rune_ad::prelude::*;
+//!
+//! #[differentiable]
+//! fn cubic<T: Element>(x: &Tensor<T>) -> Tensor<T> {
+//!     (x * x * x).sum()
+//! }
+//!
+//! let x = Tensor::from_vec(vec![1.0, 2.0], &[2]);
+//! let (grad, hv) = cubic_hvp(&x, &Tensor::from_vec(vec![1.0, 0.0], &[2]));
+//! assert_eq!(grad.to_vec(), vec![3.0, 12.0]); // 3x²
+//! assert_eq!(hv.to_vec(), vec![6.0, 0.0]); // diag(6x) · e₀
+//! assert_eq!(hessian(|x, v| cubic_hvp(x, v).1, &x).to_vec(), vec![6.0, 0.0, 0.0, 12.0]);
+//!
+//! /// The derivative of softplus, written as a rule: exact where the stable form has kinks.
+//! fn softplus_rule(x: &Tensor<f64>, cotangent: &Tensor<f64>) -> Tensor<f64> {
+//!     cotangent * &x.sigmoid()
+//! }
+//!
+//! #[differentiable(custom_vjp = softplus_rule)]
+//! fn softplus(x: &Tensor<f64>) -> Tensor<f64> {
+//!     x.relu() + (-x.abs()).exp().log1p()
+//! }
+//!
+//! let x = Tensor::from_vec(vec![0.0, 1000.0], &[2]);
+//! let (_, g) = softplus_vjp(&x, &Tensor::ones(&[2]));
+//! assert_eq!(g.to_vec(), vec![0.5, 1.0]);
+//!
+//! /// Callers recompute this block in their backward pass instead of keeping its intermediates.
+//! #[differentiable(checkpoint)]
+//! fn block(x: &Tensor<f64>) -> Tensor<f64> {
+//!     x.sin().exp() * 0.5
+//! }
+//!
+//! #[differentiable]
+//! fn deep(x: &Tensor<f64>) -> Tensor<f64> {
+//!     let mut h = x.clone();
+//!     for _ in 0..10 {
+//!         h = block(&h);
+//!     }
+//!     h.sum()
+//! }
+//!
+//! let (value, pullback) = deep_pullback(&x.sin());
+//! let g1 = pullback(&Tensor::scalar(1.0));
+//! let g2 = pullback(&Tensor::scalar(2.0)); // a pullback serves many cotangents
+//! assert_eq!((&g1 * 2.0).to_vec(), g2.to_vec());
+//! assert!(value.item().is_finite());
+//! ```
+//!
+//! # Checking gradients
+//!
+//! [`check_grad`] compares a function's JVP with central finite differences and its VJP with
+//! its JVP (the dot-product test), as `jax.test_util.check_grads` does:
+//!
+//! ```
+//! use rune_ad::prelude::*;
+//!
+//! #[differentiable]
+//! fn f(x: &Tensor<f64>) -> Tensor<f64> {
+//!     (x.sin() * x).cumsum(0)
+//! }
+//!
+//! let checked = grad_fn(
+//!     |a: &[Tensor<f64>]| f(&a[0]),
+//!     |a: &[Tensor<f64>], t: &[Tensor<f64>]| f_jvp(&a[0], &t[0]).1,
+//!     |a: &[Tensor<f64>], g: &Tensor<f64>| vec![f_vjp(&a[0], g).1],
+//! );
+//! let x = Tensor::from_vec(vec![0.3, -1.2, 2.0], &[3]);
+//! check_grad(&checked, &[x], 1e-6, 1e-6, 1e-9).unwrap();
+//! ```
 #![forbid(unsafe_code)]
 
-pub use rune_macros::*;
+pub use rune_macros::{differentiable, Differentiable};
 pub use rune_runtime::*;
 
 /// Everything a differentiable function usually needs.

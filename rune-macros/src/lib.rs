@@ -1,10 +1,10 @@
 //! Procedural macros of rune-ad: `#[differentiable]` writes a function's forward- and
 //! reverse-mode derivatives as plain Rust at compile time.
 //!
-//! The pipeline, one module a stage: [`parse`] (attribute options, signature model) →
-//! [`lower`] (body → SSA IR of [`ir`]) → [`analyse`] (activity, what the backward pass keeps) →
-//! [`emit`] (the derivative functions). [`ops`] is the op table; [`diag`] collects errors.
-//! [`derive`] writes `#[derive(Differentiable)]`.
+//! The pipeline, one module a stage: `parse` (attribute options, signature model) →
+//! `lower` (body → SSA IR of `ir`) → `analyse` (activity, what the backward pass keeps) →
+//! `emit` (the derivative functions). `ops` is the op table; `diag` collects errors.
+//! `derive` writes `#[derive(Differentiable)]`.
 
 mod analyse;
 mod derive;
