@@ -206,3 +206,38 @@ fn a_checkpoint_gives_identical_gradients() {
         block_plain_vjp(&x, &ones).1.to_vec()
     );
 }
+
+#[differentiable]
+fn cube_sum<T: Element>(x: &Tensor<T>) -> Tensor<T> {
+    (x * x * x).sum()
+}
+
+#[differentiable(hvp)]
+fn concrete_layer(w: &Tensor<f64>, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+    x.matmul(w).tanh()
+}
+
+/// A function on `f64` tensors with `hvp`: literals, a scalar configuration and a call of
+/// another concrete function with `hvp` and of a generic one.
+#[differentiable(hvp)]
+fn concrete_loss(w: &Tensor<f64>, #[nodiff] x: &Tensor<f64>, #[nodiff] scale: f64) -> Tensor<f64> {
+    let h = concrete_layer(w, x);
+    let c = cube_sum(&h);
+    (h.powf(2.0) * scale).sum() + c * 0.5
+}
+
+#[test]
+fn hvp_for_a_function_on_a_concrete_element_type() {
+    let w = Tensor::from_vec(vec![0.3, -0.2, 0.5, 0.1], &[2, 2]);
+    let x = Tensor::from_vec(vec![1.0, 0.5, -0.5, 2.0, 0.2, 0.1], &[3, 2]);
+    let v = Tensor::from_vec(vec![1.0, 0.0, -1.0, 0.5], &[2, 2]);
+    let (g, hv) = concrete_loss_hvp(&w, &x, 1.5, &v);
+    assert_eq!(g.to_vec(), concrete_loss_grad(&w, &x, 1.5).to_vec());
+    // H v against central differences of the gradient along v.
+    let eps = 1e-6;
+    let shifted = |s: f64| concrete_loss_grad(&(&w + &(&v * s)), &x, 1.5);
+    let fd = (shifted(eps) - shifted(-eps)) / (2.0 * eps);
+    for (a, b) in hv.to_vec().iter().zip(fd.to_vec()) {
+        assert!((a - b).abs() < 1e-7, "{a} vs {b}");
+    }
+}

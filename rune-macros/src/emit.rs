@@ -390,6 +390,11 @@ pub struct Emitter<'a> {
     pub body: &'a Body,
     pub analysis: &'a Analysis,
     pub options: &'a Options,
+    /// `Some` when a dual-number twin of this concrete function is generated (`hvp` option):
+    /// `f_hvp` then runs the twin's gradient.
+    pub dual_twin: Option<()>,
+    /// This is the twin itself: its calls go to other functions' dual entry points.
+    pub is_twin: bool,
 }
 
 /// Something the backward pass reads, saved by the forward pass right after the statement that
@@ -740,13 +745,20 @@ impl Emitter<'_> {
                 let bound = bind_outs(outs, *tuple);
                 match mode {
                     Mode::Reverse => {
-                        let f = suffixed(path, "fwd");
+                        let f = suffixed(path, if self.is_twin { "dual_fwd" } else { "fwd" });
                         let args = call_args(args, &self.body.roots);
                         let pb = pullback_ident(outs[0]);
                         relocate(quote!(let (#bound, #pb) = #f(#(#args),*);), *span)
                     }
                     Mode::Tangent => {
-                        let f = suffixed(path, "tangent");
+                        let f = suffixed(
+                            path,
+                            if self.is_twin {
+                                "dual_tangent"
+                            } else {
+                                "tangent"
+                            },
+                        );
                         let mut all = call_args(args, &self.body.roots);
                         for a in args {
                             all.push(match a {
@@ -1462,13 +1474,18 @@ impl Emitter<'_> {
         let elem = &first.elem;
         let elem_name = elem.to_token_stream().to_string();
         let generics = &self.func.sig.generics;
-        if !generics.type_params().any(|t| t.ident == elem_name) {
+        let generic = generics.type_params().any(|t| t.ident == elem_name);
+        if self.is_twin || (!generic && self.dual_twin.is_none()) {
             return quote!();
         }
         let name = &self.func.sig.ident;
         let vis = &self.func.vis;
-        let (_, _, where_clause) = generics.split_for_impl();
-        let grad_name = format_ident!("{}_grad", name);
+        let (_, ty_generics, where_clause) = generics.split_for_impl();
+        let grad_name = if generic {
+            format_ident!("{}_grad", name)
+        } else {
+            format_ident!("{}_dual_grad", name)
+        };
         let hvp_name = format_ident!("{}_hvp", name);
         // The turbofish instantiating the element type with its dual numbers.
         let args: Vec<TokenStream> = generics
@@ -1483,14 +1500,19 @@ impl Emitter<'_> {
                 syn::GenericParam::Lifetime(_) => None,
             })
             .collect();
+        // Generic: every parameter whose type names the element type is lifted. Concrete: the
+        // twin takes `Tensor<Dual<E>>` where the function takes `Tensor<E>`, and plain scalars.
+        let tensor_of_elem = format!("Tensor < {elem_name} >");
         let mentions_elem = |ty: &syn::Type| {
-            ty.to_token_stream()
-                .into_iter()
-                .any(|t| matches!(&t, proc_macro2::TokenTree::Ident(i) if *i == elem_name))
-                || ty
-                    .to_token_stream()
-                    .to_string()
-                    .contains(&format!("< {elem_name} >"))
+            let text = ty.to_token_stream().to_string();
+            if generic {
+                ty.to_token_stream()
+                    .into_iter()
+                    .any(|t| matches!(&t, proc_macro2::TokenTree::Ident(i) if *i == elem_name))
+                    || text.contains(&format!("< {elem_name} >"))
+            } else {
+                text.contains(&tensor_of_elem)
+            }
         };
         let mut lifts = Vec::new();
         let mut call_args = Vec::new();
@@ -1523,6 +1545,11 @@ impl Emitter<'_> {
                 quote!(#lifted)
             });
         }
+        let call_turbofish = if generic {
+            quote!(::<#(#args),*>)
+        } else {
+            ty_generics.as_turbofish().to_token_stream()
+        };
         let n_active = self.sig.active().count();
         let (grads_out, hvps_out) = if n_active == 1 {
             (
@@ -1553,7 +1580,7 @@ impl Emitter<'_> {
             #[track_caller]
             #vis fn #hvp_name #generics (#(#params_plain,)* #(#directions),*) -> (#grads_ty, #grads_ty) #where_clause {
                 #(#lifts)*
-                let __rune_dual_grads = #grad_name::<#(#args),*>(#(#call_args),*);
+                let __rune_dual_grads = #grad_name #call_turbofish (#(#call_args),*);
                 (#grads_out, #hvps_out)
             }
         }
@@ -1707,6 +1734,39 @@ impl Emitter<'_> {
             (None, false) => quote!(),
         };
         let hvp = self.hvp(&lints);
+        // A function generic over its element type serves dual-number twins of its callers
+        // directly: its dual entry points are its own.
+        let generic_elem = self.sig.active().next().is_some_and(|(_, a)| {
+            let e = a.elem.to_token_stream().to_string();
+            generics.type_params().any(|t| t.ident == e)
+        });
+        let dual_aliases = if generic_elem && !self.is_twin {
+            let dual_fwd = format_ident!("{}_dual_fwd", name);
+            let dual_tangent = format_ident!("{}_dual_tangent", name);
+            let tangent_slots = tangent_slots.clone();
+            let slot_names: Vec<Ident> = (0..self.sig.params.len())
+                .map(|i| format_ident!("__rune_tangent_{}", i))
+                .collect();
+            quote! {
+                #[doc(hidden)]
+                #lints
+                #vis fn #dual_fwd #generics (#(#params_plain),*) -> (#ret, #pullback_ty) #where_clause {
+                    #fwd_name #turbofish (#(#names),*)
+                }
+                #[doc(hidden)]
+                #lints
+                #vis fn #dual_tangent #generics (#(#params_plain,)* #(#tangent_slots),*)
+                    -> (#ret, #tangent_ty) #where_clause
+                {
+                    #tangent_name #turbofish (#(#names,)* #(#slot_names),*)
+                }
+            }
+        } else {
+            quote!()
+        };
+        let hidden_attr = self.is_twin.then(|| quote!(#[doc(hidden)]));
+        // The derivatives stand for the original: it counts as used (a twin has none).
+        let uses_original = (!self.is_twin).then(|| quote!(let _ = #name #turbofish;));
         let pullback_name = format_ident!("{}_pullback", name);
         let doc_pullback = format!(" The value of [`{name}`] and its pullback: a function that takes a cotangent of the value's shape and returns the gradients, callable many times (the forward pass runs once).");
         let has_aux = matches!(self.sig.returns, Returns::Aux { .. });
@@ -1752,6 +1812,7 @@ impl Emitter<'_> {
         } else {
             quote! {
             #[doc = #doc_vag]
+            #hidden_attr
                 #lints
                 #[track_caller]
                 #vis fn #vag_name #generics (#(#params_plain),*) -> #vag_ret #where_clause {
@@ -1759,6 +1820,7 @@ impl Emitter<'_> {
                 }
 
                 #[doc = #doc_grad]
+            #hidden_attr
                 #lints
                 #[track_caller]
                 #vis fn #grad_name #generics (#(#params_plain),*) -> #grad_ret #where_clause {
@@ -1772,8 +1834,7 @@ impl Emitter<'_> {
             #lints
             #vis fn #derived_fwd #generics (#(#params_decl),*) -> (#ret, #pullback_ty) #where_clause
             {
-                // The derivatives stand for the original: it counts as used.
-                let _ = #name #turbofish;
+                #uses_original
                 #reverse
             }
 
@@ -1781,7 +1842,10 @@ impl Emitter<'_> {
 
             #hvp
 
+            #dual_aliases
+
             #[doc = #doc_pullback]
+            #hidden_attr
             #lints
             #vis fn #pullback_name #generics (#(#params_plain),*)
                 -> (#ret, impl ::core::ops::Fn(#cot_ty) -> #grads_ty) #where_clause
@@ -1798,11 +1862,12 @@ impl Emitter<'_> {
             #vis fn #tangent_name #generics (#(#params_decl,)* #(#tangent_slots),*)
                 -> (#ret, #tangent_ty) #where_clause
             {
-                let _ = #name #turbofish;
+                #uses_original
                 #tangent
             }
 
             #[doc = #doc_vjp]
+            #hidden_attr
             #lints
             #vis fn #vjp_name #generics (#(#params_plain,)* #cotangent: #cot_ty)
                 -> (#ret, #grads_ty) #where_clause
@@ -1813,6 +1878,7 @@ impl Emitter<'_> {
             }
 
             #[doc = #doc_jvp]
+            #hidden_attr
             #lints
             #vis fn #jvp_name #generics (#(#params_plain,)* #(#tangent_params),*)
                 -> (#ret, #tangent_ty) #where_clause

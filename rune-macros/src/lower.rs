@@ -1537,6 +1537,30 @@ impl Lowerer<'_> {
                     let o = self.operand(arg, Use::Plain);
                     inputs.push(o);
                 }
+                Param::Config(None, crate::ops::Keep::Copy) => {
+                    // A scalar of the element type: converted from the tensor's base scalar, so
+                    // that `x.powf(2.0)` also reads on tensors of dual numbers.
+                    let receiver = match inputs[0] {
+                        Operand::Val(v) => {
+                            let v = val_ident(v);
+                            quote!(&#v)
+                        }
+                        Operand::Const(c) => const_ident(c).into_token_stream(),
+                    };
+                    let arg = match arg {
+                        Lowered::Const {
+                            tokens,
+                            taint,
+                            is_ref,
+                        } => Lowered::Const {
+                            tokens: quote!(::rune_ad::__private::scalar_like(#receiver, #tokens)),
+                            taint,
+                            is_ref,
+                        },
+                        other => other,
+                    };
+                    config.push(self.config_arg(arg, None, syn_arg, &method));
+                }
                 Param::Config(ty, _) => config.push(self.config_arg(arg, *ty, syn_arg, &method)),
                 Param::TensorList => unreachable!("no method takes a tensor list"),
             }

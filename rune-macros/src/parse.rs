@@ -21,6 +21,9 @@ pub struct Options {
     pub custom_vjp: Option<syn::Path>,
     /// `custom_jvp = rule`: `rule(params.., tangents..) -> tangent` replaces the derived JVP.
     pub custom_jvp: Option<syn::Path>,
+    /// `hvp`: also generate `f_hvp` for a function on a concrete element type (generic
+    /// functions always get it).
+    pub hvp: bool,
 }
 
 /// Parses the attribute's arguments, recording unknown ones.
@@ -37,6 +40,7 @@ pub fn options(args: TokenStream, errors: &mut Errors) -> Options {
         match &meta {
             Meta::Path(p) if p.is_ident("has_aux") => options.has_aux = true,
             Meta::Path(p) if p.is_ident("checkpoint") => options.checkpoint = true,
+            Meta::Path(p) if p.is_ident("hvp") => options.hvp = true,
             Meta::NameValue(nv)
                 if nv.path.is_ident("custom_vjp") || nv.path.is_ident("custom_jvp") =>
             {
@@ -55,7 +59,7 @@ pub fn options(args: TokenStream, errors: &mut Errors) -> Options {
             }
             _ => errors.at(
                 &meta,
-                "unknown argument of #[differentiable]; supported: `has_aux`, `checkpoint`, \
+                "unknown argument of #[differentiable]; supported: `has_aux`, `checkpoint`, `hvp`, \
                  `custom_vjp = rule`, `custom_jvp = rule`",
             ),
         }

@@ -13,7 +13,7 @@ use ndarray::{LinalgScalar, ScalarOperand};
 use num_traits::Float;
 
 use crate::generated::{Lift, Residual};
-use crate::ops::arith::Operand;
+use crate::ops::arith::{Operand, OperandOf};
 
 /// A differentiable scalar: `f32`, `f64`, `Dual<f32>`, `Dual<f64>`, ...
 ///
@@ -36,6 +36,7 @@ pub trait Element:
     + MulAssign
     + DivAssign
     + Operand<Elem = Self>
+    + OperandOf<Self>
     + Residual<Owned = Self>
     + Lift<Lifted = crate::Dual<Self>>
     + 'static

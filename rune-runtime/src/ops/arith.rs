@@ -60,6 +60,60 @@ macro_rules! scalar_operand {
 }
 scalar_operand!(f32, f64);
 
+/// An operand of element type `T` as a rule reads it: an [`Operand`] of `T`, or a plain scalar
+/// standing for a constant dual number (`f64` in code on `Dual<f64>` tensors).
+pub trait OperandOf<T: Element> {
+    /// A borrowed view of the operand as elements of `T`.
+    fn operand_of(&self) -> OperandRef<'_, T>;
+}
+
+impl<T: Element> OperandOf<T> for Tensor<T> {
+    #[inline]
+    fn operand_of(&self) -> OperandRef<'_, T> {
+        OperandRef::Tensor(self)
+    }
+}
+
+impl<T: Element, X: OperandOf<T> + ?Sized> OperandOf<T> for &X {
+    #[inline]
+    fn operand_of(&self) -> OperandRef<'_, T> {
+        (**self).operand_of()
+    }
+}
+
+macro_rules! scalar_operand_of {
+    ($($scalar:ty => $elem:ty),*) => {$(
+        impl OperandOf<$elem> for $scalar {
+            #[inline]
+            fn operand_of(&self) -> OperandRef<'_, $elem> {
+                OperandRef::Scalar(*self)
+            }
+        }
+    )*};
+}
+scalar_operand_of!(f32 => f32, f64 => f64);
+
+impl<T: Element> OperandOf<crate::Dual<T>> for crate::Dual<T> {
+    #[inline]
+    fn operand_of(&self) -> OperandRef<'_, crate::Dual<T>> {
+        OperandRef::Scalar(*self)
+    }
+}
+
+impl OperandOf<crate::Dual<f32>> for f32 {
+    #[inline]
+    fn operand_of(&self) -> OperandRef<'_, crate::Dual<f32>> {
+        OperandRef::Scalar(crate::Dual::constant(*self))
+    }
+}
+
+impl OperandOf<crate::Dual<f64>> for f64 {
+    #[inline]
+    fn operand_of(&self) -> OperandRef<'_, crate::Dual<f64>> {
+        OperandRef::Scalar(crate::Dual::constant(*self))
+    }
+}
+
 /// Applies `f` elementwise to two operands, broadcasting them against each other.
 pub(crate) fn try_binary_map<T: Element>(
     op: &'static str,
@@ -312,7 +366,7 @@ pub mod rules {
     }
 
     /// JVP of `a * b`.
-    pub fn mul_jvp<T: Element, A: Operand<Elem = T> + ?Sized, B: Operand<Elem = T> + ?Sized>(
+    pub fn mul_jvp<T: Element, A: OperandOf<T> + ?Sized, B: OperandOf<T> + ?Sized>(
         a: &A,
         b: &B,
         y: &Tensor<T>,
@@ -321,29 +375,29 @@ pub mod rules {
     ) -> Tensor<T> {
         combine(
             y,
-            da.map(|d| scale("mul", d, b.operand())),
-            db.map(|d| scale("mul", d, a.operand())),
+            da.map(|d| scale("mul", d, b.operand_of())),
+            db.map(|d| scale("mul", d, a.operand_of())),
         )
     }
     /// VJP of `a * b` for `a`.
-    pub fn mul_vjp_lhs<T: Element, B: Operand<Elem = T> + ?Sized>(
+    pub fn mul_vjp_lhs<T: Element, B: OperandOf<T> + ?Sized>(
         g: &Tensor<T>,
         a_shape: &[usize],
         b: &B,
     ) -> Tensor<T> {
-        sum_to_shape(&scale("mul", g, b.operand()), a_shape)
+        sum_to_shape(&scale("mul", g, b.operand_of()), a_shape)
     }
     /// VJP of `a * b` for `b`.
-    pub fn mul_vjp_rhs<T: Element, A: Operand<Elem = T> + ?Sized>(
+    pub fn mul_vjp_rhs<T: Element, A: OperandOf<T> + ?Sized>(
         g: &Tensor<T>,
         a: &A,
         b_shape: &[usize],
     ) -> Tensor<T> {
-        sum_to_shape(&scale("mul", g, a.operand()), b_shape)
+        sum_to_shape(&scale("mul", g, a.operand_of()), b_shape)
     }
 
     /// JVP of `y = a / b`.
-    pub fn div_jvp<T: Element, B: Operand<Elem = T> + ?Sized>(
+    pub fn div_jvp<T: Element, B: OperandOf<T> + ?Sized>(
         b: &B,
         y: &Tensor<T>,
         da: Option<&Tensor<T>>,
@@ -351,18 +405,18 @@ pub mod rules {
     ) -> Tensor<T> {
         let rhs = db.map(|d| neg(&scale("div", d, OperandRef::Tensor(y))));
         let num = combine(y, da.cloned(), rhs);
-        try_binary_map("div", OperandRef::Tensor(&num), b.operand(), |t, bv| {
+        try_binary_map("div", OperandRef::Tensor(&num), b.operand_of(), |t, bv| {
             strong_mul(t, T::one() / bv)
         })
         .or_panic()
     }
     /// VJP of `y = a / b` for `a`.
-    pub fn div_vjp_lhs<T: Element, B: Operand<Elem = T> + ?Sized>(
+    pub fn div_vjp_lhs<T: Element, B: OperandOf<T> + ?Sized>(
         g: &Tensor<T>,
         a_shape: &[usize],
         b: &B,
     ) -> Tensor<T> {
-        let q = try_binary_map("div", OperandRef::Tensor(g), b.operand(), |gv, bv| {
+        let q = try_binary_map("div", OperandRef::Tensor(g), b.operand_of(), |gv, bv| {
             strong_mul(gv, T::one() / bv)
         })
         .or_panic();
