@@ -18,6 +18,7 @@ pub mod model;
 pub mod ops;
 mod rng;
 mod tensor;
+pub mod workload;
 
 pub use broadcast::{broadcast_shapes, sum_to_shape};
 pub use check::{check_grad, grad_fn, GradCheckError, GradFn};
@@ -32,6 +33,7 @@ pub use ops::cast::stop_gradient;
 pub use ops::combine::{concat, stack, try_concat, try_stack, try_where_cond, where_cond};
 pub use ops::{all_ops, OpInfo};
 pub use tensor::Tensor;
+pub use workload::workload_tensor;
 
 /// The derivative rules of every op, by name: `<op>_jvp`, `<op>_vjp`, `<op>_vjp_<input>`.
 pub mod rules {
