@@ -3,7 +3,7 @@
 //! Every rule whose forward op broadcasts calls [`sum_to_shape`] to bring a cotangent back to
 //! its input's shape; no rule reduces broadcast axes by itself.
 
-use ndarray::{ArrayViewD, Axis, CowArray, IxDyn};
+use ndarray::{ArrayD, ArrayViewD, Axis, CowArray, IxDyn, Zip};
 
 use crate::element::Element;
 use crate::error::ShapeError;
@@ -135,7 +135,27 @@ pub(crate) fn broadcast_owned<T: Clone>(t: &Tensor<T>, shape: &[usize]) -> Tenso
         return t.clone();
     }
     match broadcast_view("broadcast_to", t, shape) {
-        Ok(v) => Tensor::from_array(v.to_owned()),
+        Ok(v) => Tensor::from_array(materialize(&v)),
         Err(e) => panic!("{e}"),
+    }
+}
+
+/// A view (typically a broadcast one, with zero strides) copied into a new array.
+///
+/// ndarray's `to_owned` copies a non-contiguous view element by element through its n-d
+/// iterator; a view of one repeated value is a fill instead, and any other goes through `Zip`,
+/// which runs the innermost axis as a plain loop.
+pub(crate) fn materialize<T: Clone>(view: &ArrayViewD<'_, T>) -> ArrayD<T> {
+    if view.as_slice_memory_order().is_some() {
+        return view.to_owned();
+    }
+    let repeats_one_value = view
+        .shape()
+        .iter()
+        .zip(view.strides())
+        .all(|(&len, &stride)| len <= 1 || stride == 0);
+    match view.first() {
+        Some(value) if repeats_one_value => ArrayD::from_elem(view.raw_dim(), value.clone()),
+        _ => Zip::from(view).map_collect(T::clone),
     }
 }
