@@ -3,7 +3,7 @@
 //! Every rule whose forward op broadcasts calls [`sum_to_shape`] to bring a cotangent back to
 //! its input's shape; no rule reduces broadcast axes by itself.
 
-use ndarray::{ArrayViewD, Axis, IxDyn};
+use ndarray::{ArrayD, ArrayViewD, Axis, CowArray, IxDyn, Zip};
 
 use crate::element::Element;
 use crate::error::ShapeError;
@@ -74,14 +74,19 @@ pub fn sum_to_shape<T: Element>(g: &Tensor<T>, shape: &[usize]) -> Tensor<T> {
         gs.len() >= shape.len(),
         "sum_to_shape: shape {shape:?} has more axes than the gradient's {gs:?}"
     );
+    if let Some(rows_summed) = sum_leading_rows(g, shape) {
+        return rows_summed;
+    }
     let lead = gs.len() - shape.len();
-    let mut acc = g.as_shared().to_owned();
+    // Reduce from a view: the first reduction allocates the (smaller) result, nothing copies
+    // `g` itself.
+    let mut acc = CowArray::from(g.view());
     for _ in 0..lead {
-        acc = acc.sum_axis(Axis(0));
+        acc = CowArray::from(acc.sum_axis(Axis(0)));
     }
     for (axis, &len) in shape.iter().enumerate() {
         if len == 1 && acc.shape()[axis] != 1 {
-            acc = acc.sum_axis(Axis(axis)).insert_axis(Axis(axis));
+            acc = CowArray::from(acc.sum_axis(Axis(axis)).insert_axis(Axis(axis)));
         } else {
             assert!(
                 acc.shape()[axis] == len,
@@ -89,7 +94,38 @@ pub fn sum_to_shape<T: Element>(g: &Tensor<T>, shape: &[usize]) -> Tensor<T> {
             );
         }
     }
-    Tensor::from_array(acc)
+    Tensor::from_array(acc.into_owned())
+}
+
+/// The common case of [`sum_to_shape`], a bias's gradient (`[batch, n]` to `[n]` or `[1, n]`):
+/// when `g` is in standard layout and every summed axis comes before every kept one, `g` is a
+/// stack of rows of the result's length, added up in one pass over its slice. `None` when the
+/// axes do not fall that way (or `g` is not in standard layout).
+fn sum_leading_rows<T: Element>(g: &Tensor<T>, shape: &[usize]) -> Option<Tensor<T>> {
+    let gs = g.shape();
+    let lead = gs.len() - shape.len();
+    // The target shape right-aligned to g's axes, with 1 for the axes it lacks.
+    let target = |axis: usize| if axis < lead { 1 } else { shape[axis - lead] };
+    let mut kept_from = gs.len();
+    while kept_from > 0 && target(kept_from - 1) == gs[kept_from - 1] {
+        kept_from -= 1;
+    }
+    if (0..kept_from).any(|axis| target(axis) != 1) {
+        return None;
+    }
+    let row_len: usize = gs[kept_from..].iter().product();
+    let data = g.as_shared().as_slice()?;
+    if row_len == 0 || data.is_empty() {
+        return Some(Tensor::zeros(shape));
+    }
+    let (first, rest) = data.split_at(row_len);
+    let mut sum = first.to_vec();
+    for row in rest.chunks_exact(row_len) {
+        for (s, &v) in sum.iter_mut().zip(row) {
+            *s += v;
+        }
+    }
+    Some(Tensor::from_vec(sum, shape))
 }
 
 /// `t` broadcast to `shape` as an owned tensor (cheap clone when the shapes agree).
@@ -99,7 +135,27 @@ pub(crate) fn broadcast_owned<T: Clone>(t: &Tensor<T>, shape: &[usize]) -> Tenso
         return t.clone();
     }
     match broadcast_view("broadcast_to", t, shape) {
-        Ok(v) => Tensor::from_array(v.to_owned()),
+        Ok(v) => Tensor::from_array(materialize(&v)),
         Err(e) => panic!("{e}"),
+    }
+}
+
+/// A view (typically a broadcast one, with zero strides) copied into a new array.
+///
+/// ndarray's `to_owned` copies a non-contiguous view element by element through its n-d
+/// iterator; a view of one repeated value is a fill instead, and any other goes through `Zip`,
+/// which runs the innermost axis as a plain loop.
+pub(crate) fn materialize<T: Clone>(view: &ArrayViewD<'_, T>) -> ArrayD<T> {
+    if view.as_slice_memory_order().is_some() {
+        return view.to_owned();
+    }
+    let repeats_one_value = view
+        .shape()
+        .iter()
+        .zip(view.strides())
+        .all(|(&len, &stride)| len <= 1 || stride == 0);
+    match view.first() {
+        Some(value) if repeats_one_value => ArrayD::from_elem(view.raw_dim(), value.clone()),
+        _ => Zip::from(view).map_collect(T::clone),
     }
 }

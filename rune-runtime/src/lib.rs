@@ -86,6 +86,7 @@ pub mod ops;
 pub mod optim;
 mod rng;
 mod tensor;
+pub mod workload;
 
 pub use broadcast::{broadcast_shapes, sum_to_shape};
 pub use check::{check_grad, check_hvp, grad_fn, GradCheckError, GradFn};
@@ -101,6 +102,7 @@ pub use ops::cast::stop_gradient;
 pub use ops::combine::{concat, stack, try_concat, try_stack, try_where_cond, where_cond};
 pub use ops::{all_ops, OpInfo};
 pub use tensor::Tensor;
+pub use workload::workload_tensor;
 
 /// The derivative rules of every op, by name: `<op>_jvp`, `<op>_vjp`, `<op>_vjp_<input>`.
 pub mod rules {

@@ -9,6 +9,7 @@
 
 use ndarray::{ArrayD, ArrayView, ArrayView1, ArrayViewD, Axis, Dimension, IxDyn, RemoveAxis, Zip};
 
+use crate::broadcast::materialize;
 use crate::element::{strong_mul, Element};
 use crate::error::{OrPanic, ShapeError};
 use crate::ops::{normalize_axes, normalize_axis};
@@ -482,7 +483,7 @@ pub mod rules {
             let full = view
                 .broadcast(IxDyn(x_shape))
                 .expect("a keepdims-shaped reduction broadcasts to its input's shape");
-            Tensor::from_array(full.to_owned())
+            Tensor::from_array(materialize(&full))
         }
     }
 

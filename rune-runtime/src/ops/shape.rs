@@ -10,7 +10,7 @@
 
 use ndarray::{Axis, IxDyn};
 
-use crate::broadcast::{broadcast_view, sum_to_shape};
+use crate::broadcast::{broadcast_view, materialize, sum_to_shape};
 use crate::element::Element;
 use crate::error::{OrPanic, ShapeError};
 use crate::ops::normalize_axis;
@@ -167,9 +167,11 @@ impl<T: Clone> Tensor<T> {
         if self.shape() == shape {
             return Ok(self.clone());
         }
-        Ok(Tensor::from_array(
-            broadcast_view("broadcast_to", self, shape)?.to_owned(),
-        ))
+        Ok(Tensor::from_array(materialize(&broadcast_view(
+            "broadcast_to",
+            self,
+            shape,
+        )?)))
     }
 
     /// A new axis of length 1 inserted at `axis` (a view); `axis` ranges over

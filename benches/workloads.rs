@@ -1,0 +1,369 @@
+//! The benchmark workloads of WORKLOADS.md (W1 `mlp`, W3 `big-elementwise`): each loss written
+//! once as a `#[differentiable]` function and once by hand on `ndarray` arrays, timed in the same
+//! run so that the ratio rune / hand is what the figures show.
+//!
+//! Before anything is timed, every workload checks that its loss equals the reference value of
+//! WORKLOADS.md and that the generated gradient agrees with the hand-written one (§4): a
+//! benchmark that checks nothing can time a wrong answer.
+//!
+//! Run single-threaded: `cargo bench --bench workloads` (see docs/benchmarks.md).
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode};
+use ndarray::{Array1, Array2, ArrayView1, Axis, Zip};
+use rune_ad::prelude::*;
+use rune_ad::workload_tensor;
+
+// ---- checks ---------------------------------------------------------------------------------
+
+/// `max_i |g_i - r_i| / max_i |r_i|`, the gradient agreement measure of WORKLOADS.md §4.
+fn relative_max_error(g: &[f32], r: &[f32]) -> f64 {
+    assert_eq!(g.len(), r.len(), "gradients of different lengths");
+    let diff = g
+        .iter()
+        .zip(r)
+        .map(|(&a, &b)| (a as f64 - b as f64).abs())
+        .fold(0.0, f64::max);
+    let scale = r.iter().map(|&b| (b as f64).abs()).fold(0.0, f64::max);
+    diff / scale
+}
+
+/// Panics unless the generated gradient `g` of `name` agrees with the hand-written `r` to 1e-4
+/// (the f32 tolerance of §4).
+fn assert_gradient_agrees(workload: &str, name: &str, g: &Tensor<f32>, r: &[f32]) {
+    let err = relative_max_error(&g.to_vec(), r);
+    assert!(
+        err <= 1e-4,
+        "{workload}: the gradient of {name} differs from the hand-written one by {err:e} \
+         (relative to its largest element); at most 1e-4 is allowed"
+    );
+}
+
+/// Panics unless `value` is within `rtol` (relative) of the reference `expected`.
+fn assert_loss(workload: &str, who: &str, value: f32, expected: f64, rtol: f64) {
+    let rel = (value as f64 - expected).abs() / expected.abs();
+    assert!(
+        rel <= rtol,
+        "{workload}: the {who} loss is {value}, the reference {expected} (relative error {rel:e}, \
+         at most {rtol:e} allowed)"
+    );
+}
+
+fn to_array2(t: &Tensor<f32>) -> Array2<f32> {
+    t.to_array()
+        .into_dimensionality()
+        .expect("a two-axis workload tensor")
+}
+
+fn to_array1(t: &Tensor<f32>) -> Array1<f32> {
+    t.to_array()
+        .into_dimensionality()
+        .expect("a one-axis workload tensor")
+}
+
+// ---- W1 mlp ---------------------------------------------------------------------------------
+
+/// W1 as the user writes it: `sum((tanh(X W1 + b1) W2 + b2 - Y)^2) / 64`.
+#[differentiable]
+pub fn mlp_loss(
+    w1: &Tensor<f32>,
+    b1: &Tensor<f32>,
+    w2: &Tensor<f32>,
+    b2: &Tensor<f32>,
+    #[nodiff] x: &Tensor<f32>,
+    #[nodiff] y: &Tensor<f32>,
+) -> Tensor<f32> {
+    let h = (x.matmul(w1) + b1).tanh();
+    let o = h.matmul(w2) + b2;
+    let d = o - y;
+    (&d * &d).sum() / 64.0
+}
+
+/// The W1 inputs, in both representations.
+struct Mlp {
+    x: Tensor<f32>,
+    w1: Tensor<f32>,
+    b1: Tensor<f32>,
+    w2: Tensor<f32>,
+    b2: Tensor<f32>,
+    y: Tensor<f32>,
+    hand: MlpArrays,
+}
+
+struct MlpArrays {
+    x: Array2<f32>,
+    w1: Array2<f32>,
+    b1: Array1<f32>,
+    w2: Array2<f32>,
+    b2: Array1<f32>,
+    y: Array2<f32>,
+}
+
+/// The gradients of W1 w.r.t. `W1, b1, W2, b2`.
+struct MlpGrads {
+    w1: Array2<f32>,
+    b1: Array1<f32>,
+    w2: Array2<f32>,
+    b2: Array1<f32>,
+}
+
+impl Mlp {
+    fn new() -> Self {
+        let x = workload_tensor(&[64, 784], 11, 0.0, 1.0);
+        let w1 = workload_tensor(&[784, 256], 12, -0.05, 0.05);
+        let b1 = workload_tensor(&[256], 13, -0.1, 0.1);
+        let w2 = workload_tensor(&[256, 10], 14, -0.0625, 0.0625);
+        let b2 = workload_tensor(&[10], 15, -0.1, 0.1);
+        let y = workload_tensor(&[64, 10], 16, 0.0, 1.0);
+        let hand = MlpArrays {
+            x: to_array2(&x),
+            w1: to_array2(&w1),
+            b1: to_array1(&b1),
+            w2: to_array2(&w2),
+            b2: to_array1(&b2),
+            y: to_array2(&y),
+        };
+        Mlp {
+            x,
+            w1,
+            b1,
+            w2,
+            b2,
+            y,
+            hand,
+        }
+    }
+
+    fn forward(&self) -> Tensor<f32> {
+        mlp_loss(&self.w1, &self.b1, &self.w2, &self.b2, &self.x, &self.y)
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn value_and_grad(
+        &self,
+    ) -> (
+        Tensor<f32>,
+        (Tensor<f32>, Tensor<f32>, Tensor<f32>, Tensor<f32>),
+    ) {
+        mlp_loss_value_and_grad(&self.w1, &self.b1, &self.w2, &self.b2, &self.x, &self.y)
+    }
+}
+
+/// The pre-activation `X W1 + b1` and the residual `O - Y` share the forward pass of both
+/// hand-written paths.
+fn mlp_hidden(p: &MlpArrays) -> Array2<f32> {
+    let mut h = p.x.dot(&p.w1);
+    Zip::from(h.rows_mut()).for_each(|mut row| {
+        Zip::from(&mut row)
+            .and(&p.b1)
+            .for_each(|v, &b| *v = (*v + b).tanh());
+    });
+    h
+}
+
+fn mlp_residual(p: &MlpArrays, h: &Array2<f32>) -> Array2<f32> {
+    let mut r = h.dot(&p.w2);
+    Zip::from(r.rows_mut())
+        .and(p.y.rows())
+        .for_each(|mut row, y_row| {
+            Zip::from(&mut row)
+                .and(&p.b2)
+                .and(&y_row)
+                .for_each(|v, &b, &y| *v = *v + b - y);
+        });
+    r
+}
+
+/// W1's loss by hand.
+fn mlp_hand_forward(p: &MlpArrays) -> f32 {
+    let h = mlp_hidden(p);
+    let r = mlp_residual(p, &h);
+    r.iter().map(|&v| v * v).sum::<f32>() / 64.0
+}
+
+/// W1's loss and gradients by hand: the forward pass, then the chain rule written out with
+/// three matrix products and the bias sums.
+fn mlp_hand_value_and_grad(p: &MlpArrays) -> (f32, MlpGrads) {
+    let h = mlp_hidden(p);
+    let mut r = mlp_residual(p, &h);
+    let loss = r.iter().map(|&v| v * v).sum::<f32>() / 64.0;
+    // dL/dO = 2 (O - Y) / 64, in place of the residual.
+    r.mapv_inplace(|v| v * (2.0 / 64.0));
+    let d_o = r;
+    let w2 = h.t().dot(&d_o);
+    let b2 = d_o.sum_axis(Axis(0));
+    // dL/dZ = (dL/dO W2^T) * (1 - H^2), in place of the product.
+    let mut d_z = d_o.dot(&p.w2.t());
+    Zip::from(&mut d_z)
+        .and(&h)
+        .for_each(|d, &hv| *d *= 1.0 - hv * hv);
+    let w1 = p.x.t().dot(&d_z);
+    let b1 = d_z.sum_axis(Axis(0));
+    (loss, MlpGrads { w1, b1, w2, b2 })
+}
+
+fn check_mlp(w: &Mlp) {
+    const NAME: &str = "W1 mlp";
+    const REFERENCE: f64 = 4.69625;
+    assert_loss(NAME, "rune forward", w.forward().item(), REFERENCE, 1e-5);
+    assert_loss(
+        NAME,
+        "hand forward",
+        mlp_hand_forward(&w.hand),
+        REFERENCE,
+        1e-5,
+    );
+    let (value, (g_w1, g_b1, g_w2, g_b2)) = w.value_and_grad();
+    let (hand_value, hand) = mlp_hand_value_and_grad(&w.hand);
+    assert_loss(NAME, "rune value_and_grad", value.item(), REFERENCE, 1e-5);
+    assert_loss(NAME, "hand value_and_grad", hand_value, REFERENCE, 1e-5);
+    assert_eq!(g_w1.shape(), w.w1.shape());
+    assert_eq!(g_b1.shape(), w.b1.shape());
+    assert_eq!(g_w2.shape(), w.w2.shape());
+    assert_eq!(g_b2.shape(), w.b2.shape());
+    assert_gradient_agrees(
+        NAME,
+        "W1",
+        &g_w1,
+        hand.w1.as_slice().expect("standard layout"),
+    );
+    assert_gradient_agrees(
+        NAME,
+        "b1",
+        &g_b1,
+        hand.b1.as_slice().expect("standard layout"),
+    );
+    assert_gradient_agrees(
+        NAME,
+        "W2",
+        &g_w2,
+        hand.w2.as_slice().expect("standard layout"),
+    );
+    assert_gradient_agrees(
+        NAME,
+        "b2",
+        &g_b2,
+        hand.b2.as_slice().expect("standard layout"),
+    );
+}
+
+// ---- W3 big-elementwise ---------------------------------------------------------------------
+
+/// W3 as the user writes it: `sum(exp(sin(x)) * x * x + log(1 + x*x))`.
+#[differentiable]
+pub fn big_elementwise_loss(x: &Tensor<f32>) -> Tensor<f32> {
+    (x.sin().exp() * x * x + (1.0 + x * x).ln()).sum()
+}
+
+/// W3's loss by hand: one pass over `x`, the terms in `f32`, their sum in `f64` (a running
+/// `f32` sum of 10^6 terms near 2.7 drifts by a few parts in 10^4).
+fn big_elementwise_hand_forward(x: ArrayView1<'_, f32>) -> f32 {
+    x.iter()
+        .map(|&v| {
+            let v2 = v * v;
+            (v.sin().exp() * v2 + (1.0 + v2).ln()) as f64
+        })
+        .sum::<f64>() as f32
+}
+
+/// W3's loss and gradient by hand: one pass computing each term and its derivative
+/// `e^sin(x) (x² cos x + 2x) + 2x / (1 + x²)` (the loss summed as in the forward).
+fn big_elementwise_hand_value_and_grad(x: ArrayView1<'_, f32>) -> (f32, Array1<f32>) {
+    let mut grad = Array1::zeros(x.len());
+    let mut loss = 0.0f64;
+    Zip::from(&mut grad).and(&x).for_each(|g, &v| {
+        let (s, c) = v.sin_cos();
+        let e = s.exp();
+        let v2 = v * v;
+        let one_plus = 1.0 + v2;
+        loss += (e * v2 + one_plus.ln()) as f64;
+        *g = e * (v2 * c + 2.0 * v) + 2.0 * v / one_plus;
+    });
+    (loss as f32, grad)
+}
+
+fn check_big_elementwise(x: &Tensor<f32>, x_hand: &Array1<f32>) {
+    const NAME: &str = "W3 big-elementwise";
+    const REFERENCE: f64 = 2.67625e6;
+    let rune = big_elementwise_loss(x).item();
+    assert_loss(NAME, "rune forward", rune, REFERENCE, 1e-4);
+    let hand = big_elementwise_hand_forward(x_hand.view());
+    assert_loss(NAME, "hand forward", hand, REFERENCE, 1e-4);
+    let (value, grad) = big_elementwise_loss_value_and_grad(x);
+    let (hand_value, hand_grad) = big_elementwise_hand_value_and_grad(x_hand.view());
+    assert_loss(NAME, "rune value_and_grad", value.item(), REFERENCE, 1e-4);
+    assert_loss(NAME, "hand value_and_grad", hand_value, REFERENCE, 1e-4);
+    assert_eq!(grad.shape(), x.shape());
+    assert_gradient_agrees(
+        NAME,
+        "x",
+        &grad,
+        hand_grad.as_slice().expect("standard layout"),
+    );
+}
+
+// ---- timing ---------------------------------------------------------------------------------
+
+fn w1_mlp(c: &mut Criterion) {
+    let w = Mlp::new();
+    check_mlp(&w);
+
+    let mut group = c.benchmark_group("w1_mlp/forward");
+    group.bench_function("rune", |b| b.iter(|| black_box(w.forward())));
+    group.bench_function("hand", |b| {
+        b.iter(|| black_box(mlp_hand_forward(black_box(&w.hand))))
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("w1_mlp/value_and_grad");
+    group.bench_function("rune", |b| b.iter(|| black_box(w.value_and_grad())));
+    group.bench_function("hand", |b| {
+        b.iter(|| black_box(mlp_hand_value_and_grad(black_box(&w.hand))))
+    });
+    group.finish();
+}
+
+/// W3 calls take tens of milliseconds: fewer samples of one call each.
+fn slow_group<'a>(
+    c: &'a mut Criterion,
+    name: &str,
+) -> BenchmarkGroup<'a, criterion::measurement::WallTime> {
+    let mut group = c.benchmark_group(name);
+    group.sampling_mode(SamplingMode::Flat);
+    group.sample_size(30);
+    group.measurement_time(Duration::from_secs(4));
+    group
+}
+
+fn w3_big_elementwise(c: &mut Criterion) {
+    let x: Tensor<f32> = workload_tensor(&[1_000_000], 31, -2.0, 2.0);
+    let x_hand = to_array1(&x);
+    check_big_elementwise(&x, &x_hand);
+
+    let mut group = slow_group(c, "w3_big_elementwise/forward");
+    group.bench_function("rune", |b| {
+        b.iter(|| black_box(big_elementwise_loss(black_box(&x))))
+    });
+    group.bench_function("hand", |b| {
+        b.iter(|| black_box(big_elementwise_hand_forward(black_box(x_hand.view()))))
+    });
+    group.finish();
+
+    let mut group = slow_group(c, "w3_big_elementwise/value_and_grad");
+    group.bench_function("rune", |b| {
+        b.iter(|| black_box(big_elementwise_loss_value_and_grad(black_box(&x))))
+    });
+    group.bench_function("hand", |b| {
+        b.iter(|| {
+            black_box(big_elementwise_hand_value_and_grad(black_box(
+                x_hand.view(),
+            )))
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(workloads, w1_mlp, w3_big_elementwise);
+criterion_main!(workloads);

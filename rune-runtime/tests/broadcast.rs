@@ -1,0 +1,161 @@
+//! Broadcasting copies (`broadcast_to`, the VJP of a full reduction) and their adjoint
+//! `sum_to_shape`, against results written out element by element: one repeated value, rows,
+//! columns, leading, inner and trailing axes, empty tensors, and operands that are not in
+//! standard layout.
+
+use rune_runtime::{rules, sum_to_shape, Tensor};
+
+/// `g` summed to `shape` the slow, obvious way: every element of `g` added into the element of
+/// the result it broadcast from.
+fn reference(g: &Tensor<f64>, shape: &[usize]) -> Vec<f64> {
+    let gs = g.shape().to_vec();
+    let lead = gs.len() - shape.len();
+    let mut out = vec![0.0; shape.iter().product()];
+    let values = g.to_vec();
+    for (flat, &v) in values.iter().enumerate() {
+        let mut rem = flat;
+        let mut index = vec![0; gs.len()];
+        for axis in (0..gs.len()).rev() {
+            index[axis] = rem % gs[axis];
+            rem /= gs[axis];
+        }
+        let mut target = 0;
+        for (axis, &len) in shape.iter().enumerate() {
+            let i = if len == 1 { 0 } else { index[lead + axis] };
+            target = target * len + i;
+        }
+        out[target] += v;
+    }
+    out
+}
+
+fn numbered(shape: &[usize]) -> Tensor<f64> {
+    let n = shape.iter().product();
+    Tensor::from_vec((0..n).map(|i| (i as f64 * 0.37).sin()).collect(), shape)
+}
+
+fn assert_close(got: &Tensor<f64>, shape: &[usize], want: &[f64]) {
+    assert_eq!(got.shape(), shape);
+    for (a, b) in got.to_vec().iter().zip(want) {
+        assert!((a - b).abs() <= 1e-12, "{got:?} vs {want:?}");
+    }
+}
+
+#[test]
+fn sums_every_kind_of_broadcast_axis() {
+    let cases: &[(&[usize], &[usize])] = &[
+        (&[64, 10], &[10]),
+        (&[64, 10], &[1, 10]),
+        (&[2, 3, 4], &[4]),
+        (&[2, 3, 4], &[3, 4]),
+        (&[2, 3, 4], &[1, 1, 4]),
+        (&[2, 3, 4], &[]),
+        (&[2, 3, 4], &[1]),
+        (&[2, 3, 4], &[3, 1]),
+        (&[2, 3, 4], &[2, 1, 4]),
+        (&[2, 3, 4], &[2, 3, 1]),
+        (&[1, 3], &[3]),
+        (&[5, 1, 3], &[1, 3]),
+        (&[0, 3], &[3]),
+        (&[3, 0], &[0]),
+    ];
+    for &(gs, shape) in cases {
+        let g = numbered(gs);
+        assert_close(&sum_to_shape(&g, shape), shape, &reference(&g, shape));
+    }
+}
+
+#[test]
+fn sums_gradients_that_are_not_in_standard_layout() {
+    // A transposed gradient: [3, 4] seen as [4, 3].
+    let g = numbered(&[3, 4]).permute(&[1, 0]);
+    assert_eq!(g.shape(), &[4, 3]);
+    for shape in [&[3][..], &[4, 1][..], &[1, 3][..]] {
+        assert_close(&sum_to_shape(&g, shape), shape, &reference(&g, shape));
+    }
+}
+
+#[test]
+fn equal_shapes_share_storage() {
+    let g = numbered(&[2, 3]);
+    let same = sum_to_shape(&g, &[2, 3]);
+    assert!(same.as_shared().as_ptr() == g.as_shared().as_ptr());
+}
+
+#[test]
+#[should_panic(expected = "does not broadcast")]
+fn a_shape_that_does_not_broadcast_panics() {
+    let _ = sum_to_shape(&numbered(&[2, 3]), &[2]);
+}
+
+/// `t` broadcast to `shape` element by element: each result index read from `t` with the
+/// broadcast axes pinned to 0.
+fn broadcast_reference(t: &Tensor<f64>, shape: &[usize]) -> Vec<f64> {
+    let ts = t.shape().to_vec();
+    let lead = shape.len() - ts.len();
+    let values = t.to_vec();
+    let n: usize = shape.iter().product();
+    (0..n)
+        .map(|flat| {
+            let mut rem = flat;
+            let mut index = vec![0; shape.len()];
+            for axis in (0..shape.len()).rev() {
+                index[axis] = rem % shape[axis];
+                rem /= shape[axis];
+            }
+            let mut source = 0;
+            for (axis, &len) in ts.iter().enumerate() {
+                let i = if len == 1 { 0 } else { index[lead + axis] };
+                source = source * len + i;
+            }
+            values[source]
+        })
+        .collect()
+}
+
+#[test]
+fn broadcast_to_copies_every_kind_of_broadcast() {
+    let cases: &[(&[usize], &[usize])] = &[
+        (&[], &[5]),
+        (&[], &[2, 3]),
+        (&[1], &[4]),
+        (&[1, 1], &[3, 2]),
+        (&[3], &[2, 3]),
+        (&[2, 1], &[2, 3]),
+        (&[1, 3], &[4, 2, 3]),
+        (&[2, 1, 3], &[2, 4, 3]),
+        (&[3], &[0, 3]),
+        (&[], &[0]),
+    ];
+    for &(ts, shape) in cases {
+        let t = numbered(ts);
+        let b = t.broadcast_to(shape);
+        assert_eq!(b.shape(), shape);
+        assert_eq!(
+            b.to_vec(),
+            broadcast_reference(&t, shape),
+            "{ts:?} -> {shape:?}"
+        );
+    }
+}
+
+#[test]
+fn broadcast_to_copies_a_transposed_operand() {
+    let t = numbered(&[3, 2]).permute(&[1, 0]);
+    let b = t.broadcast_to(&[4, 2, 3]);
+    assert_eq!(b.to_vec(), broadcast_reference(&t, &[4, 2, 3]));
+}
+
+#[test]
+fn full_reduction_vjps_fill_the_input_shape() {
+    let g = Tensor::scalar(0.5f64);
+    assert_eq!(rules::sum_vjp(&g, &[2, 3]).to_vec(), vec![0.5; 6]);
+    assert_eq!(rules::mean_vjp(&g, &[2, 3]).to_vec(), vec![0.5 / 6.0; 6]);
+    let rows = rules::sum_axes_vjp(
+        &Tensor::from_vec(vec![1.0, 2.0], &[2]),
+        &[2, 3],
+        &[1],
+        false,
+    );
+    assert_eq!(rows.to_vec(), vec![1.0, 1.0, 1.0, 2.0, 2.0, 2.0]);
+}
