@@ -1,0 +1,209 @@
+//! Handwritten digit recognition with a small neural network whose gradients are generated at
+//! compile time by `#[differentiable]`.
+//!
+//! The model is a multilayer perceptron whose parameters live in a plain Rust struct,
+//! `Mlp { hidden: Vec<Layer>, output: Layer }`, with `#[derive(Differentiable)]`:
+//!
+//! ```text
+//! image, 8×8 = 64 pixels
+//!   → linear 64 → 128 → relu
+//!   → linear 128 → 10                  logits, one per digit
+//! ```
+//!
+//! The loss is the mean softmax cross-entropy, `−mean(log_softmax(logits)[label])`, written as
+//! an ordinary function over tensors. `#[differentiable]` on it generates
+//! `loss_value_and_grad`, which returns the loss of a minibatch together with its gradient with
+//! respect to every weight and bias — as a value of the same `Mlp` struct — with no tape and no
+//! run-time graph. `rune_ad::optim::Adam` then updates the whole struct in one call.
+//!
+//! The data is the UCI "Optical Recognition of Handwritten Digits" set (E. Alpaydin and
+//! C. Kaynak, CC BY 4.0, see `data/README.md`): 1,797 grey-level 8×8 images, shipped as
+//! `data/digits.csv.gz`. A fixed-seed shuffle puts 1,437 of them in the training set and 360 in
+//! the test set (the same split as the `cnn_digits` example).
+//!
+//! Run it with
+//!
+//! ```sh
+//! cargo run --release --example digits
+//! ```
+//!
+//! It trains for 20 epochs (a few seconds), reports the loss and accuracy after each one (a
+//! progress bar on a terminal, one line per epoch otherwise), writes the training curves to
+//! `target/digits-training.svg`, and ends with the accuracy on the 360 test images: 0.9861 with
+//! the seeds below, about 0.98 with others; it asserts at least 0.95.
+
+mod digits_data;
+mod training_plot;
+
+use std::io::{IsTerminal, Write};
+
+use digits_data::{accuracy, minibatches, Digits, CLASSES, PIXELS};
+use rune_ad::optim::Adam;
+use rune_ad::prelude::*;
+use training_plot::Panel;
+
+/// A fully connected layer: `x ↦ x·w + b`.
+#[derive(Clone, Differentiable)]
+struct Layer {
+    w: Tensor<f32>,
+    b: Tensor<f32>,
+}
+
+/// The network's parameters: hidden layers followed by relu, then the output layer.
+#[derive(Clone, Differentiable)]
+struct Mlp {
+    hidden: Vec<Layer>,
+    output: Layer,
+}
+
+/// One layer's output before its activation.
+#[differentiable]
+fn linear(layer: &Layer, x: &Tensor<f32>) -> Tensor<f32> {
+    x.matmul(&layer.w) + &layer.b
+}
+
+/// The logits `[N, 10]` of a batch of images `x: [N, 64]`.
+#[differentiable]
+fn logits(model: &Mlp, #[nodiff] x: &Tensor<f32>) -> Tensor<f32> {
+    let mut h = x.clone();
+    for layer in &model.hidden {
+        h = linear(layer, &h).relu();
+    }
+    linear(&model.output, &h)
+}
+
+/// Mean softmax cross-entropy of the batch `x` against `labels: [N, 1]`.
+#[differentiable]
+fn loss(model: &Mlp, #[nodiff] x: &Tensor<f32>, #[nodiff] labels: &Tensor<i64>) -> Tensor<f32> {
+    let log_p = logits(model, x).log_softmax(1);
+    -log_p.gather(1, labels).mean()
+}
+
+impl Layer {
+    /// He initialisation: weights drawn from N(0, 2 / inputs), biases zero.
+    fn new(inputs: usize, outputs: usize, seed: u64) -> Layer {
+        let std = (2.0 / inputs as f32).sqrt();
+        Layer {
+            w: Tensor::rand_normal(&[inputs, outputs], 0.0, std, seed),
+            b: Tensor::zeros(&[outputs]),
+        }
+    }
+}
+
+const HIDDEN: usize = 128;
+const EPOCHS: usize = 20;
+const BATCH_SIZE: usize = 32;
+const LEARNING_RATE: f32 = 1e-3;
+
+/// Loss and accuracy of the model on a whole data set.
+#[derive(Clone, Copy)]
+struct Scores {
+    loss: f64,
+    accuracy: f64,
+}
+
+fn evaluate(model: &Mlp, x: &Tensor<f32>, labels: &Tensor<i64>) -> Scores {
+    Scores {
+        loss: f64::from(loss(model, x, labels).item()),
+        accuracy: accuracy(&logits(model, x), labels),
+    }
+}
+
+fn main() {
+    let digits = Digits::load();
+    let (train_rows, test_rows) = digits.split();
+    let (train_x, train_y) = digits.batch(&train_rows);
+    let (test_x, test_y) = digits.batch(&test_rows);
+    println!(
+        "digits: {} training images, {} test images; MLP {PIXELS} → {HIDDEN} → {CLASSES}",
+        train_rows.len(),
+        test_rows.len()
+    );
+
+    let mut model = Mlp {
+        hidden: vec![Layer::new(PIXELS, HIDDEN, 1)],
+        output: Layer::new(HIDDEN, CLASSES, 2),
+    };
+    let mut adam = Adam::new(LEARNING_RATE);
+    let terminal = std::io::stdout().is_terminal();
+    let mut history: Vec<(Scores, Scores)> = Vec::new();
+
+    for epoch in 1..=EPOCHS {
+        let batches = minibatches(&train_rows, BATCH_SIZE, 100 + epoch as u64);
+        for (i, rows) in batches.iter().enumerate() {
+            let (x, y) = digits.batch(rows);
+            let (value, grad) = loss_value_and_grad(&model, &x, &y);
+            adam.step(&mut model, &grad);
+            if terminal {
+                progress_bar(epoch, i + 1, batches.len(), value.item());
+            }
+        }
+        let (train, test) = (
+            evaluate(&model, &train_x, &train_y),
+            evaluate(&model, &test_x, &test_y),
+        );
+        let line = format!(
+            "epoch {epoch:>2}/{EPOCHS}  loss {:.4}  train acc {:.4}  test acc {:.4}",
+            train.loss, train.accuracy, test.accuracy
+        );
+        if terminal {
+            // Overwrite the whole progress bar.
+            println!("\r{line:<BAR_LINE$}");
+        } else {
+            println!("{line}");
+        }
+        history.push((train, test));
+    }
+
+    let path = plot(&history);
+    println!("plot: {}", path.display());
+
+    let acc = evaluate(&model, &test_x, &test_y).accuracy;
+    println!("test accuracy: {acc:.4}");
+    assert!(acc >= 0.95, "test accuracy {acc} is below 0.95");
+}
+
+const BAR_WIDTH: usize = 30;
+/// The length of a drawn progress bar line.
+const BAR_LINE: usize = 40 + BAR_WIDTH;
+
+/// Redraws `epoch  3/20 [==========          ] batch 12/45  loss 0.1234` in place.
+fn progress_bar(epoch: usize, done: usize, total: usize, batch_loss: f32) {
+    let filled = BAR_WIDTH * done / total;
+    let bar = format!("{}{}", "=".repeat(filled), " ".repeat(BAR_WIDTH - filled));
+    print!("\repoch {epoch:>2}/{EPOCHS} [{bar}] batch {done:>2}/{total}  loss {batch_loss:.4}");
+    // A failed flush only delays the redraw.
+    let _ = std::io::stdout().flush();
+}
+
+/// Writes the loss and accuracy curves to `target/digits-training.svg` and returns its path.
+fn plot(history: &[(Scores, Scores)]) -> std::path::PathBuf {
+    let curves = |metric: fn(&Scores) -> f64| {
+        vec![
+            (
+                "train",
+                history.iter().map(|(train, _)| metric(train)).collect(),
+            ),
+            (
+                "test",
+                history.iter().map(|(_, test)| metric(test)).collect(),
+            ),
+        ]
+    };
+    let panels = [
+        Panel {
+            title: "cross-entropy loss",
+            curves: curves(|s| s.loss),
+        },
+        Panel {
+            title: "accuracy",
+            curves: curves(|s| s.accuracy),
+        },
+    ];
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    let path = dir.join("digits-training.svg");
+    training_plot::write_svg(&path, &panels)
+        .unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    path
+}
