@@ -231,3 +231,8 @@ pub mod __private {
     pub use rune_runtime::rules;
     pub use rune_runtime::*;
 }
+
+/// The README's examples, compiled as doc tests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
