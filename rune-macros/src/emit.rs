@@ -17,7 +17,7 @@ use crate::ir::{
     Body, BranchHead, CallArg, Const, LoopHead, Operand, OutputAux, OutputElem, PathSeg, Slot,
     Stmt, Use, Val,
 };
-use crate::lower::{path_tokens, val_ident};
+use crate::lower::{const_ident, path_segments, path_tokens, val_ident};
 use crate::ops::{self, Form, Keep, OpSpec, Param};
 use crate::parse::{hidden, Options, Returns, Signature};
 
@@ -27,9 +27,6 @@ fn rt() -> TokenStream {
     RT.parse().expect("path parses")
 }
 
-fn const_ident(c: Const) -> Ident {
-    hidden(&format!("c{}", c.0))
-}
 fn residual_ident(c: Const) -> Ident {
     hidden(&format!("r{}", c.0))
 }
@@ -443,18 +440,7 @@ fn struct_tangent_ident(root: usize) -> Ident {
 /// `.field[index]..` of a path, with the forward pass's index constants or the backward pass's
 /// saved copies.
 fn segments(path: &[PathSeg], backward: bool) -> TokenStream {
-    let segs = path.iter().map(|s| match s {
-        PathSeg::Field(m) => quote!(.#m),
-        PathSeg::Index(c) => {
-            let c = if backward {
-                residual_ident(*c)
-            } else {
-                const_ident(*c)
-            };
-            quote!([#c])
-        }
-    });
-    quote!(#(#segs)*)
+    path_segments(path, if backward { residual_ident } else { const_ident })
 }
 
 fn slot_ident(s: Slot) -> Ident {

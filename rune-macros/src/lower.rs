@@ -623,30 +623,24 @@ impl Lowerer<'_> {
     /// `break`, `continue`, `return` and loops in statement position; `None` for anything else.
     fn control(&mut self, e: &Expr) -> Option<()> {
         match e {
-            Expr::Break(b) => {
-                if b.label.is_some() || b.expr.is_some() {
-                    self.errors
-                        .at(b, "`break` with a label or a value is not supported here");
+            Expr::Break(_) | Expr::Continue(_) => {
+                let (labelled, valued, what) = match e {
+                    Expr::Break(b) => (b.label.is_some(), b.expr.is_some(), "break"),
+                    Expr::Continue(c) => (c.label.is_some(), false, "continue"),
+                    _ => unreachable!("matched above"),
+                };
+                if labelled || valued {
+                    self.errors.at(
+                        e,
+                        format!("`{what}` with a label or a value is not supported here"),
+                    );
                 }
                 match self.loops.last() {
                     Some(l) => {
-                        let f = &l.brk;
+                        let f = if what == "break" { &l.brk } else { &l.cont };
                         self.stmts.push(Stmt::Verbatim(quote!(#f = true;)));
                     }
-                    None => self.errors.at(b, "`break` outside a loop"),
-                }
-            }
-            Expr::Continue(c) => {
-                if c.label.is_some() {
-                    self.errors
-                        .at(c, "`continue` with a label is not supported here");
-                }
-                match self.loops.last() {
-                    Some(l) => {
-                        let f = &l.cont;
-                        self.stmts.push(Stmt::Verbatim(quote!(#f = true;)));
-                    }
-                    None => self.errors.at(c, "`continue` outside a loop"),
+                    None => self.errors.at(e, format!("`{what}` outside a loop")),
                 }
             }
             Expr::Return(r) => {
@@ -2132,14 +2126,20 @@ fn rename_pattern(p: &mut Pat, l: &Lowerer) {
 
 /// `root.path` with the forward pass's index constants.
 pub fn path_tokens(root: &Ident, path: &[PathSeg]) -> TokenStream {
+    let segs = path_segments(path, const_ident);
+    quote!(#root #segs)
+}
+
+/// `.field[index]..` of a path, each index read from the local `index_local` names.
+pub fn path_segments(path: &[PathSeg], index_local: fn(Const) -> Ident) -> TokenStream {
     let segs = path.iter().map(|s| match s {
         PathSeg::Field(m) => quote!(.#m),
         PathSeg::Index(c) => {
-            let c = crate::lower::const_ident(*c);
+            let c = index_local(*c);
             quote!([#c])
         }
     });
-    quote!(#root #(#segs)*)
+    quote!(#(#segs)*)
 }
 
 /// The local holding hoisted constant `c`.
