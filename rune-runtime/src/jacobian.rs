@@ -181,6 +181,11 @@ pub fn jacobian<T: Element>(
 /// `hvp(x, v)` must return `H(x) v` (of `x`'s shape); it is called once per element of `x`. The
 /// result has shape `x.shape ++ x.shape`, entry `[i.., j..] = ∂²f / ∂x[i..] ∂x[j..]`.
 ///
+/// For a `#[differentiable]` function `f` generic over its element type, the generated
+/// `f_hvp(x, v)` returns `(gradient, H v)`, so `hessian(|x, v| f_hvp(x, v).1, &x)` is its
+/// Hessian (with constant arguments, `|x, v| f_hvp(x, &a, v).1`). Any closure computing `H v`
+/// will do:
+///
 /// ```
 /// use rune_runtime::{hessian, Tensor};
 ///
