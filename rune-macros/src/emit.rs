@@ -440,7 +440,14 @@ fn struct_tangent_ident(root: usize) -> Ident {
 /// `.field[index]..` of a path, with the forward pass's index constants or the backward pass's
 /// saved copies.
 fn segments(path: &[PathSeg], backward: bool) -> TokenStream {
-    path_segments(path, if backward { residual_ident } else { const_ident })
+    path_segments(
+        path,
+        if backward {
+            residual_ident
+        } else {
+            const_ident
+        },
+    )
 }
 
 fn slot_ident(s: Slot) -> Ident {
