@@ -241,3 +241,34 @@ fn hvp_for_a_function_on_a_concrete_element_type() {
         assert!((a - b).abs() < 1e-7, "{a} vs {b}");
     }
 }
+
+#[differentiable]
+fn inner<T: Element>(x: &Tensor<T>, #[nodiff] a: &Tensor<T>) -> Tensor<T> {
+    (x.matmul(a).tanh() * x.sum()).sum()
+}
+
+/// The derivative of `inner` along `v`, by forward mode on dual numbers inside.
+#[differentiable]
+fn directional<T: Element>(
+    x: &Tensor<T>,
+    #[nodiff] v: &Tensor<T>,
+    #[nodiff] a: &Tensor<T>,
+) -> Tensor<T> {
+    let along = dual_of(x, v);
+    let a_constant = dual_of(a, &Tensor::zeros(a.shape()));
+    tangent_of(&inner(&along, &a_constant))
+}
+
+#[test]
+fn reverse_over_forward() {
+    let x = Tensor::<f64>::rand_normal(&[2, 3], 0.0, 0.5, 1);
+    let v = Tensor::<f64>::rand_normal(&[2, 3], 0.0, 1.0, 2);
+    let a = Tensor::<f64>::rand_normal(&[3, 3], 0.0, 0.5, 3);
+    // The gradient of the directional derivative is the Hessian times v, which forward over
+    // reverse computes independently.
+    let rof = directional_grad(&x, &v, &a);
+    let (_, for_) = inner_hvp(&x, &a, &v);
+    for (p, q) in rof.to_vec().iter().zip(for_.to_vec()) {
+        assert!((p - q).abs() < 1e-12, "{p} vs {q}");
+    }
+}

@@ -288,6 +288,12 @@ ops! {
     gen fold_padded ["fold"] (x: Normal[2, 9, 4]) { x.fold(&[4, 4], 3, 2, 1, 1) }
 
     // ---- combining ----------------------------------------------------------------------------
+    gen dual_tangent ["dual_of", "tangent_of"] (x: Normal[2, 3], y: Normal[2, 3]) {
+        tangent_of(&dual_of(x, y).tanh())
+    }
+    gen dual_primal ["dual_of", "primal_of"] (x: Normal[2, 3], y: Normal[2, 3]) {
+        primal_of(&(dual_of(x, y) * dual_of(y, x)).sin())
+    }
     gen concat_last ["concat"] (x: Normal[2, 3], y: Normal[2, 2]) { concat(&[x, y], -1) }
     gen concat_three ["concat"] (x: Normal[1, 3], y: Normal[2, 3], z: Normal[1, 3]) {
         concat(&[x, y, z], 0)
@@ -423,6 +429,9 @@ const TABLE: &[&str] = &[
     "max_pool2d",
     "avg_pool2d",
     "cast",
+    "dual_of",
+    "tangent_of",
+    "primal_of",
 ];
 
 /// Differentiable ops of the runtime that the macro does not take as a table op, and why.

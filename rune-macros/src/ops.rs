@@ -422,6 +422,27 @@ pub const OTHER: &[OpSpec] = &[
         "avg_pool2d_jvp(t0, c0, c1)",
         ["avg_pool2d_vjp(g, s0, c0, c1)"]
     ),
+    op!(
+        "dual_of",
+        Function,
+        [T, T],
+        "dual_of_jvp(y, o0, o1)",
+        ["dual_of_vjp_lhs(g)", "dual_of_vjp_rhs(g)"]
+    ),
+    op!(
+        "tangent_of",
+        Function,
+        [T],
+        "tangent_of_jvp(t0)",
+        ["tangent_of_vjp(g)"]
+    ),
+    op!(
+        "primal_of",
+        Function,
+        [T],
+        "primal_of_jvp(t0)",
+        ["primal_of_vjp(g)"]
+    ),
     op!("cast", Method, [], "cast_jvp(t0)", ["cast_vjp_as(g, w)"]),
 ];
 

@@ -100,6 +100,7 @@ pub use ops::arith::{
 };
 pub use ops::cast::stop_gradient;
 pub use ops::combine::{concat, stack, try_concat, try_stack, try_where_cond, where_cond};
+pub use ops::duals::{dual_of, primal_of, tangent_of, try_dual_of};
 pub use ops::{all_ops, OpInfo};
 pub use tensor::Tensor;
 pub use workload::workload_tensor;
@@ -111,6 +112,7 @@ pub mod rules {
     pub use crate::ops::cast::rules::*;
     pub use crate::ops::combine::rules::*;
     pub use crate::ops::conv::rules::*;
+    pub use crate::ops::duals::rules::*;
     pub use crate::ops::index::rules::*;
     pub use crate::ops::linalg::rules::*;
     pub use crate::ops::reduce::rules::*;

@@ -30,6 +30,7 @@ pub mod cast;
 pub mod combine;
 pub mod compare;
 pub mod conv;
+pub mod duals;
 pub mod index;
 pub mod linalg;
 pub mod reduce;
@@ -86,6 +87,7 @@ pub fn all_ops() -> Vec<OpInfo> {
         reduce::RULES,
         scan::RULES,
         softmax::RULES,
+        duals::RULES,
     ];
     groups.iter().flat_map(|g| g.iter().copied()).collect()
 }

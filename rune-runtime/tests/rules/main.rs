@@ -9,6 +9,7 @@ mod binary;
 mod cast;
 mod combine;
 mod conv;
+mod duals;
 mod index;
 mod linalg;
 mod reduce;
@@ -33,6 +34,7 @@ fn all_cases<T: Element>() -> Vec<Case<T>> {
     cases.extend(index::cases::<T>());
     cases.extend(linalg::cases::<T>());
     cases.extend(conv::cases::<T>());
+    cases.extend(duals::cases::<T>());
     cases.extend(reduce::cases::<T>());
     cases.extend(scan::cases::<T>());
     cases.extend(softmax::cases::<T>());
