@@ -38,7 +38,50 @@ fn all_cases<T: Element>() -> Vec<Case<T>> {
     cases.extend(reduce::cases::<T>());
     cases.extend(scan::cases::<T>());
     cases.extend(softmax::cases::<T>());
+    cases.extend(unused_input_cases::<T>());
     cases
+}
+
+/// Ops with an input the output does not depend on at these values: its pulled-back cotangent
+/// must be exactly zero (which the finite differences along it confirm) and its tangent must
+/// not leak into the output.
+fn unused_input_cases<T: Element>() -> Vec<Case<T>> {
+    use rune_runtime::rules::*;
+    use rune_runtime::{where_cond, Tensor};
+    let a = common::uniform::<T>(&[2, 3], 1.0, 2.0, 600);
+    let b = common::uniform::<T>(&[3], -2.0, -1.0, 601);
+    let everywhere = || Tensor::full(&[2, 3], true);
+    vec![
+        Case::new(
+            "where_cond",
+            "the unselected branch is an unused input",
+            vec![a.clone(), b.clone()],
+            move |x| where_cond(&everywhere(), &x[0], &x[1]),
+            move |x, t| {
+                let y = where_cond(&everywhere(), &x[0], &x[1]);
+                where_cond_jvp(&everywhere(), &y, Some(&t[0]), Some(&t[1]))
+            },
+            move |x, g| {
+                vec![
+                    where_cond_vjp_lhs(g, &everywhere(), x[0].shape()),
+                    where_cond_vjp_rhs(g, &everywhere(), x[1].shape()),
+                ]
+            },
+        ),
+        Case::new(
+            "maximum",
+            "the smaller operand is an unused input",
+            vec![a, b],
+            |x| x[0].maximum(&x[1]),
+            |x, t| maximum_jvp(&x[0], &x[1], Some(&t[0]), Some(&t[1])),
+            |x, g| {
+                vec![
+                    maximum_vjp_lhs(g, &x[0], &x[1]),
+                    maximum_vjp_rhs(g, &x[0], &x[1]),
+                ]
+            },
+        ),
+    ]
 }
 
 fn run_all<T: Element>() {
