@@ -187,6 +187,28 @@
 //! assert!(value.item().is_finite());
 //! ```
 //!
+//! Reverse over forward: forward mode by dual numbers inside a differentiable function, then
+//! reverse mode through it (the gradient of a directional derivative is a Hessian-vector
+//! product):
+//!
+//! ```
+//! use rune_ad::prelude::*;
+//!
+//! #[differentiable]
+//! fn cube_sum<T: Element>(x: &Tensor<T>) -> Tensor<T> {
+//!     (x * x * x).sum()
+//! }
+//!
+//! #[differentiable]
+//! fn along<T: Element>(x: &Tensor<T>, #[nodiff] v: &Tensor<T>) -> Tensor<T> {
+//!     tangent_of(&cube_sum(&dual_of(x, v)))
+//! }
+//!
+//! let x = Tensor::from_vec(vec![1.0, 2.0], &[2]);
+//! let v = Tensor::from_vec(vec![1.0, 1.0], &[2]);
+//! assert_eq!(along_grad(&x, &v).to_vec(), vec![6.0, 12.0]); // diag(6x) v
+//! ```
+//!
 //! # Checking gradients
 //!
 //! [`check_grad`] compares a function's JVP with central finite differences and its VJP with
@@ -209,6 +231,7 @@
 //! check_grad(&checked, &[x], 1e-6, 1e-6, 1e-9).unwrap();
 //! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub use rune_macros::{differentiable, Differentiable};
 pub use rune_runtime::*;

@@ -6,6 +6,9 @@
 //! `emit` (the derivative functions). `ops` is the op table; `diag` collects errors.
 //! `derive` writes `#[derive(Differentiable)]`.
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 mod analyse;
 mod derive;
 mod diag;
