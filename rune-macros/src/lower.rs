@@ -1425,6 +1425,13 @@ impl Lowerer<'_> {
         span: Span,
     ) -> Lowered {
         let taint = Self::taint_of(&[&lhs, &rhs]);
+        // `x * x` is `x.square()`: one rule reading `x` instead of two rules and a sum.
+        if let (Lowered::Val(a), Lowered::Val(b), "mul") = (&lhs, &rhs, spec.name) {
+            if a == b {
+                let square = ops::lookup("square", Form::Method).expect("in the table");
+                return self.push_op(square, vec![Operand::Val(*a)], vec![], None, span, taint);
+            }
+        }
         let a = self.operand(lhs, Use::Borrowed);
         let b = self.operand(rhs, Use::Borrowed);
         self.push_op(spec, vec![a, b], vec![], None, span, taint)
