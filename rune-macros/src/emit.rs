@@ -1934,6 +1934,7 @@ impl Emitter<'_> {
             Returns::Aux { aux, .. } => quote!((#grads, #aux)),
             _ => grads.clone(),
         };
+        let pullback = names("pullback");
         let lints = quote!(#[allow(unused, unreachable_code, clippy::all)]);
         quote! {
             #[doc(hidden)] #lints
@@ -1950,6 +1951,10 @@ impl Emitter<'_> {
             #vis fn #vag #generics (#(#params),*) -> (#ret, #grads) #where_clause { ::core::unreachable!() }
             #lints
             #vis fn #grad #generics (#(#params),*) -> #grad_ret #where_clause { ::core::unreachable!() }
+            #lints
+            #vis fn #pullback #generics (#(#params),*) -> (#ret, impl ::core::ops::Fn(#cot) -> #grads) #where_clause {
+                (::core::unreachable!(), |_: #cot| ::core::unreachable!())
+            }
         }
     }
 }
