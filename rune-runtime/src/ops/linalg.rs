@@ -9,7 +9,7 @@
 use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayView3, ArrayViewMut2, Axis, CowArray, IxDyn};
 
-use crate::broadcast::{broadcast_shapes, sum_to_shape};
+use crate::broadcast::{broadcast_shapes, same_shape, sum_to_shape};
 use crate::element::Element;
 use crate::error::{OrPanic, ShapeError};
 use crate::tensor::Tensor;
@@ -147,7 +147,7 @@ impl MatmulDims {
 
     #[track_caller]
     fn check(&self, what: &str, t: &Tensor<impl Element>, expected: &[usize]) {
-        if t.shape() != expected {
+        if !same_shape(t.shape(), expected) {
             panic!(
                 "matmul: {what} has shape {:?}, expected {expected:?} for shapes {:?} and {:?}",
                 t.shape(),
@@ -311,7 +311,7 @@ fn product_into<T: Element>(
 /// A cotangent of a promoted operand (`[1, k]` or `[k, 1]`) brought back to the 1-D operand's
 /// shape; any other operand's cotangent already has its shape.
 fn drop_promoted_axis<T: Element>(t: Tensor<T>, shape: &[usize]) -> Tensor<T> {
-    if t.shape() == shape {
+    if same_shape(t.shape(), shape) {
         t
     } else {
         Tensor::from_vec(t.to_vec(), shape)
