@@ -126,3 +126,36 @@ fn strong_zeros_hold_on_the_fast_path() {
         vec![0.0, 1.0, 0.0, 6.0]
     );
 }
+
+/// `accumulate` on an adjoint whose storage another tensor shares (a cotangent `add_vjp`
+/// passed on): the sum is right whichever buffer it lands in, and the sharer keeps its values.
+#[test]
+fn accumulate_into_a_shared_adjoint() {
+    use rune_runtime::generated::accumulate;
+    for (la, a) in layouts(0.0) {
+        for (lc, c) in layouts(1.0) {
+            let what = format!("{la} adjoint, {lc} contribution");
+            let a_values = a.to_vec();
+            // Shared adjoint, contribution of its own (a fresh tensor).
+            let fresh = &c * 1.0;
+            let mut adjoint = Some(a.clone());
+            accumulate(&mut adjoint, fresh);
+            assert_elementwise(&what, &adjoint.unwrap(), &a, &c, |x, y| x + y);
+            // Shared adjoint, shared contribution.
+            let mut adjoint = Some(a.clone());
+            accumulate(&mut adjoint, c.clone());
+            assert_elementwise(&what, &adjoint.unwrap(), &a, &c, |x, y| x + y);
+            assert_eq!(
+                a.to_vec(),
+                a_values,
+                "{what}: the shared adjoint was written"
+            );
+        }
+    }
+    // A contribution that broadcasts into the adjoint.
+    let a = numbered(&[3, 4], 0.0);
+    let row = numbered(&[4], 1.0);
+    let mut adjoint = Some(a.clone());
+    accumulate(&mut adjoint, &row * 1.0);
+    assert_eq!(adjoint.unwrap().to_vec(), (&a + &row).to_vec());
+}
