@@ -9,6 +9,19 @@ use crate::element::Element;
 use crate::error::ShapeError;
 use crate::tensor::Tensor;
 
+/// Whether two shapes are equal, as `a == b` on the slices but without calling `memcmp` on
+/// empty ones.
+///
+/// Slice equality hands even an empty slice to `memcmp`, and an empty `Vec`'s pointer is a
+/// dangling address on an unmapped page. glibc's AVX-512 `memcmp` compares short slices with a
+/// masked load; with an empty mask on an unmapped page the CPU suppresses the fault in a
+/// microcode assist that costs about 70 ns, as much as a whole elementwise op on a small
+/// tensor. The shape of a 0-d reduction is such an empty `Vec`.
+#[inline]
+pub(crate) fn same_shape(a: &[usize], b: &[usize]) -> bool {
+    a.len() == b.len() && (a.is_empty() || a == b)
+}
+
 /// The shape two operands broadcast to under NumPy's rules.
 pub fn broadcast_shapes(
     op: &'static str,
@@ -66,7 +79,7 @@ pub(crate) fn broadcast_view<'a, T>(
 /// When `shape` does not broadcast to `g.shape()`.
 #[track_caller]
 pub fn sum_to_shape<T: Element>(g: &Tensor<T>, shape: &[usize]) -> Tensor<T> {
-    if g.shape() == shape {
+    if same_shape(g.shape(), shape) {
         return g.clone();
     }
     let gs = g.shape();
@@ -131,7 +144,7 @@ fn sum_leading_rows<T: Element>(g: &Tensor<T>, shape: &[usize]) -> Option<Tensor
 /// `t` broadcast to `shape` as an owned tensor (cheap clone when the shapes agree).
 #[track_caller]
 pub(crate) fn broadcast_owned<T: Clone>(t: &Tensor<T>, shape: &[usize]) -> Tensor<T> {
-    if t.shape() == shape {
+    if same_shape(t.shape(), shape) {
         return t.clone();
     }
     match broadcast_view("broadcast_to", t, shape) {

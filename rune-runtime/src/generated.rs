@@ -115,10 +115,24 @@ pub fn shape_of<U>(t: &Tensor<U>) -> SavedShape {
 }
 
 /// Adds a contribution to an adjoint (`None` stands for zero).
+///
+/// An adjoint may share its storage: `add_vjp` passes the cotangent on as a cheap clone, so in
+/// `h + h.tanh()` the adjoint of `h` still shares the cotangent's buffer when `tanh`'s
+/// contribution arrives, and adding in place would first copy it (copy-on-write). When the
+/// contribution's buffer is its own, the sum goes there instead; addition commutes, so the
+/// result is the same.
 #[inline]
-pub fn accumulate<T: Element>(adjoint: &mut Option<Tensor<T>>, contribution: Tensor<T>) {
+pub fn accumulate<T: Element>(adjoint: &mut Option<Tensor<T>>, mut contribution: Tensor<T>) {
     match adjoint {
         None => *adjoint = Some(contribution),
+        Some(a)
+            if !a.as_shared().is_unique()
+                && contribution.as_shared().is_unique()
+                && a.shape() == contribution.shape() =>
+        {
+            contribution += &*a;
+            *a = contribution;
+        }
         Some(a) => *a += &contribution,
     }
 }

@@ -146,6 +146,28 @@ impl<T: Clone> Tensor<T> {
     pub fn map<U, F: FnMut(&T) -> U>(&self, f: F) -> Tensor<U> {
         Tensor::from_array(self.data.map(f))
     }
+
+    /// `f` applied to the pairs of elements in the same position of `self` and `other`, which
+    /// must have the same shape.
+    ///
+    /// Row-major operands (what nearly every op writes) go through their slices in one loop
+    /// the compiler can vectorise; others through `Zip`, whose set-up on dynamic-rank arrays
+    /// costs more than the loop itself on tensors of a few dozen elements.
+    pub(crate) fn zip_map<U, V>(&self, other: &Tensor<U>, f: impl Fn(&T, &U) -> V) -> Tensor<V> {
+        debug_assert_eq!(self.shape(), other.shape(), "zip_map: shapes differ");
+        if let (Some(a), Some(b)) = (self.data.as_slice(), other.data.as_slice()) {
+            let out: Vec<V> = a.iter().zip(b).map(|(u, v)| f(u, v)).collect();
+            return Tensor::from_array(
+                ArrayD::from_shape_vec(self.data.raw_dim(), out)
+                    .expect("zip_map: one element per element of the shape"),
+            );
+        }
+        Tensor::from_array(
+            ndarray::Zip::from(&self.data)
+                .and(&other.data)
+                .map_collect(f),
+        )
+    }
 }
 
 impl<T: Clone + Zero> Tensor<T> {

@@ -158,4 +158,27 @@ fn full_reduction_vjps_fill_the_input_shape() {
         false,
     );
     assert_eq!(rows.to_vec(), vec![1.0, 1.0, 1.0, 2.0, 2.0, 2.0]);
+    // 0-d and empty inputs.
+    let one = rules::sum_vjp(&g, &[]);
+    assert_eq!((one.shape(), one.item()), (&[] as &[usize], 0.5));
+    assert_eq!(rules::mean_vjp(&g, &[]).item(), 0.5);
+    assert_eq!(rules::sum_vjp(&g, &[0, 3]).shape(), &[0, 3]);
+    assert_eq!(rules::mean_vjp(&g, &[3, 0]).shape(), &[3, 0]);
+}
+
+#[test]
+#[should_panic(expected = "sum_vjp")]
+fn a_full_reduction_vjp_rejects_a_cotangent_with_axes() {
+    let _ = rules::sum_vjp(&Tensor::from_vec(vec![1.0f64], &[1]), &[2, 3]);
+}
+
+#[test]
+fn zero_dimensional_shapes_compare_equal_to_empty_slices() {
+    let s = Tensor::scalar(1.0f64);
+    // An empty Vec or literal as the target shape: the same tensor comes back.
+    let empty: Vec<usize> = Vec::new();
+    assert_eq!(sum_to_shape(&s, &empty).item(), 1.0);
+    assert_eq!(sum_to_shape(&s, &[]).item(), 1.0);
+    assert_eq!(s.reshape(&empty).shape(), &[] as &[usize]);
+    assert_eq!(s.broadcast_to(&[]).item(), 1.0);
 }

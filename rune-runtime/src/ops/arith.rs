@@ -127,11 +127,7 @@ pub(crate) fn try_binary_map<T: Element>(
         (OperandRef::Scalar(x), OperandRef::Tensor(y)) => y.map(|&v| f(x, v)),
         (OperandRef::Tensor(x), OperandRef::Tensor(y)) => {
             if x.shape() == y.shape() {
-                Tensor::from_array(
-                    Zip::from(x.as_shared())
-                        .and(y.as_shared())
-                        .map_collect(|&u, &v| f(u, v)),
-                )
+                x.zip_map(y, |&u, &v| f(u, v))
             } else {
                 let shape = broadcast_shapes(op, x.shape(), y.shape())?;
                 let xv = broadcast_view(op, x, &shape)?;
@@ -267,6 +263,17 @@ macro_rules! assign_ops {
             fn $method(&mut self, rhs: B) {
                 match rhs.operand() {
                     OperandRef::Scalar(s) => self.data_mut().mapv_inplace(|v| v $op s),
+                    OperandRef::Tensor(t) if t.shape() == self.shape() => {
+                        let rhs = t.as_shared();
+                        let lhs = self.data_mut();
+                        // Row-major on both sides (the usual case): one loop over the slices.
+                        match (lhs.as_slice_mut(), rhs.as_slice()) {
+                            (Some(l), Some(r)) => {
+                                l.iter_mut().zip(r).for_each(|(u, &v)| *u = *u $op v)
+                            }
+                            _ => Zip::from(lhs).and(rhs).for_each(|u, &v| *u = *u $op v),
+                        }
+                    }
                     OperandRef::Tensor(t) => {
                         let shape = self.shape().to_vec();
                         let view = broadcast_view(stringify!($method), t, &shape).or_panic();

@@ -9,7 +9,7 @@
 use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayView3, ArrayViewMut2, Axis, CowArray, IxDyn};
 
-use crate::broadcast::{broadcast_shapes, sum_to_shape};
+use crate::broadcast::{broadcast_shapes, same_shape, sum_to_shape};
 use crate::element::Element;
 use crate::error::{OrPanic, ShapeError};
 use crate::tensor::Tensor;
@@ -147,7 +147,7 @@ impl MatmulDims {
 
     #[track_caller]
     fn check(&self, what: &str, t: &Tensor<impl Element>, expected: &[usize]) {
-        if t.shape() != expected {
+        if !same_shape(t.shape(), expected) {
             panic!(
                 "matmul: {what} has shape {:?}, expected {expected:?} for shapes {:?} and {:?}",
                 t.shape(),
@@ -158,7 +158,11 @@ impl MatmulDims {
     }
 }
 
-/// A tensor in standard layout seen as a stack of matrices `[count, rows, cols]`.
+/// A tensor seen as a stack of matrices `[count, rows, cols]`.
+///
+/// A stack is in standard layout, copied there if need be, except a single matrix given as a
+/// 2-D tensor: it keeps its strides, since the GEMM reads any strides, so that a transpose
+/// (`w.t()`) or a column slice enters the product as the view it is instead of a copy.
 struct Stack<'a, T> {
     data: CowArray<'a, T, IxDyn>,
     count: usize,
@@ -168,15 +172,37 @@ struct Stack<'a, T> {
 
 impl<'a, T: Element> Stack<'a, T> {
     fn new(t: &'a Tensor<T>, count: usize, rows: usize, cols: usize) -> Self {
+        let data = if count == 1 && t.ndim() == 2 {
+            CowArray::from(t.view())
+        } else {
+            t.as_shared().as_standard_layout()
+        };
         Stack {
-            data: t.as_shared().as_standard_layout(),
+            data,
             count,
             rows,
             cols,
         }
     }
 
+    /// The matrix of a stack of one held as a 2-D array, whatever its strides.
+    fn as_matrix(&self) -> Option<ArrayView2<'_, T>> {
+        if self.count == 1 && self.data.ndim() == 2 {
+            Some(
+                self.data
+                    .view()
+                    .into_dimensionality()
+                    .expect("matmul: a 2-D array is a matrix"),
+            )
+        } else {
+            None
+        }
+    }
+
     fn view3(&self) -> ArrayView3<'_, T> {
+        if let Some(m) = self.as_matrix() {
+            return m.insert_axis(Axis(0));
+        }
         self.data
             .view()
             .into_shape_with_order((self.count, self.rows, self.cols))
@@ -185,6 +211,9 @@ impl<'a, T: Element> Stack<'a, T> {
 
     /// All matrices stacked vertically: `[count * rows, cols]`.
     fn flat(&self) -> ArrayView2<'_, T> {
+        if let Some(m) = self.as_matrix() {
+            return m;
+        }
         self.data
             .view()
             .into_shape_with_order((self.count * self.rows, self.cols))
@@ -193,6 +222,9 @@ impl<'a, T: Element> Stack<'a, T> {
 
     /// The only matrix of a stack of one.
     fn single(&self) -> ArrayView2<'_, T> {
+        if let Some(m) = self.as_matrix() {
+            return m;
+        }
         self.data
             .view()
             .into_shape_with_order((self.rows, self.cols))
@@ -279,7 +311,7 @@ fn product_into<T: Element>(
 /// A cotangent of a promoted operand (`[1, k]` or `[k, 1]`) brought back to the 1-D operand's
 /// shape; any other operand's cotangent already has its shape.
 fn drop_promoted_axis<T: Element>(t: Tensor<T>, shape: &[usize]) -> Tensor<T> {
-    if t.shape() == shape {
+    if same_shape(t.shape(), shape) {
         t
     } else {
         Tensor::from_vec(t.to_vec(), shape)

@@ -9,7 +9,7 @@
 
 use ndarray::{ArrayD, ArrayView, ArrayView1, ArrayViewD, Axis, Dimension, IxDyn, RemoveAxis, Zip};
 
-use crate::broadcast::materialize;
+use crate::broadcast::{materialize, same_shape};
 use crate::element::{strong_mul, Element};
 use crate::error::{OrPanic, ShapeError};
 use crate::ops::{normalize_axes, normalize_axis};
@@ -68,7 +68,7 @@ fn expand_back<'a, T>(
     keepdims: bool,
 ) -> ArrayViewD<'a, T> {
     let expected = reduced_shape(x_shape, axes, keepdims);
-    if r.shape() != expected.as_slice() {
+    if !same_shape(r.shape(), &expected) {
         panic!(
             "{op}: a tensor of shape {:?} is not the reduction of shape {x_shape:?} over axes \
              {axes:?} (keepdims {keepdims}), which has shape {expected:?}",
@@ -619,6 +619,10 @@ pub mod rules {
     /// VJP of `x.sum()`: `g` (0-d) broadcast to `x_shape`.
     #[track_caller]
     pub fn sum_vjp<T: Element>(g: &Tensor<T>, x_shape: &[usize]) -> Tensor<T> {
+        if g.ndim() == 0 {
+            // The one value repeated: no view to expand and broadcast.
+            return Tensor::full(x_shape, g.item());
+        }
         broadcast_back("sum_vjp", g, x_shape, &all_axes(x_shape.len()), false)
     }
 
@@ -647,6 +651,10 @@ pub mod rules {
     /// VJP of `x.mean()`: `g / n` broadcast to `x_shape`.
     #[track_caller]
     pub fn mean_vjp<T: Element>(g: &Tensor<T>, x_shape: &[usize]) -> Tensor<T> {
+        if g.ndim() == 0 {
+            let n = T::from_f64(x_shape.iter().product::<usize>() as f64);
+            return Tensor::full(x_shape, g.item() / n);
+        }
         mean_vjp_impl("mean_vjp", g, x_shape, &all_axes(x_shape.len()), false)
     }
 

@@ -10,7 +10,7 @@
 
 use ndarray::{Axis, IxDyn};
 
-use crate::broadcast::{broadcast_view, materialize, sum_to_shape};
+use crate::broadcast::{broadcast_view, materialize, same_shape, sum_to_shape};
 use crate::element::Element;
 use crate::error::{OrPanic, ShapeError};
 use crate::ops::normalize_axis;
@@ -92,7 +92,7 @@ impl<T: Clone> Tensor<T> {
                 ),
             ));
         }
-        if self.shape() == shape {
+        if same_shape(self.shape(), shape) {
             return Ok(self.clone());
         }
         let data = self.as_shared();
@@ -164,7 +164,7 @@ impl<T: Clone> Tensor<T> {
 
     /// Like [`Tensor::broadcast_to`], returning an error when the shapes do not broadcast.
     pub fn try_broadcast_to(&self, shape: &[usize]) -> Result<Tensor<T>, ShapeError> {
-        if self.shape() == shape {
+        if same_shape(self.shape(), shape) {
             return Ok(self.clone());
         }
         Ok(Tensor::from_array(materialize(&broadcast_view(

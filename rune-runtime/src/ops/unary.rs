@@ -18,8 +18,6 @@
 //! derivative with [`strong_mul`], so a zero tangent stays zero where the derivative is infinite
 //! (`sqrt` or `ln` at 0).
 
-use ndarray::Zip;
-
 use crate::element::{strong_mul, Element};
 use crate::tensor::Tensor;
 
@@ -44,11 +42,7 @@ fn pair<T: Element>(
         d.shape(),
         p.shape()
     );
-    Tensor::from_array(
-        Zip::from(d.as_shared())
-            .and(p.as_shared())
-            .map_collect(|&dv, &pv| rule(dv, pv)),
-    )
+    d.zip_map(p, |&dv, &pv| rule(dv, pv))
 }
 
 /// The chain rule through a local derivative `local(p)`, with a strong zero in the tangent.

@@ -154,6 +154,88 @@ fn transposed_operands_are_read_through_their_strides() {
     assert_close(&a.matmul(&b), &[3.0, 2.0, 7.0, 4.0, 11.0, 6.0], 0.0);
 }
 
+/// `t` copied into a new row-major tensor.
+fn standard<T: Element>(t: &Tensor<T>) -> Tensor<T> {
+    Tensor::from_vec(t.to_vec(), t.shape())
+}
+
+/// Every element of `actual` equal to the one of `expected` in the same position, dual parts
+/// included.
+#[track_caller]
+fn assert_same<T: Element>(what: &str, actual: &Tensor<T>, expected: &Tensor<T>) {
+    assert_eq!(actual.shape(), expected.shape(), "{what}");
+    assert_eq!(actual.to_vec(), expected.to_vec(), "{what}");
+}
+
+/// A `[rows, cols]` matrix in each layout a view can have: row-major, transposed, reversed
+/// along either axis, and a column block of a wider matrix.
+fn layouts<T: Element>(rows: usize, cols: usize, seed: u64) -> Vec<(&'static str, Tensor<T>)> {
+    let m = uniform::<T>(&[rows, cols], -1.0, 1.0, seed);
+    let wide = uniform::<T>(&[rows, cols + 3], -1.0, 1.0, seed + 1);
+    vec![
+        ("row-major", m.clone()),
+        ("transposed", standard(&m.t()).t()),
+        ("rows reversed", m.flip(&[0])),
+        ("columns reversed", m.flip(&[1])),
+        ("column block", wide.shrink(&[(0, rows), (2, cols + 2)])),
+    ]
+}
+
+/// The product, its JVP and both VJPs of 2-D operands in any layout, alone or against a
+/// batch, equal those of the operands' row-major copies.
+fn strided_operands_match_row_major<T: Element>() {
+    for (la, a) in layouts::<T>(3, 4, 900) {
+        for (lb, b) in layouts::<T>(4, 5, 910) {
+            let (a0, b0) = (standard(&a), standard(&b));
+            let what = format!("{la} . {lb}");
+            assert_same(&what, &a.matmul(&b), &a0.matmul(&b0));
+            let g = uniform::<T>(&[3, 5], -1.0, 1.0, 920);
+            assert_same(
+                &what,
+                &matmul_vjp_lhs(&g, &[3, 4], &b),
+                &matmul_vjp_lhs(&g, &[3, 4], &b0),
+            );
+            assert_same(
+                &what,
+                &matmul_vjp_rhs(&g, &a, &[4, 5]),
+                &matmul_vjp_rhs(&g, &a0, &[4, 5]),
+            );
+            let (da, db) = (a.flip(&[0, 1]), b.flip(&[0, 1]));
+            let (da0, db0) = (standard(&da), standard(&db));
+            assert_same(
+                &what,
+                &matmul_jvp(&a, &b, Some(&da), Some(&db)),
+                &matmul_jvp(&a0, &b0, Some(&da0), Some(&db0)),
+            );
+        }
+        // Against a batch on the other side.
+        let a0 = standard(&a);
+        let b3 = uniform::<T>(&[2, 4, 5], -1.0, 1.0, 930);
+        assert_same(la, &a.matmul(&b3), &a0.matmul(&b3));
+        let g3 = uniform::<T>(&[2, 3, 5], -1.0, 1.0, 940);
+        assert_same(
+            la,
+            &matmul_vjp_rhs(&g3, &a, &[2, 4, 5]),
+            &matmul_vjp_rhs(&g3, &a0, &[2, 4, 5]),
+        );
+        let a3 = uniform::<T>(&[2, 5, 3], -1.0, 1.0, 950);
+        assert_same(la, &a3.matmul(&a), &a3.matmul(&a0));
+        let g3 = uniform::<T>(&[2, 5, 4], -1.0, 1.0, 960);
+        assert_same(
+            la,
+            &matmul_vjp_lhs(&g3, &[2, 5, 3], &a),
+            &matmul_vjp_lhs(&g3, &[2, 5, 3], &a0),
+        );
+    }
+}
+
+#[test]
+fn strided_matrices_enter_products_as_views() {
+    strided_operands_match_row_major::<f32>();
+    strided_operands_match_row_major::<f64>();
+    strided_operands_match_row_major::<rune_runtime::Dual<f64>>();
+}
+
 #[test]
 fn vector_times_vector_is_a_0d_inner_product() {
     let a = tensor::<f64>(&[1.0, 2.0, 3.0], &[3]);

@@ -1,0 +1,161 @@
+//! Elementwise ops and rules on operands of the same shape, in every layout a tensor can have
+//! (row-major, transposed, reversed, a block of a larger tensor, 0-d, empty), against the same
+//! function applied to their elements one by one in row-major order.
+
+use rune_runtime::{rules, Tensor};
+
+fn numbered(shape: &[usize], phase: f64) -> Tensor<f64> {
+    let n = shape.iter().product();
+    Tensor::from_vec(
+        (0..n).map(|i| (i as f64 * 0.37 + phase).sin()).collect(),
+        shape,
+    )
+}
+
+/// A `[3, 4]` tensor in each layout, with the same elements in row-major order.
+fn layouts(phase: f64) -> Vec<(&'static str, Tensor<f64>)> {
+    let m = numbered(&[3, 4], phase);
+    let transposed = Tensor::from_vec(m.t().to_vec(), &[4, 3]).t();
+    let reversed = Tensor::from_vec(m.flip(&[0, 1]).to_vec(), &[3, 4]).flip(&[0, 1]);
+    let mut wide = vec![0.0; 3 * 6];
+    for (i, v) in m.to_vec().into_iter().enumerate() {
+        wide[(i / 4) * 6 + 1 + i % 4] = v;
+    }
+    let block = Tensor::from_vec(wide, &[3, 6]).shrink(&[(0, 3), (1, 5)]);
+    for t in [&transposed, &reversed, &block] {
+        assert_eq!(t.to_vec(), m.to_vec());
+        assert!(!t.as_shared().is_standard_layout());
+    }
+    vec![
+        ("row-major", m),
+        ("transposed", transposed),
+        ("reversed", reversed),
+        ("block", block),
+    ]
+}
+
+#[track_caller]
+fn assert_elementwise(
+    what: &str,
+    got: &Tensor<f64>,
+    a: &Tensor<f64>,
+    b: &Tensor<f64>,
+    f: impl Fn(f64, f64) -> f64,
+) {
+    assert_eq!(got.shape(), a.shape(), "{what}");
+    let want: Vec<f64> = a
+        .to_vec()
+        .into_iter()
+        .zip(b.to_vec())
+        .map(|(x, y)| f(x, y))
+        .collect();
+    assert_eq!(got.to_vec(), want, "{what}");
+}
+
+#[test]
+fn binary_ops_and_rules_in_every_layout() {
+    for (la, a) in layouts(0.0) {
+        for (lb, b) in layouts(1.0) {
+            let what = format!("{la} with {lb}");
+            assert_elementwise(&what, &(&a + &b), &a, &b, |x, y| x + y);
+            assert_elementwise(&what, &(&a - &b), &a, &b, |x, y| x - y);
+            assert_elementwise(&what, &(&a * &b), &a, &b, |x, y| x * y);
+            assert_elementwise(&what, &(&a / &b), &a, &b, |x, y| x / y);
+            assert_elementwise(
+                &what,
+                &rules::mul_vjp_lhs(&a, &[3, 4], &b),
+                &a,
+                &b,
+                |g, y| g * y,
+            );
+            assert_elementwise(&what, &rules::tanh_vjp(&a, &b), &a, &b, |g, y| {
+                g * (1.0 - y * y)
+            });
+            assert_elementwise(&what, &rules::sin_vjp(&a, &b), &a, &b, |g, x| g * x.cos());
+            for (op, f) in [
+                ("+=", (|x, y| x + y) as fn(f64, f64) -> f64),
+                ("-=", |x, y| x - y),
+                ("*=", |x, y| x * y),
+                ("/=", |x, y| x / y),
+            ] {
+                let mut c = a.clone();
+                match op {
+                    "+=" => c += &b,
+                    "-=" => c -= &b,
+                    "*=" => c *= &b,
+                    _ => c /= &b,
+                }
+                assert_elementwise(&format!("{what}, {op}"), &c, &a, &b, f);
+            }
+        }
+    }
+}
+
+#[test]
+fn in_place_ops_leave_shared_storage_alone() {
+    let a = numbered(&[3, 4], 0.0);
+    let before = a.to_vec();
+    let mut c = a.clone();
+    c += &numbered(&[3, 4], 1.0);
+    assert_eq!(a.to_vec(), before);
+    assert_ne!(c.to_vec(), before);
+}
+
+#[test]
+fn zero_dimensional_and_empty_operands() {
+    let (x, y) = (Tensor::scalar(1.5), Tensor::scalar(-2.0));
+    assert_eq!((&x * &y).shape(), &[] as &[usize]);
+    assert_eq!((&x * &y).item(), -3.0);
+    let mut z = x.clone();
+    z += &y;
+    assert_eq!(z.item(), -0.5);
+    let e = Tensor::<f64>::zeros(&[0, 3]);
+    assert_eq!((&e + &e).shape(), &[0, 3]);
+    assert_eq!(rules::exp_vjp(&e, &e).shape(), &[0, 3]);
+}
+
+#[test]
+fn strong_zeros_hold_on_the_fast_path() {
+    // A zero cotangent against an infinite local derivative (ln at 0, 0 * inf) stays zero.
+    let g = Tensor::from_vec(vec![0.0, 1.0, 0.0, 2.0], &[4]);
+    let x = Tensor::from_vec(vec![0.0, 2.0, 0.0, 4.0], &[4]);
+    assert_eq!(rules::ln_vjp(&g, &x).to_vec(), vec![0.0, 0.5, 0.0, 0.5]);
+    let inf = Tensor::from_vec(vec![f64::INFINITY, 1.0, f64::NAN, 3.0], &[4]);
+    assert_eq!(
+        rules::mul_vjp_lhs(&g, &[4], &inf).to_vec(),
+        vec![0.0, 1.0, 0.0, 6.0]
+    );
+}
+
+/// `accumulate` on an adjoint whose storage another tensor shares (a cotangent `add_vjp`
+/// passed on): the sum is right whichever buffer it lands in, and the sharer keeps its values.
+#[test]
+fn accumulate_into_a_shared_adjoint() {
+    use rune_runtime::generated::accumulate;
+    for (la, a) in layouts(0.0) {
+        for (lc, c) in layouts(1.0) {
+            let what = format!("{la} adjoint, {lc} contribution");
+            let a_values = a.to_vec();
+            // Shared adjoint, contribution of its own (a fresh tensor).
+            let fresh = &c * 1.0;
+            let mut adjoint = Some(a.clone());
+            accumulate(&mut adjoint, fresh);
+            assert_elementwise(&what, &adjoint.unwrap(), &a, &c, |x, y| x + y);
+            // Shared adjoint, shared contribution.
+            let mut adjoint = Some(a.clone());
+            accumulate(&mut adjoint, c.clone());
+            assert_elementwise(&what, &adjoint.unwrap(), &a, &c, |x, y| x + y);
+            assert_eq!(
+                a.to_vec(),
+                a_values,
+                "{what}: the shared adjoint was written"
+            );
+        }
+    }
+    // A contribution that broadcasts into the adjoint.
+    let a = numbered(&[3, 4], 0.0);
+    let row = numbered(&[4], 1.0);
+    let mut adjoint = Some(a.clone());
+    accumulate(&mut adjoint, &row * 1.0);
+    assert_eq!(adjoint.unwrap().to_vec(), (&a + &row).to_vec());
+}
