@@ -165,6 +165,19 @@
 //! let (_, g) = softplus_vjp(&x, &Tensor::ones(&[2]));
 //! assert_eq!(g.to_vec(), vec![0.5, 1.0]);
 //!
+//! /// Forward mode gets its own rule: `rule(params.., tangents..) -> tangent`.
+//! fn softplus_tangent_rule(x: &Tensor<f64>, x_tangent: &Tensor<f64>) -> Tensor<f64> {
+//!     x_tangent * &x.sigmoid()
+//! }
+//!
+//! #[differentiable(custom_jvp = softplus_tangent_rule)]
+//! fn softplus_fwd_rule(x: &Tensor<f64>) -> Tensor<f64> {
+//!     x.relu() + (-x.abs()).exp().log1p()
+//! }
+//!
+//! let (_, t) = softplus_fwd_rule_jvp(&x, &Tensor::ones(&[2]));
+//! assert_eq!(t.to_vec(), vec![0.5, 1.0]);
+//!
 //! /// Callers recompute this block in their backward pass instead of keeping its intermediates.
 //! #[differentiable(checkpoint)]
 //! fn block(x: &Tensor<f64>) -> Tensor<f64> {
@@ -229,6 +242,29 @@
 //! );
 //! let x = Tensor::from_vec(vec![0.3, -1.2, 2.0], &[3]);
 //! check_grad(&checked, &[x], 1e-6, 1e-6, 1e-9).unwrap();
+//! ```
+//!
+//! [`check_hvp`] does the same one order up: Hessian-vector products against finite differences
+//! of the gradient, and their symmetry:
+//!
+//! ```
+//! use rune_ad::prelude::*;
+//!
+//! #[differentiable]
+//! fn g<T: Element>(x: &Tensor<T>) -> Tensor<T> {
+//!     x.tanh().square().sum()
+//! }
+//!
+//! let x = Tensor::from_vec(vec![0.3, -1.2, 2.0], &[3]);
+//! check_hvp(
+//!     |a: &[Tensor<f64>]| vec![g_grad(&a[0])],
+//!     |a: &[Tensor<f64>], v: &[Tensor<f64>]| vec![g_hvp(&a[0], &v[0]).1],
+//!     &[x],
+//!     1e-5,
+//!     1e-6,
+//!     1e-8,
+//! )
+//! .unwrap();
 //! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
