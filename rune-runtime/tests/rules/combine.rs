@@ -3,7 +3,7 @@
 use rune_runtime::rules::*;
 use rune_runtime::{concat, div, stack, where_cond, Element, Tensor};
 
-use crate::common::{assert_close, tensor, uniform, Case};
+use crate::common::{assert_close, panic_message, tensor, uniform, Case};
 
 fn refs<T: Element>(x: &[Tensor<T>]) -> Vec<&Tensor<T>> {
     x.iter().collect()
@@ -138,15 +138,6 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
         move |x, g| vec![where_cond_vjp_rhs(g, &m3, x[0].shape())],
     ));
     cases
-}
-
-/// The message of a panic caught from `f`.
-fn panic_message<R>(f: impl FnOnce() -> R + std::panic::UnwindSafe) -> String {
-    let err = std::panic::catch_unwind(f).err().expect("expected a panic");
-    err.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
 }
 
 #[test]

@@ -56,3 +56,12 @@ pub fn assert_close<T: Element>(actual: &Tensor<T>, expected: &[f64], tol: f64) 
         );
     }
 }
+
+/// The message of a panic caught from `f`.
+pub fn panic_message<R>(f: impl FnOnce() -> R + std::panic::UnwindSafe) -> String {
+    let err = std::panic::catch_unwind(f).err().expect("expected a panic");
+    err.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}

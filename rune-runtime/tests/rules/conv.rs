@@ -3,7 +3,7 @@
 use rune_runtime::rules::*;
 use rune_runtime::{Element, Tensor};
 
-use crate::common::{assert_close, tensor, uniform, Case};
+use crate::common::{assert_close, panic_message, tensor, uniform, Case};
 
 /// `(label, weight shape, stride, padding)` for an input of shape `[2, 2, 5, 4]`.
 const CONVS: &[(&str, [usize; 4], usize, usize)] = &[
@@ -294,11 +294,6 @@ fn avg_pool2d_by_hand() {
 }
 
 #[track_caller]
-fn panic_message<R>(f: impl FnOnce() -> R + std::panic::UnwindSafe) -> String {
-    let payload = std::panic::catch_unwind(f).map(|_| ()).unwrap_err();
-    payload.downcast_ref::<String>().unwrap().clone()
-}
-
 #[test]
 fn conv2d_rejects_bad_shapes_naming_op_and_shapes() {
     let x = Tensor::<f64>::zeros(&[1, 2, 3, 3]);

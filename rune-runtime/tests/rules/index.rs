@@ -3,7 +3,7 @@
 use rune_runtime::rules::*;
 use rune_runtime::{Element, Tensor};
 
-use crate::common::{assert_close, tensor, uniform, Case};
+use crate::common::{assert_close, panic_message, tensor, uniform, Case};
 
 fn idx(values: &[i64], shape: &[usize]) -> Tensor<i64> {
     Tensor::from_vec(values.to_vec(), shape)
@@ -93,15 +93,6 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
         |_, g| vec![scatter_add_vjp_input(g)],
     ));
     cases
-}
-
-/// The message of a panic caught from `f`.
-fn panic_message<R>(f: impl FnOnce() -> R + std::panic::UnwindSafe) -> String {
-    let err = std::panic::catch_unwind(f).err().expect("expected a panic");
-    err.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
 }
 
 #[test]

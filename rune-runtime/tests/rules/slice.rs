@@ -3,7 +3,7 @@
 use rune_runtime::rules::*;
 use rune_runtime::{Element, Tensor};
 
-use crate::common::{assert_close, tensor, uniform, Case};
+use crate::common::{assert_close, panic_message, tensor, uniform, Case};
 
 /// (input shape, kernel, stride, dilation, padding) for `unfold`/`fold`: plain, strided with
 /// padding, dilated, a stride larger than the kernel (gaps), non-square inputs, several
@@ -94,15 +94,6 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
         ));
     }
     cases
-}
-
-/// The message of a panic caught from `f`.
-fn panic_message<R>(f: impl FnOnce() -> R + std::panic::UnwindSafe) -> String {
-    let err = std::panic::catch_unwind(f).err().expect("expected a panic");
-    err.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
 }
 
 fn dot(a: &Tensor<f64>, b: &Tensor<f64>) -> f64 {
