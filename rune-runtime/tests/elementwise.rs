@@ -159,3 +159,40 @@ fn accumulate_into_a_shared_adjoint() {
     accumulate(&mut adjoint, &row * 1.0);
     assert_eq!(adjoint.unwrap().to_vec(), (&a + &row).to_vec());
 }
+
+/// Operands that broadcast along leading axes (a bias against a batch), on either side, against
+/// the same op on both operands first broadcast to the result's shape.
+#[test]
+fn binary_ops_broadcasting_a_row() {
+    let pairs: &[(&[usize], &[usize])] = &[
+        (&[3, 4], &[4]),
+        (&[3, 4], &[1, 4]),
+        (&[2, 3, 4], &[3, 4]),
+        (&[2, 3, 4], &[1, 1, 4]),
+        (&[2, 3, 4], &[4]),
+        (&[0, 4], &[4]),
+        (&[3, 0], &[0]),
+        (&[3, 4], &[3, 1]),
+        (&[3, 1], &[1, 4]),
+        (&[4], &[]),
+    ];
+    for &(sa, sb) in pairs {
+        for (a, b) in [
+            (numbered(sa, 0.0), numbered(sb, 1.0)),
+            (numbered(sb, 1.0), numbered(sa, 0.0)),
+        ] {
+            let shape = rune_runtime::broadcast_shapes("test", a.shape(), b.shape()).unwrap();
+            let (fa, fb) = (a.broadcast_to(&shape), b.broadcast_to(&shape));
+            let what = format!("{:?} with {:?}", a.shape(), b.shape());
+            assert_elementwise(&what, &(&a + &b), &fa, &fb, |x, y| x + y);
+            assert_elementwise(&what, &(&a - &b), &fa, &fb, |x, y| x - y);
+            assert_elementwise(&what, &(&a * &b), &fa, &fb, |x, y| x * y);
+            assert_elementwise(&what, &(&a / &b), &fa, &fb, |x, y| x / y);
+        }
+    }
+    // A transposed batch takes the general path, with the same result.
+    let batch = Tensor::from_vec(numbered(&[4, 3], 0.0).to_vec(), &[4, 3]).t();
+    let row = numbered(&[4], 1.0);
+    let expected = Tensor::from_vec(batch.to_vec(), &[3, 4]);
+    assert_eq!((&batch - &row).to_vec(), (&expected - &row).to_vec());
+}

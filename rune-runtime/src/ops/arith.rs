@@ -8,7 +8,9 @@ use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssi
 
 use ndarray::Zip;
 
-use crate::broadcast::{broadcast_owned, broadcast_shapes, broadcast_view, sum_to_shape};
+use crate::broadcast::{
+    broadcast_owned, broadcast_shapes, broadcast_view, same_shape, sum_to_shape,
+};
 use crate::element::{strong_mul, Element};
 use crate::error::{OrPanic, ShapeError};
 use crate::tensor::Tensor;
@@ -128,6 +130,10 @@ pub(crate) fn try_binary_map<T: Element>(
         (OperandRef::Tensor(x), OperandRef::Tensor(y)) => {
             if x.shape() == y.shape() {
                 x.zip_map(y, |&u, &v| f(u, v))
+            } else if let Some(t) = row_broadcast_map(x, y, &f) {
+                t
+            } else if let Some(t) = row_broadcast_map(y, x, |v, u| f(u, v)) {
+                t
             } else {
                 let shape = broadcast_shapes(op, x.shape(), y.shape())?;
                 let xv = broadcast_view(op, x, &shape)?;
@@ -136,6 +142,36 @@ pub(crate) fn try_binary_map<T: Element>(
             }
         }
     })
+}
+
+/// `f(u, v)` over `full` and a `row` that broadcasts along `full`'s leading axes only (a bias
+/// `[n]` or `[1, n]` against `[batch, n]`): when both are row-major, `full` is a stack of rows of
+/// `row`'s length and the op runs row by row over the slices, where a `Zip` over broadcast views
+/// costs several times the arithmetic on small tensors. `None` when the operands do not fall
+/// that way; the result has `full`'s shape.
+fn row_broadcast_map<T: Element>(
+    full: &Tensor<T>,
+    row: &Tensor<T>,
+    f: impl Fn(T, T) -> T,
+) -> Option<Tensor<T>> {
+    let (fs, rs) = (full.shape(), row.shape());
+    let ones = rs.iter().take_while(|&&n| n == 1).count();
+    let core = &rs[ones..];
+    if rs.len() > fs.len() || !same_shape(&fs[fs.len() - core.len()..], core) {
+        return None;
+    }
+    let (data, r) = (full.as_shared().as_slice()?, row.as_shared().as_slice()?);
+    if r.is_empty() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(data.len());
+    for chunk in data.chunks_exact(r.len()) {
+        out.extend(chunk.iter().zip(r).map(|(&u, &v)| f(u, v)));
+    }
+    Some(Tensor::from_array(
+        ndarray::ArrayD::from_shape_vec(full.as_shared().raw_dim(), out)
+            .expect("row_broadcast_map: one element per element of the shape"),
+    ))
 }
 
 macro_rules! binary_fns {
