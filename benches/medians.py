@@ -14,8 +14,12 @@ root = os.path.join(target, "criterion")
 GROUPS = [
     "w1_mlp_forward",
     "w1_mlp_value_and_grad",
+    "w2_small_forward",
+    "w2_small_value_and_grad",
     "w3_big_elementwise_forward",
     "w3_big_elementwise_value_and_grad",
+    "w4_rnn_forward",
+    "w4_rnn_value_and_grad",
 ]
 
 
@@ -26,7 +30,9 @@ def median_us(group, who):
 
 
 def show(us):
-    return f"{us / 1e3:.2f} ms" if us >= 1000 else f"{us:.0f} µs"
+    if us >= 1000:
+        return f"{us / 1e3:.2f} ms"
+    return f"{us:.1f} µs" if us < 100 else f"{us:.0f} µs"
 
 
 print(f"{'benchmark':36} {'rune':>10} {'hand':>10} {'rune/hand':>10}")
