@@ -1013,23 +1013,14 @@ impl Lowerer<'_> {
         match strip(e) {
             Expr::Tuple(t) if t.elems.len() == n => t.elems.iter().map(|e| self.expr(e)).collect(),
             Expr::Call(c) if self.is_differentiable_call(c) => self.call(c, n),
-            Expr::Block(b) if b.label.is_none() => {
-                self.scopes.push(HashMap::new());
-                let (init, tail) = split_tail(&b.block.stmts);
-                for s in init {
-                    self.stmt(s);
+            Expr::Block(b) if b.label.is_none() => self.in_block(&b.block, |l, tail| match tail {
+                Some(t) => l.expr_multi(t, n),
+                None => {
+                    l.errors
+                        .at(b, "this block must end with a tuple expression");
+                    vec![]
                 }
-                let out = match tail {
-                    Some(t) => self.expr_multi(t, n),
-                    None => {
-                        self.errors
-                            .at(b, "this block must end with a tuple expression");
-                        vec![]
-                    }
-                };
-                self.scopes.pop();
-                out
-            }
+            }),
             other => match self.expr(other) {
                 Lowered::Const { tokens, taint, .. } => (0..n)
                     .map(|i| {
@@ -1159,19 +1150,10 @@ impl Lowerer<'_> {
                     }
                 }
             }
-            Expr::Block(b) if b.label.is_none() => {
-                self.scopes.push(HashMap::new());
-                let (init, tail) = split_tail(&b.block.stmts);
-                for s in init {
-                    self.stmt(s);
-                }
-                let out = match tail {
-                    Some(t) => self.expr(t),
-                    None => Lowered::constant(quote!(())),
-                };
-                self.scopes.pop();
-                out
-            }
+            Expr::Block(b) if b.label.is_none() => self.in_block(&b.block, |l, tail| match tail {
+                Some(t) => l.expr(t),
+                None => Lowered::constant(quote!(())),
+            }),
             Expr::Index(ix) => {
                 let base = self.expr(&ix.expr);
                 if let Some(l) = self.extend_path(&base, |l| {
@@ -1318,6 +1300,22 @@ impl Lowerer<'_> {
             }
             _ => self.rewrite(e),
         }
+    }
+
+    /// Lowers a block's statements in a scope of their own, then its tail with `tail`.
+    fn in_block<R>(
+        &mut self,
+        block: &Block,
+        tail: impl FnOnce(&mut Self, Option<&Expr>) -> R,
+    ) -> R {
+        self.scopes.push(HashMap::new());
+        let (init, last) = split_tail(&block.stmts);
+        for s in init {
+            self.stmt(s);
+        }
+        let out = tail(self, last);
+        self.scopes.pop();
+        out
     }
 
     fn unsupported(&mut self, e: &Expr, what: &str) -> Lowered {

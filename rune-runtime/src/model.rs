@@ -123,23 +123,31 @@ impl<T: Element> Differentiable for Tensor<T> {
     }
 }
 
+/// The leaf methods of a sequence of structures (`Vec`, arrays): each element's leaves in index
+/// order, paths `prefix[i]...`.
+macro_rules! sequence_leaves {
+    () => {
+        fn leaves(&self) -> Vec<&Tensor<D::Elem>> {
+            self.iter().flat_map(D::leaves).collect()
+        }
+        fn leaves_mut(&mut self) -> Vec<&mut Tensor<D::Elem>> {
+            self.iter_mut().flat_map(D::leaves_mut).collect()
+        }
+        fn leaf_paths(&self, prefix: &str) -> Vec<String> {
+            self.iter()
+                .enumerate()
+                .flat_map(|(i, d)| d.leaf_paths(&format!("{prefix}[{i}]")))
+                .collect()
+        }
+    };
+}
+
 impl<D: Differentiable> Differentiable for Vec<D> {
     type Elem = D::Elem;
     fn zeros_like(&self) -> Self {
         self.iter().map(D::zeros_like).collect()
     }
-    fn leaves(&self) -> Vec<&Tensor<D::Elem>> {
-        self.iter().flat_map(D::leaves).collect()
-    }
-    fn leaves_mut(&mut self) -> Vec<&mut Tensor<D::Elem>> {
-        self.iter_mut().flat_map(D::leaves_mut).collect()
-    }
-    fn leaf_paths(&self, prefix: &str) -> Vec<String> {
-        self.iter()
-            .enumerate()
-            .flat_map(|(i, d)| d.leaf_paths(&format!("{prefix}[{i}]")))
-            .collect()
-    }
+    sequence_leaves!();
 }
 
 impl<D: Differentiable, const N: usize> Differentiable for [D; N] {
@@ -147,16 +155,5 @@ impl<D: Differentiable, const N: usize> Differentiable for [D; N] {
     fn zeros_like(&self) -> Self {
         std::array::from_fn(|i| self[i].zeros_like())
     }
-    fn leaves(&self) -> Vec<&Tensor<D::Elem>> {
-        self.iter().flat_map(D::leaves).collect()
-    }
-    fn leaves_mut(&mut self) -> Vec<&mut Tensor<D::Elem>> {
-        self.iter_mut().flat_map(D::leaves_mut).collect()
-    }
-    fn leaf_paths(&self, prefix: &str) -> Vec<String> {
-        self.iter()
-            .enumerate()
-            .flat_map(|(i, d)| d.leaf_paths(&format!("{prefix}[{i}]")))
-            .collect()
-    }
+    sequence_leaves!();
 }
