@@ -33,6 +33,9 @@ enum Binding {
     /// A differentiated variable assigned inside a branch or loop: reads and writes go through
     /// its slot.
     Slot(Slot),
+    /// A name bound inside constant code (a `let`, a closure parameter, a pattern) that is
+    /// emitted as written: it shadows the function's bindings of the same name there.
+    Local,
 }
 
 /// The loop being lowered: its flags for `break` and `continue`.
@@ -74,6 +77,9 @@ struct Lowerer<'e> {
     errors: &'e mut Errors,
     stmts: Vec<Stmt>,
     scopes: Vec<HashMap<String, Binding>>,
+    /// The index in `scopes` of the first scope of the branch arm or loop body being lowered: a
+    /// binding in an earlier scope outlives the region, so assigning it there needs a slot.
+    region_floor: usize,
     values: usize,
     consts: usize,
     renames: usize,
@@ -95,6 +101,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         errors,
         stmts: Vec::new(),
         scopes: vec![HashMap::new()],
+        region_floor: 0,
         values: 0,
         consts: 0,
         renames: 0,
@@ -455,6 +462,12 @@ impl Lowerer<'_> {
                     BinOp::SubAssign(_) => "sub",
                     BinOp::MulAssign(_) => "mul",
                     BinOp::DivAssign(_) => "div",
+                    BinOp::RemAssign(_)
+                    | BinOp::BitXorAssign(_)
+                    | BinOp::BitAndAssign(_)
+                    | BinOp::BitOrAssign(_)
+                    | BinOp::ShlAssign(_)
+                    | BinOp::ShrAssign(_) => "other",
                     _ => return None,
                 };
                 (&*b.left, &*b.right, Some((op, e.span())))
@@ -474,11 +487,16 @@ impl Lowerer<'_> {
                 );
                 return Some(());
             }
-            // Assignment to a field or an element: constant code only.
-            let tokens = self.rewrite(e);
-            if let Lowered::Const { tokens, .. } = tokens {
-                self.stmts.push(Stmt::Verbatim(quote!(#tokens;)));
+            if self.mentions_active(value) {
+                self.errors.at(
+                    value,
+                    "a differentiated value cannot be stored into a field or element of a \
+                     constant (its gradient would be lost); bind it to a variable instead",
+                );
+                return Some(());
             }
+            // Assignment to a field or an element of a constant: constant code as written.
+            self.verbatim_expr(e);
             return Some(());
         };
         let current = match self.lookup(&name.to_string()) {
@@ -489,6 +507,11 @@ impl Lowerer<'_> {
                 return Some(());
             }
         };
+        // A plain variable given a value that reads no differentiated one: constant code.
+        if matches!(current, Binding::Const { .. }) && !self.mentions_active(value) {
+            self.verbatim_expr(e);
+            return Some(());
+        }
         let rhs = self.expr(value);
         let new = match op {
             None => rhs,
@@ -505,11 +528,11 @@ impl Lowerer<'_> {
                         taint: *taint,
                         is_ref: false,
                     },
+                    Binding::Local => unreachable!("constant code binds locals only while renamed"),
                 };
-                let spec =
-                    ops::lookup(op, Form::Operator).expect("arithmetic ops are in the table");
                 if matches!((&lhs, &rhs), (Lowered::Const { .. }, Lowered::Const { .. })) {
-                    let rhs_tokens = self.const_tokens(&rhs);
+                    let taint = Self::taint_of(&[&lhs, &rhs]);
+                    let rhs_tokens = paren(self.const_tokens(&rhs));
                     let lhs_tokens = self.const_tokens(&lhs);
                     let op_tokens = match e {
                         Expr::Binary(b) => b.op.to_token_stream(),
@@ -517,11 +540,38 @@ impl Lowerer<'_> {
                     };
                     self.stmts
                         .push(Stmt::Verbatim(quote!(#lhs_tokens #op_tokens #rhs_tokens;)));
+                    if let (Some(t), Binding::Const { ident, .. }) = (taint, current) {
+                        self.rebind(
+                            &name.to_string(),
+                            Binding::Const {
+                                ident,
+                                taint: Some(t),
+                            },
+                        );
+                    }
                     return Some(());
                 }
+                if op == "other" {
+                    self.errors.at(
+                        e,
+                        "this operator cannot take a differentiated tensor; supported: \
+                         `+= -= *= /=`",
+                    );
+                    return Some(());
+                }
+                let spec =
+                    ops::lookup(op, Form::Operator).expect("arithmetic ops are in the table");
                 self.binary_op(spec, lhs, rhs, span)
             }
         };
+        // A binding made before the current branch arm or loop body outlives it: a new
+        // differentiated value for it must go through a slot, which `slots_for` provides. If it
+        // did not, stop rather than lose the value after the region.
+        let outlives_region = self
+            .scopes
+            .iter()
+            .rposition(|s| s.contains_key(&name.to_string()))
+            .is_some_and(|i| i < self.region_floor);
         match (current, new) {
             (Binding::Slot(slot), l) => {
                 let val = self.operand(l, Use::Plain);
@@ -531,9 +581,25 @@ impl Lowerer<'_> {
                 self.stmts.push(Stmt::Verbatim(quote!(#ident = #tokens;)));
                 self.bind(&name.to_string(), Binding::Const { ident, taint });
             }
+            (_, _) if outlives_region => self.errors.at(
+                &name,
+                format!(
+                    "#[differentiable] cannot follow this assignment: `{name}` was bound outside \
+                     this branch or loop and is given a differentiated value here that it could \
+                     not see coming; bind a new variable (`let {name}2 = ...`) or start `{name}` \
+                     from a tensor expression"
+                ),
+            ),
             (_, l) => self.bind_lowered(&name, false, None, l, Some(value)),
         }
         Some(())
+    }
+
+    /// A statement of constant code, printed from its syntax tree with bindings renamed.
+    fn verbatim_expr(&mut self, e: &Expr) {
+        if let Lowered::Const { tokens, .. } = self.rewrite(e) {
+            self.stmts.push(Stmt::Verbatim(quote!(#tokens;)));
+        }
     }
 
     // ---- control flow ----------------------------------------------------------------------
@@ -557,9 +623,11 @@ impl Lowerer<'_> {
     /// Lowers `f`'s statements into a list of their own (a branch arm or a loop body).
     fn region(&mut self, f: impl FnOnce(&mut Self)) -> Vec<Stmt> {
         let outer = std::mem::take(&mut self.stmts);
+        let floor = std::mem::replace(&mut self.region_floor, self.scopes.len());
         self.scopes.push(HashMap::new());
         f(self);
         self.scopes.pop();
+        self.region_floor = floor;
         std::mem::replace(&mut self.stmts, outer)
     }
 
@@ -698,15 +766,10 @@ impl Lowerer<'_> {
 
     /// Turns variables that the region may assign a differentiated value to into slots.
     fn slots_for(&mut self, region: &Expr) {
+        // Names that may hold a differentiated value in the region: those that do now, and those
+        // given a value computed from one (items of a loop over a structure parameter included),
+        // to a fixed point.
         let mut names = self.active_names();
-        // The items of a loop over (part of) a structure parameter are differentiated values.
-        if let Expr::ForLoop(f) = region {
-            if mentions(&f.expr, &names) {
-                let mut idents = Vec::new();
-                collect_pattern_idents(&f.pat, &mut idents);
-                names.extend(idents.iter().map(|i| i.to_string()));
-            }
-        }
         let assigned = assignments(region);
         loop {
             let before = names.len();
@@ -730,7 +793,7 @@ impl Lowerer<'_> {
                     None,
                     Use::Plain,
                 ))),
-                Some(Binding::Slot(_)) | None => None,
+                Some(Binding::Slot(_) | Binding::Local) | None => None,
             };
             if let Some(init) = init {
                 let slot = self.new_slot();
@@ -881,9 +944,17 @@ impl Lowerer<'_> {
 
     /// `if`/`match` as a statement (`value == false`) or as an expression.
     fn branch_expr(&mut self, e: &Expr, value: bool) -> Lowered {
-        // A branch that touches no differentiated value is constant code.
+        // A branch that touches no differentiated value is constant code, run as written in
+        // every variant (it may assign plain variables the rest depends on).
         if !self.mentions_active(e) && !contains_exit(e) {
-            return self.rewrite(e);
+            let l = self.rewrite(e);
+            if value {
+                return l;
+            }
+            if let Lowered::Const { tokens, .. } = l {
+                self.stmts.push(Stmt::Verbatim(quote!(#tokens;)));
+            }
+            return Lowered::constant(quote!(()));
         }
         self.slots_for(e);
         let result = value.then(|| self.new_optional_slot());
@@ -1044,6 +1115,11 @@ impl Lowerer<'_> {
     }
 
     fn expr(&mut self, e: &Expr) -> Lowered {
+        // Code that reads no differentiated value is printed from its syntax tree as written
+        // (parentheses, casts, receivers and all), only with bindings renamed.
+        if !self.mentions_active(e) && !contains_exit(e) {
+            return self.rewrite(e);
+        }
         match e {
             Expr::Paren(p) => self.expr(&p.expr),
             Expr::Group(g) => self.expr(&g.expr),
@@ -1061,7 +1137,7 @@ impl Lowerer<'_> {
                         let and = &r.and_token;
                         let m = &r.mutability;
                         Lowered::Const {
-                            tokens: quote!(#and #m #tokens),
+                            tokens: quote!(#and #m (#tokens)),
                             taint,
                             is_ref: true,
                         }
@@ -1089,7 +1165,7 @@ impl Lowerer<'_> {
                             is_ref: false,
                         }
                     }
-                    None => Lowered::constant(e.to_token_stream()),
+                    Some(Binding::Local) | None => Lowered::constant(e.to_token_stream()),
                 }
             }
             Expr::Lit(_) => Lowered::constant(e.to_token_stream()),
@@ -1110,7 +1186,7 @@ impl Lowerer<'_> {
                         let taint = Self::taint_of(&[&lhs, &rhs]);
                         let (l, r, o) = (self.const_tokens(&lhs), self.const_tokens(&rhs), b.op);
                         Lowered::Const {
-                            tokens: quote!(#l #o #r),
+                            tokens: quote!((#l) #o (#r)),
                             taint,
                             is_ref: false,
                         }
@@ -1137,7 +1213,7 @@ impl Lowerer<'_> {
                         self.push_op(spec, vec![Operand::Val(v)], vec![], None, u.span(), None)
                     }
                     (op, Lowered::Const { tokens, taint, .. }) => Lowered::Const {
-                        tokens: quote!(#op #tokens),
+                        tokens: quote!(#op (#tokens)),
                         taint,
                         is_ref: false,
                     },
@@ -1176,7 +1252,7 @@ impl Lowerer<'_> {
                 };
                 let (b, i) = (self.const_tokens(&base), self.const_tokens(&index));
                 Lowered::Const {
-                    tokens: quote!(#b[#i]),
+                    tokens: quote!((#b)[#i]),
                     taint,
                     is_ref: false,
                 }
@@ -1187,7 +1263,7 @@ impl Lowerer<'_> {
                     Lowered::Const { tokens, taint, .. } => {
                         let ty = &c.ty;
                         Lowered::Const {
-                            tokens: quote!(#tokens as #ty),
+                            tokens: quote!((#tokens) as #ty),
                             taint,
                             is_ref: false,
                         }
@@ -1218,7 +1294,7 @@ impl Lowerer<'_> {
                     Lowered::Const { tokens, taint, .. } => {
                         let member = &f.member;
                         Lowered::Const {
-                            tokens: quote!(#tokens.#member),
+                            tokens: quote!((#tokens).#member),
                             taint,
                             is_ref: false,
                         }
@@ -1333,17 +1409,32 @@ impl Lowerer<'_> {
     /// Constant code as written, with bindings renamed; reading a differentiated tensor in it
     /// marks the result as tainted.
     fn rewrite(&mut self, e: &Expr) -> Lowered {
+        let is_ref = matches!(strip(e), Expr::Reference(_));
         let mut e = e.clone();
         let mut r = Renamer {
             lowerer: self,
             taint: None,
+            assigned: Vec::new(),
         };
         r.visit_expr_mut(&mut e);
-        let taint = r.taint;
+        let (taint, assigned) = (r.taint, r.assigned);
+        // A plain variable assigned (or mutated through a method) from a value read out of a
+        // differentiated tensor carries that taint on.
+        for (name, t) in assigned {
+            if let Some(Binding::Const { ident, taint: None }) = self.lookup(&name).cloned() {
+                self.rebind(
+                    &name,
+                    Binding::Const {
+                        ident,
+                        taint: Some(t),
+                    },
+                );
+            }
+        }
         Lowered::Const {
             tokens: e.into_token_stream(),
             taint,
-            is_ref: false,
+            is_ref,
         }
     }
 
@@ -1376,7 +1467,7 @@ impl Lowerer<'_> {
                         *active = Some(i.to_string());
                         TokenTree::Ident(i)
                     }
-                    None => TokenTree::Ident(i),
+                    Some(Binding::Local) | None => TokenTree::Ident(i),
                 },
                 TokenTree::Group(g) => {
                     let mut new = proc_macro2::Group::new(
@@ -1595,7 +1686,7 @@ impl Lowerer<'_> {
         let mut refs: Vec<&Lowered> = args.iter().collect();
         refs.push(&receiver);
         let taint = Self::taint_of(&refs);
-        let recv = self.const_tokens(&receiver);
+        let recv = paren(self.const_tokens(&receiver));
         let arg_tokens: Vec<TokenStream> = args.iter().map(|a| self.const_tokens(a)).collect();
         let m = &mc.method;
         let tf = &mc.turbofish;
@@ -1852,9 +1943,47 @@ pub fn val_ident(v: Val) -> Ident {
 }
 
 /// Renames bindings inside constant code and notes reads of differentiated tensors.
+///
+/// Names bound inside the code (`let`, closure parameters, patterns) are scoped as Rust scopes
+/// them, so that they shadow the function's bindings of the same name and stay as written.
 struct Renamer<'l, 'e> {
     lowerer: &'l mut Lowerer<'e>,
     taint: Option<Taint>,
+    /// Plain variables of the function assigned or mutated from a tainted value.
+    assigned: Vec<(String, Taint)>,
+}
+
+impl Renamer<'_, '_> {
+    /// Runs `f` in a scope of its own for names bound inside constant code.
+    fn scoped(&mut self, f: impl FnOnce(&mut Self)) {
+        self.lowerer.scopes.push(HashMap::new());
+        f(self);
+        self.lowerer.scopes.pop();
+    }
+
+    fn bind_locals(&mut self, p: &Pat) {
+        let mut idents = Vec::new();
+        collect_pattern_idents(p, &mut idents);
+        for i in idents {
+            self.lowerer.bind(&i.to_string(), Binding::Local);
+        }
+    }
+
+    /// Visits `e` alone and returns its taint (also added to the whole's).
+    fn taint_of(&mut self, e: &mut Expr) -> Option<Taint> {
+        let outer = self.taint.take();
+        self.visit_expr_mut(e);
+        let inner = self.taint;
+        self.taint = outer.or(inner);
+        inner
+    }
+
+    /// The function's plain variable that `e` names, if any.
+    fn plain_variable(&self, e: &Expr) -> Option<String> {
+        let Expr::Path(p) = strip(e) else { return None };
+        let name = p.path.get_ident()?.to_string();
+        matches!(self.lowerer.lookup(&name), Some(Binding::Const { .. })).then_some(name)
+    }
 }
 
 impl VisitMut for Renamer<'_, '_> {
@@ -1885,6 +2014,23 @@ impl VisitMut for Renamer<'_, '_> {
                     }
                 }
             }
+            // `v.push(value)` mutates `v`: a tainted argument taints it.
+            let receiver = self.plain_variable(&mc.receiver);
+            if ops::CONCRETIZING.contains(&method.as_str()) {
+                // The read is the whole `x.item()`, which the error underlines.
+                let whole = Taint::of(&*mc);
+                let outer = self.taint.take();
+                self.visit_expr_mut(&mut mc.receiver);
+                self.taint = outer.or(self.taint.map(|_| whole));
+            } else {
+                self.visit_expr_mut(&mut mc.receiver);
+            }
+            for a in mc.args.iter_mut() {
+                if let (Some(t), Some(name)) = (self.taint_of(a), &receiver) {
+                    self.assigned.push((name.clone(), t));
+                }
+            }
+            return;
         }
         match e {
             Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
@@ -1909,12 +2055,44 @@ impl VisitMut for Renamer<'_, '_> {
                         new.set_span(new.span().located_at(ident.span()));
                         *e = syn::parse_quote!(#new);
                     }
-                    None => {}
+                    Some(Binding::Local) | None => {}
                 }
             }
-            Expr::Closure(_) | Expr::Unsafe(_) | Expr::Async(_) | Expr::Try(_) | Expr::Await(_) => {
+            Expr::Assign(a) => {
+                let target = self.plain_variable(&a.left);
+                if let (Some(t), Some(name)) = (self.taint_of(&mut a.right), target) {
+                    self.assigned.push((name, t));
+                }
+                self.visit_expr_mut(&mut a.left);
+            }
+            Expr::Binary(b) if is_compound_assignment(&b.op) => {
+                let target = self.plain_variable(&b.left);
+                if let (Some(t), Some(name)) = (self.taint_of(&mut b.right), target) {
+                    self.assigned.push((name, t));
+                }
+                self.visit_expr_mut(&mut b.left);
+            }
+            Expr::Block(b) => self.scoped(|r| r.visit_block_mut(&mut b.block)),
+            Expr::Closure(c) => {
+                for input in c.inputs.iter_mut() {
+                    self.visit_pat_mut(input);
+                }
+                self.scoped(|r| {
+                    for input in &c.inputs {
+                        r.bind_locals(input);
+                    }
+                    r.visit_expr_mut(&mut c.body);
+                });
+            }
+            Expr::ForLoop(f) => {
+                self.visit_expr_mut(&mut f.expr);
+                self.scoped(|r| {
+                    r.bind_locals(&f.pat);
+                    r.visit_block_mut(&mut f.body);
+                });
+            }
+            Expr::Unsafe(_) | Expr::Async(_) | Expr::Try(_) | Expr::Await(_) => {
                 let what = match e {
-                    Expr::Closure(_) => "closures",
                     Expr::Unsafe(_) => "`unsafe` blocks",
                     Expr::Async(_) => "`async` blocks",
                     Expr::Try(_) => "the `?` operator",
@@ -1932,6 +2110,51 @@ impl VisitMut for Renamer<'_, '_> {
         }
     }
 
+    fn visit_arm_mut(&mut self, arm: &mut syn::Arm) {
+        self.scoped(|r| {
+            r.bind_locals(&arm.pat);
+            if let Some((_, guard)) = &mut arm.guard {
+                r.visit_expr_mut(guard);
+            }
+            r.visit_expr_mut(&mut arm.body);
+        });
+    }
+
+    fn visit_expr_let_mut(&mut self, l: &mut syn::ExprLet) {
+        // `if let` / `while let`: the names bound stay as written in the branch that follows.
+        self.visit_expr_mut(&mut l.expr);
+        self.bind_locals(&l.pat);
+    }
+
+    fn visit_expr_if_mut(&mut self, i: &mut syn::ExprIf) {
+        self.scoped(|r| {
+            r.visit_expr_mut(&mut i.cond);
+            r.visit_block_mut(&mut i.then_branch);
+        });
+        if let Some((_, els)) = &mut i.else_branch {
+            self.visit_expr_mut(els);
+        }
+    }
+
+    fn visit_expr_while_mut(&mut self, w: &mut syn::ExprWhile) {
+        self.scoped(|r| {
+            r.visit_expr_mut(&mut w.cond);
+            r.visit_block_mut(&mut w.body);
+        });
+    }
+
+    fn visit_block_mut(&mut self, b: &mut Block) {
+        self.scoped(|r| {
+            for s in b.stmts.iter_mut() {
+                r.visit_stmt_mut(s);
+            }
+        });
+    }
+
+    fn visit_pat_mut(&mut self, _: &mut Pat) {
+        // Patterns bind names (see `bind_locals`); they read none of the function's.
+    }
+
     fn visit_field_value_mut(&mut self, f: &mut syn::FieldValue) {
         if f.colon_token.is_none() {
             f.colon_token = Some(Default::default());
@@ -1940,10 +2163,14 @@ impl VisitMut for Renamer<'_, '_> {
     }
 
     fn visit_local_mut(&mut self, local: &mut Local) {
-        // Bindings inside constant blocks stay as written: rename only their initialisers.
+        // The initialiser reads the enclosing names; the pattern's names are visible after it.
         if let Some(init) = &mut local.init {
             self.visit_expr_mut(&mut init.expr);
+            if let Some((_, diverge)) = &mut init.diverge {
+                self.visit_expr_mut(diverge);
+            }
         }
+        self.bind_locals(&local.pat);
     }
 
     fn visit_stmt_macro_mut(&mut self, m: &mut syn::StmtMacro) {
@@ -1952,6 +2179,28 @@ impl VisitMut for Renamer<'_, '_> {
             .rewrite_macro_tokens(m.mac.tokens.clone(), &m.mac);
         m.mac.tokens = tokens;
     }
+}
+
+/// `+= -= *= /= %= ^= &= |= <<= >>=`.
+fn is_compound_assignment(op: &BinOp) -> bool {
+    matches!(
+        op,
+        BinOp::AddAssign(_)
+            | BinOp::SubAssign(_)
+            | BinOp::MulAssign(_)
+            | BinOp::DivAssign(_)
+            | BinOp::RemAssign(_)
+            | BinOp::BitXorAssign(_)
+            | BinOp::BitAndAssign(_)
+            | BinOp::BitOrAssign(_)
+            | BinOp::ShlAssign(_)
+            | BinOp::ShrAssign(_)
+    )
+}
+
+/// `(tokens)`: a constant sub-expression embedded in a larger one keeps its grouping.
+fn paren(tokens: TokenStream) -> TokenStream {
+    quote!((#tokens))
 }
 
 /// The message for a value read out of a differentiated tensor that reaches the output.
@@ -2001,7 +2250,9 @@ fn contains_exit(e: &Expr) -> bool {
     exits(&SynStmt::Expr(e.clone(), None), true, true)
 }
 
-/// Every `name = rhs`, `name op= rhs` and `let name = rhs` inside `e`, by name.
+/// Every way `e` gives a name a value, by name: `name = rhs`, `name op= rhs` (which reads
+/// `name` too), the names a `let`, a `for` loop, a `match` arm or an `if let` binds (from the
+/// expression they destructure).
 fn assignments(e: &Expr) -> Vec<(String, Vec<Expr>)> {
     struct Finder(Vec<(String, Vec<Expr>)>);
     impl Finder {
@@ -2011,21 +2262,32 @@ fn assignments(e: &Expr) -> Vec<(String, Vec<Expr>)> {
                 None => self.0.push((name, vec![rhs])),
             }
         }
+        fn bind(&mut self, pat: &Pat, source: &Expr) {
+            let mut idents = Vec::new();
+            collect_pattern_idents(pat, &mut idents);
+            for i in idents {
+                self.add(i.to_string(), source.clone());
+            }
+        }
     }
     impl<'a> syn::visit::Visit<'a> for Finder {
         fn visit_expr(&mut self, e: &'a Expr) {
             let target = match e {
                 Expr::Assign(a) => Some((&*a.left, &*a.right)),
-                Expr::Binary(b)
-                    if matches!(
-                        b.op,
-                        BinOp::AddAssign(_)
-                            | BinOp::SubAssign(_)
-                            | BinOp::MulAssign(_)
-                            | BinOp::DivAssign(_)
-                    ) =>
-                {
-                    Some((&*b.left, &*b.right))
+                Expr::Binary(b) if is_compound_assignment(&b.op) => Some((&*b.left, &*b.right)),
+                Expr::ForLoop(f) => {
+                    self.bind(&f.pat, &f.expr);
+                    None
+                }
+                Expr::Match(m) => {
+                    for arm in &m.arms {
+                        self.bind(&arm.pat, &m.expr);
+                    }
+                    None
+                }
+                Expr::Let(l) => {
+                    self.bind(&l.pat, &l.expr);
+                    None
                 }
                 _ => None,
             };
@@ -2044,8 +2306,8 @@ fn assignments(e: &Expr) -> Vec<(String, Vec<Expr>)> {
             syn::visit::visit_expr(self, e);
         }
         fn visit_local(&mut self, l: &'a Local) {
-            if let (Some(init), Pat::Ident(pi)) = (&l.init, &l.pat) {
-                self.add(pi.ident.to_string(), (*init.expr).clone());
+            if let Some(init) = &l.init {
+                self.bind(&l.pat, &init.expr);
             }
             syn::visit::visit_local(self, l);
         }

@@ -1,0 +1,189 @@
+//! Programs that once compiled and returned wrong numbers from the generated variants while the
+//! plain function was right. Each is checked in every variant against values derived by hand.
+
+use rune_ad::prelude::*;
+
+fn t64(values: &[f64], shape: &[usize]) -> Tensor<f64> {
+    Tensor::from_vec(values.to_vec(), shape)
+}
+
+#[track_caller]
+fn assert_vec(got: &Tensor<f64>, want: &[f64]) {
+    let got = got.to_vec();
+    assert_eq!(got.len(), want.len(), "got {got:?}, want {want:?}");
+    for (g, w) in got.iter().zip(want) {
+        assert!(
+            (g - w).abs() <= 1e-12 * w.abs().max(1.0),
+            "got {got:?}, want {want:?}"
+        );
+    }
+}
+
+// ---- an accumulator in an outer loop around a loop over a `Vec` field -----------------------
+
+#[derive(Clone, Differentiable)]
+struct Chain {
+    ws: Vec<Tensor<f64>>,
+}
+
+#[differentiable]
+fn repeated_products(model: &Chain) -> Tensor<f64> {
+    let mut total = Tensor::scalar(0.0);
+    for _ in 0..2 {
+        let mut h = Tensor::scalar(1.0);
+        for w in &model.ws {
+            h = &h * w;
+        }
+        total = &total + &h.sum();
+    }
+    total
+}
+
+#[differentiable]
+fn repeated_products_compound(model: &Chain) -> Tensor<f64> {
+    let mut total = Tensor::scalar(0.0);
+    for _ in 0..2 {
+        let mut h = Tensor::scalar(1.0);
+        for w in &model.ws {
+            h = &h * w;
+        }
+        total += h.sum();
+    }
+    total
+}
+
+#[test]
+fn accumulator_around_a_loop_over_a_vec_field() {
+    // Value 2 Π w; gradient of w_i: 2 Π_{j≠i} w_j.
+    let one = Chain {
+        ws: vec![Tensor::scalar(3.0)],
+    };
+    for f in [
+        repeated_products_value_and_grad,
+        repeated_products_compound_value_and_grad,
+    ] {
+        let (value, grad) = f(&one);
+        assert_eq!(value.item(), 6.0);
+        assert_eq!(grad.ws[0].item(), 2.0);
+    }
+    assert_eq!(repeated_products(&one).item(), 6.0);
+    let two = Chain {
+        ws: vec![Tensor::scalar(3.0), Tensor::scalar(5.0)],
+    };
+    let (value, grad) = repeated_products_value_and_grad(&two);
+    assert_eq!(value.item(), 30.0);
+    assert_eq!(grad.ws[0].item(), 10.0);
+    assert_eq!(grad.ws[1].item(), 6.0);
+    let tangent = Chain {
+        ws: vec![Tensor::scalar(1.0), Tensor::scalar(-2.0)],
+    };
+    let (value, t) = repeated_products_jvp(&two, &tangent);
+    assert_eq!(value.item(), 30.0);
+    assert_eq!(t.item(), 10.0 - 12.0);
+    let (value, t) = repeated_products_compound_jvp(&two, &tangent);
+    assert_eq!(value.item(), 30.0);
+    assert_eq!(t.item(), 10.0 - 12.0);
+}
+
+// ---- parentheses in plain-number code ---------------------------------------------------------
+
+#[differentiable]
+fn parenthesised(x: &Tensor<f64>, #[nodiff] a: f64, #[nodiff] b: f64) -> Tensor<f64> {
+    (x * ((a / b).sqrt() + (a - b).abs() + (b - a).abs())).sum()
+}
+
+#[differentiable]
+fn parenthesised_sum(x: &Tensor<f64>, #[nodiff] a: f64, #[nodiff] b: f64) -> Tensor<f64> {
+    (x * ((a + b) * 2.0)).sum()
+}
+
+#[differentiable]
+fn abs_of_difference(y: &Tensor<f64>, #[nodiff] c: &Tensor<f64>) -> Tensor<f64> {
+    (y - c).abs().sum()
+}
+
+#[differentiable]
+fn parenthesised_operands(y: &Tensor<f64>, #[nodiff] n: usize, #[nodiff] k: usize) -> Tensor<f64> {
+    let z = y * ((n * k) as f64);
+    let m = z.maximum(&(y * 0.3));
+    let p = &m * &(y * 0.3);
+    (p + (y - 0.5).abs()).sum()
+}
+
+#[test]
+fn parentheses_are_kept() {
+    let x = t64(&[1.0], &[1]);
+    // a = 4, b = 1: sqrt(4) + 3 + 3 = 8.
+    let (value, grad) = parenthesised_value_and_grad(&x, 4.0, 1.0);
+    assert_eq!(value.item(), 8.0);
+    assert_vec(&grad, &[8.0]);
+    assert_eq!(parenthesised(&x, 4.0, 1.0).item(), 8.0);
+    let (value, t) = parenthesised_jvp(&x, 4.0, 1.0, &t64(&[1.0], &[1]));
+    assert_eq!((value.item(), t.item()), (8.0, 8.0));
+
+    let (value, grad) = parenthesised_sum_value_and_grad(&x, 4.0, 1.0);
+    assert_eq!(value.item(), 10.0);
+    assert_vec(&grad, &[10.0]);
+
+    let y = t64(&[1.0, 3.0], &[2]);
+    let c = t64(&[2.0, 2.0], &[2]);
+    let (value, grad) = abs_of_difference_value_and_grad(&y, &c);
+    assert_eq!(value.item(), 2.0);
+    assert_vec(&grad, &[-1.0, 1.0]);
+
+    // n k = 6 > 0.3: m = 6 y, p = 1.8 y², plus |y - 0.5|; at y = [1, 2]:
+    // value 1.8 (1 + 4) + 0.5 + 1.5 = 11, gradient 3.6 y + 1 = [4.6, 8.2].
+    let y = t64(&[1.0, 2.0], &[2]);
+    let (value, grad) = parenthesised_operands_value_and_grad(&y, 2, 3);
+    assert!((value.item() - 11.0).abs() < 1e-12);
+    assert_vec(&grad, &[4.6, 8.2]);
+}
+
+// ---- control flow that only sets plain variables ----------------------------------------------
+
+#[differentiable]
+fn scaled_by_flag(x: &Tensor<f64>, #[nodiff] flag: bool) -> Tensor<f64> {
+    let mut c = 1.0;
+    if flag {
+        c = 2.0;
+    }
+    (x * c).sum()
+}
+
+#[differentiable]
+fn scaled_by_match(x: &Tensor<f64>, #[nodiff] mode: usize) -> Tensor<f64> {
+    let mut c = 1.0;
+    match mode {
+        0 => c += 1.0,
+        1 => {
+            c *= 5.0;
+        }
+        _ => {}
+    }
+    let mut steps = 0;
+    while c < 20.0 {
+        c *= 2.0;
+        steps += 1;
+    }
+    (x * (c + steps as f64)).sum()
+}
+
+#[test]
+fn branches_on_plain_variables_are_replayed() {
+    let x = t64(&[1.0, 2.0], &[2]);
+    for (flag, c) in [(true, 2.0), (false, 1.0)] {
+        let (value, grad) = scaled_by_flag_value_and_grad(&x, flag);
+        assert_eq!(value.item(), 3.0 * c);
+        assert_vec(&grad, &[c, c]);
+        let (value, t) = scaled_by_flag_jvp(&x, flag, &t64(&[1.0, 0.0], &[2]));
+        assert_eq!((value.item(), t.item()), (3.0 * c, c));
+    }
+    // mode 0: c = 2 → 32 after 4 doublings, + 4; mode 1: c = 5 → 20 after 2, + 2;
+    // otherwise c = 1 → 32 after 5, + 5.
+    for (mode, c) in [(0, 36.0), (1, 22.0), (7, 37.0)] {
+        let (value, grad) = scaled_by_match_value_and_grad(&x, mode);
+        assert_eq!(value.item(), 3.0 * c);
+        assert_vec(&grad, &[c, c]);
+        assert_eq!(scaled_by_match(&x, mode).item(), 3.0 * c);
+    }
+}
