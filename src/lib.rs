@@ -156,7 +156,13 @@
 //!     cotangent * &x.sigmoid()
 //! }
 //!
-//! #[differentiable(custom_vjp = softplus_rule)]
+//! /// Forward mode gets its own rule: `rule(params.., tangents..) -> tangent`. A custom VJP
+//! /// needs one (both modes must agree); a custom JVP alone leaves reverse mode derived.
+//! fn softplus_tangent_rule(x: &Tensor<f64>, x_tangent: &Tensor<f64>) -> Tensor<f64> {
+//!     x_tangent * &x.sigmoid()
+//! }
+//!
+//! #[differentiable(custom_vjp = softplus_rule, custom_jvp = softplus_tangent_rule)]
 //! fn softplus(x: &Tensor<f64>) -> Tensor<f64> {
 //!     x.relu() + (-x.abs()).exp().log1p()
 //! }
@@ -164,18 +170,7 @@
 //! let x = Tensor::from_vec(vec![0.0, 1000.0], &[2]);
 //! let (_, g) = softplus_vjp(&x, &Tensor::ones(&[2]));
 //! assert_eq!(g.to_vec(), vec![0.5, 1.0]);
-//!
-//! /// Forward mode gets its own rule: `rule(params.., tangents..) -> tangent`.
-//! fn softplus_tangent_rule(x: &Tensor<f64>, x_tangent: &Tensor<f64>) -> Tensor<f64> {
-//!     x_tangent * &x.sigmoid()
-//! }
-//!
-//! #[differentiable(custom_jvp = softplus_tangent_rule)]
-//! fn softplus_fwd_rule(x: &Tensor<f64>) -> Tensor<f64> {
-//!     x.relu() + (-x.abs()).exp().log1p()
-//! }
-//!
-//! let (_, t) = softplus_fwd_rule_jvp(&x, &Tensor::ones(&[2]));
+//! let (_, t) = softplus_jvp(&x, &Tensor::ones(&[2]));
 //! assert_eq!(t.to_vec(), vec![0.5, 1.0]);
 //!
 //! /// Callers recompute this block in their backward pass instead of keeping its intermediates.

@@ -112,8 +112,12 @@ fn pass_through(_x: &Tensor<f64>, cotangent: &Tensor<f64>) -> Tensor<f64> {
     cotangent.clone()
 }
 
+fn pass_through_tangent(_x: &Tensor<f64>, tangent: &Tensor<f64>) -> Tensor<f64> {
+    tangent.clone()
+}
+
 /// A step function whose gradient is taken as the identity (straight-through estimator).
-#[differentiable(custom_vjp = pass_through)]
+#[differentiable(custom_vjp = pass_through, custom_jvp = pass_through_tangent)]
 fn binarize(x: &Tensor<f64>) -> Tensor<f64> {
     where_cond(&x.gt(0.0), &1.0, &0.0)
 }
@@ -131,14 +135,21 @@ fn a_straight_through_estimator() {
     // d = [1, 0] - 0; dL/dx = 2 d · 1 (straight through) · 3.
     assert_eq!(binarized_loss_grad(&x, &target).to_vec(), vec![6.0, 0.0]);
     assert_eq!(binarize(&x).to_vec(), vec![1.0, 0.0]);
+    // Forward mode follows the same estimator: dL = 2 d · 3 dx.
+    let (_, t) = binarized_loss_jvp(&x, &target, &Tensor::from_vec(vec![1.0, 1.0], &[2]));
+    assert_eq!(t.item(), 6.0);
 }
 
 fn clip_cotangent(_x: &Tensor<f64>, cotangent: &Tensor<f64>) -> Tensor<f64> {
     cotangent.clamp(-1.0, 1.0)
 }
 
-/// The identity, whose backward pass clips the cotangent to [-1, 1].
-#[differentiable(custom_vjp = clip_cotangent)]
+fn clip_tangent(_x: &Tensor<f64>, tangent: &Tensor<f64>) -> Tensor<f64> {
+    tangent.clamp(-1.0, 1.0)
+}
+
+/// The identity, whose derivative is clipped to [-1, 1] in both modes.
+#[differentiable(custom_vjp = clip_cotangent, custom_jvp = clip_tangent)]
 fn clip_gradient(x: &Tensor<f64>) -> Tensor<f64> {
     x.clone()
 }
@@ -153,6 +164,8 @@ fn gradient_clipping() {
     let x = Tensor::from_vec(vec![1.0, 2.0], &[2]);
     // Unclipped the gradient would be 10; the cotangent reaching x is clipped to 1.
     assert_eq!(steep_grad(&x).to_vec(), vec![1.0, 1.0]);
+    let (_, t) = steep_jvp(&x, &Tensor::from_vec(vec![0.5, 3.0], &[2]));
+    assert_eq!(t.item(), 10.0 * (0.5 + 1.0));
     assert_eq!(steep(&x).item(), 30.0);
     assert_eq!(clip_gradient(&x).to_vec(), x.to_vec());
 }

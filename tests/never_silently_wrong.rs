@@ -187,3 +187,59 @@ fn branches_on_plain_variables_are_replayed() {
         assert_eq!(scaled_by_match(&x, mode).item(), 3.0 * c);
     }
 }
+
+// ---- parameters that hold tensors -------------------------------------------------------------
+
+#[differentiable]
+fn weighted_layers(ws: &Vec<Tensor<f64>>, x: &Tensor<f64>) -> Tensor<f64> {
+    let mut h = x.clone();
+    for w in ws {
+        h = (&h * w).tanh();
+    }
+    let first = &ws[0];
+    (&h * first).sum() + ws[1].sum() * (ws.len() as f64)
+}
+
+#[test]
+fn a_vec_of_tensors_is_differentiated() {
+    let ws = vec![t64(&[0.5, -1.0], &[2]), t64(&[2.0, 0.25], &[2])];
+    let x = t64(&[0.3, 0.7], &[2]);
+    // By hand, per element: h1 = tanh(w0 x), h2 = tanh(w1 h1), f = Σ h2 w0 + 2 Σ w1.
+    let f = |ws: &[Vec<f64>], x: &[f64]| -> f64 {
+        (0..2)
+            .map(|i| {
+                let h1 = (ws[0][i] * x[i]).tanh();
+                let h2 = (ws[1][i] * h1).tanh();
+                h2 * ws[0][i] + 2.0 * ws[1][i]
+            })
+            .sum()
+    };
+    let plain: Vec<Vec<f64>> = ws.iter().map(Tensor::to_vec).collect();
+    let (value, (gw, gx)) = weighted_layers_value_and_grad(&ws, &x);
+    assert!((value.item() - f(&plain, &x.to_vec())).abs() < 1e-12);
+    assert_eq!(value.item(), weighted_layers(&ws, &x).item());
+    let eps = 1e-6;
+    for k in 0..2 {
+        for i in 0..2 {
+            let mut up = plain.clone();
+            let mut down = plain.clone();
+            up[k][i] += eps;
+            down[k][i] -= eps;
+            let fd = (f(&up, &x.to_vec()) - f(&down, &x.to_vec())) / (2.0 * eps);
+            assert!((gw[k].to_vec()[i] - fd).abs() < 1e-8, "w{k}[{i}]");
+        }
+    }
+    for i in 0..2 {
+        let mut up = x.to_vec();
+        let mut down = x.to_vec();
+        up[i] += eps;
+        down[i] -= eps;
+        let fd = (f(&plain, &up) - f(&plain, &down)) / (2.0 * eps);
+        assert!((gx.to_vec()[i] - fd).abs() < 1e-8, "x[{i}]");
+    }
+    // Forward mode along the first layer's first weight.
+    let tw = vec![t64(&[1.0, 0.0], &[2]), t64(&[0.0, 0.0], &[2])];
+    let (value, t) = weighted_layers_jvp(&ws, &x, &tw, &t64(&[0.0, 0.0], &[2]));
+    assert_eq!(value.item(), weighted_layers(&ws, &x).item());
+    assert!((t.item() - gw[0].to_vec()[0]).abs() < 1e-12);
+}

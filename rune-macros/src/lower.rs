@@ -36,6 +36,20 @@ enum Binding {
     /// A name bound inside constant code (a `let`, a closure parameter, a pattern) that is
     /// emitted as written: it shadows the function's bindings of the same name there.
     Local,
+    /// A closure bound with `let`: calls with differentiated values are inlined (number in
+    /// `Lowerer::closures`).
+    Closure(usize),
+}
+
+/// A closure defined in the body: its syntax and the bindings it sees (captured where it is
+/// defined, as Rust captures them).
+#[derive(Clone)]
+struct ClosureDef {
+    closure: syn::ExprClosure,
+    scopes: Vec<HashMap<String, Binding>>,
+    /// The constant it is also emitted as, when it reads no differentiated value (so that it
+    /// can be passed around as a value in constant code).
+    constant: Option<Ident>,
 }
 
 /// The loop being lowered: its flags for `break` and `continue`.
@@ -93,6 +107,7 @@ struct Lowerer<'e> {
     paths: HashMap<Val, (usize, Vec<PathSeg>)>,
     /// The identifiers of the structure parameters, by root number.
     roots: Vec<Ident>,
+    closures: Vec<ClosureDef>,
 }
 
 /// Lowers `block` (the body of a function with signature `sig`).
@@ -113,6 +128,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         outputs: sig.outputs(),
         paths: HashMap::new(),
         roots: Vec::new(),
+        closures: Vec::new(),
     };
     for p in &sig.params {
         let binding = match &p.active {
@@ -383,6 +399,10 @@ impl Lowerer<'_> {
         };
         match pat {
             Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                if let Expr::Closure(c) = strip(&init.expr) {
+                    self.define_closure(&pi.ident, c, ty);
+                    return;
+                }
                 let l = self.expr(&init.expr);
                 self.bind_lowered(&pi.ident, pi.mutability.is_some(), ty, l, Some(&init.expr));
             }
@@ -414,6 +434,100 @@ impl Lowerer<'_> {
                 other,
                 "#[differentiable] functions support `let` with a name, `_`, or a tuple of names",
             ),
+        }
+    }
+
+    /// `let name = |params| body;`: recorded for inlining where it is called with
+    /// differentiated values, and emitted as a constant closure when it reads none.
+    fn define_closure(&mut self, name: &Ident, c: &syn::ExprClosure, ty: Option<&syn::Type>) {
+        if exits(&SynStmt::Expr((*c.body).clone(), None), false, true) || contains_try(&c.body) {
+            self.errors.at(
+                c,
+                "a closure in a #[differentiable] function is inlined where it is called: \
+                 `return` and `?` inside it are not supported (end it with the value instead)",
+            );
+            return;
+        }
+        let scopes = self.scopes.clone();
+        let constant = if self.mentions_active(&c.body) {
+            None
+        } else {
+            let closure = self.rewrite(&Expr::Closure(c.clone()));
+            let tokens = self.const_tokens(&closure);
+            let new = self.fresh_const_ident(&name.to_string());
+            let ty = ty.map(|t| quote!(: #t));
+            self.stmts
+                .push(Stmt::Verbatim(quote!(let #new #ty = #tokens;)));
+            Some(new)
+        };
+        self.closures.push(ClosureDef {
+            closure: c.clone(),
+            scopes,
+            constant,
+        });
+        self.bind(&name.to_string(), Binding::Closure(self.closures.len() - 1));
+    }
+
+    /// A call of closure `index` with `args`: its body lowered in the bindings it captured, with
+    /// its parameters bound to the arguments.
+    fn inline_closure(&mut self, index: usize, c: &syn::ExprCall) -> Lowered {
+        let def = self.closures[index].clone();
+        if def.closure.inputs.len() != c.args.len() {
+            self.errors.at(
+                c,
+                format!(
+                    "this closure takes {} argument(s)",
+                    def.closure.inputs.len()
+                ),
+            );
+            return Lowered::constant(quote!(::core::unreachable!()));
+        }
+        let args: Vec<Lowered> = c.args.iter().map(|a| self.expr(a)).collect();
+        let outer = std::mem::replace(&mut self.scopes, def.scopes);
+        let floor = std::mem::replace(&mut self.region_floor, self.scopes.len());
+        self.scopes.push(HashMap::new());
+        for (pat, (arg, syn_arg)) in def.closure.inputs.iter().zip(args.into_iter().zip(&c.args)) {
+            let (pat, ty) = match pat {
+                Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
+                other => (other, None),
+            };
+            match pat {
+                Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                    let ty = ty.filter(|_| matches!(arg, Lowered::Const { .. }));
+                    self.bind_lowered(&pi.ident, pi.mutability.is_some(), ty, arg, Some(syn_arg));
+                }
+                Pat::Wild(_) => {}
+                other => self.errors.at(
+                    other,
+                    "a closure called with differentiated values takes plain names as parameters",
+                ),
+            }
+        }
+        let out = self.expr(&def.closure.body);
+        self.scopes = outer;
+        self.region_floor = floor;
+        out
+    }
+
+    /// A closure used as a value (not called): its constant, if it reads no differentiated
+    /// value.
+    fn closure_value(&mut self, index: usize, ident: &Ident) -> Lowered {
+        match &self.closures[index].constant {
+            Some(c) => {
+                let mut c = c.clone();
+                c.set_span(c.span().located_at(ident.span()));
+                Lowered::constant(c.into_token_stream())
+            }
+            None => {
+                self.errors.at(
+                    ident,
+                    format!(
+                        "the closure `{ident}` reads differentiated values, so it can only be \
+                         called directly (`{ident}(..)`), where it is inlined"
+                    ),
+                );
+                Lowered::constant(quote!(::core::unreachable!()))
+            }
         }
     }
 
@@ -507,6 +621,14 @@ impl Lowerer<'_> {
                 return Some(());
             }
         };
+        if let Binding::Closure(_) = current {
+            self.errors.at(
+                target,
+                "a variable holding a closure cannot be reassigned in a #[differentiable] \
+                 function; bind the new closure to a new name",
+            );
+            return Some(());
+        }
         // A plain variable given a value that reads no differentiated one: constant code.
         if matches!(current, Binding::Const { .. }) && !self.mentions_active(value) {
             self.verbatim_expr(e);
@@ -528,7 +650,9 @@ impl Lowerer<'_> {
                         taint: *taint,
                         is_ref: false,
                     },
-                    Binding::Local => unreachable!("constant code binds locals only while renamed"),
+                    Binding::Local | Binding::Closure(_) => {
+                        unreachable!("locals exist only while renaming; closures are refused above")
+                    }
                 };
                 if matches!((&lhs, &rhs), (Lowered::Const { .. }, Lowered::Const { .. })) {
                     let taint = Self::taint_of(&[&lhs, &rhs]);
@@ -793,7 +917,7 @@ impl Lowerer<'_> {
                     None,
                     Use::Plain,
                 ))),
-                Some(Binding::Slot(_) | Binding::Local) | None => None,
+                Some(Binding::Slot(_) | Binding::Local | Binding::Closure(_)) | None => None,
             };
             if let Some(init) = init {
                 let slot = self.new_slot();
@@ -1165,6 +1289,7 @@ impl Lowerer<'_> {
                             is_ref: false,
                         }
                     }
+                    Some(Binding::Closure(index)) => self.closure_value(index, ident),
                     Some(Binding::Local) | None => Lowered::constant(e.to_token_stream()),
                 }
             }
@@ -1467,6 +1592,17 @@ impl Lowerer<'_> {
                         *active = Some(i.to_string());
                         TokenTree::Ident(i)
                     }
+                    Some(Binding::Closure(index)) => match &self.closures[*index].constant {
+                        Some(c) => {
+                            let mut new = c.clone();
+                            new.set_span(new.span().located_at(i.span()));
+                            TokenTree::Ident(new)
+                        }
+                        None => {
+                            *active = Some(i.to_string());
+                            TokenTree::Ident(i)
+                        }
+                    },
                     Some(Binding::Local) | None => TokenTree::Ident(i),
                 },
                 TokenTree::Group(g) => {
@@ -1724,7 +1860,11 @@ impl Lowerer<'_> {
         self.scopes
             .iter()
             .flat_map(|s| s.iter())
-            .filter(|(_, b)| matches!(b, Binding::Active(..) | Binding::Slot(_)))
+            .filter(|(_, b)| match b {
+                Binding::Active(..) | Binding::Slot(_) => true,
+                Binding::Closure(index) => self.closures[*index].constant.is_none(),
+                Binding::Const { .. } | Binding::Local => false,
+            })
             .map(|(n, _)| n.clone())
             .collect()
     }
@@ -1748,6 +1888,13 @@ impl Lowerer<'_> {
     }
 
     fn call_expr(&mut self, c: &syn::ExprCall) -> Lowered {
+        if let Expr::Path(p) = strip(&c.func) {
+            if let Some(ident) = p.path.get_ident() {
+                if let Some(Binding::Closure(index)) = self.lookup(&ident.to_string()).cloned() {
+                    return self.inline_closure(index, c);
+                }
+            }
+        }
         let name = Self::function_op_name(c);
         if name.as_deref() == Some("stop_gradient") && c.args.len() == 1 {
             let inner = self.expr(&c.args[0]);
@@ -2055,6 +2202,14 @@ impl VisitMut for Renamer<'_, '_> {
                         new.set_span(new.span().located_at(ident.span()));
                         *e = syn::parse_quote!(#new);
                     }
+                    Some(Binding::Closure(index)) => {
+                        let index = *index;
+                        if let Lowered::Const { tokens, .. } =
+                            self.lowerer.closure_value(index, &ident)
+                        {
+                            *e = syn::parse_quote!(#tokens);
+                        }
+                    }
                     Some(Binding::Local) | None => {}
                 }
             }
@@ -2243,6 +2398,23 @@ fn exits(stmt: &SynStmt, in_loop: bool, returns: bool) -> bool {
     };
     syn::visit::Visit::visit_stmt(&mut f, stmt);
     f.found
+}
+
+/// Whether `e` uses the `?` operator outside nested closures.
+fn contains_try(e: &Expr) -> bool {
+    struct Finder(bool);
+    impl<'a> syn::visit::Visit<'a> for Finder {
+        fn visit_expr(&mut self, e: &'a Expr) {
+            match e {
+                Expr::Try(_) => self.0 = true,
+                Expr::Closure(_) => {}
+                _ => syn::visit::visit_expr(self, e),
+            }
+        }
+    }
+    let mut f = Finder(false);
+    syn::visit::Visit::visit_expr(&mut f, e);
+    f.0
 }
 
 /// Whether `e` contains `break`, `continue` or `return` (control flow it must lower itself).

@@ -64,6 +64,16 @@ pub fn options(args: TokenStream, errors: &mut Errors) -> Options {
             ),
         }
     }
+    if let (Some(vjp), None) = (&options.custom_vjp, &options.custom_jvp) {
+        // A custom VJP says the body's derivative is not the one wanted; forward mode derived
+        // from the body would then disagree with reverse mode without a word.
+        errors.at(
+            vjp,
+            "`custom_vjp` needs a forward-mode rule beside it: add `custom_jvp = rule`, \
+             `rule(params.., tangents..) -> tangent`, so that `f_jvp` and the forward mode of \
+             callers agree with the custom reverse mode",
+        );
+    }
     options
 }
 
@@ -144,6 +154,59 @@ fn is_structure(ty: &Type, generics: &syn::Generics) -> bool {
     ];
     let generic = generics.type_params().any(|t| t.ident == name);
     !constant.contains(&name.as_str()) && !generic
+}
+
+/// `ty` as a user writes it (`Option<&Tensor<f64>>`), for messages.
+pub fn type_text(ty: &Type) -> String {
+    ty.to_token_stream()
+        .to_string()
+        .replace(" < ", "<")
+        .replace("< ", "<")
+        .replace(" >", ">")
+        .replace("& ", "&")
+        .replace(" ,", ",")
+        .replace(" ;", ";")
+}
+
+/// Whether `ty` is a `Vec` or an array of differentiated tensors or structures: a structure of
+/// parameters too (its gradient is a `Vec` or an array of the same shape).
+fn is_collection(ty: &Type) -> bool {
+    let element = match ty {
+        Type::Array(a) => &*a.elem,
+        Type::Path(p) if p.qself.is_none() => {
+            let Some(last) = p.path.segments.last() else {
+                return false;
+            };
+            match &last.arguments {
+                syn::PathArguments::AngleBracketed(args) if last.ident == "Vec" => {
+                    match args.args.first() {
+                        Some(syn::GenericArgument::Type(t)) => t,
+                        _ => return false,
+                    }
+                }
+                _ => return false,
+            }
+        }
+        _ => return false,
+    };
+    holds_float_tensor(element) && !matches!(element, Type::Reference(_))
+}
+
+/// Whether a tensor of a differentiable element type appears anywhere in `ty`: such a parameter
+/// must be differentiated or marked `#[nodiff]`, never silently a constant.
+fn holds_float_tensor(ty: &Type) -> bool {
+    struct Finder(bool);
+    impl<'a> syn::visit::Visit<'a> for Finder {
+        fn visit_type(&mut self, t: &'a Type) {
+            if tensor_elem(t).is_some_and(|e| !is_nondiff_elem(e)) {
+                self.0 = true;
+            }
+            syn::visit::visit_type(self, t);
+        }
+    }
+    let mut f = Finder(false);
+    syn::visit::Visit::visit_type(&mut f, ty);
+    f.0
 }
 
 /// What the function returns.
@@ -259,7 +322,7 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                     structure: false,
                 })
             }
-            None if !nodiff && is_structure(inner, &generics) => {
+            None if !nodiff && (is_structure(inner, &generics) || is_collection(inner)) => {
                 if mutable_ref {
                     errors.at(
                         &ty,
@@ -273,6 +336,19 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                     elem: syn::parse_quote!(<#inner as ::rune_ad::__private::Differentiable>::Elem),
                     structure: true,
                 })
+            }
+            None if !nodiff && holds_float_tensor(&ty) => {
+                errors.at(
+                    &ty,
+                    format!(
+                        "#[differentiable] cannot differentiate a parameter of type `{}`: take a \
+                         `Tensor`, `&Tensor`, a `Differentiable` structure or a `Vec` of them \
+                         (`&Vec<Tensor<T>>` for a slice), or mark it `#[nodiff]` to make it a \
+                         constant",
+                        type_text(&ty)
+                    ),
+                );
+                continue;
             }
             _ => None,
         };
