@@ -243,3 +243,61 @@ fn a_vec_of_tensors_is_differentiated() {
     assert_eq!(value.item(), weighted_layers(&ws, &x).item());
     assert!((t.item() - gw[0].to_vec()[0]).abs() < 1e-12);
 }
+
+// ---- values collected in a local `Vec` ---------------------------------------------------------
+
+#[differentiable]
+fn collected_steps(x: &Tensor<f64>, #[nodiff] steps: usize) -> Tensor<f64> {
+    let mut outs = Vec::new();
+    let mut h = x.clone();
+    for _ in 0..steps {
+        h = (&h * 0.5).sin();
+        outs.push(h.clone());
+    }
+    let stacked = stack(&outs.iter().collect::<Vec<_>>(), 0);
+    let mut total = stacked.sum() * 0.0;
+    for o in &outs {
+        total += o.sum();
+    }
+    total + outs[0].square().sum() + stacked.sum() + concat(&outs, 0).mean()
+}
+
+#[test]
+fn values_pushed_into_a_vec_keep_their_gradient() {
+    // Scalar x, per step h_k = sin(h_{k-1} / 2): value 2 Σ h_k + h_1² + mean(h) over steps.
+    let f = |x: f64, steps: usize| -> (f64, f64) {
+        let mut h = x;
+        let mut dh = 1.0;
+        let (mut s, mut ds) = (0.0, 0.0);
+        let (mut first, mut dfirst) = (0.0, 0.0);
+        for k in 0..steps {
+            dh *= 0.5 * (h * 0.5).cos();
+            h = (h * 0.5).sin();
+            s += h;
+            ds += dh;
+            if k == 0 {
+                (first, dfirst) = (h, dh);
+            }
+        }
+        let n = steps as f64;
+        (
+            2.0 * s + first * first + s / n,
+            2.0 * ds + 2.0 * first * dfirst + ds / n,
+        )
+    };
+    let x = Tensor::from_vec(vec![0.8], &[1]);
+    for steps in [1, 3] {
+        let (want, dwant) = f(0.8, steps);
+        let (value, grad) = collected_steps_value_and_grad(&x, steps);
+        assert!((value.item() - want).abs() < 1e-12);
+        assert_eq!(value.item(), collected_steps(&x, steps).item());
+        assert!(
+            (grad.item() - dwant).abs() < 1e-12,
+            "{} vs {dwant}",
+            grad.item()
+        );
+        let (value, t) = collected_steps_jvp(&x, steps, &Tensor::from_vec(vec![1.0], &[1]));
+        assert_eq!(value.item(), collected_steps(&x, steps).item());
+        assert!((t.item() - dwant).abs() < 1e-12);
+    }
+}

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::diag::Errors;
-use crate::ir::{Body, CallArg, Const, Operand, OutputElem, PathSeg, Slot, Stmt, Val};
+use crate::ir::{Body, CallArg, Const, List, Operand, OutputElem, PathSeg, Slot, Stmt, Val};
 use crate::lower::CONCRETIZATION;
 use crate::ops::{self, Keep, Param};
 
@@ -14,6 +14,8 @@ pub struct Analysis {
     pub useful: Vec<bool>,
     /// Slots the differentiated output depends on.
     pub useful_slots: Vec<bool>,
+    /// Lists the differentiated output depends on.
+    pub useful_lists: Vec<bool>,
     /// Values whose tensors the backward pass reads.
     pub keep_value: BTreeSet<Val>,
     /// Values whose shapes the backward pass reads.
@@ -34,6 +36,9 @@ impl Analysis {
     }
     pub fn slot_useful(&self, s: Slot) -> bool {
         self.useful_slots[s.0]
+    }
+    pub fn list_useful(&self, l: List) -> bool {
+        self.useful_lists[l.0]
     }
 }
 
@@ -57,6 +62,7 @@ pub fn walk<'a>(stmts: &'a [Stmt], f: &mut impl FnMut(&'a Stmt)) {
 pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
     let mut useful = vec![false; body.values];
     let mut useful_slots = vec![false; body.slots];
+    let mut useful_lists = vec![false; body.lists.len()];
     for out in &body.outputs {
         if let OutputElem::Val(v) = out {
             useful[v.0] = true;
@@ -85,6 +91,14 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
                 }
             }
             Stmt::SlotRead { out, slot } if useful[out.0] => mark(&mut useful_slots, slot.0),
+            Stmt::ListGet { out, list, .. } | Stmt::ListOp { out, list, .. } if useful[out.0] => {
+                mark(&mut useful_lists, list.0)
+            }
+            Stmt::ListPush {
+                list,
+                val: Operand::Val(v),
+                ..
+            } if useful_lists[list.0] => mark(&mut useful, v.0),
             Stmt::SlotWrite {
                 slot,
                 val: Operand::Val(v),
@@ -107,6 +121,7 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
     let mut a = Analysis {
         useful,
         useful_slots,
+        useful_lists,
         keep_value: BTreeSet::new(),
         keep_shape: BTreeSet::new(),
         keep_const: BTreeSet::new(),
@@ -183,6 +198,25 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
         }
         Stmt::Leaf { out, path, .. } if a.useful[out.0] => {
             a.keep_const.extend(path_consts(path));
+        }
+        Stmt::ListPush { list, index, .. } if a.useful_lists[list.0] => {
+            a.keep_const.insert(*index);
+        }
+        Stmt::ListGet { out, index, .. } if a.useful[out.0] => {
+            a.keep_const.insert(*index);
+        }
+        Stmt::ListOp {
+            out,
+            op,
+            config,
+            count,
+            ..
+        } if a.useful[out.0] => {
+            a.keep_const.insert(*count);
+            a.keep_config.extend(config.iter().copied());
+            if op.name == "concat" {
+                a.keep_sizes.insert(*out);
+            }
         }
         _ => {}
     });

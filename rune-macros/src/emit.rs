@@ -14,8 +14,8 @@ use syn::{Ident, ItemFn};
 
 use crate::analyse::{config_keep, path_consts, split_arg, walk, Analysis};
 use crate::ir::{
-    Body, BranchHead, CallArg, Const, LoopHead, Operand, OutputAux, OutputElem, PathSeg, Slot,
-    Stmt, Use, Val,
+    Body, BranchHead, CallArg, Const, List, LoopHead, Operand, OutputAux, OutputElem, PathSeg,
+    Slot, Stmt, Use, Val,
 };
 use crate::lower::{const_ident, path_segments, path_tokens, val_ident};
 use crate::ops::{self, Form, Keep, OpSpec, Param};
@@ -450,6 +450,18 @@ fn segments(path: &[PathSeg], backward: bool) -> TokenStream {
     )
 }
 
+fn list_adjoint_ident(l: List) -> Ident {
+    hidden(&format!("al{}", l.0))
+}
+fn list_tangent_ident(l: List) -> Ident {
+    hidden(&format!("tl{}", l.0))
+}
+
+/// `&[&element, ..]` of a list, as `stack` and `concat` take it.
+fn list_refs(ident: &Ident) -> TokenStream {
+    quote!(&#ident.iter().collect::<::std::vec::Vec<_>>())
+}
+
 fn slot_ident(s: Slot) -> Ident {
     hidden(&format!("m{}", s.0))
 }
@@ -533,6 +545,30 @@ impl Emitter<'_> {
                     out.push(Saved::Witness(*v));
                 }
             }
+            Stmt::ListPush { list, index, .. } if self.analysis.list_useful(*list) => {
+                out.push(Saved::ConstResidual(*index));
+            }
+            Stmt::ListGet { out: v, index, .. } => {
+                value(*v, &mut out);
+                if self.useful(*v) {
+                    out.push(Saved::ConstResidual(*index));
+                }
+            }
+            Stmt::ListOp {
+                out: v,
+                config,
+                count,
+                ..
+            } => {
+                value(*v, &mut out);
+                if self.useful(*v) {
+                    out.push(Saved::ConstResidual(*count));
+                    out.extend(config.iter().map(|c| Saved::Config(*c)));
+                }
+                if a.keep_sizes.contains(v) {
+                    out.push(Saved::Sizes(*v));
+                }
+            }
             Stmt::Call { outs, args, .. } => {
                 if outs.iter().any(|o| self.useful(*o)) {
                     out.push(Saved::Pullback(outs[0]));
@@ -567,14 +603,20 @@ impl Emitter<'_> {
                 let c = const_ident(*c);
                 quote!(#rt::Residual::residual(&#c))
             }
-            Saved::Sizes(_) => {
-                let Stmt::Op { inputs, config, .. } = stmt else {
-                    unreachable!("sizes are saved by concat")
-                };
-                let list: Vec<TokenStream> = inputs.iter().map(|o| hoists.forward(*o)).collect();
-                let axis = const_ident(config[0]);
-                quote!(#rt::rules::concat_sizes(&[#(#list),*], #axis))
-            }
+            Saved::Sizes(_) => match stmt {
+                Stmt::Op { inputs, config, .. } => {
+                    let list: Vec<TokenStream> =
+                        inputs.iter().map(|o| hoists.forward(*o)).collect();
+                    let axis = const_ident(config[0]);
+                    quote!(#rt::rules::concat_sizes(&[#(#list),*], #axis))
+                }
+                Stmt::ListOp { list, config, .. } => {
+                    let refs = list_refs(&self.body.lists[list.0]);
+                    let axis = const_ident(config[0]);
+                    quote!(#rt::rules::concat_sizes(#refs, #axis))
+                }
+                _ => unreachable!("sizes are saved by concat"),
+            },
             Saved::Witness(_) => {
                 let Stmt::Op { inputs, .. } = stmt else {
                     unreachable!("witnesses are saved by cast")
@@ -782,6 +824,34 @@ impl Emitter<'_> {
                 let value = owned_tensor(*init);
                 quote!(let mut #m = #value;)
             }
+            Stmt::ListNew { ident, init, .. } => quote!(let mut #ident = #init;),
+            Stmt::ListPush { list, val, .. } => {
+                let ident = &self.body.lists[list.0];
+                let value = match val {
+                    Operand::Val(_) => owned_tensor(*val),
+                    Operand::Const(c) => const_ident(*c).into_token_stream(),
+                };
+                quote!(#ident.push(#value);)
+            }
+            Stmt::ListGet { out, list, index } => {
+                let ident = &self.body.lists[list.0];
+                let (v, i) = (val_ident(*out), const_ident(*index));
+                quote!(let #v = ::core::clone::Clone::clone(&#ident[#i]);)
+            }
+            Stmt::ListOp {
+                out,
+                op,
+                list,
+                config,
+                span,
+                ..
+            } => {
+                let refs = list_refs(&self.body.lists[list.0]);
+                let name = format_ident!("{}", op.name);
+                let v = val_ident(*out);
+                let config = config.iter().map(|c| const_ident(*c));
+                relocate(quote!(let #v = #rt::#name(#refs, #(#config),*);), *span)
+            }
             Stmt::SlotRead { out, slot } => {
                 let m = slot_ident(*slot);
                 let v = val_ident(*out);
@@ -895,6 +965,52 @@ impl Emitter<'_> {
                 let ts = struct_tangent_ident(*root);
                 let segs = segments(path, false);
                 quote!(let #t = ::core::clone::Clone::clone(&#ts #segs);)
+            }
+            Stmt::ListNew { list, .. } if self.analysis.list_useful(*list) => {
+                let tl = list_tangent_ident(*list);
+                quote!(let mut #tl = ::std::vec::Vec::new();)
+            }
+            Stmt::ListPush { list, val, index } if self.analysis.list_useful(*list) => {
+                let tl = list_tangent_ident(*list);
+                let ident = &self.body.lists[list.0];
+                let i = const_ident(*index);
+                let tangent = match val {
+                    Operand::Val(v) if self.useful(*v) => {
+                        let t = tangent_ident(*v);
+                        quote!(::core::clone::Clone::clone(&#t))
+                    }
+                    _ => quote!(#rt::Tensor::zeros(#ident[#i].shape())),
+                };
+                quote!(#tl.push(#tangent);)
+            }
+            Stmt::ListGet { out, list, index } if self.useful(*out) => {
+                let tl = list_tangent_ident(*list);
+                let (t, i) = (tangent_ident(*out), const_ident(*index));
+                quote!(let #t = ::core::clone::Clone::clone(&#tl[#i]);)
+            }
+            Stmt::ListOp {
+                out,
+                op,
+                list,
+                config,
+                span,
+                ..
+            } if self.useful(*out) => {
+                let tl = list_tangent_ident(*list);
+                let refs = list_refs(&self.body.lists[list.0]);
+                let rule = format_ident!("{}_jvp", op.name);
+                let t = tangent_ident(*out);
+                let axis = const_ident(config[0]);
+                relocate(
+                    quote! {
+                        let #t = #rt::rules::#rule(
+                            #refs,
+                            #axis,
+                            &#tl.iter().map(::core::option::Option::Some).collect::<::std::vec::Vec<_>>(),
+                        );
+                    },
+                    *span,
+                )
             }
             Stmt::SlotInit { slot, init } if self.analysis.slot_useful(*slot) => {
                 let tm = slot_tangent_ident(*slot);
@@ -1052,6 +1168,55 @@ impl Emitter<'_> {
                     *span,
                 )
             }
+            Stmt::ListNew { list, .. } if self.analysis.list_useful(*list) => {
+                // Every element's adjoint has been handed on; the list may be made again by an
+                // earlier iteration.
+                let al = list_adjoint_ident(*list);
+                quote!(#al.clear();)
+            }
+            Stmt::ListPush {
+                list,
+                val: Operand::Val(v),
+                index,
+            } if self.analysis.list_useful(*list) && self.useful(*v) => {
+                let al = list_adjoint_ident(*list);
+                let (a, i) = (adjoint_ident(*v), residual_ident(*index));
+                quote!(#rt::accumulate_option(&mut #a, #rt::list_take(&mut #al, #i));)
+            }
+            Stmt::ListGet { out, list, index } if self.useful(*out) => {
+                let al = list_adjoint_ident(*list);
+                let (a, i) = (adjoint_ident(*out), residual_ident(*index));
+                quote!(#rt::accumulate_option(#rt::list_slot(&mut #al, #i), #a.take());)
+            }
+            Stmt::ListOp {
+                out,
+                op,
+                list,
+                config,
+                count,
+                span,
+            } if self.useful(*out) => {
+                let al = list_adjoint_ident(*list);
+                let a = adjoint_ident(*out);
+                let n = residual_ident(*count);
+                let axis = config_ident(config[0]);
+                let contribution = if op.name == "concat" {
+                    let z = sizes_ident(*out);
+                    quote!(#rt::rules::concat_vjp(&__rune_g, __rune_k, &#z, #axis))
+                } else {
+                    quote!(#rt::rules::stack_vjp(&__rune_g, __rune_k, #axis))
+                };
+                relocate(
+                    quote! {
+                        if let ::core::option::Option::Some(__rune_g) = #a.take() {
+                            for __rune_k in 0..#n {
+                                #rt::accumulate(#rt::list_slot(&mut #al, __rune_k), #contribution);
+                            }
+                        }
+                    },
+                    *span,
+                )
+            }
             Stmt::SlotRead { out, slot } if self.useful(*out) => {
                 let am = slot_adjoint_ident(*slot);
                 let a = adjoint_ident(*out);
@@ -1163,6 +1328,12 @@ impl Emitter<'_> {
             let g = struct_grad_ident(root);
             let tpl = template_ident(root);
             bwd.push(quote!(let mut #g = #rt::struct_grad_start(&#tpl);));
+        }
+        for l in (0..self.body.lists.len()).map(List) {
+            if self.analysis.list_useful(l) {
+                let al = list_adjoint_ident(l);
+                bwd.push(quote!(let mut #al = ::std::vec::Vec::new();));
+            }
         }
         for s in (0..self.body.slots).map(Slot) {
             if self.analysis.slot_useful(s) {

@@ -148,6 +148,30 @@ pub enum Stmt {
         head: LoopHead,
         body: Vec<Stmt>,
     },
+    /// `let mut ident = init;` for a list (`init` is the user's `Vec::new()` or the like).
+    ListNew {
+        list: List,
+        ident: Ident,
+        init: TokenStream,
+    },
+    /// `ident.push(val)`; `index` holds the list's length before the push.
+    ListPush {
+        list: List,
+        val: Operand,
+        index: Const,
+    },
+    /// `out = ident[index]`.
+    ListGet { out: Val, list: List, index: Const },
+    /// `out = op(&[every element], config..)` for `stack` and `concat`; `count` holds the list's
+    /// length.
+    ListOp {
+        out: Val,
+        op: &'static OpSpec,
+        list: List,
+        config: Vec<Const>,
+        count: Const,
+        span: Span,
+    },
     /// A call of another `#[differentiable]` function.
     Call {
         outs: Vec<Val>,
@@ -164,6 +188,12 @@ pub enum Stmt {
 /// it one adjoint that reads add to and writes hand over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Slot(pub usize);
+
+/// A local `Vec` of differentiated tensors (`let mut outs = Vec::new(); outs.push(h);`): a
+/// Rust `Vec` in the forward pass, a `Vec` of optional adjoints in the backward pass, a `Vec`
+/// of tangents in forward mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct List(pub usize);
 
 /// How a branch chooses its arm (arm `i` of `arms`).
 pub enum BranchHead {
@@ -206,6 +236,8 @@ pub struct Body {
     pub values: usize,
     /// The number of slots.
     pub slots: usize,
+    /// The lists' identifiers, by number.
+    pub lists: Vec<Ident>,
     /// Slots that hold an output until an early `return` or the end: they start empty.
     pub output_slots: Vec<Slot>,
     /// Tainted output constants, for the concretization error.

@@ -7,15 +7,15 @@
 use std::collections::HashMap;
 
 use proc_macro2::{Span, TokenStream, TokenTree};
-use quote::{quote, ToTokens};
+use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{BinOp, Block, Expr, Ident, Local, Pat, Stmt as SynStmt, UnOp};
 
 use crate::diag::Errors;
 use crate::ir::{
-    Body, BranchHead, CallArg, Const, LoopHead, Operand, OutputAux, OutputElem, PathSeg, Slot,
-    Stmt, Taint, Use, Val,
+    Body, BranchHead, CallArg, Const, List, LoopHead, Operand, OutputAux, OutputElem, PathSeg,
+    Slot, Stmt, Taint, Use, Val,
 };
 use crate::ops::{self, Form, OpSpec, Param};
 use crate::parse::{hidden, Returns, Signature};
@@ -39,6 +39,8 @@ enum Binding {
     /// A closure bound with `let`: calls with differentiated values are inlined (number in
     /// `Lowerer::closures`).
     Closure(usize),
+    /// A local `Vec` of differentiated tensors.
+    List(List),
 }
 
 /// A closure defined in the body: its syntax and the bindings it sees (captured where it is
@@ -108,6 +110,10 @@ struct Lowerer<'e> {
     /// The identifiers of the structure parameters, by root number.
     roots: Vec<Ident>,
     closures: Vec<ClosureDef>,
+    /// The lists' identifiers, by number.
+    lists: Vec<Ident>,
+    /// Names of local `Vec`s that may receive differentiated tensors (found before lowering).
+    tensor_lists: Vec<String>,
 }
 
 /// Lowers `block` (the body of a function with signature `sig`).
@@ -129,6 +135,8 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         paths: HashMap::new(),
         roots: Vec::new(),
         closures: Vec::new(),
+        lists: Vec::new(),
+        tensor_lists: tensor_lists(sig, block),
     };
     for p in &sig.params {
         let binding = match &p.active {
@@ -235,6 +243,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         aux,
         values: l.values,
         slots: l.slots,
+        lists: l.lists,
         output_slots: l.optional_slots,
         output_taint,
     }
@@ -403,6 +412,12 @@ impl Lowerer<'_> {
                     self.define_closure(&pi.ident, c, ty);
                     return;
                 }
+                if self.tensor_lists.contains(&pi.ident.to_string()) {
+                    if let Some(elems) = new_vec(&init.expr) {
+                        self.define_list(&pi.ident, &init.expr, elems);
+                        return;
+                    }
+                }
                 let l = self.expr(&init.expr);
                 self.bind_lowered(&pi.ident, pi.mutability.is_some(), ty, l, Some(&init.expr));
             }
@@ -434,6 +449,67 @@ impl Lowerer<'_> {
                 other,
                 "#[differentiable] functions support `let` with a name, `_`, or a tuple of names",
             ),
+        }
+    }
+
+    /// `let mut name = Vec::new();` (or `vec![..]`) for a `Vec` that receives differentiated
+    /// tensors.
+    fn define_list(&mut self, name: &Ident, init: &Expr, elems: Vec<Expr>) {
+        let list = List(self.lists.len());
+        let ident = self.fresh_const_ident(&name.to_string());
+        self.lists.push(ident.clone());
+        let init = match strip(init) {
+            Expr::Macro(_) => quote!(::std::vec::Vec::new()),
+            other => {
+                let l = self.rewrite(other);
+                self.const_tokens(&l)
+            }
+        };
+        self.stmts.push(Stmt::ListNew { list, ident, init });
+        self.bind(&name.to_string(), Binding::List(list));
+        for e in &elems {
+            let l = self.expr(e);
+            self.list_push(list, l);
+        }
+    }
+
+    fn list_push(&mut self, list: List, value: Lowered) {
+        let ident = &self.lists[list.0];
+        let index = self.hoist(quote!(#ident.len()), Some(quote!(usize)), Use::Plain);
+        let val = match value {
+            Lowered::Val(v) => Operand::Val(v),
+            Lowered::Const { tokens, .. } => Operand::Const(self.hoist(tokens, None, Use::Plain)),
+        };
+        self.stmts.push(Stmt::ListPush { list, val, index });
+    }
+
+    /// `list[index]` as a differentiated value.
+    fn list_get(&mut self, list: List, index: Const) -> Lowered {
+        let out = self.new_val();
+        self.stmts.push(Stmt::ListGet { out, list, index });
+        Lowered::Val(out)
+    }
+
+    /// The list an expression stands for as a whole: `outs`, `&outs`, `outs.iter()`,
+    /// `outs.iter().collect::<Vec<_>>()`, `outs.as_slice()`, `&outs[..]`.
+    fn list_of(&self, e: &Expr) -> Option<List> {
+        match strip(e) {
+            Expr::Reference(r) => self.list_of(&r.expr),
+            Expr::Path(p) => match self.lookup(&p.path.get_ident()?.to_string()) {
+                Some(Binding::List(l)) => Some(*l),
+                _ => None,
+            },
+            Expr::MethodCall(mc)
+                if mc.args.is_empty()
+                    && ["iter", "into_iter", "collect", "as_slice", "cloned"]
+                        .contains(&mc.method.to_string().as_str()) =>
+            {
+                self.list_of(&mc.receiver)
+            }
+            Expr::Index(ix) if matches!(strip(&ix.index), Expr::Range(r) if r.start.is_none() && r.end.is_none()) => {
+                self.list_of(&ix.expr)
+            }
+            _ => None,
         }
     }
 
@@ -621,6 +697,14 @@ impl Lowerer<'_> {
                 return Some(());
             }
         };
+        if let Binding::List(_) = current {
+            self.errors.at(
+                target,
+                "a `Vec` of differentiated tensors cannot be reassigned; declare a new one with \
+                 `let` (inside the loop, for one per iteration)",
+            );
+            return Some(());
+        }
         if let Binding::Closure(_) = current {
             self.errors.at(
                 target,
@@ -650,7 +734,7 @@ impl Lowerer<'_> {
                         taint: *taint,
                         is_ref: false,
                     },
-                    Binding::Local | Binding::Closure(_) => {
+                    Binding::Local | Binding::Closure(_) | Binding::List(_) => {
                         unreachable!("locals exist only while renaming; closures are refused above")
                     }
                 };
@@ -917,7 +1001,10 @@ impl Lowerer<'_> {
                     None,
                     Use::Plain,
                 ))),
-                Some(Binding::Slot(_) | Binding::Local | Binding::Closure(_)) | None => None,
+                Some(
+                    Binding::Slot(_) | Binding::Local | Binding::Closure(_) | Binding::List(_),
+                )
+                | None => None,
             };
             if let Some(init) = init {
                 let slot = self.new_slot();
@@ -954,22 +1041,30 @@ impl Lowerer<'_> {
         // A `for` loop's iterator is evaluated once, where the loop starts. Looping over a
         // `Vec` of a structure parameter loops over its indices.
         let mut over_structure = None;
-        let iter = for_head.map(|(_, iter)| match self.expr(iter) {
-            Lowered::Val(v) if self.paths.contains_key(&v) => {
-                let (root, path) = self.paths[&v].clone();
-                let base = path_tokens(&self.roots[root], &path);
-                over_structure = Some((root, path));
-                quote!(0..(&#base).len())
+        let mut over_list = None;
+        let iter = for_head.map(|(_, iter)| match self.list_of(iter) {
+            Some(list) => {
+                over_list = Some(list);
+                let ident = &self.lists[list.0];
+                quote!(0..#ident.len())
             }
-            Lowered::Val(_) => {
-                self.errors.at(
-                    iter,
-                    "a loop cannot iterate over a differentiated tensor; loop over indices \
+            None => match self.expr(iter) {
+                Lowered::Val(v) if self.paths.contains_key(&v) => {
+                    let (root, path) = self.paths[&v].clone();
+                    let base = path_tokens(&self.roots[root], &path);
+                    over_structure = Some((root, path));
+                    quote!(0..(&#base).len())
+                }
+                Lowered::Val(_) => {
+                    self.errors.at(
+                        iter,
+                        "a loop cannot iterate over a differentiated tensor; loop over indices \
                      (`for i in 0..n`) and select with ops such as `shrink` or `gather`",
-                );
-                quote!(::core::iter::empty::<()>())
-            }
-            Lowered::Const { tokens, .. } => tokens,
+                    );
+                    quote!(::core::iter::empty::<()>())
+                }
+                Lowered::Const { tokens, .. } => tokens,
+            },
         });
         self.loops.push(LoopCtx {
             brk: brk.clone(),
@@ -993,6 +1088,22 @@ impl Lowerer<'_> {
                         other => l.errors.at(
                             other,
                             "a loop over the elements of a structure binds them to one name",
+                        ),
+                    }
+                }
+                (Some((pat, _)), None) if over_list.is_some() => {
+                    let list = over_list.expect("checked");
+                    let item = hidden(&format!("item{id}"));
+                    let index = l.hoist(item.into_token_stream(), Some(quote!(usize)), Use::Plain);
+                    match pat {
+                        Pat::Ident(pi) if pi.subpat.is_none() => {
+                            let v = l.list_get(list, index);
+                            l.bind_lowered(&pi.ident, pi.mutability.is_some(), None, v, None);
+                        }
+                        other => l.errors.at(
+                            other,
+                            "a loop over a `Vec` of differentiated tensors binds its elements to \
+                             one name",
                         ),
                     }
                 }
@@ -1290,6 +1401,10 @@ impl Lowerer<'_> {
                         }
                     }
                     Some(Binding::Closure(index)) => self.closure_value(index, ident),
+                    Some(Binding::List(_)) => {
+                        self.errors.at(ident, LIST_USES);
+                        Lowered::constant(quote!(::core::unreachable!()))
+                    }
                     Some(Binding::Local) | None => Lowered::constant(e.to_token_stream()),
                 }
             }
@@ -1355,6 +1470,18 @@ impl Lowerer<'_> {
                 Some(t) => l.expr(t),
                 None => Lowered::constant(quote!(())),
             }),
+            Expr::Index(ix) if self.list_of(&ix.expr).is_some() => {
+                let list = self.list_of(&ix.expr).expect("checked");
+                let index = match self.expr(&ix.index) {
+                    Lowered::Const { tokens, .. } => tokens,
+                    Lowered::Val(_) => {
+                        self.errors.at(&ix.index, "an index must be a constant");
+                        quote!(0)
+                    }
+                };
+                let index = self.hoist(index, Some(quote!(usize)), Use::Plain);
+                self.list_get(list, index)
+            }
             Expr::Index(ix) => {
                 let base = self.expr(&ix.expr);
                 if let Some(l) = self.extend_path(&base, |l| {
@@ -1452,8 +1579,28 @@ impl Lowerer<'_> {
                     is_ref: false,
                 }
             }
+            Expr::Macro(m) if m.mac.path.is_ident("dbg") => {
+                // `dbg!(e)` is `e`, printed on the way (in the forward pass).
+                let Ok(inner) = m.mac.parse_body::<Expr>() else {
+                    self.errors.at(m, "`dbg!` of a differentiated value takes one expression");
+                    return Lowered::constant(quote!(::core::unreachable!()));
+                };
+                let l = self.expr(&inner);
+                if let Lowered::Val(v) = &l {
+                    let v = val_ident(*v);
+                    let text = inner.to_token_stream().to_string();
+                    let at = m.mac.path.span();
+                    self.stmts.push(Stmt::Verbatim(quote_spanned! {at=>
+                        ::std::eprintln!(
+                            "[{}:{}:{}] {} = {:#?}",
+                            ::core::file!(), ::core::line!(), ::core::column!(), #text, &#v
+                        );
+                    }));
+                }
+                l
+            }
             Expr::Macro(m) => {
-                let tokens = self.rewrite_macro_tokens(m.mac.tokens.clone(), &m.mac);
+                let (tokens, taint) = self.rewrite_macro(m.mac.tokens.clone(), &m.mac);
                 let path = &m.mac.path;
                 let bang = &m.mac.bang_token;
                 let tokens = match &m.mac.delimiter {
@@ -1461,7 +1608,11 @@ impl Lowerer<'_> {
                     syn::MacroDelimiter::Brace(_) => quote!(#path #bang {#tokens}),
                     syn::MacroDelimiter::Bracket(_) => quote!(#path #bang [#tokens]),
                 };
-                Lowered::constant(tokens)
+                Lowered::Const {
+                    tokens,
+                    taint,
+                    is_ref: false,
+                }
             }
             Expr::Array(a) => {
                 let items: Vec<Lowered> = a.elems.iter().map(|e| self.expr(e)).collect();
@@ -1563,59 +1714,121 @@ impl Lowerer<'_> {
         }
     }
 
+    /// A macro's tokens with the function's bindings renamed. Macros that print or check
+    /// (`println!`, `assert!`, `format!`, ...) may read differentiated values; the value a
+    /// `format!` makes from one is tainted (returned). Other macros may not read them.
     fn rewrite_macro_tokens(&mut self, tokens: TokenStream, mac: &syn::Macro) -> TokenStream {
-        let mut active = None;
-        let out = self.rename_tokens(tokens, &mut active);
-        if let Some(name) = active {
-            self.errors.at(
-                mac,
-                format!(
-                    "macros cannot use the differentiated tensor `{name}` in a #[differentiable] \
-                     function (use `stop_gradient(&{name})` to read its value)"
-                ),
-            );
-        }
-        out
+        self.rewrite_macro(tokens, mac).0
     }
 
-    fn rename_tokens(&self, tokens: TokenStream, active: &mut Option<String>) -> TokenStream {
-        tokens
-            .into_iter()
-            .map(|tt| match tt {
-                TokenTree::Ident(i) => match self.lookup(&i.to_string()) {
-                    Some(Binding::Const { ident, .. }) => {
-                        let mut new = ident.clone();
-                        new.set_span(new.span().located_at(i.span()));
-                        TokenTree::Ident(new)
-                    }
-                    Some(Binding::Active(..) | Binding::Slot(_)) => {
-                        *active = Some(i.to_string());
-                        TokenTree::Ident(i)
-                    }
-                    Some(Binding::Closure(index)) => match &self.closures[*index].constant {
-                        Some(c) => {
-                            let mut new = c.clone();
-                            new.set_span(new.span().located_at(i.span()));
-                            TokenTree::Ident(new)
-                        }
-                        None => {
-                            *active = Some(i.to_string());
-                            TokenTree::Ident(i)
-                        }
-                    },
-                    Some(Binding::Local) | None => TokenTree::Ident(i),
+    fn rewrite_macro(&mut self, tokens: TokenStream, mac: &syn::Macro) -> (TokenStream, Option<Taint>) {
+        let name = mac
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default();
+        let reader = READING_MACROS.contains(&name.as_str());
+        // `{name}` captured inside a format string: pass it as a named argument, renamed.
+        let captured = if reader { format_captures(&tokens) } else { Vec::new() };
+        let mut active = None;
+        let mut out = self.rename_tokens(tokens, reader, &mut active);
+        for ident in captured {
+            let Some(renamed) = self.renamed_ident(&ident, reader, &mut active) else {
+                continue;
+            };
+            let trailing = out
+                .clone()
+                .into_iter()
+                .last()
+                .is_some_and(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ','));
+            let comma = (!trailing).then(|| quote!(,));
+            out = quote!(#out #comma #ident = #renamed);
+        }
+        match active {
+            Some(read) if !reader => {
+                self.errors.at(
+                    mac,
+                    format!(
+                        "the macro `{name}!` cannot use the differentiated tensor `{read}` in a \
+                         #[differentiable] function: only printing and checking macros \
+                         (`println!`, `assert!`, `format!`, `dbg!`, ...) may read it; use \
+                         `stop_gradient(&{read})` to read its value elsewhere"
+                    ),
+                );
+                (out, None)
+            }
+            Some(_) => (out, Some(Taint::of(mac))),
+            None => (out, None),
+        }
+    }
+
+    /// The identifier a binding named `i` is written as inside a macro, if it is renamed;
+    /// records a read of a differentiated value in `active`.
+    fn renamed_ident(&mut self, i: &Ident, reader: bool, active: &mut Option<String>) -> Option<Ident> {
+        let renamed = match self.lookup(&i.to_string()).cloned()? {
+            Binding::Const { ident, .. } => ident,
+            Binding::Active(v, _) => {
+                *active = Some(i.to_string());
+                val_ident(v)
+            }
+            Binding::Slot(slot) if reader => {
+                *active = Some(i.to_string());
+                let out = self.new_val();
+                self.stmts.push(Stmt::SlotRead { out, slot });
+                val_ident(out)
+            }
+            Binding::Slot(_) => {
+                *active = Some(i.to_string());
+                return None;
+            }
+            Binding::List(l) => {
+                *active = Some(i.to_string());
+                self.lists[l.0].clone()
+            }
+            Binding::Closure(index) => match &self.closures[index].constant {
+                Some(c) => c.clone(),
+                None => {
+                    *active = Some(i.to_string());
+                    return None;
+                }
+            },
+            Binding::Local => return None,
+        };
+        let mut new = renamed;
+        new.set_span(new.span().located_at(i.span()));
+        Some(new)
+    }
+
+    fn rename_tokens(
+        &mut self,
+        tokens: TokenStream,
+        reader: bool,
+        active: &mut Option<String>,
+    ) -> TokenStream {
+        let mut out = Vec::new();
+        let mut after_dot = false;
+        for tt in tokens {
+            let next = match tt {
+                // A name after `.` is a field or a method, not a binding.
+                TokenTree::Ident(i) if !after_dot => match self.renamed_ident(&i, reader, active) {
+                    Some(new) => TokenTree::Ident(new),
+                    None => TokenTree::Ident(i),
                 },
                 TokenTree::Group(g) => {
                     let mut new = proc_macro2::Group::new(
                         g.delimiter(),
-                        self.rename_tokens(g.stream(), active),
+                        self.rename_tokens(g.stream(), reader, active),
                     );
                     new.set_span(g.span());
                     TokenTree::Group(new)
                 }
                 other => other,
-            })
-            .collect()
+            };
+            after_dot = matches!(&next, TokenTree::Punct(p) if p.as_char() == '.');
+            out.push(next);
+        }
+        out.into_iter().collect()
     }
 
     // ---- ops -------------------------------------------------------------------------------
@@ -1664,6 +1877,15 @@ impl Lowerer<'_> {
 
     fn method_call(&mut self, mc: &syn::ExprMethodCall) -> Lowered {
         let method = mc.method.to_string();
+        if let Some(list) = self.list_of(&mc.receiver) {
+            if method == "push" && mc.args.len() == 1 {
+                let value = self.expr(&mc.args[0]);
+                self.list_push(list, value);
+                return Lowered::constant(quote!(()));
+            }
+            self.errors.at(&mc.method, LIST_USES);
+            return Lowered::constant(quote!(::core::unreachable!()));
+        }
         let receiver = self.expr(&mc.receiver);
         let receiver_active = matches!(receiver, Lowered::Val(_));
 
@@ -1679,13 +1901,7 @@ impl Lowerer<'_> {
         if receiver_active && spec.is_none() {
             let recv = self.const_tokens(&receiver);
             let args: Vec<Lowered> = mc.args.iter().map(|a| self.expr(a)).collect();
-            if let Some(pos) = args.iter().position(|a| matches!(a, Lowered::Val(_))) {
-                self.errors.at(
-                    &mc.args[pos],
-                    format!("`{method}` cannot take a differentiated tensor as an argument"),
-                );
-            }
-            let arg_tokens: Vec<TokenStream> = args.iter().map(|a| self.const_tokens(a)).collect();
+            let arg_tokens = self.constant_method_args(mc, &args);
             let m = &mc.method;
             let tf = &mc.turbofish;
             let tokens = quote!(#recv.#m #tf (#(#arg_tokens),*));
@@ -1813,6 +2029,36 @@ impl Lowerer<'_> {
         }
     }
 
+    /// The arguments of a method whose result is a constant. A comparison or a shape query
+    /// may read a differentiated tensor (borrowed); any other method taking one would make a
+    /// constant of it, which is an error.
+    fn constant_method_args(&mut self, mc: &syn::ExprMethodCall, args: &[Lowered]) -> Vec<TokenStream> {
+        let method = mc.method.to_string();
+        let reads_freely =
+            ops::NONDIFF.contains(&method.as_str()) || ops::METADATA.contains(&method.as_str());
+        args.iter()
+            .zip(&mc.args)
+            .map(|(a, syn_arg)| match a {
+                Lowered::Val(v) if reads_freely => {
+                    let v = val_ident(*v);
+                    quote!(&#v)
+                }
+                Lowered::Val(_) => {
+                    self.errors.at(
+                        syn_arg,
+                        format!(
+                            "`{method}` cannot take a differentiated tensor as an argument: its \
+                             result would be a constant and the gradient through it lost (use \
+                             `stop_gradient(..)` to cut the gradient on purpose)"
+                        ),
+                    );
+                    quote!(::core::unreachable!())
+                }
+                Lowered::Const { .. } => self.const_tokens(a),
+            })
+            .collect()
+    }
+
     fn rebuild_method(
         &mut self,
         mc: &syn::ExprMethodCall,
@@ -1823,7 +2069,7 @@ impl Lowerer<'_> {
         refs.push(&receiver);
         let taint = Self::taint_of(&refs);
         let recv = paren(self.const_tokens(&receiver));
-        let arg_tokens: Vec<TokenStream> = args.iter().map(|a| self.const_tokens(a)).collect();
+        let arg_tokens = self.constant_method_args(mc, &args);
         let m = &mc.method;
         let tf = &mc.turbofish;
         Lowered::Const {
@@ -1861,7 +2107,7 @@ impl Lowerer<'_> {
             .iter()
             .flat_map(|s| s.iter())
             .filter(|(_, b)| match b {
-                Binding::Active(..) | Binding::Slot(_) => true,
+                Binding::Active(..) | Binding::Slot(_) | Binding::List(_) => true,
                 Binding::Closure(index) => self.closures[*index].constant.is_none(),
                 Binding::Const { .. } | Binding::Local => false,
             })
@@ -1926,6 +2172,9 @@ impl Lowerer<'_> {
         let mut lowered: Vec<Vec<Lowered>> = Vec::new();
         for (param, arg) in spec.params.iter().zip(&c.args) {
             if *param == Param::TensorList {
+                if let Some(list) = self.list_of(arg) {
+                    return self.list_op(c, spec, list);
+                }
                 let elems = match strip(arg) {
                     Expr::Reference(r) => match strip(&r.expr) {
                         Expr::Array(a) => Some(&a.elems),
@@ -2007,6 +2256,29 @@ impl Lowerer<'_> {
             }
         }
         self.push_op(spec, inputs, config, None, c.span(), taint)
+    }
+
+    /// `stack(&list, axis)` / `concat(&list, axis)` over a list of differentiated tensors.
+    fn list_op(&mut self, c: &syn::ExprCall, spec: &'static OpSpec, list: List) -> Lowered {
+        let mut config = Vec::new();
+        for (param, arg) in spec.params.iter().zip(&c.args) {
+            if let Param::Config(ty, _) = param {
+                let l = self.expr(arg);
+                config.push(self.config_arg(l, *ty, arg, spec.name));
+            }
+        }
+        let ident = &self.lists[list.0];
+        let count = self.hoist(quote!(#ident.len()), Some(quote!(usize)), Use::Plain);
+        let out = self.new_val();
+        self.stmts.push(Stmt::ListOp {
+            out,
+            op: spec,
+            list,
+            config,
+            count,
+            span: c.span(),
+        });
+        Lowered::Val(out)
     }
 
     /// A call of another `#[differentiable]` function returning `n` values.
@@ -2144,6 +2416,7 @@ impl VisitMut for Renamer<'_, '_> {
                     if let Some(ident) = p.path.get_ident().cloned() {
                         let replacement = match self.lowerer.lookup(&ident.to_string()).cloned() {
                             Some(Binding::Active(v, _)) => Some(val_ident(v)),
+                            Some(Binding::List(l)) => Some(self.lowerer.lists[l.0].clone()),
                             Some(Binding::Slot(slot)) => {
                                 let out = self.lowerer.new_val();
                                 self.lowerer.stmts.push(Stmt::SlotRead { out, slot });
@@ -2202,6 +2475,12 @@ impl VisitMut for Renamer<'_, '_> {
                         new.set_span(new.span().located_at(ident.span()));
                         *e = syn::parse_quote!(#new);
                     }
+                    Some(Binding::List(l)) => {
+                        self.taint = self.taint.or(Some(Taint::of(&ident)));
+                        let mut new = self.lowerer.lists[l.0].clone();
+                        new.set_span(new.span().located_at(ident.span()));
+                        *e = syn::parse_quote!(#new);
+                    }
                     Some(Binding::Closure(index)) => {
                         let index = *index;
                         if let Lowered::Const { tokens, .. } =
@@ -2256,9 +2535,8 @@ impl VisitMut for Renamer<'_, '_> {
                 self.lowerer.unsupported(e, what);
             }
             Expr::Macro(m) => {
-                let tokens = self
-                    .lowerer
-                    .rewrite_macro_tokens(m.mac.tokens.clone(), &m.mac);
+                let (tokens, taint) = self.lowerer.rewrite_macro(m.mac.tokens.clone(), &m.mac);
+                self.taint = self.taint.or(taint);
                 m.mac.tokens = tokens;
             }
             _ => syn::visit_mut::visit_expr_mut(self, e),
@@ -2356,6 +2634,158 @@ fn is_compound_assignment(op: &BinOp) -> bool {
 /// `(tokens)`: a constant sub-expression embedded in a larger one keeps its grouping.
 fn paren(tokens: TokenStream) -> TokenStream {
     quote!((#tokens))
+}
+
+/// Macros that print or check values: they may read differentiated tensors (in the forward
+/// pass only; they have no effect on gradients).
+const READING_MACROS: &[&str] = &[
+    "println",
+    "print",
+    "eprintln",
+    "eprint",
+    "format",
+    "write",
+    "writeln",
+    "panic",
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
+    "dbg",
+];
+
+/// Names captured inline by format strings among `tokens` (`{x}`, `{x:?}`, `{x:.3}`), once
+/// each, that no explicit `name = value` argument gives.
+fn format_captures(tokens: &TokenStream) -> Vec<Ident> {
+    let mut names: Vec<String> = Vec::new();
+    let mut explicit: Vec<String> = Vec::new();
+    let list: Vec<TokenTree> = tokens.clone().into_iter().collect();
+    for (k, tt) in list.iter().enumerate() {
+        match tt {
+            TokenTree::Literal(lit) => {
+                let Ok(syn::Lit::Str(s)) = syn::parse_str::<syn::Lit>(&lit.to_string()) else {
+                    continue;
+                };
+                let text = s.value();
+                let mut chars = text.char_indices().peekable();
+                while let Some((i, c)) = chars.next() {
+                    if c != '{' {
+                        continue;
+                    }
+                    if chars.peek().map(|(_, c)| *c) == Some('{') {
+                        chars.next();
+                        continue;
+                    }
+                    let rest = &text[i + 1..];
+                    let end = rest.find(['}', ':']).unwrap_or(rest.len());
+                    let name = rest[..end].trim();
+                    let is_ident = name
+                        .chars()
+                        .next()
+                        .is_some_and(|c| c.is_alphabetic() || c == '_')
+                        && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+                    if is_ident && !names.iter().any(|n| n == name) {
+                        names.push(name.to_owned());
+                    }
+                }
+            }
+            TokenTree::Ident(i) => {
+                let assigns = matches!(list.get(k + 1), Some(TokenTree::Punct(p)) if p.as_char() == '=')
+                    && !matches!(list.get(k + 2), Some(TokenTree::Punct(p)) if p.as_char() == '=');
+                if assigns {
+                    explicit.push(i.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    names
+        .into_iter()
+        .filter(|n| !explicit.contains(n))
+        .map(|n| Ident::new(&n, Span::call_site()))
+        .collect()
+}
+
+/// What a local `Vec` of differentiated tensors supports.
+const LIST_USES: &str = "a `Vec` of differentiated tensors supports `push`, `len`, indexing \
+    (`outs[i]`), `for` loops over it (`for h in &outs`), and `stack`/`concat` of it as a whole \
+    (`stack(&outs, 0)`)";
+
+/// The elements of a new `Vec` (`Vec::new()`, `Vec::with_capacity(n)`, `vec![]`, `vec![a, b]`).
+fn new_vec(e: &Expr) -> Option<Vec<Expr>> {
+    match strip(e) {
+        Expr::Call(c) => {
+            let Expr::Path(p) = strip(&c.func) else {
+                return None;
+            };
+            let segs: Vec<String> = p
+                .path
+                .segments
+                .iter()
+                .map(|s| s.ident.to_string())
+                .collect();
+            let n = segs.len();
+            (n >= 2
+                && segs[n - 2] == "Vec"
+                && (segs[n - 1] == "new" || segs[n - 1] == "with_capacity"))
+                .then(Vec::new)
+        }
+        Expr::Macro(m) if m.mac.path.is_ident("vec") => {
+            let elems = m
+                .mac
+                .parse_body_with(
+                    syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated,
+                )
+                .ok()?;
+            Some(elems.into_iter().collect())
+        }
+        _ => None,
+    }
+}
+
+/// Names of local `Vec`s that may receive differentiated tensors: those a `push` or a `vec![..]`
+/// gives a value computed from a differentiated parameter, followed through every binding form
+/// of the body to a fixed point.
+fn tensor_lists(sig: &Signature, block: &Block) -> Vec<String> {
+    let body = Expr::Block(syn::ExprBlock {
+        attrs: Vec::new(),
+        label: None,
+        block: block.clone(),
+    });
+    let mut flows = assignments(&body);
+    // `v.push(x)` gives `v` a value computed from `x`.
+    struct Pushes(Vec<(String, Vec<Expr>)>);
+    impl<'a> syn::visit::Visit<'a> for Pushes {
+        fn visit_expr_method_call(&mut self, mc: &'a syn::ExprMethodCall) {
+            if mc.method == "push" {
+                if let Expr::Path(p) = strip(&mc.receiver) {
+                    if let Some(i) = p.path.get_ident() {
+                        self.0
+                            .push((i.to_string(), mc.args.iter().cloned().collect()));
+                    }
+                }
+            }
+            syn::visit::visit_expr_method_call(self, mc);
+        }
+    }
+    let mut pushes = Pushes(Vec::new());
+    syn::visit::Visit::visit_expr(&mut pushes, &body);
+    flows.extend(pushes.0);
+    let mut names: Vec<String> = sig.active().map(|(p, _)| p.ident.to_string()).collect();
+    loop {
+        let before = names.len();
+        for (name, sources) in &flows {
+            if !names.contains(name) && sources.iter().any(|r| mentions(r, &names)) {
+                names.push(name.clone());
+            }
+        }
+        if names.len() == before {
+            break;
+        }
+    }
+    names
 }
 
 /// The message for a value read out of a differentiated tensor that reaches the output.

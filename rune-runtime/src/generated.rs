@@ -137,6 +137,19 @@ pub fn accumulate<T: Element>(adjoint: &mut Option<Tensor<T>>, mut contribution:
     }
 }
 
+/// The adjoint of element `index` of a list, made room for.
+pub fn list_slot<T>(adjoints: &mut Vec<Option<Tensor<T>>>, index: usize) -> &mut Option<Tensor<T>> {
+    if adjoints.len() <= index {
+        adjoints.resize_with(index + 1, || None);
+    }
+    &mut adjoints[index]
+}
+
+/// The adjoint of element `index` of a list, taken (the push that made the element is undone).
+pub fn list_take<T>(adjoints: &mut [Option<Tensor<T>>], index: usize) -> Option<Tensor<T>> {
+    adjoints.get_mut(index).and_then(Option::take)
+}
+
 /// Adds an optional contribution to an adjoint.
 #[inline]
 pub fn accumulate_option<T: Element>(

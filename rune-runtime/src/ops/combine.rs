@@ -14,6 +14,7 @@
 //! `where_cond_jvp` selects the tangents, so the unselected tangent is dropped, not multiplied.
 
 use ndarray::{ArrayD, Axis, IxDyn, Slice, Zip};
+use std::borrow::Borrow;
 
 use crate::broadcast::{broadcast_owned, broadcast_shapes, sum_to_shape};
 use crate::element::Element;
@@ -90,18 +91,24 @@ fn stack_shape<T>(tensors: &[&Tensor<T>], axis: isize) -> Result<(usize, Vec<usi
     Ok((a, shape))
 }
 
-/// The tensors joined along an existing `axis` (NumPy's `concatenate`).
+/// The tensors joined along an existing `axis` (NumPy's `concatenate`): a list of references
+/// (`&[&a, &b]`) or of tensors (`&outs` for a `Vec<Tensor<T>>`).
 ///
 /// # Panics
 /// When the list is empty, `axis` is out of range, or the shapes differ on another axis.
 #[track_caller]
 #[must_use]
-pub fn concat<T: Clone>(tensors: &[&Tensor<T>], axis: isize) -> Tensor<T> {
+pub fn concat<T: Clone>(tensors: &[impl Borrow<Tensor<T>>], axis: isize) -> Tensor<T> {
     try_concat(tensors, axis).or_panic()
 }
 
 /// Like [`concat()`], returning an error for bad input.
-pub fn try_concat<T: Clone>(tensors: &[&Tensor<T>], axis: isize) -> Result<Tensor<T>, ShapeError> {
+pub fn try_concat<T: Clone>(
+    tensors: &[impl Borrow<Tensor<T>>],
+    axis: isize,
+) -> Result<Tensor<T>, ShapeError> {
+    let tensors: Vec<&Tensor<T>> = tensors.iter().map(Borrow::borrow).collect();
+    let tensors = &tensors[..];
     let (a, _) = concat_shape(tensors, axis)?;
     if tensors.len() == 1 {
         return Ok(tensors[0].clone());
@@ -112,18 +119,23 @@ pub fn try_concat<T: Clone>(tensors: &[&Tensor<T>], axis: isize) -> Result<Tenso
 }
 
 /// The tensors, all of one shape, joined along a new `axis` (NumPy's `stack`); `axis` ranges over
-/// `-ndim-1..=ndim`.
+/// `-ndim-1..=ndim`. The list holds references (`&[&a, &b]`) or tensors (`&outs`).
 ///
 /// # Panics
 /// When the list is empty, the shapes differ, or `axis` is out of range.
 #[track_caller]
 #[must_use]
-pub fn stack<T: Clone>(tensors: &[&Tensor<T>], axis: isize) -> Tensor<T> {
+pub fn stack<T: Clone>(tensors: &[impl Borrow<Tensor<T>>], axis: isize) -> Tensor<T> {
     try_stack(tensors, axis).or_panic()
 }
 
 /// Like [`stack()`], returning an error for bad input.
-pub fn try_stack<T: Clone>(tensors: &[&Tensor<T>], axis: isize) -> Result<Tensor<T>, ShapeError> {
+pub fn try_stack<T: Clone>(
+    tensors: &[impl Borrow<Tensor<T>>],
+    axis: isize,
+) -> Result<Tensor<T>, ShapeError> {
+    let tensors: Vec<&Tensor<T>> = tensors.iter().map(Borrow::borrow).collect();
+    let tensors = &tensors[..];
     let (a, _) = stack_shape(tensors, axis)?;
     let views: Vec<_> = tensors.iter().map(|t| t.view()).collect();
     let out = ndarray::stack(Axis(a), &views).expect("stack: shapes checked");

@@ -219,7 +219,7 @@ fn bad_input_names_the_op_and_shapes() {
         msg.starts_with("concat:") && msg.contains("[2, 3]"),
         "{msg}"
     );
-    assert!(rune_runtime::try_concat::<f64>(&[], 0).is_err());
+    assert!(rune_runtime::try_concat::<f64>(&[] as &[&Tensor<f64>], 0).is_err());
     let msg = panic_message(|| stack(&[&a, &b], 0));
     assert!(msg.starts_with("stack:") && msg.contains("[3, 2]"), "{msg}");
     let msg = panic_message(|| stack(&[&a, &a], 3));
