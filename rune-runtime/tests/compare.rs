@@ -2,7 +2,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use rune_runtime::Tensor;
+use rune_runtime::{Dual, Tensor};
 
 fn f(values: &[f64], shape: &[usize]) -> Tensor<f64> {
     Tensor::from_vec(values.to_vec(), shape)
@@ -48,6 +48,28 @@ fn comparisons_against_scalars_and_tensors() {
     // f32 with an f32 literal.
     let s = Tensor::<f32>::from_vec(vec![0.5, -0.5], &[2]);
     assert_eq!(s.gt(0.0f32).to_vec(), vec![true, false]);
+}
+
+#[test]
+fn masks_cast_to_ones_and_zeros() {
+    let mask = m(&[true, false, false, true, true, false], &[2, 3]);
+    let x: Tensor<f64> = mask.cast();
+    assert_eq!(x.shape(), &[2, 3]);
+    assert_eq!(x.to_vec(), vec![1.0, 0.0, 0.0, 1.0, 1.0, 0.0]);
+    assert_eq!(
+        mask.cast::<f32>().to_vec(),
+        vec![1.0_f32, 0.0, 0.0, 1.0, 1.0, 0.0]
+    );
+    // A dual number: value 1 or 0, tangent 0.
+    let d = mask.cast::<Dual<f64>>().to_vec();
+    assert_eq!((d[0].re, d[0].du, d[1].re, d[1].du), (1.0, 0.0, 0.0, 0.0));
+    // Zeroing elements by a comparison's mask.
+    let v = f(&[-1.0, 2.0, -3.0, 4.0], &[4]);
+    let kept = &v * &v.gt(0.0).cast::<f64>();
+    assert_eq!(kept.to_vec(), vec![0.0, 2.0, 0.0, 4.0]);
+    // A 0-d mask and an empty one.
+    assert_eq!(Tensor::scalar(true).cast::<f64>().item(), 1.0);
+    assert_eq!(m(&[], &[0, 2]).cast::<f32>().shape(), &[0, 2]);
 }
 
 #[test]
