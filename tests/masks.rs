@@ -1,4 +1,5 @@
-//! Masks inside `#[differentiable]` functions: comparisons give constant masks, which cast to numbers and weight differentiated values; checked through the generated
+//! Masks inside `#[differentiable]` functions: comparisons and `eq` on indices give constant
+//! masks, which cast to numbers and weight differentiated values; checked through the generated
 //! code against hand-derived gradients and finite differences.
 
 use rune_ad::prelude::*;
@@ -114,4 +115,67 @@ fn a_comparison_of_the_differentiated_value_is_a_constant_mask() {
         ),
         &[x32],
     );
+}
+
+// ---- `eq` on indices -----------------------------------------------------------------------
+
+/// Half the squared logits of the rows the classifier gets right.
+#[differentiable]
+fn hit_energy(logits: &Tensor<f64>, #[nodiff] labels: &Tensor<i64>) -> Tensor<f64> {
+    let hits = logits.argmax(-1).eq(labels).cast::<f64>();
+    (logits.square().sum_axes(&[-1], false) * hits).sum() * 0.5
+}
+
+/// `x` scaled by the accuracy, written as `logits.argmax(-1).eq(&labels)` on owned labels.
+#[differentiable]
+fn accuracy_times(
+    x: &Tensor<f64>,
+    #[nodiff] logits: &Tensor<f64>,
+    #[nodiff] labels: Tensor<i64>,
+) -> Tensor<f64> {
+    let accuracy = logits.argmax(-1).eq(&labels).cast::<f64>().mean();
+    (x * accuracy).sum()
+}
+
+#[test]
+fn eq_on_argmax_gives_a_mask_in_differentiated_code() {
+    // Rows' argmax: 1, 0, 2; the labels match rows 0 and 2.
+    let logits = tensor::<f64>(&[0.1, 2.0, -1.0, 3.0, 0.5, 0.2, -2.0, 0.0, 1.0], &[3, 3]);
+    let labels = Tensor::from_vec(vec![1_i64, 2, 2], &[3]);
+    assert_close(
+        &hit_energy(&logits, &labels),
+        &[0.5 * (0.01 + 4.0 + 1.0 + 4.0 + 1.0)],
+        1e-15,
+    );
+    assert_close(
+        &hit_energy_grad(&logits, &labels),
+        &[0.1, 2.0, -1.0, 0.0, 0.0, 0.0, -2.0, 0.0, 1.0],
+        1e-15,
+    );
+    // The accuracy is 2/3, a constant factor.
+    let x = tensor::<f64>(&[1.0, 2.0], &[2]);
+    assert_close(&accuracy_times(&x, &logits, labels.clone()), &[2.0], 1e-15);
+    assert_close(
+        &accuracy_times_grad(&x, &logits, labels),
+        &[2.0 / 3.0; 2],
+        1e-15,
+    );
+}
+
+// ---- comparisons on the dual numbers of `f_hvp` --------------------------------------------
+
+/// `x³` where `x > 0`, else `x²`: the twin on dual numbers compares with the same `0.0`.
+#[differentiable(hvp)]
+fn cube_or_square(x: &Tensor<f64>) -> Tensor<f64> {
+    where_cond(&x.gt(0.0), &(x.square() * x), &x.square()).sum()
+}
+
+#[test]
+fn comparisons_with_a_plain_float_read_on_dual_numbers() {
+    let x = tensor::<f64>(&[2.0, -1.0, 0.5], &[3]);
+    let v = tensor::<f64>(&[1.0, 1.0, 2.0], &[3]);
+    // grad: 3x² or 2x; Hessian diagonal: 6x or 2.
+    let (g, hv) = cube_or_square_hvp(&x, &v);
+    assert_close(&g, &[12.0, -2.0, 0.75], 1e-15);
+    assert_close(&hv, &[12.0, 2.0, 6.0], 1e-15);
 }
