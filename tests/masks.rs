@@ -179,3 +179,80 @@ fn comparisons_with_a_plain_float_read_on_dual_numbers() {
     assert_close(&g, &[12.0, -2.0, 0.75], 1e-15);
     assert_close(&hv, &[12.0, 2.0, 6.0], 1e-15);
 }
+
+// ---- maximum and minimum against a scalar ----------------------------------------------------
+
+/// `x` clipped to `[0, 1.5]`, squared: `2x` inside, 0 outside, and half of `2x` at an edge.
+#[differentiable]
+fn clipped_energy(x: &Tensor<f64>) -> Tensor<f64> {
+    x.maximum(0.0).minimum(1.5).square().sum()
+}
+
+#[differentiable]
+fn clipped_energy_f32(x: &Tensor<f32>) -> Tensor<f32> {
+    x.maximum(0.0).minimum(1.5).square().sum()
+}
+
+/// `sum(max(x, 0))`: the gradient is 1 where `x > 0` and 1/2 at the tie `x == 0`.
+#[differentiable]
+fn rectified_sum(x: &Tensor<f64>) -> Tensor<f64> {
+    x.maximum(0.0).sum()
+}
+
+#[test]
+fn maximum_and_minimum_take_a_scalar() {
+    assert_close(
+        &rectified_sum_grad(&tensor(&[-1.0, 0.0, 2.0], &[3])),
+        &[0.0, 0.5, 1.0],
+        0.0,
+    );
+    let x = tensor::<f64>(&[-1.0, 0.5, 1.0, 2.0, 0.0, 1.5], &[2, 3]);
+    // Clipped: [0, 0.5, 1, 1.5, 0, 1.5]; the ties at 0 and 1.5 pass half the gradient.
+    assert_close(&clipped_energy(&x), &[0.25 + 1.0 + 2.25 + 2.25], 1e-15);
+    let expected = [0.0, 1.0, 2.0, 0.0, 0.0, 1.5];
+    assert_close(&clipped_energy_grad(&x), &expected, 1e-15);
+    let (_, t) = clipped_energy_jvp(&x, &Tensor::ones(&[2, 3]));
+    assert_close(&t, &[4.5], 1e-15);
+    let x32 = x.cast::<f32>();
+    assert_close(&clipped_energy_f32_grad(&x32), &expected, 1e-6);
+
+    // Away from the edges, against finite differences.
+    let x = tensor::<f64>(&[-1.0, 0.5, 1.2, 2.0, 0.1, 1.4], &[2, 3]);
+    assert_close(
+        &clipped_energy_grad(&x),
+        &[0.0, 1.0, 2.4, 0.0, 0.2, 2.8],
+        1e-15,
+    );
+    fd_check(
+        &grad_fn(
+            |a: &[Tensor<f64>]| clipped_energy(&a[0]),
+            |a: &[Tensor<f64>], t: &[Tensor<f64>]| clipped_energy_jvp(&a[0], &t[0]).1,
+            |a: &[Tensor<f64>], g: &Tensor<f64>| vec![clipped_energy_vjp(&a[0], g).1],
+        ),
+        std::slice::from_ref(&x),
+    );
+    fd_check(
+        &grad_fn(
+            |a: &[Tensor<f32>]| clipped_energy_f32(&a[0]),
+            |a: &[Tensor<f32>], t: &[Tensor<f32>]| clipped_energy_f32_jvp(&a[0], &t[0]).1,
+            |a: &[Tensor<f32>], g: &Tensor<f32>| vec![clipped_energy_f32_vjp(&a[0], g).1],
+        ),
+        &[x.cast::<f32>()],
+    );
+}
+
+/// The same source on the dual numbers of `f_hvp`: `0.0` is the constant dual zero.
+#[differentiable(hvp)]
+fn rectified_cube(x: &Tensor<f64>) -> Tensor<f64> {
+    (x.maximum(0.0) * x.square()).sum()
+}
+
+#[test]
+fn maximum_with_a_plain_float_reads_on_dual_numbers() {
+    let x = tensor::<f64>(&[2.0, -1.0, 0.5], &[3]);
+    let v = tensor::<f64>(&[1.0, 1.0, 2.0], &[3]);
+    // x³ where x > 0, else 0: gradient 3x² or 0, Hessian diagonal 6x or 0.
+    let (g, hv) = rectified_cube_hvp(&x, &v);
+    assert_close(&g, &[12.0, 0.0, 0.75], 1e-15);
+    assert_close(&hv, &[12.0, 0.0, 6.0], 1e-15);
+}
