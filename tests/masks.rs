@@ -1,6 +1,7 @@
 //! Masks inside `#[differentiable]` functions: comparisons and `eq` on indices give constant
-//! masks, which cast to numbers and weight differentiated values; checked through the generated
-//! code against hand-derived gradients and finite differences.
+//! masks, which cast to numbers and weight differentiated values; `maximum`/`minimum` against a
+//! scalar; `arange` ranges as constants. Checked through the generated code against
+//! hand-derived gradients and finite differences.
 
 use rune_ad::prelude::*;
 use rune_ad::GradFn;
@@ -255,4 +256,45 @@ fn maximum_with_a_plain_float_reads_on_dual_numbers() {
     let (g, hv) = rectified_cube_hvp(&x, &v);
     assert_close(&g, &[12.0, 0.0, 0.75], 1e-15);
     assert_close(&hv, &[12.0, 0.0, 6.0], 1e-15);
+}
+
+// ---- ranges --------------------------------------------------------------------------------
+
+/// The sum of the first `lengths[r]` elements of each row `r` (`lengths` of shape `[rows, 1]`):
+/// a sequence mask from comparing an `i64` range with the lengths.
+#[differentiable]
+fn prefix_sums(x: &Tensor<f64>, #[nodiff] lengths: &Tensor<i64>) -> Tensor<f64> {
+    let positions = Tensor::<i64>::arange(x.shape()[1]);
+    (x * positions.lt(lengths).cast::<f64>()).sum()
+}
+
+/// `x` weighted by the ramp `[0.5, 1, 1.5, ...]`.
+#[differentiable]
+fn ramp_weighted(x: &Tensor<f32>) -> Tensor<f32> {
+    let ramp = Tensor::arange_step(0.5, 0.5 + 0.5 * x.len() as f32, 0.5);
+    (x * ramp).sum()
+}
+
+#[test]
+fn ranges_are_constants_in_differentiated_code() {
+    let x = tensor::<f64>(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], &[2, 4]);
+    let lengths = Tensor::from_vec(vec![1_i64, 3], &[2, 1]);
+    assert_eq!(prefix_sums(&x, &lengths).item(), 1.0 + 5.0 + 6.0 + 7.0);
+    assert_close(
+        &prefix_sums_grad(&x, &lengths),
+        &[1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0],
+        0.0,
+    );
+
+    let y = tensor::<f32>(&[2.0, -1.0, 4.0], &[3]);
+    assert_close(&ramp_weighted(&y), &[1.0 - 1.0 + 6.0], 0.0);
+    assert_close(&ramp_weighted_grad(&y), &[0.5, 1.0, 1.5], 0.0);
+    fd_check(
+        &grad_fn(
+            |a: &[Tensor<f32>]| ramp_weighted(&a[0]),
+            |a: &[Tensor<f32>], t: &[Tensor<f32>]| ramp_weighted_jvp(&a[0], &t[0]).1,
+            |a: &[Tensor<f32>], g: &Tensor<f32>| vec![ramp_weighted_vjp(&a[0], g).1],
+        ),
+        &[y],
+    );
 }

@@ -107,6 +107,8 @@ pub const RULES: &[crate::ops::OpInfo] = &[
     crate::ops::OpInfo::nondiff("from_vec", "const_array"),
     crate::ops::OpInfo::nondiff("try_from_vec", "const_array"),
     crate::ops::OpInfo::nondiff("arange", "const_array"),
+    crate::ops::OpInfo::nondiff("arange_step", "const_array"),
+    crate::ops::OpInfo::nondiff("try_arange_step", "const_array"),
     crate::ops::OpInfo::nondiff("rand_uniform", "threefry"),
     crate::ops::OpInfo::nondiff("rand_normal", "threefry"),
     // In-place updates: the code generator differentiates `a op= b` as `a = a op b`.
