@@ -231,6 +231,10 @@ ops! {
     gen pow_outer ["pow"] (x: Positive[2, 1], y: Normal[1, 3]) { x.pow(y) }
     gen maximum ["maximum"] (x: Spread[2, 3], y: Shifted[3]) { x.maximum(y) }
     gen minimum ["minimum"] (x: Spread[2, 1], y: Shifted[1, 3]) { x.minimum(y) }
+    real clip_by_scalars ["maximum", "minimum"] (x: Spread[2, 3]) { x.maximum(0.0).minimum(1.5) }
+    gen selection_scalars ["maximum", "minimum", "mul"] (x: Spread[2, 3]) {
+        x.maximum(T::zero()) * x.minimum(T::from_f64(0.45))
+    }
 
     // ---- reductions ---------------------------------------------------------------------------
     gen sum ["sum"] (x: Normal[2, 3, 4]) { x.sum() }

@@ -4,6 +4,9 @@
 //! arithmetic of [`num_traits::Float`] and the matrix-product support of
 //! [`ndarray::LinalgScalar`]. It is implemented for `f32`, `f64` and the forward-mode dual numbers
 //! [`Dual<f32>`](crate::Dual), [`Dual<f64>`](crate::Dual) (nesting too).
+//!
+//! [`RangeElement`] is what [`Tensor::arange`](crate::Tensor::arange) counts in: every
+//! `Element`, and `i64` for index tensors.
 
 use std::fmt::{Debug, Display};
 use std::iter::{Product, Sum};
@@ -119,6 +122,112 @@ impl Element for f64 {
     #[inline]
     fn is_exact_zero(self) -> bool {
         self == 0.0
+    }
+}
+
+/// An element type [`Tensor::arange`](crate::Tensor::arange) and
+/// [`Tensor::arange_step`](crate::Tensor::arange_step) count in: every [`Element`] (`f32`,
+/// `f64`, dual numbers) and `i64`.
+pub trait RangeElement: Copy + Display + 'static {
+    /// The index `i` as this type (for a float, the nearest value where `i` is not exact).
+    fn from_index(i: usize) -> Self;
+
+    /// The number of elements of `start, start + step, ...` before `end`: `⌈(end - start) /
+    /// step⌉`, as NumPy's `arange`. An error says what is wrong with the arguments: a zero step,
+    /// a step pointing away from `end`, a non-finite float, or more elements than memory holds.
+    fn range_len(start: Self, end: Self, step: Self) -> Result<usize, String>;
+
+    /// `start + i·step`.
+    fn range_at(start: Self, step: Self, i: usize) -> Self;
+}
+
+/// Why `start, start + step, ...` cannot count towards `end`, if it cannot. `zero`: the step is
+/// zero; `away`: its sign is the opposite of `end - start`'s.
+fn range_direction<T: Display>(
+    start: T,
+    end: T,
+    step: T,
+    zero: bool,
+    away: bool,
+) -> Result<(), String> {
+    if zero {
+        Err(format!(
+            "step 0 never reaches end {end} from start {start}; the step must not be zero"
+        ))
+    } else if away {
+        Err(format!(
+            "step {step} points away from end {end} (start {start}); the step's sign must be \
+             that of end - start"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// The most elements of type `T` one allocation can hold.
+fn max_elements<T>() -> usize {
+    isize::MAX as usize / std::mem::size_of::<T>()
+}
+
+/// The error for a range of `n` elements, more than one allocation can hold.
+fn range_too_long(n: impl Display) -> String {
+    format!("the range has {n} elements, more than a tensor can hold")
+}
+
+impl<T: Element> RangeElement for T {
+    #[inline]
+    fn from_index(i: usize) -> Self {
+        T::from_f64(i as f64)
+    }
+
+    fn range_len(start: T, end: T, step: T) -> Result<usize, String> {
+        let (s, e, d) = (start.to_real(), end.to_real(), step.to_real());
+        if !(s.is_finite() && e.is_finite() && d.is_finite()) {
+            return Err(format!(
+                "start {start}, end {end} and step {step} must all be finite"
+            ));
+        }
+        range_direction(start, end, step, d == 0.0, (e - s) * d < 0.0)?;
+        let n = ((e - s) / d).ceil();
+        if n > max_elements::<T>() as f64 {
+            return Err(range_too_long(n));
+        }
+        Ok(n as usize)
+    }
+
+    #[inline]
+    fn range_at(start: T, step: T, i: usize) -> T {
+        start + step * T::from_index(i)
+    }
+}
+
+impl RangeElement for i64 {
+    #[inline]
+    fn from_index(i: usize) -> Self {
+        i64::try_from(i).expect("the index of a tensor's element fits in i64")
+    }
+
+    fn range_len(start: i64, end: i64, step: i64) -> Result<usize, String> {
+        let span = i128::from(end) - i128::from(start);
+        range_direction(
+            start,
+            end,
+            step,
+            step == 0,
+            span.signum() * i128::from(step.signum()) < 0,
+        )?;
+        let (span, step) = (span.abs(), i128::from(step).abs());
+        let n = (span + step - 1) / step;
+        usize::try_from(n)
+            .ok()
+            .filter(|&n| n <= max_elements::<i64>())
+            .ok_or_else(|| range_too_long(n))
+    }
+
+    #[inline]
+    fn range_at(start: i64, step: i64, i: usize) -> i64 {
+        // In i128: `i·step` may overflow i64 where `start + i·step` does not.
+        (i128::from(start) + i128::from(step) * i128::from(i64::from_index(i))) as i64
     }
 }
 

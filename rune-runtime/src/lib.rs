@@ -66,7 +66,7 @@
 //! | `idiv`, `mod` | `/` and `%` on `Tensor<i64>` |
 //! | `cmplt`, `cmpne` | `lt gt le ge eq ne` |
 //! | `xor`, `or`, `and` | `xor`, `or`, `and`, `not` on `Tensor<bool>` |
-//! | `const_scalar`, `const_array` | `Tensor::scalar`, `full`, `zeros`, `ones`; `from_vec`, `arange` |
+//! | `const_scalar`, `const_array` | `Tensor::scalar`, `full`, `zeros`, `ones`; `from_vec`, `arange`, `arange_step` |
 //! | `threefry` | `rand_uniform`, `rand_normal` (SplitMix64, fixed seeds) |
 //! | `unfold`, `fold` | `unfold`, `fold`; `conv2d`, `max_pool2d`, `avg_pool2d` |
 //! | `matmul` | `matmul` |
@@ -91,7 +91,7 @@ pub mod workload;
 pub use broadcast::{broadcast_shapes, sum_to_shape};
 pub use check::{check_grad, check_hvp, grad_fn, GradCheckError, GradFn};
 pub use dual::Dual;
-pub use element::{strong_mul, Element};
+pub use element::{strong_mul, Element, RangeElement};
 pub use error::ShapeError;
 pub use jacobian::{hessian, hessian_from_grad, hvp_from_grad, jacfwd, jacobian, jacrev};
 pub use model::Differentiable;

@@ -7,7 +7,7 @@ use std::fmt;
 use ndarray::{ArcArray, ArrayD, ArrayViewD, IxDyn};
 use num_traits::{One, Zero};
 
-use crate::element::Element;
+use crate::element::{Element, RangeElement};
 use crate::error::{OrPanic, ShapeError};
 use crate::rng::SplitMix64;
 
@@ -184,12 +184,50 @@ impl<T: Clone + One> Tensor<T> {
     }
 }
 
-impl<T: Element> Tensor<T> {
-    /// `[0, 1, ..., n-1]`.
+impl<T: RangeElement> Tensor<T> {
+    /// `[0, 1, ..., n-1]`, a 1-d tensor of `n` elements (`f32`, `f64`, dual numbers or `i64`).
+    ///
+    /// ```
+    /// use rune_runtime::Tensor;
+    /// assert_eq!(Tensor::<f64>::arange(3).to_vec(), vec![0.0, 1.0, 2.0]);
+    /// assert_eq!(Tensor::<i64>::arange(3).to_vec(), vec![0, 1, 2]);
+    /// ```
     pub fn arange(n: usize) -> Self {
-        Self::from_vec((0..n).map(|i| T::from_f64(i as f64)).collect(), &[n])
+        Self::from_vec((0..n).map(T::from_index).collect(), &[n])
     }
 
+    /// `[start, start + step, start + 2·step, ...]` up to but not including `end`: a 1-d tensor of
+    /// `⌈(end - start) / step⌉` elements, as NumPy's `arange(start, end, step)`. The step may be
+    /// negative, counting down; `start == end` gives an empty tensor.
+    ///
+    /// ```
+    /// use rune_runtime::Tensor;
+    /// assert_eq!(Tensor::arange_step(0.0, 1.0, 0.25).to_vec(), vec![0.0, 0.25, 0.5, 0.75]);
+    /// assert_eq!(Tensor::<i64>::arange_step(5, -1, -2).to_vec(), vec![5, 3, 1]);
+    /// ```
+    ///
+    /// # Panics
+    /// When `step` is zero or points away from `end` (negative while `end > start`, or positive
+    /// while `end < start`), where NumPy would give an empty or endless range; when a float
+    /// argument is NaN or infinite. The message names the op and the three arguments.
+    #[track_caller]
+    pub fn arange_step(start: T, end: T, step: T) -> Self {
+        Self::try_arange_step(start, end, step).or_panic()
+    }
+
+    /// Like [`Tensor::arange_step`], returning an error for a zero or wrong-signed step or a
+    /// non-finite float argument.
+    pub fn try_arange_step(start: T, end: T, step: T) -> Result<Self, ShapeError> {
+        let n = T::range_len(start, end, step)
+            .map_err(|message| ShapeError::new("arange_step", message))?;
+        Ok(Self::from_vec(
+            (0..n).map(|i| T::range_at(start, step, i)).collect(),
+            &[n],
+        ))
+    }
+}
+
+impl<T: Element> Tensor<T> {
     /// Uniform samples in `[lo, hi)` from a fixed-seed generator (SplitMix64): the same seed gives
     /// the same tensor on every machine.
     pub fn rand_uniform(shape: &[usize], lo: T, hi: T, seed: u64) -> Self {

@@ -2,7 +2,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use rune_runtime::Tensor;
+use rune_runtime::{Dual, Tensor};
 
 fn f(values: &[f64], shape: &[usize]) -> Tensor<f64> {
     Tensor::from_vec(values.to_vec(), shape)
@@ -48,6 +48,135 @@ fn comparisons_against_scalars_and_tensors() {
     // f32 with an f32 literal.
     let s = Tensor::<f32>::from_vec(vec![0.5, -0.5], &[2]);
     assert_eq!(s.gt(0.0f32).to_vec(), vec![true, false]);
+}
+
+/// `eq` and `ne` on integer tensors and masks give masks, as on floats; `i64` tensors also
+/// have the order comparisons.
+#[test]
+fn integer_and_mask_comparisons_are_elementwise() {
+    let a = i(&[1, 2, 3, 4], &[4]);
+    let b = i(&[1, 0, 3, 5], &[4]);
+    let eq: Tensor<bool> = a.eq(&b);
+    assert_eq!(eq.to_vec(), vec![true, false, true, false]);
+    assert_eq!(a.ne(&b).to_vec(), vec![false, true, false, true]);
+    assert_eq!(a.ne(b.clone()).to_vec(), vec![false, true, false, true]);
+    assert_eq!(a.lt(&b).to_vec(), vec![false, false, false, true]);
+    assert_eq!(a.gt(&b).to_vec(), vec![false, true, false, false]);
+    assert_eq!(a.le(&b).to_vec(), vec![true, false, true, true]);
+    assert_eq!(a.ge(&b).to_vec(), vec![true, true, true, false]);
+    // An unsuffixed literal is an i64 here.
+    assert_eq!(a.eq(3).to_vec(), vec![false, false, true, false]);
+    assert_eq!(a.ge(2).to_vec(), vec![false, true, true, true]);
+    // `==` still compares whole tensors.
+    assert!(a == a.clone() && a != b);
+    let r = &a;
+    assert_eq!(r.eq(&b).to_vec(), eq.to_vec());
+
+    let p = m(&[true, true, false, false], &[4]);
+    let q = m(&[true, false, true, false], &[4]);
+    let same: Tensor<bool> = p.eq(&q);
+    assert_eq!(same.to_vec(), vec![true, false, false, true]);
+    assert_eq!(p.ne(&q).to_vec(), vec![false, true, true, false]);
+    assert_eq!(p.eq(true).to_vec(), vec![true, true, false, false]);
+    assert_eq!(p.ne(false).to_vec(), vec![true, true, false, false]);
+    assert!(p == p.clone() && p != q);
+}
+
+#[test]
+fn integer_and_mask_comparisons_broadcast_and_name_shapes() {
+    let col = i(&[0, 2], &[2, 1]);
+    let row = i(&[0, 1, 2], &[3]);
+    let eq = col.eq(&row);
+    assert_eq!(eq.shape(), &[2, 3]);
+    assert_eq!(eq.to_vec(), vec![true, false, false, false, false, true]);
+    assert_eq!(
+        col.lt(&row).to_vec(),
+        vec![false, true, true, false, false, false]
+    );
+    assert_eq!(row.ne(Tensor::scalar(1)).to_vec(), vec![true, false, true]);
+    let mcol = m(&[true, false], &[2, 1]);
+    let mrow = m(&[true, false, true], &[3]);
+    assert_eq!(
+        mcol.ne(&mrow).to_vec(),
+        vec![false, true, false, true, false, true]
+    );
+
+    let err = row.try_eq(i(&[0, 1], &[2])).unwrap_err();
+    assert_eq!(err.op(), "eq");
+    assert!(err.to_string().contains("[3]") && err.to_string().contains("[2]"));
+    let msg = panic_message(|| mrow.ne(m(&[true; 2], &[2])));
+    assert!(
+        msg.starts_with("ne:") && msg.contains("[3]") && msg.contains("[2]"),
+        "{msg}"
+    );
+    let msg = panic_message(|| col.ge(i(&[0; 6], &[3, 2])));
+    assert!(
+        msg.starts_with("ge:") && msg.contains("[2, 1]") && msg.contains("[3, 2]"),
+        "{msg}"
+    );
+}
+
+/// The accuracy of a classifier, as users write it: `eq` is the elementwise method, not
+/// `PartialEq::eq`, and the mask casts to numbers.
+#[test]
+fn accuracy_from_argmax_eq_labels() {
+    // Rows' argmax: 1, 0, 2, 2.
+    let logits = f(
+        &[0.1, 2.0, -1.0, 3.0, 0.5, 0.2, -2.0, 0.0, 1.0, 0.3, 0.2, 0.4],
+        &[4, 3],
+    );
+    let labels = i(&[1, 0, 0, 2], &[4]);
+    let hits: Tensor<bool> = logits.argmax(-1).eq(&labels);
+    assert_eq!(hits.to_vec(), vec![true, true, false, true]);
+    assert_eq!(hits.cast::<f64>().mean().item(), 0.75);
+    assert_eq!(hits.cast::<f32>().mean().item(), 0.75_f32);
+    let misses = logits.argmax(-1).ne(&labels);
+    assert_eq!(misses.cast::<f64>().sum().item(), 1.0);
+}
+
+#[test]
+fn masks_cast_to_ones_and_zeros() {
+    let mask = m(&[true, false, false, true, true, false], &[2, 3]);
+    let x: Tensor<f64> = mask.cast();
+    assert_eq!(x.shape(), &[2, 3]);
+    assert_eq!(x.to_vec(), vec![1.0, 0.0, 0.0, 1.0, 1.0, 0.0]);
+    assert_eq!(
+        mask.cast::<f32>().to_vec(),
+        vec![1.0_f32, 0.0, 0.0, 1.0, 1.0, 0.0]
+    );
+    // A dual number: value 1 or 0, tangent 0.
+    let d = mask.cast::<Dual<f64>>().to_vec();
+    assert_eq!((d[0].re, d[0].du, d[1].re, d[1].du), (1.0, 0.0, 0.0, 0.0));
+    // Zeroing elements by a comparison's mask.
+    let v = f(&[-1.0, 2.0, -3.0, 4.0], &[4]);
+    let kept = &v * &v.gt(0.0).cast::<f64>();
+    assert_eq!(kept.to_vec(), vec![0.0, 2.0, 0.0, 4.0]);
+    // A 0-d mask and an empty one.
+    assert_eq!(Tensor::scalar(true).cast::<f64>().item(), 1.0);
+    assert_eq!(m(&[], &[0, 2]).cast::<f32>().shape(), &[0, 2]);
+}
+
+/// The right-hand side may be a reference to a reference parameter, and on dual numbers a plain
+/// float (the constant with a zero tangent), as for `+ - * /`.
+#[test]
+// Writing `&y` for a `y: &Tensor` is what this checks compiles.
+#[allow(clippy::needless_borrows_for_generic_args)]
+fn comparisons_take_double_references_and_plain_floats_on_duals() {
+    fn above(x: &Tensor<f64>, y: &Tensor<f64>) -> Tensor<bool> {
+        x.gt(&y)
+    }
+    let x = f(&[1.0, 2.0, 3.0], &[3]);
+    let y = f(&[2.0, 2.0, 2.0], &[3]);
+    assert_eq!(above(&x, &y).to_vec(), vec![false, false, true]);
+    let (a, b) = (i(&[1, 2], &[2]), i(&[1, 3], &[2]));
+    let rb = &b;
+    assert_eq!(a.eq(&rb).to_vec(), vec![true, false]);
+
+    let d = x.map(|&v| Dual::new(v, 1.0));
+    assert_eq!(d.gt(2.0).to_vec(), vec![false, false, true]);
+    assert_eq!(d.eq(2.0).to_vec(), vec![false, true, false]);
+    let e = Tensor::<f32>::from_vec(vec![-1.0, 1.0], &[2]).map(|&v| Dual::new(v, 0.0));
+    assert_eq!(e.le(0.0).to_vec(), vec![true, false]);
 }
 
 #[test]

@@ -5,16 +5,20 @@
 //! - `pow(a, b) = a^b`. Its derivative in `a` is `b·a^(b-1)`, and `0` where `b = 0` (the
 //!   function is constant there), as in JAX. Its derivative in `b` is `ln(a)·a^b` with `ln(0)`
 //!   read as `ln(1) = 0`, as JAX does: `0^b` has a zero `b`-gradient, not NaN.
-//! - `maximum` and `minimum` propagate NaN (as NumPy's `maximum`/`minimum` and JAX's `max`/`min`).
-//!   Where `a == b` the gradient is split evenly, half to each side, as JAX does; where either
-//!   side is NaN, neither side gets any gradient.
+//! - `maximum` and `minimum` take a tensor or a scalar on the right (`x.maximum(0.0)`), and
+//!   propagate NaN (as NumPy's `maximum`/`minimum` and JAX's `max`/`min`). Where `a == b` the
+//!   gradient is split evenly, half to each side, as JAX does (so `x.maximum(0.0)` passes half
+//!   the gradient at `x == 0`, where `relu` passes none); where either side is NaN, neither side
+//!   gets any gradient.
+
+use std::borrow::Cow;
 
 use ndarray::Zip;
 
 use crate::broadcast::{broadcast_shapes, broadcast_view, sum_to_shape};
 use crate::element::{strong_mul, Element};
 use crate::error::{OrPanic, ShapeError};
-use crate::ops::arith::{try_binary_map, OperandRef};
+use crate::ops::arith::{try_binary_map, OperandOf, OperandRef};
 use crate::tensor::Tensor;
 
 fn max_kernel<T: Element>(a: T, b: T) -> T {
@@ -64,10 +68,57 @@ binary_methods! {
     /// `self ^ exponent` elementwise, broadcasting (NaN for a negative base and a non-integer
     /// exponent).
     pow, try_pow, exponent, |a: T, b: T| a.powf(b);
+}
+
+macro_rules! selection_methods {
+    ($($(#[$doc:meta])* $name:ident, $try_name:ident, $kernel:expr;)*) => {
+        impl<T: Element> Tensor<T> {$(
+            $(#[$doc])*
+            ///
+            /// `other` is a tensor (owned or borrowed) or a scalar of the element type; an
+            /// unsuffixed literal takes the tensor's type. On dual numbers a plain float is the
+            /// constant with a zero tangent.
+            ///
+            /// # Panics
+            /// When the shapes do not broadcast.
+            #[track_caller]
+            #[must_use]
+            pub fn $name<B: OperandOf<T>>(&self, other: B) -> Tensor<T> {
+                self.$try_name(other).or_panic()
+            }
+
+            #[doc = concat!("Like [`Tensor::", stringify!($name),
+                "`], returning an error when the shapes do not broadcast.")]
+            pub fn $try_name<B: OperandOf<T>>(&self, other: B) -> Result<Tensor<T>, ShapeError> {
+                try_binary_map(
+                    stringify!($name),
+                    OperandRef::Tensor(self),
+                    other.operand_of(),
+                    $kernel,
+                )
+            }
+        )*}
+    };
+}
+
+selection_methods! {
     /// The larger of `self` and `other` elementwise, broadcasting; NaN if either is NaN.
-    maximum, try_maximum, other, max_kernel;
+    ///
+    /// ```
+    /// use rune_runtime::Tensor;
+    /// let x = Tensor::from_vec(vec![-1.0, 0.5, 2.0], &[3]);
+    /// assert_eq!(x.maximum(0.0).to_vec(), vec![0.0, 0.5, 2.0]);
+    /// assert_eq!(x.maximum(-&x).to_vec(), vec![1.0, 0.5, 2.0]);
+    /// ```
+    maximum, try_maximum, max_kernel;
     /// The smaller of `self` and `other` elementwise, broadcasting; NaN if either is NaN.
-    minimum, try_minimum, other, min_kernel;
+    ///
+    /// ```
+    /// use rune_runtime::Tensor;
+    /// let x = Tensor::from_vec(vec![-1.0, 0.5, 2.0], &[3]);
+    /// assert_eq!(x.minimum(1.5).to_vec(), vec![-1.0, 0.5, 1.5]);
+    /// ```
+    minimum, try_minimum, min_kernel;
 }
 
 // ---- rules ----------------------------------------------------------------------------------
@@ -79,7 +130,9 @@ binary_methods! {
 // |         | (da + db)/2 where a == b            |                         |                     |
 // | minimum | as maximum with < for >             |                         |                     |
 //
-// (`b·a^(b-1)` is 0 where b = 0; `ln(a)` is 0 where a = 0.)
+// (`b·a^(b-1)` is 0 where b = 0; `ln(a)` is 0 where a = 0.) The rules of `maximum` and
+// `minimum` read `b` as the forward op takes it, a tensor or a scalar; a scalar `b` is a
+// constant, so only `a` has a VJP then.
 
 /// Rules of the binary ops (see the module's table).
 pub mod rules {
@@ -127,6 +180,14 @@ pub mod rules {
     #[track_caller]
     fn out_shape<T: Element>(op: &'static str, a: &Tensor<T>, b: &Tensor<T>) -> Vec<usize> {
         broadcast_shapes(op, a.shape(), b.shape()).or_panic()
+    }
+
+    /// An operand as a tensor: a scalar becomes a 0-d tensor, which broadcasts against anything.
+    fn operand_tensor<T: Element>(b: OperandRef<'_, T>) -> Cow<'_, Tensor<T>> {
+        match b {
+            OperandRef::Scalar(s) => Cow::Owned(Tensor::scalar(s)),
+            OperandRef::Tensor(t) => Cow::Borrowed(t),
+        }
     }
 
     /// `∂(a^b)/∂a = b·a^(b-1)`, and 0 where `b = 0`.
@@ -219,20 +280,23 @@ pub mod rules {
 
     macro_rules! selection_rules {
         ($($name:ident, $jvp:ident, $vjp_lhs:ident, $vjp_rhs:ident, $wins:tt;)*) => {$(
-            #[doc = concat!("JVP of [`Tensor::", stringify!($name), "`], from `a`, `b` and the \
-                tangents (`None` for a constant input); ties split the tangent evenly.")]
+            #[doc = concat!("JVP of [`Tensor::", stringify!($name), "`], from `a`, `b` (a tensor \
+                or a scalar) and the tangents (`None` for a constant input); ties split the \
+                tangent evenly.")]
             ///
             /// # Panics
             /// When the shapes do not broadcast.
             #[track_caller]
             #[must_use]
-            pub fn $jvp<T: Element>(
+            pub fn $jvp<T: Element, B: OperandOf<T> + ?Sized>(
                 a: &Tensor<T>,
-                b: &Tensor<T>,
+                b: &B,
                 da: Option<&Tensor<T>>,
                 db: Option<&Tensor<T>>,
             ) -> Tensor<T> {
                 let op = stringify!($jvp);
+                let b = operand_tensor(b.operand_of());
+                let b: &Tensor<T> = &b;
                 let shape = out_shape(op, a, b);
                 let ta = da.map(|d| zip3(op, &shape, d, a, b, |d, a, b| routed(d, a $wins b, a == b)));
                 let tb = db.map(|d| zip3(op, &shape, d, a, b, |d, a, b| routed(d, b $wins a, a == b)));
@@ -240,21 +304,27 @@ pub mod rules {
             }
 
             #[doc = concat!("VJP of [`Tensor::", stringify!($name), "`] for `a`, from `a` and \
-                `b`; where `a == b`, `a` gets half the cotangent.")]
+                `b` (a tensor or a scalar); where `a == b`, `a` gets half the cotangent.")]
             ///
             /// # Panics
             /// When `a` or `b` does not broadcast to `g`'s shape.
             #[track_caller]
             #[must_use]
-            pub fn $vjp_lhs<T: Element>(g: &Tensor<T>, a: &Tensor<T>, b: &Tensor<T>) -> Tensor<T> {
-                let t = zip3(stringify!($vjp_lhs), g.shape(), g, a, b, |g, a, b| {
+            pub fn $vjp_lhs<T: Element, B: OperandOf<T> + ?Sized>(
+                g: &Tensor<T>,
+                a: &Tensor<T>,
+                b: &B,
+            ) -> Tensor<T> {
+                let b = operand_tensor(b.operand_of());
+                let t = zip3(stringify!($vjp_lhs), g.shape(), g, a, &b, |g, a, b| {
                     routed(g, a $wins b, a == b)
                 });
                 sum_to_shape(&t, a.shape())
             }
 
-            #[doc = concat!("VJP of [`Tensor::", stringify!($name), "`] for `b`, from `a` and \
-                `b`; where `a == b`, `b` gets half the cotangent.")]
+            #[doc = concat!("VJP of [`Tensor::", stringify!($name), "`] for `b` (a tensor, since \
+                it is differentiated), from `a` and `b`; where `a == b`, `b` gets half the \
+                cotangent.")]
             ///
             /// # Panics
             /// When `a` or `b` does not broadcast to `g`'s shape.

@@ -1,5 +1,6 @@
-//! Element-type conversion (`cast`), `stop_gradient`, and the table entries of the Rune
-//! primitives that are plain Rust here (cloning, constants, random numbers, in-place updates).
+//! Element-type conversion (`cast`, also of masks to numbers), `stop_gradient`, and the table
+//! entries of the Rune primitives that are plain Rust here (cloning, constants, random numbers,
+//! in-place updates).
 
 use std::any::Any;
 
@@ -29,6 +30,24 @@ impl<T: Element> Tensor<T> {
             return same.clone();
         }
         self.map(|&v| v.cast_to::<U>())
+    }
+}
+
+impl Tensor<bool> {
+    /// The mask as numbers of any element type: `true` becomes 1 and `false` 0.
+    ///
+    /// A mask is a constant to AD, and so is what it casts to: in a `#[differentiable]` function,
+    /// `(x * x.gt(0.0).cast::<f64>()).sum()` differentiates through `x` alone.
+    ///
+    /// ```
+    /// use rune_runtime::Tensor;
+    /// let mask = Tensor::from_vec(vec![true, false, true], &[3]);
+    /// assert_eq!(mask.cast::<f64>().to_vec(), vec![1.0, 0.0, 1.0]);
+    /// assert_eq!(mask.cast::<f32>().mean().item(), 2.0 / 3.0);
+    /// ```
+    #[must_use]
+    pub fn cast<U: Element>(&self) -> Tensor<U> {
+        self.map(|&v| if v { U::one() } else { U::zero() })
     }
 }
 
@@ -88,6 +107,8 @@ pub const RULES: &[crate::ops::OpInfo] = &[
     crate::ops::OpInfo::nondiff("from_vec", "const_array"),
     crate::ops::OpInfo::nondiff("try_from_vec", "const_array"),
     crate::ops::OpInfo::nondiff("arange", "const_array"),
+    crate::ops::OpInfo::nondiff("arange_step", "const_array"),
+    crate::ops::OpInfo::nondiff("try_arange_step", "const_array"),
     crate::ops::OpInfo::nondiff("rand_uniform", "threefry"),
     crate::ops::OpInfo::nondiff("rand_normal", "threefry"),
     // In-place updates: the code generator differentiates `a op= b` as `a = a op b`.

@@ -1,12 +1,22 @@
-//! Non-differentiable ops, whose results are constants to AD: comparisons (`lt gt le ge eq ne`,
-//! giving `Tensor<bool>`), `argmax`/`argmin` (giving `Tensor<i64>`), logic on masks
-//! (`and or xor not`, and the operators `& | ^ !`), and integer arithmetic on `Tensor<i64>`
-//! (`+ - * / %`). Every binary op here broadcasts as NumPy does.
+//! Non-differentiable ops, whose results are constants to AD: comparisons (`lt gt le ge eq ne`
+//! on float and `i64` tensors, `eq ne` on masks, giving `Tensor<bool>`), `argmax`/`argmin`
+//! (giving `Tensor<i64>`), logic on masks (`and or xor not`, and the operators `& | ^ !`), and
+//! integer arithmetic on `Tensor<i64>` (`+ - * / %`). Every binary op here broadcasts as NumPy
+//! does.
 //!
 //! The comparison methods `eq`, `ne`, `lt`, ... are inherent methods, so on a tensor they shadow
 //! the [`PartialEq`] methods of the same name on purpose: `a.eq(&b)` compares elementwise and
-//! returns a mask, while `a == b` still tests whole tensors for equality. They compare with IEEE
+//! returns a mask, while `a == b` still tests whole tensors for equality. Floats compare with IEEE
 //! semantics: every comparison with NaN is false except `ne`, which is true.
+//!
+//! ```
+//! use rune_runtime::Tensor;
+//! let logits = Tensor::from_vec(vec![0.1, 2.0, -1.0, 3.0, 0.5, 0.2], &[3, 2]);
+//! let labels = Tensor::from_vec(vec![1_i64, 1, 1], &[3]);
+//! let hits = logits.argmax(-1).eq(&labels); // a mask, not `PartialEq::eq`'s one bool
+//! assert_eq!(hits.to_vec(), vec![true, true, false]);
+//! assert_eq!(hits.cast::<f64>().mean().item(), 2.0 / 3.0); // the accuracy
+//! ```
 //!
 //! Integer arithmetic follows Rust: `/` truncates toward zero and `%` takes the sign of the
 //! dividend (`-7 / 2 == -3`, `-7 % 2 == -1`); `+ - *` overflow as Rust's `i64` operators do. A
@@ -18,6 +28,7 @@ use std::ops::{Add, BitAnd, BitOr, BitXor, Div, Mul, Not, Rem, Sub};
 use ndarray::{Axis, Zip};
 
 use crate::broadcast::{broadcast_shapes, broadcast_view};
+use crate::dual::Dual;
 use crate::element::Element;
 use crate::error::{OrPanic, ShapeError};
 use crate::ops::arith::OperandRef;
@@ -42,7 +53,7 @@ fn try_zip_map<A, B, U>(
     Ok(Tensor::from_array(Zip::from(&av).and(&bv).map_collect(&f)))
 }
 
-fn try_compare<T: Element>(
+fn try_compare<T: Copy>(
     op: &'static str,
     a: &Tensor<T>,
     b: OperandRef<'_, T>,
@@ -54,11 +65,13 @@ fn try_compare<T: Element>(
     }
 }
 
-/// The right-hand side of a comparison: a scalar, a tensor, or a reference to a tensor.
+/// The right-hand side of a comparison: a scalar, a tensor, or a reference to a tensor, of the
+/// left-hand side's element type.
 ///
-/// Implemented per type (not through [`Operand`](crate::Operand)) so that an unsuffixed literal infers from the
-/// tensor: `x.gt(0.0)` compares with an `f32` when `x` is a `Tensor<f32>`.
-pub trait CompareRhs<T: Element> {
+/// Implemented per type (not through [`Operand`](crate::Operand)) so that an unsuffixed literal
+/// infers from the tensor: `x.gt(0.0)` compares with an `f32` when `x` is a `Tensor<f32>`, and
+/// `labels.eq(3)` with an `i64` when `labels` is a `Tensor<i64>`.
+pub trait CompareRhs<T> {
     /// A borrowed view of the operand.
     fn compare_rhs(&self) -> OperandRef<'_, T>;
 }
@@ -69,21 +82,56 @@ impl<T: Element> CompareRhs<T> for T {
     }
 }
 
-impl<T: Element> CompareRhs<T> for Tensor<T> {
+impl CompareRhs<i64> for i64 {
+    fn compare_rhs(&self) -> OperandRef<'_, i64> {
+        OperandRef::Scalar(*self)
+    }
+}
+
+impl CompareRhs<bool> for bool {
+    fn compare_rhs(&self) -> OperandRef<'_, bool> {
+        OperandRef::Scalar(*self)
+    }
+}
+
+impl<T> CompareRhs<T> for Tensor<T> {
     fn compare_rhs(&self) -> OperandRef<'_, T> {
         OperandRef::Tensor(self)
     }
 }
 
-impl<T: Element> CompareRhs<T> for &Tensor<T> {
+impl<T> CompareRhs<T> for &Tensor<T> {
     fn compare_rhs(&self) -> OperandRef<'_, T> {
         OperandRef::Tensor(self)
     }
 }
 
+/// `x.gt(&y)` where `y` is itself a `&Tensor` (a reference parameter), as `+ - * /` take it.
+impl<T> CompareRhs<T> for &&Tensor<T> {
+    fn compare_rhs(&self) -> OperandRef<'_, T> {
+        OperandRef::Tensor(self)
+    }
+}
+
+/// A plain `f32` compared with tensors of `Dual<f32>`: the constant with a zero tangent, so that
+/// `x.gt(0.0)` reads the same on the dual numbers of `f_hvp` as on `f32`.
+impl CompareRhs<Dual<f32>> for f32 {
+    fn compare_rhs(&self) -> OperandRef<'_, Dual<f32>> {
+        OperandRef::Scalar(Dual::constant(*self))
+    }
+}
+
+/// A plain `f64` compared with tensors of `Dual<f64>` (see the `f32` impl).
+impl CompareRhs<Dual<f64>> for f64 {
+    fn compare_rhs(&self) -> OperandRef<'_, Dual<f64>> {
+        OperandRef::Scalar(Dual::constant(*self))
+    }
+}
+
+/// The comparison methods `$name` (and their `try_` twins) of `Tensor<$elem>`.
 macro_rules! comparisons {
-    ($($doc:literal $name:ident, $try_name:ident, $op:tt;)*) => {
-        impl<T: Element> Tensor<T> {$(
+    ([$($generics:tt)*] $elem:ty; $($doc:literal $name:ident, $try_name:ident, $op:tt;)*) => {
+        impl<$($generics)*> Tensor<$elem> {$(
             #[doc = concat!("`self ", stringify!($op), " other` elementwise, against a tensor or a \
                 scalar, broadcasting.")]
             #[doc = $doc]
@@ -92,13 +140,13 @@ macro_rules! comparisons {
             /// When the shapes do not broadcast.
             #[track_caller]
             #[must_use]
-            pub fn $name<B: CompareRhs<T>>(&self, other: B) -> Tensor<bool> {
+            pub fn $name<B: CompareRhs<$elem>>(&self, other: B) -> Tensor<bool> {
                 self.$try_name(other).or_panic()
             }
 
             #[doc = concat!("Like [`Tensor::", stringify!($name),
                 "`], returning an error when the shapes do not broadcast.")]
-            pub fn $try_name<B: CompareRhs<T>>(
+            pub fn $try_name<B: CompareRhs<$elem>>(
                 &self,
                 other: B,
             ) -> Result<Tensor<bool>, ShapeError> {
@@ -108,16 +156,39 @@ macro_rules! comparisons {
     };
 }
 
-comparisons! {
-    "" lt, try_lt, <;
-    "" gt, try_gt, >;
-    "" le, try_le, <=;
-    "" ge, try_ge, >=;
-    "\n\nShadows [`PartialEq::eq`] in method-call syntax; `==` still compares whole tensors."
-        eq, try_eq, ==;
-    "\n\nShadows [`PartialEq::ne`] in method-call syntax; `!=` still compares whole tensors."
-        ne, try_ne, !=;
+/// `eq` and `ne` (and their `try_` twins) of `Tensor<$elem>`.
+macro_rules! equalities {
+    ([$($generics:tt)*] $elem:ty) => {
+        comparisons! {
+            [$($generics)*] $elem;
+            "\n\nShadows [`PartialEq::eq`] in method-call syntax; `==` still compares whole \
+                tensors."
+                eq, try_eq, ==;
+            "\n\nShadows [`PartialEq::ne`] in method-call syntax; `!=` still compares whole \
+                tensors."
+                ne, try_ne, !=;
+        }
+    };
 }
+
+/// `lt gt le ge` (and their `try_` twins) of `Tensor<$elem>`, for an element type with an order.
+macro_rules! orderings {
+    ([$($generics:tt)*] $elem:ty) => {
+        comparisons! {
+            [$($generics)*] $elem;
+            "" lt, try_lt, <;
+            "" gt, try_gt, >;
+            "" le, try_le, <=;
+            "" ge, try_ge, >=;
+        }
+    };
+}
+
+orderings!([T: Element] T);
+equalities!([T: Element] T);
+orderings!([] i64);
+equalities!([] i64);
+equalities!([] bool);
 
 /// The index of the first element of each lane along `axis` that `better` prefers to every
 /// earlier one; a NaN wins at once (as in NumPy).

@@ -2,7 +2,7 @@
 //! and hand-derived values at ties and at a zero base.
 
 use rune_runtime::rules::*;
-use rune_runtime::{Element, Tensor};
+use rune_runtime::{Dual, Element, Tensor};
 
 use crate::common::{assert_close, tensor, uniform, Case};
 
@@ -58,13 +58,13 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
             grid::<T>(sb, 0.0, 560 + i as u64),
         ];
         let maximum: Selection<T> = (
-            Tensor::maximum,
+            |a, b| a.maximum(b),
             maximum_jvp,
             maximum_vjp_lhs,
             maximum_vjp_rhs,
         );
         let minimum: Selection<T> = (
-            Tensor::minimum,
+            |a, b| a.minimum(b),
             minimum_jvp,
             minimum_vjp_lhs,
             minimum_vjp_rhs,
@@ -112,6 +112,27 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
         move |x, g| vec![pow_vjp_rhs(g, &base, &base.pow(&x[0]), x[0].shape())],
     ));
     let other = grid::<T>(&[2, 3], 0.0, 582);
+    // A scalar on the right (`x.maximum(0.5)`): a constant, off the grid of `x`.
+    for (i, shape) in [&[2, 3][..], &[], &[4, 1, 2]].into_iter().enumerate() {
+        let x = grid::<T>(shape, 0.25, 590 + i as u64);
+        let c = T::from_f64(0.5);
+        cases.push(Case::new(
+            "maximum",
+            "scalar rhs",
+            vec![x.clone()],
+            move |x| x[0].maximum(c),
+            move |x, t| maximum_jvp(&x[0], &c, Some(&t[0]), None),
+            move |x, g| vec![maximum_vjp_lhs(g, &x[0], &c)],
+        ));
+        cases.push(Case::new(
+            "minimum",
+            "scalar rhs",
+            vec![x],
+            move |x| x[0].minimum(c),
+            move |x, t| minimum_jvp(&x[0], &c, Some(&t[0]), None),
+            move |x, g| vec![minimum_vjp_lhs(g, &x[0], &c)],
+        ));
+    }
     cases.push(Case::new(
         "maximum",
         "constant rhs of larger shape",
@@ -160,6 +181,87 @@ fn maximum_and_minimum_split_ties_evenly() {
         &[5.0, 10.0, 0.0],
         0.0,
     );
+}
+
+/// A scalar on the right: the larger (smaller) side's gradient, half of it at a tie, nothing
+/// at NaN; the same as the scalar as a 0-d tensor, in f32 and f64.
+#[test]
+fn selection_against_a_scalar() {
+    fn check<T: Element>() {
+        let x = tensor::<T>(&[-1.0, 0.0, 2.0, f64::NAN], &[2, 2]);
+        let zero = T::zero();
+        let g = tensor::<T>(&[1.0, 2.0, 3.0, 4.0], &[2, 2]);
+        let y = x.maximum(zero).to_vec();
+        assert_close(
+            &Tensor::from_vec(y[..3].to_vec(), &[3]),
+            &[0.0, 0.0, 2.0],
+            0.0,
+        );
+        assert!(y[3].is_nan());
+        assert_close(&maximum_vjp_lhs(&g, &x, &zero), &[0.0, 1.0, 3.0, 0.0], 0.0);
+        assert_close(
+            &maximum_jvp(&x, &zero, Some(&g), None),
+            &[0.0, 1.0, 3.0, 0.0],
+            0.0,
+        );
+        let y = x.minimum(zero).to_vec();
+        assert_close(
+            &Tensor::from_vec(y[..3].to_vec(), &[3]),
+            &[-1.0, 0.0, 0.0],
+            0.0,
+        );
+        assert!(y[3].is_nan());
+        assert_close(&minimum_vjp_lhs(&g, &x, &zero), &[1.0, 1.0, 0.0, 0.0], 0.0);
+        assert_close(
+            &minimum_jvp(&x, &zero, Some(&g), None),
+            &[1.0, 1.0, 0.0, 0.0],
+            0.0,
+        );
+        // The scalar as a 0-d tensor gives the same value and rules.
+        let z = Tensor::scalar(zero);
+        let finite = tensor::<T>(&[-1.0, 0.0, 2.0, 0.5], &[2, 2]);
+        assert_eq!(finite.maximum(zero), finite.maximum(&z));
+        assert_eq!(finite.minimum(zero), finite.minimum(&z));
+        assert_eq!(
+            maximum_vjp_lhs(&g, &finite, &zero),
+            maximum_vjp_lhs(&g, &finite, &z)
+        );
+        assert_eq!(
+            minimum_jvp(&finite, &zero, Some(&g), None),
+            minimum_jvp(&finite, &z, Some(&g), None)
+        );
+        // Neither operand differentiated: zeros of the output's shape.
+        assert_eq!(
+            maximum_jvp(&finite, &zero, None, None),
+            Tensor::zeros(&[2, 2])
+        );
+    }
+    check::<f32>();
+    check::<f64>();
+}
+
+/// On dual numbers a plain float is the constant with a zero tangent, in the forward op and
+/// the rules.
+#[test]
+fn selection_against_a_plain_float_on_dual_numbers() {
+    let x = Tensor::from_vec(
+        vec![
+            Dual::new(-1.0, 5.0),
+            Dual::new(0.0, 6.0),
+            Dual::new(2.0, 7.0),
+        ],
+        &[3],
+    );
+    let y = x.maximum(-0.5).to_vec();
+    let parts: Vec<(f64, f64)> = y.iter().map(|d| (d.re, d.du)).collect();
+    assert_eq!(parts, vec![(-0.5, 0.0), (0.0, 6.0), (2.0, 7.0)]);
+    let g = Tensor::from_vec(vec![Dual::constant(1.0); 3], &[3]);
+    let gx = maximum_vjp_lhs(&g, &x, &0.0).to_vec();
+    let re: Vec<f64> = gx.iter().map(|d| d.re).collect();
+    assert_eq!(re, vec![0.0, 0.5, 1.0]);
+    let t = minimum_jvp(&x, &1.0, Some(&g), None).to_vec();
+    let re: Vec<f64> = t.iter().map(|d| d.re).collect();
+    assert_eq!(re, vec![1.0, 1.0, 0.0]);
 }
 
 /// A broadcast operand that ties with several elements collects half of each one's gradient.
