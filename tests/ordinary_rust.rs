@@ -51,8 +51,8 @@ fn a_failing_assertion_in_the_forward_pass_panics() {
 fn masked_by_comparison(x: &Tensor<f64>, y: &Tensor<f64>) -> Tensor<f64> {
     // Masks are constants by nature: comparisons may take differentiated tensors on either side.
     let c = y * 0.0 + 0.5;
-    let above = c.lt(&x);
-    let below = x.le(&y);
+    let above = c.lt(x);
+    let below = x.le(y);
     (where_cond(&above, x, y) + where_cond(&below, &(x * 2.0), &c)).sum()
 }
 

@@ -1582,7 +1582,8 @@ impl Lowerer<'_> {
             Expr::Macro(m) if m.mac.path.is_ident("dbg") => {
                 // `dbg!(e)` is `e`, printed on the way (in the forward pass).
                 let Ok(inner) = m.mac.parse_body::<Expr>() else {
-                    self.errors.at(m, "`dbg!` of a differentiated value takes one expression");
+                    self.errors
+                        .at(m, "`dbg!` of a differentiated value takes one expression");
                     return Lowered::constant(quote!(::core::unreachable!()));
                 };
                 let l = self.expr(&inner);
@@ -1721,7 +1722,11 @@ impl Lowerer<'_> {
         self.rewrite_macro(tokens, mac).0
     }
 
-    fn rewrite_macro(&mut self, tokens: TokenStream, mac: &syn::Macro) -> (TokenStream, Option<Taint>) {
+    fn rewrite_macro(
+        &mut self,
+        tokens: TokenStream,
+        mac: &syn::Macro,
+    ) -> (TokenStream, Option<Taint>) {
         let name = mac
             .path
             .segments
@@ -1730,7 +1735,11 @@ impl Lowerer<'_> {
             .unwrap_or_default();
         let reader = READING_MACROS.contains(&name.as_str());
         // `{name}` captured inside a format string: pass it as a named argument, renamed.
-        let captured = if reader { format_captures(&tokens) } else { Vec::new() };
+        let captured = if reader {
+            format_captures(&tokens)
+        } else {
+            Vec::new()
+        };
         let mut active = None;
         let mut out = self.rename_tokens(tokens, reader, &mut active);
         for ident in captured {
@@ -1765,7 +1774,12 @@ impl Lowerer<'_> {
 
     /// The identifier a binding named `i` is written as inside a macro, if it is renamed;
     /// records a read of a differentiated value in `active`.
-    fn renamed_ident(&mut self, i: &Ident, reader: bool, active: &mut Option<String>) -> Option<Ident> {
+    fn renamed_ident(
+        &mut self,
+        i: &Ident,
+        reader: bool,
+        active: &mut Option<String>,
+    ) -> Option<Ident> {
         let renamed = match self.lookup(&i.to_string()).cloned()? {
             Binding::Const { ident, .. } => ident,
             Binding::Active(v, _) => {
@@ -2032,7 +2046,11 @@ impl Lowerer<'_> {
     /// The arguments of a method whose result is a constant. A comparison or a shape query
     /// may read a differentiated tensor (borrowed); any other method taking one would make a
     /// constant of it, which is an error.
-    fn constant_method_args(&mut self, mc: &syn::ExprMethodCall, args: &[Lowered]) -> Vec<TokenStream> {
+    fn constant_method_args(
+        &mut self,
+        mc: &syn::ExprMethodCall,
+        args: &[Lowered],
+    ) -> Vec<TokenStream> {
         let method = mc.method.to_string();
         let reads_freely =
             ops::NONDIFF.contains(&method.as_str()) || ops::METADATA.contains(&method.as_str());
