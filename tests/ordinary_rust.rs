@@ -68,3 +68,38 @@ fn comparisons_read_differentiated_arguments() {
     assert_eq!(gx.to_vec(), vec![3.0, 0.0, 1.0]);
     assert_eq!(gy.to_vec(), vec![0.0, 1.0, 0.0]);
 }
+
+#[differentiable]
+fn optional_steps(
+    x: &Tensor<f64>,
+    #[nodiff] scale: Option<f64>,
+    #[nodiff] schedule: &[usize],
+) -> Tensor<f64> {
+    let mut h = x.clone();
+    if let Some(s) = scale {
+        h = &h * s;
+    } else {
+        h = h.sin();
+    }
+    let mut queue = schedule.to_vec();
+    while let Some(n) = queue.pop() {
+        h = &h * (n as f64);
+    }
+    h.sum()
+}
+
+#[test]
+fn if_let_and_while_let_on_plain_values() {
+    let x = t64(&[0.5, 2.0], &[2]);
+    // scale 3, schedule [2, 5]: f = 30 Σ x.
+    let (value, g) = optional_steps_value_and_grad(&x, Some(3.0), &[2, 5]);
+    assert_eq!(value.item(), 75.0);
+    assert_eq!(value.item(), optional_steps(&x, Some(3.0), &[2, 5]).item());
+    assert_eq!(g.to_vec(), vec![30.0, 30.0]);
+    // No scale: f = 2 Σ sin x.
+    let (value, g) = optional_steps_value_and_grad(&x, None, &[2]);
+    assert_eq!(value.item(), optional_steps(&x, None, &[2]).item());
+    assert_eq!(g.to_vec(), vec![2.0 * 0.5f64.cos(), 2.0 * 2.0f64.cos()]);
+    let (_, t) = optional_steps_jvp(&x, None, &[2], &t64(&[1.0, 0.0], &[2]));
+    assert_eq!(t.item(), 2.0 * 0.5f64.cos());
+}

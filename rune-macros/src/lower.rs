@@ -938,6 +938,20 @@ impl Lowerer<'_> {
             Expr::ForLoop(f) => {
                 self.lower_loop(e, f.label.as_ref(), &f.body, Some((&f.pat, &f.expr)))
             }
+            Expr::While(w) if matches!(strip(&w.cond), Expr::Let(_)) => {
+                // `while let p = e { body }` is `loop { match e { p => body, _ => break } }`.
+                let Expr::Let(l) = strip(&w.cond) else {
+                    unreachable!("checked")
+                };
+                let (pat, scrutinee, body) = (&l.pat, &l.expr, &w.body);
+                let desugared: Expr = syn::parse_quote_spanned!(w.while_token.span=>
+                    loop { match #scrutinee { #pat => #body, _ => break, } }
+                );
+                let Expr::Loop(lp) = &desugared else {
+                    unreachable!("a loop")
+                };
+                self.lower_loop(&desugared, w.label.as_ref(), &lp.body, None)
+            }
             Expr::While(w) => self.lower_loop(e, w.label.as_ref(), &w.body, None),
             Expr::Loop(lp) => self.lower_loop(e, lp.label.as_ref(), &lp.body, None),
             Expr::If(_) | Expr::Match(_) => {
@@ -953,8 +967,8 @@ impl Lowerer<'_> {
         if let Expr::Let(l) = strip(cond) {
             self.errors.at(
                 l,
-                "`if let` / `while let` are not supported in #[differentiable] functions; use \
-                 `match`",
+                "`let` chains (`if let .. && ..`) are not supported in #[differentiable] \
+                 functions; nest the conditions or use `match`",
             );
             return quote!(false);
         }
@@ -1190,6 +1204,20 @@ impl Lowerer<'_> {
                 self.stmts.push(Stmt::Verbatim(quote!(#tokens;)));
             }
             return Lowered::constant(quote!(()));
+        }
+        // `if let p = e { a } else { b }` is `match e { p => a, _ => b }`.
+        if let Expr::If(i) = e {
+            if let Expr::Let(l) = strip(&i.cond) {
+                let (pat, scrutinee, then) = (&l.pat, &l.expr, &i.then_branch);
+                let otherwise = match &i.else_branch {
+                    Some((_, els)) => quote!(#els),
+                    None => quote!({}),
+                };
+                let m: Expr = syn::parse_quote_spanned!(i.if_token.span=>
+                    match #scrutinee { #pat => #then, _ => #otherwise }
+                );
+                return self.branch_expr(&m, value);
+            }
         }
         self.slots_for(e);
         let result = value.then(|| self.new_optional_slot());
