@@ -54,6 +54,60 @@ struct ClosureDef {
     constant: Option<Ident>,
 }
 
+/// An iterator chain over sequences (`xs.iter().zip(ys.iter()).enumerate().map(f)`), as
+/// written: its sources and its adaptors, innermost first.
+struct ChainSyntax {
+    /// The sequences walked side by side (one, or more with `zip`).
+    sources: Vec<Expr>,
+    steps: Vec<ChainStep>,
+}
+
+#[derive(Clone)]
+enum ChainStep {
+    /// `.zip(source k)`.
+    Zip(usize),
+    Rev,
+    Enumerate,
+    /// `.map(f)`, `f` a closure or the name of one.
+    Map(Expr),
+}
+
+/// Where a chain's elements come from, once evaluated.
+enum Source {
+    /// A `Vec` or array of a structure parameter.
+    Structure(usize, Vec<PathSeg>),
+    List(List),
+    /// Constants, collected before the loop into the local named.
+    Const(Ident),
+}
+
+/// A chain ready to loop over: `0..count` trips.
+struct Chain {
+    sources: Vec<Source>,
+    steps: Vec<ChainStep>,
+    count: Const,
+}
+
+/// One element of a chain: a value, or a tuple of them (`zip`, `enumerate`).
+enum Item {
+    /// A value; `true` when it is a reference to an element (`iter()` yields references),
+    /// which decides how it is passed to other differentiable functions.
+    Value(Lowered, bool),
+    Tuple(Vec<Item>),
+}
+
+/// Methods that make an iterator from a sequence or adapt one.
+const ITERATOR_METHODS: &[&str] = &[
+    "iter",
+    "into_iter",
+    "zip",
+    "rev",
+    "enumerate",
+    "map",
+    "cloned",
+    "copied",
+];
+
 /// The loop being lowered: its flags for `break` and `continue`.
 struct LoopCtx {
     brk: Ident,
@@ -412,6 +466,10 @@ impl Lowerer<'_> {
                     self.define_closure(&pi.ident, c, ty);
                     return;
                 }
+                if let Some(list) = self.collected_list(&init.expr, &pi.ident.to_string()) {
+                    self.bind(&pi.ident.to_string(), Binding::List(list));
+                    return;
+                }
                 if self.tensor_lists.contains(&pi.ident.to_string()) {
                     if let Some(elems) = new_vec(&init.expr) {
                         self.define_list(&pi.ident, &init.expr, elems);
@@ -511,6 +569,403 @@ impl Lowerer<'_> {
             }
             _ => None,
         }
+    }
+
+    /// `e` as an iterator chain over sequences, when it is one.
+    fn chain_syntax(e: &Expr) -> Option<ChainSyntax> {
+        let mut steps = Vec::new();
+        let mut sources = Vec::new();
+        let mut current = e;
+        loop {
+            match strip(current) {
+                Expr::MethodCall(mc) => {
+                    let method = mc.method.to_string();
+                    match (method.as_str(), mc.args.len()) {
+                        ("iter" | "into_iter" | "cloned" | "copied", 0) => {}
+                        ("rev", 0) => steps.push(ChainStep::Rev),
+                        ("enumerate", 0) => steps.push(ChainStep::Enumerate),
+                        ("map", 1) => steps.push(ChainStep::Map(mc.args[0].clone())),
+                        ("zip", 1) => {
+                            let other = Self::chain_syntax(&mc.args[0])?;
+                            if other.sources.len() != 1 || !other.steps.is_empty() {
+                                return None;
+                            }
+                            sources.push(other.sources.into_iter().next()?);
+                            steps.push(ChainStep::Zip(0));
+                        }
+                        _ => return None,
+                    }
+                    current = &mc.receiver;
+                }
+                Expr::Reference(r) => {
+                    current = &r.expr;
+                }
+                other => {
+                    sources.push(other.clone());
+                    break;
+                }
+            }
+        }
+        // Collected outermost first: the base source is the last one found.
+        sources.reverse();
+        steps.reverse();
+        let mut zips = 0;
+        for step in &mut steps {
+            if let ChainStep::Zip(k) = step {
+                zips += 1;
+                *k = zips;
+            }
+        }
+        Some(ChainSyntax { sources, steps })
+    }
+
+    /// Whether `e` ends in an iterator method (`xs.iter()`, `.zip(..)`, `.map(..)`): what
+    /// `fold`, `sum` and `collect` are called on.
+    fn is_iterator(e: &Expr) -> bool {
+        matches!(strip(e), Expr::MethodCall(mc) if ITERATOR_METHODS.contains(&mc.method.to_string().as_str()))
+    }
+
+    /// The chain `e` walks, evaluated where the loop starts, when it walks differentiated
+    /// values (a structure's `Vec`, a list) or maps with a closure that reads them; `None` for
+    /// constant iteration.
+    fn chain(&mut self, e: &Expr) -> Option<Chain> {
+        let syntax = Self::chain_syntax(e)?;
+        let walks_active = syntax.sources.iter().any(|s| {
+            self.list_of(s).is_some() || (self.mentions_active(s) && self.structure_source(s))
+        }) || syntax.steps.iter().any(|s| match s {
+            ChainStep::Map(f) => self.mentions_active(f),
+            _ => false,
+        });
+        if !walks_active {
+            return None;
+        }
+        let mut sources = Vec::new();
+        let mut lengths = Vec::new();
+        for src in &syntax.sources {
+            if let Some(list) = self.list_of(src) {
+                let ident = &self.lists[list.0];
+                lengths.push(quote!(#ident.len()));
+                sources.push(Source::List(list));
+                continue;
+            }
+            match self.expr(src) {
+                Lowered::Val(v) if self.paths.contains_key(&v) => {
+                    let (root, path) = self.paths[&v].clone();
+                    let base = path_tokens(&self.roots[root], &path);
+                    lengths.push(quote!((&#base).len()));
+                    sources.push(Source::Structure(root, path));
+                }
+                Lowered::Val(_) => {
+                    self.errors.at(
+                        src,
+                        "a loop cannot iterate over a differentiated tensor; loop over indices \
+                         (`for i in 0..n`) and select with ops such as `shrink` or `gather`",
+                    );
+                    return None;
+                }
+                Lowered::Const { tokens, .. } => {
+                    let ident = self.fresh_const_ident("elements");
+                    self.stmts.push(Stmt::Verbatim(quote! {
+                        let #ident: ::std::vec::Vec<_> =
+                            ::core::iter::IntoIterator::into_iter(#tokens).collect();
+                    }));
+                    lengths.push(quote!(#ident.len()));
+                    sources.push(Source::Const(ident));
+                }
+            }
+        }
+        let count = lengths
+            .into_iter()
+            .reduce(|a, b| quote!(::core::cmp::min(#a, #b)))
+            .expect("a chain has a source");
+        let count = self.hoist(count, Some(quote!(usize)), Use::Plain);
+        Some(Chain {
+            sources,
+            steps: syntax.steps,
+            count,
+        })
+    }
+
+    /// Whether a chain's source names (part of) a structure parameter.
+    fn structure_source(&self, e: &Expr) -> bool {
+        let mut base = strip(e);
+        loop {
+            match base {
+                Expr::Field(f) => base = strip(&f.base),
+                Expr::Index(ix) => base = strip(&ix.expr),
+                Expr::Reference(r) => base = strip(&r.expr),
+                Expr::Path(p) => {
+                    return p.path.get_ident().is_some_and(|i| {
+                        self.roots.iter().any(|r| r == i)
+                            || matches!(
+                                self.lookup(&i.to_string()),
+                                Some(Binding::Active(v, _)) if self.paths.contains_key(v)
+                            )
+                    })
+                }
+                _ => return false,
+            }
+        }
+    }
+
+    /// The element of trip `trip` of a chain's loop (inside its body).
+    fn chain_item(&mut self, chain: &Chain, trip: &Ident) -> Item {
+        let n = const_ident(chain.count);
+        let reversed = chain
+            .steps
+            .iter()
+            .filter(|s| matches!(s, ChainStep::Rev))
+            .count()
+            % 2
+            == 1;
+        let index = if reversed {
+            quote!(#n - 1 - #trip)
+        } else {
+            quote!(#trip)
+        };
+        let index = self.hoist(index, Some(quote!(usize)), Use::Plain);
+        let element = |l: &mut Self, k: usize| -> Item {
+            let by_ref = !matches!(chain.sources[k], Source::Const(_));
+            let value = match &chain.sources[k] {
+                Source::Structure(root, path) => {
+                    let mut path = path.clone();
+                    path.push(PathSeg::Index(index));
+                    Lowered::Val(l.leaf(*root, path))
+                }
+                Source::List(list) => l.list_get(*list, index),
+                Source::Const(ident) => {
+                    let i = const_ident(index);
+                    Lowered::constant(quote!(::core::clone::Clone::clone(&#ident[#i])))
+                }
+            };
+            Item::Value(value, by_ref)
+        };
+        let mut item = element(self, 0);
+        let mut reversed_here = false;
+        for step in &chain.steps {
+            item = match step {
+                ChainStep::Zip(k) => Item::Tuple(vec![item, element(self, *k)]),
+                ChainStep::Rev => {
+                    reversed_here = !reversed_here;
+                    item
+                }
+                ChainStep::Enumerate => {
+                    let i = const_ident(index);
+                    let position = if reversed_here {
+                        quote!(#n - 1 - #i)
+                    } else {
+                        quote!(#i)
+                    };
+                    Item::Tuple(vec![Item::Value(Lowered::constant(position), false), item])
+                }
+                ChainStep::Map(f) => self.apply_fn(f, vec![item]),
+            };
+        }
+        item
+    }
+
+    /// Binds a pattern (names, tuples, `&name`, `_`) to a chain's element.
+    fn bind_item(&mut self, pat: &Pat, item: Item) {
+        match (pat, item) {
+            (Pat::Type(pt), item) => self.bind_item(&pt.pat, item),
+            (Pat::Paren(p), item) => self.bind_item(&p.pat, item),
+            (Pat::Wild(_), _) => {}
+            (Pat::Ident(pi), Item::Value(Lowered::Val(v), true))
+                if pi.by_ref.is_none() && pi.subpat.is_none() && pi.mutability.is_none() =>
+            {
+                self.bind(&pi.ident.to_string(), Binding::Active(v, true));
+            }
+            (Pat::Ident(pi), Item::Value(l, _)) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                self.bind_lowered(&pi.ident, pi.mutability.is_some(), None, l, None);
+            }
+            (Pat::Tuple(t), Item::Tuple(items)) if t.elems.len() == items.len() => {
+                for (p, item) in t.elems.iter().zip(items) {
+                    self.bind_item(p, item);
+                }
+            }
+            (Pat::Reference(r), Item::Value(Lowered::Const { tokens, taint, .. }, _)) => {
+                let deref = Lowered::Const {
+                    tokens: quote!(*(#tokens)),
+                    taint,
+                    is_ref: false,
+                };
+                self.bind_item(&r.pat, Item::Value(deref, false));
+            }
+            (Pat::Reference(r), item) => self.bind_item(&r.pat, item),
+            (other, _) => self.errors.at(
+                other,
+                "this pattern does not match the elements here: bind names, tuples of them \
+                 (`(i, x)` for `enumerate`, `(a, b)` for `zip`), `&name` or `_`",
+            ),
+        }
+    }
+
+    /// `f(args..)` for a closure `f` written in place or bound to a name, inlined.
+    fn apply_fn(&mut self, f: &Expr, args: Vec<Item>) -> Item {
+        let (closure, scopes) = match strip(f) {
+            Expr::Closure(c) => (c.clone(), None),
+            Expr::Path(p) => match p
+                .path
+                .get_ident()
+                .and_then(|i| self.lookup(&i.to_string()).cloned())
+            {
+                Some(Binding::Closure(index)) => {
+                    let def = self.closures[index].clone();
+                    (def.closure, Some(def.scopes))
+                }
+                _ => {
+                    self.errors.at(
+                        f,
+                        "pass a closure here (`|x| ...`) when the elements are differentiated",
+                    );
+                    return Item::Value(Lowered::constant(quote!(::core::unreachable!())), false);
+                }
+            },
+            other => {
+                self.errors.at(
+                    other,
+                    "pass a closure here (`|x| ...`) when the elements are differentiated",
+                );
+                return Item::Value(Lowered::constant(quote!(::core::unreachable!())), false);
+            }
+        };
+        if exits(&SynStmt::Expr((*closure.body).clone(), None), false, true)
+            || contains_try(&closure.body)
+        {
+            self.errors.at(
+                &closure,
+                "a closure over differentiated values is inlined: `return` and `?` inside it are \
+                 not supported (end it with the value instead)",
+            );
+        }
+        if closure.inputs.len() != args.len() {
+            self.errors.at(
+                &closure,
+                format!(
+                    "this closure is called with {} argument(s) here",
+                    args.len()
+                ),
+            );
+            return Item::Value(Lowered::constant(quote!(::core::unreachable!())), false);
+        }
+        let outer = scopes.map(|s| std::mem::replace(&mut self.scopes, s));
+        let floor = std::mem::replace(&mut self.region_floor, self.scopes.len());
+        self.scopes.push(HashMap::new());
+        for (pat, arg) in closure.inputs.iter().zip(args) {
+            self.bind_item(pat, arg);
+        }
+        let result = match strip(&closure.body) {
+            Expr::Tuple(t) => Item::Tuple(
+                t.elems
+                    .iter()
+                    .map(|e| Item::Value(self.expr(e), false))
+                    .collect(),
+            ),
+            body => Item::Value(self.expr(body), false),
+        };
+        self.scopes.pop();
+        self.region_floor = floor;
+        if let Some(outer) = outer {
+            self.scopes = outer;
+        }
+        result
+    }
+
+    /// `chain.fold(init, f)` and `chain.sum()` over differentiated elements: a loop carrying
+    /// the accumulator in a slot.
+    fn fold_chain(&mut self, chain: Chain, init: Lowered, f: Option<&Expr>, span: Span) -> Lowered {
+        let slot = self.new_slot();
+        let init = self.operand(init, Use::Plain);
+        self.stmts.push(Stmt::SlotInit { slot, init });
+        let id = self.new_region();
+        let trip = hidden(&format!("item{id}"));
+        let n = const_ident(chain.count);
+        let body = self.region(|l| {
+            let item = l.chain_item(&chain, &trip);
+            let out = l.new_val();
+            l.stmts.push(Stmt::SlotRead { out, slot });
+            let acc = Lowered::Val(out);
+            let next = match f {
+                Some(f) => match l.apply_fn(f, vec![Item::Value(acc, false), item]) {
+                    Item::Value(v, _) => v,
+                    Item::Tuple(_) => {
+                        l.errors
+                            .at(f, "the accumulator of `fold` here must be one tensor");
+                        return;
+                    }
+                },
+                None => match item {
+                    Item::Value(v, _) => {
+                        let add = ops::lookup("add", Form::Operator).expect("in the table");
+                        l.binary_op(add, acc, v, span)
+                    }
+                    Item::Tuple(_) => {
+                        l.errors.at(
+                            quote_spanned!(span=> sum),
+                            "`sum` needs one tensor per element; `map` the tuple to one first",
+                        );
+                        return;
+                    }
+                },
+            };
+            let val = l.operand(next, Use::Plain);
+            l.stmts.push(Stmt::SlotWrite { slot, val });
+        });
+        self.stmts.push(Stmt::Loop {
+            id,
+            head: LoopHead::For {
+                pattern: trip.into_token_stream(),
+                iter: quote!(0..#n),
+            },
+            body,
+        });
+        let out = self.new_val();
+        self.stmts.push(Stmt::SlotRead { out, slot });
+        Lowered::Val(out)
+    }
+
+    /// `chain.collect::<Vec<_>>()` of differentiated elements into the list `list`.
+    fn collect_chain(&mut self, chain: Chain, list: List, at: &Expr) {
+        let id = self.new_region();
+        let trip = hidden(&format!("item{id}"));
+        let n = const_ident(chain.count);
+        let body = self.region(|l| match l.chain_item(&chain, &trip) {
+            Item::Value(v, _) => l.list_push(list, v),
+            Item::Tuple(_) => l.errors.at(
+                at,
+                "only a `Vec` of tensors can be collected here; `map` the tuple to one tensor",
+            ),
+        });
+        self.stmts.push(Stmt::Loop {
+            id,
+            head: LoopHead::For {
+                pattern: trip.into_token_stream(),
+                iter: quote!(0..#n),
+            },
+            body,
+        });
+    }
+
+    /// A new list holding what `e` (an iterator chain ending in `.collect()`) collects, when
+    /// its elements are differentiated.
+    fn collected_list(&mut self, e: &Expr, name: &str) -> Option<List> {
+        let Expr::MethodCall(mc) = strip(e) else {
+            return None;
+        };
+        if mc.method != "collect" || !mc.args.is_empty() || !Self::is_iterator(&mc.receiver) {
+            return None;
+        }
+        let chain = self.chain(&mc.receiver)?;
+        let list = List(self.lists.len());
+        let ident = self.fresh_const_ident(name);
+        self.lists.push(ident.clone());
+        self.stmts.push(Stmt::ListNew {
+            list,
+            ident,
+            init: quote!(::std::vec::Vec::new()),
+        });
+        self.collect_chain(chain, list, e);
+        Some(list)
     }
 
     /// `let name = |params| body;`: recorded for inlining where it is called with
@@ -1054,21 +1509,13 @@ impl Lowerer<'_> {
         let cont = hidden(&format!("continue{id}"));
         // A `for` loop's iterator is evaluated once, where the loop starts. Looping over a
         // `Vec` of a structure parameter loops over its indices.
-        let mut over_structure = None;
-        let mut over_list = None;
-        let iter = for_head.map(|(_, iter)| match self.list_of(iter) {
-            Some(list) => {
-                over_list = Some(list);
-                let ident = &self.lists[list.0];
-                quote!(0..#ident.len())
+        let chain = for_head.and_then(|(_, iter)| self.chain(iter));
+        let iter = for_head.map(|(_, iter)| match &chain {
+            Some(chain) => {
+                let n = const_ident(chain.count);
+                quote!(0..#n)
             }
             None => match self.expr(iter) {
-                Lowered::Val(v) if self.paths.contains_key(&v) => {
-                    let (root, path) = self.paths[&v].clone();
-                    let base = path_tokens(&self.roots[root], &path);
-                    over_structure = Some((root, path));
-                    quote!(0..(&#base).len())
-                }
                 Lowered::Val(_) => {
                     self.errors.at(
                         iter,
@@ -1089,37 +1536,11 @@ impl Lowerer<'_> {
             _ => None,
         };
         let body_stmts = self.region(|l| {
-            match (for_head, over_structure) {
-                (Some((pat, _)), Some((root, mut path))) => {
-                    let item = hidden(&format!("item{id}"));
-                    let index = l.hoist(item.into_token_stream(), Some(quote!(usize)), Use::Plain);
-                    path.push(PathSeg::Index(index));
-                    match pat {
-                        Pat::Ident(pi) if pi.subpat.is_none() => {
-                            let v = l.leaf(root, path);
-                            l.bind(&pi.ident.to_string(), Binding::Active(v, true));
-                        }
-                        other => l.errors.at(
-                            other,
-                            "a loop over the elements of a structure binds them to one name",
-                        ),
-                    }
-                }
-                (Some((pat, _)), None) if over_list.is_some() => {
-                    let list = over_list.expect("checked");
-                    let item = hidden(&format!("item{id}"));
-                    let index = l.hoist(item.into_token_stream(), Some(quote!(usize)), Use::Plain);
-                    match pat {
-                        Pat::Ident(pi) if pi.subpat.is_none() => {
-                            let v = l.list_get(list, index);
-                            l.bind_lowered(&pi.ident, pi.mutability.is_some(), None, v, None);
-                        }
-                        other => l.errors.at(
-                            other,
-                            "a loop over a `Vec` of differentiated tensors binds its elements to \
-                             one name",
-                        ),
-                    }
+            match (for_head, &chain) {
+                (Some((pat, _)), Some(chain)) => {
+                    let trip = hidden(&format!("item{id}"));
+                    let item = l.chain_item(chain, &trip);
+                    l.bind_item(pat, item);
                 }
                 (Some((pat, _)), None) => {
                     let destructure = l.bind_pattern(pat, id);
@@ -1919,6 +2340,38 @@ impl Lowerer<'_> {
 
     fn method_call(&mut self, mc: &syn::ExprMethodCall) -> Lowered {
         let method = mc.method.to_string();
+        // `fold` and `sum` of an iterator over differentiated values (not the tensor op `fold`).
+        if Self::is_iterator(&mc.receiver) {
+            match (method.as_str(), mc.args.len()) {
+                ("fold", 2) => {
+                    if let Some(chain) = self.chain(&mc.receiver) {
+                        let init = self.expr(&mc.args[0]);
+                        return self.fold_chain(chain, init, Some(&mc.args[1]), mc.method.span());
+                    }
+                }
+                ("sum", 0) => {
+                    if let Some(chain) = self.chain(&mc.receiver) {
+                        let zero =
+                            Lowered::constant(quote!(::rune_ad::__private::Tensor::zeros(&[])));
+                        return self.fold_chain(chain, zero, None, mc.method.span());
+                    }
+                }
+                _ => {
+                    if self.chain(&mc.receiver).is_some() {
+                        self.errors.at(
+                            &mc.method,
+                            format!(
+                                "`{method}` over differentiated values is not supported; \
+                                 supported: `for` loops over the iterator, `fold`, `sum`, \
+                                 `collect::<Vec<_>>()`, with `iter`, `zip`, `enumerate`, `rev` \
+                                 and `map` before them"
+                            ),
+                        );
+                        return Lowered::constant(quote!(::core::unreachable!()));
+                    }
+                }
+            }
+        }
         if let Some(list) = self.list_of(&mc.receiver) {
             if method == "push" && mc.args.len() == 1 {
                 let value = self.expr(&mc.args[0]);
@@ -2221,6 +2674,13 @@ impl Lowerer<'_> {
                 if let Some(list) = self.list_of(arg) {
                     return self.list_op(c, spec, list);
                 }
+                let collected = match strip(arg) {
+                    Expr::Reference(r) => &*r.expr,
+                    other => other,
+                };
+                if let Some(list) = self.collected_list(collected, "collected") {
+                    return self.list_op(c, spec, list);
+                }
                 let elems = match strip(arg) {
                     Expr::Reference(r) => match strip(&r.expr) {
                         Expr::Array(a) => Some(&a.elems),
@@ -2480,9 +2940,19 @@ impl VisitMut for Renamer<'_, '_> {
                     }
                 }
             }
+            if ops::METADATA.contains(&method.as_str()) || ops::NONDIFF.contains(&method.as_str()) {
+                // Shapes and masks of any expression: no read of the numbers.
+                let outer = self.taint.take();
+                self.visit_expr_mut(&mut mc.receiver);
+                self.taint = outer;
+                for a in mc.args.iter_mut() {
+                    self.visit_expr_mut(a);
+                }
+                return;
+            }
             // `v.push(value)` mutates `v`: a tainted argument taints it.
             let receiver = self.plain_variable(&mc.receiver);
-            if ops::CONCRETIZING.contains(&method.as_str()) {
+            if ops::CONCRETIZING.contains(&method.as_str()) && !Lowerer::is_iterator(&mc.receiver) {
                 // The read is the whole `x.item()`, which the error underlines.
                 let whole = Taint::of(&*mc);
                 let outer = self.taint.take();
@@ -2965,6 +3435,17 @@ fn assignments(e: &Expr) -> Vec<(String, Vec<Expr>)> {
     f.0
 }
 
+/// Whether a method call reads no numbers of its receiver as a value that carries a gradient:
+/// shape metadata, masks, and concretizing reads (reported apart). `map` on an iterator is
+/// none of these.
+fn reads_no_numbers(mc: &syn::ExprMethodCall) -> bool {
+    let method = mc.method.to_string();
+    let method = method.as_str();
+    ops::METADATA.contains(&method)
+        || ops::NONDIFF.contains(&method)
+        || (ops::CONCRETIZING.contains(&method) && !Lowerer::is_iterator(&mc.receiver))
+}
+
 /// Whether `e` reads one of `names` as a value (reading only its shape metadata or a
 /// comparison does not count).
 fn mentions(e: &Expr, names: &[String]) -> bool {
@@ -2982,11 +3463,7 @@ fn mentions(e: &Expr, names: &[String]) -> bool {
                         }
                     }
                 }
-                Expr::MethodCall(mc)
-                    if ops::METADATA.contains(&mc.method.to_string().as_str())
-                        || ops::NONDIFF.contains(&mc.method.to_string().as_str())
-                        || ops::CONCRETIZING.contains(&mc.method.to_string().as_str()) =>
-                {
+                Expr::MethodCall(mc) if reads_no_numbers(mc) => {
                     for a in &mc.args {
                         self.visit_expr(a);
                     }

@@ -343,6 +343,21 @@ impl<T: Element> Neg for &Tensor<T> {
     }
 }
 
+/// The sum of tensors, broadcasting as `+` does; an empty iterator sums to a 0-d zero. Inside
+/// `#[differentiable]` functions `xs.iter().map(..).sum::<Tensor<T>>()` is differentiated.
+impl<T: Element> std::iter::Sum for Tensor<T> {
+    fn sum<I: Iterator<Item = Tensor<T>>>(iter: I) -> Self {
+        iter.fold(Tensor::zeros(&[]), |total, t| &total + &t)
+    }
+}
+
+/// The sum of borrowed tensors (`xs.iter().sum::<Tensor<T>>()`).
+impl<'a, T: Element> std::iter::Sum<&'a Tensor<T>> for Tensor<T> {
+    fn sum<I: Iterator<Item = &'a Tensor<T>>>(iter: I) -> Self {
+        iter.fold(Tensor::zeros(&[]), |total, t| &total + t)
+    }
+}
+
 // ---- rules ----------------------------------------------------------------------------------
 //
 // | op  | JVP                         | VJP (lhs)               | VJP (rhs)                 |
