@@ -480,28 +480,20 @@ impl Lowerer<'_> {
                 self.bind_lowered(&pi.ident, pi.mutability.is_some(), ty, l, Some(&init.expr));
             }
             Pat::Wild(_) => {
-                if let Lowered::Const { tokens, .. } = self.expr(&init.expr) {
+                if let Expr::Tuple(t) = strip(&init.expr) {
+                    // `let _ = (a, b);` evaluates and drops each.
+                    for e in &t.elems {
+                        if let Lowered::Const { tokens, .. } = self.expr(e) {
+                            self.stmts.push(Stmt::Verbatim(quote!(let _ = #tokens;)));
+                        }
+                    }
+                } else if let Lowered::Const { tokens, .. } = self.expr(&init.expr) {
                     self.stmts.push(Stmt::Verbatim(quote!(let _ = #tokens;)));
                 }
             }
-            Pat::Tuple(t) => {
-                let n = t.elems.len();
-                let items = self.expr_multi(&init.expr, n);
-                if items.len() != n {
-                    return;
-                }
-                for (p, l) in t.elems.iter().zip(items) {
-                    match p {
-                        Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
-                            self.bind_lowered(&pi.ident, pi.mutability.is_some(), None, l, None)
-                        }
-                        Pat::Wild(_) => {}
-                        other => self.errors.at(
-                            other,
-                            "tuple patterns in #[differentiable] functions may hold names and `_` only",
-                        ),
-                    }
-                }
+            Pat::Tuple(_) => {
+                let item = self.expr_item(&init.expr, pat);
+                self.bind_item(pat, item);
             }
             other => self.errors.at(
                 other,
@@ -762,6 +754,37 @@ impl Lowerer<'_> {
             };
         }
         item
+    }
+
+    /// `e` as an [`Item`] shaped like the tuple pattern `pat` binds: tuple expressions element
+    /// by element, calls returning tuples and constant tuples split.
+    fn expr_item(&mut self, e: &Expr, pat: &Pat) -> Item {
+        let pat = match pat {
+            Pat::Type(pt) => &*pt.pat,
+            Pat::Paren(p) => &*p.pat,
+            other => other,
+        };
+        match (strip(e), pat) {
+            (Expr::Tuple(t), Pat::Tuple(p)) if t.elems.len() == p.elems.len() => Item::Tuple(
+                t.elems
+                    .iter()
+                    .zip(&p.elems)
+                    .map(|(e, p)| self.expr_item(e, p))
+                    .collect(),
+            ),
+            (e, Pat::Tuple(p)) => {
+                let n = p.elems.len();
+                let items = self.expr_multi(e, n);
+                if items.len() != n {
+                    return Item::Tuple(Vec::new());
+                }
+                Item::Tuple(items.into_iter().map(|l| Item::Value(l, false)).collect())
+            }
+            (e, _) => {
+                let by_ref = self.ref_binding(Some(e));
+                Item::Value(self.expr(e), by_ref)
+            }
+        }
     }
 
     /// Binds a pattern (names, tuples, `&name`, `_`) to a chain's element.
@@ -1859,6 +1882,15 @@ impl Lowerer<'_> {
             }
             Expr::Lit(_) => Lowered::constant(e.to_token_stream()),
             Expr::MethodCall(mc) => self.method_call(mc),
+            Expr::Call(c) if is_constructor(c) => {
+                self.errors.at(
+                    c,
+                    "a differentiated tensor cannot be stored in an enum variant or a tuple \
+                     struct here (its gradient would be lost); keep it in a variable, a `Vec`, \
+                     or a `Differentiable` structure parameter",
+                );
+                Lowered::constant(quote!(::core::unreachable!()))
+            }
             Expr::Call(c) => self.call_expr(c),
             Expr::Binary(b) => {
                 let op = match b.op {
@@ -2972,10 +3004,15 @@ impl VisitMut for Renamer<'_, '_> {
             Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
                 let ident = p.path.get_ident().expect("checked").clone();
                 match self.lowerer.lookup(&ident.to_string()) {
-                    Some(Binding::Active(v, _)) => {
+                    Some(Binding::Active(v, by_ref)) => {
                         self.taint = self.taint.or(Some(Taint::of(&ident)));
                         let new = val_ident(*v);
-                        *e = syn::parse_quote_spanned!(ident.span()=> #new);
+                        // The user's variable is a reference (`x: &Tensor<T>`); so is this.
+                        *e = if *by_ref {
+                            syn::parse_quote_spanned!(ident.span()=> (&#new))
+                        } else {
+                            syn::parse_quote_spanned!(ident.span()=> #new)
+                        };
                     }
                     Some(Binding::Slot(slot)) => {
                         let slot = *slot;
@@ -3007,6 +3044,17 @@ impl VisitMut for Renamer<'_, '_> {
                     }
                     Some(Binding::Local) | None => {}
                 }
+            }
+            Expr::Call(c)
+                if matches!(strip(&c.func), Expr::Path(p)
+                    if p.path.segments.last().is_some_and(|s| s.ident == "stop_gradient")) =>
+            {
+                // Reading through `stop_gradient` cuts the gradient on purpose: no taint.
+                let outer = self.taint.take();
+                for a in c.args.iter_mut() {
+                    self.visit_expr_mut(a);
+                }
+                self.taint = outer;
             }
             Expr::Assign(a) => {
                 let target = self.plain_variable(&a.left);
@@ -3433,6 +3481,14 @@ fn assignments(e: &Expr) -> Vec<(String, Vec<Expr>)> {
     let mut f = Finder(Vec::new());
     syn::visit::Visit::visit_expr(&mut f, e);
     f.0
+}
+
+/// Whether a call constructs a value (`Some(x)`, `Wrapper(x)`): its path's last segment is
+/// capitalised, as enum variants and tuple structs are.
+fn is_constructor(c: &syn::ExprCall) -> bool {
+    matches!(strip(&c.func), Expr::Path(p) if p.path.segments.last().is_some_and(|s| {
+        s.ident.to_string().starts_with(|ch: char| ch.is_ascii_uppercase())
+    }))
 }
 
 /// Whether a method call reads no numbers of its receiver as a value that carries a gradient:
