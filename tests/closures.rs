@@ -7,7 +7,7 @@ fn t64(values: &[f64], shape: &[usize]) -> Tensor<f64> {
     Tensor::from_vec(values.to_vec(), shape)
 }
 
-#[differentiable]
+#[differentiable(hvp)]
 fn activated(x: &Tensor<f64>, w: &Tensor<f64>) -> Tensor<f64> {
     let act = |t: &Tensor<f64>| t.tanh();
     let layer = |h: &Tensor<f64>, k: f64| act(&(h * w)) * k;
@@ -87,4 +87,25 @@ fn plain_closures_stay_plain() {
     assert_eq!(g.to_vec(), vec![14.0, 14.0]);
     let (value, t) = plain_closures_jvp(&x, &xs, &t64(&[1.0, 1.0], &[2]));
     assert_eq!((value.item(), t.item()), (42.0, 28.0));
+}
+
+#[test]
+fn hessian_vector_products_through_inlined_closures() {
+    let x = t64(&[0.3, -0.4], &[2]);
+    let w = t64(&[1.5, 0.5], &[2]);
+    check_hvp(
+        |a| {
+            let (gx, gw) = activated_grad(&a[0], &a[1]);
+            vec![gx, gw]
+        },
+        |a, v| {
+            let (_, (hx, hw)) = activated_hvp(&a[0], &a[1], &v[0], &v[1]);
+            vec![hx, hw]
+        },
+        &[x, w],
+        1e-5,
+        1e-6,
+        1e-8,
+    )
+    .unwrap();
 }

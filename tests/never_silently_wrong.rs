@@ -87,7 +87,7 @@ fn accumulator_around_a_loop_over_a_vec_field() {
 
 // ---- parentheses in plain-number code ---------------------------------------------------------
 
-#[differentiable]
+#[differentiable(hvp)]
 fn parenthesised(x: &Tensor<f64>, #[nodiff] a: f64, #[nodiff] b: f64) -> Tensor<f64> {
     (x * ((a / b).sqrt() + (a - b).abs() + (b - a).abs())).sum()
 }
@@ -102,7 +102,7 @@ fn abs_of_difference(y: &Tensor<f64>, #[nodiff] c: &Tensor<f64>) -> Tensor<f64> 
     (y - c).abs().sum()
 }
 
-#[differentiable]
+#[differentiable(hvp)]
 fn parenthesised_operands(y: &Tensor<f64>, #[nodiff] n: usize, #[nodiff] k: usize) -> Tensor<f64> {
     let z = y * ((n * k) as f64);
     let m = z.maximum(&(y * 0.3));
@@ -141,7 +141,7 @@ fn parentheses_are_kept() {
 
 // ---- control flow that only sets plain variables ----------------------------------------------
 
-#[differentiable]
+#[differentiable(hvp)]
 fn scaled_by_flag(x: &Tensor<f64>, #[nodiff] flag: bool) -> Tensor<f64> {
     let mut c = 1.0;
     if flag {
@@ -150,7 +150,7 @@ fn scaled_by_flag(x: &Tensor<f64>, #[nodiff] flag: bool) -> Tensor<f64> {
     (x * c).sum()
 }
 
-#[differentiable]
+#[differentiable(hvp)]
 fn scaled_by_match(x: &Tensor<f64>, #[nodiff] mode: usize) -> Tensor<f64> {
     let mut c = 1.0;
     match mode {
@@ -246,7 +246,7 @@ fn a_vec_of_tensors_is_differentiated() {
 
 // ---- values collected in a local `Vec` ---------------------------------------------------------
 
-#[differentiable]
+#[differentiable(hvp)]
 fn collected_steps(x: &Tensor<f64>, #[nodiff] steps: usize) -> Tensor<f64> {
     let mut outs = Vec::new();
     let mut h = x.clone();
@@ -300,4 +300,60 @@ fn values_pushed_into_a_vec_keep_their_gradient() {
         assert_eq!(value.item(), collected_steps(&x, steps).item());
         assert!((t.item() - dwant).abs() < 1e-12);
     }
+}
+
+// ---- Hessian-vector products of the same programs -----------------------------------------------
+
+#[track_caller]
+fn hvp_check(
+    grad: impl Fn(&Tensor<f64>) -> Tensor<f64>,
+    hvp: impl Fn(&Tensor<f64>, &Tensor<f64>) -> (Tensor<f64>, Tensor<f64>),
+    x: &Tensor<f64>,
+) {
+    // The gradient returned beside the product is the gradient.
+    let v = Tensor::ones(x.shape());
+    let (g, _) = hvp(x, &v);
+    assert_eq!(g.to_vec(), grad(x).to_vec());
+    check_hvp(
+        |a| vec![grad(&a[0])],
+        |a, v| vec![hvp(&a[0], &v[0]).1],
+        std::slice::from_ref(x),
+        1e-5,
+        1e-6,
+        1e-8,
+    )
+    .unwrap();
+}
+
+#[test]
+fn hessian_vector_products_through_the_same_constructs() {
+    let x = t64(&[0.3, -0.8], &[2]);
+    hvp_check(
+        |x| parenthesised_grad(x, 4.0, 1.0),
+        |x, v| parenthesised_hvp(x, 4.0, 1.0, v),
+        &x,
+    );
+    hvp_check(
+        |x| parenthesised_operands_grad(x, 2, 3),
+        |x, v| parenthesised_operands_hvp(x, 2, 3, v),
+        &t64(&[1.0, 2.0], &[2]),
+    );
+    hvp_check(
+        |x| scaled_by_flag_grad(x, true),
+        |x, v| scaled_by_flag_hvp(x, true, v),
+        &x,
+    );
+    hvp_check(
+        |x| scaled_by_match_grad(x, 1),
+        |x, v| scaled_by_match_hvp(x, 1, v),
+        &x,
+    );
+    hvp_check(
+        |x| collected_steps_grad(x, 3),
+        |x, v| collected_steps_hvp(x, 3, v),
+        &x,
+    );
+    // collected_steps is not linear: its Hessian is not zero.
+    let (_, hv) = collected_steps_hvp(&x, 3, &Tensor::ones(&[2]));
+    assert!(hv.to_vec().iter().any(|h| h.abs() > 1e-3));
 }
