@@ -103,3 +103,23 @@ fn if_let_and_while_let_on_plain_values() {
     let (_, t) = optional_steps_jvp(&x, None, &[2], &t64(&[1.0, 0.0], &[2]));
     assert_eq!(t.item(), 2.0 * 0.5f64.cos());
 }
+
+#[differentiable]
+fn raw_identifiers(x: &Tensor<f64>, #[nodiff] r#type: usize) -> Tensor<f64> {
+    let r#loop = 2.0;
+    let mut total = x * 0.0;
+    for r#i in 0..r#type {
+        total += x * (r#loop + r#i as f64);
+    }
+    total.sum()
+}
+
+#[test]
+fn raw_identifiers_are_names_like_any_other() {
+    let x = t64(&[1.0, 2.0], &[2]);
+    // type = 2: total = x (2 + 3) = 5 x.
+    let (value, g) = raw_identifiers_value_and_grad(&x, 2);
+    assert_eq!(value.item(), 15.0);
+    assert_eq!(value.item(), raw_identifiers(&x, 2).item());
+    assert_eq!(g.to_vec(), vec![5.0, 5.0]);
+}

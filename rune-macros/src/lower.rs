@@ -365,6 +365,8 @@ impl Lowerer<'_> {
 
     fn fresh_const_ident(&mut self, name: &str) -> Ident {
         self.renames += 1;
+        // A raw identifier (`r#type`) keeps its name without the prefix inside ours.
+        let name = name.trim_start_matches("r#");
         hidden(&format!("{name}_{}", self.renames))
     }
 
@@ -490,6 +492,12 @@ impl Lowerer<'_> {
                 } else if let Lowered::Const { tokens, .. } = self.expr(&init.expr) {
                     self.stmts.push(Stmt::Verbatim(quote!(let _ = #tokens;)));
                 }
+            }
+            Pat::Tuple(t) if t.elems.is_empty() && self.mentions_active(&init.expr) => {
+                self.errors.at(
+                    t,
+                    "bind the value here to a name: `()` cannot hold a differentiated tensor",
+                );
             }
             Pat::Tuple(_) => {
                 let item = self.expr_item(&init.expr, pat);
