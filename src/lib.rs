@@ -41,30 +41,47 @@
 //! that derives [`Differentiable`], and it has no `#[nodiff]`. Everything else (numbers,
 //! `usize`, slices, `Tensor<i64>`, `Tensor<bool>`, configuration) is a constant.
 //!
+//! On a method (`fn forward(&self, ..)` of a type that derives [`Differentiable`]), the entry
+//! points are methods of the same `impl` block: `model.forward_vjp(x, cotangent)`,
+//! `model.forward_grad(x)`, `model.forward_jvp(x, &model_tangent, &x_tangent)`; `self` is a
+//! differentiated structure parameter (a gradient of its type, a tangent `&Self`) unless marked
+//! `#[nodiff]`. On an inherent `impl` block, the attribute applies to every function in it; an
+//! associated function without `self` needs it there, since the attribute alone cannot tell it
+//! from a free function.
+//!
 //! # How it works
 //!
 //! The body is lowered to a list of primitive ops in SSA form. *Activity analysis* keeps only
 //! values that depend on a differentiated parameter and that the result depends on; only they
 //! get tangents or adjoints, and constant code stays Rust, evaluated as written. The reverse
-//! pass is split in two: `f_fwd` (hidden) runs the function and returns its value with a
+//! pass is split in two: `f::fwd` (hidden) runs the function and returns its value with a
 //! pullback closure that owns the *residuals*, exactly the inputs, outputs and shapes that the
 //! rules of the backward pass read, and nothing else; calling the pullback walks the ops in
 //! reverse, applying each op's rule and adding into adjoints held in local variables. Inside
 //! loops and branches, residuals go on typed stacks (pushed forward, popped backward), with the
-//! branch taken and the trip count. Forward mode (`f_tangent`, hidden) follows each op with its
-//! tangent rule. `docs/expansion.md` shows the code written for a small function and a loop.
+//! branch taken and the trip count. Forward mode (`f::tangent`, hidden) follows each op with its
+//! tangent rule. These two are associated functions of a hidden type named `f` beside the
+//! function, which `use path::f;` imports with it, so that callers in other modules reach them
+//! (for a method, they are `forward_fwd` and `forward_tangent` in its `impl` block).
+//! `docs/expansion.md` shows the code written for a small function, a loop and calls.
 //!
 //! # What the body may contain
 //!
 //! `let` (with `mut`, shadowing, tuple patterns), assignment and `+= -= *= /=`, the operators
 //! `+ - * /` (scalars on either side) and unary `-`, the tensor methods and free functions of
-//! the op table ([`all_ops`]), [`stop_gradient`], calls to other `#[differentiable]`
-//! functions, field access and indexing of structure parameters, blocks, `if`/`else` and
-//! `match` on constant conditions (which may read a tensor's value with `.item()`), `for` loops
-//! over ranges, constants and `Vec` fields of structures, `while` and `loop`, `break`,
-//! `continue` and `return`. Anything else is a compile error at the offending token saying what
-//! is supported; reading a differentiated tensor's numbers (`item`, `to_vec`, indexing) into
-//! the result is an error too, since its gradient would be lost.
+//! the op table ([`all_ops`]), [`stop_gradient`], field access and indexing of structure
+//! parameters, blocks, `if`/`else` and `match` on constant conditions (which may read a tensor's
+//! value with `.item()`), `for` loops over ranges, constants and `Vec` fields of structures,
+//! `while` and `loop`, `break`, `continue` and `return`, and calls of other `#[differentiable]`
+//! functions: by name, by path or imported with `use`, generic or recursive; methods on
+//! structure parameters and their fields and elements (`self.l1.forward(&h)`,
+//! `layer.forward(&h)` in `for layer in &self.layers`), whose gradients flow into the caller's
+//! gradient at that path; associated functions (`Self::f(..)`, `Model::f(..)`, told apart from a
+//! module path by the capitalised segment before the name). Anything else is a compile error at
+//! the offending token saying what is supported; calling a function or method that is not
+//! `#[differentiable]` with a differentiated value is one error at the call that names it, and
+//! reading a differentiated tensor's numbers (`item`, `to_vec`, indexing) into the result is an
+//! error too, since its gradient would be lost.
 //!
 //! # Forward mode and composition
 //!
@@ -133,6 +150,73 @@
 //!     adam.step(&mut model, &grad);
 //! }
 //! assert!(mse(&model, &x, &y).item() < before / 10.0);
+//! ```
+//!
+//! The same model with methods, and a helper from another module:
+//!
+//! ```
+//! use rune_ad::prelude::*;
+//!
+//! mod activations {
+//!     use rune_ad::prelude::*;
+//!
+//!     #[differentiable]
+//!     pub fn softsign(x: &Tensor<f64>) -> Tensor<f64> {
+//!         x / &(x.abs() + 1.0)
+//!     }
+//! }
+//!
+//! use activations::softsign;
+//!
+//! #[derive(Clone, Differentiable)]
+//! struct Layer {
+//!     w: Tensor<f64>,
+//!     b: Tensor<f64>,
+//! }
+//!
+//! #[derive(Clone, Differentiable)]
+//! struct Mlp {
+//!     layers: Vec<Layer>,
+//! }
+//!
+//! #[differentiable]
+//! impl Layer {
+//!     fn forward(&self, x: &Tensor<f64>) -> Tensor<f64> {
+//!         softsign(&(x.matmul(&self.w) + &self.b))
+//!     }
+//! }
+//!
+//! #[differentiable]
+//! impl Mlp {
+//!     fn forward(&self, x: &Tensor<f64>) -> Tensor<f64> {
+//!         let mut h = x.clone();
+//!         for layer in &self.layers {
+//!             h = layer.forward(&h);
+//!         }
+//!         h
+//!     }
+//!
+//!     fn mse(&self, #[nodiff] x: &Tensor<f64>, #[nodiff] y: &Tensor<f64>) -> Tensor<f64> {
+//!         let d = self.forward(x) - y;
+//!         (&d * &d).mean()
+//!     }
+//! }
+//!
+//! let model = Mlp {
+//!     layers: vec![
+//!         Layer { w: Tensor::rand_normal(&[2, 8], 0.0, 0.5, 1), b: Tensor::zeros(&[8]) },
+//!         Layer { w: Tensor::rand_normal(&[8, 1], 0.0, 0.5, 2), b: Tensor::zeros(&[1]) },
+//!     ],
+//! };
+//! let x = Tensor::from_vec(vec![0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0], &[4, 2]);
+//! let y = Tensor::from_vec(vec![0.0, 0.5, 0.5, 0.0], &[4, 1]);
+//! let (loss, grad) = model.mse_value_and_grad(&x, &y); // grad: an `Mlp`
+//! assert_eq!(loss.item(), model.mse(&x, &y).item());
+//! assert_eq!(grad.layers[1].w.shape(), &[8, 1]);
+//! // Forward mode along the model itself: the directional derivative is ⟨grad, model⟩.
+//! let (_, along) = model.mse_jvp(&x, &y, &model);
+//! let dot: f64 = grad.leaves().iter().zip(model.leaves()).map(|(g, p)| (*g * p).sum().item()).sum();
+//! assert!((along.item() - dot).abs() < 1e-12);
 //! ```
 //!
 //! # Higher order, custom rules, checkpoints

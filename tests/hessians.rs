@@ -488,11 +488,11 @@ fn gradient_of_a_directional_derivative() {
     // g(x) = ∇f(x) · v, the directional derivative; ∇g = H v with
     // H = diag((2 − x²) sin x + 4x cos x) for f = Σ sin(x) x².
     //
-    // `#[differentiable]` cannot differentiate a body that calls `wave_jvp` (a call is taken
-    // to be to a differentiable function `wave_jvp`, whose `wave_jvp_tangent` / `wave_jvp_fwd`
-    // do not exist), so reverse over forward is out of reach. Instead the reverse pass
-    // (`wave_grad`) is run on dual numbers x + v·ε: forward over reverse, whose tangent is
-    // ∇(∇f · v) = H v all the same. `wave_hvp` does exactly that.
+    // `#[differentiable]` cannot differentiate a body that calls `wave_jvp` (it is not itself
+    // `#[differentiable]`, and the call is an error saying so), so reverse over forward through
+    // it is out of reach. Instead the reverse pass (`wave_grad`) is run on dual numbers x + v·ε:
+    // forward over reverse, whose tangent is ∇(∇f · v) = H v all the same. `wave_hvp` does
+    // exactly that.
     let x: Tensor<f64> = Tensor::from_vec(vec![0.4, -1.3, 2.2], &[3]);
     let v = Tensor::from_vec(vec![1.0, 0.5, -2.0], &[3]);
     let expected: Vec<f64> = x

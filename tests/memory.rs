@@ -62,7 +62,7 @@ fn long_chain(x: &Tensor<f64>, #[nodiff] steps: usize) -> Tensor<f64> {
 /// Bytes alive while the pullback of `steps` iterations is held.
 fn kept_by_pullback(x: &Tensor<f64>, steps: usize) -> usize {
     let before = live();
-    let (value, pullback) = long_chain_fwd(x, steps);
+    let (value, pullback) = long_chain::fwd(x, steps);
     drop(value);
     let kept = live() - before;
     let slots = pullback(&Tensor::scalar(1.0));

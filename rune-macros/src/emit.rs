@@ -1,11 +1,15 @@
 //! Emission: the derivative functions, written with `quote!`.
 //!
 //! For a function `f` this writes
-//! - `f_fwd` (hidden): the forward pass, returning the value and a pullback closure that owns
+//! - `fwd` (hidden): the forward pass, returning the value and a pullback closure that owns
 //!   exactly the residuals its rules read and returns one gradient slot per parameter;
-//! - `f_tangent` (hidden): the forward pass with each op followed by its tangent rule, taking
+//! - `tangent` (hidden): the forward pass with each op followed by its tangent rule, taking
 //!   one tangent slot per parameter;
-//! - the public `f_vjp`, `f_grad`, `f_value_and_grad` and `f_jvp`, thin wrappers of those two.
+//! - the public `f_vjp`, `f_grad`, `f_value_and_grad`, `f_jvp` and `f_pullback`, thin wrappers
+//!   of those two.
+//!
+//! Beside a free function the hidden entry points are associated functions of a type named `f`
+//! (`f::fwd`); in an `impl` block, associated functions `f_fwd`, `f_tangent` (see [`Host`]).
 
 use proc_macro2::TokenStream;
 use proc_macro2::{Span, TokenTree};
@@ -14,8 +18,8 @@ use syn::{Ident, ItemFn};
 
 use crate::analyse::{config_keep, path_consts, split_arg, walk, Analysis};
 use crate::ir::{
-    Body, BranchHead, CallArg, Const, List, LoopHead, Operand, OutputAux, OutputElem, PathSeg,
-    Slot, Stmt, Use, Val,
+    Body, BranchHead, CallArg, Callee, Const, List, LoopHead, Operand, OutputAux, OutputElem,
+    PathSeg, Slot, Stmt, Use, Val,
 };
 use crate::lower::{const_ident, path_segments, path_tokens, val_ident};
 use crate::ops::{self, Form, Keep, OpSpec, Param};
@@ -335,12 +339,120 @@ fn forward_op(ctx: &OpCtx, hoists: &Hoists) -> TokenStream {
     }
 }
 
-/// `path` with its last segment suffixed (`g` → `g_fwd`).
-fn suffixed(path: &syn::Path, suffix: &str) -> syn::Path {
-    let mut p = path.clone();
-    let last = p.segments.last_mut().expect("a path has a segment");
-    last.ident = format_ident!("{}_{}", last.ident, suffix, span = last.ident.span());
-    p
+/// Where a function's generated items live.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Host {
+    /// A free function `f`: the public entry points (`f_vjp`, ..) are functions beside it, the
+    /// hidden ones (`fwd`, `tangent`) associated functions of a type `f` of the same name, which
+    /// `use a::f;` imports together with the function.
+    Free,
+    /// A method or associated function in an `impl` block: every entry point is an associated
+    /// function of the same block (`Self::f_vjp`, `Self::f_fwd`).
+    Impl,
+}
+
+/// The local items and trait through which a call of something that is not `#[differentiable]`
+/// is one error, `message` at the call: a trait implemented by the types of every
+/// `#[differentiable]` function (`DifferentiableFunction`) and nothing else.
+fn check_trait(message: &str, label: &str) -> (TokenStream, Ident) {
+    let rt = rt();
+    let name = hidden("Differentiable");
+    let f = hidden("F");
+    let items = quote! {
+        #[diagnostic::on_unimplemented(message = #message, label = #label)]
+        trait #name {}
+        #[diagnostic::do_not_recommend]
+        impl<#f: ?::core::marker::Sized + #rt::DifferentiableFunction> #name for #f {}
+    };
+    (items, name)
+}
+
+/// A stand-in for entry point `entry` of a callee that is not `#[differentiable]`: it takes
+/// the call's arguments (after `&self` for a method) and returns what a real one would, so that
+/// the caller type-checks around the single error of the check. `bounds` are added to its
+/// where-clause.
+fn fallback_fn(
+    entry: &Ident,
+    args: &[CallArg],
+    method: bool,
+    n_outs: usize,
+    mode: Mode,
+    bounds: &[TokenStream],
+) -> TokenStream {
+    let rt = rt();
+    let mut generics = Vec::new();
+    let mut params = Vec::new();
+    let mut slots = Vec::new();
+    let mut bounds = bounds.to_vec();
+    let mut elem = None;
+    for (i, a) in args.iter().enumerate() {
+        if method && i == 0 {
+            params.push(quote!(&self));
+            if let CallArg::Struct { .. } = a {
+                slots.push(quote!(Self));
+                bounds.push(quote!(Self: #rt::Differentiable));
+                elem.get_or_insert(quote!(<Self as #rt::Differentiable>::Elem));
+            } else {
+                slots.push(quote!(#rt::NoGrad));
+            }
+            continue;
+        }
+        let g = hidden(&format!("A{i}"));
+        let by_ref = |ty: TokenStream, borrowed: bool| {
+            if borrowed {
+                quote!(_: &#ty)
+            } else {
+                quote!(_: #ty)
+            }
+        };
+        match a {
+            CallArg::Val { borrowed, .. } => {
+                generics.push(quote!(#g: #rt::Element));
+                params.push(by_ref(quote!(#rt::Tensor<#g>), *borrowed));
+                slots.push(quote!(#rt::Tensor<#g>));
+                elem.get_or_insert(quote!(#g));
+            }
+            CallArg::Struct { borrowed, .. } => {
+                generics.push(quote!(#g: #rt::Differentiable));
+                params.push(by_ref(quote!(#g), *borrowed));
+                slots.push(quote!(#g));
+                elem.get_or_insert(quote!(<#g as #rt::Differentiable>::Elem));
+            }
+            CallArg::Const(_) => {
+                generics.push(quote!(#g));
+                params.push(quote!(_: #g));
+                slots.push(quote!(#rt::NoGrad));
+            }
+        }
+    }
+    let elem = elem.expect("a call has a differentiated argument");
+    let tensor = quote!(#rt::Tensor<#elem>);
+    let (value, cotangent) = if n_outs == 1 {
+        (tensor.clone(), quote!(&#tensor))
+    } else {
+        let values = (0..n_outs).map(|_| &tensor);
+        let cotangents = (0..n_outs).map(|_| quote!(&#tensor));
+        (quote!((#(#values,)*)), quote!((#(#cotangents,)*)))
+    };
+    let (ret, body) = match mode {
+        // A function pointer is a pullback (`FnOnce + Clone`) of a type that names no bound.
+        Mode::Reverse => (
+            quote!((#value, fn(#cotangent) -> (#(#slots,)*))),
+            quote!((::core::unreachable!(), |_| ::core::unreachable!())),
+        ),
+        Mode::Tangent => {
+            for i in 0..args.len() {
+                let t = hidden(&format!("T{i}"));
+                generics.push(t.to_token_stream());
+                params.push(quote!(_: #t));
+            }
+            (quote!((#value, #value)), quote!(::core::unreachable!()))
+        }
+    };
+    let bounds = (!bounds.is_empty()).then(|| quote!(where #(#bounds),*));
+    quote! {
+        fn #entry<#(#generics),*>(#(#params),*) -> #ret #bounds { #body }
+    }
 }
 
 fn call_args(args: &[CallArg], roots: &[Ident]) -> Vec<TokenStream> {
@@ -392,6 +504,8 @@ pub struct Emitter<'a> {
     pub dual_twin: Option<()>,
     /// This is the twin itself: its calls go to other functions' dual entry points.
     pub is_twin: bool,
+    /// Where the generated items go.
+    pub host: Host,
 }
 
 /// Something the backward pass reads, saved by the forward pass right after the statement that
@@ -497,6 +611,206 @@ impl Emitter<'_> {
 
     fn optional(&self, s: Slot) -> bool {
         self.body.output_slots.contains(&s)
+    }
+
+    /// The function's name.
+    fn name(&self) -> &Ident {
+        &self.func.sig.ident
+    }
+
+    /// Entry point `kind` (`fwd`, `tangent`) as this emission writes and calls it: `dual_fwd`
+    /// and so on in a dual-number twin.
+    fn kind(&self, kind: &str) -> String {
+        if self.is_twin {
+            format!("dual_{kind}")
+        } else {
+            kind.to_owned()
+        }
+    }
+
+    /// The declared name of hidden entry point `kind` (`fwd`, `tangent`, `fwd_derived`).
+    fn hidden_name(&self, kind: &str) -> Ident {
+        let kind = self.kind(kind);
+        match self.host {
+            Host::Free => format_ident!("{}", kind),
+            Host::Impl => format_ident!("{}_{}", self.name(), kind),
+        }
+    }
+
+    /// The path that calls hidden entry point `kind` (see [`Self::hidden_name`]).
+    fn hidden_path(&self, kind: &str) -> TokenStream {
+        let item = self.hidden_name(kind);
+        match self.host {
+            Host::Free => {
+                let name = self.name();
+                quote!(#name::#item)
+            }
+            Host::Impl => quote!(Self::#item),
+        }
+    }
+
+    /// The name of public entry point `f_suffix`.
+    fn public_name(&self, suffix: &str) -> Ident {
+        format_ident!("{}_{}", self.name(), suffix)
+    }
+
+    /// The path that calls public entry point `f_suffix`.
+    fn public_path(&self, suffix: &str) -> TokenStream {
+        let item = self.public_name(suffix);
+        match self.host {
+            Host::Free => quote!(#item),
+            Host::Impl => quote!(Self::#item),
+        }
+    }
+
+    /// The path of the function itself.
+    fn original_path(&self) -> TokenStream {
+        let name = self.name();
+        match self.host {
+            Host::Free => quote!(#name),
+            Host::Impl => quote!(Self::#name),
+        }
+    }
+
+    /// Whether a call is this function calling itself: `f(..)` in a free function,
+    /// `Self::f(..)` or `self.f(..)` in an `impl` block.
+    fn is_recursive(&self, callee: &Callee, args: &[CallArg]) -> bool {
+        let name = self.name();
+        match (callee, self.host) {
+            (Callee::Function { path, .. }, Host::Free) => path.is_ident(name),
+            (Callee::Associated { ty, name: n, .. }, Host::Impl) => {
+                ty.is_ident("Self") && n == name
+            }
+            (Callee::Method { name: n, .. }, Host::Impl) => {
+                n == name
+                    && matches!(args.first(), Some(CallArg::Struct { root, path, .. })
+                        if path.is_empty() && self.body.roots[*root] == "self")
+            }
+            _ => false,
+        }
+    }
+
+    /// The expression calling entry point `kind` (`fwd` or `tangent`) of `callee` with `values`
+    /// (the arguments, then in forward mode their tangents). Unless the call is recursive, it
+    /// goes through a stand-in that takes over when the callee is not `#[differentiable]`; the
+    /// reverse pass then reports that as one error naming the callee.
+    fn call_expr(
+        &self,
+        callee: &Callee,
+        kind: &str,
+        args: &[CallArg],
+        mut values: Vec<TokenStream>,
+        n_outs: usize,
+        mode: Mode,
+    ) -> TokenStream {
+        let kind = self.kind(kind);
+        let recursive = self.is_recursive(callee, args);
+        let check = mode == Mode::Reverse && !self.is_twin;
+        let name = callee.name();
+        match callee {
+            Callee::Function { path, turbofish } => {
+                let entry = format_ident!("{}", kind);
+                if recursive {
+                    return quote!(#name::#entry #turbofish (#(#values),*));
+                }
+                let fallback = hidden("not_differentiable");
+                let resolved = hidden("callee");
+                let stand_in = fallback_fn(&entry, args, false, n_outs, mode, &[]);
+                let check = check.then(|| {
+                    let message = format!(
+                        "`{name}` is not #[differentiable]: add #[differentiable] to it, or wrap \
+                         the differentiated argument in `stop_gradient(..)`"
+                    );
+                    let (items, bound) = check_trait(&message, "called with differentiated values");
+                    let f = hidden("F");
+                    let check_fn = hidden("check");
+                    quote! {
+                        #items
+                        fn #check_fn<#f: ?::core::marker::Sized + #bound>() {}
+                        #check_fn::<#resolved>();
+                    }
+                });
+                // The stand-in is named like the callee in an outer block; the callee's own type,
+                // where it exists, shadows it in the inner one.
+                quote!({
+                    mod #fallback {
+                        pub struct #name {}
+                        impl #name {
+                            pub #stand_in
+                        }
+                    }
+                    use #fallback::#name as #resolved;
+                    {
+                        use #path as #resolved;
+                        #check
+                        #resolved::#entry #turbofish (#(#values),*)
+                    }
+                })
+            }
+            Callee::Associated { turbofish, .. } | Callee::Method { turbofish, .. } => {
+                let entry = format_ident!("{}_{}", name, kind);
+                let method = matches!(callee, Callee::Method { .. });
+                let head = match callee {
+                    Callee::Associated { ty, .. } => quote!(#ty::#entry),
+                    _ => {
+                        values.remove(0);
+                        let receiver = match &args[0] {
+                            CallArg::Struct {
+                                root,
+                                path,
+                                borrowed,
+                            } => {
+                                let p = path_tokens(&self.body.roots[*root], path);
+                                if *borrowed {
+                                    p
+                                } else {
+                                    quote!(::core::clone::Clone::clone(&#p))
+                                }
+                            }
+                            CallArg::Const(t) => quote!((#t)),
+                            CallArg::Val { .. } => {
+                                unreachable!("a receiver is a structure or a constant")
+                            }
+                        };
+                        quote!(#receiver.#entry)
+                    }
+                };
+                if recursive {
+                    return quote!(#head #turbofish (#(#values),*));
+                }
+                // A trait in scope gives every type the entry point; the type's own (inherent)
+                // one takes precedence where it exists.
+                let (items, bounds) = if check {
+                    let message = if method {
+                        format!(
+                            "`{name}` is not a #[differentiable] method of `{{Self}}`: add \
+                             #[differentiable] to it or to its `impl` block"
+                        )
+                    } else {
+                        format!(
+                            "`{name}` is not a #[differentiable] associated function of \
+                             `{{Self}}`: add #[differentiable] to it or to its `impl` block, or \
+                             wrap the differentiated argument in `stop_gradient(..)`"
+                        )
+                    };
+                    let (items, bound) = check_trait(&message, "called with differentiated values");
+                    (items, vec![quote!(Self: #bound)])
+                } else {
+                    (quote!(), vec![])
+                };
+                let stand_in = fallback_fn(&entry, args, method, n_outs, mode, &bounds);
+                let fallback = hidden("Fallback");
+                let x = hidden("X");
+                quote!({
+                    #items
+                    trait #fallback {
+                        #stand_in
+                    }
+                    impl<#x: ?::core::marker::Sized> #fallback for #x {}
+                    #head #turbofish (#(#values),*)
+                })
+            }
+        }
     }
 
     /// What `stmt` saves for the backward pass.
@@ -773,27 +1087,34 @@ impl Emitter<'_> {
             Stmt::Call {
                 outs,
                 tuple,
-                path,
+                callee,
                 args,
                 span,
             } => {
                 let bound = bind_outs(outs, *tuple);
+                let recursive = self.is_recursive(callee, args);
                 match mode {
                     Mode::Reverse => {
-                        let f = suffixed(path, if self.is_twin { "dual_fwd" } else { "fwd" });
-                        let args = call_args(args, &self.body.roots);
+                        let values = call_args(args, &self.body.roots);
+                        let call = self.call_expr(callee, "fwd", args, values, outs.len(), mode);
                         let pb = pullback_ident(outs[0]);
-                        relocate(quote!(let (#bound, #pb) = #f(#(#args),*);), *span)
+                        let call = if recursive {
+                            // A pullback that holds its own type: boxed, behind a reference count
+                            // so that it stays `Clone`.
+                            let raw = hidden("pullback_raw");
+                            let cot = self.sig.cotangent_type();
+                            let slots = self.sig.slot_types();
+                            quote! {
+                                let (#bound, #raw) = #call;
+                                let #pb: ::std::rc::Rc<dyn ::core::ops::Fn(#cot) -> (#(#slots,)*)> =
+                                    ::std::rc::Rc::new(move |__rune_c: #cot| ::core::clone::Clone::clone(&#raw)(__rune_c));
+                            }
+                        } else {
+                            quote!(let (#bound, #pb) = #call;)
+                        };
+                        relocate(call, *span)
                     }
                     Mode::Tangent => {
-                        let f = suffixed(
-                            path,
-                            if self.is_twin {
-                                "dual_tangent"
-                            } else {
-                                "tangent"
-                            },
-                        );
                         let mut all = call_args(args, &self.body.roots);
                         for a in args {
                             all.push(match a {
@@ -809,13 +1130,14 @@ impl Emitter<'_> {
                                 _ => quote!(#rt::NoTangent),
                             });
                         }
+                        let call = self.call_expr(callee, "tangent", args, all, outs.len(), mode);
                         let tangents: Vec<Ident> = outs.iter().map(|v| tangent_ident(*v)).collect();
                         let tbound = if *tuple {
                             quote!((#(#tangents),*))
                         } else {
                             tangents[0].to_token_stream()
                         };
-                        relocate(quote!(let (#bound, #tbound) = #f(#(#all),*);), *span)
+                        relocate(quote!(let (#bound, #tbound) = #call;), *span)
                     }
                 }
             }
@@ -1524,7 +1846,7 @@ impl Emitter<'_> {
 
     /// The value from the original function, the parameters kept for the pullback.
     fn value_and_copies(&self) -> (Vec<Ident>, TokenStream) {
-        let name = &self.func.sig.ident;
+        let name = self.original_path();
         let (_, ty_generics, _) = self.func.sig.generics.split_for_impl();
         let turbofish = ty_generics.as_turbofish();
         let (copies, stmts) = self.copy_params();
@@ -1578,7 +1900,7 @@ impl Emitter<'_> {
 
     /// `f_fwd` under `checkpoint`: the value from the original function, and a pullback that
     /// keeps only the parameters and reruns the saving forward pass when called.
-    fn checkpoint_body(&self, saving: &Ident) -> TokenStream {
+    fn checkpoint_body(&self, saving: &TokenStream) -> TokenStream {
         let (_, ty_generics, _) = self.func.sig.generics.split_for_impl();
         let turbofish = ty_generics.as_turbofish();
         let (copies, head) = self.value_and_copies();
@@ -1642,15 +1964,19 @@ impl Emitter<'_> {
         if self.is_twin || (!generic && self.dual_twin.is_none()) {
             return quote!();
         }
-        let name = &self.func.sig.ident;
+        let name = self.name();
         let vis = &self.func.vis;
         let (_, ty_generics, where_clause) = generics.split_for_impl();
-        let grad_name = if generic {
-            format_ident!("{}_grad", name)
-        } else {
-            format_ident!("{}_dual_grad", name)
+        // A concrete function's gradient on dual numbers is its twin's.
+        let grad_path = match (generic, self.host) {
+            (true, _) => self.public_path("grad"),
+            (false, Host::Free) => quote!(#name::dual_grad),
+            (false, Host::Impl) => {
+                let item = format_ident!("{}_dual_grad", name);
+                quote!(Self::#item)
+            }
         };
-        let hvp_name = format_ident!("{}_hvp", name);
+        let hvp_name = self.public_name("hvp");
         // The turbofish instantiating the element type with its dual numbers.
         let args: Vec<TokenStream> = generics
             .params
@@ -1737,34 +2063,38 @@ impl Emitter<'_> {
                 quote!(#ident: #ty)
             })
             .collect();
-        let doc = format!(" The gradient of [`{name}`] and its Hessian times the given directions (forward over reverse: the reverse pass run on dual numbers).");
+        let link = self.link();
+        let doc = format!(" The gradient of {link} and its Hessian times the given directions (forward over reverse: the reverse pass run on dual numbers).");
         quote! {
             #[doc = #doc]
             #lints
             #[track_caller]
             #vis fn #hvp_name #generics (#(#params_plain,)* #(#directions),*) -> (#grads_ty, #grads_ty) #where_clause {
                 #(#lifts)*
-                let __rune_dual_grads = #grad_name #call_turbofish (#(#call_args),*);
+                let __rune_dual_grads = #grad_path #call_turbofish (#(#call_args),*);
                 (#grads_out, #hvps_out)
             }
         }
     }
 
-    /// All generated items.
-    pub fn emit(&self) -> TokenStream {
+    /// An intra-doc link to the function.
+    fn link(&self) -> String {
+        match self.host {
+            Host::Free => format!("[`{}`]", self.name()),
+            Host::Impl => format!("[`Self::{}`]", self.name()),
+        }
+    }
+
+    /// All generated items: the hidden entry points (for a free function, the items of the
+    /// type of its name), then the public ones.
+    pub fn emit(&self) -> Generated {
         let rt = rt();
         let f = self.func;
         let vis = &f.vis;
-        let name = &f.sig.ident;
+        let name = self.name();
         let generics = &f.sig.generics;
         let (_, ty_generics, where_clause) = generics.split_for_impl();
         let turbofish = ty_generics.as_turbofish();
-        let fwd_name = format_ident!("{}_fwd", name);
-        let tangent_name = format_ident!("{}_tangent", name);
-        let vjp_name = format_ident!("{}_vjp", name);
-        let jvp_name = format_ident!("{}_jvp", name);
-        let grad_name = format_ident!("{}_grad", name);
-        let vag_name = format_ident!("{}_value_and_grad", name);
         let name_str = name.to_string();
 
         // Parameters as declared (without `#[nodiff]`), keeping `mut` only where the body may
@@ -1853,60 +2183,61 @@ impl Emitter<'_> {
             })
             .collect();
 
-        let lints = quote!(#[allow(unused, clippy::all, clippy::pedantic, clippy::nursery)]);
+        let lints = lints();
         let cotangent = Ident::new("cotangent", Span::mixed_site());
         let reverse = self.reverse_body();
         let tangent = match &self.options.custom_jvp {
             Some(rule) => self.custom_tangent_body(rule),
             None => self.tangent_body(),
         };
-        // With a custom VJP or a checkpoint, callers reach this function through `f_fwd`, whose
+        let fwd_name = self.hidden_name("fwd");
+        let tangent_name = self.hidden_name("tangent");
+        let tangent_path = self.hidden_path("tangent");
+        // With a custom VJP or a checkpoint, callers reach this function through `fwd`, whose
         // pullback runs the rule or recomputes; its own entry points use the derived pass.
-        let derived_fwd = if self.options.checkpoint || self.options.custom_vjp.is_some() {
-            format_ident!("{}_fwd_derived", name)
+        let derived = if self.options.checkpoint || self.options.custom_vjp.is_some() {
+            "fwd_derived"
         } else {
-            fwd_name.clone()
+            "fwd"
         };
+        let derived_fwd = self.hidden_name(derived);
+        let derived_path = self.hidden_path(derived);
         let entry_fwd = if self.options.custom_vjp.is_some() {
-            fwd_name.clone()
+            self.hidden_path("fwd")
         } else {
-            derived_fwd.clone()
+            derived_path.clone()
         };
         let pullback_ty =
             quote!(impl ::core::ops::FnOnce(#cot_ty) -> (#(#slot_types,)*) + ::core::clone::Clone);
         let outer_fwd = match (&self.options.custom_vjp, self.options.checkpoint) {
-            (Some(rule), _) => {
-                let body = self.custom_pullback_body(rule);
-                quote! {
-                    #[doc(hidden)]
-                    #lints
-                    #vis fn #fwd_name #generics (#(#params_decl),*) -> (#ret, #pullback_ty) #where_clause {
-                        #body
-                    }
+            (Some(rule), _) => Some(self.custom_pullback_body(rule)),
+            (None, true) => Some(self.checkpoint_body(&derived_path)),
+            (None, false) => None,
+        }
+        .map(|body| {
+            quote! {
+                #[doc(hidden)]
+                #lints
+                #vis fn #fwd_name #generics (#(#params_decl),*) -> (#ret, #pullback_ty) #where_clause {
+                    #body
                 }
             }
-            (None, true) => {
-                let body = self.checkpoint_body(&derived_fwd);
-                quote! {
-                    #[doc(hidden)]
-                    #lints
-                    #vis fn #fwd_name #generics (#(#params_decl),*) -> (#ret, #pullback_ty) #where_clause {
-                        #body
-                    }
-                }
-            }
-            (None, false) => quote!(),
-        };
-        let hvp = self.hvp(&lints);
+        });
         // A function generic over its element type serves dual-number twins of its callers
         // directly: its dual entry points are its own.
         let generic_elem = self.sig.active().next().is_some_and(|(_, a)| {
             let e = a.elem.to_token_stream().to_string();
             generics.type_params().any(|t| t.ident == e)
         });
-        let dual_aliases = if generic_elem && !self.is_twin {
-            let dual_fwd = format_ident!("{}_dual_fwd", name);
-            let dual_tangent = format_ident!("{}_dual_tangent", name);
+        let dual_aliases = (generic_elem && !self.is_twin).then(|| {
+            let (dual_fwd, dual_tangent) = match self.host {
+                Host::Free => (format_ident!("dual_fwd"), format_ident!("dual_tangent")),
+                Host::Impl => (
+                    format_ident!("{}_dual_fwd", name),
+                    format_ident!("{}_dual_tangent", name),
+                ),
+            };
+            let fwd_path = self.hidden_path("fwd");
             let tangent_slots = tangent_slots.clone();
             let slot_names: Vec<Ident> = (0..self.sig.params.len())
                 .map(|i| format_ident!("__rune_tangent_{}", i))
@@ -1915,47 +2246,28 @@ impl Emitter<'_> {
                 #[doc(hidden)]
                 #lints
                 #vis fn #dual_fwd #generics (#(#params_plain),*) -> (#ret, #pullback_ty) #where_clause {
-                    #fwd_name #turbofish (#(#names),*)
+                    #fwd_path #turbofish (#(#names),*)
                 }
                 #[doc(hidden)]
                 #lints
                 #vis fn #dual_tangent #generics (#(#params_plain,)* #(#tangent_slots),*)
                     -> (#ret, #tangent_ty) #where_clause
                 {
-                    #tangent_name #turbofish (#(#names,)* #(#slot_names),*)
+                    #tangent_path #turbofish (#(#names,)* #(#slot_names),*)
                 }
             }
-        } else {
-            quote!()
-        };
-        let hidden_attr = self.is_twin.then(|| quote!(#[doc(hidden)]));
+        });
         // The derivatives stand for the original: it counts as used (a twin has none).
-        let uses_original = (!self.is_twin).then(|| quote!(let _ = #name #turbofish;));
-        let pullback_name = format_ident!("{}_pullback", name);
-        let doc_pullback = format!(" The value of [`{name}`] and its pullback: a function that takes a cotangent of the value's shape and returns the gradients, callable many times (the forward pass runs once).");
+        let uses_original = (!self.is_twin).then(|| {
+            let original = self.original_path();
+            quote!(let _ = #original #turbofish;)
+        });
         let has_aux = matches!(self.sig.returns, Returns::Aux { .. });
         let value_of = if has_aux {
             quote!(&__rune_value.0)
         } else {
             quote!(&__rune_value)
         };
-        let (vag_ret, vag_body, grad_body) = (
-            quote!((#ret, #grads_ty)),
-            quote! {
-                let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*);
-                let __rune_seed = #rt::scalar_seed(#name_str, #value_of);
-                let __rune_slots = __rune_pullback(&__rune_seed);
-                (__rune_value, #grads_from_slots)
-            },
-            if has_aux {
-                quote! {
-                    let ((_, __rune_aux), __rune_grads) = #vag_name #turbofish (#(#names),*);
-                    (__rune_grads, __rune_aux)
-                }
-            } else {
-                quote!(#vag_name #turbofish (#(#names),*).1)
-            },
-        );
         let aux_ty = match &self.sig.returns {
             Returns::Aux { aux, .. } => Some(aux),
             _ => None,
@@ -1964,36 +2276,9 @@ impl Emitter<'_> {
             Some(aux) => quote!((#grads_ty, #aux)),
             None => grads_ty.clone(),
         };
-        let doc_vjp = format!(" Reverse mode of [`{name}`]: its value and the cotangent pulled back to each differentiated parameter.");
-        let doc_jvp = format!(" Forward mode of [`{name}`]: its value and the directional derivative along the given tangents.");
-        let doc_grad = format!(" The gradient of [`{name}`] (whose value must have one element).");
-        let doc_vag =
-            format!(" The value of [`{name}`] and its gradient (the value must have one element).");
+        let link = self.link();
 
-        // Gradients need a one-element value: tuple-valued functions get `f_vjp` and `f_jvp` only.
-        let scalar_entry_points = if matches!(self.sig.returns, Returns::Tuple(_)) {
-            quote!()
-        } else {
-            quote! {
-            #[doc = #doc_vag]
-            #hidden_attr
-                #lints
-                #[track_caller]
-                #vis fn #vag_name #generics (#(#params_plain),*) -> #vag_ret #where_clause {
-                    #vag_body
-                }
-
-                #[doc = #doc_grad]
-            #hidden_attr
-                #lints
-                #[track_caller]
-                #vis fn #grad_name #generics (#(#params_plain),*) -> #grad_ret #where_clause {
-                    #grad_body
-                }
-
-            }
-        };
-        quote! {
+        let hidden = quote! {
             #[doc(hidden)]
             #lints
             #vis fn #derived_fwd #generics (#(#params_decl),*) -> (#ret, #pullback_ty) #where_clause
@@ -2004,12 +2289,85 @@ impl Emitter<'_> {
 
             #outer_fwd
 
-            #hvp
-
             #dual_aliases
 
+            #[doc(hidden)]
+            #lints
+            #vis fn #tangent_name #generics (#(#params_decl,)* #(#tangent_slots),*)
+                -> (#ret, #tangent_ty) #where_clause
+            {
+                #uses_original
+                #tangent
+            }
+        };
+
+        // The value and the gradients, `(__rune_value, __rune_grads)`.
+        let value_and_grads = quote! {
+            let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*);
+            let __rune_seed = #rt::scalar_seed(#name_str, #value_of);
+            let __rune_slots = __rune_pullback(&__rune_seed);
+            let __rune_grads = #grads_from_slots;
+        };
+        let grad_out = if has_aux {
+            quote!((__rune_grads, __rune_value.1))
+        } else {
+            quote!(__rune_grads)
+        };
+        // A twin has only what `f_hvp` runs: its gradient, hidden.
+        if self.is_twin {
+            let grad_name = self.hidden_name("grad");
+            return Generated {
+                hidden: quote! {
+                    #hidden
+
+                    #[doc(hidden)]
+                    #lints
+                    #vis fn #grad_name #generics (#(#params_plain),*) -> #grad_ret #where_clause {
+                        #value_and_grads
+                        #grad_out
+                    }
+                },
+                public: quote!(),
+            };
+        }
+
+        // Gradients need a one-element value: tuple-valued functions get `f_vjp` and `f_jvp` only.
+        let vag_name = self.public_name("value_and_grad");
+        let grad_name = self.public_name("grad");
+        let doc_vag =
+            format!(" The value of {link} and its gradient (the value must have one element).");
+        let doc_grad = format!(" The gradient of {link} (whose value must have one element).");
+        let scalar_entry_points = (!matches!(self.sig.returns, Returns::Tuple(_))).then(|| {
+            quote! {
+                #[doc = #doc_vag]
+                #lints
+                #[track_caller]
+                #vis fn #vag_name #generics (#(#params_plain),*) -> (#ret, #grads_ty) #where_clause {
+                    #value_and_grads
+                    (__rune_value, __rune_grads)
+                }
+
+                #[doc = #doc_grad]
+                #lints
+                #[track_caller]
+                #vis fn #grad_name #generics (#(#params_plain),*) -> #grad_ret #where_clause {
+                    #value_and_grads
+                    #grad_out
+                }
+            }
+        });
+
+        let hvp = self.hvp(&lints);
+        let pullback_name = self.public_name("pullback");
+        let vjp_name = self.public_name("vjp");
+        let jvp_name = self.public_name("jvp");
+        let doc_pullback = format!(" The value of {link} and its pullback: a function that takes a cotangent of the value's shape and returns the gradients, callable many times (the forward pass runs once).");
+        let doc_vjp = format!(" Reverse mode of {link}: its value and the cotangent pulled back to each differentiated parameter.");
+        let doc_jvp = format!(" Forward mode of {link}: its value and the directional derivative along the given tangents.");
+        let public = quote! {
+            #hvp
+
             #[doc = #doc_pullback]
-            #hidden_attr
             #lints
             #vis fn #pullback_name #generics (#(#params_plain),*)
                 -> (#ret, impl ::core::ops::Fn(#cot_ty) -> #grads_ty) #where_clause
@@ -2021,17 +2379,7 @@ impl Emitter<'_> {
                 })
             }
 
-            #[doc(hidden)]
-            #lints
-            #vis fn #tangent_name #generics (#(#params_decl,)* #(#tangent_slots),*)
-                -> (#ret, #tangent_ty) #where_clause
-            {
-                #uses_original
-                #tangent
-            }
-
             #[doc = #doc_vjp]
-            #hidden_attr
             #lints
             #vis fn #vjp_name #generics (#(#params_plain,)* #cotangent: #cot_ty)
                 -> (#ret, #grads_ty) #where_clause
@@ -2042,21 +2390,21 @@ impl Emitter<'_> {
             }
 
             #[doc = #doc_jvp]
-            #hidden_attr
             #lints
             #vis fn #jvp_name #generics (#(#params_plain,)* #(#tangent_params),*)
                 -> (#ret, #tangent_ty) #where_clause
             {
-                #tangent_name #turbofish (#(#names,)* #(#tangent_args),*)
+                #tangent_path #turbofish (#(#names,)* #(#tangent_args),*)
             }
 
             #scalar_entry_points
-        }
+        };
+        Generated { hidden, public }
     }
 
     /// Signatures with `unreachable!()` bodies, emitted beside the errors so that callers do not
     /// see a cascade of missing-function errors.
-    pub fn stubs(func: &ItemFn, sig: &Signature) -> TokenStream {
+    pub fn stubs(func: &ItemFn, sig: &Signature, host: Host) -> Generated {
         let rt = rt();
         let vis = &func.vis;
         let name = &func.sig.ident;
@@ -2092,39 +2440,87 @@ impl Emitter<'_> {
                 quote!(#slot: impl #rt::IgnoredTangent)
             })
             .collect();
-        let names = |suffix: &str| format_ident!("{}_{}", name, suffix);
-        let (fwd, tan, vjp, jvp, grad, vag) = (
-            names("fwd"),
-            names("tangent"),
-            names("vjp"),
-            names("jvp"),
-            names("grad"),
-            names("value_and_grad"),
+        let public = |suffix: &str| format_ident!("{}_{}", name, suffix);
+        let hidden = |kind: &str| match host {
+            Host::Free => format_ident!("{}", kind),
+            Host::Impl => format_ident!("{}_{}", name, kind),
+        };
+        let (fwd, tan, vjp, jvp, grad, vag, pullback) = (
+            hidden("fwd"),
+            hidden("tangent"),
+            public("vjp"),
+            public("jvp"),
+            public("grad"),
+            public("value_and_grad"),
+            public("pullback"),
         );
         let grad_ret = match &sig.returns {
             Returns::Aux { aux, .. } => quote!((#grads, #aux)),
             _ => grads.clone(),
         };
-        let pullback = names("pullback");
         let lints = quote!(#[allow(unused, unreachable_code, clippy::all)]);
-        quote! {
-            #[doc(hidden)] #lints
-            #vis fn #fwd #generics (#(#params),*) -> (#ret, impl ::core::ops::FnOnce(#cot) -> (#(#slots,)*)) #where_clause {
-                (::core::unreachable!(), |_: #cot| ::core::unreachable!())
-            }
-            #[doc(hidden)] #lints
-            #vis fn #tan #generics (#(#params,)* #(#tangent_slots),*) -> (#ret, #value_ty) #where_clause { ::core::unreachable!() }
-            #lints
-            #vis fn #vjp #generics (#(#params,)* cotangent: #cot) -> (#ret, #grads) #where_clause { ::core::unreachable!() }
-            #lints
-            #vis fn #jvp #generics (#(#params,)* #(#tangent_params),*) -> (#ret, #value_ty) #where_clause { ::core::unreachable!() }
-            #lints
-            #vis fn #vag #generics (#(#params),*) -> (#ret, #grads) #where_clause { ::core::unreachable!() }
-            #lints
-            #vis fn #grad #generics (#(#params),*) -> #grad_ret #where_clause { ::core::unreachable!() }
-            #lints
-            #vis fn #pullback #generics (#(#params),*) -> (#ret, impl ::core::ops::Fn(#cot) -> #grads) #where_clause {
-                (::core::unreachable!(), |_: #cot| ::core::unreachable!())
+        Generated {
+            hidden: quote! {
+                #[doc(hidden)] #lints
+                #vis fn #fwd #generics (#(#params),*) -> (#ret, impl ::core::ops::FnOnce(#cot) -> (#(#slots,)*) + ::core::clone::Clone) #where_clause {
+                    (::core::unreachable!(), |_: #cot| ::core::unreachable!())
+                }
+                #[doc(hidden)] #lints
+                #vis fn #tan #generics (#(#params,)* #(#tangent_slots),*) -> (#ret, #value_ty) #where_clause { ::core::unreachable!() }
+            },
+            public: quote! {
+                #lints
+                #vis fn #vjp #generics (#(#params,)* cotangent: #cot) -> (#ret, #grads) #where_clause { ::core::unreachable!() }
+                #lints
+                #vis fn #jvp #generics (#(#params,)* #(#tangent_params),*) -> (#ret, #value_ty) #where_clause { ::core::unreachable!() }
+                #lints
+                #vis fn #vag #generics (#(#params),*) -> (#ret, #grads) #where_clause { ::core::unreachable!() }
+                #lints
+                #vis fn #grad #generics (#(#params),*) -> #grad_ret #where_clause { ::core::unreachable!() }
+                #lints
+                #vis fn #pullback #generics (#(#params),*) -> (#ret, impl ::core::ops::Fn(#cot) -> #grads) #where_clause {
+                    (::core::unreachable!(), |_: #cot| ::core::unreachable!())
+                }
+            },
+        }
+    }
+}
+
+/// The lints generated functions allow.
+fn lints() -> TokenStream {
+    quote!(#[allow(unused, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)])
+}
+
+/// The items written for one function.
+pub struct Generated {
+    /// The hidden entry points (`fwd`, `tangent`, ..).
+    pub hidden: TokenStream,
+    /// The public entry points (`f_vjp`, `f_grad`, ..).
+    pub public: TokenStream,
+}
+
+/// `generated` in place beside `func`: in an `impl` block, as its items; beside a free
+/// function `f`, the public entry points as functions and the hidden ones as associated
+/// functions of a type named `f` (which names live in the type namespace, so `use a::f;`
+/// imports it with the function).
+pub fn place(func: &ItemFn, host: Host, generated: Vec<Generated>) -> TokenStream {
+    let (hidden, public): (Vec<_>, Vec<_>) =
+        generated.into_iter().map(|g| (g.hidden, g.public)).unzip();
+    match host {
+        Host::Impl => quote!(#(#hidden)* #(#public)*),
+        Host::Free => {
+            let rt = rt();
+            let vis = &func.vis;
+            let name = &func.sig.ident;
+            quote! {
+                #[doc(hidden)]
+                #[allow(non_camel_case_types, dead_code, missing_docs, missing_debug_implementations)]
+                #vis struct #name {}
+                impl #rt::DifferentiableFunction for #name {}
+                impl #name {
+                    #(#hidden)*
+                }
+                #(#public)*
             }
         }
     }

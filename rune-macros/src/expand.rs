@@ -1,29 +1,87 @@
 //! The entry point: runs the stages and, on errors, emits them with fallback items.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::quote;
 use syn::visit_mut::VisitMut;
-use syn::ItemFn;
+use syn::{ItemFn, ItemImpl};
 
 use crate::diag::Errors;
-use crate::emit::Emitter;
+use crate::emit::{self, Emitter, Generated, Host};
 use crate::parse::{Options, Signature};
 use crate::{analyse, lower, parse};
 
-/// Expands `#[differentiable(args)] item`.
+/// Expands `#[differentiable(args)] item`: a function (a free one, or a method or associated
+/// function in an `impl` block), or an inherent `impl` block, whose every function it applies to.
 pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
+    if let Ok(func) = syn::parse2::<ItemFn>(item.clone()) {
+        // A function taking `self` is in an `impl` block; any other is taken to be free.
+        let host = if func.sig.receiver().is_some() {
+            Host::Impl
+        } else {
+            Host::Free
+        };
+        return function(args, func, host);
+    }
+    if let Ok(block) = syn::parse2::<ItemImpl>(item.clone()) {
+        return impl_block(args, block);
+    }
     let mut errors = Errors::default();
-    let mut func: ItemFn = match syn::parse2(item.clone()) {
-        Ok(f) => f,
-        Err(_) => {
-            errors.at(
-                &item,
-                "#[differentiable] applies to a function (`fn f(x: &Tensor<T>, ..) -> Tensor<T>`)",
-            );
-            let errs = errors.to_compile_errors();
-            return quote!(#errs #item);
-        }
-    };
+    errors.at(
+        &item,
+        "#[differentiable] applies to a function (`fn f(x: &Tensor<T>, ..) -> Tensor<T>`) or to \
+         an inherent `impl` block",
+    );
+    let errs = errors.to_compile_errors();
+    quote!(#errs #item)
+}
+
+/// `#[differentiable(args)]` on an `impl` block: every function in it gets its entry points
+/// beside it, as if it had the attribute itself (one that does keeps its own arguments).
+fn impl_block(args: TokenStream, mut block: ItemImpl) -> TokenStream {
+    if let Some((_, path, _)) = &block.trait_ {
+        let mut errors = Errors::default();
+        errors.at(
+            path,
+            "#[differentiable] applies to inherent `impl` blocks (`impl Model { .. }`); a trait \
+             impl cannot take the generated functions",
+        );
+        let errs = errors.to_compile_errors();
+        return quote!(#errs #block);
+    }
+    let items = std::mem::take(&mut block.items);
+    for item in items {
+        let syn::ImplItem::Fn(method) = item else {
+            block.items.push(item);
+            continue;
+        };
+        let mut attrs = method.attrs;
+        let own = attrs.iter().position(|a| {
+            a.path()
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "differentiable")
+        });
+        let args = match own.map(|i| attrs.remove(i).meta) {
+            Some(syn::Meta::List(list)) => list.tokens,
+            Some(_) => TokenStream::new(),
+            None => args.clone(),
+        };
+        let func = ItemFn {
+            attrs,
+            vis: method.vis,
+            sig: method.sig,
+            block: Box::new(method.block),
+        };
+        block
+            .items
+            .push(syn::ImplItem::Verbatim(function(args, func, Host::Impl)));
+    }
+    quote!(#block)
+}
+
+/// Expands `#[differentiable(args)]` on `func`, whose generated items go to `host`.
+fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
+    let mut errors = Errors::default();
     let original = func.clone();
     let options = parse::options(args, &mut errors);
     let sig = parse::signature(&mut func, &options, &mut errors);
@@ -39,10 +97,10 @@ pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
     }
     if !errors.is_empty() {
         let errs = errors.to_compile_errors();
-        let stubs = Emitter::stubs(&func, &sig);
+        let stubs = emit::place(&func, host, vec![Emitter::stubs(&func, &sig, host)]);
         return quote!(#errs #func #stubs);
     }
-    let generated = Emitter {
+    let mut generated = vec![Emitter {
         func: &func,
         sig: &sig,
         body: &body,
@@ -50,13 +108,14 @@ pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
         options: &options,
         dual_twin: concrete.as_ref().filter(|_| options.hvp).map(|_| ()),
         is_twin: false,
+        host,
     }
-    .emit();
-    let twin = match (&concrete, options.hvp) {
-        (Some(elem), true) => dual_twin(&original, elem),
-        _ => quote!(),
-    };
-    quote!(#func #generated #twin)
+    .emit()];
+    if let (Some(elem), true) = (&concrete, options.hvp) {
+        generated.extend(dual_twin(&original, elem, host));
+    }
+    let placed = emit::place(&func, host, generated);
+    quote!(#func #placed)
 }
 
 /// The element type of a function written for a concrete one (`f32`, `f64`), if it is.
@@ -107,11 +166,10 @@ fn check_hvp_option(
     }
 }
 
-/// The function again on dual numbers (`Tensor<f64>` → `Tensor<Dual<f64>>`), hidden, whose
-/// generated gradient `f_dual_grad` is what `f_hvp` runs: forward over reverse.
-fn dual_twin(original: &ItemFn, elem: &syn::Type) -> TokenStream {
+/// The function again on dual numbers (`Tensor<f64>` → `Tensor<Dual<f64>>`), whose hidden
+/// gradient (`f::dual_grad`) is what `f_hvp` runs: forward over reverse.
+fn dual_twin(original: &ItemFn, elem: &syn::Type, host: Host) -> Option<Generated> {
     let mut twin = original.clone();
-    twin.sig.ident = format_ident!("{}_dual", original.sig.ident);
     twin.attrs.retain(|a| !a.path().is_ident("doc"));
     let mut rewrite = ToDual {
         elem: quote!(#elem).to_string(),
@@ -121,26 +179,26 @@ fn dual_twin(original: &ItemFn, elem: &syn::Type) -> TokenStream {
     let mut errors = Errors::default();
     let options = Options::default();
     let mut func = twin;
-    let Some(sig) = parse::signature(&mut func, &options, &mut errors) else {
-        return quote!();
-    };
+    let sig = parse::signature(&mut func, &options, &mut errors)?;
     let body = lower::lower(&sig, &func.block, &mut errors);
     let analysis = analyse::analyse(&body, &mut errors);
     if !errors.is_empty() {
-        return quote!();
+        return None;
     }
-    let generated = Emitter {
-        func: &func,
-        sig: &sig,
-        body: &body,
-        analysis: &analysis,
-        options: &options,
-        dual_twin: None,
-        is_twin: true,
-    }
-    .emit();
     // The twin's own plain function is not needed (its body would call the plain callees).
-    generated
+    Some(
+        Emitter {
+            func: &func,
+            sig: &sig,
+            body: &body,
+            analysis: &analysis,
+            options: &options,
+            dual_twin: None,
+            is_twin: true,
+            host,
+        }
+        .emit(),
+    )
 }
 
 /// Rewrites `Tensor<E>` to `Tensor<Dual<E>>` in types and paths.

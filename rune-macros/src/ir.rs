@@ -177,10 +177,46 @@ pub enum Stmt {
         outs: Vec<Val>,
         /// Whether the callee returns a tuple.
         tuple: bool,
-        path: syn::Path,
+        callee: Callee,
+        /// The arguments; a method's receiver comes first.
         args: Vec<CallArg>,
         span: Span,
     },
+}
+
+/// The function a [`Stmt::Call`] calls, which decides where its entry points are.
+pub enum Callee {
+    /// A function named by a path (`f`, `layers::dense`): its entry points are associated
+    /// functions of the type of the same name beside it (`layers::dense::fwd`).
+    Function {
+        /// The path, without generic arguments on its last segment.
+        path: syn::Path,
+        /// `::<..>` on the last segment.
+        turbofish: Option<TokenStream>,
+    },
+    /// An associated function of a type (`Self::f`, `Model::f`): `Model::f_fwd`.
+    Associated {
+        ty: syn::Path,
+        name: Ident,
+        turbofish: Option<TokenStream>,
+    },
+    /// A method called on the first argument (`model.forward(x)`): `model.forward_fwd(x)`.
+    Method {
+        name: Ident,
+        turbofish: Option<TokenStream>,
+    },
+}
+
+impl Callee {
+    /// The function's name (the last segment of its path, or the method's).
+    pub fn name(&self) -> &Ident {
+        match self {
+            Callee::Function { path, .. } => {
+                &path.segments.last().expect("a path has a segment").ident
+            }
+            Callee::Associated { name, .. } | Callee::Method { name, .. } => name,
+        }
+    }
 }
 
 /// A mutable differentiated variable: one assigned inside a branch or a loop (loop-carried,

@@ -14,8 +14,8 @@ use syn::{BinOp, Block, Expr, Ident, Local, Pat, Stmt as SynStmt, UnOp};
 
 use crate::diag::Errors;
 use crate::ir::{
-    Body, BranchHead, CallArg, Const, List, LoopHead, Operand, OutputAux, OutputElem, PathSeg,
-    Slot, Stmt, Taint, Use, Val,
+    Body, BranchHead, CallArg, Callee, Const, List, LoopHead, Operand, OutputAux, OutputElem,
+    PathSeg, Slot, Stmt, Taint, Use, Val,
 };
 use crate::ops::{self, Form, OpSpec, Param};
 use crate::parse::{hidden, Returns, Signature};
@@ -1799,6 +1799,21 @@ impl Lowerer<'_> {
         match strip(e) {
             Expr::Tuple(t) if t.elems.len() == n => t.elems.iter().map(|e| self.expr(e)).collect(),
             Expr::Call(c) if self.is_differentiable_call(c) => self.call(c, n),
+            Expr::MethodCall(mc)
+                if Self::calls_method(mc)
+                    && std::iter::once(&*mc.receiver)
+                        .chain(&mc.args)
+                        .any(|e| self.mentions_active(e)) =>
+            {
+                let receiver = self.expr(&mc.receiver);
+                self.structure_method(mc, &receiver, n).unwrap_or_else(|| {
+                    self.errors.at(
+                        mc,
+                        format!("expected {n} values here (a tuple expression or a call returning a tuple)"),
+                    );
+                    vec![]
+                })
+            }
             Expr::Block(b) if b.label.is_none() => self.in_block(&b.block, |l, tail| match tail {
                 Some(t) => l.expr_multi(t, n),
                 None => {
@@ -2432,6 +2447,11 @@ impl Lowerer<'_> {
                 return receiver;
             }
         }
+        if let Some(mut outs) = self.structure_method(mc, &receiver, 1) {
+            return outs
+                .pop()
+                .unwrap_or_else(|| Lowered::constant(quote!(::core::unreachable!())));
+        }
         let spec = ops::lookup(&method, Form::Method);
         if receiver_active && spec.is_none() {
             let recv = self.const_tokens(&receiver);
@@ -2855,50 +2875,184 @@ impl Lowerer<'_> {
                     .collect()
             };
         }
-        let path = match strip(&c.func) {
-            Expr::Path(p) if p.qself.is_none() => p.path.clone(),
+        let callee = match strip(&c.func) {
+            Expr::Path(p) if p.qself.is_none() => self.callee(&p.path),
             other => {
                 self.errors.at(
                     other,
                     "only functions named by a path can be called with differentiated tensors",
                 );
-                return vec![];
+                None
             }
         };
+        let Some(callee) = callee else {
+            return vec![];
+        };
+        let args = args
+            .into_iter()
+            .zip(&c.args)
+            .map(|(l, syn_arg)| self.call_arg(l, syn_arg))
+            .collect();
+        self.push_call(callee, args, taint, n, c.span())
+    }
+
+    /// What a call of `path` calls: an associated function when the segment before the name is
+    /// a type (`Self`, a capitalised name, or one with generic arguments), a function otherwise.
+    /// `None`, with an error, for a local value (a closure or function pointer).
+    fn callee(&mut self, path: &syn::Path) -> Option<Callee> {
+        if let Some(ident) = path.get_ident() {
+            if self.lookup(&ident.to_string()).is_some() {
+                self.errors.at(
+                    ident,
+                    format!(
+                        "`{ident}` is a local value; only #[differentiable] functions and methods \
+                         can be called with differentiated tensors"
+                    ),
+                );
+                return None;
+            }
+        }
+        let last = path.segments.last().expect("a path has a segment");
+        let turbofish = match &last.arguments {
+            syn::PathArguments::None => None,
+            args => Some(args.to_token_stream()),
+        };
+        let n = path.segments.len();
+        let owner: syn::punctuated::Punctuated<syn::PathSegment, syn::Token![::]> =
+            path.segments.iter().take(n - 1).cloned().collect();
+        let is_type = owner.last().is_some_and(|s| {
+            s.ident == "Self"
+                || !s.arguments.is_none()
+                || s.ident.to_string().starts_with(char::is_uppercase)
+        });
+        Some(if is_type {
+            Callee::Associated {
+                ty: syn::Path {
+                    leading_colon: path.leading_colon,
+                    segments: owner,
+                },
+                name: last.ident.clone(),
+                turbofish,
+            }
+        } else {
+            let mut path = path.clone();
+            if let Some(last) = path.segments.last_mut() {
+                last.arguments = syn::PathArguments::None;
+            }
+            Callee::Function { path, turbofish }
+        })
+    }
+
+    /// The argument a lowered expression `syn_arg` passes to a call.
+    fn call_arg(&self, l: Lowered, syn_arg: &Expr) -> CallArg {
+        match l {
+            Lowered::Val(val) if self.paths.contains_key(&val) => {
+                let (root, path) = self.paths[&val].clone();
+                CallArg::Struct {
+                    root,
+                    path,
+                    borrowed: self.ref_binding(Some(syn_arg)) || !path_is_param(syn_arg),
+                }
+            }
+            Lowered::Val(val) => CallArg::Val {
+                val,
+                borrowed: self.ref_binding(Some(syn_arg)),
+            },
+            Lowered::Const { tokens, .. } => CallArg::Const(tokens),
+        }
+    }
+
+    /// Records a call of `callee`, returning its `n` results.
+    fn push_call(
+        &mut self,
+        callee: Callee,
+        args: Vec<CallArg>,
+        taint: Option<Taint>,
+        n: usize,
+        span: Span,
+    ) -> Vec<Lowered> {
         if let Some(t) = taint {
             self.errors.push(t.error(
                 "this value is read out of a differentiated tensor, so no gradient can flow \
                  through it into this call; use `stop_gradient` to cut the gradient on purpose",
             ));
         }
-        let call_args = args
-            .into_iter()
-            .zip(&c.args)
-            .map(|(l, syn_arg)| match l {
-                Lowered::Val(val) if self.paths.contains_key(&val) => {
-                    let (root, path) = self.paths[&val].clone();
-                    CallArg::Struct {
-                        root,
-                        path,
-                        borrowed: self.ref_binding(Some(syn_arg)) || !path_is_param(syn_arg),
-                    }
-                }
-                Lowered::Val(val) => CallArg::Val {
-                    val,
-                    borrowed: self.ref_binding(Some(syn_arg)),
-                },
-                Lowered::Const { tokens, .. } => CallArg::Const(tokens),
-            })
-            .collect();
         let outs: Vec<Val> = (0..n).map(|_| self.new_val()).collect();
         self.stmts.push(Stmt::Call {
             outs: outs.clone(),
             tuple: n > 1,
-            path,
-            args: call_args,
-            span: c.span(),
+            callee,
+            args,
+            span,
         });
         outs.into_iter().map(Lowered::Val).collect()
+    }
+
+    /// Whether `mc` calls a method outside the op table (a `#[differentiable]` method, when its
+    /// receiver is a structure or its arguments are differentiated).
+    fn calls_method(mc: &syn::ExprMethodCall) -> bool {
+        let method = mc.method.to_string();
+        let m = method.as_str();
+        ops::lookup(m, Form::Method).is_none()
+            && !ops::METADATA.contains(&m)
+            && !ops::NONDIFF.contains(&m)
+            && !ops::CONCRETIZING.contains(&m)
+            && !matches!(m, "clone" | "iter")
+    }
+
+    /// A call of a `#[differentiable]` method returning `n` values: on (a part of) a structure
+    /// parameter (`self.l1.forward(&h)`, `layer.forward(&h)` in a loop over `self.layers`), or on
+    /// a constant with differentiated arguments. The receiver is the call's first argument; `None`
+    /// when `mc` is not such a call.
+    fn structure_method(
+        &mut self,
+        mc: &syn::ExprMethodCall,
+        receiver: &Lowered,
+        n: usize,
+    ) -> Option<Vec<Lowered>> {
+        if !Self::calls_method(mc) {
+            return None;
+        }
+        match receiver {
+            Lowered::Val(v) if !self.paths.contains_key(v) => return None,
+            Lowered::Const { .. } if !mc.args.iter().any(|a| self.mentions_active(a)) => {
+                return None
+            }
+            _ => {}
+        }
+        let args: Vec<Lowered> = mc.args.iter().map(|a| self.expr(a)).collect();
+        let mut refs: Vec<&Lowered> = args.iter().collect();
+        refs.push(receiver);
+        let taint = Self::taint_of(&refs);
+        // The receiver is the place it names (which the method borrows), or a copy of it when
+        // the user cloned it.
+        let receiver = match receiver {
+            Lowered::Val(v) => {
+                let (root, path) = self.paths[v].clone();
+                let cloned = matches!(
+                    strip(&mc.receiver),
+                    Expr::MethodCall(c) if c.method == "clone" && c.args.is_empty()
+                );
+                CallArg::Struct {
+                    root,
+                    path,
+                    borrowed: !cloned,
+                }
+            }
+            Lowered::Const { tokens, .. } => CallArg::Const(tokens.clone()),
+        };
+        let args = std::iter::once(receiver)
+            .chain(
+                args.into_iter()
+                    .zip(&mc.args)
+                    .map(|(l, syn_arg)| self.call_arg(l, syn_arg)),
+            )
+            .collect();
+        let callee = Callee::Method {
+            name: mc.method.clone(),
+            turbofish: mc.turbofish.as_ref().map(|t| t.to_token_stream()),
+        };
+        Some(self.push_call(callee, args, taint, n, mc.method.span()))
     }
 }
 

@@ -273,15 +273,12 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
     }
     let mut params = Vec::new();
     for input in sig.inputs.iter_mut() {
-        let FnArg::Typed(pt) = input else {
-            errors.at(
-                &*input,
-                "#[differentiable] supports free functions only, not methods taking `self`",
-            );
-            continue;
+        let attrs = match input {
+            FnArg::Typed(pt) => &mut pt.attrs,
+            FnArg::Receiver(r) => &mut r.attrs,
         };
         let mut nodiff = false;
-        pt.attrs.retain(|a| {
+        attrs.retain(|a| {
             if a.path().is_ident("nodiff") {
                 nodiff = true;
                 false
@@ -289,19 +286,26 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                 true
             }
         });
-        let (ident, mutable) = match &*pt.pat {
-            Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
-                (pi.ident.clone(), pi.mutability.is_some())
-            }
-            other => {
-                errors.at(
-                    other,
-                    "parameters of a #[differentiable] function must be plain names",
-                );
-                continue;
-            }
+        // `self` is a parameter named `self` of type `Self`, `&Self` (or as written).
+        let (ident, mutable, ty) = match &*input {
+            FnArg::Receiver(r) => (
+                Ident::new("self", r.self_token.span),
+                r.mutability.is_some(),
+                (*r.ty).clone(),
+            ),
+            FnArg::Typed(pt) => match &*pt.pat {
+                Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                    (pi.ident.clone(), pi.mutability.is_some(), (*pt.ty).clone())
+                }
+                other => {
+                    errors.at(
+                        other,
+                        "parameters of a #[differentiable] function must be plain names",
+                    );
+                    continue;
+                }
+            },
         };
-        let ty = (*pt.ty).clone();
         let (inner, passing, mutable_ref) = match &ty {
             Type::Reference(r) => (&*r.elem, Passing::Borrowed, r.mutability.is_some()),
             other => (other, Passing::Owned, false),

@@ -455,3 +455,9 @@ where
 {
     s.into_scalar()
 }
+
+/// Implemented by the type that `#[differentiable]` writes beside each free function it
+/// differentiates (the type of the same name, whose associated functions are the function's
+/// hidden entry points): callers check it so that a call of a function that is not
+/// `#[differentiable]` is one error naming it.
+pub trait DifferentiableFunction {}
