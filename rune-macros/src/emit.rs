@@ -56,6 +56,27 @@ fn witness_ident(v: Val) -> Ident {
     hidden(&format!("w{}", v.0))
 }
 
+/// Whether `ty` is a plain number or `bool` (passed by copy).
+fn is_copy_number(ty: &syn::Type) -> bool {
+    let text = ty.to_token_stream().to_string();
+    matches!(
+        text.as_str(),
+        "f32"
+            | "f64"
+            | "bool"
+            | "usize"
+            | "isize"
+            | "u8"
+            | "u16"
+            | "u32"
+            | "u64"
+            | "i8"
+            | "i16"
+            | "i32"
+            | "i64"
+    )
+}
+
 /// `tokens` with every token's location moved to `span` (keeping its hygiene), so that an error
 /// in generated code underlines the user's expression that produced it.
 fn relocate(tokens: TokenStream, span: Span) -> TokenStream {
@@ -670,6 +691,34 @@ impl Emitter<'_> {
             Host::Free => quote!(#name),
             Host::Impl => quote!(Self::#name),
         }
+    }
+
+    /// `let __rune_expected = ..;`: the plain function's value on the same arguments when values
+    /// are checked (`CHECK_VALUES`, debug builds), for [`check_same_value`]. Nothing is checked
+    /// for a function with a parameter that cannot be passed twice (`&mut`, or owned and not
+    /// known to be `Clone`).
+    fn expected_value(&self, turbofish: &syn::Turbofish) -> Option<TokenStream> {
+        let rt = rt();
+        let mut args = Vec::new();
+        for p in &self.sig.params {
+            let ident = &p.ident;
+            let arg = match &p.ty {
+                syn::Type::Reference(r) if r.mutability.is_none() => quote!(#ident),
+                syn::Type::Reference(_) => return None,
+                _ if p.active.is_some() => quote!(::core::clone::Clone::clone(&#ident)),
+                ty if is_copy_number(ty) => quote!(#ident),
+                _ => return None,
+            };
+            args.push(arg);
+        }
+        let original = self.original_path();
+        Some(quote! {
+            let __rune_expected = if #rt::CHECK_VALUES && ::core::cfg!(debug_assertions) {
+                ::core::option::Option::Some(#original #turbofish (#(#args),*))
+            } else {
+                ::core::option::Option::None
+            };
+        })
     }
 
     /// Whether a call is this function calling itself: `f(..)` in a free function,
@@ -2301,9 +2350,38 @@ impl Emitter<'_> {
             }
         };
 
+        // With the `check-values` feature, in debug builds, each public entry point also runs the
+        // plain function and checks that it returns exactly its value.
+        // A dual-number twin has no plain function of its own to compare with.
+        let expected = (!self.is_twin)
+            .then(|| self.expected_value(&turbofish))
+            .flatten();
+        let checks = expected.is_some();
+        let check = |variant: &str, value: TokenStream| {
+            if !checks {
+                return quote!();
+            }
+            let value = if has_aux {
+                quote!(&(#value).0)
+            } else {
+                quote!(&#value)
+            };
+            let expected = if has_aux {
+                quote!(__rune_expected.as_ref().map(|__rune_e| &__rune_e.0))
+            } else {
+                quote!(__rune_expected.as_ref())
+            };
+            quote!(#rt::check_same_value(#name_str, #variant, #expected, #value);)
+        };
+        let check_vag = check("value_and_grad", quote!(__rune_value));
+        let check_vjp = check("vjp", quote!(__rune_value));
+        let check_pullback = check("pullback", quote!(__rune_value));
+        let check_jvp = check("jvp", quote!(__rune_out.0));
         // The value and the gradients, `(__rune_value, __rune_grads)`.
         let value_and_grads = quote! {
+            #expected
             let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*);
+            #check_vag
             let __rune_seed = #rt::scalar_seed(#name_str, #value_of);
             let __rune_slots = __rune_pullback(&__rune_seed);
             let __rune_grads = #grads_from_slots;
@@ -2372,7 +2450,9 @@ impl Emitter<'_> {
             #vis fn #pullback_name #generics (#(#params_plain),*)
                 -> (#ret, impl ::core::ops::Fn(#cot_ty) -> #grads_ty) #where_clause
             {
+                #expected
                 let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*);
+                #check_pullback
                 (__rune_value, move |#cotangent: #cot_ty| {
                     let __rune_slots = ::core::clone::Clone::clone(&__rune_pullback)(#cotangent);
                     #grads_from_slots
@@ -2384,7 +2464,9 @@ impl Emitter<'_> {
             #vis fn #vjp_name #generics (#(#params_plain,)* #cotangent: #cot_ty)
                 -> (#ret, #grads_ty) #where_clause
             {
+                #expected
                 let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*);
+                #check_vjp
                 let __rune_slots = __rune_pullback(#cotangent);
                 (__rune_value, #grads_from_slots)
             }
@@ -2394,7 +2476,10 @@ impl Emitter<'_> {
             #vis fn #jvp_name #generics (#(#params_plain,)* #(#tangent_params),*)
                 -> (#ret, #tangent_ty) #where_clause
             {
-                #tangent_path #turbofish (#(#names,)* #(#tangent_args),*)
+                #expected
+                let __rune_out = #tangent_path #turbofish (#(#names,)* #(#tangent_args),*);
+                #check_jvp
+                __rune_out
             }
 
             #scalar_entry_points

@@ -341,6 +341,67 @@ pub fn scalar_seed<T: Element>(function: &str, value: &Tensor<T>) -> Tensor<T> {
     Tensor::ones(value.shape())
 }
 
+/// Whether generated entry points also run the plain function and check that they return
+/// exactly its value (feature `check-values`, in debug builds): the invariant that the generated
+/// code computes what the user wrote. rune-ad's own tests run with it.
+pub const CHECK_VALUES: bool = cfg!(feature = "check-values");
+
+/// A function's value that can be compared bit for bit (NaN equal to NaN).
+pub trait SameValue {
+    /// Whether `self` and `other` are the same numbers in the same shapes.
+    fn same_value(&self, other: &Self) -> bool;
+}
+
+impl<T: Element> SameValue for Tensor<T> {
+    fn same_value(&self, other: &Self) -> bool {
+        self.shape() == other.shape()
+            && self
+                .as_shared()
+                .iter()
+                .zip(other.as_shared().iter())
+                .all(|(a, b)| a == b || (a.is_nan() && b.is_nan()))
+    }
+}
+
+macro_rules! same_value_tuples {
+    ($(($($t:ident $i:tt),+))*) => {$(
+        impl<$($t: SameValue),+> SameValue for ($($t,)+) {
+            fn same_value(&self, other: &Self) -> bool {
+                $(self.$i.same_value(&other.$i))&&+
+            }
+        }
+    )*};
+}
+same_value_tuples! {
+    (A 0)
+    (A 0, B 1)
+    (A 0, B 1, C 2)
+    (A 0, B 1, C 2, D 3)
+    (A 0, B 1, C 2, D 3, E 4)
+    (A 0, B 1, C 2, D 3, E 4, F 5)
+}
+
+/// Checks a generated variant's value against the plain function's (when `expected` is
+/// there, see [`CHECK_VALUES`]).
+///
+/// # Panics
+/// When they differ: the generated code did not compute what the user wrote.
+#[track_caller]
+pub fn check_same_value<V: SameValue>(
+    function: &str,
+    variant: &str,
+    expected: Option<&V>,
+    got: &V,
+) {
+    if let Some(expected) = expected {
+        assert!(
+            expected.same_value(got),
+            "rune-ad: `{function}_{variant}` returned a different value from `{function}`: the \
+             generated code does not compute what the function computes (please report this)"
+        );
+    }
+}
+
 /// The adjoint of an output the caller never used: zeros of its shape.
 #[inline]
 pub fn adjoint_or_zeros<T: Element>(adjoint: Option<Tensor<T>>, shape: &[usize]) -> Tensor<T> {
