@@ -362,6 +362,28 @@ fn stop_gradient_holds_a_value_constant() {
     assert_eq!(grad.to_vec(), vec![1.0, 2.0]);
 }
 
+/// Fine-tuning: the backbone is frozen, only the head is trained.
+#[differentiable]
+fn fine_tuned(head: &Linear, #[nodiff] backbone: &Mlp, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+    let features = predict(backbone, x); // no gradient flows into the backbone
+    (features.matmul(&head.w) + &head.b).square().mean()
+}
+
+#[test]
+fn a_frozen_backbone_is_a_nodiff_structure() {
+    let backbone = mlp();
+    let head = linear(1, 2, 80);
+    let (x, _) = regression_data();
+    let grad = fine_tuned_grad(&head, &backbone, &x); // a `Linear`
+    check_leaves(
+        |h: &Linear| fine_tuned(h, &backbone, &x).item(),
+        &head,
+        &grad,
+    );
+    let (_, t) = fine_tuned_jvp(&head, &backbone, &x, &head.zeros_like());
+    assert_eq!(t.item(), 0.0);
+}
+
 // ---- forward mode ----------------------------------------------------------------------------
 
 #[test]
