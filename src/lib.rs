@@ -365,7 +365,9 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use rune_runtime::generated::*;
-    pub use rune_runtime::model::DifferentiableField;
+    pub use rune_runtime::model::{
+        DifferentiableField, ZeroTangentOfConstant, ZeroTangentOfTensor,
+    };
     pub use rune_runtime::rules;
     pub use rune_runtime::*;
 }

@@ -357,3 +357,70 @@ fn hessian_vector_products_through_the_same_constructs() {
     let (_, hv) = collected_steps_hvp(&x, 3, &Tensor::ones(&[2]));
     assert!(hv.to_vec().iter().any(|h| h.abs() > 1e-3));
 }
+
+// ---- constant fields of a structure, and Vecs of structures -------------------------------------
+
+#[derive(Clone, Differentiable)]
+struct Centred {
+    w: Tensor<f64>,
+    #[nodiff]
+    mean: Tensor<f64>,
+}
+
+#[differentiable]
+fn centred_score(model: &Centred, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+    (x - &model.mean).matmul(&model.w).sum()
+}
+
+#[test]
+fn a_nodiff_tensor_field_stays_constant() {
+    let model = Centred {
+        w: t64(&[1.0, -1.0], &[2, 1]),
+        mean: t64(&[1.0, 2.0], &[2]),
+    };
+    let x = t64(&[3.0, 6.0, 5.0, 2.0], &[2, 2]);
+    // f = Σ_rows (x - mean) w: dw = Σ_rows (x - mean) = [2 + 4, 4 + 0] = [6, 4].
+    let g = centred_score_grad(&model, &x);
+    assert_eq!(g.w.to_vec(), vec![6.0, 4.0]);
+    // A constant field of the gradient is the parameter's own value, untouched.
+    assert_eq!(g.mean.to_vec(), model.mean.to_vec());
+    // A tangent made with zeros_like holds a copy of `mean`: it is not its tangent.
+    let (_, t) = centred_score_jvp(&model, &x, &model.zeros_like());
+    assert_eq!(t.item(), 0.0);
+    let mut tangent = model.zeros_like();
+    tangent.w = t64(&[1.0, 0.0], &[2, 1]);
+    let (_, t) = centred_score_jvp(&model, &x, &tangent);
+    assert_eq!(t.item(), 6.0);
+}
+
+#[derive(Clone, Differentiable)]
+struct Dense {
+    w: Tensor<f64>,
+}
+
+#[differentiable]
+fn through_layers(layers: &Vec<Dense>, x: &Tensor<f64>) -> Tensor<f64> {
+    let mut h = x.clone();
+    for layer in layers {
+        h = &h * &layer.w;
+    }
+    h.sum()
+}
+
+#[test]
+fn a_vec_of_structures_is_differentiated() {
+    let layers = vec![
+        Dense {
+            w: t64(&[2.0], &[1]),
+        },
+        Dense {
+            w: t64(&[3.0], &[1]),
+        },
+    ];
+    let x = t64(&[5.0], &[1]);
+    let (value, (gl, gx)) = through_layers_value_and_grad(&layers, &x);
+    assert_eq!(value.item(), 30.0);
+    assert_eq!(gl[0].w.to_vec(), vec![15.0]);
+    assert_eq!(gl[1].w.to_vec(), vec![10.0]);
+    assert_eq!(gx.to_vec(), vec![6.0]);
+}

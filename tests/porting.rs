@@ -1377,8 +1377,6 @@ fn centred(model: &WithBuffer, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
 }
 
 #[test]
-#[ignore = "a #[nodiff] tensor field read in the body is differentiated: its adjoint is added to \
-            the copy in the gradient and its tangent is read from the tangent structure"]
 fn a_nodiff_field_read_in_the_body_is_a_constant() {
     let model = WithBuffer {
         w: t64(&[1.0, -1.0], &[2, 1]),

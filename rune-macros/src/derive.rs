@@ -192,6 +192,23 @@ fn emit(input: &DeriveInput, fields: &[FieldModel<'_>], elem: &ElemSource<'_>) -
             quote!(#member: <#ty as #field_trait>::zeros_like(&self.#member))
         }
     });
+    // A tangent holds zeros for constant tensors too: they do not move.
+    let zero_tangents = fields.iter().map(|f| {
+        let member = &f.member;
+        if f.nodiff {
+            quote! {
+                #member: {
+                    use ::rune_ad::__private::{
+                        ZeroTangentOfConstant as _, ZeroTangentOfTensor as _,
+                    };
+                    (&&self.#member).__rune_zero_tangent()
+                }
+            }
+        } else {
+            let ty = f.ty;
+            quote!(#member: <#ty as #field_trait>::zero_tangent(&self.#member))
+        }
+    });
     let active: Vec<_> = fields.iter().filter(|f| !f.nodiff).collect();
     let leaves = active.iter().map(|f| {
         let (member, ty) = (&f.member, f.ty);
@@ -225,6 +242,10 @@ fn emit(input: &DeriveInput, fields: &[FieldModel<'_>], elem: &ElemSource<'_>) -
 
             fn zeros_like(&self) -> Self {
                 Self { #(#zeros,)* }
+            }
+
+            fn zero_tangent(&self) -> Self {
+                Self { #(#zero_tangents,)* }
             }
 
             fn leaves(&self) -> ::std::vec::Vec<&::rune_ad::__private::Tensor<Self::Elem>> {

@@ -79,11 +79,40 @@ fn impl_block(args: TokenStream, mut block: ItemImpl) -> TokenStream {
     quote!(#block)
 }
 
+/// A custom rule named like a generated function (`f_vjp` for `f`) would be defined twice.
+fn check_rule_names(func: &ItemFn, options: &parse::Options, errors: &mut Errors) {
+    let name = func.sig.ident.to_string();
+    let generated = ["vjp", "jvp", "grad", "value_and_grad", "pullback", "hvp"];
+    for rule in [&options.custom_vjp, &options.custom_jvp]
+        .into_iter()
+        .flatten()
+    {
+        let Some(last) = rule.segments.last() else {
+            continue;
+        };
+        if rule.segments.len() == 1
+            && generated
+                .iter()
+                .any(|g| last.ident == format!("{name}_{g}"))
+        {
+            errors.at(
+                rule,
+                format!(
+                    "`{}` is a name #[differentiable] generates for `{name}`; give the rule \
+                     another name (`{name}_rule`, `{name}_tangent_rule`)",
+                    last.ident
+                ),
+            );
+        }
+    }
+}
+
 /// Expands `#[differentiable(args)]` on `func`, whose generated items go to `host`.
 fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
     let mut errors = Errors::default();
     let original = func.clone();
     let options = parse::options(args, &mut errors);
+    check_rule_names(&func, &options, &mut errors);
     let sig = parse::signature(&mut func, &options, &mut errors);
     let Some(sig) = sig else {
         let errs = errors.to_compile_errors();

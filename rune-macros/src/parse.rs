@@ -156,6 +156,31 @@ fn is_structure(ty: &Type, generics: &syn::Generics) -> bool {
     !constant.contains(&name.as_str()) && !generic
 }
 
+/// Whether a return type can be a tensor: `Tensor<..>`, or a name the macro cannot see through
+/// (an alias, `Self::Output`), but not a number, a structure or a standard container.
+fn returns_tensor_like(ty: &Type, generics: &syn::Generics) -> bool {
+    match ty {
+        Type::Paren(p) => returns_tensor_like(&p.elem, generics),
+        Type::Group(g) => returns_tensor_like(&g.elem, generics),
+        Type::Path(p) => {
+            let Some(last) = p.path.segments.last() else {
+                return false;
+            };
+            if last.ident == "Tensor" {
+                return true;
+            }
+            let numbers = [
+                "f32", "f64", "bool", "usize", "isize", "i32", "i64", "u32", "u64",
+            ];
+            !numbers.contains(&last.ident.to_string().as_str())
+                && !is_structure(ty, generics)
+                && !["Vec", "Option", "Result", "String", "Box"]
+                    .contains(&last.ident.to_string().as_str())
+        }
+        _ => false,
+    }
+}
+
 /// `ty` as a user writes it (`Option<&Tensor<f64>>`), for messages.
 pub fn type_text(ty: &Type) -> String {
     ty.to_token_stream()
@@ -170,7 +195,7 @@ pub fn type_text(ty: &Type) -> String {
 
 /// Whether `ty` is a `Vec` or an array of differentiated tensors or structures: a structure of
 /// parameters too (its gradient is a `Vec` or an array of the same shape).
-fn is_collection(ty: &Type) -> bool {
+fn is_collection(ty: &Type, generics: &syn::Generics) -> bool {
     let element = match ty {
         Type::Array(a) => &*a.elem,
         Type::Path(p) if p.qself.is_none() => {
@@ -189,11 +214,38 @@ fn is_collection(ty: &Type) -> bool {
         }
         _ => return false,
     };
-    holds_float_tensor(element) && !matches!(element, Type::Reference(_))
+    !matches!(element, Type::Reference(_))
+        && (holds_float_tensor(element)
+            || is_structure(element, generics)
+            || is_collection(element, generics))
 }
 
-/// Whether a tensor of a differentiable element type appears anywhere in `ty`: such a parameter
-/// must be differentiated or marked `#[nodiff]`, never silently a constant.
+/// Whether a tensor of a differentiable element type or a structure appears anywhere in `ty`
+/// (not counting functions and trait objects): such a parameter must be differentiated or
+/// marked `#[nodiff]`, never silently a constant.
+fn holds_differentiable(ty: &Type, generics: &syn::Generics) -> bool {
+    struct Finder<'g>(bool, &'g syn::Generics);
+    impl<'a> syn::visit::Visit<'a> for Finder<'_> {
+        fn visit_type(&mut self, t: &'a Type) {
+            match t {
+                Type::BareFn(_) | Type::ImplTrait(_) | Type::TraitObject(_) => {}
+                _ => {
+                    if tensor_elem(t).is_some_and(|e| !is_nondiff_elem(e))
+                        || is_structure(t, self.1)
+                    {
+                        self.0 = true;
+                    }
+                    syn::visit::visit_type(self, t);
+                }
+            }
+        }
+    }
+    let mut f = Finder(false, generics);
+    syn::visit::Visit::visit_type(&mut f, ty);
+    f.0
+}
+
+/// Whether a tensor of a differentiable element type appears anywhere in `ty`.
 fn holds_float_tensor(ty: &Type) -> bool {
     struct Finder(bool);
     impl<'a> syn::visit::Visit<'a> for Finder {
@@ -326,7 +378,9 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                     structure: false,
                 })
             }
-            None if !nodiff && (is_structure(inner, &generics) || is_collection(inner)) => {
+            None if !nodiff
+                && (is_structure(inner, &generics) || is_collection(inner, &generics)) =>
+            {
                 if mutable_ref {
                     errors.at(
                         &ty,
@@ -341,7 +395,7 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                     structure: true,
                 })
             }
-            None if !nodiff && holds_float_tensor(&ty) => {
+            None if !nodiff && holds_differentiable(&ty, &generics) => {
                 errors.at(
                     &ty,
                     format!(
@@ -394,7 +448,20 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
             (Type::Tuple(t), false) if !t.elems.is_empty() => {
                 Returns::Tuple(t.elems.iter().cloned().collect())
             }
-            (other, false) => Returns::Single(other.clone()),
+            (other, false) => {
+                if !returns_tensor_like(other, &generics) {
+                    errors.at(
+                        other,
+                        format!(
+                            "a #[differentiable] function returns a tensor or a tuple of tensors, \
+                             not `{}`; return a 0-d tensor (`Tensor::scalar`) for a number",
+                            type_text(other)
+                        ),
+                    );
+                    return None;
+                }
+                Returns::Single(other.clone())
+            }
         },
     };
     Some(Signature { params, returns })

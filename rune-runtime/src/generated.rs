@@ -227,12 +227,22 @@ pub fn accumulate_struct_slot<D: crate::Differentiable>(target: &mut D, slot: D)
 
 /// The finished gradient of a structure parameter: leaves nothing reached become zeros.
 pub fn struct_grad_finish<D: crate::Differentiable>(mut g: D, template: &D) -> D {
-    for (leaf, t) in g.leaves_mut().into_iter().zip(template.leaves()) {
-        if leaf.shape() != t.shape() {
-            *leaf = Tensor::zeros(t.shape());
+    // Built on the parameter itself, so that `#[nodiff]` fields are exactly its values even
+    // where the body read them (a gradient for them was added to `g`'s copies and is dropped).
+    let mut out = template.clone();
+    for ((o, leaf), t) in out
+        .leaves_mut()
+        .into_iter()
+        .zip(g.leaves_mut())
+        .zip(template.leaves())
+    {
+        if leaf.shape() == t.shape() {
+            std::mem::swap(o, leaf);
+        } else {
+            *o = Tensor::zeros(t.shape());
         }
     }
-    g
+    out
 }
 
 /// A tangent passed to a differentiated structure parameter: a structure, or [`NoTangent`].
@@ -242,16 +252,22 @@ pub trait StructTangentSlot<D> {
 }
 
 impl<D: crate::Differentiable> StructTangentSlot<D> for &D {
+    /// The caller's tangent for the differentiated leaves, zeros for `#[nodiff]` tensors (a
+    /// tangent made with `zeros_like` holds copies of them, which are not their tangents).
     #[inline]
-    fn tangent_or_zeros(self, _primal: &D) -> D {
-        self.clone()
+    fn tangent_or_zeros(self, primal: &D) -> D {
+        let mut t = primal.zero_tangent();
+        for (a, b) in t.leaves_mut().into_iter().zip(self.leaves()) {
+            *a = b.clone();
+        }
+        t
     }
 }
 
 impl<D: crate::Differentiable> StructTangentSlot<D> for NoTangent {
     #[inline]
     fn tangent_or_zeros(self, primal: &D) -> D {
-        primal.zeros_like()
+        primal.zero_tangent()
     }
 }
 

@@ -23,6 +23,12 @@ pub trait Differentiable: Clone {
     /// The same structure with every leaf tensor zero (constant `#[nodiff]` fields are cloned).
     fn zeros_like(&self) -> Self;
 
+    /// A zero tangent of the structure: every leaf zero, and also every `#[nodiff]` tensor
+    /// field (a constant does not move); other `#[nodiff]` fields are cloned.
+    fn zero_tangent(&self) -> Self {
+        self.zeros_like()
+    }
+
     /// The leaf tensors, in order.
     fn leaves(&self) -> Vec<&Tensor<Self::Elem>>;
 
@@ -81,6 +87,8 @@ pub trait Differentiable: Clone {
 pub trait DifferentiableField<E: Element>: Sized {
     /// [`Differentiable::zeros_like`].
     fn zeros_like(&self) -> Self;
+    /// [`Differentiable::zero_tangent`].
+    fn zero_tangent(&self) -> Self;
     /// [`Differentiable::leaves`].
     fn leaves(&self) -> Vec<&Tensor<E>>;
     /// [`Differentiable::leaves_mut`].
@@ -93,6 +101,9 @@ pub trait DifferentiableField<E: Element>: Sized {
 impl<E: Element, D: Differentiable<Elem = E>> DifferentiableField<E> for D {
     fn zeros_like(&self) -> Self {
         Differentiable::zeros_like(self)
+    }
+    fn zero_tangent(&self) -> Self {
+        Differentiable::zero_tangent(self)
     }
     fn leaves(&self) -> Vec<&Tensor<E>> {
         Differentiable::leaves(self)
@@ -147,6 +158,9 @@ impl<D: Differentiable> Differentiable for Vec<D> {
     fn zeros_like(&self) -> Self {
         self.iter().map(D::zeros_like).collect()
     }
+    fn zero_tangent(&self) -> Self {
+        self.iter().map(D::zero_tangent).collect()
+    }
     sequence_leaves!();
 }
 
@@ -155,5 +169,36 @@ impl<D: Differentiable, const N: usize> Differentiable for [D; N] {
     fn zeros_like(&self) -> Self {
         std::array::from_fn(|i| self[i].zeros_like())
     }
+    fn zero_tangent(&self) -> Self {
+        std::array::from_fn(|i| self[i].zero_tangent())
+    }
     sequence_leaves!();
+}
+
+/// The zero tangent of a `#[nodiff]` field that is a tensor: zeros. With
+/// [`ZeroTangentOfConstant`], chosen by method resolution on `(&&field)` in derived code (a
+/// tensor matches this impl first; any other `Clone` type falls through to a clone).
+#[doc(hidden)]
+pub trait ZeroTangentOfTensor<T> {
+    /// Zeros of the tensor's shape.
+    fn __rune_zero_tangent(&self) -> Tensor<T>;
+}
+
+impl<T: Element> ZeroTangentOfTensor<T> for &Tensor<T> {
+    fn __rune_zero_tangent(&self) -> Tensor<T> {
+        Tensor::zeros(self.shape())
+    }
+}
+
+/// The zero tangent of a `#[nodiff]` field that is not a tensor: the value itself.
+#[doc(hidden)]
+pub trait ZeroTangentOfConstant<X> {
+    /// A clone of the value.
+    fn __rune_zero_tangent(&self) -> X;
+}
+
+impl<X: Clone> ZeroTangentOfConstant<X> for &&X {
+    fn __rune_zero_tangent(&self) -> X {
+        (**self).clone()
+    }
 }
