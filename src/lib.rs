@@ -68,17 +68,22 @@
 //! # What the body may contain
 //!
 //! `let` (with `mut`, shadowing, tuple patterns), assignment and `+= -= *= /=`, the operators
-//! `+ - * /` (scalars on either side) and unary `-`, the tensor methods and free functions of
-//! the op table ([`all_ops`]), [`stop_gradient`], field access and indexing of structure
-//! parameters, blocks, `if`/`else` and `match` on constant conditions (which may read a tensor's
-//! value with `.item()`), `for` loops over ranges, constants and `Vec` fields of structures,
-//! `while` and `loop`, `break`, `continue` and `return`, and calls of other `#[differentiable]`
-//! functions: by name, by path or imported with `use`, generic or recursive; methods on
-//! structure parameters and their fields and elements (`self.l1.forward(&h)`,
-//! `layer.forward(&h)` in `for layer in &self.layers`), whose gradients flow into the caller's
-//! gradient at that path; associated functions (`Self::f(..)`, `Model::f(..)`, told apart from a
-//! module path by the capitalised segment before the name). Anything else is a compile error at
-//! the offending token saying what is supported; calling a function or method that is not
+//! `+ - * /` (scalars on either side: see [below](#generic-code-and-float-literals)) and unary
+//! `-`, the tensor methods and free functions of the op table ([`all_ops`]), [`stop_gradient`],
+//! field access and indexing of structure parameters, blocks, `if`/`else`, `if let` and `match`
+//! on constant conditions (which may read a tensor's value with `.item()`), `for` loops over
+//! ranges, constants, `Vec` fields of structures and local `Vec`s of tensors (with `iter`,
+//! `zip`, `enumerate`, `rev` and `map`), `fold`, `map(..).sum()` and `collect()` over them,
+//! `while`, `while let` and `loop`, `break`, `continue` and `return`; local `Vec`s of
+//! differentiated tensors (`push`, indexing, `stack(&outs, 0)`/`concat`); closures defined in
+//! the body (inlined where they are called); `println!`, `assert!`, `dbg!` and `format!` reading
+//! values (forward pass only); and calls of other `#[differentiable]` functions: by name, by
+//! path or imported with `use`, generic or recursive; methods on structure parameters and their
+//! fields and elements (`self.l1.forward(&h)`, `layer.forward(&h)` in
+//! `for layer in &self.layers`), whose gradients flow into the caller's gradient at that path;
+//! associated functions (`Self::f(..)`, `Model::f(..)`, told apart from a module path by the
+//! capitalised segment before the name). Anything else is a compile error at the offending
+//! token saying what is supported; calling a function or method that is not
 //! `#[differentiable]` with a differentiated value is one error at the call that names it, and
 //! reading a differentiated tensor's numbers (`item`, `to_vec`, indexing) into the result is an
 //! error too, since its gradient would be lost.
@@ -107,6 +112,72 @@
 //! // The directional derivative is the gradient's inner product with the direction.
 //! assert!((along_v.item() - (&grad * &v).sum().item()).abs() < 1e-12);
 //! ```
+//!
+//! # Generic code and float literals
+//!
+//! A function generic over its element type (`T: Element`) runs at `f32` and `f64`, and its
+//! `f_hvp` runs it at `Dual<T>`. Float literals read in it as in code on a concrete type:
+//!
+//! ```
+//! use rune_ad::prelude::*;
+//!
+//! #[differentiable]
+//! fn loss<T: Element>(w: &Tensor<T>, #[nodiff] x: &Tensor<T>) -> Tensor<T> {
+//!     let z = x.matmul(w);
+//!     let h = (z.exp() + 1.0).ln() - 0.5;
+//!     let margin = (1.0 - 2.0 * h).clamp(-3.0, 3.0).maximum(0.0);
+//!     let weight = where_cond(&z.gt(0.0), &2.0, &1.0);
+//!     (margin * weight).mean() + 1e-3 * w.powf(2.0).sum()
+//! }
+//!
+//! let w = Tensor::<f64>::rand_normal(&[3, 2], 0.0, 0.5, 1);
+//! let x = Tensor::<f64>::rand_normal(&[4, 3], 0.0, 1.0, 2);
+//! let g64 = loss_grad(&w, &x);
+//! let g32 = loss_grad(&w.cast::<f32>(), &x.cast::<f32>());
+//! assert!((&g64 - &g32.cast::<f64>()).abs().max().item() < 1e-5);
+//! let (g, _hv) = loss_hvp(&w, &x, &Tensor::ones(&[3, 2])); // the function at Dual<f64>
+//! assert!((&g - &g64).abs().max().item() < 1e-12);
+//! ```
+//!
+//! With `T` generic, as with every element type, a float literal can stand
+//!
+//! - on either side of `+ - * /` with a tensor, owned or borrowed (`x + 1.0`, `1.0 - &x`,
+//!   `2.0 * x`, `x / 3.0`), and on the right of `+= -= *= /=`;
+//! - in `x.powf(2.0)`, `x.clamp(-1.0, 1.0)`, `x.maximum(0.0)`, `x.minimum(1.5)`;
+//! - in comparisons: `x.gt(0.0)`, `x.le(1.0)`, ...;
+//! - in `where_cond(&mask, x, &0.0)`, and on both sides, `where_cond(&mask, &2.0, &1.0)`, when
+//!   the result meets a tensor of `T` (or its type is otherwise known).
+//!
+//! There the literal is an `f64`, converted to `T` when the op runs (by `T::from_f64`: exact for
+//! `f64`, rounded to nearest for `f32`, a constant with zero tangent for a dual number). The
+//! scalars a tensor of `T` takes are `T` itself, `f64`, and `f32` when `T` is `f32` or a dual
+//! number over it ([`FromScalar`]); a variable `s: T` goes wherever a literal does, except on the
+//! left of an operator. What to write instead of the forms that do not compile:
+//!
+//! | instead of | write | because |
+//! |---|---|---|
+//! | `Tensor::scalar(1.0)`, `Tensor::full(shape, 1.0)` | `Tensor::scalar(T::from_f64(1.0))`, or the literal alone (`x + 1.0`) | they make a tensor of floats, not of `T` (the compile error says so) |
+//! | `s * x` with `s: T` | `x * s` | on the left of a tensor Rust's orphan rule admits only `f64` and dual numbers |
+//! | `s * 2.0` with `s: T` (scalar arithmetic) | `s * T::from_f64(2.0)` | `T`'s own arithmetic takes only `T` |
+//! | `x * k` with `k: f32` | `x * T::from_f64(k.into())`, or the bound `T: Element + FromScalar<f32>` | only `f64` goes with every element type (the compile error says so) |
+//!
+//! On `Tensor<f64>` and tensors of dual numbers an unsuffixed literal is an `f64`, as it always
+//! was. On `Tensor<f32>` it is one too, rounded to `f32` when the op runs: the same value as an
+//! `f32` literal, but for a decimal within about 2⁻⁵³ (relative) of halfway between two `f32`s.
+//! Concrete code needs no annotations, with three exceptions:
+//!
+//! - an `f32` *variable* on the left of a tensor (`k * x`): write `x * k`, or `f64::from(k) * x`;
+//! - a literal bound to a variable, used beside an `f32` tensor and as the receiver of a float
+//!   method (`let c = 0.5; .. &x * c ..; c.sqrt()`): its type is open until the end of the
+//!   function, so write `let c: f32 = 0.5`;
+//! - `where_cond` of two literals, or `Tensor::zeros(shape) + 1.0`, when nothing says the element
+//!   type: name it (`where_cond::<f64, _, _>(..)`, `Tensor::<f64>::zeros(shape)`).
+//!
+//! A function on a concrete type with `#[differentiable(hvp)]` reads the same way in the copy on
+//! dual numbers that its `f_hvp` runs: there `Tensor<f64>` and `cast::<f64>` name `Dual<f64>`
+//! (and likewise for `f32`), tensors built from `f64` values (`Tensor::<f64>::from_vec`, `full`,
+//! `scalar`, ...) become constants of `Dual<f64>`, and `f64` literals and scalars stay as
+//! written.
 //!
 //! # Models, loops and optimizers
 //!
@@ -357,7 +428,8 @@ pub mod prelude {
     pub use rune_runtime::{
         add, check_grad, check_hvp, concat, div, dual_of, grad_fn, hessian, hessian_from_grad,
         hvp_from_grad, jacfwd, jacobian, jacrev, mul, primal_of, stack, stop_gradient, sub,
-        tangent_of, where_cond, Differentiable, Dual, Element, GradCheckError, ShapeError, Tensor,
+        tangent_of, where_cond, Differentiable, Dual, Element, FromScalar, GradCheckError,
+        ShapeError, Tensor,
     };
 }
 

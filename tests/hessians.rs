@@ -428,6 +428,34 @@ fn check_hvp_passes_on_softmax_cross_entropy() {
     assert!(matches!(err, GradCheckError::Hvp { index: 1, .. }), "{err}");
 }
 
+/// Constants built from `f64` values by `Tensor::<f64>::from_vec` and `full` in a concrete
+/// function with `hvp`: its twin on dual numbers builds them as written and casts them.
+#[differentiable(hvp)]
+fn weighted_quartic(x: &Tensor<f64>) -> Tensor<f64> {
+    let w = Tensor::<f64>::from_vec(vec![1.0, 2.0, 3.0], &[3]);
+    let half: Tensor<f64> = Tensor::<f64>::full(&[3], 0.5);
+    (x.square().square() * w * half).sum()
+}
+
+#[test]
+fn constants_built_from_values_read_in_the_hvp_twin() {
+    let x = Tensor::from_vec(vec![1.0, -0.5, 2.0], &[3]);
+    let v = Tensor::from_vec(vec![1.0, 2.0, -1.0], &[3]);
+    // grad 2 w x³, Hessian diag(6 w x²)
+    let (g, hv) = weighted_quartic_hvp(&x, &v);
+    assert_eq!(g.to_vec(), vec![2.0, -0.5, 48.0]);
+    assert_eq!(hv.to_vec(), vec![6.0, 6.0, -72.0]);
+    check_hvp(
+        |a: &[Tensor<f64>]| vec![weighted_quartic_grad(&a[0])],
+        |a: &[Tensor<f64>], v: &[Tensor<f64>]| vec![weighted_quartic_hvp(&a[0], &v[0]).1],
+        &[x],
+        f64::FD_EPS,
+        1e-7,
+        1e-8,
+    )
+    .unwrap();
+}
+
 // ---- (d) derivatives of order three, and nesting modes ---------------------------------------
 
 #[differentiable]

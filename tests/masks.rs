@@ -181,6 +181,35 @@ fn comparisons_with_a_plain_float_read_on_dual_numbers() {
     assert_close(&hv, &[12.0, 2.0, 6.0], 1e-15);
 }
 
+/// `x³` where `x > 0` and `x²` elsewhere, written with masks cast to numbers: in the twin on dual
+/// numbers that `f_hvp` runs, `cast::<f64>` casts to `Dual<f64>` (method and path forms).
+#[differentiable(hvp)]
+fn masked_cube_or_square(x: &Tensor<f64>) -> Tensor<f64> {
+    let positive = x.gt(0.0).cast::<f64>();
+    let rest = Tensor::<bool>::cast::<f64>(&x.le(0.0));
+    let zeros: Tensor<f64> = Tensor::<f64>::zeros(x.shape());
+    (x.square() * x * positive + x.square() * rest + zeros).sum()
+}
+
+#[test]
+fn mask_casts_read_on_dual_numbers() {
+    let x = tensor::<f64>(&[2.0, -1.0, 0.5, -0.3], &[2, 2]);
+    let v = tensor::<f64>(&[1.0, 1.0, 2.0, -1.0], &[2, 2]);
+    // grad: 3x² or 2x; Hessian diagonal: 6x or 2.
+    let (g, hv) = masked_cube_or_square_hvp(&x, &v);
+    assert_close(&g, &[12.0, -2.0, 0.75, -0.6], 1e-15);
+    assert_close(&hv, &[12.0, 2.0, 6.0, -2.0], 1e-15);
+    check_hvp(
+        |a: &[Tensor<f64>]| vec![masked_cube_or_square_grad(&a[0])],
+        |a: &[Tensor<f64>], v: &[Tensor<f64>]| vec![masked_cube_or_square_hvp(&a[0], &v[0]).1],
+        &[x],
+        1e-5,
+        1e-6,
+        1e-8,
+    )
+    .unwrap();
+}
+
 // ---- maximum and minimum against a scalar ----------------------------------------------------
 
 /// `x` clipped to `[0, 1.5]`, squared: `2x` inside, 0 outside, and half of `2x` at an edge.

@@ -230,24 +230,93 @@ fn dual_twin(original: &ItemFn, elem: &syn::Type, host: Host) -> Option<Generate
     )
 }
 
-/// Rewrites `Tensor<E>` to `Tensor<Dual<E>>` in types and paths.
+/// Rewrites the element type `E` to `Dual<E>` where a body names it as a tensor's element:
+/// `Tensor<E>` in types and paths (`let y: Tensor<E>`, `Tensor::<E>::zeros`) and the target of
+/// `cast` (`mask.cast::<E>()`, `Tensor::<bool>::cast::<E>(&mask)`), so that a mask cast to
+/// numbers meets the twin's dual tensors as dual numbers. A tensor built from values of `E`
+/// (`Tensor::<E>::from_vec(vec![..], ..)`, `full`, `scalar`, ...) is built as written and cast
+/// to a constant of `Dual<E>`. Scalars of type `E` stay: tensors of `Dual<E>` take them as
+/// constants.
 struct ToDual {
     elem: String,
     dual: syn::Type,
 }
 
+/// The constructors of `Tensor<E>` that take values of `E`.
+const FROM_VALUES: &[&str] = &[
+    "from_vec",
+    "scalar",
+    "full",
+    "arange_step",
+    "rand_uniform",
+    "rand_normal",
+];
+
+impl ToDual {
+    /// True when the first generic argument is the element type.
+    fn names_elem(&self, args: &syn::AngleBracketedGenericArguments) -> bool {
+        matches!(args.args.first(), Some(syn::GenericArgument::Type(t))
+            if quote!(#t).to_string() == self.elem)
+    }
+
+    /// Replaces the first generic argument by the dual type when it is the element type; true
+    /// if it did.
+    fn retarget(&self, args: &mut syn::AngleBracketedGenericArguments) -> bool {
+        let names = self.names_elem(args);
+        if names {
+            args.args[0] = syn::GenericArgument::Type(self.dual.clone());
+        }
+        names
+    }
+
+    /// True for `Tensor::<E>::ctor` with `ctor` one of [`FROM_VALUES`].
+    fn builds_from_values(&self, func: &syn::Expr) -> bool {
+        let syn::Expr::Path(p) = func else {
+            return false;
+        };
+        let segments: Vec<&syn::PathSegment> = p.path.segments.iter().collect();
+        let [.., tensor, ctor] = segments.as_slice() else {
+            return false;
+        };
+        tensor.ident == "Tensor"
+            && matches!(&tensor.arguments, syn::PathArguments::AngleBracketed(args)
+                if self.names_elem(args))
+            && FROM_VALUES.contains(&ctor.ident.to_string().as_str())
+    }
+}
+
 impl VisitMut for ToDual {
     fn visit_path_segment_mut(&mut self, seg: &mut syn::PathSegment) {
-        if seg.ident == "Tensor" {
+        if seg.ident == "Tensor" || seg.ident == "cast" {
             if let syn::PathArguments::AngleBracketed(args) = &mut seg.arguments {
-                if let Some(syn::GenericArgument::Type(t)) = args.args.first_mut() {
-                    if quote!(#t).to_string() == self.elem {
-                        *t = self.dual.clone();
-                        return;
-                    }
+                if self.retarget(args) {
+                    return;
                 }
             }
         }
         syn::visit_mut::visit_path_segment_mut(self, seg);
+    }
+
+    fn visit_expr_method_call_mut(&mut self, call: &mut syn::ExprMethodCall) {
+        if call.method == "cast" {
+            if let Some(args) = &mut call.turbofish {
+                self.retarget(args);
+            }
+        }
+        syn::visit_mut::visit_expr_method_call_mut(self, call);
+    }
+
+    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        if let syn::Expr::Call(call) = e {
+            if self.builds_from_values(&call.func) {
+                for arg in &mut call.args {
+                    self.visit_expr_mut(arg);
+                }
+                let dual = &self.dual;
+                *e = syn::parse_quote!(#call.cast::<#dual>());
+                return;
+            }
+        }
+        syn::visit_mut::visit_expr_mut(self, e);
     }
 }

@@ -39,7 +39,6 @@ use num_traits::{Float, Num, NumCast, One, ToPrimitive, Zero};
 
 use crate::element::{strong_mul, Element};
 use crate::ops::arith::{scalar_lhs_ops, Operand, OperandRef};
-use crate::tensor::Tensor;
 
 /// A dual number `re + du·ε` (`ε² = 0`): a primal value and its tangent.
 ///
@@ -628,77 +627,10 @@ impl<T: Element> Operand for Dual<T> {
     }
 }
 
-scalar_lhs_ops!([T: Element] Dual<T>);
-
-// ---- tensors of duals with plain scalars ----------------------------------------------------
-
-// `&x * 2.0` on a `Tensor<Dual<f64>>` reads `2.0` as the constant `Dual::constant(2.0)`, so code
-// written with `f64` literals runs unchanged on dual numbers. The impls are concrete, one per
-// (element, scalar) pair, and name the scalar in their headers: an unsuffixed literal (a
-// `{float}`, which only `f32`/`f64` headers match) then has exactly one impl to take its type
-// from, for `Tensor<Dual<f64>>` here as for `Tensor<f32>` in `ops::arith`, and no header overlaps
-// the generic `Tensor<T> (op) T` ones. A generic `Tensor<Dual<T>> (op) T` is left out on
-// purpose: in generic code, `Tensor::zeros(s) + T::one()` with the element still to be inferred
-// would then fit both `Tensor<T>` and `Tensor<Dual<T>>`. The same holds, unavoidably, for a
-// literal: `Tensor::zeros(s) + 1.0` needs the element type known (`Tensor::<f64>::zeros`).
-
-/// `s` as a constant of the nested dual: both tangents zero.
-#[inline]
-fn nested_constant<T: Element>(s: T) -> Dual<Dual<T>> {
-    Dual::constant(Dual::constant(s))
-}
-
-/// Writes `tensor (op) scalar` and `scalar (op) tensor` for tensors of `$elem` and a scalar of
-/// type `$scalar`, owned or borrowed on either side; `$lift` makes the scalar an `$elem`.
-macro_rules! lifted_scalar_ops {
-    ($elem:ty, $scalar:ty, $lift:path) => {
-        lifted_scalar_ops!(@op $elem, $scalar, $lift; Add, add, $crate::ops::arith::add);
-        lifted_scalar_ops!(@op $elem, $scalar, $lift; Sub, sub, $crate::ops::arith::sub);
-        lifted_scalar_ops!(@op $elem, $scalar, $lift; Mul, mul, $crate::ops::arith::mul);
-        lifted_scalar_ops!(@op $elem, $scalar, $lift; Div, div, $crate::ops::arith::div);
-    };
-    (@op $elem:ty, $scalar:ty, $lift:path; $($op:tt)*) => {
-        lifted_scalar_ops!(@tensor_lhs [] Tensor<$elem>; $scalar; $elem, $scalar, $lift; $($op)*);
-        lifted_scalar_ops!(@tensor_lhs ['r] Tensor<$elem>; &'r $scalar; $elem, $scalar, $lift; $($op)*);
-        lifted_scalar_ops!(@tensor_lhs ['l] &'l Tensor<$elem>; $scalar; $elem, $scalar, $lift; $($op)*);
-        lifted_scalar_ops!(@tensor_lhs ['l, 'r] &'l Tensor<$elem>; &'r $scalar; $elem, $scalar, $lift; $($op)*);
-        lifted_scalar_ops!(@tensor_lhs ['l, 'm] &'l &'m Tensor<$elem>; $scalar; $elem, $scalar, $lift; $($op)*);
-        lifted_scalar_ops!(@tensor_lhs ['l, 'm, 'r] &'l &'m Tensor<$elem>; &'r $scalar; $elem, $scalar, $lift; $($op)*);
-        lifted_scalar_ops!(@scalar_lhs [] $scalar; Tensor<$elem>; $elem, $scalar, $lift; $($op)*);
-        lifted_scalar_ops!(@scalar_lhs ['r] $scalar; &'r Tensor<$elem>; $elem, $scalar, $lift; $($op)*);
-        lifted_scalar_ops!(@scalar_lhs ['r, 's] $scalar; &'r &'s Tensor<$elem>; $elem, $scalar, $lift; $($op)*);
-        lifted_scalar_ops!(@scalar_lhs ['l] &'l $scalar; Tensor<$elem>; $elem, $scalar, $lift; $($op)*);
-        lifted_scalar_ops!(@scalar_lhs ['l, 'r] &'l $scalar; &'r Tensor<$elem>; $elem, $scalar, $lift; $($op)*);
-        lifted_scalar_ops!(@scalar_lhs ['l, 'r, 's] &'l $scalar; &'r &'s Tensor<$elem>; $elem, $scalar, $lift; $($op)*);
-    };
-    (@tensor_lhs [$($lt:lifetime),*] $lhs:ty; $rhs:ty; $elem:ty, $scalar:ty, $lift:path; $trait:ident, $method:ident, $func:path) => {
-        impl<$($lt),*> ::std::ops::$trait<$rhs> for $lhs {
-            type Output = Tensor<$elem>;
-            #[track_caller]
-            #[inline]
-            fn $method(self, rhs: $rhs) -> Tensor<$elem> {
-                let s: $scalar = *::std::borrow::Borrow::<$scalar>::borrow(&rhs);
-                $func(&self, &$lift(s))
-            }
-        }
-    };
-    (@scalar_lhs [$($lt:lifetime),*] $lhs:ty; $rhs:ty; $elem:ty, $scalar:ty, $lift:path; $trait:ident, $method:ident, $func:path) => {
-        impl<$($lt),*> ::std::ops::$trait<$rhs> for $lhs {
-            type Output = Tensor<$elem>;
-            #[track_caller]
-            #[inline]
-            fn $method(self, rhs: $rhs) -> Tensor<$elem> {
-                let s: $scalar = *::std::borrow::Borrow::<$scalar>::borrow(&self);
-                $func(&$lift(s), &rhs)
-            }
-        }
-    };
-}
-
-lifted_scalar_ops!(Dual<f32>, f32, Dual::constant);
-lifted_scalar_ops!(Dual<f64>, f64, Dual::constant);
-lifted_scalar_ops!(Dual<Dual<f32>>, f32, nested_constant);
-lifted_scalar_ops!(Dual<Dual<f64>>, f64, nested_constant);
+// A dual number beside a tensor of dual numbers. Plain `f64`s (and `f32`s on the right of
+// tensors over `f32`) are constants with zero tangents: see `FromScalar`, and the operator impls
+// in `ops::arith`, which take them for every element type.
+scalar_lhs_ops!([T: Element] Dual<T> => Dual<T>);
 
 impl<T: Element> Element for Dual<T> {
     const NAME: &'static str = "Dual";

@@ -5,6 +5,11 @@
 //! [`ndarray::LinalgScalar`]. It is implemented for `f32`, `f64` and the forward-mode dual numbers
 //! [`Dual<f32>`](crate::Dual), [`Dual<f64>`](crate::Dual) (nesting too).
 //!
+//! [`Scalar`] and [`FromScalar`] say which plain numbers stand beside a tensor of an element type
+//! in `x + 1.0`, `2.0 * x`, `x.powf(2.0)`, `x.gt(0.0)`: the element itself, and `f64` for every
+//! element type (converted), so that code generic over `T: Element` can be written with float
+//! literals. See [`FromScalar`].
+//!
 //! [`RangeElement`] is what [`Tensor::arange`](crate::Tensor::arange) counts in: every
 //! `Element`, and `i64` for index tensors.
 
@@ -40,6 +45,9 @@ pub trait Element:
     + DivAssign
     + Operand<Elem = Self>
     + OperandOf<Self>
+    + Scalar
+    + FromScalar<Self>
+    + FromScalar<f64>
     + Residual<Owned = Self>
     + Lift<Lifted = crate::Dual<Self>>
     + 'static
@@ -122,6 +130,88 @@ impl Element for f64 {
     #[inline]
     fn is_exact_zero(self) -> bool {
         self == 0.0
+    }
+}
+
+/// A plain number that can stand beside tensors in `+ - * /`, comparisons, `maximum`,
+/// `powf`, ...: `f32`, `f64`, a dual number, or a reference to one. Which tensors take which
+/// scalar is [`FromScalar`]'s business; this trait only tells scalars apart from tensors.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a scalar (`f32`, `f64` or a dual number)",
+    label = "expected a scalar, or a tensor of the other side's element type",
+    note = "an op between two tensors needs both of the same element type: convert one with \
+            `.cast::<T>()`",
+    note = "in code generic over `T: Element`, `Tensor::scalar(1.0)` and `Tensor::full(shape, 1.0)` \
+            hold floats, not `T`: write `Tensor::scalar(T::from_f64(1.0))`, or the literal alone \
+            (`x + 1.0`)"
+)]
+pub trait Scalar: Copy {}
+
+impl Scalar for f32 {}
+impl Scalar for f64 {}
+impl<T: Element> Scalar for crate::Dual<T> {}
+impl<S: Scalar> Scalar for &S {}
+
+/// The scalars `S` that tensors of element type `Self` take, converted to `Self`.
+///
+/// A tensor of element `T` takes:
+///
+/// - a `T` (an `f32` for `Tensor<f32>`, a `Dual<f64>` for `Tensor<Dual<f64>>`);
+/// - an `f64`, whatever `T` is: the constant `T::from_f64(v)` (rounded for `f32`; a dual
+///   number with zero tangents). This is what makes float literals work in code generic over
+///   `T: Element`: in `x + 1.0` with `x: &Tensor<T>`, the literal can only be an `f64`;
+/// - an `f32` when `T` is `f32` or a dual number over `f32`;
+/// - a reference to any of these.
+///
+/// On `Tensor<f64>` and tensors of `Dual<f64>` an unsuffixed literal is an `f64`, as before; on
+/// `Tensor<f32>` it may be either float type and Rust settles on `f64`, converted to `f32` when
+/// the op runs (the same value as an `f32` literal, but for decimal literals that lie
+/// within 2⁻⁵³ of halfway between two `f32`s).
+#[diagnostic::on_unimplemented(
+    message = "tensors of `{Self}` do not take `{S}` as a scalar",
+    label = "`{S}` is not a scalar that tensors of `{Self}` take",
+    note = "a tensor of element `T` takes scalars of type `T`, `f64` (what an unsuffixed literal \
+            such as `1.0` is in code generic over `T: Element`) and, when `T` is `f32` or a \
+            dual number over it, `f32`",
+    note = "convert other numbers with `T::from_f64(v)`, or give the literal no suffix"
+)]
+pub trait FromScalar<S>: Sized {
+    /// `s` as an element of this type.
+    fn from_scalar(s: S) -> Self;
+}
+
+impl<T: Element> FromScalar<f64> for T {
+    #[inline]
+    fn from_scalar(s: f64) -> T {
+        T::from_f64(s)
+    }
+}
+
+impl FromScalar<f32> for f32 {
+    #[inline]
+    fn from_scalar(s: f32) -> f32 {
+        s
+    }
+}
+
+impl<T: Element + FromScalar<f32>> FromScalar<f32> for crate::Dual<T> {
+    #[inline]
+    fn from_scalar(s: f32) -> Self {
+        crate::Dual::constant(T::from_scalar(s))
+    }
+}
+
+impl<T: Element> FromScalar<crate::Dual<T>> for crate::Dual<T> {
+    #[inline]
+    fn from_scalar(s: crate::Dual<T>) -> Self {
+        s
+    }
+}
+
+impl<'a, T: FromScalar<S>, S: Scalar> FromScalar<&'a S> for T {
+    #[inline]
+    fn from_scalar(s: &'a S) -> T {
+        T::from_scalar(*s)
     }
 }
 

@@ -5,7 +5,7 @@
 
 use ndarray::{Dimension, IxDyn};
 
-use crate::element::Element;
+use crate::element::{Element, FromScalar};
 use crate::tensor::Tensor;
 
 /// A value the backward pass reads, converted to an owned form the pullback closure can keep
@@ -495,42 +495,15 @@ impl<T: Element> Lift for crate::Dual<T> {
     }
 }
 
-/// A scalar for an op on tensors of element `T`, from `T` itself or from the base scalar of a
-/// dual number (`f64` for `Dual<f64>`), so that the same source reads on both.
-pub trait IntoScalar<T> {
-    /// The scalar as a `T`.
-    fn into_scalar(self) -> T;
-}
-
-impl<T: Element> IntoScalar<T> for T {
-    #[inline]
-    fn into_scalar(self) -> T {
-        self
-    }
-}
-
-impl IntoScalar<crate::Dual<f32>> for f32 {
-    #[inline]
-    fn into_scalar(self) -> crate::Dual<f32> {
-        crate::Dual::constant(self)
-    }
-}
-
-impl IntoScalar<crate::Dual<f64>> for f64 {
-    #[inline]
-    fn into_scalar(self) -> crate::Dual<f64> {
-        crate::Dual::constant(self)
-    }
-}
-
-/// `s` as a scalar of `like`'s element type (see [`IntoScalar`]).
+/// `s` as a scalar of `like`'s element type, as the tensor takes it (see [`FromScalar`]): the
+/// constant argument of `powf` or `clamp`, written once for the rules and the forward op.
 #[inline]
 pub fn scalar_like<X, S>(_like: &X, s: S) -> X::Elem
 where
     X: AsTensor + ?Sized,
-    S: IntoScalar<X::Elem>,
+    X::Elem: FromScalar<S>,
 {
-    s.into_scalar()
+    X::Elem::from_scalar(s)
 }
 
 /// Implemented by the type that `#[differentiable]` writes beside each free function it

@@ -91,7 +91,7 @@ pub mod workload;
 pub use broadcast::{broadcast_shapes, sum_to_shape};
 pub use check::{check_grad, check_hvp, grad_fn, GradCheckError, GradFn};
 pub use dual::Dual;
-pub use element::{strong_mul, Element, RangeElement};
+pub use element::{strong_mul, Element, FromScalar, RangeElement, Scalar};
 pub use error::ShapeError;
 pub use jacobian::{hessian, hessian_from_grad, hvp_from_grad, jacfwd, jacobian, jacrev};
 pub use model::Differentiable;

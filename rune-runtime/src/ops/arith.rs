@@ -1,8 +1,9 @@
 //! Arithmetic: `+ - * /` and unary `-`, with NumPy broadcasting and scalars on either side.
 //!
-//! The binary ops are free functions over [`Operand`]s (a tensor, a reference to one, or a scalar)
-//! so that generated code can call them whatever the user's operand was; the operator impls for
-//! every owned/borrowed/scalar combination forward to them.
+//! The binary ops are free functions over [`Operand`]s (a tensor, a reference to one, or a scalar
+//! of its element type); the operator impls for every owned/borrowed/scalar combination forward
+//! to them. An operator takes on the right any scalar that tensors of its element type take
+//! ([`FromScalar`]), and on the left an `f64` or a dual number: see the note on the impls below.
 
 use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
 
@@ -11,7 +12,7 @@ use ndarray::Zip;
 use crate::broadcast::{
     broadcast_owned, broadcast_shapes, broadcast_view, same_shape, sum_to_shape,
 };
-use crate::element::{strong_mul, Element};
+use crate::element::{strong_mul, Element, FromScalar, Scalar};
 use crate::error::{OrPanic, ShapeError};
 use crate::tensor::Tensor;
 
@@ -24,8 +25,8 @@ pub enum OperandRef<'a, T> {
     Tensor(&'a Tensor<T>),
 }
 
-/// Anything that can stand on either side of `+ - * /`: `Tensor<T>`, a scalar `T`, or a
-/// reference to either.
+/// An operand of the free functions [`add`], [`sub`], [`mul`], [`div`]: `Tensor<T>`, a scalar
+/// `T`, or a reference to either. (The operators take more scalars: see [`FromScalar`].)
 pub trait Operand {
     /// The element type.
     type Elem: Element;
@@ -62,8 +63,9 @@ macro_rules! scalar_operand {
 }
 scalar_operand!(f32, f64);
 
-/// An operand of element type `T` as a rule reads it: an [`Operand`] of `T`, or a plain scalar
-/// standing for a constant dual number (`f64` in code on `Dual<f64>` tensors).
+/// An operand of element type `T` as a rule reads it: a tensor of `T` (or a reference to one),
+/// or a scalar that tensors of `T` take ([`FromScalar`]: `T` itself, an `f64` for any `T`, an
+/// `f32` for `f32` and its dual numbers), converted to `T`.
 pub trait OperandOf<T: Element> {
     /// A borrowed view of the operand as elements of `T`.
     fn operand_of(&self) -> OperandRef<'_, T>;
@@ -83,38 +85,19 @@ impl<T: Element, X: OperandOf<T> + ?Sized> OperandOf<T> for &X {
     }
 }
 
+// One impl per scalar type rather than one over every `Scalar`: a blanket impl would overlap the
+// one for references above as far as coherence can tell.
 macro_rules! scalar_operand_of {
-    ($($scalar:ty => $elem:ty),*) => {$(
-        impl OperandOf<$elem> for $scalar {
+    ($([$($gen:tt)*] $scalar:ty),*) => {$(
+        impl<T: Element + FromScalar<$scalar>, $($gen)*> OperandOf<T> for $scalar {
             #[inline]
-            fn operand_of(&self) -> OperandRef<'_, $elem> {
-                OperandRef::Scalar(*self)
+            fn operand_of(&self) -> OperandRef<'_, T> {
+                OperandRef::Scalar(T::from_scalar(*self))
             }
         }
     )*};
 }
-scalar_operand_of!(f32 => f32, f64 => f64);
-
-impl<T: Element> OperandOf<crate::Dual<T>> for crate::Dual<T> {
-    #[inline]
-    fn operand_of(&self) -> OperandRef<'_, crate::Dual<T>> {
-        OperandRef::Scalar(*self)
-    }
-}
-
-impl OperandOf<crate::Dual<f32>> for f32 {
-    #[inline]
-    fn operand_of(&self) -> OperandRef<'_, crate::Dual<f32>> {
-        OperandRef::Scalar(crate::Dual::constant(*self))
-    }
-}
-
-impl OperandOf<crate::Dual<f64>> for f64 {
-    #[inline]
-    fn operand_of(&self) -> OperandRef<'_, crate::Dual<f64>> {
-        OperandRef::Scalar(crate::Dual::constant(*self))
-    }
-}
+scalar_operand_of!([] f32, [] f64, [U: Element] crate::Dual<U>);
 
 /// Applies `f` elementwise to two operands, broadcasting them against each other.
 pub(crate) fn try_binary_map<T: Element>(
@@ -220,10 +203,13 @@ pub fn neg<T: Element>(x: &Tensor<T>) -> Tensor<T> {
 
 // ---- operator impls -------------------------------------------------------------------------
 
-// Operator impls are written per right-hand-side type (a scalar `T`, `&T`, a tensor, one or two
-// references to a tensor) rather than as one blanket impl over `Operand`: rustc infers an
-// unsuffixed literal (`&x * 2.0` with `x: Tensor<f32>`) from an impl header, not from an
-// associated-type bound. Generated code relies on that as much as users do.
+// Operator impls are written per right-hand-side kind (any scalar, a tensor, one or two
+// references to a tensor) rather than as one blanket impl over `Operand`, so that for every
+// left-hand side and unsuffixed literal exactly one impl applies: rustc then knows the result's
+// type (`Tensor<T>`) at once, whatever the literal turns out to be. A scalar on the right is any
+// [`Scalar`] that tensors of `T` take ([`FromScalar`]); in code generic over `T: Element` only
+// `f64` fits a float literal, so `x + 1.0` reads it as an `f64`. Scalars do not implement
+// `Scalar` for tensors, which keeps the impls apart.
 macro_rules! tensor_lhs_ops {
     ($($trait:ident, $method:ident, $func:ident;)*) => {$(
         tensor_lhs_ops!(@lhs $trait, $method, $func; [] Tensor<T>);
@@ -231,8 +217,14 @@ macro_rules! tensor_lhs_ops {
         tensor_lhs_ops!(@lhs $trait, $method, $func; ['l, 'm] &'l &'m Tensor<T>);
     )*};
     (@lhs $trait:ident, $method:ident, $func:ident; [$($lt:lifetime),*] $lhs:ty) => {
-        tensor_lhs_ops!(@one $trait, $method, $func; [$($lt),*] $lhs; T);
-        tensor_lhs_ops!(@one $trait, $method, $func; [$($lt,)* 'r] $lhs; &'r T);
+        impl<$($lt,)* T: Element + FromScalar<S>, S: Scalar> $trait<S> for $lhs {
+            type Output = Tensor<T>;
+            #[track_caller]
+            #[inline]
+            fn $method(self, rhs: S) -> Tensor<T> {
+                $func(&self, &T::from_scalar(rhs))
+            }
+        }
         tensor_lhs_ops!(@one $trait, $method, $func; [$($lt),*] $lhs; Tensor<T>);
         tensor_lhs_ops!(@one $trait, $method, $func; [$($lt,)* 'r] $lhs; &'r Tensor<T>);
         tensor_lhs_ops!(@one $trait, $method, $func; [$($lt,)* 'r, 's] $lhs; &'r &'s Tensor<T>);
@@ -255,49 +247,56 @@ tensor_lhs_ops! {
     Div, div, div;
 }
 
-/// Writes `scalar (op) tensor` impls for a scalar type (and a reference to it), which the orphan
-/// rule does not let a blanket impl cover.
+/// Writes `scalar (op) tensor` impls for a scalar type `$scalar` (and a reference to it) on the
+/// left of tensors of `$elem`, which the orphan rule does not let one impl over every scalar
+/// cover.
+///
+/// On the left, unlike on the right, the scalar is the impl's `Self`, so a float literal must
+/// find exactly one scalar type's impl for rustc to know the result's type. `f64` goes with
+/// tensors of every element type (`2.0 * x` in generic code), so `f32` goes with none: with both,
+/// `2.0 * x` on a `Tensor<f32>` would fit two impls and `(2.0 * x).exp()` would not compile. An
+/// `f32` variable goes on the right (`x * k`).
 macro_rules! scalar_lhs_ops {
-    ([$($gen:tt)*] $scalar:ty) => {
-        scalar_lhs_ops!(@op [$($gen)*] $scalar; Add, add, $crate::ops::arith::add);
-        scalar_lhs_ops!(@op [$($gen)*] $scalar; Sub, sub, $crate::ops::arith::sub);
-        scalar_lhs_ops!(@op [$($gen)*] $scalar; Mul, mul, $crate::ops::arith::mul);
-        scalar_lhs_ops!(@op [$($gen)*] $scalar; Div, div, $crate::ops::arith::div);
+    ([$($gen:tt)*] $scalar:ty => $elem:ty) => {
+        scalar_lhs_ops!(@op [$($gen)*] $scalar => $elem; Add, add, $crate::ops::arith::add);
+        scalar_lhs_ops!(@op [$($gen)*] $scalar => $elem; Sub, sub, $crate::ops::arith::sub);
+        scalar_lhs_ops!(@op [$($gen)*] $scalar => $elem; Mul, mul, $crate::ops::arith::mul);
+        scalar_lhs_ops!(@op [$($gen)*] $scalar => $elem; Div, div, $crate::ops::arith::div);
     };
-    (@op [$($gen:tt)*] $scalar:ty; $trait:ident, $method:ident, $func:path) => {
-        scalar_lhs_ops!(@one [$($gen)*] [] $scalar; $scalar; $crate::Tensor<$scalar>; $trait, $method, $func);
-        scalar_lhs_ops!(@one [$($gen)*] ['r] $scalar; $scalar; &'r $crate::Tensor<$scalar>; $trait, $method, $func);
-        scalar_lhs_ops!(@one [$($gen)*] ['r, 's] $scalar; $scalar; &'r &'s $crate::Tensor<$scalar>; $trait, $method, $func);
-        scalar_lhs_ops!(@one [$($gen)*] ['l] $scalar; &'l $scalar; $crate::Tensor<$scalar>; $trait, $method, $func);
-        scalar_lhs_ops!(@one [$($gen)*] ['l, 'r] $scalar; &'l $scalar; &'r $crate::Tensor<$scalar>; $trait, $method, $func);
-        scalar_lhs_ops!(@one [$($gen)*] ['l, 'r, 's] $scalar; &'l $scalar; &'r &'s $crate::Tensor<$scalar>; $trait, $method, $func);
+    (@op [$($gen:tt)*] $scalar:ty => $elem:ty; $trait:ident, $method:ident, $func:path) => {
+        scalar_lhs_ops!(@one [$($gen)*] [] $elem; $scalar; $crate::Tensor<$elem>; $trait, $method, $func);
+        scalar_lhs_ops!(@one [$($gen)*] ['r] $elem; $scalar; &'r $crate::Tensor<$elem>; $trait, $method, $func);
+        scalar_lhs_ops!(@one [$($gen)*] ['r, 's] $elem; $scalar; &'r &'s $crate::Tensor<$elem>; $trait, $method, $func);
+        scalar_lhs_ops!(@one [$($gen)*] ['l] $elem; &'l $scalar; $crate::Tensor<$elem>; $trait, $method, $func);
+        scalar_lhs_ops!(@one [$($gen)*] ['l, 'r] $elem; &'l $scalar; &'r $crate::Tensor<$elem>; $trait, $method, $func);
+        scalar_lhs_ops!(@one [$($gen)*] ['l, 'r, 's] $elem; &'l $scalar; &'r &'s $crate::Tensor<$elem>; $trait, $method, $func);
     };
-    (@one [$($gen:tt)*] [$($lt:lifetime),*] $scalar:ty; $lhs:ty; $rhs:ty; $trait:ident, $method:ident, $func:path) => {
+    (@one [$($gen:tt)*] [$($lt:lifetime),*] $elem:ty; $lhs:ty; $rhs:ty; $trait:ident, $method:ident, $func:path) => {
         impl<$($lt,)* $($gen)*> ::std::ops::$trait<$rhs> for $lhs {
-            type Output = $crate::Tensor<$scalar>;
+            type Output = $crate::Tensor<$elem>;
             #[track_caller]
             #[inline]
             fn $method(self, rhs: $rhs) -> Self::Output {
-                $func(&self, &rhs)
+                $func(&<$elem as $crate::FromScalar<Self>>::from_scalar(self), &rhs)
             }
         }
     };
 }
 pub(crate) use scalar_lhs_ops;
-scalar_lhs_ops!([] f32);
-scalar_lhs_ops!([] f64);
+scalar_lhs_ops!([T: Element] f64 => T);
 
 macro_rules! assign_ops {
     ($($trait:ident, $method:ident, $op:tt;)*) => {$(
-        /// In place; the right-hand side broadcasts to the left's shape (copy-on-write storage
-        /// is copied first when shared).
+        /// In place; the right-hand side (a tensor, or a scalar that the tensor takes: see
+        /// [`FromScalar`]) broadcasts to the left's shape (copy-on-write storage is copied first
+        /// when shared).
         ///
         /// # Panics
         /// When the right-hand side does not broadcast to the left-hand side's shape.
-        impl<T: Element, B: Operand<Elem = T>> $trait<B> for Tensor<T> {
+        impl<T: Element, B: OperandOf<T>> $trait<B> for Tensor<T> {
             #[track_caller]
             fn $method(&mut self, rhs: B) {
-                match rhs.operand() {
+                match rhs.operand_of() {
                     OperandRef::Scalar(s) => self.data_mut().mapv_inplace(|v| v $op s),
                     OperandRef::Tensor(t) if t.shape() == self.shape() => {
                         let rhs = t.as_shared();

@@ -75,9 +75,10 @@ macro_rules! selection_methods {
         impl<T: Element> Tensor<T> {$(
             $(#[$doc])*
             ///
-            /// `other` is a tensor (owned or borrowed) or a scalar of the element type; an
-            /// unsuffixed literal takes the tensor's type. On dual numbers a plain float is the
-            /// constant with a zero tangent.
+            /// `other` is a tensor (owned or borrowed) or a scalar that tensors of `T` take
+            /// ([`FromScalar`](crate::FromScalar)): `T`, or an `f64` for any `T`, so that
+            /// `x.maximum(0.0)` reads in code generic over `T: Element` too. On dual numbers a
+            /// plain float is the constant with a zero tangent.
             ///
             /// # Panics
             /// When the shapes do not broadcast.

@@ -19,7 +19,7 @@ use std::borrow::Borrow;
 use crate::broadcast::{broadcast_owned, broadcast_shapes, sum_to_shape};
 use crate::element::Element;
 use crate::error::{OrPanic, ShapeError};
-use crate::ops::arith::{Operand, OperandRef};
+use crate::ops::arith::{OperandOf, OperandRef};
 use crate::ops::normalize_axis;
 use crate::tensor::Tensor;
 
@@ -142,8 +142,11 @@ pub fn try_stack<T: Clone>(
     Ok(Tensor::from_array(out))
 }
 
-/// `a` where `mask` is true, `b` elsewhere, with `mask`, `a` and `b` (tensors or scalars)
-/// broadcast together.
+/// `a` where `mask` is true, `b` elsewhere, with `mask`, `a` and `b` broadcast together.
+///
+/// `a` and `b` are tensors of `T` or scalars that such tensors take
+/// ([`FromScalar`](crate::FromScalar)): `where_cond(&m, x, &0.0)` reads for any element type.
+/// When both are scalars, the element type comes from where the result goes.
 ///
 /// Gradients flow only to the selected side; the other gets exactly zero (see the module docs).
 ///
@@ -151,25 +154,23 @@ pub fn try_stack<T: Clone>(
 /// When the three shapes do not broadcast together.
 #[track_caller]
 #[must_use]
-pub fn where_cond<A, B>(mask: &Tensor<bool>, a: &A, b: &B) -> Tensor<A::Elem>
+pub fn where_cond<T, A, B>(mask: &Tensor<bool>, a: &A, b: &B) -> Tensor<T>
 where
-    A: Operand + ?Sized,
-    B: Operand<Elem = A::Elem> + ?Sized,
+    T: Element,
+    A: OperandOf<T> + ?Sized,
+    B: OperandOf<T> + ?Sized,
 {
     try_where_cond(mask, a, b).or_panic()
 }
 
 /// Like [`where_cond`], returning an error when the shapes do not broadcast.
-pub fn try_where_cond<A, B>(
-    mask: &Tensor<bool>,
-    a: &A,
-    b: &B,
-) -> Result<Tensor<A::Elem>, ShapeError>
+pub fn try_where_cond<T, A, B>(mask: &Tensor<bool>, a: &A, b: &B) -> Result<Tensor<T>, ShapeError>
 where
-    A: Operand + ?Sized,
-    B: Operand<Elem = A::Elem> + ?Sized,
+    T: Element,
+    A: OperandOf<T> + ?Sized,
+    B: OperandOf<T> + ?Sized,
 {
-    select(mask, a.operand(), b.operand())
+    select(mask, a.operand_of(), b.operand_of())
 }
 
 /// A scalar or tensor operand as an array (a 0-d one for a scalar) to broadcast from.

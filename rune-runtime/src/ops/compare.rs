@@ -28,8 +28,7 @@ use std::ops::{Add, BitAnd, BitOr, BitXor, Div, Mul, Not, Rem, Sub};
 use ndarray::{Axis, Zip};
 
 use crate::broadcast::{broadcast_shapes, broadcast_view};
-use crate::dual::Dual;
-use crate::element::Element;
+use crate::element::{Element, FromScalar, Scalar};
 use crate::error::{OrPanic, ShapeError};
 use crate::ops::arith::OperandRef;
 use crate::ops::normalize_axis;
@@ -65,20 +64,21 @@ fn try_compare<T: Copy>(
     }
 }
 
-/// The right-hand side of a comparison: a scalar, a tensor, or a reference to a tensor, of the
-/// left-hand side's element type.
+/// The right-hand side of a comparison: a tensor or a reference to one, of the left-hand side's
+/// element type, or a scalar that such tensors take.
 ///
-/// Implemented per type (not through [`Operand`](crate::Operand)) so that an unsuffixed literal
-/// infers from the tensor: `x.gt(0.0)` compares with an `f32` when `x` is a `Tensor<f32>`, and
-/// `labels.eq(3)` with an `i64` when `labels` is a `Tensor<i64>`.
+/// Implemented per kind (not through [`Operand`](crate::Operand)) so that an unsuffixed literal
+/// infers from the tensor: `labels.eq(3)` compares with an `i64` when `labels` is a
+/// `Tensor<i64>`, and `x.gt(0.0)` with an `f64` when `x` is a tensor of `f64`, of dual numbers,
+/// or of a generic `T: Element` (converted: see [`FromScalar`]).
 pub trait CompareRhs<T> {
     /// A borrowed view of the operand.
     fn compare_rhs(&self) -> OperandRef<'_, T>;
 }
 
-impl<T: Element> CompareRhs<T> for T {
+impl<T: Element + FromScalar<S>, S: Scalar> CompareRhs<T> for S {
     fn compare_rhs(&self) -> OperandRef<'_, T> {
-        OperandRef::Scalar(*self)
+        OperandRef::Scalar(T::from_scalar(*self))
     }
 }
 
@@ -110,21 +110,6 @@ impl<T> CompareRhs<T> for &Tensor<T> {
 impl<T> CompareRhs<T> for &&Tensor<T> {
     fn compare_rhs(&self) -> OperandRef<'_, T> {
         OperandRef::Tensor(self)
-    }
-}
-
-/// A plain `f32` compared with tensors of `Dual<f32>`: the constant with a zero tangent, so that
-/// `x.gt(0.0)` reads the same on the dual numbers of `f_hvp` as on `f32`.
-impl CompareRhs<Dual<f32>> for f32 {
-    fn compare_rhs(&self) -> OperandRef<'_, Dual<f32>> {
-        OperandRef::Scalar(Dual::constant(*self))
-    }
-}
-
-/// A plain `f64` compared with tensors of `Dual<f64>` (see the `f32` impl).
-impl CompareRhs<Dual<f64>> for f64 {
-    fn compare_rhs(&self) -> OperandRef<'_, Dual<f64>> {
-        OperandRef::Scalar(Dual::constant(*self))
     }
 }
 

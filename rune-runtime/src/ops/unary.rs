@@ -18,7 +18,7 @@
 //! derivative with [`strong_mul`], so a zero tangent stays zero where the derivative is infinite
 //! (`sqrt` or `ln` at 0).
 
-use crate::element::{strong_mul, Element};
+use crate::element::{strong_mul, Element, FromScalar};
 use crate::tensor::Tensor;
 
 /// `f` applied to every element.
@@ -166,14 +166,28 @@ for_each_unary!(forward_methods);
 
 impl<T: Element> Tensor<T> {
     /// Each element clamped to `[lo, hi]`: `min(max(x, lo), hi)`, so `hi` wins when `lo > hi`.
+    ///
+    /// The bounds are scalars that tensors of `T` take ([`FromScalar`]): `T`, or `f64` for any
+    /// `T`, so `x.clamp(-1.0, 1.0)` reads in code generic over `T: Element` too.
     #[must_use]
-    pub fn clamp(&self, lo: T, hi: T) -> Tensor<T> {
+    pub fn clamp<L, H>(&self, lo: L, hi: H) -> Tensor<T>
+    where
+        T: FromScalar<L> + FromScalar<H>,
+    {
+        let (lo, hi) = (T::from_scalar(lo), T::from_scalar(hi));
         map_unary(self, |x| clamp_kernel(x, lo, hi))
     }
 
     /// `x^p` for a constant exponent `p` (NaN for a negative base and a non-integer `p`).
+    ///
+    /// `p` is a scalar that tensors of `T` take ([`FromScalar`]): `T`, or `f64` for any `T`, so
+    /// `x.powf(2.0)` reads in code generic over `T: Element` too.
     #[must_use]
-    pub fn powf(&self, p: T) -> Tensor<T> {
+    pub fn powf<S>(&self, p: S) -> Tensor<T>
+    where
+        T: FromScalar<S>,
+    {
+        let p = T::from_scalar(p);
         map_unary(self, |x| x.powf(p))
     }
 }
