@@ -206,3 +206,49 @@ fn plain_variables_read_from_stopped_tensors() {
         &[0.2, 0.2],
     );
 }
+
+/// After an early `return`, the rest of the function (and of a branch arm, its value included)
+/// sees the bindings made after the `return`.
+#[differentiable]
+fn after_an_early_return(
+    x: &Tensor<f64>,
+    #[nodiff] stop: bool,
+    #[nodiff] inner: bool,
+) -> Tensor<f64> {
+    let mut total = x.sum() * 0.0;
+    if stop {
+        return x.sum() * 100.0;
+    }
+    total += x.sum() * 2.0;
+    let y = if inner {
+        let mut z = x * 3.0;
+        if stop {
+            return z.sum();
+        }
+        z *= 5.0;
+        z
+    } else {
+        x * 7.0
+    };
+    total + y.sum()
+}
+
+#[test]
+fn bindings_after_an_early_return() {
+    let x = t64(&[1.0, 2.0], &[2]);
+    let ones = t64(&[1.0, 1.0], &[2]);
+    // inner: 2 Σx + 15 Σx = 17 Σx; not inner: 2 Σx + 7 Σx = 9 Σx; stop: 100 Σx.
+    for (stop, inner, k) in [
+        (false, true, 17.0),
+        (false, false, 9.0),
+        (true, true, 100.0),
+    ] {
+        check_scalar(
+            after_an_early_return(&x, stop, inner).item(),
+            after_an_early_return_value_and_grad(&x, stop, inner),
+            after_an_early_return_jvp(&x, stop, inner, &ones),
+            3.0 * k,
+            &[k, k],
+        );
+    }
+}

@@ -108,6 +108,15 @@ const ITERATOR_METHODS: &[&str] = &[
     "copied",
 ];
 
+/// What the end of a block does with its tail expression.
+#[derive(Clone, Copy)]
+enum BlockTail<'a> {
+    /// Returns it from the function (written to the output slots).
+    Return(&'a Expr),
+    /// Writes it to a branch's result slot.
+    Write(Slot, &'a Expr),
+}
+
 /// The loop being lowered: its flags for `break` and `continue`.
 struct LoopCtx {
     brk: Ident,
@@ -238,7 +247,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         let slots = (0..n_out).map(|_| l.new_optional_slot()).collect();
         l.ret = Some(RetCtx { flag, slots });
     }
-    l.block_stmts(init, tail.filter(|_| early_return));
+    l.block_stmts(init, tail.filter(|_| early_return).map(BlockTail::Return));
     let tail = if early_return { None } else { tail };
     let mut outputs = Vec::new();
     let mut aux = None;
@@ -1325,17 +1334,28 @@ impl Lowerer<'_> {
         std::mem::replace(&mut self.stmts, outer)
     }
 
+    /// The rest of a block after a statement that may leave early, as the arm of a guard. It
+    /// runs to the end of the enclosing block (its tail included), so a binding it makes or
+    /// changes is seen by everything after it: its assignments need no slots (the floor stays).
+    fn guard_region(&mut self, f: impl FnOnce(&mut Self)) -> Vec<Stmt> {
+        let outer = std::mem::take(&mut self.stmts);
+        self.scopes.push(HashMap::new());
+        f(self);
+        self.scopes.pop();
+        std::mem::replace(&mut self.stmts, outer)
+    }
+
     /// The statements of a block; once a statement may leave early (`break`, `continue`,
     /// `return`), the rest runs under a guard on the flags it sets. `tail`, with an early
     /// `return` in the function, is the final value (written to the output slots).
-    fn block_stmts(&mut self, stmts: &[SynStmt], tail: Option<&Expr>) {
+    fn block_stmts(&mut self, stmts: &[SynStmt], tail: Option<BlockTail>) {
         for (i, stmt) in stmts.iter().enumerate() {
             self.stmt(stmt);
             let more = i + 1 < stmts.len() || tail.is_some();
             if more && exits(stmt, !self.loops.is_empty(), true) {
                 let guard = self.guard();
                 let rest = &stmts[i + 1..];
-                let arm = self.region(|l| l.block_stmts(rest, tail));
+                let arm = self.guard_region(|l| l.block_stmts(rest, tail));
                 let id = self.new_region();
                 self.stmts.push(Stmt::Branch {
                     id,
@@ -1345,8 +1365,14 @@ impl Lowerer<'_> {
                 return;
             }
         }
-        if let Some(t) = tail {
-            self.write_return(t);
+        match tail {
+            Some(BlockTail::Return(t)) => self.write_return(t),
+            Some(BlockTail::Write(slot, t)) => {
+                let l = self.expr(t);
+                let val = self.operand(l, Use::Plain);
+                self.stmts.push(Stmt::SlotWrite { slot, val });
+            }
+            None => {}
         }
     }
 
@@ -1594,7 +1620,7 @@ impl Lowerer<'_> {
                         arms: vec![stop, Vec::new()],
                     });
                     let guard = l.guard();
-                    let rest = l.region(|l| l.block_stmts(&body.stmts, None));
+                    let rest = l.guard_region(|l| l.block_stmts(&body.stmts, None));
                     let rid = l.new_region();
                     l.stmts.push(Stmt::Branch {
                         id: rid,
@@ -1753,12 +1779,10 @@ impl Lowerer<'_> {
         } else {
             &block.stmts[..]
         };
-        self.block_stmts(init, None);
-        if let (Some(slot), Some(t)) = (result, tail) {
-            let l = self.expr(t);
-            let val = self.operand(l, Use::Plain);
-            self.stmts.push(Stmt::SlotWrite { slot, val });
-        }
+        // The value is written at the end of the block, inside any guard a `return` or `break`
+        // in it opened, where the bindings it reads are the block's last ones.
+        let tail = result.zip(tail).map(|(slot, t)| BlockTail::Write(slot, t));
+        self.block_stmts(init, tail);
     }
 
     fn arm_expr(&mut self, e: &Expr, result: Option<Slot>) {
