@@ -1065,9 +1065,17 @@ impl Emitter<'_> {
                 out,
                 ident,
                 borrowed,
+                scalar,
             } => {
                 let v = val_ident(*out);
-                if *borrowed {
+                if *scalar {
+                    let value = if *borrowed {
+                        quote!(*#ident)
+                    } else {
+                        quote!(#ident)
+                    };
+                    quote!(let #v = #rt::Tensor::scalar(#value);)
+                } else if *borrowed {
                     quote!(let #v = ::core::clone::Clone::clone(#ident);)
                 } else {
                     quote!(let #v = #ident;)
@@ -1721,7 +1729,9 @@ impl Emitter<'_> {
                     let index = syn::Index::from(i);
                     quote!(__rune_cotangent.#index)
                 };
-                bwd.push(quote!(#rt::accumulate(&mut #adj, ::core::clone::Clone::clone(#ct));));
+                bwd.push(
+                    quote!(#rt::accumulate(&mut #adj, #rt::IntoCotangent::into_cotangent(#ct));),
+                );
             }
         }
         bwd.push(self.backward_block(&self.body.stmts, 0));
@@ -1742,13 +1752,18 @@ impl Emitter<'_> {
                     let tpl = template_ident(root);
                     quote!(#rt::struct_grad_finish(#g, &#tpl))
                 }
-                (Some(_), Some(v)) => {
+                (Some(a), Some(v)) => {
                     let adj = adjoint_ident(v);
                     let s = shape_ident(v);
-                    if self.useful(v) {
+                    let grad = if self.useful(v) {
                         quote!(#rt::finish_grad(#adj, &#s))
                     } else {
                         quote!(#rt::finish_grad(::core::option::Option::None, &#s))
+                    };
+                    if a.scalar {
+                        quote!(#grad.item())
+                    } else {
+                        grad
                     }
                 }
                 _ => quote!(#rt::NoGrad),
@@ -1796,6 +1811,11 @@ impl Emitter<'_> {
             .outputs
             .iter()
             .map(|o| match o {
+                // A function returning a number: its 0-d tensor's number.
+                OutputElem::Val(v) if self.sig.scalar_out => {
+                    let v = val_ident(*v);
+                    quote!(#rt::as_tensor(&#v).item())
+                }
                 OutputElem::Val(v) => {
                     let v = val_ident(*v);
                     quote!(::core::clone::Clone::clone(#rt::as_tensor(&#v)))
@@ -1829,6 +1849,13 @@ impl Emitter<'_> {
             .outputs
             .iter()
             .map(|o| match o {
+                OutputElem::Val(v) if self.useful(*v) && self.sig.scalar_out => {
+                    let t = tangent_ident(*v);
+                    quote!(#t.item())
+                }
+                OutputElem::Val(_) | OutputElem::Const(_) if self.sig.scalar_out => {
+                    quote!(::core::default::Default::default())
+                }
                 OutputElem::Val(v) if self.useful(*v) => tangent_ident(*v).into_token_stream(),
                 OutputElem::Val(v) => {
                     let v = val_ident(*v);

@@ -187,6 +187,13 @@ fn check_hvp_option(
             "`hvp` cannot be combined with `custom_vjp`, `custom_jvp` or `has_aux`",
         );
     }
+    if sig.scalar_out {
+        errors.at(
+            &func.sig.ident,
+            "`hvp` is for functions returning a tensor; return a 0-d tensor (`Tensor::scalar`) \
+             to get `f_hvp`",
+        );
+    }
     if !matches!(sig.returns, parse::Returns::Single(_)) {
         errors.at(
             &func.sig.ident,

@@ -104,6 +104,8 @@ pub enum Stmt {
         out: Val,
         ident: Ident,
         borrowed: bool,
+        /// A number parameter, entering as a 0-d tensor.
+        scalar: bool,
     },
     /// A differentiated structure parameter enters (number `root`).
     StructParam {

@@ -177,6 +177,8 @@ struct Lowerer<'e> {
     lists: Vec<Ident>,
     /// Names of local `Vec`s that may receive differentiated tensors (found before lowering).
     tensor_lists: Vec<String>,
+    /// The function returns a number.
+    scalar_out: bool,
 }
 
 /// Lowers `block` (the body of a function with signature `sig`).
@@ -200,6 +202,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         closures: Vec::new(),
         lists: Vec::new(),
         tensor_lists: tensor_lists(sig, block),
+        scalar_out: sig.scalar_out,
     };
     for p in &sig.params {
         let binding = match &p.active {
@@ -221,6 +224,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
                     out,
                     ident: p.ident.clone(),
                     borrowed: a.passing == crate::parse::Passing::Borrowed,
+                    scalar: a.scalar,
                 });
                 Binding::Active(out, a.passing == crate::parse::Passing::Borrowed)
             }
@@ -284,7 +288,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
                         vec![]
                     }
                 },
-                Returns::Single(_) => vec![l.expr(tail)],
+                Returns::Single(_) => vec![l.output_expr(tail)],
                 Returns::Tuple(_) => l.expr_multi(tail, n_out),
             };
             for item in lowered {
@@ -1376,6 +1380,19 @@ impl Lowerer<'_> {
         }
     }
 
+    /// The returned value. A function returning a number returns its 0-d tensor's number, so
+    /// `e.item()` there is `e`: the conversion the generated code makes anyway.
+    fn output_expr(&mut self, e: &Expr) -> Lowered {
+        if self.scalar_out {
+            if let Expr::MethodCall(mc) = strip(e) {
+                if mc.method == "item" && mc.args.is_empty() && self.mentions_active(&mc.receiver) {
+                    return self.expr(&mc.receiver);
+                }
+            }
+        }
+        self.expr(e)
+    }
+
     /// `!(flags)`: true while nothing has left the current loop body or the function.
     fn guard(&self) -> TokenStream {
         let mut flags: Vec<&Ident> = Vec::new();
@@ -1395,7 +1412,7 @@ impl Lowerer<'_> {
             return;
         };
         let items = if self.outputs == 1 {
-            vec![self.expr(e)]
+            vec![self.output_expr(e)]
         } else {
             self.expr_multi(e, self.outputs)
         };

@@ -104,6 +104,9 @@ pub struct Active {
     pub elem: Type,
     /// A structure of tensors (`#[derive(Differentiable)]`) rather than one tensor.
     pub structure: bool,
+    /// A number (`f32`/`f64`, by value or reference) of a function returning a number: a 0-d
+    /// tensor inside, a number in the generated functions' signatures.
+    pub scalar: bool,
 }
 
 /// Whether a parameter of type `ty` (behind any reference) is taken for a `Differentiable`
@@ -179,6 +182,11 @@ fn returns_tensor_like(ty: &Type, generics: &syn::Generics) -> bool {
         }
         _ => false,
     }
+}
+
+/// `f32` or `f64`.
+fn is_float(ty: &Type) -> bool {
+    matches!(ty, Type::Path(p) if p.qself.is_none() && (p.path.is_ident("f32") || p.path.is_ident("f64")))
 }
 
 /// `ty` as a user writes it (`Option<&Tensor<f64>>`), for messages.
@@ -276,6 +284,8 @@ pub enum Returns {
 pub struct Signature {
     pub params: Vec<Param>,
     pub returns: Returns,
+    /// The function returns a number (`f32`/`f64`): its value, tangent and cotangent are numbers.
+    pub scalar_out: bool,
 }
 
 /// `Tensor<E>` → `E`, for a path whose last segment is `Tensor` with one type argument.
@@ -309,6 +319,8 @@ fn is_nondiff_elem(elem: &Type) -> bool {
 /// Builds the signature model, removing `#[nodiff]` from the function's parameters.
 pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> Option<Signature> {
     let generics = func.sig.generics.clone();
+    // A function returning a number differentiates its number parameters.
+    let scalar_out = matches!(&func.sig.output, ReturnType::Type(_, t) if is_float(t));
     let sig = &mut func.sig;
     for (what, present) in [
         ("async", sig.asyncness.is_some()),
@@ -363,6 +375,12 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
             other => (other, Passing::Owned, false),
         };
         let active = match tensor_elem(inner) {
+            None if scalar_out && !nodiff && !mutable_ref && is_float(inner) => Some(Active {
+                passing,
+                elem: inner.clone(),
+                structure: false,
+                scalar: true,
+            }),
             Some(elem) if !nodiff && !is_nondiff_elem(elem) => {
                 if mutable_ref {
                     errors.at(
@@ -376,6 +394,7 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                     passing,
                     elem: elem.clone(),
                     structure: false,
+                    scalar: false,
                 })
             }
             None if !nodiff
@@ -393,6 +412,7 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                     passing,
                     elem: syn::parse_quote!(<#inner as ::rune_ad::__private::Differentiable>::Elem),
                     structure: true,
+                    scalar: false,
                 })
             }
             None if !nodiff && holds_differentiable(&ty, &generics) => {
@@ -449,12 +469,12 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                 Returns::Tuple(t.elems.iter().cloned().collect())
             }
             (other, false) => {
-                if !returns_tensor_like(other, &generics) {
+                if !scalar_out && !returns_tensor_like(other, &generics) {
                     errors.at(
                         other,
                         format!(
-                            "a #[differentiable] function returns a tensor or a tuple of tensors, \
-                             not `{}`; return a 0-d tensor (`Tensor::scalar`) for a number",
+                            "a #[differentiable] function returns a tensor, a tuple of tensors or \
+                             a number (`f32`, `f64`), not `{}`",
                             type_text(other)
                         ),
                     );
@@ -464,7 +484,11 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
             }
         },
     };
-    Some(Signature { params, returns })
+    Some(Signature {
+        params,
+        returns,
+        scalar_out,
+    })
 }
 
 impl Signature {

@@ -332,6 +332,14 @@ impl<T: Element> TangentSlot<T> for NoTangent {
     }
 }
 
+/// The tangent of a number parameter, as the 0-d tensor it is inside.
+impl<T: Element> TangentSlot<T> for &T {
+    #[inline]
+    fn tangent_or_zeros(self, _primal: &Tensor<T>) -> Tensor<T> {
+        Tensor::scalar(*self)
+    }
+}
+
 /// The tangent slot of a parameter that is not differentiated: only [`NoTangent`] fits, so
 /// forward mode rejects a differentiated value there just as reverse mode does.
 #[diagnostic::on_unimplemented(
@@ -346,15 +354,56 @@ impl IgnoredTangent for NoTangent {}
 /// # Panics
 /// When the value has other than one element: `function` names the differentiated function.
 #[track_caller]
-pub fn scalar_seed<T: Element>(function: &str, value: &Tensor<T>) -> Tensor<T> {
-    if value.len() != 1 {
-        panic!(
-            "{function}_value_and_grad: `{function}` returned shape {:?}; a gradient needs a value \
-             with exactly one element (use `{function}_vjp` with a cotangent of that shape)",
-            value.shape()
-        );
+pub fn scalar_seed<V: Seed>(function: &str, value: &V) -> V {
+    value.seed(function)
+}
+
+/// A function's value whose gradient can be taken: a one-element tensor, or a number.
+pub trait Seed: Sized {
+    /// One, in the value's shape.
+    fn seed(&self, function: &str) -> Self;
+}
+
+impl<T: Element> Seed for Tensor<T> {
+    #[track_caller]
+    fn seed(&self, function: &str) -> Self {
+        if self.len() != 1 {
+            panic!(
+                "{function}_value_and_grad: `{function}` returned shape {:?}; a gradient needs a \
+                 value with exactly one element (use `{function}_vjp` with a cotangent of that \
+                 shape)",
+                self.shape()
+            );
+        }
+        Tensor::ones(self.shape())
     }
-    Tensor::ones(value.shape())
+}
+
+impl<T: Element> Seed for T {
+    fn seed(&self, _function: &str) -> Self {
+        T::one()
+    }
+}
+
+/// A cotangent as the tensor the backward pass starts from: a tensor, or the number of a
+/// function returning a number.
+pub trait IntoCotangent<T> {
+    /// The cotangent as a tensor.
+    fn into_cotangent(self) -> Tensor<T>;
+}
+
+impl<T: Clone> IntoCotangent<T> for &Tensor<T> {
+    #[inline]
+    fn into_cotangent(self) -> Tensor<T> {
+        self.clone()
+    }
+}
+
+impl<T: Element> IntoCotangent<T> for &T {
+    #[inline]
+    fn into_cotangent(self) -> Tensor<T> {
+        Tensor::scalar(*self)
+    }
 }
 
 /// Whether generated entry points also run the plain function and check that they return
@@ -366,6 +415,12 @@ pub const CHECK_VALUES: bool = cfg!(feature = "check-values");
 pub trait SameValue {
     /// Whether `self` and `other` are the same numbers in the same shapes.
     fn same_value(&self, other: &Self) -> bool;
+}
+
+impl<T: Element> SameValue for T {
+    fn same_value(&self, other: &Self) -> bool {
+        self == other || (self.is_nan() && other.is_nan())
+    }
 }
 
 impl<T: Element> SameValue for Tensor<T> {
