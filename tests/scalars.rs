@@ -84,3 +84,26 @@ fn an_ode_of_numbers() {
     let (_, t) = euler_jvp(sigma, rho, 200, &1.0, &0.0);
     assert!((t - gs).abs() <= 1e-9 * gs.abs().max(1.0));
 }
+
+#[differentiable]
+fn square_plus(a: f64, #[nodiff] c: f64) -> f64 {
+    a * a + c
+}
+
+/// Functions of numbers call each other.
+#[differentiable]
+fn composed(a: f64, b: f64) -> f64 {
+    square_plus(a * b, 1.0) + square_plus(b, 0.0) * 2.0
+}
+
+#[test]
+fn functions_of_numbers_compose() {
+    let (a, b) = (1.5, -0.5);
+    // f = (ab)² + 1 + 2 b²: df/da = 2 a b², df/db = 2 a² b + 4 b.
+    let (value, (ga, gb)) = composed_value_and_grad(a, b);
+    assert_eq!(value, composed(a, b));
+    assert!((ga - 2.0 * a * b * b).abs() < 1e-12);
+    assert!((gb - (2.0 * a * a * b + 4.0 * b)).abs() < 1e-12);
+    let (_, t) = composed_jvp(a, b, &1.0, &1.0);
+    assert!((t - (ga + gb)).abs() < 1e-12);
+}

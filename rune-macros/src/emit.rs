@@ -491,17 +491,26 @@ fn call_args(args: &[CallArg], roots: &[Ident]) -> Vec<TokenStream> {
                     quote!(::core::clone::Clone::clone(&#p))
                 }
             }
+            // As the tensor, or its number where the callee takes a number.
             CallArg::Val { val, borrowed } => {
                 let v = val_ident(*val);
+                let rt = rt();
                 if *borrowed {
-                    quote!(&#v)
+                    quote!(#rt::arg(&#v))
                 } else {
-                    quote!(::core::clone::Clone::clone(&#v))
+                    quote!(#rt::arg(::core::clone::Clone::clone(&#v)))
                 }
             }
             CallArg::Const(t) => t.clone(),
         })
         .collect()
+}
+
+/// `let v = into_tensor(v);` for a call's results: a callee returning a number gives its caller
+/// a 0-d tensor.
+fn outs_as_tensors(idents: &[Ident]) -> TokenStream {
+    let rt = rt();
+    quote!(#(let #idents = #rt::into_tensor(#idents);)*)
 }
 
 fn bind_outs(outs: &[Val], tuple: bool) -> TokenStream {
@@ -1169,7 +1178,9 @@ impl Emitter<'_> {
                         } else {
                             quote!(let (#bound, #pb) = #call;)
                         };
-                        relocate(call, *span)
+                        let values: Vec<Ident> = outs.iter().map(|v| val_ident(*v)).collect();
+                        let values = outs_as_tensors(&values);
+                        relocate(quote!(#call #values), *span)
                     }
                     Mode::Tangent => {
                         let mut all = call_args(args, &self.body.roots);
@@ -1194,7 +1205,13 @@ impl Emitter<'_> {
                         } else {
                             tangents[0].to_token_stream()
                         };
-                        relocate(quote!(let (#bound, #tbound) = #call;), *span)
+                        let values: Vec<Ident> = outs.iter().map(|v| val_ident(*v)).collect();
+                        let values = outs_as_tensors(&values);
+                        let tangents = outs_as_tensors(&tangents);
+                        relocate(
+                            quote!(let (#bound, #tbound) = #call; #values #tangents),
+                            *span,
+                        )
                     }
                 }
             }
@@ -1509,10 +1526,11 @@ impl Emitter<'_> {
                     .map(|o| {
                         let adj = adjoint_ident(*o);
                         let s = shape_ident(*o);
+                        // As the tensor, or its number for a callee returning a number.
                         if self.useful(*o) {
-                            quote!(&#rt::adjoint_or_zeros(#adj.take(), &#s))
+                            quote!(&#rt::arg(#rt::adjoint_or_zeros(#adj.take(), &#s)))
                         } else {
-                            quote!(&#rt::adjoint_or_zeros(::core::option::Option::None, &#s))
+                            quote!(&#rt::arg(#rt::adjoint_or_zeros(::core::option::Option::None, &#s)))
                         }
                     })
                     .collect();

@@ -296,6 +296,92 @@ impl<T: Element> GradSlot<T> for Tensor<T> {
     }
 }
 
+/// The gradient of a callee's number parameter, added into the caller's 0-d adjoint (one impl
+/// per number type, so that a missing slot's error names only the tensor impl).
+macro_rules! number_grad_slots {
+    ($($t:ty),*) => {$(
+        impl GradSlot<$t> for $t {
+            #[inline]
+            fn accumulate_into(self, adjoint: &mut Option<Tensor<$t>>) {
+                accumulate(adjoint, Tensor::scalar(self))
+            }
+        }
+    )*};
+}
+number_grad_slots!(f32, f64, crate::Dual<f32>, crate::Dual<f64>);
+
+/// How a caller's differentiated value (a tensor) is passed to a callee's parameter: as the
+/// tensor, or as the number of a 0-d tensor where the callee takes a number (a function of
+/// numbers). Which one is chosen by the parameter's type.
+pub trait ArgFrom<X> {
+    /// The argument.
+    fn arg_from(x: X) -> Self;
+}
+
+impl<'a, T> ArgFrom<&'a Tensor<T>> for &'a Tensor<T> {
+    #[inline]
+    fn arg_from(x: &'a Tensor<T>) -> Self {
+        x
+    }
+}
+
+impl<T> ArgFrom<Tensor<T>> for Tensor<T> {
+    #[inline]
+    fn arg_from(x: Tensor<T>) -> Self {
+        x
+    }
+}
+
+impl<T: Element> ArgFrom<&Tensor<T>> for T {
+    #[inline]
+    #[track_caller]
+    fn arg_from(x: &Tensor<T>) -> Self {
+        x.item()
+    }
+}
+
+impl<T: Element> ArgFrom<Tensor<T>> for T {
+    #[inline]
+    #[track_caller]
+    fn arg_from(x: Tensor<T>) -> Self {
+        x.item()
+    }
+}
+
+/// A differentiated value as the argument the callee's parameter takes ([`ArgFrom`]).
+#[inline]
+#[track_caller]
+pub fn arg<X, A: ArgFrom<X>>(x: X) -> A {
+    A::arg_from(x)
+}
+
+/// A callee's value or tangent as the tensor the caller works with: a tensor, or a number
+/// returned by a function of numbers.
+pub trait IntoTensor<T> {
+    /// The value as a tensor.
+    fn into_tensor(self) -> Tensor<T>;
+}
+
+impl<T> IntoTensor<T> for Tensor<T> {
+    #[inline]
+    fn into_tensor(self) -> Tensor<T> {
+        self
+    }
+}
+
+impl<T: Element> IntoTensor<T> for T {
+    #[inline]
+    fn into_tensor(self) -> Tensor<T> {
+        Tensor::scalar(self)
+    }
+}
+
+/// [`IntoTensor`] as a function.
+#[inline]
+pub fn into_tensor<T, V: IntoTensor<T>>(value: V) -> Tensor<T> {
+    value.into_tensor()
+}
+
 /// Adds a callee's gradient slot into the caller's adjoint of the argument passed there.
 #[inline]
 pub fn accumulate_slot<T: Element, S: GradSlot<T>>(adjoint: &mut Option<Tensor<T>>, slot: S) {
