@@ -90,13 +90,26 @@ fn passes_on_a_value_of_any_shape() {
 }
 
 // ---- wrong rules are caught --------------------------------------------------------------------
+//
+// A custom reverse rule comes with a forward rule (both modes must agree); here the forward rule
+// is right and the reverse rule wrong, or the other way round.
+
+/// The right forward rule of `Σ sin x`.
+fn sin_sum_tangent(x: &Tensor<f64>, x_tangent: &Tensor<f64>) -> Tensor<f64> {
+    (x.cos() * x_tangent).sum()
+}
+
+/// The right forward rule of elementwise `sin x`.
+fn sin_tangent(x: &Tensor<f64>, x_tangent: &Tensor<f64>) -> Tensor<f64> {
+    x.cos() * x_tangent
+}
 
 /// The derivative of `Σ sin x` is `cos x`; this rule says `-cos x`.
 fn wrong_vjp_rule(x: &Tensor<f64>, cotangent: &Tensor<f64>) -> Tensor<f64> {
     -(x.cos() * cotangent)
 }
 
-#[differentiable(custom_vjp = wrong_vjp_rule)]
+#[differentiable(custom_vjp = wrong_vjp_rule, custom_jvp = sin_sum_tangent)]
 fn wrong_vjp(x: &Tensor<f64>) -> Tensor<f64> {
     x.sin().sum()
 }
@@ -119,7 +132,7 @@ fn slightly_wrong_vjp_rule(x: &Tensor<f64>, cotangent: &Tensor<f64>) -> Tensor<f
     x.cos() * cotangent * (1.0 + 1e-5)
 }
 
-#[differentiable(custom_vjp = slightly_wrong_vjp_rule)]
+#[differentiable(custom_vjp = slightly_wrong_vjp_rule, custom_jvp = sin_sum_tangent)]
 fn slightly_wrong_vjp(x: &Tensor<f64>) -> Tensor<f64> {
     x.sin().sum()
 }
@@ -166,7 +179,7 @@ fn wrong_elementwise_rule(x: &Tensor<f64>, cotangent: &Tensor<f64>) -> Tensor<f6
     -(x.sin() * cotangent)
 }
 
-#[differentiable(custom_vjp = wrong_elementwise_rule)]
+#[differentiable(custom_vjp = wrong_elementwise_rule, custom_jvp = sin_tangent)]
 fn wrong_elementwise(x: &Tensor<f64>) -> Tensor<f64> {
     x.sin()
 }
