@@ -291,7 +291,7 @@ class Program:
         op = self.rng.choice(
             ["tanh", "tanh", "sin", "sigmoid", "softmax", "sin", "expt", "lnsq", "sqrtsq"]
         )
-        self.features.add(op)
+        self.features.add({"expt": "exp", "lnsq": "ln", "sqrtsq": "sqrt"}.get(op, op))
         if op == "softmax":
             return f"{e}.softmax(-1)"
         if op == "expt":

@@ -149,7 +149,7 @@ fn helper_soft_norm() {
     );
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, field, for, lnsq, plain-only-if, sigmoid, sin, softmax, tanh, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, counter-plain, field, for, ln, plain-only-if, sigmoid, sin, softmax, tanh, vec-field-loop, while.
 mod p001 {
     use super::*;
 
@@ -200,7 +200,7 @@ fn p001() {
     check_variants!(mod p001; [net]; (&x, &net, 0.64, 1.78, 1, false));
 }
 
-/// Uses: accumulate, compound-assign, field, helper, lnsq, tanh, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, field, helper, ln, tanh, vec-field-loop, while.
 mod p002 {
     use super::*;
 
@@ -235,7 +235,7 @@ fn p002() {
     check_variants!(mod p002; [net]; (&x, &net, 1.53, 2, 3));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, expt, for, helper, if-flag, plain-parens, sigmoid, sin, sum_axes, vector-output.
+/// Uses: accumulate, cast, compound-assign, counter-plain, exp, for, helper, if-flag, plain-parens, sigmoid, sin, sum_axes, vector-output.
 mod p003 {
     use super::*;
 
@@ -278,7 +278,7 @@ fn p003() {
     check_vector_variants!(mod p003; [x, v]; (&x, &w, &v, 1.04, 1.13, 1, 1, true));
 }
 
-/// Uses: compound-assign, lnsq, plain-let, reshape, sqrtsq, tanh, while.
+/// Uses: compound-assign, ln, plain-let, reshape, sqrt, tanh, while.
 mod p004 {
     use super::*;
 
@@ -313,7 +313,7 @@ fn p004() {
     check_variants!(mod p004; [x, w]; (&x, &w, 1.55, 1.28, 2));
 }
 
-/// Uses: accumulate, cast, compound-assign, expt, field, for, fresh-state-in-outer-loop, helper, if-flag, plain-let, plain-parens, reshape, sigmoid, sin, tanh, tensor-by-value, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, plain-let, plain-parens, reshape, sigmoid, sin, tanh, tensor-by-value, vec-field-loop-in-outer-loop.
 mod p005 {
     use super::*;
 
@@ -365,7 +365,7 @@ fn p005() {
     check_variants!(mod p005; [net, w, u]; (&x, &net, &w, u.clone(), 1.14, 1.75, 4, false));
 }
 
-/// Uses: accumulate, compound-assign, field, lnsq, local-vec-push, match, sin, tanh, vec-field-loop.
+/// Uses: accumulate, compound-assign, field, ln, local-vec-push, match, sin, tanh, vec-field-loop.
 mod p006 {
     use super::*;
 
@@ -404,7 +404,7 @@ fn p006() {
     check_variants!(mod p006; [stack]; (&x, &stack, 1.9, 4));
 }
 
-/// Uses: accumulate, break, compound-assign, for, helper, if-counter, if-flag, lnsq, plain-let, plain-max-min, reshape, sin, softmax.
+/// Uses: accumulate, break, compound-assign, for, helper, if-counter, if-flag, ln, plain-let, plain-max-min, reshape, sin, softmax.
 mod p007 {
     use super::*;
 
@@ -491,7 +491,7 @@ fn p008() {
     check_variants!(mod p008; [x]; (&x, &v, 1.04, 1.54, true));
 }
 
-/// Uses: accumulate, compound-assign, helper, if-flag, lnsq, match, plain-let, sigmoid, sin, tanh.
+/// Uses: accumulate, compound-assign, helper, if-flag, ln, match, plain-let, sigmoid, sin, tanh.
 mod p009 {
     use super::*;
 
@@ -545,7 +545,7 @@ fn p009() {
     check_variants!(mod p009; [w, v]; (&x, &w, &v, 0.67, 1.26, 3, 2, false));
 }
 
-/// Uses: accumulate, compound-assign, early-return, expt, field, for, match, plain-let, sin, sum_axes, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, early-return, exp, field, for, match, plain-let, sin, sum_axes, vec-field-loop-in-outer-loop.
 mod p010 {
     use super::*;
 
@@ -595,7 +595,7 @@ fn p010() {
     check_variants!(mod p010; [stack, w, v]; (&x, &stack, &w, &v, 1.29, 1.05, 3, 1, true));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, expt, field, for, fresh-state-in-outer-loop, helper, if-flag, match, nested-for, plain-let, plain-only-if, reshape, sin, softmax, sqrtsq, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, counter-plain, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, match, nested-for, plain-let, plain-only-if, reshape, sin, softmax, sqrt, tanh, vec-field-loop-in-outer-loop.
 mod p011 {
     use super::*;
 
@@ -666,7 +666,7 @@ fn p011() {
     check_variants!(mod p011; [x, net, w, v]; (&x, &net, &w, &v, 1.96, 0.81, 1, true));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, expt, for, lnsq, match, plain-parens, sin, sum_axes.
+/// Uses: accumulate, compound-assign, counter-plain, exp, for, ln, match, plain-parens, sin, sum_axes.
 mod p012 {
     use super::*;
 
@@ -714,7 +714,7 @@ fn p012() {
     check_variants!(mod p012; [w, v]; (&x, &w, &v, 0.85, 1.59, 3, 1));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, if-flag, plain-let, plain-parens, reshape, sin, softmax, sqrtsq, vec-field-loop, while.
+/// Uses: accumulate, cast, compound-assign, field, if-flag, plain-let, plain-parens, reshape, sin, softmax, sqrt, vec-field-loop, while.
 mod p013 {
     use super::*;
 
@@ -760,7 +760,7 @@ fn p013() {
     check_variants!(mod p013; [net]; (&x, &net, 0.73, 1.0, 1, 1, false));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, expt, field, for, fresh-state-in-outer-loop, match-counter, nested-for, sigmoid, sin, structure-by-value, sum_axes, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, counter-plain, exp, field, for, fresh-state-in-outer-loop, match-counter, nested-for, sigmoid, sin, structure-by-value, sum_axes, tanh, vec-field-loop-in-outer-loop.
 mod p014 {
     use super::*;
 
@@ -814,7 +814,7 @@ fn p014() {
     check_variants!(mod p014; [x, net]; (&x, net.clone(), &v, 0.68, 1.4, 1));
 }
 
-/// Uses: accumulate, cast, lnsq, plain-let, plain-only-if, reshape, vec-field-loop.
+/// Uses: accumulate, cast, ln, plain-let, plain-only-if, reshape, vec-field-loop.
 mod p015 {
     use super::*;
 
@@ -852,7 +852,7 @@ fn p015() {
     check_variants!(mod p015; [x, stack]; (&x, &stack, 0.64, 1.79, 2, true));
 }
 
-/// Uses: accumulate, plain-let, plain-only-if, sqrtsq, sum_axes, while.
+/// Uses: accumulate, plain-let, plain-only-if, sqrt, sum_axes, while.
 mod p016 {
     use super::*;
 
@@ -889,7 +889,7 @@ fn p016() {
     check_variants!(mod p016; [v]; (&x, &v, 1.73, 2, true));
 }
 
-/// Uses: accumulate, lnsq, match, reshape, sigmoid, tanh.
+/// Uses: accumulate, ln, match, reshape, sigmoid, tanh.
 mod p017 {
     use super::*;
 
@@ -921,7 +921,7 @@ fn p017() {
     check_variants!(mod p017; [w]; (&x, &w, 1.6, 3));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, expt, for, helper, if-flag, match, match-counter, nested-for, plain-let, sigmoid, sin, softmax, sqrtsq, tanh.
+/// Uses: accumulate, cast, compound-assign, counter-plain, exp, for, helper, if-flag, match, match-counter, nested-for, plain-let, sigmoid, sin, softmax, sqrt, tanh.
 mod p018 {
     use super::*;
 
@@ -1075,7 +1075,7 @@ fn p020() {
     check_variants!(mod p020; [x, w, v]; (&x, &w, &v, 0.73, 1.26, 3));
 }
 
-/// Uses: accumulate, expt, if-flag, local-vec-push, plain-let, plain-only-if, plain-parens, sigmoid, vec-field-loop.
+/// Uses: accumulate, exp, if-flag, local-vec-push, plain-let, plain-only-if, plain-parens, sigmoid, vec-field-loop.
 mod p021 {
     use super::*;
 
@@ -1117,7 +1117,7 @@ fn p021() {
     check_variants!(mod p021; [x, stack]; (&x, &stack, 1.35, 1.67, false));
 }
 
-/// Uses: accumulate, break, compound-assign, for, helper, if-flag, local-vec-push, match-counter, plain-only-if, reshape, sigmoid, sin, softmax, sqrtsq, sum_axes.
+/// Uses: accumulate, break, compound-assign, for, helper, if-flag, local-vec-push, match-counter, plain-only-if, reshape, sigmoid, sin, softmax, sqrt, sum_axes.
 mod p022 {
     use super::*;
 
@@ -1181,7 +1181,7 @@ fn p022() {
     check_variants!(mod p022; [x, w, v]; (&x, &w, &v, 0.82, 0.87, 3, true));
 }
 
-/// Uses: cast, expt, helper, local-vec-push, plain-let, sigmoid, while.
+/// Uses: cast, exp, helper, local-vec-push, plain-let, sigmoid, while.
 mod p023 {
     use super::*;
 
@@ -1222,7 +1222,7 @@ fn p023() {
     check_variants!(mod p023; [x, v]; (&x, &v, 1.22, 3, 2));
 }
 
-/// Uses: accumulate, compound-assign, field, if-flag, lnsq, match, sin, sqrtsq, tanh, vec-field-loop, vector-output.
+/// Uses: accumulate, compound-assign, field, if-flag, ln, match, sin, sqrt, tanh, vec-field-loop, vector-output.
 mod p024 {
     use super::*;
 
@@ -1301,7 +1301,7 @@ fn p025() {
     check_variants!(mod p025; [x, w]; (&x, &w, 1.62, 1.08, 2));
 }
 
-/// Uses: accumulate, compound-assign, field, helper, match, plain-let, plain-max-min, plain-parens, reshape, sin, sqrtsq, tanh, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, field, helper, match, plain-let, plain-max-min, plain-parens, reshape, sin, sqrt, tanh, vec-field-loop, while.
 mod p026 {
     use super::*;
 
@@ -1350,7 +1350,7 @@ fn p026() {
     check_variants!(mod p026; [x, net]; (&x, &net, 0.76, 1.35, 4));
 }
 
-/// Uses: accumulate, cast, expt, field, for, fresh-state-in-outer-loop, helper, if-flag, match, plain-let, plain-parens, reshape, sin, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, match, plain-let, plain-parens, reshape, sin, tanh, vec-field-loop-in-outer-loop.
 mod p027 {
     use super::*;
 
@@ -1433,7 +1433,7 @@ fn p028() {
     check_variants!(mod p028; [x]; (&x, 0.79, 3, 1, true));
 }
 
-/// Uses: accumulate, compound-assign, expt, field, helper, if-flag, lnsq, plain-parens, sin, softmax, sum_axes, vec-field-loop.
+/// Uses: accumulate, compound-assign, exp, field, helper, if-flag, ln, plain-parens, sin, softmax, sum_axes, vec-field-loop.
 mod p029 {
     use super::*;
 
@@ -1684,7 +1684,7 @@ fn p034() {
     check_variants!(mod p034; [w, v]; (&x, &w, &v, 0.68, true));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, field, for, helper, if-counter, lnsq, nested-for, plain-only-if, reshape, sin, softmax, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, counter-plain, field, for, helper, if-counter, ln, nested-for, plain-only-if, reshape, sin, softmax, vec-field-loop, while.
 mod p035 {
     use super::*;
 
@@ -1750,7 +1750,7 @@ fn p035() {
     check_variants!(mod p035; [x, net]; (&x, &net, 1.2, 0.89, 2, true));
 }
 
-/// Uses: accumulate, cast, if-flag, local-vec-push, plain-let, plain-only-if, plain-parens, reshape, sigmoid, softmax, sqrtsq.
+/// Uses: accumulate, cast, if-flag, local-vec-push, plain-let, plain-only-if, plain-parens, reshape, sigmoid, softmax, sqrt.
 mod p036 {
     use super::*;
 
@@ -1857,7 +1857,7 @@ fn p037() {
     check_variants!(mod p037; [v]; (&x, &v, 0.63, 2, 1, true));
 }
 
-/// Uses: accumulate, compound-assign, if-flag, plain-only-if, sin, sqrtsq, structure-by-value, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, if-flag, plain-only-if, sin, sqrt, structure-by-value, vec-field-loop, while.
 mod p038 {
     use super::*;
 
@@ -1907,7 +1907,7 @@ fn p038() {
     check_variants!(mod p038; [x, net]; (&x, net.clone(), &v, 1.69, 0.86, 3, true));
 }
 
-/// Uses: accumulate, cast, field, helper, if-flag, lnsq, plain-let, plain-only-if, plain-parens, reshape, sigmoid, softmax, tanh, vec-field-loop, while.
+/// Uses: accumulate, cast, field, helper, if-flag, ln, plain-let, plain-only-if, plain-parens, reshape, sigmoid, softmax, tanh, vec-field-loop, while.
 mod p039 {
     use super::*;
 
@@ -2032,7 +2032,7 @@ fn p042() {
     check_variants!(mod p042; [x, stack]; (&x, &stack, 0.66, 4));
 }
 
-/// Uses: if-flag, local-vec-push, sqrtsq, structure-by-value, sum_axes, tanh, vec-field-loop.
+/// Uses: if-flag, local-vec-push, sqrt, structure-by-value, sum_axes, tanh, vec-field-loop.
 mod p043 {
     use super::*;
 
@@ -2062,7 +2062,7 @@ fn p043() {
     check_variants!(mod p043; [x, stack]; (&x, stack.clone(), false));
 }
 
-/// Uses: accumulate, reshape, sin, sqrtsq, vec-field-loop.
+/// Uses: accumulate, reshape, sin, sqrt, vec-field-loop.
 mod p044 {
     use super::*;
 
@@ -2127,7 +2127,7 @@ fn p045() {
     check_variants!(mod p045; [x, net]; (&x, &net, 1.26, 1.61, 4, false));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, for, fresh-state-in-outer-loop, if-flag, plain-let, plain-only-if, plain-parens, sin, softmax, sqrtsq, vec-field-loop, vec-field-loop-in-outer-loop, while.
+/// Uses: accumulate, compound-assign, counter-plain, for, fresh-state-in-outer-loop, if-flag, plain-let, plain-only-if, plain-parens, sin, softmax, sqrt, vec-field-loop, vec-field-loop-in-outer-loop, while.
 mod p046 {
     use super::*;
 
@@ -2196,7 +2196,7 @@ fn p046() {
     check_variants!(mod p046; [x, stack]; (&x, &stack, &w, 0.84, 1.54, 2, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, for, helper, if-flag, lnsq, plain-let, reshape, sqrtsq, sum_axes, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, field, for, helper, if-flag, ln, plain-let, reshape, sqrt, sum_axes, vec-field-loop-in-outer-loop.
 mod p047 {
     use super::*;
 
@@ -2243,7 +2243,7 @@ fn p047() {
     check_variants!(mod p047; [x, net]; (&x, &net, 1.58, 1.65, 4, true));
 }
 
-/// Uses: accumulate, expt, field, helper, if-flag, lnsq, plain-let, plain-only-if, plain-parens, sin, vec-field-loop.
+/// Uses: accumulate, exp, field, helper, if-flag, ln, plain-let, plain-only-if, plain-parens, sin, vec-field-loop.
 mod p048 {
     use super::*;
 
@@ -2287,7 +2287,7 @@ fn p048() {
     check_variants!(mod p048; [net, v]; (&x, &net, &v, 1.46, 1.61, false));
 }
 
-/// Uses: accumulate, early-return, expt, helper, if-flag, plain-let, reshape, sqrtsq.
+/// Uses: accumulate, early-return, exp, helper, if-flag, plain-let, reshape, sqrt.
 mod p049 {
     use super::*;
 
@@ -2326,7 +2326,7 @@ fn p049() {
     check_variants!(mod p049; [v]; (&x, &v, 1.77, 1.86, false));
 }
 
-/// Uses: accumulate, compound-assign, expt, helper, match, plain-let, reshape, sum_axes.
+/// Uses: accumulate, compound-assign, exp, helper, match, plain-let, reshape, sum_axes.
 mod p050 {
     use super::*;
 
@@ -2395,7 +2395,7 @@ fn p051() {
     check_variants!(mod p051; [x]; (&x, 1.27));
 }
 
-/// Uses: accumulate, field, helper, sigmoid, sqrtsq, sum_axes, tanh, vec-field-loop, while.
+/// Uses: accumulate, field, helper, sigmoid, sqrt, sum_axes, tanh, vec-field-loop, while.
 mod p052 {
     use super::*;
 
@@ -2425,7 +2425,7 @@ fn p052() {
     check_variants!(mod p052; [x, stack]; (&x, &stack, 2));
 }
 
-/// Uses: expt, helper, if-flag, match, sigmoid, sin, while.
+/// Uses: exp, helper, if-flag, match, sigmoid, sin, while.
 mod p053 {
     use super::*;
 
@@ -2515,7 +2515,7 @@ fn p054() {
     check_variants!(mod p054; [x, net]; (&x, &net, 1.98, 2, 2));
 }
 
-/// Uses: accumulate, compound-assign, expt, match, reshape, sin, sqrtsq, tanh, vector-output, while.
+/// Uses: accumulate, compound-assign, exp, match, reshape, sin, sqrt, tanh, vector-output, while.
 mod p055 {
     use super::*;
 
@@ -2559,7 +2559,7 @@ fn p055() {
     check_vector_variants!(mod p055; [x, w, v]; (&x, &w, &v, 1.34, 1));
 }
 
-/// Uses: accumulate, early-return, expt, field, helper, lnsq, reshape, vec-field-loop, while.
+/// Uses: accumulate, early-return, exp, field, helper, ln, reshape, vec-field-loop, while.
 mod p056 {
     use super::*;
 
@@ -2603,7 +2603,7 @@ fn p056() {
     check_variants!(mod p056; [net, w, v]; (&x, &net, &w, &v, 0.98, 1.37, 3, false));
 }
 
-/// Uses: accumulate, cast, expt, helper, if-flag, match, plain-only-if, sqrtsq.
+/// Uses: accumulate, cast, exp, helper, if-flag, match, plain-only-if, sqrt.
 mod p057 {
     use super::*;
 
@@ -2654,7 +2654,7 @@ fn p057() {
     check_variants!(mod p057; [w]; (&x, &w, &v, 1.97, 1.4, 3, 1, true));
 }
 
-/// Uses: counter-plain, for, lnsq, plain-let, plain-parens, sum_axes, tanh, vec-field-loop, while.
+/// Uses: counter-plain, for, ln, plain-let, plain-parens, sum_axes, tanh, vec-field-loop, while.
 mod p058 {
     use super::*;
 
@@ -2694,7 +2694,7 @@ fn p058() {
     check_variants!(mod p058; [net, v]; (&x, &net, &v, 1.65, 0.97, 3));
 }
 
-/// Uses: accumulate, break, cast, compound-assign, expt, field, for, helper, if-counter, if-flag, lnsq, match-counter, nested-for, plain-parens, reshape, sigmoid, sin, sqrtsq, structure-by-value, sum_axes, tanh, vec-field-loop, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, break, cast, compound-assign, exp, field, for, helper, if-counter, if-flag, ln, match-counter, nested-for, plain-parens, reshape, sigmoid, sin, sqrt, structure-by-value, sum_axes, tanh, vec-field-loop, vec-field-loop-in-outer-loop.
 mod p059 {
     use super::*;
 
@@ -2809,7 +2809,7 @@ fn p060() {
     check_variants!(mod p060; [x, stack]; (&x, &stack, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, expt, field, helper, if-flag, lnsq, match, plain-let, plain-only-if, plain-parens, sigmoid, sin, sqrtsq, tanh, tensor-by-value, vec-field-loop, vector-output.
+/// Uses: accumulate, cast, compound-assign, exp, field, helper, if-flag, ln, match, plain-let, plain-only-if, plain-parens, sigmoid, sin, sqrt, tanh, tensor-by-value, vec-field-loop, vector-output.
 mod p061 {
     use super::*;
 
@@ -2867,7 +2867,7 @@ fn p061() {
     check_vector_variants!(mod p061; [net, u]; (&x, &net, &w, u.clone(), 0.91, 0.76, 3, 3, false));
 }
 
-/// Uses: if-flag, plain-let, sigmoid, softmax, sqrtsq.
+/// Uses: if-flag, plain-let, sigmoid, softmax, sqrt.
 mod p062 {
     use super::*;
 
@@ -2901,7 +2901,7 @@ fn p062() {
     check_variants!(mod p062; [v]; (&x, &v, 1.82, true));
 }
 
-/// Uses: accumulate, break, cast, compound-assign, expt, field, for, helper, if-counter, if-flag, lnsq, local-vec-push, nested-for, plain-let, plain-only-if, sin, sum_axes, tanh, vec-field-loop, while.
+/// Uses: accumulate, break, cast, compound-assign, exp, field, for, helper, if-counter, if-flag, ln, local-vec-push, nested-for, plain-let, plain-only-if, sin, sum_axes, tanh, vec-field-loop, while.
 mod p063 {
     use super::*;
 
@@ -2975,7 +2975,7 @@ fn p063() {
     check_variants!(mod p063; [x, net]; (&x, &net, 1.87, 0.94, 3, 2, false));
 }
 
-/// Uses: accumulate, compound-assign, lnsq, match, plain-let, reshape, softmax.
+/// Uses: accumulate, compound-assign, ln, match, plain-let, reshape, softmax.
 mod p064 {
     use super::*;
 
@@ -3010,7 +3010,7 @@ fn p064() {
     check_variants!(mod p064; [x, v]; (&x, &v, 1.12, 1.73, 2));
 }
 
-/// Uses: accumulate, compound-assign, early-return, expt, for, if-counter, lnsq, match, plain-let, sin, while.
+/// Uses: accumulate, compound-assign, early-return, exp, for, if-counter, ln, match, plain-let, sin, while.
 mod p065 {
     use super::*;
 
@@ -3072,7 +3072,7 @@ fn p065() {
     check_variants!(mod p065; [x, v]; (&x, &v, 1.32, 1.16, 3));
 }
 
-/// Uses: accumulate, helper, lnsq, plain-let, reshape, sqrtsq, structure-by-value, vec-field-loop, vector-output, while.
+/// Uses: accumulate, helper, ln, plain-let, reshape, sqrt, structure-by-value, vec-field-loop, vector-output, while.
 mod p066 {
     use super::*;
 
@@ -3112,7 +3112,7 @@ fn p066() {
     check_vector_variants!(mod p066; [x, stack, w]; (&x, stack.clone(), &w, 1.46, 1.55, 1, 2));
 }
 
-/// Uses: cast, expt, field, helper, if-flag, local-vec-push, plain-let, softmax, sqrtsq, tanh, vec-field-loop.
+/// Uses: cast, exp, field, helper, if-flag, local-vec-push, plain-let, softmax, sqrt, tanh, vec-field-loop.
 mod p067 {
     use super::*;
 
@@ -3159,7 +3159,7 @@ fn p067() {
     check_variants!(mod p067; [x, stack]; (&x, &stack, 1.36, 1.24, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, field, if-flag, match, plain-let, sin, sqrtsq, sum_axes, tanh, vec-field-loop.
+/// Uses: accumulate, compound-assign, field, if-flag, match, plain-let, sin, sqrt, sum_axes, tanh, vec-field-loop.
 mod p068 {
     use super::*;
 
@@ -3212,7 +3212,7 @@ fn p068() {
     check_variants!(mod p068; [x, net]; (&x, &net, 0.7, 0.7, 3, true));
 }
 
-/// Uses: cast, expt, if-flag, local-vec-push, plain-let, plain-parens, reshape, sigmoid, sin, softmax, sqrtsq, tanh, vec-field-loop.
+/// Uses: cast, exp, if-flag, local-vec-push, plain-let, plain-parens, reshape, sigmoid, sin, softmax, sqrt, tanh, vec-field-loop.
 mod p069 {
     use super::*;
 
@@ -3264,7 +3264,7 @@ fn p069() {
     check_variants!(mod p069; [x, net, v]; (&x, &net, &v, 1.98, 1.68, 2, 3, false));
 }
 
-/// Uses: accumulate, compound-assign, field, helper, lnsq, match, plain-parens, sigmoid, sin, structure-by-value, vec-field-loop, vector-output.
+/// Uses: accumulate, compound-assign, field, helper, ln, match, plain-parens, sigmoid, sin, structure-by-value, vec-field-loop, vector-output.
 mod p070 {
     use super::*;
 
@@ -3304,7 +3304,7 @@ fn p070() {
     check_vector_variants!(mod p070; [x, net]; (&x, net.clone(), 1.11, 1.9, 2));
 }
 
-/// Uses: accumulate, compound-assign, expt, field, for, helper, match, sigmoid, sin, softmax, vec-field-loop-in-outer-loop, vector-output.
+/// Uses: accumulate, compound-assign, exp, field, for, helper, match, sigmoid, sin, softmax, vec-field-loop-in-outer-loop, vector-output.
 mod p071 {
     use super::*;
 
@@ -3344,7 +3344,7 @@ fn p071() {
     check_vector_variants!(mod p071; [x, net]; (&x, &net, 1.6, 3, 3));
 }
 
-/// Uses: accumulate, cast, compound-assign, lnsq, plain-let, plain-parens, reshape.
+/// Uses: accumulate, cast, compound-assign, ln, plain-let, plain-parens, reshape.
 mod p072 {
     use super::*;
 
@@ -3378,7 +3378,7 @@ fn p072() {
     check_variants!(mod p072; [x]; (&x, &v, 1.22, 1.79, 3, 2));
 }
 
-/// Uses: expt, field, if-flag, plain-let, sin, sqrtsq, sum_axes, vec-field-loop.
+/// Uses: exp, field, if-flag, plain-let, sin, sqrt, sum_axes, vec-field-loop.
 mod p073 {
     use super::*;
 
@@ -3456,7 +3456,7 @@ fn p074() {
     check_variants!(mod p074; [w]; (&x, &w, &v, 1.82, 1.7, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, for, fresh-state-in-outer-loop, helper, if-flag, match, plain-let, reshape, sin, softmax, sqrtsq, structure-by-value, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, field, for, fresh-state-in-outer-loop, helper, if-flag, match, plain-let, reshape, sin, softmax, sqrt, structure-by-value, tanh, vec-field-loop-in-outer-loop.
 mod p075 {
     use super::*;
 
@@ -3509,7 +3509,7 @@ fn p075() {
     check_variants!(mod p075; [x, net]; (&x, net.clone(), 0.68, 1.26, 2, true));
 }
 
-/// Uses: accumulate, cast, field, for, lnsq, match, plain-parens, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, field, for, ln, match, plain-parens, tanh, vec-field-loop-in-outer-loop.
 mod p076 {
     use super::*;
 
@@ -3540,7 +3540,7 @@ fn p076() {
     check_variants!(mod p076; [x, net]; (&x, &net, 1, 3));
 }
 
-/// Uses: accumulate, cast, counter-plain, field, for, helper, if-flag, plain-parens, reshape, sin, softmax, sqrtsq, structure-by-value, vec-field-loop, while.
+/// Uses: accumulate, cast, counter-plain, field, for, helper, if-flag, plain-parens, reshape, sin, softmax, sqrt, structure-by-value, vec-field-loop, while.
 mod p077 {
     use super::*;
 
@@ -3631,7 +3631,7 @@ fn p078() {
     check_variants!(mod p078; [x, v]; (&x, &v, 1.88, 1.43, false));
 }
 
-/// Uses: helper, local-vec-push, plain-let, reshape, sigmoid, sqrtsq, while.
+/// Uses: helper, local-vec-push, plain-let, reshape, sigmoid, sqrt, while.
 mod p079 {
     use super::*;
 
@@ -3675,7 +3675,7 @@ fn p079() {
     check_variants!(mod p079; [w]; (&x, &w, &v, 0.73, 1.79, 3));
 }
 
-/// Uses: expt, match, tanh.
+/// Uses: exp, match, tanh.
 mod p080 {
     use super::*;
 
@@ -3709,7 +3709,7 @@ fn p080() {
     check_variants!(mod p080; [w]; (&x, &w, &v, 1.94, 0.56, 1));
 }
 
-/// Uses: accumulate, field, helper, lnsq, local-vec-push, match, plain-max-min, plain-only-if, plain-parens, tanh, vec-field-loop.
+/// Uses: accumulate, field, helper, ln, local-vec-push, match, plain-max-min, plain-only-if, plain-parens, tanh, vec-field-loop.
 mod p081 {
     use super::*;
 
@@ -3881,7 +3881,7 @@ fn p084() {
     check_variants!(mod p084; [v]; (&x, &v, 1, 2, false));
 }
 
-/// Uses: accumulate, cast, field, helper, if-flag, plain-let, plain-only-if, plain-parens, sin, sqrtsq, sum_axes, vec-field-loop.
+/// Uses: accumulate, cast, field, helper, if-flag, plain-let, plain-only-if, plain-parens, sin, sqrt, sum_axes, vec-field-loop.
 mod p085 {
     use super::*;
 
@@ -3926,7 +3926,7 @@ fn p085() {
     check_variants!(mod p085; [x, net]; (&x, &net, 0.58, 1.91, 1, false));
 }
 
-/// Uses: accumulate, compound-assign, expt, field, for, fresh-state-in-outer-loop, if-flag, lnsq, local-vec-push, plain-let, sigmoid, tanh, vec-field-loop-in-outer-loop, vector-output.
+/// Uses: accumulate, compound-assign, exp, field, for, fresh-state-in-outer-loop, if-flag, ln, local-vec-push, plain-let, sigmoid, tanh, vec-field-loop-in-outer-loop, vector-output.
 mod p086 {
     use super::*;
 
@@ -3981,7 +3981,7 @@ fn p086() {
     check_vector_variants!(mod p086; [x, stack]; (&x, &stack, &v, 1.84, 0.82, 1, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, expt, for, if-flag, plain-let, plain-parens, reshape, sigmoid, sin, tanh, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, exp, for, if-flag, plain-let, plain-parens, reshape, sigmoid, sin, tanh, vec-field-loop.
 mod p087 {
     use super::*;
 
@@ -4033,7 +4033,7 @@ fn p087() {
     check_variants!(mod p087; [net]; (&x, &net, &v, 1.71, 1.84, 3, 3, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, early-return, lnsq, local-vec-push, plain-let, tanh.
+/// Uses: accumulate, cast, compound-assign, early-return, ln, local-vec-push, plain-let, tanh.
 mod p088 {
     use super::*;
 
@@ -4162,7 +4162,7 @@ fn p090() {
     check_vector_variants!(mod p090; [x]; (&x, &v, 1.02, 1.8, 2, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, helper, lnsq, plain-let, plain-parens, reshape, sin, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, helper, ln, plain-let, plain-parens, reshape, sin, vec-field-loop.
 mod p091 {
     use super::*;
 
@@ -4284,7 +4284,7 @@ fn p093() {
     check_variants!(mod p093; [x, stack]; (&x, &stack, 0.68, 1.47, 3, 3));
 }
 
-/// Uses: accumulate, compound-assign, expt, if-flag, lnsq, plain-let, reshape, while.
+/// Uses: accumulate, compound-assign, exp, if-flag, ln, plain-let, reshape, while.
 mod p094 {
     use super::*;
 
@@ -4327,7 +4327,7 @@ fn p094() {
     check_variants!(mod p094; [x, w]; (&x, &w, 1.05, 0.56, 2, false));
 }
 
-/// Uses: accumulate, compound-assign, early-return, sqrtsq, sum_axes, while.
+/// Uses: accumulate, compound-assign, early-return, sqrt, sum_axes, while.
 mod p095 {
     use super::*;
 
@@ -4406,7 +4406,7 @@ fn p096() {
     check_vector_variants!(mod p096; [x, net]; (&x, &net, 1.27, 0.53, 3));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, lnsq, local-vec-push, match, plain-let, plain-only-if, plain-parens, reshape, sin, tanh, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, ln, local-vec-push, match, plain-let, plain-only-if, plain-parens, reshape, sin, tanh, vec-field-loop.
 mod p097 {
     use super::*;
 
@@ -4468,7 +4468,7 @@ fn p097() {
     check_variants!(mod p097; [x, net]; (&x, &net, 1.09, 0.82, 2, 1, false));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, for, helper, lnsq, match, plain-let, reshape, sin, sqrtsq, tanh, while.
+/// Uses: accumulate, compound-assign, counter-plain, for, helper, ln, match, plain-let, reshape, sin, sqrt, tanh, while.
 mod p098 {
     use super::*;
 
@@ -4521,7 +4521,7 @@ fn p098() {
     check_variants!(mod p098; [x, w, v]; (&x, &w, &v, 0.96, 2));
 }
 
-/// Uses: accumulate, break, compound-assign, counter-plain, early-return, expt, for, lnsq, local-vec-push, match, reshape, sqrtsq, sum_axes, tanh, while.
+/// Uses: accumulate, break, compound-assign, counter-plain, early-return, exp, for, ln, local-vec-push, match, reshape, sqrt, sum_axes, tanh, while.
 mod p099 {
     use super::*;
 
@@ -4580,7 +4580,7 @@ fn p099() {
     check_variants!(mod p099; [x, v]; (&x, &w, &v, 0.6, 1.8, 2, 2, false));
 }
 
-/// Uses: cast, compound-assign, local-vec-push, plain-let, sqrtsq, sum_axes, tanh.
+/// Uses: cast, compound-assign, local-vec-push, plain-let, sqrt, sum_axes, tanh.
 mod p100 {
     use super::*;
 
@@ -4658,7 +4658,7 @@ fn p101() {
     check_variants!(mod p101; [x, stack]; (&x, &stack, 1.31, 0.75, 2, true));
 }
 
-/// Uses: accumulate, compound-assign, expt, field, helper, local-vec-push, match, plain-parens, sin, sqrtsq, vec-field-loop.
+/// Uses: accumulate, compound-assign, exp, field, helper, local-vec-push, match, plain-parens, sin, sqrt, vec-field-loop.
 mod p102 {
     use super::*;
 
@@ -4707,7 +4707,7 @@ fn p102() {
     check_variants!(mod p102; [x, net, v]; (&x, &net, &v, 0.9, 0.73, 2));
 }
 
-/// Uses: accumulate, compound-assign, helper, if-flag, lnsq, match, plain-max-min, plain-only-if, plain-parens, sigmoid, sqrtsq, tensor-by-value, vector-output.
+/// Uses: accumulate, compound-assign, helper, if-flag, ln, match, plain-max-min, plain-only-if, plain-parens, sigmoid, sqrt, tensor-by-value, vector-output.
 mod p103 {
     use super::*;
 
@@ -4761,7 +4761,7 @@ fn p103() {
     check_vector_variants!(mod p103; [x, v, u]; (&x, &v, u.clone(), 1.85, 1.5, 4, false));
 }
 
-/// Uses: expt, if-flag, sigmoid, sin, tanh, tensor-by-value, vec-field-loop.
+/// Uses: exp, if-flag, sigmoid, sin, tanh, tensor-by-value, vec-field-loop.
 mod p104 {
     use super::*;
 
@@ -4888,7 +4888,7 @@ fn p106() {
     check_variants!(mod p106; [w, v]; (&x, &w, &v, 1.66, 3, true));
 }
 
-/// Uses: expt, if-flag, plain-let, plain-only-if.
+/// Uses: exp, if-flag, plain-let, plain-only-if.
 mod p107 {
     use super::*;
 
@@ -5000,7 +5000,7 @@ fn p108() {
     check_variants!(mod p108; [w, v]; (&x, &w, &v, 1.34, 0.71, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, field, for, helper, if-counter, nested-for, plain-let, plain-only-if, reshape, sqrtsq, sum_axes, tanh, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, field, for, helper, if-counter, nested-for, plain-let, plain-only-if, reshape, sqrt, sum_axes, tanh, vec-field-loop.
 mod p109 {
     use super::*;
 
@@ -5053,7 +5053,7 @@ fn p109() {
     check_variants!(mod p109; [stack]; (&x, &stack, 0.83, 1.63, 3, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, early-return, field, if-flag, plain-let, plain-parens, reshape, softmax, sqrtsq, vec-field-loop, while.
+/// Uses: accumulate, cast, compound-assign, early-return, field, if-flag, plain-let, plain-parens, reshape, softmax, sqrt, vec-field-loop, while.
 mod p110 {
     use super::*;
 
@@ -5097,7 +5097,7 @@ fn p110() {
     check_variants!(mod p110; [x, net]; (&x, &net, 1.95, 4, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, if-flag, lnsq, match, plain-let, plain-parens, reshape, sigmoid, softmax, sqrtsq, structure-by-value, tanh, vec-field-loop, vector-output.
+/// Uses: accumulate, cast, compound-assign, field, if-flag, ln, match, plain-let, plain-parens, reshape, sigmoid, softmax, sqrt, structure-by-value, tanh, vec-field-loop, vector-output.
 mod p111 {
     use super::*;
 
@@ -5189,7 +5189,7 @@ fn p112() {
     check_variants!(mod p112; [x, v]; (&x, &v, 1.45, 2));
 }
 
-/// Uses: helper, if-flag, local-vec-push, plain-let, reshape, softmax, sqrtsq, tanh, while.
+/// Uses: helper, if-flag, local-vec-push, plain-let, reshape, softmax, sqrt, tanh, while.
 mod p113 {
     use super::*;
 
@@ -5246,7 +5246,7 @@ fn p113() {
     check_variants!(mod p113; [x, w]; (&x, &w, &v, 1.4, 1.08, 1, false));
 }
 
-/// Uses: accumulate, expt, if-flag, lnsq, local-vec-push, match, plain-let, sigmoid, sum_axes, tanh.
+/// Uses: accumulate, exp, if-flag, ln, local-vec-push, match, plain-let, sigmoid, sum_axes, tanh.
 mod p114 {
     use super::*;
 
@@ -5304,7 +5304,7 @@ fn p114() {
     check_variants!(mod p114; [x, w]; (&x, &w, 1.69, 1.53, 3, 1, false));
 }
 
-/// Uses: accumulate, cast, counter-plain, expt, field, for, if-counter, if-flag, lnsq, nested-for, plain-only-if, sin, softmax, sqrtsq, structure-by-value, sum_axes, tanh, vec-field-loop.
+/// Uses: accumulate, cast, counter-plain, exp, field, for, if-counter, if-flag, ln, nested-for, plain-only-if, sin, softmax, sqrt, structure-by-value, sum_axes, tanh, vec-field-loop.
 mod p115 {
     use super::*;
 
@@ -5368,7 +5368,7 @@ fn p115() {
     check_variants!(mod p115; [net]; (&x, net.clone(), 1.95, 0.91, 4, 3, true));
 }
 
-/// Uses: accumulate, field, if-flag, lnsq, local-vec-push, plain-let, plain-max-min, plain-only-if, plain-parens, tanh, vec-field-loop.
+/// Uses: accumulate, field, if-flag, ln, local-vec-push, plain-let, plain-max-min, plain-only-if, plain-parens, tanh, vec-field-loop.
 mod p116 {
     use super::*;
 
@@ -5419,7 +5419,7 @@ fn p116() {
     check_variants!(mod p116; [net, v]; (&x, &net, &v, 0.75, 0.6, true));
 }
 
-/// Uses: accumulate, cast, if-flag, plain-let, plain-only-if, reshape, sqrtsq.
+/// Uses: accumulate, cast, if-flag, plain-let, plain-only-if, reshape, sqrt.
 mod p117 {
     use super::*;
 
@@ -5461,7 +5461,7 @@ fn p117() {
     check_variants!(mod p117; [x, w]; (&x, &w, 1.58, 0.52, 2, 3, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, for, helper, lnsq, match, nested-for, plain-only-if, plain-parens, reshape, sigmoid, sin, while.
+/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, for, helper, ln, match, nested-for, plain-only-if, plain-parens, reshape, sigmoid, sin, while.
 mod p118 {
     use super::*;
 
@@ -5543,7 +5543,7 @@ fn p118() {
     check_variants!(mod p118; [x, v]; (&x, &v, 1.25, 1.18, 3, 1, true));
 }
 
-/// Uses: accumulate, compound-assign, if-flag, match, plain-let, plain-only-if, plain-parens, sigmoid, sin, sqrtsq, sum_axes.
+/// Uses: accumulate, compound-assign, if-flag, match, plain-let, plain-only-if, plain-parens, sigmoid, sin, sqrt, sum_axes.
 mod p119 {
     use super::*;
 
@@ -5945,7 +5945,7 @@ fn p126() {
     check_variants!(mod p126; [x, v]; (&x, &w, &v, 0.68, 2, 2, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, if-flag, plain-let, plain-parens, reshape, sigmoid, sin, sqrtsq, sum_axes, vec-field-loop, while.
+/// Uses: accumulate, cast, compound-assign, if-flag, plain-let, plain-parens, reshape, sigmoid, sin, sqrt, sum_axes, vec-field-loop, while.
 mod p127 {
     use super::*;
 
@@ -6041,7 +6041,7 @@ fn p128() {
     check_variants!(mod p128; [x]; (&x, 0.72, 1.01, 2, true));
 }
 
-/// Uses: accumulate, compound-assign, field, for, fresh-state-in-outer-loop, helper, lnsq, match, plain-let, plain-max-min, reshape, softmax, sqrtsq, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, field, for, fresh-state-in-outer-loop, helper, ln, match, plain-let, plain-max-min, reshape, softmax, sqrt, vec-field-loop-in-outer-loop.
 mod p129 {
     use super::*;
 
@@ -6196,7 +6196,7 @@ fn p131() {
     check_variants!(mod p131; [x, net]; (&x, &net, 1.22, 1.63, 4, false));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, expt, field, for, if-flag, lnsq, match-counter, plain-parens, reshape, sigmoid, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, counter-plain, exp, field, for, if-flag, ln, match-counter, plain-parens, reshape, sigmoid, tanh, vec-field-loop-in-outer-loop.
 mod p132 {
     use super::*;
 
@@ -6286,7 +6286,7 @@ fn p133() {
     check_variants!(mod p133; [x, v]; (&x, &v, 0.94, 1.28, true));
 }
 
-/// Uses: accumulate, compound-assign, for, match-counter, plain-let, plain-only-if, reshape, sigmoid, sin, softmax, sqrtsq, tensor-by-value, vector-output.
+/// Uses: accumulate, compound-assign, for, match-counter, plain-let, plain-only-if, reshape, sigmoid, sin, softmax, sqrt, tensor-by-value, vector-output.
 mod p134 {
     use super::*;
 
@@ -6348,7 +6348,7 @@ fn p134() {
     check_vector_variants!(mod p134; [x, v, u]; (&x, &v, u.clone(), 1.32, 1.81, 3, false));
 }
 
-/// Uses: accumulate, lnsq, plain-let, plain-parens, sigmoid, tensor-by-value, vec-field-loop, while.
+/// Uses: accumulate, ln, plain-let, plain-parens, sigmoid, tensor-by-value, vec-field-loop, while.
 mod p135 {
     use super::*;
 
@@ -6388,7 +6388,7 @@ fn p135() {
     check_variants!(mod p135; [x, stack, u]; (&x, &stack, &v, u.clone(), 0.97, 1.99, 3));
 }
 
-/// Uses: accumulate, cast, early-return, for, helper, if-flag, lnsq, match, match-counter, plain-let, plain-parens, reshape, sigmoid, sin, sqrtsq, tanh.
+/// Uses: accumulate, cast, early-return, for, helper, if-flag, ln, match, match-counter, plain-let, plain-parens, reshape, sigmoid, sin, sqrt, tanh.
 mod p136 {
     use super::*;
 
@@ -6493,7 +6493,7 @@ fn p137() {
     check_variants!(mod p137; [x, w]; (&x, &w, 1.02, 0.52, 2, false));
 }
 
-/// Uses: accumulate, break, cast, compound-assign, for, if-counter, if-flag, plain-let, sigmoid, sqrtsq, sum_axes, tanh, while.
+/// Uses: accumulate, break, cast, compound-assign, for, if-counter, if-flag, plain-let, sigmoid, sqrt, sum_axes, tanh, while.
 mod p138 {
     use super::*;
 
@@ -6553,7 +6553,7 @@ fn p138() {
     check_variants!(mod p138; [w, v]; (&x, &w, &v, 1.87, 1.26, 2, 2, true));
 }
 
-/// Uses: accumulate, early-return, expt, field, lnsq, local-vec-push, match, reshape, sin, sqrtsq, sum_axes, tanh, vec-field-loop.
+/// Uses: accumulate, early-return, exp, field, ln, local-vec-push, match, reshape, sin, sqrt, sum_axes, tanh, vec-field-loop.
 mod p139 {
     use super::*;
 
@@ -6601,7 +6601,7 @@ fn p139() {
     check_variants!(mod p139; [x, net]; (&x, &net, 1.94, 0.6, 4, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, local-vec-push, plain-let, reshape, sqrtsq.
+/// Uses: accumulate, cast, compound-assign, local-vec-push, plain-let, reshape, sqrt.
 mod p140 {
     use super::*;
 
@@ -6639,7 +6639,7 @@ fn p140() {
     check_variants!(mod p140; [x, v]; (&x, &v, 1.57, 1.16, 1));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, field, for, fresh-state-in-outer-loop, helper, if-counter, lnsq, match, plain-let, plain-max-min, reshape, sin, softmax, tanh, vec-field-loop-in-outer-loop, while.
+/// Uses: accumulate, compound-assign, counter-plain, field, for, fresh-state-in-outer-loop, helper, if-counter, ln, match, plain-let, plain-max-min, reshape, sin, softmax, tanh, vec-field-loop-in-outer-loop, while.
 mod p141 {
     use super::*;
 
@@ -6702,7 +6702,7 @@ fn p141() {
     check_variants!(mod p141; [x, stack]; (&x, &stack, 1.19, 0.84, 4));
 }
 
-/// Uses: accumulate, compound-assign, for, fresh-state-in-outer-loop, if-flag, lnsq, plain-let, reshape, sigmoid, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, for, fresh-state-in-outer-loop, if-flag, ln, plain-let, reshape, sigmoid, vec-field-loop-in-outer-loop.
 mod p142 {
     use super::*;
 
@@ -6749,7 +6749,7 @@ fn p142() {
     check_variants!(mod p142; [net, w]; (&x, &net, &w, 1.86, 0.66, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, early-return, expt, if-flag, lnsq, match, plain-parens, reshape, sin, sum_axes, tanh, while.
+/// Uses: accumulate, compound-assign, early-return, exp, if-flag, ln, match, plain-parens, reshape, sin, sum_axes, tanh, while.
 mod p143 {
     use super::*;
 
@@ -6799,7 +6799,7 @@ fn p143() {
     check_variants!(mod p143; [x, w]; (&x, &w, &v, 1.72, 1.37, 4, false));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, field, for, fresh-state-in-outer-loop, if-flag, lnsq, plain-max-min, plain-only-if, reshape, sigmoid, sin, sum_axes, tanh, vec-field-loop, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, counter-plain, field, for, fresh-state-in-outer-loop, if-flag, ln, plain-max-min, plain-only-if, reshape, sigmoid, sin, sum_axes, tanh, vec-field-loop, vec-field-loop-in-outer-loop.
 mod p144 {
     use super::*;
 
@@ -6885,7 +6885,7 @@ fn p144() {
     check_variants!(mod p144; [x, net, v]; (&x, &net, &v, 1.33, 1.74, 4, false));
 }
 
-/// Uses: cast, counter-plain, for, helper, plain-let, plain-only-if, sqrtsq, vector-output.
+/// Uses: cast, counter-plain, for, helper, plain-let, plain-only-if, sqrt, vector-output.
 mod p145 {
     use super::*;
 
@@ -6924,7 +6924,7 @@ fn p145() {
     check_vector_variants!(mod p145; [x, w, v]; (&x, &w, &v, 2.0, 3, 1));
 }
 
-/// Uses: accumulate, early-return, for, fresh-state-in-outer-loop, lnsq, match, sin, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, early-return, for, fresh-state-in-outer-loop, ln, match, sin, vec-field-loop-in-outer-loop.
 mod p146 {
     use super::*;
 
@@ -6975,7 +6975,7 @@ fn p146() {
     check_variants!(mod p146; [net, v]; (&x, &net, &w, &v, 0.69, 1.4, 4, 3, false));
 }
 
-/// Uses: accumulate, cast, counter-plain, field, for, helper, if-flag, lnsq, plain-only-if, sin, sqrtsq, tanh, vec-field-loop, while.
+/// Uses: accumulate, cast, counter-plain, field, for, helper, if-flag, ln, plain-only-if, sin, sqrt, tanh, vec-field-loop, while.
 mod p147 {
     use super::*;
 
@@ -7140,7 +7140,7 @@ fn p149() {
     check_variants!(mod p149; [x, net, v]; (&x, &net, &v, 1.61, 0.65, 2, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, if-flag, plain-let, plain-only-if, plain-parens, reshape, sigmoid, sqrtsq, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, if-flag, plain-let, plain-only-if, plain-parens, reshape, sigmoid, sqrt, vec-field-loop.
 mod p150 {
     use super::*;
 
@@ -7225,7 +7225,7 @@ fn p151() {
     check_variants!(mod p151; [x, net]; (&x, net.clone(), 1.43, 1.67, 3));
 }
 
-/// Uses: helper, if-flag, lnsq, local-vec-push, match, sin, sqrtsq, sum_axes, tanh.
+/// Uses: helper, if-flag, ln, local-vec-push, match, sin, sqrt, sum_axes, tanh.
 mod p152 {
     use super::*;
 
@@ -7281,7 +7281,7 @@ fn p152() {
     check_variants!(mod p152; [x, w, v]; (&x, &w, &v, 1.9, 1.48, 3, false));
 }
 
-/// Uses: accumulate, expt, for, if-counter, if-flag, local-vec-push, plain-let, softmax, sqrtsq, tanh, tensor-by-value, while.
+/// Uses: accumulate, exp, for, if-counter, if-flag, local-vec-push, plain-let, softmax, sqrt, tanh, tensor-by-value, while.
 mod p153 {
     use super::*;
 
@@ -7377,7 +7377,7 @@ fn p154() {
     check_variants!(mod p154; [x, w]; (&x, &w, &v, 0.96, 1.36, 3, 2));
 }
 
-/// Uses: accumulate, compound-assign, expt, field, helper, match, softmax, sqrtsq, structure-by-value, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, exp, field, helper, match, softmax, sqrt, structure-by-value, vec-field-loop, while.
 mod p155 {
     use super::*;
 
@@ -7466,7 +7466,7 @@ fn p156() {
     check_variants!(mod p156; [x, v]; (&x, &v, 1.96, 0.99, 1, 1, true));
 }
 
-/// Uses: expt, field, helper, if-flag, local-vec-push, plain-let, plain-max-min, sin, tanh, vec-field-loop.
+/// Uses: exp, field, helper, if-flag, local-vec-push, plain-let, plain-max-min, sin, tanh, vec-field-loop.
 mod p157 {
     use super::*;
 
@@ -7553,7 +7553,7 @@ fn p158() {
     check_variants!(mod p158; [x, net, v]; (&x, &net, &v, 0.6, 3, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, expt, field, for, fresh-state-in-outer-loop, helper, if-flag, lnsq, match-counter, nested-for, plain-let, reshape, sigmoid, sin, sqrtsq, sum_axes, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, counter-plain, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, ln, match-counter, nested-for, plain-let, reshape, sigmoid, sin, sqrt, sum_axes, tanh, vec-field-loop-in-outer-loop.
 mod p159 {
     use super::*;
 
@@ -7618,7 +7618,7 @@ fn p159() {
     check_variants!(mod p159; [x, net, w]; (&x, &net, &w, 0.64, 1.65, 3, false));
 }
 
-/// Uses: helper, lnsq, local-vec-push, plain-parens, sigmoid, while.
+/// Uses: helper, ln, local-vec-push, plain-parens, sigmoid, while.
 mod p160 {
     use super::*;
 
@@ -7667,7 +7667,7 @@ fn p160() {
     check_variants!(mod p160; [x, w, v]; (&x, &w, &v, 0.58, 1.09, 2));
 }
 
-/// Uses: field, if-flag, plain-max-min, plain-only-if, sigmoid, sqrtsq, sum_axes, tanh, vec-field-loop.
+/// Uses: field, if-flag, plain-max-min, plain-only-if, sigmoid, sqrt, sum_axes, tanh, vec-field-loop.
 mod p161 {
     use super::*;
 
@@ -7708,7 +7708,7 @@ fn p161() {
     check_variants!(mod p161; [x, net]; (&x, &net, 1.91, 0.79, false));
 }
 
-/// Uses: helper, if-flag, plain-let, sqrtsq, while.
+/// Uses: helper, if-flag, plain-let, sqrt, while.
 mod p162 {
     use super::*;
 
@@ -7749,7 +7749,7 @@ fn p162() {
     check_variants!(mod p162; [x, w, v]; (&x, &w, &v, 1.2, 3, 1, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, expt, helper, if-flag, plain-max-min, plain-only-if, reshape, sin, sqrtsq, structure-by-value, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, exp, helper, if-flag, plain-max-min, plain-only-if, reshape, sin, sqrt, structure-by-value, vec-field-loop.
 mod p163 {
     use super::*;
 
@@ -7797,7 +7797,7 @@ fn p163() {
     check_variants!(mod p163; [x, stack]; (&x, stack.clone(), 1.82, 0.67, 3, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, for, fresh-state-in-outer-loop, lnsq, match, plain-let, sqrtsq, sum_axes, tanh, vec-field-loop-in-outer-loop, while.
+/// Uses: accumulate, cast, compound-assign, field, for, fresh-state-in-outer-loop, ln, match, plain-let, sqrt, sum_axes, tanh, vec-field-loop-in-outer-loop, while.
 mod p164 {
     use super::*;
 
@@ -7847,7 +7847,7 @@ fn p164() {
     check_variants!(mod p164; [x, net]; (&x, &net, 1.39, 0.58, 2));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, for, lnsq, plain-let, plain-only-if, reshape, softmax, sum_axes, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, field, for, ln, plain-let, plain-only-if, reshape, softmax, sum_axes, vec-field-loop-in-outer-loop.
 mod p165 {
     use super::*;
 
@@ -7904,7 +7904,7 @@ fn p165() {
     check_variants!(mod p165; [x, net]; (&x, &net, 1.27, 0.51, 4, 2, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, expt, field, lnsq, plain-parens, sin, structure-by-value, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, exp, field, ln, plain-parens, sin, structure-by-value, vec-field-loop.
 mod p166 {
     use super::*;
 
@@ -8005,7 +8005,7 @@ fn p168() {
     check_variants!(mod p168; [w]; (&x, &w, 1.7, 3, false));
 }
 
-/// Uses: counter-plain, for, if-flag, lnsq, local-vec-push, plain-let, reshape, sigmoid, sqrtsq.
+/// Uses: counter-plain, for, if-flag, ln, local-vec-push, plain-let, reshape, sigmoid, sqrt.
 mod p169 {
     use super::*;
 
@@ -8052,7 +8052,7 @@ fn p169() {
     check_variants!(mod p169; [w]; (&x, &w, 0.62, 0.73, 1, false));
 }
 
-/// Uses: accumulate, cast, counter-plain, expt, for, lnsq, match-counter, nested-for, plain-parens, sin, softmax, sqrtsq, tanh, vector-output, while.
+/// Uses: accumulate, cast, counter-plain, exp, for, ln, match-counter, nested-for, plain-parens, sin, softmax, sqrt, tanh, vector-output, while.
 mod p170 {
     use super::*;
 
@@ -8104,7 +8104,7 @@ fn p170() {
     check_vector_variants!(mod p170; [x, w, v]; (&x, &w, &v, 1.51, 1.03, 1, 2));
 }
 
-/// Uses: accumulate, compound-assign, field, for, helper, if-counter, lnsq, softmax, sqrtsq, vec-field-loop, vector-output.
+/// Uses: accumulate, compound-assign, field, for, helper, if-counter, ln, softmax, sqrt, vec-field-loop, vector-output.
 mod p171 {
     use super::*;
 
@@ -8135,7 +8135,7 @@ fn p171() {
     check_vector_variants!(mod p171; [x, net]; (&x, &net, 2, 3));
 }
 
-/// Uses: accumulate, cast, field, if-flag, lnsq, match, plain-parens, sin, tanh, vec-field-loop.
+/// Uses: accumulate, cast, field, if-flag, ln, match, plain-parens, sin, tanh, vec-field-loop.
 mod p172 {
     use super::*;
 
@@ -8228,7 +8228,7 @@ fn p173() {
     check_variants!(mod p173; [x, net]; (&x, &net, 0.78, 1.43, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, expt, helper, if-flag, plain-let, reshape, softmax, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, exp, helper, if-flag, plain-let, reshape, softmax, vec-field-loop.
 mod p174 {
     use super::*;
 
@@ -8294,7 +8294,7 @@ fn p175() {
     check_variants!(mod p175; [x, net]; (&x, &net, 2, 2));
 }
 
-/// Uses: accumulate, compound-assign, expt, field, if-flag, lnsq, plain-let, plain-only-if, sigmoid, softmax, sum_axes, vec-field-loop.
+/// Uses: accumulate, compound-assign, exp, field, if-flag, ln, plain-let, plain-only-if, sigmoid, softmax, sum_axes, vec-field-loop.
 mod p176 {
     use super::*;
 
@@ -8336,7 +8336,7 @@ fn p176() {
     check_variants!(mod p176; [x, stack]; (&x, &stack, 1.38, 1.81, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, expt, field, for, fresh-state-in-outer-loop, helper, if-flag, lnsq, match, match-counter, nested-for, plain-only-if, plain-parens, reshape, sin, softmax, sum_axes, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, ln, match, match-counter, nested-for, plain-only-if, plain-parens, reshape, sin, softmax, sum_axes, vec-field-loop-in-outer-loop.
 mod p177 {
     use super::*;
 
@@ -8414,7 +8414,7 @@ fn p177() {
     check_variants!(mod p177; [x, net]; (&x, &net, 1.91, 1.8, 2, 1, true));
 }
 
-/// Uses: accumulate, compound-assign, expt, if-flag, plain-only-if, plain-parens, sigmoid.
+/// Uses: accumulate, compound-assign, exp, if-flag, plain-only-if, plain-parens, sigmoid.
 mod p178 {
     use super::*;
 
@@ -8454,7 +8454,7 @@ fn p178() {
     check_variants!(mod p178; [w]; (&x, &w, 1.64, 0.8, false));
 }
 
-/// Uses: accumulate, expt, plain-let, reshape, sqrtsq, while.
+/// Uses: accumulate, exp, plain-let, reshape, sqrt, while.
 mod p179 {
     use super::*;
 
@@ -8494,7 +8494,7 @@ fn p179() {
     check_variants!(mod p179; [x, w, v]; (&x, &w, &v, 1.68, 1.58, 3));
 }
 
-/// Uses: accumulate, cast, compound-assign, expt, field, for, if-flag, local-vec-push, plain-let, plain-parens, sqrtsq, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, exp, field, for, if-flag, local-vec-push, plain-let, plain-parens, sqrt, tanh, vec-field-loop-in-outer-loop.
 mod p180 {
     use super::*;
 
@@ -8541,7 +8541,7 @@ fn p180() {
     check_variants!(mod p180; [x, net, w]; (&x, &net, &w, 1, 1, false));
 }
 
-/// Uses: expt, field, if-flag, lnsq, local-vec-push, reshape, sin, tanh, vec-field-loop, while.
+/// Uses: exp, field, if-flag, ln, local-vec-push, reshape, sin, tanh, vec-field-loop, while.
 mod p181 {
     use super::*;
 
@@ -8588,7 +8588,7 @@ fn p181() {
     check_variants!(mod p181; [x, net]; (&x, &net, 1.36, 4, true));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, field, for, fresh-state-in-outer-loop, lnsq, match, match-counter, nested-for, plain-let, plain-only-if, sigmoid, softmax, sqrtsq, tanh, vec-field-loop-in-outer-loop, vector-output.
+/// Uses: accumulate, compound-assign, counter-plain, field, for, fresh-state-in-outer-loop, ln, match, match-counter, nested-for, plain-let, plain-only-if, sigmoid, softmax, sqrt, tanh, vec-field-loop-in-outer-loop, vector-output.
 mod p182 {
     use super::*;
 
@@ -8661,7 +8661,7 @@ fn p182() {
     check_vector_variants!(mod p182; [x, stack]; (&x, &stack, 1.24, 1.5, 1));
 }
 
-/// Uses: accumulate, compound-assign, field, lnsq, match, plain-let, plain-parens, reshape, sigmoid, sin, softmax, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, field, ln, match, plain-let, plain-parens, reshape, sigmoid, sin, softmax, vec-field-loop, while.
 mod p183 {
     use super::*;
 
@@ -8708,7 +8708,7 @@ fn p183() {
     check_variants!(mod p183; [net]; (&x, &net, &v, 1.96, 1.9, 3));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, for, helper, plain-max-min, plain-only-if, plain-parens, softmax, sqrtsq, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, field, for, helper, plain-max-min, plain-only-if, plain-parens, softmax, sqrt, vec-field-loop-in-outer-loop.
 mod p184 {
     use super::*;
 
@@ -8764,7 +8764,7 @@ fn p184() {
     check_variants!(mod p184; [x, net]; (&x, &net, 1.78, 0.63, 3, 2, false));
 }
 
-/// Uses: if-flag, lnsq, plain-only-if, tanh, tensor-by-value.
+/// Uses: if-flag, ln, plain-only-if, tanh, tensor-by-value.
 mod p185 {
     use super::*;
 
@@ -8802,7 +8802,7 @@ fn p185() {
     check_variants!(mod p185; [x, u]; (&x, u.clone(), 1.23, 1.25, true));
 }
 
-/// Uses: expt, field, plain-only-if, plain-parens, reshape, sigmoid, vec-field-loop.
+/// Uses: exp, field, plain-only-if, plain-parens, reshape, sigmoid, vec-field-loop.
 mod p186 {
     use super::*;
 
@@ -8840,7 +8840,7 @@ fn p186() {
     check_variants!(mod p186; [x, net]; (&x, &net, &v, 1.8, 0.73, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, for, helper, if-counter, lnsq, match, plain-let, plain-parens, reshape, sin, tanh, while.
+/// Uses: accumulate, cast, compound-assign, for, helper, if-counter, ln, match, plain-let, plain-parens, reshape, sin, tanh, while.
 mod p187 {
     use super::*;
 
@@ -8889,7 +8889,7 @@ fn p187() {
     check_variants!(mod p187; [w, v]; (&x, &w, &v, 1.28, 0.66, 3, 2));
 }
 
-/// Uses: expt, helper, match, tanh.
+/// Uses: exp, helper, match, tanh.
 mod p188 {
     use super::*;
 
@@ -8924,7 +8924,7 @@ fn p188() {
     check_variants!(mod p188; [x, w, v]; (&x, &w, &v, 0.75, 2, 1));
 }
 
-/// Uses: field, lnsq, sin, sum_axes, vec-field-loop.
+/// Uses: field, ln, sin, sum_axes, vec-field-loop.
 mod p189 {
     use super::*;
 
@@ -9021,7 +9021,7 @@ fn p190() {
     check_variants!(mod p190; [stack, v]; (&x, &stack, &v, 1.63, 0.79, 4, 2, false));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, field, for, helper, if-flag, lnsq, plain-let, plain-parens, reshape, softmax, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, counter-plain, field, for, helper, if-flag, ln, plain-let, plain-parens, reshape, softmax, vec-field-loop-in-outer-loop.
 mod p192 {
     use super::*;
 
@@ -9064,7 +9064,7 @@ fn p192() {
     check_variants!(mod p192; [x, stack]; (&x, &stack, 1.02, 0.65, 3, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, expt, for, helper, if-flag, plain-let, plain-only-if, plain-parens, sin, softmax, tanh, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, exp, for, helper, if-flag, plain-let, plain-only-if, plain-parens, sin, softmax, tanh, vec-field-loop.
 mod p193 {
     use super::*;
 
@@ -9155,7 +9155,7 @@ fn p194() {
     check_variants!(mod p194; [x, w]; (&x, &w, 0.65, 1.69, 4));
 }
 
-/// Uses: compound-assign, expt, if-flag, match, plain-let, sigmoid, sin, sqrtsq, tanh.
+/// Uses: compound-assign, exp, if-flag, match, plain-let, sigmoid, sin, sqrt, tanh.
 mod p195 {
     use super::*;
 
@@ -9205,7 +9205,7 @@ fn p195() {
     check_variants!(mod p195; [x]; (&x, &w, &v, 1.48, 1.13, 1, false));
 }
 
-/// Uses: accumulate, compound-assign, expt, helper, if-flag, match, plain-let, plain-only-if, reshape, sin, tanh.
+/// Uses: accumulate, compound-assign, exp, helper, if-flag, match, plain-let, plain-only-if, reshape, sin, tanh.
 mod p196 {
     use super::*;
 
@@ -9258,7 +9258,7 @@ fn p196() {
     check_variants!(mod p196; [x]; (&x, 1.66, 1.86, 1, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, early-return, lnsq, plain-let, plain-max-min, plain-only-if, reshape, while.
+/// Uses: accumulate, cast, compound-assign, early-return, ln, plain-let, plain-max-min, plain-only-if, reshape, while.
 mod p197 {
     use super::*;
 
@@ -9305,7 +9305,7 @@ fn p197() {
     check_variants!(mod p197; [x, v]; (&x, &v, 0.72, 0.76, 3, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, helper, local-vec-push, plain-parens, reshape, sqrtsq, tanh.
+/// Uses: accumulate, compound-assign, helper, local-vec-push, plain-parens, reshape, sqrt, tanh.
 mod p198 {
     use super::*;
 
@@ -9389,7 +9389,7 @@ fn p199() {
     check_variants!(mod p199; [v]; (&x, &v, 1.13, 1.4, false));
 }
 
-/// Uses: accumulate, for, fresh-state-in-outer-loop, helper, lnsq, plain-let, reshape, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, for, fresh-state-in-outer-loop, helper, ln, plain-let, reshape, vec-field-loop-in-outer-loop.
 mod p200 {
     use super::*;
 
@@ -9430,7 +9430,7 @@ fn p200() {
     check_variants!(mod p200; [net, w]; (&x, &net, &w, 1.7, 1.95, 3, 3));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, helper, plain-let, sigmoid, sqrtsq, vec-field-loop, vector-output, while.
+/// Uses: accumulate, cast, compound-assign, field, helper, plain-let, sigmoid, sqrt, vec-field-loop, vector-output, while.
 mod p201 {
     use super::*;
 
@@ -9511,7 +9511,7 @@ fn p202() {
     check_vector_variants!(mod p202; [x, w]; (&x, &w, 1.49, 1.36, 2));
 }
 
-/// Uses: cast, local-vec-push, plain-let, plain-parens, reshape, sin, softmax, sqrtsq, sum_axes, tanh, vec-field-loop, vector-output.
+/// Uses: cast, local-vec-push, plain-let, plain-parens, reshape, sin, softmax, sqrt, sum_axes, tanh, vec-field-loop, vector-output.
 mod p203 {
     use super::*;
 
@@ -9568,7 +9568,7 @@ fn p203() {
     check_vector_variants!(mod p203; [x, stack, v]; (&x, &stack, &v, 1.49, 1.24, 3));
 }
 
-/// Uses: accumulate, cast, field, helper, if-flag, match, plain-let, plain-only-if, reshape, sigmoid, sin, sqrtsq, tanh, vec-field-loop.
+/// Uses: accumulate, cast, field, helper, if-flag, match, plain-let, plain-only-if, reshape, sigmoid, sin, sqrt, tanh, vec-field-loop.
 mod p204 {
     use super::*;
 
@@ -9670,7 +9670,7 @@ fn p205() {
     check_vector_variants!(mod p205; [x, v]; (&x, &w, &v, 0.69, 1.61, 4, 1, true));
 }
 
-/// Uses: match, plain-let, plain-only-if, sin, sqrtsq, tanh, while.
+/// Uses: match, plain-let, plain-only-if, sin, sqrt, tanh, while.
 mod p206 {
     use super::*;
 
@@ -9717,7 +9717,7 @@ fn p206() {
     check_variants!(mod p206; [v]; (&x, &v, 1.61, 1.43, 4, true));
 }
 
-/// Uses: accumulate, cast, counter-plain, field, for, helper, if-flag, local-vec-push, plain-let, plain-only-if, sigmoid, sin, softmax, sqrtsq, sum_axes, vec-field-loop, vector-output.
+/// Uses: accumulate, cast, counter-plain, field, for, helper, if-flag, local-vec-push, plain-let, plain-only-if, sigmoid, sin, softmax, sqrt, sum_axes, vec-field-loop, vector-output.
 mod p207 {
     use super::*;
 
@@ -9814,7 +9814,7 @@ fn p208() {
     check_variants!(mod p208; [x, w]; (&x, &w, 1.69, 1.24, 1, 3, false));
 }
 
-/// Uses: accumulate, compound-assign, expt, lnsq, match, plain-let, plain-parens, sum_axes, while.
+/// Uses: accumulate, compound-assign, exp, ln, match, plain-let, plain-parens, sum_axes, while.
 mod p209 {
     use super::*;
 
@@ -10033,7 +10033,7 @@ fn p213() {
     check_variants!(mod p213; [stack]; (&x, &stack, &v, 1.42, 0.96, true));
 }
 
-/// Uses: accumulate, expt, if-flag, local-vec-push, match, plain-let, plain-only-if, sigmoid, sin.
+/// Uses: accumulate, exp, if-flag, local-vec-push, match, plain-let, plain-only-if, sigmoid, sin.
 mod p214 {
     use super::*;
 
@@ -10135,7 +10135,7 @@ fn p215() {
     check_variants!(mod p215; [x, v]; (&x, &v, 1.82, 0.92, 1, 1, true));
 }
 
-/// Uses: accumulate, compound-assign, early-return, expt, for, if-counter, sin.
+/// Uses: accumulate, compound-assign, early-return, exp, for, if-counter, sin.
 mod p216 {
     use super::*;
 
@@ -10173,7 +10173,7 @@ fn p216() {
     check_variants!(mod p216; [w, v]; (&x, &w, &v, 1));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, helper, lnsq, match, nested-for, plain-only-if, reshape, softmax, sqrtsq, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, helper, ln, match, nested-for, plain-only-if, reshape, softmax, sqrt, tanh, vec-field-loop-in-outer-loop.
 mod p217 {
     use super::*;
 
@@ -10269,7 +10269,7 @@ fn p218() {
     check_variants!(mod p218; [x, net]; (&x, &net, 0.96, 3));
 }
 
-/// Uses: accumulate, counter-plain, expt, for, if-flag, reshape, sigmoid, sin, tanh, vec-field-loop, vector-output, while.
+/// Uses: accumulate, counter-plain, exp, for, if-flag, reshape, sigmoid, sin, tanh, vec-field-loop, vector-output, while.
 mod p219 {
     use super::*;
 
@@ -10420,7 +10420,7 @@ fn p222() {
     check_variants!(mod p222; [x, v]; (&x, &v, 1));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, expt, field, for, fresh-state-in-outer-loop, lnsq, reshape, sin, tanh, vec-field-loop-in-outer-loop, while.
+/// Uses: accumulate, compound-assign, counter-plain, exp, field, for, fresh-state-in-outer-loop, ln, reshape, sin, tanh, vec-field-loop-in-outer-loop, while.
 mod p223 {
     use super::*;
 
@@ -10467,7 +10467,7 @@ fn p223() {
     check_variants!(mod p223; [x, stack]; (&x, &stack, 1.23, 1.66, 4));
 }
 
-/// Uses: accumulate, compound-assign, early-return, field, if-flag, plain-let, reshape, sin, sqrtsq, sum_axes, tanh, vec-field-loop.
+/// Uses: accumulate, compound-assign, early-return, field, if-flag, plain-let, reshape, sin, sqrt, sum_axes, tanh, vec-field-loop.
 mod p224 {
     use super::*;
 
@@ -10539,7 +10539,7 @@ fn p225() {
     check_variants!(mod p225; [stack, w]; (&x, &stack, &w, 4));
 }
 
-/// Uses: accumulate, cast, counter-plain, expt, field, for, fresh-state-in-outer-loop, if-flag, plain-parens, sin, tanh, vec-field-loop-in-outer-loop, while.
+/// Uses: accumulate, cast, counter-plain, exp, field, for, fresh-state-in-outer-loop, if-flag, plain-parens, sin, tanh, vec-field-loop-in-outer-loop, while.
 mod p226 {
     use super::*;
 
@@ -10593,7 +10593,7 @@ fn p226() {
     check_variants!(mod p226; [x, net, v]; (&x, &net, &v, 0.83, 0.69, 3, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, if-flag, lnsq, plain-let, reshape, sin, tanh.
+/// Uses: accumulate, cast, compound-assign, if-flag, ln, plain-let, reshape, sin, tanh.
 mod p227 {
     use super::*;
 
@@ -10629,7 +10629,7 @@ fn p227() {
     check_variants!(mod p227; [w]; (&x, &w, 1.8, 3, false));
 }
 
-/// Uses: if-flag, lnsq, match, plain-parens, reshape, sin, tanh.
+/// Uses: if-flag, ln, match, plain-parens, reshape, sin, tanh.
 mod p228 {
     use super::*;
 
@@ -10668,7 +10668,7 @@ fn p228() {
     check_variants!(mod p228; [x, w, v]; (&x, &w, &v, 0.75, 1.94, 1, true));
 }
 
-/// Uses: compound-assign, expt, match, plain-let, sigmoid, sin, sqrtsq, vector-output.
+/// Uses: compound-assign, exp, match, plain-let, sigmoid, sin, sqrt, vector-output.
 mod p229 {
     use super::*;
 
@@ -10783,7 +10783,7 @@ fn p231() {
     check_vector_variants!(mod p231; [x]; (&x, &w, &v, 1.44, 1.02, 3, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, for, helper, if-flag, match, reshape, sigmoid, sin, sqrtsq, tanh, while.
+/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, for, helper, if-flag, match, reshape, sigmoid, sin, sqrt, tanh, while.
 mod p232 {
     use super::*;
 
@@ -10843,7 +10843,7 @@ fn p232() {
     check_variants!(mod p232; [x, w, v]; (&x, &w, &v, 1.57, 0.61, 1, 1, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, field, for, helper, if-flag, lnsq, match, nested-for, plain-let, plain-parens, sin, softmax, sqrtsq, sum_axes, tanh, tensor-by-value, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, field, for, helper, if-flag, ln, match, nested-for, plain-let, plain-parens, sin, softmax, sqrt, sum_axes, tanh, tensor-by-value, vec-field-loop.
 mod p233 {
     use super::*;
 
@@ -10973,7 +10973,7 @@ fn p234() {
     check_variants!(mod p234; [net]; (&x, &net, 1.66, 0.68, 3, 1, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, for, helper, if-counter, if-flag, lnsq, match-counter, nested-for, plain-parens, sigmoid, softmax, sum_axes, tanh, tensor-by-value, vector-output, while.
+/// Uses: accumulate, cast, compound-assign, counter-plain, for, helper, if-counter, if-flag, ln, match-counter, nested-for, plain-parens, sigmoid, softmax, sum_axes, tanh, tensor-by-value, vector-output, while.
 mod p235 {
     use super::*;
 
@@ -11040,7 +11040,7 @@ fn p235() {
     check_vector_variants!(mod p235; [x, w, v, u]; (&x, &w, &v, u.clone(), 0.71, 1.52, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, early-return, field, for, lnsq, match, sin, sqrtsq, structure-by-value, sum_axes, tanh, vec-field-loop-in-outer-loop, while.
+/// Uses: accumulate, compound-assign, early-return, field, for, ln, match, sin, sqrt, structure-by-value, sum_axes, tanh, vec-field-loop-in-outer-loop, while.
 mod p236 {
     use super::*;
 
@@ -11089,7 +11089,7 @@ fn p236() {
     check_variants!(mod p236; [x, net]; (&x, net.clone(), &w, 1.22, 3, false));
 }
 
-/// Uses: accumulate, compound-assign, early-return, expt, field, helper, if-flag, local-vec-push, plain-let, reshape, sin, softmax, vec-field-loop.
+/// Uses: accumulate, compound-assign, early-return, exp, field, helper, if-flag, local-vec-push, plain-let, reshape, sin, softmax, vec-field-loop.
 mod p237 {
     use super::*;
 
@@ -11142,7 +11142,7 @@ fn p237() {
     check_variants!(mod p237; [x, net]; (&x, &net, &w, 0.98, 1.01, true));
 }
 
-/// Uses: accumulate, break, counter-plain, early-return, for, helper, if-flag, lnsq, plain-parens, reshape, sin, softmax, tanh.
+/// Uses: accumulate, break, counter-plain, early-return, for, helper, if-flag, ln, plain-parens, reshape, sin, softmax, tanh.
 mod p238 {
     use super::*;
 
@@ -11193,7 +11193,7 @@ fn p238() {
     check_variants!(mod p238; [x, w, v]; (&x, &w, &v, 1.21, 1.95, false));
 }
 
-/// Uses: accumulate, cast, expt, field, plain-let, sin, sqrtsq, tanh, vec-field-loop, vector-output, while.
+/// Uses: accumulate, cast, exp, field, plain-let, sin, sqrt, tanh, vec-field-loop, vector-output, while.
 mod p239 {
     use super::*;
 
@@ -11233,7 +11233,7 @@ fn p239() {
     check_vector_variants!(mod p239; [x, stack]; (&x, &stack, &v, 0.52, 1));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, for, if-counter, if-flag, lnsq, match, plain-let, plain-parens, reshape, sigmoid, sin, structure-by-value, tanh, vec-field-loop, while.
+/// Uses: accumulate, cast, compound-assign, field, for, if-counter, if-flag, ln, match, plain-let, plain-parens, reshape, sigmoid, sin, structure-by-value, tanh, vec-field-loop, while.
 mod p240 {
     use super::*;
 
@@ -11291,7 +11291,7 @@ fn p240() {
     check_variants!(mod p240; [stack]; (&x, stack.clone(), 0.66, 1.11, 1, 3, false));
 }
 
-/// Uses: accumulate, cast, if-flag, plain-let, sqrtsq, tanh.
+/// Uses: accumulate, cast, if-flag, plain-let, sqrt, tanh.
 mod p241 {
     use super::*;
 
@@ -11323,7 +11323,7 @@ fn p241() {
     check_variants!(mod p241; [x, v]; (&x, &v, 3, 3, false));
 }
 
-/// Uses: accumulate, cast, counter-plain, expt, for, helper, if-flag, lnsq, match, nested-for, plain-only-if, plain-parens, sin, softmax, sum_axes, tanh, while.
+/// Uses: accumulate, cast, counter-plain, exp, for, helper, if-flag, ln, match, nested-for, plain-only-if, plain-parens, sin, softmax, sum_axes, tanh, while.
 mod p243 {
     use super::*;
 
