@@ -37,9 +37,12 @@
 //! | `f_pullback(params)` | `(value, pullback)`: the pullback serves many cotangents |
 //! | `f_hvp(params, directions)` | `(grads, hessian · directions)`, for functions generic over their element type |
 //!
-//! A parameter is *differentiated* when its type is `Tensor<T>`, `&Tensor<T>` or a structure
-//! that derives [`Differentiable`], and it has no `#[nodiff]`. Everything else (numbers,
-//! `usize`, slices, `Tensor<i64>`, `Tensor<bool>`, configuration) is a constant.
+//! A parameter is *differentiated* when its type is `Tensor<T>`, `&Tensor<T>`, a structure
+//! that derives [`Differentiable`], or a `Vec`, array or slice of them (gradient: a `Vec` or
+//! array), and it has no `#[nodiff]`; in a function returning `f32`/`f64`, its `f32`/`f64`
+//! parameters are differentiated too (gradients are numbers). Numbers (elsewhere), `usize`,
+//! slices of numbers, `Tensor<i64>`, `Tensor<bool>` are constants; any other type holding a
+//! tensor or a structure (`Option<&Tensor<T>>`) must be marked `#[nodiff]`.
 //!
 //! On a method (`fn forward(&self, ..)` of a type that derives [`Differentiable`]), the entry
 //! points are methods of the same `impl` block: `model.forward_vjp(x, cotangent)`,

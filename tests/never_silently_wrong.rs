@@ -424,3 +424,42 @@ fn a_vec_of_structures_is_differentiated() {
     assert_eq!(gl[1].w.to_vec(), vec![10.0]);
     assert_eq!(gx.to_vec(), vec![6.0]);
 }
+
+#[differentiable]
+fn through_a_slice(layers: &[Dense], xs: &[Tensor<f64>]) -> Tensor<f64> {
+    let mut total = xs[0].sum() * 0.0;
+    for (layer, x) in layers.iter().zip(xs.iter()) {
+        total += (x * &layer.w).sum();
+    }
+    total
+}
+
+#[test]
+fn slices_of_tensors_and_structures_are_differentiated() {
+    let layers = [
+        Dense {
+            w: t64(&[2.0], &[1]),
+        },
+        Dense {
+            w: t64(&[3.0], &[1]),
+        },
+    ];
+    let xs = [t64(&[5.0], &[1]), t64(&[7.0], &[1])];
+    // f = 2·5 + 3·7: d/dw = x, d/dx = w; gradients of slices are Vecs.
+    let (value, (gl, gx)) = through_a_slice_value_and_grad(&layers, &xs);
+    assert_eq!(value.item(), 31.0);
+    assert_eq!(value.item(), through_a_slice(&layers, &xs).item());
+    assert_eq!((gl[0].w.item(), gl[1].w.item()), (5.0, 7.0));
+    assert_eq!((gx[0].item(), gx[1].item()), (2.0, 3.0));
+    let tl = vec![
+        Dense {
+            w: t64(&[1.0], &[1]),
+        },
+        Dense {
+            w: t64(&[0.0], &[1]),
+        },
+    ];
+    let tx = vec![t64(&[0.0], &[1]), t64(&[1.0], &[1])];
+    let (_, t) = through_a_slice_jvp(&layers, &xs, &tl, &tx);
+    assert_eq!(t.item(), 5.0 + 3.0);
+}

@@ -1121,10 +1121,18 @@ impl Emitter<'_> {
                 } else {
                     quote!(&#ident)
                 };
+                // A slice parameter (`&[Layer]`) is differentiated as the `Vec` it copies into
+                // (cheap: tensors share their buffers); its gradient is that `Vec`'s.
+                let is_slice = self.sig.params.iter().any(|p| {
+                    p.ident == *ident
+                        && matches!(&p.ty, syn::Type::Reference(r) if matches!(*r.elem, syn::Type::Slice(_)))
+                });
+                let as_vec = is_slice
+                    .then(|| quote!(let #ident: &::std::vec::Vec<_> = &<[_]>::to_vec(#ident);));
                 match mode {
                     Mode::Reverse => {
                         let tpl = template_ident(*root);
-                        quote!(let #tpl = #rt::template_of(#reference);)
+                        quote!(#as_vec let #tpl = #rt::template_of(#reference);)
                     }
                     Mode::Tangent => {
                         let index = self
@@ -1135,7 +1143,7 @@ impl Emitter<'_> {
                             .expect("a parameter");
                         let slot = format_ident!("__rune_tangent_{}", index);
                         let ts = struct_tangent_ident(*root);
-                        quote!(let #ts = #rt::StructTangentSlot::tangent_or_zeros(#slot, #reference);)
+                        quote!(#as_vec let #ts = #rt::StructTangentSlot::tangent_or_zeros(#slot, #reference);)
                     }
                 }
             }

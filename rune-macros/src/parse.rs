@@ -206,6 +206,7 @@ pub fn type_text(ty: &Type) -> String {
 fn is_collection(ty: &Type, generics: &syn::Generics) -> bool {
     let element = match ty {
         Type::Array(a) => &*a.elem,
+        Type::Slice(s) => &*s.elem,
         Type::Path(p) if p.qself.is_none() => {
             let Some(last) = p.path.segments.last() else {
                 return false;
@@ -410,7 +411,15 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                 }
                 Some(Active {
                     passing,
-                    elem: syn::parse_quote!(<#inner as ::rune_ad::__private::Differentiable>::Elem),
+                    elem: match inner {
+                        Type::Slice(sl) => {
+                            let e = &sl.elem;
+                            syn::parse_quote!(<::std::vec::Vec<#e> as ::rune_ad::__private::Differentiable>::Elem)
+                        }
+                        _ => {
+                            syn::parse_quote!(<#inner as ::rune_ad::__private::Differentiable>::Elem)
+                        }
+                    },
                     structure: true,
                     scalar: false,
                 })
@@ -420,9 +429,8 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                     &ty,
                     format!(
                         "#[differentiable] cannot differentiate a parameter of type `{}`: take a \
-                         `Tensor`, `&Tensor`, a `Differentiable` structure or a `Vec` of them \
-                         (`&Vec<Tensor<T>>` for a slice), or mark it `#[nodiff]` to make it a \
-                         constant",
+                         `Tensor`, `&Tensor`, a `Differentiable` structure, or a `Vec`, array or \
+                         slice of them, or mark it `#[nodiff]` to make it a constant",
                         type_text(&ty)
                     ),
                 );
@@ -535,6 +543,14 @@ impl Signature {
     /// The gradient type of parameter `p` (its tensor type, owned).
     pub fn grad_type(p: &Param) -> TokenStream {
         match &p.ty {
+            // A slice's gradient is a `Vec` of its elements' gradients.
+            Type::Reference(r) if matches!(&*r.elem, Type::Slice(_)) => {
+                let Type::Slice(s) = &*r.elem else {
+                    unreachable!("matched")
+                };
+                let elem = &s.elem;
+                quote!(::std::vec::Vec<#elem>)
+            }
             Type::Reference(r) => r.elem.to_token_stream(),
             other => other.to_token_stream(),
         }
