@@ -1389,3 +1389,49 @@ fn a_nodiff_field_read_in_the_body_is_a_constant() {
     let (_, t) = centred_jvp(&model, &x, &model.zeros_like());
     assert_eq!(t.item(), 0.0);
 }
+
+#[differentiable]
+fn rosenbrock2(a: f64, b: f64) -> f64 {
+    (1.0 - a) * (1.0 - a) + (b - a * a) * (b - a * a) * 100.0
+}
+
+#[test]
+fn functions_of_numbers() {
+    // df/da = -2 (1 - a) - 400 a (b - a²), df/db = 200 (b - a²).
+    let (a, b) = (0.5, 1.5);
+    let (ga, gb) = rosenbrock2_grad(a, b);
+    assert!((ga - (-2.0 * (1.0 - a) - 400.0 * a * (b - a * a))).abs() < 1e-12);
+    assert!((gb - 200.0 * (b - a * a)).abs() < 1e-12);
+}
+
+#[derive(Clone, Differentiable)]
+struct Affine {
+    w: Tensor<f64>,
+    b: Tensor<f64>,
+}
+
+#[differentiable]
+impl Affine {
+    fn forward(&self, x: &Tensor<f64>) -> Tensor<f64> {
+        x.matmul(&self.w) + &self.b
+    }
+
+    fn loss(&self, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+        self.forward(x).tanh().sum()
+    }
+}
+
+#[test]
+fn modules_as_methods() {
+    let model = Affine {
+        w: t64(&[0.5, -0.25], &[2, 1]),
+        b: t64(&[0.1], &[1]),
+    };
+    let x = t64(&[1.0, 2.0], &[1, 2]);
+    // z = 0.5 - 0.5 + 0.1 = 0.1: d tanh(z) = 1 - tanh²(z); dw = x (1 - tanh²), db = 1 - tanh².
+    let (value, g) = model.loss_value_and_grad(&x);
+    let d = 1.0 - 0.1f64.tanh().powi(2);
+    assert!((value.item() - 0.1f64.tanh()).abs() < 1e-12);
+    assert!((g.w.to_vec()[0] - d).abs() < 1e-12 && (g.w.to_vec()[1] - 2.0 * d).abs() < 1e-12);
+    assert!((g.b.item() - d).abs() < 1e-12);
+}
