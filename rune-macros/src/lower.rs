@@ -1520,19 +1520,8 @@ impl Lowerer<'_> {
         // Names that may hold a differentiated value in the region: those that do now, and those
         // given a value computed from one (items of a loop over a structure parameter included),
         // to a fixed point.
-        let mut names = self.active_names();
         let assigned = assignments(region);
-        loop {
-            let before = names.len();
-            for (name, rhs) in &assigned {
-                if !names.contains(name) && rhs.iter().any(|r| mentions(r, &names)) {
-                    names.push(name.clone());
-                }
-            }
-            if names.len() == before {
-                break;
-            }
-        }
+        let names = reached_by(self.active_names(), &assigned);
         for (name, _) in &assigned {
             if !names.contains(name) {
                 continue;
@@ -3540,19 +3529,22 @@ fn tensor_lists(sig: &Signature, block: &Block) -> Vec<String> {
     let mut pushes = Pushes(Vec::new());
     syn::visit::Visit::visit_expr(&mut pushes, &body);
     flows.extend(pushes.0);
-    let mut names: Vec<String> = sig.active().map(|(p, _)| p.ident.to_string()).collect();
+    reached_by(sig.active().map(|(p, _)| p.ident.to_string()).collect(), &flows)
+}
+
+/// `names` and every name some flow gives a value read from one of them, to a fixed point.
+fn reached_by(mut names: Vec<String>, flows: &[(String, Vec<Expr>)]) -> Vec<String> {
     loop {
         let before = names.len();
-        for (name, sources) in &flows {
+        for (name, sources) in flows {
             if !names.contains(name) && sources.iter().any(|r| mentions(r, &names)) {
                 names.push(name.clone());
             }
         }
         if names.len() == before {
-            break;
+            return names;
         }
     }
-    names
 }
 
 /// The message for a value read out of a differentiated tensor that reaches the output.
