@@ -38,11 +38,12 @@
 //! | `f_hvp(params, directions)` | `(grads, hessian · directions)`, for functions generic over their element type |
 //!
 //! A parameter is *differentiated* when its type is `Tensor<T>`, `&Tensor<T>`, a structure
-//! that derives [`Differentiable`], or a `Vec`, array or slice of them (gradient: a `Vec` or
-//! array), and it has no `#[nodiff]`; in a function returning `f32`/`f64`, its `f32`/`f64`
-//! parameters are differentiated too (gradients are numbers). Numbers (elsewhere), `usize`,
-//! slices of numbers, `Tensor<i64>`, `Tensor<bool>` are constants; any other type holding a
-//! tensor or a structure (`Option<&Tensor<T>>`) must be marked `#[nodiff]`.
+//! that derives [`Differentiable`], a `Vec`, array or slice of them (gradient: a `Vec` or
+//! array), or an `Option` of one (`Option<&Tensor<T>>`, gradient an `Option`), and it has no
+//! `#[nodiff]`; in a function returning `f32`/`f64`, its `f32`/`f64` parameters are
+//! differentiated too (gradients are numbers). Numbers (elsewhere), `usize`, slices of numbers,
+//! `Tensor<i64>`, `Tensor<bool>` are constants; any other type holding a tensor or a structure
+//! (a tuple of tensors) must be marked `#[nodiff]`.
 //!
 //! On a method (`fn forward(&self, ..)` of a type that derives [`Differentiable`]), the entry
 //! points are methods of the same `impl` block: `model.forward_vjp(x, cotangent)`,

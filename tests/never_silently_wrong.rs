@@ -463,3 +463,66 @@ fn slices_of_tensors_and_structures_are_differentiated() {
     let (_, t) = through_a_slice_jvp(&layers, &xs, &tl, &tx);
     assert_eq!(t.item(), 5.0 + 3.0);
 }
+
+// ---- optional parameters -------------------------------------------------------------------------
+
+#[differentiable]
+fn optional_bias(x: &Tensor<f64>, bias: Option<&Tensor<f64>>) -> Tensor<f64> {
+    let mut h = x * 2.0;
+    if let Some(b) = bias {
+        h += b * 3.0;
+    }
+    let extra = match bias {
+        Some(b) => b.sum(),
+        None => x.sum() * 0.0,
+    };
+    h.sum() + extra
+}
+
+#[derive(Clone, Differentiable)]
+struct Head {
+    w: Tensor<f64>,
+}
+
+#[differentiable]
+fn optional_head(x: &Tensor<f64>, #[nodiff] scale: f64, head: Option<Head>) -> Tensor<f64> {
+    match head {
+        Some(h) => (x * &h.w).sum() * scale,
+        None => x.sum(),
+    }
+}
+
+#[test]
+fn optional_parameters_have_optional_gradients() {
+    let x = t64(&[1.0, 2.0], &[2]);
+    let b = t64(&[0.5, -0.5], &[2]);
+    // With a bias: f = Σ (2x + 3b) + Σ b: df/dx = 2, df/db = 4.
+    let (value, (gx, gb)) = optional_bias_value_and_grad(&x, Some(&b));
+    assert_eq!(value.item(), optional_bias(&x, Some(&b)).item());
+    assert_eq!(value.item(), 6.0);
+    assert_eq!(gx.to_vec(), vec![2.0, 2.0]);
+    assert_eq!(gb.expect("a bias gradient").to_vec(), vec![4.0, 4.0]);
+    let (_, t) = optional_bias_jvp(
+        &x,
+        Some(&b),
+        &t64(&[0.0, 0.0], &[2]),
+        &Some(t64(&[1.0, 0.0], &[2])),
+    );
+    assert_eq!(t.item(), 4.0);
+    // Without: f = 2 Σx, and no bias gradient.
+    let (value, (gx, gb)) = optional_bias_value_and_grad(&x, None);
+    assert_eq!(value.item(), 6.0);
+    assert_eq!(gx.to_vec(), vec![2.0, 2.0]);
+    assert!(gb.is_none());
+
+    let head = Head {
+        w: t64(&[3.0, 4.0], &[2]),
+    };
+    let (value, (gx, gh)) = optional_head_value_and_grad(&x, 2.0, Some(head.clone()));
+    assert_eq!(value.item(), 22.0);
+    assert_eq!(gx.to_vec(), vec![6.0, 8.0]);
+    assert_eq!(gh.expect("a head gradient").w.to_vec(), vec![2.0, 4.0]);
+    let (_, (gx, gh)) = optional_head_value_and_grad(&x, 2.0, None);
+    assert_eq!(gx.to_vec(), vec![1.0, 1.0]);
+    assert!(gh.is_none());
+}

@@ -227,7 +227,7 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
 pub fn path_consts(path: &[PathSeg]) -> impl Iterator<Item = Const> + '_ {
     path.iter().filter_map(|s| match s {
         PathSeg::Index(c) => Some(*c),
-        PathSeg::Field(_) => None,
+        PathSeg::Field(_) | PathSeg::Some => None,
     })
 }
 

@@ -21,7 +21,7 @@ use crate::ir::{
     Body, BranchHead, CallArg, Callee, Const, List, LoopHead, Operand, OutputAux, OutputElem,
     PathSeg, Slot, Stmt, Use, Val,
 };
-use crate::lower::{const_ident, path_segments, path_tokens, val_ident};
+use crate::lower::{const_ident, path_place, path_tokens, val_ident};
 use crate::ops::{self, Form, Keep, OpSpec, Param};
 use crate::parse::{hidden, Options, Returns, Signature};
 
@@ -581,16 +581,18 @@ fn struct_tangent_ident(root: usize) -> Ident {
     hidden(&format!("tangent{root}"))
 }
 
-/// `.field[index]..` of a path, with the forward pass's index constants or the backward pass's
-/// saved copies.
-fn segments(path: &[PathSeg], backward: bool) -> TokenStream {
-    path_segments(
+/// The place `base.field[index]..` of a path in a structure's tangent (with the forward pass's
+/// index constants) or gradient (mutable, with the backward pass's saved copies).
+fn struct_place(base: &Ident, path: &[PathSeg], backward: bool) -> TokenStream {
+    path_place(
+        base.to_token_stream(),
         path,
         if backward {
             residual_ident
         } else {
             const_ident
         },
+        backward,
     )
 }
 
@@ -1127,8 +1129,20 @@ impl Emitter<'_> {
                     p.ident == *ident
                         && matches!(&p.ty, syn::Type::Reference(r) if matches!(*r.elem, syn::Type::Slice(_)))
                 });
-                let as_vec = is_slice
-                    .then(|| quote!(let #ident: &::std::vec::Vec<_> = &<[_]>::to_vec(#ident);));
+                // An optional one (`Option<&Tensor<T>>`) as the owned `Option` it clones into.
+                let is_option_of_ref = self.sig.params.iter().any(|p| {
+                    p.ident == *ident
+                        && matches!(&p.ty, syn::Type::Path(t)
+                            if t.path.segments.last().is_some_and(|s| s.ident == "Option"))
+                        && Signature::grad_type(p).to_string() != p.ty.to_token_stream().to_string()
+                });
+                let as_vec = if is_slice {
+                    Some(quote!(let #ident: &::std::vec::Vec<_> = &<[_]>::to_vec(#ident);))
+                } else if is_option_of_ref {
+                    Some(quote!(let #ident = #ident.cloned();))
+                } else {
+                    None
+                };
                 match mode {
                     Mode::Reverse => {
                         let tpl = template_ident(*root);
@@ -1200,8 +1214,8 @@ impl Emitter<'_> {
                                 }
                                 CallArg::Struct { root, path, .. } => {
                                     let ts = struct_tangent_ident(*root);
-                                    let segs = segments(path, false);
-                                    quote!(&#ts #segs)
+                                    let p = struct_place(&ts, path, false);
+                                    quote!(&#p)
                                 }
                                 _ => quote!(#rt::NoTangent),
                             });
@@ -1367,8 +1381,8 @@ impl Emitter<'_> {
             Stmt::Leaf { out, root, path } if self.useful(*out) => {
                 let t = tangent_ident(*out);
                 let ts = struct_tangent_ident(*root);
-                let segs = segments(path, false);
-                quote!(let #t = ::core::clone::Clone::clone(&#ts #segs);)
+                let p = struct_place(&ts, path, false);
+                quote!(let #t = ::core::clone::Clone::clone(&#p);)
             }
             Stmt::ListNew { list, .. } if self.analysis.list_useful(*list) => {
                 let tl = list_tangent_ident(*list);
@@ -1558,9 +1572,9 @@ impl Emitter<'_> {
                         }
                         CallArg::Struct { root, path, .. } => {
                             let g = struct_grad_ident(*root);
-                            let segs = segments(path, true);
+                            let p = struct_place(&g, path, true);
                             let index = syn::Index::from(i);
-                            Some(quote!(#rt::accumulate_struct_slot(&mut #g #segs, __rune_slots.#index);))
+                            Some(quote!(#rt::accumulate_struct_slot(&mut #p, __rune_slots.#index);))
                         }
                         _ => None,
                     })
@@ -1630,10 +1644,10 @@ impl Emitter<'_> {
             Stmt::Leaf { out, root, path } if self.useful(*out) => {
                 let a = adjoint_ident(*out);
                 let g = struct_grad_ident(*root);
-                let segs = segments(path, true);
+                let p = struct_place(&g, path, true);
                 quote! {
                     if let ::core::option::Option::Some(__rune_g) = #a.take() {
-                        #rt::accumulate_leaf(&mut #g #segs, __rune_g);
+                        #rt::accumulate_leaf(&mut #p, __rune_g);
                     }
                 }
             }

@@ -71,6 +71,8 @@ pub enum PathSeg {
     Field(syn::Member),
     /// An index held by a hoisted constant.
     Index(Const),
+    /// The value inside an `Option` known to be `Some` (an arm of `match opt { Some(x) => .. }`).
+    Some,
 }
 
 /// An argument of a call to another differentiable function.

@@ -1716,7 +1716,11 @@ impl Lowerer<'_> {
                 (BranchHead::If(cond), vec![then, otherwise])
             }
             Expr::Match(m) => {
-                let scrutinee = match self.expr(&m.expr) {
+                let lowered = self.expr(&m.expr);
+                if let Some(option) = self.option_match(&lowered, m, result) {
+                    return self.finish_branch(option, result);
+                }
+                let scrutinee = match lowered {
                     Lowered::Val(_) => {
                         self.errors.at(
                             &m.expr,
@@ -1765,6 +1769,15 @@ impl Lowerer<'_> {
             }
             _ => unreachable!("branch_expr takes if and match"),
         };
+        self.finish_branch((head, arms), result)
+    }
+
+    /// Pushes a branch; its value, when it has one.
+    fn finish_branch(
+        &mut self,
+        (head, arms): (BranchHead, Vec<Vec<Stmt>>),
+        result: Option<Slot>,
+    ) -> Lowered {
         let id = self.new_region();
         self.stmts.push(Stmt::Branch { id, head, arms });
         match result {
@@ -1775,6 +1788,66 @@ impl Lowerer<'_> {
             }
             None => Lowered::constant(quote!(())),
         }
+    }
+
+    /// `match opt { Some(x) => .., None => .. }` (and `if let Some(x) = opt`) on an optional
+    /// structure parameter or part of one: a branch on `is_some()`, with `x` the value inside.
+    fn option_match(
+        &mut self,
+        scrutinee: &Lowered,
+        m: &syn::ExprMatch,
+        result: Option<Slot>,
+    ) -> Option<(BranchHead, Vec<Vec<Stmt>>)> {
+        let Lowered::Val(v) = scrutinee else {
+            return None;
+        };
+        let (root, path) = self.paths.get(v).cloned()?;
+        // Every arm must be `Some(name)`, `Some(_)`, `None` or `_`, without guards: the
+        // pattern on `is_some()` and the name bound to the value inside.
+        let mut heads = Vec::new();
+        for arm in &m.arms {
+            if arm.guard.is_some() {
+                return None;
+            }
+            heads.push(match &arm.pat {
+                Pat::TupleStruct(t) if t.path.is_ident("Some") && t.elems.len() == 1 => {
+                    match &t.elems[0] {
+                        Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                            (quote!(true), Some(pi.ident.clone()))
+                        }
+                        Pat::Wild(_) => (quote!(true), None),
+                        _ => return None,
+                    }
+                }
+                Pat::Ident(pi) if pi.ident == "None" => (quote!(false), None),
+                Pat::Path(p) if p.path.is_ident("None") => (quote!(false), None),
+                Pat::Wild(_) => (quote!(_), None),
+                _ => return None,
+            });
+        }
+        let base = path_tokens(&self.roots[root], &path);
+        let mut patterns = Vec::new();
+        let mut arms = Vec::new();
+        for (arm, (pattern, name)) in m.arms.iter().zip(heads) {
+            patterns.push(pattern);
+            let body = self.region(|l| {
+                if let Some(name) = &name {
+                    let mut inner = path.clone();
+                    inner.push(PathSeg::Some);
+                    let v = l.leaf(root, inner);
+                    l.bind(&name.to_string(), Binding::Active(v, true));
+                }
+                l.arm_expr(&arm.body, result);
+            });
+            arms.push(body);
+        }
+        Some((
+            BranchHead::Match {
+                scrutinee: quote!(::core::option::Option::is_some(&#base)),
+                patterns,
+            },
+            arms,
+        ))
     }
 
     fn arm_block(&mut self, block: &Block, result: Option<Slot>) {
@@ -3529,7 +3602,10 @@ fn tensor_lists(sig: &Signature, block: &Block) -> Vec<String> {
     let mut pushes = Pushes(Vec::new());
     syn::visit::Visit::visit_expr(&mut pushes, &body);
     flows.extend(pushes.0);
-    reached_by(sig.active().map(|(p, _)| p.ident.to_string()).collect(), &flows)
+    reached_by(
+        sig.active().map(|(p, _)| p.ident.to_string()).collect(),
+        &flows,
+    )
 }
 
 /// `names` and every name some flow gives a value read from one of them, to a fixed point.
@@ -3769,20 +3845,34 @@ fn rename_pattern(p: &mut Pat, l: &Lowerer) {
 
 /// `root.path` with the forward pass's index constants.
 pub fn path_tokens(root: &Ident, path: &[PathSeg]) -> TokenStream {
-    let segs = path_segments(path, const_ident);
-    quote!(#root #segs)
+    path_place(root.to_token_stream(), path, const_ident, false)
 }
 
-/// `.field[index]..` of a path, each index read from the local `index_local` names.
-pub fn path_segments(path: &[PathSeg], index_local: fn(Const) -> Ident) -> TokenStream {
+/// The place `base.field[index]..` names, each index read from the local `index_local` names;
+/// through an `Option` (`Some`) by `as_ref` (`as_mut` when `mutable`). A path ending inside an
+/// `Option` is dereferenced, so that the place is the value itself, as for a field.
+pub fn path_place(
+    base: TokenStream,
+    path: &[PathSeg],
+    index_local: fn(Const) -> Ident,
+    mutable: bool,
+) -> TokenStream {
     let segs = path.iter().map(|s| match s {
         PathSeg::Field(m) => quote!(.#m),
         PathSeg::Index(c) => {
             let c = index_local(*c);
             quote!([#c])
         }
+        PathSeg::Some if mutable => {
+            quote!(.as_mut().expect("rune-ad: the arm taken for `Some`"))
+        }
+        PathSeg::Some => quote!(.as_ref().expect("rune-ad: the arm taken for `Some`")),
     });
-    quote!(#(#segs)*)
+    if matches!(path.last(), Some(PathSeg::Some)) {
+        quote!((*#base #(#segs)*))
+    } else {
+        quote!(#base #(#segs)*)
+    }
 }
 
 /// The local holding hoisted constant `c`.

@@ -447,7 +447,7 @@ pub const OTHER: &[OpSpec] = &[
 ];
 
 /// Tensor methods that read only shape metadata: always constant, never a concretization.
-pub const METADATA: &[&str] = &["shape", "ndim", "len"];
+pub const METADATA: &[&str] = &["shape", "ndim", "len", "is_empty", "is_some", "is_none"];
 
 /// Tensor methods whose results are constants by nature (masks, indices).
 pub const NONDIFF: &[&str] = &["lt", "gt", "le", "ge", "eq", "ne", "argmax", "argmin"];

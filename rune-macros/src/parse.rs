@@ -184,6 +184,26 @@ fn returns_tensor_like(ty: &Type, generics: &syn::Generics) -> bool {
     }
 }
 
+/// `X` of `Option<X>` or `Option<&X>` when `X` is a differentiated tensor or structure: an
+/// optional parameter (its gradient is an `Option`).
+fn option_inner<'t>(ty: &'t Type, generics: &syn::Generics) -> Option<&'t Type> {
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last().filter(|s| s.ident == "Option")?;
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    let Some(syn::GenericArgument::Type(t)) = args.args.first() else {
+        return None;
+    };
+    let inner = match t {
+        Type::Reference(r) if r.mutability.is_none() => &*r.elem,
+        Type::Reference(_) => return None,
+        other => other,
+    };
+    let tensor = tensor_elem(inner).is_some_and(|e| !is_nondiff_elem(e));
+    (tensor || is_structure(inner, generics)).then_some(inner)
+}
+
 /// `f32` or `f64`.
 fn is_float(ty: &Type) -> bool {
     matches!(ty, Type::Path(p) if p.qself.is_none() && (p.path.is_ident("f32") || p.path.is_ident("f64")))
@@ -424,6 +444,15 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                     scalar: false,
                 })
             }
+            None if !nodiff && option_inner(inner, &generics).is_some() => {
+                let owned = Signature::grad_type_of(inner);
+                Some(Active {
+                    passing,
+                    elem: syn::parse_quote!(<#owned as ::rune_ad::__private::Differentiable>::Elem),
+                    structure: true,
+                    scalar: false,
+                })
+            }
             None if !nodiff && holds_differentiable(&ty, &generics) => {
                 errors.at(
                     &ty,
@@ -542,7 +571,24 @@ impl Signature {
 
     /// The gradient type of parameter `p` (its tensor type, owned).
     pub fn grad_type(p: &Param) -> TokenStream {
-        match &p.ty {
+        Self::grad_type_of(&p.ty)
+    }
+
+    /// The gradient type of a parameter of type `ty`: itself, owned (`Option<&X>` → `Option<X>`,
+    /// `&[X]` → `Vec<X>`).
+    pub fn grad_type_of(ty: &Type) -> TokenStream {
+        if let Type::Path(p) = ty {
+            if let Some(last) = p.path.segments.last().filter(|s| s.ident == "Option") {
+                if let syn::PathArguments::AngleBracketed(args) = &last.arguments {
+                    if let Some(syn::GenericArgument::Type(Type::Reference(r))) = args.args.first()
+                    {
+                        let inner = &r.elem;
+                        return quote!(::core::option::Option<#inner>);
+                    }
+                }
+            }
+        }
+        match ty {
             // A slice's gradient is a `Vec` of its elements' gradients.
             Type::Reference(r) if matches!(&*r.elem, Type::Slice(_)) => {
                 let Type::Slice(s) = &*r.elem else {

@@ -164,6 +164,26 @@ impl<D: Differentiable> Differentiable for Vec<D> {
     sequence_leaves!();
 }
 
+/// An optional structure: no leaves when `None`, the value's when `Some` (an optional bias).
+impl<D: Differentiable> Differentiable for Option<D> {
+    type Elem = D::Elem;
+    fn zeros_like(&self) -> Self {
+        self.as_ref().map(D::zeros_like)
+    }
+    fn zero_tangent(&self) -> Self {
+        self.as_ref().map(D::zero_tangent)
+    }
+    fn leaves(&self) -> Vec<&Tensor<D::Elem>> {
+        self.iter().flat_map(D::leaves).collect()
+    }
+    fn leaves_mut(&mut self) -> Vec<&mut Tensor<D::Elem>> {
+        self.iter_mut().flat_map(D::leaves_mut).collect()
+    }
+    fn leaf_paths(&self, prefix: &str) -> Vec<String> {
+        self.iter().flat_map(|d| d.leaf_paths(prefix)).collect()
+    }
+}
+
 impl<D: Differentiable, const N: usize> Differentiable for [D; N] {
     type Elem = D::Elem;
     fn zeros_like(&self) -> Self {
