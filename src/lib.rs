@@ -79,7 +79,10 @@
 //! ranges, constants, `Vec` fields of structures and local `Vec`s of tensors (with `iter`,
 //! `zip`, `enumerate`, `rev` and `map`), `fold`, `map(..).sum()` and `collect()` over them,
 //! `while`, `while let` and `loop`, `break`, `continue` and `return`; local `Vec`s of
-//! differentiated tensors (`push`, indexing, `stack(&outs, 0)`/`concat`); closures defined in
+//! differentiated tensors (`push`, indexing, `stack(&outs, 0)`/`concat`); in a function
+//! returning `Result<value, E>`, `?` on `try_` ops (`x.try_reshape(..)?`) and on calls of other
+//! such functions, `return Err(..)` and a final `Ok(value)` (every generated function then
+//! returns a `Result` with the same error); closures defined in
 //! the body (inlined where they are called); `println!`, `assert!`, `dbg!` and `format!` reading
 //! values (forward pass only); and calls of other `#[differentiable]` functions: by name, by
 //! path or imported with `use`, generic or recursive; methods on structure parameters and their

@@ -299,10 +299,15 @@ fn rule_call(template: &str, ctx: &OpCtx, pass: Pass, useful: &dyn Fn(Val) -> bo
 }
 
 /// The forward op as the user wrote it, on the generated locals.
-fn forward_op(ctx: &OpCtx, hoists: &Hoists) -> TokenStream {
+fn forward_op(ctx: &OpCtx, hoists: &Hoists, fallible: bool) -> TokenStream {
     let rt = rt();
     let op = ctx.op;
-    let name = format_ident!("{}", op.name);
+    // `x.try_reshape(..)?`: the op's `try_` twin.
+    let name = if fallible {
+        format_ident!("try_{}", op.name)
+    } else {
+        format_ident!("{}", op.name)
+    };
     let mut tensors = ctx.inputs.iter().copied();
     let mut configs = ctx.config.iter().copied();
     match op.form {
@@ -1099,6 +1104,7 @@ impl Emitter<'_> {
                 config,
                 turbofish,
                 span,
+                fallible,
                 ..
             } => {
                 let ctx = OpCtx {
@@ -1110,8 +1116,9 @@ impl Emitter<'_> {
                     k: 0,
                 };
                 let v = val_ident(*out);
-                let e = forward_op(&ctx, hoists);
-                relocate(quote!(let #v = #e;), *span)
+                let e = forward_op(&ctx, hoists, *fallible);
+                let question = fallible.then(|| quote!(?));
+                relocate(quote!(let #v = #e #question;), *span)
             }
             Stmt::StructParam {
                 root,
@@ -1178,7 +1185,9 @@ impl Emitter<'_> {
                 callee,
                 args,
                 span,
+                fallible,
             } => {
+                let question = fallible.then(|| quote!(?));
                 let bound = bind_outs(outs, *tuple);
                 let recursive = self.is_recursive(callee, args);
                 match mode {
@@ -1193,12 +1202,12 @@ impl Emitter<'_> {
                             let cot = self.sig.cotangent_type();
                             let slots = self.sig.slot_types();
                             quote! {
-                                let (#bound, #raw) = #call;
+                                let (#bound, #raw) = #call #question;
                                 let #pb: ::std::rc::Rc<dyn ::core::ops::Fn(#cot) -> (#(#slots,)*)> =
                                     ::std::rc::Rc::new(move |__rune_c: #cot| ::core::clone::Clone::clone(&#raw)(__rune_c));
                             }
                         } else {
-                            quote!(let (#bound, #pb) = #call;)
+                            quote!(let (#bound, #pb) = #call #question;)
                         };
                         let values: Vec<Ident> = outs.iter().map(|v| val_ident(*v)).collect();
                         let values = outs_as_tensors(&values);
@@ -1231,7 +1240,7 @@ impl Emitter<'_> {
                         let values = outs_as_tensors(&values);
                         let tangents = outs_as_tensors(&tangents);
                         relocate(
-                            quote!(let (#bound, #tbound) = #call; #values #tangents),
+                            quote!(let (#bound, #tbound) = #call #question; #values #tangents),
                             *span,
                         )
                     }
@@ -1731,6 +1740,27 @@ impl Emitter<'_> {
     }
 
     /// The body of `f_fwd`: forward statements with residuals saved, then the pullback.
+    /// `Ok(result)` for a function returning a `Result`, else `result`.
+    fn ok(&self, result: TokenStream) -> TokenStream {
+        match self.sig.fallible {
+            Some(_) => quote!(::core::result::Result::Ok(#result)),
+            None => result,
+        }
+    }
+
+    /// `?` after a call of a generated function of a function returning a `Result`.
+    fn question(&self) -> Option<TokenStream> {
+        self.sig.fallible.as_ref().map(|_| quote!(?))
+    }
+
+    /// `ty`, or `Result<ty, E>` for a function returning a `Result`.
+    fn fallible_type(&self, ty: TokenStream) -> TokenStream {
+        match &self.sig.fallible {
+            Some(e) => quote!(::core::result::Result<#ty, #e>),
+            None => ty,
+        }
+    }
+
     fn reverse_body(&self) -> TokenStream {
         let rt = rt();
         let hoists = Hoists::new(self.body);
@@ -1812,15 +1842,18 @@ impl Emitter<'_> {
 
         let value = self.output_value();
         let cot_ty = self.sig.cotangent_type();
+        let result = self.ok(quote! {
+            (__rune_value, move |__rune_cotangent: #cot_ty| {
+                #(#bwd)*
+                (#(#slots,)*)
+            })
+        });
         quote! {
             #stacks
             #optionals
             #fwd
             let __rune_value = #value;
-            (__rune_value, move |__rune_cotangent: #cot_ty| {
-                #(#bwd)*
-                (#(#slots,)*)
-            })
+            #result
         }
     }
 
@@ -1915,11 +1948,12 @@ impl Emitter<'_> {
         } else {
             quote!((#(#tangents,)*))
         };
+        let result = self.ok(quote!((#value, __rune_tangent_out)));
         quote! {
             #optionals
             #fwd
             let __rune_tangent_out = #tangent;
-            (#value, __rune_tangent_out)
+            #result
         }
     }
 
@@ -2325,6 +2359,10 @@ impl Emitter<'_> {
         };
         let pullback_ty =
             quote!(impl ::core::ops::FnOnce(#cot_ty) -> (#(#slot_types,)*) + ::core::clone::Clone);
+        // A function returning `Result<value, E>`: every generated function returns a `Result`.
+        let fwd_ret = self.fallible_type(quote!((#ret, #pullback_ty)));
+        let tangent_ret = self.fallible_type(quote!((#ret, #tangent_ty)));
+        let question = self.question();
         let outer_fwd = match (&self.options.custom_vjp, self.options.checkpoint) {
             (Some(rule), _) => Some(self.custom_pullback_body(rule)),
             (None, true) => Some(self.checkpoint_body(&derived_path)),
@@ -2334,7 +2372,7 @@ impl Emitter<'_> {
             quote! {
                 #[doc(hidden)]
                 #lints
-                #vis fn #fwd_name #generics (#(#params_decl),*) -> (#ret, #pullback_ty) #where_clause {
+                #vis fn #fwd_name #generics (#(#params_decl),*) -> #fwd_ret #where_clause {
                     #body
                 }
             }
@@ -2361,13 +2399,13 @@ impl Emitter<'_> {
             quote! {
                 #[doc(hidden)]
                 #lints
-                #vis fn #dual_fwd #generics (#(#params_plain),*) -> (#ret, #pullback_ty) #where_clause {
+                #vis fn #dual_fwd #generics (#(#params_plain),*) -> #fwd_ret #where_clause {
                     #fwd_path #turbofish (#(#names),*)
                 }
                 #[doc(hidden)]
                 #lints
                 #vis fn #dual_tangent #generics (#(#params_plain,)* #(#tangent_slots),*)
-                    -> (#ret, #tangent_ty) #where_clause
+                    -> #tangent_ret #where_clause
                 {
                     #tangent_path #turbofish (#(#names,)* #(#slot_names),*)
                 }
@@ -2397,7 +2435,7 @@ impl Emitter<'_> {
         let hidden = quote! {
             #[doc(hidden)]
             #lints
-            #vis fn #derived_fwd #generics (#(#params_decl),*) -> (#ret, #pullback_ty) #where_clause
+            #vis fn #derived_fwd #generics (#(#params_decl),*) -> #fwd_ret #where_clause
             {
                 #uses_original
                 #reverse
@@ -2410,7 +2448,7 @@ impl Emitter<'_> {
             #[doc(hidden)]
             #lints
             #vis fn #tangent_name #generics (#(#params_decl,)* #(#tangent_slots),*)
-                -> (#ret, #tangent_ty) #where_clause
+                -> #tangent_ret #where_clause
             {
                 #uses_original
                 #tangent
@@ -2433,10 +2471,19 @@ impl Emitter<'_> {
             } else {
                 quote!(&#value)
             };
-            let expected = if has_aux {
-                quote!(__rune_expected.as_ref().map(|__rune_e| &__rune_e.0))
+            // The plain function's value: inside `Ok` for a function returning a `Result` (an
+            // error there is not compared), without the aux.
+            let plain = if self.sig.fallible.is_some() {
+                quote!(__rune_expected
+                    .as_ref()
+                    .and_then(|__rune_r| ::core::result::Result::as_ref(__rune_r).ok()))
             } else {
                 quote!(__rune_expected.as_ref())
+            };
+            let expected = if has_aux {
+                quote!(#plain.map(|__rune_e| &__rune_e.0))
+            } else {
+                plain
             };
             quote!(#rt::check_same_value(#name_str, #variant, #expected, #value);)
         };
@@ -2447,17 +2494,31 @@ impl Emitter<'_> {
         // The value and the gradients, `(__rune_value, __rune_grads)`.
         let value_and_grads = quote! {
             #expected
-            let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*);
+            let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*) #question;
             #check_vag
             let __rune_seed = #rt::scalar_seed(#name_str, #value_of);
             let __rune_slots = __rune_pullback(&__rune_seed);
             let __rune_grads = #grads_from_slots;
         };
-        let grad_out = if has_aux {
+        let grad_out = self.ok(if has_aux {
             quote!((__rune_grads, __rune_value.1))
         } else {
             quote!(__rune_grads)
-        };
+        });
+        let grad_ret = self.fallible_type(grad_ret);
+        let vag_ret = self.fallible_type(quote!((#ret, #grads_ty)));
+        let vag_out = self.ok(quote!((__rune_value, __rune_grads)));
+        let pullback_ret =
+            self.fallible_type(quote!((#ret, impl ::core::ops::Fn(#cot_ty) -> #grads_ty)));
+        let vjp_ret = self.fallible_type(quote!((#ret, #grads_ty)));
+        let pullback_out = self.ok(quote! {
+            (__rune_value, move |#cotangent: #cot_ty| {
+                let __rune_slots = ::core::clone::Clone::clone(&__rune_pullback)(#cotangent);
+                #grads_from_slots
+            })
+        });
+        let vjp_out = self.ok(quote!((__rune_value, #grads_from_slots)));
+        let jvp_out = self.ok(quote!(__rune_out));
         // A twin has only what `f_hvp` runs: its gradient, hidden.
         if self.is_twin {
             let grad_name = self.hidden_name("grad");
@@ -2487,9 +2548,9 @@ impl Emitter<'_> {
                 #[doc = #doc_vag]
                 #lints
                 #[track_caller]
-                #vis fn #vag_name #generics (#(#params_plain),*) -> (#ret, #grads_ty) #where_clause {
+                #vis fn #vag_name #generics (#(#params_plain),*) -> #vag_ret #where_clause {
                     #value_and_grads
-                    (__rune_value, __rune_grads)
+                    #vag_out
                 }
 
                 #[doc = #doc_grad]
@@ -2515,38 +2576,35 @@ impl Emitter<'_> {
             #[doc = #doc_pullback]
             #lints
             #vis fn #pullback_name #generics (#(#params_plain),*)
-                -> (#ret, impl ::core::ops::Fn(#cot_ty) -> #grads_ty) #where_clause
+                -> #pullback_ret #where_clause
             {
                 #expected
-                let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*);
+                let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*) #question;
                 #check_pullback
-                (__rune_value, move |#cotangent: #cot_ty| {
-                    let __rune_slots = ::core::clone::Clone::clone(&__rune_pullback)(#cotangent);
-                    #grads_from_slots
-                })
+                #pullback_out
             }
 
             #[doc = #doc_vjp]
             #lints
             #vis fn #vjp_name #generics (#(#params_plain,)* #cotangent: #cot_ty)
-                -> (#ret, #grads_ty) #where_clause
+                -> #vjp_ret #where_clause
             {
                 #expected
-                let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*);
+                let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*) #question;
                 #check_vjp
                 let __rune_slots = __rune_pullback(#cotangent);
-                (__rune_value, #grads_from_slots)
+                #vjp_out
             }
 
             #[doc = #doc_jvp]
             #lints
             #vis fn #jvp_name #generics (#(#params_plain,)* #(#tangent_params),*)
-                -> (#ret, #tangent_ty) #where_clause
+                -> #tangent_ret #where_clause
             {
                 #expected
-                let __rune_out = #tangent_path #turbofish (#(#names,)* #(#tangent_args),*);
+                let __rune_out = #tangent_path #turbofish (#(#names,)* #(#tangent_args),*) #question;
                 #check_jvp
-                __rune_out
+                #jvp_out
             }
 
             #scalar_entry_points
@@ -2611,27 +2669,45 @@ impl Emitter<'_> {
             _ => grads.clone(),
         };
         let lints = quote!(#[allow(unused, unreachable_code, clippy::all)]);
+        // The same types as the real items, `Result`s for a function returning one.
+        let wrap = |ty: TokenStream| match &sig.fallible {
+            Some(e) => quote!(::core::result::Result<#ty, #e>),
+            None => ty,
+        };
+        let ok = |e: TokenStream| match &sig.fallible {
+            Some(_) => quote!(::core::result::Result::Ok(#e)),
+            None => e,
+        };
+        let fwd_ret = wrap(
+            quote!((#ret, impl ::core::ops::FnOnce(#cot) -> (#(#slots,)*) + ::core::clone::Clone)),
+        );
+        let fwd_body = ok(quote!((::core::unreachable!(), |_: #cot| ::core::unreachable!())));
+        let tangent_ret = wrap(quote!((#ret, #value_ty)));
+        let grads_ret = wrap(quote!((#ret, #grads)));
+        let grad_ret = wrap(grad_ret);
+        let pullback_ret = wrap(quote!((#ret, impl ::core::ops::Fn(#cot) -> #grads)));
+        let pullback_body = ok(quote!((::core::unreachable!(), |_: #cot| ::core::unreachable!())));
         Generated {
             hidden: quote! {
                 #[doc(hidden)] #lints
-                #vis fn #fwd #generics (#(#params),*) -> (#ret, impl ::core::ops::FnOnce(#cot) -> (#(#slots,)*) + ::core::clone::Clone) #where_clause {
-                    (::core::unreachable!(), |_: #cot| ::core::unreachable!())
+                #vis fn #fwd #generics (#(#params),*) -> #fwd_ret #where_clause {
+                    #fwd_body
                 }
                 #[doc(hidden)] #lints
-                #vis fn #tan #generics (#(#params,)* #(#tangent_slots),*) -> (#ret, #value_ty) #where_clause { ::core::unreachable!() }
+                #vis fn #tan #generics (#(#params,)* #(#tangent_slots),*) -> #tangent_ret #where_clause { ::core::unreachable!() }
             },
             public: quote! {
                 #lints
-                #vis fn #vjp #generics (#(#params,)* cotangent: #cot) -> (#ret, #grads) #where_clause { ::core::unreachable!() }
+                #vis fn #vjp #generics (#(#params,)* cotangent: #cot) -> #grads_ret #where_clause { ::core::unreachable!() }
                 #lints
-                #vis fn #jvp #generics (#(#params,)* #(#tangent_params),*) -> (#ret, #value_ty) #where_clause { ::core::unreachable!() }
+                #vis fn #jvp #generics (#(#params,)* #(#tangent_params),*) -> #tangent_ret #where_clause { ::core::unreachable!() }
                 #lints
-                #vis fn #vag #generics (#(#params),*) -> (#ret, #grads) #where_clause { ::core::unreachable!() }
+                #vis fn #vag #generics (#(#params),*) -> #grads_ret #where_clause { ::core::unreachable!() }
                 #lints
                 #vis fn #grad #generics (#(#params),*) -> #grad_ret #where_clause { ::core::unreachable!() }
                 #lints
-                #vis fn #pullback #generics (#(#params),*) -> (#ret, impl ::core::ops::Fn(#cot) -> #grads) #where_clause {
-                    (::core::unreachable!(), |_: #cot| ::core::unreachable!())
+                #vis fn #pullback #generics (#(#params),*) -> #pullback_ret #where_clause {
+                    #pullback_body
                 }
             },
         }

@@ -118,6 +118,19 @@ fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
         let errs = errors.to_compile_errors();
         return quote!(#errs #func);
     };
+    if sig.fallible.is_some()
+        && (options.custom_vjp.is_some()
+            || options.custom_jvp.is_some()
+            || options.checkpoint
+            || options.hvp
+            || options.has_aux)
+    {
+        errors.at(
+            &func.sig.output,
+            "a #[differentiable] function returning a `Result` cannot use `custom_vjp`, \
+             `custom_jvp`, `checkpoint`, `hvp` or `has_aux` yet",
+        );
+    }
     let body = lower::lower(&sig, &func.block, &mut errors);
     let analysis = analyse::analyse(&body, &mut errors);
     let concrete = concrete_element(&func, &sig);

@@ -133,6 +133,8 @@ pub enum Stmt {
         /// Where a value read out of a differentiated tensor (`item`, `to_vec`) flows into this
         /// op: an error if the op's result reaches the output.
         tainted_by: Option<Taint>,
+        /// Written `x.try_op(..)?`: the forward pass calls the `try_` twin and returns its error.
+        fallible: bool,
     },
     /// `let mut slot = init;` (an output slot starts empty instead).
     SlotInit { slot: Slot, init: Operand },
@@ -185,6 +187,8 @@ pub enum Stmt {
         /// The arguments; a method's receiver comes first.
         args: Vec<CallArg>,
         span: Span,
+        /// Written `g(..)?`: the callee returns a `Result`, whose error the caller returns.
+        fallible: bool,
     },
 }
 

@@ -179,6 +179,8 @@ struct Lowerer<'e> {
     tensor_lists: Vec<String>,
     /// The function returns a number.
     scalar_out: bool,
+    /// The function returns a `Result` (its body may use `?`).
+    fallible: bool,
 }
 
 /// Lowers `block` (the body of a function with signature `sig`).
@@ -203,6 +205,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         lists: Vec::new(),
         tensor_lists: tensor_lists(sig, block),
         scalar_out: sig.scalar_out,
+        fallible: sig.fallible.is_some(),
     };
     for p in &sig.params {
         let binding = match &p.active {
@@ -289,7 +292,10 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
                     }
                 },
                 Returns::Single(_) => vec![l.output_expr(tail)],
-                Returns::Tuple(_) => l.expr_multi(tail, n_out),
+                Returns::Tuple(_) => {
+                    let tail = l.ok_value(tail);
+                    l.expr_multi(tail, n_out)
+                }
             };
             for item in lowered {
                 match item {
@@ -1383,6 +1389,7 @@ impl Lowerer<'_> {
     /// The returned value. A function returning a number returns its 0-d tensor's number, so
     /// `e.item()` there is `e`: the conversion the generated code makes anyway.
     fn output_expr(&mut self, e: &Expr) -> Lowered {
+        let e = self.ok_value(e);
         if self.scalar_out {
             if let Expr::MethodCall(mc) = strip(e) {
                 if mc.method == "item" && mc.args.is_empty() && self.mentions_active(&mc.receiver) {
@@ -1391,6 +1398,83 @@ impl Lowerer<'_> {
             }
         }
         self.expr(e)
+    }
+
+    /// The value inside `Ok(value)`, the way a function returning a `Result` ends.
+    fn ok_value<'x>(&mut self, e: &'x Expr) -> &'x Expr {
+        if !self.fallible {
+            return e;
+        }
+        match strip(e) {
+            Expr::Call(c) if c.args.len() == 1 && is_path(&c.func, "Ok") => &c.args[0],
+            other => {
+                self.errors.at(
+                    other,
+                    "a #[differentiable] function returning a `Result` ends with `Ok(value)` (and \
+                     leaves early with `?` or `return Err(..)`)",
+                );
+                e
+            }
+        }
+    }
+
+    /// `e?` in a function returning a `Result`: a `try_` op (`x.try_reshape(..)?`) is the op
+    /// with its `try_` twin in the forward pass; a call of a differentiable function returning a
+    /// `Result` (`g(x)?`) passes its error on; constant code keeps its `?`.
+    fn try_expr(&mut self, t: &syn::ExprTry) -> Lowered {
+        let inner = strip(&t.expr);
+        if !self.mentions_active(inner) {
+            return self.rewrite(&Expr::Try(t.clone()));
+        }
+        let before = self.stmts.len();
+        let lowered = match inner {
+            Expr::MethodCall(mc) if mc.method.to_string().starts_with("try_") => {
+                let mut plain = mc.clone();
+                let name = mc.method.to_string();
+                plain.method = Ident::new(&name["try_".len()..], mc.method.span());
+                self.method_call(&plain)
+            }
+            Expr::Call(c)
+                if Self::function_op_name(c).is_some_and(|n| {
+                    n.starts_with("try_")
+                        && ops::lookup(&n["try_".len()..], Form::Function).is_some()
+                }) =>
+            {
+                let mut plain = c.clone();
+                if let Expr::Path(p) = &mut *plain.func {
+                    if let Some(last) = p.path.segments.last_mut() {
+                        let name = last.ident.to_string();
+                        last.ident = Ident::new(&name["try_".len()..], last.ident.span());
+                    }
+                }
+                self.call_expr(&plain)
+            }
+            Expr::Call(_) | Expr::MethodCall(_) => self.expr(inner),
+            _ => {
+                self.errors.at(
+                    t,
+                    "`?` applies here to a `try_` op (`x.try_reshape(..)?`) or a call of a \
+                     #[differentiable] function returning a `Result`",
+                );
+                return Lowered::constant(quote!(::core::unreachable!()));
+            }
+        };
+        // The op or call just lowered is the one `?` applies to.
+        let marked = match self.stmts[before..].last_mut() {
+            Some(Stmt::Op { fallible, .. }) | Some(Stmt::Call { fallible, .. }) => {
+                *fallible = true;
+                true
+            }
+            _ => false,
+        };
+        if !marked {
+            self.errors.at(
+                t,
+                "`?` applies here to a `try_` op (`x.try_reshape(..)?`) or a call of a \
+                 #[differentiable] function returning a `Result`",
+            );
+        }
+        lowered
     }
 
     /// `!(flags)`: true while nothing has left the current loop body or the function.
@@ -1414,6 +1498,7 @@ impl Lowerer<'_> {
         let items = if self.outputs == 1 {
             vec![self.output_expr(e)]
         } else {
+            let e = self.ok_value(e);
             self.expr_multi(e, self.outputs)
         };
         for (slot, item) in slots.into_iter().zip(items) {
@@ -1457,6 +1542,25 @@ impl Lowerer<'_> {
                     return Some(());
                 }
                 match &r.expr {
+                    // `return Err(e)` leaves every generated function with the error at once.
+                    Some(v)
+                        if self.fallible
+                            && matches!(strip(v), Expr::Call(c) if c.args.len() == 1 && is_path(&c.func, "Err")) =>
+                    {
+                        let Expr::Call(c) = strip(v) else {
+                            unreachable!("matched")
+                        };
+                        match self.expr(&c.args[0]) {
+                            Lowered::Const { tokens, .. } => self.stmts.push(Stmt::Verbatim(quote! {
+                                return ::core::result::Result::Err(::core::convert::From::from(#tokens));
+                            })),
+                            Lowered::Val(_) => self.errors.at(
+                                &c.args[0],
+                                "an error cannot hold a differentiated tensor",
+                            ),
+                        }
+                        return Some(());
+                    }
                     Some(v) => self.write_return(v),
                     None => self.errors.at(r, "`return` needs the value to return"),
                 }
@@ -2245,7 +2349,11 @@ impl Lowerer<'_> {
             Expr::Unsafe(_) => self.unsupported(e, "`unsafe` blocks"),
             Expr::Async(_) => self.unsupported(e, "`async` blocks"),
             Expr::Await(_) => self.unsupported(e, "`.await`"),
-            Expr::Try(_) => self.unsupported(e, "the `?` operator"),
+            Expr::Try(t) if self.fallible => self.try_expr(t),
+            Expr::Try(_) => self.unsupported(
+                e,
+                "the `?` operator in a function that does not return a `Result`",
+            ),
             Expr::TryBlock(_) => self.unsupported(e, "`try` blocks"),
             Expr::Yield(_) => self.unsupported(e, "`yield`"),
             Expr::If(_) | Expr::Match(_) => self.branch_expr(e, true),
@@ -2282,9 +2390,8 @@ impl Lowerer<'_> {
         self.errors.at(
             e,
             format!(
-                "#[differentiable] functions do not support {what}; supported: `let`, \
-                 assignment, operators, tensor methods of the op table, calls of other \
-                 #[differentiable] functions, blocks, and a final `return`"
+                "#[differentiable] functions do not support {what}; the crate documentation \
+                 (\"What the body may contain\") lists what they do"
             ),
         );
         Lowered::constant(quote!(::core::unreachable!()))
@@ -2472,6 +2579,7 @@ impl Lowerer<'_> {
             turbofish,
             span,
             tainted_by,
+            fallible: false,
         });
         Lowered::Val(out)
     }
@@ -3087,6 +3195,7 @@ impl Lowerer<'_> {
             callee,
             args,
             span,
+            fallible: false,
         });
         outs.into_iter().map(Lowered::Val).collect()
     }
@@ -3354,6 +3463,7 @@ impl VisitMut for Renamer<'_, '_> {
                     r.visit_block_mut(&mut f.body);
                 });
             }
+            Expr::Try(_) if self.lowerer.fallible => syn::visit_mut::visit_expr_mut(self, e),
             Expr::Unsafe(_) | Expr::Async(_) | Expr::Try(_) | Expr::Await(_) => {
                 let what = match e {
                     Expr::Unsafe(_) => "`unsafe` blocks",
@@ -3760,6 +3870,11 @@ fn is_constructor(c: &syn::ExprCall) -> bool {
     matches!(strip(&c.func), Expr::Path(p) if p.path.segments.last().is_some_and(|s| {
         s.ident.to_string().starts_with(|ch: char| ch.is_ascii_uppercase())
     }))
+}
+
+/// Whether `e` is the path `name` (`Ok`, `Err`).
+fn is_path(e: &Expr, name: &str) -> bool {
+    matches!(strip(e), Expr::Path(p) if p.path.is_ident(name))
 }
 
 /// Whether a method call reads no numbers of its receiver as a value that carries a gradient:

@@ -204,6 +204,20 @@ fn option_inner<'t>(ty: &'t Type, generics: &syn::Generics) -> Option<&'t Type> 
     (tensor || is_structure(inner, generics)).then_some(inner)
 }
 
+/// `(T, E)` of `Result<T, E>`.
+fn result_parts(ty: &Type) -> Option<(Type, Type)> {
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last().filter(|s| s.ident == "Result")?;
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    let mut types = args.args.iter().filter_map(|a| match a {
+        syn::GenericArgument::Type(t) => Some(t.clone()),
+        _ => None,
+    });
+    Some((types.next()?, types.next()?))
+}
+
 /// `f32` or `f64`.
 fn is_float(ty: &Type) -> bool {
     matches!(ty, Type::Path(p) if p.qself.is_none() && (p.path.is_ident("f32") || p.path.is_ident("f64")))
@@ -305,6 +319,9 @@ pub enum Returns {
 pub struct Signature {
     pub params: Vec<Param>,
     pub returns: Returns,
+    /// The error type `E` of a function returning `Result<value, E>` (its body uses `?` and ends
+    /// with `Ok(value)`): every generated function returns a `Result` with it.
+    pub fallible: Option<Type>,
     /// The function returns a number (`f32`/`f64`): its value, tangent and cotangent are numbers.
     pub scalar_out: bool,
 }
@@ -340,8 +357,18 @@ fn is_nondiff_elem(elem: &Type) -> bool {
 /// Builds the signature model, removing `#[nodiff]` from the function's parameters.
 pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> Option<Signature> {
     let generics = func.sig.generics.clone();
+    // A function returning `Result<value, E>` is differentiated as one returning `value`.
+    let fallible = match &mut func.sig.output {
+        ReturnType::Type(_, t) => result_parts(t),
+        ReturnType::Default => None,
+    };
+    let value_output = match (&fallible, &func.sig.output) {
+        (Some((value, _)), _) => ReturnType::Type(Default::default(), Box::new(value.clone())),
+        (None, output) => output.clone(),
+    };
+    let fallible = fallible.map(|(_, e)| e);
     // A function returning a number differentiates its number parameters.
-    let scalar_out = matches!(&func.sig.output, ReturnType::Type(_, t) if is_float(t));
+    let scalar_out = matches!(&value_output, ReturnType::Type(_, t) if is_float(t));
     let sig = &mut func.sig;
     for (what, present) in [
         ("async", sig.asyncness.is_some()),
@@ -481,7 +508,7 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
              `Tensor<T>`, `&Tensor<T>` or `Differentiable` structure without #[nodiff]",
         );
     }
-    let returns = match &sig.output {
+    let returns = match &value_output {
         ReturnType::Default => {
             errors.at(
                 &sig.ident,
@@ -524,6 +551,7 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
     Some(Signature {
         params,
         returns,
+        fallible,
         scalar_out,
     })
 }
