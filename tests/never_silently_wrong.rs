@@ -526,3 +526,32 @@ fn optional_parameters_have_optional_gradients() {
     assert_eq!(gx.to_vec(), vec![1.0, 1.0]);
     assert!(gh.is_none());
 }
+
+#[derive(Clone, Differentiable)]
+struct Leaky {
+    w: Tensor<f64>,
+    #[nodiff]
+    slope: f64,
+}
+
+#[differentiable]
+fn leaky(model: &Leaky, x: &Tensor<f64>) -> Tensor<f64> {
+    let slope = stop_gradient(&model.slope);
+    let z = x * &model.w;
+    z.maximum(&(&z * slope)).sum()
+}
+
+#[test]
+fn a_nodiff_number_field_is_read_with_stop_gradient() {
+    let model = Leaky {
+        w: t64(&[2.0, 2.0], &[2]),
+        slope: 0.1,
+    };
+    let x = t64(&[1.0, -1.0], &[2]);
+    // z = [2, -2]: max(z, 0.1 z) = [2, -0.2]; dw = [x0, 0.1 x1], dx = [w0, 0.1 w1].
+    let (value, (gm, gx)) = leaky_value_and_grad(&model, &x);
+    assert!((value.item() - 1.8).abs() < 1e-12);
+    assert_eq!(gm.w.to_vec(), vec![1.0, -0.1]);
+    assert_eq!(gm.slope, 0.1);
+    assert_eq!(gx.to_vec(), vec![2.0, 0.2]);
+}

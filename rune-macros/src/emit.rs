@@ -1168,15 +1168,26 @@ impl Emitter<'_> {
                     }
                 }
             }
-            Stmt::Leaf { out, root, path } => {
+            Stmt::Leaf {
+                out,
+                root,
+                path,
+                span,
+            } => {
                 // Borrowed unless the backward pass keeps it (no copy of a whole `Vec` field
-                // that is only looped over).
+                // that is only looped over). `parameter_part` says what to write where it is a
+                // `#[nodiff]` field that is not a tensor.
                 let v = val_ident(*out);
                 let p = path_tokens(&self.body.roots[*root], path);
-                if self.analysis.keep_value.contains(out) {
-                    quote!(let #v = ::core::clone::Clone::clone(&#p);)
+                let part = if path.is_empty() {
+                    quote!(&#p)
                 } else {
-                    quote!(let #v = &#p;)
+                    relocate(quote!(#rt::parameter_part(&#p)), *span)
+                };
+                if self.analysis.keep_value.contains(out) {
+                    quote!(let #v = ::core::clone::Clone::clone(#part);)
+                } else {
+                    quote!(let #v = #part;)
                 }
             }
             Stmt::Call {
@@ -1387,7 +1398,9 @@ impl Emitter<'_> {
                 let t = tangent_ident(*v);
                 relocate(quote!(let #t = #call;), *span)
             }
-            Stmt::Leaf { out, root, path } if self.useful(*out) => {
+            Stmt::Leaf {
+                out, root, path, ..
+            } if self.useful(*out) => {
                 let t = tangent_ident(*out);
                 let ts = struct_tangent_ident(*root);
                 let p = struct_place(&ts, path, false);
@@ -1650,7 +1663,9 @@ impl Emitter<'_> {
                 let a = adjoint_ident(*out);
                 quote!(#rt::accumulate_option(&mut #am, #a.take());)
             }
-            Stmt::Leaf { out, root, path } if self.useful(*out) => {
+            Stmt::Leaf {
+                out, root, path, ..
+            } if self.useful(*out) => {
                 let a = adjoint_ident(*out);
                 let g = struct_grad_ident(*root);
                 let p = struct_place(&g, path, true);

@@ -120,6 +120,8 @@ pub enum Stmt {
         out: Val,
         root: usize,
         path: Vec<PathSeg>,
+        /// The user's expression reading it.
+        span: Span,
     },
     /// A primitive op.
     Op {

@@ -344,11 +344,17 @@ fn strip(e: &Expr) -> &Expr {
 impl Lowerer<'_> {
     /// A leaf (or sub-structure) of structure parameter `root` at `path`.
     fn leaf(&mut self, root: usize, path: Vec<PathSeg>) -> Val {
+        self.leaf_at(root, path, Span::call_site())
+    }
+
+    /// A leaf read by the user's expression at `span`.
+    fn leaf_at(&mut self, root: usize, path: Vec<PathSeg>, span: Span) -> Val {
         let out = self.new_val();
         self.stmts.push(Stmt::Leaf {
             out,
             root,
             path: path.clone(),
+            span,
         });
         self.paths.insert(out, (root, path));
         out
@@ -357,13 +363,14 @@ impl Lowerer<'_> {
     /// `base.member` or `base[index]` when `base` is part of a structure parameter.
     fn extend_path(
         &mut self,
+        span: Span,
         base: &Lowered,
         seg: impl FnOnce(&mut Self) -> PathSeg,
     ) -> Option<Lowered> {
         let Lowered::Val(v) = base else { return None };
         let (root, mut path) = self.paths.get(v).cloned()?;
         path.push(seg(self));
-        Some(Lowered::Val(self.leaf(root, path)))
+        Some(Lowered::Val(self.leaf_at(root, path, span)))
     }
 
     fn new_val(&mut self) -> Val {
@@ -2195,7 +2202,7 @@ impl Lowerer<'_> {
             }
             Expr::Index(ix) => {
                 let base = self.expr(&ix.expr);
-                if let Some(l) = self.extend_path(&base, |l| {
+                if let Some(l) = self.extend_path(ix.span(), &base, |l| {
                     let index = l.expr(&ix.index);
                     let tokens = match index {
                         Lowered::Const { tokens, .. } => tokens,
@@ -2250,7 +2257,9 @@ impl Lowerer<'_> {
                     }
                 }
                 let base = self.expr(&f.base);
-                if let Some(l) = self.extend_path(&base, |_| PathSeg::Field(f.member.clone())) {
+                if let Some(l) =
+                    self.extend_path(f.span(), &base, |_| PathSeg::Field(f.member.clone()))
+                {
                     return l;
                 }
                 match base {
@@ -2913,6 +2922,11 @@ impl Lowerer<'_> {
         }
         let name = Self::function_op_name(c);
         if name.as_deref() == Some("stop_gradient") && c.args.len() == 1 {
+            // A part of a structure parameter read as a constant (a `#[nodiff]` field that
+            // is not a tensor, too): the place as written, no leaf.
+            if self.structure_source(&c.args[0]) {
+                return self.rewrite(&Expr::Call(c.clone()));
+            }
             let inner = self.expr(&c.args[0]);
             return match inner {
                 Lowered::Val(v) => {

@@ -137,6 +137,22 @@ pub fn accumulate<T: Element>(adjoint: &mut Option<Tensor<T>>, mut contribution:
     }
 }
 
+/// A part of a structure parameter read in a body: a differentiated tensor or structure.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is read from a structure parameter, and #[differentiable] takes what it reads there for a differentiated tensor",
+    label = "a `#[nodiff]` field that is not a tensor",
+    note = "read a constant field with `stop_gradient(&model.field)`, or pass it as a #[nodiff] parameter"
+)]
+pub trait ParameterPart {}
+
+impl<D: crate::Differentiable> ParameterPart for D {}
+
+/// `part` itself, checked to be a [`ParameterPart`].
+#[inline]
+pub fn parameter_part<P: ParameterPart>(part: &P) -> &P {
+    part
+}
+
 /// The adjoint of element `index` of a list, made room for.
 pub fn list_slot<T>(adjoints: &mut Vec<Option<Tensor<T>>>, index: usize) -> &mut Option<Tensor<T>> {
     if adjoints.len() <= index {

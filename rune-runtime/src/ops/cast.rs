@@ -52,9 +52,10 @@ impl Tensor<bool> {
 }
 
 /// `x` itself, as a constant to AD: the code generator gives its result no tangent and sends it
-/// no cotangent, so the gradient through it is zero. It has no rules.
+/// no cotangent, so the gradient through it is zero. It has no rules. It takes any value: a
+/// tensor, or a `#[nodiff]` field of a structure parameter (`stop_gradient(&model.slope)`).
 #[must_use]
-pub fn stop_gradient<T: Element>(x: &Tensor<T>) -> Tensor<T> {
+pub fn stop_gradient<X: Clone>(x: &X) -> X {
     x.clone()
 }
 
