@@ -252,3 +252,17 @@ fn bindings_after_an_early_return() {
         );
     }
 }
+
+#[differentiable]
+fn doubled(x: &Tensor<f64>) -> Tensor<f64> {
+    x * 2.0
+}
+
+#[test]
+#[should_panic(
+    expected = "doubled_vjp: the cotangent of output 0 has shape [5], but `doubled` returned shape [2]"
+)]
+fn a_cotangent_of_the_wrong_shape_is_reported_by_name() {
+    let x = t64(&[1.0, 2.0], &[2]);
+    let _ = doubled_vjp(&x, &Tensor::ones(&[5]));
+}

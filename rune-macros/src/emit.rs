@@ -2601,12 +2601,14 @@ impl Emitter<'_> {
 
             #[doc = #doc_vjp]
             #lints
+            #[track_caller]
             #vis fn #vjp_name #generics (#(#params_plain,)* #cotangent: #cot_ty)
                 -> #vjp_ret #where_clause
             {
                 #expected
                 let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*) #question;
                 #check_vjp
+                #rt::check_cotangent(#name_str, #value_of, &#cotangent);
                 let __rune_slots = __rune_pullback(#cotangent);
                 #vjp_out
             }

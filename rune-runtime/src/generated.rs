@@ -460,6 +460,53 @@ pub fn scalar_seed<V: Seed>(function: &str, value: &V) -> V {
     value.seed(function)
 }
 
+/// A cotangent of a function's value: of the value's shape, element by element of a tuple.
+pub trait CotangentOf<V: ?Sized> {
+    /// The first mismatch: the output's position, the value's shape and the cotangent's.
+    fn mismatch(&self, value: &V) -> Option<(usize, Vec<usize>, Vec<usize>)>;
+}
+
+impl<T> CotangentOf<Tensor<T>> for &Tensor<T> {
+    fn mismatch(&self, value: &Tensor<T>) -> Option<(usize, Vec<usize>, Vec<usize>)> {
+        (self.shape() != value.shape()).then(|| (0, value.shape().to_vec(), self.shape().to_vec()))
+    }
+}
+
+impl<T: Element> CotangentOf<T> for &T {
+    fn mismatch(&self, _value: &T) -> Option<(usize, Vec<usize>, Vec<usize>)> {
+        None
+    }
+}
+
+macro_rules! cotangent_tuples {
+    ($(($($c:ident $v:ident $i:tt),+))*) => {$(
+        impl<$($c: CotangentOf<$v>, $v),+> CotangentOf<($($v,)+)> for ($($c,)+) {
+            fn mismatch(&self, value: &($($v,)+)) -> Option<(usize, Vec<usize>, Vec<usize>)> {
+                None$(.or_else(|| self.$i.mismatch(&value.$i).map(|(_, a, b)| ($i, a, b))))+
+            }
+        }
+    )*};
+}
+cotangent_tuples! {
+    (C0 V0 0, C1 V1 1)
+    (C0 V0 0, C1 V1 1, C2 V2 2)
+    (C0 V0 0, C1 V1 1, C2 V2 2, C3 V3 3)
+}
+
+/// Checks a cotangent against the value it is for, before the backward pass reads it.
+///
+/// # Panics
+/// When a shape differs, naming the function and both shapes.
+#[track_caller]
+pub fn check_cotangent<V, C: CotangentOf<V>>(function: &str, value: &V, cotangent: &C) {
+    if let Some((output, want, got)) = cotangent.mismatch(value) {
+        panic!(
+            "{function}_vjp: the cotangent of output {output} has shape {got:?}, but `{function}` \
+             returned shape {want:?} there; a cotangent has exactly the shape of what it stands for"
+        );
+    }
+}
+
 /// A function's value whose gradient can be taken: a one-element tensor, or a number.
 pub trait Seed: Sized {
     /// One, in the value's shape.
