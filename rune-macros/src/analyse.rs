@@ -58,6 +58,24 @@ pub fn walk<'a>(stmts: &'a [Stmt], f: &mut impl FnMut(&'a Stmt)) {
     }
 }
 
+/// Calls `f` on every statement, depth first, in reverse order (a region's statements from last
+/// to first, after the statement that holds it): usefulness flows from uses back to
+/// definitions, so one such pass settles a straight-line chain.
+pub fn walk_rev<'a>(stmts: &'a [Stmt], f: &mut impl FnMut(&'a Stmt)) {
+    for s in stmts.iter().rev() {
+        f(s);
+        match s {
+            Stmt::Branch { arms, .. } => {
+                for arm in arms {
+                    walk_rev(arm, f);
+                }
+            }
+            Stmt::Loop { body, .. } => walk_rev(body, f),
+            _ => {}
+        }
+    }
+}
+
 /// Runs the analysis; reports values read out of differentiated tensors that reach the output.
 pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
     let mut useful = vec![false; body.values];
@@ -68,7 +86,8 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
             useful[v.0] = true;
         }
     }
-    // Loops and slots make the dependence cyclic: iterate to a fixed point.
+    // Loops and slots make the dependence cyclic: iterate to a fixed point, each pass from the
+    // end of the body to its start.
     loop {
         let mut changed = false;
         let mut mark = |flags: &mut Vec<bool>, i: usize| {
@@ -77,7 +96,7 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
                 changed = true;
             }
         };
-        walk(&body.stmts, &mut |s| match s {
+        walk_rev(&body.stmts, &mut |s| match s {
             Stmt::Op { out, inputs, .. } if useful[out.0] => {
                 for v in inputs.iter().filter_map(|i| i.val()) {
                     mark(&mut useful, v.0);
