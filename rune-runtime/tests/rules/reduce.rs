@@ -482,3 +482,89 @@ fn rules_reject_a_cotangent_of_the_wrong_shape() {
         "{msg}"
     );
 }
+
+/// The relative error of an f32 result against an f64 reference.
+fn rel_err(actual: f32, exact: f64) -> f64 {
+    ((actual as f64 - exact) / exact).abs()
+}
+
+/// The f32 inputs of the accuracy tests, and their sum computed in f64.
+fn accuracy_inputs() -> Vec<(&'static str, Vec<f32>, f64)> {
+    let n = 1_000_000;
+    let tenths = vec![0.1f32; n];
+    let alternating: Vec<f32> = (0..n)
+        .map(|i| if i % 2 == 0 { 1e4 } else { -1e4 + 0.1 })
+        .collect();
+    [("10^6 x 0.1", tenths), ("+1e4, -1e4 + 0.1", alternating)]
+        .into_iter()
+        .map(|(label, v)| {
+            let exact = v.iter().map(|&x| x as f64).sum::<f64>();
+            (label, v, exact)
+        })
+        .collect()
+}
+
+#[test]
+fn f32_sums_of_a_million_values_are_accurate() {
+    let tol = 1e-6;
+    for (label, v, exact) in accuracy_inputs() {
+        let n = v.len();
+        let check = |what: &str, got: f32, exact: f64| {
+            let e = rel_err(got, exact);
+            assert!(
+                e <= tol,
+                "{label}: {what} = {got}, exact {exact}, error {e:e}"
+            );
+        };
+        let x = Tensor::from_vec(v.clone(), &[n]);
+        check("sum", x.sum().item(), exact);
+        check("mean", x.mean().item(), exact / n as f64);
+        check("sum_axes", x.sum_axes(&[0], false).item(), exact);
+        check(
+            "mean_axes",
+            x.mean_axes(&[0], false).item(),
+            exact / n as f64,
+        );
+        // Not contiguous: every other element of a [2n] tensor (zeros in between).
+        let mut spread = vec![0f32; 2 * n];
+        for (i, &x) in v.iter().enumerate() {
+            spread[2 * i] = x;
+        }
+        let s = Tensor::from_vec(spread, &[n, 2]);
+        check(
+            "sum over strided lanes",
+            s.sum_axes(&[0], false).to_vec()[0],
+            exact,
+        );
+        // A column of a [n, 16] tensor (plane by plane), and of its [n, 1] broadcast gradient.
+        let mut wide = vec![0f32; 16 * n];
+        for (i, &x) in v.iter().enumerate() {
+            wide[16 * i] = x;
+        }
+        let w = Tensor::from_vec(wide, &[n, 16]);
+        check(
+            "sum over planes",
+            w.sum_axes(&[0], false).to_vec()[0],
+            exact,
+        );
+        check(
+            "sum_to_shape [n, 16] -> [16]",
+            rune_runtime::sum_to_shape(&w, &[16]).to_vec()[0],
+            exact,
+        );
+        let t = w.t();
+        check(
+            "sum_to_shape [16, n] -> [16, 1]",
+            rune_runtime::sum_to_shape(&t, &[16, 1]).to_vec()[0],
+            exact,
+        );
+        let col = Tensor::from_vec(v.clone(), &[n, 1]);
+        check(
+            "sum_to_shape [n, 1] -> [1]",
+            rune_runtime::sum_to_shape(&col, &[1]).item(),
+            exact,
+        );
+        // The whole of a non-contiguous view.
+        check("sum of a transposed tensor", t.sum().item(), exact);
+    }
+}
