@@ -556,8 +556,11 @@ impl<T: Element> Tensor<T> {
 // | mean      | sum(dx) / n                       | b(g / n)                     | x shape |
 // | max, min  | sum(dx * w)                       | b(g) * w                     | x, y    |
 // | prod      | sum(dx * others)                  | b(g) * others                | x       |
-// | logsumexp | sum(dx * exp(x - b(y)))           | b(g) * exp(x - b(y))         | x, y    |
+// | logsumexp | sum(dx * p)                       | b(g) * p                     | x       |
 //
+// `p` is the softmax of `x` over the reduced axes, `exp(x - max) / sum(exp(x - max))`, computed
+// from `x` rather than as `exp(x - y)`: `y` (the rules still take it, and check its shape) is
+// rounded to its own magnitude, which at `|x| ~ 1e7` in f32 is off by a factor `exp(0.5)`.
 // `w` is `1/k` on each of the `k` elements equal to the extremum and `0` elsewhere: ties split
 // the derivative evenly, as in JAX. `others` is the product of the other elements of each
 // element's group, computed from prefix and suffix products without dividing by `x`, so the
@@ -680,6 +683,23 @@ pub mod rules {
         Tensor::from_array(others)
     }
 
+    /// `exp(x - m) / sum(exp(x - m))` over `axes` (keepdims, `m` the shift of
+    /// [`stable_shift`]): the derivative of `logsumexp` over `axes`, computed from `x` alone.
+    ///
+    /// `exp(x - y)` with `y` the rounded result is wrong where `y` is large: `y`'s rounding
+    /// error (half an ulp, 0.5 at 1e7 in f32) becomes a factor `exp(0.5)` on every weight.
+    fn logsumexp_weights<T: Element>(x: ArrayViewD<'_, T>, axes: &[usize]) -> ArrayD<T> {
+        let m = stable_shift(x.view(), axes);
+        let mut e = Zip::from(&x)
+            .and_broadcast(&m)
+            .map_collect(|&v, &m| (v - m).exp());
+        let s = sum_view(e.view(), axes, true);
+        Zip::from(&mut e)
+            .and_broadcast(&s)
+            .for_each(|e, &s| *e /= s);
+        e
+    }
+
     #[track_caller]
     fn logsumexp_jvp_impl<T: Element>(
         op: &'static str,
@@ -689,11 +709,12 @@ pub mod rules {
         keepdims: bool,
         dx: &Tensor<T>,
     ) -> Tensor<T> {
-        let yb = expand_back(op, y.view(), x.shape(), axes, keepdims);
-        let t = Zip::from(x.as_shared())
-            .and_broadcast(&yb)
+        // `y` is only checked: the weights come from `x` (see `logsumexp_weights`).
+        expand_back(op, y.view(), x.shape(), axes, keepdims);
+        let mut t = logsumexp_weights(x.view(), axes);
+        Zip::from(&mut t)
             .and(dx.as_shared())
-            .map_collect(|&x, &y, &d| strong_mul(d, (x - y).exp()));
+            .for_each(|t, &d| *t = strong_mul(d, *t));
         Tensor::from_array(sum_view(t.view(), axes, keepdims))
     }
 
@@ -706,14 +727,13 @@ pub mod rules {
         axes: &[usize],
         keepdims: bool,
     ) -> Tensor<T> {
-        let yb = expand_back(op, y.view(), x.shape(), axes, keepdims);
+        expand_back(op, y.view(), x.shape(), axes, keepdims);
         let gb = expand_back(op, g.view(), x.shape(), axes, keepdims);
-        Tensor::from_array(
-            Zip::from(x.as_shared())
-                .and_broadcast(&yb)
-                .and_broadcast(&gb)
-                .map_collect(|&x, &y, &g| strong_mul(g, (x - y).exp())),
-        )
+        let mut w = logsumexp_weights(x.view(), axes);
+        Zip::from(&mut w)
+            .and_broadcast(&gb)
+            .for_each(|w, &g| *w = strong_mul(g, *w));
+        Tensor::from_array(w)
     }
 
     /// JVP of `x.sum()`.
@@ -886,18 +906,18 @@ pub mod rules {
         prod_vjp_impl("prod_axes_vjp", g, x, &axes, keepdims)
     }
 
-    /// JVP of `y = x.logsumexp()`: `sum(dx * exp(x - y))`.
+    /// JVP of `y = x.logsumexp()`: `sum(dx * softmax(x))`.
     #[track_caller]
     pub fn logsumexp_jvp<T: Element>(x: &Tensor<T>, y: &Tensor<T>, dx: &Tensor<T>) -> Tensor<T> {
         logsumexp_jvp_impl("logsumexp_jvp", x, y, &all_axes(x.ndim()), false, dx)
     }
-    /// VJP of `y = x.logsumexp()`: `g * exp(x - y)`.
+    /// VJP of `y = x.logsumexp()`: `g * softmax(x)`.
     #[track_caller]
     pub fn logsumexp_vjp<T: Element>(g: &Tensor<T>, x: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
         logsumexp_vjp_impl("logsumexp_vjp", g, x, y, &all_axes(x.ndim()), false)
     }
 
-    /// JVP of `y = x.logsumexp_axes(axes, keepdims)`: `sum(dx * exp(x - y))` over `axes`.
+    /// JVP of `y = x.logsumexp_axes(axes, keepdims)`: `sum(dx * softmax(x))` over `axes`.
     #[track_caller]
     pub fn logsumexp_axes_jvp<T: Element>(
         x: &Tensor<T>,
@@ -909,7 +929,7 @@ pub mod rules {
         let axes = axes_of("logsumexp_axes_jvp", axes, x.shape());
         logsumexp_jvp_impl("logsumexp_axes_jvp", x, y, &axes, keepdims, dx)
     }
-    /// VJP of `y = x.logsumexp_axes(axes, keepdims)`: `g * exp(x - y)`, broadcast back.
+    /// VJP of `y = x.logsumexp_axes(axes, keepdims)`: `g * softmax(x)`, the softmax over `axes`.
     #[track_caller]
     pub fn logsumexp_axes_vjp<T: Element>(
         g: &Tensor<T>,
