@@ -7,6 +7,7 @@ use ndarray::{ArrayD, ArrayViewD, Axis, CowArray, IxDyn, Zip};
 
 use crate::element::Element;
 use crate::error::ShapeError;
+use crate::ops::reduce::{pairwise_split, pairwise_sum, sum_along, SUM_BLOCK};
 use crate::tensor::Tensor;
 
 /// Whether two shapes are equal, as `a == b` on the slices but without calling `memcmp` on
@@ -95,11 +96,11 @@ pub fn sum_to_shape<T: Element>(g: &Tensor<T>, shape: &[usize]) -> Tensor<T> {
     // `g` itself.
     let mut acc = CowArray::from(g.view());
     for _ in 0..lead {
-        acc = CowArray::from(acc.sum_axis(Axis(0)));
+        acc = CowArray::from(sum_along(acc.view(), Axis(0)));
     }
     for (axis, &len) in shape.iter().enumerate() {
         if len == 1 && acc.shape()[axis] != 1 {
-            acc = CowArray::from(acc.sum_axis(Axis(axis)).insert_axis(Axis(axis)));
+            acc = CowArray::from(sum_along(acc.view(), Axis(axis)).insert_axis(Axis(axis)));
         } else {
             assert!(
                 acc.shape()[axis] == len,
@@ -131,14 +132,34 @@ fn sum_leading_rows<T: Element>(g: &Tensor<T>, shape: &[usize]) -> Option<Tensor
     if row_len == 0 || data.is_empty() {
         return Some(Tensor::zeros(shape));
     }
-    let (first, rest) = data.split_at(row_len);
-    let mut sum = first.to_vec();
-    for row in rest.chunks_exact(row_len) {
-        for (s, &v) in sum.iter_mut().zip(row) {
-            *s += v;
-        }
-    }
+    let sum = if row_len == 1 {
+        vec![pairwise_sum(data)]
+    } else {
+        sum_rows(data, row_len)
+    };
     Some(Tensor::from_vec(sum, shape))
+}
+
+/// The sum of the rows of length `row_len` that `data` (not empty) is a stack of, pairwise:
+/// rows added in order in blocks of `SUM_BLOCK`, the blocks' sums combined as a tree.
+fn sum_rows<T: Element>(data: &[T], row_len: usize) -> Vec<T> {
+    let rows = data.len() / row_len;
+    if rows <= SUM_BLOCK {
+        let (first, rest) = data.split_at(row_len);
+        let mut sum = first.to_vec();
+        for row in rest.chunks_exact(row_len) {
+            for (s, &v) in sum.iter_mut().zip(row) {
+                *s += v;
+            }
+        }
+        return sum;
+    }
+    let (a, b) = data.split_at(pairwise_split(rows) * row_len);
+    let mut sum = sum_rows(a, row_len);
+    for (s, v) in sum.iter_mut().zip(sum_rows(b, row_len)) {
+        *s += v;
+    }
+    sum
 }
 
 /// `t` broadcast to `shape` as an owned tensor (cheap clone when the shapes agree).

@@ -181,18 +181,122 @@ fn fold_along<T: Element>(
     }
 }
 
+// ---- summation ------------------------------------------------------------------------------
+//
+// Every sum (`sum`, `mean`, their `_axes` forms, and `sum_to_shape` in the rules) is pairwise:
+// blocks of `SUM_BLOCK` values are added in order, and block sums are combined as a balanced
+// binary tree. The rounding error of a sum of `n` values is then at most about
+// `(SUM_BLOCK + log2(n / SUM_BLOCK)) * eps * sum(|x|)` in the worst case, and grows like
+// `sqrt(log n)` in practice, against `n * eps` for a running sum.
+
+/// The number of values a pairwise sum adds in order before combining partial sums in a tree.
+pub(crate) const SUM_BLOCK: usize = 128;
+
+/// Where to split `n > SUM_BLOCK` values (or planes, or rows) for a pairwise sum: a multiple
+/// of `SUM_BLOCK` near the middle, so every leaf but the last is a whole block.
+#[inline]
+pub(crate) fn pairwise_split(n: usize) -> usize {
+    (n / 2).div_ceil(SUM_BLOCK) * SUM_BLOCK
+}
+
+/// The sum of at most `SUM_BLOCK` values, in eight interleaved accumulators (which vectorise)
+/// combined as a tree.
+#[inline]
+fn block_sum<T: Element>(xs: &[T]) -> T {
+    let mut acc = [T::zero(); 8];
+    let chunks = xs.chunks_exact(8);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a += v;
+        }
+    }
+    let mut s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for &v in rest {
+        s += v;
+    }
+    s
+}
+
+/// The pairwise sum of a slice.
+pub(crate) fn pairwise_sum<T: Element>(xs: &[T]) -> T {
+    if xs.len() <= SUM_BLOCK {
+        return block_sum(xs);
+    }
+    let (a, b) = xs.split_at(pairwise_split(xs.len()));
+    pairwise_sum(a) + pairwise_sum(b)
+}
+
+/// The pairwise sum of the values of an iterator (for views that are not contiguous): blocks
+/// of `SUM_BLOCK` added in order, their sums merged like a binary counter, so that only sums
+/// of equally many blocks are added together.
+fn pairwise_sum_iter<T: Element>(mut it: impl Iterator<Item = T>) -> T {
+    let mut stack: Vec<T> = Vec::new();
+    let mut blocks: usize = 0;
+    loop {
+        let mut s = T::zero();
+        let mut n = 0;
+        for v in it.by_ref().take(SUM_BLOCK) {
+            s += v;
+            n += 1;
+        }
+        if n == 0 {
+            break;
+        }
+        let mut carry = blocks;
+        while carry & 1 == 1 {
+            s = stack.pop().expect("one partial sum per set bit") + s;
+            carry >>= 1;
+        }
+        stack.push(s);
+        blocks += 1;
+        if n < SUM_BLOCK {
+            break;
+        }
+    }
+    // The smallest partial sums (the latest blocks) first.
+    stack.into_iter().rev().fold(T::zero(), |acc, v| v + acc)
+}
+
+/// The pairwise sum of all of `v`'s elements; a contiguous view is summed as a slice.
+pub(crate) fn sum_all<T: Element, D: Dimension>(v: ArrayView<'_, T, D>) -> T {
+    match v.as_slice_memory_order() {
+        Some(s) => pairwise_sum(s),
+        None => pairwise_sum_iter(v.iter().copied()),
+    }
+}
+
+/// The pairwise sum of `v` along `axis`, one plane at a time: planes added in order in blocks
+/// of `SUM_BLOCK`, the blocks' sums combined as a tree.
+fn sum_planes<T: Element>(v: ArrayViewD<'_, T>, axis: Axis) -> ArrayD<T> {
+    let n = v.len_of(axis);
+    if n <= SUM_BLOCK {
+        return v.fold_axis(axis, T::zero(), |&a, &b| a + b);
+    }
+    let (a, b) = v.split_at(axis, pairwise_split(n));
+    let mut s = sum_planes(a, axis);
+    Zip::from(&mut s)
+        .and(&sum_planes(b, axis))
+        .for_each(|s, &t| *s += t);
+    s
+}
+
+/// The pairwise sum of `v` along `axis`, lane by lane or plane by plane, whichever walks
+/// memory better.
+pub(crate) fn sum_along<T: Element>(v: ArrayViewD<'_, T>, axis: Axis) -> ArrayD<T> {
+    if along_lanes(&v, axis) {
+        v.map_axis(axis, sum_all)
+    } else {
+        sum_planes(v, axis)
+    }
+}
+
 pub(crate) fn sum_view<T: Element>(
     x: ArrayViewD<'_, T>,
     axes: &[usize],
     keepdims: bool,
 ) -> ArrayD<T> {
-    reduce_view(
-        x,
-        axes,
-        keepdims,
-        |v| v.sum(),
-        |v, a| fold_along(v, a, |l| l.sum(), T::zero(), |a, b| a + b),
-    )
+    reduce_view(x, axes, keepdims, sum_all, sum_along)
 }
 
 fn max_view<T: Element>(x: ArrayViewD<'_, T>, axes: &[usize], keepdims: bool) -> ArrayD<T> {
@@ -405,13 +509,13 @@ impl<T: Element> Tensor<T> {
     /// The sum of all elements, as a 0-d tensor.
     #[must_use]
     pub fn sum(&self) -> Tensor<T> {
-        Tensor::scalar(self.as_shared().sum())
+        Tensor::scalar(sum_all(self.view()))
     }
 
     /// The mean of all elements, as a 0-d tensor (NaN for an empty tensor).
     #[must_use]
     pub fn mean(&self) -> Tensor<T> {
-        Tensor::scalar(self.as_shared().sum() / T::from_f64(self.len() as f64))
+        Tensor::scalar(sum_all(self.view()) / T::from_f64(self.len() as f64))
     }
 
     /// The maximum of all elements, as a 0-d tensor (`-inf` for an empty tensor; NaN if any
@@ -452,8 +556,11 @@ impl<T: Element> Tensor<T> {
 // | mean      | sum(dx) / n                       | b(g / n)                     | x shape |
 // | max, min  | sum(dx * w)                       | b(g) * w                     | x, y    |
 // | prod      | sum(dx * others)                  | b(g) * others                | x       |
-// | logsumexp | sum(dx * exp(x - b(y)))           | b(g) * exp(x - b(y))         | x, y    |
+// | logsumexp | sum(dx * p)                       | b(g) * p                     | x       |
 //
+// `p` is the softmax of `x` over the reduced axes, `exp(x - max) / sum(exp(x - max))`, computed
+// from `x` rather than as `exp(x - y)`: `y` (the rules still take it, and check its shape) is
+// rounded to its own magnitude, which at `|x| ~ 1e7` in f32 is off by a factor `exp(0.5)`.
 // `w` is `1/k` on each of the `k` elements equal to the extremum and `0` elsewhere: ties split
 // the derivative evenly, as in JAX. `others` is the product of the other elements of each
 // element's group, computed from prefix and suffix products without dividing by `x`, so the
@@ -576,6 +683,23 @@ pub mod rules {
         Tensor::from_array(others)
     }
 
+    /// `exp(x - m) / sum(exp(x - m))` over `axes` (keepdims, `m` the shift of
+    /// [`stable_shift`]): the derivative of `logsumexp` over `axes`, computed from `x` alone.
+    ///
+    /// `exp(x - y)` with `y` the rounded result is wrong where `y` is large: `y`'s rounding
+    /// error (half an ulp, 0.5 at 1e7 in f32) becomes a factor `exp(0.5)` on every weight.
+    fn logsumexp_weights<T: Element>(x: ArrayViewD<'_, T>, axes: &[usize]) -> ArrayD<T> {
+        let m = stable_shift(x.view(), axes);
+        let mut e = Zip::from(&x)
+            .and_broadcast(&m)
+            .map_collect(|&v, &m| (v - m).exp());
+        let s = sum_view(e.view(), axes, true);
+        Zip::from(&mut e)
+            .and_broadcast(&s)
+            .for_each(|e, &s| *e /= s);
+        e
+    }
+
     #[track_caller]
     fn logsumexp_jvp_impl<T: Element>(
         op: &'static str,
@@ -585,11 +709,12 @@ pub mod rules {
         keepdims: bool,
         dx: &Tensor<T>,
     ) -> Tensor<T> {
-        let yb = expand_back(op, y.view(), x.shape(), axes, keepdims);
-        let t = Zip::from(x.as_shared())
-            .and_broadcast(&yb)
+        // `y` is only checked: the weights come from `x` (see `logsumexp_weights`).
+        expand_back(op, y.view(), x.shape(), axes, keepdims);
+        let mut t = logsumexp_weights(x.view(), axes);
+        Zip::from(&mut t)
             .and(dx.as_shared())
-            .map_collect(|&x, &y, &d| strong_mul(d, (x - y).exp()));
+            .for_each(|t, &d| *t = strong_mul(d, *t));
         Tensor::from_array(sum_view(t.view(), axes, keepdims))
     }
 
@@ -602,14 +727,13 @@ pub mod rules {
         axes: &[usize],
         keepdims: bool,
     ) -> Tensor<T> {
-        let yb = expand_back(op, y.view(), x.shape(), axes, keepdims);
+        expand_back(op, y.view(), x.shape(), axes, keepdims);
         let gb = expand_back(op, g.view(), x.shape(), axes, keepdims);
-        Tensor::from_array(
-            Zip::from(x.as_shared())
-                .and_broadcast(&yb)
-                .and_broadcast(&gb)
-                .map_collect(|&x, &y, &g| strong_mul(g, (x - y).exp())),
-        )
+        let mut w = logsumexp_weights(x.view(), axes);
+        Zip::from(&mut w)
+            .and_broadcast(&gb)
+            .for_each(|w, &g| *w = strong_mul(g, *w));
+        Tensor::from_array(w)
     }
 
     /// JVP of `x.sum()`.
@@ -782,18 +906,18 @@ pub mod rules {
         prod_vjp_impl("prod_axes_vjp", g, x, &axes, keepdims)
     }
 
-    /// JVP of `y = x.logsumexp()`: `sum(dx * exp(x - y))`.
+    /// JVP of `y = x.logsumexp()`: `sum(dx * softmax(x))`.
     #[track_caller]
     pub fn logsumexp_jvp<T: Element>(x: &Tensor<T>, y: &Tensor<T>, dx: &Tensor<T>) -> Tensor<T> {
         logsumexp_jvp_impl("logsumexp_jvp", x, y, &all_axes(x.ndim()), false, dx)
     }
-    /// VJP of `y = x.logsumexp()`: `g * exp(x - y)`.
+    /// VJP of `y = x.logsumexp()`: `g * softmax(x)`.
     #[track_caller]
     pub fn logsumexp_vjp<T: Element>(g: &Tensor<T>, x: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
         logsumexp_vjp_impl("logsumexp_vjp", g, x, y, &all_axes(x.ndim()), false)
     }
 
-    /// JVP of `y = x.logsumexp_axes(axes, keepdims)`: `sum(dx * exp(x - y))` over `axes`.
+    /// JVP of `y = x.logsumexp_axes(axes, keepdims)`: `sum(dx * softmax(x))` over `axes`.
     #[track_caller]
     pub fn logsumexp_axes_jvp<T: Element>(
         x: &Tensor<T>,
@@ -805,7 +929,7 @@ pub mod rules {
         let axes = axes_of("logsumexp_axes_jvp", axes, x.shape());
         logsumexp_jvp_impl("logsumexp_axes_jvp", x, y, &axes, keepdims, dx)
     }
-    /// VJP of `y = x.logsumexp_axes(axes, keepdims)`: `g * exp(x - y)`, broadcast back.
+    /// VJP of `y = x.logsumexp_axes(axes, keepdims)`: `g * softmax(x)`, the softmax over `axes`.
     #[track_caller]
     pub fn logsumexp_axes_vjp<T: Element>(
         g: &Tensor<T>,

@@ -7,7 +7,7 @@ use ndarray::{ArrayD, Axis, Zip};
 
 use crate::element::{strong_mul, Element};
 use crate::error::{OrPanic, ShapeError};
-use crate::ops::reduce::{along_lanes, checked_axis, max_of, stable_shift, sum_view};
+use crate::ops::reduce::{along_lanes, checked_axis, max_of, stable_shift, sum_all, sum_view};
 use crate::tensor::Tensor;
 
 /// `softmax` (or `log_softmax` when `log`) along `axis`.
@@ -44,7 +44,7 @@ fn softmax_along<T: Element>(x: &Tensor<T>, axis: usize, log: bool) -> Tensor<T>
             line.mapv_inplace(|v| v - ln_s);
         } else {
             line.mapv_inplace(|v| (v - m).exp());
-            let s = line.sum();
+            let s = sum_all(line.view());
             line.mapv_inplace(|v| v / s);
         }
     });

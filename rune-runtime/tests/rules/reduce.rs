@@ -482,3 +482,170 @@ fn rules_reject_a_cotangent_of_the_wrong_shape() {
         "{msg}"
     );
 }
+
+/// The relative error of an f32 result against an f64 reference.
+fn rel_err(actual: f32, exact: f64) -> f64 {
+    ((actual as f64 - exact) / exact).abs()
+}
+
+/// The f32 inputs of the accuracy tests, and their sum computed in f64.
+fn accuracy_inputs() -> Vec<(&'static str, Vec<f32>, f64)> {
+    let n = 1_000_000;
+    let tenths = vec![0.1f32; n];
+    let alternating: Vec<f32> = (0..n)
+        .map(|i| if i % 2 == 0 { 1e4 } else { -1e4 + 0.1 })
+        .collect();
+    [("10^6 x 0.1", tenths), ("+1e4, -1e4 + 0.1", alternating)]
+        .into_iter()
+        .map(|(label, v)| {
+            let exact = v.iter().map(|&x| x as f64).sum::<f64>();
+            (label, v, exact)
+        })
+        .collect()
+}
+
+#[test]
+fn f32_sums_of_a_million_values_are_accurate() {
+    let tol = 1e-6;
+    for (label, v, exact) in accuracy_inputs() {
+        let n = v.len();
+        let check = |what: &str, got: f32, exact: f64| {
+            let e = rel_err(got, exact);
+            assert!(
+                e <= tol,
+                "{label}: {what} = {got}, exact {exact}, error {e:e}"
+            );
+        };
+        let x = Tensor::from_vec(v.clone(), &[n]);
+        check("sum", x.sum().item(), exact);
+        check("mean", x.mean().item(), exact / n as f64);
+        check("sum_axes", x.sum_axes(&[0], false).item(), exact);
+        check(
+            "mean_axes",
+            x.mean_axes(&[0], false).item(),
+            exact / n as f64,
+        );
+        // Not contiguous: every other element of a [2n] tensor (zeros in between).
+        let mut spread = vec![0f32; 2 * n];
+        for (i, &x) in v.iter().enumerate() {
+            spread[2 * i] = x;
+        }
+        let s = Tensor::from_vec(spread, &[n, 2]);
+        check(
+            "sum over strided lanes",
+            s.sum_axes(&[0], false).to_vec()[0],
+            exact,
+        );
+        // A column of a [n, 16] tensor (plane by plane), and of its [n, 1] broadcast gradient.
+        let mut wide = vec![0f32; 16 * n];
+        for (i, &x) in v.iter().enumerate() {
+            wide[16 * i] = x;
+        }
+        let w = Tensor::from_vec(wide, &[n, 16]);
+        check(
+            "sum over planes",
+            w.sum_axes(&[0], false).to_vec()[0],
+            exact,
+        );
+        check(
+            "sum_to_shape [n, 16] -> [16]",
+            rune_runtime::sum_to_shape(&w, &[16]).to_vec()[0],
+            exact,
+        );
+        let t = w.t();
+        check(
+            "sum_to_shape [16, n] -> [16, 1]",
+            rune_runtime::sum_to_shape(&t, &[16, 1]).to_vec()[0],
+            exact,
+        );
+        let col = Tensor::from_vec(v.clone(), &[n, 1]);
+        check(
+            "sum_to_shape [n, 1] -> [1]",
+            rune_runtime::sum_to_shape(&col, &[1]).item(),
+            exact,
+        );
+        // The whole of a non-contiguous view.
+        check("sum of a transposed tensor", t.sum().item(), exact);
+    }
+}
+
+/// Magnitudes where `logsumexp`'s result rounds by far more than its inputs' spacing: `(c, d)`
+/// with `c` the magnitude and `d` a spacing exactly representable at `c`.
+fn large_magnitudes<T: Element>() -> Vec<(f64, f64)> {
+    if T::NAME == "f32" {
+        vec![(1e4, 1.0), (1e5, 1.0), (1e7, 1.0), (1e8, 8.0)]
+    } else {
+        vec![(1e4, 1.0), (1e8, 1.0), (1e17, 16.0)]
+    }
+}
+
+fn logsumexp_gradient_is_softmax_at_large_inputs<T: Element>() {
+    let tol = if T::NAME == "f32" { 1e-6 } else { 1e-14 };
+    for (c, d) in large_magnitudes::<T>() {
+        for c in [c, -c] {
+            // Equal inputs: the gradient is uniform, whatever the rounding of the result.
+            for n in [2usize, 4] {
+                let x = tensor::<T>(&vec![c; n], &[n]);
+                let y = x.logsumexp();
+                let u = 1.0 / n as f64;
+                let g = logsumexp_vjp(&Tensor::scalar(T::from_f64(3.0)), &x, &y);
+                assert_close(&g, &vec![3.0 * u; n], tol);
+                let dx = tensor::<T>(&(0..n).map(|i| i as f64).collect::<Vec<_>>(), &[n]);
+                let mean = (n - 1) as f64 / 2.0;
+                assert_close(&logsumexp_jvp(&x, &y, &dx), &[mean], tol);
+            }
+            // Inputs `d` apart: weights 1 / (1 + e^d) and e^d / (1 + e^d).
+            let x = tensor::<T>(&[c, c + d], &[2]);
+            let y = x.logsumexp();
+            let lo = 1.0 / (1.0 + d.exp());
+            let w = [lo, 1.0 - lo];
+            assert_close(&logsumexp_vjp(&Tensor::scalar(T::one()), &x, &y), &w, tol);
+            // Over an axis, rows at `+c` and `-c`, with keepdims both ways; and over columns.
+            let x = tensor::<T>(&[c, c, c, -c, -c, -c], &[2, 3]);
+            for keepdims in [false, true] {
+                let y = x.logsumexp_axes(&[1], keepdims);
+                let g = if keepdims {
+                    tensor::<T>(&[3.0, 6.0], &[2, 1])
+                } else {
+                    tensor::<T>(&[3.0, 6.0], &[2])
+                };
+                let vjp = logsumexp_axes_vjp(&g, &x, &y, &[1], keepdims);
+                assert_close(&vjp, &[1.0, 1.0, 1.0, 2.0, 2.0, 2.0], tol);
+                let ones = Tensor::full(&[2, 3], T::one());
+                let jvp = logsumexp_axes_jvp(&x, &y, &[1], keepdims, &ones);
+                assert_close(&jvp, &[1.0, 1.0], tol);
+            }
+            // Columns of a transposed view: the plane-by-plane kernels.
+            let xt = x.t();
+            let y = xt.logsumexp_axes(&[0], false);
+            let vjp = logsumexp_axes_vjp(&tensor::<T>(&[3.0, 6.0], &[2]), &xt, &y, &[0], false);
+            assert_close(&vjp, &[1.0, 2.0, 1.0, 2.0, 1.0, 2.0], tol);
+        }
+    }
+}
+
+#[test]
+fn logsumexp_gradient_is_softmax_at_large_inputs_f32() {
+    logsumexp_gradient_is_softmax_at_large_inputs::<f32>();
+    // The probe's cases: [1e7, 1e7] gave 0.368 each, [1e8, 1e8] 1 each, 4 x 1e5 0.2509 each.
+    let x = Tensor::from_vec(vec![1e7f32, 1e7], &[2]);
+    assert_eq!(
+        logsumexp_vjp(&Tensor::scalar(1f32), &x, &x.logsumexp()).to_vec(),
+        [0.5, 0.5]
+    );
+    let x = Tensor::from_vec(vec![1e5f32; 4], &[4]);
+    assert_eq!(
+        logsumexp_vjp(&Tensor::scalar(1f32), &x, &x.logsumexp()).to_vec(),
+        [0.25; 4]
+    );
+}
+
+#[test]
+fn logsumexp_gradient_is_softmax_at_large_inputs_f64() {
+    logsumexp_gradient_is_softmax_at_large_inputs::<f64>();
+    let x = Tensor::from_vec(vec![1e17f64, 1e17], &[2]);
+    assert_eq!(
+        logsumexp_vjp(&Tensor::scalar(1f64), &x, &x.logsumexp()).to_vec(),
+        [0.5, 0.5]
+    );
+}

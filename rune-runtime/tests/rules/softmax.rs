@@ -128,3 +128,47 @@ fn bad_axis_names_the_op_and_the_shape() {
     assert_eq!(err.op(), "log_softmax");
     assert!(err.to_string().contains("[]"), "{err}");
 }
+
+/// `softmax` and `log_softmax` and their rules read only the output, which is computed shifted
+/// by the maximum: at large inputs they stay exact where `exp(x - logsumexp(x))` would not.
+fn softmax_rules_at_large_inputs<T: Element>(magnitudes: &[f64], tol: f64) {
+    for &c in magnitudes {
+        for c in [c, -c] {
+            // Rows of equal values (along lanes), and the same across planes (axis 0 of [3, 20]).
+            for (shape, axis, n) in [([2usize, 3usize], 1isize, 3usize), ([3, 20], 0, 3)] {
+                let len = shape[0] * shape[1];
+                let x = tensor::<T>(&vec![c; len], &shape);
+                let u = 1.0 / n as f64;
+                let y = x.softmax(axis);
+                assert_close(&y, &vec![u; len], tol);
+                let l = x.log_softmax(axis);
+                assert_close(&l, &vec![-(n as f64).ln(); len], tol);
+                // g = 1, 2, 3 along the axis: softmax's VJP is u * (g - mean(g)) = u * (g - 2),
+                // log_softmax's g - u * sum(g) = g - 2.
+                let g: Vec<f64> = (0..len)
+                    .map(|i| {
+                        let k = if axis == 1 { i % 3 } else { i / shape[1] };
+                        k as f64 + 1.0
+                    })
+                    .collect();
+                let gt = tensor::<T>(&g, &shape);
+                let sm: Vec<f64> = g.iter().map(|g| u * (g - 2.0)).collect();
+                let lsm: Vec<f64> = g.iter().map(|g| g - 2.0).collect();
+                assert_close(&softmax_vjp(&gt, &y, axis), &sm, tol);
+                assert_close(&softmax_jvp(&y, axis, &gt), &sm, tol);
+                assert_close(&log_softmax_vjp(&gt, &l, axis), &lsm, tol);
+                assert_close(&log_softmax_jvp(&l, axis, &gt), &lsm, tol);
+            }
+        }
+    }
+}
+
+#[test]
+fn softmax_rules_at_large_inputs_f32() {
+    softmax_rules_at_large_inputs::<f32>(&[1e4, 1e7, 1e8], 1e-6);
+}
+
+#[test]
+fn softmax_rules_at_large_inputs_f64() {
+    softmax_rules_at_large_inputs::<f64>(&[1e4, 1e8, 1e17], 1e-14);
+}

@@ -316,3 +316,23 @@ fn rules_pair_elements_of_transposed_inputs() {
     assert_close(&x.square(), &[1.0, 9.0, 25.0, 4.0, 16.0, 36.0], 0.0);
     assert_close(&square_vjp(&g, &x), &[2.0, 60.0, 1e3, 4e3, 8e4, 1.2e6], 0.0);
 }
+
+/// `sigmoid` and `tanh` rules read the rounded output (`y(1 - y)`, `1 - y²`); at large `|x|`
+/// the true derivative (`~e^-|x|`) underflows to zero, and so do the rules, with no NaN.
+#[test]
+fn sigmoid_and_tanh_rules_at_large_inputs() {
+    fn check<T: Element>(magnitudes: &[f64]) {
+        for &c in magnitudes {
+            let x = tensor::<T>(&[c, -c], &[2]);
+            let g = Tensor::ones(&[2]);
+            assert_close(&x.sigmoid(), &[1.0, 0.0], 0.0);
+            assert_close(&sigmoid_vjp(&g, &x.sigmoid()), &[0.0, 0.0], 0.0);
+            assert_close(&sigmoid_jvp(&x.sigmoid(), &g), &[0.0, 0.0], 0.0);
+            assert_close(&x.tanh(), &[1.0, -1.0], 0.0);
+            assert_close(&tanh_vjp(&g, &x.tanh()), &[0.0, 0.0], 0.0);
+            assert_close(&tanh_jvp(&x.tanh(), &g), &[0.0, 0.0], 0.0);
+        }
+    }
+    check::<f32>(&[1e4, 1e8]);
+    check::<f64>(&[1e4, 1e8, 1e17]);
+}
