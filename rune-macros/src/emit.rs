@@ -96,6 +96,47 @@ fn relocate(tokens: TokenStream, span: Span) -> TokenStream {
         .collect()
 }
 
+/// [`relocate`] for a forward op: identifiers keep their hygiene, but the other tokens and
+/// method names take the user's span as it is, so that a `#[track_caller]` op that panics
+/// reports the user's line (a location in the macro's own context is reported at the
+/// attribute).
+fn relocate_call(tokens: TokenStream, span: Span) -> TokenStream {
+    let mut after_dot = false;
+    let mut joint_dot = false;
+    tokens
+        .into_iter()
+        .map(|tt| {
+            let out = match tt {
+                TokenTree::Group(g) => {
+                    let mut new =
+                        proc_macro2::Group::new(g.delimiter(), relocate_call(g.stream(), span));
+                    new.set_span(span);
+                    TokenTree::Group(new)
+                }
+                TokenTree::Ident(mut i) if after_dot => {
+                    i.set_span(span);
+                    TokenTree::Ident(i)
+                }
+                TokenTree::Ident(mut i) => {
+                    i.set_span(i.span().located_at(span));
+                    TokenTree::Ident(i)
+                }
+                mut other => {
+                    other.set_span(span);
+                    other
+                }
+            };
+            // A field or method access `.name`, not a range `..name`.
+            after_dot = matches!(&out, TokenTree::Punct(p) if p.as_char() == '.'
+                && p.spacing() == proc_macro2::Spacing::Alone)
+                && !joint_dot;
+            joint_dot = matches!(&out, TokenTree::Punct(p) if p.as_char() == '.'
+                && p.spacing() == proc_macro2::Spacing::Joint);
+            out
+        })
+        .collect()
+}
+
 /// An operand as an owned tensor (a slot's new value).
 fn owned_tensor(o: Operand) -> TokenStream {
     let rt = rt();
@@ -1118,7 +1159,7 @@ impl Emitter<'_> {
                 let v = val_ident(*out);
                 let e = forward_op(&ctx, hoists, *fallible);
                 let question = fallible.then(|| quote!(?));
-                relocate(quote!(let #v = #e #question;), *span)
+                relocate_call(quote!(let #v = #e #question;), *span)
             }
             Stmt::StructParam {
                 root,
@@ -1288,7 +1329,7 @@ impl Emitter<'_> {
                 let name = format_ident!("{}", op.name);
                 let v = val_ident(*out);
                 let config = config.iter().map(|c| const_ident(*c));
-                relocate(quote!(let #v = #rt::#name(#refs, #(#config),*);), *span)
+                relocate_call(quote!(let #v = #rt::#name(#refs, #(#config),*);), *span)
             }
             Stmt::SlotRead { out, slot } => {
                 let m = slot_ident(*slot);
