@@ -5,7 +5,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use rune_runtime::{concat, stack, try_concat, try_stack, ShapeError, Tensor};
+use rune_runtime::{add, concat, stack, try_add, try_concat, try_stack, ShapeError, Tensor};
 
 const MAX: usize = usize::MAX;
 /// The longest axis of `f64`s a tensor may have (its bytes fit in `isize`).
@@ -433,5 +433,36 @@ fn stack_rejects_counts_that_overflow() {
         try_stack(&parts, 0),
         || stack(&parts, 0),
         &["stacking 2 tensors of shape [0, 1152921504606846975]"],
+    );
+}
+
+#[test]
+fn matmul_rejects_a_product_that_overflows() {
+    // Operands of no elements (a zero-length contraction) with a product of very many.
+    let a = Tensor::<f64>::zeros(&[LONG, 0]);
+    let b = Tensor::<f64>::zeros(&[0, LONG]);
+    expect_err(
+        "matmul",
+        a.try_matmul(&b),
+        || a.matmul(&b),
+        &[
+            "the product of shapes [1152921504606846975, 0] and [0, 1152921504606846975]",
+            "more elements than a tensor can hold",
+        ],
+    );
+}
+
+#[test]
+fn broadcasting_ops_reject_a_result_that_overflows() {
+    let a = Tensor::<f64>::zeros(&[0, LONG, 1]);
+    let b = Tensor::<f64>::zeros(&[1, 16]);
+    expect_err(
+        "add",
+        try_add(&a, &b),
+        || add(&a, &b),
+        &[
+            "broadcasting shapes [0, 1152921504606846975, 1] and [1, 16]",
+            "more elements",
+        ],
     );
 }
