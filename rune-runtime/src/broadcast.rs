@@ -6,7 +6,7 @@
 use ndarray::{ArrayD, ArrayViewD, Axis, CowArray, IxDyn, Zip};
 
 use crate::element::Element;
-use crate::error::ShapeError;
+use crate::error::{checked_size, ShapeError};
 use crate::ops::reduce::{pairwise_split, pairwise_sum, sum_along, SUM_BLOCK};
 use crate::tensor::Tensor;
 
@@ -54,6 +54,9 @@ pub fn broadcast_shapes(
             }
         });
     }
+    // Elements only: the element type is not known here. (A result within this bound but not
+    // in bytes needs operands of gigabytes each, e.g. [2^30, 1] and [1, 2^30] of f64.)
+    checked_size::<u8>(op, &out, || format!("broadcasting shapes {a:?} and {b:?}"))?;
     Ok(out)
 }
 

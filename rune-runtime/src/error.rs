@@ -54,3 +54,44 @@ impl<T> OrPanic<T> for Result<T, ShapeError> {
         }
     }
 }
+
+/// The number of elements of `shape` for a tensor of `T`, or an error of `op` when the shape
+/// holds more than one allocation can: when the product of its axis lengths overflows `usize`,
+/// that of its non-zero lengths exceeds `isize::MAX` (ndarray's bound), or the bytes do.
+///
+/// `what` says where the shape comes from (`"shape [2, 3]"`, `"padding 7 of shape [2, 3]"`);
+/// the message names it and the shape.
+pub(crate) fn checked_size<T>(
+    op: &'static str,
+    shape: &[usize],
+    what: impl FnOnce() -> String,
+) -> Result<usize, ShapeError> {
+    let nonzero = shape
+        .iter()
+        .filter(|&&d| d != 0)
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d));
+    let bytes = std::mem::size_of::<T>().max(1);
+    match nonzero {
+        Some(n) if n <= isize::MAX as usize / bytes => Ok(if shape.contains(&0) { 0 } else { n }),
+        _ => Err(ShapeError::new(
+            op,
+            format!(
+                "{} gives shape {shape:?}, more elements than a tensor can hold",
+                what()
+            ),
+        )),
+    }
+}
+
+/// The result of a checked geometry computation (`checked_add`, `checked_mul`, ...), or an
+/// error of `op` saying that `what()` (naming the arguments) overflows.
+pub(crate) fn checked<F>(
+    op: &'static str,
+    value: Option<usize>,
+    what: F,
+) -> Result<usize, ShapeError>
+where
+    F: FnOnce() -> String,
+{
+    value.ok_or_else(|| ShapeError::new(op, format!("{} overflows usize", what())))
+}

@@ -8,7 +8,7 @@ use ndarray::{ArcArray, ArrayD, ArrayViewD, IxDyn};
 use num_traits::{One, Zero};
 
 use crate::element::{Element, RangeElement};
-use crate::error::{OrPanic, ShapeError};
+use crate::error::{checked_size, OrPanic, ShapeError};
 use crate::rng::SplitMix64;
 
 /// An n-dimensional array of `T` (row-major), cheap to clone.
@@ -89,7 +89,9 @@ impl<T: Clone> Tensor<T> {
 
     /// Like [`Tensor::from_vec`], returning an error on a size mismatch.
     pub fn try_from_vec(data: Vec<T>, shape: &[usize]) -> Result<Self, ShapeError> {
-        let expected: usize = shape.iter().product();
+        let expected = checked_size::<T>("from_vec", shape, || {
+            format!("{} elements for shape {shape:?}", data.len())
+        })?;
         if data.len() != expected {
             return Err(ShapeError::new(
                 "from_vec",
@@ -112,8 +114,19 @@ impl<T: Clone> Tensor<T> {
     }
 
     /// A tensor of the given shape with every element `v`.
+    ///
+    /// # Panics
+    /// When `shape` holds more elements than a tensor can.
+    #[track_caller]
     pub fn full(shape: &[usize], v: T) -> Self {
-        Self::from_array(ArrayD::from_elem(IxDyn(shape), v))
+        Self::try_full(shape, v).or_panic()
+    }
+
+    /// Like [`Tensor::full`], returning an error when `shape` holds more elements than a tensor
+    /// can.
+    pub fn try_full(shape: &[usize], v: T) -> Result<Self, ShapeError> {
+        checked_size::<T>("full", shape, || format!("shape {shape:?}"))?;
+        Ok(Self::from_array(ArrayD::from_elem(IxDyn(shape), v)))
     }
 
     /// The elements in row-major order.
@@ -172,15 +185,37 @@ impl<T: Clone> Tensor<T> {
 
 impl<T: Clone + Zero> Tensor<T> {
     /// A tensor of zeros.
+    ///
+    /// # Panics
+    /// When `shape` holds more elements than a tensor can.
+    #[track_caller]
     pub fn zeros(shape: &[usize]) -> Self {
-        Self::from_array(ArrayD::zeros(IxDyn(shape)))
+        Self::try_zeros(shape).or_panic()
+    }
+
+    /// Like [`Tensor::zeros`], returning an error when `shape` holds more elements than a
+    /// tensor can.
+    pub fn try_zeros(shape: &[usize]) -> Result<Self, ShapeError> {
+        checked_size::<T>("zeros", shape, || format!("shape {shape:?}"))?;
+        Ok(Self::from_array(ArrayD::zeros(IxDyn(shape))))
     }
 }
 
 impl<T: Clone + One> Tensor<T> {
     /// A tensor of ones.
+    ///
+    /// # Panics
+    /// When `shape` holds more elements than a tensor can.
+    #[track_caller]
     pub fn ones(shape: &[usize]) -> Self {
-        Self::from_array(ArrayD::ones(IxDyn(shape)))
+        Self::try_ones(shape).or_panic()
+    }
+
+    /// Like [`Tensor::ones`], returning an error when `shape` holds more elements than a tensor
+    /// can.
+    pub fn try_ones(shape: &[usize]) -> Result<Self, ShapeError> {
+        checked_size::<T>("ones", shape, || format!("shape {shape:?}"))?;
+        Ok(Self::from_array(ArrayD::ones(IxDyn(shape))))
     }
 }
 
@@ -192,8 +227,19 @@ impl<T: RangeElement> Tensor<T> {
     /// assert_eq!(Tensor::<f64>::arange(3).to_vec(), vec![0.0, 1.0, 2.0]);
     /// assert_eq!(Tensor::<i64>::arange(3).to_vec(), vec![0, 1, 2]);
     /// ```
+    ///
+    /// # Panics
+    /// When `n` is more elements than a tensor can hold.
+    #[track_caller]
     pub fn arange(n: usize) -> Self {
-        Self::from_vec((0..n).map(T::from_index).collect(), &[n])
+        Self::try_arange(n).or_panic()
+    }
+
+    /// Like [`Tensor::arange`], returning an error when `n` is more elements than a tensor can
+    /// hold.
+    pub fn try_arange(n: usize) -> Result<Self, ShapeError> {
+        checked_size::<T>("arange", &[n], || format!("n = {n}"))?;
+        Self::try_from_vec((0..n).map(T::from_index).collect(), &[n])
     }
 
     /// `[start, start + step, start + 2·step, ...]` up to but not including `end`: a 1-d tensor of
@@ -220,33 +266,55 @@ impl<T: RangeElement> Tensor<T> {
     pub fn try_arange_step(start: T, end: T, step: T) -> Result<Self, ShapeError> {
         let n = T::range_len(start, end, step)
             .map_err(|message| ShapeError::new("arange_step", message))?;
-        Ok(Self::from_vec(
-            (0..n).map(|i| T::range_at(start, step, i)).collect(),
-            &[n],
-        ))
+        Self::try_from_vec((0..n).map(|i| T::range_at(start, step, i)).collect(), &[n])
     }
 }
 
 impl<T: Element> Tensor<T> {
     /// Uniform samples in `[lo, hi)` from a fixed-seed generator (SplitMix64): the same seed gives
     /// the same tensor on every machine.
+    ///
+    /// # Panics
+    /// When `shape` holds more elements than a tensor can.
+    #[track_caller]
     pub fn rand_uniform(shape: &[usize], lo: T, hi: T, seed: u64) -> Self {
+        Self::try_rand_uniform(shape, lo, hi, seed).or_panic()
+    }
+
+    /// Like [`Tensor::rand_uniform`], returning an error when `shape` holds more elements than
+    /// a tensor can.
+    pub fn try_rand_uniform(shape: &[usize], lo: T, hi: T, seed: u64) -> Result<Self, ShapeError> {
+        let n = checked_size::<T>("rand_uniform", shape, || format!("shape {shape:?}"))?;
         let mut rng = SplitMix64::new(seed);
-        let n = shape.iter().product();
         let data = (0..n)
             .map(|_| lo + (hi - lo) * T::from_f64(rng.next_f64()))
             .collect();
-        Self::from_vec(data, shape)
+        Self::try_from_vec(data, shape)
     }
 
     /// Normal samples with the given mean and standard deviation (Box–Muller on SplitMix64).
+    ///
+    /// # Panics
+    /// When `shape` holds more elements than a tensor can.
+    #[track_caller]
     pub fn rand_normal(shape: &[usize], mean: T, std: T, seed: u64) -> Self {
+        Self::try_rand_normal(shape, mean, std, seed).or_panic()
+    }
+
+    /// Like [`Tensor::rand_normal`], returning an error when `shape` holds more elements than a
+    /// tensor can.
+    pub fn try_rand_normal(
+        shape: &[usize],
+        mean: T,
+        std: T,
+        seed: u64,
+    ) -> Result<Self, ShapeError> {
+        let n = checked_size::<T>("rand_normal", shape, || format!("shape {shape:?}"))?;
         let mut rng = SplitMix64::new(seed);
-        let n = shape.iter().product();
         let data = (0..n)
             .map(|_| mean + std * T::from_f64(rng.next_normal()))
             .collect();
-        Self::from_vec(data, shape)
+        Self::try_from_vec(data, shape)
     }
 
     /// A tensor of zeros with this tensor's shape.

@@ -18,7 +18,7 @@ use std::borrow::Borrow;
 
 use crate::broadcast::{broadcast_owned, broadcast_shapes, sum_to_shape};
 use crate::element::Element;
-use crate::error::{OrPanic, ShapeError};
+use crate::error::{checked, checked_size, OrPanic, ShapeError};
 use crate::ops::arith::{OperandOf, OperandRef};
 use crate::ops::normalize_axis;
 use crate::tensor::Tensor;
@@ -59,8 +59,16 @@ fn concat_shape<T>(tensors: &[&Tensor<T>], axis: isize) -> Result<(usize, Vec<us
                 ),
             ));
         }
-        shape[a] += s[a];
+        shape[a] = checked("concat", shape[a].checked_add(s[a]), || {
+            format!(
+                "the total length of axis {axis} of shapes {:?}",
+                shapes_of(tensors)
+            )
+        })?;
     }
+    checked_size::<T>("concat", &shape, || {
+        format!("concatenating shapes {:?}", shapes_of(tensors))
+    })?;
     Ok((a, shape))
 }
 
@@ -88,6 +96,13 @@ fn stack_shape<T>(tensors: &[&Tensor<T>], axis: isize) -> Result<(usize, Vec<usi
     })?;
     let mut shape = first.shape().to_vec();
     shape.insert(a, tensors.len());
+    checked_size::<T>("stack", &shape, || {
+        format!(
+            "stacking {} tensors of shape {:?}",
+            tensors.len(),
+            first.shape()
+        )
+    })?;
     Ok((a, shape))
 }
 

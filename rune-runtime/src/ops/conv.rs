@@ -9,7 +9,7 @@
 use ndarray::ArrayView2;
 
 use crate::element::{strong_mul, Element};
-use crate::error::{OrPanic, ShapeError};
+use crate::error::{checked, checked_size, OrPanic, ShapeError};
 use crate::ops::linalg::{gemm, is_all_zero};
 use crate::tensor::Tensor;
 
@@ -46,7 +46,7 @@ struct ConvDims {
 }
 
 impl ConvDims {
-    fn new(x: &[usize], w: &[usize], stride: usize, pad: usize) -> Result<Self, ShapeError> {
+    fn new<T>(x: &[usize], w: &[usize], stride: usize, pad: usize) -> Result<Self, ShapeError> {
         let err = |msg: String| Err(ShapeError::new("conv2d", msg));
         if x.len() != 4 || w.len() != 4 {
             return err(format!(
@@ -64,7 +64,14 @@ impl ConvDims {
                 "stride must be positive (input {x:?}, weight {w:?})"
             ));
         }
-        let (ph, pw) = (x[2] + 2 * pad, x[3] + 2 * pad);
+        let padded = |len: usize| {
+            checked(
+                "conv2d",
+                pad.checked_mul(2).and_then(|p| p.checked_add(len)),
+                || format!("input {x:?} padded by {pad} (size+2*padding)"),
+            )
+        };
+        let (ph, pw) = (padded(x[2])?, padded(x[3])?);
         if w[2] > ph || w[3] > pw {
             return err(format!(
                 "kernel {}x{} of weight {w:?} is larger than input {x:?} padded by {pad} \
@@ -72,6 +79,24 @@ impl ConvDims {
                 w[2], w[3]
             ));
         }
+        let geometry = || format!("input {x:?}, weight {w:?}, stride {stride}, padding {pad}");
+        let (oh, ow) = ((ph - w[2]) / stride + 1, (pw - w[3]) / stride + 1);
+        // The output, one image's patch matrix [C*KH*KW, OH*OW] and the [O, C*KH*KW] view of
+        // the weight must each fit in a tensor.
+        checked_size::<T>("conv2d", &[x[0], w[0], oh, ow], || {
+            format!("the output of {}", geometry())
+        })?;
+        let patch = checked(
+            "conv2d",
+            x[1].checked_mul(w[2]).and_then(|p| p.checked_mul(w[3])),
+            || format!("the C*KH*KW patch rows of {}", geometry()),
+        )?;
+        let spots = checked("conv2d", oh.checked_mul(ow), || {
+            format!("the OH*OW = {oh}*{ow} output positions of {}", geometry())
+        })?;
+        checked_size::<T>("conv2d", &[patch, spots], || {
+            format!("the patch matrix of {}", geometry())
+        })?;
         Ok(ConvDims {
             n: x[0],
             c: x[1],
@@ -82,8 +107,8 @@ impl ConvDims {
             kw: w[3],
             stride,
             pad,
-            oh: (ph - w[2]) / stride + 1,
-            ow: (pw - w[3]) / stride + 1,
+            oh,
+            ow,
         })
     }
 
@@ -372,7 +397,7 @@ impl<T: Element> Tensor<T> {
         stride: usize,
         padding: usize,
     ) -> Result<Tensor<T>, ShapeError> {
-        let d = ConvDims::new(self.shape(), w.shape(), stride, padding)?;
+        let d = ConvDims::new::<T>(self.shape(), w.shape(), stride, padding)?;
         let y_shape = d.y_shape();
         let mut out = vec![T::zero(); y_shape.iter().product()];
         d.forward_into(self, w, &mut out, false);
@@ -468,7 +493,7 @@ pub mod rules {
         dx: Option<&Tensor<T>>,
         dw: Option<&Tensor<T>>,
     ) -> Tensor<T> {
-        let d = ConvDims::new(x.shape(), w.shape(), stride, padding).or_panic();
+        let d = ConvDims::new::<T>(x.shape(), w.shape(), stride, padding).or_panic();
         let y_shape = d.y_shape();
         let mut out = vec![T::zero(); y_shape.iter().product()];
         let mut written = false;
@@ -497,7 +522,7 @@ pub mod rules {
         stride: usize,
         padding: usize,
     ) -> Tensor<T> {
-        let d = ConvDims::new(x_shape, w.shape(), stride, padding).or_panic();
+        let d = ConvDims::new::<T>(x_shape, w.shape(), stride, padding).or_panic();
         d.check("the cotangent", g, &d.y_shape());
         if is_all_zero(g) {
             return Tensor::zeros(x_shape);
@@ -540,7 +565,7 @@ pub mod rules {
         stride: usize,
         padding: usize,
     ) -> Tensor<T> {
-        let d = ConvDims::new(x.shape(), w_shape, stride, padding).or_panic();
+        let d = ConvDims::new::<T>(x.shape(), w_shape, stride, padding).or_panic();
         d.check("the cotangent", g, &d.y_shape());
         if is_all_zero(g) {
             return Tensor::zeros(w_shape);

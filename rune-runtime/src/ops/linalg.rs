@@ -11,7 +11,7 @@ use ndarray::{ArrayView2, ArrayView3, ArrayViewMut2, Axis, CowArray, IxDyn};
 
 use crate::broadcast::{broadcast_shapes, same_shape, sum_to_shape};
 use crate::element::Element;
-use crate::error::{OrPanic, ShapeError};
+use crate::error::{checked_size, OrPanic, ShapeError};
 use crate::tensor::Tensor;
 
 /// `c = a · b`, or `c += a · b` when `accumulate`, with `c` the row-major `m × n` slice.
@@ -50,7 +50,7 @@ struct MatmulDims {
 }
 
 impl MatmulDims {
-    fn new(a: &[usize], b: &[usize]) -> Result<Self, ShapeError> {
+    fn new<T>(a: &[usize], b: &[usize]) -> Result<Self, ShapeError> {
         if a.is_empty() || b.is_empty() {
             return Err(ShapeError::new(
                 "matmul",
@@ -82,6 +82,13 @@ impl MatmulDims {
                      broadcast"
                 ),
             )
+        })?;
+        // The output `batch + [m, n]` must fit in a tensor (with a zero-length contraction,
+        // operands of no elements can have a product of very many).
+        let mut out = batch.clone();
+        out.extend([m, n]);
+        checked_size::<T>("matmul", &out, || {
+            format!("the product of shapes {a:?} and {b:?}")
         })?;
         Ok(MatmulDims {
             a_shape: a.to_vec(),
@@ -340,7 +347,7 @@ impl<T: Element> Tensor<T> {
     /// Like [`Tensor::matmul`], returning a [`ShapeError`] naming both shapes when they do not
     /// fit.
     pub fn try_matmul(&self, other: &Tensor<T>) -> Result<Tensor<T>, ShapeError> {
-        let d = MatmulDims::new(self.shape(), other.shape())?;
+        let d = MatmulDims::new::<T>(self.shape(), other.shape())?;
         let mut out = vec![T::zero(); d.out_len()];
         product_into(&d, self, other, &mut out, false);
         Ok(Tensor::from_vec(out, &d.out_shape()))
@@ -374,7 +381,7 @@ pub mod rules {
         da: Option<&Tensor<T>>,
         db: Option<&Tensor<T>>,
     ) -> Tensor<T> {
-        let d = MatmulDims::new(a.shape(), b.shape()).or_panic();
+        let d = MatmulDims::new::<T>(a.shape(), b.shape()).or_panic();
         let mut out = vec![T::zero(); d.out_len()];
         let mut written = false;
         if let Some(da) = da.filter(|t| !is_all_zero(t)) {
@@ -400,7 +407,7 @@ pub mod rules {
         a_shape: &[usize],
         b: &Tensor<T>,
     ) -> Tensor<T> {
-        let d = MatmulDims::new(a_shape, b.shape()).or_panic();
+        let d = MatmulDims::new::<T>(a_shape, b.shape()).or_panic();
         d.check("the cotangent", g, &d.out_shape());
         if is_all_zero(g) {
             return Tensor::zeros(a_shape);
@@ -441,7 +448,7 @@ pub mod rules {
         a: &Tensor<T>,
         b_shape: &[usize],
     ) -> Tensor<T> {
-        let d = MatmulDims::new(a.shape(), b_shape).or_panic();
+        let d = MatmulDims::new::<T>(a.shape(), b_shape).or_panic();
         d.check("the cotangent", g, &d.out_shape());
         if is_all_zero(g) {
             return Tensor::zeros(b_shape);

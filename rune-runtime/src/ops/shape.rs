@@ -12,7 +12,7 @@ use ndarray::{Axis, IxDyn};
 
 use crate::broadcast::{broadcast_view, materialize, same_shape, sum_to_shape};
 use crate::element::Element;
-use crate::error::{OrPanic, ShapeError};
+use crate::error::{checked_size, OrPanic, ShapeError};
 use crate::ops::normalize_axis;
 use crate::tensor::Tensor;
 
@@ -76,7 +76,7 @@ impl<T: Clone> Tensor<T> {
 
     /// Like [`Tensor::reshape`], returning an error when the sizes differ.
     pub fn try_reshape(&self, shape: &[usize]) -> Result<Tensor<T>, ShapeError> {
-        let size = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
+        let size = checked_size::<T>("reshape", shape, String::new).ok();
         if size != Some(self.len()) {
             return Err(ShapeError::new(
                 "reshape",
@@ -167,6 +167,9 @@ impl<T: Clone> Tensor<T> {
         if same_shape(self.shape(), shape) {
             return Ok(self.clone());
         }
+        checked_size::<T>("broadcast_to", shape, || {
+            format!("broadcasting shape {:?}", self.shape())
+        })?;
         Ok(Tensor::from_array(materialize(&broadcast_view(
             "broadcast_to",
             self,

@@ -7,7 +7,7 @@
 use ndarray::{ArrayD, Axis, IxDyn, Slice};
 
 use crate::element::Element;
-use crate::error::{OrPanic, ShapeError};
+use crate::error::{checked, checked_size, OrPanic, ShapeError};
 use crate::tensor::Tensor;
 
 /// Checks that `ranges` gives one entry per axis of `shape`.
@@ -75,15 +75,31 @@ impl<T: Clone> Tensor<T> {
         self.try_pad(ranges, fill).or_panic()
     }
 
-    /// Like [`Tensor::pad`], returning an error when `ranges` has the wrong length.
+    /// Like [`Tensor::pad`], returning an error when `ranges` has the wrong length or the padded
+    /// shape is more than a tensor can hold.
     pub fn try_pad(&self, ranges: &[(usize, usize)], fill: T) -> Result<Tensor<T>, ShapeError> {
         let shape = self.shape();
         check_rank("pad", ranges, shape)?;
-        let padded: Vec<usize> = shape
+        let padded = shape
             .iter()
             .zip(ranges)
-            .map(|(&len, &(before, after))| before + len + after)
-            .collect();
+            .enumerate()
+            .map(|(axis, (&len, &(before, after)))| {
+                checked(
+                    "pad",
+                    before.checked_add(len).and_then(|l| l.checked_add(after)),
+                    || {
+                        format!(
+                            "padding ({before}, {after}) of axis {axis} (length {len}) of shape \
+                             {shape:?}"
+                        )
+                    },
+                )
+            })
+            .collect::<Result<Vec<usize>, _>>()?;
+        checked_size::<T>("pad", &padded, || {
+            format!("padding {ranges:?} of shape {shape:?}")
+        })?;
         let mut out = ArrayD::from_elem(IxDyn(&padded), fill);
         out.slice_each_axis_mut(|ad| {
             let i = ad.axis.index();
@@ -130,8 +146,6 @@ impl<T: Clone> Tensor<T> {
 /// The geometry of a square sliding window over the last two axes of an NCHW tensor.
 #[derive(Clone, Copy, Debug)]
 struct Windows {
-    n: usize,
-    c: usize,
     h: usize,
     w: usize,
     k: usize,
@@ -143,11 +157,8 @@ struct Windows {
 }
 
 impl Windows {
-    #[allow(clippy::too_many_arguments)]
     fn new(
         op: &'static str,
-        n: usize,
-        c: usize,
         h: usize,
         w: usize,
         k: usize,
@@ -163,8 +174,25 @@ impl Windows {
                 ),
             ));
         }
-        let span = dilation * (k - 1) + 1;
-        let (ph, pw) = (h + 2 * padding, w + 2 * padding);
+        let geometry = || {
+            format!(
+                "kernel {k}, stride {stride}, dilation {dilation} and padding {padding} on \
+                 spatial size {h}x{w}"
+            )
+        };
+        let span = checked(
+            op,
+            dilation.checked_mul(k - 1).and_then(|s| s.checked_add(1)),
+            || format!("the window span dilation*(kernel-1)+1 of {}", geometry()),
+        )?;
+        let padded = |len: usize| {
+            checked(
+                op,
+                padding.checked_mul(2).and_then(|p| p.checked_add(len)),
+                || format!("the padded size size+2*padding of {}", geometry()),
+            )
+        };
+        let (ph, pw) = (padded(h)?, padded(w)?);
         if ph < span || pw < span {
             return Err(ShapeError::new(
                 op,
@@ -174,17 +202,21 @@ impl Windows {
                 ),
             ));
         }
+        let (out_h, out_w) = ((ph - span) / stride + 1, (pw - span) / stride + 1);
+        checked(op, out_h.checked_mul(out_w), || {
+            format!("the {out_h}x{out_w} window positions of {}", geometry())
+        })?;
         Ok(Windows {
-            n,
-            c,
             h,
             w,
             k,
-            stride,
+            // A stride past the padded size leaves one window per axis, as does this one,
+            // which keeps the index arithmetic small.
+            stride: stride.min(ph.max(pw)),
             dilation,
             padding,
-            out_h: (ph - span) / stride + 1,
-            out_w: (pw - span) / stride + 1,
+            out_h,
+            out_w,
         })
     }
 
@@ -196,22 +228,23 @@ impl Windows {
     /// The columns `lo..hi` of output positions whose input column `ox * stride + offset` is
     /// inside the image, where `offset = kj * dilation - padding`, and the first input column.
     fn col_range(&self, kj: usize) -> (usize, usize, usize) {
-        let offset = (kj * self.dilation) as isize - self.padding as isize;
-        let s = self.stride as isize;
+        // In i128: `kj * dilation` and `padding` may each be near `usize::MAX`.
+        let offset = kj as i128 * self.dilation as i128 - self.padding as i128;
+        let s = self.stride as i128;
         let lo = if offset >= 0 {
             0
         } else {
-            ((-offset + s - 1) / s) as usize
+            (-offset + s - 1) / s
         };
-        let last = self.w as isize - 1 - offset;
+        let last = self.w as i128 - 1 - offset;
         let hi = if last < 0 {
             0
         } else {
-            (last / s + 1).min(self.out_w as isize) as usize
+            (last / s + 1).min(self.out_w as i128)
         };
         let lo = lo.min(hi);
-        let first = (lo as isize * s + offset).max(0) as usize;
-        (lo, hi, first)
+        let first = (lo * s + offset).clamp(0, self.w as i128);
+        (lo as usize, hi as usize, first as usize)
     }
 
     /// The input row of output row `oy` for kernel row `ki`, when inside the image.
@@ -286,12 +319,24 @@ impl<T: Element> Tensor<T> {
                 ),
             ));
         };
-        let g = Windows::new("unfold", n, c, h, w, kernel, stride, dilation, padding)?;
+        let g = Windows::new("unfold", h, w, kernel, stride, dilation, padding)?;
         let x = self.as_shared().as_standard_layout();
         let xs = x.as_slice().expect("standard layout is contiguous");
         let l = g.positions();
-        let kk = kernel * kernel;
-        let mut out = vec![T::zero(); n * c * kk * l];
+        let kk = checked("unfold", kernel.checked_mul(kernel), || {
+            format!("kernel*kernel for kernel {kernel}")
+        })?;
+        let rows = checked("unfold", c.checked_mul(kk), || {
+            format!("the C*kernel*kernel rows of {c} channels with kernel {kernel}")
+        })?;
+        let size = checked_size::<T>("unfold", &[n, rows, l], || {
+            format!(
+                "unfolding shape {:?} with kernel {kernel}, stride {stride}, dilation \
+                 {dilation} and padding {padding}",
+                self.shape()
+            )
+        })?;
+        let mut out = vec![T::zero(); size];
         if l > 0 && h * w > 0 {
             for (plane, cols) in xs.chunks_exact(h * w).zip(out.chunks_exact_mut(kk * l)) {
                 g.for_each_row(|src, dst, lo, hi, first| {
@@ -303,7 +348,7 @@ impl<T: Element> Tensor<T> {
                 });
             }
         }
-        Ok(Tensor::from_vec(out, &[n, c * kk, l]))
+        Ok(Tensor::from_vec(out, &[n, rows, l]))
     }
 
     /// col2im, the adjoint of [`Tensor::unfold`], as PyTorch's `F.fold` with a square `kernel`:
@@ -346,7 +391,9 @@ impl<T: Element> Tensor<T> {
                 ),
             ));
         };
-        let kk = kernel * kernel;
+        let kk = checked("fold", kernel.checked_mul(kernel), || {
+            format!("kernel*kernel for kernel {kernel}")
+        })?;
         if kk == 0 || ckk % kk != 0 {
             return Err(ShapeError::new(
                 "fold",
@@ -357,7 +404,7 @@ impl<T: Element> Tensor<T> {
             ));
         }
         let c = ckk / kk;
-        let g = Windows::new("fold", n, c, h, w, kernel, stride, dilation, padding)?;
+        let g = Windows::new("fold", h, w, kernel, stride, dilation, padding)?;
         if g.positions() != l {
             return Err(ShapeError::new(
                 "fold",
@@ -373,7 +420,10 @@ impl<T: Element> Tensor<T> {
         }
         let cols = self.as_shared().as_standard_layout();
         let cs = cols.as_slice().expect("standard layout is contiguous");
-        let mut out = vec![T::zero(); g.n * g.c * h * w];
+        let size = checked_size::<T>("fold", &[n, c, h, w], || {
+            format!("output_size {output_size:?} for shape {shape:?}")
+        })?;
+        let mut out = vec![T::zero(); size];
         if l > 0 && h * w > 0 {
             for (plane, col) in out.chunks_exact_mut(h * w).zip(cs.chunks_exact(kk * l)) {
                 g.for_each_row(|dst, src, lo, hi, first| {
