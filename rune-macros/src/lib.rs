@@ -14,6 +14,8 @@ mod derive;
 mod diag;
 mod emit;
 mod expand;
+#[cfg(test)]
+mod fuzz;
 mod ir;
 mod lower;
 mod ops;
