@@ -44,35 +44,33 @@ impl Analysis {
 
 /// Calls `f` on every statement, depth first, in order.
 pub fn walk<'a>(stmts: &'a [Stmt], f: &mut impl FnMut(&'a Stmt)) {
-    for s in stmts {
-        f(s);
-        match s {
-            Stmt::Branch { arms, .. } => {
-                for arm in arms {
-                    walk(arm, f);
-                }
-            }
-            Stmt::Loop { body, .. } => walk(body, f),
-            _ => {}
-        }
-    }
+    walk_ordered(stmts, false, f);
 }
 
 /// Calls `f` on every statement, depth first, in reverse order (a region's statements from last
 /// to first, after the statement that holds it): usefulness flows from uses back to
 /// definitions, so one such pass settles a straight-line chain.
 pub fn walk_rev<'a>(stmts: &'a [Stmt], f: &mut impl FnMut(&'a Stmt)) {
-    for s in stmts.iter().rev() {
+    walk_ordered(stmts, true, f);
+}
+
+fn walk_ordered<'a>(stmts: &'a [Stmt], reverse: bool, f: &mut impl FnMut(&'a Stmt)) {
+    let mut visit = |s: &'a Stmt| {
         f(s);
         match s {
             Stmt::Branch { arms, .. } => {
                 for arm in arms {
-                    walk_rev(arm, f);
+                    walk_ordered(arm, reverse, f);
                 }
             }
-            Stmt::Loop { body, .. } => walk_rev(body, f),
+            Stmt::Loop { body, .. } => walk_ordered(body, reverse, f),
             _ => {}
         }
+    };
+    if reverse {
+        stmts.iter().rev().for_each(&mut visit);
+    } else {
+        stmts.iter().for_each(&mut visit);
     }
 }
 

@@ -1,20 +1,11 @@
 //! `Tensor::arange` and `Tensor::arange_step` in every element type they count in: values,
 //! lengths as NumPy's `arange` gives them, and the errors for steps that never reach the end.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+mod support;
+
+use support::panic_message;
 
 use rune_runtime::{Dual, Tensor};
-
-/// The panic message of `f`.
-fn panic_message<R>(f: impl FnOnce() -> R) -> String {
-    let err = catch_unwind(AssertUnwindSafe(f))
-        .err()
-        .expect("expected a panic");
-    err.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap()
-}
 
 #[test]
 fn arange_counts_from_zero_in_every_element_type() {

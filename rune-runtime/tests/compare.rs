@@ -1,6 +1,8 @@
 //! Comparisons, argmax/argmin, logic on masks and integer arithmetic.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+mod support;
+
+use support::panic_message;
 
 use rune_runtime::{Dual, Tensor};
 
@@ -14,17 +16,6 @@ fn m(values: &[bool], shape: &[usize]) -> Tensor<bool> {
 
 fn i(values: &[i64], shape: &[usize]) -> Tensor<i64> {
     Tensor::from_vec(values.to_vec(), shape)
-}
-
-/// The panic message of `f`.
-fn panic_message<R>(f: impl FnOnce() -> R) -> String {
-    let err = catch_unwind(AssertUnwindSafe(f))
-        .err()
-        .expect("expected a panic");
-    err.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap()
 }
 
 #[test]

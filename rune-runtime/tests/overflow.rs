@@ -3,24 +3,15 @@
 //! twin panics with the same message. The checks use checked arithmetic, so debug (these tests)
 //! and release builds agree.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+mod support;
+
+use support::panic_message;
 
 use rune_runtime::{add, concat, stack, try_add, try_concat, try_stack, ShapeError, Tensor};
 
 const MAX: usize = usize::MAX;
 /// The longest axis of `f64`s a tensor may have (its bytes fit in `isize`).
 const LONG: usize = isize::MAX as usize / 8;
-
-/// The panic message of `f`.
-fn panic_message<R>(f: impl FnOnce() -> R) -> String {
-    let err = catch_unwind(AssertUnwindSafe(f))
-        .err()
-        .expect("expected a panic");
-    err.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap()
-}
 
 /// Checks that `r` is an error of `op` whose message holds each of `parts`, and that the
 /// panicking twin `p` panics with exactly that message.
