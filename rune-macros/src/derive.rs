@@ -192,23 +192,31 @@ fn emit(input: &DeriveInput, fields: &[FieldModel<'_>], elem: &ElemSource<'_>) -
             quote!(#member: <#ty as #field_trait>::zeros_like(&self.#member))
         }
     });
-    // A tangent holds zeros for constant tensors too: they do not move.
-    let zero_tangents = fields.iter().map(|f| {
-        let member = &f.member;
-        if f.nodiff {
-            quote! {
-                #member: {
-                    use ::rune_ad::__private::{
-                        ZeroTangentOfConstant as _, ZeroTangentOfTensor as _,
-                    };
-                    (&&self.#member).__rune_zero_tangent()
+    // A tangent holds zeros for constant tensors too: they do not move. Each differentiated
+    // field's tangent comes from `method` (`zero_tangent`, or `as_tangent` of a given tangent).
+    let tangent_fields = |method: proc_macro2::TokenStream| -> Vec<proc_macro2::TokenStream> {
+        fields
+            .iter()
+            .map(|f| {
+                let member = &f.member;
+                if f.nodiff {
+                    quote! {
+                        #member: {
+                            use ::rune_ad::__private::{
+                                ZeroTangentOfConstant as _, ZeroTangentOfTensor as _,
+                            };
+                            (&&self.#member).__rune_zero_tangent()
+                        }
+                    }
+                } else {
+                    let ty = f.ty;
+                    quote!(#member: <#ty as #field_trait>::#method(&self.#member))
                 }
-            }
-        } else {
-            let ty = f.ty;
-            quote!(#member: <#ty as #field_trait>::zero_tangent(&self.#member))
-        }
-    });
+            })
+            .collect()
+    };
+    let zero_tangents = tangent_fields(quote!(zero_tangent));
+    let as_tangents = tangent_fields(quote!(as_tangent));
     let active: Vec<_> = fields.iter().filter(|f| !f.nodiff).collect();
     let leaves = active.iter().map(|f| {
         let (member, ty) = (&f.member, f.ty);
@@ -246,6 +254,10 @@ fn emit(input: &DeriveInput, fields: &[FieldModel<'_>], elem: &ElemSource<'_>) -
 
             fn zero_tangent(&self) -> Self {
                 Self { #(#zero_tangents,)* }
+            }
+
+            fn as_tangent(&self) -> Self {
+                Self { #(#as_tangents,)* }
             }
 
             fn leaves(&self) -> ::std::vec::Vec<&::rune_ad::__private::Tensor<Self::Elem>> {

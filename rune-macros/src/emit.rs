@@ -23,7 +23,7 @@ use crate::ir::{
 };
 use crate::lower::{const_ident, path_place, path_tokens, val_ident};
 use crate::ops::{self, Form, Keep, OpSpec, Param};
-use crate::parse::{hidden, Options, Returns, Signature};
+use crate::parse::{hidden, Entry, Options, Returns, Signature};
 
 const RT: &str = "::rune_ad::__private";
 
@@ -1171,25 +1171,21 @@ impl Emitter<'_> {
                 } else {
                     quote!(&#ident)
                 };
-                // A slice parameter (`&[Layer]`) is differentiated as the `Vec` it copies into
-                // (cheap: tensors share their buffers); its gradient is that `Vec`'s.
-                let is_slice = self.sig.params.iter().any(|p| {
-                    p.ident == *ident
-                        && matches!(&p.ty, syn::Type::Reference(r) if matches!(*r.elem, syn::Type::Slice(_)))
-                });
-                // An optional one (`Option<&Tensor<T>>`) as the owned `Option` it clones into.
-                let is_option_of_ref = self.sig.params.iter().any(|p| {
-                    p.ident == *ident
-                        && matches!(&p.ty, syn::Type::Path(t)
-                            if t.path.segments.last().is_some_and(|s| s.ident == "Option"))
-                        && Signature::grad_type(p).to_string() != p.ty.to_token_stream().to_string()
-                });
-                let as_vec = if is_slice {
-                    Some(quote!(let #ident: &::std::vec::Vec<_> = &<[_]>::to_vec(#ident);))
-                } else if is_option_of_ref {
-                    Some(quote!(let #ident = #ident.cloned();))
-                } else {
-                    None
+                // A slice (`&[Layer]`) or an optional reference (`Option<&Tensor<T>>`) enters as
+                // the owned `Differentiable` value it copies into.
+                let entry = self
+                    .sig
+                    .params
+                    .iter()
+                    .find(|p| p.ident == *ident)
+                    .and_then(|p| p.active.as_ref())
+                    .map_or(Entry::AsIs, |a| a.entry);
+                let as_vec = match entry {
+                    Entry::SliceToVec => {
+                        Some(quote!(let #ident: &::std::vec::Vec<_> = &<[_]>::to_vec(#ident);))
+                    }
+                    Entry::OptionCloned => Some(quote!(let #ident = #ident.cloned();)),
+                    Entry::AsIs => None,
                 };
                 match mode {
                     Mode::Reverse => {

@@ -934,11 +934,7 @@ impl Lowerer<'_> {
         let slot = self.new_slot();
         let init = self.operand(init, Use::Plain);
         self.stmts.push(Stmt::SlotInit { slot, init });
-        let id = self.new_region();
-        let trip = hidden(&format!("item{id}"));
-        let n = const_ident(chain.count);
-        let body = self.region(|l| {
-            let item = l.chain_item(&chain, &trip);
+        self.chain_loop(&chain, |l, item| {
             let out = l.new_val();
             l.stmts.push(Stmt::SlotRead { out, slot });
             let acc = Lowered::Val(out);
@@ -968,14 +964,6 @@ impl Lowerer<'_> {
             let val = l.operand(next, Use::Plain);
             l.stmts.push(Stmt::SlotWrite { slot, val });
         });
-        self.stmts.push(Stmt::Loop {
-            id,
-            head: LoopHead::For {
-                pattern: trip.into_token_stream(),
-                iter: quote!(0..#n),
-            },
-            body,
-        });
         let out = self.new_val();
         self.stmts.push(Stmt::SlotRead { out, slot });
         Lowered::Val(out)
@@ -983,15 +971,24 @@ impl Lowerer<'_> {
 
     /// `chain.collect::<Vec<_>>()` of differentiated elements into the list `list`.
     fn collect_chain(&mut self, chain: Chain, list: List, at: &Expr) {
-        let id = self.new_region();
-        let trip = hidden(&format!("item{id}"));
-        let n = const_ident(chain.count);
-        let body = self.region(|l| match l.chain_item(&chain, &trip) {
+        self.chain_loop(&chain, |l, item| match item {
             Item::Value(v, _) => l.list_push(list, v),
             Item::Tuple(_) => l.errors.at(
                 at,
                 "only a `Vec` of tensors can be collected here; `map` the tuple to one tensor",
             ),
+        });
+    }
+
+    /// A loop over a chain's elements whose body `body` lowers from each element (for `fold`,
+    /// `sum` and `collect`, which neither `break` nor `continue`).
+    fn chain_loop(&mut self, chain: &Chain, body: impl FnOnce(&mut Self, Item)) {
+        let id = self.new_region();
+        let trip = hidden(&format!("item{id}"));
+        let n = const_ident(chain.count);
+        let stmts = self.region(|l| {
+            let item = l.chain_item(chain, &trip);
+            body(l, item);
         });
         self.stmts.push(Stmt::Loop {
             id,
@@ -999,7 +996,7 @@ impl Lowerer<'_> {
                 pattern: trip.into_token_stream(),
                 iter: quote!(0..#n),
             },
-            body,
+            body: stmts,
         });
     }
 

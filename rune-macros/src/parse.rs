@@ -107,6 +107,19 @@ pub struct Active {
     /// A number (`f32`/`f64`, by value or reference) of a function returning a number: a 0-d
     /// tensor inside, a number in the generated functions' signatures.
     pub scalar: bool,
+    /// How a structure parameter enters the generated passes.
+    pub entry: Entry,
+}
+
+/// How a structure parameter enters the generated passes: as it is, or as the owned
+/// `Differentiable` value it copies into (cheap: tensors share their buffers).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    AsIs,
+    /// `&[X]` as the `Vec<X>` it copies into.
+    SliceToVec,
+    /// `Option<&X>` as the `Option<X>` it clones into.
+    OptionCloned,
 }
 
 /// Whether a parameter of type `ty` (behind any reference) is taken for a `Differentiable`
@@ -216,6 +229,16 @@ fn result_parts(ty: &Type) -> Option<(Type, Type)> {
         _ => None,
     });
     Some((types.next()?, types.next()?))
+}
+
+/// Whether `ty` is `Option<&X>`.
+fn option_of_ref(ty: &Type) -> bool {
+    let Type::Path(p) = ty else { return false };
+    let Some(last) = p.path.segments.last().filter(|s| s.ident == "Option") else {
+        return false;
+    };
+    matches!(&last.arguments, syn::PathArguments::AngleBracketed(args)
+        if matches!(args.args.first(), Some(syn::GenericArgument::Type(Type::Reference(_)))))
 }
 
 /// `f32` or `f64`.
@@ -428,6 +451,7 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                 elem: inner.clone(),
                 structure: false,
                 scalar: true,
+                entry: Entry::AsIs,
             }),
             Some(elem) if !nodiff && !is_nondiff_elem(elem) => {
                 if mutable_ref {
@@ -443,6 +467,7 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                     elem: elem.clone(),
                     structure: false,
                     scalar: false,
+                    entry: Entry::AsIs,
                 })
             }
             None if !nodiff
@@ -469,6 +494,11 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                     },
                     structure: true,
                     scalar: false,
+                    entry: if matches!(inner, Type::Slice(_)) {
+                        Entry::SliceToVec
+                    } else {
+                        Entry::AsIs
+                    },
                 })
             }
             None if !nodiff && option_inner(inner, &generics).is_some() => {
@@ -478,6 +508,11 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                     elem: syn::parse_quote!(<#owned as ::rune_ad::__private::Differentiable>::Elem),
                     structure: true,
                     scalar: false,
+                    entry: if option_of_ref(inner) {
+                        Entry::OptionCloned
+                    } else {
+                        Entry::AsIs
+                    },
                 })
             }
             None if !nodiff && holds_differentiable(&ty, &generics) => {

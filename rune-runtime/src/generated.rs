@@ -268,15 +268,10 @@ pub trait StructTangentSlot<D> {
 }
 
 impl<D: crate::Differentiable> StructTangentSlot<D> for &D {
-    /// The caller's tangent for the differentiated leaves, zeros for `#[nodiff]` tensors (a
-    /// tangent made with `zeros_like` holds copies of them, which are not their tangents).
+    /// The caller's tangent, with zeros for `#[nodiff]` tensors ([`Differentiable::as_tangent`]).
     #[inline]
-    fn tangent_or_zeros(self, primal: &D) -> D {
-        let mut t = primal.zero_tangent();
-        for (a, b) in t.leaves_mut().into_iter().zip(self.leaves()) {
-            *a = b.clone();
-        }
-        t
+    fn tangent_or_zeros(self, _primal: &D) -> D {
+        self.as_tangent()
     }
 }
 

@@ -29,6 +29,13 @@ pub trait Differentiable: Clone {
         self.zeros_like()
     }
 
+    /// `self`, a tangent given for a structure of this type, with zeros for its `#[nodiff]`
+    /// tensor fields (a tangent made with `zeros_like` holds copies of those constants, which
+    /// are not their tangents).
+    fn as_tangent(&self) -> Self {
+        self.clone()
+    }
+
     /// The leaf tensors, in order.
     fn leaves(&self) -> Vec<&Tensor<Self::Elem>>;
 
@@ -89,6 +96,8 @@ pub trait DifferentiableField<E: Element>: Sized {
     fn zeros_like(&self) -> Self;
     /// [`Differentiable::zero_tangent`].
     fn zero_tangent(&self) -> Self;
+    /// [`Differentiable::as_tangent`].
+    fn as_tangent(&self) -> Self;
     /// [`Differentiable::leaves`].
     fn leaves(&self) -> Vec<&Tensor<E>>;
     /// [`Differentiable::leaves_mut`].
@@ -104,6 +113,9 @@ impl<E: Element, D: Differentiable<Elem = E>> DifferentiableField<E> for D {
     }
     fn zero_tangent(&self) -> Self {
         Differentiable::zero_tangent(self)
+    }
+    fn as_tangent(&self) -> Self {
+        Differentiable::as_tangent(self)
     }
     fn leaves(&self) -> Vec<&Tensor<E>> {
         Differentiable::leaves(self)
@@ -161,6 +173,9 @@ impl<D: Differentiable> Differentiable for Vec<D> {
     fn zero_tangent(&self) -> Self {
         self.iter().map(D::zero_tangent).collect()
     }
+    fn as_tangent(&self) -> Self {
+        self.iter().map(D::as_tangent).collect()
+    }
     sequence_leaves!();
 }
 
@@ -172,6 +187,9 @@ impl<D: Differentiable> Differentiable for Option<D> {
     }
     fn zero_tangent(&self) -> Self {
         self.as_ref().map(D::zero_tangent)
+    }
+    fn as_tangent(&self) -> Self {
+        self.as_ref().map(D::as_tangent)
     }
     fn leaves(&self) -> Vec<&Tensor<D::Elem>> {
         self.iter().flat_map(D::leaves).collect()
@@ -191,6 +209,9 @@ impl<D: Differentiable, const N: usize> Differentiable for [D; N] {
     }
     fn zero_tangent(&self) -> Self {
         std::array::from_fn(|i| self[i].zero_tangent())
+    }
+    fn as_tangent(&self) -> Self {
+        std::array::from_fn(|i| self[i].as_tangent())
     }
     sequence_leaves!();
 }
