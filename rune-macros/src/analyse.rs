@@ -63,6 +63,16 @@ fn walk_ordered<'a>(stmts: &'a [Stmt], reverse: bool, f: &mut impl FnMut(&'a Stm
                     walk_ordered(arm, reverse, f);
                 }
             }
+            Stmt::Stages { stages, .. } if reverse => {
+                for stage in stages.iter().rev() {
+                    walk_ordered(stage, reverse, f);
+                }
+            }
+            Stmt::Stages { stages, .. } => {
+                for stage in stages {
+                    walk_ordered(stage, reverse, f);
+                }
+            }
             Stmt::Loop { body, .. } => walk_ordered(body, reverse, f),
             _ => {}
         }

@@ -11,8 +11,10 @@
 //! Beside a free function the hidden entry points are associated functions of a type named `f`
 //! (`f::fwd`); in an `impl` block, associated functions `f_fwd`, `f_tangent` (see [`Host`]).
 
+use std::collections::HashMap;
+
 use proc_macro2::TokenStream;
-use proc_macro2::{Span, TokenTree};
+use proc_macro2::{Spacing, Span, TokenTree};
 use quote::{format_ident, quote, ToTokens};
 use syn::{Ident, ItemFn};
 
@@ -26,6 +28,205 @@ use crate::ops::{self, Form, Keep, OpSpec, Param};
 use crate::parse::{hidden, Entry, Options, Returns, Signature};
 
 const RT: &str = "::rune_ad::__private";
+
+/// `pieces` with each declaration of `decls` put just before the first piece that names its
+/// variable; a declaration no piece names is left out.
+///
+/// An adjoint declared `let mut a = None;` at the top of the backward pass has no type until its
+/// first contribution, and rustc carries every such open variable through the checking of all
+/// the code between: with thousands of adjoints that cost grows with the square of the body's
+/// length. Declared where it is first named, an adjoint gets its type a statement later.
+fn declare_before_use(
+    decls: Vec<(Ident, TokenStream)>,
+    pieces: Vec<TokenStream>,
+) -> Vec<TokenStream> {
+    let mut pending: HashMap<String, TokenStream> = decls
+        .into_iter()
+        .map(|(ident, decl)| (ident.to_string(), decl))
+        .collect();
+    let mut out = Vec::with_capacity(pieces.len() + pending.len());
+    for piece in pieces {
+        let mut groups = vec![piece.clone()];
+        while let Some(tokens) = groups.pop() {
+            for token in tokens {
+                match token {
+                    TokenTree::Ident(i) => {
+                        if let Some(decl) = pending.remove(&i.to_string()) {
+                            out.push(decl);
+                        }
+                    }
+                    TokenTree::Group(g) => groups.push(g.stream()),
+                    _ => {}
+                }
+            }
+        }
+        out.push(piece);
+    }
+    out
+}
+
+/// `body` with each run of up to 16 consecutive top-level `let`s of generated names
+/// (`let [mut] __rune_x = e;`) gathered into one: `let (a, b, ..) = { let a = ..; let b = ..;
+/// (a, b, ..) };`.
+///
+/// Each `let` opens a scope inside the previous one, and a debug build describes that nesting
+/// to LLVM, which recurses once a level: about 2,500 `let`s in one block overflow its stack
+/// (plain Rust too). The generated passes have several `let`s for each op of the source, so one
+/// by one they reached that depth for bodies a quarter of that length; gathered, the depth is a
+/// sixteenth. Gathered code takes rustc a fifth longer to check, so bodies of fewer than 500
+/// `let`s are left as they are. (Declaring the variables first and assigning them later would
+/// also do, but rustc checks such code several times slower.) A name bound twice is left as
+/// written, and so is a
+/// `let` with a type or an `else`, or one whose initializer may borrow a temporary (a `let`
+/// extends its life; the block would end it).
+fn gather_lets(body: TokenStream) -> TokenStream {
+    const RUN: usize = 16;
+    const LONG: usize = 500;
+    let tokens: Vec<TokenTree> = body.clone().into_iter().collect();
+    let lets = tokens
+        .iter()
+        .filter(|t| matches!(t, TokenTree::Ident(kw) if kw == "let"))
+        .count();
+    if lets < LONG {
+        return body;
+    }
+    let is_punct = |t: &TokenTree, c: char| matches!(t, TokenTree::Punct(p) if p.as_char() == c);
+    let after_keyword = |i: usize| {
+        matches!(
+            i.checked_sub(1).map(|p| &tokens[p]),
+            Some(TokenTree::Ident(prev)) if prev == "if" || prev == "while"
+        )
+    };
+    // `let [mut] name = ..;` starting at i: (name, mut, index after its `;`).
+    let simple_let = |i: usize| -> Option<(Ident, bool, usize)> {
+        match &tokens[i] {
+            TokenTree::Ident(kw) if kw == "let" && !after_keyword(i) => {}
+            _ => return None,
+        }
+        let mutable = matches!(tokens.get(i + 1), Some(TokenTree::Ident(m)) if m == "mut");
+        let at = i + 1 + usize::from(mutable);
+        let Some(TokenTree::Ident(name)) = tokens.get(at) else {
+            return None;
+        };
+        if !name.to_string().starts_with("__rune_") {
+            return None;
+        }
+        match tokens.get(at + 1) {
+            Some(TokenTree::Punct(p)) if p.as_char() == '=' && p.spacing() == Spacing::Alone => {}
+            _ => return None,
+        }
+        let start = at + 2;
+        let end = (start..tokens.len()).find(|&k| is_punct(&tokens[k], ';'))?;
+        match tokens.get(start) {
+            // `&a * &b` borrows no temporary past the statement; `&e` alone may.
+            Some(t) if is_punct(t, '&') => {
+                let binary = (start + 2..end).any(|k| {
+                    matches!(&tokens[k], TokenTree::Punct(p) if "+-*/%^".contains(p.as_char()))
+                        && !matches!(&tokens[k - 1], TokenTree::Punct(_))
+                });
+                if !binary {
+                    return None;
+                }
+            }
+            Some(TokenTree::Group(_)) => return None,
+            _ => {}
+        }
+        for (k, t) in tokens.iter().enumerate().skip(start) {
+            match t {
+                TokenTree::Punct(p) if p.as_char() == ';' => {
+                    return Some((name.clone(), mutable, k + 1));
+                }
+                TokenTree::Ident(e) if e == "else" => return None,
+                TokenTree::Group(g) if g.delimiter() == proc_macro2::Delimiter::Brace => {
+                    return None
+                }
+                _ => {}
+            }
+        }
+        None
+    };
+    // How many top-level `let`s bind each name (in any pattern: `let (a, b) = ..` too).
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for (i, t) in tokens.iter().enumerate() {
+        match t {
+            TokenTree::Ident(kw) if kw == "let" && !after_keyword(i) => {}
+            _ => continue,
+        }
+        let mut names = Vec::new();
+        let mut groups = Vec::new();
+        for t in &tokens[i + 1..] {
+            match t {
+                TokenTree::Punct(p) if matches!(p.as_char(), '=' | ';' | ':') => break,
+                TokenTree::Ident(name) => names.push(name.to_string()),
+                TokenTree::Group(g) => groups.push(g.stream()),
+                _ => {}
+            }
+        }
+        while let Some(stream) = groups.pop() {
+            for t in stream {
+                match t {
+                    TokenTree::Ident(name) => names.push(name.to_string()),
+                    TokenTree::Group(g) => groups.push(g.stream()),
+                    _ => {}
+                }
+            }
+        }
+        for name in names {
+            *count.entry(name).or_default() += 1;
+        }
+    }
+    // The last top-level token that names each identifier (inside its groups too): a gathered
+    // `let` hands on only the names read after it (a name moved inside it is not).
+    let mut last_use: HashMap<String, usize> = HashMap::new();
+    for (i, t) in tokens.iter().enumerate() {
+        let mut stack = vec![t.clone()];
+        while let Some(t) = stack.pop() {
+            match t {
+                TokenTree::Ident(name) => {
+                    last_use.insert(name.to_string(), i);
+                }
+                TokenTree::Group(g) => stack.extend(g.stream()),
+                _ => {}
+            }
+        }
+    }
+    let mut out = TokenStream::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        let mut run = Vec::new();
+        let mut end = i;
+        while run.len() < RUN {
+            match simple_let(end) {
+                Some((name, mutable, next)) if count[&name.to_string()] == 1 => {
+                    run.push((name, mutable));
+                    end = next;
+                    if end >= tokens.len() {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        if run.len() < 2 {
+            out.extend([tokens[i].clone()]);
+            i += 1;
+            continue;
+        }
+        let lets = &tokens[i..end];
+        run.retain(|(name, _)| last_use[&name.to_string()] >= end);
+        let pattern = run.iter().map(|(name, mutable)| {
+            if *mutable {
+                quote!(mut #name)
+            } else {
+                quote!(#name)
+            }
+        });
+        let names = run.iter().map(|(name, _)| name);
+        out.extend(quote!(let (#(#pattern,)*) = { #(#lets)* (#(#names,)*) };));
+        i = end;
+    }
+    out
+}
 
 fn rt() -> TokenStream {
     RT.parse().expect("path parses")
@@ -587,6 +788,7 @@ pub struct Emitter<'a> {
 /// Something the backward pass reads, saved by the forward pass right after the statement that
 /// produces it: captured by the pullback at the top level, pushed on a stack inside a branch or
 /// loop (and popped at the start of the same region's replay).
+#[derive(Clone, Copy)]
 enum Saved {
     Value(Val),
     Shape(Val),
@@ -669,8 +871,20 @@ fn trips_ident(id: usize) -> Ident {
 fn trips_stack_ident(id: usize) -> Ident {
     hidden(&format!("trips{id}_stack"))
 }
+fn arm_ident(id: usize) -> Ident {
+    hidden(&format!("arm{id}"))
+}
 fn arm_stack_ident(id: usize) -> Ident {
     hidden(&format!("arm{id}_stack"))
+}
+fn reached_ident(id: usize) -> Ident {
+    hidden(&format!("reached{id}"))
+}
+fn reached_stack_ident(id: usize) -> Ident {
+    hidden(&format!("reached{id}_stack"))
+}
+fn stages_label(id: usize) -> syn::Lifetime {
+    syn::Lifetime::new(&format!("'__rune_stages{id}"), Span::call_site())
 }
 
 /// Which emission a walk produces.
@@ -1048,6 +1262,37 @@ impl Emitter<'_> {
         }
     }
 
+    /// For each stage, the values and shapes that an earlier stage saved and it reads, with the
+    /// statement that saved them. A stage's replay in the backward pass sees only what it
+    /// popped itself, so the forward pass saves these again when the stage starts.
+    fn crossings<'s>(&self, stages: &'s [Vec<Stmt>]) -> Vec<Vec<(Saved, &'s Stmt)>> {
+        let mut earlier: Vec<(Val, Saved, &Stmt)> = Vec::new();
+        let mut out = Vec::with_capacity(stages.len());
+        for stage in stages {
+            let mut read = std::collections::HashSet::new();
+            walk(stage, &mut |s| {
+                s.read_vals(&mut |v| {
+                    read.insert(v);
+                })
+            });
+            out.push(
+                earlier
+                    .iter()
+                    .filter(|(v, _, _)| read.contains(v))
+                    .map(|&(_, saved, def)| (saved, def))
+                    .collect(),
+            );
+            for stmt in stage {
+                for saved in self.saved_by(stmt) {
+                    if let Saved::Value(v) | Saved::Shape(v) = saved {
+                        earlier.push((v, saved, stmt));
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Every saved item inside a branch or loop (each gets a stack).
     fn stacked(&self) -> Vec<Saved> {
         let mut out = Vec::new();
@@ -1060,6 +1305,11 @@ impl Emitter<'_> {
                     Stmt::Branch { arms, .. } => {
                         for arm in arms {
                             go(e, arm, depth + 1, out);
+                        }
+                    }
+                    Stmt::Stages { stages, .. } => {
+                        for stage in stages {
+                            go(e, stage, depth + 1, out);
                         }
                     }
                     Stmt::Loop { body, .. } => go(e, body, depth + 1, out),
@@ -1350,15 +1600,18 @@ impl Emitter<'_> {
                     .iter()
                     .map(|arm| self.forward_block(arm, depth + 1, mode, hoists))
                     .collect();
+                // Each arm records itself as it ends, so the arms nest no deeper than the user's
+                // branch (rustc's parser limits the depth).
+                let stack = arm_stack_ident(*id);
                 let indexed: Vec<TokenStream> = bodies
                     .iter()
                     .enumerate()
                     .map(|(i, b)| match mode {
-                        Mode::Reverse => quote!({ #b #i }),
+                        Mode::Reverse => quote!({ #b #stack.push(#i); }),
                         Mode::Tangent => quote!({ #b }),
                     })
                     .collect();
-                let choice = match head {
+                match head {
                     BranchHead::If(cond) => {
                         let (a, b) = (&indexed[0], &indexed[1]);
                         quote!(if #cond #a else #b)
@@ -1367,13 +1620,38 @@ impl Emitter<'_> {
                         scrutinee,
                         patterns,
                     } => quote!(match #scrutinee { #(#patterns => #indexed)* }),
+                }
+            }
+            Stmt::Stages { id, guard, stages } => {
+                let label = stages_label(*id);
+                let reached = reached_ident(*id);
+                let crossings = match mode {
+                    Mode::Reverse => self.crossings(stages),
+                    Mode::Tangent => Vec::new(),
                 };
+                let bodies = stages.iter().enumerate().map(|(k, stage)| {
+                    let body = self.forward_block(stage, depth + 1, mode, hoists);
+                    let count = (mode == Mode::Reverse).then(|| {
+                        let n = k + 1;
+                        let again = crossings[k].iter().map(|(saved, def)| {
+                            let stack = saved.stack();
+                            let value = self.save_expr(saved, def, hoists);
+                            quote!(#stack.push(#value);)
+                        });
+                        quote!(#reached = #n; #(#again)*)
+                    });
+                    quote!(if !(#guard) { break #label; } #count #body)
+                });
                 match mode {
                     Mode::Reverse => {
-                        let stack = arm_stack_ident(*id);
-                        quote!(#stack.push(#choice);)
+                        let stack = reached_stack_ident(*id);
+                        quote! {
+                            let mut #reached = 0usize;
+                            #label: { #(#bodies)* }
+                            #stack.push(#reached);
+                        }
                     }
-                    Mode::Tangent => quote!(#choice),
+                    Mode::Tangent => quote!(#label: { #(#bodies)* }),
                 }
             }
             Stmt::Loop { id, head, body } => {
@@ -1725,20 +2003,37 @@ impl Emitter<'_> {
                 }
             }
             Stmt::Branch { id, arms, .. } => {
+                // One flat `if` an arm with a backward pass, no deeper than the user's branch.
                 let stack = arm_stack_ident(*id);
+                let taken = arm_ident(*id);
                 let replays: Vec<TokenStream> = arms
                     .iter()
                     .enumerate()
-                    .map(|(i, arm)| {
-                        let b = self.backward_block(arm, depth + 1);
-                        quote!(#i => { #b })
-                    })
+                    .map(|(i, arm)| (i, self.backward_block(arm, depth + 1)))
+                    .filter(|(_, b)| !b.is_empty())
+                    .map(|(i, b)| quote!(if #taken == #i { #b }))
                     .collect();
                 quote! {
-                    match ::core::option::Option::unwrap(#stack.pop()) {
-                        #(#replays)*
-                        _ => ::core::unreachable!(),
-                    }
+                    let #taken = ::core::option::Option::unwrap(#stack.pop());
+                    #(#replays)*
+                }
+            }
+            Stmt::Stages { id, stages, .. } => {
+                let reached = reached_ident(*id);
+                let stack = reached_stack_ident(*id);
+                let crossings = self.crossings(stages);
+                let replays = stages.iter().enumerate().rev().map(|(k, stage)| {
+                    let again = crossings[k].iter().map(|(saved, _)| {
+                        let ident = saved.ident();
+                        let stack = saved.stack();
+                        quote!(let #ident = ::core::option::Option::unwrap(#stack.pop());)
+                    });
+                    let b = self.backward_block(stage, depth + 1);
+                    quote!(if #reached > #k { #(#again)* #b })
+                });
+                quote! {
+                    let #reached = ::core::option::Option::unwrap(#stack.pop());
+                    #(#replays)*
                 }
             }
             Stmt::Loop { id, body, .. } => {
@@ -1766,6 +2061,11 @@ impl Emitter<'_> {
         walk(&self.body.stmts, &mut |s| match s {
             Stmt::Branch { id, .. } => {
                 let stack = arm_stack_ident(*id);
+                decls
+                    .push(quote!(let mut #stack: ::std::vec::Vec<usize> = ::std::vec::Vec::new();));
+            }
+            Stmt::Stages { id, .. } => {
+                let stack = reached_stack_ident(*id);
                 decls
                     .push(quote!(let mut #stack: ::std::vec::Vec<usize> = ::std::vec::Vec::new();));
             }
@@ -1820,11 +2120,16 @@ impl Emitter<'_> {
         let optionals = self.optional_decls(false);
         let fwd = self.forward_block(&self.body.stmts, 0, Mode::Reverse, &hoists);
 
-        let mut bwd = Vec::new();
+        // Adjoints and slot adjoints are declared where first named (see `declare_before_use`).
+        let mut adjoints = Vec::new();
         for v in (0..self.body.values).map(Val).filter(|v| self.useful(*v)) {
             let adj = adjoint_ident(v);
-            bwd.push(quote!(let mut #adj = ::core::option::Option::None;));
+            adjoints.push((
+                adj.clone(),
+                quote!(let mut #adj = ::core::option::Option::None;),
+            ));
         }
+        let mut bwd = Vec::new();
         for root in 0..self.body.roots.len() {
             let g = struct_grad_ident(root);
             let tpl = template_ident(root);
@@ -1839,7 +2144,10 @@ impl Emitter<'_> {
         for s in (0..self.body.slots).map(Slot) {
             if self.analysis.slot_useful(s) {
                 let am = slot_adjoint_ident(s);
-                bwd.push(quote!(let mut #am = ::core::option::Option::None;));
+                adjoints.push((
+                    am.clone(),
+                    quote!(let mut #am = ::core::option::Option::None;),
+                ));
             }
         }
         for (i, out) in self.body.outputs.iter().enumerate() {
@@ -1856,7 +2164,13 @@ impl Emitter<'_> {
                 );
             }
         }
-        bwd.push(self.backward_block(&self.body.stmts, 0));
+        bwd.extend(
+            self.body
+                .stmts
+                .iter()
+                .rev()
+                .map(|stmt| self.backward_stmt(stmt, 0)),
+        );
         let slots: Vec<TokenStream> = self
             .sig
             .params
@@ -1894,19 +2208,21 @@ impl Emitter<'_> {
 
         let value = self.output_value();
         let cot_ty = self.sig.cotangent_type();
+        bwd.push(quote!((#(#slots,)*)));
+        let bwd = declare_before_use(adjoints, bwd);
+        let bwd = gather_lets(quote!(#(#bwd)*));
         let result = self.ok(quote! {
             (__rune_value, move |__rune_cotangent: #cot_ty| {
-                #(#bwd)*
-                (#(#slots,)*)
+                #bwd
             })
         });
-        quote! {
+        gather_lets(quote! {
             #stacks
             #optionals
             #fwd
             let __rune_value = #value;
             #result
-        }
+        })
     }
 
     /// The value of each active parameter, in parameter order (`None` for constants).
@@ -2001,12 +2317,12 @@ impl Emitter<'_> {
             quote!((#(#tangents,)*))
         };
         let result = self.ok(quote!((#value, __rune_tangent_out)));
-        quote! {
+        gather_lets(quote! {
             #optionals
             #fwd
             let __rune_tangent_out = #tangent;
             #result
-        }
+        })
     }
 
     /// How each parameter is passed on to a function taking the same parameters, from owned
@@ -2200,7 +2516,7 @@ impl Emitter<'_> {
             if generic {
                 ty.to_token_stream()
                     .into_iter()
-                    .any(|t| matches!(&t, proc_macro2::TokenTree::Ident(i) if *i == elem_name))
+                    .any(|t| matches!(&t, TokenTree::Ident(i) if *i == elem_name))
                     || text.contains(&format!("< {elem_name} >"))
             } else {
                 text.contains(&tensor_of_elem)

@@ -85,6 +85,12 @@ fn mutate(tokens: TokenStream, rng: &mut Rng) -> TokenStream {
 
 #[test]
 fn fuzz_expansion_never_panics() {
+    // On the macro's own deep stack, as rustc runs it: the corpus holds the deep bodies of
+    // tests/long_bodies.rs, and parsing them and their expansions recurses as deep.
+    crate::on_deep_stack(fuzz_on_this_stack);
+}
+
+fn fuzz_on_this_stack() {
     let corpus = corpus();
     assert!(corpus.len() > 100, "corpus of {} functions", corpus.len());
     let cases: usize = std::env::var("RUNE_FUZZ_CASES")

@@ -150,6 +150,16 @@ pub enum Stmt {
         head: BranchHead,
         arms: Vec<Vec<Stmt>>,
     },
+    /// The rest of a block after a statement that may leave early (`return`, `break`,
+    /// `continue`), cut after each further such statement: stage `k` runs when no flag is set
+    /// after stage `k - 1`, and the backward pass replays the stages that ran. Flat, however
+    /// many early exits the block has; the stages share one scope.
+    Stages {
+        id: usize,
+        /// True while no flag is set (`!(returned || brk || cont)`).
+        guard: TokenStream,
+        stages: Vec<Vec<Stmt>>,
+    },
     /// A loop over constants; the backward pass replays its trip count in reverse.
     Loop {
         id: usize,
@@ -192,6 +202,27 @@ pub enum Stmt {
         /// Written `g(..)?`: the callee returns a `Result`, whose error the caller returns.
         fallible: bool,
     },
+}
+
+impl Stmt {
+    /// Calls `f` on each differentiated value this statement itself reads (not those of the
+    /// statements it holds).
+    pub fn read_vals(&self, f: &mut impl FnMut(Val)) {
+        match self {
+            Stmt::Op { inputs, .. } => inputs.iter().filter_map(|o| o.val()).for_each(f),
+            Stmt::SlotInit { init: val, .. }
+            | Stmt::SlotWrite { val, .. }
+            | Stmt::ListPush { val, .. } => val.val().into_iter().for_each(f),
+            Stmt::Call { args, .. } => {
+                for arg in args {
+                    if let CallArg::Val { val, .. } = arg {
+                        f(*val);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The function a [`Stmt::Call`] calls, which decides where its entry points are.

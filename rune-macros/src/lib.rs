@@ -29,7 +29,7 @@ use syn::{parse_macro_input, DeriveInput};
 /// See the `rune_ad` crate documentation for what is accepted and what is generated.
 #[proc_macro_attribute]
 pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::differentiable(args.into(), item.into()).into()
+    on_deep_stack(|| expand::differentiable(args.into(), item.into()).into())
 }
 
 /// Implements `Differentiable` for a struct of tensors, other `Differentiable` types, and `Vec`s
@@ -41,8 +41,21 @@ pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
 /// field's, and every other differentiated field must have the same.
 #[proc_macro_derive(Differentiable, attributes(nodiff))]
 pub fn derive_differentiable(input: TokenStream) -> TokenStream {
-    let input = parse_macro_input!(input as DeriveInput);
-    derive::differentiable(input)
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
+    on_deep_stack(|| {
+        let input = parse_macro_input!(input as DeriveInput);
+        derive::differentiable(input)
+            .unwrap_or_else(syn::Error::into_compile_error)
+            .into()
+    })
+}
+
+/// Runs `f` on a stack of its own, large enough for the deepest body rustc itself accepts.
+///
+/// Parsing, lowering and emitting recurse over the syntax tree (a chain of 5,000 method calls is
+/// 5,000 frames deep, in `syn` as well as here), and rustc runs a proc macro on its own thread's
+/// remaining stack, where such a body overflowed it and crashed rustc. The stack is reserved, not
+/// committed: only the pages a deep body touches cost memory.
+pub(crate) fn on_deep_stack<R>(f: impl FnOnce() -> R) -> R {
+    const STACK: usize = 1 << 30;
+    stacker::grow(STACK, f)
 }

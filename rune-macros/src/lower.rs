@@ -1348,37 +1348,45 @@ impl Lowerer<'_> {
         std::mem::replace(&mut self.stmts, outer)
     }
 
-    /// The rest of a block after a statement that may leave early, as the arm of a guard. It
-    /// runs to the end of the enclosing block (its tail included), so a binding it makes or
-    /// changes is seen by everything after it: its assignments need no slots (the floor stays).
-    fn guard_region(&mut self, f: impl FnOnce(&mut Self)) -> Vec<Stmt> {
+    /// The statements of a block. Up to the first statement that may leave early (`break`,
+    /// `continue`, `return`) they run as written; the rest runs in [`Stmt::Stages`], cut after
+    /// each further such statement. `tail`, with an early `return` in the function, is the
+    /// final value (written to the output slots).
+    fn block_stmts(&mut self, stmts: &[SynStmt], tail: Option<BlockTail>) {
+        let in_loop = !self.loops.is_empty();
+        let leaves =
+            |i: usize| (i + 1 < stmts.len() || tail.is_some()) && exits(&stmts[i], in_loop, true);
+        let Some(first) = (0..stmts.len()).find(|&i| leaves(i)) else {
+            for stmt in stmts {
+                self.stmt(stmt);
+            }
+            self.block_tail(tail);
+            return;
+        };
+        for stmt in &stmts[..=first] {
+            self.stmt(stmt);
+        }
+        let guard = self.guard();
+        // The stages run to the end of the block (its tail included), so a binding one makes or
+        // changes is seen by everything after it: their assignments need no slots (the floor
+        // stays where it is).
         let outer = std::mem::take(&mut self.stmts);
         self.scopes.push(HashMap::new());
-        f(self);
-        self.scopes.pop();
-        std::mem::replace(&mut self.stmts, outer)
-    }
-
-    /// The statements of a block; once a statement may leave early (`break`, `continue`,
-    /// `return`), the rest runs under a guard on the flags it sets. `tail`, with an early
-    /// `return` in the function, is the final value (written to the output slots).
-    fn block_stmts(&mut self, stmts: &[SynStmt], tail: Option<BlockTail>) {
-        for (i, stmt) in stmts.iter().enumerate() {
+        let mut stages = Vec::new();
+        for (i, stmt) in stmts.iter().enumerate().skip(first + 1) {
             self.stmt(stmt);
-            let more = i + 1 < stmts.len() || tail.is_some();
-            if more && exits(stmt, !self.loops.is_empty(), true) {
-                let guard = self.guard();
-                let rest = &stmts[i + 1..];
-                let arm = self.guard_region(|l| l.block_stmts(rest, tail));
-                let id = self.new_region();
-                self.stmts.push(Stmt::Branch {
-                    id,
-                    head: BranchHead::If(guard),
-                    arms: vec![arm, Vec::new()],
-                });
-                return;
+            if leaves(i) {
+                stages.push(std::mem::take(&mut self.stmts));
             }
         }
+        self.block_tail(tail);
+        stages.push(std::mem::replace(&mut self.stmts, outer));
+        self.scopes.pop();
+        let id = self.new_region();
+        self.stmts.push(Stmt::Stages { id, guard, stages });
+    }
+
+    fn block_tail(&mut self, tail: Option<BlockTail>) {
         match tail {
             Some(BlockTail::Return(t)) => self.write_return(t),
             Some(BlockTail::Write(slot, t)) => {
@@ -1733,13 +1741,19 @@ impl Lowerer<'_> {
                         head: BranchHead::If(quote!(!(#cond))),
                         arms: vec![stop, Vec::new()],
                     });
+                    // The body is the rest of the loop's block after a statement that may
+                    // leave it: stages, the first running when the condition held.
                     let guard = l.guard();
-                    let rest = l.guard_region(|l| l.block_stmts(&body.stmts, None));
+                    let outer = std::mem::take(&mut l.stmts);
+                    l.scopes.push(HashMap::new());
+                    l.block_stmts(&body.stmts, None);
+                    l.scopes.pop();
+                    let stages = vec![std::mem::replace(&mut l.stmts, outer)];
                     let rid = l.new_region();
-                    l.stmts.push(Stmt::Branch {
+                    l.stmts.push(Stmt::Stages {
                         id: rid,
-                        head: BranchHead::If(guard),
-                        arms: vec![rest, Vec::new()],
+                        guard,
+                        stages,
                     });
                 }
                 None => l.block_stmts(&body.stmts, None),
