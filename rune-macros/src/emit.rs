@@ -73,7 +73,7 @@ fn declare_before_use(
 /// to LLVM, which recurses once a level: about 2,500 `let`s in one block overflow its stack
 /// (plain Rust too). The generated passes have several `let`s for each op of the source, so one
 /// by one they reached that depth for bodies a quarter of that length; gathered, the depth is a
-/// sixteenth. Gathered code takes rustc a fifth longer to check, so bodies of fewer than 500
+/// sixteenth. Gathered code takes rustc a fifth longer to check, so bodies of fewer than 1,500
 /// `let`s are left as they are. (Declaring the variables first and assigning them later would
 /// also do, but rustc checks such code several times slower.) A name bound twice is left as
 /// written, and so is a
@@ -81,7 +81,7 @@ fn declare_before_use(
 /// extends its life; the block would end it).
 fn gather_lets(body: TokenStream) -> TokenStream {
     const RUN: usize = 16;
-    const LONG: usize = 500;
+    const LONG: usize = 1500;
     let tokens: Vec<TokenTree> = body.clone().into_iter().collect();
     let lets = tokens
         .iter()

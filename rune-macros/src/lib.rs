@@ -20,6 +20,8 @@ mod ir;
 mod lower;
 mod ops;
 mod parse;
+#[cfg(test)]
+mod scaling;
 
 use proc_macro::TokenStream;
 use syn::{parse_macro_input, DeriveInput};
