@@ -154,7 +154,16 @@ fn nested_fors_{NESTED_FORS}() {{
     close(&tangent.to_vec(), &[2.0 * slope]);
 }}""")
 
-text = "\n".join(out) + "\n"
+import subprocess
+
+# Formatted as `cargo fmt` would, so that the file stays what this script writes.
+text = subprocess.run(
+    ["rustfmt", "--edition", "2021", "--emit", "stdout"],
+    input="\n".join(out) + "\n",
+    capture_output=True,
+    text=True,
+    check=True,
+).stdout
 path = "tests/long_bodies.rs"
 if "--check" in sys.argv:
     if open(path).read() != text:
