@@ -2888,7 +2888,21 @@ impl Lowerer<'_> {
 
     /// Whether `e` reads a differentiated value (shape metadata does not count).
     fn mentions_active(&self, e: &Expr) -> bool {
-        mentions(e, &self.active_names())
+        // A lookup a name, not a list of every active name a call: bodies are long.
+        mentions(e, &|name| {
+            self.scopes
+                .iter()
+                .any(|s| s.get(name).is_some_and(|b| self.is_active(b)))
+        })
+    }
+
+    /// Whether a binding holds a differentiated value (or a list, slot or closure of them).
+    fn is_active(&self, b: &Binding) -> bool {
+        match b {
+            Binding::Active(..) | Binding::Slot(_) | Binding::List(_) => true,
+            Binding::Closure(index) => self.closures[*index].constant.is_none(),
+            Binding::Const { .. } | Binding::Local => false,
+        }
     }
 
     /// The names bound to differentiated values.
@@ -2896,11 +2910,7 @@ impl Lowerer<'_> {
         self.scopes
             .iter()
             .flat_map(|s| s.iter())
-            .filter(|(_, b)| match b {
-                Binding::Active(..) | Binding::Slot(_) | Binding::List(_) => true,
-                Binding::Closure(index) => self.closures[*index].constant.is_none(),
-                Binding::Const { .. } | Binding::Local => false,
-            })
+            .filter(|(_, b)| self.is_active(b))
             .map(|(n, _)| n.clone())
             .collect()
     }
@@ -3748,7 +3758,11 @@ fn reached_by(mut names: Vec<String>, flows: &[(String, Vec<Expr>)]) -> Vec<Stri
     loop {
         let before = names.len();
         for (name, sources) in flows {
-            if !names.contains(name) && sources.iter().any(|r| mentions(r, &names)) {
+            if !names.contains(name)
+                && sources
+                    .iter()
+                    .any(|r| mentions(r, &|n| names.iter().any(|m| m == n)))
+            {
                 names.push(name.clone());
             }
         }
@@ -3915,9 +3929,9 @@ fn reads_no_numbers(mc: &syn::ExprMethodCall) -> bool {
 
 /// Whether `e` reads one of `names` as a value (reading only its shape metadata or a
 /// comparison does not count).
-fn mentions(e: &Expr, names: &[String]) -> bool {
+fn mentions(e: &Expr, is_name: &dyn Fn(&str) -> bool) -> bool {
     struct Finder<'n> {
-        names: &'n [String],
+        is_name: &'n dyn Fn(&str) -> bool,
         found: bool,
     }
     impl<'a> syn::visit::Visit<'a> for Finder<'_> {
@@ -3925,7 +3939,7 @@ fn mentions(e: &Expr, names: &[String]) -> bool {
             match e {
                 Expr::Path(p) => {
                     if let Some(i) = p.path.get_ident() {
-                        if self.names.iter().any(|n| i == n) {
+                        if (self.is_name)(&i.to_string()) {
                             self.found = true;
                         }
                     }
@@ -3938,7 +3952,7 @@ fn mentions(e: &Expr, names: &[String]) -> bool {
                 Expr::Macro(m) => {
                     for tt in m.mac.tokens.clone() {
                         if let TokenTree::Ident(i) = tt {
-                            if self.names.iter().any(|n| i == n) {
+                            if (self.is_name)(&i.to_string()) {
                                 self.found = true;
                             }
                         }
@@ -3949,7 +3963,7 @@ fn mentions(e: &Expr, names: &[String]) -> bool {
         }
     }
     let mut f = Finder {
-        names,
+        is_name,
         found: false,
     };
     syn::visit::Visit::visit_expr(&mut f, e);
