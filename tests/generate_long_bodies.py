@@ -18,6 +18,16 @@ NESTED_FORS = 375
 
 out = []
 w = out.append
+
+
+def function(signature, *body):
+    """A `#[differentiable]` function of the given signature and body lines."""
+    w("#[differentiable]")
+    w(f"fn {signature} {{")
+    for line in body:
+        w(line)
+    w("}\n")
+
 w(f"""//! Long and deep bodies through the macro: {EXITS} early exits, a chain of {SINES} method calls,
 //! {ADDS} additions in one expression, {NESTED_IFS} nested `if`s, {NESTED_BLOCKS} nested blocks and {NESTED_FORS} nested
 //! `for`s. Each crashed rustc (a stack overflow) before the generated code was made as flat as
@@ -61,10 +71,7 @@ fn early_exits_{EXITS}() {{
 """)
 
 # A chain of method calls.
-w("#[differentiable]")
-w("fn sines(x: &Tensor<f64>) -> Tensor<f64> {")
-w("    x" + ".sin()" * SINES + ".sum()")
-w("}\n")
+function("sines(x: &Tensor<f64>) -> Tensor<f64>", "    x" + ".sin()" * SINES + ".sum()")
 w(f"""#[test]
 fn sines_{SINES}() {{
     let x = x0();
@@ -88,10 +95,7 @@ fn sines_{SINES}() {{
 """)
 
 # One long sum.
-w("#[differentiable]")
-w("fn additions(x: &Tensor<f64>) -> Tensor<f64> {")
-w("    (x" + " + x" * ADDS + ").sum()")
-w("}\n")
+function("additions(x: &Tensor<f64>) -> Tensor<f64>", "    (x" + " + x" * ADDS + ").sum()")
 w(f"""#[test]
 fn additions_{ADDS}() {{
     let x = x0();
