@@ -23,9 +23,16 @@ use crate::ir::{
     Body, BranchHead, CallArg, Callee, Const, List, LoopHead, Operand, OutputAux, OutputElem,
     PathSeg, Slot, Stmt, Use, Val,
 };
-use crate::lower::{const_ident, path_place, path_tokens, val_ident};
+use crate::lower::{path_place, path_tokens};
+use crate::names::{
+    adjoint_ident, arm_ident, arm_stack_ident, config_ident, const_ident, hidden,
+    list_adjoint_ident, list_tangent_ident, pullback_ident, reached_ident, reached_stack_ident,
+    residual_ident, shape_ident, sizes_ident, slot_adjoint_ident, slot_ident, slot_tangent_ident,
+    stages_label, struct_grad_ident, struct_tangent_ident, tangent_ident, template_ident,
+    trips_ident, trips_stack_ident, val_ident, witness_ident,
+};
 use crate::ops::{self, Form, Keep, OpSpec, Param};
-use crate::parse::{hidden, Entry, Options, Returns, Signature};
+use crate::parse::{Entry, Options, Returns, Signature};
 
 const RT: &str = "::rune_ad::__private";
 
@@ -230,31 +237,6 @@ fn gather_lets(body: TokenStream) -> TokenStream {
 
 fn rt() -> TokenStream {
     RT.parse().expect("path parses")
-}
-
-fn residual_ident(c: Const) -> Ident {
-    hidden(&format!("r{}", c.0))
-}
-fn config_ident(c: Const) -> Ident {
-    hidden(&format!("k{}", c.0))
-}
-fn shape_ident(v: Val) -> Ident {
-    hidden(&format!("s{}", v.0))
-}
-fn adjoint_ident(v: Val) -> Ident {
-    hidden(&format!("a{}", v.0))
-}
-fn tangent_ident(v: Val) -> Ident {
-    hidden(&format!("t{}", v.0))
-}
-fn pullback_ident(v: Val) -> Ident {
-    hidden(&format!("pb{}", v.0))
-}
-fn sizes_ident(v: Val) -> Ident {
-    hidden(&format!("z{}", v.0))
-}
-fn witness_ident(v: Val) -> Ident {
-    hidden(&format!("w{}", v.0))
 }
 
 /// Whether `ty` is a plain number or `bool` (passed by copy).
@@ -819,16 +801,6 @@ impl Saved {
     }
 }
 
-fn template_ident(root: usize) -> Ident {
-    hidden(&format!("template{root}"))
-}
-fn struct_grad_ident(root: usize) -> Ident {
-    hidden(&format!("grad{root}"))
-}
-fn struct_tangent_ident(root: usize) -> Ident {
-    hidden(&format!("tangent{root}"))
-}
-
 /// The place `base.field[index]..` of a path in a structure's tangent (with the forward pass's
 /// index constants) or gradient (mutable, with the backward pass's saved copies).
 fn struct_place(base: &Ident, path: &[PathSeg], backward: bool) -> TokenStream {
@@ -844,47 +816,9 @@ fn struct_place(base: &Ident, path: &[PathSeg], backward: bool) -> TokenStream {
     )
 }
 
-fn list_adjoint_ident(l: List) -> Ident {
-    hidden(&format!("al{}", l.0))
-}
-fn list_tangent_ident(l: List) -> Ident {
-    hidden(&format!("tl{}", l.0))
-}
-
 /// `&[&element, ..]` of a list, as `stack` and `concat` take it.
 fn list_refs(ident: &Ident) -> TokenStream {
     quote!(&#ident.iter().collect::<::std::vec::Vec<_>>())
-}
-
-fn slot_ident(s: Slot) -> Ident {
-    hidden(&format!("m{}", s.0))
-}
-fn slot_tangent_ident(s: Slot) -> Ident {
-    hidden(&format!("tm{}", s.0))
-}
-fn slot_adjoint_ident(s: Slot) -> Ident {
-    hidden(&format!("am{}", s.0))
-}
-fn trips_ident(id: usize) -> Ident {
-    hidden(&format!("trips{id}"))
-}
-fn trips_stack_ident(id: usize) -> Ident {
-    hidden(&format!("trips{id}_stack"))
-}
-fn arm_ident(id: usize) -> Ident {
-    hidden(&format!("arm{id}"))
-}
-fn arm_stack_ident(id: usize) -> Ident {
-    hidden(&format!("arm{id}_stack"))
-}
-fn reached_ident(id: usize) -> Ident {
-    hidden(&format!("reached{id}"))
-}
-fn reached_stack_ident(id: usize) -> Ident {
-    hidden(&format!("reached{id}_stack"))
-}
-fn stages_label(id: usize) -> syn::Lifetime {
-    syn::Lifetime::new(&format!("'__rune_stages{id}"), Span::call_site())
 }
 
 /// Which emission a walk produces.

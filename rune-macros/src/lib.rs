@@ -3,7 +3,8 @@
 //!
 //! The pipeline, one module a stage: `parse` (attribute options, signature model) →
 //! `lower` (body → SSA IR of `ir`) → `analyse` (activity, what the backward pass keeps) →
-//! `emit` (the derivative functions). `ops` is the op table; `diag` collects errors.
+//! `emit` (the derivative functions). `ops` is the op table; `names` every generated
+//! identifier; `diag` collects errors.
 //! `derive` writes `#[derive(Differentiable)]`.
 
 #![forbid(unsafe_code)]
@@ -18,6 +19,7 @@ mod expand;
 mod fuzz;
 mod ir;
 mod lower;
+mod names;
 mod ops;
 mod parse;
 #[cfg(test)]

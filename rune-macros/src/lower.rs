@@ -17,8 +17,9 @@ use crate::ir::{
     Body, BranchHead, CallArg, Callee, Const, List, LoopHead, Operand, OutputAux, OutputElem,
     PathSeg, Slot, Stmt, Taint, Use, Val,
 };
+use crate::names::{const_ident, hidden, val_ident};
 use crate::ops::{self, Form, OpSpec, Param};
-use crate::parse::{hidden, Returns, Signature};
+use crate::parse::{Returns, Signature};
 
 /// What a user name is bound to.
 #[derive(Clone)]
@@ -3303,11 +3304,6 @@ impl Lowerer<'_> {
     }
 }
 
-/// The local holding a differentiated value.
-pub fn val_ident(v: Val) -> Ident {
-    hidden(&format!("v{}", v.0))
-}
-
 /// Renames bindings inside constant code and notes reads of differentiated tensors.
 ///
 /// Names bound inside the code (`let`, closure parameters, patterns) are scoped as Rust scopes
@@ -4027,11 +4023,6 @@ pub fn path_place(
     } else {
         quote!(#base #(#segs)*)
     }
-}
-
-/// The local holding hoisted constant `c`.
-pub fn const_ident(c: Const) -> Ident {
-    hidden(&format!("c{}", c.0))
 }
 
 /// Whether an argument names a whole parameter (`model`) rather than a part (`model.enc`), whose

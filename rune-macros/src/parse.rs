@@ -1,7 +1,7 @@
 //! Parsing: the attribute's options and the function's signature model (which parameters are
 //! differentiated, what the function returns).
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{quote, ToTokens};
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
@@ -685,9 +685,4 @@ impl Signature {
             })
             .collect()
     }
-}
-
-/// A fresh identifier that cannot clash with the user's.
-pub fn hidden(name: &str) -> Ident {
-    Ident::new(&format!("__rune_{name}"), Span::mixed_site())
 }

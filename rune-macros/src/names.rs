@@ -1,0 +1,115 @@
+//! Every identifier the generated code introduces, in one place: `__rune_` and a name, with
+//! mixed-site hygiene (labels too begin `'__rune_`), so none clashes with the user's names.
+//! `emit::gather_lets` relies on the prefix.
+
+use proc_macro2::Span;
+use syn::Ident;
+
+use crate::ir::{Const, List, Slot, Val};
+
+/// A fresh identifier that cannot clash with the user's.
+pub fn hidden(name: &str) -> Ident {
+    Ident::new(&format!("__rune_{name}"), Span::mixed_site())
+}
+
+/// The local holding a differentiated value.
+pub fn val_ident(v: Val) -> Ident {
+    hidden(&format!("v{}", v.0))
+}
+
+/// The local holding hoisted constant `c`.
+pub fn const_ident(c: Const) -> Ident {
+    hidden(&format!("c{}", c.0))
+}
+
+pub fn residual_ident(c: Const) -> Ident {
+    hidden(&format!("r{}", c.0))
+}
+
+pub fn config_ident(c: Const) -> Ident {
+    hidden(&format!("k{}", c.0))
+}
+
+pub fn shape_ident(v: Val) -> Ident {
+    hidden(&format!("s{}", v.0))
+}
+
+pub fn adjoint_ident(v: Val) -> Ident {
+    hidden(&format!("a{}", v.0))
+}
+
+pub fn tangent_ident(v: Val) -> Ident {
+    hidden(&format!("t{}", v.0))
+}
+
+pub fn pullback_ident(v: Val) -> Ident {
+    hidden(&format!("pb{}", v.0))
+}
+
+pub fn sizes_ident(v: Val) -> Ident {
+    hidden(&format!("z{}", v.0))
+}
+
+pub fn witness_ident(v: Val) -> Ident {
+    hidden(&format!("w{}", v.0))
+}
+
+pub fn template_ident(root: usize) -> Ident {
+    hidden(&format!("template{root}"))
+}
+
+pub fn struct_grad_ident(root: usize) -> Ident {
+    hidden(&format!("grad{root}"))
+}
+
+pub fn struct_tangent_ident(root: usize) -> Ident {
+    hidden(&format!("tangent{root}"))
+}
+
+pub fn list_adjoint_ident(l: List) -> Ident {
+    hidden(&format!("al{}", l.0))
+}
+
+pub fn list_tangent_ident(l: List) -> Ident {
+    hidden(&format!("tl{}", l.0))
+}
+
+pub fn slot_ident(s: Slot) -> Ident {
+    hidden(&format!("m{}", s.0))
+}
+
+pub fn slot_tangent_ident(s: Slot) -> Ident {
+    hidden(&format!("tm{}", s.0))
+}
+
+pub fn slot_adjoint_ident(s: Slot) -> Ident {
+    hidden(&format!("am{}", s.0))
+}
+
+pub fn trips_ident(id: usize) -> Ident {
+    hidden(&format!("trips{id}"))
+}
+
+pub fn trips_stack_ident(id: usize) -> Ident {
+    hidden(&format!("trips{id}_stack"))
+}
+
+pub fn arm_ident(id: usize) -> Ident {
+    hidden(&format!("arm{id}"))
+}
+
+pub fn arm_stack_ident(id: usize) -> Ident {
+    hidden(&format!("arm{id}_stack"))
+}
+
+pub fn reached_ident(id: usize) -> Ident {
+    hidden(&format!("reached{id}"))
+}
+
+pub fn reached_stack_ident(id: usize) -> Ident {
+    hidden(&format!("reached{id}_stack"))
+}
+
+pub fn stages_label(id: usize) -> syn::Lifetime {
+    syn::Lifetime::new(&format!("'__rune_stages{id}"), Span::call_site())
+}
