@@ -1,7 +1,10 @@
 //! Branches and loops through `#[differentiable]`, in both modes, against finite differences
 //! and hand-derived values.
 
+mod support;
+
 use rune_ad::prelude::*;
+use support::check_variants;
 
 fn fd_check<F, J, V>(f: F, jvp: J, vjp: V, args: &[Tensor<f64>])
 where
@@ -233,5 +236,73 @@ fn ten_thousand_steps_without_stack_overflow() {
     let expected = 0.9999f64.powi(10_000);
     for gi in g.to_vec() {
         assert!((gi - expected).abs() < 1e-12, "{gi} vs {expected}");
+    }
+}
+
+/// A gated stack of layers held in a `Vec` field.
+#[derive(Clone, Differentiable)]
+struct Gated {
+    layers: Vec<Tensor<f64>>,
+    out: Tensor<f64>,
+}
+
+impl Gated {
+    /// Three early exits in a loop over a `Vec` field, the values of one stretch between exits
+    /// (`pre`, `scaled`) read in a later one.
+    #[differentiable]
+    fn forward(
+        &self,
+        x: &Tensor<f64>,
+        #[nodiff] skip: usize,
+        #[nodiff] stop: usize,
+    ) -> Tensor<f64> {
+        let mut h = x * 1.0;
+        for (i, w) in self.layers.iter().enumerate() {
+            let pre = h.matmul(w);
+            if i == skip {
+                continue;
+            }
+            let act = pre.tanh();
+            if i == stop {
+                h = &act + &h;
+                break;
+            }
+            let scaled = &act * 0.5;
+            if i == 7 {
+                return scaled.sum();
+            }
+            h = &scaled + &pre.sin();
+        }
+        h.matmul(&self.out).sum()
+    }
+}
+
+#[differentiable]
+fn gated_loss(
+    model: &Gated,
+    x: &Tensor<f64>,
+    #[nodiff] skip: usize,
+    #[nodiff] stop: usize,
+) -> Tensor<f64> {
+    model.forward(x, skip, stop) * 0.5
+}
+
+#[test]
+fn early_exits_in_a_method_loop_over_a_vec_field() {
+    let model = Gated {
+        layers: (0..9)
+            .map(|i| Tensor::rand_normal(&[3, 3], 0.0, 0.4, 10 + i))
+            .collect(),
+        out: Tensor::rand_normal(&[3, 1], 0.0, 1.0, 3),
+    };
+    let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 4);
+    // Every exit taken: none, `continue` alone, `continue` then `break`, `return` at layer 7.
+    for (skip, stop) in [(100, 100), (1, 100), (0, 2), (3, 100)] {
+        check_variants!(
+            gated_loss, gated_loss_value_and_grad, gated_loss_grad, gated_loss_vjp,
+            gated_loss_jvp, gated_loss_pullback;
+            [model, x];
+            (&model, &x, skip, stop)
+        );
     }
 }
