@@ -53,23 +53,27 @@ fn declare_before_use(
         .collect();
     let mut out = Vec::with_capacity(pieces.len() + pending.len());
     for piece in pieces {
-        let mut groups = vec![piece.clone()];
-        while let Some(tokens) = groups.pop() {
-            for token in tokens {
-                match token {
-                    TokenTree::Ident(i) => {
-                        if let Some(decl) = pending.remove(&i.to_string()) {
-                            out.push(decl);
-                        }
-                    }
-                    TokenTree::Group(g) => groups.push(g.stream()),
-                    _ => {}
-                }
+        for_each_ident(piece.clone(), &mut |i| {
+            if let Some(decl) = pending.remove(&i.to_string()) {
+                out.push(decl);
             }
-        }
+        });
         out.push(piece);
     }
     out
+}
+
+/// Calls `f` on every identifier of `tokens`, inside their groups too (iteratively: generated
+/// code nests as deep as the user's).
+fn for_each_ident(tokens: impl IntoIterator<Item = TokenTree>, f: &mut impl FnMut(&Ident)) {
+    let mut pending: Vec<TokenTree> = tokens.into_iter().collect();
+    while let Some(token) = pending.pop() {
+        match token {
+            TokenTree::Ident(i) => f(&i),
+            TokenTree::Group(g) => pending.extend(g.stream()),
+            _ => {}
+        }
+    }
 }
 
 /// `body` with each run of up to 16 consecutive top-level `let`s of generated names
@@ -89,14 +93,15 @@ fn declare_before_use(
 fn gather_lets(body: TokenStream) -> TokenStream {
     const RUN: usize = 16;
     const LONG: usize = 1500;
-    let tokens: Vec<TokenTree> = body.clone().into_iter().collect();
-    let lets = tokens
-        .iter()
+    let lets = body
+        .clone()
+        .into_iter()
         .filter(|t| matches!(t, TokenTree::Ident(kw) if kw == "let"))
         .count();
     if lets < LONG {
         return body;
     }
+    let tokens: Vec<TokenTree> = body.into_iter().collect();
     let is_punct = |t: &TokenTree, c: char| matches!(t, TokenTree::Punct(p) if p.as_char() == c);
     let after_keyword = |i: usize| {
         matches!(
@@ -159,43 +164,23 @@ fn gather_lets(body: TokenStream) -> TokenStream {
             TokenTree::Ident(kw) if kw == "let" && !after_keyword(i) => {}
             _ => continue,
         }
-        let mut names = Vec::new();
-        let mut groups = Vec::new();
-        for t in &tokens[i + 1..] {
-            match t {
-                TokenTree::Punct(p) if matches!(p.as_char(), '=' | ';' | ':') => break,
-                TokenTree::Ident(name) => names.push(name.to_string()),
-                TokenTree::Group(g) => groups.push(g.stream()),
-                _ => {}
-            }
-        }
-        while let Some(stream) = groups.pop() {
-            for t in stream {
-                match t {
-                    TokenTree::Ident(name) => names.push(name.to_string()),
-                    TokenTree::Group(g) => groups.push(g.stream()),
-                    _ => {}
-                }
-            }
-        }
-        for name in names {
-            *count.entry(name).or_default() += 1;
-        }
+        let pattern = tokens[i + 1..]
+            .iter()
+            .take_while(
+                |t| !matches!(t, TokenTree::Punct(p) if matches!(p.as_char(), '=' | ';' | ':')),
+            )
+            .cloned();
+        for_each_ident(pattern, &mut |name| {
+            *count.entry(name.to_string()).or_default() += 1;
+        });
     }
     // The last top-level token that names each identifier (inside its groups too): a gathered
     // `let` hands on only the names read after it (a name moved inside it is not).
     let mut last_use: HashMap<String, usize> = HashMap::new();
     for (i, t) in tokens.iter().enumerate() {
-        let mut stack = vec![t.clone()];
-        while let Some(t) = stack.pop() {
-            match t {
-                TokenTree::Ident(name) => {
-                    last_use.insert(name.to_string(), i);
-                }
-                TokenTree::Group(g) => stack.extend(g.stream()),
-                _ => {}
-            }
-        }
+        for_each_ident([t.clone()], &mut |name| {
+            last_use.insert(name.to_string(), i);
+        });
     }
     let mut out = TokenStream::new();
     let mut i = 0;

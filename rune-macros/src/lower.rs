@@ -1368,23 +1368,33 @@ impl Lowerer<'_> {
             self.stmt(stmt);
         }
         let guard = self.guard();
-        // The stages run to the end of the block (its tail included), so a binding one makes or
-        // changes is seen by everything after it: their assignments need no slots (the floor
-        // stays where it is).
-        let outer = std::mem::take(&mut self.stmts);
-        self.scopes.push(HashMap::new());
-        let mut stages = Vec::new();
-        for (i, stmt) in stmts.iter().enumerate().skip(first + 1) {
-            self.stmt(stmt);
-            if leaves(i) {
-                stages.push(std::mem::take(&mut self.stmts));
+        let stages = self.guarded(|l| {
+            let mut stages = Vec::new();
+            for (i, stmt) in stmts.iter().enumerate().skip(first + 1) {
+                l.stmt(stmt);
+                if leaves(i) {
+                    stages.push(std::mem::take(&mut l.stmts));
+                }
             }
-        }
-        self.block_tail(tail);
-        stages.push(std::mem::replace(&mut self.stmts, outer));
-        self.scopes.pop();
+            l.block_tail(tail);
+            stages.push(std::mem::take(&mut l.stmts));
+            stages
+        });
         let id = self.new_region();
         self.stmts.push(Stmt::Stages { id, guard, stages });
+    }
+
+    /// Runs `f` on statements of its own in a scope of its own, for the rest of a block after a
+    /// statement that may leave early. That rest runs to the end of the block (its tail
+    /// included), so a binding it makes or changes is seen by everything after it: its
+    /// assignments need no slots (unlike [`Self::region`], the floor stays where it is).
+    fn guarded<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let outer = std::mem::take(&mut self.stmts);
+        self.scopes.push(HashMap::new());
+        let result = f(self);
+        self.scopes.pop();
+        self.stmts = outer;
+        result
     }
 
     fn block_tail(&mut self, tail: Option<BlockTail>) {
@@ -1745,11 +1755,10 @@ impl Lowerer<'_> {
                     // The body is the rest of the loop's block after a statement that may
                     // leave it: stages, the first running when the condition held.
                     let guard = l.guard();
-                    let outer = std::mem::take(&mut l.stmts);
-                    l.scopes.push(HashMap::new());
-                    l.block_stmts(&body.stmts, None);
-                    l.scopes.pop();
-                    let stages = vec![std::mem::replace(&mut l.stmts, outer)];
+                    let stages = vec![l.guarded(|l| {
+                        l.block_stmts(&body.stmts, None);
+                        std::mem::take(&mut l.stmts)
+                    })];
                     let rid = l.new_region();
                     l.stmts.push(Stmt::Stages {
                         id: rid,
