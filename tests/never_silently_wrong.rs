@@ -555,3 +555,61 @@ fn a_nodiff_number_field_is_read_with_stop_gradient() {
     assert_eq!(gm.slope, 0.1);
     assert_eq!(gx.to_vec(), vec![2.0, 0.2]);
 }
+
+// ---- saturated activations: derivatives where tanh and sigmoid round to ±1 ----------------------
+
+/// `Σ tanh(x) + Σ sigmoid(2x)`: at `|x| = 10` (f32) and `|x| = 20` (f64) both outputs round to
+/// `±1`, where a rule that read the rounded output (`1 - y²`, `y(1 - y)`) gave 0.
+#[differentiable(hvp)]
+fn saturated_f32(x: &Tensor<f32>) -> Tensor<f32> {
+    x.tanh().sum() + (x * 2.0).sigmoid().sum()
+}
+
+#[differentiable(hvp)]
+fn saturated_f64(x: &Tensor<f64>) -> Tensor<f64> {
+    x.tanh().sum() + (x * 2.0).sigmoid().sum()
+}
+
+/// `d/dx` and `d²/dx²` of `tanh(x) + sigmoid(2x)`, from `e = e^(-2|x|)` (so that they are exact
+/// at large `|x|`): `sech² x = 4e/(1+e)²`, `2σ'(2x) = 2e/(1+e)²`; `(tanh)'' = -2 tanh · sech²`,
+/// `4σ''(2x) = 4σ'(2x)(1 - 2σ(2x))` with `1 - 2σ(2x) = -tanh x`.
+fn saturated_derivatives(x: f64) -> (f64, f64) {
+    let e = (-2.0 * x.abs()).exp();
+    let d = (1.0 + e) * (1.0 + e);
+    let (sech2, dsig) = (4.0 * e / d, e / d);
+    let tanh = x.signum() * (1.0 - e) / (1.0 + e);
+    (sech2 + 2.0 * dsig, -2.0 * tanh * sech2 - 4.0 * dsig * tanh)
+}
+
+#[track_caller]
+fn assert_relative(got: &[f64], want: &[f64], tol: f64) {
+    for (g, w) in got.iter().zip(want) {
+        assert!(
+            (g - w).abs() <= tol * w.abs(),
+            "got {got:?}, want {want:?} (tolerance {tol:e})"
+        );
+    }
+}
+
+#[test]
+fn saturated_activations_keep_their_derivatives() {
+    let xs = [10.0, -10.0];
+    let (d1, d2): (Vec<f64>, Vec<f64>) = xs.iter().map(|&x| saturated_derivatives(x)).unzip();
+    let x = Tensor::from_vec(xs.iter().map(|&v| v as f32).collect(), &[2]);
+    let widen = |t: Tensor<f32>| t.to_vec().into_iter().map(f64::from).collect::<Vec<_>>();
+    assert_relative(&widen(saturated_f32_grad(&x)), &d1, 1e-5);
+    let ones = Tensor::<f32>::ones(&[2]);
+    let (_, t) = saturated_f32_jvp(&x, &Tensor::from_vec(vec![1.0, 0.0], &[2]));
+    assert_relative(&[f64::from(t.item())], &d1[..1], 1e-5);
+    let (_, hv) = saturated_f32_hvp(&x, &ones);
+    assert_relative(&widen(hv), &d2, 1e-4);
+
+    let xs = [20.0, -20.0];
+    let (d1, d2): (Vec<f64>, Vec<f64>) = xs.iter().map(|&x| saturated_derivatives(x)).unzip();
+    let x = t64(&xs, &[2]);
+    assert_relative(&saturated_f64_grad(&x).to_vec(), &d1, 1e-13);
+    let (_, t) = saturated_f64_jvp(&x, &t64(&[0.0, 1.0], &[2]));
+    assert_relative(&[t.item()], &d1[1..], 1e-13);
+    let (_, hv) = saturated_f64_hvp(&x, &Tensor::ones(&[2]));
+    assert_relative(&hv.to_vec(), &d2, 1e-12);
+}

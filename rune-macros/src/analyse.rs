@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use crate::diag::Errors;
 use crate::ir::{Body, CallArg, Const, List, Operand, OutputElem, PathSeg, Slot, Stmt, Val};
 use crate::lower::CONCRETIZATION;
-use crate::ops::{self, Keep, Param};
+use crate::ops::{self, Keep, Param, RuleArg};
 
 /// What the analysis found.
 pub struct Analysis {
@@ -178,15 +178,14 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
                 if input.val().is_none() {
                     continue;
                 }
-                let template = if list { op.vjp[0] } else { op.vjp[i] };
-                let (_, args) = ops::parse_template(template);
-                for arg in args {
-                    let (kind, index) = split_arg(arg);
-                    match kind {
-                        "y" => {
+                let rules = ops::rules(op);
+                let rule = if list { rules.vjp[0] } else { rules.vjp[i] };
+                for arg in rule.args {
+                    match *arg {
+                        RuleArg::Output => {
                             a.keep_value.insert(*out);
                         }
-                        "a" => match inputs[index] {
+                        RuleArg::Input(index) => match inputs[index] {
                             Operand::Val(v) => {
                                 a.keep_value.insert(v);
                             }
@@ -194,21 +193,28 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
                                 a.keep_const.insert(c);
                             }
                         },
-                        "s" => {
+                        RuleArg::Shape(index) => {
                             if let Some(v) = inputs[index].val() {
                                 a.keep_shape.insert(v);
                             }
                         }
-                        "c" => {
+                        RuleArg::Config(index) => {
                             a.keep_config.insert(config[index]);
                         }
-                        "sizes" => {
+                        RuleArg::ListSizes => {
                             a.keep_sizes.insert(*out);
                         }
-                        "w" => {
+                        RuleArg::CastWitness => {
                             a.keep_witness.insert(*out);
                         }
-                        _ => {}
+                        // The cotangent is the backward pass's own; tangents are forward mode's;
+                        // a list's inputs are its `Input`s and its index a number.
+                        RuleArg::Cotangent
+                        | RuleArg::Tangent(_)
+                        | RuleArg::MaybeTangent(_)
+                        | RuleArg::Inputs
+                        | RuleArg::MaybeTangents
+                        | RuleArg::ListIndex => {}
                     }
                 }
             }
@@ -256,16 +262,6 @@ pub fn path_consts(path: &[PathSeg]) -> impl Iterator<Item = Const> + '_ {
         PathSeg::Index(c) => Some(*c),
         PathSeg::Field(_) | PathSeg::Some => None,
     })
-}
-
-/// `"a1"` → `("a", 1)`; `"sizes"` → `("sizes", 0)`.
-pub fn split_arg(arg: &str) -> (&str, usize) {
-    let digits = arg.trim_start_matches(|c: char| c.is_ascii_alphabetic());
-    if digits.is_empty() || digits.len() == arg.len() {
-        return (arg, 0);
-    }
-    let kind = &arg[..arg.len() - digits.len()];
-    (kind, digits.parse().expect("template index"))
 }
 
 /// How configuration argument `index` of `op` is kept.

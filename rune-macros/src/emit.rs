@@ -18,7 +18,7 @@ use proc_macro2::{Spacing, Span, TokenTree};
 use quote::{format_ident, quote, ToTokens};
 use syn::{Ident, ItemFn};
 
-use crate::analyse::{config_keep, path_consts, split_arg, walk, Analysis};
+use crate::analyse::{config_keep, path_consts, walk, Analysis};
 use crate::ir::{
     Body, BranchHead, CallArg, Callee, Const, List, LoopHead, Operand, OutputAux, OutputElem,
     PathSeg, Slot, Stmt, Use, Val,
@@ -31,7 +31,7 @@ use crate::names::{
     stages_label, struct_grad_ident, struct_tangent_ident, tangent_ident, template_ident,
     trips_ident, trips_stack_ident, val_ident, witness_ident,
 };
-use crate::ops::{self, Form, Keep, OpSpec, Param};
+use crate::ops::{self, Form, Keep, OpSpec, Param, Rule, RuleArg};
 use crate::parse::{Entry, Options, Returns, Signature};
 
 const RT: &str = "::rune_ad::__private";
@@ -374,10 +374,9 @@ struct OpCtx<'a> {
     k: usize,
 }
 
-/// A rule call from its template.
-fn rule_call(template: &str, ctx: &OpCtx, pass: Pass, useful: &dyn Fn(Val) -> bool) -> TokenStream {
-    let (name, args) = ops::parse_template(template);
-    let name = format_ident!("{}", name);
+/// A rule call from its registry entry.
+fn rule_call(rule: &Rule, ctx: &OpCtx, pass: Pass, useful: &dyn Fn(Val) -> bool) -> TokenStream {
+    let name = format_ident!("{}", rule.name);
     let rt = rt();
     let list_tokens = || -> Vec<TokenStream> {
         ctx.inputs
@@ -397,98 +396,95 @@ fn rule_call(template: &str, ctx: &OpCtx, pass: Pass, useful: &dyn Fn(Val) -> bo
             })
             .collect()
     };
-    let args: Vec<TokenStream> = args
+    let args: Vec<TokenStream> = rule
+        .args
         .iter()
-        .map(|arg| {
-            let (kind, i) = split_arg(arg);
-            match kind {
-                "g" => quote!(&__rune_g),
-                "y" => {
-                    let v = val_ident(ctx.out);
+        .map(|arg| match *arg {
+            RuleArg::Cotangent => quote!(&__rune_g),
+            RuleArg::Output => {
+                let v = val_ident(ctx.out);
+                quote!(&#v)
+            }
+            RuleArg::Input(i) => match ctx.inputs[i] {
+                Operand::Val(v) => {
+                    let v = val_ident(v);
                     quote!(&#v)
                 }
-                "a" => match ctx.inputs[i] {
-                    Operand::Val(v) => {
-                        let v = val_ident(v);
-                        quote!(&#v)
-                    }
-                    Operand::Const(c) => {
-                        let c = match pass {
-                            Pass::Tangent => const_ident(c),
-                            Pass::Backward => residual_ident(c),
-                        };
-                        quote!(&#c)
-                    }
-                },
-                "s" => {
-                    let v = ctx.inputs[i]
-                        .val()
-                        .expect("shape of a differentiated input");
-                    let s = shape_ident(v);
-                    quote!(&#s)
+                Operand::Const(c) => {
+                    let c = match pass {
+                        Pass::Tangent => const_ident(c),
+                        Pass::Backward => residual_ident(c),
+                    };
+                    quote!(&#c)
                 }
-                "c" => {
-                    let c = ctx.config[i];
-                    match (pass, config_keep(ctx.op, i)) {
-                        (Pass::Backward, Some(Keep::Owned)) => {
-                            let k = config_ident(c);
-                            quote!(&#k)
-                        }
-                        (Pass::Backward, _) => {
-                            let k = config_ident(c);
-                            quote!(#k)
-                        }
-                        _ => {
-                            let c = const_ident(c);
-                            quote!(#c)
-                        }
+            },
+            RuleArg::Shape(i) => {
+                let v = ctx.inputs[i]
+                    .val()
+                    .expect("shape of a differentiated input");
+                let s = shape_ident(v);
+                quote!(&#s)
+            }
+            RuleArg::Config(i) => {
+                let c = ctx.config[i];
+                match (pass, config_keep(ctx.op, i)) {
+                    (Pass::Backward, Some(Keep::Owned)) => {
+                        let k = config_ident(c);
+                        quote!(&#k)
+                    }
+                    (Pass::Backward, _) => {
+                        let k = config_ident(c);
+                        quote!(#k)
+                    }
+                    _ => {
+                        let c = const_ident(c);
+                        quote!(#c)
                     }
                 }
-                "t" => {
-                    let v = ctx.inputs[i]
-                        .val()
-                        .expect("tangent of a differentiated input");
+            }
+            RuleArg::Tangent(i) => {
+                let v = ctx.inputs[i]
+                    .val()
+                    .expect("tangent of a differentiated input");
+                let t = tangent_ident(v);
+                quote!(&#t)
+            }
+            RuleArg::MaybeTangent(i) => match ctx.inputs[i] {
+                Operand::Val(v) if useful(v) => {
                     let t = tangent_ident(v);
-                    quote!(&#t)
+                    quote!(::core::option::Option::Some(&#t))
                 }
-                "o" => match ctx.inputs[i] {
-                    Operand::Val(v) if useful(v) => {
-                        let t = tangent_ident(v);
-                        quote!(::core::option::Option::Some(&#t))
-                    }
-                    _ => quote!(::core::option::Option::None),
-                },
-                "list" => {
-                    let items = list_tokens();
-                    quote!(&[#(#items),*])
-                }
-                "olist" => {
-                    let items: Vec<TokenStream> = ctx
-                        .inputs
-                        .iter()
-                        .map(|o| match o {
-                            Operand::Val(v) if useful(*v) => {
-                                let t = tangent_ident(*v);
-                                quote!(::core::option::Option::Some(&#t))
-                            }
-                            _ => quote!(::core::option::Option::None),
-                        })
-                        .collect();
-                    quote!(&[#(#items),*])
-                }
-                "k" => {
-                    let k = ctx.k;
-                    quote!(#k)
-                }
-                "sizes" => {
-                    let z = sizes_ident(ctx.out);
-                    quote!(&#z)
-                }
-                "w" => {
-                    let w = witness_ident(ctx.out);
-                    quote!(#w)
-                }
-                other => unreachable!("unknown rule template argument {other}"),
+                _ => quote!(::core::option::Option::None),
+            },
+            RuleArg::Inputs => {
+                let items = list_tokens();
+                quote!(&[#(#items),*])
+            }
+            RuleArg::MaybeTangents => {
+                let items: Vec<TokenStream> = ctx
+                    .inputs
+                    .iter()
+                    .map(|o| match o {
+                        Operand::Val(v) if useful(*v) => {
+                            let t = tangent_ident(*v);
+                            quote!(::core::option::Option::Some(&#t))
+                        }
+                        _ => quote!(::core::option::Option::None),
+                    })
+                    .collect();
+                quote!(&[#(#items),*])
+            }
+            RuleArg::ListIndex => {
+                let k = ctx.k;
+                quote!(#k)
+            }
+            RuleArg::ListSizes => {
+                let z = sizes_ident(ctx.out);
+                quote!(&#z)
+            }
+            RuleArg::CastWitness => {
+                let w = witness_ident(ctx.out);
+                quote!(#w)
             }
         })
         .collect();
@@ -570,6 +566,9 @@ fn forward_op(ctx: &OpCtx, hoists: &Hoists, fallible: bool) -> TokenStream {
                 })
                 .collect();
             quote!(#rt::#name(#(#args),*))
+        }
+        Form::Constructor => {
+            unreachable!("`ops::lookup` finds no constructor: none is differentiable")
         }
     }
 }
@@ -1628,7 +1627,9 @@ impl Emitter<'_> {
                     turbofish,
                     k: 0,
                 };
-                let call = rule_call(op.jvp, &ctx, Pass::Tangent, &|v| self.useful(v));
+                let call = rule_call(&ops::rules(op).jvp, &ctx, Pass::Tangent, &|v| {
+                    self.useful(v)
+                });
                 let t = tangent_ident(*v);
                 relocate(quote!(let #t = #call;), *span)
             }
@@ -1781,8 +1782,9 @@ impl Emitter<'_> {
                         turbofish,
                         k: i,
                     };
-                    let template = if list { op.vjp[0] } else { op.vjp[i] };
-                    let call = rule_call(template, &ctx, Pass::Backward, &|v| self.useful(v));
+                    let rules = ops::rules(op);
+                    let rule = if list { &rules.vjp[0] } else { &rules.vjp[i] };
+                    let call = rule_call(rule, &ctx, Pass::Backward, &|v| self.useful(v));
                     let target = adjoint_ident(*v);
                     contributions.push(relocate(
                         quote!(#rt::accumulate(&mut #target, #call);),

@@ -39,6 +39,7 @@ use num_traits::{Float, Num, NumCast, One, ToPrimitive, Zero};
 
 use crate::element::{strong_mul, Element};
 use crate::ops::arith::{scalar_lhs_ops, Operand, OperandRef};
+use crate::scalar::{self, At};
 
 /// A dual number `re + du·ε` (`ε² = 0`): a primal value and its tangent.
 ///
@@ -77,6 +78,14 @@ impl<T: Element> Dual<T> {
     #[inline]
     fn chain(self, value: T, d: T) -> Self {
         Dual::new(value, strong_mul(self.du, d))
+    }
+
+    /// `value(re)` with the tangent `tangent(du, at)` of a function of [`crate::scalar`], where
+    /// `at` is the input or the output, as the function's derivative reads.
+    #[inline]
+    fn apply<R: At<T>>(self, value: fn(T) -> T, tangent: fn(T, R) -> T) -> Self {
+        let y = value(self.re);
+        Dual::new(y, tangent(self.du, R::at(self.re, y)))
     }
 
     /// `f(re) + (du / d)·ε` (a zero tangent stays zero, even for `d = 0`).
@@ -385,6 +394,10 @@ impl<T: Element> Float for Dual<T> {
         Dual::new(self.re.fract(), self.du)
     }
     /// Derivative `+1` for `x >= 0` (including `x = 0`, as JAX), `-1` below.
+    ///
+    /// Unlike the other functions of the op registry this does not take its derivative from
+    /// [`scalar::abs`], whose `abs'(0) = 0` is PyTorch's subgradient: `Float::abs` on a dual
+    /// number is also what `Float` code outside the tensor ops calls, and keeps JAX's convention.
     #[inline]
     fn abs(self) -> Self {
         let du = if self.re >= T::zero() {
@@ -404,8 +417,7 @@ impl<T: Element> Float for Dual<T> {
     }
     #[inline]
     fn recip(self) -> Self {
-        let y = self.re.recip();
-        self.chain(y, -(y * y))
+        self.apply(scalar::recip::value, scalar::recip::tangent)
     }
     /// `n·x^(n-1)`; for `n = 0` the constant one.
     #[inline]
@@ -437,8 +449,7 @@ impl<T: Element> Float for Dual<T> {
     }
     #[inline]
     fn sqrt(self) -> Self {
-        let y = self.re.sqrt();
-        self.chain_div(y, y + y)
+        self.apply(scalar::sqrt::value, scalar::sqrt::tangent)
     }
     #[inline]
     fn cbrt(self) -> Self {
@@ -447,13 +458,11 @@ impl<T: Element> Float for Dual<T> {
     }
     #[inline]
     fn exp(self) -> Self {
-        let y = self.re.exp();
-        self.chain(y, y)
+        self.apply(scalar::exp::value, scalar::exp::tangent)
     }
     #[inline]
     fn exp2(self) -> Self {
-        let y = self.re.exp2();
-        self.chain(y, y * T::from_f64(std::f64::consts::LN_2))
+        self.apply(scalar::exp2::value, scalar::exp2::tangent)
     }
     #[inline]
     fn exp_m1(self) -> Self {
@@ -461,11 +470,11 @@ impl<T: Element> Float for Dual<T> {
     }
     #[inline]
     fn ln(self) -> Self {
-        self.chain_div(self.re.ln(), self.re)
+        self.apply(scalar::ln::value, scalar::ln::tangent)
     }
     #[inline]
     fn ln_1p(self) -> Self {
-        self.chain_div(self.re.ln_1p(), T::one() + self.re)
+        self.apply(scalar::log1p::value, scalar::log1p::tangent)
     }
     /// `ln(x) / ln(base)`, differentiable in both.
     #[inline]
@@ -474,10 +483,7 @@ impl<T: Element> Float for Dual<T> {
     }
     #[inline]
     fn log2(self) -> Self {
-        self.chain_div(
-            self.re.log2(),
-            self.re * T::from_f64(std::f64::consts::LN_2),
-        )
+        self.apply(scalar::log2::value, scalar::log2::tangent)
     }
     #[inline]
     fn log10(self) -> Self {
@@ -526,13 +532,11 @@ impl<T: Element> Float for Dual<T> {
 
     #[inline]
     fn sin(self) -> Self {
-        let (s, c) = self.re.sin_cos();
-        self.chain(s, c)
+        self.apply(scalar::sin::value, scalar::sin::tangent)
     }
     #[inline]
     fn cos(self) -> Self {
-        let (s, c) = self.re.sin_cos();
-        self.chain(c, -s)
+        self.apply(scalar::cos::value, scalar::cos::tangent)
     }
     #[inline]
     fn sin_cos(self) -> (Self, Self) {
@@ -541,8 +545,7 @@ impl<T: Element> Float for Dual<T> {
     }
     #[inline]
     fn tan(self) -> Self {
-        let t = self.re.tan();
-        self.chain(t, T::one() + t * t)
+        self.apply(scalar::tan::value, scalar::tan::tangent)
     }
     /// `1 / sqrt((1 - x)(1 + x))`.
     #[inline]
@@ -575,8 +578,7 @@ impl<T: Element> Float for Dual<T> {
     }
     #[inline]
     fn tanh(self) -> Self {
-        let t = self.re.tanh();
-        self.chain(t, T::one() - t * t)
+        self.apply(scalar::tanh::value, scalar::tanh::tangent)
     }
     /// `1 / hypot(x, 1)` (no overflow for large `x`).
     #[inline]

@@ -85,6 +85,7 @@ pub mod model;
 pub mod ops;
 pub mod optim;
 mod rng;
+pub mod scalar;
 mod tensor;
 pub mod workload;
 

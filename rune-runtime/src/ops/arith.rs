@@ -501,12 +501,3 @@ pub mod rules {
         neg(g)
     }
 }
-
-/// The arithmetic ops.
-pub const RULES: &[crate::ops::OpInfo] = &[
-    crate::ops::OpInfo::diff("add", "add"),
-    crate::ops::OpInfo::diff("sub", "add, neg"),
-    crate::ops::OpInfo::diff("mul", "mul"),
-    crate::ops::OpInfo::diff("div", "fdiv"),
-    crate::ops::OpInfo::diff("neg", "neg"),
-];

@@ -345,10 +345,3 @@ pub mod rules {
         minimum, minimum_jvp, minimum_vjp_lhs, minimum_vjp_rhs, <;
     }
 }
-
-/// The binary ops.
-pub const RULES: &[crate::ops::OpInfo] = &[
-    crate::ops::OpInfo::diff("pow", "pow"),
-    crate::ops::OpInfo::diff("maximum", "max"),
-    crate::ops::OpInfo::diff("minimum", "composite: max, neg"),
-];

@@ -88,33 +88,3 @@ pub mod rules {
         g.cast::<T>()
     }
 }
-
-/// `cast`, `stop_gradient`, and the Rune primitives that are plain Rust here.
-pub const RULES: &[crate::ops::OpInfo] = &[
-    crate::ops::OpInfo::diff("cast", "cast"),
-    crate::ops::OpInfo::nondiff(
-        "stop_gradient",
-        "composite: identity whose result AD treats as a constant",
-    ),
-    // Cloning shares copy-on-write storage: a no-op for AD.
-    crate::ops::OpInfo::nondiff("clone", "contiguous, copy"),
-    // Constructors give constants.
-    crate::ops::OpInfo::nondiff("scalar", "const_scalar"),
-    crate::ops::OpInfo::nondiff("full", "const_scalar, expand"),
-    crate::ops::OpInfo::nondiff("zeros", "const_scalar, expand"),
-    crate::ops::OpInfo::nondiff("ones", "const_scalar, expand"),
-    crate::ops::OpInfo::nondiff("zeros_like", "const_scalar, expand"),
-    crate::ops::OpInfo::nondiff("ones_like", "const_scalar, expand"),
-    crate::ops::OpInfo::nondiff("from_vec", "const_array"),
-    crate::ops::OpInfo::nondiff("try_from_vec", "const_array"),
-    crate::ops::OpInfo::nondiff("arange", "const_array"),
-    crate::ops::OpInfo::nondiff("arange_step", "const_array"),
-    crate::ops::OpInfo::nondiff("try_arange_step", "const_array"),
-    crate::ops::OpInfo::nondiff("rand_uniform", "threefry"),
-    crate::ops::OpInfo::nondiff("rand_normal", "threefry"),
-    // In-place updates: the code generator differentiates `a op= b` as `a = a op b`.
-    crate::ops::OpInfo::nondiff("add_assign", "assign"),
-    crate::ops::OpInfo::nondiff("sub_assign", "assign"),
-    crate::ops::OpInfo::nondiff("mul_assign", "assign"),
-    crate::ops::OpInfo::nondiff("div_assign", "assign"),
-];

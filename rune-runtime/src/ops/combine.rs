@@ -375,10 +375,3 @@ pub mod rules {
         sum_to_shape(&where_cond(mask, &T::zero(), g), b_shape)
     }
 }
-
-/// The combining ops.
-pub const RULES: &[crate::ops::OpInfo] = &[
-    crate::ops::OpInfo::diff("concat", "cat"),
-    crate::ops::OpInfo::diff("stack", "composite: reshape, cat"),
-    crate::ops::OpInfo::diff("where_cond", "where"),
-];

@@ -415,24 +415,3 @@ int_ops! {
     Div, div, "div", i64::checked_div;
     Rem, rem, "rem", i64::checked_rem;
 }
-
-/// The comparison, logic and integer ops (no derivative rules).
-pub const RULES: &[crate::ops::OpInfo] = &[
-    crate::ops::OpInfo::nondiff("lt", "cmplt"),
-    crate::ops::OpInfo::nondiff("gt", "cmplt"),
-    crate::ops::OpInfo::nondiff("le", "composite: cmplt, xor"),
-    crate::ops::OpInfo::nondiff("ge", "composite: cmplt, xor"),
-    crate::ops::OpInfo::nondiff("eq", "composite: cmpne, xor"),
-    crate::ops::OpInfo::nondiff("ne", "cmpne"),
-    crate::ops::OpInfo::nondiff("argmax", "composite: reduce_max, cmpne, where"),
-    crate::ops::OpInfo::nondiff("argmin", "composite: neg, reduce_max, cmpne, where"),
-    crate::ops::OpInfo::nondiff("and", "and"),
-    crate::ops::OpInfo::nondiff("or", "or"),
-    crate::ops::OpInfo::nondiff("xor", "xor"),
-    crate::ops::OpInfo::nondiff("not", "composite: xor"),
-    crate::ops::OpInfo::nondiff("int_add", "add"),
-    crate::ops::OpInfo::nondiff("int_sub", "composite: add, neg"),
-    crate::ops::OpInfo::nondiff("int_mul", "mul"),
-    crate::ops::OpInfo::nondiff("int_div", "idiv"),
-    crate::ops::OpInfo::nondiff("int_rem", "mod"),
-];

@@ -702,10 +702,3 @@ pub mod rules {
         Tensor::from_vec(gx, x_shape)
     }
 }
-
-/// The convolution and pooling ops.
-pub const RULES: &[crate::ops::OpInfo] = &[
-    crate::ops::OpInfo::diff("conv2d", "composite: pad, unfold, matmul"),
-    crate::ops::OpInfo::diff("max_pool2d", "composite: unfold, reduce_max"),
-    crate::ops::OpInfo::diff("avg_pool2d", "composite: unfold, reduce_sum, mul"),
-];

@@ -105,10 +105,3 @@ pub mod rules {
         g.map(|&v| Dual::new(T::zero(), v))
     }
 }
-
-/// The dual-number ops (no counterpart in the reference, which has no forward mode inside).
-pub const RULES: &[crate::ops::OpInfo] = &[
-    crate::ops::OpInfo::diff("dual_of", "composite: forward mode by dual numbers"),
-    crate::ops::OpInfo::diff("tangent_of", "composite: forward mode by dual numbers"),
-    crate::ops::OpInfo::diff("primal_of", "composite: forward mode by dual numbers"),
-];

@@ -221,9 +221,3 @@ pub mod rules {
         g.gather(axis, indices)
     }
 }
-
-/// The indexing ops.
-pub const RULES: &[crate::ops::OpInfo] = &[
-    crate::ops::OpInfo::diff("gather", "gather"),
-    crate::ops::OpInfo::diff("scatter_add", "scatter"),
-];

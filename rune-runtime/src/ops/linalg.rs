@@ -481,6 +481,3 @@ pub mod rules {
         )
     }
 }
-
-/// The linear-algebra ops.
-pub const RULES: &[crate::ops::OpInfo] = &[crate::ops::OpInfo::diff("matmul", "matmul")];

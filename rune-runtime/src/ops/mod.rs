@@ -18,9 +18,10 @@
 //! with [`strong_mul`](crate::element::strong_mul): an exactly-zero tangent or cotangent stays
 //! zero even where the local derivative is infinite or NaN.
 //!
-//! Each group module also has a `RULES` table listing its ops ([`OpInfo`]); [`all_ops`] joins
-//! them, and the test suite checks that every differentiable op in it has both rules checked
-//! against finite differences.
+//! Every op is declared once, in the registry crate `rune-ops`: its form, its kind, and the
+//! arguments of each rule call, which the macro writes calls from. [`all_ops`] lists it, and the
+//! test suite checks that every differentiable op in it has both rules checked against finite
+//! differences, here and through the macro.
 
 use crate::error::ShapeError;
 
@@ -51,45 +52,15 @@ pub struct OpInfo {
     pub reference: &'static str,
 }
 
-impl OpInfo {
-    /// A differentiable op.
-    pub const fn diff(name: &'static str, reference: &'static str) -> Self {
-        OpInfo {
-            name,
-            differentiable: true,
-            reference,
-        }
-    }
-    /// An op whose results are constants to AD.
-    pub const fn nondiff(name: &'static str, reference: &'static str) -> Self {
-        OpInfo {
-            name,
-            differentiable: false,
-            reference,
-        }
-    }
-}
-
-/// Every op of the runtime, group by group.
+/// Every op of the runtime, as the op registry (`rune-ops`) declares it.
 pub fn all_ops() -> Vec<OpInfo> {
-    let groups: &[&[OpInfo]] = &[
-        arith::RULES,
-        cast::RULES,
-        unary::RULES,
-        binary::RULES,
-        compare::RULES,
-        linalg::RULES,
-        conv::RULES,
-        shape::RULES,
-        slice::RULES,
-        combine::RULES,
-        index::RULES,
-        reduce::RULES,
-        scan::RULES,
-        softmax::RULES,
-        duals::RULES,
-    ];
-    groups.iter().flat_map(|g| g.iter().copied()).collect()
+    rune_ops::all()
+        .map(|op| OpInfo {
+            name: op.name,
+            differentiable: op.differentiable(),
+            reference: op.reference,
+        })
+        .collect()
 }
 
 /// `axis` (negative counts from the end) as an index into `ndim` axes.

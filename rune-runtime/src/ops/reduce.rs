@@ -942,25 +942,3 @@ pub mod rules {
         logsumexp_vjp_impl("logsumexp_axes_vjp", g, x, y, &axes, keepdims)
     }
 }
-
-/// The reductions.
-pub const RULES: &[crate::ops::OpInfo] = &[
-    crate::ops::OpInfo::diff("sum", "reduce_sum"),
-    crate::ops::OpInfo::diff("sum_axes", "reduce_sum"),
-    crate::ops::OpInfo::diff("mean", "composite: reduce_sum, mul"),
-    crate::ops::OpInfo::diff("mean_axes", "composite: reduce_sum, mul"),
-    crate::ops::OpInfo::diff("max", "reduce_max"),
-    crate::ops::OpInfo::diff("max_axes", "reduce_max"),
-    crate::ops::OpInfo::diff("min", "composite: neg, reduce_max"),
-    crate::ops::OpInfo::diff("min_axes", "composite: neg, reduce_max"),
-    crate::ops::OpInfo::diff("prod", "reduce_prod"),
-    crate::ops::OpInfo::diff("prod_axes", "reduce_prod"),
-    crate::ops::OpInfo::diff(
-        "logsumexp",
-        "composite: reduce_max, add, exp2, reduce_sum, log2",
-    ),
-    crate::ops::OpInfo::diff(
-        "logsumexp_axes",
-        "composite: reduce_max, add, exp2, reduce_sum, log2",
-    ),
-];

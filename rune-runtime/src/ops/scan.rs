@@ -214,9 +214,3 @@ pub mod rules {
         Tensor::from_array(out)
     }
 }
-
-/// The scans.
-pub const RULES: &[crate::ops::OpInfo] = &[
-    crate::ops::OpInfo::diff("cumsum", "associative_scan sum"),
-    crate::ops::OpInfo::diff("cumprod", "associative_scan prod"),
-];

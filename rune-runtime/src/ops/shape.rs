@@ -301,13 +301,3 @@ pub mod rules {
         g.reshape(x_shape)
     }
 }
-
-/// The shape ops.
-pub const RULES: &[crate::ops::OpInfo] = &[
-    crate::ops::OpInfo::diff("reshape", "reshape"),
-    crate::ops::OpInfo::diff("permute", "permute"),
-    crate::ops::OpInfo::diff("t", "permute"),
-    crate::ops::OpInfo::diff("broadcast_to", "reshape, expand"),
-    crate::ops::OpInfo::diff("expand_dims", "reshape"),
-    crate::ops::OpInfo::diff("squeeze", "reshape"),
-];

@@ -541,12 +541,3 @@ pub mod rules {
         g.unfold(kernel, stride, dilation, padding)
     }
 }
-
-/// The slicing ops.
-pub const RULES: &[crate::ops::OpInfo] = &[
-    crate::ops::OpInfo::diff("shrink", "shrink"),
-    crate::ops::OpInfo::diff("pad", "pad"),
-    crate::ops::OpInfo::diff("flip", "flip"),
-    crate::ops::OpInfo::diff("unfold", "unfold"),
-    crate::ops::OpInfo::diff("fold", "fold"),
-];

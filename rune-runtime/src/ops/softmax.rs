@@ -201,15 +201,3 @@ pub mod rules {
         Tensor::from_array(out)
     }
 }
-
-/// `softmax` and `log_softmax`.
-pub const RULES: &[crate::ops::OpInfo] = &[
-    crate::ops::OpInfo::diff(
-        "softmax",
-        "composite: reduce_max, add, exp2, reduce_sum, fdiv",
-    ),
-    crate::ops::OpInfo::diff(
-        "log_softmax",
-        "composite: reduce_max, add, exp2, reduce_sum, log2",
-    ),
-];

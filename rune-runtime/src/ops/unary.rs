@@ -1,5 +1,6 @@
-//! Elementwise functions of one tensor: `exp ln log2 exp2 log1p sin cos tan tanh sigmoid relu
-//! sqrt recip abs square`, `clamp(lo, hi)` and `powf(p)`.
+//! Elementwise functions of one tensor: those of the registry's table (`rune_ops::for_each_unary!`:
+//! `exp ln log2 exp2 log1p sin cos tan tanh sigmoid relu sqrt recip abs square`), built from their
+//! scalar forms in [`crate::scalar`], and `clamp(lo, hi)` and `powf(p)`.
 //!
 //! # Conventions at kinks and singular points
 //!
@@ -11,7 +12,9 @@
 //!   `p = 1`, infinite for `p < 1`), except that `p = 0` gives `0` (the function is constant),
 //!   as in JAX.
 //! - `sigmoid` is evaluated as `1 / (1 + e^-x)` for `x >= 0` and `e^x / (1 + e^x)` otherwise, so
-//!   it neither overflows nor loses relative precision for large `|x|`.
+//!   it neither overflows nor loses relative precision for large `|x|`. The derivatives of
+//!   `tanh` and `sigmoid` are computed from `x`, not from the rounded output (see
+//!   [`crate::scalar`]), so they keep their relative precision where the output saturates.
 //! - NaN propagates through every forward op (`relu(NaN)` and `clamp(NaN)` are NaN).
 //!
 //! Gates (`relu`, `clamp`) select the tangent or zero; every other rule multiplies by the local
@@ -19,13 +22,8 @@
 //! (`sqrt` or `ln` at 0).
 
 use crate::element::{strong_mul, Element, FromScalar};
+use crate::scalar;
 use crate::tensor::Tensor;
-
-/// `f` applied to every element.
-#[inline]
-fn map_unary<T: Element>(x: &Tensor<T>, f: impl Fn(T) -> T) -> Tensor<T> {
-    x.map(|&v| f(v))
-}
 
 /// `rule(d, p)` over a tangent or cotangent `d` and the primal value `p` (input or output) it is
 /// paired with, which must have the same shape.
@@ -45,50 +43,10 @@ fn pair<T: Element>(
     d.zip_map(p, |&dv, &pv| rule(dv, pv))
 }
 
-/// The chain rule through a local derivative `local(p)`, with a strong zero in the tangent.
-#[inline]
-fn scaled<T: Element>(local: impl Fn(T) -> T) -> impl Fn(T, T) -> T {
-    move |d, p| strong_mul(d, local(p))
-}
-
 /// The chain rule through a gate: the tangent where `open(p)`, zero elsewhere.
 #[inline]
 fn gated<T: Element>(open: impl Fn(T) -> bool) -> impl Fn(T, T) -> T {
     move |d, p| if open(p) { d } else { T::zero() }
-}
-
-fn ln_2<T: Element>() -> T {
-    T::from_f64(std::f64::consts::LN_2)
-}
-
-fn sigmoid_kernel<T: Element>(x: T) -> T {
-    if x >= T::zero() {
-        T::one() / (T::one() + (-x).exp())
-    } else {
-        let e = x.exp();
-        e / (T::one() + e)
-    }
-}
-
-fn relu_kernel<T: Element>(x: T) -> T {
-    if x <= T::zero() {
-        T::zero()
-    } else {
-        x
-    }
-}
-
-/// `sign(x)` with `sign(0) = 0` (NaN stays NaN).
-fn sign<T: Element>(x: T) -> T {
-    if x > T::zero() {
-        T::one()
-    } else if x < T::zero() {
-        -T::one()
-    } else if x == T::zero() {
-        T::zero()
-    } else {
-        x
-    }
 }
 
 fn clamp_kernel<T: Element>(x: T, lo: T, hi: T) -> T {
@@ -109,60 +67,30 @@ fn powf_local<T: Element>(x: T, p: T) -> T {
     }
 }
 
-/// Invokes `$m!` on the table of one-argument ops without configuration:
-/// `name, jvp, vjp, what the rules read (x or y), doc, kernel, rule (from the read value)`.
-macro_rules! for_each_unary {
-    ($m:ident) => {
-        $m! {
-            exp, exp_jvp, exp_vjp, y, "`e^x`.",
-                |x| x.exp(), scaled(|y: T| y);
-            ln, ln_jvp, ln_vjp, x, "The natural logarithm (NaN below 0, `-inf` at 0).",
-                |x| x.ln(), scaled(|x: T| x.recip());
-            log2, log2_jvp, log2_vjp, x, "The base-2 logarithm.",
-                |x| x.log2(), scaled(|x: T| (x * ln_2::<T>()).recip());
-            exp2, exp2_jvp, exp2_vjp, y, "`2^x`.",
-                |x| x.exp2(), scaled(|y: T| y * ln_2::<T>());
-            log1p, log1p_jvp, log1p_vjp, x, "`ln(1 + x)`, accurate for small `x`.",
-                |x| x.ln_1p(), scaled(|x: T| (T::one() + x).recip());
-            sin, sin_jvp, sin_vjp, x, "The sine.",
-                |x| x.sin(), scaled(|x: T| x.cos());
-            cos, cos_jvp, cos_vjp, x, "The cosine.",
-                |x| x.cos(), scaled(|x: T| -x.sin());
-            tan, tan_jvp, tan_vjp, y, "The tangent.",
-                |x| x.tan(), scaled(|y: T| T::one() + y * y);
-            tanh, tanh_jvp, tanh_vjp, y, "The hyperbolic tangent.",
-                |x| x.tanh(), scaled(|y: T| T::one() - y * y);
-            sigmoid, sigmoid_jvp, sigmoid_vjp, y,
-                "The logistic function `1 / (1 + e^-x)`, stable for large `|x|`.",
-                sigmoid_kernel, scaled(|y: T| y * (T::one() - y));
-            relu, relu_jvp, relu_vjp, x, "`max(x, 0)`; the derivative at 0 is 0.",
-                relu_kernel, gated(|x: T| x > T::zero());
-            sqrt, sqrt_jvp, sqrt_vjp, y, "The square root (NaN below 0).",
-                |x| x.sqrt(), scaled(|y: T| (y + y).recip());
-            recip, recip_jvp, recip_vjp, y, "`1 / x`.",
-                |x| x.recip(), scaled(|y: T| -(y * y));
-            abs, abs_jvp, abs_vjp, x, "`|x|`; the derivative at 0 is 0.",
-                |x| x.abs(), scaled(sign);
-            square, square_jvp, square_vjp, x, "`x * x`.",
-                |x| x * x, scaled(|x: T| x + x);
-        }
+/// The scalar value a unary rule reads, wrapped as its scalar derivative takes it.
+macro_rules! reads {
+    (x, $v:expr) => {
+        scalar::Input($v)
+    };
+    (y, $v:expr) => {
+        scalar::Output($v)
     };
 }
 
 macro_rules! forward_methods {
-    ($($name:ident, $jvp:ident, $vjp:ident, $reads:ident, $doc:literal, $kernel:expr, $rule:expr;)*) => {
+    ($($name:ident, $jvp:ident, $vjp:ident, reads $reads:ident, $reference:literal, $doc:literal;)*) => {
         impl<T: Element> Tensor<T> {
             $(
                 #[doc = $doc]
                 #[must_use]
                 pub fn $name(&self) -> Tensor<T> {
-                    map_unary(self, $kernel)
+                    self.map(|&v| scalar::$name::value(v))
                 }
             )*
         }
     };
 }
-for_each_unary!(forward_methods);
+rune_ops::for_each_unary!(forward_methods);
 
 impl<T: Element> Tensor<T> {
     /// Each element clamped to `[lo, hi]`: `min(max(x, lo), hi)`, so `hi` wins when `lo > hi`.
@@ -175,7 +103,7 @@ impl<T: Element> Tensor<T> {
         T: FromScalar<L> + FromScalar<H>,
     {
         let (lo, hi) = (T::from_scalar(lo), T::from_scalar(hi));
-        map_unary(self, |x| clamp_kernel(x, lo, hi))
+        self.map(|&x| clamp_kernel(x, lo, hi))
     }
 
     /// `x^p` for a constant exponent `p` (NaN for a negative base and a non-integer `p`).
@@ -188,33 +116,23 @@ impl<T: Element> Tensor<T> {
         T: FromScalar<S>,
     {
         let p = T::from_scalar(p);
-        map_unary(self, |x| x.powf(p))
+        self.map(|&x| x.powf(p))
     }
 }
 
 // ---- rules ----------------------------------------------------------------------------------
 //
-// | op      | reads | local derivative         | op      | reads | local derivative      |
-// |---------|-------|--------------------------|---------|-------|-----------------------|
-// | exp     | y     | y                        | tanh    | y     | 1 - y²                |
-// | ln      | x     | 1/x                      | sigmoid | y     | y(1 - y)              |
-// | log2    | x     | 1/(x ln 2)               | relu    | x     | gate x > 0            |
-// | exp2    | y     | y ln 2                   | sqrt    | y     | 1/(2y)                |
-// | log1p   | x     | 1/(1 + x)                | recip   | y     | -y²                   |
-// | sin     | x     | cos x                    | abs     | x     | sign x (0 at 0)       |
-// | cos     | x     | -sin x                   | square  | x     | 2x                    |
-// | tan     | y     | 1 + y²                   | clamp   | x     | gate lo <= x <= hi    |
-// | powf    | x     | p·x^(p-1) (0 if p = 0)   |         |       |                       |
-//
-// JVP and VJP of an elementwise op are the same product: tangent or cotangent times the local
-// derivative.
+// The functions of the registry's table take their derivative from `crate::scalar`, reading `x`
+// or `y` as the table says; `clamp` is a gate (`lo <= x <= hi`) and `powf` reads `x`
+// (`p·x^(p-1)`, 0 if `p = 0`). JVP and VJP of an elementwise op are the same product: tangent or
+// cotangent times the local derivative.
 
 /// Rules of the unary ops (see the module's table).
 pub mod rules {
     use super::*;
 
     macro_rules! rule_fns {
-        ($($name:ident, $jvp:ident, $vjp:ident, $reads:ident, $doc:literal, $kernel:expr, $rule:expr;)*) => {$(
+        ($($name:ident, $jvp:ident, $vjp:ident, reads $reads:ident, $reference:literal, $doc:literal;)*) => {$(
             #[doc = concat!("JVP of [`Tensor::", stringify!($name), "`], from ",
                 rule_fns!(@reads $reads), " and the input tangent `dx`.")]
             ///
@@ -223,7 +141,9 @@ pub mod rules {
             #[track_caller]
             #[must_use]
             pub fn $jvp<T: Element>($reads: &Tensor<T>, dx: &Tensor<T>) -> Tensor<T> {
-                pair(stringify!($jvp), dx, $reads, $rule)
+                pair(stringify!($jvp), dx, $reads, |d, p| {
+                    scalar::$name::tangent(d, reads!($reads, p))
+                })
             }
 
             #[doc = concat!("VJP of [`Tensor::", stringify!($name), "`]: the cotangent `g` \
@@ -234,13 +154,15 @@ pub mod rules {
             #[track_caller]
             #[must_use]
             pub fn $vjp<T: Element>(g: &Tensor<T>, $reads: &Tensor<T>) -> Tensor<T> {
-                pair(stringify!($vjp), g, $reads, $rule)
+                pair(stringify!($vjp), g, $reads, |d, p| {
+                    scalar::$name::tangent(d, reads!($reads, p))
+                })
             }
         )*};
         (@reads x) => { "the input `x`" };
         (@reads y) => { "the output `y`" };
     }
-    for_each_unary!(rule_fns);
+    rune_ops::for_each_unary!(rule_fns);
 
     /// JVP of [`Tensor::clamp`], from the input `x`: `dx` where `lo <= x <= hi`, else 0.
     ///
@@ -269,7 +191,7 @@ pub mod rules {
     #[track_caller]
     #[must_use]
     pub fn powf_jvp<T: Element>(x: &Tensor<T>, p: T, dx: &Tensor<T>) -> Tensor<T> {
-        pair("powf_jvp", dx, x, scaled(|x| powf_local(x, p)))
+        pair("powf_jvp", dx, x, |d, x| strong_mul(d, powf_local(x, p)))
     }
 
     /// VJP of [`Tensor::powf`], from the input `x`: `g · p·x^(p-1)`.
@@ -279,27 +201,6 @@ pub mod rules {
     #[track_caller]
     #[must_use]
     pub fn powf_vjp<T: Element>(g: &Tensor<T>, x: &Tensor<T>, p: T) -> Tensor<T> {
-        pair("powf_vjp", g, x, scaled(|x| powf_local(x, p)))
+        pair("powf_vjp", g, x, |d, x| strong_mul(d, powf_local(x, p)))
     }
 }
-
-/// The unary ops.
-pub const RULES: &[crate::ops::OpInfo] = &[
-    crate::ops::OpInfo::diff("exp", "composite: exp2, mul"),
-    crate::ops::OpInfo::diff("ln", "composite: log2, mul"),
-    crate::ops::OpInfo::diff("log2", "log2"),
-    crate::ops::OpInfo::diff("exp2", "exp2"),
-    crate::ops::OpInfo::diff("log1p", "composite: add, log2, mul"),
-    crate::ops::OpInfo::diff("sin", "sin"),
-    crate::ops::OpInfo::diff("cos", "composite: sin, add"),
-    crate::ops::OpInfo::diff("tan", "composite: sin, fdiv"),
-    crate::ops::OpInfo::diff("tanh", "composite: exp2, add, recip, mul"),
-    crate::ops::OpInfo::diff("sigmoid", "composite: exp2, add, recip"),
-    crate::ops::OpInfo::diff("relu", "composite: max"),
-    crate::ops::OpInfo::diff("sqrt", "sqrt"),
-    crate::ops::OpInfo::diff("recip", "recip"),
-    crate::ops::OpInfo::diff("abs", "composite: cmplt, where, neg"),
-    crate::ops::OpInfo::diff("square", "composite: mul"),
-    crate::ops::OpInfo::diff("clamp", "composite: max, neg"),
-    crate::ops::OpInfo::diff("powf", "pow"),
-];

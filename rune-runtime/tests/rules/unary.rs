@@ -76,8 +76,8 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
         sin, sin_jvp, sin_vjp, X, -3.0, 3.0;
         cos, cos_jvp, cos_vjp, X, -3.0, 3.0;
         tan, tan_jvp, tan_vjp, Y, -1.2, 1.2;
-        tanh, tanh_jvp, tanh_vjp, Y, -2.0, 2.0;
-        sigmoid, sigmoid_jvp, sigmoid_vjp, Y, -4.0, 4.0;
+        tanh, tanh_jvp, tanh_vjp, X, -2.0, 2.0;
+        sigmoid, sigmoid_jvp, sigmoid_vjp, X, -4.0, 4.0;
         sqrt, sqrt_jvp, sqrt_vjp, Y, 0.5, 3.0;
         recip, recip_jvp, recip_vjp, Y, 0.5, 2.0;
         square, square_jvp, square_vjp, X, -2.0, 2.0;
@@ -173,7 +173,7 @@ fn values_and_derivatives_at_known_points() {
     check(x.log1p(), log1p_vjp(&one, &x), 0.0, 1.0);
     check(x.sin(), sin_vjp(&one, &x), 0.0, 1.0);
     check(x.cos(), cos_vjp(&one, &x), 1.0, 0.0);
-    check(x.tanh(), tanh_vjp(&one, &x.tanh()), 0.0, 1.0);
+    check(x.tanh(), tanh_vjp(&one, &x), 0.0, 1.0);
     let x = at(std::f64::consts::FRAC_PI_4);
     check(x.tan(), tan_vjp(&one, &x.tan()), 1.0, 2.0);
     let x = at(4.0);
@@ -187,7 +187,7 @@ fn values_and_derivatives_at_known_points() {
     let y = x.sigmoid();
     assert_close(&y, &[0.75, 0.25, 0.5], 1e-12);
     let g = Tensor::ones(&[3]);
-    assert_close(&sigmoid_vjp(&g, &y), &[3.0 / 16.0, 3.0 / 16.0, 0.25], 1e-12);
+    assert_close(&sigmoid_vjp(&g, &x), &[3.0 / 16.0, 3.0 / 16.0, 0.25], 1e-12);
 }
 
 /// `sigmoid` neither overflows nor turns into NaN for large `|x|`, in f32 or f64, and keeps
@@ -198,7 +198,7 @@ fn sigmoid_is_stable_for_large_inputs() {
         let x = tensor::<T>(&[1000.0, -1000.0, 80.0, -80.0], &[4]);
         let y = x.sigmoid();
         assert_close(&y, &[1.0, 0.0, 1.0, 0.0], 1e-6);
-        let d = sigmoid_vjp(&Tensor::ones(&[4]), &y);
+        let d = sigmoid_vjp(&Tensor::ones(&[4]), &x);
         assert!(d.to_vec().iter().all(|v| v.is_finite()), "{d:?}");
         assert_close(&d, &[0.0, 0.0, 0.0, 0.0], 1e-6);
     }
@@ -317,8 +317,9 @@ fn rules_pair_elements_of_transposed_inputs() {
     assert_close(&square_vjp(&g, &x), &[2.0, 60.0, 1e3, 4e3, 8e4, 1.2e6], 0.0);
 }
 
-/// `sigmoid` and `tanh` rules read the rounded output (`y(1 - y)`, `1 - y²`); at large `|x|`
-/// the true derivative (`~e^-|x|`) underflows to zero, and so do the rules, with no NaN.
+/// `sigmoid` and `tanh` rules read their input, not the rounded output: where the output rounds
+/// to `±1` the derivative keeps its relative precision (`1 - y²` and `y(1 - y)` would give 0),
+/// and where the exact derivative underflows they give 0, never NaN.
 #[test]
 fn sigmoid_and_tanh_rules_at_large_inputs() {
     fn check<T: Element>(magnitudes: &[f64]) {
@@ -326,13 +327,64 @@ fn sigmoid_and_tanh_rules_at_large_inputs() {
             let x = tensor::<T>(&[c, -c], &[2]);
             let g = Tensor::ones(&[2]);
             assert_close(&x.sigmoid(), &[1.0, 0.0], 0.0);
-            assert_close(&sigmoid_vjp(&g, &x.sigmoid()), &[0.0, 0.0], 0.0);
-            assert_close(&sigmoid_jvp(&x.sigmoid(), &g), &[0.0, 0.0], 0.0);
+            assert_close(&sigmoid_vjp(&g, &x), &[0.0, 0.0], 0.0);
+            assert_close(&sigmoid_jvp(&x, &g), &[0.0, 0.0], 0.0);
             assert_close(&x.tanh(), &[1.0, -1.0], 0.0);
-            assert_close(&tanh_vjp(&g, &x.tanh()), &[0.0, 0.0], 0.0);
-            assert_close(&tanh_jvp(&x.tanh(), &g), &[0.0, 0.0], 0.0);
+            assert_close(&tanh_vjp(&g, &x), &[0.0, 0.0], 0.0);
+            assert_close(&tanh_jvp(&x, &g), &[0.0, 0.0], 0.0);
         }
     }
     check::<f32>(&[1e4, 1e8]);
     check::<f64>(&[1e4, 1e8, 1e17]);
+}
+
+/// Where `tanh` and `sigmoid` round to `±1` but the derivative is still a normal number, the
+/// rules match the exact derivative to a few ulps: `sech²(x) = 4e^(-2|x|) / (1 + e^(-2|x|))²`
+/// and `σ'(x) = e^(-|x|) / (1 + e^(-|x|))²`, evaluated in f64 for the f32 case, and their leading
+/// terms in f64.
+#[test]
+fn sigmoid_and_tanh_rules_keep_precision_where_the_output_saturates() {
+    // f32: tanh(10) and sigmoid(20) round to 1, their derivatives are ~8e-9 and ~2e-9.
+    for c in [10.0f64, 20.0, 40.0] {
+        let x = tensor::<f32>(&[c, -c], &[2]);
+        let g = Tensor::<f32>::ones(&[2]);
+        let xf = c;
+        let e2 = (-2.0 * xf).exp();
+        let sech2 = 4.0 * e2 / ((1.0 + e2) * (1.0 + e2));
+        let e1 = (-xf).exp();
+        let dsig = e1 / ((1.0 + e1) * (1.0 + e1));
+        for (got, want) in [
+            (tanh_vjp(&g, &x).to_vec(), sech2),
+            (tanh_jvp(&x, &g).to_vec(), sech2),
+            (sigmoid_vjp(&g, &x).to_vec(), dsig),
+            (sigmoid_jvp(&x, &g).to_vec(), dsig),
+        ] {
+            for v in got {
+                let rel = (v as f64 - want).abs() / want;
+                assert!(
+                    rel < 1e-6,
+                    "x = ±{c}: {v} vs {want} (relative error {rel:e})"
+                );
+            }
+        }
+    }
+    // f64: tanh(20) and sigmoid(40) round to 1. The leading terms `4e^(-2x)` and `e^(-x)` are
+    // exact to double precision there (the next terms are smaller by `2e^(-2x)`, `2e^(-x)`).
+    for (c, sigmoid_too) in [(20.0f64, false), (40.0, true), (300.0, true)] {
+        let x = tensor::<f64>(&[c, -c], &[2]);
+        let g = Tensor::<f64>::ones(&[2]);
+        let mut checks = vec![(tanh_vjp(&g, &x).to_vec(), 4.0 * (-2.0 * c).exp())];
+        if sigmoid_too {
+            checks.push((sigmoid_vjp(&g, &x).to_vec(), (-c).exp()));
+        }
+        for (got, want) in checks {
+            for v in got {
+                let rel = (v - want).abs() / want;
+                assert!(
+                    rel < 1e-13,
+                    "x = ±{c}: {v} vs {want} (relative error {rel:e})"
+                );
+            }
+        }
+    }
 }

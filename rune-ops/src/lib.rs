@@ -1,0 +1,341 @@
+//! The op registry of rune-ad: every primitive op declared once, as data that both the runtime
+//! (`rune-runtime`) and the macro (`rune-macros`) read.
+//!
+//! An entry ([`OpDef`]) says how users write the op ([`Form`], [`Param`]), what kind of op it is
+//! ([`Kind`]), which primitive of Rune's `autodiff.ml` it corresponds to, and, for a
+//! differentiable op, the call of each derivative rule as a typed argument list ([`RuleArg`]):
+//! what the rule reads (the cotangent, the output, an input, only an input's shape, a
+//! configuration argument, tangents). The macro writes rule calls from these lists and saves for
+//! the backward pass exactly what they name; the runtime's rule functions take arguments in the
+//! same order, so a rule that reads something its entry does not name fails to compile.
+//!
+//! Elementwise functions of one tensor are declared in [`for_each_unary!`], a table that the
+//! runtime expands into its kernels, its rules (from the one scalar derivative of each function,
+//! in `rune_runtime::scalar`) and the macro's tests, and that this crate expands into
+//! [`UNARY`]. Every other op is an entry of [`OTHER`]; [`all`] iterates both.
+//!
+//! This crate depends on nothing, so that the proc-macro crate can read the registry at compile
+//! time without building the runtime.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+#![no_std]
+
+/// How users write an op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// `x.name(args)`: the receiver is tensor input 0.
+    Method,
+    /// `name(args)`.
+    Function,
+    /// A binary operator (`+ - * /`): inputs 0 and 1 may each be a tensor or a scalar.
+    Operator,
+    /// Unary minus.
+    Negation,
+    /// `Tensor::name(args)`: a constructor.
+    Constructor,
+}
+
+/// What kind of op an entry is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// One output element from the elements at the same position of the (broadcast) inputs.
+    Elementwise,
+    /// Reduces over all axes or some (`sum`, `max_axes`, `logsumexp`).
+    Reduction,
+    /// A running reduction along one axis (`cumsum`, `cumprod`).
+    Scan,
+    /// Normalises along one axis (`softmax`, `log_softmax`).
+    Normalization,
+    /// Moves or copies elements without arithmetic (`reshape`, `permute`, `pad`, `unfold`).
+    Shape,
+    /// Several tensors into one (`concat`, `stack`, `where_cond`).
+    Combine,
+    /// Reads or writes elements at given indices (`gather`, `scatter_add`, `argmax`).
+    Indexing,
+    /// Matrix products and factorizations.
+    LinearAlgebra,
+    /// Sliding windows: convolution and pooling.
+    Window,
+    /// Element type conversion.
+    Cast,
+    /// Forward mode inside a function: dual numbers built and taken apart.
+    Dual,
+    /// A comparison giving a mask.
+    Comparison,
+    /// Boolean and integer arithmetic.
+    Discrete,
+    /// Makes a constant tensor.
+    Constructor,
+    /// In-place updates (`+=`), differentiated as the binary op they update with.
+    Assign,
+}
+
+/// How a configuration argument is kept for the backward pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// A `Copy` value, captured as it is.
+    Copy,
+    /// A borrowed value (slice, tensor), kept in owned form.
+    Owned,
+}
+
+/// One argument position of an op (after the receiver, for methods).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Param {
+    /// A differentiable tensor input.
+    Tensor,
+    /// A tensor input given as a list `&[&a, &b, ..]` (concat, stack).
+    TensorList,
+    /// A configuration argument: constant, with the type to annotate it with (if any) and how
+    /// the backward pass keeps it.
+    Config(Option<&'static str>, Keep),
+}
+
+/// One argument of a rule call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuleArg {
+    /// The cotangent of the op's output (VJP rules).
+    Cotangent,
+    /// The op's output.
+    Output,
+    /// Tensor input `i` (a saved value, or a constant).
+    Input(usize),
+    /// The shape of tensor input `i`.
+    Shape(usize),
+    /// Configuration argument `j`.
+    Config(usize),
+    /// The tangent of tensor input `i`, as `&Tensor` (one-input ops).
+    Tangent(usize),
+    /// The tangent of tensor input `i` as `Option<&Tensor>`, `None` for a constant input.
+    MaybeTangent(usize),
+    /// A tensor list's inputs, `&[&a, &b, ..]`.
+    Inputs,
+    /// A tensor list's optional tangents.
+    MaybeTangents,
+    /// The position of the input a tensor list's VJP is for.
+    ListIndex,
+    /// The lengths of a tensor list's inputs along the op's axis.
+    ListSizes,
+    /// A value of the cast's source type, fixing the type the cotangent casts back to.
+    CastWitness,
+}
+
+/// A rule call: the runtime function (in `rune_runtime::rules`) and its arguments in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// The function's name.
+    pub name: &'static str,
+    /// Its arguments.
+    pub args: &'static [RuleArg],
+}
+
+impl Rule {
+    /// Whether the call reads `arg`.
+    pub fn reads(&self, arg: RuleArg) -> bool {
+        self.args.contains(&arg)
+    }
+}
+
+/// The derivative rules of a differentiable op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rules {
+    /// The JVP: input tangents to the output tangent.
+    pub jvp: Rule,
+    /// One VJP per tensor input, in order (one for a tensor list, called with
+    /// [`RuleArg::ListIndex`]).
+    pub vjp: &'static [Rule],
+}
+
+/// One primitive op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpDef {
+    /// The method or function name users write (`"exp"`, `"sum_axes"`, `"add"` for `+`).
+    pub name: &'static str,
+    /// How users write it.
+    pub form: Form,
+    /// What kind of op it is.
+    pub kind: Kind,
+    /// Its arguments after the receiver (an operator's two operands are implied).
+    pub params: &'static [Param],
+    /// Its derivative rules; `None` when its results are constants to AD.
+    pub rules: Option<Rules>,
+    /// The primitive(s) of Rune's `autodiff.ml` this op corresponds to, or `"composite: .."`.
+    pub reference: &'static str,
+}
+
+impl OpDef {
+    /// The number of tensor inputs (the receiver counts for methods, both operands for
+    /// operators); a tensor list counts once.
+    pub fn tensor_inputs(&self) -> usize {
+        let implied = match self.form {
+            Form::Method | Form::Negation => 1,
+            Form::Operator => 2,
+            Form::Function | Form::Constructor => 0,
+        };
+        implied
+            + self
+                .params
+                .iter()
+                .filter(|p| matches!(p, Param::Tensor | Param::TensorList))
+                .count()
+    }
+
+    /// Whether the op takes a tensor list.
+    pub fn takes_list(&self) -> bool {
+        self.params.contains(&Param::TensorList)
+    }
+
+    /// Whether the op has derivative rules.
+    pub fn differentiable(&self) -> bool {
+        self.rules.is_some()
+    }
+}
+
+/// Calls `$m!` with the table of elementwise functions of one tensor, one entry a line:
+/// `name, name_jvp, name_vjp, reads x|y, "reference", "doc";`, where `reads` says whether the local derivative is
+/// computed from the input `x` or the output `y`.
+///
+/// The runtime builds each function's kernel, tensor method and rules from this table and the
+/// function's scalar derivative (`rune_runtime::scalar::d_<name>`), which takes an `Input` or an
+/// `Output` as the entry says: an entry that names the wrong one does not compile.
+#[macro_export]
+macro_rules! for_each_unary {
+    ($m:ident) => {
+        $m! {
+            exp, exp_jvp, exp_vjp, reads y, "composite: exp2, mul", "`e^x`.";
+            ln, ln_jvp, ln_vjp, reads x, "composite: log2, mul", "The natural logarithm (NaN below 0, `-inf` at 0).";
+            log2, log2_jvp, log2_vjp, reads x, "log2", "The base-2 logarithm.";
+            exp2, exp2_jvp, exp2_vjp, reads y, "exp2", "`2^x`.";
+            log1p, log1p_jvp, log1p_vjp, reads x, "composite: add, log2, mul", "`ln(1 + x)`, accurate for small `x`.";
+            sin, sin_jvp, sin_vjp, reads x, "sin", "The sine.";
+            cos, cos_jvp, cos_vjp, reads x, "composite: sin, add", "The cosine.";
+            tan, tan_jvp, tan_vjp, reads y, "composite: sin, fdiv", "The tangent.";
+            tanh, tanh_jvp, tanh_vjp, reads x, "composite: exp2, add, recip, mul", "The hyperbolic tangent.";
+            sigmoid, sigmoid_jvp, sigmoid_vjp, reads x, "composite: exp2, add, recip",
+                "The logistic function `1 / (1 + e^-x)`, stable for large `|x|`.";
+            relu, relu_jvp, relu_vjp, reads x, "composite: max", "`max(x, 0)`; the derivative at 0 is 0.";
+            sqrt, sqrt_jvp, sqrt_vjp, reads y, "sqrt", "The square root (NaN below 0).";
+            recip, recip_jvp, recip_vjp, reads y, "recip", "`1 / x`.";
+            abs, abs_jvp, abs_vjp, reads x, "composite: cmplt, where, neg", "`|x|`; the derivative at 0 is 0.";
+            square, square_jvp, square_vjp, reads x, "composite: mul", "`x * x`.";
+        }
+    };
+}
+
+/// The argument a unary rule reads: `x` (input 0) or `y` (the output).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __unary_reads {
+    (x) => {
+        $crate::RuleArg::Input(0)
+    };
+    (y) => {
+        $crate::RuleArg::Output
+    };
+}
+
+macro_rules! unary_defs {
+    ($($name:ident, $jvp:ident, $vjp:ident, reads $r:ident, $reference:literal, $doc:literal;)*) => {
+        &[$(OpDef {
+            name: stringify!($name),
+            form: Form::Method,
+            kind: Kind::Elementwise,
+            params: &[],
+            rules: Some(Rules {
+                jvp: Rule {
+                    name: stringify!($jvp),
+                    args: &[__unary_reads!($r), RuleArg::Tangent(0)],
+                },
+                vjp: &[Rule {
+                    name: stringify!($vjp),
+                    args: &[RuleArg::Cotangent, __unary_reads!($r)],
+                }],
+            }),
+            reference: $reference,
+        }),*]
+    };
+}
+
+/// The elementwise functions of one tensor ([`for_each_unary!`]).
+pub const UNARY: &[OpDef] = for_each_unary!(unary_defs);
+
+mod table;
+pub use table::OTHER;
+
+/// Every op of the registry.
+pub fn all() -> impl Iterator<Item = &'static OpDef> {
+    UNARY.iter().chain(OTHER)
+}
+
+/// The op named `name` in the given form, if any.
+pub fn lookup(name: &str, form: Form) -> Option<&'static OpDef> {
+    all().find(|op| op.name == name && op.form == form)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rule_is_named_after_its_op_and_reads_what_exists() {
+        for op in all() {
+            let Some(rules) = op.rules else { continue };
+            let expected = if op.takes_list() {
+                1
+            } else {
+                op.tensor_inputs()
+            };
+            assert_eq!(rules.vjp.len(), expected, "{}", op.name);
+            let configs = op
+                .params
+                .iter()
+                .filter(|p| matches!(p, Param::Config(..)))
+                .count();
+            for (i, rule) in core::iter::once(&rules.jvp).chain(rules.vjp).enumerate() {
+                assert!(
+                    rule.name.starts_with(op.name),
+                    "{} names {}",
+                    op.name,
+                    rule.name
+                );
+                let vjp = i > 0;
+                for arg in rule.args {
+                    let fits = match *arg {
+                        RuleArg::Cotangent => vjp,
+                        RuleArg::Output | RuleArg::CastWitness => true,
+                        RuleArg::Input(k) | RuleArg::Shape(k) => k < op.tensor_inputs(),
+                        RuleArg::Tangent(k) | RuleArg::MaybeTangent(k) => {
+                            !vjp && k < op.tensor_inputs()
+                        }
+                        RuleArg::Config(k) => k < configs,
+                        RuleArg::Inputs | RuleArg::ListSizes => op.takes_list(),
+                        RuleArg::MaybeTangents => !vjp && op.takes_list(),
+                        RuleArg::ListIndex => vjp && op.takes_list(),
+                    };
+                    assert!(fits, "{}: {} cannot read {arg:?}", op.name, rule.name);
+                }
+                assert_eq!(
+                    rule.args.contains(&RuleArg::Cotangent),
+                    vjp,
+                    "{}: {}",
+                    op.name,
+                    rule.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn names_are_unique_per_form() {
+        for (i, a) in all().enumerate() {
+            for b in all().skip(i + 1) {
+                assert!(
+                    !(a.name == b.name && a.form == b.form),
+                    "{} is declared twice",
+                    a.name
+                );
+            }
+        }
+    }
+}

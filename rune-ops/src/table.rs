@@ -1,0 +1,1261 @@
+//! Every op but the elementwise functions of one tensor (those are in [`crate::for_each_unary!`]).
+//!
+//! Rule argument lists follow the runtime's conventions (see `rune_runtime::ops`): a JVP takes
+//! what it reads, then configuration, then tangents; a VJP takes the cotangent first. Entries
+//! without rules are ops whose results AD treats as constants; their `params` are left empty,
+//! since the macro never lowers them to rule calls.
+
+use crate::{Form, Keep, Kind, OpDef, Param, Rule, RuleArg::*, Rules};
+
+const T: Param = Param::Tensor;
+const LIST: Param = Param::TensorList;
+const SCALAR: Param = Param::Config(None, Keep::Copy);
+const AXIS: Param = Param::Config(Some("isize"), Keep::Copy);
+const AXES: Param = Param::Config(Some("&[isize]"), Keep::Owned);
+const KEEPDIMS: Param = Param::Config(Some("bool"), Keep::Copy);
+const USIZE: Param = Param::Config(Some("usize"), Keep::Copy);
+const SHAPE: Param = Param::Config(Some("&[usize]"), Keep::Owned);
+const RANGES: Param = Param::Config(Some("&[(usize, usize)]"), Keep::Owned);
+const MASK: Param = Param::Config(None, Keep::Owned);
+const INDICES: Param = Param::Config(None, Keep::Owned);
+
+/// Every op but the elementwise functions of one tensor.
+pub const OTHER: &[OpDef] = &[
+    OpDef {
+        name: "add",
+        form: Form::Operator,
+        kind: Kind::Elementwise,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "add_jvp",
+                args: &[Output, MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "add_vjp_lhs",
+                    args: &[Cotangent, Shape(0)],
+                },
+                Rule {
+                    name: "add_vjp_rhs",
+                    args: &[Cotangent, Shape(1)],
+                },
+            ],
+        }),
+        reference: "add",
+    },
+    OpDef {
+        name: "sub",
+        form: Form::Operator,
+        kind: Kind::Elementwise,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "sub_jvp",
+                args: &[Output, MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "sub_vjp_lhs",
+                    args: &[Cotangent, Shape(0)],
+                },
+                Rule {
+                    name: "sub_vjp_rhs",
+                    args: &[Cotangent, Shape(1)],
+                },
+            ],
+        }),
+        reference: "add, neg",
+    },
+    OpDef {
+        name: "mul",
+        form: Form::Operator,
+        kind: Kind::Elementwise,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "mul_jvp",
+                args: &[Input(0), Input(1), Output, MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "mul_vjp_lhs",
+                    args: &[Cotangent, Shape(0), Input(1)],
+                },
+                Rule {
+                    name: "mul_vjp_rhs",
+                    args: &[Cotangent, Input(0), Shape(1)],
+                },
+            ],
+        }),
+        reference: "mul",
+    },
+    OpDef {
+        name: "div",
+        form: Form::Operator,
+        kind: Kind::Elementwise,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "div_jvp",
+                args: &[Input(1), Output, MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "div_vjp_lhs",
+                    args: &[Cotangent, Shape(0), Input(1)],
+                },
+                Rule {
+                    name: "div_vjp_rhs",
+                    args: &[Cotangent, Input(1), Output],
+                },
+            ],
+        }),
+        reference: "fdiv",
+    },
+    OpDef {
+        name: "neg",
+        form: Form::Negation,
+        kind: Kind::Elementwise,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "neg_jvp",
+                args: &[Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "neg_vjp",
+                args: &[Cotangent],
+            }],
+        }),
+        reference: "neg",
+    },
+    OpDef {
+        name: "clamp",
+        form: Form::Method,
+        kind: Kind::Elementwise,
+        params: &[SCALAR, SCALAR],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "clamp_jvp",
+                args: &[Input(0), Config(0), Config(1), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "clamp_vjp",
+                args: &[Cotangent, Input(0), Config(0), Config(1)],
+            }],
+        }),
+        reference: "composite: max, neg",
+    },
+    OpDef {
+        name: "powf",
+        form: Form::Method,
+        kind: Kind::Elementwise,
+        params: &[SCALAR],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "powf_jvp",
+                args: &[Input(0), Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "powf_vjp",
+                args: &[Cotangent, Input(0), Config(0)],
+            }],
+        }),
+        reference: "pow",
+    },
+    OpDef {
+        name: "pow",
+        form: Form::Method,
+        kind: Kind::Elementwise,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "pow_jvp",
+                args: &[Input(0), Input(1), Output, MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "pow_vjp_lhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+                Rule {
+                    name: "pow_vjp_rhs",
+                    args: &[Cotangent, Input(0), Output, Shape(1)],
+                },
+            ],
+        }),
+        reference: "pow",
+    },
+    OpDef {
+        name: "maximum",
+        form: Form::Method,
+        kind: Kind::Elementwise,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "maximum_jvp",
+                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "maximum_vjp_lhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+                Rule {
+                    name: "maximum_vjp_rhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+            ],
+        }),
+        reference: "max",
+    },
+    OpDef {
+        name: "minimum",
+        form: Form::Method,
+        kind: Kind::Elementwise,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "minimum_jvp",
+                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "minimum_vjp_lhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+                Rule {
+                    name: "minimum_vjp_rhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+            ],
+        }),
+        reference: "composite: max, neg",
+    },
+    OpDef {
+        name: "sum",
+        form: Form::Method,
+        kind: Kind::Reduction,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "sum_jvp",
+                args: &[Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "sum_vjp",
+                args: &[Cotangent, Shape(0)],
+            }],
+        }),
+        reference: "reduce_sum",
+    },
+    OpDef {
+        name: "sum_axes",
+        form: Form::Method,
+        kind: Kind::Reduction,
+        params: &[AXES, KEEPDIMS],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "sum_axes_jvp",
+                args: &[Config(0), Config(1), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "sum_axes_vjp",
+                args: &[Cotangent, Shape(0), Config(0), Config(1)],
+            }],
+        }),
+        reference: "reduce_sum",
+    },
+    OpDef {
+        name: "mean",
+        form: Form::Method,
+        kind: Kind::Reduction,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "mean_jvp",
+                args: &[Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "mean_vjp",
+                args: &[Cotangent, Shape(0)],
+            }],
+        }),
+        reference: "composite: reduce_sum, mul",
+    },
+    OpDef {
+        name: "mean_axes",
+        form: Form::Method,
+        kind: Kind::Reduction,
+        params: &[AXES, KEEPDIMS],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "mean_axes_jvp",
+                args: &[Config(0), Config(1), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "mean_axes_vjp",
+                args: &[Cotangent, Shape(0), Config(0), Config(1)],
+            }],
+        }),
+        reference: "composite: reduce_sum, mul",
+    },
+    OpDef {
+        name: "max",
+        form: Form::Method,
+        kind: Kind::Reduction,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "max_jvp",
+                args: &[Input(0), Output, Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "max_vjp",
+                args: &[Cotangent, Input(0), Output],
+            }],
+        }),
+        reference: "reduce_max",
+    },
+    OpDef {
+        name: "max_axes",
+        form: Form::Method,
+        kind: Kind::Reduction,
+        params: &[AXES, KEEPDIMS],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "max_axes_jvp",
+                args: &[Input(0), Output, Config(0), Config(1), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "max_axes_vjp",
+                args: &[Cotangent, Input(0), Output, Config(0), Config(1)],
+            }],
+        }),
+        reference: "reduce_max",
+    },
+    OpDef {
+        name: "min",
+        form: Form::Method,
+        kind: Kind::Reduction,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "min_jvp",
+                args: &[Input(0), Output, Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "min_vjp",
+                args: &[Cotangent, Input(0), Output],
+            }],
+        }),
+        reference: "composite: neg, reduce_max",
+    },
+    OpDef {
+        name: "min_axes",
+        form: Form::Method,
+        kind: Kind::Reduction,
+        params: &[AXES, KEEPDIMS],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "min_axes_jvp",
+                args: &[Input(0), Output, Config(0), Config(1), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "min_axes_vjp",
+                args: &[Cotangent, Input(0), Output, Config(0), Config(1)],
+            }],
+        }),
+        reference: "composite: neg, reduce_max",
+    },
+    OpDef {
+        name: "prod",
+        form: Form::Method,
+        kind: Kind::Reduction,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "prod_jvp",
+                args: &[Input(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "prod_vjp",
+                args: &[Cotangent, Input(0)],
+            }],
+        }),
+        reference: "reduce_prod",
+    },
+    OpDef {
+        name: "prod_axes",
+        form: Form::Method,
+        kind: Kind::Reduction,
+        params: &[AXES, KEEPDIMS],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "prod_axes_jvp",
+                args: &[Input(0), Config(0), Config(1), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "prod_axes_vjp",
+                args: &[Cotangent, Input(0), Config(0), Config(1)],
+            }],
+        }),
+        reference: "reduce_prod",
+    },
+    OpDef {
+        name: "logsumexp",
+        form: Form::Method,
+        kind: Kind::Reduction,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "logsumexp_jvp",
+                args: &[Input(0), Output, Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "logsumexp_vjp",
+                args: &[Cotangent, Input(0), Output],
+            }],
+        }),
+        reference: "composite: reduce_max, add, exp2, reduce_sum, log2",
+    },
+    OpDef {
+        name: "logsumexp_axes",
+        form: Form::Method,
+        kind: Kind::Reduction,
+        params: &[AXES, KEEPDIMS],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "logsumexp_axes_jvp",
+                args: &[Input(0), Output, Config(0), Config(1), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "logsumexp_axes_vjp",
+                args: &[Cotangent, Input(0), Output, Config(0), Config(1)],
+            }],
+        }),
+        reference: "composite: reduce_max, add, exp2, reduce_sum, log2",
+    },
+    OpDef {
+        name: "softmax",
+        form: Form::Method,
+        kind: Kind::Normalization,
+        params: &[AXIS],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "softmax_jvp",
+                args: &[Output, Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "softmax_vjp",
+                args: &[Cotangent, Output, Config(0)],
+            }],
+        }),
+        reference: "composite: reduce_max, add, exp2, reduce_sum, fdiv",
+    },
+    OpDef {
+        name: "log_softmax",
+        form: Form::Method,
+        kind: Kind::Normalization,
+        params: &[AXIS],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "log_softmax_jvp",
+                args: &[Output, Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "log_softmax_vjp",
+                args: &[Cotangent, Output, Config(0)],
+            }],
+        }),
+        reference: "composite: reduce_max, add, exp2, reduce_sum, log2",
+    },
+    OpDef {
+        name: "cumsum",
+        form: Form::Method,
+        kind: Kind::Scan,
+        params: &[AXIS],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "cumsum_jvp",
+                args: &[Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "cumsum_vjp",
+                args: &[Cotangent, Config(0)],
+            }],
+        }),
+        reference: "associative_scan sum",
+    },
+    OpDef {
+        name: "cumprod",
+        form: Form::Method,
+        kind: Kind::Scan,
+        params: &[AXIS],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "cumprod_jvp",
+                args: &[Input(0), Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "cumprod_vjp",
+                args: &[Cotangent, Input(0), Output, Config(0)],
+            }],
+        }),
+        reference: "associative_scan prod",
+    },
+    OpDef {
+        name: "reshape",
+        form: Form::Method,
+        kind: Kind::Shape,
+        params: &[SHAPE],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "reshape_jvp",
+                args: &[Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "reshape_vjp",
+                args: &[Cotangent, Shape(0)],
+            }],
+        }),
+        reference: "reshape",
+    },
+    OpDef {
+        name: "permute",
+        form: Form::Method,
+        kind: Kind::Shape,
+        params: &[SHAPE],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "permute_jvp",
+                args: &[Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "permute_vjp",
+                args: &[Cotangent, Config(0)],
+            }],
+        }),
+        reference: "permute",
+    },
+    OpDef {
+        name: "t",
+        form: Form::Method,
+        kind: Kind::Shape,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "t_jvp",
+                args: &[Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "t_vjp",
+                args: &[Cotangent],
+            }],
+        }),
+        reference: "permute",
+    },
+    OpDef {
+        name: "broadcast_to",
+        form: Form::Method,
+        kind: Kind::Shape,
+        params: &[SHAPE],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "broadcast_to_jvp",
+                args: &[Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "broadcast_to_vjp",
+                args: &[Cotangent, Shape(0)],
+            }],
+        }),
+        reference: "reshape, expand",
+    },
+    OpDef {
+        name: "expand_dims",
+        form: Form::Method,
+        kind: Kind::Shape,
+        params: &[AXIS],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "expand_dims_jvp",
+                args: &[Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "expand_dims_vjp",
+                args: &[Cotangent, Config(0)],
+            }],
+        }),
+        reference: "reshape",
+    },
+    OpDef {
+        name: "squeeze",
+        form: Form::Method,
+        kind: Kind::Shape,
+        params: &[AXIS],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "squeeze_jvp",
+                args: &[Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "squeeze_vjp",
+                args: &[Cotangent, Shape(0)],
+            }],
+        }),
+        reference: "reshape",
+    },
+    OpDef {
+        name: "shrink",
+        form: Form::Method,
+        kind: Kind::Shape,
+        params: &[RANGES],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "shrink_jvp",
+                args: &[Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "shrink_vjp",
+                args: &[Cotangent, Shape(0), Config(0)],
+            }],
+        }),
+        reference: "shrink",
+    },
+    OpDef {
+        name: "pad",
+        form: Form::Method,
+        kind: Kind::Shape,
+        params: &[RANGES, SCALAR],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "pad_jvp",
+                args: &[Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "pad_vjp",
+                args: &[Cotangent, Config(0)],
+            }],
+        }),
+        reference: "pad",
+    },
+    OpDef {
+        name: "flip",
+        form: Form::Method,
+        kind: Kind::Shape,
+        params: &[SHAPE],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "flip_jvp",
+                args: &[Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "flip_vjp",
+                args: &[Cotangent, Config(0)],
+            }],
+        }),
+        reference: "flip",
+    },
+    OpDef {
+        name: "unfold",
+        form: Form::Method,
+        kind: Kind::Shape,
+        params: &[USIZE, USIZE, USIZE, USIZE],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "unfold_jvp",
+                args: &[Config(0), Config(1), Config(2), Config(3), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "unfold_vjp",
+                args: &[
+                    Cotangent,
+                    Shape(0),
+                    Config(0),
+                    Config(1),
+                    Config(2),
+                    Config(3),
+                ],
+            }],
+        }),
+        reference: "unfold",
+    },
+    OpDef {
+        name: "fold",
+        form: Form::Method,
+        kind: Kind::Shape,
+        params: &[SHAPE, USIZE, USIZE, USIZE, USIZE],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "fold_jvp",
+                args: &[
+                    Config(0),
+                    Config(1),
+                    Config(2),
+                    Config(3),
+                    Config(4),
+                    Tangent(0),
+                ],
+            },
+            vjp: &[Rule {
+                name: "fold_vjp",
+                args: &[Cotangent, Config(1), Config(2), Config(3), Config(4)],
+            }],
+        }),
+        reference: "fold",
+    },
+    OpDef {
+        name: "concat",
+        form: Form::Function,
+        kind: Kind::Combine,
+        params: &[LIST, AXIS],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "concat_jvp",
+                args: &[Inputs, Config(0), MaybeTangents],
+            },
+            vjp: &[Rule {
+                name: "concat_vjp",
+                args: &[Cotangent, ListIndex, ListSizes, Config(0)],
+            }],
+        }),
+        reference: "cat",
+    },
+    OpDef {
+        name: "stack",
+        form: Form::Function,
+        kind: Kind::Combine,
+        params: &[LIST, AXIS],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "stack_jvp",
+                args: &[Inputs, Config(0), MaybeTangents],
+            },
+            vjp: &[Rule {
+                name: "stack_vjp",
+                args: &[Cotangent, ListIndex, Config(0)],
+            }],
+        }),
+        reference: "composite: reshape, cat",
+    },
+    OpDef {
+        name: "where_cond",
+        form: Form::Function,
+        kind: Kind::Combine,
+        params: &[MASK, T, T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "where_cond_jvp",
+                args: &[Config(0), Output, MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "where_cond_vjp_lhs",
+                    args: &[Cotangent, Config(0), Shape(0)],
+                },
+                Rule {
+                    name: "where_cond_vjp_rhs",
+                    args: &[Cotangent, Config(0), Shape(1)],
+                },
+            ],
+        }),
+        reference: "where",
+    },
+    OpDef {
+        name: "gather",
+        form: Form::Method,
+        kind: Kind::Indexing,
+        params: &[AXIS, INDICES],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "gather_jvp",
+                args: &[Config(0), Config(1), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "gather_vjp",
+                args: &[Cotangent, Shape(0), Config(0), Config(1)],
+            }],
+        }),
+        reference: "gather",
+    },
+    OpDef {
+        name: "scatter_add",
+        form: Form::Method,
+        kind: Kind::Indexing,
+        params: &[AXIS, INDICES, T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "scatter_add_jvp",
+                args: &[
+                    Output,
+                    Config(0),
+                    Config(1),
+                    MaybeTangent(0),
+                    MaybeTangent(1),
+                ],
+            },
+            vjp: &[
+                Rule {
+                    name: "scatter_add_vjp_input",
+                    args: &[Cotangent],
+                },
+                Rule {
+                    name: "scatter_add_vjp_updates",
+                    args: &[Cotangent, Config(0), Config(1)],
+                },
+            ],
+        }),
+        reference: "scatter",
+    },
+    OpDef {
+        name: "matmul",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "matmul_jvp",
+                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "matmul_vjp_lhs",
+                    args: &[Cotangent, Shape(0), Input(1)],
+                },
+                Rule {
+                    name: "matmul_vjp_rhs",
+                    args: &[Cotangent, Input(0), Shape(1)],
+                },
+            ],
+        }),
+        reference: "matmul",
+    },
+    OpDef {
+        name: "conv2d",
+        form: Form::Method,
+        kind: Kind::Window,
+        params: &[T, USIZE, USIZE],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "conv2d_jvp",
+                args: &[
+                    Input(0),
+                    Input(1),
+                    Config(0),
+                    Config(1),
+                    MaybeTangent(0),
+                    MaybeTangent(1),
+                ],
+            },
+            vjp: &[
+                Rule {
+                    name: "conv2d_vjp_input",
+                    args: &[Cotangent, Shape(0), Input(1), Config(0), Config(1)],
+                },
+                Rule {
+                    name: "conv2d_vjp_weight",
+                    args: &[Cotangent, Input(0), Shape(1), Config(0), Config(1)],
+                },
+            ],
+        }),
+        reference: "composite: pad, unfold, matmul",
+    },
+    OpDef {
+        name: "max_pool2d",
+        form: Form::Method,
+        kind: Kind::Window,
+        params: &[USIZE, USIZE],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "max_pool2d_jvp",
+                args: &[Input(0), Output, Config(0), Config(1), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "max_pool2d_vjp",
+                args: &[Cotangent, Input(0), Output, Config(0), Config(1)],
+            }],
+        }),
+        reference: "composite: unfold, reduce_max",
+    },
+    OpDef {
+        name: "avg_pool2d",
+        form: Form::Method,
+        kind: Kind::Window,
+        params: &[USIZE, USIZE],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "avg_pool2d_jvp",
+                args: &[Tangent(0), Config(0), Config(1)],
+            },
+            vjp: &[Rule {
+                name: "avg_pool2d_vjp",
+                args: &[Cotangent, Shape(0), Config(0), Config(1)],
+            }],
+        }),
+        reference: "composite: unfold, reduce_sum, mul",
+    },
+    OpDef {
+        name: "dual_of",
+        form: Form::Function,
+        kind: Kind::Dual,
+        params: &[T, T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "dual_of_jvp",
+                args: &[Output, MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "dual_of_vjp_lhs",
+                    args: &[Cotangent],
+                },
+                Rule {
+                    name: "dual_of_vjp_rhs",
+                    args: &[Cotangent],
+                },
+            ],
+        }),
+        reference: "composite: forward mode by dual numbers",
+    },
+    OpDef {
+        name: "tangent_of",
+        form: Form::Function,
+        kind: Kind::Dual,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "tangent_of_jvp",
+                args: &[Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "tangent_of_vjp",
+                args: &[Cotangent],
+            }],
+        }),
+        reference: "composite: forward mode by dual numbers",
+    },
+    OpDef {
+        name: "primal_of",
+        form: Form::Function,
+        kind: Kind::Dual,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "primal_of_jvp",
+                args: &[Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "primal_of_vjp",
+                args: &[Cotangent],
+            }],
+        }),
+        reference: "composite: forward mode by dual numbers",
+    },
+    OpDef {
+        name: "cast",
+        form: Form::Method,
+        kind: Kind::Cast,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "cast_jvp",
+                args: &[Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "cast_vjp_as",
+                args: &[Cotangent, CastWitness],
+            }],
+        }),
+        reference: "cast",
+    },
+    OpDef {
+        name: "lt",
+        form: Form::Method,
+        kind: Kind::Comparison,
+        params: &[],
+        rules: None,
+        reference: "cmplt",
+    },
+    OpDef {
+        name: "gt",
+        form: Form::Method,
+        kind: Kind::Comparison,
+        params: &[],
+        rules: None,
+        reference: "cmplt",
+    },
+    OpDef {
+        name: "le",
+        form: Form::Method,
+        kind: Kind::Comparison,
+        params: &[],
+        rules: None,
+        reference: "composite: cmplt, xor",
+    },
+    OpDef {
+        name: "ge",
+        form: Form::Method,
+        kind: Kind::Comparison,
+        params: &[],
+        rules: None,
+        reference: "composite: cmplt, xor",
+    },
+    OpDef {
+        name: "eq",
+        form: Form::Method,
+        kind: Kind::Comparison,
+        params: &[],
+        rules: None,
+        reference: "composite: cmpne, xor",
+    },
+    OpDef {
+        name: "ne",
+        form: Form::Method,
+        kind: Kind::Comparison,
+        params: &[],
+        rules: None,
+        reference: "cmpne",
+    },
+    OpDef {
+        name: "argmax",
+        form: Form::Method,
+        kind: Kind::Indexing,
+        params: &[],
+        rules: None,
+        reference: "composite: reduce_max, cmpne, where",
+    },
+    OpDef {
+        name: "argmin",
+        form: Form::Method,
+        kind: Kind::Indexing,
+        params: &[],
+        rules: None,
+        reference: "composite: neg, reduce_max, cmpne, where",
+    },
+    OpDef {
+        name: "and",
+        form: Form::Method,
+        kind: Kind::Discrete,
+        params: &[],
+        rules: None,
+        reference: "and",
+    },
+    OpDef {
+        name: "or",
+        form: Form::Method,
+        kind: Kind::Discrete,
+        params: &[],
+        rules: None,
+        reference: "or",
+    },
+    OpDef {
+        name: "xor",
+        form: Form::Method,
+        kind: Kind::Discrete,
+        params: &[],
+        rules: None,
+        reference: "xor",
+    },
+    OpDef {
+        name: "not",
+        form: Form::Method,
+        kind: Kind::Discrete,
+        params: &[],
+        rules: None,
+        reference: "composite: xor",
+    },
+    OpDef {
+        name: "int_add",
+        form: Form::Operator,
+        kind: Kind::Discrete,
+        params: &[],
+        rules: None,
+        reference: "add",
+    },
+    OpDef {
+        name: "int_sub",
+        form: Form::Operator,
+        kind: Kind::Discrete,
+        params: &[],
+        rules: None,
+        reference: "composite: add, neg",
+    },
+    OpDef {
+        name: "int_mul",
+        form: Form::Operator,
+        kind: Kind::Discrete,
+        params: &[],
+        rules: None,
+        reference: "mul",
+    },
+    OpDef {
+        name: "int_div",
+        form: Form::Operator,
+        kind: Kind::Discrete,
+        params: &[],
+        rules: None,
+        reference: "idiv",
+    },
+    OpDef {
+        name: "int_rem",
+        form: Form::Operator,
+        kind: Kind::Discrete,
+        params: &[],
+        rules: None,
+        reference: "mod",
+    },
+    OpDef {
+        name: "stop_gradient",
+        form: Form::Function,
+        kind: Kind::Cast,
+        params: &[],
+        rules: None,
+        reference: "composite: identity whose result AD treats as a constant",
+    },
+    OpDef {
+        name: "clone",
+        form: Form::Method,
+        kind: Kind::Shape,
+        params: &[],
+        rules: None,
+        reference: "contiguous, copy",
+    },
+    OpDef {
+        name: "scalar",
+        form: Form::Constructor,
+        kind: Kind::Constructor,
+        params: &[],
+        rules: None,
+        reference: "const_scalar",
+    },
+    OpDef {
+        name: "full",
+        form: Form::Constructor,
+        kind: Kind::Constructor,
+        params: &[],
+        rules: None,
+        reference: "const_scalar, expand",
+    },
+    OpDef {
+        name: "zeros",
+        form: Form::Constructor,
+        kind: Kind::Constructor,
+        params: &[],
+        rules: None,
+        reference: "const_scalar, expand",
+    },
+    OpDef {
+        name: "ones",
+        form: Form::Constructor,
+        kind: Kind::Constructor,
+        params: &[],
+        rules: None,
+        reference: "const_scalar, expand",
+    },
+    OpDef {
+        name: "zeros_like",
+        form: Form::Constructor,
+        kind: Kind::Constructor,
+        params: &[],
+        rules: None,
+        reference: "const_scalar, expand",
+    },
+    OpDef {
+        name: "ones_like",
+        form: Form::Constructor,
+        kind: Kind::Constructor,
+        params: &[],
+        rules: None,
+        reference: "const_scalar, expand",
+    },
+    OpDef {
+        name: "from_vec",
+        form: Form::Constructor,
+        kind: Kind::Constructor,
+        params: &[],
+        rules: None,
+        reference: "const_array",
+    },
+    OpDef {
+        name: "try_from_vec",
+        form: Form::Constructor,
+        kind: Kind::Constructor,
+        params: &[],
+        rules: None,
+        reference: "const_array",
+    },
+    OpDef {
+        name: "arange",
+        form: Form::Constructor,
+        kind: Kind::Constructor,
+        params: &[],
+        rules: None,
+        reference: "const_array",
+    },
+    OpDef {
+        name: "arange_step",
+        form: Form::Constructor,
+        kind: Kind::Constructor,
+        params: &[],
+        rules: None,
+        reference: "const_array",
+    },
+    OpDef {
+        name: "try_arange_step",
+        form: Form::Constructor,
+        kind: Kind::Constructor,
+        params: &[],
+        rules: None,
+        reference: "const_array",
+    },
+    OpDef {
+        name: "rand_uniform",
+        form: Form::Constructor,
+        kind: Kind::Constructor,
+        params: &[],
+        rules: None,
+        reference: "threefry",
+    },
+    OpDef {
+        name: "rand_normal",
+        form: Form::Constructor,
+        kind: Kind::Constructor,
+        params: &[],
+        rules: None,
+        reference: "threefry",
+    },
+    OpDef {
+        name: "add_assign",
+        form: Form::Operator,
+        kind: Kind::Assign,
+        params: &[],
+        rules: None,
+        reference: "assign",
+    },
+    OpDef {
+        name: "sub_assign",
+        form: Form::Operator,
+        kind: Kind::Assign,
+        params: &[],
+        rules: None,
+        reference: "assign",
+    },
+    OpDef {
+        name: "mul_assign",
+        form: Form::Operator,
+        kind: Kind::Assign,
+        params: &[],
+        rules: None,
+        reference: "assign",
+    },
+    OpDef {
+        name: "div_assign",
+        form: Form::Operator,
+        kind: Kind::Assign,
+        params: &[],
+        rules: None,
+        reference: "assign",
+    },
+];

@@ -1,0 +1,442 @@
+//! The elementwise functions of one tensor as scalar functions, each with its derivative: the one
+//! place where `d/dx tanh` and its like are written.
+//!
+//! The tensor kernels and rules of [`crate::ops::unary`] apply these element by element, and the
+//! forward-mode dual numbers ([`Dual`](crate::Dual)) take their tangents from them, so the two
+//! modes cannot disagree. Each function is a module with `value(x)` and `derivative(at)`, where
+//! `at` is an [`Input`] (the derivative is computed from `x`) or an [`Output`] (from `y =
+//! value(x)`), as the op registry's entry says (`rune_ops::for_each_unary!`): an entry that
+//! names the other one does not compile.
+//!
+//! A derivative computed from a rounded output loses its relative precision where the output
+//! saturates: `1 - tanh(x)²` is `0` in `f32` from `|x| ≈ 9` on, where the exact value is about
+//! `6e-8`. `tanh` and `sigmoid` therefore read their input, as `exp(-2|x|)` and `exp(-|x|)`,
+//! which keep full relative precision for every `x` and neither overflow nor divide by zero.
+//!
+//! The types check the registry: `tanh`'s derivative reads its input, so a table entry that
+//! said `reads y` would pass the output, and that does not compile:
+//!
+//! ```compile_fail,E0308
+//! use rune_runtime::scalar::{tanh, Output};
+//! let _ = tanh::tangent(1.0_f64, Output(0.5));
+//! ```
+//!
+//! ```
+//! use rune_runtime::scalar::{tanh, Input};
+//! // d/dx tanh at 20 is 4e^-40 (to double precision), where 1 - tanh(20)² is exactly 0.
+//! let d = tanh::derivative(Input(20.0_f64));
+//! assert!((d - 4.0 * (-40.0_f64).exp()).abs() <= 1e-15 * d);
+//! assert_eq!(1.0 - 20.0_f64.tanh().powi(2), 0.0);
+//! ```
+
+use crate::element::{strong_mul, Element};
+
+/// The derivative is computed from the input `x`.
+#[derive(Clone, Copy, Debug)]
+pub struct Input<T>(pub T);
+
+/// The derivative is computed from the output `y`.
+#[derive(Clone, Copy, Debug)]
+pub struct Output<T>(pub T);
+
+/// Where a derivative is read from, given both the input and the output.
+pub trait At<T>: Copy {
+    /// The input `x` or the output `y`, whichever this reads.
+    fn at(x: T, y: T) -> Self;
+}
+
+impl<T: Copy> At<T> for Input<T> {
+    #[inline]
+    fn at(x: T, _: T) -> Self {
+        Input(x)
+    }
+}
+
+impl<T: Copy> At<T> for Output<T> {
+    #[inline]
+    fn at(_: T, y: T) -> Self {
+        Output(y)
+    }
+}
+
+fn ln_2<T: Element>() -> T {
+    T::from_f64(std::f64::consts::LN_2)
+}
+
+/// `e^x`; the derivative is `y`.
+pub mod exp {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        x.exp()
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Output(y): Output<T>) -> T {
+        y
+    }
+
+    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
+    /// staying zero where the derivative is infinite.
+    #[inline]
+    pub fn tangent<T: Element>(d: T, at: Output<T>) -> T {
+        strong_mul(d, derivative(at))
+    }
+}
+/// The natural logarithm; the derivative is `1/x`.
+pub mod ln {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        x.ln()
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        x.recip()
+    }
+
+    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
+    /// staying zero where the derivative is infinite.
+    #[inline]
+    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
+        strong_mul(d, derivative(at))
+    }
+}
+/// The base-2 logarithm; the derivative is `1/(x ln 2)`.
+pub mod log2 {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        x.log2()
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        (x * ln_2::<T>()).recip()
+    }
+
+    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
+    /// staying zero where the derivative is infinite.
+    #[inline]
+    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
+        strong_mul(d, derivative(at))
+    }
+}
+/// `2^x`; the derivative is `y ln 2`.
+pub mod exp2 {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        x.exp2()
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Output(y): Output<T>) -> T {
+        y * ln_2::<T>()
+    }
+
+    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
+    /// staying zero where the derivative is infinite.
+    #[inline]
+    pub fn tangent<T: Element>(d: T, at: Output<T>) -> T {
+        strong_mul(d, derivative(at))
+    }
+}
+/// `ln(1 + x)`; the derivative is `1/(1 + x)`.
+pub mod log1p {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        x.ln_1p()
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        (T::one() + x).recip()
+    }
+
+    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
+    /// staying zero where the derivative is infinite.
+    #[inline]
+    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
+        strong_mul(d, derivative(at))
+    }
+}
+/// The sine; the derivative is `cos x`.
+pub mod sin {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        x.sin()
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        x.cos()
+    }
+
+    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
+    /// staying zero where the derivative is infinite.
+    #[inline]
+    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
+        strong_mul(d, derivative(at))
+    }
+}
+/// The cosine; the derivative is `-sin x`.
+pub mod cos {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        x.cos()
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        -x.sin()
+    }
+
+    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
+    /// staying zero where the derivative is infinite.
+    #[inline]
+    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
+        strong_mul(d, derivative(at))
+    }
+}
+/// The tangent; the derivative is `1 + y²`.
+pub mod tan {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        x.tan()
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Output(y): Output<T>) -> T {
+        T::one() + y * y
+    }
+
+    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
+    /// staying zero where the derivative is infinite.
+    #[inline]
+    pub fn tangent<T: Element>(d: T, at: Output<T>) -> T {
+        strong_mul(d, derivative(at))
+    }
+}
+/// The hyperbolic tangent; the derivative is `1 - tanh(x)² = 4e / (1 + e)²` with `e = e^(-2|x|)`,
+/// computed from `x` so that it keeps its relative precision where `tanh` rounds to `±1`.
+pub mod tanh {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        x.tanh()
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        let e = (-(x.abs() + x.abs())).exp();
+        let d = T::one() + e;
+        (e + e + e + e) / (d * d)
+    }
+
+    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
+    /// staying zero where the derivative is infinite.
+    #[inline]
+    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
+        strong_mul(d, derivative(at))
+    }
+}
+/// The logistic function `1 / (1 + e^-x)`, evaluated as `e^x / (1 + e^x)` below 0 so that it
+/// neither overflows nor loses relative precision; the derivative is `y(1 - y) = e / (1 + e)²`
+/// with `e = e^(-|x|)`, computed from `x` so that it keeps its relative precision where the
+/// output rounds to 1.
+pub mod sigmoid {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        if x >= T::zero() {
+            T::one() / (T::one() + (-x).exp())
+        } else {
+            let e = x.exp();
+            e / (T::one() + e)
+        }
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        let e = (-x.abs()).exp();
+        let d = T::one() + e;
+        e / (d * d)
+    }
+
+    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
+    /// staying zero where the derivative is infinite.
+    #[inline]
+    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
+        strong_mul(d, derivative(at))
+    }
+}
+/// `max(x, 0)`, NaN kept; the derivative is a gate: `1` for `x > 0`, else `0` (also at 0).
+pub mod relu {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        if x <= T::zero() {
+            T::zero()
+        } else {
+            x
+        }
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        if x > T::zero() {
+            T::one()
+        } else {
+            T::zero()
+        }
+    }
+
+    /// A tangent or cotangent `d` through the function: `d` where the gate is open, else `0`.
+    #[inline]
+    pub fn tangent<T: Element>(d: T, Input(x): Input<T>) -> T {
+        if x > T::zero() {
+            d
+        } else {
+            T::zero()
+        }
+    }
+}
+/// The square root; the derivative is `1/(2y)`.
+pub mod sqrt {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        x.sqrt()
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Output(y): Output<T>) -> T {
+        (y + y).recip()
+    }
+
+    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
+    /// staying zero where the derivative is infinite.
+    #[inline]
+    pub fn tangent<T: Element>(d: T, at: Output<T>) -> T {
+        strong_mul(d, derivative(at))
+    }
+}
+/// `1 / x`; the derivative is `-y²`.
+pub mod recip {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        x.recip()
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Output(y): Output<T>) -> T {
+        -(y * y)
+    }
+
+    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
+    /// staying zero where the derivative is infinite.
+    #[inline]
+    pub fn tangent<T: Element>(d: T, at: Output<T>) -> T {
+        strong_mul(d, derivative(at))
+    }
+}
+/// `|x|`; the derivative is `sign x`, `0` at 0 (the subgradient PyTorch picks), NaN kept.
+pub mod abs {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        x.abs()
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        if x > T::zero() {
+            T::one()
+        } else if x < T::zero() {
+            -T::one()
+        } else if x == T::zero() {
+            T::zero()
+        } else {
+            x
+        }
+    }
+
+    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
+    /// staying zero where the derivative is infinite.
+    #[inline]
+    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
+        strong_mul(d, derivative(at))
+    }
+}
+/// `x * x`; the derivative is `2x`.
+pub mod square {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        x * x
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        x + x
+    }
+
+    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
+    /// staying zero where the derivative is infinite.
+    #[inline]
+    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
+        strong_mul(d, derivative(at))
+    }
+}
