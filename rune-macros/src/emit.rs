@@ -2443,6 +2443,13 @@ impl Emitter<'_> {
                 text.contains(&tensor_of_elem)
             }
         };
+        let is_elem = |ty: &syn::Type| {
+            let ty = match ty {
+                syn::Type::Reference(r) => &*r.elem,
+                ty => ty,
+            };
+            matches!(ty, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident(elem_name.as_str()))
+        };
         let mut lifts = Vec::new();
         let mut call_args = Vec::new();
         let mut directions = Vec::new();
@@ -2459,6 +2466,11 @@ impl Emitter<'_> {
                     let ty = Signature::grad_type(p);
                     directions.push(quote!(#d: &#ty));
                     lifts.push(quote!(let #lifted = #rt::dual_tensor(#reference, #d);));
+                }
+                // A scalar of a generic element type is a dual constant; any other type that
+                // names the element (a tensor of it, a concrete scalar) lifts by `Lift`.
+                None if generic && is_elem(&p.ty) => {
+                    lifts.push(quote!(let #lifted = #rt::lift_element(#reference);));
                 }
                 None if mentions_elem(&p.ty) => {
                     lifts.push(quote!(let #lifted = #rt::Lift::lift(#reference);));

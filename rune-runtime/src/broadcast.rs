@@ -7,7 +7,7 @@ use ndarray::{ArrayD, ArrayViewD, Axis, CowArray, IxDyn, Zip};
 
 use crate::element::Element;
 use crate::error::{checked_size, ShapeError};
-use crate::ops::reduce::{pairwise_split, pairwise_sum, sum_along, SUM_BLOCK};
+use crate::summation::{pairwise_split, pairwise_sum, sum_along, SUM_BLOCK};
 use crate::tensor::Tensor;
 
 /// Whether two shapes are equal, as `a == b` on the slices but without calling `memcmp` on

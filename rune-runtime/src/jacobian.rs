@@ -7,7 +7,7 @@
 
 use ndarray::Zip;
 
-use crate::dual::Dual;
+use crate::element::dual::Dual;
 use crate::element::Element;
 use crate::tensor::Tensor;
 

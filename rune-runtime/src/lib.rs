@@ -75,7 +75,7 @@
 
 mod broadcast;
 pub mod check;
-mod dual;
+mod constructors;
 mod element;
 mod error;
 #[doc(hidden)]
@@ -86,19 +86,19 @@ pub mod ops;
 pub mod optim;
 mod rng;
 pub mod scalar;
+mod summation;
 mod tensor;
 pub mod workload;
 
 pub use broadcast::{broadcast_shapes, sum_to_shape};
 pub use check::{check_grad, check_hvp, grad_fn, GradCheckError, GradFn};
-pub use dual::Dual;
+pub use element::dual::Dual;
+pub use element::operand::{Operand, OperandOf, OperandRef};
 pub use element::{strong_mul, Element, FromScalar, RangeElement, Scalar};
 pub use error::ShapeError;
 pub use jacobian::{hessian, hessian_from_grad, hvp_from_grad, jacfwd, jacobian, jacrev};
 pub use model::Differentiable;
-pub use ops::arith::{
-    add, div, mul, neg, sub, try_add, try_div, try_mul, try_sub, Operand, OperandRef,
-};
+pub use ops::arith::{add, div, mul, neg, sub, try_add, try_div, try_mul, try_sub};
 pub use ops::cast::stop_gradient;
 pub use ops::combine::{concat, stack, try_concat, try_stack, try_where_cond, where_cond};
 pub use ops::duals::{dual_of, primal_of, tangent_of, try_dual_of};

@@ -12,92 +12,9 @@ use ndarray::Zip;
 use crate::broadcast::{
     broadcast_owned, broadcast_shapes, broadcast_view, same_shape, sum_to_shape,
 };
-use crate::element::{strong_mul, Element, FromScalar, Scalar};
+use crate::element::{strong_mul, Element, FromScalar, Operand, OperandOf, OperandRef, Scalar};
 use crate::error::{OrPanic, ShapeError};
 use crate::tensor::Tensor;
-
-/// A borrowed operand of a binary op: a scalar or a tensor.
-#[derive(Clone, Copy, Debug)]
-pub enum OperandRef<'a, T> {
-    /// A scalar, broadcast against the other operand.
-    Scalar(T),
-    /// A tensor.
-    Tensor(&'a Tensor<T>),
-}
-
-/// An operand of the free functions [`add`], [`sub`], [`mul`], [`div`]: `Tensor<T>`, a scalar
-/// `T`, or a reference to either. (The operators take more scalars: see [`FromScalar`].)
-pub trait Operand {
-    /// The element type.
-    type Elem: Element;
-    /// A borrowed view of the operand.
-    fn operand(&self) -> OperandRef<'_, Self::Elem>;
-}
-
-impl<T: Element> Operand for Tensor<T> {
-    type Elem = T;
-    #[inline]
-    fn operand(&self) -> OperandRef<'_, T> {
-        OperandRef::Tensor(self)
-    }
-}
-
-impl<X: Operand + ?Sized> Operand for &X {
-    type Elem = X::Elem;
-    #[inline]
-    fn operand(&self) -> OperandRef<'_, X::Elem> {
-        (**self).operand()
-    }
-}
-
-macro_rules! scalar_operand {
-    ($($t:ty),*) => {$(
-        impl Operand for $t {
-            type Elem = $t;
-            #[inline]
-            fn operand(&self) -> OperandRef<'_, $t> {
-                OperandRef::Scalar(*self)
-            }
-        }
-    )*};
-}
-scalar_operand!(f32, f64);
-
-/// An operand of element type `T` as a rule reads it: a tensor of `T` (or a reference to one),
-/// or a scalar that tensors of `T` take ([`FromScalar`]: `T` itself, an `f64` for any `T`, an
-/// `f32` for `f32` and its dual numbers), converted to `T`.
-pub trait OperandOf<T: Element> {
-    /// A borrowed view of the operand as elements of `T`.
-    fn operand_of(&self) -> OperandRef<'_, T>;
-}
-
-impl<T: Element> OperandOf<T> for Tensor<T> {
-    #[inline]
-    fn operand_of(&self) -> OperandRef<'_, T> {
-        OperandRef::Tensor(self)
-    }
-}
-
-impl<T: Element, X: OperandOf<T> + ?Sized> OperandOf<T> for &X {
-    #[inline]
-    fn operand_of(&self) -> OperandRef<'_, T> {
-        (**self).operand_of()
-    }
-}
-
-// One impl per scalar type rather than one over every `Scalar`: a blanket impl would overlap the
-// one for references above as far as coherence can tell.
-macro_rules! scalar_operand_of {
-    ($([$($gen:tt)*] $scalar:ty),*) => {$(
-        impl<T: Element + FromScalar<$scalar>, $($gen)*> OperandOf<T> for $scalar {
-            #[inline]
-            fn operand_of(&self) -> OperandRef<'_, T> {
-                OperandRef::Scalar(T::from_scalar(*self))
-            }
-        }
-    )*};
-}
-scalar_operand_of!([] f32, [] f64, [U: Element] crate::Dual<U>);
 
 /// Applies `f` elementwise to two operands, broadcasting them against each other.
 pub(crate) fn try_binary_map<T: Element>(
@@ -168,6 +85,7 @@ macro_rules! binary_fns {
         pub fn $name<A, B>(a: &A, b: &B) -> Tensor<A::Elem>
         where
             A: Operand + ?Sized,
+            A::Elem: Element,
             B: Operand<Elem = A::Elem> + ?Sized,
         {
             $try_name(a, b).or_panic()
@@ -177,6 +95,7 @@ macro_rules! binary_fns {
         pub fn $try_name<A, B>(a: &A, b: &B) -> Result<Tensor<A::Elem>, ShapeError>
         where
             A: Operand + ?Sized,
+            A::Elem: Element,
             B: Operand<Elem = A::Elem> + ?Sized,
         {
             try_binary_map(stringify!($name), a.operand(), b.operand(), $f)
@@ -282,8 +201,8 @@ macro_rules! scalar_lhs_ops {
         }
     };
 }
-pub(crate) use scalar_lhs_ops;
 scalar_lhs_ops!([T: Element] f64 => T);
+scalar_lhs_ops!([T: Element] crate::Dual<T> => crate::Dual<T>);
 
 macro_rules! assign_ops {
     ($($trait:ident, $method:ident, $op:tt;)*) => {$(

@@ -17,8 +17,9 @@ use ndarray::Zip;
 
 use crate::broadcast::{broadcast_shapes, broadcast_view, sum_to_shape};
 use crate::element::{strong_mul, Element};
+use crate::element::{OperandOf, OperandRef};
 use crate::error::{OrPanic, ShapeError};
-use crate::ops::arith::{try_binary_map, OperandOf, OperandRef};
+use crate::ops::arith::try_binary_map;
 use crate::tensor::Tensor;
 
 fn max_kernel<T: Element>(a: T, b: T) -> T {

@@ -18,8 +18,8 @@ use std::borrow::Borrow;
 
 use crate::broadcast::{broadcast_owned, broadcast_shapes, sum_to_shape};
 use crate::element::Element;
+use crate::element::{OperandOf, OperandRef};
 use crate::error::{checked, checked_size, OrPanic, ShapeError};
-use crate::ops::arith::{OperandOf, OperandRef};
 use crate::ops::normalize_axis;
 use crate::tensor::Tensor;
 

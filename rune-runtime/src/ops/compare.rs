@@ -28,9 +28,9 @@ use std::ops::{Add, BitAnd, BitOr, BitXor, Div, Mul, Not, Rem, Sub};
 use ndarray::{Axis, Zip};
 
 use crate::broadcast::{broadcast_shapes, broadcast_view};
+use crate::element::OperandRef;
 use crate::element::{Element, FromScalar, Scalar};
 use crate::error::{OrPanic, ShapeError};
-use crate::ops::arith::OperandRef;
 use crate::ops::normalize_axis;
 use crate::tensor::Tensor;
 

@@ -15,7 +15,7 @@
 //! they are, provided the cotangent of a dual tensor keeps the tangent part's cotangent in `re`
 //! and the primal part's in `du`: these three rules are the only place that convention shows.
 
-use crate::dual::Dual;
+use crate::element::dual::Dual;
 use crate::element::Element;
 use crate::error::{OrPanic, ShapeError};
 use crate::tensor::Tensor;

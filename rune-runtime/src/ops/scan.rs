@@ -7,7 +7,8 @@ use ndarray::{ArrayD, ArrayViewMutD, Axis, RemoveAxis, Zip};
 
 use crate::element::{strong_mul, Element};
 use crate::error::{OrPanic, ShapeError};
-use crate::ops::reduce::{along_lanes, checked_axis};
+use crate::ops::reduce::checked_axis;
+use crate::summation::along_lanes;
 use crate::tensor::Tensor;
 
 /// Replaces each element of `v` with `f(running result, element)` in order along `axis`.

@@ -7,7 +7,8 @@ use ndarray::{ArrayD, Axis, Zip};
 
 use crate::element::{strong_mul, Element};
 use crate::error::{OrPanic, ShapeError};
-use crate::ops::reduce::{along_lanes, checked_axis, max_of, stable_shift, sum_all, sum_view};
+use crate::ops::reduce::{checked_axis, max_of, stable_shift, sum_view};
+use crate::summation::{along_lanes, sum_all};
 use crate::tensor::Tensor;
 
 /// `softmax` (or `log_softmax` when `log`) along `axis`.

@@ -37,8 +37,9 @@ use std::ops::{
 use ndarray::ScalarOperand;
 use num_traits::{Float, Num, NumCast, One, ToPrimitive, Zero};
 
-use crate::element::{strong_mul, Element};
-use crate::ops::arith::{scalar_lhs_ops, Operand, OperandRef};
+use super::operand::{Operand, OperandOf, OperandRef};
+use super::residual::Residual;
+use super::{strong_mul, Element, FromScalar, Scalar};
 use crate::scalar::{self, At};
 
 /// A dual number `re + du·ε` (`ε² = 0`): a primal value and its tangent.
@@ -629,10 +630,39 @@ impl<T: Element> Operand for Dual<T> {
     }
 }
 
-// A dual number beside a tensor of dual numbers. Plain `f64`s (and `f32`s on the right of
-// tensors over `f32`) are constants with zero tangents: see `FromScalar`, and the operator impls
-// in `ops::arith`, which take them for every element type.
-scalar_lhs_ops!([T: Element] Dual<T> => Dual<T>);
+// A dual number beside a tensor of dual numbers is in `ops::arith`. Plain `f64`s (and `f32`s on
+// the right of tensors over `f32`) are constants with zero tangents: see `FromScalar`.
+
+impl<T: Element, U: Element + FromScalar<Dual<T>>> OperandOf<U> for Dual<T> {
+    #[inline]
+    fn operand_of(&self) -> OperandRef<'_, U> {
+        OperandRef::Scalar(U::from_scalar(*self))
+    }
+}
+
+impl<T: Element> Residual for Dual<T> {
+    type Owned = Dual<T>;
+    #[inline]
+    fn residual(&self) -> Dual<T> {
+        *self
+    }
+}
+
+impl<T: Element> Scalar for Dual<T> {}
+
+impl<T: Element + FromScalar<f32>> FromScalar<f32> for Dual<T> {
+    #[inline]
+    fn from_scalar(s: f32) -> Self {
+        Dual::constant(T::from_scalar(s))
+    }
+}
+
+impl<T: Element> FromScalar<Dual<T>> for Dual<T> {
+    #[inline]
+    fn from_scalar(s: Dual<T>) -> Self {
+        s
+    }
+}
 
 impl<T: Element> Element for Dual<T> {
     const NAME: &'static str = "Dual";

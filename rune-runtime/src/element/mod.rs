@@ -12,6 +12,15 @@
 //!
 //! [`RangeElement`] is what [`Tensor::arange`](crate::Tensor::arange) counts in: every
 //! `Element`, and `i64` for index tensors.
+//!
+//! # The core layer
+//!
+//! This module and its children are the bottom of the runtime: they import only the definition
+//! of [`Tensor`](crate::Tensor) (which needs no element type) and the scalar functions of
+//! [`crate::scalar`], and nothing in the ops or in the support for generated code. `Element`'s
+//! supertraits that code generic over `T: Element` relies on are defined here:
+//! [`operand`] (a scalar beside a tensor in `x * s`) and [`residual`] (a scalar kept by a
+//! backward pass). [`dual`] holds the forward-mode dual numbers, themselves elements.
 
 use std::fmt::{Debug, Display};
 use std::iter::{Product, Sum};
@@ -20,8 +29,12 @@ use std::ops::{AddAssign, DivAssign, MulAssign, SubAssign};
 use ndarray::{LinalgScalar, ScalarOperand};
 use num_traits::Float;
 
-use crate::generated::{Lift, Residual};
-use crate::ops::arith::{Operand, OperandOf};
+pub use self::operand::{Operand, OperandOf, OperandRef};
+pub use self::residual::Residual;
+
+pub mod dual;
+pub mod operand;
+pub mod residual;
 
 /// A differentiable scalar: `f32`, `f64`, `Dual<f32>`, `Dual<f64>`, ...
 ///
@@ -49,7 +62,6 @@ pub trait Element:
     + FromScalar<Self>
     + FromScalar<f64>
     + Residual<Owned = Self>
-    + Lift<Lifted = crate::Dual<Self>>
     + 'static
 {
     /// The type's name in error messages (`"f32"`, `"f64"`, `"Dual"`).
@@ -133,6 +145,33 @@ impl Element for f64 {
     }
 }
 
+macro_rules! scalar_operand {
+    ($($t:ty),*) => {$(
+        impl Operand for $t {
+            type Elem = $t;
+            #[inline]
+            fn operand(&self) -> OperandRef<'_, $t> {
+                OperandRef::Scalar(*self)
+            }
+        }
+    )*};
+}
+scalar_operand!(f32, f64);
+
+// One impl per scalar type rather than one over every `Scalar`: a blanket impl would overlap the
+// one for references above as far as coherence can tell.
+macro_rules! scalar_operand_of {
+    ($([$($gen:tt)*] $scalar:ty),*) => {$(
+        impl<T: Element + FromScalar<$scalar>, $($gen)*> OperandOf<T> for $scalar {
+            #[inline]
+            fn operand_of(&self) -> OperandRef<'_, T> {
+                OperandRef::Scalar(T::from_scalar(*self))
+            }
+        }
+    )*};
+}
+scalar_operand_of!([] f32, [] f64);
+
 /// A plain number that can stand beside tensors in `+ - * /`, comparisons, `maximum`,
 /// `powf`, ...: `f32`, `f64`, a dual number, or a reference to one. Which tensors take which
 /// scalar is [`FromScalar`]'s business; this trait only tells scalars apart from tensors.
@@ -149,7 +188,6 @@ pub trait Scalar: Copy {}
 
 impl Scalar for f32 {}
 impl Scalar for f64 {}
-impl<T: Element> Scalar for crate::Dual<T> {}
 impl<S: Scalar> Scalar for &S {}
 
 /// The scalars `S` that tensors of element type `Self` take, converted to `Self`.
@@ -190,20 +228,6 @@ impl<T: Element> FromScalar<f64> for T {
 impl FromScalar<f32> for f32 {
     #[inline]
     fn from_scalar(s: f32) -> f32 {
-        s
-    }
-}
-
-impl<T: Element + FromScalar<f32>> FromScalar<f32> for crate::Dual<T> {
-    #[inline]
-    fn from_scalar(s: f32) -> Self {
-        crate::Dual::constant(T::from_scalar(s))
-    }
-}
-
-impl<T: Element> FromScalar<crate::Dual<T>> for crate::Dual<T> {
-    #[inline]
-    fn from_scalar(s: crate::Dual<T>) -> Self {
         s
     }
 }
