@@ -7,9 +7,10 @@ use syn::{Block, Expr, Pat};
 
 use crate::ir::{BranchHead, PathSeg, Slot, Stmt, Use};
 
+use super::control::BlockTail;
 use super::rename::rename_pattern;
 use super::syntax::{collect_pattern_idents, contains_exit, split_tail, strip};
-use super::{path_tokens, Binding, BlockTail, Lowered, Lowerer};
+use super::{path_tokens, Binding, Lowered, Lowerer};
 
 impl Lowerer<'_> {
     /// `if`/`match` as a statement (`value == false`) or as an expression.
