@@ -3,6 +3,13 @@
 //! Every user binding is renamed (`__rune_vN` for a differentiated value, `__rune_<name>_N` for
 //! a constant), so shadowing and blocks need no scopes in the generated code. An expression that
 //! does not touch a differentiated value stays Rust code, evaluated as written.
+//!
+//! The submodules split the work by job: `stmt` (statements, `let`, assignments), `control`
+//! (regions, early exits and stages, loops), `branch` (`if` and `match`), `expr`
+//! (expressions), `op` (ops of the op table), `call` (calls of other differentiable functions,
+//! and closures), `iter` (lists of tensors and iterator chains), `rename` (constant code with
+//! the bindings renamed) and `syntax` (queries on syntax alone). This module holds the
+//! lowerer's state, the entry point, and the helpers every job shares.
 
 mod branch;
 mod call;
@@ -306,6 +313,22 @@ impl Lowerer<'_> {
         Val(self.values - 1)
     }
 
+    fn new_slot(&mut self) -> Slot {
+        self.slots += 1;
+        Slot(self.slots - 1)
+    }
+
+    fn new_optional_slot(&mut self) -> Slot {
+        let s = self.new_slot();
+        self.optional_slots.push(s);
+        s
+    }
+
+    fn new_region(&mut self) -> usize {
+        self.regions += 1;
+        self.regions - 1
+    }
+
     fn bind(&mut self, name: &str, b: Binding) {
         self.scopes
             .last_mut()
@@ -315,6 +338,13 @@ impl Lowerer<'_> {
 
     fn lookup(&self, name: &str) -> Option<&Binding> {
         self.scopes.iter().rev().find_map(|s| s.get(name))
+    }
+
+    /// Replaces the binding of `name` where it is defined.
+    fn rebind(&mut self, name: &str, b: Binding) {
+        if let Some(scope) = self.scopes.iter_mut().rev().find(|s| s.contains_key(name)) {
+            scope.insert(name.to_owned(), b);
+        }
     }
 
     fn fresh_const_ident(&mut self, name: &str) -> Ident {
@@ -361,33 +391,6 @@ impl Lowerer<'_> {
             Lowered::Const { tokens, .. } => tokens.clone(),
         }
     }
-
-    // ---- control flow ----------------------------------------------------------------------
-
-    fn new_slot(&mut self) -> Slot {
-        self.slots += 1;
-        Slot(self.slots - 1)
-    }
-
-    fn new_optional_slot(&mut self) -> Slot {
-        let s = self.new_slot();
-        self.optional_slots.push(s);
-        s
-    }
-
-    fn new_region(&mut self) -> usize {
-        self.regions += 1;
-        self.regions - 1
-    }
-
-    /// Replaces the binding of `name` where it is defined.
-    fn rebind(&mut self, name: &str, b: Binding) {
-        if let Some(scope) = self.scopes.iter_mut().rev().find(|s| s.contains_key(name)) {
-            scope.insert(name.to_owned(), b);
-        }
-    }
-
-    // ---- ops -------------------------------------------------------------------------------
 
     /// Whether `e` reads a differentiated value (shape metadata does not count).
     fn mentions_active(&self, e: &Expr) -> bool {
