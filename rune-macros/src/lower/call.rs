@@ -1,0 +1,448 @@
+//! Calls: a call expression sent to a closure, `stop_gradient` or a function op; calls of other
+//! `#[differentiable]` functions and methods; and closures bound in the body, inlined where they
+//! are called with differentiated values.
+
+use std::collections::HashMap;
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, ToTokens};
+use syn::spanned::Spanned;
+use syn::{Expr, Ident, Pat, Stmt as SynStmt};
+
+use crate::ir::{CallArg, Callee, Stmt, Taint, Val};
+use crate::names::val_ident;
+use crate::ops::{self, Form};
+
+use super::iter::Item;
+use super::syntax::{contains_try, exits, path_is_param, strip};
+use super::{Binding, ClosureDef, Lowered, Lowerer};
+
+impl Lowerer<'_> {
+    pub(super) fn function_op_name(c: &syn::ExprCall) -> Option<String> {
+        match strip(&c.func) {
+            Expr::Path(p) if p.qself.is_none() => {
+                p.path.segments.last().map(|s| s.ident.to_string())
+            }
+            _ => None,
+        }
+    }
+
+    pub(super) fn is_differentiable_call(&self, c: &syn::ExprCall) -> bool {
+        let name = Self::function_op_name(c);
+        let is_op = name
+            .as_deref()
+            .is_some_and(|n| n == "stop_gradient" || ops::lookup(n, Form::Function).is_some());
+        !is_op && c.args.iter().any(|a| self.mentions_active(a))
+    }
+
+    pub(super) fn call_expr(&mut self, c: &syn::ExprCall) -> Lowered {
+        if let Expr::Path(p) = strip(&c.func) {
+            if let Some(ident) = p.path.get_ident() {
+                if let Some(Binding::Closure(index)) = self.lookup(&ident.to_string()).cloned() {
+                    return self.inline_closure(index, c);
+                }
+            }
+        }
+        let name = Self::function_op_name(c);
+        if name.as_deref() == Some("stop_gradient") && c.args.len() == 1 {
+            // A part of a structure parameter read as a constant (a `#[nodiff]` field that
+            // is not a tensor, too): the place as written, no leaf.
+            if self.structure_source(&c.args[0]) {
+                return self.rewrite(&Expr::Call(c.clone()));
+            }
+            let inner = self.expr(&c.args[0]);
+            return match inner {
+                Lowered::Val(v) => {
+                    let ident = val_ident(v);
+                    Lowered::constant(quote!(::rune_ad::__private::stop_gradient(&#ident)))
+                }
+                other => other,
+            };
+        }
+        if let Some(spec) = name.as_deref().and_then(|n| ops::lookup(n, Form::Function)) {
+            return self.function_op(c, spec);
+        }
+        let mut out = self.call(c, 1);
+        out.pop()
+            .unwrap_or_else(|| Lowered::constant(quote!(::core::unreachable!())))
+    }
+
+    /// A call of another `#[differentiable]` function returning `n` values.
+    pub(super) fn call(&mut self, c: &syn::ExprCall, n: usize) -> Vec<Lowered> {
+        let args: Vec<Lowered> = c.args.iter().map(|a| self.expr(a)).collect();
+        let refs: Vec<&Lowered> = args.iter().collect();
+        let taint = Self::taint_of(&refs);
+        if !args.iter().any(|a| matches!(a, Lowered::Val(_))) {
+            let func = &c.func;
+            let tokens: Vec<TokenStream> = args.iter().map(|a| self.const_tokens(a)).collect();
+            let whole = quote!(#func(#(#tokens),*));
+            return if n == 1 {
+                vec![Lowered::Const {
+                    tokens: whole,
+                    taint,
+                    is_ref: false,
+                }]
+            } else {
+                (0..n)
+                    .map(|i| {
+                        let index = syn::Index::from(i);
+                        Lowered::Const {
+                            tokens: quote!((#whole).#index),
+                            taint,
+                            is_ref: false,
+                        }
+                    })
+                    .collect()
+            };
+        }
+        let callee = match strip(&c.func) {
+            Expr::Path(p) if p.qself.is_none() => self.callee(&p.path),
+            other => {
+                self.errors.at(
+                    other,
+                    "only functions named by a path can be called with differentiated tensors",
+                );
+                None
+            }
+        };
+        let Some(callee) = callee else {
+            return vec![];
+        };
+        let args = args
+            .into_iter()
+            .zip(&c.args)
+            .map(|(l, syn_arg)| self.call_arg(l, syn_arg))
+            .collect();
+        self.push_call(callee, args, taint, n, c.span())
+    }
+
+    /// What a call of `path` calls: an associated function when the segment before the name is
+    /// a type (`Self`, a capitalised name, or one with generic arguments), a function otherwise.
+    /// `None`, with an error, for a local value (a closure or function pointer).
+    fn callee(&mut self, path: &syn::Path) -> Option<Callee> {
+        if let Some(ident) = path.get_ident() {
+            if self.lookup(&ident.to_string()).is_some() {
+                self.errors.at(
+                    ident,
+                    format!(
+                        "`{ident}` is a local value; only #[differentiable] functions and methods \
+                         can be called with differentiated tensors"
+                    ),
+                );
+                return None;
+            }
+        }
+        let last = path.segments.last().expect("a path has a segment");
+        let turbofish = match &last.arguments {
+            syn::PathArguments::None => None,
+            args => Some(args.to_token_stream()),
+        };
+        let n = path.segments.len();
+        let owner: syn::punctuated::Punctuated<syn::PathSegment, syn::Token![::]> =
+            path.segments.iter().take(n - 1).cloned().collect();
+        let is_type = owner.last().is_some_and(|s| {
+            s.ident == "Self"
+                || !s.arguments.is_none()
+                || s.ident.to_string().starts_with(char::is_uppercase)
+        });
+        Some(if is_type {
+            Callee::Associated {
+                ty: syn::Path {
+                    leading_colon: path.leading_colon,
+                    segments: owner,
+                },
+                name: last.ident.clone(),
+                turbofish,
+            }
+        } else {
+            let mut path = path.clone();
+            if let Some(last) = path.segments.last_mut() {
+                last.arguments = syn::PathArguments::None;
+            }
+            Callee::Function { path, turbofish }
+        })
+    }
+
+    /// The argument a lowered expression `syn_arg` passes to a call.
+    fn call_arg(&self, l: Lowered, syn_arg: &Expr) -> CallArg {
+        match l {
+            Lowered::Val(val) if self.paths.contains_key(&val) => {
+                let (root, path) = self.paths[&val].clone();
+                CallArg::Struct {
+                    root,
+                    path,
+                    borrowed: self.ref_binding(Some(syn_arg)) || !path_is_param(syn_arg),
+                }
+            }
+            Lowered::Val(val) => CallArg::Val {
+                val,
+                borrowed: self.ref_binding(Some(syn_arg)),
+            },
+            Lowered::Const { tokens, .. } => CallArg::Const(tokens),
+        }
+    }
+
+    /// Records a call of `callee`, returning its `n` results.
+    fn push_call(
+        &mut self,
+        callee: Callee,
+        args: Vec<CallArg>,
+        taint: Option<Taint>,
+        n: usize,
+        span: Span,
+    ) -> Vec<Lowered> {
+        if let Some(t) = taint {
+            self.errors.push(t.error(
+                "this value is read out of a differentiated tensor, so no gradient can flow \
+                 through it into this call; use `stop_gradient` to cut the gradient on purpose",
+            ));
+        }
+        let outs: Vec<Val> = (0..n).map(|_| self.new_val()).collect();
+        self.stmts.push(Stmt::Call {
+            outs: outs.clone(),
+            tuple: n > 1,
+            callee,
+            args,
+            span,
+            fallible: false,
+        });
+        outs.into_iter().map(Lowered::Val).collect()
+    }
+
+    /// Whether `mc` calls a method outside the op table (a `#[differentiable]` method, when its
+    /// receiver is a structure or its arguments are differentiated).
+    pub(super) fn calls_method(mc: &syn::ExprMethodCall) -> bool {
+        let method = mc.method.to_string();
+        let m = method.as_str();
+        ops::lookup(m, Form::Method).is_none()
+            && !ops::METADATA.contains(&m)
+            && !ops::NONDIFF.contains(&m)
+            && !ops::CONCRETIZING.contains(&m)
+            && !matches!(m, "clone" | "iter")
+    }
+
+    /// A call of a `#[differentiable]` method returning `n` values: on (a part of) a structure
+    /// parameter (`self.l1.forward(&h)`, `layer.forward(&h)` in a loop over `self.layers`), or on
+    /// a constant with differentiated arguments. The receiver is the call's first argument; `None`
+    /// when `mc` is not such a call.
+    pub(super) fn structure_method(
+        &mut self,
+        mc: &syn::ExprMethodCall,
+        receiver: &Lowered,
+        n: usize,
+    ) -> Option<Vec<Lowered>> {
+        if !Self::calls_method(mc) {
+            return None;
+        }
+        match receiver {
+            Lowered::Val(v) if !self.paths.contains_key(v) => return None,
+            Lowered::Const { .. } if !mc.args.iter().any(|a| self.mentions_active(a)) => {
+                return None
+            }
+            _ => {}
+        }
+        let args: Vec<Lowered> = mc.args.iter().map(|a| self.expr(a)).collect();
+        let mut refs: Vec<&Lowered> = args.iter().collect();
+        refs.push(receiver);
+        let taint = Self::taint_of(&refs);
+        // The receiver is the place it names (which the method borrows), or a copy of it when
+        // the user cloned it.
+        let receiver = match receiver {
+            Lowered::Val(v) => {
+                let (root, path) = self.paths[v].clone();
+                let cloned = matches!(
+                    strip(&mc.receiver),
+                    Expr::MethodCall(c) if c.method == "clone" && c.args.is_empty()
+                );
+                CallArg::Struct {
+                    root,
+                    path,
+                    borrowed: !cloned,
+                }
+            }
+            Lowered::Const { tokens, .. } => CallArg::Const(tokens.clone()),
+        };
+        let args = std::iter::once(receiver)
+            .chain(
+                args.into_iter()
+                    .zip(&mc.args)
+                    .map(|(l, syn_arg)| self.call_arg(l, syn_arg)),
+            )
+            .collect();
+        let callee = Callee::Method {
+            name: mc.method.clone(),
+            turbofish: mc.turbofish.as_ref().map(|t| t.to_token_stream()),
+        };
+        Some(self.push_call(callee, args, taint, n, mc.method.span()))
+    }
+
+    /// `let name = |params| body;`: recorded for inlining where it is called with
+    /// differentiated values, and emitted as a constant closure when it reads none.
+    pub(super) fn define_closure(
+        &mut self,
+        name: &Ident,
+        c: &syn::ExprClosure,
+        ty: Option<&syn::Type>,
+    ) {
+        if exits(&SynStmt::Expr((*c.body).clone(), None), false, true) || contains_try(&c.body) {
+            self.errors.at(
+                c,
+                "a closure in a #[differentiable] function is inlined where it is called: \
+                 `return` and `?` inside it are not supported (end it with the value instead)",
+            );
+            return;
+        }
+        let scopes = self.scopes.clone();
+        let constant = if self.mentions_active(&c.body) {
+            None
+        } else {
+            let closure = self.rewrite(&Expr::Closure(c.clone()));
+            let tokens = self.const_tokens(&closure);
+            let new = self.fresh_const_ident(&name.to_string());
+            let ty = ty.map(|t| quote!(: #t));
+            self.stmts
+                .push(Stmt::Verbatim(quote!(let #new #ty = #tokens;)));
+            Some(new)
+        };
+        self.closures.push(ClosureDef {
+            closure: c.clone(),
+            scopes,
+            constant,
+        });
+        self.bind(&name.to_string(), Binding::Closure(self.closures.len() - 1));
+    }
+
+    /// A call of closure `index` with `args`: its body lowered in the bindings it captured, with
+    /// its parameters bound to the arguments.
+    fn inline_closure(&mut self, index: usize, c: &syn::ExprCall) -> Lowered {
+        let def = self.closures[index].clone();
+        if def.closure.inputs.len() != c.args.len() {
+            self.errors.at(
+                c,
+                format!(
+                    "this closure takes {} argument(s)",
+                    def.closure.inputs.len()
+                ),
+            );
+            return Lowered::constant(quote!(::core::unreachable!()));
+        }
+        let args: Vec<Lowered> = c.args.iter().map(|a| self.expr(a)).collect();
+        let outer = std::mem::replace(&mut self.scopes, def.scopes);
+        let floor = std::mem::replace(&mut self.region_floor, self.scopes.len());
+        self.scopes.push(HashMap::new());
+        for (pat, (arg, syn_arg)) in def.closure.inputs.iter().zip(args.into_iter().zip(&c.args)) {
+            let (pat, ty) = match pat {
+                Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
+                other => (other, None),
+            };
+            match pat {
+                Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                    let ty = ty.filter(|_| matches!(arg, Lowered::Const { .. }));
+                    self.bind_lowered(&pi.ident, pi.mutability.is_some(), ty, arg, Some(syn_arg));
+                }
+                Pat::Wild(_) => {}
+                other => self.errors.at(
+                    other,
+                    "a closure called with differentiated values takes plain names as parameters",
+                ),
+            }
+        }
+        let out = self.expr(&def.closure.body);
+        self.scopes = outer;
+        self.region_floor = floor;
+        out
+    }
+
+    /// A closure used as a value (not called): its constant, if it reads no differentiated
+    /// value.
+    pub(super) fn closure_value(&mut self, index: usize, ident: &Ident) -> Lowered {
+        match &self.closures[index].constant {
+            Some(c) => {
+                let mut c = c.clone();
+                c.set_span(c.span().located_at(ident.span()));
+                Lowered::constant(c.into_token_stream())
+            }
+            None => {
+                self.errors.at(
+                    ident,
+                    format!(
+                        "the closure `{ident}` reads differentiated values, so it can only be \
+                         called directly (`{ident}(..)`), where it is inlined"
+                    ),
+                );
+                Lowered::constant(quote!(::core::unreachable!()))
+            }
+        }
+    }
+
+    /// `f(args..)` for a closure `f` written in place or bound to a name, inlined.
+    pub(super) fn apply_fn(&mut self, f: &Expr, args: Vec<Item>) -> Item {
+        let (closure, scopes) = match strip(f) {
+            Expr::Closure(c) => (c.clone(), None),
+            Expr::Path(p) => match p
+                .path
+                .get_ident()
+                .and_then(|i| self.lookup(&i.to_string()).cloned())
+            {
+                Some(Binding::Closure(index)) => {
+                    let def = self.closures[index].clone();
+                    (def.closure, Some(def.scopes))
+                }
+                _ => {
+                    self.errors.at(
+                        f,
+                        "pass a closure here (`|x| ...`) when the elements are differentiated",
+                    );
+                    return Item::Value(Lowered::constant(quote!(::core::unreachable!())), false);
+                }
+            },
+            other => {
+                self.errors.at(
+                    other,
+                    "pass a closure here (`|x| ...`) when the elements are differentiated",
+                );
+                return Item::Value(Lowered::constant(quote!(::core::unreachable!())), false);
+            }
+        };
+        if exits(&SynStmt::Expr((*closure.body).clone(), None), false, true)
+            || contains_try(&closure.body)
+        {
+            self.errors.at(
+                &closure,
+                "a closure over differentiated values is inlined: `return` and `?` inside it are \
+                 not supported (end it with the value instead)",
+            );
+        }
+        if closure.inputs.len() != args.len() {
+            self.errors.at(
+                &closure,
+                format!(
+                    "this closure is called with {} argument(s) here",
+                    args.len()
+                ),
+            );
+            return Item::Value(Lowered::constant(quote!(::core::unreachable!())), false);
+        }
+        let outer = scopes.map(|s| std::mem::replace(&mut self.scopes, s));
+        let floor = std::mem::replace(&mut self.region_floor, self.scopes.len());
+        self.scopes.push(HashMap::new());
+        for (pat, arg) in closure.inputs.iter().zip(args) {
+            self.bind_item(pat, arg);
+        }
+        let result = match strip(&closure.body) {
+            Expr::Tuple(t) => Item::Tuple(
+                t.elems
+                    .iter()
+                    .map(|e| Item::Value(self.expr(e), false))
+                    .collect(),
+            ),
+            body => Item::Value(self.expr(body), false),
+        };
+        self.scopes.pop();
+        self.region_floor = floor;
+        if let Some(outer) = outer {
+            self.scopes = outer;
+        }
+        result
+    }
+}

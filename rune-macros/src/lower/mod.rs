@@ -1,0 +1,461 @@
+//! Lowering: the function body to the SSA IR of [`crate::ir`].
+//!
+//! Every user binding is renamed (`__rune_vN` for a differentiated value, `__rune_<name>_N` for
+//! a constant), so shadowing and blocks need no scopes in the generated code. An expression that
+//! does not touch a differentiated value stays Rust code, evaluated as written.
+//!
+//! The submodules split the work by job: `stmt` (statements, `let`, assignments), `control`
+//! (regions, early exits and stages, loops), `branch` (`if` and `match`), `expr`
+//! (expressions), `op` (ops of the op table), `call` (calls of other differentiable functions,
+//! and closures), `iter` (lists of tensors and iterator chains), `rename` (constant code with
+//! the bindings renamed) and `syntax` (queries on syntax alone). This module holds the
+//! lowerer's state, the entry point, and the helpers every job shares.
+
+mod branch;
+mod call;
+mod control;
+mod expr;
+mod iter;
+mod op;
+mod rename;
+mod stmt;
+mod syntax;
+
+use std::collections::HashMap;
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, ToTokens};
+use syn::{Block, Expr, Ident};
+
+use crate::diag::Errors;
+use crate::ir::{
+    Body, Const, List, Operand, OutputAux, OutputElem, PathSeg, Slot, Stmt, Taint, Use, Val,
+};
+use crate::names::{const_ident, hidden, val_ident};
+use crate::parse::{Returns, Signature};
+
+use control::BlockTail;
+use syntax::{exits, mentions, split_tail, strip, tensor_lists};
+
+/// What a user name is bound to.
+#[derive(Clone)]
+enum Binding {
+    /// A differentiated value; `true` when the user's variable holds a reference (`&Tensor`
+    /// parameter), which decides how it is passed to other differentiable functions.
+    Active(Val, bool),
+    Const {
+        ident: Ident,
+        taint: Option<Taint>,
+    },
+    /// A differentiated variable assigned inside a branch or loop: reads and writes go through
+    /// its slot.
+    Slot(Slot),
+    /// A name bound inside constant code (a `let`, a closure parameter, a pattern) that is
+    /// emitted as written: it shadows the function's bindings of the same name there.
+    Local,
+    /// A closure bound with `let`: calls with differentiated values are inlined (number in
+    /// `Lowerer::closures`).
+    Closure(usize),
+    /// A local `Vec` of differentiated tensors.
+    List(List),
+}
+
+/// A closure defined in the body: its syntax and the bindings it sees (captured where it is
+/// defined, as Rust captures them).
+#[derive(Clone)]
+struct ClosureDef {
+    closure: syn::ExprClosure,
+    scopes: Vec<HashMap<String, Binding>>,
+    /// The constant it is also emitted as, when it reads no differentiated value (so that it
+    /// can be passed around as a value in constant code).
+    constant: Option<Ident>,
+}
+
+/// The loop being lowered: its flags for `break` and `continue`.
+struct LoopCtx {
+    brk: Ident,
+    cont: Ident,
+}
+
+/// Early `return`: the flag it sets and the slots that hold the outputs.
+struct RetCtx {
+    flag: Ident,
+    slots: Vec<Slot>,
+}
+
+/// A lowered expression.
+#[derive(Clone)]
+enum Lowered {
+    Val(Val),
+    Const {
+        tokens: TokenStream,
+        /// Set when the value was read out of a differentiated tensor.
+        taint: Option<Taint>,
+        /// The expression is syntactically a reference (`&x`).
+        is_ref: bool,
+    },
+}
+
+impl Lowered {
+    fn constant(tokens: TokenStream) -> Self {
+        Lowered::Const {
+            tokens,
+            taint: None,
+            is_ref: false,
+        }
+    }
+}
+
+struct Lowerer<'e> {
+    errors: &'e mut Errors,
+    stmts: Vec<Stmt>,
+    scopes: Vec<HashMap<String, Binding>>,
+    /// The index in `scopes` of the first scope of the branch arm or loop body being lowered: a
+    /// binding in an earlier scope outlives the region, so assigning it there needs a slot.
+    region_floor: usize,
+    values: usize,
+    consts: usize,
+    renames: usize,
+    slots: usize,
+    optional_slots: Vec<Slot>,
+    regions: usize,
+    loops: Vec<LoopCtx>,
+    ret: Option<RetCtx>,
+    outputs: usize,
+    /// Values that are (parts of) structure parameters: their root and path.
+    paths: HashMap<Val, (usize, Vec<PathSeg>)>,
+    /// The identifiers of the structure parameters, by root number.
+    roots: Vec<Ident>,
+    closures: Vec<ClosureDef>,
+    /// The lists' identifiers, by number.
+    lists: Vec<Ident>,
+    /// Names of local `Vec`s that may receive differentiated tensors (found before lowering).
+    tensor_lists: Vec<String>,
+    /// The function returns a number.
+    scalar_out: bool,
+    /// The function returns a `Result` (its body may use `?`).
+    fallible: bool,
+}
+
+/// Lowers `block` (the body of a function with signature `sig`).
+pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
+    let mut l = Lowerer {
+        errors,
+        stmts: Vec::new(),
+        scopes: vec![HashMap::new()],
+        region_floor: 0,
+        values: 0,
+        consts: 0,
+        renames: 0,
+        slots: 0,
+        optional_slots: Vec::new(),
+        regions: 0,
+        loops: Vec::new(),
+        ret: None,
+        outputs: sig.outputs(),
+        paths: HashMap::new(),
+        roots: Vec::new(),
+        closures: Vec::new(),
+        lists: Vec::new(),
+        tensor_lists: tensor_lists(sig, block),
+        scalar_out: sig.scalar_out,
+        fallible: sig.fallible.is_some(),
+    };
+    for p in &sig.params {
+        let binding = match &p.active {
+            Some(a) if a.structure => {
+                let root = l.roots.len();
+                l.roots.push(p.ident.clone());
+                let borrowed = a.passing == crate::parse::Passing::Borrowed;
+                l.stmts.push(Stmt::StructParam {
+                    root,
+                    ident: p.ident.clone(),
+                    borrowed,
+                });
+                let out = l.leaf(root, Vec::new());
+                Binding::Active(out, borrowed)
+            }
+            Some(a) => {
+                let out = l.new_val();
+                l.stmts.push(Stmt::Param {
+                    out,
+                    ident: p.ident.clone(),
+                    borrowed: a.passing == crate::parse::Passing::Borrowed,
+                    scalar: a.scalar,
+                });
+                Binding::Active(out, a.passing == crate::parse::Passing::Borrowed)
+            }
+            None => Binding::Const {
+                ident: p.ident.clone(),
+                taint: None,
+            },
+        };
+        l.bind(&p.ident.to_string(), binding);
+    }
+
+    let n_out = sig.outputs();
+    let (init, tail) = split_tail(&block.stmts);
+    let early_return = init.iter().any(|s| exits(s, false, true));
+    if early_return {
+        if matches!(sig.returns, Returns::Aux { .. }) {
+            l.errors.at(
+                block,
+                "#[differentiable(has_aux)] functions support `return` only as their last statement",
+            );
+        }
+        let flag = hidden("returned");
+        l.stmts.push(Stmt::Verbatim(quote!(let mut #flag = false;)));
+        let slots = (0..n_out).map(|_| l.new_optional_slot()).collect();
+        l.ret = Some(RetCtx { flag, slots });
+    }
+    l.block_stmts(init, tail.filter(|_| early_return).map(BlockTail::Return));
+    let tail = if early_return { None } else { tail };
+    let mut outputs = Vec::new();
+    let mut aux = None;
+    let mut output_taint = None;
+    match tail {
+        None if early_return => {
+            let slots = l.ret.as_ref().map(|r| r.slots.clone()).unwrap_or_default();
+            for slot in slots {
+                let out = l.new_val();
+                l.stmts.push(Stmt::SlotRead { out, slot });
+                outputs.push(OutputElem::Val(out));
+            }
+        }
+        None => l.errors.at(
+            block
+                .stmts
+                .last()
+                .map_or(block.to_token_stream(), |s| s.to_token_stream()),
+            "a #[differentiable] function must end with the expression it returns",
+        ),
+        Some(tail) => {
+            let lowered = match &sig.returns {
+                Returns::Aux { .. } => match strip(tail) {
+                    Expr::Tuple(t) if t.elems.len() == 2 => {
+                        let value = l.expr(&t.elems[0]);
+                        aux = Some(OutputAux::Expr(l.aux(&t.elems[1])));
+                        vec![value]
+                    }
+                    other => {
+                        l.errors.at(
+                            other,
+                            "with has_aux, end the function with a tuple expression `(value, aux)`",
+                        );
+                        vec![]
+                    }
+                },
+                Returns::Single(_) => vec![l.output_expr(tail)],
+                Returns::Tuple(_) => {
+                    let tail = l.ok_value(tail);
+                    l.expr_multi(tail, n_out)
+                }
+            };
+            for item in lowered {
+                match item {
+                    Lowered::Val(v) => outputs.push(OutputElem::Val(v)),
+                    Lowered::Const { tokens, taint, .. } => {
+                        output_taint = output_taint.or(taint);
+                        let id = l.hoist(tokens, None, Use::Plain);
+                        outputs.push(OutputElem::Const(id));
+                    }
+                }
+            }
+        }
+    }
+    Body {
+        stmts: l.stmts,
+        roots: l.roots,
+        outputs,
+        aux,
+        values: l.values,
+        slots: l.slots,
+        lists: l.lists,
+        output_slots: l.optional_slots,
+        output_taint,
+    }
+}
+
+impl Lowerer<'_> {
+    /// A leaf (or sub-structure) of structure parameter `root` at `path`.
+    fn leaf(&mut self, root: usize, path: Vec<PathSeg>) -> Val {
+        self.leaf_at(root, path, Span::call_site())
+    }
+
+    /// A leaf read by the user's expression at `span`.
+    fn leaf_at(&mut self, root: usize, path: Vec<PathSeg>, span: Span) -> Val {
+        let out = self.new_val();
+        self.stmts.push(Stmt::Leaf {
+            out,
+            root,
+            path: path.clone(),
+            span,
+        });
+        self.paths.insert(out, (root, path));
+        out
+    }
+
+    /// `base.member` or `base[index]` when `base` is part of a structure parameter.
+    fn extend_path(
+        &mut self,
+        span: Span,
+        base: &Lowered,
+        seg: impl FnOnce(&mut Self) -> PathSeg,
+    ) -> Option<Lowered> {
+        let Lowered::Val(v) = base else { return None };
+        let (root, mut path) = self.paths.get(v).cloned()?;
+        path.push(seg(self));
+        Some(Lowered::Val(self.leaf_at(root, path, span)))
+    }
+
+    fn new_val(&mut self) -> Val {
+        self.values += 1;
+        Val(self.values - 1)
+    }
+
+    fn new_slot(&mut self) -> Slot {
+        self.slots += 1;
+        Slot(self.slots - 1)
+    }
+
+    fn new_optional_slot(&mut self) -> Slot {
+        let s = self.new_slot();
+        self.optional_slots.push(s);
+        s
+    }
+
+    fn new_region(&mut self) -> usize {
+        self.regions += 1;
+        self.regions - 1
+    }
+
+    fn bind(&mut self, name: &str, b: Binding) {
+        self.scopes
+            .last_mut()
+            .expect("a scope is open")
+            .insert(name.to_owned(), b);
+    }
+
+    fn lookup(&self, name: &str) -> Option<&Binding> {
+        self.scopes.iter().rev().find_map(|s| s.get(name))
+    }
+
+    /// Replaces the binding of `name` where it is defined.
+    fn rebind(&mut self, name: &str, b: Binding) {
+        if let Some(scope) = self.scopes.iter_mut().rev().find(|s| s.contains_key(name)) {
+            scope.insert(name.to_owned(), b);
+        }
+    }
+
+    fn fresh_const_ident(&mut self, name: &str) -> Ident {
+        self.renames += 1;
+        // A raw identifier (`r#type`) keeps its name without the prefix inside ours.
+        let name = name.trim_start_matches("r#");
+        hidden(&format!("{name}_{}", self.renames))
+    }
+
+    fn hoist(&mut self, expr: TokenStream, ty: Option<TokenStream>, usage: Use) -> Const {
+        let id = Const(self.consts);
+        self.consts += 1;
+        self.stmts.push(Stmt::Hoist {
+            id,
+            expr,
+            ty,
+            usage,
+        });
+        id
+    }
+
+    /// A lowered operand as an op input (constants hoisted).
+    fn operand(&mut self, l: Lowered, usage: Use) -> Operand {
+        match l {
+            Lowered::Val(v) => Operand::Val(v),
+            Lowered::Const { tokens, is_ref, .. } => {
+                let usage = if is_ref { Use::Plain } else { usage };
+                Operand::Const(self.hoist(tokens, None, usage))
+            }
+        }
+    }
+
+    fn taint_of(ls: &[&Lowered]) -> Option<Taint> {
+        ls.iter().find_map(|l| match l {
+            Lowered::Const { taint, .. } => *taint,
+            Lowered::Val(_) => None,
+        })
+    }
+
+    /// Tokens of a lowered expression used inside constant code.
+    fn const_tokens(&self, l: &Lowered) -> TokenStream {
+        match l {
+            Lowered::Val(v) => val_ident(*v).into_token_stream(),
+            Lowered::Const { tokens, .. } => tokens.clone(),
+        }
+    }
+
+    /// Whether `e` reads a differentiated value (shape metadata does not count).
+    fn mentions_active(&self, e: &Expr) -> bool {
+        // A lookup a name, not a list of every active name a call: bodies are long.
+        mentions(e, &|name| {
+            self.scopes
+                .iter()
+                .any(|s| s.get(name).is_some_and(|b| self.is_active(b)))
+        })
+    }
+
+    /// Whether a binding holds a differentiated value (or a list, slot or closure of them).
+    fn is_active(&self, b: &Binding) -> bool {
+        match b {
+            Binding::Active(..) | Binding::Slot(_) | Binding::List(_) => true,
+            Binding::Closure(index) => self.closures[*index].constant.is_none(),
+            Binding::Const { .. } | Binding::Local => false,
+        }
+    }
+
+    /// The names bound to differentiated values.
+    fn active_names(&self) -> Vec<String> {
+        self.scopes
+            .iter()
+            .flat_map(|s| s.iter())
+            .filter(|(_, b)| self.is_active(b))
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+}
+
+/// The message for a value read out of a differentiated tensor that reaches the output.
+pub const CONCRETIZATION: &str = "this value is read out of a differentiated tensor, and the \
+    result depends on it: its gradient would be silently lost (JAX reports this as a \
+    concretization error). Compute it from `stop_gradient(&x)` to cut the gradient on purpose, \
+    or keep the computation in tensor ops";
+
+/// `root.path` with the forward pass's index constants.
+pub fn path_tokens(root: &Ident, path: &[PathSeg]) -> TokenStream {
+    path_place(root.to_token_stream(), path, const_ident, false)
+}
+
+/// The place `base.field[index]..` names, each index read from the local `index_local` names;
+/// through an `Option` (`Some`) by `as_ref` (`as_mut` when `mutable`). A path ending inside an
+/// `Option` is dereferenced, so that the place is the value itself, as for a field.
+pub fn path_place(
+    base: TokenStream,
+    path: &[PathSeg],
+    index_local: fn(Const) -> Ident,
+    mutable: bool,
+) -> TokenStream {
+    let segs = path.iter().map(|s| match s {
+        PathSeg::Field(m) => quote!(.#m),
+        PathSeg::Index(c) => {
+            let c = index_local(*c);
+            quote!([#c])
+        }
+        PathSeg::Some if mutable => {
+            quote!(.as_mut().expect("rune-ad: the arm taken for `Some`"))
+        }
+        PathSeg::Some => quote!(.as_ref().expect("rune-ad: the arm taken for `Some`")),
+    });
+    if matches!(path.last(), Some(PathSeg::Some)) {
+        quote!((*#base #(#segs)*))
+    } else {
+        quote!(#base #(#segs)*)
+    }
+}
