@@ -1,0 +1,273 @@
+//! Rule calls: an op as the user wrote it (the forward op) and its tangent and VJP rules from
+//! their templates in the op table, on the generated locals.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, ToTokens};
+
+use super::rt;
+use crate::analyse::{config_keep, split_arg, walk};
+use crate::ir::{Body, Const, Operand, Stmt, Use, Val};
+use crate::names::{
+    config_ident, const_ident, residual_ident, shape_ident, sizes_ident, tangent_ident, val_ident,
+    witness_ident,
+};
+use crate::ops::{self, Form, Keep, OpSpec, Param};
+
+/// How a hoisted constant is used, by id.
+pub(super) struct Hoists {
+    usage: Vec<Use>,
+}
+
+impl Hoists {
+    pub(super) fn new(body: &Body) -> Self {
+        let mut usage = Vec::new();
+        walk(&body.stmts, &mut |s| {
+            if let Stmt::Hoist { id, usage: u, .. } = s {
+                if usage.len() <= id.0 {
+                    usage.resize(id.0 + 1, Use::Plain);
+                }
+                usage[id.0] = *u;
+            }
+        });
+        Hoists { usage }
+    }
+
+    /// The operand as written in a forward op.
+    pub(super) fn forward(&self, o: Operand) -> TokenStream {
+        match o {
+            Operand::Val(v) => {
+                let i = val_ident(v);
+                quote!(&#i)
+            }
+            Operand::Const(c) => {
+                let i = const_ident(c);
+                match self.usage[c.0] {
+                    Use::Plain => quote!(#i),
+                    Use::Borrowed => quote!(&#i),
+                }
+            }
+        }
+    }
+}
+
+/// Which pass a rule call is written for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Pass {
+    Tangent,
+    Backward,
+}
+
+pub(super) struct OpCtx<'a> {
+    pub(super) out: Val,
+    pub(super) op: &'static OpSpec,
+    pub(super) inputs: &'a [Operand],
+    pub(super) config: &'a [Const],
+    pub(super) turbofish: &'a Option<TokenStream>,
+    /// The tensor-list index (`k`), for concat/stack VJPs.
+    pub(super) k: usize,
+}
+
+/// A rule call from its template.
+pub(super) fn rule_call(
+    template: &str,
+    ctx: &OpCtx,
+    pass: Pass,
+    useful: &dyn Fn(Val) -> bool,
+) -> TokenStream {
+    let (name, args) = ops::parse_template(template);
+    let name = format_ident!("{}", name);
+    let rt = rt();
+    let list_tokens = || -> Vec<TokenStream> {
+        ctx.inputs
+            .iter()
+            .map(|o| match o {
+                Operand::Val(v) => {
+                    let i = val_ident(*v);
+                    quote!(&#i)
+                }
+                Operand::Const(c) => {
+                    let i = match pass {
+                        Pass::Tangent => const_ident(*c),
+                        Pass::Backward => residual_ident(*c),
+                    };
+                    quote!(&#i)
+                }
+            })
+            .collect()
+    };
+    let args: Vec<TokenStream> = args
+        .iter()
+        .map(|arg| {
+            let (kind, i) = split_arg(arg);
+            match kind {
+                "g" => quote!(&__rune_g),
+                "y" => {
+                    let v = val_ident(ctx.out);
+                    quote!(&#v)
+                }
+                "a" => match ctx.inputs[i] {
+                    Operand::Val(v) => {
+                        let v = val_ident(v);
+                        quote!(&#v)
+                    }
+                    Operand::Const(c) => {
+                        let c = match pass {
+                            Pass::Tangent => const_ident(c),
+                            Pass::Backward => residual_ident(c),
+                        };
+                        quote!(&#c)
+                    }
+                },
+                "s" => {
+                    let v = ctx.inputs[i]
+                        .val()
+                        .expect("shape of a differentiated input");
+                    let s = shape_ident(v);
+                    quote!(&#s)
+                }
+                "c" => {
+                    let c = ctx.config[i];
+                    match (pass, config_keep(ctx.op, i)) {
+                        (Pass::Backward, Some(Keep::Owned)) => {
+                            let k = config_ident(c);
+                            quote!(&#k)
+                        }
+                        (Pass::Backward, _) => {
+                            let k = config_ident(c);
+                            quote!(#k)
+                        }
+                        _ => {
+                            let c = const_ident(c);
+                            quote!(#c)
+                        }
+                    }
+                }
+                "t" => {
+                    let v = ctx.inputs[i]
+                        .val()
+                        .expect("tangent of a differentiated input");
+                    let t = tangent_ident(v);
+                    quote!(&#t)
+                }
+                "o" => match ctx.inputs[i] {
+                    Operand::Val(v) if useful(v) => {
+                        let t = tangent_ident(v);
+                        quote!(::core::option::Option::Some(&#t))
+                    }
+                    _ => quote!(::core::option::Option::None),
+                },
+                "list" => {
+                    let items = list_tokens();
+                    quote!(&[#(#items),*])
+                }
+                "olist" => {
+                    let items: Vec<TokenStream> = ctx
+                        .inputs
+                        .iter()
+                        .map(|o| match o {
+                            Operand::Val(v) if useful(*v) => {
+                                let t = tangent_ident(*v);
+                                quote!(::core::option::Option::Some(&#t))
+                            }
+                            _ => quote!(::core::option::Option::None),
+                        })
+                        .collect();
+                    quote!(&[#(#items),*])
+                }
+                "k" => {
+                    let k = ctx.k;
+                    quote!(#k)
+                }
+                "sizes" => {
+                    let z = sizes_ident(ctx.out);
+                    quote!(&#z)
+                }
+                "w" => {
+                    let w = witness_ident(ctx.out);
+                    quote!(#w)
+                }
+                other => unreachable!("unknown rule template argument {other}"),
+            }
+        })
+        .collect();
+    // `cast` rules are generic over the source and target element: the target comes from the
+    // user's turbofish.
+    let generics = match (ctx.op.name, ctx.turbofish) {
+        ("cast", Some(tf)) => {
+            let target = tf.clone();
+            let target: syn::AngleBracketedGenericArguments =
+                syn::parse2(target).expect("turbofish parses");
+            let u = target.args.first().into_token_stream();
+            quote!(::<_, #u>)
+        }
+        _ => quote!(),
+    };
+    quote!(#rt::rules::#name #generics (#(#args),*))
+}
+
+/// The forward op as the user wrote it, on the generated locals.
+pub(super) fn forward_op(ctx: &OpCtx, hoists: &Hoists, fallible: bool) -> TokenStream {
+    let rt = rt();
+    let op = ctx.op;
+    // `x.try_reshape(..)?`: the op's `try_` twin.
+    let name = if fallible {
+        format_ident!("try_{}", op.name)
+    } else {
+        format_ident!("{}", op.name)
+    };
+    let mut tensors = ctx.inputs.iter().copied();
+    let mut configs = ctx.config.iter().copied();
+    match op.form {
+        Form::Operator => {
+            let a = hoists.forward(ctx.inputs[0]);
+            let b = hoists.forward(ctx.inputs[1]);
+            match op.name {
+                "add" => quote!(#a + #b),
+                "sub" => quote!(#a - #b),
+                "mul" => quote!(#a * #b),
+                _ => quote!(#a / #b),
+            }
+        }
+        Form::Negation => {
+            let a = hoists.forward(ctx.inputs[0]);
+            quote!(-#a)
+        }
+        Form::Method => {
+            let recv = match tensors.next().expect("receiver") {
+                Operand::Val(v) => val_ident(v).into_token_stream(),
+                Operand::Const(c) => const_ident(c).into_token_stream(),
+            };
+            let args: Vec<TokenStream> = op
+                .params
+                .iter()
+                .map(|p| match p {
+                    Param::Tensor => hoists.forward(tensors.next().expect("tensor input")),
+                    Param::Config(..) => {
+                        const_ident(configs.next().expect("config")).into_token_stream()
+                    }
+                    Param::TensorList => unreachable!("methods take no lists"),
+                })
+                .collect();
+            let tf = ctx.turbofish;
+            quote!(#recv.#name #tf (#(#args),*))
+        }
+        Form::Function => {
+            let args: Vec<TokenStream> = op
+                .params
+                .iter()
+                .map(|p| match p {
+                    Param::Tensor => hoists.forward(tensors.next().expect("tensor input")),
+                    Param::TensorList => {
+                        let items: Vec<TokenStream> =
+                            tensors.by_ref().map(|o| hoists.forward(o)).collect();
+                        quote!(&[#(#items),*])
+                    }
+                    Param::Config(..) => {
+                        const_ident(configs.next().expect("config")).into_token_stream()
+                    }
+                })
+                .collect();
+            quote!(#rt::#name(#(#args),*))
+        }
+    }
+}
