@@ -346,7 +346,7 @@ impl Emitter<'_> {
         bwd.push(quote!((#(#slots,)*)));
         let bwd = declare_before_use(adjoints, bwd);
         let bwd = gather_lets(quote!(#(#bwd)*));
-        let result = self.ok(quote! {
+        let result = self.api().ok(quote! {
             (__rune_value, move |__rune_cotangent: #cot_ty| {
                 #bwd
             })

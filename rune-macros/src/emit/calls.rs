@@ -164,7 +164,7 @@ impl Emitter<'_> {
     /// Whether a call is this function calling itself: `f(..)` in a free function,
     /// `Self::f(..)` or `self.f(..)` in an `impl` block.
     pub(super) fn is_recursive(&self, callee: &Callee, args: &[CallArg]) -> bool {
-        let name = self.name();
+        let name = self.api().name();
         match (callee, self.host) {
             (Callee::Function { path, .. }, Host::Free) => path.is_ident(name),
             (Callee::Associated { ty, name: n, .. }, Host::Impl) => {
@@ -192,7 +192,7 @@ impl Emitter<'_> {
         n_outs: usize,
         mode: Mode,
     ) -> TokenStream {
-        let kind = self.kind(kind);
+        let kind = self.api().kind(kind);
         let recursive = self.is_recursive(callee, args);
         let check = mode == Mode::Reverse && !self.is_twin;
         let name = callee.name();

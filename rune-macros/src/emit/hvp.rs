@@ -5,46 +5,77 @@
 use proc_macro2::TokenStream;
 use proc_macro2::{Span, TokenTree};
 use quote::{format_ident, quote, ToTokens};
+use syn::Ident;
 
-use super::{rt, Emitter, Host};
+use super::{rt, Api, Emitter, Host};
 use crate::names::hidden;
-use crate::parse::{Returns, Signature};
+use crate::parse::{Param, Returns, Signature};
 
-impl Emitter<'_> {
-    /// `f_hvp` (forward over reverse): `f_grad` run on dual numbers whose tangents are the
-    /// directions. Written for functions generic over their element type; a function on a
-    /// concrete element type gets it through its generic twin.
-    pub(super) fn hvp(&self, lints: &TokenStream) -> TokenStream {
-        let rt = rt();
+impl<'a> Api<'a> {
+    /// The element type that `f_hvp` runs on dual numbers, and whether the function is generic
+    /// over it; `None` when the function gets no `f_hvp`. A function generic over its element
+    /// type gets it as it is; a function on a concrete element type through its dual-number
+    /// twin.
+    pub(super) fn hvp_elem(&self) -> Option<(&'a syn::Type, bool)> {
         if !matches!(self.sig.returns, Returns::Single(_)) {
-            return quote!();
+            return None;
         }
         if self.sig.active().any(|(_, a)| a.structure) {
-            return quote!();
+            return None;
         }
-        let Some((_, first)) = self.sig.active().next() else {
-            return quote!();
-        };
+        let (_, first) = self.sig.active().next()?;
         let elem = &first.elem;
         let elem_name = elem.to_token_stream().to_string();
-        let generics = &self.func.sig.generics;
-        let generic = generics.type_params().any(|t| t.ident == elem_name);
-        if self.is_twin || (!generic && self.dual_twin.is_none()) {
-            return quote!();
+        let generic = self
+            .func
+            .sig
+            .generics
+            .type_params()
+            .any(|t| t.ident == elem_name);
+        if self.is_twin || (!generic && !self.hvp_twin) {
+            return None;
         }
-        let name = self.name();
-        let vis = &self.func.vis;
-        let (_, ty_generics, where_clause) = generics.split_for_impl();
+        Some((elem, generic))
+    }
+
+    /// The parameters of `f_hvp` after the function's: a direction for each differentiated one.
+    pub(super) fn hvp_directions(&self) -> Vec<TokenStream> {
+        self.sig
+            .active()
+            .map(|(p, _)| {
+                let d = direction(p);
+                let ty = Signature::grad_type(p);
+                quote!(#d: &#ty)
+            })
+            .collect()
+    }
+}
+
+/// The parameter of `f_hvp` holding the direction of differentiated parameter `p`.
+fn direction(p: &Param) -> Ident {
+    format_ident!("{}_direction", p.ident, span = Span::mixed_site())
+}
+
+impl Emitter<'_> {
+    /// The body of `f_hvp` (forward over reverse): `f_grad` run on dual numbers whose tangents
+    /// are the directions.
+    pub(super) fn hvp_body(&self) -> TokenStream {
+        let rt = rt();
+        let api = self.api();
+        let (elem, generic) = api.hvp_elem().expect("a function with `f_hvp`");
+        let elem_name = elem.to_token_stream().to_string();
+        let generics = &self.func.sig.generics;
+        let name = api.name();
+        let (_, ty_generics, _) = generics.split_for_impl();
         // A concrete function's gradient on dual numbers is its twin's.
         let grad_path = match (generic, self.host) {
-            (true, _) => self.public_path("grad"),
+            (true, _) => api.public_path("grad"),
             (false, Host::Free) => quote!(#name::dual_grad),
             (false, Host::Impl) => {
                 let item = format_ident!("{}_dual_grad", name);
                 quote!(Self::#item)
             }
         };
-        let hvp_name = self.public_name("hvp");
         // The turbofish instantiating the element type with its dual numbers.
         let args: Vec<TokenStream> = generics
             .params
@@ -74,7 +105,6 @@ impl Emitter<'_> {
         };
         let mut lifts = Vec::new();
         let mut call_args = Vec::new();
-        let mut directions = Vec::new();
         for (i, p) in self.sig.params.iter().enumerate() {
             let ident = &p.ident;
             let lifted = hidden(&format!("dual{i}"));
@@ -84,9 +114,7 @@ impl Emitter<'_> {
             };
             match &p.active {
                 Some(_) => {
-                    let d = format_ident!("{}_direction", ident, span = Span::mixed_site());
-                    let ty = Signature::grad_type(p);
-                    directions.push(quote!(#d: &#ty));
+                    let d = direction(p);
                     lifts.push(quote!(let #lifted = #rt::dual_tensor(#reference, #d);));
                 }
                 None if mentions_elem(&p.ty) => {
@@ -121,27 +149,10 @@ impl Emitter<'_> {
                 quote!((#(#rt::dual_tangent(&__rune_dual_grads.#idx),)*)),
             )
         };
-        let grads_ty = self.sig.grads_type();
-        let params_plain: Vec<TokenStream> = self
-            .sig
-            .params
-            .iter()
-            .map(|p| {
-                let (ident, ty) = (&p.ident, &p.ty);
-                quote!(#ident: #ty)
-            })
-            .collect();
-        let link = self.link();
-        let doc = format!(" The gradient of {link} and its Hessian times the given directions (forward over reverse: the reverse pass run on dual numbers).");
         quote! {
-            #[doc = #doc]
-            #lints
-            #[track_caller]
-            #vis fn #hvp_name #generics (#(#params_plain,)* #(#directions),*) -> (#grads_ty, #grads_ty) #where_clause {
-                #(#lifts)*
-                let __rune_dual_grads = #grad_path #call_turbofish (#(#call_args),*);
-                (#grads_out, #hvps_out)
-            }
+            #(#lifts)*
+            let __rune_dual_grads = #grad_path #call_turbofish (#(#call_args),*);
+            (#grads_out, #hvps_out)
         }
     }
 }

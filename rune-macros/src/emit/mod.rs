@@ -102,7 +102,7 @@ enum Mode {
     Tangent,
 }
 
-impl Emitter<'_> {
+impl<'a> Emitter<'a> {
     fn useful(&self, v: Val) -> bool {
         self.analysis.is_useful(v)
     }
@@ -111,8 +111,35 @@ impl Emitter<'_> {
         self.body.output_slots.contains(&s)
     }
 
+    /// The names and declarations of this function's entry points.
+    fn api(&self) -> Api<'a> {
+        Api {
+            func: self.func,
+            sig: self.sig,
+            host: self.host,
+            is_twin: self.is_twin,
+            hvp_twin: self.dual_twin.is_some(),
+        }
+    }
+}
+
+/// What a function's entry points are named and declared from: its signature and where its
+/// items go, not its body (the stubs written for a function with errors have none).
+#[derive(Clone, Copy)]
+struct Api<'a> {
+    func: &'a ItemFn,
+    sig: &'a Signature,
+    host: Host,
+    /// Declaring a dual-number twin (see [`Emitter::is_twin`]).
+    is_twin: bool,
+    /// A function on a concrete element type whose `f_hvp` runs its dual-number twin (see
+    /// [`Emitter::dual_twin`]).
+    hvp_twin: bool,
+}
+
+impl<'a> Api<'a> {
     /// The function's name.
-    fn name(&self) -> &Ident {
+    fn name(&self) -> &'a Ident {
         &self.func.sig.ident
     }
 

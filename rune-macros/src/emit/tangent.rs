@@ -194,7 +194,7 @@ impl Emitter<'_> {
         } else {
             quote!((#(#tangents,)*))
         };
-        let result = self.ok(quote!((#value, __rune_tangent_out)));
+        let result = self.api().ok(quote!((#value, __rune_tangent_out)));
         gather_lets(quote! {
             #optionals
             #fwd

@@ -49,7 +49,7 @@ impl Emitter<'_> {
 
     /// The value from the original function, the parameters kept for the pullback.
     fn value_and_copies(&self) -> (Vec<Ident>, TokenStream) {
-        let name = self.original_path();
+        let name = self.api().original_path();
         let (_, ty_generics, _) = self.func.sig.generics.split_for_impl();
         let turbofish = ty_generics.as_turbofish();
         let (copies, stmts) = self.copy_params();
