@@ -1,6 +1,6 @@
 //! Every identifier the generated code introduces, in one place: `__rune_` and a name, with
 //! mixed-site hygiene (labels too begin `'__rune_`), so none clashes with the user's names.
-//! `emit::gather_lets` relies on the prefix.
+//! `emit::tokens::gather_lets` relies on the prefix.
 
 use proc_macro2::Span;
 use syn::Ident;

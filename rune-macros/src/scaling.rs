@@ -42,7 +42,7 @@ fn growth(lets: usize) -> f64 {
 fn the_expansion_grows_linearly_with_the_body() {
     let short = growth(250);
     let long = growth(1000);
-    // Long bodies have their lets gathered (emit.rs, `gather_lets`), a few tokens more a let.
+    // Long bodies have their lets gathered (`emit::tokens::gather_lets`), a few tokens more a let.
     assert!(
         long <= short * 1.1,
         "a body four times as long expands {long:.1} tokens a token against {short:.1}"

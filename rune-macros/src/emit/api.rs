@@ -1,0 +1,583 @@
+//! The generated entry points: the hidden `fwd` and `tangent` that callers' passes call, and the
+//! public `f_vjp`, `f_jvp`, `f_grad`, `f_value_and_grad`, `f_pullback` and `f_hvp`, written
+//! around them; and the stubs written in their place when the function has errors.
+//!
+//! [`EntryPoint`] lists them once. [`Api::declare`] gives each one's declaration (its name,
+//! parameters and return type, from the signature alone); [`Emitter::emit`] writes that with
+//! the real body, [`Emitter::stubs`] with one that never runs, so that callers of a function
+//! with errors type-check against the same items and see its one error, not a cascade.
+
+use proc_macro2::Span;
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, ToTokens};
+use syn::{Ident, ItemFn};
+
+use super::{lints, rt, Api, Emitter, Generated, Host};
+use crate::parse::{Param, Returns, Signature};
+
+/// A generated entry point.
+#[derive(Clone, Copy)]
+enum EntryPoint {
+    /// `fwd` (hidden): the value and a pullback that returns one gradient slot per parameter.
+    Fwd,
+    /// `dual_fwd` (hidden), of a function generic over its element type: `fwd`, for the
+    /// dual-number twins of its callers.
+    DualFwd,
+    /// `dual_tangent` (hidden): likewise `tangent`.
+    DualTangent,
+    /// `tangent` (hidden): the value and its tangent, from one tangent slot per parameter.
+    Tangent,
+    /// `f_hvp`: the gradient and the Hessian times directions.
+    Hvp,
+    /// `f_pullback`: the value and a pullback callable many times.
+    Pullback,
+    /// `f_vjp`: the value and a cotangent pulled back.
+    Vjp,
+    /// `f_jvp`: the value and a tangent pushed forward.
+    Jvp,
+    /// `f_value_and_grad`.
+    ValueAndGrad,
+    /// `f_grad` (in a dual-number twin, the hidden `dual_grad` that `f_hvp` runs).
+    Grad,
+}
+
+impl EntryPoint {
+    /// Every entry point, in the order they are written.
+    const ALL: [EntryPoint; 10] = [
+        EntryPoint::Fwd,
+        EntryPoint::DualFwd,
+        EntryPoint::DualTangent,
+        EntryPoint::Tangent,
+        EntryPoint::Hvp,
+        EntryPoint::Pullback,
+        EntryPoint::Vjp,
+        EntryPoint::Jvp,
+        EntryPoint::ValueAndGrad,
+        EntryPoint::Grad,
+    ];
+
+    /// The kind of a hidden entry point (`fwd` in `f::fwd`), the suffix of a public one (`vjp`
+    /// in `f_vjp`).
+    fn suffix(self) -> &'static str {
+        match self {
+            EntryPoint::Fwd => "fwd",
+            EntryPoint::DualFwd => "dual_fwd",
+            EntryPoint::DualTangent => "dual_tangent",
+            EntryPoint::Tangent => "tangent",
+            EntryPoint::Hvp => "hvp",
+            EntryPoint::Pullback => "pullback",
+            EntryPoint::Vjp => "vjp",
+            EntryPoint::Jvp => "jvp",
+            EntryPoint::ValueAndGrad => "value_and_grad",
+            EntryPoint::Grad => "grad",
+        }
+    }
+}
+
+/// An entry point's declaration: everything but its body.
+#[derive(Clone)]
+struct Decl {
+    /// Written among the hidden entry points (see [`Generated`]).
+    hidden: bool,
+    /// The doc comment (or `#[doc(hidden)]`), the lints and `#[track_caller]`.
+    attrs: TokenStream,
+    name: Ident,
+    /// The parameters, as written between the parentheses.
+    params: TokenStream,
+    ret: TokenStream,
+    /// A body of the return type that never runs, for the stubs.
+    stub: TokenStream,
+}
+
+/// The parameter of `f_jvp` holding the tangent of differentiated parameter `p`.
+fn tangent_param(p: &Param) -> Ident {
+    format_ident!("{}_tangent", p.ident, span = Span::mixed_site())
+}
+
+/// The parameter of `f_vjp` holding the cotangent.
+fn cotangent() -> Ident {
+    Ident::new("cotangent", Span::mixed_site())
+}
+
+impl Api<'_> {
+    /// The declaration of `entry`, or `None` when this function does not get it.
+    fn declare(&self, entry: EntryPoint) -> Option<Decl> {
+        let rt = rt();
+        let sig = self.sig;
+        // Parameters as declared (without `#[nodiff]`), keeping `mut` only where the body may
+        // need it (constants); wrappers pass every parameter through unchanged.
+        let params_decl: Vec<TokenStream> = sig
+            .params
+            .iter()
+            .map(|p| {
+                let (ident, ty) = (&p.ident, &p.ty);
+                let m = (p.mutable && p.active.is_none()).then(|| quote!(mut));
+                quote!(#m #ident: #ty)
+            })
+            .collect();
+        let params_plain: Vec<TokenStream> = sig
+            .params
+            .iter()
+            .map(|p| {
+                let (ident, ty) = (&p.ident, &p.ty);
+                quote!(#ident: #ty)
+            })
+            .collect();
+        let ret = sig.return_type();
+        let cot_ty = sig.cotangent_type();
+        let slot_types = sig.slot_types();
+        let grads_ty = sig.grads_type();
+        let tangent_ty = sig.value_type();
+        // Tangent slots: differentiated parameters take `&Tensor` or `NoTangent`; others ignore
+        // theirs.
+        let tangent_slots: Vec<TokenStream> = sig
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let slot = format_ident!("__rune_tangent_{}", i);
+                match &p.active {
+                    Some(a) if a.structure => {
+                        let ty = Signature::grad_type(p);
+                        quote!(#slot: impl #rt::StructTangentSlot<#ty>)
+                    }
+                    Some(a) => {
+                        let e = &a.elem;
+                        quote!(#slot: impl #rt::TangentSlot<#e>)
+                    }
+                    None => quote!(#slot: impl #rt::IgnoredTangent),
+                }
+            })
+            .collect();
+        let pullback_ty =
+            quote!(impl ::core::ops::FnOnce(#cot_ty) -> (#(#slot_types,)*) + ::core::clone::Clone);
+        // A function returning `Result<value, E>`: every generated function returns a `Result`.
+        let fwd_ret = self.fallible_type(quote!((#ret, #pullback_ty)));
+        let tangent_ret = self.fallible_type(quote!((#ret, #tangent_ty)));
+        let grads_ret = self.fallible_type(quote!((#ret, #grads_ty)));
+        // A function generic over its element type serves dual-number twins of its callers
+        // directly: its dual entry points are its own.
+        let generic_elem = sig.active().next().is_some_and(|(_, a)| {
+            let e = a.elem.to_token_stream().to_string();
+            self.func.sig.generics.type_params().any(|t| t.ident == e)
+        });
+        // Gradients need a one-element value: tuple-valued functions get `f_vjp` and `f_jvp` only.
+        let one_element = !matches!(sig.returns, Returns::Tuple(_));
+        let twin = self.is_twin;
+        // A stub returning a closure returns one; the others never return.
+        let closure_stub =
+            self.ok(quote!((::core::unreachable!(), |_: #cot_ty| ::core::unreachable!())));
+        let unreachable = quote!(::core::unreachable!());
+        let link = self.link();
+        // The parameters, the return type, the stub, and the doc comment of a public entry
+        // point (a hidden one, which callers' passes call, has none).
+        let (params, ret, stub, doc) = match entry {
+            EntryPoint::Fwd => (quote!(#(#params_decl),*), fwd_ret, closure_stub, None),
+            EntryPoint::DualFwd if generic_elem && !twin => {
+                (quote!(#(#params_plain),*), fwd_ret, closure_stub, None)
+            }
+            EntryPoint::DualTangent if generic_elem && !twin => (
+                quote!(#(#params_plain,)* #(#tangent_slots),*),
+                tangent_ret,
+                unreachable,
+                None,
+            ),
+            EntryPoint::Tangent => (
+                quote!(#(#params_decl,)* #(#tangent_slots),*),
+                tangent_ret,
+                unreachable,
+                None,
+            ),
+            EntryPoint::Hvp => {
+                self.hvp_elem()?;
+                let directions = self.hvp_directions();
+                (
+                    quote!(#(#params_plain,)* #(#directions),*),
+                    quote!((#grads_ty, #grads_ty)),
+                    unreachable,
+                    Some(format!(" The gradient of {link} and its Hessian times the given directions (forward over reverse: the reverse pass run on dual numbers).")),
+                )
+            }
+            EntryPoint::Pullback if !twin => (
+                quote!(#(#params_plain),*),
+                self.fallible_type(quote!((#ret, impl ::core::ops::Fn(#cot_ty) -> #grads_ty))),
+                closure_stub,
+                Some(format!(" The value of {link} and its pullback: a function that takes a cotangent of the value's shape and returns the gradients, callable many times (the forward pass runs once).")),
+            ),
+            EntryPoint::Vjp if !twin => {
+                let cotangent = cotangent();
+                (
+                    quote!(#(#params_plain,)* #cotangent: #cot_ty),
+                    grads_ret,
+                    unreachable,
+                    Some(format!(" Reverse mode of {link}: its value and the cotangent pulled back to each differentiated parameter.")),
+                )
+            }
+            EntryPoint::Jvp if !twin => {
+                let tangent_params = sig.active().map(|(p, _)| {
+                    let t = tangent_param(p);
+                    let ty = Signature::grad_type(p);
+                    quote!(#t: &#ty)
+                });
+                (
+                    quote!(#(#params_plain,)* #(#tangent_params),*),
+                    tangent_ret,
+                    unreachable,
+                    Some(format!(" Forward mode of {link}: its value and the directional derivative along the given tangents.")),
+                )
+            }
+            EntryPoint::ValueAndGrad if one_element && !twin => (
+                quote!(#(#params_plain),*),
+                grads_ret,
+                unreachable,
+                Some(format!(" The value of {link} and its gradient (the value must have one element).")),
+            ),
+            EntryPoint::Grad if one_element || twin => {
+                let grad_ret = match &sig.returns {
+                    Returns::Aux { aux, .. } => quote!((#grads_ty, #aux)),
+                    _ => grads_ty.clone(),
+                };
+                (
+                    quote!(#(#params_plain),*),
+                    self.fallible_type(grad_ret),
+                    unreachable,
+                    Some(format!(" The gradient of {link} (whose value must have one element).")),
+                )
+            }
+            _ => return None,
+        };
+        let lints = lints();
+        // A twin has only what `f_hvp` runs: its gradient, hidden.
+        let (hidden, name, attrs) = match doc.filter(|_| !twin) {
+            Some(doc) => {
+                let track_caller = matches!(
+                    entry,
+                    EntryPoint::Hvp | EntryPoint::Vjp | EntryPoint::ValueAndGrad | EntryPoint::Grad
+                )
+                .then(|| quote!(#[track_caller]));
+                let attrs = quote!(#[doc = #doc] #lints #track_caller);
+                (false, self.public_name(entry.suffix()), attrs)
+            }
+            None => (
+                true,
+                self.hidden_name(entry.suffix()),
+                quote!(#[doc(hidden)] #lints),
+            ),
+        };
+        Some(Decl {
+            hidden,
+            attrs,
+            name,
+            params,
+            ret,
+            stub,
+        })
+    }
+
+    /// The item `decl` with `body`.
+    fn write(&self, decl: &Decl, body: TokenStream) -> TokenStream {
+        let Decl {
+            attrs,
+            name,
+            params,
+            ret,
+            ..
+        } = decl;
+        let vis = &self.func.vis;
+        let generics = &self.func.sig.generics;
+        let where_clause = &generics.where_clause;
+        quote! {
+            #attrs
+            #vis fn #name #generics (#params) -> #ret #where_clause {
+                #body
+            }
+        }
+    }
+}
+
+impl Generated {
+    /// `item`, among the hidden or the public entry points as `decl` says.
+    fn push(&mut self, decl: &Decl, item: TokenStream) {
+        if decl.hidden {
+            self.hidden.extend(item);
+        } else {
+            self.public.extend(item);
+        }
+    }
+}
+
+/// Whether `ty` is a plain number or `bool` (passed by copy).
+fn is_copy_number(ty: &syn::Type) -> bool {
+    let text = ty.to_token_stream().to_string();
+    matches!(
+        text.as_str(),
+        "f32"
+            | "f64"
+            | "bool"
+            | "usize"
+            | "isize"
+            | "u8"
+            | "u16"
+            | "u32"
+            | "u64"
+            | "i8"
+            | "i16"
+            | "i32"
+            | "i64"
+    )
+}
+
+impl Emitter<'_> {
+    /// `let __rune_expected = ..;`: the plain function's value on the same arguments when values
+    /// are checked (`CHECK_VALUES`, debug builds), for [`check_same_value`]. Nothing is checked
+    /// for a function with a parameter that cannot be passed twice (`&mut`, or owned and not
+    /// known to be `Clone`).
+    fn expected_value(&self, turbofish: &syn::Turbofish) -> Option<TokenStream> {
+        let rt = rt();
+        let mut args = Vec::new();
+        for p in &self.sig.params {
+            let ident = &p.ident;
+            let arg = match &p.ty {
+                syn::Type::Reference(r) if r.mutability.is_none() => quote!(#ident),
+                syn::Type::Reference(_) => return None,
+                _ if p.active.is_some() => quote!(::core::clone::Clone::clone(&#ident)),
+                ty if is_copy_number(ty) => quote!(#ident),
+                _ => return None,
+            };
+            args.push(arg);
+        }
+        let original = self.api().original_path();
+        Some(quote! {
+            let __rune_expected = if #rt::CHECK_VALUES && ::core::cfg!(debug_assertions) {
+                ::core::option::Option::Some(#original #turbofish (#(#args),*))
+            } else {
+                ::core::option::Option::None
+            };
+        })
+    }
+
+    /// All generated items: the hidden entry points (for a free function, the items of the
+    /// type of its name), then the public ones.
+    pub fn emit(&self) -> Generated {
+        let rt = rt();
+        let api = self.api();
+        let name = api.name();
+        let (_, ty_generics, _) = self.func.sig.generics.split_for_impl();
+        let turbofish = ty_generics.as_turbofish();
+        let name_str = name.to_string();
+        let names: Vec<&Ident> = self.sig.params.iter().map(|p| &p.ident).collect();
+        let cot_ty = self.sig.cotangent_type();
+
+        let active_indices: Vec<syn::Index> = self
+            .sig
+            .params
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.active.is_some())
+            .map(|(i, _)| syn::Index::from(i))
+            .collect();
+        let grads_from_slots = if active_indices.len() == 1 {
+            let i = &active_indices[0];
+            quote!(__rune_slots.#i)
+        } else {
+            quote!((#(__rune_slots.#active_indices,)*))
+        };
+        let tangent_args: Vec<TokenStream> = self
+            .sig
+            .params
+            .iter()
+            .map(|p| match p.active {
+                Some(_) => tangent_param(p).into_token_stream(),
+                None => quote!(#rt::NoTangent),
+            })
+            .collect();
+
+        let cotangent = cotangent();
+        let reverse = self.reverse_body();
+        let tangent = match &self.options.custom_jvp {
+            Some(rule) => self.custom_tangent_body(rule),
+            None => self.tangent_body(),
+        };
+        let tangent_path = api.hidden_path("tangent");
+        // With a custom VJP or a checkpoint, callers reach this function through `fwd`, whose
+        // pullback runs the rule or recomputes; its own entry points use the derived pass.
+        let derived = if self.options.checkpoint || self.options.custom_vjp.is_some() {
+            "fwd_derived"
+        } else {
+            "fwd"
+        };
+        let derived_path = api.hidden_path(derived);
+        let entry_fwd = if self.options.custom_vjp.is_some() {
+            api.hidden_path("fwd")
+        } else {
+            derived_path.clone()
+        };
+        let question = api.question();
+        let outer_fwd = match (&self.options.custom_vjp, self.options.checkpoint) {
+            (Some(rule), _) => Some(self.custom_pullback_body(rule)),
+            (None, true) => Some(self.checkpoint_body(&derived_path)),
+            (None, false) => None,
+        };
+        // The derivatives stand for the original: it counts as used (a twin has none).
+        let uses_original = (!self.is_twin).then(|| {
+            let original = api.original_path();
+            quote!(let _ = #original #turbofish;)
+        });
+        let has_aux = matches!(self.sig.returns, Returns::Aux { .. });
+        let value_of = if has_aux {
+            quote!(&__rune_value.0)
+        } else {
+            quote!(&__rune_value)
+        };
+
+        // With the `check-values` feature, in debug builds, each public entry point also runs the
+        // plain function and checks that it returns exactly its value.
+        // A dual-number twin has no plain function of its own to compare with.
+        let expected = (!self.is_twin)
+            .then(|| self.expected_value(&turbofish))
+            .flatten();
+        let checks = expected.is_some();
+        let check = |variant: &str, value: TokenStream| {
+            if !checks {
+                return quote!();
+            }
+            let value = if has_aux {
+                quote!(&(#value).0)
+            } else {
+                quote!(&#value)
+            };
+            // The plain function's value: inside `Ok` for a function returning a `Result` (an
+            // error there is not compared), without the aux.
+            let plain = if self.sig.fallible.is_some() {
+                quote!(__rune_expected
+                    .as_ref()
+                    .and_then(|__rune_r| ::core::result::Result::as_ref(__rune_r).ok()))
+            } else {
+                quote!(__rune_expected.as_ref())
+            };
+            let expected = if has_aux {
+                quote!(#plain.map(|__rune_e| &__rune_e.0))
+            } else {
+                plain
+            };
+            quote!(#rt::check_same_value(#name_str, #variant, #expected, #value);)
+        };
+        let check_vag = check("value_and_grad", quote!(__rune_value));
+        let check_vjp = check("vjp", quote!(__rune_value));
+        let check_pullback = check("pullback", quote!(__rune_value));
+        let check_jvp = check("jvp", quote!(__rune_out.0));
+        // The value and the gradients, `(__rune_value, __rune_grads)`.
+        let value_and_grads = quote! {
+            #expected
+            let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*) #question;
+            #check_vag
+            let __rune_seed = #rt::scalar_seed(#name_str, #value_of);
+            let __rune_slots = __rune_pullback(&__rune_seed);
+            let __rune_grads = #grads_from_slots;
+        };
+        let grad_out = api.ok(if has_aux {
+            quote!((__rune_grads, __rune_value.1))
+        } else {
+            quote!(__rune_grads)
+        });
+        let vag_out = api.ok(quote!((__rune_value, __rune_grads)));
+        let pullback_out = api.ok(quote! {
+            (__rune_value, move |#cotangent: #cot_ty| {
+                let __rune_slots = ::core::clone::Clone::clone(&__rune_pullback)(#cotangent);
+                #grads_from_slots
+            })
+        });
+        let vjp_out = api.ok(quote!((__rune_value, #grads_from_slots)));
+        let jvp_out = api.ok(quote!(__rune_out));
+
+        let mut generated = Generated {
+            hidden: TokenStream::new(),
+            public: TokenStream::new(),
+        };
+        for entry in EntryPoint::ALL {
+            let Some(decl) = api.declare(entry) else {
+                continue;
+            };
+            let body = match entry {
+                EntryPoint::Fwd => match &outer_fwd {
+                    // The derived pass is `fwd_derived`; `fwd` runs the rule or recomputes.
+                    Some(outer) => {
+                        let derived = Decl {
+                            name: api.hidden_name(derived),
+                            ..decl.clone()
+                        };
+                        generated.push(
+                            &derived,
+                            api.write(&derived, quote!(#uses_original #reverse)),
+                        );
+                        outer.clone()
+                    }
+                    None => quote!(#uses_original #reverse),
+                },
+                EntryPoint::DualFwd => {
+                    let fwd_path = api.hidden_path("fwd");
+                    quote!(#fwd_path #turbofish (#(#names),*))
+                }
+                EntryPoint::DualTangent => {
+                    let slot_names: Vec<Ident> = (0..self.sig.params.len())
+                        .map(|i| format_ident!("__rune_tangent_{}", i))
+                        .collect();
+                    quote!(#tangent_path #turbofish (#(#names,)* #(#slot_names),*))
+                }
+                EntryPoint::Tangent => quote!(#uses_original #tangent),
+                EntryPoint::Hvp => self.hvp_body(),
+                EntryPoint::Pullback => quote! {
+                    #expected
+                    let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*) #question;
+                    #check_pullback
+                    #pullback_out
+                },
+                EntryPoint::Vjp => quote! {
+                    #expected
+                    let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*) #question;
+                    #check_vjp
+                    #rt::check_cotangent(#name_str, #value_of, &#cotangent);
+                    let __rune_slots = __rune_pullback(#cotangent);
+                    #vjp_out
+                },
+                EntryPoint::Jvp => quote! {
+                    #expected
+                    let __rune_out = #tangent_path #turbofish (#(#names,)* #(#tangent_args),*) #question;
+                    #check_jvp
+                    #jvp_out
+                },
+                EntryPoint::ValueAndGrad => quote! {
+                    #value_and_grads
+                    #vag_out
+                },
+                EntryPoint::Grad => quote! {
+                    #value_and_grads
+                    #grad_out
+                },
+            };
+            generated.push(&decl, api.write(&decl, body));
+        }
+        generated
+    }
+
+    /// Every entry point's declaration with a body that never runs, emitted beside the errors so
+    /// that callers do not see a cascade of missing-function errors. Without the function's
+    /// options, a function on a concrete element type gets no `f_hvp` stub.
+    pub fn stubs(func: &ItemFn, sig: &Signature, host: Host) -> Generated {
+        let api = Api {
+            func,
+            sig,
+            host,
+            is_twin: false,
+            hvp_twin: false,
+        };
+        let mut generated = Generated {
+            hidden: TokenStream::new(),
+            public: TokenStream::new(),
+        };
+        for decl in EntryPoint::ALL.into_iter().filter_map(|e| api.declare(e)) {
+            generated.push(&decl, api.write(&decl, decl.stub.clone()));
+        }
+        generated
+    }
+}

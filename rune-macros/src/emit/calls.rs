@@ -1,0 +1,304 @@
+//! Calls of other functions: the call of a callee's `fwd` or `tangent`, through a stand-in that
+//! turns a callee that is not `#[differentiable]` into one error at the call.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, ToTokens};
+use syn::Ident;
+
+use super::{rt, Emitter, Host, Mode};
+use crate::ir::{CallArg, Callee, Val};
+use crate::lower::path_tokens;
+use crate::names::{hidden, val_ident};
+
+/// The local items and trait through which a call of something that is not `#[differentiable]`
+/// is one error, `message` at the call: a trait implemented by the types of every
+/// `#[differentiable]` function (`DifferentiableFunction`) and nothing else.
+fn check_trait(message: &str, label: &str) -> (TokenStream, Ident) {
+    let rt = rt();
+    let name = hidden("Differentiable");
+    let f = hidden("F");
+    let items = quote! {
+        #[diagnostic::on_unimplemented(message = #message, label = #label)]
+        trait #name {}
+        #[diagnostic::do_not_recommend]
+        impl<#f: ?::core::marker::Sized + #rt::DifferentiableFunction> #name for #f {}
+    };
+    (items, name)
+}
+
+/// A stand-in for entry point `entry` of a callee that is not `#[differentiable]`: it takes
+/// the call's arguments (after `&self` for a method) and returns what a real one would, so that
+/// the caller type-checks around the single error of the check. `bounds` are added to its
+/// where-clause.
+fn fallback_fn(
+    entry: &Ident,
+    args: &[CallArg],
+    method: bool,
+    n_outs: usize,
+    mode: Mode,
+    bounds: &[TokenStream],
+) -> TokenStream {
+    let rt = rt();
+    let mut generics = Vec::new();
+    let mut params = Vec::new();
+    let mut slots = Vec::new();
+    let mut bounds = bounds.to_vec();
+    let mut elem = None;
+    for (i, a) in args.iter().enumerate() {
+        if method && i == 0 {
+            params.push(quote!(&self));
+            if let CallArg::Struct { .. } = a {
+                slots.push(quote!(Self));
+                bounds.push(quote!(Self: #rt::Differentiable));
+                elem.get_or_insert(quote!(<Self as #rt::Differentiable>::Elem));
+            } else {
+                slots.push(quote!(#rt::NoGrad));
+            }
+            continue;
+        }
+        let g = hidden(&format!("A{i}"));
+        let by_ref = |ty: TokenStream, borrowed: bool| {
+            if borrowed {
+                quote!(_: &#ty)
+            } else {
+                quote!(_: #ty)
+            }
+        };
+        match a {
+            CallArg::Val { borrowed, .. } => {
+                generics.push(quote!(#g: #rt::Element));
+                params.push(by_ref(quote!(#rt::Tensor<#g>), *borrowed));
+                slots.push(quote!(#rt::Tensor<#g>));
+                elem.get_or_insert(quote!(#g));
+            }
+            CallArg::Struct { borrowed, .. } => {
+                generics.push(quote!(#g: #rt::Differentiable));
+                params.push(by_ref(quote!(#g), *borrowed));
+                slots.push(quote!(#g));
+                elem.get_or_insert(quote!(<#g as #rt::Differentiable>::Elem));
+            }
+            CallArg::Const(_) => {
+                generics.push(quote!(#g));
+                params.push(quote!(_: #g));
+                slots.push(quote!(#rt::NoGrad));
+            }
+        }
+    }
+    let elem = elem.expect("a call has a differentiated argument");
+    let tensor = quote!(#rt::Tensor<#elem>);
+    let (value, cotangent) = if n_outs == 1 {
+        (tensor.clone(), quote!(&#tensor))
+    } else {
+        let values = (0..n_outs).map(|_| &tensor);
+        let cotangents = (0..n_outs).map(|_| quote!(&#tensor));
+        (quote!((#(#values,)*)), quote!((#(#cotangents,)*)))
+    };
+    let (ret, body) = match mode {
+        // A function pointer is a pullback (`FnOnce + Clone`) of a type that names no bound.
+        Mode::Reverse => (
+            quote!((#value, fn(#cotangent) -> (#(#slots,)*))),
+            quote!((::core::unreachable!(), |_| ::core::unreachable!())),
+        ),
+        Mode::Tangent => {
+            for i in 0..args.len() {
+                let t = hidden(&format!("T{i}"));
+                generics.push(t.to_token_stream());
+                params.push(quote!(_: #t));
+            }
+            (quote!((#value, #value)), quote!(::core::unreachable!()))
+        }
+    };
+    let bounds = (!bounds.is_empty()).then(|| quote!(where #(#bounds),*));
+    quote! {
+        fn #entry<#(#generics),*>(#(#params),*) -> #ret #bounds { #body }
+    }
+}
+
+pub(super) fn call_args(args: &[CallArg], roots: &[Ident]) -> Vec<TokenStream> {
+    args.iter()
+        .map(|a| match a {
+            CallArg::Struct {
+                root,
+                path,
+                borrowed,
+            } => {
+                let p = path_tokens(&roots[*root], path);
+                if *borrowed {
+                    quote!(&#p)
+                } else {
+                    quote!(::core::clone::Clone::clone(&#p))
+                }
+            }
+            // As the tensor, or its number where the callee takes a number.
+            CallArg::Val { val, borrowed } => {
+                let v = val_ident(*val);
+                let rt = rt();
+                if *borrowed {
+                    quote!(#rt::arg(&#v))
+                } else {
+                    quote!(#rt::arg(::core::clone::Clone::clone(&#v)))
+                }
+            }
+            CallArg::Const(t) => t.clone(),
+        })
+        .collect()
+}
+
+/// `let v = into_tensor(v);` for a call's results: a callee returning a number gives its caller
+/// a 0-d tensor.
+pub(super) fn outs_as_tensors(idents: &[Ident]) -> TokenStream {
+    let rt = rt();
+    quote!(#(let #idents = #rt::into_tensor(#idents);)*)
+}
+
+pub(super) fn bind_outs(outs: &[Val], tuple: bool) -> TokenStream {
+    let idents: Vec<Ident> = outs.iter().map(|v| val_ident(*v)).collect();
+    if tuple {
+        quote!((#(#idents),*))
+    } else {
+        idents[0].to_token_stream()
+    }
+}
+
+impl Emitter<'_> {
+    /// Whether a call is this function calling itself: `f(..)` in a free function,
+    /// `Self::f(..)` or `self.f(..)` in an `impl` block.
+    pub(super) fn is_recursive(&self, callee: &Callee, args: &[CallArg]) -> bool {
+        let name = self.api().name();
+        match (callee, self.host) {
+            (Callee::Function { path, .. }, Host::Free) => path.is_ident(name),
+            (Callee::Associated { ty, name: n, .. }, Host::Impl) => {
+                ty.is_ident("Self") && n == name
+            }
+            (Callee::Method { name: n, .. }, Host::Impl) => {
+                n == name
+                    && matches!(args.first(), Some(CallArg::Struct { root, path, .. })
+                        if path.is_empty() && self.body.roots[*root] == "self")
+            }
+            _ => false,
+        }
+    }
+
+    /// The expression calling entry point `kind` (`fwd` or `tangent`) of `callee` with `values`
+    /// (the arguments, then in forward mode their tangents). Unless the call is recursive, it
+    /// goes through a stand-in that takes over when the callee is not `#[differentiable]`; the
+    /// reverse pass then reports that as one error naming the callee.
+    pub(super) fn call_expr(
+        &self,
+        callee: &Callee,
+        kind: &str,
+        args: &[CallArg],
+        mut values: Vec<TokenStream>,
+        n_outs: usize,
+        mode: Mode,
+    ) -> TokenStream {
+        let kind = self.api().kind(kind);
+        let recursive = self.is_recursive(callee, args);
+        let check = mode == Mode::Reverse && !self.is_twin;
+        let name = callee.name();
+        match callee {
+            Callee::Function { path, turbofish } => {
+                let entry = format_ident!("{}", kind);
+                if recursive {
+                    return quote!(#name::#entry #turbofish (#(#values),*));
+                }
+                let fallback = hidden("not_differentiable");
+                let resolved = hidden("callee");
+                let stand_in = fallback_fn(&entry, args, false, n_outs, mode, &[]);
+                let check = check.then(|| {
+                    let message = format!(
+                        "`{name}` is not #[differentiable]: add #[differentiable] to it, or wrap \
+                         the differentiated argument in `stop_gradient(..)`"
+                    );
+                    let (items, bound) = check_trait(&message, "called with differentiated values");
+                    let f = hidden("F");
+                    let check_fn = hidden("check");
+                    quote! {
+                        #items
+                        fn #check_fn<#f: ?::core::marker::Sized + #bound>() {}
+                        #check_fn::<#resolved>();
+                    }
+                });
+                // The stand-in is named like the callee in an outer block; the callee's own type,
+                // where it exists, shadows it in the inner one.
+                quote!({
+                    mod #fallback {
+                        pub struct #name {}
+                        impl #name {
+                            pub #stand_in
+                        }
+                    }
+                    use #fallback::#name as #resolved;
+                    {
+                        use #path as #resolved;
+                        #check
+                        #resolved::#entry #turbofish (#(#values),*)
+                    }
+                })
+            }
+            Callee::Associated { turbofish, .. } | Callee::Method { turbofish, .. } => {
+                let entry = format_ident!("{}_{}", name, kind);
+                let method = matches!(callee, Callee::Method { .. });
+                let head = match callee {
+                    Callee::Associated { ty, .. } => quote!(#ty::#entry),
+                    _ => {
+                        values.remove(0);
+                        let receiver = match &args[0] {
+                            CallArg::Struct {
+                                root,
+                                path,
+                                borrowed,
+                            } => {
+                                let p = path_tokens(&self.body.roots[*root], path);
+                                if *borrowed {
+                                    p
+                                } else {
+                                    quote!(::core::clone::Clone::clone(&#p))
+                                }
+                            }
+                            CallArg::Const(t) => quote!((#t)),
+                            CallArg::Val { .. } => {
+                                unreachable!("a receiver is a structure or a constant")
+                            }
+                        };
+                        quote!(#receiver.#entry)
+                    }
+                };
+                if recursive {
+                    return quote!(#head #turbofish (#(#values),*));
+                }
+                // A trait in scope gives every type the entry point; the type's own (inherent)
+                // one takes precedence where it exists.
+                let (items, bounds) = if check {
+                    let message = if method {
+                        format!(
+                            "`{name}` is not a #[differentiable] method of `{{Self}}`: add \
+                             #[differentiable] to it or to its `impl` block"
+                        )
+                    } else {
+                        format!(
+                            "`{name}` is not a #[differentiable] associated function of \
+                             `{{Self}}`: add #[differentiable] to it or to its `impl` block, or \
+                             wrap the differentiated argument in `stop_gradient(..)`"
+                        )
+                    };
+                    let (items, bound) = check_trait(&message, "called with differentiated values");
+                    (items, vec![quote!(Self: #bound)])
+                } else {
+                    (quote!(), vec![])
+                };
+                let stand_in = fallback_fn(&entry, args, method, n_outs, mode, &bounds);
+                let fallback = hidden("Fallback");
+                let x = hidden("X");
+                quote!({
+                    #items
+                    trait #fallback {
+                        #stand_in
+                    }
+                    impl<#x: ?::core::marker::Sized> #fallback for #x {}
+                    #head #turbofish (#(#values),*)
+                })
+            }
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! `f_hvp`: the gradient and Hessian-vector products, forward over reverse (the reverse pass run
+//! on dual numbers). The dual-number twin of a function on a concrete element type is made in
+//! `expand`; this runs its gradient.
+
+use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenTree};
+use quote::{format_ident, quote, ToTokens};
+use syn::Ident;
+
+use super::{rt, Api, Emitter, Host};
+use crate::names::hidden;
+use crate::parse::{Param, Returns, Signature};
+
+impl<'a> Api<'a> {
+    /// The element type that `f_hvp` runs on dual numbers, and whether the function is generic
+    /// over it; `None` when the function gets no `f_hvp`. A function generic over its element
+    /// type gets it as it is; a function on a concrete element type through its dual-number
+    /// twin.
+    pub(super) fn hvp_elem(&self) -> Option<(&'a syn::Type, bool)> {
+        if !matches!(self.sig.returns, Returns::Single(_)) {
+            return None;
+        }
+        if self.sig.active().any(|(_, a)| a.structure) {
+            return None;
+        }
+        let (_, first) = self.sig.active().next()?;
+        let elem = &first.elem;
+        let elem_name = elem.to_token_stream().to_string();
+        let generic = self
+            .func
+            .sig
+            .generics
+            .type_params()
+            .any(|t| t.ident == elem_name);
+        if self.is_twin || (!generic && !self.hvp_twin) {
+            return None;
+        }
+        Some((elem, generic))
+    }
+
+    /// The parameters of `f_hvp` after the function's: a direction for each differentiated one.
+    pub(super) fn hvp_directions(&self) -> Vec<TokenStream> {
+        self.sig
+            .active()
+            .map(|(p, _)| {
+                let d = direction(p);
+                let ty = Signature::grad_type(p);
+                quote!(#d: &#ty)
+            })
+            .collect()
+    }
+}
+
+/// The parameter of `f_hvp` holding the direction of differentiated parameter `p`.
+fn direction(p: &Param) -> Ident {
+    format_ident!("{}_direction", p.ident, span = Span::mixed_site())
+}
+
+impl Emitter<'_> {
+    /// The body of `f_hvp` (forward over reverse): `f_grad` run on dual numbers whose tangents
+    /// are the directions.
+    pub(super) fn hvp_body(&self) -> TokenStream {
+        let rt = rt();
+        let api = self.api();
+        let (elem, generic) = api.hvp_elem().expect("a function with `f_hvp`");
+        let elem_name = elem.to_token_stream().to_string();
+        let generics = &self.func.sig.generics;
+        let name = api.name();
+        let (_, ty_generics, _) = generics.split_for_impl();
+        // A concrete function's gradient on dual numbers is its twin's.
+        let grad_path = match (generic, self.host) {
+            (true, _) => api.public_path("grad"),
+            (false, Host::Free) => quote!(#name::dual_grad),
+            (false, Host::Impl) => {
+                let item = format_ident!("{}_dual_grad", name);
+                quote!(Self::#item)
+            }
+        };
+        // The turbofish instantiating the element type with its dual numbers.
+        let args: Vec<TokenStream> = generics
+            .params
+            .iter()
+            .filter_map(|g| match g {
+                syn::GenericParam::Type(t) if t.ident == elem_name => {
+                    Some(quote!(#rt::Dual<#elem>))
+                }
+                syn::GenericParam::Type(t) => Some(t.ident.to_token_stream()),
+                syn::GenericParam::Const(c) => Some(c.ident.to_token_stream()),
+                syn::GenericParam::Lifetime(_) => None,
+            })
+            .collect();
+        // Generic: every parameter whose type names the element type is lifted. Concrete: the
+        // twin takes `Tensor<Dual<E>>` where the function takes `Tensor<E>`, and plain scalars.
+        let tensor_of_elem = format!("Tensor < {elem_name} >");
+        let mentions_elem = |ty: &syn::Type| {
+            let text = ty.to_token_stream().to_string();
+            if generic {
+                ty.to_token_stream()
+                    .into_iter()
+                    .any(|t| matches!(&t, TokenTree::Ident(i) if *i == elem_name))
+                    || text.contains(&format!("< {elem_name} >"))
+            } else {
+                text.contains(&tensor_of_elem)
+            }
+        };
+        let is_elem = |ty: &syn::Type| {
+            let ty = match ty {
+                syn::Type::Reference(r) => &*r.elem,
+                ty => ty,
+            };
+            matches!(ty, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident(elem_name.as_str()))
+        };
+        let mut lifts = Vec::new();
+        let mut call_args = Vec::new();
+        for (i, p) in self.sig.params.iter().enumerate() {
+            let ident = &p.ident;
+            let lifted = hidden(&format!("dual{i}"));
+            let (borrowed, reference) = match &p.ty {
+                syn::Type::Reference(_) => (true, quote!(#ident)),
+                _ => (false, quote!(&#ident)),
+            };
+            match &p.active {
+                Some(_) => {
+                    let d = direction(p);
+                    lifts.push(quote!(let #lifted = #rt::dual_tensor(#reference, #d);));
+                }
+                // A scalar of a generic element type is a dual constant; any other type that
+                // names the element (a tensor of it, a concrete scalar) lifts by `Lift`.
+                None if generic && is_elem(&p.ty) => {
+                    lifts.push(quote!(let #lifted = #rt::lift_element(#reference);));
+                }
+                None if mentions_elem(&p.ty) => {
+                    lifts.push(quote!(let #lifted = #rt::Lift::lift(#reference);));
+                }
+                None => {
+                    call_args.push(quote!(#ident));
+                    continue;
+                }
+            }
+            call_args.push(if borrowed {
+                quote!(&#lifted)
+            } else {
+                quote!(#lifted)
+            });
+        }
+        let call_turbofish = if generic {
+            quote!(::<#(#args),*>)
+        } else {
+            ty_generics.as_turbofish().to_token_stream()
+        };
+        let n_active = self.sig.active().count();
+        let (grads_out, hvps_out) = if n_active == 1 {
+            (
+                quote!(#rt::dual_primal(&__rune_dual_grads)),
+                quote!(#rt::dual_tangent(&__rune_dual_grads)),
+            )
+        } else {
+            let idx: Vec<syn::Index> = (0..n_active).map(syn::Index::from).collect();
+            (
+                quote!((#(#rt::dual_primal(&__rune_dual_grads.#idx),)*)),
+                quote!((#(#rt::dual_tangent(&__rune_dual_grads.#idx),)*)),
+            )
+        };
+        quote! {
+            #(#lifts)*
+            let __rune_dual_grads = #grad_path #call_turbofish (#(#call_args),*);
+            (#grads_out, #hvps_out)
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! Emission: the derivative functions, written with `quote!`.
+//!
+//! For a function `f` this writes
+//! - `fwd` (hidden): the forward pass, returning the value and a pullback closure that owns
+//!   exactly the residuals its rules read and returns one gradient slot per parameter;
+//! - `tangent` (hidden): the forward pass with each op followed by its tangent rule, taking
+//!   one tangent slot per parameter;
+//! - the public `f_vjp`, `f_grad`, `f_value_and_grad`, `f_jvp` and `f_pullback`, thin wrappers
+//!   of those two.
+//!
+//! Beside a free function the hidden entry points are associated functions of a type named `f`
+//! (`f::fwd`); in an `impl` block, associated functions `f_fwd`, `f_tangent` (see [`Host`]).
+//!
+//! One file a job: [`api`] writes the entry points (and the stubs that stand in for them when
+//! the function has errors) around the bodies that [`backward`] (`fwd`: forward pass, then the
+//! pullback), [`tangent`] (`tangent`), [`variants`] (`custom_vjp`, `custom_jvp`, `checkpoint`)
+//! and [`hvp`] (`f_hvp`) make. The passes walk the IR in [`forward`] and [`backward`], with
+//! [`rule`] writing each op and its rules, [`residuals`] what the forward pass saves, [`calls`]
+//! calls of other functions, and [`tokens`] the token utilities.
+
+mod api;
+mod backward;
+mod calls;
+mod forward;
+mod hvp;
+mod residuals;
+mod rule;
+mod tangent;
+mod tokens;
+mod variants;
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, ToTokens};
+use syn::{Ident, ItemFn};
+
+use crate::analyse::Analysis;
+use crate::ir::{Body, PathSeg, Slot, Val};
+use crate::lower::path_place;
+use crate::names::{const_ident, residual_ident};
+use crate::parse::{Options, Signature};
+
+const RT: &str = "::rune_ad::__private";
+
+fn rt() -> TokenStream {
+    RT.parse().expect("path parses")
+}
+
+/// Where a function's generated items live.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Host {
+    /// A free function `f`: the public entry points (`f_vjp`, ..) are functions beside it, the
+    /// hidden ones (`fwd`, `tangent`) associated functions of a type `f` of the same name, which
+    /// `use a::f;` imports together with the function.
+    Free,
+    /// A method or associated function in an `impl` block: every entry point is an associated
+    /// function of the same block (`Self::f_vjp`, `Self::f_fwd`).
+    Impl,
+}
+
+/// Everything the emitter needs.
+pub struct Emitter<'a> {
+    pub func: &'a ItemFn,
+    pub sig: &'a Signature,
+    pub body: &'a Body,
+    pub analysis: &'a Analysis,
+    pub options: &'a Options,
+    /// `Some` when a dual-number twin of this concrete function is generated (`hvp` option):
+    /// `f_hvp` then runs the twin's gradient.
+    pub dual_twin: Option<()>,
+    /// This is the twin itself: its calls go to other functions' dual entry points.
+    pub is_twin: bool,
+    /// Where the generated items go.
+    pub host: Host,
+}
+
+/// The place `base.field[index]..` of a path in a structure's tangent (with the forward pass's
+/// index constants) or gradient (mutable, with the backward pass's saved copies).
+fn struct_place(base: &Ident, path: &[PathSeg], backward: bool) -> TokenStream {
+    path_place(
+        base.to_token_stream(),
+        path,
+        if backward {
+            residual_ident
+        } else {
+            const_ident
+        },
+        backward,
+    )
+}
+
+/// `&[&element, ..]` of a list, as `stack` and `concat` take it.
+fn list_refs(ident: &Ident) -> TokenStream {
+    quote!(&#ident.iter().collect::<::std::vec::Vec<_>>())
+}
+
+/// Which emission a walk produces.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `f_fwd`: the primal, saving what the backward pass reads.
+    Reverse,
+    /// `f_tangent`: the primal with each op followed by its tangent rule.
+    Tangent,
+}
+
+impl<'a> Emitter<'a> {
+    fn useful(&self, v: Val) -> bool {
+        self.analysis.is_useful(v)
+    }
+
+    fn optional(&self, s: Slot) -> bool {
+        self.body.output_slots.contains(&s)
+    }
+
+    /// The names and declarations of this function's entry points.
+    fn api(&self) -> Api<'a> {
+        Api {
+            func: self.func,
+            sig: self.sig,
+            host: self.host,
+            is_twin: self.is_twin,
+            hvp_twin: self.dual_twin.is_some(),
+        }
+    }
+}
+
+/// What a function's entry points are named and declared from: its signature and where its
+/// items go, not its body (the stubs written for a function with errors have none).
+#[derive(Clone, Copy)]
+struct Api<'a> {
+    func: &'a ItemFn,
+    sig: &'a Signature,
+    host: Host,
+    /// Declaring a dual-number twin (see [`Emitter::is_twin`]).
+    is_twin: bool,
+    /// A function on a concrete element type whose `f_hvp` runs its dual-number twin (see
+    /// [`Emitter::dual_twin`]).
+    hvp_twin: bool,
+}
+
+impl<'a> Api<'a> {
+    /// The function's name.
+    fn name(&self) -> &'a Ident {
+        &self.func.sig.ident
+    }
+
+    /// Entry point `kind` (`fwd`, `tangent`) as this emission writes and calls it: `dual_fwd`
+    /// and so on in a dual-number twin.
+    fn kind(&self, kind: &str) -> String {
+        if self.is_twin {
+            format!("dual_{kind}")
+        } else {
+            kind.to_owned()
+        }
+    }
+
+    /// The declared name of hidden entry point `kind` (`fwd`, `tangent`, `fwd_derived`).
+    fn hidden_name(&self, kind: &str) -> Ident {
+        let kind = self.kind(kind);
+        match self.host {
+            Host::Free => format_ident!("{}", kind),
+            Host::Impl => format_ident!("{}_{}", self.name(), kind),
+        }
+    }
+
+    /// The path that calls hidden entry point `kind` (see [`Self::hidden_name`]).
+    fn hidden_path(&self, kind: &str) -> TokenStream {
+        let item = self.hidden_name(kind);
+        match self.host {
+            Host::Free => {
+                let name = self.name();
+                quote!(#name::#item)
+            }
+            Host::Impl => quote!(Self::#item),
+        }
+    }
+
+    /// The name of public entry point `f_suffix`.
+    fn public_name(&self, suffix: &str) -> Ident {
+        format_ident!("{}_{}", self.name(), suffix)
+    }
+
+    /// The path that calls public entry point `f_suffix`.
+    fn public_path(&self, suffix: &str) -> TokenStream {
+        let item = self.public_name(suffix);
+        match self.host {
+            Host::Free => quote!(#item),
+            Host::Impl => quote!(Self::#item),
+        }
+    }
+
+    /// The path of the function itself.
+    fn original_path(&self) -> TokenStream {
+        let name = self.name();
+        match self.host {
+            Host::Free => quote!(#name),
+            Host::Impl => quote!(Self::#name),
+        }
+    }
+
+    /// `Ok(result)` for a function returning a `Result`, else `result`.
+    fn ok(&self, result: TokenStream) -> TokenStream {
+        match self.sig.fallible {
+            Some(_) => quote!(::core::result::Result::Ok(#result)),
+            None => result,
+        }
+    }
+
+    /// `?` after a call of a generated function of a function returning a `Result`.
+    fn question(&self) -> Option<TokenStream> {
+        self.sig.fallible.as_ref().map(|_| quote!(?))
+    }
+
+    /// `ty`, or `Result<ty, E>` for a function returning a `Result`.
+    fn fallible_type(&self, ty: TokenStream) -> TokenStream {
+        match &self.sig.fallible {
+            Some(e) => quote!(::core::result::Result<#ty, #e>),
+            None => ty,
+        }
+    }
+
+    /// An intra-doc link to the function.
+    fn link(&self) -> String {
+        match self.host {
+            Host::Free => format!("[`{}`]", self.name()),
+            Host::Impl => format!("[`Self::{}`]", self.name()),
+        }
+    }
+}
+
+/// The lints generated functions allow.
+fn lints() -> TokenStream {
+    quote!(#[allow(unused, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)])
+}
+
+/// The items written for one function.
+pub struct Generated {
+    /// The hidden entry points (`fwd`, `tangent`, ..).
+    pub hidden: TokenStream,
+    /// The public entry points (`f_vjp`, `f_grad`, ..).
+    pub public: TokenStream,
+}
+
+/// `generated` in place beside `func`: in an `impl` block, as its items; beside a free
+/// function `f`, the public entry points as functions and the hidden ones as associated
+/// functions of a type named `f` (which names live in the type namespace, so `use a::f;`
+/// imports it with the function).
+pub fn place(func: &ItemFn, host: Host, generated: Vec<Generated>) -> TokenStream {
+    let (hidden, public): (Vec<_>, Vec<_>) =
+        generated.into_iter().map(|g| (g.hidden, g.public)).unzip();
+    match host {
+        Host::Impl => quote!(#(#hidden)* #(#public)*),
+        Host::Free => {
+            let rt = rt();
+            let vis = &func.vis;
+            let name = &func.sig.ident;
+            quote! {
+                #[doc(hidden)]
+                #[allow(non_camel_case_types, dead_code, missing_docs, missing_debug_implementations)]
+                #vis struct #name {}
+                impl #rt::DifferentiableFunction for #name {}
+                impl #name {
+                    #(#hidden)*
+                }
+                #(#public)*
+            }
+        }
+    }
+}
