@@ -195,6 +195,7 @@ ops! {
     gen recip ["recip"] (x: Positive[2, 3]) { x.recip() }
     gen abs ["abs"] (x: Spread[2, 3]) { x.abs() }
     gen square ["square"] (x: Normal[2, 3]) { x.square() }
+    gen softplus ["softplus"] (x: Normal[2, 3]) { x.softplus() }
     gen unary_chain ["exp", "sin", "square"] (x: Normal[4]) { x.sin().exp().square() }
     real exp_real ["exp"] (x: Normal[2, 3]) { x.exp() }
 

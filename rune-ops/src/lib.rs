@@ -219,6 +219,8 @@ macro_rules! for_each_unary {
             recip, recip_jvp, recip_vjp, reads y, "recip", "`1 / x`.";
             abs, abs_jvp, abs_vjp, reads x, "composite: cmplt, where, neg", "`|x|`; the derivative at 0 is 0.";
             square, square_jvp, square_vjp, reads x, "composite: mul", "`x * x`.";
+            softplus, softplus_jvp, softplus_vjp, reads x, "composite: max, exp2, add, log2",
+                "`ln(1 + e^x)`, stable for large `|x|`; its derivative is `sigmoid(x)`, `1/2` at 0.";
         }
     };
 }

@@ -440,3 +440,35 @@ pub mod square {
         strong_mul(d, derivative(at))
     }
 }
+
+/// `ln(1 + e^x)`, evaluated as `x + ln(1 + e^-x)` above 0 and `ln(1 + e^x)` otherwise, so that it
+/// neither overflows for large `x` nor loses relative precision for very negative `x` (where it
+/// is about `e^x`); the derivative is `sigmoid(x)`, `1/2` at 0. Each branch is smooth, so dual
+/// numbers differentiate it exactly at 0 too, where `max(x, 0) + ln(1 + e^-|x|)` has a kink
+/// in each term.
+pub mod softplus {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        if x > T::zero() {
+            x + (-x).exp().ln_1p()
+        } else {
+            x.exp().ln_1p()
+        }
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        sigmoid::value(x)
+    }
+
+    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
+    /// staying zero where the derivative is infinite.
+    #[inline]
+    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
+        strong_mul(d, derivative(at))
+    }
+}

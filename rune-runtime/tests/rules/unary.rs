@@ -81,6 +81,7 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
         sqrt, sqrt_jvp, sqrt_vjp, Y, 0.5, 3.0;
         recip, recip_jvp, recip_vjp, Y, 0.5, 2.0;
         square, square_jvp, square_vjp, X, -2.0, 2.0;
+        softplus, softplus_jvp, softplus_vjp, X, -3.0, 3.0;
     }
     let x = tensor(&[0.3], &[]);
     push(
@@ -387,4 +388,31 @@ fn sigmoid_and_tanh_rules_keep_precision_where_the_output_saturates() {
             }
         }
     }
+}
+
+/// `softplus` at large `|x|` and at 0, against values worked out by hand: `softplus(x) = x +
+/// ln(1 + e^-x)` is `x` to working precision for large `x` and `e^x(1 - e^x/2)` for very negative
+/// `x`; its derivative is `sigmoid(x)`: `1/2` at 0, `1` and `0` far out, `e^x` in the negative
+/// tail. A naive `ln(1 + e^x)` overflows to `inf` at `x = 1000` and underflows to `0` at `-40`
+/// in f32.
+#[test]
+fn softplus_is_stable_for_large_inputs() {
+    fn check<T: Element>() {
+        let x = tensor::<T>(&[1000.0, -1000.0, 0.0, 1e4, -1e4], &[5]);
+        assert_close(&x.softplus(), &[1000.0, 0.0, 2f64.ln(), 1e4, 0.0], 1e-6);
+        let g = Tensor::ones(&[5]);
+        assert_close(&softplus_vjp(&g, &x), &[1.0, 0.0, 0.5, 1.0, 0.0], 0.0);
+        assert_close(&softplus_jvp(&x, &g), &[1.0, 0.0, 0.5, 1.0, 0.0], 0.0);
+    }
+    check::<f32>();
+    check::<f64>();
+    // The negative tail keeps its relative precision: softplus(-40) = e^-40 (1 - e^-40 / 2).
+    let x = tensor::<f32>(&[-40.0], &[1]);
+    let (y, d) = (
+        x.softplus().item() as f64,
+        softplus_vjp(&Tensor::ones(&[1]), &x).item() as f64,
+    );
+    let want = (-40f64).exp();
+    assert!((y - want).abs() <= 1e-6 * want, "{y} vs {want}");
+    assert!((d - want).abs() <= 1e-6 * want, "{d} vs {want}");
 }
