@@ -321,9 +321,10 @@ pub fn accumulate_slot<T: Element, S: GradSlot<T>>(adjoint: &mut Option<Tensor<T
     slot.accumulate_into(adjoint)
 }
 
-/// The final gradient of a parameter: its adjoint, or zeros of its shape if nothing reached it.
+/// An adjoint, or zeros of its shape where nothing reached it: the final gradient of a
+/// parameter, or the cotangent of a callee's output the caller never used.
 #[inline]
-pub fn finish_grad<T: Element>(adjoint: Option<Tensor<T>>, shape: &[usize]) -> Tensor<T> {
+pub fn adjoint_or_zeros<T: Element>(adjoint: Option<Tensor<T>>, shape: &[usize]) -> Tensor<T> {
     adjoint.unwrap_or_else(|| Tensor::zeros(shape))
 }
 
@@ -539,12 +540,6 @@ pub fn check_same_value<V: SameValue>(
     }
 }
 
-/// The adjoint of an output the caller never used: zeros of its shape.
-#[inline]
-pub fn adjoint_or_zeros<T: Element>(adjoint: Option<Tensor<T>>, shape: &[usize]) -> Tensor<T> {
-    finish_grad(adjoint, shape)
-}
-
 /// A tensor of dual numbers: primal `x`, tangent `direction` (as `f_hvp` seeds it).
 ///
 /// # Panics
@@ -574,6 +569,21 @@ pub fn dual_primal<T: Element>(t: &Tensor<crate::Dual<T>>) -> Tensor<T> {
 pub fn dual_tangent<T: Element>(t: &Tensor<crate::Dual<T>>) -> Tensor<T> {
     t.map(|d| d.du)
 }
+
+/// What a function on a concrete element type needs for `f_hvp`: nothing implements it, so that
+/// a call of the `f_hvp` written without the `hvp` option is this error.
+#[diagnostic::on_unimplemented(
+    message = "`_hvp` of a function on concrete `f32`/`f64` tensors is generated only with \
+               `#[differentiable(hvp)]`",
+    label = "add `hvp` to this function's attribute: `#[differentiable(hvp)]`",
+    note = "the option makes the macro also write the function on dual numbers, which `_hvp` runs \
+            (forward over reverse); a function generic over `T: Element` has `_hvp` without it"
+)]
+pub trait HvpOptIn {}
+
+/// What the `f_hvp` of a function without the `hvp` option asks [`HvpOptIn`] of.
+#[derive(Debug)]
+pub struct WithoutHvpOption;
 
 /// A constant scalar of a generic element type lifted to a dual number (zero tangent), for the
 /// constant parameters of a generic function's `f_hvp`.

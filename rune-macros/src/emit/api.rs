@@ -557,6 +557,9 @@ impl Emitter<'_> {
             };
             generated.push(&decl, api.write(&decl, body));
         }
+        if let Some(item) = api.hvp_opt_in() {
+            generated.public.extend(item);
+        }
         generated
     }
 

@@ -38,6 +38,58 @@ impl<'a> Api<'a> {
         Some((elem, generic))
     }
 
+    /// For a function on a concrete element type that would get `f_hvp` with the `hvp` option
+    /// but was not given it: a hidden `f_hvp` with the real signature whose every call is an
+    /// error saying to add the option, where the call would otherwise find no function. Its
+    /// bound names a lifetime of the function, so rustc checks it at each call and not at the
+    /// definition; nothing implements the trait, so the body never runs.
+    pub(super) fn hvp_opt_in(&self) -> Option<TokenStream> {
+        if self.is_twin || self.hvp_twin || !matches!(self.sig.returns, Returns::Single(_)) {
+            return None;
+        }
+        if self.sig.active().any(|(_, a)| a.structure) {
+            return None;
+        }
+        let (_, first) = self.sig.active().next()?;
+        let elem_name = first.elem.to_token_stream().to_string();
+        if self
+            .func
+            .sig
+            .generics
+            .type_params()
+            .any(|t| t.ident == elem_name)
+        {
+            return None;
+        }
+        let rt = rt();
+        let lifetime = syn::Lifetime::new("'__rune_opt_in", Span::mixed_site());
+        let mut generics = self.func.sig.generics.clone();
+        generics.params.insert(
+            0,
+            syn::GenericParam::Lifetime(syn::LifetimeParam::new(lifetime.clone())),
+        );
+        generics
+            .make_where_clause()
+            .predicates
+            .push(syn::parse_quote!(&#lifetime #rt::WithoutHvpOption: #rt::HvpOptIn));
+        let where_clause = &generics.where_clause;
+        let params = self.sig.params.iter().map(|p| {
+            let (ident, ty) = (&p.ident, &p.ty);
+            quote!(#ident: #ty)
+        });
+        let directions = self.hvp_directions();
+        let grads_ty = self.sig.grads_type();
+        let vis = &self.func.vis;
+        let name = self.public_name("hvp");
+        Some(quote! {
+            #[doc(hidden)]
+            #[allow(unused_variables, clippy::extra_unused_lifetimes)]
+            #vis fn #name #generics (#(#params,)* #(#directions),*) -> (#grads_ty, #grads_ty) #where_clause {
+                ::core::unreachable!()
+            }
+        })
+    }
+
     /// The parameters of `f_hvp` after the function's: a direction for each differentiated one.
     pub(super) fn hvp_directions(&self) -> Vec<TokenStream> {
         self.sig
