@@ -148,7 +148,7 @@ fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
         body: &body,
         analysis: &analysis,
         options: &options,
-        dual_twin: concrete.as_ref().filter(|_| options.hvp).map(|_| ()),
+        hvp_twin: concrete.is_some() && options.hvp,
         is_twin: false,
         host,
     }
@@ -242,7 +242,7 @@ fn dual_twin(original: &ItemFn, elem: &syn::Type, host: Host) -> Option<Generate
             body: &body,
             analysis: &analysis,
             options: &options,
-            dual_twin: None,
+            hvp_twin: false,
             is_twin: true,
             host,
         }

@@ -328,9 +328,9 @@ impl Emitter<'_> {
                     let adj = adjoint_ident(v);
                     let s = shape_ident(v);
                     let grad = if self.useful(v) {
-                        quote!(#rt::finish_grad(#adj, &#s))
+                        quote!(#rt::adjoint_or_zeros(#adj, &#s))
                     } else {
-                        quote!(#rt::finish_grad(::core::option::Option::None, &#s))
+                        quote!(#rt::adjoint_or_zeros(::core::option::Option::None, &#s))
                     };
                     if a.scalar {
                         quote!(#grad.item())

@@ -64,9 +64,9 @@ pub struct Emitter<'a> {
     pub body: &'a Body,
     pub analysis: &'a Analysis,
     pub options: &'a Options,
-    /// `Some` when a dual-number twin of this concrete function is generated (`hvp` option):
-    /// `f_hvp` then runs the twin's gradient.
-    pub dual_twin: Option<()>,
+    /// A dual-number twin of this concrete function is generated (`hvp` option): `f_hvp` then
+    /// runs the twin's gradient.
+    pub hvp_twin: bool,
     /// This is the twin itself: its calls go to other functions' dual entry points.
     pub is_twin: bool,
     /// Where the generated items go.
@@ -118,7 +118,7 @@ impl<'a> Emitter<'a> {
             sig: self.sig,
             host: self.host,
             is_twin: self.is_twin,
-            hvp_twin: self.dual_twin.is_some(),
+            hvp_twin: self.hvp_twin,
         }
     }
 }
@@ -133,7 +133,7 @@ struct Api<'a> {
     /// Declaring a dual-number twin (see [`Emitter::is_twin`]).
     is_twin: bool,
     /// A function on a concrete element type whose `f_hvp` runs its dual-number twin (see
-    /// [`Emitter::dual_twin`]).
+    /// [`Emitter::hvp_twin`]).
     hvp_twin: bool,
 }
 

@@ -14,7 +14,7 @@ use crate::names::val_ident;
 use crate::ops::{self, Form};
 
 use super::iter::Item;
-use super::syntax::{contains_try, exits, path_is_param, strip};
+use super::syntax::{contains_try, exits, path_is_param, strip, Within};
 use super::{Binding, ClosureDef, Lowered, Lowerer};
 
 impl Lowerer<'_> {
@@ -284,7 +284,8 @@ impl Lowerer<'_> {
         c: &syn::ExprClosure,
         ty: Option<&syn::Type>,
     ) {
-        if exits(&SynStmt::Expr((*c.body).clone(), None), false, true) || contains_try(&c.body) {
+        if exits(&SynStmt::Expr((*c.body).clone(), None), Within::Function) || contains_try(&c.body)
+        {
             self.errors.at(
                 c,
                 "a closure in a #[differentiable] function is inlined where it is called: \
@@ -404,8 +405,10 @@ impl Lowerer<'_> {
                 return Item::Value(Lowered::constant(quote!(::core::unreachable!())), false);
             }
         };
-        if exits(&SynStmt::Expr((*closure.body).clone(), None), false, true)
-            || contains_try(&closure.body)
+        if exits(
+            &SynStmt::Expr((*closure.body).clone(), None),
+            Within::Function,
+        ) || contains_try(&closure.body)
         {
             self.errors.at(
                 &closure,

@@ -14,7 +14,9 @@ use crate::names::{const_ident, hidden};
 use crate::ops::{self, Form};
 
 use super::rename::rename_pattern;
-use super::syntax::{assignments, collect_pattern_idents, exits, is_path, reached_by, strip};
+use super::syntax::{
+    assignments, collect_pattern_idents, exits, is_path, reached_by, strip, Within,
+};
 use super::{Binding, LoopCtx, Lowered, Lowerer, CONCRETIZATION};
 
 /// What the end of a block does with its tail expression.
@@ -43,9 +45,12 @@ impl Lowerer<'_> {
     /// each further such statement. `tail`, with an early `return` in the function, is the
     /// final value (written to the output slots).
     pub(super) fn block_stmts(&mut self, stmts: &[SynStmt], tail: Option<BlockTail>) {
-        let in_loop = !self.loops.is_empty();
-        let leaves =
-            |i: usize| (i + 1 < stmts.len() || tail.is_some()) && exits(&stmts[i], in_loop, true);
+        let within = if self.loops.is_empty() {
+            Within::Function
+        } else {
+            Within::Loop
+        };
+        let leaves = |i: usize| (i + 1 < stmts.len() || tail.is_some()) && exits(&stmts[i], within);
         let Some(first) = (0..stmts.len()).find(|&i| leaves(i)) else {
             for stmt in stmts {
                 self.stmt(stmt);

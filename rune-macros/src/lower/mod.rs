@@ -35,7 +35,7 @@ use crate::names::{const_ident, hidden, val_ident};
 use crate::parse::{Returns, Signature};
 
 use control::BlockTail;
-use syntax::{exits, mentions, split_tail, strip, tensor_lists};
+use syntax::{exits, mentions, split_tail, strip, tensor_lists, Within};
 
 /// What a user name is bound to.
 #[derive(Clone)]
@@ -195,7 +195,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
 
     let n_out = sig.outputs();
     let (init, tail) = split_tail(&block.stmts);
-    let early_return = init.iter().any(|s| exits(s, false, true));
+    let early_return = init.iter().any(|s| exits(s, Within::Function));
     if early_return {
         if matches!(sig.returns, Returns::Aux { .. }) {
             l.errors.at(

@@ -189,19 +189,27 @@ pub(super) fn reached_by(mut names: Vec<String>, flows: &[(String, Vec<Expr>)]) 
     }
 }
 
-/// Whether `stmt` may leave the enclosing loop body (`break`, `continue`; only when `in_loop`)
-/// or the function (`return`, when `returns`).
-pub(super) fn exits(stmt: &SynStmt, in_loop: bool, returns: bool) -> bool {
+/// Where a statement stands, for [`exits`]: in a loop's body, `break` and `continue` leave it too.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Within {
+    /// A loop's body.
+    Loop,
+    /// The function's body (or a closure's) outside any loop.
+    Function,
+}
+
+/// Whether `stmt` may leave the function (`return`) or, `within` a loop's body, that body
+/// (`break`, `continue`).
+pub(super) fn exits(stmt: &SynStmt, within: Within) -> bool {
     struct Finder {
         loop_depth: usize,
         in_loop: bool,
-        returns: bool,
         found: bool,
     }
     impl<'a> syn::visit::Visit<'a> for Finder {
         fn visit_expr(&mut self, e: &'a Expr) {
             match e {
-                Expr::Return(_) if self.returns => self.found = true,
+                Expr::Return(_) => self.found = true,
                 Expr::Break(_) | Expr::Continue(_) if self.in_loop && self.loop_depth == 0 => {
                     self.found = true
                 }
@@ -217,8 +225,7 @@ pub(super) fn exits(stmt: &SynStmt, in_loop: bool, returns: bool) -> bool {
     }
     let mut f = Finder {
         loop_depth: 0,
-        in_loop,
-        returns,
+        in_loop: within == Within::Loop,
         found: false,
     };
     syn::visit::Visit::visit_stmt(&mut f, stmt);
@@ -244,7 +251,7 @@ pub(super) fn contains_try(e: &Expr) -> bool {
 
 /// Whether `e` contains `break`, `continue` or `return` (control flow it must lower itself).
 pub(super) fn contains_exit(e: &Expr) -> bool {
-    exits(&SynStmt::Expr(e.clone(), None), true, true)
+    exits(&SynStmt::Expr(e.clone(), None), Within::Loop)
 }
 
 /// Every way `e` gives a name a value, by name: `name = rhs`, `name op= rhs` (which reads

@@ -1,81 +1,22 @@
-//! Parsing: the attribute's options and the function's signature model (which parameters are
-//! differentiated, what the function returns).
+//! Parsing: the attribute's options (`options`) and the function's signature model (which
+//! parameters are differentiated, what the function returns), from what the types as written
+//! say (`types`).
 
 use proc_macro2::TokenStream;
 use quote::{quote, ToTokens};
-use syn::parse::Parser;
-use syn::punctuated::Punctuated;
-use syn::{FnArg, Ident, ItemFn, Meta, Pat, ReturnType, Token, Type};
+use syn::{FnArg, Ident, ItemFn, Pat, ReturnType, Type};
 
 use crate::diag::Errors;
 
-/// Options of `#[differentiable(..)]`.
-#[derive(Default)]
-pub struct Options {
-    /// `has_aux`: the function returns `(value, aux)` and only `value` is differentiated.
-    pub has_aux: bool,
-    /// `checkpoint`: callers recompute this function's forward pass in their backward pass
-    /// instead of keeping its intermediates.
-    pub checkpoint: bool,
-    /// `custom_vjp = rule`: `rule(params.., cotangent) -> grads` replaces the derived VJP.
-    pub custom_vjp: Option<syn::Path>,
-    /// `custom_jvp = rule`: `rule(params.., tangents..) -> tangent` replaces the derived JVP.
-    pub custom_jvp: Option<syn::Path>,
-    /// `hvp`: also generate `f_hvp` for a function on a concrete element type (generic
-    /// functions always get it).
-    pub hvp: bool,
-}
+mod options;
+mod types;
 
-/// Parses the attribute's arguments, recording unknown ones.
-pub fn options(args: TokenStream, errors: &mut Errors) -> Options {
-    let mut options = Options::default();
-    let metas = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(args) {
-        Ok(m) => m,
-        Err(e) => {
-            errors.push(e);
-            return options;
-        }
-    };
-    for meta in metas {
-        match &meta {
-            Meta::Path(p) if p.is_ident("has_aux") => options.has_aux = true,
-            Meta::Path(p) if p.is_ident("checkpoint") => options.checkpoint = true,
-            Meta::Path(p) if p.is_ident("hvp") => options.hvp = true,
-            Meta::NameValue(nv)
-                if nv.path.is_ident("custom_vjp") || nv.path.is_ident("custom_jvp") =>
-            {
-                let rule = match &nv.value {
-                    syn::Expr::Path(p) if p.qself.is_none() => Some(p.path.clone()),
-                    other => {
-                        errors.at(other, "name the rule function: `custom_vjp = my_rule`");
-                        None
-                    }
-                };
-                if nv.path.is_ident("custom_vjp") {
-                    options.custom_vjp = rule;
-                } else {
-                    options.custom_jvp = rule;
-                }
-            }
-            _ => errors.at(
-                &meta,
-                "unknown argument of #[differentiable]; supported: `has_aux`, `checkpoint`, `hvp`, \
-                 `custom_vjp = rule`, `custom_jvp = rule`",
-            ),
-        }
-    }
-    if let (Some(vjp), None) = (&options.custom_vjp, &options.custom_jvp) {
-        // A custom VJP says the body's derivative is not the one wanted; forward mode derived
-        // from the body would then disagree with reverse mode without a word.
-        errors.at(
-            vjp,
-            "`custom_vjp` needs a forward-mode rule beside it: add `custom_jvp = rule`, \
-             `rule(params.., tangents..) -> tangent`, so that `f_jvp` and the forward mode of \
-             callers agree with the custom reverse mode",
-        );
-    }
-    options
-}
+pub use options::{options, Options};
+pub use types::type_text;
+use types::{
+    holds_differentiable, is_collection, is_float, is_nondiff_elem, is_structure, option_inner,
+    option_of_ref, result_parts, returns_tensor_like, tensor_elem,
+};
 
 /// How a parameter is passed.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -122,211 +63,6 @@ pub enum Entry {
     OptionCloned,
 }
 
-/// Whether a parameter of type `ty` (behind any reference) is taken for a `Differentiable`
-/// structure: a named type that is not a number, a tensor of masks or indices, one of the
-/// standard containers, or a generic parameter of the function.
-fn is_structure(ty: &Type, generics: &syn::Generics) -> bool {
-    let Type::Path(p) = ty else { return false };
-    if p.qself.is_some() {
-        return false;
-    }
-    let Some(last) = p.path.segments.last() else {
-        return false;
-    };
-    let name = last.ident.to_string();
-    let constant = [
-        "f32",
-        "f64",
-        "i8",
-        "i16",
-        "i32",
-        "i64",
-        "i128",
-        "isize",
-        "u8",
-        "u16",
-        "u32",
-        "u64",
-        "u128",
-        "usize",
-        "bool",
-        "char",
-        "str",
-        "String",
-        "Vec",
-        "Option",
-        "Box",
-        "Rc",
-        "Arc",
-        "HashMap",
-        "BTreeMap",
-        "HashSet",
-        "BTreeSet",
-        "Range",
-        "PhantomData",
-        "Result",
-        "Tensor",
-        "Dual",
-    ];
-    let generic = generics.type_params().any(|t| t.ident == name);
-    !constant.contains(&name.as_str()) && !generic
-}
-
-/// Whether a return type can be a tensor: `Tensor<..>`, or a name the macro cannot see through
-/// (an alias, `Self::Output`), but not a number, a structure or a standard container.
-fn returns_tensor_like(ty: &Type, generics: &syn::Generics) -> bool {
-    match ty {
-        Type::Paren(p) => returns_tensor_like(&p.elem, generics),
-        Type::Group(g) => returns_tensor_like(&g.elem, generics),
-        Type::Path(p) => {
-            let Some(last) = p.path.segments.last() else {
-                return false;
-            };
-            if last.ident == "Tensor" {
-                return true;
-            }
-            let numbers = [
-                "f32", "f64", "bool", "usize", "isize", "i32", "i64", "u32", "u64",
-            ];
-            !numbers.contains(&last.ident.to_string().as_str())
-                && !is_structure(ty, generics)
-                && !["Vec", "Option", "Result", "String", "Box"]
-                    .contains(&last.ident.to_string().as_str())
-        }
-        _ => false,
-    }
-}
-
-/// `X` of `Option<X>` or `Option<&X>` when `X` is a differentiated tensor or structure: an
-/// optional parameter (its gradient is an `Option`).
-fn option_inner<'t>(ty: &'t Type, generics: &syn::Generics) -> Option<&'t Type> {
-    let Type::Path(p) = ty else { return None };
-    let last = p.path.segments.last().filter(|s| s.ident == "Option")?;
-    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
-        return None;
-    };
-    let Some(syn::GenericArgument::Type(t)) = args.args.first() else {
-        return None;
-    };
-    let inner = match t {
-        Type::Reference(r) if r.mutability.is_none() => &*r.elem,
-        Type::Reference(_) => return None,
-        other => other,
-    };
-    let tensor = tensor_elem(inner).is_some_and(|e| !is_nondiff_elem(e));
-    (tensor || is_structure(inner, generics)).then_some(inner)
-}
-
-/// `(T, E)` of `Result<T, E>`.
-fn result_parts(ty: &Type) -> Option<(Type, Type)> {
-    let Type::Path(p) = ty else { return None };
-    let last = p.path.segments.last().filter(|s| s.ident == "Result")?;
-    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
-        return None;
-    };
-    let mut types = args.args.iter().filter_map(|a| match a {
-        syn::GenericArgument::Type(t) => Some(t.clone()),
-        _ => None,
-    });
-    Some((types.next()?, types.next()?))
-}
-
-/// Whether `ty` is `Option<&X>`.
-fn option_of_ref(ty: &Type) -> bool {
-    let Type::Path(p) = ty else { return false };
-    let Some(last) = p.path.segments.last().filter(|s| s.ident == "Option") else {
-        return false;
-    };
-    matches!(&last.arguments, syn::PathArguments::AngleBracketed(args)
-        if matches!(args.args.first(), Some(syn::GenericArgument::Type(Type::Reference(_)))))
-}
-
-/// `f32` or `f64`.
-fn is_float(ty: &Type) -> bool {
-    matches!(ty, Type::Path(p) if p.qself.is_none() && (p.path.is_ident("f32") || p.path.is_ident("f64")))
-}
-
-/// `ty` as a user writes it (`Option<&Tensor<f64>>`), for messages.
-pub fn type_text(ty: &Type) -> String {
-    ty.to_token_stream()
-        .to_string()
-        .replace(" < ", "<")
-        .replace("< ", "<")
-        .replace(" >", ">")
-        .replace("& ", "&")
-        .replace(" ,", ",")
-        .replace(" ;", ";")
-}
-
-/// Whether `ty` is a `Vec` or an array of differentiated tensors or structures: a structure of
-/// parameters too (its gradient is a `Vec` or an array of the same shape).
-fn is_collection(ty: &Type, generics: &syn::Generics) -> bool {
-    let element = match ty {
-        Type::Array(a) => &*a.elem,
-        Type::Slice(s) => &*s.elem,
-        Type::Path(p) if p.qself.is_none() => {
-            let Some(last) = p.path.segments.last() else {
-                return false;
-            };
-            match &last.arguments {
-                syn::PathArguments::AngleBracketed(args) if last.ident == "Vec" => {
-                    match args.args.first() {
-                        Some(syn::GenericArgument::Type(t)) => t,
-                        _ => return false,
-                    }
-                }
-                _ => return false,
-            }
-        }
-        _ => return false,
-    };
-    !matches!(element, Type::Reference(_))
-        && (holds_float_tensor(element)
-            || is_structure(element, generics)
-            || is_collection(element, generics))
-}
-
-/// Whether a tensor of a differentiable element type or a structure appears anywhere in `ty`
-/// (not counting functions and trait objects): such a parameter must be differentiated or
-/// marked `#[nodiff]`, never silently a constant.
-fn holds_differentiable(ty: &Type, generics: &syn::Generics) -> bool {
-    struct Finder<'g>(bool, &'g syn::Generics);
-    impl<'a> syn::visit::Visit<'a> for Finder<'_> {
-        fn visit_type(&mut self, t: &'a Type) {
-            match t {
-                Type::BareFn(_) | Type::ImplTrait(_) | Type::TraitObject(_) => {}
-                _ => {
-                    if tensor_elem(t).is_some_and(|e| !is_nondiff_elem(e))
-                        || is_structure(t, self.1)
-                    {
-                        self.0 = true;
-                    }
-                    syn::visit::visit_type(self, t);
-                }
-            }
-        }
-    }
-    let mut f = Finder(false, generics);
-    syn::visit::Visit::visit_type(&mut f, ty);
-    f.0
-}
-
-/// Whether a tensor of a differentiable element type appears anywhere in `ty`.
-fn holds_float_tensor(ty: &Type) -> bool {
-    struct Finder(bool);
-    impl<'a> syn::visit::Visit<'a> for Finder {
-        fn visit_type(&mut self, t: &'a Type) {
-            if tensor_elem(t).is_some_and(|e| !is_nondiff_elem(e)) {
-                self.0 = true;
-            }
-            syn::visit::visit_type(self, t);
-        }
-    }
-    let mut f = Finder(false);
-    syn::visit::Visit::visit_type(&mut f, ty);
-    f.0
-}
-
 /// What the function returns.
 #[allow(clippy::large_enum_variant)] // one per macro invocation
 pub enum Returns {
@@ -347,34 +83,6 @@ pub struct Signature {
     pub fallible: Option<Type>,
     /// The function returns a number (`f32`/`f64`): its value, tangent and cotangent are numbers.
     pub scalar_out: bool,
-}
-
-/// `Tensor<E>` → `E`, for a path whose last segment is `Tensor` with one type argument.
-fn tensor_elem(ty: &Type) -> Option<&Type> {
-    let Type::Path(p) = ty else { return None };
-    if p.qself.is_some() {
-        return None;
-    }
-    let last = p.path.segments.last()?;
-    if last.ident != "Tensor" {
-        return None;
-    }
-    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
-        return None;
-    };
-    match args.args.first() {
-        Some(syn::GenericArgument::Type(t)) if args.args.len() == 1 => Some(t),
-        _ => None,
-    }
-}
-
-/// Element types that are never differentiated (masks and indices).
-fn is_nondiff_elem(elem: &Type) -> bool {
-    let text = elem.to_token_stream().to_string();
-    matches!(
-        text.as_str(),
-        "bool" | "i8" | "i16" | "i32" | "i64" | "isize" | "u8" | "u16" | "u32" | "u64" | "usize"
-    )
 }
 
 /// Builds the signature model, removing `#[nodiff]` from the function's parameters.

@@ -1,0 +1,76 @@
+//! The options of `#[differentiable(..)]`.
+
+use proc_macro2::TokenStream;
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::{Meta, Token};
+
+use crate::diag::Errors;
+
+/// Options of `#[differentiable(..)]`.
+#[derive(Default)]
+pub struct Options {
+    /// `has_aux`: the function returns `(value, aux)` and only `value` is differentiated.
+    pub has_aux: bool,
+    /// `checkpoint`: callers recompute this function's forward pass in their backward pass
+    /// instead of keeping its intermediates.
+    pub checkpoint: bool,
+    /// `custom_vjp = rule`: `rule(params.., cotangent) -> grads` replaces the derived VJP.
+    pub custom_vjp: Option<syn::Path>,
+    /// `custom_jvp = rule`: `rule(params.., tangents..) -> tangent` replaces the derived JVP.
+    pub custom_jvp: Option<syn::Path>,
+    /// `hvp`: also generate `f_hvp` for a function on a concrete element type (generic
+    /// functions always get it).
+    pub hvp: bool,
+}
+
+/// Parses the attribute's arguments, recording unknown ones.
+pub fn options(args: TokenStream, errors: &mut Errors) -> Options {
+    let mut options = Options::default();
+    let metas = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(args) {
+        Ok(m) => m,
+        Err(e) => {
+            errors.push(e);
+            return options;
+        }
+    };
+    for meta in metas {
+        match &meta {
+            Meta::Path(p) if p.is_ident("has_aux") => options.has_aux = true,
+            Meta::Path(p) if p.is_ident("checkpoint") => options.checkpoint = true,
+            Meta::Path(p) if p.is_ident("hvp") => options.hvp = true,
+            Meta::NameValue(nv)
+                if nv.path.is_ident("custom_vjp") || nv.path.is_ident("custom_jvp") =>
+            {
+                let rule = match &nv.value {
+                    syn::Expr::Path(p) if p.qself.is_none() => Some(p.path.clone()),
+                    other => {
+                        errors.at(other, "name the rule function: `custom_vjp = my_rule`");
+                        None
+                    }
+                };
+                if nv.path.is_ident("custom_vjp") {
+                    options.custom_vjp = rule;
+                } else {
+                    options.custom_jvp = rule;
+                }
+            }
+            _ => errors.at(
+                &meta,
+                "unknown argument of #[differentiable]; supported: `has_aux`, `checkpoint`, `hvp`, \
+                 `custom_vjp = rule`, `custom_jvp = rule`",
+            ),
+        }
+    }
+    if let (Some(vjp), None) = (&options.custom_vjp, &options.custom_jvp) {
+        // A custom VJP says the body's derivative is not the one wanted; forward mode derived
+        // from the body would then disagree with reverse mode without a word.
+        errors.at(
+            vjp,
+            "`custom_vjp` needs a forward-mode rule beside it: add `custom_jvp = rule`, \
+             `rule(params.., tangents..) -> tangent`, so that `f_jvp` and the forward mode of \
+             callers agree with the custom reverse mode",
+        );
+    }
+    options
+}

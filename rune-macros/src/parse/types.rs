@@ -1,0 +1,239 @@
+//! Questions about parameter and return types as written: which are tensors, structures,
+//! collections or numbers, and their element types. The macro sees tokens, not types: these
+//! answer from the syntax and the function's generics alone.
+
+use quote::ToTokens;
+use syn::Type;
+
+/// Whether a parameter of type `ty` (behind any reference) is taken for a `Differentiable`
+/// structure: a named type that is not a number, a tensor of masks or indices, one of the
+/// standard containers, or a generic parameter of the function.
+pub(super) fn is_structure(ty: &Type, generics: &syn::Generics) -> bool {
+    let Type::Path(p) = ty else { return false };
+    if p.qself.is_some() {
+        return false;
+    }
+    let Some(last) = p.path.segments.last() else {
+        return false;
+    };
+    let name = last.ident.to_string();
+    let constant = [
+        "f32",
+        "f64",
+        "i8",
+        "i16",
+        "i32",
+        "i64",
+        "i128",
+        "isize",
+        "u8",
+        "u16",
+        "u32",
+        "u64",
+        "u128",
+        "usize",
+        "bool",
+        "char",
+        "str",
+        "String",
+        "Vec",
+        "Option",
+        "Box",
+        "Rc",
+        "Arc",
+        "HashMap",
+        "BTreeMap",
+        "HashSet",
+        "BTreeSet",
+        "Range",
+        "PhantomData",
+        "Result",
+        "Tensor",
+        "Dual",
+    ];
+    let generic = generics.type_params().any(|t| t.ident == name);
+    !constant.contains(&name.as_str()) && !generic
+}
+
+/// Whether a return type can be a tensor: `Tensor<..>`, or a name the macro cannot see through
+/// (an alias, `Self::Output`), but not a number, a structure or a standard container.
+pub(super) fn returns_tensor_like(ty: &Type, generics: &syn::Generics) -> bool {
+    match ty {
+        Type::Paren(p) => returns_tensor_like(&p.elem, generics),
+        Type::Group(g) => returns_tensor_like(&g.elem, generics),
+        Type::Path(p) => {
+            let Some(last) = p.path.segments.last() else {
+                return false;
+            };
+            if last.ident == "Tensor" {
+                return true;
+            }
+            let numbers = [
+                "f32", "f64", "bool", "usize", "isize", "i32", "i64", "u32", "u64",
+            ];
+            !numbers.contains(&last.ident.to_string().as_str())
+                && !is_structure(ty, generics)
+                && !["Vec", "Option", "Result", "String", "Box"]
+                    .contains(&last.ident.to_string().as_str())
+        }
+        _ => false,
+    }
+}
+
+/// `X` of `Option<X>` or `Option<&X>` when `X` is a differentiated tensor or structure: an
+/// optional parameter (its gradient is an `Option`).
+pub(super) fn option_inner<'t>(ty: &'t Type, generics: &syn::Generics) -> Option<&'t Type> {
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last().filter(|s| s.ident == "Option")?;
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    let Some(syn::GenericArgument::Type(t)) = args.args.first() else {
+        return None;
+    };
+    let inner = match t {
+        Type::Reference(r) if r.mutability.is_none() => &*r.elem,
+        Type::Reference(_) => return None,
+        other => other,
+    };
+    let tensor = tensor_elem(inner).is_some_and(|e| !is_nondiff_elem(e));
+    (tensor || is_structure(inner, generics)).then_some(inner)
+}
+
+/// `(T, E)` of `Result<T, E>`.
+pub(super) fn result_parts(ty: &Type) -> Option<(Type, Type)> {
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last().filter(|s| s.ident == "Result")?;
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    let mut types = args.args.iter().filter_map(|a| match a {
+        syn::GenericArgument::Type(t) => Some(t.clone()),
+        _ => None,
+    });
+    Some((types.next()?, types.next()?))
+}
+
+/// Whether `ty` is `Option<&X>`.
+pub(super) fn option_of_ref(ty: &Type) -> bool {
+    let Type::Path(p) = ty else { return false };
+    let Some(last) = p.path.segments.last().filter(|s| s.ident == "Option") else {
+        return false;
+    };
+    matches!(&last.arguments, syn::PathArguments::AngleBracketed(args)
+        if matches!(args.args.first(), Some(syn::GenericArgument::Type(Type::Reference(_)))))
+}
+
+/// `f32` or `f64`.
+pub(super) fn is_float(ty: &Type) -> bool {
+    matches!(ty, Type::Path(p) if p.qself.is_none() && (p.path.is_ident("f32") || p.path.is_ident("f64")))
+}
+
+/// `ty` as a user writes it (`Option<&Tensor<f64>>`), for messages.
+pub fn type_text(ty: &Type) -> String {
+    ty.to_token_stream()
+        .to_string()
+        .replace(" < ", "<")
+        .replace("< ", "<")
+        .replace(" >", ">")
+        .replace("& ", "&")
+        .replace(" ,", ",")
+        .replace(" ;", ";")
+}
+
+/// Whether `ty` is a `Vec` or an array of differentiated tensors or structures: a structure of
+/// parameters too (its gradient is a `Vec` or an array of the same shape).
+pub(super) fn is_collection(ty: &Type, generics: &syn::Generics) -> bool {
+    let element = match ty {
+        Type::Array(a) => &*a.elem,
+        Type::Slice(s) => &*s.elem,
+        Type::Path(p) if p.qself.is_none() => {
+            let Some(last) = p.path.segments.last() else {
+                return false;
+            };
+            match &last.arguments {
+                syn::PathArguments::AngleBracketed(args) if last.ident == "Vec" => {
+                    match args.args.first() {
+                        Some(syn::GenericArgument::Type(t)) => t,
+                        _ => return false,
+                    }
+                }
+                _ => return false,
+            }
+        }
+        _ => return false,
+    };
+    !matches!(element, Type::Reference(_))
+        && (holds_float_tensor(element)
+            || is_structure(element, generics)
+            || is_collection(element, generics))
+}
+
+/// Whether a tensor of a differentiable element type or a structure appears anywhere in `ty`
+/// (not counting functions and trait objects): such a parameter must be differentiated or
+/// marked `#[nodiff]`, never silently a constant.
+pub(super) fn holds_differentiable(ty: &Type, generics: &syn::Generics) -> bool {
+    struct Finder<'g>(bool, &'g syn::Generics);
+    impl<'a> syn::visit::Visit<'a> for Finder<'_> {
+        fn visit_type(&mut self, t: &'a Type) {
+            match t {
+                Type::BareFn(_) | Type::ImplTrait(_) | Type::TraitObject(_) => {}
+                _ => {
+                    if tensor_elem(t).is_some_and(|e| !is_nondiff_elem(e))
+                        || is_structure(t, self.1)
+                    {
+                        self.0 = true;
+                    }
+                    syn::visit::visit_type(self, t);
+                }
+            }
+        }
+    }
+    let mut f = Finder(false, generics);
+    syn::visit::Visit::visit_type(&mut f, ty);
+    f.0
+}
+
+/// Whether a tensor of a differentiable element type appears anywhere in `ty`.
+fn holds_float_tensor(ty: &Type) -> bool {
+    struct Finder(bool);
+    impl<'a> syn::visit::Visit<'a> for Finder {
+        fn visit_type(&mut self, t: &'a Type) {
+            if tensor_elem(t).is_some_and(|e| !is_nondiff_elem(e)) {
+                self.0 = true;
+            }
+            syn::visit::visit_type(self, t);
+        }
+    }
+    let mut f = Finder(false);
+    syn::visit::Visit::visit_type(&mut f, ty);
+    f.0
+}
+
+/// `Tensor<E>` → `E`, for a path whose last segment is `Tensor` with one type argument.
+pub(super) fn tensor_elem(ty: &Type) -> Option<&Type> {
+    let Type::Path(p) = ty else { return None };
+    if p.qself.is_some() {
+        return None;
+    }
+    let last = p.path.segments.last()?;
+    if last.ident != "Tensor" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    match args.args.first() {
+        Some(syn::GenericArgument::Type(t)) if args.args.len() == 1 => Some(t),
+        _ => None,
+    }
+}
+
+/// Element types that are never differentiated (masks and indices).
+pub(super) fn is_nondiff_elem(elem: &Type) -> bool {
+    let text = elem.to_token_stream().to_string();
+    matches!(
+        text.as_str(),
+        "bool" | "i8" | "i16" | "i32" | "i64" | "isize" | "u8" | "u16" | "u32" | "u64" | "usize"
+    )
+}
