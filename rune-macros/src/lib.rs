@@ -3,8 +3,9 @@
 //!
 //! The pipeline, one module a stage: `parse` (attribute options, signature model) →
 //! `lower` (body → SSA IR of `ir`) → `analyse` (activity, what the backward pass keeps) →
-//! `emit` (the derivative functions). `ops` is the op table; `names` every generated
-//! identifier; `diag` collects errors.
+//! `emit` (the derivative functions); `lower` and `emit` are directories of one file a job.
+//! `ops` is the op table as the macro reads it from the registry crate `rune-ops` (shared with
+//! the runtime); `names` every generated identifier; `diag` collects errors.
 //! `derive` writes `#[derive(Differentiable)]`.
 
 #![forbid(unsafe_code)]
