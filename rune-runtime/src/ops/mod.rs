@@ -34,6 +34,7 @@ pub mod conv;
 pub mod duals;
 pub mod index;
 pub mod linalg;
+pub mod pool;
 pub mod reduce;
 pub mod scan;
 pub mod shape;
