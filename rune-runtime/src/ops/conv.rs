@@ -10,52 +10,28 @@ use ndarray::ArrayView2;
 use crate::element::Element;
 use crate::error::{checked, checked_size, OrPanic, ShapeError};
 use crate::ops::linalg::{gemm, is_all_zero};
+use crate::ops::window::{Misfit, Window};
 use crate::tensor::Tensor;
 
-/// The output positions `o` whose input index `o * stride + k - pad` falls inside `0..len`,
-/// as a range `lo..hi` of `0..out` (for kernel offset `k`).
-fn valid_range(k: usize, pad: usize, stride: usize, len: usize, out: usize) -> (usize, usize) {
-    let lo = if pad > k {
-        (pad - k).div_ceil(stride)
-    } else {
-        0
-    };
-    let hi = if len + pad > k {
-        (len + pad - k).div_ceil(stride).min(out)
-    } else {
-        0
-    };
-    (lo.min(hi), hi)
-}
-
-/// The geometry of `conv2d`.
+/// The geometry of `conv2d`: the window of the weight's kernel over the input, and the
+/// number of output channels.
 #[derive(Clone, Copy, Debug)]
 struct ConvDims {
-    n: usize,
-    c: usize,
-    h: usize,
-    w: usize,
+    win: Window,
     o: usize,
-    kh: usize,
-    kw: usize,
-    stride: usize,
-    pad: usize,
-    oh: usize,
-    ow: usize,
 }
 
 impl ConvDims {
     fn new<T>(x: &[usize], w: &[usize], stride: usize, pad: usize) -> Result<Self, ShapeError> {
         let err = |msg: String| Err(ShapeError::new("conv2d", msg));
-        if x.len() != 4 || w.len() != 4 {
+        let (&[n, c, h, width], &[o, wc, kh, kw]) = (x, w) else {
             return err(format!(
                 "input {x:?} must be NCHW and weight {w:?} OIHW (4 axes each)"
             ));
-        }
-        if x[1] != w[1] {
+        };
+        if c != wc {
             return err(format!(
-                "input {x:?} has {} channels but weight {w:?} expects {}",
-                x[1], w[1]
+                "input {x:?} has {c} channels but weight {w:?} expects {wc}"
             ));
         }
         if stride == 0 {
@@ -63,31 +39,35 @@ impl ConvDims {
                 "stride must be positive (input {x:?}, weight {w:?})"
             ));
         }
-        let padded = |len: usize| {
-            checked(
-                "conv2d",
-                pad.checked_mul(2).and_then(|p| p.checked_add(len)),
-                || format!("input {x:?} padded by {pad} (size+2*padding)"),
-            )
-        };
-        let (ph, pw) = (padded(x[2])?, padded(x[3])?);
-        if w[2] > ph || w[3] > pw {
-            return err(format!(
-                "kernel {}x{} of weight {w:?} is larger than input {x:?} padded by {pad} \
-                 ({ph}x{pw})",
-                w[2], w[3]
-            ));
-        }
+        let win = Window::new(
+            "conv2d",
+            [n, c, h, width],
+            (kh, kw),
+            stride,
+            1,
+            pad,
+            |misfit| match misfit {
+                // With dilation 1 a kernel spans its own size: this one does not overflow.
+                Misfit::Span => format!("the span of kernel {kh}x{kw} of weight {w:?}"),
+                Misfit::Padded => format!("input {x:?} padded by {pad} (size+2*padding)"),
+                Misfit::TooLarge {
+                    padded: (ph, pw), ..
+                } => format!(
+                    "kernel {kh}x{kw} of weight {w:?} is larger than input {x:?} padded by {pad} \
+                     ({ph}x{pw})"
+                ),
+            },
+        )?;
         let geometry = || format!("input {x:?}, weight {w:?}, stride {stride}, padding {pad}");
-        let (oh, ow) = ((ph - w[2]) / stride + 1, (pw - w[3]) / stride + 1);
+        let (oh, ow) = (win.oh, win.ow);
         // The output, one image's patch matrix [C*KH*KW, OH*OW] and the [O, C*KH*KW] view of
         // the weight must each fit in a tensor.
-        checked_size::<T>("conv2d", &[x[0], w[0], oh, ow], || {
+        checked_size::<T>("conv2d", &win.out_shape(o), || {
             format!("the output of {}", geometry())
         })?;
         let patch = checked(
             "conv2d",
-            x[1].checked_mul(w[2]).and_then(|p| p.checked_mul(w[3])),
+            c.checked_mul(kh).and_then(|p| p.checked_mul(kw)),
             || format!("the C*KH*KW patch rows of {}", geometry()),
         )?;
         let spots = checked("conv2d", oh.checked_mul(ow), || {
@@ -96,131 +76,33 @@ impl ConvDims {
         checked_size::<T>("conv2d", &[patch, spots], || {
             format!("the patch matrix of {}", geometry())
         })?;
-        Ok(ConvDims {
-            n: x[0],
-            c: x[1],
-            h: x[2],
-            w: x[3],
-            o: w[0],
-            kh: w[2],
-            kw: w[3],
-            stride,
-            pad,
-            oh,
-            ow,
-        })
+        Ok(ConvDims { win, o })
     }
 
     fn y_shape(&self) -> [usize; 4] {
-        [self.n, self.o, self.oh, self.ow]
-    }
-
-    /// Elements of one image.
-    fn image(&self) -> usize {
-        self.c * self.h * self.w
-    }
-
-    /// Rows of the patch matrix: `C·KH·KW`.
-    fn patch(&self) -> usize {
-        self.c * self.kh * self.kw
-    }
-
-    /// Columns of the patch matrix: `OH·OW`.
-    fn spots(&self) -> usize {
-        self.oh * self.ow
+        self.win.out_shape(self.o)
     }
 
     /// A 1x1 kernel with stride 1 and no padding: the image is its own patch matrix.
     fn pointwise(&self) -> bool {
-        self.kh == 1 && self.kw == 1 && self.stride == 1 && self.pad == 0
+        let d = &self.win;
+        d.kh == 1 && d.kw == 1 && d.stride == 1 && d.padding == 0
     }
 
     /// Panics unless `t` has `expected` shape.
     #[track_caller]
     fn check(&self, what: &str, t: &Tensor<impl Element>, expected: &[usize]) {
         if t.shape() != expected {
+            let d = &self.win;
             panic!(
-                "conv2d: {what} has shape {:?}, expected {expected:?} (input [{}, {}, {}, {}], \
-                 weight [{}, {}, {}, {}], stride {}, padding {})",
+                "conv2d: {what} has shape {:?}, expected {expected:?} (input {:?}, weight {:?}, \
+                 stride {}, padding {})",
                 t.shape(),
-                self.n,
-                self.c,
-                self.h,
-                self.w,
-                self.o,
-                self.c,
-                self.kh,
-                self.kw,
-                self.stride,
-                self.pad
+                d.x_shape(),
+                [self.o, d.c, d.kh, d.kw],
+                d.stride,
+                d.padding
             );
-        }
-    }
-
-    /// Writes one image's patch matrix `[C·KH·KW, OH·OW]` (zero where the window is on the
-    /// padding) into `cols`.
-    fn im2col<T: Element>(&self, img: &[T], cols: &mut [T]) {
-        let (s, pad) = (self.stride, self.pad);
-        let plane_len = self.h * self.w;
-        let mut rows = cols.chunks_exact_mut(self.spots());
-        for plane in 0..self.c {
-            let plane = &img[plane * plane_len..(plane + 1) * plane_len];
-            for ki in 0..self.kh {
-                let (oy_lo, oy_hi) = valid_range(ki, pad, s, self.h, self.oh);
-                for kj in 0..self.kw {
-                    let (ox_lo, ox_hi) = valid_range(kj, pad, s, self.w, self.ow);
-                    let row = rows.next().expect("im2col: one row per (c, ki, kj)");
-                    for (oy, dst) in row.chunks_exact_mut(self.ow).enumerate() {
-                        if oy < oy_lo || oy >= oy_hi || ox_lo == ox_hi {
-                            dst.fill(T::zero());
-                            continue;
-                        }
-                        let iy = oy * s + ki - pad;
-                        let src = &plane[iy * self.w..(iy + 1) * self.w];
-                        dst[..ox_lo].fill(T::zero());
-                        dst[ox_hi..].fill(T::zero());
-                        let x0 = ox_lo * s + kj - pad;
-                        let dst = &mut dst[ox_lo..ox_hi];
-                        if s == 1 {
-                            dst.copy_from_slice(&src[x0..x0 + dst.len()]);
-                        } else {
-                            for (d, v) in dst.iter_mut().zip(src[x0..].iter().step_by(s)) {
-                                *d = *v;
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// The adjoint of [`ConvDims::im2col`]: adds each patch-matrix entry to the image element
-    /// it was read from.
-    fn col2im_add<T: Element>(&self, cols: &[T], img: &mut [T]) {
-        let (s, pad) = (self.stride, self.pad);
-        let plane_len = self.h * self.w;
-        let mut rows = cols.chunks_exact(self.spots());
-        for plane in 0..self.c {
-            let plane = &mut img[plane * plane_len..(plane + 1) * plane_len];
-            for ki in 0..self.kh {
-                let (oy_lo, oy_hi) = valid_range(ki, pad, s, self.h, self.oh);
-                for kj in 0..self.kw {
-                    let (ox_lo, ox_hi) = valid_range(kj, pad, s, self.w, self.ow);
-                    let row = rows.next().expect("col2im: one row per (c, ki, kj)");
-                    if ox_lo == ox_hi {
-                        continue;
-                    }
-                    for oy in oy_lo..oy_hi {
-                        let src = &row[oy * self.ow + ox_lo..oy * self.ow + ox_hi];
-                        let iy = oy * s + ki - pad;
-                        let x0 = ox_lo * s + kj - pad;
-                        let dst = &mut plane[iy * self.w + x0..(iy + 1) * self.w];
-                        for (d, v) in dst.iter_mut().step_by(s).zip(src) {
-                            *d += *v;
-                        }
-                    }
-                }
-            }
         }
     }
 
@@ -230,10 +112,10 @@ impl ConvDims {
         let data: &'a [T] = if self.pointwise() {
             img
         } else {
-            self.im2col(img, cols);
+            self.win.im2col(img, cols);
             cols
         };
-        ArrayView2::from_shape((self.patch(), self.spots()), data)
+        ArrayView2::from_shape((self.win.patch(), self.win.positions()), data)
             .expect("conv2d: the patch matrix holds C*KH*KW x OH*OW elements")
     }
 
@@ -242,7 +124,7 @@ impl ConvDims {
         if self.pointwise() {
             Vec::new()
         } else {
-            vec![T::zero(); self.patch() * self.spots()]
+            vec![T::zero(); self.win.patch() * self.win.positions()]
         }
     }
 
@@ -259,11 +141,11 @@ impl ConvDims {
         let ws = w.as_shared().as_standard_layout();
         let w2 = ws
             .view()
-            .into_shape_with_order((self.o, self.patch()))
+            .into_shape_with_order((self.o, self.win.patch()))
             .expect("conv2d: the weight reshapes to [O, C*KH*KW]");
-        let (img, per) = (self.image(), self.o * self.spots());
+        let (img, per) = (self.win.image(), self.o * self.win.positions());
         let mut cols = self.scratch();
-        for i in 0..self.n {
+        for i in 0..self.win.n {
             let p = self.patches(&xs[i * img..(i + 1) * img], &mut cols);
             gemm(&w2, &p, &mut out[i * per..(i + 1) * per], accumulate);
         }
@@ -365,21 +247,21 @@ pub mod rules {
         let ws = w.as_shared().as_standard_layout();
         let wt = ws
             .view()
-            .into_shape_with_order((d.o, d.patch()))
+            .into_shape_with_order((d.o, d.win.patch()))
             .expect("conv2d: the weight reshapes to [O, C*KH*KW]")
             .reversed_axes();
-        let (img, per) = (d.image(), d.o * d.spots());
-        let mut gx = vec![T::zero(); d.n * img];
+        let (img, per) = (d.win.image(), d.o * d.win.positions());
+        let mut gx = vec![T::zero(); d.win.n * img];
         let mut cols = d.scratch();
-        for i in 0..d.n {
-            let gi = ArrayView2::from_shape((d.o, d.spots()), &gs[i * per..(i + 1) * per])
+        for i in 0..d.win.n {
+            let gi = ArrayView2::from_shape((d.o, d.win.positions()), &gs[i * per..(i + 1) * per])
                 .expect("conv2d: the cotangent of one image is [O, OH*OW]");
             let gxi = &mut gx[i * img..(i + 1) * img];
             if d.pointwise() {
                 gemm(&wt, &gi, gxi, false);
             } else {
                 gemm(&wt, &gi, &mut cols, false);
-                d.col2im_add(&cols, gxi);
+                d.win.col2im_add(&cols, gxi);
             }
         }
         Tensor::from_vec(gx, x_shape)
@@ -407,11 +289,11 @@ pub mod rules {
         let gs = gs.as_slice().expect("standard layout is contiguous");
         let xs = x.as_shared().as_standard_layout();
         let xs = xs.as_slice().expect("standard layout is contiguous");
-        let (img, per) = (d.image(), d.o * d.spots());
-        let mut gw = vec![T::zero(); d.o * d.patch()];
+        let (img, per) = (d.win.image(), d.o * d.win.positions());
+        let mut gw = vec![T::zero(); d.o * d.win.patch()];
         let mut cols = d.scratch();
-        for i in 0..d.n {
-            let gi = ArrayView2::from_shape((d.o, d.spots()), &gs[i * per..(i + 1) * per])
+        for i in 0..d.win.n {
+            let gi = ArrayView2::from_shape((d.o, d.win.positions()), &gs[i * per..(i + 1) * per])
                 .expect("conv2d: the cotangent of one image is [O, OH*OW]");
             let p = d.patches(&xs[i * img..(i + 1) * img], &mut cols);
             gemm(&gi, &p.reversed_axes(), &mut gw, i > 0);

@@ -41,6 +41,7 @@ pub mod shape;
 pub mod slice;
 pub mod softmax;
 pub mod unary;
+mod window;
 
 /// One primitive of the op table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
