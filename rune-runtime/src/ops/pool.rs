@@ -4,101 +4,58 @@
 
 use crate::element::{strong_mul, Element};
 use crate::error::{OrPanic, ShapeError};
+use crate::ops::window::{Misfit, Window};
 use crate::tensor::Tensor;
 
-/// The geometry of a pooling op.
-#[derive(Clone, Copy, Debug)]
-struct PoolDims {
-    planes: usize,
-    h: usize,
-    w: usize,
-    k: usize,
+/// The window of pooling op `op`: `kernel x kernel`, `stride` apart, without padding or
+/// dilation.
+fn pool_window(
+    op: &'static str,
+    x: &[usize],
+    kernel: usize,
     stride: usize,
-    oh: usize,
-    ow: usize,
-    x_shape: [usize; 4],
+) -> Result<Window, ShapeError> {
+    let &[n, c, h, w] = x else {
+        return Err(ShapeError::new(
+            op,
+            format!("input {x:?} must be NCHW (4 axes)"),
+        ));
+    };
+    if kernel == 0 || stride == 0 {
+        return Err(ShapeError::new(
+            op,
+            format!("kernel ({kernel}) and stride ({stride}) must be positive (input {x:?})"),
+        ));
+    }
+    Window::new(
+        op,
+        [n, c, h, w],
+        (kernel, kernel),
+        stride,
+        1,
+        0,
+        |misfit| match misfit {
+            Misfit::TooLarge { .. } => {
+                format!("kernel {kernel}x{kernel} is larger than the {h}x{w} images of input {x:?}")
+            }
+            // Without padding or dilation, neither overflows.
+            Misfit::Span | Misfit::Padded => format!("the windows of input {x:?}"),
+        },
+    )
 }
 
-impl PoolDims {
-    fn new(
-        op: &'static str,
-        x: &[usize],
-        kernel: usize,
-        stride: usize,
-    ) -> Result<Self, ShapeError> {
-        let err = |msg: String| Err(ShapeError::new(op, msg));
-        if x.len() != 4 {
-            return err(format!("input {x:?} must be NCHW (4 axes)"));
-        }
-        if kernel == 0 || stride == 0 {
-            return err(format!(
-                "kernel ({kernel}) and stride ({stride}) must be positive (input {x:?})"
-            ));
-        }
-        if kernel > x[2] || kernel > x[3] {
-            return err(format!(
-                "kernel {kernel}x{kernel} is larger than the {}x{} images of input {x:?}",
-                x[2], x[3]
-            ));
-        }
-        Ok(PoolDims {
-            planes: x[0] * x[1],
-            h: x[2],
-            w: x[3],
-            k: kernel,
-            stride,
-            oh: (x[2] - kernel) / stride + 1,
-            ow: (x[3] - kernel) / stride + 1,
-            x_shape: [x[0], x[1], x[2], x[3]],
-        })
-    }
-
-    fn y_shape(&self) -> [usize; 4] {
-        [self.x_shape[0], self.x_shape[1], self.oh, self.ow]
-    }
-
-    /// Panics unless `t` has `expected` shape.
-    #[track_caller]
-    fn check(&self, op: &str, what: &str, t: &Tensor<impl Element>, expected: &[usize]) {
-        if t.shape() != expected {
-            panic!(
-                "{op}: {what} has shape {:?}, expected {expected:?} (input {:?}, kernel {}, \
-                 stride {})",
-                t.shape(),
-                self.x_shape,
-                self.k,
-                self.stride
-            );
-        }
-    }
-
-    /// Calls `f(base, out_index)` for every window of every plane, in output order, with
-    /// `base` the flat NCHW index of the window's top-left element.
-    fn for_each_window(&self, mut f: impl FnMut(usize, usize)) {
-        let plane_len = self.h * self.w;
-        let mut out = 0;
-        for p in 0..self.planes {
-            for oy in 0..self.oh {
-                let row = p * plane_len + oy * self.stride * self.w;
-                for ox in 0..self.ow {
-                    f(row + ox * self.stride, out);
-                    out += 1;
-                }
-            }
-        }
-    }
-
-    /// The flat indices of the window at `base`, row by row.
-    fn window(&self, base: usize) -> impl Iterator<Item = usize> {
-        let (k, w) = (self.k, self.w);
-        (0..k).flat_map(move |i| {
-            let start = base + i * w;
-            start..start + k
-        })
-    }
-
-    fn len(&self) -> usize {
-        self.planes * self.oh * self.ow
+/// Panics unless `t` has `expected` shape.
+#[track_caller]
+fn check(op: &str, d: &Window, what: &str, t: &Tensor<impl Element>, expected: &[usize]) {
+    if t.shape() != expected {
+        panic!(
+            "{op}: {what} has shape {:?}, expected {expected:?} (input {:?}, kernel {}, \
+             stride {})",
+            t.shape(),
+            d.x_shape(),
+            d.kh,
+            d.stride
+        );
     }
 }
 
@@ -123,13 +80,14 @@ impl<T: Element> Tensor<T> {
 
     /// Like [`Tensor::max_pool2d`], returning a [`ShapeError`] on bad geometry.
     pub fn try_max_pool2d(&self, kernel: usize, stride: usize) -> Result<Tensor<T>, ShapeError> {
-        let d = PoolDims::new("max_pool2d", self.shape(), kernel, stride)?;
+        let d = pool_window("max_pool2d", self.shape(), kernel, stride)?;
+        let y_shape = d.out_shape(d.c);
         let xs = self.as_shared().as_standard_layout();
         let xs = xs.as_slice().expect("standard layout is contiguous");
-        let mut out = vec![T::zero(); d.len()];
+        let mut out = vec![T::zero(); y_shape.iter().product()];
         d.for_each_window(|base, o| {
             out[o] = d
-                .window(base)
+                .elements(base)
                 .map(|i| xs[i])
                 .fold(
                     T::neg_infinity(),
@@ -142,7 +100,7 @@ impl<T: Element> Tensor<T> {
                     },
                 );
         });
-        Ok(Tensor::from_vec(out, &d.y_shape()))
+        Ok(Tensor::from_vec(out, &y_shape))
     }
 
     /// Average pooling of an NCHW input over `kernel × kernel` windows `stride` apart (no
@@ -158,15 +116,20 @@ impl<T: Element> Tensor<T> {
 
     /// Like [`Tensor::avg_pool2d`], returning a [`ShapeError`] on bad geometry.
     pub fn try_avg_pool2d(&self, kernel: usize, stride: usize) -> Result<Tensor<T>, ShapeError> {
-        let d = PoolDims::new("avg_pool2d", self.shape(), kernel, stride)?;
+        let d = pool_window("avg_pool2d", self.shape(), kernel, stride)?;
+        let y_shape = d.out_shape(d.c);
         let xs = self.as_shared().as_standard_layout();
         let xs = xs.as_slice().expect("standard layout is contiguous");
         let count = T::from_f64((kernel * kernel) as f64);
-        let mut out = vec![T::zero(); d.len()];
+        let mut out = vec![T::zero(); y_shape.iter().product()];
         d.for_each_window(|base, o| {
-            out[o] = d.window(base).map(|i| xs[i]).fold(T::zero(), |s, v| s + v) / count;
+            out[o] = d
+                .elements(base)
+                .map(|i| xs[i])
+                .fold(T::zero(), |s, v| s + v)
+                / count;
         });
-        Ok(Tensor::from_vec(out, &d.y_shape()))
+        Ok(Tensor::from_vec(out, &y_shape))
     }
 }
 
@@ -196,25 +159,26 @@ pub mod rules {
         stride: usize,
         dx: &Tensor<T>,
     ) -> Tensor<T> {
-        let d = PoolDims::new("max_pool2d", x.shape(), kernel, stride).or_panic();
-        d.check("max_pool2d", "the output", y, &d.y_shape());
-        d.check("max_pool2d", "the tangent", dx, x.shape());
+        let d = pool_window("max_pool2d", x.shape(), kernel, stride).or_panic();
+        let y_shape = d.out_shape(d.c);
+        check("max_pool2d", &d, "the output", y, &y_shape);
+        check("max_pool2d", &d, "the tangent", dx, x.shape());
         let xs = x.as_shared().as_standard_layout();
         let xs = xs.as_slice().expect("standard layout is contiguous");
         let ys = y.as_shared().as_standard_layout();
         let ys = ys.as_slice().expect("standard layout is contiguous");
         let ds = dx.as_shared().as_standard_layout();
         let ds = ds.as_slice().expect("standard layout is contiguous");
-        let mut out = vec![T::zero(); d.len()];
+        let mut out = vec![T::zero(); y_shape.iter().product()];
         d.for_each_window(|base, o| {
             let m = ys[o];
             let (sum, count) = d
-                .window(base)
+                .elements(base)
                 .filter(|&i| is_max(xs[i], m))
                 .fold((T::zero(), 0usize), |(s, c), i| (s + ds[i], c + 1));
             out[o] = sum / T::from_f64(count as f64);
         });
-        Tensor::from_vec(out, &d.y_shape())
+        Tensor::from_vec(out, &y_shape)
     }
 
     /// VJP of `y = x.max_pool2d(kernel, stride)`: each window's cotangent, split evenly among
@@ -230,9 +194,10 @@ pub mod rules {
         kernel: usize,
         stride: usize,
     ) -> Tensor<T> {
-        let d = PoolDims::new("max_pool2d", x.shape(), kernel, stride).or_panic();
-        d.check("max_pool2d", "the output", y, &d.y_shape());
-        d.check("max_pool2d", "the cotangent", g, &d.y_shape());
+        let d = pool_window("max_pool2d", x.shape(), kernel, stride).or_panic();
+        let y_shape = d.out_shape(d.c);
+        check("max_pool2d", &d, "the output", y, &y_shape);
+        check("max_pool2d", &d, "the cotangent", g, &y_shape);
         let xs = x.as_shared().as_standard_layout();
         let xs = xs.as_slice().expect("standard layout is contiguous");
         let ys = y.as_shared().as_standard_layout();
@@ -245,14 +210,14 @@ pub mod rules {
                 return;
             }
             let m = ys[o];
-            let mut maxima = d.window(base).filter(|&i| is_max(xs[i], m));
+            let mut maxima = d.elements(base).filter(|&i| is_max(xs[i], m));
             let first = maxima.next();
             let count = 1 + maxima.count();
             if let (Some(i), 1) = (first, count) {
                 gx[i] += gs[o];
             } else {
                 let share = strong_mul(gs[o], T::one() / T::from_f64(count as f64));
-                for i in d.window(base).filter(|&i| is_max(xs[i], m)) {
+                for i in d.elements(base).filter(|&i| is_max(xs[i], m)) {
                     gx[i] += share;
                 }
             }
@@ -281,8 +246,9 @@ pub mod rules {
         kernel: usize,
         stride: usize,
     ) -> Tensor<T> {
-        let d = PoolDims::new("avg_pool2d", x_shape, kernel, stride).or_panic();
-        d.check("avg_pool2d", "the cotangent", g, &d.y_shape());
+        let d = pool_window("avg_pool2d", x_shape, kernel, stride).or_panic();
+        let y_shape = d.out_shape(d.c);
+        check("avg_pool2d", &d, "the cotangent", g, &y_shape);
         let gs = g.as_shared().as_standard_layout();
         let gs = gs.as_slice().expect("standard layout is contiguous");
         let count = T::from_f64((kernel * kernel) as f64);
@@ -292,7 +258,7 @@ pub mod rules {
                 return;
             }
             let share = gs[o] / count;
-            for i in d.window(base) {
+            for i in d.elements(base) {
                 gx[i] += share;
             }
         });

@@ -1,5 +1,5 @@
-//! The geometry of a 2-D sliding window over NCHW input, shared by `unfold`/`fold` and `conv2d`,
-//! and im2col and its adjoint, written once for both.
+//! The geometry of a 2-D sliding window over NCHW input, shared by `unfold`/`fold`, `conv2d`
+//! and pooling, and im2col and its adjoint, written once for `unfold`/`fold` and `conv2d`.
 //!
 //! A kernel of `KH x KW` taps `dilation` apart slides `stride` apart over each `H x W` image
 //! padded by `padding` zeros on all four sides, stopping where it would run past the padding:
@@ -215,5 +215,32 @@ impl Window {
                 }
             }
         }
+    }
+
+    /// Calls `f(base, out_index)` for every window of every plane, in output order, with
+    /// `base` the flat NCHW index of the window's top-left element. For a window without
+    /// padding or dilation (pooling's), where every window lies inside its image.
+    pub(crate) fn for_each_window(&self, mut f: impl FnMut(usize, usize)) {
+        debug_assert!(self.padding == 0 && self.dilation == 1);
+        let plane_len = self.h * self.w;
+        let mut out = 0;
+        for p in 0..self.n * self.c {
+            for oy in 0..self.oh {
+                let row = p * plane_len + oy * self.stride * self.w;
+                for ox in 0..self.ow {
+                    f(row + ox * self.stride, out);
+                    out += 1;
+                }
+            }
+        }
+    }
+
+    /// The flat indices of the window at `base` (from [`Window::for_each_window`]), row by row.
+    pub(crate) fn elements(&self, base: usize) -> impl Iterator<Item = usize> {
+        let (kh, kw, w) = (self.kh, self.kw, self.w);
+        (0..kh).flat_map(move |i| {
+            let start = base + i * w;
+            start..start + kw
+        })
     }
 }
