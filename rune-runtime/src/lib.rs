@@ -116,6 +116,7 @@ pub mod rules {
     pub use crate::ops::duals::rules::*;
     pub use crate::ops::index::rules::*;
     pub use crate::ops::linalg::rules::*;
+    pub use crate::ops::pool::rules::*;
     pub use crate::ops::reduce::rules::*;
     pub use crate::ops::scan::rules::*;
     pub use crate::ops::shape::rules::*;

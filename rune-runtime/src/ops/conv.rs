@@ -1,62 +1,37 @@
-//! Convolution and pooling on NCHW tensors.
+//! Convolution on NCHW tensors.
 //!
 //! `conv2d` is cross-correlation as PyTorch's `F.conv2d` (OIHW weight, no bias, zero padding
 //! on all four sides), computed per image as one GEMM of the weight matrix `[O, C·KH·KW]` with
 //! the image's patch matrix `[C·KH·KW, OH·OW]` (im2col); its rules are GEMMs with transposed
-//! views and the adjoint of im2col. Pooling windows have no padding and the output size is
-//! rounded down.
+//! views and the adjoint of im2col.
 
 use ndarray::ArrayView2;
 
-use crate::element::{strong_mul, Element};
+use crate::element::Element;
 use crate::error::{checked, checked_size, OrPanic, ShapeError};
 use crate::ops::linalg::{gemm, is_all_zero};
+use crate::ops::window::{Misfit, Window};
 use crate::tensor::Tensor;
 
-/// The output positions `o` whose input index `o * stride + k - pad` falls inside `0..len`,
-/// as a range `lo..hi` of `0..out` (for kernel offset `k`).
-fn valid_range(k: usize, pad: usize, stride: usize, len: usize, out: usize) -> (usize, usize) {
-    let lo = if pad > k {
-        (pad - k).div_ceil(stride)
-    } else {
-        0
-    };
-    let hi = if len + pad > k {
-        (len + pad - k).div_ceil(stride).min(out)
-    } else {
-        0
-    };
-    (lo.min(hi), hi)
-}
-
-/// The geometry of `conv2d`.
+/// The geometry of `conv2d`: the window of the weight's kernel over the input, and the
+/// number of output channels.
 #[derive(Clone, Copy, Debug)]
 struct ConvDims {
-    n: usize,
-    c: usize,
-    h: usize,
-    w: usize,
+    win: Window,
     o: usize,
-    kh: usize,
-    kw: usize,
-    stride: usize,
-    pad: usize,
-    oh: usize,
-    ow: usize,
 }
 
 impl ConvDims {
     fn new<T>(x: &[usize], w: &[usize], stride: usize, pad: usize) -> Result<Self, ShapeError> {
         let err = |msg: String| Err(ShapeError::new("conv2d", msg));
-        if x.len() != 4 || w.len() != 4 {
+        let (&[n, c, h, width], &[o, wc, kh, kw]) = (x, w) else {
             return err(format!(
                 "input {x:?} must be NCHW and weight {w:?} OIHW (4 axes each)"
             ));
-        }
-        if x[1] != w[1] {
+        };
+        if c != wc {
             return err(format!(
-                "input {x:?} has {} channels but weight {w:?} expects {}",
-                x[1], w[1]
+                "input {x:?} has {c} channels but weight {w:?} expects {wc}"
             ));
         }
         if stride == 0 {
@@ -64,31 +39,35 @@ impl ConvDims {
                 "stride must be positive (input {x:?}, weight {w:?})"
             ));
         }
-        let padded = |len: usize| {
-            checked(
-                "conv2d",
-                pad.checked_mul(2).and_then(|p| p.checked_add(len)),
-                || format!("input {x:?} padded by {pad} (size+2*padding)"),
-            )
-        };
-        let (ph, pw) = (padded(x[2])?, padded(x[3])?);
-        if w[2] > ph || w[3] > pw {
-            return err(format!(
-                "kernel {}x{} of weight {w:?} is larger than input {x:?} padded by {pad} \
-                 ({ph}x{pw})",
-                w[2], w[3]
-            ));
-        }
+        let win = Window::new(
+            "conv2d",
+            [n, c, h, width],
+            (kh, kw),
+            stride,
+            1,
+            pad,
+            |misfit| match misfit {
+                // With dilation 1 a kernel spans its own size: this one does not overflow.
+                Misfit::Span => format!("the span of kernel {kh}x{kw} of weight {w:?}"),
+                Misfit::Padded => format!("input {x:?} padded by {pad} (size+2*padding)"),
+                Misfit::TooLarge {
+                    padded: (ph, pw), ..
+                } => format!(
+                    "kernel {kh}x{kw} of weight {w:?} is larger than input {x:?} padded by {pad} \
+                     ({ph}x{pw})"
+                ),
+            },
+        )?;
         let geometry = || format!("input {x:?}, weight {w:?}, stride {stride}, padding {pad}");
-        let (oh, ow) = ((ph - w[2]) / stride + 1, (pw - w[3]) / stride + 1);
+        let (oh, ow) = (win.oh, win.ow);
         // The output, one image's patch matrix [C*KH*KW, OH*OW] and the [O, C*KH*KW] view of
         // the weight must each fit in a tensor.
-        checked_size::<T>("conv2d", &[x[0], w[0], oh, ow], || {
+        checked_size::<T>("conv2d", &win.out_shape(o), || {
             format!("the output of {}", geometry())
         })?;
         let patch = checked(
             "conv2d",
-            x[1].checked_mul(w[2]).and_then(|p| p.checked_mul(w[3])),
+            c.checked_mul(kh).and_then(|p| p.checked_mul(kw)),
             || format!("the C*KH*KW patch rows of {}", geometry()),
         )?;
         let spots = checked("conv2d", oh.checked_mul(ow), || {
@@ -97,131 +76,33 @@ impl ConvDims {
         checked_size::<T>("conv2d", &[patch, spots], || {
             format!("the patch matrix of {}", geometry())
         })?;
-        Ok(ConvDims {
-            n: x[0],
-            c: x[1],
-            h: x[2],
-            w: x[3],
-            o: w[0],
-            kh: w[2],
-            kw: w[3],
-            stride,
-            pad,
-            oh,
-            ow,
-        })
+        Ok(ConvDims { win, o })
     }
 
     fn y_shape(&self) -> [usize; 4] {
-        [self.n, self.o, self.oh, self.ow]
-    }
-
-    /// Elements of one image.
-    fn image(&self) -> usize {
-        self.c * self.h * self.w
-    }
-
-    /// Rows of the patch matrix: `C·KH·KW`.
-    fn patch(&self) -> usize {
-        self.c * self.kh * self.kw
-    }
-
-    /// Columns of the patch matrix: `OH·OW`.
-    fn spots(&self) -> usize {
-        self.oh * self.ow
+        self.win.out_shape(self.o)
     }
 
     /// A 1x1 kernel with stride 1 and no padding: the image is its own patch matrix.
     fn pointwise(&self) -> bool {
-        self.kh == 1 && self.kw == 1 && self.stride == 1 && self.pad == 0
+        let d = &self.win;
+        d.kh == 1 && d.kw == 1 && d.stride == 1 && d.padding == 0
     }
 
     /// Panics unless `t` has `expected` shape.
     #[track_caller]
     fn check(&self, what: &str, t: &Tensor<impl Element>, expected: &[usize]) {
         if t.shape() != expected {
+            let d = &self.win;
             panic!(
-                "conv2d: {what} has shape {:?}, expected {expected:?} (input [{}, {}, {}, {}], \
-                 weight [{}, {}, {}, {}], stride {}, padding {})",
+                "conv2d: {what} has shape {:?}, expected {expected:?} (input {:?}, weight {:?}, \
+                 stride {}, padding {})",
                 t.shape(),
-                self.n,
-                self.c,
-                self.h,
-                self.w,
-                self.o,
-                self.c,
-                self.kh,
-                self.kw,
-                self.stride,
-                self.pad
+                d.x_shape(),
+                [self.o, d.c, d.kh, d.kw],
+                d.stride,
+                d.padding
             );
-        }
-    }
-
-    /// Writes one image's patch matrix `[C·KH·KW, OH·OW]` (zero where the window is on the
-    /// padding) into `cols`.
-    fn im2col<T: Element>(&self, img: &[T], cols: &mut [T]) {
-        let (s, pad) = (self.stride, self.pad);
-        let plane_len = self.h * self.w;
-        let mut rows = cols.chunks_exact_mut(self.spots());
-        for plane in 0..self.c {
-            let plane = &img[plane * plane_len..(plane + 1) * plane_len];
-            for ki in 0..self.kh {
-                let (oy_lo, oy_hi) = valid_range(ki, pad, s, self.h, self.oh);
-                for kj in 0..self.kw {
-                    let (ox_lo, ox_hi) = valid_range(kj, pad, s, self.w, self.ow);
-                    let row = rows.next().expect("im2col: one row per (c, ki, kj)");
-                    for (oy, dst) in row.chunks_exact_mut(self.ow).enumerate() {
-                        if oy < oy_lo || oy >= oy_hi || ox_lo == ox_hi {
-                            dst.fill(T::zero());
-                            continue;
-                        }
-                        let iy = oy * s + ki - pad;
-                        let src = &plane[iy * self.w..(iy + 1) * self.w];
-                        dst[..ox_lo].fill(T::zero());
-                        dst[ox_hi..].fill(T::zero());
-                        let x0 = ox_lo * s + kj - pad;
-                        let dst = &mut dst[ox_lo..ox_hi];
-                        if s == 1 {
-                            dst.copy_from_slice(&src[x0..x0 + dst.len()]);
-                        } else {
-                            for (d, v) in dst.iter_mut().zip(src[x0..].iter().step_by(s)) {
-                                *d = *v;
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// The adjoint of [`ConvDims::im2col`]: adds each patch-matrix entry to the image element
-    /// it was read from.
-    fn col2im_add<T: Element>(&self, cols: &[T], img: &mut [T]) {
-        let (s, pad) = (self.stride, self.pad);
-        let plane_len = self.h * self.w;
-        let mut rows = cols.chunks_exact(self.spots());
-        for plane in 0..self.c {
-            let plane = &mut img[plane * plane_len..(plane + 1) * plane_len];
-            for ki in 0..self.kh {
-                let (oy_lo, oy_hi) = valid_range(ki, pad, s, self.h, self.oh);
-                for kj in 0..self.kw {
-                    let (ox_lo, ox_hi) = valid_range(kj, pad, s, self.w, self.ow);
-                    let row = rows.next().expect("col2im: one row per (c, ki, kj)");
-                    if ox_lo == ox_hi {
-                        continue;
-                    }
-                    for oy in oy_lo..oy_hi {
-                        let src = &row[oy * self.ow + ox_lo..oy * self.ow + ox_hi];
-                        let iy = oy * s + ki - pad;
-                        let x0 = ox_lo * s + kj - pad;
-                        let dst = &mut plane[iy * self.w + x0..(iy + 1) * self.w];
-                        for (d, v) in dst.iter_mut().step_by(s).zip(src) {
-                            *d += *v;
-                        }
-                    }
-                }
-            }
         }
     }
 
@@ -231,10 +112,10 @@ impl ConvDims {
         let data: &'a [T] = if self.pointwise() {
             img
         } else {
-            self.im2col(img, cols);
+            self.win.im2col(img, cols);
             cols
         };
-        ArrayView2::from_shape((self.patch(), self.spots()), data)
+        ArrayView2::from_shape((self.win.patch(), self.win.positions()), data)
             .expect("conv2d: the patch matrix holds C*KH*KW x OH*OW elements")
     }
 
@@ -243,7 +124,7 @@ impl ConvDims {
         if self.pointwise() {
             Vec::new()
         } else {
-            vec![T::zero(); self.patch() * self.spots()]
+            vec![T::zero(); self.win.patch() * self.win.positions()]
         }
     }
 
@@ -260,118 +141,15 @@ impl ConvDims {
         let ws = w.as_shared().as_standard_layout();
         let w2 = ws
             .view()
-            .into_shape_with_order((self.o, self.patch()))
+            .into_shape_with_order((self.o, self.win.patch()))
             .expect("conv2d: the weight reshapes to [O, C*KH*KW]");
-        let (img, per) = (self.image(), self.o * self.spots());
+        let (img, per) = (self.win.image(), self.o * self.win.positions());
         let mut cols = self.scratch();
-        for i in 0..self.n {
+        for i in 0..self.win.n {
             let p = self.patches(&xs[i * img..(i + 1) * img], &mut cols);
             gemm(&w2, &p, &mut out[i * per..(i + 1) * per], accumulate);
         }
     }
-}
-
-/// The geometry of a pooling op.
-#[derive(Clone, Copy, Debug)]
-struct PoolDims {
-    planes: usize,
-    h: usize,
-    w: usize,
-    k: usize,
-    stride: usize,
-    oh: usize,
-    ow: usize,
-    x_shape: [usize; 4],
-}
-
-impl PoolDims {
-    fn new(
-        op: &'static str,
-        x: &[usize],
-        kernel: usize,
-        stride: usize,
-    ) -> Result<Self, ShapeError> {
-        let err = |msg: String| Err(ShapeError::new(op, msg));
-        if x.len() != 4 {
-            return err(format!("input {x:?} must be NCHW (4 axes)"));
-        }
-        if kernel == 0 || stride == 0 {
-            return err(format!(
-                "kernel ({kernel}) and stride ({stride}) must be positive (input {x:?})"
-            ));
-        }
-        if kernel > x[2] || kernel > x[3] {
-            return err(format!(
-                "kernel {kernel}x{kernel} is larger than the {}x{} images of input {x:?}",
-                x[2], x[3]
-            ));
-        }
-        Ok(PoolDims {
-            planes: x[0] * x[1],
-            h: x[2],
-            w: x[3],
-            k: kernel,
-            stride,
-            oh: (x[2] - kernel) / stride + 1,
-            ow: (x[3] - kernel) / stride + 1,
-            x_shape: [x[0], x[1], x[2], x[3]],
-        })
-    }
-
-    fn y_shape(&self) -> [usize; 4] {
-        [self.x_shape[0], self.x_shape[1], self.oh, self.ow]
-    }
-
-    /// Panics unless `t` has `expected` shape.
-    #[track_caller]
-    fn check(&self, op: &str, what: &str, t: &Tensor<impl Element>, expected: &[usize]) {
-        if t.shape() != expected {
-            panic!(
-                "{op}: {what} has shape {:?}, expected {expected:?} (input {:?}, kernel {}, \
-                 stride {})",
-                t.shape(),
-                self.x_shape,
-                self.k,
-                self.stride
-            );
-        }
-    }
-
-    /// Calls `f(base, out_index)` for every window of every plane, in output order, with
-    /// `base` the flat NCHW index of the window's top-left element.
-    fn for_each_window(&self, mut f: impl FnMut(usize, usize)) {
-        let plane_len = self.h * self.w;
-        let mut out = 0;
-        for p in 0..self.planes {
-            for oy in 0..self.oh {
-                let row = p * plane_len + oy * self.stride * self.w;
-                for ox in 0..self.ow {
-                    f(row + ox * self.stride, out);
-                    out += 1;
-                }
-            }
-        }
-    }
-
-    /// The flat indices of the window at `base`, row by row.
-    fn window(&self, base: usize) -> impl Iterator<Item = usize> {
-        let (k, w) = (self.k, self.w);
-        (0..k).flat_map(move |i| {
-            let start = base + i * w;
-            start..start + k
-        })
-    }
-
-    fn len(&self) -> usize {
-        self.planes * self.oh * self.ow
-    }
-}
-
-/// Whether `v` is a maximum `m` of its window: equal, or both NaN (a NaN window maximum takes
-/// the gradient to its NaNs).
-#[inline]
-fn is_max<T: Element>(v: T, m: T) -> bool {
-    v == m || (v.is_nan() && m.is_nan())
 }
 
 impl<T: Element> Tensor<T> {
@@ -403,78 +181,15 @@ impl<T: Element> Tensor<T> {
         d.forward_into(self, w, &mut out, false);
         Ok(Tensor::from_vec(out, &y_shape))
     }
-
-    /// Max pooling of an NCHW input over `kernel × kernel` windows `stride` apart (no padding,
-    /// output size rounded down). A window holding NaN gives NaN.
-    ///
-    /// # Panics
-    /// When the input is not 4-D, `kernel` or `stride` is 0, or `kernel` exceeds the image.
-    #[track_caller]
-    #[must_use]
-    pub fn max_pool2d(&self, kernel: usize, stride: usize) -> Tensor<T> {
-        self.try_max_pool2d(kernel, stride).or_panic()
-    }
-
-    /// Like [`Tensor::max_pool2d`], returning a [`ShapeError`] on bad geometry.
-    pub fn try_max_pool2d(&self, kernel: usize, stride: usize) -> Result<Tensor<T>, ShapeError> {
-        let d = PoolDims::new("max_pool2d", self.shape(), kernel, stride)?;
-        let xs = self.as_shared().as_standard_layout();
-        let xs = xs.as_slice().expect("standard layout is contiguous");
-        let mut out = vec![T::zero(); d.len()];
-        d.for_each_window(|base, o| {
-            out[o] = d
-                .window(base)
-                .map(|i| xs[i])
-                .fold(
-                    T::neg_infinity(),
-                    |m, v| {
-                        if v > m || v.is_nan() {
-                            v
-                        } else {
-                            m
-                        }
-                    },
-                );
-        });
-        Ok(Tensor::from_vec(out, &d.y_shape()))
-    }
-
-    /// Average pooling of an NCHW input over `kernel × kernel` windows `stride` apart (no
-    /// padding, output size rounded down).
-    ///
-    /// # Panics
-    /// When the input is not 4-D, `kernel` or `stride` is 0, or `kernel` exceeds the image.
-    #[track_caller]
-    #[must_use]
-    pub fn avg_pool2d(&self, kernel: usize, stride: usize) -> Tensor<T> {
-        self.try_avg_pool2d(kernel, stride).or_panic()
-    }
-
-    /// Like [`Tensor::avg_pool2d`], returning a [`ShapeError`] on bad geometry.
-    pub fn try_avg_pool2d(&self, kernel: usize, stride: usize) -> Result<Tensor<T>, ShapeError> {
-        let d = PoolDims::new("avg_pool2d", self.shape(), kernel, stride)?;
-        let xs = self.as_shared().as_standard_layout();
-        let xs = xs.as_slice().expect("standard layout is contiguous");
-        let count = T::from_f64((kernel * kernel) as f64);
-        let mut out = vec![T::zero(); d.len()];
-        d.for_each_window(|base, o| {
-            out[o] = d.window(base).map(|i| xs[i]).fold(T::zero(), |s, v| s + v) / count;
-        });
-        Ok(Tensor::from_vec(out, &d.y_shape()))
-    }
 }
 
 // ---- rules ----------------------------------------------------------------------------------
 //
-// | op         | JVP                                | VJP                                     |
-// |------------|------------------------------------|-----------------------------------------|
-// | conv2d     | conv(dx, w) + conv(x, dw)          | input: col2im(wᵀ · g); weight: Σₙ g · colsᵀ |
-// | max_pool2d | mean of dx over each window's maxima | g / (number of maxima) to each maximum  |
-// | avg_pool2d | avg_pool(dx)                       | g / k² to every window element          |
-//
-// Ties for a window's maximum split the derivative evenly, as the max reductions do.
+// | op     | JVP                       | VJP                                         |
+// |--------|---------------------------|---------------------------------------------|
+// | conv2d | conv(dx, w) + conv(x, dw) | input: col2im(wᵀ · g); weight: Σₙ g · colsᵀ |
 
-/// Rules of convolution and pooling (see the module's table).
+/// Rules of convolution (see the module's table).
 pub mod rules {
     use super::*;
 
@@ -532,21 +247,21 @@ pub mod rules {
         let ws = w.as_shared().as_standard_layout();
         let wt = ws
             .view()
-            .into_shape_with_order((d.o, d.patch()))
+            .into_shape_with_order((d.o, d.win.patch()))
             .expect("conv2d: the weight reshapes to [O, C*KH*KW]")
             .reversed_axes();
-        let (img, per) = (d.image(), d.o * d.spots());
-        let mut gx = vec![T::zero(); d.n * img];
+        let (img, per) = (d.win.image(), d.o * d.win.positions());
+        let mut gx = vec![T::zero(); d.win.n * img];
         let mut cols = d.scratch();
-        for i in 0..d.n {
-            let gi = ArrayView2::from_shape((d.o, d.spots()), &gs[i * per..(i + 1) * per])
+        for i in 0..d.win.n {
+            let gi = ArrayView2::from_shape((d.o, d.win.positions()), &gs[i * per..(i + 1) * per])
                 .expect("conv2d: the cotangent of one image is [O, OH*OW]");
             let gxi = &mut gx[i * img..(i + 1) * img];
             if d.pointwise() {
                 gemm(&wt, &gi, gxi, false);
             } else {
                 gemm(&wt, &gi, &mut cols, false);
-                d.col2im_add(&cols, gxi);
+                d.win.col2im_add(&cols, gxi);
             }
         }
         Tensor::from_vec(gx, x_shape)
@@ -574,131 +289,15 @@ pub mod rules {
         let gs = gs.as_slice().expect("standard layout is contiguous");
         let xs = x.as_shared().as_standard_layout();
         let xs = xs.as_slice().expect("standard layout is contiguous");
-        let (img, per) = (d.image(), d.o * d.spots());
-        let mut gw = vec![T::zero(); d.o * d.patch()];
+        let (img, per) = (d.win.image(), d.o * d.win.positions());
+        let mut gw = vec![T::zero(); d.o * d.win.patch()];
         let mut cols = d.scratch();
-        for i in 0..d.n {
-            let gi = ArrayView2::from_shape((d.o, d.spots()), &gs[i * per..(i + 1) * per])
+        for i in 0..d.win.n {
+            let gi = ArrayView2::from_shape((d.o, d.win.positions()), &gs[i * per..(i + 1) * per])
                 .expect("conv2d: the cotangent of one image is [O, OH*OW]");
             let p = d.patches(&xs[i * img..(i + 1) * img], &mut cols);
             gemm(&gi, &p.reversed_axes(), &mut gw, i > 0);
         }
         Tensor::from_vec(gw, w_shape)
-    }
-
-    /// JVP of `y = x.max_pool2d(kernel, stride)`: in each window, the mean of `dx` over the
-    /// elements equal to the window's maximum `y`.
-    ///
-    /// # Panics
-    /// On bad geometry, or when `y` or `dx` does not have the shape it should.
-    #[track_caller]
-    pub fn max_pool2d_jvp<T: Element>(
-        x: &Tensor<T>,
-        y: &Tensor<T>,
-        kernel: usize,
-        stride: usize,
-        dx: &Tensor<T>,
-    ) -> Tensor<T> {
-        let d = PoolDims::new("max_pool2d", x.shape(), kernel, stride).or_panic();
-        d.check("max_pool2d", "the output", y, &d.y_shape());
-        d.check("max_pool2d", "the tangent", dx, x.shape());
-        let xs = x.as_shared().as_standard_layout();
-        let xs = xs.as_slice().expect("standard layout is contiguous");
-        let ys = y.as_shared().as_standard_layout();
-        let ys = ys.as_slice().expect("standard layout is contiguous");
-        let ds = dx.as_shared().as_standard_layout();
-        let ds = ds.as_slice().expect("standard layout is contiguous");
-        let mut out = vec![T::zero(); d.len()];
-        d.for_each_window(|base, o| {
-            let m = ys[o];
-            let (sum, count) = d
-                .window(base)
-                .filter(|&i| is_max(xs[i], m))
-                .fold((T::zero(), 0usize), |(s, c), i| (s + ds[i], c + 1));
-            out[o] = sum / T::from_f64(count as f64);
-        });
-        Tensor::from_vec(out, &d.y_shape())
-    }
-
-    /// VJP of `y = x.max_pool2d(kernel, stride)`: each window's cotangent, split evenly among
-    /// the window's elements equal to its maximum `y`, summed over overlapping windows.
-    ///
-    /// # Panics
-    /// On bad geometry, or when `y` or `g` does not have the output's shape.
-    #[track_caller]
-    pub fn max_pool2d_vjp<T: Element>(
-        g: &Tensor<T>,
-        x: &Tensor<T>,
-        y: &Tensor<T>,
-        kernel: usize,
-        stride: usize,
-    ) -> Tensor<T> {
-        let d = PoolDims::new("max_pool2d", x.shape(), kernel, stride).or_panic();
-        d.check("max_pool2d", "the output", y, &d.y_shape());
-        d.check("max_pool2d", "the cotangent", g, &d.y_shape());
-        let xs = x.as_shared().as_standard_layout();
-        let xs = xs.as_slice().expect("standard layout is contiguous");
-        let ys = y.as_shared().as_standard_layout();
-        let ys = ys.as_slice().expect("standard layout is contiguous");
-        let gs = g.as_shared().as_standard_layout();
-        let gs = gs.as_slice().expect("standard layout is contiguous");
-        let mut gx = vec![T::zero(); xs.len()];
-        d.for_each_window(|base, o| {
-            if gs[o].is_exact_zero() {
-                return;
-            }
-            let m = ys[o];
-            let mut maxima = d.window(base).filter(|&i| is_max(xs[i], m));
-            let first = maxima.next();
-            let count = 1 + maxima.count();
-            if let (Some(i), 1) = (first, count) {
-                gx[i] += gs[o];
-            } else {
-                let share = strong_mul(gs[o], T::one() / T::from_f64(count as f64));
-                for i in d.window(base).filter(|&i| is_max(xs[i], m)) {
-                    gx[i] += share;
-                }
-            }
-        });
-        Tensor::from_vec(gx, x.shape())
-    }
-
-    /// JVP of `x.avg_pool2d(kernel, stride)`: the average pooling of `dx`.
-    ///
-    /// # Panics
-    /// On bad geometry, as `avg_pool2d` would.
-    #[track_caller]
-    pub fn avg_pool2d_jvp<T: Element>(dx: &Tensor<T>, kernel: usize, stride: usize) -> Tensor<T> {
-        dx.avg_pool2d(kernel, stride)
-    }
-
-    /// VJP of `x.avg_pool2d(kernel, stride)` for `x` of shape `x_shape`: each window's
-    /// cotangent divided by `kernel²` to every element of the window.
-    ///
-    /// # Panics
-    /// On bad geometry, or when `g` does not have the output's shape.
-    #[track_caller]
-    pub fn avg_pool2d_vjp<T: Element>(
-        g: &Tensor<T>,
-        x_shape: &[usize],
-        kernel: usize,
-        stride: usize,
-    ) -> Tensor<T> {
-        let d = PoolDims::new("avg_pool2d", x_shape, kernel, stride).or_panic();
-        d.check("avg_pool2d", "the cotangent", g, &d.y_shape());
-        let gs = g.as_shared().as_standard_layout();
-        let gs = gs.as_slice().expect("standard layout is contiguous");
-        let count = T::from_f64((kernel * kernel) as f64);
-        let mut gx = vec![T::zero(); x_shape.iter().product()];
-        d.for_each_window(|base, o| {
-            if gs[o].is_exact_zero() {
-                return;
-            }
-            let share = gs[o] / count;
-            for i in d.window(base) {
-                gx[i] += share;
-            }
-        });
-        Tensor::from_vec(gx, x_shape)
     }
 }

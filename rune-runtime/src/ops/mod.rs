@@ -34,12 +34,14 @@ pub mod conv;
 pub mod duals;
 pub mod index;
 pub mod linalg;
+pub mod pool;
 pub mod reduce;
 pub mod scan;
 pub mod shape;
 pub mod slice;
 pub mod softmax;
 pub mod unary;
+mod window;
 
 /// One primitive of the op table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,6 +8,7 @@ use ndarray::{ArrayD, Axis, IxDyn, Slice};
 
 use crate::element::Element;
 use crate::error::{checked, checked_size, OrPanic, ShapeError};
+use crate::ops::window::{Misfit, Window};
 use crate::tensor::Tensor;
 
 /// Checks that `ranges` gives one entry per axis of `shape`.
@@ -143,137 +144,52 @@ impl<T: Clone> Tensor<T> {
     }
 }
 
-/// The geometry of a square sliding window over the last two axes of an NCHW tensor.
-#[derive(Clone, Copy, Debug)]
-struct Windows {
-    h: usize,
-    w: usize,
+/// The window of `unfold` and `fold` (`op`): a square `k x k` kernel over `[N, C, H, W]`, with
+/// the checks and wording the two share.
+fn unfold_window(
+    op: &'static str,
+    x: [usize; 4],
     k: usize,
     stride: usize,
     dilation: usize,
     padding: usize,
-    out_h: usize,
-    out_w: usize,
-}
-
-impl Windows {
-    fn new(
-        op: &'static str,
-        h: usize,
-        w: usize,
-        k: usize,
-        stride: usize,
-        dilation: usize,
-        padding: usize,
-    ) -> Result<Self, ShapeError> {
-        if k == 0 || stride == 0 || dilation == 0 {
-            return Err(ShapeError::new(
-                op,
-                format!(
-                    "kernel ({k}), stride ({stride}) and dilation ({dilation}) must be at least 1"
-                ),
-            ));
-        }
-        let geometry = || {
-            format!(
-                "kernel {k}, stride {stride}, dilation {dilation} and padding {padding} on \
-                 spatial size {h}x{w}"
-            )
-        };
-        let span = checked(
+) -> Result<Window, ShapeError> {
+    if k == 0 || stride == 0 || dilation == 0 {
+        return Err(ShapeError::new(
             op,
-            dilation.checked_mul(k - 1).and_then(|s| s.checked_add(1)),
-            || format!("the window span dilation*(kernel-1)+1 of {}", geometry()),
-        )?;
-        let padded = |len: usize| {
-            checked(
-                op,
-                padding.checked_mul(2).and_then(|p| p.checked_add(len)),
-                || format!("the padded size size+2*padding of {}", geometry()),
-            )
-        };
-        let (ph, pw) = (padded(h)?, padded(w)?);
-        if ph < span || pw < span {
-            return Err(ShapeError::new(
-                op,
-                format!(
-                    "a kernel of {k} with dilation {dilation} spans {span} positions, more than \
-                     the padded spatial size {ph}x{pw} (size {h}x{w}, padding {padding})"
-                ),
-            ));
-        }
-        let (out_h, out_w) = ((ph - span) / stride + 1, (pw - span) / stride + 1);
-        checked(op, out_h.checked_mul(out_w), || {
-            format!("the {out_h}x{out_w} window positions of {}", geometry())
-        })?;
-        Ok(Windows {
-            h,
-            w,
-            k,
-            // A stride past the padded size leaves one window per axis, as does this one,
-            // which keeps the index arithmetic small.
-            stride: stride.min(ph.max(pw)),
-            dilation,
-            padding,
-            out_h,
-            out_w,
-        })
+            format!("kernel ({k}), stride ({stride}) and dilation ({dilation}) must be at least 1"),
+        ));
     }
-
-    /// The number of window positions.
-    fn positions(&self) -> usize {
-        self.out_h * self.out_w
-    }
-
-    /// The columns `lo..hi` of output positions whose input column `ox * stride + offset` is
-    /// inside the image, where `offset = kj * dilation - padding`, and the first input column.
-    fn col_range(&self, kj: usize) -> (usize, usize, usize) {
-        // In i128: `kj * dilation` and `padding` may each be near `usize::MAX`.
-        let offset = kj as i128 * self.dilation as i128 - self.padding as i128;
-        let s = self.stride as i128;
-        let lo = if offset >= 0 {
-            0
-        } else {
-            (-offset + s - 1) / s
-        };
-        let last = self.w as i128 - 1 - offset;
-        let hi = if last < 0 {
-            0
-        } else {
-            (last / s + 1).min(self.out_w as i128)
-        };
-        let lo = lo.min(hi);
-        let first = (lo * s + offset).clamp(0, self.w as i128);
-        (lo as usize, hi as usize, first as usize)
-    }
-
-    /// The input row of output row `oy` for kernel row `ki`, when inside the image.
-    fn row(&self, oy: usize, ki: usize) -> Option<usize> {
-        let iy = (oy * self.stride + ki * self.dilation).checked_sub(self.padding)?;
-        (iy < self.h).then_some(iy)
-    }
-
-    /// Calls `f(image_row, column_row_range, lo, hi, first)` for every kernel offset and output
-    /// row, where `image_row` is the offset of an input row within one `h * w` plane and the
-    /// columns `lo..hi` of the output row starting at `column_row_range` read input columns
-    /// `first, first + stride, ...`.
-    fn for_each_row(&self, mut f: impl FnMut(usize, usize, usize, usize, usize)) {
-        let l = self.positions();
-        for ki in 0..self.k {
-            for kj in 0..self.k {
-                let (lo, hi, first) = self.col_range(kj);
-                if lo == hi {
-                    continue;
-                }
-                let col_row = (ki * self.k + kj) * l;
-                for oy in 0..self.out_h {
-                    if let Some(iy) = self.row(oy, ki) {
-                        f(iy * self.w, col_row + oy * self.out_w, lo, hi, first);
-                    }
-                }
-            }
-        }
-    }
+    let [_, _, h, w] = x;
+    let geometry = || {
+        format!(
+            "kernel {k}, stride {stride}, dilation {dilation} and padding {padding} on \
+             spatial size {h}x{w}"
+        )
+    };
+    let g = Window::new(
+        op,
+        x,
+        (k, k),
+        stride,
+        dilation,
+        padding,
+        |misfit| match misfit {
+            Misfit::Span => format!("the window span dilation*(kernel-1)+1 of {}", geometry()),
+            Misfit::Padded => format!("the padded size size+2*padding of {}", geometry()),
+            Misfit::TooLarge {
+                span: (span, _),
+                padded: (ph, pw),
+            } => format!(
+                "a kernel of {k} with dilation {dilation} spans {span} positions, more than the \
+                 padded spatial size {ph}x{pw} (size {h}x{w}, padding {padding})"
+            ),
+        },
+    )?;
+    checked(op, g.oh.checked_mul(g.ow), || {
+        format!("the {}x{} window positions of {}", g.oh, g.ow, geometry())
+    })?;
+    Ok(g)
 }
 
 impl<T: Element> Tensor<T> {
@@ -319,7 +235,7 @@ impl<T: Element> Tensor<T> {
                 ),
             ));
         };
-        let g = Windows::new("unfold", h, w, kernel, stride, dilation, padding)?;
+        let g = unfold_window("unfold", [n, c, h, w], kernel, stride, dilation, padding)?;
         let x = self.as_shared().as_standard_layout();
         let xs = x.as_slice().expect("standard layout is contiguous");
         let l = g.positions();
@@ -337,15 +253,13 @@ impl<T: Element> Tensor<T> {
             )
         })?;
         let mut out = vec![T::zero(); size];
-        if l > 0 && h * w > 0 {
-            for (plane, cols) in xs.chunks_exact(h * w).zip(out.chunks_exact_mut(kk * l)) {
-                g.for_each_row(|src, dst, lo, hi, first| {
-                    let src = &plane[src..src + w];
-                    let dst = &mut cols[dst + lo..dst + hi];
-                    for (d, s) in dst.iter_mut().zip(src[first..].iter().step_by(stride)) {
-                        *d = *s;
-                    }
-                });
+        // An empty image leaves only padding: zeros.
+        if g.image() > 0 {
+            for (img, cols) in xs
+                .chunks_exact(g.image())
+                .zip(out.chunks_exact_mut(rows * l))
+            {
+                g.im2col(img, cols);
             }
         }
         Ok(Tensor::from_vec(out, &[n, rows, l]))
@@ -404,7 +318,7 @@ impl<T: Element> Tensor<T> {
             ));
         }
         let c = ckk / kk;
-        let g = Windows::new("fold", h, w, kernel, stride, dilation, padding)?;
+        let g = unfold_window("fold", [n, c, h, w], kernel, stride, dilation, padding)?;
         if g.positions() != l {
             return Err(ShapeError::new(
                 "fold",
@@ -413,8 +327,8 @@ impl<T: Element> Tensor<T> {
                      with kernel {kernel}, stride {stride}, dilation {dilation}, padding \
                      {padding} has {} ({}x{})",
                     g.positions(),
-                    g.out_h,
-                    g.out_w
+                    g.oh,
+                    g.ow
                 ),
             ));
         }
@@ -424,15 +338,12 @@ impl<T: Element> Tensor<T> {
             format!("output_size {output_size:?} for shape {shape:?}")
         })?;
         let mut out = vec![T::zero(); size];
-        if l > 0 && h * w > 0 {
-            for (plane, col) in out.chunks_exact_mut(h * w).zip(cs.chunks_exact(kk * l)) {
-                g.for_each_row(|dst, src, lo, hi, first| {
-                    let dst = &mut plane[dst..dst + w];
-                    let src = &col[src + lo..src + hi];
-                    for (d, s) in dst[first..].iter_mut().step_by(stride).zip(src) {
-                        *d += *s;
-                    }
-                });
+        if g.image() > 0 {
+            for (img, cols) in out
+                .chunks_exact_mut(g.image())
+                .zip(cs.chunks_exact(ckk * l))
+            {
+                g.col2im_add(cols, img);
             }
         }
         Ok(Tensor::from_vec(out, &[n, c, h, w]))
