@@ -13,7 +13,7 @@ use quote::{format_ident, quote, ToTokens};
 use syn::{Ident, ItemFn};
 
 use super::{lints, rt, Api, Emitter, Generated, Host};
-use crate::parse::{Param, Returns, Signature};
+use crate::parse::{single_ident, Param, Returns, Signature};
 
 /// A generated entry point.
 #[derive(Clone, Copy)]
@@ -158,8 +158,8 @@ impl Api<'_> {
         // A function generic over its element type serves dual-number twins of its callers
         // directly: its dual entry points are its own.
         let generic_elem = sig.active().next().is_some_and(|(_, a)| {
-            let e = a.elem.to_token_stream().to_string();
-            self.func.sig.generics.type_params().any(|t| t.ident == e)
+            single_ident(&a.elem)
+                .is_some_and(|e| self.func.sig.generics.type_params().any(|t| t.ident == *e))
         });
         // Gradients need a one-element value: tuple-valued functions get `f_vjp` and `f_jvp` only.
         let one_element = !matches!(sig.returns, Returns::Tuple(_));
@@ -308,23 +308,11 @@ impl Generated {
 
 /// Whether `ty` is a plain number or `bool` (passed by copy).
 fn is_copy_number(ty: &syn::Type) -> bool {
-    let text = ty.to_token_stream().to_string();
-    matches!(
-        text.as_str(),
-        "f32"
-            | "f64"
-            | "bool"
-            | "usize"
-            | "isize"
-            | "u8"
-            | "u16"
-            | "u32"
-            | "u64"
-            | "i8"
-            | "i16"
-            | "i32"
-            | "i64"
-    )
+    const NUMBERS: &[&str] = &[
+        "f32", "f64", "bool", "usize", "isize", "u8", "u16", "u32", "u64", "i8", "i16", "i32",
+        "i64",
+    ];
+    single_ident(ty).is_some_and(|i| NUMBERS.iter().any(|n| i == n))
 }
 
 impl Emitter<'_> {

@@ -2,14 +2,14 @@
 //! on dual numbers). The dual-number twin of a function on a concrete element type is made in
 //! `expand`; this runs its gradient.
 
+use proc_macro2::Span;
 use proc_macro2::TokenStream;
-use proc_macro2::{Span, TokenTree};
 use quote::{format_ident, quote, ToTokens};
 use syn::Ident;
 
-use super::{rt, Api, Emitter, Host};
+use super::{lints, rt, Api, Emitter, Host};
 use crate::names::hidden;
-use crate::parse::{Param, Returns, Signature};
+use crate::parse::{contains_tensor_of, contains_type, single_ident, Param, Returns, Signature};
 
 impl<'a> Api<'a> {
     /// The element type that `f_hvp` runs on dual numbers, and whether the function is generic
@@ -25,13 +25,8 @@ impl<'a> Api<'a> {
         }
         let (_, first) = self.sig.active().next()?;
         let elem = &first.elem;
-        let elem_name = elem.to_token_stream().to_string();
-        let generic = self
-            .func
-            .sig
-            .generics
-            .type_params()
-            .any(|t| t.ident == elem_name);
+        let generic = single_ident(elem)
+            .is_some_and(|e| self.func.sig.generics.type_params().any(|t| t.ident == *e));
         if self.is_twin || (!generic && !self.hvp_twin) {
             return None;
         }
@@ -51,14 +46,9 @@ impl<'a> Api<'a> {
             return None;
         }
         let (_, first) = self.sig.active().next()?;
-        let elem_name = first.elem.to_token_stream().to_string();
-        if self
-            .func
-            .sig
-            .generics
-            .type_params()
-            .any(|t| t.ident == elem_name)
-        {
+        let generic = single_ident(&first.elem)
+            .is_some_and(|e| self.func.sig.generics.type_params().any(|t| t.ident == *e));
+        if generic {
             return None;
         }
         let rt = rt();
@@ -81,9 +71,10 @@ impl<'a> Api<'a> {
         let grads_ty = self.sig.grads_type();
         let vis = &self.func.vis;
         let name = self.public_name("hvp");
+        let lints = lints();
         Some(quote! {
             #[doc(hidden)]
-            #[allow(unused_variables, clippy::extra_unused_lifetimes)]
+            #lints
             #vis fn #name #generics (#(#params,)* #(#directions),*) -> (#grads_ty, #grads_ty) #where_clause {
                 ::core::unreachable!()
             }
@@ -115,7 +106,7 @@ impl Emitter<'_> {
         let rt = rt();
         let api = self.api();
         let (elem, generic) = api.hvp_elem().expect("a function with `f_hvp`");
-        let elem_name = elem.to_token_stream().to_string();
+        let elem_ident = single_ident(elem);
         let generics = &self.func.sig.generics;
         let name = api.name();
         let (_, ty_generics, _) = generics.split_for_impl();
@@ -133,7 +124,7 @@ impl Emitter<'_> {
             .params
             .iter()
             .filter_map(|g| match g {
-                syn::GenericParam::Type(t) if t.ident == elem_name => {
+                syn::GenericParam::Type(t) if Some(&t.ident) == elem_ident => {
                     Some(quote!(#rt::Dual<#elem>))
                 }
                 syn::GenericParam::Type(t) => Some(t.ident.to_token_stream()),
@@ -143,16 +134,11 @@ impl Emitter<'_> {
             .collect();
         // Generic: every parameter whose type names the element type is lifted. Concrete: the
         // twin takes `Tensor<Dual<E>>` where the function takes `Tensor<E>`, and plain scalars.
-        let tensor_of_elem = format!("Tensor < {elem_name} >");
         let mentions_elem = |ty: &syn::Type| {
-            let text = ty.to_token_stream().to_string();
             if generic {
-                ty.to_token_stream()
-                    .into_iter()
-                    .any(|t| matches!(&t, TokenTree::Ident(i) if *i == elem_name))
-                    || text.contains(&format!("< {elem_name} >"))
+                contains_type(ty, elem)
             } else {
-                text.contains(&tensor_of_elem)
+                contains_tensor_of(ty, elem)
             }
         };
         let is_elem = |ty: &syn::Type| {
@@ -160,7 +146,7 @@ impl Emitter<'_> {
                 syn::Type::Reference(r) => &*r.elem,
                 ty => ty,
             };
-            matches!(ty, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident(elem_name.as_str()))
+            ty == elem
         };
         let mut lifts = Vec::new();
         let mut call_args = Vec::new();

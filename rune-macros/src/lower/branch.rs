@@ -216,10 +216,10 @@ impl Lowerer<'_> {
                 }
             },
             other => {
-                if self.control(other).is_some() {
+                if self.control(other) {
                     return;
                 }
-                if self.assignment(other).is_some() {
+                if self.assignment(other) {
                     return;
                 }
                 let l = self.expr(other);

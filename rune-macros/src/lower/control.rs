@@ -227,8 +227,9 @@ impl Lowerer<'_> {
         }
     }
 
-    /// `break`, `continue`, `return` and loops in statement position; `None` for anything else.
-    pub(super) fn control(&mut self, e: &Expr) -> Option<()> {
+    /// Lowers `break`, `continue`, `return` and loops in statement position; `false` (nothing
+    /// lowered) for anything else.
+    pub(super) fn control(&mut self, e: &Expr) -> bool {
         match e {
             Expr::Break(_) | Expr::Continue(_) => {
                 let (labelled, valued, what) = match e {
@@ -256,7 +257,7 @@ impl Lowerer<'_> {
                         r,
                         "`return` is supported as the last statement, or inside a branch or loop",
                     );
-                    return Some(());
+                    return true;
                 }
                 match &r.expr {
                     // `return Err(e)` leaves every generated function with the error at once.
@@ -276,7 +277,7 @@ impl Lowerer<'_> {
                                 "an error cannot hold a differentiated tensor",
                             ),
                         }
-                        return Some(());
+                        return true;
                     }
                     Some(v) => self.write_return(v),
                     None => self.errors.at(r, "`return` needs the value to return"),
@@ -307,9 +308,9 @@ impl Lowerer<'_> {
             Expr::If(_) | Expr::Match(_) => {
                 self.branch_expr(e, false);
             }
-            _ => return None,
+            _ => return false,
         }
-        Some(())
+        true
     }
 
     /// Lowers a loop condition or branch condition: a constant `bool`.

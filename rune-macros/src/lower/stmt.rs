@@ -31,10 +31,10 @@ impl Lowerer<'_> {
                 self.stmts.push(Stmt::Verbatim(tokens));
             }
             SynStmt::Expr(e, semi) => {
-                if let Some(()) = self.control(e) {
+                if self.control(e) {
                     return;
                 }
-                if let Some(()) = self.assignment(e) {
+                if self.assignment(e) {
                     return;
                 }
                 match self.expr(e) {
@@ -217,8 +217,8 @@ impl Lowerer<'_> {
         }
     }
 
-    /// `x = e` and `x op= e`; `None` when `e` is not an assignment.
-    pub(super) fn assignment(&mut self, e: &Expr) -> Option<()> {
+    /// Lowers `x = e` and `x op= e`; `false` (nothing lowered) when `e` is not an assignment.
+    pub(super) fn assignment(&mut self, e: &Expr) -> bool {
         let (target, value, op) = match e {
             Expr::Assign(a) => (&*a.left, &*a.right, None),
             Expr::Binary(b) => {
@@ -233,11 +233,11 @@ impl Lowerer<'_> {
                     | BinOp::BitOrAssign(_)
                     | BinOp::ShlAssign(_)
                     | BinOp::ShrAssign(_) => "other",
-                    _ => return None,
+                    _ => return false,
                 };
                 (&*b.left, &*b.right, Some((op, e.span())))
             }
-            _ => return None,
+            _ => return false,
         };
         let name = match strip(target) {
             Expr::Path(p) if p.path.get_ident().is_some() => p.path.get_ident().cloned(),
@@ -250,7 +250,7 @@ impl Lowerer<'_> {
                     "a #[differentiable] function cannot assign to a field or element of a \
                      differentiated value; bind the new tensor to a variable instead",
                 );
-                return Some(());
+                return true;
             }
             if self.mentions_active(value) {
                 self.errors.at(
@@ -258,18 +258,18 @@ impl Lowerer<'_> {
                     "a differentiated value cannot be stored into a field or element of a \
                      constant (its gradient would be lost); bind it to a variable instead",
                 );
-                return Some(());
+                return true;
             }
             // Assignment to a field or an element of a constant: constant code as written.
             self.verbatim_expr(e);
-            return Some(());
+            return true;
         };
         let current = match self.lookup(&name.to_string()) {
             Some(b) => b.clone(),
             None => {
                 self.errors
                     .at(&name, format!("cannot find `{name}` in this function"));
-                return Some(());
+                return true;
             }
         };
         if let Binding::List(_) = current {
@@ -278,7 +278,7 @@ impl Lowerer<'_> {
                 "a `Vec` of differentiated tensors cannot be reassigned; declare a new one with \
                  `let` (inside the loop, for one per iteration)",
             );
-            return Some(());
+            return true;
         }
         if let Binding::Closure(_) = current {
             self.errors.at(
@@ -286,12 +286,12 @@ impl Lowerer<'_> {
                 "a variable holding a closure cannot be reassigned in a #[differentiable] \
                  function; bind the new closure to a new name",
             );
-            return Some(());
+            return true;
         }
         // A plain variable given a value that reads no differentiated one: constant code.
         if matches!(current, Binding::Const { .. }) && !self.mentions_active(value) {
             self.verbatim_expr(e);
-            return Some(());
+            return true;
         }
         let rhs = self.expr(value);
         let new = match op {
@@ -332,7 +332,7 @@ impl Lowerer<'_> {
                             },
                         );
                     }
-                    return Some(());
+                    return true;
                 }
                 if op == "other" {
                     self.errors.at(
@@ -340,7 +340,7 @@ impl Lowerer<'_> {
                         "this operator cannot take a differentiated tensor; supported: \
                          `+= -= *= /=`",
                     );
-                    return Some(());
+                    return true;
                 }
                 let spec =
                     ops::lookup(op, Form::Operator).expect("arithmetic ops are in the table");
@@ -375,7 +375,7 @@ impl Lowerer<'_> {
             ),
             (_, l) => self.bind_lowered(&name, false, None, l, Some(value)),
         }
-        Some(())
+        true
     }
 
     /// A statement of constant code, printed from its syntax tree with bindings renamed.

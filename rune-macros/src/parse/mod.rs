@@ -12,7 +12,7 @@ mod options;
 mod types;
 
 pub use options::{options, Options};
-pub use types::type_text;
+pub use types::{contains_tensor_of, contains_type, single_ident, type_text};
 use types::{
     holds_differentiable, is_collection, is_float, is_nondiff_elem, is_structure, option_inner,
     option_of_ref, result_parts, returns_tensor_like, tensor_elem,

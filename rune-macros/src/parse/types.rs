@@ -231,9 +231,65 @@ pub(super) fn tensor_elem(ty: &Type) -> Option<&Type> {
 
 /// Element types that are never differentiated (masks and indices).
 pub(super) fn is_nondiff_elem(elem: &Type) -> bool {
-    let text = elem.to_token_stream().to_string();
-    matches!(
-        text.as_str(),
-        "bool" | "i8" | "i16" | "i32" | "i64" | "isize" | "u8" | "u16" | "u32" | "u64" | "usize"
-    )
+    const NONDIFF: &[&str] = &[
+        "bool", "i8", "i16", "i32", "i64", "isize", "u8", "u16", "u32", "u64", "usize",
+    ];
+    single_ident(elem).is_some_and(|i| NONDIFF.iter().any(|n| i == n))
+}
+
+/// The name of a type written as one identifier (`f64`, `T`), if it is one.
+pub fn single_ident(ty: &Type) -> Option<&syn::Ident> {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => p.path.get_ident(),
+        Type::Group(g) => single_ident(&g.elem),
+        Type::Paren(p) => single_ident(&p.elem),
+        _ => None,
+    }
+}
+
+/// Whether `ty` is `target` or holds it (as a generic argument, an element, a referent).
+pub fn contains_type(ty: &Type, target: &Type) -> bool {
+    struct Finder<'t> {
+        target: &'t Type,
+        found: bool,
+    }
+    impl<'a> syn::visit::Visit<'a> for Finder<'_> {
+        fn visit_type(&mut self, ty: &'a Type) {
+            if ty == self.target {
+                self.found = true;
+            } else {
+                syn::visit::visit_type(self, ty);
+            }
+        }
+    }
+    let mut f = Finder {
+        target,
+        found: false,
+    };
+    syn::visit::Visit::visit_type(&mut f, ty);
+    f.found
+}
+
+/// Whether `ty` is or holds `Tensor<elem>` (by any path ending in `Tensor`).
+pub fn contains_tensor_of(ty: &Type, elem: &Type) -> bool {
+    struct Finder<'t> {
+        elem: &'t Type,
+        found: bool,
+    }
+    impl<'a> syn::visit::Visit<'a> for Finder<'_> {
+        fn visit_path_segment(&mut self, seg: &'a syn::PathSegment) {
+            if seg.ident == "Tensor" {
+                if let syn::PathArguments::AngleBracketed(args) = &seg.arguments {
+                    let is_elem = |a: &syn::GenericArgument| matches!(a, syn::GenericArgument::Type(t) if t == self.elem);
+                    if args.args.len() == 1 && args.args.iter().all(is_elem) {
+                        self.found = true;
+                    }
+                }
+            }
+            syn::visit::visit_path_segment(self, seg);
+        }
+    }
+    let mut f = Finder { elem, found: false };
+    syn::visit::Visit::visit_type(&mut f, ty);
+    f.found
 }
