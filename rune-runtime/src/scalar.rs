@@ -59,6 +59,19 @@ impl<T: Copy> At<T> for Output<T> {
     }
 }
 
+/// `tangent(d, at)`: a tangent or cotangent `d` through a function, `d` times the derivative, a
+/// zero `d` staying zero where the derivative is infinite (every function but the gate `relu`).
+macro_rules! chain_rule {
+    ($at:ident) => {
+        /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
+        /// staying zero where the derivative is infinite.
+        #[inline]
+        pub fn tangent<T: Element>(d: T, at: $at<T>) -> T {
+            strong_mul(d, derivative(at))
+        }
+    };
+}
+
 fn ln_2<T: Element>() -> T {
     T::from_f64(std::f64::consts::LN_2)
 }
@@ -79,12 +92,7 @@ pub mod exp {
         y
     }
 
-    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
-    /// staying zero where the derivative is infinite.
-    #[inline]
-    pub fn tangent<T: Element>(d: T, at: Output<T>) -> T {
-        strong_mul(d, derivative(at))
-    }
+    chain_rule!(Output);
 }
 /// The natural logarithm; the derivative is `1/x`.
 pub mod ln {
@@ -102,12 +110,7 @@ pub mod ln {
         x.recip()
     }
 
-    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
-    /// staying zero where the derivative is infinite.
-    #[inline]
-    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
-        strong_mul(d, derivative(at))
-    }
+    chain_rule!(Input);
 }
 /// The base-2 logarithm; the derivative is `1/(x ln 2)`.
 pub mod log2 {
@@ -125,12 +128,7 @@ pub mod log2 {
         (x * ln_2::<T>()).recip()
     }
 
-    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
-    /// staying zero where the derivative is infinite.
-    #[inline]
-    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
-        strong_mul(d, derivative(at))
-    }
+    chain_rule!(Input);
 }
 /// `2^x`; the derivative is `y ln 2`.
 pub mod exp2 {
@@ -148,12 +146,7 @@ pub mod exp2 {
         y * ln_2::<T>()
     }
 
-    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
-    /// staying zero where the derivative is infinite.
-    #[inline]
-    pub fn tangent<T: Element>(d: T, at: Output<T>) -> T {
-        strong_mul(d, derivative(at))
-    }
+    chain_rule!(Output);
 }
 /// `ln(1 + x)`; the derivative is `1/(1 + x)`.
 pub mod log1p {
@@ -171,12 +164,7 @@ pub mod log1p {
         (T::one() + x).recip()
     }
 
-    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
-    /// staying zero where the derivative is infinite.
-    #[inline]
-    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
-        strong_mul(d, derivative(at))
-    }
+    chain_rule!(Input);
 }
 /// The sine; the derivative is `cos x`.
 pub mod sin {
@@ -194,12 +182,7 @@ pub mod sin {
         x.cos()
     }
 
-    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
-    /// staying zero where the derivative is infinite.
-    #[inline]
-    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
-        strong_mul(d, derivative(at))
-    }
+    chain_rule!(Input);
 }
 /// The cosine; the derivative is `-sin x`.
 pub mod cos {
@@ -217,12 +200,7 @@ pub mod cos {
         -x.sin()
     }
 
-    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
-    /// staying zero where the derivative is infinite.
-    #[inline]
-    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
-        strong_mul(d, derivative(at))
-    }
+    chain_rule!(Input);
 }
 /// The tangent; the derivative is `1 + y²`.
 pub mod tan {
@@ -240,12 +218,7 @@ pub mod tan {
         T::one() + y * y
     }
 
-    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
-    /// staying zero where the derivative is infinite.
-    #[inline]
-    pub fn tangent<T: Element>(d: T, at: Output<T>) -> T {
-        strong_mul(d, derivative(at))
-    }
+    chain_rule!(Output);
 }
 /// The hyperbolic tangent; the derivative is `1 - tanh(x)² = 4e / (1 + e)²` with `e = e^(-2|x|)`,
 /// computed from `x` so that it keeps its relative precision where `tanh` rounds to `±1`.
@@ -266,12 +239,7 @@ pub mod tanh {
         (e + e + e + e) / (d * d)
     }
 
-    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
-    /// staying zero where the derivative is infinite.
-    #[inline]
-    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
-        strong_mul(d, derivative(at))
-    }
+    chain_rule!(Input);
 }
 /// The logistic function `1 / (1 + e^-x)`, evaluated as `e^x / (1 + e^x)` below 0 so that it
 /// neither overflows nor loses relative precision; the derivative is `y(1 - y) = e / (1 + e)²`
@@ -299,12 +267,7 @@ pub mod sigmoid {
         e / (d * d)
     }
 
-    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
-    /// staying zero where the derivative is infinite.
-    #[inline]
-    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
-        strong_mul(d, derivative(at))
-    }
+    chain_rule!(Input);
 }
 /// `max(x, 0)`, NaN kept; the derivative is a gate: `1` for `x > 0`, else `0` (also at 0).
 pub mod relu {
@@ -356,12 +319,7 @@ pub mod sqrt {
         (y + y).recip()
     }
 
-    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
-    /// staying zero where the derivative is infinite.
-    #[inline]
-    pub fn tangent<T: Element>(d: T, at: Output<T>) -> T {
-        strong_mul(d, derivative(at))
-    }
+    chain_rule!(Output);
 }
 /// `1 / x`; the derivative is `-y²`.
 pub mod recip {
@@ -379,12 +337,7 @@ pub mod recip {
         -(y * y)
     }
 
-    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
-    /// staying zero where the derivative is infinite.
-    #[inline]
-    pub fn tangent<T: Element>(d: T, at: Output<T>) -> T {
-        strong_mul(d, derivative(at))
-    }
+    chain_rule!(Output);
 }
 /// `|x|`; the derivative is `sign x`, `0` at 0 (the subgradient PyTorch picks), NaN kept.
 pub mod abs {
@@ -410,12 +363,7 @@ pub mod abs {
         }
     }
 
-    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
-    /// staying zero where the derivative is infinite.
-    #[inline]
-    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
-        strong_mul(d, derivative(at))
-    }
+    chain_rule!(Input);
 }
 /// `x * x`; the derivative is `2x`.
 pub mod square {
@@ -433,12 +381,7 @@ pub mod square {
         x + x
     }
 
-    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
-    /// staying zero where the derivative is infinite.
-    #[inline]
-    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
-        strong_mul(d, derivative(at))
-    }
+    chain_rule!(Input);
 }
 
 /// `ln(1 + e^x)`, evaluated as `x + ln(1 + e^-x)` above 0 and `ln(1 + e^x)` otherwise, so that it
@@ -465,10 +408,5 @@ pub mod softplus {
         sigmoid::value(x)
     }
 
-    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
-    /// staying zero where the derivative is infinite.
-    #[inline]
-    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
-        strong_mul(d, derivative(at))
-    }
+    chain_rule!(Input);
 }

@@ -14,8 +14,9 @@ pub enum OperandRef<'a, T> {
     Tensor(&'a Tensor<T>),
 }
 
-/// An operand of the free functions [`add`], [`sub`], [`mul`], [`div`]: `Tensor<T>`, a scalar
-/// `T`, or a reference to either. (The operators take more scalars: see [`FromScalar`].)
+/// An operand of the free functions [`add`](crate::add), [`sub`](crate::sub), [`mul`](crate::mul),
+/// [`div`](crate::div): `Tensor<T>`, a scalar `T`, or a reference to either. (The operators take
+/// more scalars: see [`FromScalar`](crate::FromScalar).)
 pub trait Operand {
     /// The element type.
     type Elem;
@@ -40,7 +41,7 @@ impl<X: Operand + ?Sized> Operand for &X {
 }
 
 /// An operand of element type `T` as a rule reads it: a tensor of `T` (or a reference to one),
-/// or a scalar that tensors of `T` take ([`FromScalar`]: `T` itself, an `f64` for any `T`, an
+/// or a scalar that tensors of `T` take ([`FromScalar`](crate::FromScalar): `T` itself, an `f64` for any `T`, an
 /// `f32` for `f32` and its dual numbers), converted to `T`.
 pub trait OperandOf<T> {
     /// A borrowed view of the operand as elements of `T`.
