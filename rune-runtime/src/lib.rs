@@ -78,6 +78,7 @@ pub mod check;
 mod constructors;
 mod element;
 mod error;
+mod gemm;
 #[doc(hidden)]
 pub mod generated;
 pub mod jacobian;

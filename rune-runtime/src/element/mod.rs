@@ -16,8 +16,9 @@
 //! # The core layer
 //!
 //! This module and its children are the bottom of the runtime: they import only the definition
-//! of [`Tensor`](crate::Tensor) (which needs no element type) and the scalar functions of
-//! [`crate::scalar`], and nothing in the ops or in the support for generated code. `Element`'s
+//! of [`Tensor`](crate::Tensor) (which needs no element type), the scalar functions of
+//! [`crate::scalar`] and the GEMM kernels of `crate::gemm` (which import only ndarray and faer),
+//! and nothing in the ops or in the support for generated code. `Element`'s
 //! supertraits that code generic over `T: Element` relies on are defined here:
 //! [`operand`] (a scalar beside a tensor in `x * s`) and [`residual`] (a scalar kept by a
 //! backward pass). [`dual`] holds the forward-mode dual numbers, themselves elements.
@@ -28,6 +29,8 @@ use std::ops::{AddAssign, DivAssign, MulAssign, SubAssign};
 
 use ndarray::{LinalgScalar, ScalarOperand};
 use num_traits::Float;
+
+use crate::gemm::{self, GemmKernel};
 
 pub use self::operand::{Operand, OperandOf, OperandRef};
 pub use self::residual::Residual;
@@ -105,6 +108,15 @@ pub trait Element:
     fn from_dual_parts<S: Element>(re: S, _du: S) -> Self {
         re.cast_to()
     }
+
+    /// The matrix-product kernel for this element type, when it has one faster than
+    /// `ndarray`'s generic `general_mat_mul` (faer's GEMM for `f32` and `f64`); `None` keeps
+    /// the generic one (dual numbers).
+    #[doc(hidden)]
+    #[inline]
+    fn gemm_kernel() -> Option<GemmKernel<Self>> {
+        None
+    }
 }
 
 impl Element for f32 {
@@ -124,6 +136,10 @@ impl Element for f32 {
     fn is_exact_zero(self) -> bool {
         self == 0.0
     }
+    #[inline]
+    fn gemm_kernel() -> Option<GemmKernel<Self>> {
+        Some(gemm::gemm_f32)
+    }
 }
 
 impl Element for f64 {
@@ -142,6 +158,10 @@ impl Element for f64 {
     #[inline]
     fn is_exact_zero(self) -> bool {
         self == 0.0
+    }
+    #[inline]
+    fn gemm_kernel() -> Option<GemmKernel<Self>> {
+        Some(gemm::gemm_f64)
     }
 }
 

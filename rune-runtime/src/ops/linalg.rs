@@ -2,31 +2,33 @@
 //!
 //! Every matrix product of the runtime, forward and in the rules (also those of
 //! [`conv2d`](crate::Tensor::conv2d)), goes through one 2-D kernel, `gemm`, so that a faster
-//! GEMM can be swapped in at one place. It runs `ndarray::linalg::general_mat_mul` on views:
-//! `matrixmultiply` for `f32`/`f64` (any strides, so transposes stay views), a generic loop for
-//! other elements such as dual numbers.
+//! GEMM is chosen at one place. It takes views of any strides, so transposes stay views: faer's
+//! GEMM for `f32`/`f64` products above a few thousand multiply-adds, `matrixmultiply` below, and
+//! `ndarray`'s generic loop for other elements such as dual numbers (see `crate::gemm`).
 
-use ndarray::linalg::general_mat_mul;
-use ndarray::{ArrayView2, ArrayView3, ArrayViewMut2, Axis, CowArray, IxDyn};
+use ndarray::{ArrayView2, ArrayView3, Axis, CowArray, IxDyn};
 
 use crate::broadcast::{broadcast_shapes, same_shape, sum_to_shape};
 use crate::element::Element;
 use crate::error::{checked_size, OrPanic, ShapeError};
+use crate::gemm::ndarray_gemm;
 use crate::tensor::Tensor;
 
 /// `c = a · b`, or `c += a · b` when `accumulate`, with `c` the row-major `m × n` slice.
 ///
-/// The one matrix-product kernel of the runtime.
+/// The one matrix-product kernel of the runtime: the element type's own kernel when it has one
+/// (faer for `f32`/`f64`, see `crate::gemm`), `ndarray`'s `general_mat_mul` otherwise. Without
+/// `accumulate`, `c`'s previous contents are never read, so it needs no zero-fill.
 pub(crate) fn gemm<T: Element>(
     a: &ArrayView2<'_, T>,
     b: &ArrayView2<'_, T>,
     c: &mut [T],
     accumulate: bool,
 ) {
-    let mut c = ArrayViewMut2::from_shape((a.nrows(), b.ncols()), c)
-        .expect("gemm: the output slice holds m x n elements");
-    let beta = if accumulate { T::one() } else { T::zero() };
-    general_mat_mul(T::one(), a, b, beta, &mut c);
+    match T::gemm_kernel() {
+        Some(kernel) => kernel(a, b, c, accumulate),
+        None => ndarray_gemm(a, b, c, accumulate),
+    }
 }
 
 /// True when every element is exactly zero: such a tangent or cotangent gives an exact zero

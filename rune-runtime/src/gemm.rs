@@ -1,0 +1,191 @@
+//! The matrix-product kernels behind the runtime's one GEMM (`ops::linalg::gemm`).
+//!
+//! `f32` and `f64` products run faer's GEMM (`faer::linalg::matmul`, single-threaded: its
+//! packed kernels for large products, nano-gemm's unrolled ones for tiny ones). Every other
+//! element type (the dual numbers) runs `ndarray::linalg::general_mat_mul`'s generic loop. An
+//! element type chooses its kernel with the hidden `Element::gemm_kernel`, so the choice is
+//! made by the type system, without a run-time type test.
+//!
+//! faer is faster than `matrixmultiply` (what `general_mat_mul` runs for `f32`/`f64`) on every
+//! shape measured, from 1×1×1 to the 64×784×256 products of the MLP benchmark and their
+//! transposed VJP variants: about 1.5–2× on the large ones, 2–3.5× on the tiny ones, where
+//! `matrixmultiply`'s fixed packing cost dominates. So no size threshold keeps it.
+//!
+//! This file sits below the ops and the element types: it imports only ndarray and faer.
+
+use faer::linalg::matmul::matmul;
+use faer::traits::RealField;
+use faer::{Accum, MatMut, MatRef, Par};
+use ndarray::linalg::general_mat_mul;
+use ndarray::{ArrayView2, ArrayViewMut2, LinalgScalar};
+
+/// A matrix-product kernel: `c = a · b`, or `c += a · b` when the flag is set, with `c` the
+/// row-major `m × n` slice. `c` is only written, never read, when the flag is clear.
+pub type GemmKernel<T> = fn(&ArrayView2<'_, T>, &ArrayView2<'_, T>, &mut [T], bool);
+
+/// `general_mat_mul` with β = 0 or 1: the kernel of every element type without a faster one.
+pub(crate) fn ndarray_gemm<T: LinalgScalar>(
+    a: &ArrayView2<'_, T>,
+    b: &ArrayView2<'_, T>,
+    c: &mut [T],
+    accumulate: bool,
+) {
+    let mut c = ArrayViewMut2::from_shape((a.nrows(), b.ncols()), c)
+        .expect("gemm: the output slice holds m x n elements");
+    let beta = if accumulate { T::one() } else { T::zero() };
+    general_mat_mul(T::one(), a, b, beta, &mut c);
+}
+
+/// The `f32` kernel: faer.
+pub(crate) fn gemm_f32(a: &ArrayView2<'_, f32>, b: &ArrayView2<'_, f32>, c: &mut [f32], acc: bool) {
+    faer_gemm(a, b, c, acc);
+}
+
+/// The `f64` kernel: faer.
+pub(crate) fn gemm_f64(a: &ArrayView2<'_, f64>, b: &ArrayView2<'_, f64>, c: &mut [f64], acc: bool) {
+    faer_gemm(a, b, c, acc);
+}
+
+/// faer's GEMM, single-threaded, on any views.
+pub(crate) fn faer_gemm<T: RealField>(
+    a: &ArrayView2<'_, T>,
+    b: &ArrayView2<'_, T>,
+    c: &mut [T],
+    accumulate: bool,
+) {
+    let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
+    assert_eq!(k, b.nrows(), "gemm: the operands' contraction axes differ");
+    assert_eq!(
+        c.len(),
+        m * n,
+        "gemm: the output slice holds m x n elements"
+    );
+    // A view faer cannot borrow (gaps between rows, negative strides) is copied into row-major
+    // order: O(rows · cols) against the product's O(m · k · n).
+    let (a_copy, b_copy);
+    let lhs = match mat_ref(a) {
+        Some(r) => r,
+        None => {
+            a_copy = a.as_standard_layout();
+            let s = a_copy
+                .as_slice()
+                .expect("a standard-layout matrix is contiguous");
+            MatRef::from_row_major_slice(s, a.nrows(), a.ncols())
+        }
+    };
+    let rhs = match mat_ref(b) {
+        Some(r) => r,
+        None => {
+            b_copy = b.as_standard_layout();
+            let s = b_copy
+                .as_slice()
+                .expect("a standard-layout matrix is contiguous");
+            MatRef::from_row_major_slice(s, b.nrows(), b.ncols())
+        }
+    };
+    let dst = MatMut::from_row_major_slice_mut(c, m, n);
+    // `Replace` writes `dst` without reading it, so the caller's slice needs no zero-fill.
+    let beta = if accumulate {
+        Accum::Add
+    } else {
+        Accum::Replace
+    };
+    matmul(dst, beta, lhs, rhs, T::one(), Par::Seq);
+    if m.saturating_mul(k).saturating_mul(n) > NANO_GEMM_MAX_MNK {
+        clear_upper_vector_state();
+    }
+}
+
+/// faer runs products of at most this many multiply-adds with nano-gemm's kernels (Rust), larger
+/// ones with private-gemm-x86's (assembly) on x86-64 (`NANO_GEMM_THRESHOLD` in faer 0.24).
+const NANO_GEMM_MAX_MNK: usize = 16 * 16 * 16;
+
+/// Leaves the upper halves of the vector registers clean after one of faer's assembly kernels.
+///
+/// private-gemm-x86's AVX2/AVX-512 kernels return without `vzeroupper`. With the upper state
+/// dirty, every SSE instruction that follows (the elementwise ops of the runtime are compiled
+/// for baseline x86-64) pays the AVX-SSE transition penalty until something clears it: an
+/// `exp`/`tanh` loop measured 10-17× slower after a faer product, and the W1 MLP's
+/// value-and-gradient 3× slower. A 1×1×1 product through `matrixmultiply`, whose kernels are
+/// `#[target_feature]` functions and so end in `vzeroupper`, clears it without `unsafe`
+/// (about 0.1 µs, against the microseconds of a product this size).
+fn clear_upper_vector_state() {
+    if cfg!(target_arch = "x86_64") {
+        let one = [1.0f32];
+        let a = ArrayView2::from_shape((1, 1), &one[..]).expect("a 1 x 1 matrix");
+        let mut out = [0.0f32];
+        let mut c = ArrayViewMut2::from_shape((1, 1), &mut out[..]).expect("a 1 x 1 matrix");
+        general_mat_mul(1.0, &a, &a, 0.0, &mut c);
+    }
+}
+
+/// `v` as a faer matrix borrowing its elements, when they are contiguous in row-major or
+/// column-major order (a transposed matrix is the latter).
+fn mat_ref<'a, T>(v: &'a ArrayView2<'_, T>) -> Option<MatRef<'a, T>> {
+    let (rows, cols) = v.dim();
+    if v.is_standard_layout() {
+        let s = v.as_slice()?;
+        Some(MatRef::from_row_major_slice(s, rows, cols))
+    } else {
+        let s = v.as_slice_memory_order()?;
+        // Contiguous but not row-major: column-major exactly when the transpose is row-major.
+        v.t()
+            .is_standard_layout()
+            .then(|| MatRef::from_column_major_slice(s, rows, cols))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{Array2, Axis, Slice};
+
+    /// `v` reversed along `axis` (a negative stride).
+    fn reversed<'a>(v: ArrayView2<'a, f64>, axis: usize) -> ArrayView2<'a, f64> {
+        let mut v = v;
+        v.invert_axis(Axis(axis));
+        v
+    }
+
+    fn sample(rows: usize, cols: usize, seed: usize) -> Array2<f64> {
+        Array2::from_shape_fn((rows, cols), |(i, j)| {
+            (((i * 31 + j * 17 + seed * 7) % 23) as f64 - 11.0) / 8.0
+        })
+    }
+
+    /// Without `accumulate`, faer's kernel overwrites whatever `c` held (NaN here) and agrees
+    /// with `matrixmultiply` on borrowed, transposed and copied (strided, reversed) operands.
+    #[test]
+    fn replace_ignores_the_old_output_and_matches_ndarray() {
+        let (m, k, n) = (24, 40, 30);
+        let a = sample(m, k, 1);
+        let at = sample(k, m, 2);
+        let wide = sample(m + 3, k + 5, 3);
+        let b = sample(k, n, 4);
+        let bt = sample(n, k, 5);
+        let mut sub = wide.view();
+        sub.slice_axis_inplace(Axis(0), Slice::from(1..m + 1));
+        sub.slice_axis_inplace(Axis(1), Slice::from(2..k + 2));
+        let lhs = [a.view(), at.t(), sub, reversed(a.view(), 0)];
+        let rhs = [b.view(), bt.t(), reversed(b.view(), 1)];
+        for (i, x) in lhs.iter().enumerate() {
+            for (j, y) in rhs.iter().enumerate() {
+                let mut want = vec![0.0; m * n];
+                ndarray_gemm(x, y, &mut want, false);
+                let mut got = vec![f64::NAN; m * n];
+                gemm_f64(x, y, &mut got, false);
+                for (g, w) in got.iter().zip(&want) {
+                    assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "lhs {i}, rhs {j}");
+                }
+                // Accumulating adds a second product on top.
+                gemm_f64(x, y, &mut got, true);
+                for (g, w) in got.iter().zip(&want) {
+                    assert!(
+                        (g - 2.0 * w).abs() <= 1e-12 * (1.0 + w.abs()),
+                        "lhs {i}, rhs {j}"
+                    );
+                }
+            }
+        }
+    }
+}
