@@ -157,10 +157,10 @@ impl Api<'_> {
         let grads_ret = self.fallible_type(quote!((#ret, #grads_ty)));
         // A function generic over its element type serves dual-number twins of its callers
         // directly: its dual entry points are its own.
-        let generic_elem = sig.active().next().is_some_and(|(_, a)| {
-            single_ident(&a.elem)
-                .is_some_and(|e| self.func.sig.generics.type_params().any(|t| t.ident == *e))
-        });
+        let generic_elem = sig
+            .active()
+            .next()
+            .is_some_and(|(_, a)| self.generic_over(&a.elem));
         // Gradients need a one-element value: tuple-valued functions get `f_vjp` and `f_jvp` only.
         let one_element = !matches!(sig.returns, Returns::Tuple(_));
         let twin = self.is_twin;

@@ -17,6 +17,16 @@ impl<'a> Api<'a> {
     /// type gets it as it is; a function on a concrete element type through its dual-number
     /// twin.
     pub(super) fn hvp_elem(&self) -> Option<(&'a syn::Type, bool)> {
+        let (elem, generic) = self.hvp_shape()?;
+        if self.is_twin || (!generic && !self.hvp_twin) {
+            return None;
+        }
+        Some((elem, generic))
+    }
+
+    /// The element type and whether the function is generic over it, for a function whose shape
+    /// allows `f_hvp` (one value, tensor parameters, not a twin), whatever its options.
+    fn hvp_shape(&self) -> Option<(&'a syn::Type, bool)> {
         if !matches!(self.sig.returns, Returns::Single(_)) {
             return None;
         }
@@ -24,13 +34,13 @@ impl<'a> Api<'a> {
             return None;
         }
         let (_, first) = self.sig.active().next()?;
-        let elem = &first.elem;
-        let generic = single_ident(elem)
-            .is_some_and(|e| self.func.sig.generics.type_params().any(|t| t.ident == *e));
-        if self.is_twin || (!generic && !self.hvp_twin) {
-            return None;
-        }
-        Some((elem, generic))
+        Some((&first.elem, self.generic_over(&first.elem)))
+    }
+
+    /// Whether `elem` is one of the function's type parameters.
+    pub(super) fn generic_over(&self, elem: &syn::Type) -> bool {
+        single_ident(elem)
+            .is_some_and(|e| self.func.sig.generics.type_params().any(|t| t.ident == *e))
     }
 
     /// For a function on a concrete element type that would get `f_hvp` with the `hvp` option
@@ -39,16 +49,8 @@ impl<'a> Api<'a> {
     /// bound names a lifetime of the function, so rustc checks it at each call and not at the
     /// definition; nothing implements the trait, so the body never runs.
     pub(super) fn hvp_opt_in(&self) -> Option<TokenStream> {
-        if self.is_twin || self.hvp_twin || !matches!(self.sig.returns, Returns::Single(_)) {
-            return None;
-        }
-        if self.sig.active().any(|(_, a)| a.structure) {
-            return None;
-        }
-        let (_, first) = self.sig.active().next()?;
-        let generic = single_ident(&first.elem)
-            .is_some_and(|e| self.func.sig.generics.type_params().any(|t| t.ident == *e));
-        if generic {
+        let (_, generic) = self.hvp_shape()?;
+        if self.is_twin || self.hvp_twin || generic {
             return None;
         }
         let rt = rt();
