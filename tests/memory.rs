@@ -59,40 +59,85 @@ fn long_chain(x: &Tensor<f64>, #[nodiff] steps: usize) -> Tensor<f64> {
     y.sum()
 }
 
+#[differentiable(fuse = false)]
+fn long_chain_unfused(x: &Tensor<f64>, #[nodiff] steps: usize) -> Tensor<f64> {
+    let mut y = x.clone();
+    for _ in 0..steps {
+        y = y * 0.9999 + 0.0001;
+    }
+    y.sum()
+}
+
+/// The forward pass of a chain: its value and pullback.
+type Forward = fn(&Tensor<f64>, usize) -> (Tensor<f64>, Box<dyn Fn(&Tensor<f64>) -> Tensor<f64>>);
+
 /// Bytes alive while the pullback of `steps` iterations is held.
-fn kept_by_pullback(x: &Tensor<f64>, steps: usize) -> usize {
+fn kept_by_pullback(forward: Forward, x: &Tensor<f64>, steps: usize) -> usize {
     let before = live();
-    let (value, pullback) = long_chain::fwd(x, steps);
+    let (value, pullback) = forward(x, steps);
     drop(value);
     let kept = live() - before;
-    let slots = pullback(&Tensor::scalar(1.0));
-    assert!((slots.0.to_vec()[0] - 0.9999f64.powi(steps as i32)).abs() < 1e-12);
+    let grad = pullback(&Tensor::scalar(1.0));
+    assert!((grad.to_vec()[0] - 0.9999f64.powi(steps as i32)).abs() < 1e-12);
     assert_eq!(long_chain(x, 1).shape(), &[] as &[usize]);
     kept
 }
 
-#[test]
-fn a_loop_keeps_only_what_its_rules_read() {
+fn per_iteration(forward: Forward) -> usize {
     // A large tensor: if any iteration kept a tensor, the growth would be 80 kB per step.
     let x = Tensor::<f64>::ones(&[10_000]);
-    let per_iteration = (kept_by_pullback(&x, 2048) - kept_by_pullback(&x, 1024)) / 1024;
-    let shape = std::mem::size_of::<rune_ad::__private::SavedShape>();
-    assert_eq!(per_iteration, 2 * shape + std::mem::size_of::<f64>());
-    assert_eq!(per_iteration, 88);
+    (kept_by_pullback(forward, &x, 2048) - kept_by_pullback(forward, &x, 1024)) / 1024
 }
 
-#[differentiable(checkpoint)]
+#[test]
+fn a_loop_keeps_only_what_its_rules_read() {
+    let shape = std::mem::size_of::<rune_ad::__private::SavedShape>();
+    // Fused, `y * 0.9999 + 0.0001` is one region whose partial derivatives read its literals
+    // alone: an iteration keeps the shape of `y`, to reduce its cotangent to.
+    let fused = per_iteration(|x, steps| {
+        let (value, pullback) = long_chain::fwd(x, steps);
+        (value, Box::new(move |c| pullback.clone()(c).0))
+    });
+    assert_eq!(fused, shape);
+    // Op by op, the product keeps its scalar and both ops the shape of their input.
+    let unfused = per_iteration(|x, steps| {
+        let (value, pullback) = long_chain_unfused::fwd(x, steps);
+        (value, Box::new(move |c| pullback.clone()(c).0))
+    });
+    assert_eq!(unfused, 2 * shape + std::mem::size_of::<f64>());
+    assert_eq!(unfused, 88);
+}
+
+// Unfused, so that a plain block keeps its ops' residuals; a fused block keeps its input alone
+// (`a_fused_block_keeps_only_its_input`).
+#[differentiable(checkpoint, fuse = false)]
 fn block_checkpointed(x: &Tensor<f64>) -> Tensor<f64> {
     let a = x.sin() * 1.1;
     let b = a.tanh() + x;
     b.exp() * 0.5
 }
 
-#[differentiable]
+#[differentiable(fuse = false)]
 fn block(x: &Tensor<f64>) -> Tensor<f64> {
     let a = x.sin() * 1.1;
     let b = a.tanh() + x;
     b.exp() * 0.5
+}
+
+#[differentiable]
+fn block_fused(x: &Tensor<f64>) -> Tensor<f64> {
+    let a = x.sin() * 1.1;
+    let b = a.tanh() + x;
+    b.exp() * 0.5
+}
+
+#[differentiable]
+fn deep_fused(x: &Tensor<f64>, #[nodiff] depth: usize) -> Tensor<f64> {
+    let mut h = x.clone();
+    for _ in 0..depth {
+        h = block_fused(&h) * 0.1;
+    }
+    h.sum()
 }
 
 #[differentiable]
@@ -146,4 +191,28 @@ fn a_checkpoint_keeps_only_block_inputs() {
         "{kept_plain} vs {kept_ckpt}"
     );
     assert!(peak_ckpt < peak_plain);
+}
+
+#[test]
+fn a_fused_block_keeps_only_its_input() {
+    // The block is one fused region whose backward pass recomputes `sin`, `tanh` and `exp` from
+    // its input: it keeps what a checkpointed block keeps, with no second forward pass.
+    let x = Tensor::<f64>::rand_uniform(&[10_000], -0.1, 0.1, 1);
+    let depth = 20;
+    let (kept_ckpt, _, g_ckpt) = measure(|| deep_checkpointed_pullback(&x, depth));
+    let (kept_fused, _, g_fused) = measure(|| deep_fused_pullback(&x, depth));
+    let tensor = 10_000 * std::mem::size_of::<f64>();
+    println!("depth {depth}: kept after forward {kept_fused} B fused, {kept_ckpt} B checkpointed");
+    assert!(
+        kept_fused <= kept_ckpt + depth * 1024,
+        "{kept_fused} vs {kept_ckpt}"
+    );
+    // Each block keeps its input; the first one's is `x`, allocated before the measurement.
+    assert!(
+        kept_fused >= (depth - 1) * tensor,
+        "{kept_fused}: each block keeps its input"
+    );
+    for (a, b) in g_fused.to_vec().iter().zip(g_ckpt.to_vec()) {
+        assert!((a - b).abs() <= 1e-12 * b.abs(), "{a} against {b}");
+    }
 }

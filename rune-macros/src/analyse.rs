@@ -105,7 +105,7 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
             }
         };
         walk_rev(&body.stmts, &mut |s| match s {
-            Stmt::Op { out, inputs, .. } if useful[out.0] => {
+            Stmt::Op { out, inputs, .. } | Stmt::Fused { out, inputs, .. } if useful[out.0] => {
                 for v in inputs.iter().filter_map(|i| i.val()) {
                     mark(&mut useful, v.0);
                 }
@@ -217,6 +217,24 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
                         | RuleArg::ListIndex => {}
                     }
                 }
+            }
+        }
+        // The backward pass of a fused region reads the values its partial derivatives name
+        // and the shapes of the other inputs.
+        Stmt::Fused {
+            out,
+            inputs,
+            literals,
+            nodes,
+            ..
+        } if a.useful[out.0] => {
+            let needs = crate::fuse::Needs::of(inputs, literals.len(), nodes);
+            for (input, needed) in inputs.iter().zip(needs.inputs) {
+                match *input {
+                    Operand::Val(v) if needed => a.keep_value.insert(v),
+                    Operand::Val(v) => a.keep_shape.insert(v),
+                    Operand::Const(c) => a.keep_const.insert(c),
+                };
             }
         }
         Stmt::Call { outs, args, .. } if outs.iter().any(|o| a.useful[o.0]) => {

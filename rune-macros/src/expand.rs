@@ -8,7 +8,7 @@ use syn::{ItemFn, ItemImpl};
 use crate::diag::Errors;
 use crate::emit::{self, Emitter, Generated, Host};
 use crate::parse::{Options, Signature};
-use crate::{analyse, lower, parse};
+use crate::{analyse, fuse, lower, parse};
 
 /// Expands `#[differentiable(args)] item`: a function (a free one, or a method or associated
 /// function in an `impl` block), or an inherent `impl` block, whose every function it applies to.
@@ -131,7 +131,10 @@ fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
              `custom_jvp`, `checkpoint`, `hvp` or `has_aux` yet",
         );
     }
-    let body = lower::lower(&sig, &func.block, &mut errors);
+    let mut body = lower::lower(&sig, &func.block, &mut errors);
+    if options.fuses() {
+        fuse::fuse(&mut body);
+    }
     let analysis = analyse::analyse(&body, &mut errors);
     let concrete = concrete_element(&func, &sig);
     if options.hvp {
@@ -154,7 +157,7 @@ fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
     }
     .emit()];
     if let (Some(elem), true) = (&concrete, options.hvp) {
-        generated.extend(dual_twin(&original, elem, host));
+        generated.extend(dual_twin(&original, elem, host, options.fuses()));
     }
     let placed = emit::place(&func, host, generated);
     quote!(#func #placed)
@@ -217,7 +220,7 @@ fn check_hvp_option(
 
 /// The function again on dual numbers (`Tensor<f64>` → `Tensor<Dual<f64>>`), whose hidden
 /// gradient (`f::dual_grad`) is what `f_hvp` runs: forward over reverse.
-fn dual_twin(original: &ItemFn, elem: &syn::Type, host: Host) -> Option<Generated> {
+fn dual_twin(original: &ItemFn, elem: &syn::Type, host: Host, fuses: bool) -> Option<Generated> {
     let mut twin = original.clone();
     twin.attrs.retain(|a| !a.path().is_ident("doc"));
     let mut rewrite = ToDual {
@@ -229,7 +232,10 @@ fn dual_twin(original: &ItemFn, elem: &syn::Type, host: Host) -> Option<Generate
     let options = Options::default();
     let mut func = twin;
     let sig = parse::signature(&mut func, &options, &mut errors)?;
-    let body = lower::lower(&sig, &func.block, &mut errors);
+    let mut body = lower::lower(&sig, &func.block, &mut errors);
+    if fuses {
+        fuse::fuse(&mut body);
+    }
     let analysis = analyse::analyse(&body, &mut errors);
     if !errors.is_empty() {
         return None;

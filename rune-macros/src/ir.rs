@@ -190,6 +190,19 @@ pub enum Stmt {
         count: Const,
         span: Span,
     },
+    /// A tree of elementwise ops evaluated in one pass (`crate::fuse`): `out` is the last of
+    /// `nodes`, whose intermediate values nothing else reads.
+    Fused {
+        out: Val,
+        /// The region's inputs, each once.
+        inputs: Vec<Operand>,
+        /// Number literals the region reads, as written.
+        literals: Vec<TokenStream>,
+        /// The ops, each after the ops it reads.
+        nodes: Vec<FusedNode>,
+        /// The user's expression of the last op.
+        span: Span,
+    },
     /// A call of another `#[differentiable]` function.
     Call {
         outs: Vec<Val>,
@@ -209,7 +222,9 @@ impl Stmt {
     /// statements it holds).
     pub fn read_vals(&self, f: &mut impl FnMut(Val)) {
         match self {
-            Stmt::Op { inputs, .. } => inputs.iter().filter_map(|o| o.val()).for_each(f),
+            Stmt::Op { inputs, .. } | Stmt::Fused { inputs, .. } => {
+                inputs.iter().filter_map(|o| o.val()).for_each(f)
+            }
             Stmt::SlotInit { init: val, .. }
             | Stmt::SlotWrite { val, .. }
             | Stmt::ListPush { val, .. } => val.val().into_iter().for_each(f),
@@ -223,6 +238,23 @@ impl Stmt {
             _ => {}
         }
     }
+}
+
+/// What an op of a fused region reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FusedArg {
+    /// Input `i` of the region.
+    Input(usize),
+    /// The value of op `j` of the region.
+    Node(usize),
+    /// Literal `k` of the region.
+    Literal(usize),
+}
+
+/// One op of a fused region.
+pub struct FusedNode {
+    pub op: &'static OpSpec,
+    pub args: Vec<FusedArg>,
 }
 
 /// The function a [`Stmt::Call`] calls, which decides where its entry points are.

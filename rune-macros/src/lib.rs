@@ -16,6 +16,7 @@ mod derive;
 mod diag;
 mod emit;
 mod expand;
+mod fuse;
 #[cfg(test)]
 mod fuzz;
 mod ir;

@@ -9,6 +9,10 @@ use ndarray::{Dimension, IxDyn};
 
 pub use crate::element::Residual;
 use crate::element::{Element, FromScalar};
+pub use crate::fused::{
+    fused_jvp, fused_literal, fused_map, fused_recip, fused_shape, fused_value, fused_vjp,
+    FusedInput, FusedOp,
+};
 use crate::tensor::Tensor;
 
 /// A zero-sized record of a tensor's element type (for rules generic over two element types).

@@ -78,6 +78,7 @@ pub mod check;
 mod constructors;
 mod element;
 mod error;
+mod fused;
 mod gemm;
 #[doc(hidden)]
 pub mod generated;

@@ -75,6 +75,7 @@ impl Emitter<'_> {
                     }
                 }
             }
+            Stmt::Fused { out, .. } if self.useful(*out) => self.fused_backward(stmt),
             Stmt::Call {
                 outs, args, span, ..
             } if outs.iter().any(|o| self.useful(*o)) => {

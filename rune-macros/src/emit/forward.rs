@@ -126,6 +126,7 @@ impl Emitter<'_> {
                 let question = fallible.then(|| quote!(?));
                 relocate_call(quote!(let #v = #e #question;), *span)
             }
+            Stmt::Fused { .. } => self.fused_forward(stmt, mode),
             Stmt::StructParam {
                 root,
                 ident,

@@ -22,6 +22,7 @@ mod api;
 mod backward;
 mod calls;
 mod forward;
+mod fused;
 mod hvp;
 mod residuals;
 mod rule;

@@ -95,6 +95,16 @@ impl Emitter<'_> {
                     out.push(Saved::Witness(*v));
                 }
             }
+            Stmt::Fused { out: v, inputs, .. } => {
+                value(*v, &mut out);
+                for input in inputs {
+                    if let Operand::Const(c) = input {
+                        if a.keep_const.contains(c) {
+                            out.push(Saved::ConstResidual(*c));
+                        }
+                    }
+                }
+            }
             Stmt::ListPush { list, index, .. } if self.analysis.list_useful(*list) => {
                 out.push(Saved::ConstResidual(*index));
             }

@@ -63,14 +63,23 @@ fn for_each_ident(tokens: impl IntoIterator<Item = TokenTree>, f: &mut impl FnMu
 /// `let` with a type or an `else`, or one whose initializer may borrow a temporary (a `let`
 /// extends its life; the block would end it).
 pub(super) fn gather_lets(body: TokenStream) -> TokenStream {
+    gather_lets_from(body, 1500)
+}
+
+/// [`gather_lets`] for the body of a fused region's closure, from a few dozen `let`s on: LLVM's
+/// debug information nests a closure's scopes inside those of the function around it.
+pub(super) fn gather_closure_lets(body: TokenStream) -> TokenStream {
+    gather_lets_from(body, 64)
+}
+
+fn gather_lets_from(body: TokenStream, long: usize) -> TokenStream {
     const RUN: usize = 16;
-    const LONG: usize = 1500;
     let lets = body
         .clone()
         .into_iter()
         .filter(|t| matches!(t, TokenTree::Ident(kw) if kw == "let"))
         .count();
-    if lets < LONG {
+    if lets < long {
         return body;
     }
     let tokens: Vec<TokenTree> = body.into_iter().collect();

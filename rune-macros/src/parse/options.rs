@@ -22,6 +22,16 @@ pub struct Options {
     /// `hvp`: also generate `f_hvp` for a function on a concrete element type (generic
     /// functions always get it).
     pub hvp: bool,
+    /// `fuse = false`: every op runs as its own runtime call (for debugging and A/B
+    /// comparisons); the `no-fusion` feature sets it for every function.
+    pub unfused: bool,
+}
+
+impl Options {
+    /// Whether elementwise regions are fused.
+    pub fn fuses(&self) -> bool {
+        !self.unfused && !cfg!(feature = "no-fusion")
+    }
 }
 
 /// Parses the attribute's arguments, recording unknown ones.
@@ -39,6 +49,13 @@ pub fn options(args: TokenStream, errors: &mut Errors) -> Options {
             Meta::Path(p) if p.is_ident("has_aux") => options.has_aux = true,
             Meta::Path(p) if p.is_ident("checkpoint") => options.checkpoint = true,
             Meta::Path(p) if p.is_ident("hvp") => options.hvp = true,
+            Meta::NameValue(nv) if nv.path.is_ident("fuse") => match &nv.value {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Bool(b),
+                    ..
+                }) => options.unfused = !b.value,
+                other => errors.at(other, "write `fuse = false` or `fuse = true`"),
+            },
             Meta::NameValue(nv)
                 if nv.path.is_ident("custom_vjp") || nv.path.is_ident("custom_jvp") =>
             {
@@ -58,7 +75,7 @@ pub fn options(args: TokenStream, errors: &mut Errors) -> Options {
             _ => errors.at(
                 &meta,
                 "unknown argument of #[differentiable]; supported: `has_aux`, `checkpoint`, `hvp`, \
-                 `custom_vjp = rule`, `custom_jvp = rule`",
+                 `custom_vjp = rule`, `custom_jvp = rule`, `fuse = false`",
             ),
         }
     }

@@ -1,0 +1,437 @@
+//! Fused regions (`crate::fuse`) in the generated code: the region's scalar code for its value,
+//! its value and tangent, and its input cotangents, each a closure that the runtime's fused
+//! loops (`rune_runtime::fused`) run element by element.
+//!
+//! Inside the closures, `__rune_xI` is input `I`'s element, `__rune_nJ` op `J`'s value,
+//! `__rune_lK` literal `K`, and `__rune_u..`/`__rune_d..` their tangents and adjoints. Each
+//! op's local derivative is the one its tensor rule applies (`strong_mul` where the rule scales,
+//! `rune_runtime::scalar::<op>::tangent` for a unary function), so the fused and the unfused
+//! code compute the same numbers up to the order of additions.
+
+use std::collections::HashMap;
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use syn::Ident;
+
+use super::tokens::{gather_closure_lets, relocate_call};
+use super::{rt, Emitter, Mode};
+use crate::fuse::Needs;
+use crate::ir::{FusedArg, FusedNode, Operand, Stmt};
+use crate::names::{
+    adjoint_ident, const_ident, hidden, residual_ident, shape_ident, tangent_ident, val_ident,
+};
+use crate::ops::{Form, RuleArg};
+
+fn x(i: usize) -> Ident {
+    hidden(&format!("x{i}"))
+}
+fn node(j: usize) -> Ident {
+    hidden(&format!("n{j}"))
+}
+fn literal(k: usize) -> Ident {
+    hidden(&format!("l{k}"))
+}
+
+/// A value of the region: input, op or literal.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Value {
+    Input(usize),
+    Node(usize),
+    Literal(usize),
+}
+
+impl From<FusedArg> for Value {
+    fn from(a: FusedArg) -> Self {
+        match a {
+            FusedArg::Input(i) => Value::Input(i),
+            FusedArg::Node(j) => Value::Node(j),
+            FusedArg::Literal(k) => Value::Literal(k),
+        }
+    }
+}
+
+fn value_ident(v: Value) -> Ident {
+    match v {
+        Value::Input(i) => x(i),
+        Value::Node(j) => node(j),
+        Value::Literal(k) => literal(k),
+    }
+}
+
+fn tangent_of(v: Value) -> Ident {
+    match v {
+        Value::Input(i) => hidden(&format!("ux{i}")),
+        Value::Node(j) => hidden(&format!("un{j}")),
+        Value::Literal(k) => hidden(&format!("ul{k}")),
+    }
+}
+
+/// The region's code, shared by its three closures.
+struct Code<'a> {
+    inputs: usize,
+    literals: &'a [TokenStream],
+    nodes: &'a [FusedNode],
+}
+
+impl Code<'_> {
+    /// `&[("mul", 0, 1), ..]`: each op's name and the values it reads, for shape errors.
+    fn ops_table(&self) -> TokenStream {
+        let index = |a: FusedArg| -> u32 {
+            let i = match a {
+                FusedArg::Input(i) => i,
+                FusedArg::Node(j) => self.inputs + j,
+                FusedArg::Literal(_) => return u32::MAX,
+            };
+            u32::try_from(i).expect("a region of fewer than 2^32 values")
+        };
+        let rows = self.nodes.iter().map(|n| {
+            let name = n.op.name;
+            let a = index(n.args[0]);
+            let b = index(*n.args.get(1).unwrap_or(&n.args[0]));
+            quote!((#name, #a, #b))
+        });
+        quote!(&[#(#rows),*])
+    }
+
+    fn params(&self) -> TokenStream {
+        let xs = (0..self.inputs).map(x);
+        quote!([#(#xs),*])
+    }
+
+    /// The literals `keep` says (all for `None`), as elements of the inputs' type.
+    fn literal_lets(&self, keep: Option<&[bool]>) -> TokenStream {
+        let rt = rt();
+        let x0 = x(0);
+        let kept = |k: usize| keep.is_none_or(|keep| keep[k]);
+        let lets = self
+            .literals
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| kept(*k))
+            .map(|(k, lit)| {
+                let l = literal(k);
+                quote!(let #l = #rt::fused_literal(#x0, #lit);)
+            });
+        quote!(#(#lets)*)
+    }
+
+    /// `let __rune_nJ = ..;` for the ops `keep` says (all for `None`).
+    fn value_lets(&self, keep: Option<&[bool]>) -> TokenStream {
+        let rt = rt();
+        let kept = |j: usize| keep.is_none_or(|keep| keep[j]);
+        let lets = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| kept(*j))
+            .map(|(j, n)| {
+                let a = value_ident(n.args[0].into());
+                let nj = node(j);
+                let e = match n.op.form {
+                    Form::Operator => {
+                        let b = value_ident(n.args[1].into());
+                        match n.op.name {
+                            "add" => quote!(#a + #b),
+                            "sub" => quote!(#a - #b),
+                            "mul" => quote!(#a * #b),
+                            _ => quote!(#a / #b),
+                        }
+                    }
+                    Form::Negation => quote!(-#a),
+                    _ => {
+                        let f = format_ident!("{}", n.op.name);
+                        quote!(#rt::scalar::#f::value(#a))
+                    }
+                };
+                quote!(let #nj = #e;)
+            });
+        quote!(#(#lets)*)
+    }
+
+    /// Where a unary function's derivative is read: `Input(x)` or `Output(y)`.
+    fn at(&self, j: usize) -> TokenStream {
+        let rt = rt();
+        let n = &self.nodes[j];
+        let rules = crate::ops::rules(n.op);
+        if rules.vjp[0].reads(RuleArg::Output) {
+            let y = node(j);
+            quote!(#rt::scalar::Output(#y))
+        } else {
+            let a = value_ident(n.args[0].into());
+            quote!(#rt::scalar::Input(#a))
+        }
+    }
+
+    fn root(&self) -> Ident {
+        node(self.nodes.len() - 1)
+    }
+
+    /// The value closure's body.
+    fn value_body(&self) -> TokenStream {
+        let (lits, lets, root) = (self.literal_lets(None), self.value_lets(None), self.root());
+        gather_closure_lets(quote!(#lits #lets #root))
+    }
+
+    /// The tangent closure's body, for the inputs `with_tangent`.
+    fn tangent_body(&self, with_tangent: &[usize]) -> TokenStream {
+        let rt = rt();
+        let mut has: Vec<bool> = vec![false; self.nodes.len()];
+        let present = |v: Value, has: &[bool]| match v {
+            Value::Input(i) => with_tangent.contains(&i),
+            Value::Node(j) => has[j],
+            Value::Literal(_) => false,
+        };
+        let mut lets = Vec::new();
+        for (j, n) in self.nodes.iter().enumerate() {
+            let a: Value = n.args[0].into();
+            let (ta, a_has) = (tangent_of(a), present(a, &has));
+            let av = value_ident(a);
+            let e = match n.op.form {
+                Form::Operator => {
+                    let b: Value = n.args[1].into();
+                    let (tb, b_has) = (tangent_of(b), present(b, &has));
+                    let bv = value_ident(b);
+                    let y = node(j);
+                    match (n.op.name, a_has, b_has) {
+                        (_, false, false) => None,
+                        ("add", true, true) => Some(quote!(#ta + #tb)),
+                        ("add" | "sub", true, false) => Some(quote!(#ta)),
+                        ("add", false, true) => Some(quote!(#tb)),
+                        ("sub", true, true) => Some(quote!(#ta - #tb)),
+                        ("sub", false, true) => Some(quote!(-#tb)),
+                        ("mul", true, true) => {
+                            Some(quote!(#rt::strong_mul(#ta, #bv) + #rt::strong_mul(#tb, #av)))
+                        }
+                        ("mul", true, false) => Some(quote!(#rt::strong_mul(#ta, #bv))),
+                        ("mul", false, true) => Some(quote!(#rt::strong_mul(#tb, #av))),
+                        (_, true, true) => Some(quote!(#rt::strong_mul(
+                            #ta - #rt::strong_mul(#tb, #y), #rt::fused_recip(#bv)))),
+                        (_, true, false) => {
+                            Some(quote!(#rt::strong_mul(#ta, #rt::fused_recip(#bv))))
+                        }
+                        (_, false, true) => Some(quote!(#rt::strong_mul(
+                            -#rt::strong_mul(#tb, #y), #rt::fused_recip(#bv)))),
+                    }
+                }
+                Form::Negation => a_has.then(|| quote!(-#ta)),
+                _ => {
+                    let f = format_ident!("{}", n.op.name);
+                    let at = self.at(j);
+                    a_has.then(|| quote!(#rt::scalar::#f::tangent(#ta, #at)))
+                }
+            };
+            if let Some(e) = e {
+                let u = tangent_of(Value::Node(j));
+                lets.push(quote!(let #u = #e;));
+                has[j] = true;
+            }
+        }
+        let root = self.root();
+        let x0 = x(0);
+        let u_root = if has[self.nodes.len() - 1] {
+            let u = tangent_of(Value::Node(self.nodes.len() - 1));
+            quote!(#u)
+        } else {
+            quote!(#rt::fused_literal(#x0, 0.0))
+        };
+        let (lits, values) = (self.literal_lets(None), self.value_lets(None));
+        gather_closure_lets(quote!(#lits #values #(#lets)* (#root, #u_root)))
+    }
+
+    /// The cotangent closure's body: the input cotangents of `targets` from `__rune_ge`. Each
+    /// partial sum of an adjoint gets a name of its own (`__rune_dK`), so that long bodies'
+    /// `let`s can be gathered.
+    fn adjoint_body(&self, targets: &[usize], needs: &Needs) -> TokenStream {
+        let rt = rt();
+        let mut current: HashMap<Value, Ident> = HashMap::new();
+        let mut fresh = 0;
+        let mut lets = Vec::new();
+        let root = self.nodes.len() - 1;
+        let d_root = hidden("d");
+        lets.push(quote!(let #d_root = __rune_ge;));
+        current.insert(Value::Node(root), d_root);
+        let wanted = |v: Value| match v {
+            Value::Input(i) => targets.contains(&i),
+            Value::Node(_) => true,
+            Value::Literal(_) => false,
+        };
+        for (j, n) in self.nodes.iter().enumerate().rev() {
+            let Some(d) = current.get(&Value::Node(j)).cloned() else {
+                continue;
+            };
+            let mut contributions: Vec<(Value, TokenStream)> = Vec::new();
+            let a: Value = n.args[0].into();
+            let av = value_ident(a);
+            match n.op.form {
+                Form::Operator => {
+                    let b: Value = n.args[1].into();
+                    let bv = value_ident(b);
+                    let y = node(j);
+                    let (ca, cb) = match n.op.name {
+                        "add" => (quote!(#d), quote!(#d)),
+                        "sub" => (quote!(#d), quote!(-#d)),
+                        "mul" => (
+                            quote!(#rt::strong_mul(#d, #bv)),
+                            quote!(#rt::strong_mul(#d, #av)),
+                        ),
+                        _ => (
+                            quote!(#rt::strong_mul(#d, #rt::fused_recip(#bv))),
+                            quote!(-#rt::strong_mul(#rt::strong_mul(#d, #y), #rt::fused_recip(#bv))),
+                        ),
+                    };
+                    contributions.push((a, ca));
+                    contributions.push((b, cb));
+                }
+                Form::Negation => contributions.push((a, quote!(-#d))),
+                _ => {
+                    let f = format_ident!("{}", n.op.name);
+                    let at = self.at(j);
+                    contributions.push((a, quote!(#rt::scalar::#f::tangent(#d, #at))));
+                }
+            }
+            for (target, c) in contributions {
+                if !wanted(target) {
+                    continue;
+                }
+                let next = hidden(&format!("d{fresh}"));
+                fresh += 1;
+                let sum = match current.get(&target) {
+                    Some(old) => quote!(#old + #c),
+                    None => c,
+                };
+                lets.push(quote!(let #next = #sum;));
+                current.insert(target, next);
+            }
+        }
+        let x0 = x(0);
+        let outs = targets
+            .iter()
+            .map(|&i| match current.get(&Value::Input(i)) {
+                Some(d) => quote!(#d),
+                None => quote!(#rt::fused_literal(#x0, 0.0)),
+            });
+        let lits = self.literal_lets(Some(&needs.literals));
+        let values = self.value_lets(Some(&needs.nodes));
+        gather_closure_lets(quote!(#lits #values #(#lets)* [#(#outs),*]))
+    }
+}
+
+impl Emitter<'_> {
+    /// A fused region's inputs as `OperandRef`s, in the forward pass.
+    fn fused_inputs(&self, inputs: &[Operand]) -> TokenStream {
+        let rt = rt();
+        let items = inputs.iter().map(|o| {
+            let i = match *o {
+                Operand::Val(v) => val_ident(v),
+                Operand::Const(c) => const_ident(c),
+            };
+            quote!(#rt::OperandOf::operand_of(&#i))
+        });
+        quote!([#(#items),*])
+    }
+
+    /// The forward statement of a fused region: its value, or in forward mode its value and
+    /// tangent.
+    pub(super) fn fused_forward(&self, stmt: &Stmt, mode: Mode) -> TokenStream {
+        let rt = rt();
+        let Stmt::Fused {
+            out,
+            inputs,
+            literals,
+            nodes,
+            span,
+        } = stmt
+        else {
+            unreachable!("a fused region")
+        };
+        let code = Code {
+            inputs: inputs.len(),
+            literals,
+            nodes,
+        };
+        let (ops, args, params) = (code.ops_table(), self.fused_inputs(inputs), code.params());
+        let v = val_ident(*out);
+        let call = if mode == Mode::Tangent && self.useful(*out) {
+            let with_tangent: Vec<usize> = (0..inputs.len())
+                .filter(|&i| inputs[i].val().is_some_and(|v| self.useful(v)))
+                .collect();
+            let tangents = with_tangent.iter().map(|&i| {
+                let t = tangent_ident(inputs[i].val().expect("a value"));
+                quote!(&#t)
+            });
+            let us = with_tangent.iter().map(|&i| tangent_of(Value::Input(i)));
+            let body = code.tangent_body(&with_tangent);
+            let t = tangent_ident(*out);
+            quote! {
+                let (#v, #t) = #rt::fused_jvp(#ops, #args, [#(#tangents),*], |#params, [#(#us),*]| { #body });
+            }
+        } else {
+            let body = code.value_body();
+            quote!(let #v = #rt::fused_map(#ops, #args, |#params| { #body });)
+        };
+        relocate_call(call, *span)
+    }
+
+    /// The backward statement of a fused region: every differentiated input's cotangent in one
+    /// pass.
+    pub(super) fn fused_backward(&self, stmt: &Stmt) -> TokenStream {
+        let rt = rt();
+        let Stmt::Fused {
+            out,
+            inputs,
+            literals,
+            nodes,
+            span,
+        } = stmt
+        else {
+            unreachable!("a fused region")
+        };
+        let code = Code {
+            inputs: inputs.len(),
+            literals,
+            nodes,
+        };
+        let targets: Vec<usize> = (0..inputs.len())
+            .filter(|&i| inputs[i].val().is_some_and(|v| self.useful(v)))
+            .collect();
+        let needs = Needs::of(inputs, literals.len(), nodes);
+        let args = inputs
+            .iter()
+            .zip(&needs.inputs)
+            .map(|(o, needed)| match *o {
+                Operand::Val(v) if *needed => {
+                    let v = val_ident(v);
+                    quote!(#rt::fused_value(&#v))
+                }
+                Operand::Val(v) => {
+                    let s = shape_ident(v);
+                    quote!(#rt::fused_shape(&#s))
+                }
+                Operand::Const(c) => {
+                    let r = residual_ident(c);
+                    quote!(#rt::fused_value(&#r))
+                }
+            });
+        let args = quote!([#(#args),*]);
+        let (ops, params) = (code.ops_table(), code.params());
+        let body = code.adjoint_body(&targets, &needs);
+        let results: Vec<Ident> = (0..targets.len())
+            .map(|k| hidden(&format!("f{k}")))
+            .collect();
+        let accumulate = targets.iter().zip(&results).map(|(&i, r)| {
+            let a = adjoint_ident(inputs[i].val().expect("a value"));
+            quote!(#rt::accumulate(&mut #a, #r);)
+        });
+        let adj = adjoint_ident(*out);
+        relocate_call(
+            quote! {
+                if let ::core::option::Option::Some(__rune_g) = #adj.take() {
+                    let [#(#results),*] = #rt::fused_vjp(#ops, #args, [#(#targets),*], &__rune_g, |#params, __rune_ge| { #body });
+                    #(#accumulate)*
+                }
+            },
+            *span,
+        )
+    }
+}

@@ -1,0 +1,440 @@
+//! Fusion: trees of elementwise ops become one [`Stmt::Fused`], evaluated in one pass over the
+//! elements (`rune_runtime::fused`), with no tensor for the values inside the tree.
+//!
+//! An op's value is *inside* a region when it is read by exactly one other fusible op of the
+//! same statement list and by nothing else: no other statement, no output, no token of the
+//! user's constant code. Each op whose value is not inside a region is the root of one: the
+//! root and, recursively, the fusible ops whose values only it reads. So a region is a tree with
+//! one result, and the result's shape is the broadcast of all the region's inputs; its backward
+//! pass recomputes the tree from the inputs, so the forward pass saves none of its
+//! intermediates. A root with no op below it stays an ordinary [`Stmt::Op`].
+//!
+//! The ops are moved to the root's place in the list. That is sound: values are assigned once,
+//! an op inside a region reads only values and constants defined before it, and nothing reads
+//! its value before the root.
+
+use std::collections::HashMap;
+
+use proc_macro2::{TokenStream, TokenTree};
+
+use crate::ir::{Body, BranchHead, Const, FusedArg, FusedNode, LoopHead, Operand, Stmt, Val};
+use crate::ops::{Form, OpSpec, RuleArg};
+
+/// Whether `op` can be evaluated inside a fused region.
+fn fusible_op(op: &OpSpec) -> bool {
+    match op.form {
+        Form::Operator => matches!(op.name, "add" | "sub" | "mul" | "div"),
+        Form::Negation => true,
+        Form::Method => rune_ops::UNARY.iter().any(|u| u.name == op.name),
+        Form::Function | Form::Constructor => false,
+    }
+}
+
+fn fusible(stmt: &Stmt) -> Option<(Val, &[Operand])> {
+    match stmt {
+        Stmt::Op {
+            out,
+            op,
+            inputs,
+            config,
+            turbofish: None,
+            tainted_by: None,
+            fallible: false,
+            ..
+        } if config.is_empty() && fusible_op(op) => Some((*out, inputs)),
+        _ => None,
+    }
+}
+
+/// Whether `expr` is a number literal with a decimal point or an exponent (`0.5`, `-1e-3`,
+/// `2.0_f32`): a constant the region's code can write where it is used.
+fn float_literal(expr: &TokenStream) -> bool {
+    let tokens: Vec<TokenTree> = expr.clone().into_iter().collect();
+    let lit = match tokens.as_slice() {
+        [TokenTree::Literal(l)] => l,
+        [TokenTree::Punct(p), TokenTree::Literal(l)] if p.as_char() == '-' => l,
+        _ => return false,
+    };
+    let s = lit.to_string();
+    s.starts_with(|c: char| c.is_ascii_digit())
+        && !s.starts_with("0x")
+        && !s.starts_with("0b")
+        && !s.starts_with("0o")
+        && (s.contains('.') || s.contains('e') || s.ends_with("f32") || s.ends_with("f64"))
+}
+
+/// Marks every value named in `tokens` (`__rune_vN`).
+fn named_vals(tokens: &TokenStream, escapes: &mut [bool]) {
+    for t in tokens.clone() {
+        match t {
+            TokenTree::Group(g) => named_vals(&g.stream(), escapes),
+            TokenTree::Ident(i) => {
+                let s = i.to_string();
+                if let Some(n) = s
+                    .strip_prefix("__rune_v")
+                    .and_then(|n| n.parse::<usize>().ok())
+                {
+                    if let Some(e) = escapes.get_mut(n) {
+                        *e = true;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// What the first walk learns about values.
+struct Uses {
+    /// Read by something other than a fusible op.
+    escapes: Vec<bool>,
+    /// The fusible ops reading it: (list, position), each once.
+    readers: Vec<Vec<(usize, usize)>>,
+    /// Where a fusible op defines it.
+    def: Vec<Option<(usize, usize)>>,
+}
+
+impl Uses {
+    fn inside(&self, v: Val) -> bool {
+        !self.escapes[v.0]
+            && self.readers[v.0].len() == 1
+            && self.def[v.0].is_some_and(|(list, _)| list == self.readers[v.0][0].0)
+    }
+}
+
+/// The nested statement lists of `stmt`.
+fn nested(stmt: &Stmt) -> Vec<&Vec<Stmt>> {
+    match stmt {
+        Stmt::Branch { arms, .. } => arms.iter().collect(),
+        Stmt::Stages { stages, .. } => stages.iter().collect(),
+        Stmt::Loop { body, .. } => vec![body],
+        _ => Vec::new(),
+    }
+}
+
+fn nested_mut(stmt: &mut Stmt) -> Vec<&mut Vec<Stmt>> {
+    match stmt {
+        Stmt::Branch { arms, .. } => arms.iter_mut().collect(),
+        Stmt::Stages { stages, .. } => stages.iter_mut().collect(),
+        Stmt::Loop { body, .. } => vec![body],
+        _ => Vec::new(),
+    }
+}
+
+fn collect(stmts: &[Stmt], next_list: &mut usize, uses: &mut Uses) {
+    let list = *next_list;
+    *next_list += 1;
+    for (i, stmt) in stmts.iter().enumerate() {
+        if let Some((out, inputs)) = fusible(stmt) {
+            uses.def[out.0] = Some((list, i));
+            for v in inputs.iter().filter_map(|o| o.val()) {
+                if !uses.readers[v.0].contains(&(list, i)) {
+                    uses.readers[v.0].push((list, i));
+                }
+            }
+        } else {
+            stmt.read_vals(&mut |v| uses.escapes[v.0] = true);
+        }
+        match stmt {
+            Stmt::Verbatim(t) | Stmt::Hoist { expr: t, .. } | Stmt::Stages { guard: t, .. } => {
+                named_vals(t, &mut uses.escapes)
+            }
+            Stmt::ListNew { init, .. } => named_vals(init, &mut uses.escapes),
+            Stmt::Branch { head, .. } => match head {
+                BranchHead::If(t) => named_vals(t, &mut uses.escapes),
+                BranchHead::Match {
+                    scrutinee,
+                    patterns,
+                } => {
+                    named_vals(scrutinee, &mut uses.escapes);
+                    patterns
+                        .iter()
+                        .for_each(|p| named_vals(p, &mut uses.escapes));
+                }
+            },
+            Stmt::Loop {
+                head: LoopHead::For { pattern, iter },
+                ..
+            } => {
+                named_vals(pattern, &mut uses.escapes);
+                named_vals(iter, &mut uses.escapes);
+            }
+            _ => {}
+        }
+        for inner in nested(stmt) {
+            collect(inner, next_list, uses);
+        }
+    }
+}
+
+/// A region being built.
+struct Region {
+    inputs: Vec<Operand>,
+    literals: Vec<TokenStream>,
+    literal_of: HashMap<Const, usize>,
+    nodes: Vec<FusedNode>,
+}
+
+/// Adds op `i` of `stmts` and the ops inside the region below it; returns its node. Marks the
+/// ops it takes in `taken`.
+fn build(
+    stmts: &[Stmt],
+    i: usize,
+    uses: &Uses,
+    literals: &HashMap<Const, TokenStream>,
+    region: &mut Region,
+    taken: &mut Vec<usize>,
+) -> usize {
+    let Stmt::Op { op, inputs, .. } = &stmts[i] else {
+        unreachable!("regions are made of ops")
+    };
+    let mut args = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        let arg = match *input {
+            Operand::Val(v) if uses.inside(v) => {
+                let (_, d) = uses.def[v.0].expect("an op inside a region has a definition");
+                taken.push(d);
+                FusedArg::Node(build(stmts, d, uses, literals, region, taken))
+            }
+            Operand::Const(c) if literals.contains_key(&c) => {
+                let k = *region.literal_of.entry(c).or_insert_with(|| {
+                    region.literals.push(literals[&c].clone());
+                    region.literals.len() - 1
+                });
+                FusedArg::Literal(k)
+            }
+            o => FusedArg::Input(match region.inputs.iter().position(|x| *x == o) {
+                Some(k) => k,
+                None => {
+                    region.inputs.push(o);
+                    region.inputs.len() - 1
+                }
+            }),
+        };
+        args.push(arg);
+    }
+    region.nodes.push(FusedNode { op, args });
+    region.nodes.len() - 1
+}
+
+/// Replaces each region's root in `stmts` (and in the lists it holds) by the region, and
+/// removes the ops inside it. Positions are those `collect` recorded: ops are replaced in place
+/// and removed only at the end.
+fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, literals: &HashMap<Const, TokenStream>) {
+    let mut taken = Vec::new();
+    let mut fused = Vec::new();
+    for i in 0..stmts.len() {
+        let Some((out, _)) = fusible(&stmts[i]) else {
+            continue;
+        };
+        if uses.inside(out) {
+            continue;
+        }
+        let mut region = Region {
+            inputs: Vec::new(),
+            literals: Vec::new(),
+            literal_of: HashMap::new(),
+            nodes: Vec::new(),
+        };
+        let mut below = Vec::new();
+        build(stmts, i, uses, literals, &mut region, &mut below);
+        if region.nodes.len() < 2 {
+            continue;
+        }
+        let Stmt::Op { span, .. } = &stmts[i] else {
+            unreachable!("a root is an op")
+        };
+        taken.extend(below);
+        fused.push((
+            i,
+            Stmt::Fused {
+                out,
+                inputs: region.inputs,
+                literals: region.literals,
+                nodes: region.nodes,
+                span: *span,
+            },
+        ));
+    }
+    for (i, stmt) in fused {
+        stmts[i] = stmt;
+    }
+    for stmt in stmts.iter_mut() {
+        for inner in nested_mut(stmt) {
+            transform(inner, uses, literals);
+        }
+    }
+    taken.sort_unstable();
+    for i in taken.into_iter().rev() {
+        stmts.remove(i);
+    }
+}
+
+/// Fuses the body's elementwise regions.
+pub fn fuse(body: &mut Body) {
+    let mut uses = Uses {
+        escapes: vec![false; body.values],
+        readers: vec![Vec::new(); body.values],
+        def: vec![None; body.values],
+    };
+    for out in &body.outputs {
+        if let crate::ir::OutputElem::Val(v) = out {
+            uses.escapes[v.0] = true;
+        }
+    }
+    let mut literals = HashMap::new();
+    crate::analyse::walk(&body.stmts, &mut |s| {
+        if let Stmt::Hoist {
+            id, expr, ty: None, ..
+        } = s
+        {
+            if float_literal(expr) {
+                literals.insert(*id, expr.clone());
+            }
+        }
+    });
+    collect(&body.stmts, &mut 0, &mut uses);
+    transform(&mut body.stmts, &uses, &literals);
+}
+
+/// What the backward pass of a fused region reads besides the cotangent: for each input,
+/// op and literal, whether its value is needed (the others' values are never computed there).
+/// The cotangents of every input that is a value are computed (the analysis makes each of them
+/// useful), and a partial derivative reads only what its formula names: `a + b` nothing, `a * b`
+/// the other operand, `a / b` the divisor and the quotient, a unary function its input or its
+/// output as the registry's rule says. An input whose value is not needed is passed by its shape
+/// alone, so that the forward pass keeps no tensor for it.
+pub struct Needs {
+    pub inputs: Vec<bool>,
+    pub nodes: Vec<bool>,
+    pub literals: Vec<bool>,
+}
+
+impl Needs {
+    pub fn of(inputs: &[Operand], literals: usize, nodes: &[FusedNode]) -> Self {
+        let mut needs = Needs {
+            inputs: vec![false; inputs.len()],
+            nodes: vec![false; nodes.len()],
+            literals: vec![false; literals],
+        };
+        let wanted = |a: FusedArg| match a {
+            FusedArg::Input(i) => inputs[i].val().is_some(),
+            FusedArg::Node(_) => true,
+            FusedArg::Literal(_) => false,
+        };
+        for (j, n) in nodes.iter().enumerate() {
+            let a = n.args[0];
+            match n.op.form {
+                Form::Operator => {
+                    let b = n.args[1];
+                    match n.op.name {
+                        "mul" => {
+                            if wanted(a) {
+                                needs.mark(b);
+                            }
+                            if wanted(b) {
+                                needs.mark(a);
+                            }
+                        }
+                        "div" => {
+                            if wanted(a) || wanted(b) {
+                                needs.mark(b);
+                            }
+                            if wanted(b) {
+                                needs.nodes[j] = true;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Form::Negation => {}
+                _ if wanted(a) => {
+                    if crate::ops::rules(n.op).vjp[0].reads(RuleArg::Output) {
+                        needs.nodes[j] = true;
+                    } else {
+                        needs.mark(a);
+                    }
+                }
+                _ => {}
+            }
+        }
+        // An op recomputed needs the values it reads.
+        for j in (0..nodes.len()).rev() {
+            if needs.nodes[j] {
+                for &a in &nodes[j].args {
+                    needs.mark(a);
+                }
+            }
+        }
+        needs
+    }
+
+    fn mark(&mut self, a: FusedArg) {
+        match a {
+            FusedArg::Input(i) => self.inputs[i] = true,
+            FusedArg::Node(j) => self.nodes[j] = true,
+            FusedArg::Literal(k) => self.literals[k] = true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    fn expand(attr: &str, src: &str) -> String {
+        let (attr, src) = (attr.parse().expect("attr"), src.parse().expect("source"));
+        crate::on_deep_stack(|| crate::expand::differentiable(attr, src)).to_string()
+    }
+
+    const GATED: &str = "fn f(x: &Tensor<f64>, w: &Tensor<f64>) -> Tensor<f64> {
+        let z = x.matmul(w);
+        let h = z.tanh() * 0.5 + 1.0;
+        (h * &z).sum()
+    }";
+
+    #[test]
+    fn a_tree_of_elementwise_ops_is_one_region() {
+        let out = expand("", GATED);
+        // `z` is read by `tanh` and by the last product: a region input. The rest is one tree.
+        assert_eq!(out.matches("fused_map").count(), 1, "{out}");
+        assert_eq!(out.matches("fused_vjp").count(), 1);
+        assert_eq!(out.matches("fused_jvp").count(), 1);
+        assert_eq!(
+            out.matches("scalar :: tanh :: value").count(),
+            3,
+            "value, tangent, adjoint"
+        );
+        assert!(!out.contains("rules :: tanh_vjp"));
+    }
+
+    #[test]
+    fn fuse_false_leaves_every_op_its_own_call() {
+        let out = expand("fuse = false", GATED);
+        assert!(!out.contains("fused_"), "{out}");
+        assert!(out.contains("rules :: tanh_vjp"));
+    }
+
+    #[test]
+    fn a_value_read_by_two_ops_ends_a_region() {
+        let out = expand(
+            "",
+            "fn f(x: &Tensor<f64>) -> Tensor<f64> {
+                let a = x.exp();
+                let b = &a * 2.0 + a.sin();
+                b.sum()
+            }",
+        );
+        // `exp` stays an op of its own: `a` is read twice.
+        assert!(out.contains("rules :: exp_vjp"), "{out}");
+        assert_eq!(out.matches("fused_map").count(), 1);
+    }
+
+    #[test]
+    fn a_linear_region_keeps_no_tensor_for_its_backward_pass() {
+        let out = expand(
+            "",
+            "fn f(x: &Tensor<f64>) -> Tensor<f64> { (x * 0.5 - 2.0).sum() }",
+        );
+        assert!(out.contains("fused_shape"), "{out}");
+        assert!(!out.contains("fused_value"), "{out}");
+    }
+}

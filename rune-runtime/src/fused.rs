@@ -1,0 +1,388 @@
+//! Fused elementwise regions: several elementwise ops evaluated in one pass over the elements,
+//! with no tensor for the values between them.
+//!
+//! `#[differentiable]` groups a tree of elementwise ops (`+ - * /`, unary minus and the unary
+//! functions of [`crate::scalar`]) whose intermediate values nothing else reads, and writes the
+//! region's scalar expression as a closure over the elements of its inputs. These functions run
+//! such a closure over the inputs broadcast to the region's shape:
+//!
+//! - [`fused_map`]: the value.
+//! - [`fused_vjp`]: the cotangent of each differentiated input, from the output's cotangent; the
+//!   closure recomputes the region's intermediates from the inputs, so the forward pass saves
+//!   none of them. A cotangent is summed over the axes its input was broadcast along.
+//! - [`fused_jvp`]: the value and its tangent in one pass.
+//!
+//! The inputs are tensors or scalars ([`OperandRef`]). The region's shape is the broadcast of
+//! its tensor inputs' shapes, which is the shape of its result: every op of the tree broadcasts
+//! the shapes of the inputs below it. The elements are processed in blocks of [`BLOCK`]; each
+//! input is read from its own contiguous data where its shape is the region's, and copied
+//! broadcast once otherwise, so that the loop over a block is a plain loop over arrays that the
+//! compiler can vectorise.
+
+use crate::broadcast::{broadcast_shapes, broadcast_view, same_shape, sum_to_shape};
+use crate::element::operand::{OperandOf, OperandRef};
+use crate::element::Element;
+use crate::error::{OrPanic, ShapeError};
+use crate::tensor::Tensor;
+
+/// The number of elements a fused loop processes at a time.
+pub const BLOCK: usize = 64;
+
+/// One op of a fused region, for the error of an input shape that does not broadcast: its
+/// name and the two values it reads (the same twice for a one-input op), numbered inputs first
+/// (`0..N`) and then the region's ops in order.
+pub type FusedOp = (&'static str, u32, u32);
+
+/// Where a block's elements of one input come from.
+enum Source<'a, T> {
+    /// A scalar, or a tensor of one element.
+    Splat(T),
+    /// Data of the region's shape, in row-major order.
+    Slice(&'a [T]),
+    /// A copy of a tensor broadcast to the region's shape.
+    Owned(Vec<T>),
+}
+
+impl<T: Copy> Source<'_, T> {
+    fn fill(&self, start: usize, dst: &mut [T]) {
+        match self {
+            Source::Splat(v) => dst.fill(*v),
+            Source::Slice(s) => dst.copy_from_slice(&s[start..start + dst.len()]),
+            Source::Owned(s) => dst.copy_from_slice(&s[start..start + dst.len()]),
+        }
+    }
+}
+
+/// The region's shape: the broadcast of its tensor inputs' shapes (`None` for a scalar). On a
+/// mismatch, the error of the first op whose operands do not broadcast, naming it and their
+/// shapes.
+fn region_shape(shapes: &[Option<&[usize]>], ops: &[FusedOp]) -> Result<Vec<usize>, ShapeError> {
+    let mut shape: Option<Vec<usize>> = None;
+    for s in shapes.iter().flatten() {
+        shape = Some(match shape {
+            None => s.to_vec(),
+            Some(r) => match broadcast_shapes("fused", &r, s) {
+                Ok(r) => r,
+                Err(_) => return Err(locate(shapes, ops)),
+            },
+        });
+    }
+    Ok(shape.unwrap_or_default())
+}
+
+/// The error of the op that fails to broadcast, found by following the shapes through the ops.
+fn locate(inputs: &[Option<&[usize]>], ops: &[FusedOp]) -> ShapeError {
+    // `None` is a scalar.
+    let mut shapes: Vec<Option<Vec<usize>>> =
+        inputs.iter().map(|s| s.map(<[usize]>::to_vec)).collect();
+    for &(name, a, b) in ops {
+        // A literal (`u32::MAX`) is a scalar.
+        let shape_of = |i: u32| shapes.get(i as usize).cloned().flatten();
+        let (a, b) = (&shape_of(a), &shape_of(b));
+        let shape = match (a, b) {
+            (Some(a), Some(b)) => match broadcast_shapes(name, a, b) {
+                Ok(s) => Some(s),
+                Err(e) => return e,
+            },
+            (Some(s), None) | (None, Some(s)) => Some(s.clone()),
+            (None, None) => None,
+        };
+        shapes.push(shape);
+    }
+    ShapeError::new("fused", "the inputs' shapes do not broadcast".to_string())
+}
+
+fn operand_shape<'a, T>(o: &OperandRef<'a, T>) -> Option<&'a [usize]> {
+    match o {
+        OperandRef::Scalar(_) => None,
+        OperandRef::Tensor(t) => Some(t.shape()),
+    }
+}
+
+/// A tensor's elements as a source for a region of `shape`.
+fn source<'a, T: Element>(
+    op: &'static str,
+    t: &'a Tensor<T>,
+    shape: &[usize],
+) -> Result<Source<'a, T>, ShapeError> {
+    if t.len() == 1 && shape.iter().product::<usize>() != 1 {
+        let view = broadcast_view(op, t, shape)?;
+        return Ok(Source::Splat(*view.iter().next().expect("one element")));
+    }
+    if same_shape(t.shape(), shape) {
+        if let Some(s) = t.as_shared().as_slice() {
+            return Ok(Source::Slice(s));
+        }
+    }
+    let view = broadcast_view(op, t, shape)?;
+    Ok(Source::Owned(view.iter().copied().collect()))
+}
+
+fn operand_source<'a, T: Element>(
+    input: &OperandRef<'a, T>,
+    shape: &[usize],
+) -> Result<Source<'a, T>, ShapeError> {
+    match *input {
+        OperandRef::Scalar(v) => Ok(Source::Splat(v)),
+        OperandRef::Tensor(t) => source("fused", t, shape),
+    }
+}
+
+/// Calls `body(start, n, blocks)` for each block of `len` elements, `blocks[k][..n]` holding
+/// the elements `start..start + n` of source `k`.
+fn for_blocks<T: Element>(
+    len: usize,
+    sources: &[Source<'_, T>],
+    mut body: impl FnMut(usize, usize, &[[T; BLOCK]]),
+) {
+    let mut blocks = vec![[T::zero(); BLOCK]; sources.len()];
+    for (b, s) in blocks.iter_mut().zip(sources) {
+        if let Source::Splat(v) = s {
+            b.fill(*v);
+        }
+    }
+    let mut start = 0;
+    while start < len {
+        let n = BLOCK.min(len - start);
+        for (b, s) in blocks.iter_mut().zip(sources) {
+            if !matches!(s, Source::Splat(_)) {
+                s.fill(start, &mut b[..n]);
+            }
+        }
+        body(start, n, &blocks);
+        start += n;
+    }
+}
+
+/// The sources of a region's inputs and its shape.
+fn prepare<'a, T: Element>(
+    inputs: &[OperandRef<'a, T>],
+    ops: &[FusedOp],
+) -> Result<(Vec<usize>, Vec<Source<'a, T>>), ShapeError> {
+    let shapes: Vec<Option<&[usize]>> = inputs.iter().map(operand_shape).collect();
+    let shape = region_shape(&shapes, ops)?;
+    let sources = inputs
+        .iter()
+        .map(|i| operand_source(i, &shape))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((shape, sources))
+}
+
+/// The value of a fused region: `f` applied to the elements of the inputs, broadcast.
+///
+/// # Panics
+/// When the inputs' shapes do not broadcast, with the error of the op of `ops` that fails.
+#[track_caller]
+pub fn fused_map<T: Element, const N: usize>(
+    ops: &[FusedOp],
+    inputs: [OperandRef<'_, T>; N],
+    f: impl Fn([T; N]) -> T,
+) -> Tensor<T> {
+    let (shape, sources) = prepare(&inputs, ops).or_panic();
+    let len = shape.iter().product();
+    let mut out = vec![T::zero(); len];
+    for_blocks(len, &sources, |start, n, b| {
+        for (e, o) in out[start..start + n].iter_mut().enumerate() {
+            *o = f(std::array::from_fn(|k| b[k][e]));
+        }
+    });
+    Tensor::from_vec(out, &shape)
+}
+
+/// An input of a fused region's backward pass: its value, or its shape alone where the
+/// partial derivatives do not read it (the closure then sees zeros for it).
+#[derive(Clone, Copy, Debug)]
+pub enum FusedInput<'a, T> {
+    /// The value.
+    Value(OperandRef<'a, T>),
+    /// The shape of a tensor whose value the backward pass does not read.
+    Shape(&'a [usize]),
+}
+
+/// A value as an input of a fused region's backward pass.
+#[inline]
+pub fn fused_value<T, X: OperandOf<T> + ?Sized>(x: &X) -> FusedInput<'_, T> {
+    FusedInput::Value(x.operand_of())
+}
+
+/// A shape as an input of a fused region's backward pass.
+#[inline]
+pub fn fused_shape<T>(shape: &[usize]) -> FusedInput<'_, T> {
+    FusedInput::Shape(shape)
+}
+
+/// The cotangents of a fused region's inputs `targets` (each of its input's shape), from the
+/// cotangent `g` of its value: `f(x, g)` gives them element by element.
+///
+/// # Panics
+/// When the inputs' shapes do not broadcast, or `g` does not broadcast to the region's shape.
+#[track_caller]
+pub fn fused_vjp<T: Element, const N: usize, const K: usize>(
+    ops: &[FusedOp],
+    inputs: [FusedInput<'_, T>; N],
+    targets: [usize; K],
+    g: &Tensor<T>,
+    f: impl Fn([T; N], T) -> [T; K],
+) -> [Tensor<T>; K] {
+    let shapes: Vec<Option<&[usize]>> = inputs
+        .iter()
+        .map(|i| match i {
+            FusedInput::Value(v) => operand_shape(v),
+            FusedInput::Shape(s) => Some(*s),
+        })
+        .collect();
+    let shape = region_shape(&shapes, ops).or_panic();
+    // A shape stands for zeros: the closure does not read it.
+    let mut sources = inputs
+        .iter()
+        .map(|i| match i {
+            FusedInput::Value(v) => operand_source(v, &shape),
+            FusedInput::Shape(_) => Ok(Source::Splat(T::zero())),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .or_panic();
+    sources.push(source("fused", g, &shape).or_panic());
+    let len = shape.iter().product();
+    let mut outs: [Vec<T>; K] = std::array::from_fn(|_| vec![T::zero(); len]);
+    for_blocks(len, &sources, |start, n, b| {
+        for e in 0..n {
+            let d = f(std::array::from_fn(|k| b[k][e]), b[N][e]);
+            for (o, d) in outs.iter_mut().zip(d) {
+                o[start + e] = d;
+            }
+        }
+    });
+    let mut outs = outs.into_iter();
+    targets.map(|i| {
+        let full = Tensor::from_vec(outs.next().expect("one cotangent a target"), &shape);
+        sum_to_shape(&full, shapes[i].unwrap_or(&[]))
+    })
+}
+
+/// The value of a fused region and its tangent, from the tangents of its inputs with tangents:
+/// `f(x, t)` gives both element by element.
+///
+/// # Panics
+/// When the inputs' shapes do not broadcast, or a tangent's does not broadcast to the region's.
+#[track_caller]
+pub fn fused_jvp<T: Element, const N: usize, const K: usize>(
+    ops: &[FusedOp],
+    inputs: [OperandRef<'_, T>; N],
+    tangents: [&Tensor<T>; K],
+    f: impl Fn([T; N], [T; K]) -> (T, T),
+) -> (Tensor<T>, Tensor<T>) {
+    let (shape, mut sources) = prepare(&inputs, ops).or_panic();
+    for t in tangents {
+        sources.push(source("fused", t, &shape).or_panic());
+    }
+    let len = shape.iter().product();
+    let mut value = vec![T::zero(); len];
+    let mut tangent = vec![T::zero(); len];
+    for_blocks(len, &sources, |start, n, b| {
+        for e in 0..n {
+            let (y, t) = f(
+                std::array::from_fn(|k| b[k][e]),
+                std::array::from_fn(|k| b[N + k][e]),
+            );
+            value[start + e] = y;
+            tangent[start + e] = t;
+        }
+    });
+    (
+        Tensor::from_vec(value, &shape),
+        Tensor::from_vec(tangent, &shape),
+    )
+}
+
+/// `1 / b`, as the rules of `/` compute it.
+#[inline]
+pub fn fused_recip<T: Element>(b: T) -> T {
+    T::one() / b
+}
+
+/// `s` as an element of the type of `_like`: a literal of a fused region.
+#[inline]
+pub fn fused_literal<T: crate::element::FromScalar<S>, S>(_like: T, s: S) -> T {
+    T::from_scalar(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scalar;
+
+    fn t(v: &[f64], shape: &[usize]) -> Tensor<f64> {
+        Tensor::from_vec(v.to_vec(), shape)
+    }
+
+    #[test]
+    fn a_region_broadcasts_its_inputs_and_reduces_their_cotangents() {
+        // y = exp(a * b) + c with a [2, 3], b [3], c a scalar; over more than one block.
+        let a = Tensor::from_vec((0..200).map(|i| f64::from(i) / 100.0).collect(), &[40, 5]);
+        let b = t(&[0.5, -1.0, 0.25, 2.0, 1.0], &[5]);
+        let ops: &[FusedOp] = &[("mul", 0, 1), ("exp", 3, 3), ("add", 4, 2)];
+        let inputs = [
+            OperandRef::Tensor(&a),
+            OperandRef::Tensor(&b),
+            OperandRef::Scalar(3.0),
+        ];
+        let y = fused_map(ops, inputs, |[a, b, c]| scalar::exp::value(a * b) + c);
+        assert_eq!(y.shape(), &[40, 5]);
+        let av = a.to_vec();
+        for (i, y) in y.to_vec().iter().enumerate() {
+            assert_eq!(*y, (av[i] * b.to_vec()[i % 5]).exp() + 3.0);
+        }
+        // Cotangents of a and b for g = 1: d/da = b e^(ab), d/db = sum over rows of a e^(ab).
+        let g = Tensor::full(&[40, 5], 1.0);
+        let [da, db] = fused_vjp(
+            ops,
+            inputs.map(FusedInput::Value),
+            [0, 1],
+            &g,
+            |[a, b, _], g| {
+                let e = scalar::exp::value(a * b);
+                [g * b * e, g * a * e]
+            },
+        );
+        assert_eq!(da.shape(), &[40, 5]);
+        assert_eq!(db.shape(), &[5]);
+        for j in 0..5 {
+            let bj = b.to_vec()[j];
+            let want: f64 = (0..40)
+                .map(|r| av[r * 5 + j] * (av[r * 5 + j] * bj).exp())
+                .sum();
+            assert!((db.to_vec()[j] - want).abs() <= 1e-12 * want.abs());
+        }
+        let (value, tangent) = fused_jvp(ops, inputs, [&b], |[a, b, c], [tb]| {
+            let e = scalar::exp::value(a * b);
+            (e + c, a * tb * e)
+        });
+        assert_eq!(value.to_vec(), y.to_vec());
+        assert_eq!(tangent.shape(), &[40, 5]);
+    }
+
+    #[test]
+    #[should_panic(expected = "mul: shapes [2, 3] and [4] do not broadcast")]
+    fn a_shape_mismatch_names_the_op_that_fails() {
+        let a = t(&[1.0; 6], &[2, 3]);
+        let b = t(&[1.0; 4], &[4]);
+        let ops: &[FusedOp] = &[("exp", 0, 0), ("mul", 2, 1)];
+        let _ = fused_map(
+            ops,
+            [OperandRef::Tensor(&a), OperandRef::Tensor(&b)],
+            |[a, b]| a.exp() * b,
+        );
+    }
+
+    #[test]
+    fn a_region_of_scalars_and_zero_d_tensors_is_zero_d() {
+        let x = Tensor::scalar(2.0_f32);
+        let y = fused_map(
+            &[("mul", 0, 1)],
+            [OperandRef::Tensor(&x), OperandRef::Scalar(3.0)],
+            |[a, b]| a * b,
+        );
+        assert_eq!(y.shape(), &[] as &[usize]);
+        assert_eq!(y.item(), 6.0);
+    }
+}

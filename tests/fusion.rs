@@ -1,0 +1,312 @@
+//! Fused elementwise regions, end to end: small models whose elementwise chains the macro fuses,
+//! each checked by `check_variants!` (every variant against finite differences, the dot-product
+//! test) and written twice, fused and with `#[differentiable(fuse = false)]`, whose values agree
+//! bit for bit and whose derivatives agree to a few ulps.
+
+mod support;
+
+use rune_ad::prelude::*;
+use support::{check_variants, check_vector_variants};
+
+/// Defines `$fused` with `#[differentiable]` and `$unfused` with
+/// `#[differentiable(fuse = false)]`, both with the same signature and body.
+macro_rules! both {
+    ($(#[$attr:meta])* fn $fused:ident / $unfused:ident $(<$t:ident: Element>)? ($($params:tt)*) -> $ret:ty $body:block) => {
+        $(#[$attr])*
+        #[differentiable]
+        fn $fused $(<$t: Element>)? ($($params)*) -> $ret $body
+        $(#[$attr])*
+        #[differentiable(fuse = false)]
+        fn $unfused $(<$t: Element>)? ($($params)*) -> $ret $body
+    };
+}
+
+/// `a` and `b` agree to `ulps` units in the last place of the larger magnitude (f64).
+fn assert_ulps(what: &str, a: &Tensor<f64>, b: &Tensor<f64>, ulps: f64) {
+    assert_eq!(a.shape(), b.shape(), "{what}: shapes");
+    for (i, (x, y)) in a.to_vec().iter().zip(b.to_vec()).enumerate() {
+        let scale = x.abs().max(y.abs()).max(f64::MIN_POSITIVE);
+        assert!(
+            (x - y).abs() <= ulps * f64::EPSILON * scale,
+            "{what}[{i}]: {x} against {y}"
+        );
+    }
+}
+
+fn assert_ulps_f32(what: &str, a: &Tensor<f32>, b: &Tensor<f32>, ulps: f32) {
+    assert_eq!(a.shape(), b.shape(), "{what}: shapes");
+    for (i, (x, y)) in a.to_vec().iter().zip(b.to_vec()).enumerate() {
+        let scale = x.abs().max(y.abs()).max(f32::MIN_POSITIVE);
+        assert!(
+            (x - y).abs() <= ulps * f32::EPSILON * scale,
+            "{what}[{i}]: {x} against {y}"
+        );
+    }
+}
+
+#[derive(Clone, Differentiable)]
+struct Layer {
+    w: Tensor<f64>,
+    b: Tensor<f64>,
+}
+
+#[derive(Clone, Differentiable)]
+struct Mlp {
+    layers: Vec<Layer>,
+}
+
+impl Mlp {
+    /// A gated layer stack: each layer's activation is a fused chain around a product.
+    #[differentiable]
+    fn forward(&self, x: &Tensor<f64>) -> Tensor<f64> {
+        let mut h = x.clone();
+        for layer in &self.layers {
+            let z = h.matmul(&layer.w) + &layer.b;
+            h = z.tanh() * 0.5 + z.sigmoid() * (1.0 - z.tanh() * 0.5);
+        }
+        h
+    }
+
+    #[differentiable(fuse = false)]
+    fn forward_unfused(&self, x: &Tensor<f64>) -> Tensor<f64> {
+        let mut h = x.clone();
+        for layer in &self.layers {
+            let z = h.matmul(&layer.w) + &layer.b;
+            h = z.tanh() * 0.5 + z.sigmoid() * (1.0 - z.tanh() * 0.5);
+        }
+        h
+    }
+}
+
+#[differentiable]
+fn mlp_loss(model: &Mlp, #[nodiff] x: &Tensor<f64>, #[nodiff] y: &Tensor<f64>) -> Tensor<f64> {
+    let d = model.forward(x) - y;
+    (&d * &d).mean()
+}
+
+#[differentiable(fuse = false)]
+fn mlp_loss_unfused(
+    model: &Mlp,
+    #[nodiff] x: &Tensor<f64>,
+    #[nodiff] y: &Tensor<f64>,
+) -> Tensor<f64> {
+    let d = model.forward_unfused(x) - y;
+    (&d * &d).mean()
+}
+
+fn mlp() -> Mlp {
+    Mlp {
+        layers: (0..3)
+            .map(|i| Layer {
+                w: Tensor::rand_uniform(&[4, 4], -0.8, 0.8, 10 + i),
+                b: Tensor::rand_uniform(&[4], -0.3, 0.3, 20 + i),
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn a_model_with_fused_activations_has_the_derivatives_of_its_unfused_twin() {
+    let model = mlp();
+    let x = Tensor::rand_normal(&[5, 4], 0.0, 1.0, 1);
+    let y = Tensor::rand_normal(&[5, 4], 0.0, 0.5, 2);
+    check_variants!(mlp_loss, mlp_loss_value_and_grad, mlp_loss_grad, mlp_loss_vjp, mlp_loss_jvp, mlp_loss_pullback; [model]; (&model, &x, &y));
+
+    let (value, grad) = mlp_loss_value_and_grad(&model, &x, &y);
+    let (value_u, grad_u) = mlp_loss_unfused_value_and_grad(&model, &x, &y);
+    assert_eq!(value.to_vec(), value_u.to_vec());
+    for (i, (g, gu)) in grad.layers.iter().zip(&grad_u.layers).enumerate() {
+        assert_ulps(&format!("layers[{i}].w"), &g.w, &gu.w, 64.0);
+        assert_ulps(&format!("layers[{i}].b"), &g.b, &gu.b, 64.0);
+    }
+    let tangent = Mlp {
+        layers: (0..3)
+            .map(|i| Layer {
+                w: Tensor::rand_normal(&[4, 4], 0.0, 1.0, 30 + i),
+                b: Tensor::rand_normal(&[4], 0.0, 1.0, 40 + i),
+            })
+            .collect(),
+    };
+    let (_, t) = mlp_loss_jvp(&model, &x, &y, &tangent);
+    let (_, tu) = mlp_loss_unfused_jvp(&model, &x, &y, &tangent);
+    assert_ulps("the tangent", &t, &tu, 64.0);
+}
+
+both! {
+    /// A region with a broadcast row, a broadcast column, a 0-d tensor and literals.
+    fn broadcasting / broadcasting_unfused(x: &Tensor<f64>, row: &Tensor<f64>, col: &Tensor<f64>, s: &Tensor<f64>) -> Tensor<f64> {
+        let u = (x * row - col / 2.0).exp() * s + (-x).sigmoid();
+        u.sum()
+    }
+}
+
+#[test]
+fn a_region_broadcasts_rows_columns_and_numbers_and_reduces_their_gradients() {
+    let x = Tensor::rand_normal(&[3, 4], 0.0, 0.5, 3);
+    let row = Tensor::rand_normal(&[4], 0.0, 0.5, 4);
+    let col = Tensor::rand_normal(&[3, 1], 0.0, 0.5, 5);
+    let s = Tensor::scalar(0.7);
+    check_variants!(broadcasting, broadcasting_value_and_grad, broadcasting_grad, broadcasting_vjp, broadcasting_jvp, broadcasting_pullback; [x, row, col, s]; (&x, &row, &col, &s));
+
+    // By hand: d/ds = sum(e), d/drow_j = sum_i x_ij e_ij s, d/dcol_i = -sum_j e_ij s / 2.
+    let (_, (gx, grow, gcol, gs)) = broadcasting_value_and_grad(&x, &row, &col, &s);
+    let (xv, rv, cv, s) = (x.to_vec(), row.to_vec(), col.to_vec(), s.item());
+    let e = |i: usize, j: usize| (xv[i * 4 + j] * rv[j] - cv[i] / 2.0).exp();
+    let want_s: f64 = (0..3)
+        .flat_map(|i| (0..4).map(move |j| (i, j)))
+        .map(|(i, j)| e(i, j))
+        .sum();
+    assert_eq!(gs.shape(), &[] as &[usize]);
+    assert!((gs.item() - want_s).abs() <= 1e-12 * want_s);
+    for j in 0..4 {
+        let want: f64 = (0..3).map(|i| xv[i * 4 + j] * e(i, j) * s).sum();
+        assert!((grow.to_vec()[j] - want).abs() <= 1e-12 * want.abs().max(1.0));
+    }
+    for i in 0..3 {
+        let want: f64 = -(0..4).map(|j| e(i, j) * s / 2.0).sum::<f64>();
+        assert!((gcol.to_vec()[i] - want).abs() <= 1e-12 * want.abs().max(1.0));
+    }
+    assert_eq!(grow.shape(), &[4]);
+    assert_eq!(gcol.shape(), &[3, 1]);
+
+    let (gx_u, grow_u, gcol_u, gs_u) =
+        broadcasting_unfused_grad(&x, &row, &col, &Tensor::scalar(s));
+    assert_ulps("x", &gx, &gx_u, 16.0);
+    assert_ulps("row", &grow, &grow_u, 16.0);
+    assert_ulps("col", &gcol, &gcol_u, 16.0);
+    assert_ulps("s", &gs, &gs_u, 16.0);
+}
+
+both! {
+    /// An input read twice, a value read inside and outside a region, a constant tensor and a
+    /// plain-number constant computed at run time.
+    fn shared / shared_unfused(x: &Tensor<f64>, #[nodiff] c: &Tensor<f64>, #[nodiff] k: f64) -> Tensor<f64> {
+        let a = x.exp();
+        let b = &a * &a / (x * x + 1.0) - c * k;
+        let d = a.sum() * 0.25;
+        b.sum() + d
+    }
+}
+
+#[test]
+fn inputs_read_twice_and_values_read_outside_a_region_are_differentiated_once_each() {
+    let x = Tensor::rand_normal(&[6], 0.0, 0.5, 6);
+    let c = Tensor::rand_normal(&[6], 0.0, 1.0, 7);
+    let k = 2.0_f64.sqrt();
+    check_variants!(shared, shared_value_and_grad, shared_grad, shared_vjp, shared_jvp, shared_pullback; [x]; (&x, &c, k));
+    // d/dx [e^{2x} / (x² + 1)] + e^x / 4.
+    let g = shared_grad(&x, &c, k);
+    for (gi, xi) in g.to_vec().iter().zip(x.to_vec()) {
+        let q = xi * xi + 1.0;
+        let want =
+            (2.0 * (2.0 * xi).exp() * q - (2.0 * xi).exp() * 2.0 * xi) / (q * q) + xi.exp() / 4.0;
+        assert!(
+            (gi - want).abs() <= 1e-12 * want.abs(),
+            "{gi} against {want}"
+        );
+    }
+    assert_ulps("the gradient", &g, &shared_unfused_grad(&x, &c, k), 16.0);
+}
+
+both! {
+    /// Regions inside a loop and inside the arms of a branch.
+    fn iterate / iterate_unfused(x: &Tensor<f64>, #[nodiff] steps: usize, #[nodiff] damped: bool) -> Tensor<f64> {
+        let mut h = x.clone();
+        for _ in 0..steps {
+            if damped {
+                h = (h.sin() * 0.9 + 0.1).tanh();
+            } else {
+                h = h.cos() * h.exp() / 3.0;
+            }
+        }
+        (&h * &h).sum()
+    }
+}
+
+#[test]
+fn regions_inside_loops_and_branches_replay_in_the_backward_pass() {
+    let x = Tensor::rand_normal(&[2, 3], 0.0, 0.5, 8);
+    for damped in [true, false] {
+        check_variants!(iterate, iterate_value_and_grad, iterate_grad, iterate_vjp, iterate_jvp, iterate_pullback; [x]; (&x, 4, damped));
+        assert_ulps(
+            "the gradient",
+            &iterate_grad(&x, 4, damped),
+            &iterate_unfused_grad(&x, 4, damped),
+            64.0,
+        );
+    }
+}
+
+both! {
+    /// A generic region, run on f32, f64 and (through `f_hvp`) dual numbers.
+    fn generic / generic_unfused<T: Element>(x: &Tensor<T>, w: &Tensor<T>) -> Tensor<T> {
+        let y = (x * w).tanh() * x - (w.square() + 1.0).ln() * 0.5;
+        y.sum()
+    }
+}
+
+#[test]
+fn a_generic_region_agrees_with_its_unfused_twin_in_f32_f64_and_hessian_vector_products() {
+    let x = Tensor::rand_normal(&[7], 0.0, 1.0, 9);
+    let w = Tensor::rand_normal(&[7], 0.0, 1.0, 10);
+    check_variants!(generic, generic_value_and_grad, generic_grad, generic_vjp, generic_jvp, generic_pullback; [x, w]; (&x, &w));
+    let (gx, gw) = generic_grad(&x, &w);
+    let (gx_u, gw_u) = generic_unfused_grad(&x, &w);
+    assert_ulps("x", &gx, &gx_u, 16.0);
+    assert_ulps("w", &gw, &gw_u, 16.0);
+
+    let (x32, w32) = (x.cast::<f32>(), w.cast::<f32>());
+    assert_eq!(
+        generic(&x32, &w32).to_vec(),
+        generic_unfused(&x32, &w32).to_vec()
+    );
+    let (gx32, gw32) = generic_grad(&x32, &w32);
+    let (gx32_u, gw32_u) = generic_unfused_grad(&x32, &w32);
+    assert_ulps_f32("x in f32", &gx32, &gx32_u, 16.0);
+    assert_ulps_f32("w in f32", &gw32, &gw32_u, 16.0);
+
+    let (dx, dw) = (
+        Tensor::rand_normal(&[7], 0.0, 1.0, 11),
+        Tensor::rand_normal(&[7], 0.0, 1.0, 12),
+    );
+    let (_, (hx, hw)) = generic_hvp(&x, &w, &dx, &dw);
+    let (_, (hx_u, hw_u)) = generic_unfused_hvp(&x, &w, &dx, &dw);
+    assert_ulps("Hv for x", &hx, &hx_u, 64.0);
+    assert_ulps("Hv for w", &hw, &hw_u, 64.0);
+}
+
+both! {
+    /// A value of many elements: the VJP of a fused region for any cotangent.
+    fn vector / vector_unfused(x: &Tensor<f64>, b: &Tensor<f64>) -> Tensor<f64> {
+        (x.sqrt() + b).recip() * x.log1p() - x.abs() * 0.25
+    }
+}
+
+#[test]
+fn a_fused_region_of_many_elements_passes_the_vector_checks() {
+    // Over more than one block of the fused loops.
+    let x = Tensor::rand_uniform(&[10, 30], 0.5, 2.0, 13);
+    let b = Tensor::rand_uniform(&[30], 0.5, 1.0, 14);
+    check_vector_variants!(vector, vector_vjp, vector_jvp, vector_pullback; [x, b]; (&x, &b));
+    let ct = Tensor::rand_normal(&[10, 30], 0.0, 1.0, 15);
+    let (value, (gx, gb)) = vector_vjp(&x, &b, &ct);
+    let (value_u, (gx_u, gb_u)) = vector_unfused_vjp(&x, &b, &ct);
+    assert_eq!(value.to_vec(), value_u.to_vec());
+    assert_ulps("x", &gx, &gx_u, 16.0);
+    assert_ulps("b", &gb, &gb_u, 64.0);
+}
+
+#[differentiable]
+fn mismatched(x: &Tensor<f64>, y: &Tensor<f64>) -> Tensor<f64> {
+    (x.exp() * y + 1.0).sum()
+}
+
+#[test]
+#[should_panic(expected = "mul: shapes [2, 3] and [4] do not broadcast")]
+fn a_shape_error_inside_a_region_names_the_op_and_the_shapes() {
+    let x = Tensor::<f64>::zeros(&[2, 3]);
+    let y = Tensor::<f64>::zeros(&[4]);
+    // The forward pass itself (`f_grad` would run the plain function first in the tests, which
+    // check every variant's value against it).
+    let _ = mismatched::fwd(&x, &y);
+}
