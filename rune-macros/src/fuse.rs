@@ -63,6 +63,37 @@ fn float_literal(expr: &TokenStream) -> bool {
         && (s.contains('.') || s.contains('e') || s.ends_with("f32") || s.ends_with("f64"))
 }
 
+/// A float literal as an `f64` expression: unsuffixed, written `f64`, the type its unfused op
+/// gives it (a scalar operand's type falls back to `f64`); `f32`, widened (exactly) with `as`.
+/// The runtime converts the region's literals to its element type once a call.
+fn as_f64(expr: &TokenStream) -> TokenStream {
+    expr.clone()
+        .into_iter()
+        .map(|t| match t {
+            TokenTree::Literal(l) => {
+                let s = l.to_string();
+                if s.ends_with("f64") {
+                    return TokenTree::Literal(l);
+                }
+                if s.ends_with("f32") {
+                    let group = proc_macro2::Group::new(
+                        proc_macro2::Delimiter::Parenthesis,
+                        quote::quote!(#l as f64),
+                    );
+                    return TokenTree::Group(group);
+                }
+                let digits = if s.ends_with('.') { format!("{s}0") } else { s };
+                let mut new: proc_macro2::Literal = format!("{digits}f64")
+                    .parse()
+                    .expect("a float literal with a suffix");
+                new.set_span(l.span());
+                TokenTree::Literal(new)
+            }
+            other => other,
+        })
+        .collect()
+}
+
 /// Marks every value named in `tokens` (`__rune_vN`).
 fn named_vals(tokens: &TokenStream, escapes: &mut [bool]) {
     for t in tokens.clone() {
@@ -135,31 +166,8 @@ fn collect(stmts: &[Stmt], next_list: &mut usize, uses: &mut Uses) {
         } else {
             stmt.read_vals(&mut |v| uses.escapes[v.0] = true);
         }
-        match stmt {
-            Stmt::Verbatim(t) | Stmt::Hoist { expr: t, .. } | Stmt::Stages { guard: t, .. } => {
-                named_vals(t, &mut uses.escapes)
-            }
-            Stmt::ListNew { init, .. } => named_vals(init, &mut uses.escapes),
-            Stmt::Branch { head, .. } => match head {
-                BranchHead::If(t) => named_vals(t, &mut uses.escapes),
-                BranchHead::Match {
-                    scrutinee,
-                    patterns,
-                } => {
-                    named_vals(scrutinee, &mut uses.escapes);
-                    patterns
-                        .iter()
-                        .for_each(|p| named_vals(p, &mut uses.escapes));
-                }
-            },
-            Stmt::Loop {
-                head: LoopHead::For { pattern, iter },
-                ..
-            } => {
-                named_vals(pattern, &mut uses.escapes);
-                named_vals(iter, &mut uses.escapes);
-            }
-            _ => {}
+        for t in stmt_tokens(stmt) {
+            named_vals(t, &mut uses.escapes);
         }
         for inner in nested(stmt) {
             collect(inner, next_list, uses);
@@ -289,12 +297,122 @@ pub fn fuse(body: &mut Body) {
         } = s
         {
             if float_literal(expr) {
-                literals.insert(*id, expr.clone());
+                literals.insert(*id, as_f64(expr));
             }
         }
     });
     collect(&body.stmts, &mut 0, &mut uses);
     transform(&mut body.stmts, &uses, &literals);
+    drop_inlined_literals(&mut body.stmts, literals);
+}
+
+/// Removes the `let`s of literals that fused regions write inline and nothing else reads.
+fn drop_inlined_literals(stmts: &mut Vec<Stmt>, literals: HashMap<Const, TokenStream>) {
+    let mut read = vec![false; literals.keys().map(|c| c.0 + 1).max().unwrap_or(0)];
+    let mut mark = |c: Const| {
+        if let Some(r) = read.get_mut(c.0) {
+            *r = true;
+        }
+    };
+    crate::analyse::walk(stmts, &mut |s| {
+        stmt_consts(s, &mut mark);
+        for t in stmt_tokens(s) {
+            named_consts(t, &mut mark);
+        }
+    });
+    let inlined = |s: &Stmt| match s {
+        Stmt::Hoist { id, .. } => literals.contains_key(id) && !read[id.0],
+        _ => false,
+    };
+    fn retain(stmts: &mut Vec<Stmt>, inlined: &dyn Fn(&Stmt) -> bool) {
+        stmts.retain(|s| !inlined(s));
+        for s in stmts.iter_mut() {
+            for inner in nested_mut(s) {
+                retain(inner, inlined);
+            }
+        }
+    }
+    retain(stmts, &inlined);
+}
+
+/// Calls `f` on each constant a statement reads by number (not those in its tokens).
+fn stmt_consts(s: &Stmt, f: &mut impl FnMut(Const)) {
+    let operands = |ops: &[Operand], f: &mut dyn FnMut(Const)| {
+        ops.iter().for_each(|o| {
+            if let Operand::Const(c) = o {
+                f(*c)
+            }
+        })
+    };
+    let path = |p: &[crate::ir::PathSeg], f: &mut dyn FnMut(Const)| {
+        crate::analyse::path_consts(p).for_each(f)
+    };
+    match s {
+        Stmt::Op { inputs, config, .. } => {
+            operands(inputs, f);
+            config.iter().copied().for_each(&mut *f);
+        }
+        Stmt::Fused { inputs, .. } => operands(inputs, f),
+        Stmt::SlotInit { init: o, .. } | Stmt::SlotWrite { val: o, .. } => {
+            operands(std::slice::from_ref(o), f)
+        }
+        Stmt::ListPush { val, index, .. } => {
+            operands(std::slice::from_ref(val), f);
+            f(*index);
+        }
+        Stmt::ListGet { index, .. } => f(*index),
+        Stmt::ListOp { config, count, .. } => {
+            config.iter().copied().for_each(&mut *f);
+            f(*count);
+        }
+        Stmt::Leaf { path: p, .. } => path(p, f),
+        Stmt::Call { args, .. } => {
+            for a in args {
+                if let crate::ir::CallArg::Struct { path: p, .. } = a {
+                    path(p, f);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The token streams a statement holds.
+fn stmt_tokens(s: &Stmt) -> Vec<&TokenStream> {
+    match s {
+        Stmt::Verbatim(t) | Stmt::Hoist { expr: t, .. } | Stmt::Stages { guard: t, .. } => {
+            vec![t]
+        }
+        Stmt::ListNew { init, .. } => vec![init],
+        Stmt::Branch { head, .. } => match head {
+            BranchHead::If(t) => vec![t],
+            BranchHead::Match {
+                scrutinee,
+                patterns,
+            } => std::iter::once(scrutinee).chain(patterns).collect(),
+        },
+        Stmt::Loop {
+            head: LoopHead::For { pattern, iter },
+            ..
+        } => vec![pattern, iter],
+        _ => Vec::new(),
+    }
+}
+
+/// Calls `f` on every constant named in `tokens` (`__rune_cN`).
+fn named_consts(tokens: &TokenStream, f: &mut impl FnMut(Const)) {
+    for t in tokens.clone() {
+        match t {
+            TokenTree::Group(g) => named_consts(&g.stream(), f),
+            TokenTree::Ident(i) => {
+                let s = i.to_string();
+                if let Some(n) = s.strip_prefix("__rune_c").and_then(|n| n.parse().ok()) {
+                    f(Const(n));
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// What the backward pass of a fused region reads besides the cotangent: for each input,

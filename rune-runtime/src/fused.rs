@@ -28,10 +28,11 @@ use crate::tensor::Tensor;
 /// The number of elements a fused loop processes at a time.
 pub const BLOCK: usize = 64;
 
-/// One op of a fused region, for the error of an input shape that does not broadcast: its
-/// name and the two values it reads (the same twice for a one-input op), numbered inputs first
-/// (`0..N`) and then the region's ops in order.
-pub type FusedOp = (&'static str, u32, u32);
+/// The ops of a fused region, for the error of an input shape that does not broadcast: one
+/// `name a b` each, separated by `;`, where `a` and `b` are the values the op reads (the same
+/// twice for a one-input op), numbered inputs first (`0..N`) and then the region's ops in
+/// order, and `_` is a literal. Read only on that error's path.
+pub type FusedOps = &'static str;
 
 /// Where a block's elements of one input come from.
 enum Source<'a, T> {
@@ -56,7 +57,7 @@ impl<T: Copy> Source<'_, T> {
 /// The region's shape: the broadcast of its tensor inputs' shapes (`None` for a scalar). On a
 /// mismatch, the error of the first op whose operands do not broadcast, naming it and their
 /// shapes.
-fn region_shape(shapes: &[Option<&[usize]>], ops: &[FusedOp]) -> Result<Vec<usize>, ShapeError> {
+fn region_shape(shapes: &[Option<&[usize]>], ops: FusedOps) -> Result<Vec<usize>, ShapeError> {
     let mut shape: Option<Vec<usize>> = None;
     for s in shapes.iter().flatten() {
         shape = Some(match shape {
@@ -71,16 +72,23 @@ fn region_shape(shapes: &[Option<&[usize]>], ops: &[FusedOp]) -> Result<Vec<usiz
 }
 
 /// The error of the op that fails to broadcast, found by following the shapes through the ops.
-fn locate(inputs: &[Option<&[usize]>], ops: &[FusedOp]) -> ShapeError {
+fn locate(inputs: &[Option<&[usize]>], ops: FusedOps) -> ShapeError {
     // `None` is a scalar.
     let mut shapes: Vec<Option<Vec<usize>>> =
         inputs.iter().map(|s| s.map(<[usize]>::to_vec)).collect();
-    for &(name, a, b) in ops {
-        // A literal (`u32::MAX`) is a scalar.
-        let shape_of = |i: u32| shapes.get(i as usize).cloned().flatten();
-        let (a, b) = (&shape_of(a), &shape_of(b));
+    for op in ops.split(';') {
+        let mut parts = op.split(' ');
+        let name = parts.next().unwrap_or("fused");
+        // A literal (`_`) is a scalar.
+        let mut operand = || {
+            parts
+                .next()
+                .and_then(|i| i.parse::<usize>().ok())
+                .and_then(|i| shapes.get(i).cloned().flatten())
+        };
+        let (a, b) = (&operand(), &operand());
         let shape = match (a, b) {
-            (Some(a), Some(b)) => match broadcast_shapes(name, a, b) {
+            (Some(a), Some(b)) => match broadcast_shapes(op_name(name), a, b) {
                 Ok(s) => Some(s),
                 Err(e) => return e,
             },
@@ -90,6 +98,14 @@ fn locate(inputs: &[Option<&[usize]>], ops: &[FusedOp]) -> ShapeError {
         shapes.push(shape);
     }
     ShapeError::new("fused", "the inputs' shapes do not broadcast".to_string())
+}
+
+/// The registry's name of an op (`ShapeError` takes a `'static` name).
+fn op_name(name: &str) -> &'static str {
+    rune_ops::all()
+        .map(|op| op.name)
+        .find(|n| *n == name)
+        .unwrap_or("fused")
 }
 
 fn operand_shape<'a, T>(o: &OperandRef<'a, T>) -> Option<&'a [usize]> {
@@ -157,7 +173,7 @@ fn for_blocks<T: Element>(
 /// The sources of a region's inputs and its shape.
 fn prepare<'a, T: Element>(
     inputs: &[OperandRef<'a, T>],
-    ops: &[FusedOp],
+    ops: FusedOps,
 ) -> Result<(Vec<usize>, Vec<Source<'a, T>>), ShapeError> {
     let shapes: Vec<Option<&[usize]>> = inputs.iter().map(operand_shape).collect();
     let shape = region_shape(&shapes, ops)?;
@@ -173,17 +189,19 @@ fn prepare<'a, T: Element>(
 /// # Panics
 /// When the inputs' shapes do not broadcast, with the error of the op of `ops` that fails.
 #[track_caller]
-pub fn fused_map<T: Element, const N: usize>(
-    ops: &[FusedOp],
+pub fn fused_map<T: Element, const N: usize, const L: usize>(
+    ops: FusedOps,
     inputs: [OperandRef<'_, T>; N],
-    f: impl Fn([T; N]) -> T,
+    literals: [f64; L],
+    f: impl Fn([T; N], &[T; L]) -> T,
 ) -> Tensor<T> {
+    let literals = literals.map(T::from_f64);
     let (shape, sources) = prepare(&inputs, ops).or_panic();
     let len = shape.iter().product();
     let mut out = vec![T::zero(); len];
     for_blocks(len, &sources, |start, n, b| {
         for (e, o) in out[start..start + n].iter_mut().enumerate() {
-            *o = f(std::array::from_fn(|k| b[k][e]));
+            *o = f(std::array::from_fn(|k| b[k][e]), &literals);
         }
     });
     Tensor::from_vec(out, &shape)
@@ -217,13 +235,15 @@ pub fn fused_shape<T>(shape: &[usize]) -> FusedInput<'_, T> {
 /// # Panics
 /// When the inputs' shapes do not broadcast, or `g` does not broadcast to the region's shape.
 #[track_caller]
-pub fn fused_vjp<T: Element, const N: usize, const K: usize>(
-    ops: &[FusedOp],
+pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize>(
+    ops: FusedOps,
     inputs: [FusedInput<'_, T>; N],
+    literals: [f64; L],
     targets: [usize; K],
     g: &Tensor<T>,
-    f: impl Fn([T; N], T) -> [T; K],
+    f: impl Fn([T; N], &[T; L], T) -> [T; K],
 ) -> [Tensor<T>; K] {
+    let literals = literals.map(T::from_f64);
     let shapes: Vec<Option<&[usize]>> = inputs
         .iter()
         .map(|i| match i {
@@ -246,7 +266,7 @@ pub fn fused_vjp<T: Element, const N: usize, const K: usize>(
     let mut outs: [Vec<T>; K] = std::array::from_fn(|_| vec![T::zero(); len]);
     for_blocks(len, &sources, |start, n, b| {
         for e in 0..n {
-            let d = f(std::array::from_fn(|k| b[k][e]), b[N][e]);
+            let d = f(std::array::from_fn(|k| b[k][e]), &literals, b[N][e]);
             for (o, d) in outs.iter_mut().zip(d) {
                 o[start + e] = d;
             }
@@ -265,12 +285,14 @@ pub fn fused_vjp<T: Element, const N: usize, const K: usize>(
 /// # Panics
 /// When the inputs' shapes do not broadcast, or a tangent's does not broadcast to the region's.
 #[track_caller]
-pub fn fused_jvp<T: Element, const N: usize, const K: usize>(
-    ops: &[FusedOp],
+pub fn fused_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
+    ops: FusedOps,
     inputs: [OperandRef<'_, T>; N],
+    literals: [f64; L],
     tangents: [&Tensor<T>; K],
-    f: impl Fn([T; N], [T; K]) -> (T, T),
+    f: impl Fn([T; N], &[T; L], [T; K]) -> (T, T),
 ) -> (Tensor<T>, Tensor<T>) {
+    let literals = literals.map(T::from_f64);
     let (shape, mut sources) = prepare(&inputs, ops).or_panic();
     for t in tangents {
         sources.push(source("fused", t, &shape).or_panic());
@@ -282,6 +304,7 @@ pub fn fused_jvp<T: Element, const N: usize, const K: usize>(
         for e in 0..n {
             let (y, t) = f(
                 std::array::from_fn(|k| b[k][e]),
+                &literals,
                 std::array::from_fn(|k| b[N + k][e]),
             );
             value[start + e] = y;
@@ -300,10 +323,10 @@ pub fn fused_recip<T: Element>(b: T) -> T {
     T::one() / b
 }
 
-/// `s` as an element of the type of `_like`: a literal of a fused region.
+/// Zero, of the type of `_like`.
 #[inline]
-pub fn fused_literal<T: crate::element::FromScalar<S>, S>(_like: T, s: S) -> T {
-    T::from_scalar(s)
+pub fn fused_zero<T: Element>(_like: T) -> T {
+    T::zero()
 }
 
 #[cfg(test)]
@@ -320,13 +343,15 @@ mod tests {
         // y = exp(a * b) + c with a [2, 3], b [3], c a scalar; over more than one block.
         let a = Tensor::from_vec((0..200).map(|i| f64::from(i) / 100.0).collect(), &[40, 5]);
         let b = t(&[0.5, -1.0, 0.25, 2.0, 1.0], &[5]);
-        let ops: &[FusedOp] = &[("mul", 0, 1), ("exp", 3, 3), ("add", 4, 2)];
+        let ops = "mul 0 1;exp 3 3;add 4 2";
         let inputs = [
             OperandRef::Tensor(&a),
             OperandRef::Tensor(&b),
             OperandRef::Scalar(3.0),
         ];
-        let y = fused_map(ops, inputs, |[a, b, c]| scalar::exp::value(a * b) + c);
+        let y = fused_map(ops, inputs, [], |[a, b, c], []| {
+            scalar::exp::value(a * b) + c
+        });
         assert_eq!(y.shape(), &[40, 5]);
         let av = a.to_vec();
         for (i, y) in y.to_vec().iter().enumerate() {
@@ -337,9 +362,10 @@ mod tests {
         let [da, db] = fused_vjp(
             ops,
             inputs.map(FusedInput::Value),
+            [],
             [0, 1],
             &g,
-            |[a, b, _], g| {
+            |[a, b, _], [], g| {
                 let e = scalar::exp::value(a * b);
                 [g * b * e, g * a * e]
             },
@@ -353,7 +379,7 @@ mod tests {
                 .sum();
             assert!((db.to_vec()[j] - want).abs() <= 1e-12 * want.abs());
         }
-        let (value, tangent) = fused_jvp(ops, inputs, [&b], |[a, b, c], [tb]| {
+        let (value, tangent) = fused_jvp(ops, inputs, [], [&b], |[a, b, c], [], [tb]| {
             let e = scalar::exp::value(a * b);
             (e + c, a * tb * e)
         });
@@ -366,22 +392,20 @@ mod tests {
     fn a_shape_mismatch_names_the_op_that_fails() {
         let a = t(&[1.0; 6], &[2, 3]);
         let b = t(&[1.0; 4], &[4]);
-        let ops: &[FusedOp] = &[("exp", 0, 0), ("mul", 2, 1)];
+        let ops = "exp 0 0;mul 2 1";
         let _ = fused_map(
             ops,
             [OperandRef::Tensor(&a), OperandRef::Tensor(&b)],
-            |[a, b]| a.exp() * b,
+            [],
+            |[a, b], []| a.exp() * b,
         );
     }
 
     #[test]
     fn a_region_of_scalars_and_zero_d_tensors_is_zero_d() {
         let x = Tensor::scalar(2.0_f32);
-        let y = fused_map(
-            &[("mul", 0, 1)],
-            [OperandRef::Tensor(&x), OperandRef::Scalar(3.0)],
-            |[a, b]| a * b,
-        );
+        // A literal times a 0-d tensor.
+        let y = fused_map("mul 0 _", [OperandRef::Tensor(&x)], [3.0], |[a], [b]| a * b);
         assert_eq!(y.shape(), &[] as &[usize]);
         assert_eq!(y.item(), 6.0);
     }

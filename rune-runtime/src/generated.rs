@@ -10,8 +10,8 @@ use ndarray::{Dimension, IxDyn};
 pub use crate::element::Residual;
 use crate::element::{Element, FromScalar};
 pub use crate::fused::{
-    fused_jvp, fused_literal, fused_map, fused_recip, fused_shape, fused_value, fused_vjp,
-    FusedInput, FusedOp,
+    fused_jvp, fused_map, fused_recip, fused_shape, fused_value, fused_vjp, fused_zero, FusedInput,
+    FusedOps,
 };
 use crate::tensor::Tensor;
 

@@ -75,23 +75,25 @@ struct Code<'a> {
 }
 
 impl Code<'_> {
-    /// `&[("mul", 0, 1), ..]`: each op's name and the values it reads, for shape errors.
+    /// `"mul 0 1;exp 2 2"`: each op's name and the values it reads, for shape errors
+    /// (`rune_runtime::fused::FusedOps`).
     fn ops_table(&self) -> TokenStream {
-        let index = |a: FusedArg| -> u32 {
-            let i = match a {
-                FusedArg::Input(i) => i,
-                FusedArg::Node(j) => self.inputs + j,
-                FusedArg::Literal(_) => return u32::MAX,
-            };
-            u32::try_from(i).expect("a region of fewer than 2^32 values")
+        let index = |a: FusedArg| match a {
+            FusedArg::Input(i) => i.to_string(),
+            FusedArg::Node(j) => (self.inputs + j).to_string(),
+            FusedArg::Literal(_) => "_".to_string(),
         };
-        let rows = self.nodes.iter().map(|n| {
-            let name = n.op.name;
-            let a = index(n.args[0]);
-            let b = index(*n.args.get(1).unwrap_or(&n.args[0]));
-            quote!((#name, #a, #b))
-        });
-        quote!(&[#(#rows),*])
+        let rows: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| {
+                let a = index(n.args[0]);
+                let b = index(*n.args.get(1).unwrap_or(&n.args[0]));
+                format!("{} {a} {b}", n.op.name)
+            })
+            .collect();
+        let table = rows.join(";");
+        quote!(#table)
     }
 
     fn params(&self) -> TokenStream {
@@ -99,21 +101,27 @@ impl Code<'_> {
         quote!([#(#xs),*])
     }
 
-    /// The literals `keep` says (all for `None`), as elements of the inputs' type.
+    /// The literals as `f64`s, `[1.5f64, ..]`: the runtime converts them to the element type
+    /// once a call and hands the closure `__rune_lits`.
+    fn literal_array(&self) -> TokenStream {
+        let lits = self.literals;
+        quote!([#(#lits),*])
+    }
+
+    /// `let [__rune_l0, ..] = *__rune_lits;` for the literals `keep` says (all for `None`).
     fn literal_lets(&self, keep: Option<&[bool]>) -> TokenStream {
-        let rt = rt();
-        let x0 = x(0);
-        let kept = |k: usize| keep.is_none_or(|keep| keep[k]);
-        let lets = self
-            .literals
-            .iter()
-            .enumerate()
-            .filter(|(k, _)| kept(*k))
-            .map(|(k, lit)| {
+        if self.literals.is_empty() {
+            return quote!();
+        }
+        let names = (0..self.literals.len()).map(|k| {
+            if keep.is_none_or(|keep| keep[k]) {
                 let l = literal(k);
-                quote!(let #l = #rt::fused_literal(#x0, #lit);)
-            });
-        quote!(#(#lets)*)
+                quote!(#l)
+            } else {
+                quote!(_)
+            }
+        });
+        quote!(let [#(#names),*] = *__rune_lits;)
     }
 
     /// `let __rune_nJ = ..;` for the ops `keep` says (all for `None`).
@@ -203,6 +211,13 @@ impl Code<'_> {
                         ("mul", true, true) => {
                             Some(quote!(#rt::strong_mul(#ta, #bv) + #rt::strong_mul(#tb, #av)))
                         }
+                        // A literal is finite: no need of a strong zero.
+                        ("mul", true, false) if matches!(b, Value::Literal(_)) => {
+                            Some(quote!(#ta * #bv))
+                        }
+                        ("mul", false, true) if matches!(a, Value::Literal(_)) => {
+                            Some(quote!(#tb * #av))
+                        }
                         ("mul", true, false) => Some(quote!(#rt::strong_mul(#ta, #bv))),
                         ("mul", false, true) => Some(quote!(#rt::strong_mul(#tb, #av))),
                         (_, true, true) => Some(quote!(#rt::strong_mul(
@@ -233,7 +248,7 @@ impl Code<'_> {
             let u = tangent_of(Value::Node(self.nodes.len() - 1));
             quote!(#u)
         } else {
-            quote!(#rt::fused_literal(#x0, 0.0))
+            quote!(#rt::fused_zero(#x0))
         };
         let (lits, values) = (self.literal_lets(None), self.value_lets(None));
         gather_closure_lets(quote!(#lits #values #(#lets)* (#root, #u_root)))
@@ -271,9 +286,18 @@ impl Code<'_> {
                     let (ca, cb) = match n.op.name {
                         "add" => (quote!(#d), quote!(#d)),
                         "sub" => (quote!(#d), quote!(-#d)),
+                        // A literal is finite: no need of a strong zero.
                         "mul" => (
-                            quote!(#rt::strong_mul(#d, #bv)),
-                            quote!(#rt::strong_mul(#d, #av)),
+                            if matches!(b, Value::Literal(_)) {
+                                quote!(#d * #bv)
+                            } else {
+                                quote!(#rt::strong_mul(#d, #bv))
+                            },
+                            if matches!(a, Value::Literal(_)) {
+                                quote!(#d * #av)
+                            } else {
+                                quote!(#rt::strong_mul(#d, #av))
+                            },
                         ),
                         _ => (
                             quote!(#rt::strong_mul(#d, #rt::fused_recip(#bv))),
@@ -309,7 +333,7 @@ impl Code<'_> {
             .iter()
             .map(|&i| match current.get(&Value::Input(i)) {
                 Some(d) => quote!(#d),
-                None => quote!(#rt::fused_literal(#x0, 0.0)),
+                None => quote!(#rt::fused_zero(#x0)),
             });
         let lits = self.literal_lets(Some(&needs.literals));
         let values = self.value_lets(Some(&needs.nodes));
@@ -351,6 +375,7 @@ impl Emitter<'_> {
             nodes,
         };
         let (ops, args, params) = (code.ops_table(), self.fused_inputs(inputs), code.params());
+        let lits = code.literal_array();
         let v = val_ident(*out);
         let call = if mode == Mode::Tangent && self.useful(*out) {
             let with_tangent: Vec<usize> = (0..inputs.len())
@@ -364,11 +389,11 @@ impl Emitter<'_> {
             let body = code.tangent_body(&with_tangent);
             let t = tangent_ident(*out);
             quote! {
-                let (#v, #t) = #rt::fused_jvp(#ops, #args, [#(#tangents),*], |#params, [#(#us),*]| { #body });
+                let (#v, #t) = #rt::fused_jvp(#ops, #args, #lits, [#(#tangents),*], |#params, __rune_lits, [#(#us),*]| { #body });
             }
         } else {
             let body = code.value_body();
-            quote!(let #v = #rt::fused_map(#ops, #args, |#params| { #body });)
+            quote!(let #v = #rt::fused_map(#ops, #args, #lits, |#params, __rune_lits| { #body });)
         };
         relocate_call(call, *span)
     }
@@ -414,7 +439,7 @@ impl Emitter<'_> {
                 }
             });
         let args = quote!([#(#args),*]);
-        let (ops, params) = (code.ops_table(), code.params());
+        let (ops, params, lits) = (code.ops_table(), code.params(), code.literal_array());
         let body = code.adjoint_body(&targets, &needs);
         let results: Vec<Ident> = (0..targets.len())
             .map(|k| hidden(&format!("f{k}")))
@@ -427,7 +452,7 @@ impl Emitter<'_> {
         relocate_call(
             quote! {
                 if let ::core::option::Option::Some(__rune_g) = #adj.take() {
-                    let [#(#results),*] = #rt::fused_vjp(#ops, #args, [#(#targets),*], &__rune_g, |#params, __rune_ge| { #body });
+                    let [#(#results),*] = #rt::fused_vjp(#ops, #args, #lits, [#(#targets),*], &__rune_g, |#params, __rune_lits, __rune_ge| { #body });
                     #(#accumulate)*
                 }
             },
