@@ -1,11 +1,12 @@
 //! How long rustc takes to check a long `#[differentiable]` function, against the same function
 //! without the attribute (docs/guarantees.md, "Long and deep bodies").
 //!
-//! `cargo bench -p rune-benches --bench compile_time` writes two small crates under
-//! `target/compile-time/`, each a chain of `let`s (`let v1 = &v0 * 1.0001 + 0.5;` ..) with and
-//! without `#[differentiable]`, and times `cargo check` of each (incremental compilation off,
-//! the dependencies checked beforehand, the median of three runs). It prints the times and
-//! their ratio for 500 and 2,000 `let`s.
+//! `cargo bench -p rune-benches --bench compile_time` writes a small crate under
+//! `target/compile-time/` holding a chain of `let`s (`let v1 = &v0 * 1.0001 + 0.5;` ..) without
+//! `#[differentiable]`, with it (fused, the default) and with `#[differentiable(fuse = false)]`,
+//! and times `cargo check` of each (incremental compilation off, the dependencies checked
+//! beforehand, the median of three runs). It prints the times and their ratios to the plain
+//! function's for 500 and 2,000 `let`s.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,11 +14,16 @@ use std::time::Instant;
 
 const LENGTHS: [usize; 2] = [500, 2000];
 const RUNS: usize = 3;
+const FUSED: &str = "#[differentiable]";
+const UNFUSED: &str = "#[differentiable(fuse = false)]";
 
-fn source(lets: usize, attribute: bool) -> String {
+/// The chain, under `attribute` (`#[differentiable]`, `#[differentiable(fuse = false)]`) or
+/// none.
+fn source(lets: usize, attribute: Option<&str>) -> String {
     let mut s = String::from("use rune_ad::prelude::*;\n\n");
-    if attribute {
-        s.push_str("#[differentiable]\n");
+    if let Some(attribute) = attribute {
+        s.push_str(attribute);
+        s.push('\n');
     }
     s.push_str("pub fn f(x: &Tensor<f64>) -> Tensor<f64> {\n    let v0 = x * 1.0;\n");
     for i in 1..lets {
@@ -77,17 +83,22 @@ fn main() {
     let dir = base.join("probe");
     let target = base.join("target");
     write_crate(&dir, &root);
-    std::fs::write(dir.join("src/lib.rs"), source(2, true)).expect("write lib.rs");
+    std::fs::write(dir.join("src/lib.rs"), source(2, Some(FUSED))).expect("write lib.rs");
     check(&dir, &target);
 
     println!("compile_time: cargo check of a chain of lets, median of {RUNS}");
     println!(
-        "{:>6} {:>12} {:>12} {:>7}",
-        "lets", "plain (s)", "macro (s)", "ratio"
+        "{:>6} {:>10} {:>10} {:>7} {:>12} {:>7}",
+        "lets", "plain (s)", "fused (s)", "ratio", "unfused (s)", "ratio"
     );
     for lets in LENGTHS {
-        let plain = median_check(&dir, &target, &source(lets, false));
-        let with = median_check(&dir, &target, &source(lets, true));
-        println!("{lets:>6} {plain:>12.2} {with:>12.2} {:>7.1}", with / plain);
+        let plain = median_check(&dir, &target, &source(lets, None));
+        let fused = median_check(&dir, &target, &source(lets, Some(FUSED)));
+        let unfused = median_check(&dir, &target, &source(lets, Some(UNFUSED)));
+        println!(
+            "{lets:>6} {plain:>10.2} {fused:>10.2} {:>7.1} {unfused:>12.2} {:>7.1}",
+            fused / plain,
+            unfused / plain
+        );
     }
 }

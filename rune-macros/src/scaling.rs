@@ -47,8 +47,10 @@ fn the_expansion_grows_linearly_with_the_body() {
         long <= short * 1.1,
         "a body four times as long expands {long:.1} tokens a token against {short:.1}"
     );
+    // Fused, the chain is one region: its value, tangent and adjoint closures and the function
+    // as written (9.2 tokens a token at 1,000 `let`s; 33 op by op).
     assert!(
-        long <= 40.0,
+        long <= 12.0,
         "{long:.1} tokens of expansion a token of source"
     );
 }

@@ -40,6 +40,8 @@ enum Source<'a, T> {
     Splat(T),
     /// Data of the region's shape, in row-major order.
     Slice(&'a [T]),
+    /// Data repeated along the region's leading axes, in row-major order.
+    Cycle(&'a [T]),
     /// A copy of a tensor broadcast to the region's shape.
     Owned(Vec<T>),
 }
@@ -50,6 +52,16 @@ impl<T: Copy> Source<'_, T> {
             Source::Splat(v) => dst.fill(*v),
             Source::Slice(s) => dst.copy_from_slice(&s[start..start + dst.len()]),
             Source::Owned(s) => dst.copy_from_slice(&s[start..start + dst.len()]),
+            Source::Cycle(s) => {
+                let mut at = start % s.len();
+                let mut filled = 0;
+                while filled < dst.len() {
+                    let n = (s.len() - at).min(dst.len() - filled);
+                    dst[filled..filled + n].copy_from_slice(&s[at..at + n]);
+                    filled += n;
+                    at = 0;
+                }
+            }
         }
     }
 }
@@ -125,13 +137,28 @@ fn source<'a, T: Element>(
         let view = broadcast_view(op, t, shape)?;
         return Ok(Source::Splat(*view.iter().next().expect("one element")));
     }
-    if same_shape(t.shape(), shape) {
-        if let Some(s) = t.as_shared().as_slice() {
+    if let Some(s) = t.as_shared().as_slice() {
+        if same_shape(t.shape(), shape) {
             return Ok(Source::Slice(s));
         }
+        // Broadcast along leading axes only (a bias `[n]` or `[1, n]` against `[batch, n]`):
+        // the region's elements are the data over and over.
+        let lead = shape.len() - t.ndim().min(shape.len());
+        let leading_ones = t.shape().iter().take_while(|&&d| d == 1).count();
+        let rest = &t.shape()[leading_ones..];
+        if t.ndim() <= shape.len()
+            && !s.is_empty()
+            && same_shape(rest, &shape[lead + leading_ones..])
+        {
+            return Ok(Source::Cycle(s));
+        }
     }
+    // Any other layout or broadcast: one strided copy into row-major order.
     let view = broadcast_view(op, t, shape)?;
-    Ok(Source::Owned(view.iter().copied().collect()))
+    let mut copy = ndarray::ArrayD::from_elem(ndarray::IxDyn(shape), T::zero());
+    copy.assign(&view);
+    let (data, _) = copy.into_raw_vec_and_offset();
+    Ok(Source::Owned(data))
 }
 
 fn operand_source<'a, T: Element>(
@@ -170,6 +197,31 @@ fn for_blocks<T: Element>(
     }
 }
 
+/// When every present input is a tensor of one shape in row-major order (at least one
+/// present), that shape and each input's data (`None` for an absent one).
+#[allow(clippy::type_complexity)]
+fn same_shape_slices<'a, T, const N: usize>(
+    inputs: &[Option<OperandRef<'a, T>>; N],
+) -> Option<(&'a [usize], [Option<&'a [T]>; N])> {
+    let mut shape: Option<&'a [usize]> = None;
+    let mut slices = [None; N];
+    for (slot, input) in slices.iter_mut().zip(inputs) {
+        match input {
+            None => {}
+            Some(OperandRef::Scalar(_)) => return None,
+            Some(OperandRef::Tensor(t)) => {
+                match shape {
+                    None => shape = Some(t.shape()),
+                    Some(s) if same_shape(s, t.shape()) => {}
+                    Some(_) => return None,
+                }
+                *slot = Some(t.as_shared().as_slice()?);
+            }
+        }
+    }
+    Some((shape?, slices))
+}
+
 /// The sources of a region's inputs and its shape.
 fn prepare<'a, T: Element>(
     inputs: &[OperandRef<'a, T>],
@@ -196,6 +248,15 @@ pub fn fused_map<T: Element, const N: usize, const L: usize>(
     f: impl Fn([T; N], &[T; L]) -> T,
 ) -> Tensor<T> {
     let literals = literals.map(T::from_f64);
+    if let Some((shape, slices)) = same_shape_slices(&inputs.map(Some)) {
+        // Every input of one shape, in row-major order: no block buffers.
+        let slices = slices.map(|s| s.expect("every input is present"));
+        let len = shape.iter().product();
+        let out = (0..len)
+            .map(|e| f(std::array::from_fn(|k| slices[k][e]), &literals))
+            .collect();
+        return Tensor::from_vec(out, shape);
+    }
     let (shape, sources) = prepare(&inputs, ops).or_panic();
     let len = shape.iter().product();
     let mut out = vec![T::zero(); len];
@@ -229,21 +290,50 @@ pub fn fused_shape<T>(shape: &[usize]) -> FusedInput<'_, T> {
     FusedInput::Shape(shape)
 }
 
-/// The cotangents of a fused region's inputs `targets` (each of its input's shape), from the
-/// cotangent `g` of its value: `f(x, g)` gives them element by element.
+/// The cotangents of a fused region's inputs (each of its input's shape), from the cotangent
+/// `g` of its value: `f(x, literals, g)` gives `K` cotangents element by element, and each
+/// `(input, k)` of `targets` says that input's is result `k` (inputs of the same cotangent,
+/// such as the operands of `+`, share one).
 ///
 /// # Panics
 /// When the inputs' shapes do not broadcast, or `g` does not broadcast to the region's shape.
 #[track_caller]
-pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize>(
+pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize, const M: usize>(
     ops: FusedOps,
     inputs: [FusedInput<'_, T>; N],
     literals: [f64; L],
-    targets: [usize; K],
+    targets: [(usize, usize); M],
     g: &Tensor<T>,
     f: impl Fn([T; N], &[T; L], T) -> [T; K],
-) -> [Tensor<T>; K] {
+) -> [Tensor<T>; M] {
     let literals = literals.map(T::from_f64);
+    let values = inputs.map(|i| match i {
+        FusedInput::Value(v) => Some(v),
+        FusedInput::Shape(_) => None,
+    });
+    if let (Some((shape, slices)), Some(gs)) =
+        (same_shape_slices(&values), g.as_shared().as_slice())
+    {
+        let shaped = |s: &[usize]| same_shape(s, shape);
+        let all_shaped = inputs.iter().all(|i| match i {
+            FusedInput::Value(_) => true,
+            FusedInput::Shape(s) => shaped(s),
+        });
+        if all_shaped && shaped(g.shape()) {
+            // Every input and the cotangent of one shape, in row-major order. The closure does
+            // not read an input given by its shape: it gets the cotangent's elements there.
+            let slices: [&[T]; N] = std::array::from_fn(|k| slices[k].unwrap_or(gs));
+            let mut outs: [Vec<T>; K] = std::array::from_fn(|_| Vec::with_capacity(gs.len()));
+            for (e, &ge) in gs.iter().enumerate() {
+                let d = f(std::array::from_fn(|k| slices[k][e]), &literals, ge);
+                for (o, d) in outs.iter_mut().zip(d) {
+                    o.push(d);
+                }
+            }
+            let full = outs.map(|o| Tensor::from_vec(o, shape));
+            return targets.map(|(_, k)| full[k].clone());
+        }
+    }
     let shapes: Vec<Option<&[usize]>> = inputs
         .iter()
         .map(|i| match i {
@@ -272,11 +362,11 @@ pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize>(
             }
         }
     });
-    let mut outs = outs.into_iter();
-    targets.map(|i| {
-        let full = Tensor::from_vec(outs.next().expect("one cotangent a target"), &shape);
-        sum_to_shape(&full, shapes[i].unwrap_or(&[]))
-    })
+    let full: Vec<Tensor<T>> = outs
+        .into_iter()
+        .map(|o| Tensor::from_vec(o, &shape))
+        .collect();
+    targets.map(|(i, k)| sum_to_shape(&full[k], shapes[i].unwrap_or(&[])))
 }
 
 /// The value of a fused region and its tangent, from the tangents of its inputs with tangents:
@@ -363,7 +453,7 @@ mod tests {
             ops,
             inputs.map(FusedInput::Value),
             [],
-            [0, 1],
+            [(0, 0), (1, 1)],
             &g,
             |[a, b, _], [], g| {
                 let e = scalar::exp::value(a * b);
@@ -408,5 +498,41 @@ mod tests {
         let y = fused_map("mul 0 _", [OperandRef::Tensor(&x)], [3.0], |[a], [b]| a * b);
         assert_eq!(y.shape(), &[] as &[usize]);
         assert_eq!(y.item(), 6.0);
+    }
+
+    #[test]
+    fn inputs_of_one_shape_take_the_direct_loop_and_agree_with_the_blocked_one() {
+        // a * b + c over 100 elements: once with every input of one shape (the direct loop),
+        // once with `c` given as a row broadcast along a leading axis of one (the blocks).
+        let a = Tensor::from_vec((0..100).map(|i| f64::from(i) * 0.1).collect(), &[1, 100]);
+        let b = Tensor::from_vec(
+            (0..100).map(|i| 1.0 - f64::from(i) * 0.01).collect(),
+            &[1, 100],
+        );
+        let c = Tensor::from_vec((0..100).map(f64::from).collect(), &[1, 100]);
+        let c_row = Tensor::from_vec(c.to_vec(), &[100]);
+        let ops = "mul 0 1;add 3 2";
+        let f = |[a, b, c]: [f64; 3], _: &[f64; 0]| a * b + c;
+        let direct = fused_map(ops, [&a, &b, &c].map(OperandRef::Tensor), [], f);
+        let blocked = fused_map(ops, [&a, &b, &c_row].map(OperandRef::Tensor), [], f);
+        assert_eq!(direct.to_vec(), blocked.to_vec());
+        let want: Vec<f64> = (0..100)
+            .map(|i| a.to_vec()[i] * b.to_vec()[i] + c.to_vec()[i])
+            .collect();
+        assert_eq!(direct.to_vec(), want);
+        // The cotangents of a and c, c given by its shape alone (its partial is 1).
+        let g = Tensor::from_vec((0..100).map(|i| f64::from(i) - 50.0).collect(), &[1, 100]);
+        let inputs = [
+            FusedInput::Value(OperandRef::Tensor(&a)),
+            FusedInput::Value(OperandRef::Tensor(&b)),
+            FusedInput::Shape(c.shape()),
+        ];
+        let [da, dc] = fused_vjp(ops, inputs, [], [(0, 0), (2, 1)], &g, |[_, b, _], _, g| {
+            [g * b, g]
+        });
+        for i in 0..100 {
+            assert_eq!(da.to_vec()[i], g.to_vec()[i] * b.to_vec()[i]);
+        }
+        assert_eq!(dc.to_vec(), g.to_vec());
     }
 }

@@ -257,7 +257,11 @@ impl Code<'_> {
     /// The cotangent closure's body: the input cotangents of `targets` from `__rune_ge`. Each
     /// partial sum of an adjoint gets a name of its own (`__rune_dK`), so that long bodies'
     /// `let`s can be gathered.
-    fn adjoint_body(&self, targets: &[usize], needs: &Needs) -> TokenStream {
+    ///
+    /// Returns the body and, for each target, which of the closure's results is its cotangent:
+    /// inputs whose cotangents are the same value (the operands of `+`) share one result, so
+    /// that the runtime computes and stores it once.
+    fn adjoint_body(&self, targets: &[usize], needs: &Needs) -> (TokenStream, Vec<usize>) {
         let rt = rt();
         let mut current: HashMap<Value, Ident> = HashMap::new();
         let mut fresh = 0;
@@ -275,7 +279,8 @@ impl Code<'_> {
             let Some(d) = current.get(&Value::Node(j)).cloned() else {
                 continue;
             };
-            let mut contributions: Vec<(Value, TokenStream)> = Vec::new();
+            // `None`: the adjoint itself, handed on (`a + b`): no code, and no copy.
+            let mut contributions: Vec<(Value, Option<TokenStream>)> = Vec::new();
             let a: Value = n.args[0].into();
             let av = value_ident(a);
             match n.op.form {
@@ -284,60 +289,80 @@ impl Code<'_> {
                     let bv = value_ident(b);
                     let y = node(j);
                     let (ca, cb) = match n.op.name {
-                        "add" => (quote!(#d), quote!(#d)),
-                        "sub" => (quote!(#d), quote!(-#d)),
+                        "add" => (None, None),
+                        "sub" => (None, Some(quote!(-#d))),
                         // A literal is finite: no need of a strong zero.
                         "mul" => (
-                            if matches!(b, Value::Literal(_)) {
+                            Some(if matches!(b, Value::Literal(_)) {
                                 quote!(#d * #bv)
                             } else {
                                 quote!(#rt::strong_mul(#d, #bv))
-                            },
-                            if matches!(a, Value::Literal(_)) {
+                            }),
+                            Some(if matches!(a, Value::Literal(_)) {
                                 quote!(#d * #av)
                             } else {
                                 quote!(#rt::strong_mul(#d, #av))
-                            },
+                            }),
                         ),
                         _ => (
-                            quote!(#rt::strong_mul(#d, #rt::fused_recip(#bv))),
-                            quote!(-#rt::strong_mul(#rt::strong_mul(#d, #y), #rt::fused_recip(#bv))),
+                            Some(quote!(#rt::strong_mul(#d, #rt::fused_recip(#bv)))),
+                            Some(
+                                quote!(-#rt::strong_mul(#rt::strong_mul(#d, #y), #rt::fused_recip(#bv))),
+                            ),
                         ),
                     };
                     contributions.push((a, ca));
                     contributions.push((b, cb));
                 }
-                Form::Negation => contributions.push((a, quote!(-#d))),
+                Form::Negation => contributions.push((a, Some(quote!(-#d)))),
                 _ => {
                     let f = format_ident!("{}", n.op.name);
                     let at = self.at(j);
-                    contributions.push((a, quote!(#rt::scalar::#f::tangent(#d, #at))));
+                    contributions.push((a, Some(quote!(#rt::scalar::#f::tangent(#d, #at)))));
                 }
             }
             for (target, c) in contributions {
                 if !wanted(target) {
                     continue;
                 }
+                let sum = match (current.get(&target), c) {
+                    (None, None) => {
+                        current.insert(target, d.clone());
+                        continue;
+                    }
+                    (None, Some(c)) => c,
+                    (Some(old), None) => quote!(#old + #d),
+                    (Some(old), Some(c)) => quote!(#old + #c),
+                };
                 let next = hidden(&format!("d{fresh}"));
                 fresh += 1;
-                let sum = match current.get(&target) {
-                    Some(old) => quote!(#old + #c),
-                    None => c,
-                };
                 lets.push(quote!(let #next = #sum;));
                 current.insert(target, next);
             }
         }
         let x0 = x(0);
-        let outs = targets
+        let mut outs: Vec<Option<Ident>> = Vec::new();
+        let slots = targets
             .iter()
-            .map(|&i| match current.get(&Value::Input(i)) {
-                Some(d) => quote!(#d),
-                None => quote!(#rt::fused_zero(#x0)),
-            });
+            .map(|&i| {
+                let d = current.get(&Value::Input(i)).cloned();
+                match outs.iter().position(|o| *o == d) {
+                    Some(k) => k,
+                    None => {
+                        outs.push(d);
+                        outs.len() - 1
+                    }
+                }
+            })
+            .collect();
+        let outs = outs.iter().map(|d| match d {
+            Some(d) => quote!(#d),
+            None => quote!(#rt::fused_zero(#x0)),
+        });
         let lits = self.literal_lets(Some(&needs.literals));
         let values = self.value_lets(Some(&needs.nodes));
-        gather_closure_lets(quote!(#lits #values #(#lets)* [#(#outs),*]))
+        let body = gather_closure_lets(quote!(#lits #values #(#lets)* [#(#outs),*]));
+        (body, slots)
     }
 }
 
@@ -440,7 +465,8 @@ impl Emitter<'_> {
             });
         let args = quote!([#(#args),*]);
         let (ops, params, lits) = (code.ops_table(), code.params(), code.literal_array());
-        let body = code.adjoint_body(&targets, &needs);
+        let (body, slots) = code.adjoint_body(&targets, &needs);
+        let pairs = targets.iter().zip(&slots).map(|(i, k)| quote!((#i, #k)));
         let results: Vec<Ident> = (0..targets.len())
             .map(|k| hidden(&format!("f{k}")))
             .collect();
@@ -452,7 +478,7 @@ impl Emitter<'_> {
         relocate_call(
             quote! {
                 if let ::core::option::Option::Some(__rune_g) = #adj.take() {
-                    let [#(#results),*] = #rt::fused_vjp(#ops, #args, #lits, [#(#targets),*], &__rune_g, |#params, __rune_lits, __rune_ge| { #body });
+                    let [#(#results),*] = #rt::fused_vjp(#ops, #args, #lits, [#(#pairs),*], &__rune_g, |#params, __rune_lits, __rune_ge| { #body });
                     #(#accumulate)*
                 }
             },
