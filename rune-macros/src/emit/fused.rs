@@ -10,14 +10,14 @@
 
 use std::collections::HashMap;
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::Ident;
 
 use super::tokens::{gather_closure_lets, relocate_call};
 use super::{rt, Emitter, Mode};
 use crate::fuse::Needs;
-use crate::ir::{FusedArg, FusedNode, Operand, Stmt};
+use crate::ir::{FusedArg, FusedNode, Operand, Stmt, Val};
 use crate::names::{
     adjoint_ident, const_ident, hidden, residual_ident, shape_ident, tangent_ident, val_ident,
 };
@@ -366,7 +366,34 @@ impl Code<'_> {
     }
 }
 
+/// A fused region's code, result, inputs and span.
+fn region(stmt: &Stmt) -> (Code<'_>, Val, &[Operand], Span) {
+    let Stmt::Fused {
+        out,
+        inputs,
+        literals,
+        nodes,
+        span,
+    } = stmt
+    else {
+        unreachable!("a fused region")
+    };
+    let code = Code {
+        inputs: inputs.len(),
+        literals,
+        nodes,
+    };
+    (code, *out, inputs, *span)
+}
+
 impl Emitter<'_> {
+    /// The positions of a region's inputs that are differentiated values.
+    fn differentiated(&self, inputs: &[Operand]) -> Vec<usize> {
+        (0..inputs.len())
+            .filter(|&i| inputs[i].val().is_some_and(|v| self.useful(v)))
+            .collect()
+    }
+
     /// A fused region's inputs as `OperandRef`s, in the forward pass.
     fn fused_inputs(&self, inputs: &[Operand]) -> TokenStream {
         let rt = rt();
@@ -384,35 +411,19 @@ impl Emitter<'_> {
     /// tangent.
     pub(super) fn fused_forward(&self, stmt: &Stmt, mode: Mode) -> TokenStream {
         let rt = rt();
-        let Stmt::Fused {
-            out,
-            inputs,
-            literals,
-            nodes,
-            span,
-        } = stmt
-        else {
-            unreachable!("a fused region")
-        };
-        let code = Code {
-            inputs: inputs.len(),
-            literals,
-            nodes,
-        };
+        let (code, out, inputs, span) = region(stmt);
         let (ops, args, params) = (code.ops_table(), self.fused_inputs(inputs), code.params());
         let lits = code.literal_array();
-        let v = val_ident(*out);
-        let call = if mode == Mode::Tangent && self.useful(*out) {
-            let with_tangent: Vec<usize> = (0..inputs.len())
-                .filter(|&i| inputs[i].val().is_some_and(|v| self.useful(v)))
-                .collect();
+        let v = val_ident(out);
+        let call = if mode == Mode::Tangent && self.useful(out) {
+            let with_tangent = self.differentiated(inputs);
             let tangents = with_tangent.iter().map(|&i| {
                 let t = tangent_ident(inputs[i].val().expect("a value"));
                 quote!(&#t)
             });
             let us = with_tangent.iter().map(|&i| tangent_of(Value::Input(i)));
             let body = code.tangent_body(&with_tangent);
-            let t = tangent_ident(*out);
+            let t = tangent_ident(out);
             quote! {
                 let (#v, #t) = #rt::fused_jvp(#ops, #args, #lits, [#(#tangents),*], |#params, __rune_lits, [#(#us),*]| { #body });
             }
@@ -420,32 +431,16 @@ impl Emitter<'_> {
             let body = code.value_body();
             quote!(let #v = #rt::fused_map(#ops, #args, #lits, |#params, __rune_lits| { #body });)
         };
-        relocate_call(call, *span)
+        relocate_call(call, span)
     }
 
     /// The backward statement of a fused region: every differentiated input's cotangent in one
     /// pass.
     pub(super) fn fused_backward(&self, stmt: &Stmt) -> TokenStream {
         let rt = rt();
-        let Stmt::Fused {
-            out,
-            inputs,
-            literals,
-            nodes,
-            span,
-        } = stmt
-        else {
-            unreachable!("a fused region")
-        };
-        let code = Code {
-            inputs: inputs.len(),
-            literals,
-            nodes,
-        };
-        let targets: Vec<usize> = (0..inputs.len())
-            .filter(|&i| inputs[i].val().is_some_and(|v| self.useful(v)))
-            .collect();
-        let needs = Needs::of(inputs, literals.len(), nodes);
+        let (code, out, inputs, span) = region(stmt);
+        let targets = self.differentiated(inputs);
+        let needs = Needs::of(inputs, code.literals.len(), code.nodes);
         let args = inputs
             .iter()
             .zip(&needs.inputs)
@@ -474,7 +469,7 @@ impl Emitter<'_> {
             let a = adjoint_ident(inputs[i].val().expect("a value"));
             quote!(#rt::accumulate(&mut #a, #r);)
         });
-        let adj = adjoint_ident(*out);
+        let adj = adjoint_ident(out);
         relocate_call(
             quote! {
                 if let ::core::option::Option::Some(__rune_g) = #adj.take() {
@@ -482,7 +477,7 @@ impl Emitter<'_> {
                     #(#accumulate)*
                 }
             },
-            *span,
+            span,
         )
     }
 }
