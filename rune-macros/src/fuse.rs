@@ -510,6 +510,7 @@ mod tests {
     }";
 
     #[test]
+    #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
     fn a_tree_of_elementwise_ops_is_one_region() {
         let out = expand("", GATED);
         // `z` is read by `tanh` and by the last product: a region input. The rest is one tree.
@@ -532,6 +533,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
     fn a_value_read_by_two_ops_ends_a_region() {
         let out = expand(
             "",
@@ -547,6 +549,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
     fn a_linear_region_keeps_no_tensor_for_its_backward_pass() {
         let out = expand(
             "",

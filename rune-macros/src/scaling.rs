@@ -49,8 +49,13 @@ fn the_expansion_grows_linearly_with_the_body() {
     );
     // Fused, the chain is one region: its value, tangent and adjoint closures and the function
     // as written (9.2 tokens a token at 1,000 `let`s; 33 op by op).
+    let bound = if cfg!(feature = "no-fusion") {
+        40.0
+    } else {
+        12.0
+    };
     assert!(
-        long <= 12.0,
+        long <= bound,
         "{long:.1} tokens of expansion a token of source"
     );
 }
