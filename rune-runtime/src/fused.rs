@@ -14,10 +14,11 @@
 //!
 //! The inputs are tensors or scalars ([`OperandRef`]). The region's shape is the broadcast of
 //! its tensor inputs' shapes, which is the shape of its result: every op of the tree broadcasts
-//! the shapes of the inputs below it. The elements are processed in blocks of [`BLOCK`]; each
-//! input is read from its own contiguous data where its shape is the region's, and copied
-//! broadcast once otherwise, so that the loop over a block is a plain loop over arrays that the
-//! compiler can vectorise.
+//! the shapes of the inputs below it. When every input has that shape in row-major order, the
+//! closure runs in one direct loop over their data. Otherwise the elements are processed in
+//! blocks of [`BLOCK`]: an input of the region's shape is read from its data, one broadcast
+//! along leading axes only (a bias) is read over and over in place, and any other is copied
+//! once, broadcast, with a strided assign.
 
 use crate::broadcast::{broadcast_shapes, broadcast_view, same_shape, sum_to_shape};
 use crate::element::operand::{OperandOf, OperandRef};
