@@ -94,20 +94,16 @@ fn as_f64(expr: &TokenStream) -> TokenStream {
         .collect()
 }
 
-/// Marks every value named in `tokens` (`__rune_vN`).
-fn named_vals(tokens: &TokenStream, escapes: &mut [bool]) {
+/// Calls `f` with `N` for every identifier `{prefix}N` in `tokens` (`__rune_v3`, `__rune_c7`):
+/// the generated locals that the user's constant code names.
+fn named(tokens: &TokenStream, prefix: &str, f: &mut impl FnMut(usize)) {
     for t in tokens.clone() {
         match t {
-            TokenTree::Group(g) => named_vals(&g.stream(), escapes),
+            TokenTree::Group(g) => named(&g.stream(), prefix, f),
             TokenTree::Ident(i) => {
                 let s = i.to_string();
-                if let Some(n) = s
-                    .strip_prefix("__rune_v")
-                    .and_then(|n| n.parse::<usize>().ok())
-                {
-                    if let Some(e) = escapes.get_mut(n) {
-                        *e = true;
-                    }
+                if let Some(n) = s.strip_prefix(prefix).and_then(|n| n.parse().ok()) {
+                    f(n);
                 }
             }
             _ => {}
@@ -167,7 +163,11 @@ fn collect(stmts: &[Stmt], next_list: &mut usize, uses: &mut Uses) {
             stmt.read_vals(&mut |v| uses.escapes[v.0] = true);
         }
         for t in stmt_tokens(stmt) {
-            named_vals(t, &mut uses.escapes);
+            named(t, "__rune_v", &mut |n| {
+                if let Some(e) = uses.escapes.get_mut(n) {
+                    *e = true;
+                }
+            });
         }
         for inner in nested(stmt) {
             collect(inner, next_list, uses);
@@ -317,7 +317,7 @@ fn drop_inlined_literals(stmts: &mut Vec<Stmt>, literals: HashMap<Const, TokenSt
     crate::analyse::walk(stmts, &mut |s| {
         stmt_consts(s, &mut mark);
         for t in stmt_tokens(s) {
-            named_consts(t, &mut mark);
+            named(t, "__rune_c", &mut |n| mark(Const(n)));
         }
     });
     let inlined = |s: &Stmt| match s {
@@ -396,22 +396,6 @@ fn stmt_tokens(s: &Stmt) -> Vec<&TokenStream> {
             ..
         } => vec![pattern, iter],
         _ => Vec::new(),
-    }
-}
-
-/// Calls `f` on every constant named in `tokens` (`__rune_cN`).
-fn named_consts(tokens: &TokenStream, f: &mut impl FnMut(Const)) {
-    for t in tokens.clone() {
-        match t {
-            TokenTree::Group(g) => named_consts(&g.stream(), f),
-            TokenTree::Ident(i) => {
-                let s = i.to_string();
-                if let Some(n) = s.strip_prefix("__rune_c").and_then(|n| n.parse().ok()) {
-                    f(Const(n));
-                }
-            }
-            _ => {}
-        }
     }
 }
 

@@ -223,18 +223,29 @@ fn same_shape_slices<'a, T, const N: usize>(
     Some((shape?, slices))
 }
 
-/// The sources of a region's inputs and its shape.
+/// The region's shape, each input's shape (`None` for a scalar) and each input's source. An
+/// input given by its shape alone stands for zeros: the closures do not read it.
+#[allow(clippy::type_complexity)]
 fn prepare<'a, T: Element>(
-    inputs: &[OperandRef<'a, T>],
+    inputs: &[FusedInput<'a, T>],
     ops: FusedOps,
-) -> Result<(Vec<usize>, Vec<Source<'a, T>>), ShapeError> {
-    let shapes: Vec<Option<&[usize]>> = inputs.iter().map(operand_shape).collect();
+) -> Result<(Vec<usize>, Vec<Option<&'a [usize]>>, Vec<Source<'a, T>>), ShapeError> {
+    let shapes: Vec<Option<&[usize]>> = inputs
+        .iter()
+        .map(|i| match i {
+            FusedInput::Value(v) => operand_shape(v),
+            FusedInput::Shape(s) => Some(*s),
+        })
+        .collect();
     let shape = region_shape(&shapes, ops)?;
     let sources = inputs
         .iter()
-        .map(|i| operand_source(i, &shape))
+        .map(|i| match i {
+            FusedInput::Value(v) => operand_source(v, &shape),
+            FusedInput::Shape(_) => Ok(Source::Splat(T::zero())),
+        })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok((shape, sources))
+    Ok((shape, shapes, sources))
 }
 
 /// The value of a fused region: `f` applied to the elements of the inputs, broadcast.
@@ -258,7 +269,7 @@ pub fn fused_map<T: Element, const N: usize, const L: usize>(
             .collect();
         return Tensor::from_vec(out, shape);
     }
-    let (shape, sources) = prepare(&inputs, ops).or_panic();
+    let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
     let len = shape.iter().product();
     let mut out = vec![T::zero(); len];
     for_blocks(len, &sources, |start, n, b| {
@@ -335,23 +346,7 @@ pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize, con
             return targets.map(|(_, k)| full[k].clone());
         }
     }
-    let shapes: Vec<Option<&[usize]>> = inputs
-        .iter()
-        .map(|i| match i {
-            FusedInput::Value(v) => operand_shape(v),
-            FusedInput::Shape(s) => Some(*s),
-        })
-        .collect();
-    let shape = region_shape(&shapes, ops).or_panic();
-    // A shape stands for zeros: the closure does not read it.
-    let mut sources = inputs
-        .iter()
-        .map(|i| match i {
-            FusedInput::Value(v) => operand_source(v, &shape),
-            FusedInput::Shape(_) => Ok(Source::Splat(T::zero())),
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .or_panic();
+    let (shape, shapes, mut sources) = prepare(&inputs, ops).or_panic();
     sources.push(source("fused", g, &shape).or_panic());
     let len = shape.iter().product();
     let mut outs: [Vec<T>; K] = std::array::from_fn(|_| vec![T::zero(); len]);
@@ -384,7 +379,7 @@ pub fn fused_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
     f: impl Fn([T; N], &[T; L], [T; K]) -> (T, T),
 ) -> (Tensor<T>, Tensor<T>) {
     let literals = literals.map(T::from_f64);
-    let (shape, mut sources) = prepare(&inputs, ops).or_panic();
+    let (shape, _, mut sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
     for t in tangents {
         sources.push(source("fused", t, &shape).or_panic());
     }
