@@ -179,7 +179,8 @@ fn collect(stmts: &[Stmt], next_list: &mut usize, uses: &mut Uses) {
 struct Region {
     inputs: Vec<Operand>,
     literals: Vec<TokenStream>,
-    literal_of: HashMap<Const, usize>,
+    /// Each literal's slot, by its text: equal literals share one.
+    literal_of: HashMap<String, usize>,
     nodes: Vec<FusedNode>,
 }
 
@@ -205,7 +206,8 @@ fn build(
                 FusedArg::Node(build(stmts, d, uses, literals, region, taken))
             }
             Operand::Const(c) if literals.contains_key(&c) => {
-                let k = *region.literal_of.entry(c).or_insert_with(|| {
+                let text = literals[&c].to_string();
+                let k = *region.literal_of.entry(text).or_insert_with(|| {
                     region.literals.push(literals[&c].clone());
                     region.literals.len() - 1
                 });
@@ -272,9 +274,16 @@ fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, literals: &HashMap<Const, Token
             transform(inner, uses, literals);
         }
     }
-    taken.sort_unstable();
-    for i in taken.into_iter().rev() {
-        stmts.remove(i);
+    if !taken.is_empty() {
+        let mut inside = vec![false; stmts.len()];
+        for i in taken {
+            inside[i] = true;
+        }
+        let mut i = 0;
+        stmts.retain(|_| {
+            i += 1;
+            !inside[i - 1]
+        });
     }
 }
 
@@ -541,5 +550,24 @@ mod tests {
         );
         assert!(out.contains("fused_shape"), "{out}");
         assert!(!out.contains("fused_value"), "{out}");
+    }
+
+    #[test]
+    #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
+    fn equal_literals_share_a_slot_and_a_tangent_is_one_expression() {
+        let out = expand(
+            "",
+            "fn f(x: &Tensor<f64>) -> Tensor<f64> {
+                let y = (x * 1.5 + 0.5) * 1.5 + 0.5;
+                (y * 2.0).sum()
+            }",
+        );
+        // Three distinct literals, each written once in each of the three calls.
+        assert_eq!(out.matches("1.5f64").count(), 3, "{out}");
+        assert_eq!(out.matches("0.5f64").count(), 3, "{out}");
+        // `+ 0.5` leaves the tangent as it is, and each value read once is written into its
+        // reader: the tangent is one expression of the three products.
+        let tangent = "(((__rune_ux0 * __rune_l0) * __rune_l0) * __rune_l2)";
+        assert!(out.contains(tangent), "{out}");
     }
 }

@@ -14,7 +14,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::Ident;
 
-use super::tokens::{gather_closure_lets, relocate_call};
+use super::tokens::{gather_closure_lets, inline_single_reads, relocate_call};
 use super::{rt, Emitter, Mode};
 use crate::fuse::Needs;
 use crate::ir::{FusedArg, FusedNode, Operand, Stmt, Val};
@@ -59,12 +59,11 @@ fn value_ident(v: Value) -> Ident {
     }
 }
 
-fn tangent_of(v: Value) -> Ident {
-    match v {
-        Value::Input(i) => hidden(&format!("ux{i}")),
-        Value::Node(j) => hidden(&format!("un{j}")),
-        Value::Literal(k) => hidden(&format!("ul{k}")),
-    }
+fn input_tangent(i: usize) -> Ident {
+    hidden(&format!("ux{i}"))
+}
+fn node_tangent(j: usize) -> Ident {
+    hidden(&format!("un{j}"))
 }
 
 /// The region's code, shared by its three closures.
@@ -124,8 +123,8 @@ impl Code<'_> {
         quote!(let [#(#names),*] = *__rune_lits;)
     }
 
-    /// `let __rune_nJ = ..;` for the ops `keep` says (all for `None`).
-    fn value_lets(&self, keep: Option<&[bool]>) -> TokenStream {
+    /// `let __rune_nJ = ..;` for the ops `keep` says (all for `None`), as names and initializers.
+    fn value_lets(&self, keep: Option<&[bool]>) -> Vec<(Ident, TokenStream)> {
         let rt = rt();
         let kept = |j: usize| keep.is_none_or(|keep| keep[j]);
         let lets = self
@@ -152,9 +151,9 @@ impl Code<'_> {
                         quote!(#rt::scalar::#f::value(#a))
                     }
                 };
-                quote!(let #nj = #e;)
+                (nj, e)
             });
-        quote!(#(#lets)*)
+        lets.collect()
     }
 
     /// Where a unary function's derivative is read: `Input(x)` or `Output(y)`.
@@ -178,80 +177,83 @@ impl Code<'_> {
     /// The value closure's body.
     fn value_body(&self) -> TokenStream {
         let (lits, lets, root) = (self.literal_lets(None), self.value_lets(None), self.root());
-        gather_closure_lets(quote!(#lits #lets #root))
+        body(lits, lets, quote!(#root))
     }
 
     /// The tangent closure's body, for the inputs `with_tangent`.
     fn tangent_body(&self, with_tangent: &[usize]) -> TokenStream {
         let rt = rt();
-        let mut has: Vec<bool> = vec![false; self.nodes.len()];
-        let present = |v: Value, has: &[bool]| match v {
-            Value::Input(i) => with_tangent.contains(&i),
-            Value::Node(j) => has[j],
-            Value::Literal(_) => false,
+        // Each node's tangent, where it has one: its own `let`, or the operand's tangent it
+        // equals (`a + literal`), which then gets no `let` of its own.
+        let mut tangents: Vec<Option<Ident>> = vec![None; self.nodes.len()];
+        let tangent = |v: Value, tangents: &[Option<Ident>]| match v {
+            Value::Input(i) => with_tangent.contains(&i).then(|| input_tangent(i)),
+            Value::Node(j) => tangents[j].clone(),
+            Value::Literal(_) => None,
         };
         let mut lets = Vec::new();
         for (j, n) in self.nodes.iter().enumerate() {
             let a: Value = n.args[0].into();
-            let (ta, a_has) = (tangent_of(a), present(a, &has));
+            let ta = tangent(a, &tangents);
             let av = value_ident(a);
             let e = match n.op.form {
                 Form::Operator => {
                     let b: Value = n.args[1].into();
-                    let (tb, b_has) = (tangent_of(b), present(b, &has));
+                    let tb = tangent(b, &tangents);
                     let bv = value_ident(b);
                     let y = node(j);
-                    match (n.op.name, a_has, b_has) {
-                        (_, false, false) => None,
-                        ("add", true, true) => Some(quote!(#ta + #tb)),
-                        ("add" | "sub", true, false) => Some(quote!(#ta)),
-                        ("add", false, true) => Some(quote!(#tb)),
-                        ("sub", true, true) => Some(quote!(#ta - #tb)),
-                        ("sub", false, true) => Some(quote!(-#tb)),
-                        ("mul", true, true) => {
+                    match (n.op.name, ta, tb) {
+                        (_, None, None) => None,
+                        ("add" | "sub", Some(ta), None) | ("add", None, Some(ta)) => {
+                            tangents[j] = Some(ta);
+                            continue;
+                        }
+                        ("add", Some(ta), Some(tb)) => Some(quote!(#ta + #tb)),
+                        ("sub", Some(ta), Some(tb)) => Some(quote!(#ta - #tb)),
+                        ("sub", None, Some(tb)) => Some(quote!(-#tb)),
+                        ("mul", Some(ta), Some(tb)) => {
                             Some(quote!(#rt::strong_mul(#ta, #bv) + #rt::strong_mul(#tb, #av)))
                         }
                         // A literal is finite: no need of a strong zero.
-                        ("mul", true, false) if matches!(b, Value::Literal(_)) => {
+                        ("mul", Some(ta), None) if matches!(b, Value::Literal(_)) => {
                             Some(quote!(#ta * #bv))
                         }
-                        ("mul", false, true) if matches!(a, Value::Literal(_)) => {
+                        ("mul", None, Some(tb)) if matches!(a, Value::Literal(_)) => {
                             Some(quote!(#tb * #av))
                         }
-                        ("mul", true, false) => Some(quote!(#rt::strong_mul(#ta, #bv))),
-                        ("mul", false, true) => Some(quote!(#rt::strong_mul(#tb, #av))),
-                        (_, true, true) => Some(quote!(#rt::strong_mul(
+                        ("mul", Some(ta), None) => Some(quote!(#rt::strong_mul(#ta, #bv))),
+                        ("mul", None, Some(tb)) => Some(quote!(#rt::strong_mul(#tb, #av))),
+                        (_, Some(ta), Some(tb)) => Some(quote!(#rt::strong_mul(
                             #ta - #rt::strong_mul(#tb, #y), #rt::fused_recip(#bv)))),
-                        (_, true, false) => {
+                        (_, Some(ta), None) => {
                             Some(quote!(#rt::strong_mul(#ta, #rt::fused_recip(#bv))))
                         }
-                        (_, false, true) => Some(quote!(#rt::strong_mul(
+                        (_, None, Some(tb)) => Some(quote!(#rt::strong_mul(
                             -#rt::strong_mul(#tb, #y), #rt::fused_recip(#bv)))),
                     }
                 }
-                Form::Negation => a_has.then(|| quote!(-#ta)),
+                Form::Negation => ta.map(|ta| quote!(-#ta)),
                 _ => {
                     let f = format_ident!("{}", n.op.name);
                     let at = self.at(j);
-                    a_has.then(|| quote!(#rt::scalar::#f::tangent(#ta, #at)))
+                    ta.map(|ta| quote!(#rt::scalar::#f::tangent(#ta, #at)))
                 }
             };
             if let Some(e) = e {
-                let u = tangent_of(Value::Node(j));
-                lets.push(quote!(let #u = #e;));
-                has[j] = true;
+                let u = node_tangent(j);
+                lets.push((u.clone(), e));
+                tangents[j] = Some(u);
             }
         }
         let root = self.root();
         let x0 = x(0);
-        let u_root = if has[self.nodes.len() - 1] {
-            let u = tangent_of(Value::Node(self.nodes.len() - 1));
-            quote!(#u)
-        } else {
-            quote!(#rt::fused_zero(#x0))
+        let u_root = match &tangents[self.nodes.len() - 1] {
+            Some(u) => quote!(#u),
+            None => quote!(#rt::fused_zero(#x0)),
         };
-        let (lits, values) = (self.literal_lets(None), self.value_lets(None));
-        gather_closure_lets(quote!(#lits #values #(#lets)* (#root, #u_root)))
+        let (lits, mut values) = (self.literal_lets(None), self.value_lets(None));
+        values.extend(lets);
+        body(lits, values, quote!((#root, #u_root)))
     }
 
     /// The cotangent closure's body: the input cotangents of `targets` from `__rune_ge`. Each
@@ -268,7 +270,7 @@ impl Code<'_> {
         let mut lets = Vec::new();
         let root = self.nodes.len() - 1;
         let d_root = hidden("d");
-        lets.push(quote!(let #d_root = __rune_ge;));
+        lets.push((d_root.clone(), quote!(__rune_ge)));
         current.insert(Value::Node(root), d_root);
         let wanted = |v: Value| match v {
             Value::Input(i) => targets.contains(&i),
@@ -336,7 +338,7 @@ impl Code<'_> {
                 };
                 let next = hidden(&format!("d{fresh}"));
                 fresh += 1;
-                lets.push(quote!(let #next = #sum;));
+                lets.push((next.clone(), sum));
                 current.insert(target, next);
             }
         }
@@ -360,10 +362,16 @@ impl Code<'_> {
             None => quote!(#rt::fused_zero(#x0)),
         });
         let lits = self.literal_lets(Some(&needs.literals));
-        let values = self.value_lets(Some(&needs.nodes));
-        let body = gather_closure_lets(quote!(#lits #values #(#lets)* [#(#outs),*]));
+        let mut values = self.value_lets(Some(&needs.nodes));
+        values.extend(lets);
+        let body = body(lits, values, quote!([#(#outs),*]));
         (body, slots)
     }
+}
+
+/// A closure's body: `prefix`, then `lets` (each read once written into its reader), then `tail`.
+fn body(prefix: TokenStream, lets: Vec<(Ident, TokenStream)>, tail: TokenStream) -> TokenStream {
+    gather_closure_lets(inline_single_reads(prefix, lets, tail))
 }
 
 /// A fused region's code, result, inputs and span.
@@ -421,7 +429,7 @@ impl Emitter<'_> {
                 let t = tangent_ident(inputs[i].val().expect("a value"));
                 quote!(&#t)
             });
-            let us = with_tangent.iter().map(|&i| tangent_of(Value::Input(i)));
+            let us = with_tangent.iter().map(|&i| input_tangent(i));
             let body = code.tangent_body(&with_tangent);
             let t = tangent_ident(out);
             quote! {

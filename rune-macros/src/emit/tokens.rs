@@ -48,6 +48,82 @@ fn for_each_ident(tokens: impl IntoIterator<Item = TokenTree>, f: &mut impl FnMu
     }
 }
 
+/// `let`s of a closure over scalars, each read once written into its reader: `let n0 = a * b;
+/// let n1 = n0 + c; n1` becomes `((a * b) + c)`. At most [`INLINE_DEPTH`] levels are nested;
+/// a deeper value, and one read twice, keeps its `let`. Every initializer is a pure expression
+/// over `Copy` scalars, so where it is evaluated does not matter, and the result is the same bit
+/// for bit. Fewer `let`s are fewer tokens and fewer locals for rustc to check (a fused chain of
+/// 2,000 statements: about half the tokens).
+pub(super) fn inline_single_reads(
+    prefix: TokenStream,
+    lets: Vec<(Ident, TokenStream)>,
+    tail: TokenStream,
+) -> TokenStream {
+    let mut reads: HashMap<String, usize> = lets.iter().map(|(n, _)| (n.to_string(), 0)).collect();
+    for tokens in lets.iter().map(|(_, e)| e).chain([&tail]) {
+        for_each_ident(tokens.clone(), &mut |i| {
+            if let Some(r) = reads.get_mut(&i.to_string()) {
+                *r += 1;
+            }
+        });
+    }
+    // The initializers not written yet, and how deep each nests.
+    let mut pending: HashMap<String, (TokenStream, usize)> = HashMap::new();
+    let mut out = prefix;
+    for (name, expr) in lets {
+        let mut depth = 0;
+        let expr = substitute(expr, &mut pending, &mut depth);
+        if reads[&name.to_string()] == 1 && depth < INLINE_DEPTH {
+            pending.insert(name.to_string(), (expr, depth + 1));
+        } else {
+            out.extend(quote!(let #name = #expr;));
+        }
+    }
+    let tail = substitute(tail, &mut pending, &mut 0);
+    out.extend(tail);
+    out
+}
+
+/// How many inlined initializers [`inline_single_reads`] nests at most.
+const INLINE_DEPTH: usize = 12;
+
+/// `tokens` with each name of `pending` replaced by its initializer, in parentheses unless it is
+/// one name or group (removed from `pending`); `depth` is raised to the deepest initializer written.
+fn substitute(
+    tokens: TokenStream,
+    pending: &mut HashMap<String, (TokenStream, usize)>,
+    depth: &mut usize,
+) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|t| match t {
+            TokenTree::Ident(i) => match pending.remove(&i.to_string()) {
+                Some((expr, d)) => {
+                    *depth = (*depth).max(d);
+                    let mut one = expr.clone().into_iter();
+                    match (one.next(), one.next()) {
+                        (Some(t @ (TokenTree::Ident(_) | TokenTree::Group(_))), None) => t,
+                        _ => {
+                            let paren = proc_macro2::Delimiter::Parenthesis;
+                            let mut g = proc_macro2::Group::new(paren, expr);
+                            g.set_span(i.span());
+                            TokenTree::Group(g)
+                        }
+                    }
+                }
+                None => TokenTree::Ident(i),
+            },
+            TokenTree::Group(g) => {
+                let mut inner =
+                    proc_macro2::Group::new(g.delimiter(), substitute(g.stream(), pending, depth));
+                inner.set_span(g.span());
+                TokenTree::Group(inner)
+            }
+            t => t,
+        })
+        .collect()
+}
+
 /// `body` with each run of up to 16 consecutive top-level `let`s of generated names
 /// (`let [mut] __rune_x = e;`) gathered into one: `let (a, b, ..) = { let a = ..; let b = ..;
 /// (a, b, ..) };`.
@@ -63,16 +139,17 @@ fn for_each_ident(tokens: impl IntoIterator<Item = TokenTree>, f: &mut impl FnMu
 /// `let` with a type or an `else`, or one whose initializer may borrow a temporary (a `let`
 /// extends its life; the block would end it).
 pub(super) fn gather_lets(body: TokenStream) -> TokenStream {
-    gather_lets_from(body, 1500)
+    gather_lets_from(body, 1500, false)
 }
 
 /// [`gather_lets`] for the body of a fused region's closure, from a few dozen `let`s on: LLVM's
 /// debug information nests a closure's scopes inside those of the function around it.
 pub(super) fn gather_closure_lets(body: TokenStream) -> TokenStream {
-    gather_lets_from(body, 64)
+    gather_lets_from(body, 64, true)
 }
 
-fn gather_lets_from(body: TokenStream, long: usize) -> TokenStream {
+/// `scalars`: every initializer is an expression over `Copy` scalars, which borrows no temporary.
+fn gather_lets_from(body: TokenStream, long: usize, scalars: bool) -> TokenStream {
     const RUN: usize = 16;
     let lets = body
         .clone()
@@ -111,6 +188,7 @@ fn gather_lets_from(body: TokenStream, long: usize) -> TokenStream {
         let start = at + 2;
         let end = (start..tokens.len()).find(|&k| is_punct(&tokens[k], ';'))?;
         match tokens.get(start) {
+            _ if scalars => {}
             // `&a * &b` borrows no temporary past the statement; `&e` alone may.
             Some(t) if is_punct(t, '&') => {
                 let binary = (start + 2..end).any(|k| {
