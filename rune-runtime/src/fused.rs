@@ -25,9 +25,15 @@ use crate::element::operand::{OperandOf, OperandRef};
 use crate::element::Element;
 use crate::error::{OrPanic, ShapeError};
 use crate::tensor::Tensor;
+use crate::vmath::vectorised;
 
 /// The number of elements a fused loop processes at a time.
 pub const BLOCK: usize = 64;
+
+/// Regions of at most this many elements run in blocks of this size: whole blocks of
+/// [`BLOCK`] would compute four times the elements there are on the 16-element tensors of a
+/// small model.
+const SMALL: usize = 16;
 
 /// The ops of a fused region, for the error of an input shape that does not broadcast: one
 /// `name a b` each, separated by `;`, where `a` and `b` are the values the op reads (the same
@@ -172,64 +178,89 @@ fn operand_source<'a, T: Element>(
     }
 }
 
-/// Calls `body(start, n, blocks)` for each block of `len` elements, `blocks[k][..n]` holding
-/// the elements `start..start + n` of source `k`.
-fn for_blocks<T: Element>(
+/// Calls `body(start, n, xs, ys)` for each block of `B` of `len` elements, `xs[k][..n]` holding the
+/// elements `start..start + n` of source `xs_from[k]`, and `ys` those of `ys_from` (the
+/// cotangent, or the tangents).
+///
+/// The blocks are local arrays of a constant size. The callers evaluate a region over whole
+/// blocks (the elements past `n` of the last one are left from the block before, or zero:
+/// their results are not written), so their loops have a constant trip count, no bounds checks
+/// and no remainder, and LLVM vectorises them completely.
+#[inline(always)]
+fn for_blocks<T: Element, const N: usize, const M: usize, const B: usize>(
     len: usize,
-    sources: &[Source<'_, T>],
-    mut body: impl FnMut(usize, usize, &[[T; BLOCK]]),
+    xs_from: &[Source<'_, T>; N],
+    ys_from: &[Source<'_, T>; M],
+    mut body: impl FnMut(usize, usize, &[[T; B]; N], &[[T; B]; M]),
 ) {
-    let mut blocks = vec![[T::zero(); BLOCK]; sources.len()];
-    for (b, s) in blocks.iter_mut().zip(sources) {
+    let mut xs = [[T::zero(); B]; N];
+    let mut ys = [[T::zero(); B]; M];
+    let splat = |b: &mut [T; B], s: &Source<'_, T>| {
         if let Source::Splat(v) = s {
             b.fill(*v);
         }
-    }
+    };
+    xs.iter_mut().zip(xs_from).for_each(|(b, s)| splat(b, s));
+    ys.iter_mut().zip(ys_from).for_each(|(b, s)| splat(b, s));
     let mut start = 0;
     while start < len {
-        let n = BLOCK.min(len - start);
-        for (b, s) in blocks.iter_mut().zip(sources) {
+        let n = B.min(len - start);
+        let fill = |b: &mut [T; B], s: &Source<'_, T>| {
             if !matches!(s, Source::Splat(_)) {
                 s.fill(start, &mut b[..n]);
             }
-        }
-        body(start, n, &blocks);
+        };
+        xs.iter_mut().zip(xs_from).for_each(|(b, s)| fill(b, s));
+        ys.iter_mut().zip(ys_from).for_each(|(b, s)| fill(b, s));
+        body(start, n, &xs, &ys);
         start += n;
     }
 }
 
 /// When every present input is a tensor of one shape in row-major order (at least one
-/// present), that shape and each input's data (`None` for an absent one).
+/// present), that shape and each input's data as a source (zeros for an absent one): no
+/// broadcasting to work out and no copies.
 #[allow(clippy::type_complexity)]
-fn same_shape_slices<'a, T, const N: usize>(
+fn same_shape_sources<'a, T: Element, const N: usize>(
     inputs: &[Option<OperandRef<'a, T>>; N],
-) -> Option<(&'a [usize], [Option<&'a [T]>; N])> {
+) -> Option<(&'a [usize], [Source<'a, T>; N])> {
     let mut shape: Option<&'a [usize]> = None;
-    let mut slices = [None; N];
-    for (slot, input) in slices.iter_mut().zip(inputs) {
+    for input in inputs {
         match input {
             None => {}
             Some(OperandRef::Scalar(_)) => return None,
-            Some(OperandRef::Tensor(t)) => {
-                match shape {
-                    None => shape = Some(t.shape()),
-                    Some(s) if same_shape(s, t.shape()) => {}
-                    Some(_) => return None,
-                }
-                *slot = Some(t.as_shared().as_slice()?);
-            }
+            Some(OperandRef::Tensor(t)) => match shape {
+                None => shape = Some(t.shape()),
+                Some(s) if same_shape(s, t.shape()) => {}
+                Some(_) => return None,
+            },
         }
     }
-    Some((shape?, slices))
+    let mut sources = Vec::with_capacity(N);
+    for input in inputs {
+        sources.push(match input {
+            Some(OperandRef::Tensor(t)) => Source::Slice(t.as_shared().as_slice()?),
+            _ => Source::Splat(T::zero()),
+        });
+    }
+    Some((shape?, array(sources)))
+}
+
+/// `N` sources as an array.
+fn array<T, const N: usize>(v: Vec<T>) -> [T; N] {
+    match v.try_into() {
+        Ok(a) => a,
+        Err(_) => unreachable!("one source an input"),
+    }
 }
 
 /// The region's shape, each input's shape (`None` for a scalar) and each input's source. An
 /// input given by its shape alone stands for zeros: the closures do not read it.
 #[allow(clippy::type_complexity)]
-fn prepare<'a, T: Element>(
-    inputs: &[FusedInput<'a, T>],
+fn prepare<'a, T: Element, const N: usize>(
+    inputs: &[FusedInput<'a, T>; N],
     ops: FusedOps,
-) -> Result<(Vec<usize>, Vec<Option<&'a [usize]>>, Vec<Source<'a, T>>), ShapeError> {
+) -> Result<(Vec<usize>, Vec<Option<&'a [usize]>>, [Source<'a, T>; N]), ShapeError> {
     let shapes: Vec<Option<&[usize]>> = inputs
         .iter()
         .map(|i| match i {
@@ -245,7 +276,7 @@ fn prepare<'a, T: Element>(
             FusedInput::Shape(_) => Ok(Source::Splat(T::zero())),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok((shape, shapes, sources))
+    Ok((shape, shapes, array(sources)))
 }
 
 /// The value of a fused region: `f` applied to the elements of the inputs, broadcast.
@@ -260,24 +291,50 @@ pub fn fused_map<T: Element, const N: usize, const L: usize>(
     f: impl Fn([T; N], &[T; L]) -> T,
 ) -> Tensor<T> {
     let literals = literals.map(T::from_f64);
-    if let Some((shape, slices)) = same_shape_slices(&inputs.map(Some)) {
-        // Every input of one shape, in row-major order: no block buffers.
-        let slices = slices.map(|s| s.expect("every input is present"));
-        let len = shape.iter().product();
-        let out = (0..len)
-            .map(|e| f(std::array::from_fn(|k| slices[k][e]), &literals))
-            .collect();
-        return Tensor::from_vec(out, shape);
-    }
-    let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
+    let (shape, sources) = match same_shape_sources(&inputs.map(Some)) {
+        Some((shape, sources)) => (shape.to_vec(), sources),
+        None => {
+            let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
+            (shape, sources)
+        }
+    };
     let len = shape.iter().product();
     let mut out = vec![T::zero(); len];
-    for_blocks(len, &sources, |start, n, b| {
-        for (e, o) in out[start..start + n].iter_mut().enumerate() {
-            *o = f(std::array::from_fn(|k| b[k][e]), &literals);
-        }
-    });
+    if len <= SMALL {
+        vectorised(
+            #[inline(always)]
+            || map_blocks::<T, N, L, SMALL>(&mut out, &sources, &literals, &f),
+        );
+    } else {
+        vectorised(
+            #[inline(always)]
+            || map_blocks::<T, N, L, BLOCK>(&mut out, &sources, &literals, &f),
+        );
+    }
     Tensor::from_vec(out, &shape)
+}
+
+/// `fused_map`'s loop, over blocks of `B`.
+#[inline(always)]
+fn map_blocks<T: Element, const N: usize, const L: usize, const B: usize>(
+    out: &mut [T],
+    sources: &[Source<'_, T>; N],
+    literals: &[T; L],
+    f: &impl Fn([T; N], &[T; L]) -> T,
+) {
+    let mut block = [T::zero(); B];
+    for_blocks::<T, N, 0, B>(
+        out.len(),
+        sources,
+        &[],
+        #[inline(always)]
+        |start, n, x, _| {
+            for (e, b) in block.iter_mut().enumerate() {
+                *b = f(std::array::from_fn(|k| x[k][e]), literals);
+            }
+            out[start..start + n].copy_from_slice(&block[..n]);
+        },
+    );
 }
 
 /// An input of a fused region's backward pass: its value, or its shape alone where the
@@ -323,46 +380,74 @@ pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize, con
         FusedInput::Value(v) => Some(v),
         FusedInput::Shape(_) => None,
     });
-    if let (Some((shape, slices)), Some(gs)) =
-        (same_shape_slices(&values), g.as_shared().as_slice())
-    {
+    // Every input and the cotangent of one shape, in row-major order: nothing to broadcast or
+    // reduce.
+    let direct = same_shape_sources(&values).and_then(|(shape, sources)| {
         let shaped = |s: &[usize]| same_shape(s, shape);
         let all_shaped = inputs.iter().all(|i| match i {
             FusedInput::Value(_) => true,
             FusedInput::Shape(s) => shaped(s),
         });
-        if all_shaped && shaped(g.shape()) {
-            // Every input and the cotangent of one shape, in row-major order. The closure does
-            // not read an input given by its shape: it gets the cotangent's elements there.
-            let slices: [&[T]; N] = std::array::from_fn(|k| slices[k].unwrap_or(gs));
-            let mut outs: [Vec<T>; K] = std::array::from_fn(|_| Vec::with_capacity(gs.len()));
-            for (e, &ge) in gs.iter().enumerate() {
-                let d = f(std::array::from_fn(|k| slices[k][e]), &literals, ge);
-                for (o, d) in outs.iter_mut().zip(d) {
-                    o.push(d);
-                }
-            }
-            let full = outs.map(|o| Tensor::from_vec(o, shape));
-            return targets.map(|(_, k)| full[k].clone());
+        let gs = g.as_shared().as_slice()?;
+        (all_shaped && shaped(g.shape())).then_some((shape, sources, Source::Slice(gs)))
+    });
+    let (shape, shapes, sources, g_source) = match direct {
+        Some((shape, sources, gs)) => (shape.to_vec(), None, sources, gs),
+        None => {
+            let (shape, shapes, sources) = prepare(&inputs, ops).or_panic();
+            let gs = source("fused", g, &shape).or_panic();
+            (shape, Some(shapes), sources, gs)
         }
-    }
-    let (shape, shapes, mut sources) = prepare(&inputs, ops).or_panic();
-    sources.push(source("fused", g, &shape).or_panic());
+    };
     let len = shape.iter().product();
     let mut outs: [Vec<T>; K] = std::array::from_fn(|_| vec![T::zero(); len]);
-    for_blocks(len, &sources, |start, n, b| {
-        for e in 0..n {
-            let d = f(std::array::from_fn(|k| b[k][e]), &literals, b[N][e]);
-            for (o, d) in outs.iter_mut().zip(d) {
-                o[start + e] = d;
+    let sources = (&sources, &[g_source]);
+    if len <= SMALL {
+        vectorised(
+            #[inline(always)]
+            || vjp_blocks::<T, N, L, K, SMALL>(&mut outs, sources, &literals, &f),
+        );
+    } else {
+        vectorised(
+            #[inline(always)]
+            || vjp_blocks::<T, N, L, K, BLOCK>(&mut outs, sources, &literals, &f),
+        );
+    }
+    let full = outs.map(|o| Tensor::from_vec(o, &shape));
+    match shapes {
+        None => targets.map(|(_, k)| full[k].clone()),
+        Some(shapes) => targets.map(|(i, k)| sum_to_shape(&full[k], shapes[i].unwrap_or(&[]))),
+    }
+}
+
+/// `fused_vjp`'s loop, over blocks of `B`: the inputs' and the cotangent's sources.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn vjp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const B: usize>(
+    outs: &mut [Vec<T>; K],
+    (sources, g): (&[Source<'_, T>; N], &[Source<'_, T>; 1]),
+    literals: &[T; L],
+    f: &impl Fn([T; N], &[T; L], T) -> [T; K],
+) {
+    let mut block = [[T::zero(); B]; K];
+    let len = outs.first().map_or(0, Vec::len);
+    for_blocks::<T, N, 1, B>(
+        len,
+        sources,
+        g,
+        #[inline(always)]
+        |start, n, x, g| {
+            for e in 0..B {
+                let d = f(std::array::from_fn(|k| x[k][e]), literals, g[0][e]);
+                for (b, d) in block.iter_mut().zip(d) {
+                    b[e] = d;
+                }
             }
-        }
-    });
-    let full: Vec<Tensor<T>> = outs
-        .into_iter()
-        .map(|o| Tensor::from_vec(o, &shape))
-        .collect();
-    targets.map(|(i, k)| sum_to_shape(&full[k], shapes[i].unwrap_or(&[])))
+            for (o, b) in outs.iter_mut().zip(&block) {
+                o[start..start + n].copy_from_slice(&b[..n]);
+            }
+        },
+    );
 }
 
 /// The value of a fused region and its tangent, from the tangents of its inputs with tangents:
@@ -379,28 +464,60 @@ pub fn fused_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
     f: impl Fn([T; N], &[T; L], [T; K]) -> (T, T),
 ) -> (Tensor<T>, Tensor<T>) {
     let literals = literals.map(T::from_f64);
-    let (shape, _, mut sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
-    for t in tangents {
-        sources.push(source("fused", t, &shape).or_panic());
-    }
+    let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
+    let tangent_sources = tangents.map(|t| source("fused", t, &shape).or_panic());
     let len = shape.iter().product();
-    let mut value = vec![T::zero(); len];
-    let mut tangent = vec![T::zero(); len];
-    for_blocks(len, &sources, |start, n, b| {
-        for e in 0..n {
-            let (y, t) = f(
-                std::array::from_fn(|k| b[k][e]),
-                &literals,
-                std::array::from_fn(|k| b[N + k][e]),
-            );
-            value[start + e] = y;
-            tangent[start + e] = t;
-        }
-    });
+    let mut outs = [vec![T::zero(); len], vec![T::zero(); len]];
+    let sources = (&sources, &tangent_sources);
+    if len <= SMALL {
+        vectorised(
+            #[inline(always)]
+            || jvp_blocks::<T, N, L, K, SMALL>(&mut outs, sources, &literals, &f),
+        );
+    } else {
+        vectorised(
+            #[inline(always)]
+            || jvp_blocks::<T, N, L, K, BLOCK>(&mut outs, sources, &literals, &f),
+        );
+    }
+    let [value, tangent] = outs;
     (
         Tensor::from_vec(value, &shape),
         Tensor::from_vec(tangent, &shape),
     )
+}
+
+/// `fused_jvp`'s loop, over blocks of `B`: the inputs' and the tangents' sources.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn jvp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const B: usize>(
+    outs: &mut [Vec<T>; 2],
+    (sources, tangents): (&[Source<'_, T>; N], &[Source<'_, T>; K]),
+    literals: &[T; L],
+    f: &impl Fn([T; N], &[T; L], [T; K]) -> (T, T),
+) {
+    let mut block = [[T::zero(); B]; 2];
+    let len = outs[0].len();
+    for_blocks::<T, N, K, B>(
+        len,
+        sources,
+        tangents,
+        #[inline(always)]
+        |start, n, x, t| {
+            for e in 0..B {
+                let (y, u) = f(
+                    std::array::from_fn(|k| x[k][e]),
+                    literals,
+                    std::array::from_fn(|k| t[k][e]),
+                );
+                block[0][e] = y;
+                block[1][e] = u;
+            }
+            for (o, b) in outs.iter_mut().zip(&block) {
+                o[start..start + n].copy_from_slice(&b[..n]);
+            }
+        },
+    );
 }
 
 /// `1 / b`, as the rules of `/` compute it.

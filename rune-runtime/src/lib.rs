@@ -70,7 +70,7 @@
 //! | `threefry` | `rand_uniform`, `rand_normal` (SplitMix64, fixed seeds) |
 //! | `unfold`, `fold` | `unfold`, `fold`; `conv2d`, `max_pool2d`, `avg_pool2d` |
 //! | `matmul` | `matmul` |
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod broadcast;
@@ -90,6 +90,7 @@ mod rng;
 pub mod scalar;
 mod summation;
 mod tensor;
+pub mod vmath;
 pub mod workload;
 
 pub use broadcast::{broadcast_shapes, sum_to_shape};

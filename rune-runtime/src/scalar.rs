@@ -46,14 +46,16 @@ pub trait At<T>: Copy {
 }
 
 impl<T: Copy> At<T> for Input<T> {
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn at(x: T, _: T) -> Self {
         Input(x)
     }
 }
 
 impl<T: Copy> At<T> for Output<T> {
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn at(_: T, y: T) -> Self {
         Output(y)
     }
@@ -65,7 +67,8 @@ macro_rules! chain_rule {
     ($at:ident) => {
         /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
         /// staying zero where the derivative is infinite.
-        #[inline]
+        #[cfg_attr(debug_assertions, inline)]
+        #[cfg_attr(not(debug_assertions), inline(always))]
         pub fn tangent<T: Element>(d: T, at: $at<T>) -> T {
             strong_mul(d, derivative(at))
         }
@@ -81,13 +84,15 @@ pub mod exp {
     use super::*;
 
     /// The function.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn value<T: Element>(x: T) -> T {
-        x.exp()
+        x.vexp()
     }
 
     /// Its derivative.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn derivative<T: Element>(Output(y): Output<T>) -> T {
         y
     }
@@ -99,13 +104,15 @@ pub mod ln {
     use super::*;
 
     /// The function.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn value<T: Element>(x: T) -> T {
-        x.ln()
+        x.vln()
     }
 
     /// Its derivative.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
         x.recip()
     }
@@ -117,13 +124,15 @@ pub mod log2 {
     use super::*;
 
     /// The function.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn value<T: Element>(x: T) -> T {
         x.log2()
     }
 
     /// Its derivative.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
         (x * ln_2::<T>()).recip()
     }
@@ -135,13 +144,15 @@ pub mod exp2 {
     use super::*;
 
     /// The function.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn value<T: Element>(x: T) -> T {
         x.exp2()
     }
 
     /// Its derivative.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn derivative<T: Element>(Output(y): Output<T>) -> T {
         y * ln_2::<T>()
     }
@@ -153,13 +164,15 @@ pub mod log1p {
     use super::*;
 
     /// The function.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn value<T: Element>(x: T) -> T {
-        x.ln_1p()
+        x.vln_1p()
     }
 
     /// Its derivative.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
         (T::one() + x).recip()
     }
@@ -171,15 +184,17 @@ pub mod sin {
     use super::*;
 
     /// The function.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn value<T: Element>(x: T) -> T {
-        x.sin()
+        x.vsin()
     }
 
     /// Its derivative.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
-        x.cos()
+        x.vcos()
     }
 
     chain_rule!(Input);
@@ -189,15 +204,17 @@ pub mod cos {
     use super::*;
 
     /// The function.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn value<T: Element>(x: T) -> T {
-        x.cos()
+        x.vcos()
     }
 
     /// Its derivative.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
-        -x.sin()
+        -x.vsin()
     }
 
     chain_rule!(Input);
@@ -207,13 +224,15 @@ pub mod tan {
     use super::*;
 
     /// The function.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn value<T: Element>(x: T) -> T {
-        x.tan()
+        x.vtan()
     }
 
     /// Its derivative.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn derivative<T: Element>(Output(y): Output<T>) -> T {
         T::one() + y * y
     }
@@ -226,15 +245,17 @@ pub mod tanh {
     use super::*;
 
     /// The function.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn value<T: Element>(x: T) -> T {
-        x.tanh()
+        x.vtanh()
     }
 
     /// Its derivative.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
-        let e = (-(x.abs() + x.abs())).exp();
+        let e = (-(x.abs() + x.abs())).vexp();
         let d = T::one() + e;
         (e + e + e + e) / (d * d)
     }
@@ -249,20 +270,23 @@ pub mod sigmoid {
     use super::*;
 
     /// The function.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn value<T: Element>(x: T) -> T {
+        // One exponential, `e^(-|x|)`, for both sides.
+        let e = (-x.abs()).vexp();
         if x >= T::zero() {
-            T::one() / (T::one() + (-x).exp())
+            T::one() / (T::one() + e)
         } else {
-            let e = x.exp();
             e / (T::one() + e)
         }
     }
 
     /// Its derivative.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
-        let e = (-x.abs()).exp();
+        let e = (-x.abs()).vexp();
         let d = T::one() + e;
         e / (d * d)
     }
@@ -274,7 +298,8 @@ pub mod relu {
     use super::*;
 
     /// The function.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn value<T: Element>(x: T) -> T {
         if x <= T::zero() {
             T::zero()
@@ -284,7 +309,8 @@ pub mod relu {
     }
 
     /// Its derivative.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
         if x > T::zero() {
             T::one()
@@ -294,7 +320,8 @@ pub mod relu {
     }
 
     /// A tangent or cotangent `d` through the function: `d` where the gate is open, else `0`.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn tangent<T: Element>(d: T, Input(x): Input<T>) -> T {
         if x > T::zero() {
             d
@@ -308,13 +335,15 @@ pub mod sqrt {
     use super::*;
 
     /// The function.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn value<T: Element>(x: T) -> T {
         x.sqrt()
     }
 
     /// Its derivative.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn derivative<T: Element>(Output(y): Output<T>) -> T {
         (y + y).recip()
     }
@@ -326,13 +355,15 @@ pub mod recip {
     use super::*;
 
     /// The function.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn value<T: Element>(x: T) -> T {
         x.recip()
     }
 
     /// Its derivative.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn derivative<T: Element>(Output(y): Output<T>) -> T {
         -(y * y)
     }
@@ -344,13 +375,15 @@ pub mod abs {
     use super::*;
 
     /// The function.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn value<T: Element>(x: T) -> T {
         x.abs()
     }
 
     /// Its derivative.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
         if x > T::zero() {
             T::one()
@@ -370,13 +403,15 @@ pub mod square {
     use super::*;
 
     /// The function.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn value<T: Element>(x: T) -> T {
         x * x
     }
 
     /// Its derivative.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
         x + x
     }
@@ -393,17 +428,19 @@ pub mod softplus {
     use super::*;
 
     /// The function.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn value<T: Element>(x: T) -> T {
         if x > T::zero() {
-            x + (-x).exp().ln_1p()
+            x + (-x).vexp().vln_1p()
         } else {
-            x.exp().ln_1p()
+            x.vexp().vln_1p()
         }
     }
 
     /// Its derivative.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
         sigmoid::value(x)
     }

@@ -158,16 +158,58 @@ impl<T: Clone> Tensor<T> {
         Tensor::from_array(self.data.map(f))
     }
 
+    /// [`Tensor::map`] for the ops: row-major data goes through one loop compiled for the CPU's
+    /// vector instructions ([`crate::vmath::vectorised`]), which LLVM vectorises when `f` is
+    /// inlined into it (mark the closure `#[inline(always)]`).
+    pub(crate) fn map_elems<U: Clone>(&self, f: impl Fn(&T) -> U) -> Tensor<U> {
+        match self.data.as_slice() {
+            Some(s) if !s.is_empty() => {
+                let mut out = vec![f(&s[0]); s.len()];
+                crate::vmath::vectorised(
+                    #[inline(always)]
+                    || {
+                        for (o, x) in out.iter_mut().zip(s) {
+                            *o = f(x);
+                        }
+                    },
+                );
+                Tensor::from_array(
+                    ArrayD::from_shape_vec(self.data.raw_dim(), out)
+                        .expect("map: one element per element of the shape"),
+                )
+            }
+            _ => self.map(f),
+        }
+    }
+
     /// `f` applied to the pairs of elements in the same position of `self` and `other`, which
     /// must have the same shape.
     ///
     /// Row-major operands (what nearly every op writes) go through their slices in one loop
-    /// the compiler can vectorise; others through `Zip`, whose set-up on dynamic-rank arrays
+    /// the compiler can vectorise (compiled as `map_elems`'s); others through `Zip`, whose set-up on dynamic-rank arrays
     /// costs more than the loop itself on tensors of a few dozen elements.
-    pub(crate) fn zip_map<U, V>(&self, other: &Tensor<U>, f: impl Fn(&T, &U) -> V) -> Tensor<V> {
+    pub(crate) fn zip_map<U, V: Clone>(
+        &self,
+        other: &Tensor<U>,
+        f: impl Fn(&T, &U) -> V,
+    ) -> Tensor<V> {
         debug_assert_eq!(self.shape(), other.shape(), "zip_map: shapes differ");
         if let (Some(a), Some(b)) = (self.data.as_slice(), other.data.as_slice()) {
-            let out: Vec<V> = a.iter().zip(b).map(|(u, v)| f(u, v)).collect();
+            if a.is_empty() {
+                return Tensor::from_array(
+                    ArrayD::from_shape_vec(self.data.raw_dim(), Vec::new())
+                        .expect("zip_map: no elements"),
+                );
+            }
+            let mut out = vec![f(&a[0], &b[0]); a.len()];
+            crate::vmath::vectorised(
+                #[inline(always)]
+                || {
+                    for ((o, u), v) in out.iter_mut().zip(a).zip(b) {
+                        *o = f(u, v);
+                    }
+                },
+            );
             return Tensor::from_array(
                 ArrayD::from_shape_vec(self.data.raw_dim(), out)
                     .expect("zip_map: one element per element of the shape"),

@@ -433,11 +433,11 @@ impl Emitter<'_> {
             let body = code.tangent_body(&with_tangent);
             let t = tangent_ident(out);
             quote! {
-                let (#v, #t) = #rt::fused_jvp(#ops, #args, #lits, [#(#tangents),*], |#params, __rune_lits, [#(#us),*]| { #body });
+                let (#v, #t) = #rt::fused_jvp(#ops, #args, #lits, [#(#tangents),*], #[inline(always)] |#params, __rune_lits, [#(#us),*]| { #body });
             }
         } else {
             let body = code.value_body();
-            quote!(let #v = #rt::fused_map(#ops, #args, #lits, |#params, __rune_lits| { #body });)
+            quote!(let #v = #rt::fused_map(#ops, #args, #lits, #[inline(always)] |#params, __rune_lits| { #body });)
         };
         relocate_call(call, span)
     }
@@ -481,7 +481,7 @@ impl Emitter<'_> {
         relocate_call(
             quote! {
                 if let ::core::option::Option::Some(__rune_g) = #adj.take() {
-                    let [#(#results),*] = #rt::fused_vjp(#ops, #args, #lits, [#(#pairs),*], &__rune_g, |#params, __rune_lits, __rune_ge| { #body });
+                    let [#(#results),*] = #rt::fused_vjp(#ops, #args, #lits, [#(#pairs),*], &__rune_g, #[inline(always)] |#params, __rune_lits, __rune_ge| { #body });
                     #(#accumulate)*
                 }
             },

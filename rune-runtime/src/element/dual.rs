@@ -435,16 +435,16 @@ impl<T: Element> Float for Dual<T> {
     /// `p = 0` and the second zero for `x = 0`. A constant exponent never evaluates `ln(x)`, so
     /// negative bases with constant integer exponents have finite derivatives.
     fn powf(self, p: Self) -> Self {
-        let y = self.re.powf(p.re);
+        let y = self.re.vpowf(p.re);
         let dx = if self.du.is_exact_zero() || p.re == T::zero() {
             T::zero()
         } else {
-            self.du * (p.re * self.re.powf(p.re - T::one()))
+            self.du * (p.re * self.re.vpowf(p.re - T::one()))
         };
         let dp = if p.du.is_exact_zero() || self.re == T::zero() {
             T::zero()
         } else {
-            p.du * (y * self.re.ln())
+            p.du * (y * self.re.vln())
         };
         Dual::new(y, dx + dp)
     }
@@ -467,7 +467,7 @@ impl<T: Element> Float for Dual<T> {
     }
     #[inline]
     fn exp_m1(self) -> Self {
-        self.chain(self.re.exp_m1(), self.re.exp())
+        self.chain(self.re.vexp_m1(), self.re.vexp())
     }
     #[inline]
     fn ln(self) -> Self {
@@ -541,7 +541,7 @@ impl<T: Element> Float for Dual<T> {
     }
     #[inline]
     fn sin_cos(self) -> (Self, Self) {
-        let (s, c) = self.re.sin_cos();
+        let (s, c) = (self.re.vsin(), self.re.vcos());
         (self.chain(s, c), self.chain(c, -s))
     }
     #[inline]

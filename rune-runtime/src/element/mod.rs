@@ -17,7 +17,8 @@
 //!
 //! This module and its children are the bottom of the runtime: they import only the definition
 //! of [`Tensor`](crate::Tensor) (which needs no element type), the scalar functions of
-//! [`crate::scalar`] and the GEMM kernels of `crate::gemm` (which import only ndarray and faer),
+//! [`crate::scalar`], the GEMM kernels of `crate::gemm` (which import only ndarray and faer) and
+//! the math kernels of [`crate::vmath`] (plain arithmetic),
 //! and nothing in the ops or in the support for generated code. `Element`'s
 //! supertraits that code generic over `T: Element` relies on are defined here:
 //! [`operand`] (a scalar beside a tensor in `x * s`) and [`residual`] (a scalar kept by a
@@ -31,6 +32,7 @@ use ndarray::{LinalgScalar, ScalarOperand};
 use num_traits::Float;
 
 use crate::gemm::{self, GemmKernel};
+use crate::vmath::{exp_log, trig};
 
 pub use self::operand::{Operand, OperandOf, OperandRef};
 pub use self::residual::Residual;
@@ -109,6 +111,63 @@ pub trait Element:
         re.cast_to()
     }
 
+    /// `e^x` as the ops compute it: `f32` and `f64` run the vectorisable kernels of
+    /// [`crate::vmath`], other elements [`Float::exp`]. Likewise the `v*` methods below.
+    #[doc(hidden)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn vexp(self) -> Self {
+        self.exp()
+    }
+    #[doc(hidden)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn vexp_m1(self) -> Self {
+        self.exp_m1()
+    }
+    #[doc(hidden)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn vln(self) -> Self {
+        self.ln()
+    }
+    #[doc(hidden)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn vln_1p(self) -> Self {
+        self.ln_1p()
+    }
+    #[doc(hidden)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn vsin(self) -> Self {
+        self.sin()
+    }
+    #[doc(hidden)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn vcos(self) -> Self {
+        self.cos()
+    }
+    #[doc(hidden)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn vtan(self) -> Self {
+        self.tan()
+    }
+    #[doc(hidden)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn vtanh(self) -> Self {
+        self.tanh()
+    }
+    #[doc(hidden)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn vpowf(self, p: Self) -> Self {
+        self.powf(p)
+    }
+
     /// The matrix-product kernel for this element type, when it has one faster than
     /// `ndarray`'s generic `general_mat_mul` (faer's GEMM for `f32` and `f64`); `None` keeps
     /// the generic one (dual numbers).
@@ -117,6 +176,24 @@ pub trait Element:
     fn gemm_kernel() -> Option<GemmKernel<Self>> {
         None
     }
+}
+
+/// The `v*` methods of [`Element`] for `f32` or `f64`: the kernels of [`crate::vmath`].
+macro_rules! kernels {
+    ($($method:ident => $kernel:path),* ; $powf:path) => {
+        $(
+            #[cfg_attr(debug_assertions, inline)]
+            #[cfg_attr(not(debug_assertions), inline(always))]
+            fn $method(self) -> Self {
+                $kernel(self)
+            }
+        )*
+        #[cfg_attr(debug_assertions, inline)]
+        #[cfg_attr(not(debug_assertions), inline(always))]
+        fn vpowf(self, p: Self) -> Self {
+            $powf(self, p)
+        }
+    };
 }
 
 impl Element for f32 {
@@ -132,7 +209,8 @@ impl Element for f32 {
     fn to_real(self) -> f64 {
         self as f64
     }
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn is_exact_zero(self) -> bool {
         self == 0.0
     }
@@ -140,6 +218,11 @@ impl Element for f32 {
     fn gemm_kernel() -> Option<GemmKernel<Self>> {
         Some(gemm::gemm_f32)
     }
+    kernels!(
+        vexp => exp_log::exp_f32, vexp_m1 => exp_log::exp_m1_f32, vln => exp_log::ln_f32,
+        vln_1p => exp_log::ln_1p_f32, vtanh => exp_log::tanh_f32, vsin => trig::sin_f32,
+        vcos => trig::cos_f32, vtan => trig::tan_f32; exp_log::powf_f32
+    );
 }
 
 impl Element for f64 {
@@ -155,7 +238,8 @@ impl Element for f64 {
     fn to_real(self) -> f64 {
         self
     }
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn is_exact_zero(self) -> bool {
         self == 0.0
     }
@@ -163,6 +247,11 @@ impl Element for f64 {
     fn gemm_kernel() -> Option<GemmKernel<Self>> {
         Some(gemm::gemm_f64)
     }
+    kernels!(
+        vexp => exp_log::exp_f64, vexp_m1 => exp_log::exp_m1_f64, vln => exp_log::ln_f64,
+        vln_1p => exp_log::ln_1p_f64, vtanh => exp_log::tanh_f64, vsin => trig::sin_f64,
+        vcos => trig::cos_f64, vtan => trig::tan_f64; exp_log::powf_f64
+    );
 }
 
 macro_rules! scalar_operand {
@@ -369,7 +458,8 @@ impl RangeElement for i64 {
 ///
 /// This is the product every rule uses to apply a local derivative `d` to a tangent or
 /// cotangent `g`; see [`Element::is_exact_zero`].
-#[inline]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub fn strong_mul<T: Element>(g: T, d: T) -> T {
     if g.is_exact_zero() {
         T::zero()

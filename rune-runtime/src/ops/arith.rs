@@ -25,7 +25,7 @@ pub(crate) fn try_binary_map<T: Element>(
 ) -> Result<Tensor<T>, ShapeError> {
     Ok(match (a, b) {
         (OperandRef::Scalar(x), OperandRef::Scalar(y)) => Tensor::scalar(f(x, y)),
-        (OperandRef::Tensor(x), OperandRef::Scalar(y)) => x.map(|&v| f(v, y)),
+        (OperandRef::Tensor(x), OperandRef::Scalar(y)) => x.map_elems(|&v| f(v, y)),
         (OperandRef::Scalar(x), OperandRef::Tensor(y)) => y.map(|&v| f(x, v)),
         (OperandRef::Tensor(x), OperandRef::Tensor(y)) => {
             if x.shape() == y.shape() {
@@ -117,7 +117,7 @@ binary_fns! {
 /// `-x`.
 #[must_use]
 pub fn neg<T: Element>(x: &Tensor<T>) -> Tensor<T> {
-    x.map(|&v| -v)
+    x.map_elems(|&v| -v)
 }
 
 // ---- operator impls -------------------------------------------------------------------------

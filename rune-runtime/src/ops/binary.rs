@@ -68,7 +68,7 @@ macro_rules! binary_methods {
 binary_methods! {
     /// `self ^ exponent` elementwise, broadcasting (NaN for a negative base and a non-integer
     /// exponent).
-    pow, try_pow, exponent, |a: T, b: T| a.powf(b);
+    pow, try_pow, exponent, |a: T, b: T| a.vpowf(b);
 }
 
 macro_rules! selection_methods {
@@ -197,7 +197,7 @@ pub mod rules {
         if b == T::zero() {
             T::zero()
         } else {
-            b * a.powf(b - T::one())
+            b * a.vpowf(b - T::one())
         }
     }
 
@@ -206,7 +206,7 @@ pub mod rules {
         if a == T::zero() {
             T::zero()
         } else {
-            a.ln() * y
+            a.vln() * y
         }
     }
 

@@ -29,7 +29,7 @@ impl<T: Element> Tensor<T> {
         if let Some(same) = (self as &dyn Any).downcast_ref::<Tensor<U>>() {
             return same.clone();
         }
-        self.map(|&v| v.cast_to::<U>())
+        self.map_elems(|&v| v.cast_to::<U>())
     }
 }
 
@@ -47,7 +47,7 @@ impl Tensor<bool> {
     /// ```
     #[must_use]
     pub fn cast<U: Element>(&self) -> Tensor<U> {
-        self.map(|&v| if v { U::one() } else { U::zero() })
+        self.map_elems(|&v| if v { U::one() } else { U::zero() })
     }
 }
 

@@ -303,7 +303,7 @@ impl Tensor<bool> {
     /// Elementwise logical not (also the `!` operator).
     #[must_use]
     pub fn not(&self) -> Tensor<bool> {
-        self.map(|&v| !v)
+        self.map_elems(|&v| !v)
     }
 }
 
@@ -360,7 +360,7 @@ fn int_arith(
         })
     };
     let out = match (a, b) {
-        (Int::Tensor(x), Int::Scalar(s)) => x.map(|&v| g(v, s)),
+        (Int::Tensor(x), Int::Scalar(s)) => x.map_elems(|&v| g(v, s)),
         (Int::Scalar(s), Int::Tensor(y)) => y.map(|&v| g(s, v)),
         (Int::Tensor(x), Int::Tensor(y)) => try_zip_map(op, x, y, |&u, &v| g(u, v)).or_panic(),
         (Int::Scalar(x), Int::Scalar(y)) => Tensor::scalar(g(x, y)),

@@ -221,9 +221,9 @@ fn logsumexp_view<T: Element>(x: ArrayViewD<'_, T>, axes: &[usize], keepdims: bo
     let mb = expand_back("logsumexp_axes", m.view(), x.shape(), axes, true);
     let e = Zip::from(&x)
         .and_broadcast(&mb)
-        .map_collect(|&v, &m| (v - m).exp());
+        .map_collect(|&v, &m| (v - m).vexp());
     let s = sum_view(e.view(), axes, true);
-    let y = Zip::from(&m).and(&s).map_collect(|&m, &s| m + s.ln());
+    let y = Zip::from(&m).and(&s).map_collect(|&m, &s| m + s.vln());
     if keepdims {
         y
     } else {
@@ -576,7 +576,7 @@ pub mod rules {
         let m = stable_shift(x.view(), axes);
         let mut e = Zip::from(&x)
             .and_broadcast(&m)
-            .map_collect(|&v, &m| (v - m).exp());
+            .map_collect(|&v, &m| (v - m).vexp());
         let s = sum_view(e.view(), axes, true);
         Zip::from(&mut e)
             .and_broadcast(&s)

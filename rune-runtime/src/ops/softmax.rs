@@ -18,10 +18,10 @@ fn softmax_along<T: Element>(x: &Tensor<T>, axis: usize, log: bool) -> Tensor<T>
         let m = stable_shift(x.view(), &[axis]);
         let mut e = Zip::from(x.as_shared())
             .and_broadcast(&m)
-            .map_collect(|&v, &m| (v - m).exp());
+            .map_collect(|&v, &m| (v - m).vexp());
         let s = sum_view(e.view(), &[axis], true);
         if log {
-            let ln_s = s.mapv_into(|s| s.ln());
+            let ln_s = s.mapv_into(|s| s.vln());
             Zip::from(&mut e)
                 .and(x.as_shared())
                 .and_broadcast(&m)
@@ -41,10 +41,10 @@ fn softmax_along<T: Element>(x: &Tensor<T>, axis: usize, log: bool) -> Tensor<T>
         let m = if m.is_finite() { m } else { T::zero() };
         if log {
             line.mapv_inplace(|v| v - m);
-            let ln_s = line.fold(T::zero(), |s, &v| s + v.exp()).ln();
+            let ln_s = line.fold(T::zero(), |s, &v| s + v.vexp()).vln();
             line.mapv_inplace(|v| v - ln_s);
         } else {
-            line.mapv_inplace(|v| (v - m).exp());
+            line.mapv_inplace(|v| (v - m).vexp());
             let s = sum_all(line.view());
             line.mapv_inplace(|v| v / s);
         }
@@ -155,7 +155,7 @@ pub mod rules {
         if !along_lanes(&y.view(), ax) {
             let e: ArrayD<T> = Zip::from(dx.as_shared())
                 .and(y.as_shared())
-                .map_collect(|&d, &y| strong_mul(d, y.exp()));
+                .map_collect(|&d, &y| strong_mul(d, y.vexp()));
             let s = sum_view(e.view(), &[axis], true);
             return Tensor::from_array(
                 Zip::from(dx.as_shared())
@@ -170,7 +170,7 @@ pub mod rules {
                 let s = o
                     .iter()
                     .zip(y)
-                    .fold(T::zero(), |s, (&d, &y)| s + strong_mul(d, y.exp()));
+                    .fold(T::zero(), |s, (&d, &y)| s + strong_mul(d, y.vexp()));
                 o.iter_mut().for_each(|o| *o -= s);
             });
         Tensor::from_array(out)
@@ -187,7 +187,7 @@ pub mod rules {
                 Zip::from(g.as_shared())
                     .and(y.as_shared())
                     .and_broadcast(&s)
-                    .map_collect(|&g, &y, &s| g - strong_mul(s, y.exp())),
+                    .map_collect(|&g, &y, &s| g - strong_mul(s, y.vexp())),
             );
         }
         let mut out = g.as_shared().to_owned();
@@ -196,7 +196,7 @@ pub mod rules {
             .for_each(|mut o, y| {
                 let s = o.sum();
                 for (o, &y) in o.iter_mut().zip(y) {
-                    *o -= strong_mul(s, y.exp());
+                    *o -= strong_mul(s, y.vexp());
                 }
             });
         Tensor::from_array(out)

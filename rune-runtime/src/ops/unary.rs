@@ -40,7 +40,11 @@ fn pair<T: Element>(
         d.shape(),
         p.shape()
     );
-    d.zip_map(p, |&dv, &pv| rule(dv, pv))
+    d.zip_map(
+        p,
+        #[inline(always)]
+        |&dv, &pv| rule(dv, pv),
+    )
 }
 
 /// The chain rule through a gate: the tangent where `open(p)`, zero elsewhere.
@@ -63,7 +67,7 @@ fn powf_local<T: Element>(x: T, p: T) -> T {
     if p == T::zero() {
         T::zero()
     } else {
-        p * x.powf(p - T::one())
+        p * x.vpowf(p - T::one())
     }
 }
 
@@ -84,7 +88,10 @@ macro_rules! forward_methods {
                 #[doc = $doc]
                 #[must_use]
                 pub fn $name(&self) -> Tensor<T> {
-                    self.map(|&v| scalar::$name::value(v))
+                    self.map_elems(
+                        #[inline(always)]
+                        |&v| scalar::$name::value(v),
+                    )
                 }
             )*
         }
@@ -103,7 +110,7 @@ impl<T: Element> Tensor<T> {
         T: FromScalar<L> + FromScalar<H>,
     {
         let (lo, hi) = (T::from_scalar(lo), T::from_scalar(hi));
-        self.map(|&x| clamp_kernel(x, lo, hi))
+        self.map_elems(|&x| clamp_kernel(x, lo, hi))
     }
 
     /// `x^p` for a constant exponent `p` (NaN for a negative base and a non-integer `p`).
@@ -116,7 +123,10 @@ impl<T: Element> Tensor<T> {
         T: FromScalar<S>,
     {
         let p = T::from_scalar(p);
-        self.map(|&x| x.powf(p))
+        self.map_elems(
+            #[inline(always)]
+            |&x| x.vpowf(p),
+        )
     }
 }
 
@@ -141,7 +151,7 @@ pub mod rules {
             #[track_caller]
             #[must_use]
             pub fn $jvp<T: Element>($reads: &Tensor<T>, dx: &Tensor<T>) -> Tensor<T> {
-                pair(stringify!($jvp), dx, $reads, |d, p| {
+                pair(stringify!($jvp), dx, $reads, #[inline(always)] |d, p| {
                     scalar::$name::tangent(d, reads!($reads, p))
                 })
             }
@@ -154,7 +164,7 @@ pub mod rules {
             #[track_caller]
             #[must_use]
             pub fn $vjp<T: Element>(g: &Tensor<T>, $reads: &Tensor<T>) -> Tensor<T> {
-                pair(stringify!($vjp), g, $reads, |d, p| {
+                pair(stringify!($vjp), g, $reads, #[inline(always)] |d, p| {
                     scalar::$name::tangent(d, reads!($reads, p))
                 })
             }
