@@ -105,14 +105,14 @@
 
 use std::f64::consts::{FRAC_1_SQRT_2, LN_2, LOG2_E};
 
+use super::dd::{fast_two_sum, two_prod};
+
 /// 1.5 · 2^52: `(v + ROUND_SHIFT) - ROUND_SHIFT` rounds `v` (|v| < 2^51) to the nearest integer,
 /// and the low bits of `v + ROUND_SHIFT` hold that integer.
 const ROUND_SHIFT: f64 = 6755399441055744.0;
 const TWO52: f64 = 4503599627370496.0;
 const TWO53: f64 = 9007199254740992.0;
 const TWO54: f64 = 18014398509481984.0;
-/// 2^27 + 1, Veltkamp's splitting constant for `f64`.
-const SPLIT: f64 = 134217729.0;
 /// ln 2 to 42 bits, so that `k · LN2_HI` is exact for |k| < 2^11; `LN2_LO` is the rest.
 const LN2_HI: f64 = 0.6931471805598903;
 const LN2_LO: f64 = 5.497923018708371e-14;
@@ -214,33 +214,6 @@ fn scale(v: f64, k: u64) -> f64 {
     let b = k.wrapping_add(2046);
     let e1 = b >> 1;
     v * f64::from_bits(e1 << 52) * f64::from_bits((b - e1) << 52)
-}
-
-/// Veltkamp's split: `a = h + l`, each with at most 26 significant bits.
-#[cfg_attr(debug_assertions, inline)]
-#[cfg_attr(not(debug_assertions), inline(always))]
-fn split(a: f64) -> (f64, f64) {
-    let c = SPLIT * a;
-    let h = c - (c - a);
-    (h, a - h)
-}
-
-/// Dekker's exact product: `a · b = p + e` (no FMA).
-#[cfg_attr(debug_assertions, inline)]
-#[cfg_attr(not(debug_assertions), inline(always))]
-fn two_prod(a: f64, b: f64) -> (f64, f64) {
-    let p = a * b;
-    let (ah, al) = split(a);
-    let (bh, bl) = split(b);
-    (p, ((ah * bh - p) + ah * bl + al * bh) + al * bl)
-}
-
-/// `a + b = s + e` exactly, for |a| ≥ |b|.
-#[cfg_attr(debug_assertions, inline)]
-#[cfg_attr(not(debug_assertions), inline(always))]
-fn fast_two_sum(a: f64, b: f64) -> (f64, f64) {
-    let s = a + b;
-    (s, b - (s - a))
 }
 
 /// `a + b = s + e` exactly (Knuth).

@@ -23,6 +23,7 @@
 //! `cargo test -p rune-runtime --release --lib vmath -- --ignored` runs the dense sweeps (every
 //! eleventh `f32` bit pattern and millions of `f64` points, about two minutes).
 
+mod dd;
 pub mod exp_log;
 pub mod trig;
 

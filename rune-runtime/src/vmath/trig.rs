@@ -66,6 +66,8 @@
 
 use std::f64::consts::FRAC_PI_2;
 
+use super::dd::{fast_two_sum, two_prod, two_prod_split};
+
 const M32: u64 = 0xffff_ffff;
 
 /// Bits of 2/π after 55 zero bits: bit `n` (from the top of word 0) is bit `n - 54` of 2/π
@@ -164,33 +166,6 @@ fn scaled_u52_minus_half(v: u64, k: u64) -> f64 {
 #[cfg_attr(not(debug_assertions), inline(always))]
 fn shl_funnel(hi: u64, lo: u64, s: u64) -> u64 {
     (hi << s) | lo.checked_shr((64 - s) as u32).unwrap_or(0)
-}
-
-/// `(s, e)` with `s + e == a + b` exactly, if `a == 0` or `exponent(a) >= exponent(b)`.
-#[cfg_attr(debug_assertions, inline)]
-#[cfg_attr(not(debug_assertions), inline(always))]
-fn fast_two_sum(a: f64, b: f64) -> (f64, f64) {
-    let s = a + b;
-    (s, b - (s - a))
-}
-
-/// Veltkamp split: `(h, l)` with `h + l == a`, each of at most 26 significant bits.
-#[cfg_attr(debug_assertions, inline)]
-#[cfg_attr(not(debug_assertions), inline(always))]
-fn split(a: f64) -> (f64, f64) {
-    let c = a * 134_217_729.0;
-    let h = c - (c - a);
-    (h, a - h)
-}
-
-/// Dekker's product: `(p, e)` with `p + e == a · b` exactly, `(bh, bl)` being `split(b)`
-/// (or any such split), for `|a · b|` far from overflow and underflow.
-#[cfg_attr(debug_assertions, inline)]
-#[cfg_attr(not(debug_assertions), inline(always))]
-fn two_prod(a: f64, b: f64, (bh, bl): (f64, f64)) -> (f64, f64) {
-    let p = a * b;
-    let (ah, al) = split(a);
-    (p, ((ah * bh - p) + ah * bl + al * bh) + al * bl)
 }
 
 /// Reduces `a = |x|` to `(y, q)` with `a = (4k + q)·π/2 + y`, `|y| ≤ π/4`, `y` in f64 with
@@ -333,7 +308,7 @@ fn reduce_f64(a: f64) -> (f64, f64, u64) {
     );
     let (a2, e2) = fast_two_sum(a1, scaled_u52(acc3 & M32, 94));
     let lo = e1 + (e2 + scaled_u52(acc2 & M32, 126));
-    let (p, pe) = two_prod(a2, FRAC_PI_2, (PI_2_HI_H, PI_2_HI_L));
+    let (p, pe) = two_prod_split(a2, FRAC_PI_2, (PI_2_HI_H, PI_2_HI_L));
     let (yh, yl) = fast_two_sum(p, pe + (a2 * PI_2_LO + lo * FRAC_PI_2));
     let yh = yh + a * 0.0;
     if a < 1.0 / (1u64 << 27) as f64 {
@@ -509,7 +484,7 @@ pub fn tan_f64(x: f64) -> f64 {
     // t = nh/dh, then one correction with the residual n - t·d, t·dh taken exactly.
     let inv = 1.0 / dh;
     let t = nh * inv;
-    let (p, pe) = two_prod(t, dh, split(dh));
+    let (p, pe) = two_prod(t, dh);
     let r = ((nh - p) - pe) + (nl - t * dl);
     odd_f64(flip_f64(t + r * inv, odd), x)
 }
