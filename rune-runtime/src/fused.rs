@@ -14,11 +14,14 @@
 //!
 //! The inputs are tensors or scalars ([`OperandRef`]). The region's shape is the broadcast of
 //! its tensor inputs' shapes, which is the shape of its result: every op of the tree broadcasts
-//! the shapes of the inputs below it. When every input has that shape in row-major order, the
-//! closure runs in one direct loop over their data. Otherwise the elements are processed in
-//! blocks of [`BLOCK`]: an input of the region's shape is read from its data, one broadcast
-//! along leading axes only (a bias) is read over and over in place, and any other is copied
-//! once, broadcast, with a strided assign.
+//! the shapes of the inputs below it. The elements are processed in blocks of [`BLOCK`] (of 16
+//! for regions of at most 16 elements), each input's block copied into a local array: an input
+//! of the region's shape is read from its data, one broadcast along leading axes only (a bias)
+//! is read over and over in place, and any other is copied once, broadcast, with a strided
+//! assign. When every input has the region's shape in row-major order, the broadcasting is not
+//! worked out at all, and the cotangents need no reduction. The loops run under
+//! [`vectorised`], so that the closure, its scalar forms and the math kernels of
+//! [`crate::vmath`] inlined into them are compiled for the CPU's vector instructions.
 
 use crate::broadcast::{broadcast_shapes, broadcast_view, same_shape, sum_to_shape};
 use crate::element::operand::{OperandOf, OperandRef};
@@ -614,9 +617,10 @@ mod tests {
     }
 
     #[test]
-    fn inputs_of_one_shape_take_the_direct_loop_and_agree_with_the_blocked_one() {
-        // a * b + c over 100 elements: once with every input of one shape (the direct loop),
-        // once with `c` given as a row broadcast along a leading axis of one (the blocks).
+    fn inputs_of_one_shape_agree_with_broadcast_ones() {
+        // a * b + c over 100 elements (a block of 64 and a partial one): once with every input
+        // of one shape (no broadcasting worked out), once with `c` given as a row broadcast
+        // along a leading axis of one.
         let a = Tensor::from_vec((0..100).map(|i| f64::from(i) * 0.1).collect(), &[1, 100]);
         let b = Tensor::from_vec(
             (0..100).map(|i| 1.0 - f64::from(i) * 0.01).collect(),
