@@ -310,3 +310,94 @@ fn a_shape_error_inside_a_region_names_the_op_and_the_shapes() {
     // check every variant's value against it).
     let _ = mismatched::fwd(&x, &y);
 }
+
+both! {
+    /// W2's shape: a fused update and a fused term summed in every step, the sum ending its
+    /// region, in a loop; and a mean of a region over a column broadcast against a row.
+    fn stepped / stepped_unfused(x: &Tensor<f64>, col: &Tensor<f64>, #[nodiff] steps: usize) -> Tensor<f64> {
+        let mut x = x.clone();
+        let mut acc = Tensor::scalar(0.0);
+        for _ in 0..steps {
+            x = &x * 0.9 + 0.1 * x.tanh();
+            acc += (x.sin() * x.exp() / (1.0 + &x * &x)).sum();
+        }
+        acc + (&x * col).exp().mean() * 2.0
+    }
+}
+
+#[test]
+fn a_reduction_ending_a_region_has_the_derivatives_of_its_unfused_twin() {
+    let x = Tensor::rand_uniform(&[6], -1.0, 1.0, 31);
+    let col = Tensor::rand_uniform(&[3, 1], -0.5, 0.5, 32);
+    for steps in [0, 1, 5] {
+        check_variants!(stepped, stepped_value_and_grad, stepped_grad, stepped_vjp, stepped_jvp, stepped_pullback; [x, col]; (&x, &col, steps));
+        let (value, (gx, gcol)) = stepped_value_and_grad(&x, &col, steps);
+        let (value_u, (gx_u, gcol_u)) = stepped_unfused_value_and_grad(&x, &col, steps);
+        assert_eq!(value.item().to_bits(), value_u.item().to_bits(), "{steps}");
+        assert_ulps("x", &gx, &gx_u, 64.0);
+        assert_ulps("col", &gcol, &gcol_u, 64.0);
+        // A cotangent other than one scales the saved partials; zero gives zeros.
+        for c in [-2.5, 0.0] {
+            let (_, (gx_c, gcol_c)) = stepped_vjp(&x, &col, steps, &Tensor::scalar(c));
+            assert_ulps("x, scaled", &gx_c, &(&gx * c), 4.0);
+            assert_ulps("col, scaled", &gcol_c, &(&gcol * c), 4.0);
+        }
+        let (_, tangent) = stepped_jvp(
+            &x,
+            &col,
+            steps,
+            &Tensor::ones(&[6]),
+            &Tensor::zeros(&[3, 1]),
+        );
+        let (_, tangent_u) = stepped_unfused_jvp(
+            &x,
+            &col,
+            steps,
+            &Tensor::ones(&[6]),
+            &Tensor::zeros(&[3, 1]),
+        );
+        assert_ulps("tangent", &tangent, &tangent_u, 64.0);
+    }
+    // By hand, one step from x = 0 (the update keeps it 0, with derivative 0.9 + 0.1 (1 -
+    // tanh² 0) = 1): the term sin x e^x / (1 + x²) is 0 with derivative 1 at 0; the last term,
+    // 2 mean(e^(x col)) over [3, 6], is 2 with derivative 2 sum(col) / 18 in each x and
+    // 2 sum(x) / 18 = 0 in each of col.
+    let zero = Tensor::zeros(&[6]);
+    let (value, (gx, gcol)) = stepped_value_and_grad(&zero, &col, 1);
+    assert!((value.item() - 2.0).abs() < 1e-15);
+    let s: f64 = col.to_vec().iter().sum();
+    for g in gx.to_vec() {
+        assert!((g - (1.0 + 2.0 * s / 18.0)).abs() < 1e-14, "{g}");
+    }
+    assert_eq!(gcol.to_vec(), [0.0; 3]);
+}
+
+/// An auxiliary output that is a value inside what would be a region.
+#[differentiable(has_aux)]
+fn with_aux(x: &Tensor<f64>) -> (Tensor<f64>, Tensor<f64>) {
+    let y = x.square();
+    let z = y.exp() * 0.5;
+    ((z + &y).mean(), y)
+}
+
+#[test]
+fn a_value_returned_as_aux_is_not_fused_away() {
+    let x = Tensor::from_vec(vec![0.5, -1.0, 2.0], &[3]);
+    let ((value, aux), grad) = with_aux_value_and_grad(&x);
+    assert_eq!(aux.to_vec(), [0.25, 1.0, 4.0]);
+    let want: f64 = x
+        .to_vec()
+        .iter()
+        .map(|v| (v * v).exp() * 0.5 + v * v)
+        .sum::<f64>()
+        / 3.0;
+    assert!((value.item() - want).abs() < 1e-14);
+    // d/dx of (e^(x²)/2 + x²)/3 is (x e^(x²) + 2x)/3.
+    for (g, v) in grad.to_vec().iter().zip(x.to_vec()) {
+        let want = (v * (v * v).exp() + 2.0 * v) / 3.0;
+        assert!(
+            (g - want).abs() < 1e-13 * want.abs().max(1.0),
+            "{g} against {want}"
+        );
+    }
+}

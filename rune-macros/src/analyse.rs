@@ -220,12 +220,14 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
             }
         }
         // The backward pass of a fused region reads the values its partial derivatives name
-        // and the shapes of the other inputs.
+        // and the shapes of the other inputs; that of a reduced region only the partial
+        // derivatives its forward pass computed (`Saved::Partials`).
         Stmt::Fused {
             out,
             inputs,
             literals,
             nodes,
+            reduce: None,
             ..
         } if a.useful[out.0] => {
             let needs = crate::fuse::Needs::of(inputs, literals.len(), nodes);

@@ -17,7 +17,9 @@ use std::collections::HashMap;
 
 use proc_macro2::{TokenStream, TokenTree};
 
-use crate::ir::{Body, BranchHead, Const, FusedArg, FusedNode, LoopHead, Operand, Stmt, Val};
+use crate::ir::{
+    Body, BranchHead, Const, FusedArg, FusedNode, LoopHead, Operand, Reduction, Stmt, Val,
+};
 use crate::ops::{Form, OpSpec, RuleArg};
 
 /// Whether `op` can be evaluated inside a fused region.
@@ -31,6 +33,14 @@ fn fusible_op(op: &OpSpec) -> bool {
 }
 
 fn fusible(stmt: &Stmt) -> Option<(Val, &[Operand])> {
+    match plain_op(stmt) {
+        Some((out, op, inputs)) if fusible_op(op) => Some((out, inputs)),
+        _ => None,
+    }
+}
+
+/// An op with no configuration, turbofish or `?`: its output, spec and inputs.
+fn plain_op(stmt: &Stmt) -> Option<(Val, &'static OpSpec, &[Operand])> {
     match stmt {
         Stmt::Op {
             out,
@@ -41,7 +51,22 @@ fn fusible(stmt: &Stmt) -> Option<(Val, &[Operand])> {
             tainted_by: None,
             fallible: false,
             ..
-        } if config.is_empty() && fusible_op(op) => Some((*out, inputs)),
+        } if config.is_empty() => Some((*out, *op, inputs)),
+        _ => None,
+    }
+}
+
+/// A full reduction that can end a region: `x.sum()` or `x.mean()`, with its output and the
+/// value it reduces.
+fn reduction(stmt: &Stmt) -> Option<(Val, Val, Reduction)> {
+    let (out, op, inputs) = plain_op(stmt)?;
+    let reduce = match op.name {
+        "sum" => Reduction::Sum,
+        "mean" => Reduction::Mean,
+        _ => return None,
+    };
+    match inputs {
+        [Operand::Val(v)] => Some((out, *v, reduce)),
         _ => None,
     }
 }
@@ -159,6 +184,10 @@ fn collect(stmts: &[Stmt], next_list: &mut usize, uses: &mut Uses) {
                     uses.readers[v.0].push((list, i));
                 }
             }
+        } else if let Some((_, v, _)) = reduction(stmt) {
+            // A reduction reads its input like a fusible op, but its value is never inside a
+            // region (it has another shape): it ends one.
+            uses.readers[v.0].push((list, i));
         } else {
             stmt.read_vals(&mut |v| uses.escapes[v.0] = true);
         }
@@ -234,12 +263,15 @@ fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, literals: &HashMap<Const, Token
     let mut taken = Vec::new();
     let mut fused = Vec::new();
     for i in 0..stmts.len() {
-        let Some((out, _)) = fusible(&stmts[i]) else {
-            continue;
+        // The op whose tree the region is, and the reduction that ends it.
+        let (out, top, reduce) = match (fusible(&stmts[i]), reduction(&stmts[i])) {
+            (Some((out, _)), _) if !uses.inside(out) => (out, i, None),
+            (_, Some((out, v, reduce))) if uses.inside(v) => {
+                let (_, d) = uses.def[v.0].expect("a value inside a region has a definition");
+                (out, d, Some(reduce))
+            }
+            _ => continue,
         };
-        if uses.inside(out) {
-            continue;
-        }
         let mut region = Region {
             inputs: Vec::new(),
             literals: Vec::new(),
@@ -247,11 +279,17 @@ fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, literals: &HashMap<Const, Token
             nodes: Vec::new(),
         };
         let mut below = Vec::new();
-        build(stmts, i, uses, literals, &mut region, &mut below);
-        if region.nodes.len() < 2 {
+        build(stmts, top, uses, literals, &mut region, &mut below);
+        // One op alone is a region only when a reduction ends it: it then makes no tensor.
+        if region.nodes.len() < 2 && reduce.is_none() {
             continue;
         }
-        let Stmt::Op { span, .. } = &stmts[i] else {
+        if reduce.is_some() {
+            below.push(top);
+        }
+        // Errors of the region's code point at its last elementwise op, also when a
+        // reduction ends it.
+        let Stmt::Op { span, .. } = &stmts[top] else {
             unreachable!("a root is an op")
         };
         taken.extend(below);
@@ -263,6 +301,7 @@ fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, literals: &HashMap<Const, Token
                 literals: region.literals,
                 nodes: region.nodes,
                 span: *span,
+                reduce,
             },
         ));
     }
@@ -298,6 +337,14 @@ pub fn fuse(body: &mut Body) {
         if let crate::ir::OutputElem::Val(v) = out {
             uses.escapes[v.0] = true;
         }
+    }
+    // The aux output of `has_aux` names the values it returns.
+    if let Some(crate::ir::OutputAux::Expr(aux)) = &body.aux {
+        named(aux, "__rune_v", &mut |n| {
+            if let Some(e) = uses.escapes.get_mut(n) {
+                *e = true;
+            }
+        });
     }
     let mut literals = HashMap::new();
     crate::analyse::walk(&body.stmts, &mut |s| {
@@ -506,14 +553,17 @@ mod tests {
     #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
     fn a_tree_of_elementwise_ops_is_one_region() {
         let out = expand("", GATED);
-        // `z` is read by `tanh` and by the last product: a region input. The rest is one tree.
-        assert_eq!(out.matches("fused_map").count(), 1, "{out}");
-        assert_eq!(out.matches("fused_vjp").count(), 1);
-        assert_eq!(out.matches("fused_jvp").count(), 1);
+        // `z` is read by `tanh` and by the last product: a region input. The rest is one tree,
+        // which the sum ends: the reverse pass computes its value and cotangents in one call,
+        // and the backward pass scales them.
+        assert_eq!(out.matches("fused_reduce_vjp").count(), 1, "{out}");
+        assert_eq!(out.matches("fused_reduce_jvp").count(), 1);
+        assert_eq!(out.matches("fused_scale").count(), 1);
+        assert!(!out.contains("fused_map") && !out.contains("rules :: sum_vjp"));
         assert_eq!(
             out.matches("scalar :: tanh :: value").count(),
-            3,
-            "value, tangent, adjoint"
+            2,
+            "value and cotangents, tangent"
         );
         assert!(!out.contains("rules :: tanh_vjp"));
     }
@@ -538,18 +588,52 @@ mod tests {
         );
         // `exp` stays an op of its own: `a` is read twice.
         assert!(out.contains("rules :: exp_vjp"), "{out}");
-        assert_eq!(out.matches("fused_map").count(), 1);
+        assert_eq!(out.matches("fused_reduce_vjp").count(), 1);
     }
 
     #[test]
     #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
     fn a_linear_region_keeps_no_tensor_for_its_backward_pass() {
-        let out = expand(
-            "",
-            "fn f(x: &Tensor<f64>) -> Tensor<f64> { (x * 0.5 - 2.0).sum() }",
-        );
+        let out = expand("", "fn f(x: &Tensor<f64>) -> Tensor<f64> { x * 0.5 - 2.0 }");
         assert!(out.contains("fused_shape"), "{out}");
         assert!(!out.contains("fused_value"), "{out}");
+    }
+
+    #[test]
+    #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
+    fn a_reduced_region_keeps_only_its_partial_derivatives() {
+        for reduction in ["sum", "mean"] {
+            let out = expand(
+                "",
+                &format!(
+                    "fn f(x: &Tensor<f64>, y: &Tensor<f64>) -> Tensor<f64> {{
+                        (x.exp() * y).{reduction}()
+                    }}"
+                ),
+            );
+            // One call for the value and both cotangents; nothing of the region is kept but
+            // what it returned.
+            assert_eq!(out.matches("fused_reduce_vjp").count(), 1, "{out}");
+            let variant = if reduction == "sum" { "Sum" } else { "Mean" };
+            assert!(out.contains(&format!("Reduction :: {variant}")), "{out}");
+            assert_eq!(out.matches("fused_scale").count(), 2);
+            assert!(
+                !out.contains("fused_value") && !out.contains("fused_shape"),
+                "{out}"
+            );
+            assert!(!out.contains(&format!("rules :: {reduction}_vjp")));
+        }
+        // One op is a region when a reduction ends it.
+        let out = expand("", "fn f(x: &Tensor<f64>) -> Tensor<f64> { (x * x).sum() }");
+        assert_eq!(out.matches("fused_reduce_vjp").count(), 1, "{out}");
+        // A reduction of a value read elsewhere, or of a parameter, stays an op.
+        let out = expand(
+            "",
+            "fn f(x: &Tensor<f64>) -> Tensor<f64> { let y = x.exp(); y.sum() + &y }",
+        );
+        assert!(!out.contains("fused_reduce"), "{out}");
+        let out = expand("", "fn f(x: &Tensor<f64>) -> Tensor<f64> { x.sum() }");
+        assert!(!out.contains("fused_"), "{out}");
     }
 
     #[test]
@@ -559,7 +643,7 @@ mod tests {
             "",
             "fn f(x: &Tensor<f64>) -> Tensor<f64> {
                 let y = (x * 1.5 + 0.5) * 1.5 + 0.5;
-                (y * 2.0).sum()
+                y * 2.0
             }",
         );
         // Three distinct literals, each written once in each of the three calls.

@@ -200,8 +200,11 @@ pub enum Stmt {
         literals: Vec<TokenStream>,
         /// The ops, each after the ops it reads.
         nodes: Vec<FusedNode>,
-        /// The user's expression of the last op.
+        /// The user's expression of the last elementwise op.
         span: Span,
+        /// A full reduction that ends the region: `out` is then its 0-d result, and the last
+        /// node's value is never a tensor.
+        reduce: Option<Reduction>,
     },
     /// A call of another `#[differentiable]` function.
     Call {
@@ -238,6 +241,15 @@ impl Stmt {
             _ => {}
         }
     }
+}
+
+/// A full reduction ending a fused region (`rune_runtime::generated::Reduction`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduction {
+    /// `.sum()`.
+    Sum,
+    /// `.mean()`.
+    Mean,
 }
 
 /// What an op of a fused region reads.

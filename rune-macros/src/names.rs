@@ -46,6 +46,11 @@ pub fn pullback_ident(v: Val) -> Ident {
     hidden(&format!("pb{}", v.0))
 }
 
+/// The partial derivatives that a reduced fused region with result `v` saves.
+pub fn partials_ident(v: Val) -> Ident {
+    hidden(&format!("p{}", v.0))
+}
+
 pub fn sizes_ident(v: Val) -> Ident {
     hidden(&format!("z{}", v.0))
 }

@@ -25,8 +25,9 @@
 
 use crate::broadcast::{broadcast_shapes, broadcast_view, same_shape, sum_to_shape};
 use crate::element::operand::{OperandOf, OperandRef};
-use crate::element::Element;
+use crate::element::{strong_mul, Element};
 use crate::error::{OrPanic, ShapeError};
+use crate::summation::{block_sum, combine_block_sums, SUM_BLOCK};
 use crate::tensor::Tensor;
 use crate::vmath::vectorised;
 
@@ -282,6 +283,21 @@ fn prepare<'a, T: Element, const N: usize>(
     Ok((shape, shapes, array(sources)))
 }
 
+/// The region's shape and its inputs' sources, for a pass that reads every input's value.
+#[track_caller]
+fn value_sources<'a, T: Element, const N: usize>(
+    inputs: &[OperandRef<'a, T>; N],
+    ops: FusedOps,
+) -> (Vec<usize>, [Source<'a, T>; N]) {
+    match same_shape_sources(&inputs.map(Some)) {
+        Some((shape, sources)) => (shape.to_vec(), sources),
+        None => {
+            let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
+            (shape, sources)
+        }
+    }
+}
+
 /// The value of a fused region: `f` applied to the elements of the inputs, broadcast.
 ///
 /// # Panics
@@ -294,13 +310,7 @@ pub fn fused_map<T: Element, const N: usize, const L: usize>(
     f: impl Fn([T; N], &[T; L]) -> T,
 ) -> Tensor<T> {
     let literals = literals.map(T::from_f64);
-    let (shape, sources) = match same_shape_sources(&inputs.map(Some)) {
-        Some((shape, sources)) => (shape.to_vec(), sources),
-        None => {
-            let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
-            (shape, sources)
-        }
-    };
+    let (shape, sources) = value_sources(&inputs, ops);
     let len = shape.iter().product();
     let mut out = vec![T::zero(); len];
     if len <= SMALL {
@@ -523,6 +533,283 @@ fn jvp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const 
     );
 }
 
+/// A full reduction that ends a fused region: the sum or the mean of all its elements, added
+/// in the order of the runtime's `sum` (pairwise, [`crate::summation`]), so that a fused sum
+/// is the unfused one bit for bit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduction {
+    /// `.sum()`.
+    Sum,
+    /// `.mean()`.
+    Mean,
+}
+
+impl Reduction {
+    /// The reduction of `len` elements whose sum is `sum`.
+    fn finish<T: Element>(self, sum: T, len: usize) -> T {
+        match self {
+            Reduction::Sum => sum,
+            Reduction::Mean => sum / T::from_f64(len as f64),
+        }
+    }
+
+    /// The cotangent of each element for a cotangent of one on the result, as `sum_vjp` and
+    /// `mean_vjp` compute it.
+    fn seed<T: Element>(self, len: usize) -> T {
+        match self {
+            Reduction::Sum => T::one(),
+            Reduction::Mean => T::one() / T::from_f64(len as f64),
+        }
+    }
+}
+
+/// The blocks a reduced loop runs in: [`SUM_BLOCK`], the leaves of the pairwise sum, or one
+/// block of [`SMALL`] for a region that small.
+fn reduced_blocks(len: usize) -> bool {
+    len <= SMALL
+}
+
+/// The reduction of a fused region's value: `f` applied to the elements of the inputs,
+/// broadcast, and summed (or averaged) in the same pass, with no tensor for the values.
+///
+/// # Panics
+/// When the inputs' shapes do not broadcast, with the error of the op of `ops` that fails.
+#[track_caller]
+pub fn fused_reduce<T: Element, const N: usize, const L: usize>(
+    ops: FusedOps,
+    inputs: [OperandRef<'_, T>; N],
+    literals: [f64; L],
+    reduction: Reduction,
+    f: impl Fn([T; N], &[T; L]) -> T,
+) -> Tensor<T> {
+    let literals = literals.map(T::from_f64);
+    let (shape, sources) = value_sources(&inputs, ops);
+    let len = shape.iter().product();
+    let mut sums = [Vec::with_capacity(len / SUM_BLOCK + 1)];
+    let (f, literals) = (&f, &literals);
+    if reduced_blocks(len) {
+        vectorised(
+            #[inline(always)]
+            || {
+                sum_blocks::<T, N, 0, 1, SMALL>(
+                    len,
+                    (&sources, &[]),
+                    #[inline(always)]
+                    |x, _| [f(x, literals)],
+                    &mut sums,
+                )
+            },
+        );
+    } else {
+        vectorised(
+            #[inline(always)]
+            || {
+                sum_blocks::<T, N, 0, 1, SUM_BLOCK>(
+                    len,
+                    (&sources, &[]),
+                    #[inline(always)]
+                    |x, _| [f(x, literals)],
+                    &mut sums,
+                )
+            },
+        );
+    }
+    let [sums] = sums;
+    Tensor::scalar(reduction.finish(combine_block_sums(&sums, len), len))
+}
+
+/// The reduction of a fused region's value and its tangent, in one pass: `f(x, t)` gives both
+/// element by element, and each is summed (or averaged).
+///
+/// # Panics
+/// When the inputs' shapes do not broadcast, or a tangent's does not broadcast to the region's.
+#[track_caller]
+pub fn fused_reduce_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
+    ops: FusedOps,
+    inputs: [OperandRef<'_, T>; N],
+    literals: [f64; L],
+    reduction: Reduction,
+    tangents: [&Tensor<T>; K],
+    f: impl Fn([T; N], &[T; L], [T; K]) -> (T, T),
+) -> (Tensor<T>, Tensor<T>) {
+    let literals = literals.map(T::from_f64);
+    let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
+    let tangent_sources = tangents.map(|t| source("fused", t, &shape).or_panic());
+    let len = shape.iter().product();
+    let mut sums: [Vec<T>; 2] = std::array::from_fn(|_| Vec::with_capacity(len / SUM_BLOCK + 1));
+    let (f, literals, sources) = (&f, &literals, (&sources, &tangent_sources));
+    if reduced_blocks(len) {
+        vectorised(
+            #[inline(always)]
+            || {
+                sum_blocks::<T, N, K, 2, SMALL>(
+                    len,
+                    sources,
+                    #[inline(always)]
+                    |x, t| {
+                        let (y, u) = f(x, literals, t);
+                        [y, u]
+                    },
+                    &mut sums,
+                )
+            },
+        );
+    } else {
+        vectorised(
+            #[inline(always)]
+            || {
+                sum_blocks::<T, N, K, 2, SUM_BLOCK>(
+                    len,
+                    sources,
+                    #[inline(always)]
+                    |x, t| {
+                        let (y, u) = f(x, literals, t);
+                        [y, u]
+                    },
+                    &mut sums,
+                )
+            },
+        );
+    }
+    let [y, u] = sums.map(|s| Tensor::scalar(reduction.finish(combine_block_sums(&s, len), len)));
+    (y, u)
+}
+
+/// The loop of the reductions, over blocks of `B`: `f` gives `K` values an element, and each
+/// block's values of each are summed by [`block_sum`] onto `sums[k]`.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn sum_blocks<T: Element, const N: usize, const M: usize, const K: usize, const B: usize>(
+    len: usize,
+    (xs_from, ys_from): (&[Source<'_, T>; N], &[Source<'_, T>; M]),
+    f: impl Fn([T; N], [T; M]) -> [T; K],
+    sums: &mut [Vec<T>; K],
+) {
+    let mut block = [[T::zero(); B]; K];
+    for_blocks::<T, N, M, B>(
+        len,
+        xs_from,
+        ys_from,
+        #[inline(always)]
+        |_, n, x, y| {
+            for e in 0..B {
+                let v = f(
+                    std::array::from_fn(|k| x[k][e]),
+                    std::array::from_fn(|k| y[k][e]),
+                );
+                for (b, v) in block.iter_mut().zip(v) {
+                    b[e] = v;
+                }
+            }
+            for (s, b) in sums.iter_mut().zip(&block) {
+                s.push(block_sum(&b[..n]));
+            }
+        },
+    );
+}
+
+/// The reduction of a fused region's value and, in the same pass, the partial derivatives of
+/// the reduction with respect to its inputs: `f(x, literals, seed)` gives the element's value
+/// and the `K` cotangents of the inputs for the element cotangent `seed` (one for a sum, `1/n`
+/// for a mean), and each `(input, k)` of `targets` says that input's is result `k`. The
+/// partials are summed to their input's shape; the backward pass scales them by the result's
+/// cotangent ([`fused_scale`]) instead of running the region again.
+///
+/// # Panics
+/// When the inputs' shapes do not broadcast, with the error of the op of `ops` that fails.
+#[track_caller]
+#[allow(clippy::type_complexity)]
+pub fn fused_reduce_vjp<
+    T: Element,
+    const N: usize,
+    const L: usize,
+    const K: usize,
+    const M: usize,
+>(
+    ops: FusedOps,
+    inputs: [OperandRef<'_, T>; N],
+    literals: [f64; L],
+    reduction: Reduction,
+    targets: [(usize, usize); M],
+    f: impl Fn([T; N], &[T; L], T) -> (T, [T; K]),
+) -> (Tensor<T>, [Tensor<T>; M]) {
+    let literals = literals.map(T::from_f64);
+    let (shape, sources) = value_sources(&inputs, ops);
+    let len = shape.iter().product();
+    let seed = reduction.seed::<T>(len);
+    let mut sums = Vec::with_capacity(len / SUM_BLOCK + 1);
+    let mut partials: [Vec<T>; K] = std::array::from_fn(|_| vec![T::zero(); len]);
+    let outs = (&mut sums, &mut partials);
+    if reduced_blocks(len) {
+        vectorised(
+            #[inline(always)]
+            || partial_blocks::<T, N, L, K, SMALL>(len, &sources, (&literals, seed), &f, outs),
+        );
+    } else {
+        vectorised(
+            #[inline(always)]
+            || partial_blocks::<T, N, L, K, SUM_BLOCK>(len, &sources, (&literals, seed), &f, outs),
+        );
+    }
+    let value = Tensor::scalar(reduction.finish(combine_block_sums(&sums, len), len));
+    let full = partials.map(|p| Tensor::from_vec(p, &shape));
+    let partials = targets.map(|(i, k)| match inputs[i] {
+        OperandRef::Tensor(t) if !same_shape(t.shape(), &shape) => {
+            sum_to_shape(&full[k], t.shape())
+        }
+        OperandRef::Tensor(_) => full[k].clone(),
+        OperandRef::Scalar(_) => sum_to_shape(&full[k], &[]),
+    });
+    (value, partials)
+}
+
+/// `fused_reduce_vjp`'s loop, over blocks of `B`.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn partial_blocks<T: Element, const N: usize, const L: usize, const K: usize, const B: usize>(
+    len: usize,
+    sources: &[Source<'_, T>; N],
+    (literals, seed): (&[T; L], T),
+    f: &impl Fn([T; N], &[T; L], T) -> (T, [T; K]),
+    (sums, partials): (&mut Vec<T>, &mut [Vec<T>; K]),
+) {
+    let mut values = [T::zero(); B];
+    let mut block = [[T::zero(); B]; K];
+    for_blocks::<T, N, 0, B>(
+        len,
+        sources,
+        &[],
+        #[inline(always)]
+        |start, n, x, _| {
+            for e in 0..B {
+                let (y, d) = f(std::array::from_fn(|k| x[k][e]), literals, seed);
+                values[e] = y;
+                for (b, d) in block.iter_mut().zip(d) {
+                    b[e] = d;
+                }
+            }
+            sums.push(block_sum(&values[..n]));
+            for (p, b) in partials.iter_mut().zip(&block) {
+                p[start..start + n].copy_from_slice(&b[..n]);
+            }
+        },
+    );
+}
+
+/// A saved partial derivative of a reduced region times its result's cotangent `g` (a 0-d
+/// tensor), a zero `g` giving zeros; the partial itself, shared, when `g` is one.
+#[track_caller]
+pub fn fused_scale<T: Element>(partial: &Tensor<T>, g: &Tensor<T>) -> Tensor<T> {
+    let g = g.item();
+    if g == T::one() {
+        return partial.clone();
+    }
+    partial.map_elems(
+        #[inline(always)]
+        |&d| strong_mul(g, d),
+    )
+}
+
 /// `1 / b`, as the rules of `/` compute it.
 #[inline]
 pub fn fused_recip<T: Element>(b: T) -> T {
@@ -651,5 +938,105 @@ mod tests {
             assert_eq!(da.to_vec()[i], g.to_vec()[i] * b.to_vec()[i]);
         }
         assert_eq!(dc.to_vec(), g.to_vec());
+    }
+
+    #[test]
+    fn a_reduced_region_is_the_sum_of_its_values_bit_for_bit() {
+        // y = sin(a) * b + 0.5, summed and averaged, against the region's values summed by
+        // `Tensor::sum`; b a row broadcast over a; sizes around the blocks of the sums.
+        for rows in [1, 3, 17, 1001] {
+            let n = rows * 7;
+            let a = Tensor::from_vec(
+                (0..n).map(|i| (i as f32 * 0.37).sin() * 3.0).collect(),
+                &[rows, 7],
+            );
+            let b = Tensor::from_vec(vec![1.5, -2.0, 0.25, 3.0, -1.0, 0.5, 2.0], &[7]);
+            let ops = "sin 0 0;mul 2 1;add 3 _";
+            let inputs = [OperandRef::Tensor(&a), OperandRef::Tensor(&b)];
+            let f = |[a, b]: [f32; 2], [h]: &[f32; 1]| scalar::sin::value(a) * b + h;
+            let values = fused_map(ops, inputs, [0.5], f);
+            let sum = fused_reduce(ops, inputs, [0.5], Reduction::Sum, f);
+            let mean = fused_reduce(ops, inputs, [0.5], Reduction::Mean, f);
+            assert_eq!(sum.shape(), &[] as &[usize]);
+            assert_eq!(
+                sum.item().to_bits(),
+                values.sum().item().to_bits(),
+                "{rows}"
+            );
+            assert_eq!(
+                mean.item().to_bits(),
+                values.mean().item().to_bits(),
+                "{rows}"
+            );
+
+            // Forward mode: the tangent of the sum along a's tangent is the sum of cos(a) b ta.
+            let ta = Tensor::full(&[rows, 7], 0.5_f32);
+            let (y, u) = fused_reduce_jvp(
+                ops,
+                inputs,
+                [0.5],
+                Reduction::Sum,
+                [&ta],
+                |[a, b], [h], [ta]| {
+                    let s = scalar::sin::value(a);
+                    (s * b + h, scalar::sin::tangent(ta, scalar::Input(a)) * b)
+                },
+            );
+            assert_eq!(y.item().to_bits(), sum.item().to_bits());
+            let want: f64 = (0..n)
+                .map(|i| {
+                    let (av, bv) = (a.to_vec()[i], b.to_vec()[i % 7]);
+                    f64::from(av.cos() * bv * 0.5)
+                })
+                .sum();
+            assert!((f64::from(u.item()) - want).abs() <= 1e-4 * want.abs().max(1.0));
+
+            // Reverse mode: the value and the partials, b's summed over the rows; the mean's
+            // are the sum's over n.
+            for (reduction, scale) in [(Reduction::Sum, 1.0), (Reduction::Mean, n as f64)] {
+                let (y, [da, db]) = fused_reduce_vjp(
+                    ops,
+                    inputs,
+                    [0.5],
+                    reduction,
+                    [(0, 0), (1, 1)],
+                    |[a, b], [h], g| {
+                        let s = scalar::sin::value(a);
+                        let d = strong_mul(g, b);
+                        (
+                            s * b + h,
+                            [scalar::sin::tangent(d, scalar::Input(a)), g * s],
+                        )
+                    },
+                );
+                let want = fused_reduce(ops, inputs, [0.5], reduction, f);
+                assert_eq!(y.item().to_bits(), want.item().to_bits());
+                assert_eq!(da.shape(), &[rows, 7]);
+                assert_eq!(db.shape(), &[7]);
+                for i in 0..n {
+                    let (av, bv) = (f64::from(a.to_vec()[i]), f64::from(b.to_vec()[i % 7]));
+                    let got = f64::from(da.to_vec()[i]) * scale;
+                    assert!((got - av.cos() * bv).abs() <= 1e-5, "{i}");
+                }
+                for j in 0..7 {
+                    let want: f64 = (0..rows)
+                        .map(|r| f64::from(a.to_vec()[r * 7 + j]).sin())
+                        .sum();
+                    let got = f64::from(db.to_vec()[j]) * scale;
+                    assert!((got - want).abs() <= 1e-4 * want.abs().max(1.0), "{j}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_partial_is_scaled_by_the_cotangent_with_a_strong_zero() {
+        let p = t(&[1.0, f64::INFINITY, -2.0], &[3]);
+        assert_eq!(fused_scale(&p, &Tensor::scalar(1.0)).to_vec(), p.to_vec());
+        assert_eq!(
+            fused_scale(&p, &Tensor::scalar(2.0)).to_vec(),
+            [2.0, f64::INFINITY, -4.0]
+        );
+        assert_eq!(fused_scale(&p, &Tensor::scalar(0.0)).to_vec(), [0.0; 3]);
     }
 }

@@ -10,8 +10,8 @@ use ndarray::{Dimension, IxDyn};
 pub use crate::element::Residual;
 use crate::element::{Element, FromScalar};
 pub use crate::fused::{
-    fused_jvp, fused_map, fused_recip, fused_shape, fused_value, fused_vjp, fused_zero, FusedInput,
-    FusedOps,
+    fused_jvp, fused_map, fused_recip, fused_reduce, fused_reduce_jvp, fused_reduce_vjp,
+    fused_scale, fused_shape, fused_value, fused_vjp, fused_zero, FusedInput, FusedOps, Reduction,
 };
 use crate::tensor::Tensor;
 

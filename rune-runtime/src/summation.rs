@@ -31,7 +31,7 @@ pub(crate) fn pairwise_split(n: usize) -> usize {
 /// The sum of at most `SUM_BLOCK` values, in eight interleaved accumulators (which vectorise)
 /// combined as a tree.
 #[inline]
-fn block_sum<T: Element>(xs: &[T]) -> T {
+pub(crate) fn block_sum<T: Element>(xs: &[T]) -> T {
     let mut acc = [T::zero(); 8];
     let chunks = xs.chunks_exact(8);
     let rest = chunks.remainder();
@@ -54,6 +54,18 @@ pub(crate) fn pairwise_sum<T: Element>(xs: &[T]) -> T {
     }
     let (a, b) = xs.split_at(pairwise_split(xs.len()));
     pairwise_sum(a) + pairwise_sum(b)
+}
+
+/// The pairwise sum of `n` values from the sums of their blocks of `SUM_BLOCK` (the last one
+/// partial), each summed by [`block_sum`]: the same tree as [`pairwise_sum`], so the same
+/// result bit for bit, for loops that produce the values a block at a time and keep none.
+pub(crate) fn combine_block_sums<T: Element>(sums: &[T], n: usize) -> T {
+    if n <= SUM_BLOCK {
+        return sums.first().copied().unwrap_or_else(T::zero);
+    }
+    let split = pairwise_split(n);
+    let (a, b) = sums.split_at(split / SUM_BLOCK);
+    combine_block_sums(a, split) + combine_block_sums(b, n - split)
 }
 
 /// The pairwise sum of the values of an iterator (for views that are not contiguous): blocks
@@ -117,5 +129,26 @@ pub(crate) fn sum_along<T: Element>(v: ArrayViewD<'_, T>, axis: Axis) -> ArrayD<
         v.map_axis(axis, sum_all)
     } else {
         sum_planes(v, axis)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_sums_combine_to_the_pairwise_sum_bit_for_bit() {
+        for n in [0, 1, 7, 128, 129, 255, 256, 1000, 4097, 100_003] {
+            // Values of mixed magnitudes, so that the order of the additions shows in the bits.
+            let xs: Vec<f32> = (0..n)
+                .map(|i| ((i * 7919 % 1000) as f32 - 500.0) * 1.37e-3 + (i % 13) as f32 * 1e3)
+                .collect();
+            let sums: Vec<f32> = xs.chunks(SUM_BLOCK).map(block_sum).collect();
+            assert_eq!(
+                combine_block_sums(&sums, n).to_bits(),
+                pairwise_sum(&xs).to_bits(),
+                "n = {n}"
+            );
+        }
     }
 }

@@ -54,7 +54,7 @@ impl Emitter<'_> {
                     let ident = saved.ident();
                     let stack = saved.stack();
                     match (depth, &saved) {
-                        (0, Saved::Value(_) | Saved::Pullback(_)) => {}
+                        (0, Saved::Value(_) | Saved::Pullback(_) | Saved::Partials(_)) => {}
                         (0, _) => out.push(quote!(let #ident = #value;)),
                         _ => out.push(quote!(#stack.push(#value);)),
                     }

@@ -17,9 +17,10 @@ use syn::Ident;
 use super::tokens::{gather_closure_lets, inline_single_reads, relocate_call};
 use super::{rt, Emitter, Mode};
 use crate::fuse::Needs;
-use crate::ir::{FusedArg, FusedNode, Operand, Stmt, Val};
+use crate::ir::{FusedArg, FusedNode, Operand, Reduction, Stmt, Val};
 use crate::names::{
-    adjoint_ident, const_ident, hidden, residual_ident, shape_ident, tangent_ident, val_ident,
+    adjoint_ident, const_ident, hidden, partials_ident, residual_ident, shape_ident, tangent_ident,
+    val_ident,
 };
 use crate::ops::{Form, RuleArg};
 
@@ -264,6 +265,31 @@ impl Code<'_> {
     /// inputs whose cotangents are the same value (the operands of `+`) share one result, so
     /// that the runtime computes and stores it once.
     fn adjoint_body(&self, targets: &[usize], needs: &Needs) -> (TokenStream, Vec<usize>) {
+        let (lets, outs, slots) = self.adjoint_lets(targets);
+        let lits = self.literal_lets(Some(&needs.literals));
+        let mut values = self.value_lets(Some(&needs.nodes));
+        values.extend(lets);
+        (body(lits, values, outs), slots)
+    }
+
+    /// The body of a reduced region's closure in the reverse pass: its element's value and the
+    /// input cotangents of `targets` from the element's cotangent `__rune_ge`, as `(value,
+    /// [cotangents])`; with the slots as [`Self::adjoint_body`] gives them.
+    fn value_and_adjoint_body(&self, targets: &[usize]) -> (TokenStream, Vec<usize>) {
+        let (lets, outs, slots) = self.adjoint_lets(targets);
+        let (lits, mut values) = (self.literal_lets(None), self.value_lets(None));
+        values.extend(lets);
+        let root = self.root();
+        (body(lits, values, quote!((#root, #outs))), slots)
+    }
+
+    /// The adjoint's `let`s, the array of the cotangents of `targets`, and each target's slot
+    /// in it.
+    #[allow(clippy::type_complexity)]
+    fn adjoint_lets(
+        &self,
+        targets: &[usize],
+    ) -> (Vec<(Ident, TokenStream)>, TokenStream, Vec<usize>) {
         let rt = rt();
         let mut current: HashMap<Value, Ident> = HashMap::new();
         let mut fresh = 0;
@@ -361,11 +387,7 @@ impl Code<'_> {
             Some(d) => quote!(#d),
             None => quote!(#rt::fused_zero(#x0)),
         });
-        let lits = self.literal_lets(Some(&needs.literals));
-        let mut values = self.value_lets(Some(&needs.nodes));
-        values.extend(lets);
-        let body = body(lits, values, quote!([#(#outs),*]));
-        (body, slots)
+        (lets, quote!([#(#outs),*]), slots)
     }
 }
 
@@ -374,14 +396,24 @@ fn body(prefix: TokenStream, lets: Vec<(Ident, TokenStream)>, tail: TokenStream)
     gather_closure_lets(inline_single_reads(prefix, lets, tail))
 }
 
-/// A fused region's code, result, inputs and span.
-fn region(stmt: &Stmt) -> (Code<'_>, Val, &[Operand], Span) {
+/// A fused region's parts.
+struct Region<'a> {
+    code: Code<'a>,
+    out: Val,
+    inputs: &'a [Operand],
+    span: Span,
+    /// The runtime's `Reduction` that ends the region, if one does.
+    reduce: Option<TokenStream>,
+}
+
+fn region(stmt: &Stmt) -> Region<'_> {
     let Stmt::Fused {
         out,
         inputs,
         literals,
         nodes,
         span,
+        reduce,
     } = stmt
     else {
         unreachable!("a fused region")
@@ -391,7 +423,18 @@ fn region(stmt: &Stmt) -> (Code<'_>, Val, &[Operand], Span) {
         literals,
         nodes,
     };
-    (code, *out, inputs, *span)
+    let rt = rt();
+    let reduce = reduce.map(|r| match r {
+        Reduction::Sum => quote!(#rt::Reduction::Sum),
+        Reduction::Mean => quote!(#rt::Reduction::Mean),
+    });
+    Region {
+        code,
+        out: *out,
+        inputs,
+        span: *span,
+        reduce,
+    }
 }
 
 impl Emitter<'_> {
@@ -417,37 +460,92 @@ impl Emitter<'_> {
 
     /// The forward statement of a fused region: its value, or in forward mode its value and
     /// tangent.
+    /// In the reverse pass, a reduced region computes its input cotangents for a cotangent of
+    /// one on its result in the same pass as its value, and saves them (see
+    /// [`Self::fused_backward`]).
     pub(super) fn fused_forward(&self, stmt: &Stmt, mode: Mode) -> TokenStream {
         let rt = rt();
-        let (code, out, inputs, span) = region(stmt);
+        let Region {
+            code,
+            out,
+            inputs,
+            span,
+            reduce,
+        } = region(stmt);
         let (ops, args, params) = (code.ops_table(), self.fused_inputs(inputs), code.params());
         let lits = code.literal_array();
         let v = val_ident(out);
-        let call = if mode == Mode::Tangent && self.useful(out) {
-            let with_tangent = self.differentiated(inputs);
-            let tangents = with_tangent.iter().map(|&i| {
-                let t = tangent_ident(inputs[i].val().expect("a value"));
-                quote!(&#t)
-            });
-            let us = with_tangent.iter().map(|&i| input_tangent(i));
-            let body = code.tangent_body(&with_tangent);
-            let t = tangent_ident(out);
-            quote! {
-                let (#v, #t) = #rt::fused_jvp(#ops, #args, #lits, [#(#tangents),*], #[inline(always)] |#params, __rune_lits, [#(#us),*]| { #body });
+        let useful = self.useful(out);
+        let call = match (mode, reduce) {
+            (Mode::Tangent, reduce) if useful => {
+                let with_tangent = self.differentiated(inputs);
+                let tangents = with_tangent.iter().map(|&i| {
+                    let t = tangent_ident(inputs[i].val().expect("a value"));
+                    quote!(&#t)
+                });
+                let us = with_tangent.iter().map(|&i| input_tangent(i));
+                let body = code.tangent_body(&with_tangent);
+                let t = tangent_ident(out);
+                let (function, reduce) = match reduce {
+                    Some(r) => (quote!(fused_reduce_jvp), quote!(#r,)),
+                    None => (quote!(fused_jvp), quote!()),
+                };
+                quote! {
+                    let (#v, #t) = #rt::#function(#ops, #args, #lits, #reduce [#(#tangents),*], #[inline(always)] |#params, __rune_lits, [#(#us),*]| { #body });
+                }
             }
-        } else {
-            let body = code.value_body();
-            quote!(let #v = #rt::fused_map(#ops, #args, #lits, #[inline(always)] |#params, __rune_lits| { #body });)
+            (Mode::Reverse, Some(r)) if useful => {
+                let targets = self.differentiated(inputs);
+                let (body, slots) = code.value_and_adjoint_body(&targets);
+                let pairs = targets.iter().zip(&slots).map(|(i, k)| quote!((#i, #k)));
+                let p = partials_ident(out);
+                quote! {
+                    let (#v, #p) = #rt::fused_reduce_vjp(#ops, #args, #lits, #r, [#(#pairs),*], #[inline(always)] |#params, __rune_lits, __rune_ge| { #body });
+                }
+            }
+            (_, Some(r)) => {
+                let body = code.value_body();
+                quote!(let #v = #rt::fused_reduce(#ops, #args, #lits, #r, #[inline(always)] |#params, __rune_lits| { #body });)
+            }
+            (_, None) => {
+                let body = code.value_body();
+                quote!(let #v = #rt::fused_map(#ops, #args, #lits, #[inline(always)] |#params, __rune_lits| { #body });)
+            }
         };
         relocate_call(call, span)
     }
 
     /// The backward statement of a fused region: every differentiated input's cotangent in one
     /// pass.
+    ///
+    /// A reduced region's cotangents were computed by the forward pass for a cotangent of one:
+    /// each is scaled by the result's cotangent.
     pub(super) fn fused_backward(&self, stmt: &Stmt) -> TokenStream {
         let rt = rt();
-        let (code, out, inputs, span) = region(stmt);
+        let Region {
+            code,
+            out,
+            inputs,
+            span,
+            reduce,
+        } = region(stmt);
         let targets = self.differentiated(inputs);
+        let adj = adjoint_ident(out);
+        if reduce.is_some() {
+            let p = partials_ident(out);
+            let accumulate = targets.iter().enumerate().map(|(k, &i)| {
+                let a = adjoint_ident(inputs[i].val().expect("a value"));
+                quote!(#rt::accumulate(&mut #a, #rt::fused_scale(&#p[#k], &__rune_g));)
+            });
+            return relocate_call(
+                quote! {
+                    if let ::core::option::Option::Some(__rune_g) = #adj.take() {
+                        #(#accumulate)*
+                    }
+                },
+                span,
+            );
+        }
         let needs = Needs::of(inputs, code.literals.len(), code.nodes);
         let args = inputs
             .iter()
@@ -477,7 +575,6 @@ impl Emitter<'_> {
             let a = adjoint_ident(inputs[i].val().expect("a value"));
             quote!(#rt::accumulate(&mut #a, #r);)
         });
-        let adj = adjoint_ident(out);
         relocate_call(
             quote! {
                 if let ::core::option::Option::Some(__rune_g) = #adj.take() {

@@ -10,8 +10,9 @@ use super::{list_refs, rt, Emitter};
 use crate::analyse::{path_consts, walk};
 use crate::ir::{CallArg, Const, Operand, Stmt, Val};
 use crate::names::{
-    arm_stack_ident, config_ident, const_ident, pullback_ident, reached_stack_ident,
-    residual_ident, shape_ident, sizes_ident, trips_stack_ident, val_ident, witness_ident,
+    arm_stack_ident, config_ident, const_ident, partials_ident, pullback_ident,
+    reached_stack_ident, residual_ident, shape_ident, sizes_ident, trips_stack_ident, val_ident,
+    witness_ident,
 };
 
 /// Something the backward pass reads, saved by the forward pass right after the statement that
@@ -26,6 +27,8 @@ pub(super) enum Saved {
     Sizes(Val),
     Witness(Val),
     Pullback(Val),
+    /// The input cotangents of a reduced fused region, for a cotangent of one on its result.
+    Partials(Val),
 }
 
 impl Saved {
@@ -39,6 +42,7 @@ impl Saved {
             Saved::Sizes(v) => sizes_ident(*v),
             Saved::Witness(v) => witness_ident(*v),
             Saved::Pullback(v) => pullback_ident(*v),
+            Saved::Partials(v) => partials_ident(*v),
         }
     }
 
@@ -95,8 +99,16 @@ impl Emitter<'_> {
                     out.push(Saved::Witness(*v));
                 }
             }
-            Stmt::Fused { out: v, inputs, .. } => {
+            Stmt::Fused {
+                out: v,
+                inputs,
+                reduce,
+                ..
+            } => {
                 value(*v, &mut out);
+                if reduce.is_some() && self.useful(*v) {
+                    out.push(Saved::Partials(*v));
+                }
                 for input in inputs {
                     if let Operand::Const(c) = input {
                         if a.keep_const.contains(c) {
@@ -185,6 +197,7 @@ impl Emitter<'_> {
                 quote!(#rt::witness(&#input))
             }
             Saved::Pullback(v) => pullback_ident(*v).into_token_stream(),
+            Saved::Partials(v) => partials_ident(*v).into_token_stream(),
         }
     }
 
