@@ -9,6 +9,12 @@
 //! pass recomputes the tree from the inputs, so the forward pass saves none of its
 //! intermediates. A root with no op below it stays an ordinary [`Stmt::Op`].
 //!
+//! A full reduction (`sum`, `mean`) whose input is such a root's value, read by nothing else,
+//! ends the region: the region's result is then the reduction's 0-d value, and no tensor holds
+//! the tree's values. Its reverse pass computes the inputs' partial derivatives in the same pass
+//! as the value (`rune_runtime::fused::fused_reduce_vjp`), so it alone is a region even of one
+//! op.
+//!
 //! The ops are moved to the root's place in the list. That is sound: values are assigned once,
 //! an op inside a region reads only values and constants defined before it, and nothing reads
 //! its value before the root.
