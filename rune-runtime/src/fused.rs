@@ -182,9 +182,10 @@ fn operand_source<'a, T: Element>(
     }
 }
 
-/// Calls `body(start, n, xs, ys)` for each block of `B` of `len` elements, `xs[k][..n]` holding the
-/// elements `start..start + n` of source `xs_from[k]`, and `ys` those of `ys_from` (the
-/// cotangent, or the tangents).
+/// Calls `body(n, xs, ys)` for each block of `B` of `len` elements, in order, `xs[k][..n]`
+/// holding the block's `n` elements of source `xs_from[k]`, and `ys` those of `ys_from` (the
+/// cotangent, or the tangents). The callers append each block's results to their outputs, so
+/// that no output is filled with zeros first.
 ///
 /// The blocks are local arrays of a constant size. The callers evaluate a region over whole
 /// blocks (the elements past `n` of the last one are left from the block before, or zero:
@@ -195,7 +196,7 @@ fn for_blocks<T: Element, const N: usize, const M: usize, const B: usize>(
     len: usize,
     xs_from: &[Source<'_, T>; N],
     ys_from: &[Source<'_, T>; M],
-    mut body: impl FnMut(usize, usize, &[[T; B]; N], &[[T; B]; M]),
+    mut body: impl FnMut(usize, &[[T; B]; N], &[[T; B]; M]),
 ) {
     let mut xs = [[T::zero(); B]; N];
     let mut ys = [[T::zero(); B]; M];
@@ -216,7 +217,7 @@ fn for_blocks<T: Element, const N: usize, const M: usize, const B: usize>(
         };
         xs.iter_mut().zip(xs_from).for_each(|(b, s)| fill(b, s));
         ys.iter_mut().zip(ys_from).for_each(|(b, s)| fill(b, s));
-        body(start, n, &xs, &ys);
+        body(n, &xs, &ys);
         start += n;
     }
 }
@@ -312,16 +313,16 @@ pub fn fused_map<T: Element, const N: usize, const L: usize>(
     let literals = literals.map(T::from_f64);
     let (shape, sources) = value_sources(&inputs, ops);
     let len = shape.iter().product();
-    let mut out = vec![T::zero(); len];
+    let mut out = Vec::with_capacity(len);
     if len <= SMALL {
         vectorised(
             #[inline(always)]
-            || map_blocks::<T, N, L, SMALL>(&mut out, &sources, &literals, &f),
+            || map_blocks::<T, N, L, SMALL>(len, &mut out, &sources, &literals, &f),
         );
     } else {
         vectorised(
             #[inline(always)]
-            || map_blocks::<T, N, L, BLOCK>(&mut out, &sources, &literals, &f),
+            || map_blocks::<T, N, L, BLOCK>(len, &mut out, &sources, &literals, &f),
         );
     }
     Tensor::from_vec(out, &shape)
@@ -330,22 +331,23 @@ pub fn fused_map<T: Element, const N: usize, const L: usize>(
 /// `fused_map`'s loop, over blocks of `B`.
 #[inline(always)]
 fn map_blocks<T: Element, const N: usize, const L: usize, const B: usize>(
-    out: &mut [T],
+    len: usize,
+    out: &mut Vec<T>,
     sources: &[Source<'_, T>; N],
     literals: &[T; L],
     f: &impl Fn([T; N], &[T; L]) -> T,
 ) {
     let mut block = [T::zero(); B];
     for_blocks::<T, N, 0, B>(
-        out.len(),
+        len,
         sources,
         &[],
         #[inline(always)]
-        |start, n, x, _| {
+        |n, x, _| {
             for (e, b) in block.iter_mut().enumerate() {
                 *b = f(std::array::from_fn(|k| x[k][e]), literals);
             }
-            out[start..start + n].copy_from_slice(&block[..n]);
+            out.extend_from_slice(&block[..n]);
         },
     );
 }
@@ -413,17 +415,17 @@ pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize, con
         }
     };
     let len = shape.iter().product();
-    let mut outs: [Vec<T>; K] = std::array::from_fn(|_| vec![T::zero(); len]);
+    let mut outs: [Vec<T>; K] = std::array::from_fn(|_| Vec::with_capacity(len));
     let sources = (&sources, &[g_source]);
     if len <= SMALL {
         vectorised(
             #[inline(always)]
-            || vjp_blocks::<T, N, L, K, SMALL>(&mut outs, sources, &literals, &f),
+            || vjp_blocks::<T, N, L, K, SMALL>(len, &mut outs, sources, &literals, &f),
         );
     } else {
         vectorised(
             #[inline(always)]
-            || vjp_blocks::<T, N, L, K, BLOCK>(&mut outs, sources, &literals, &f),
+            || vjp_blocks::<T, N, L, K, BLOCK>(len, &mut outs, sources, &literals, &f),
         );
     }
     let full = outs.map(|o| Tensor::from_vec(o, &shape));
@@ -437,19 +439,19 @@ pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize, con
 #[inline(always)]
 #[allow(clippy::type_complexity)]
 fn vjp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const B: usize>(
+    len: usize,
     outs: &mut [Vec<T>; K],
     (sources, g): (&[Source<'_, T>; N], &[Source<'_, T>; 1]),
     literals: &[T; L],
     f: &impl Fn([T; N], &[T; L], T) -> [T; K],
 ) {
     let mut block = [[T::zero(); B]; K];
-    let len = outs.first().map_or(0, Vec::len);
     for_blocks::<T, N, 1, B>(
         len,
         sources,
         g,
         #[inline(always)]
-        |start, n, x, g| {
+        |n, x, g| {
             for e in 0..B {
                 let d = f(std::array::from_fn(|k| x[k][e]), literals, g[0][e]);
                 for (b, d) in block.iter_mut().zip(d) {
@@ -457,7 +459,7 @@ fn vjp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const 
                 }
             }
             for (o, b) in outs.iter_mut().zip(&block) {
-                o[start..start + n].copy_from_slice(&b[..n]);
+                o.extend_from_slice(&b[..n]);
             }
         },
     );
@@ -480,17 +482,17 @@ pub fn fused_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
     let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
     let tangent_sources = tangents.map(|t| source("fused", t, &shape).or_panic());
     let len = shape.iter().product();
-    let mut outs = [vec![T::zero(); len], vec![T::zero(); len]];
+    let mut outs = [Vec::with_capacity(len), Vec::with_capacity(len)];
     let sources = (&sources, &tangent_sources);
     if len <= SMALL {
         vectorised(
             #[inline(always)]
-            || jvp_blocks::<T, N, L, K, SMALL>(&mut outs, sources, &literals, &f),
+            || jvp_blocks::<T, N, L, K, SMALL>(len, &mut outs, sources, &literals, &f),
         );
     } else {
         vectorised(
             #[inline(always)]
-            || jvp_blocks::<T, N, L, K, BLOCK>(&mut outs, sources, &literals, &f),
+            || jvp_blocks::<T, N, L, K, BLOCK>(len, &mut outs, sources, &literals, &f),
         );
     }
     let [value, tangent] = outs;
@@ -504,19 +506,19 @@ pub fn fused_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
 #[inline(always)]
 #[allow(clippy::type_complexity)]
 fn jvp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const B: usize>(
+    len: usize,
     outs: &mut [Vec<T>; 2],
     (sources, tangents): (&[Source<'_, T>; N], &[Source<'_, T>; K]),
     literals: &[T; L],
     f: &impl Fn([T; N], &[T; L], [T; K]) -> (T, T),
 ) {
     let mut block = [[T::zero(); B]; 2];
-    let len = outs[0].len();
     for_blocks::<T, N, K, B>(
         len,
         sources,
         tangents,
         #[inline(always)]
-        |start, n, x, t| {
+        |n, x, t| {
             for e in 0..B {
                 let (y, u) = f(
                     std::array::from_fn(|k| x[k][e]),
@@ -527,7 +529,7 @@ fn jvp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const 
                 block[1][e] = u;
             }
             for (o, b) in outs.iter_mut().zip(&block) {
-                o[start..start + n].copy_from_slice(&b[..n]);
+                o.extend_from_slice(&b[..n]);
             }
         },
     );
@@ -691,7 +693,7 @@ fn sum_blocks<T: Element, const N: usize, const M: usize, const K: usize, const 
         xs_from,
         ys_from,
         #[inline(always)]
-        |_, n, x, y| {
+        |n, x, y| {
             for e in 0..B {
                 let v = f(
                     std::array::from_fn(|k| x[k][e]),
@@ -738,7 +740,7 @@ pub fn fused_reduce_vjp<
     let len = shape.iter().product();
     let seed = reduction.seed::<T>(len);
     let mut sums = Vec::with_capacity(len / SUM_BLOCK + 1);
-    let mut partials: [Vec<T>; K] = std::array::from_fn(|_| vec![T::zero(); len]);
+    let mut partials: [Vec<T>; K] = std::array::from_fn(|_| Vec::with_capacity(len));
     let outs = (&mut sums, &mut partials);
     if reduced_blocks(len) {
         vectorised(
@@ -780,7 +782,7 @@ fn partial_blocks<T: Element, const N: usize, const L: usize, const K: usize, co
         sources,
         &[],
         #[inline(always)]
-        |start, n, x, _| {
+        |n, x, _| {
             for e in 0..B {
                 let (y, d) = f(std::array::from_fn(|k| x[k][e]), literals, seed);
                 values[e] = y;
@@ -790,7 +792,7 @@ fn partial_blocks<T: Element, const N: usize, const L: usize, const K: usize, co
             }
             sums.push(block_sum(&values[..n]));
             for (p, b) in partials.iter_mut().zip(&block) {
-                p[start..start + n].copy_from_slice(&b[..n]);
+                p.extend_from_slice(&b[..n]);
             }
         },
     );
