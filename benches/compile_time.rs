@@ -7,6 +7,11 @@
 //! and times `cargo check` of each (incremental compilation off, the dependencies checked
 //! beforehand, the median of three runs). It prints the times and their ratios to the plain
 //! function's for 500 and 2,000 `let`s.
+//!
+//! Then it times `cargo build` (debug) of a file of 50 small differentiable functions written the
+//! way users write them (a dense layer's loss, a loop, a branch on a value, a softmax
+//! cross-entropy, a W2-like update), against the same file without the attribute, and prints
+//! the size of the expansion (tokens of the 50 generated items against the source's).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -33,6 +38,61 @@ fn source(lets: usize, attribute: Option<&str>) -> String {
     s
 }
 
+/// The body templates of the 50-function file: `{i}` is the function's number.
+const TEMPLATES: [&str; 5] = [
+    "pub fn loss{i}(w: &Tensor<f32>, b: &Tensor<f32>, #[nodiff] x: &Tensor<f32>, #[nodiff] y: &Tensor<f32>) -> Tensor<f32> {
+    let h = (x.matmul(w) + b).tanh();
+    let d = h - y;
+    (&d * &d).mean()
+}",
+    "pub fn loss{i}(x: &Tensor<f64>, #[nodiff] steps: usize) -> Tensor<f64> {
+    let mut y = x.clone();
+    for _ in 0..steps {
+        y = y.sin() * 0.5 + &y * 0.25;
+    }
+    y.sum()
+}",
+    "pub fn loss{i}(x: &Tensor<f64>, w: &Tensor<f64>) -> Tensor<f64> {
+    let s = x.matmul(w);
+    if s.sum().item() > 0.0 {
+        (s.exp() * 0.5).sum()
+    } else {
+        (&s * &s + 1.0).ln().mean()
+    }
+}",
+    "pub fn loss{i}(w: &Tensor<f32>, #[nodiff] x: &Tensor<f32>, #[nodiff] t: &Tensor<f32>) -> Tensor<f32> {
+    let logits = x.matmul(w);
+    -(logits.log_softmax(-1) * t).sum() / 8.0
+}",
+    "pub fn loss{i}(x: &Tensor<f64>) -> Tensor<f64> {
+    let mut x = x.clone();
+    let mut acc = Tensor::scalar(0.0);
+    for _ in 0..4 {
+        x = &x * 0.9 + 0.1 * x.tanh();
+        acc += (x.sin() * x.exp() / (1.0 + &x * &x)).sum();
+    }
+    acc
+}",
+];
+
+/// The 50-function file, with `#[differentiable]` on each function or without it (and then
+/// without the parameters' `#[nodiff]`).
+fn fifty(differentiable: bool) -> String {
+    let mut s = String::from("use rune_ad::prelude::*;\n\n");
+    for i in 0..50 {
+        let f = TEMPLATES[i % TEMPLATES.len()].replace("{i}", &i.to_string());
+        if differentiable {
+            s.push_str(FUSED);
+            s.push('\n');
+            s.push_str(&f);
+        } else {
+            s.push_str(&f.replace("#[nodiff] ", ""));
+        }
+        s.push_str("\n\n");
+    }
+    s
+}
+
 fn write_crate(dir: &Path, root: &Path) {
     std::fs::create_dir_all(dir.join("src")).expect("create the crate's directory");
     let manifest = format!(
@@ -44,24 +104,37 @@ fn write_crate(dir: &Path, root: &Path) {
 }
 
 fn check(dir: &Path, target: &Path) -> f64 {
+    cargo(dir, target, "check")
+}
+
+/// The time of `cargo {command} --lib` in `dir`.
+fn cargo(dir: &Path, target: &Path, command: &str) -> f64 {
     let start = Instant::now();
     let status = Command::new(env!("CARGO"))
-        .args(["check", "--quiet", "--lib"])
+        .args([command, "--quiet", "--lib"])
         .current_dir(dir)
         .env("CARGO_INCREMENTAL", "0")
         .env("CARGO_TARGET_DIR", target)
         .status()
         .expect("run cargo check");
-    assert!(status.success(), "cargo check failed in {}", dir.display());
+    assert!(
+        status.success(),
+        "cargo {command} failed in {}",
+        dir.display()
+    );
     start.elapsed().as_secs_f64()
 }
 
 fn median_check(dir: &Path, target: &Path, lib: &str) -> f64 {
+    median(dir, target, lib, "check")
+}
+
+fn median(dir: &Path, target: &Path, lib: &str, command: &str) -> f64 {
     let mut times: Vec<f64> = (0..RUNS)
         .map(|_| {
-            // A fresh write, so that cargo checks the crate again.
+            // A fresh write, so that cargo compiles the crate again.
             std::fs::write(dir.join("src/lib.rs"), lib).expect("write lib.rs");
-            check(dir, target)
+            cargo(dir, target, command)
         })
         .collect();
     times.sort_by(f64::total_cmp);
@@ -100,5 +173,68 @@ fn main() {
             fused / plain,
             unfused / plain
         );
+    }
+
+    // The 50 functions, built in debug; the dependencies built beforehand.
+    std::fs::write(dir.join("src/lib.rs"), source(2, Some(FUSED))).expect("write lib.rs");
+    cargo(&dir, &target, "build");
+    let (plain_src, fused_src) = (fifty(false), fifty(true));
+    let plain = median(&dir, &target, &plain_src, "build");
+    let fused = median(&dir, &target, &fused_src, "build");
+    println!("compile_time: cargo build (debug) of 50 functions, median of {RUNS}");
+    println!(
+        "{:>10} {:>10} {:>7} {:>16} {:>16}",
+        "plain (s)", "fused (s)", "ratio", "source tokens", "expanded tokens"
+    );
+    let expanded = expanded_tokens(&dir, &target)
+        .map_or_else(|| "n/a (no nightly)".to_string(), |n| n.to_string());
+    println!(
+        "{plain:>10.2} {fused:>10.2} {:>7.1} {:>16} {expanded:>16}",
+        fused / plain,
+        tokens(&plain_src),
+    );
+}
+
+/// The number of tokens of `src`, counted as rustc's lexer would roughly split it: identifiers,
+/// literals and punctuation.
+fn tokens(src: &str) -> usize {
+    let mut n = 0;
+    let mut in_word = false;
+    for c in src.chars() {
+        if c.is_alphanumeric() || c == '_' || c == '.' && in_word {
+            if !in_word {
+                n += 1;
+            }
+            in_word = true;
+        } else {
+            in_word = false;
+            if !c.is_whitespace() {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// The tokens of the probe crate's expansion, where a nightly toolchain can print it
+/// (`-Zunpretty=expanded`).
+fn expanded_tokens(dir: &Path, target: &Path) -> Option<usize> {
+    let out = Command::new("rustup")
+        .args([
+            "run",
+            "nightly",
+            "cargo",
+            "rustc",
+            "--quiet",
+            "--lib",
+            "--",
+            "-Zunpretty=expanded",
+        ])
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target.join("nightly"))
+        .output();
+    match out {
+        Ok(out) if out.status.success() => Some(tokens(&String::from_utf8_lossy(&out.stdout))),
+        _ => None,
     }
 }
