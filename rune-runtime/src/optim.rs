@@ -3,7 +3,8 @@
 //!
 //! An optimizer keeps its state (velocities, moment estimates) as one tensor per leaf, in the
 //! leaves' order, created at the first [`step`](Adam::step) from the parameters' shapes; use one
-//! optimizer for one parameter structure.
+//! optimizer for one parameter structure. [`OptimizerState`] exposes that state, so that
+//! `io::save_checkpoint` can save it beside the model and a run can resume bit for bit.
 
 use ndarray::Zip;
 
