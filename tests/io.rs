@@ -3,7 +3,7 @@
 //! serde in JSON and a binary format, and ndarray conversions; every error case by its message.
 
 use rune_ad::ndarray::{arr0, arr2, Array1, Array3, ArrayD, IxDyn};
-use rune_ad::optim::{Adam, Sgd};
+use rune_ad::optim::Adam;
 use rune_ad::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +70,7 @@ fn data() -> (Tensor<f32>, Tensor<f32>) {
 }
 
 /// A path in the system's temporary directory, unique to this process and test.
+#[cfg(feature = "safetensors")]
 fn temp_path(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("rune-ad-io-{}-{name}", std::process::id()))
 }
@@ -271,7 +272,7 @@ mod safetensors_files {
 mod resuming {
     use super::*;
     use rune_ad::io::{load_checkpoint, load_checkpoint_bytes, save_checkpoint};
-    use rune_ad::optim::OptimizerState;
+    use rune_ad::optim::{OptimizerState, Sgd};
 
     /// `steps` steps of `optimizer` on a minibatch that changes each step.
     fn train<O>(model: &mut Mlp, optimizer: &mut O, steps: std::ops::Range<u64>)
