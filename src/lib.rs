@@ -297,6 +297,105 @@
 //! assert!((along.item() - dot).abs() < 1e-12);
 //! ```
 //!
+//! # Saving and loading models
+//!
+//! [`io::save_safetensors`] writes a model's leaves to a `.safetensors` file, each named by its
+//! path (`layers.0.w`, as PyTorch names a `state_dict`), which PyTorch and Hugging Face read as
+//! it is; [`io::load_safetensors`] loads one into a model of the same architecture, checking
+//! every name, dtype and shape first and naming every mismatch. [`io::save_checkpoint`] keeps
+//! the optimizer's state beside the model, so that a resumed run takes exactly the steps the
+//! stopped one would have:
+//!
+//! ```
+//! use rune_ad::optim::Adam;
+//! use rune_ad::prelude::*;
+//!
+//! #[derive(Clone, Differentiable)]
+//! struct Layer {
+//!     w: Tensor<f32>,
+//!     b: Tensor<f32>,
+//! }
+//!
+//! #[derive(Clone, Differentiable)]
+//! struct Mlp {
+//!     layers: Vec<Layer>,
+//! }
+//!
+//! let mlp = |seed| Mlp {
+//!     layers: vec![
+//!         Layer { w: Tensor::rand_normal(&[2, 8], 0.0, 0.5, seed), b: Tensor::zeros(&[8]) },
+//!         Layer { w: Tensor::rand_normal(&[8, 1], 0.0, 0.5, seed + 1), b: Tensor::zeros(&[1]) },
+//!     ],
+//! };
+//! let model = mlp(1);
+//! let path = std::env::temp_dir().join(format!("mlp-{}.safetensors", std::process::id()));
+//! rune_ad::io::save_safetensors(&model, &path)?;
+//! let names = rune_ad::io::tensor_names(&model);
+//! assert_eq!(names, ["layers.0.w", "layers.0.b", "layers.1.w", "layers.1.b"]);
+//!
+//! let mut loaded = mlp(7); // the same architecture, other weights
+//! rune_ad::io::load_safetensors(&mut loaded, &path)?;
+//! assert_eq!(loaded.layers[0].w.to_vec(), model.layers[0].w.to_vec());
+//!
+//! // Another architecture is refused, and left as it was.
+//! let mut wide = Mlp { layers: vec![Layer { w: Tensor::zeros(&[2, 16]), b: Tensor::zeros(&[16]) }] };
+//! let error = rune_ad::io::load_safetensors(&mut wide, &path).unwrap_err();
+//! assert_eq!(
+//!     error.problems(),
+//!     [
+//!         "`layers.0.w`: shape [2, 8] in the file, [2, 16] in the model",
+//!         "`layers.0.b`: shape [8] in the file, [16] in the model",
+//!         "`layers.1.b`: in the file (F32 of shape [1]) but not in the model",
+//!         "`layers.1.w`: in the file (F32 of shape [8, 1]) but not in the model",
+//!     ]
+//! );
+//!
+//! // A training run saved with its optimizer resumes bit for bit.
+//! #[differentiable]
+//! fn loss(model: &Mlp, #[nodiff] x: &Tensor<f32>) -> Tensor<f32> {
+//!     let mut h = x.clone();
+//!     for layer in &model.layers {
+//!         h = (h.matmul(&layer.w) + &layer.b).tanh();
+//!     }
+//!     (&h * &h).mean()
+//! }
+//! let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 3);
+//! let (mut model, mut adam) = (mlp(1), Adam::new(0.01));
+//! for _ in 0..5 {
+//!     let grad = loss_grad(&model, &x);
+//!     adam.step(&mut model, &grad);
+//! }
+//! rune_ad::io::save_checkpoint(&model, &adam, &path)?;
+//! let (mut resumed, mut resumed_adam) = (mlp(9), Adam::new(0.01));
+//! rune_ad::io::load_checkpoint(&mut resumed, &mut resumed_adam, &path)?;
+//! let (grad, resumed_grad) = (loss_grad(&model, &x), loss_grad(&resumed, &x));
+//! adam.step(&mut model, &grad);
+//! resumed_adam.step(&mut resumed, &resumed_grad);
+//! assert_eq!(resumed.layers[1].w.to_vec(), model.layers[1].w.to_vec());
+//! std::fs::remove_file(&path)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! With the `serde` feature, `Tensor` (of `f32`, `f64`, `i64` or `bool`) and the optimizers
+//! implement `Serialize` and `Deserialize` (a tensor is `{"shape": [2, 3], "data": [..]}`), so a
+//! model deriving them goes to JSON or any binary serde format; `io::from_json` and
+//! `io::deserialize` name the field at fault in a malformed file. Tensors convert to and from
+//! [`ndarray`] arrays of any dimension, `Vec`s and slices, without copying where they can:
+//!
+//! ```
+//! use rune_ad::ndarray::{array, Array2, Ix2};
+//! use rune_ad::Tensor;
+//!
+//! let t = Tensor::from(array![[1.0, 2.0], [3.0, 4.0]]); // moved, not copied
+//! let view: Array2<f64> = t.as_array().into_dimensionality::<Ix2>()?.to_owned();
+//! assert_eq!(view[[1, 0]], 3.0);
+//! let v: Vec<f64> = t.into(); // row-major; moved out when not shared
+//! assert_eq!(v, [1.0, 2.0, 3.0, 4.0]);
+//! let t = Tensor::from(v); // a 1-d tensor
+//! assert_eq!(t.shape(), &[4]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Higher order, custom rules, checkpoints
 //!
 //! ```

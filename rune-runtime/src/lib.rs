@@ -82,6 +82,7 @@ mod fused;
 mod gemm;
 #[doc(hidden)]
 pub mod generated;
+pub mod io;
 pub mod jacobian;
 pub mod model;
 pub mod ops;
@@ -92,6 +93,10 @@ mod summation;
 mod tensor;
 pub mod vmath;
 pub mod workload;
+
+/// The array crate tensors are stored in, for converting to and from [`Tensor`] without a
+/// dependency of one's own.
+pub use ndarray;
 
 pub use broadcast::{broadcast_shapes, sum_to_shape};
 pub use check::{check_grad, check_hvp, grad_fn, GradCheckError, GradFn};

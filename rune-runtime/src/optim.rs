@@ -3,13 +3,17 @@
 //!
 //! An optimizer keeps its state (velocities, moment estimates) as one tensor per leaf, in the
 //! leaves' order, created at the first [`step`](Adam::step) from the parameters' shapes; use one
-//! optimizer for one parameter structure.
+//! optimizer for one parameter structure. [`OptimizerState`] exposes that state, so that
+//! `io::save_checkpoint` can save it beside the model and a run can resume bit for bit.
 
 use ndarray::Zip;
 
 use crate::element::Element;
 use crate::model::Differentiable;
 use crate::tensor::Tensor;
+
+mod state;
+pub use state::OptimizerState;
 
 /// Stochastic gradient descent with momentum, as `torch.optim.SGD` (no dampening, no Nesterov
 /// term, no weight decay).
@@ -33,6 +37,7 @@ use crate::tensor::Tensor;
 /// assert_eq!(params[0].to_vec(), vec![0.9 - 0.1 * 1.8, -1.8 + 0.1 * 3.6]);
 /// ```
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Sgd<T: Element> {
     /// The learning rate.
     pub lr: T,
@@ -114,6 +119,7 @@ impl<T: Element> Sgd<T> {
 /// assert!((moved[0] + 0.01).abs() < 1e-9 && (moved[1] - 0.01).abs() < 1e-9);
 /// ```
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Adam<T: Element> {
     /// The learning rate.
     pub lr: T,
@@ -128,6 +134,7 @@ pub struct Adam<T: Element> {
 
 /// Adam's per-leaf moment estimates and the number of steps taken.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 struct AdamState<T> {
     steps: i32,
     first_moment: Vec<Tensor<T>>,

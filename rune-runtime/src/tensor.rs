@@ -9,6 +9,8 @@ use num_traits::{One, Zero};
 
 use crate::error::{checked_size, OrPanic, ShapeError};
 
+mod convert;
+
 /// An n-dimensional array of `T` (row-major), cheap to clone.
 ///
 /// Storage is an [`ndarray::ArcArray`]: cloning shares it, and writing to a shared tensor copies
@@ -256,12 +258,6 @@ impl<T: Clone + One> Tensor<T> {
     pub fn try_ones(shape: &[usize]) -> Result<Self, ShapeError> {
         checked_size::<T>("ones", shape, || format!("shape {shape:?}"))?;
         Ok(Self::from_array(ArrayD::ones(IxDyn(shape))))
-    }
-}
-
-impl<T> From<ArrayD<T>> for Tensor<T> {
-    fn from(data: ArrayD<T>) -> Self {
-        Self::from_array(data)
     }
 }
 
