@@ -8,6 +8,10 @@
 //! `min_runs` and `min_seconds` hold, timing each run.
 #![forbid(unsafe_code)]
 
+/// The allocator both binaries use (see `Cargo.toml`): it keeps freed buffers for reuse where
+/// glibc's returns large ones to the system, to be page-faulted in again on the next call.
+pub type Allocator = mimalloc::MiMalloc;
+
 pub mod evals;
 pub mod protocol;
 pub mod timing;

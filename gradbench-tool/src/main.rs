@@ -5,6 +5,9 @@
 //! ```
 use std::io;
 
+#[global_allocator]
+static GLOBAL: rune_gradbench::Allocator = mimalloc::MiMalloc;
+
 fn main() -> io::Result<()> {
     let stdin = io::stdin().lock();
     let stdout = io::stdout().lock();

@@ -10,19 +10,20 @@ use crate::timing::Runs;
 /// `½ ‖s − T x‖²` with `tᵢ = −1 + 2i/(n − 1)`, `sᵢ = sign(tᵢ)` (0 at `t = 0`) and the
 /// Vandermonde matrix `T[i][j] = tᵢʲ` (n × m).
 ///
-/// `T`'s columns are running products of `t` (`cumprod` along the row), after a column of
-/// ones; the points, signs and powers are built on every call, as GradBench times them.
+/// `T x` is evaluated at all points at once by Horner's rule,
+/// `(..(x_{m−1} t + x_{m−2}) t + ..) t + x₀`, rather than by forming `T`: m passes over
+/// n-vectors where `T` would be n × m (16 MB at the largest default workload) written and read
+/// on every call. The points and signs are built on every call, as GradBench times them.
 #[differentiable]
 pub fn objective(x: &Tensor<f64>, #[nodiff] n: usize) -> Tensor<f64> {
     let m = x.len();
     let t = Tensor::<f64>::arange(n) * 2.0 / (n - 1) as f64 - 1.0;
     let s = t.gt(0.0).cast::<f64>() - t.lt(0.0).cast::<f64>();
-    let powers = t
-        .expand_dims(1)
-        .broadcast_to(&[n, m - 1])
-        .cumprod(1)
-        .pad(&[(0, 0), (1, 0)], 1.0);
-    let r = s - powers.matmul(x);
+    let mut fit = x.shrink(&[(m - 1, m)]).broadcast_to(&[n]);
+    for j in (0..m - 1).rev() {
+        fit = fit * &t + x.shrink(&[(j, j + 1)]);
+    }
+    let r = s - fit;
     (&r * &r).sum() * 0.5
 }
 
