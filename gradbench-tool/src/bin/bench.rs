@@ -14,12 +14,15 @@ use rune_ad::prelude::*;
 use rune_gradbench::evals::{gmm, kmeans, llsq, lse, ode};
 use rune_gradbench::timing::{measure, Runs};
 
+/// Times a workload's primal and derivative: the duration of each run of each.
+type TimePair = Box<dyn Fn(Runs) -> (Vec<u64>, Vec<u64>)>;
+
 /// One workload: its eval, its description, and a closure timing primal and derivative.
 struct Workload {
     eval: &'static str,
     description: String,
     published: bool,
-    run: Box<dyn Fn(Runs) -> (Vec<u64>, Vec<u64>)>,
+    run: TimePair,
 }
 
 fn mean_ms(timings: &[u64]) -> f64 {
