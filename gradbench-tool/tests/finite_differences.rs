@@ -9,6 +9,9 @@ use rune_ad::prelude::*;
 use rune_gradbench::evals::{gmm, kmeans, llsq, lse, ode};
 use serde_json::Value;
 
+/// A primal function of one input tensor.
+type Primal<'a> = &'a dyn Fn(&Tensor<f64>) -> f64;
+
 /// `t` with entry `i` moved by `delta`.
 fn moved(t: &Tensor<f64>, i: usize, delta: f64) -> Tensor<f64> {
     let mut data = t.to_vec();
@@ -17,7 +20,7 @@ fn moved(t: &Tensor<f64>, i: usize, delta: f64) -> Tensor<f64> {
 }
 
 /// The central difference of `f` along entry `i` of `t`.
-fn central(f: &dyn Fn(&Tensor<f64>) -> f64, t: &Tensor<f64>, i: usize) -> f64 {
+fn central(f: Primal, t: &Tensor<f64>, i: usize) -> f64 {
     let h = 1e-5 * t.to_vec()[i].abs().max(1.0);
     (f(&moved(t, i, h)) - f(&moved(t, i, -h))) / (2.0 * h)
 }
@@ -33,13 +36,7 @@ fn some_entries(len: usize, count: usize) -> Vec<usize> {
 /// Checks `gradient` against central differences of `f` at the `entries`: within `rtol` of
 /// the gradient's largest entry, plus an absolute term for the differences' rounding error
 /// (about 1e-16 · |f| / h).
-fn check(
-    what: &str,
-    f: &dyn Fn(&Tensor<f64>) -> f64,
-    t: &Tensor<f64>,
-    gradient: &Tensor<f64>,
-    entries: &[usize],
-) {
+fn check(what: &str, f: Primal, t: &Tensor<f64>, gradient: &Tensor<f64>, entries: &[usize]) {
     assert_eq!(gradient.shape(), t.shape(), "{what}: gradient shape");
     let g = gradient.to_vec();
     let scale = g.iter().fold(0.0f64, |m, v| m.max(v.abs()));
@@ -121,12 +118,7 @@ fn check_gmm(at: &str, p: &gmm::Problem, per_parameter: usize) {
     let f_mu = |t: &Tensor<f64>| with(&p.alpha, t, &p.q, &p.l);
     let f_q = |t: &Tensor<f64>| with(&p.alpha, &p.mu, t, &p.l);
     let f_l = |t: &Tensor<f64>| with(&p.alpha, &p.mu, &p.q, t);
-    let cases: [(
-        &str,
-        &dyn Fn(&Tensor<f64>) -> f64,
-        &Tensor<f64>,
-        &Tensor<f64>,
-    ); 4] = [
+    let cases: [(&str, Primal, &Tensor<f64>, &Tensor<f64>); 4] = [
         ("alpha", &f_alpha, &p.alpha, &g_alpha),
         ("mu", &f_mu, &p.mu, &g_mu),
         ("q", &f_q, &p.q, &g_q),
@@ -172,15 +164,14 @@ fn check_kmeans(at: &str, points: &Tensor<f64>, centroids: &Tensor<f64>) {
     let dir = kmeans::direction(centroids, points).to_vec();
     let f = |c: &Tensor<f64>| kmeans::cost(c, points).item();
     let h = 1e-4;
-    for i in 0..centroids.len() {
+    for (i, &generated) in dir.iter().enumerate() {
         let (up, down) = (f(&moved(centroids, i, h)), f(&moved(centroids, i, -h)));
         let gradient = (up - down) / (2.0 * h);
         let curvature = (up - 2.0 * f(centroids) + down) / (h * h);
         let expected = gradient / curvature;
         assert!(
-            (dir[i] - expected).abs() <= 1e-5 * expected.abs().max(1e-2),
-            "{at}: entry {i}: dir {} against {expected}",
-            dir[i]
+            (generated - expected).abs() <= 1e-5 * expected.abs().max(1e-2),
+            "{at}: entry {i}: dir {generated} against {expected}"
         );
     }
 }
