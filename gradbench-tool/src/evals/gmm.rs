@@ -72,9 +72,11 @@ pub fn transposed_factor_indices(k: usize, d: usize) -> Tensor<i64> {
 /// logprior = − Σ_k [ ½ γ² (‖exp(q_k)‖² + ‖l_k‖²) − m Σ_j q[k][j] ]
 /// ```
 ///
-/// plus [`constant_term`]. `Q_k (x_i − μ_k)` is computed as `x_i Q_kᵀ − μ_k Q_kᵀ`: `x` is a
-/// constant, so the backward pass of the large product needs only the factor's gradient
-/// `xᵀ ḡ`, where `(x − μ) Q_kᵀ` would also need `ḡ Q_k` for the difference.
+/// plus [`constant_term`]. The residuals `(x_i − μ_k) Q_kᵀ` of all points and components
+/// come from one batched product in homogeneous coordinates, `[x_i, 1] · [Q_kᵀ; −μ_k Q_kᵀ]`
+/// (`[N, D+1] × [K, D+1, D]`): no `[K, N, D]` difference is formed, and since `x` is a
+/// constant the backward pass of that product is a single `[x, 1]ᵀ ḡ`. docs/benchmarks.md
+/// compares it with the direct `x Q_kᵀ − μ_k Q_kᵀ` and with a loop over the components.
 #[differentiable]
 pub fn objective(
     alpha: &Tensor<f64>,
@@ -92,7 +94,10 @@ pub fn objective(
         .pad(&[(0, 0), (1, 0)], 0.0)
         .gather(1, &transposed_factor_indices(k, d))
         .reshape(&[k, d, d]);
-    let z = x.matmul(&factors_t) - mu.expand_dims(1).matmul(&factors_t);
+    let shifts = -mu.expand_dims(1).matmul(&factors_t);
+    let affine = concat(&[&factors_t, &shifts], 1);
+    let x_one = x.pad(&[(0, 0), (0, 1)], 1.0);
+    let z = x_one.matmul(&affine);
     let beta =
         (alpha + q.sum_axes(&[1], false)).expand_dims(1) - (&z * &z).sum_axes(&[2], false) * 0.5;
     let loglik =
