@@ -7,7 +7,9 @@
 //! ```
 //!
 //! `--published` keeps only the workloads of GRADBENCH.md §10's table. It prints one Markdown
-//! row per workload: mean milliseconds of the primal and of the derivative, and their runs.
+//! row per workload: mean milliseconds of the primal and of the derivative (wall time, what
+//! GradBench scores), the mean CPU time of a run of each (what the wall time would be on an
+//! idle core), and the numbers of runs.
 use std::process::ExitCode;
 
 use rune_ad::prelude::*;
@@ -15,7 +17,10 @@ use rune_gradbench::evals::{gmm, kmeans, llsq, lse, ode};
 use rune_gradbench::timing::{measure, Runs};
 
 /// Times a workload's primal and derivative: the duration of each run of each.
-type TimePair = Box<dyn Fn(Runs) -> (Vec<u64>, Vec<u64>)>;
+type TimePair = Box<dyn Fn(Runs) -> (Timed, Timed)>;
+
+/// The wall time of each run and the mean CPU time of a run.
+type Timed = (Vec<u64>, Option<f64>);
 
 /// One workload: its eval, its description, and a closure timing primal and derivative.
 struct Workload {
@@ -29,6 +34,32 @@ fn mean_ms(timings: &[u64]) -> f64 {
     timings.iter().map(|&t| t as f64).sum::<f64>() / timings.len() as f64 / 1e6
 }
 
+/// Nanoseconds this thread has spent on a CPU (the first field of Linux's
+/// `/proc/thread-self/schedstat`), or `None` where that file is not available.
+fn cpu_nanos() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// `measure`, also returning the mean CPU time of a run in milliseconds: on a shared machine
+/// the wall time of a run includes the time other processes held its core.
+fn measure_with_cpu<I, O>(
+    runs: Runs,
+    input: &I,
+    f: impl FnMut(&I) -> O,
+) -> (Vec<u64>, Option<f64>) {
+    let before = cpu_nanos();
+    let timings = measure(runs, input, f).1;
+    let cpu = before
+        .zip(cpu_nanos())
+        .map(|(b, a)| (a - b) as f64 / timings.len() as f64 / 1e6);
+    (timings, cpu)
+}
+
 fn lse_workloads() -> Vec<Workload> {
     (0..10)
         .map(|i| {
@@ -39,8 +70,8 @@ fn lse_workloads() -> Vec<Workload> {
                 description: format!("n={n}"),
                 published: n == 80_000 || n == 1_280_000,
                 run: Box::new(move |runs| {
-                    let primal = measure(runs, &x, |x| lse::logsumexp(x).item()).1;
-                    let gradient = measure(runs, &x, lse::logsumexp_grad).1;
+                    let primal = measure_with_cpu(runs, &x, |x| lse::logsumexp(x).item());
+                    let gradient = measure_with_cpu(runs, &x, lse::logsumexp_grad);
                     (primal, gradient)
                 }),
             }
@@ -60,8 +91,8 @@ fn llsq_workloads() -> Vec<Workload> {
                 description: format!("n={n},m={m}"),
                 published: n == 1024 || n == 16392,
                 run: Box::new(move |runs| {
-                    let primal = measure(runs, &x, |x| llsq::objective(x, n).item()).1;
-                    let gradient = measure(runs, &x, |x| llsq::objective_grad(x, n)).1;
+                    let primal = measure_with_cpu(runs, &x, |x| llsq::objective(x, n).item());
+                    let gradient = measure_with_cpu(runs, &x, |x| llsq::objective_grad(x, n));
                     (primal, gradient)
                 }),
             }
@@ -115,8 +146,8 @@ fn gmm_workloads() -> Vec<Workload> {
                 description: format!("{d}_{k}_{n}"),
                 published: (d, k) == (10, 25) || (d, k) == (64, 100),
                 run: Box::new(move |runs| {
-                    let primal = measure(runs, &problem, gmm::primal).1;
-                    let jacobian = measure(runs, &problem, gmm::jacobian).1;
+                    let primal = measure_with_cpu(runs, &problem, gmm::primal);
+                    let jacobian = measure_with_cpu(runs, &problem, gmm::jacobian);
                     (primal, jacobian)
                 }),
             }
@@ -150,8 +181,9 @@ fn kmeans_workloads() -> Vec<Workload> {
                 description: format!("k={k},n={n},d={d}"),
                 published: (k, n, d) == (100, 10000, 8) || (k, n, d) == (1000, 10000, 16),
                 run: Box::new(move |runs| {
-                    let cost = measure(runs, &centroids, |c| kmeans::cost(c, &points).item()).1;
-                    let dir = measure(runs, &centroids, |c| kmeans::direction(c, &points)).1;
+                    let cost =
+                        measure_with_cpu(runs, &centroids, |c| kmeans::cost(c, &points).item());
+                    let dir = measure_with_cpu(runs, &centroids, |c| kmeans::direction(c, &points));
                     (cost, dir)
                 }),
             }
@@ -181,8 +213,8 @@ fn ode_workloads() -> Vec<Workload> {
                 description: format!("n={n},s={s}"),
                 published: (n, s) == (10000, 10) || (n, s) == (100000, 100),
                 run: Box::new(move |runs| {
-                    let primal = measure(runs, &x, |x| ode::solve(x, s)).1;
-                    let gradient = measure(runs, &x, |x| ode::last_component_grad(x, s)).1;
+                    let primal = measure_with_cpu(runs, &x, |x| ode::solve(x, s));
+                    let gradient = measure_with_cpu(runs, &x, |x| ode::last_component_grad(x, s));
                     (primal, gradient)
                 }),
             }
@@ -234,8 +266,10 @@ fn main() -> ExitCode {
             .map(String::from)
             .to_vec();
     }
-    println!("| eval | workload | primal ms | derivative ms | runs (primal / derivative) |");
-    println!("|---|---|---|---|---|");
+    println!(
+        "| eval | workload | primal ms | derivative ms | CPU ms (primal / derivative) | runs |"
+    );
+    println!("|---|---|---|---|---|---|");
     for eval in &evals {
         let workloads = match eval.as_str() {
             "lse" => lse_workloads(),
@@ -245,13 +279,16 @@ fn main() -> ExitCode {
             _ => ode_workloads(),
         };
         for w in workloads.iter().filter(|w| w.published || !published_only) {
-            let (primal, derivative) = (w.run)(runs);
+            let ((primal, primal_cpu), (derivative, derivative_cpu)) = (w.run)(runs);
+            let cpu = |c: Option<f64>| c.map_or("-".to_owned(), |c| format!("{c:.4}"));
             println!(
-                "| {} | {} | {:.4} | {:.4} | {} / {} |",
+                "| {} | {} | {:.4} | {:.4} | {} / {} | {} / {} |",
                 w.eval,
                 w.description,
                 mean_ms(&primal),
                 mean_ms(&derivative),
+                cpu(primal_cpu),
+                cpu(derivative_cpu),
                 primal.len(),
                 derivative.len()
             );
