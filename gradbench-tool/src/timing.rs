@@ -38,7 +38,7 @@ impl Runs {
 /// Only the calls of `f` are timed: the loop's own bookkeeping is not. The input `f` reads is
 /// passed through [`black_box`] so that no run can be hoisted out of the loop.
 pub fn measure<I, O>(runs: Runs, input: &I, mut f: impl FnMut(&I) -> O) -> (O, Vec<u64>) {
-    let mut timings = Vec::with_capacity(runs.min_runs.max(1024));
+    let mut timings = Vec::with_capacity(runs.min_runs.clamp(1024, 1 << 20));
     let mut total = 0.0;
     loop {
         let start = Instant::now();
