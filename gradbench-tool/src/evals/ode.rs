@@ -1,0 +1,85 @@
+//! `ode`: `s` classical Runge–Kutta-4 steps to `t = 2` of the linear chain `y₀' = x₀`,
+//! `yᵢ' = xᵢ yᵢ₋₁` from `y(0) = 0`; the gradient is that of the last component with respect
+//! to `x`, through the RK4 loop.
+use rune_ad::prelude::*;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{decode, timed, unknown_function, vector_json, Outcome};
+use crate::timing::Runs;
+
+/// The vector field `f(y)₀ = x₀`, `f(y)ᵢ = xᵢ yᵢ₋₁`: `x` times `y` shifted down by one, with
+/// a 1 in front.
+#[differentiable]
+pub fn vector_field(y: &Tensor<f64>, x: &Tensor<f64>) -> Tensor<f64> {
+    let n = y.len();
+    x * y.shrink(&[(0, n - 1)]).pad(&[(1, 0)], 1.0)
+}
+
+/// One classical RK4 step of size `h` from `y`.
+///
+/// Checkpointed: the backward pass of [`solve`] keeps only each step's input `y` and reruns
+/// the step, where it would otherwise keep every stage's shifted state (at n = 10⁵ and
+/// s = 100, hundreds of MB that the allocator must fault in on every call).
+#[differentiable(checkpoint)]
+pub fn rk4_step(y: &Tensor<f64>, x: &Tensor<f64>, #[nodiff] h: f64) -> Tensor<f64> {
+    let k1 = vector_field(y, x);
+    let k2 = vector_field(&(y + &k1 * h / 2.0), x);
+    let k3 = vector_field(&(y + &k2 * h / 2.0), x);
+    let k4 = vector_field(&(y + &k3 * h), x);
+    y + (k1 + k2 * 2.0 + k3 * 2.0 + k4) * h / 6.0
+}
+
+/// The state after `s` RK4 steps of size `h = 2/s` from `y = 0`.
+#[differentiable]
+pub fn solve(x: &Tensor<f64>, #[nodiff] s: usize) -> Tensor<f64> {
+    let h = 2.0 / s as f64;
+    let mut y = Tensor::zeros(x.shape());
+    for _ in 0..s {
+        y = rk4_step(&y, x, h);
+    }
+    y
+}
+
+/// The last component `y_{n−1}` of [`solve`]: the function `gradient` differentiates.
+#[differentiable]
+pub fn last_component(x: &Tensor<f64>, #[nodiff] s: usize) -> Tensor<f64> {
+    let n = x.len();
+    solve(x, s).shrink(&[(n - 1, n)]).sum()
+}
+
+#[derive(Deserialize)]
+struct Input {
+    x: Vec<f64>,
+    s: usize,
+    #[serde(flatten)]
+    runs: Runs,
+}
+
+/// Decodes an `ode` input into `x`, `s` and its timing controls.
+pub fn prepare(input: &Value) -> Result<(Tensor<f64>, usize, Runs), String> {
+    let Input { x, s, runs } = decode("ode", input)?;
+    if x.is_empty() || s == 0 {
+        return Err(format!(
+            "ode: needs n ≥ 1 and s ≥ 1, got n = {} and s = {s}",
+            x.len()
+        ));
+    }
+    let n = x.len();
+    Ok((Tensor::from_vec(x, &[n]), s, runs))
+}
+
+/// Runs `primal` or `gradient` on an `ode` input.
+pub fn evaluate(function: &str, input: &Value) -> Result<Outcome, String> {
+    let (x, s, runs) = prepare(input)?;
+    match function {
+        "primal" => Ok(timed(runs, &x, |x| solve(x, s), |y| vector_json(&y))),
+        "gradient" => Ok(timed(
+            runs,
+            &x,
+            |x| last_component_grad(x, s),
+            |g| vector_json(&g),
+        )),
+        _ => Err(unknown_function("ode", function)),
+    }
+}

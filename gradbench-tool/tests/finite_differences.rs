@@ -1,0 +1,221 @@
+//! Every eval's generated derivative against central finite differences of its own primal:
+//! on small random inputs (every entry), and on every workload of the vector files (a few
+//! entries each, default sizes included). This does not lean on GradBench's check, which
+//! accepted an all-zero lse gradient at n = 80000.
+mod common;
+
+use common::vector_file;
+use rune_ad::prelude::*;
+use rune_gradbench::evals::{gmm, kmeans, llsq, lse, ode};
+use serde_json::Value;
+
+/// A primal function of one input tensor.
+type Primal<'a> = &'a dyn Fn(&Tensor<f64>) -> f64;
+
+/// `t` with entry `i` moved by `delta`.
+fn moved(t: &Tensor<f64>, i: usize, delta: f64) -> Tensor<f64> {
+    let mut data = t.to_vec();
+    data[i] += delta;
+    Tensor::from_vec(data, t.shape())
+}
+
+/// The central difference of `f` along entry `i` of `t`.
+fn central(f: Primal, t: &Tensor<f64>, i: usize) -> f64 {
+    let h = 1e-5 * t.to_vec()[i].abs().max(1.0);
+    (f(&moved(t, i, h)) - f(&moved(t, i, -h))) / (2.0 * h)
+}
+
+/// `i` evenly spread entries of `0..len` (all of them when `len ≤ count`).
+fn some_entries(len: usize, count: usize) -> Vec<usize> {
+    if len <= count {
+        return (0..len).collect();
+    }
+    (0..count).map(|j| j * (len - 1) / (count - 1)).collect()
+}
+
+/// Checks `gradient` against central differences of `f` at the `entries`: within `rtol` of
+/// the gradient's largest entry, plus an absolute term for the differences' rounding error
+/// (about 1e-16 · |f| / h).
+fn check(what: &str, f: Primal, t: &Tensor<f64>, gradient: &Tensor<f64>, entries: &[usize]) {
+    assert_eq!(gradient.shape(), t.shape(), "{what}: gradient shape");
+    let g = gradient.to_vec();
+    let scale = g.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let rounding = 1e-10 * f(t).abs().max(1.0);
+    for &i in entries {
+        let fd = central(f, t, i);
+        assert!(
+            (fd - g[i]).abs() <= 1e-6 * scale + rounding,
+            "{what}: entry {i}: generated {} against finite differences {fd}",
+            g[i]
+        );
+    }
+}
+
+fn tensor(values: &Value) -> Tensor<f64> {
+    let data: Vec<f64> = serde_json::from_value(values.clone()).unwrap();
+    let n = data.len();
+    Tensor::from_vec(data, &[n])
+}
+
+#[test]
+fn lse_gradient() {
+    let x = Tensor::rand_uniform(&[7], -3.0, 3.0, 1);
+    let f = |x: &Tensor<f64>| lse::logsumexp(x).item();
+    check(
+        "lse n=7",
+        &f,
+        &x,
+        &lse::logsumexp_grad(&x),
+        &some_entries(7, 7),
+    );
+    for file in ["lse-small-n10.json", "lse-default-n2500.json"] {
+        for w in vector_file(file)["workloads"].as_array().unwrap() {
+            let x = tensor(&w["input"]["x"]);
+            let at = format!("{file} {}", w["description"]);
+            check(
+                &at,
+                &f,
+                &x,
+                &lse::logsumexp_grad(&x),
+                &some_entries(x.len(), 6),
+            );
+        }
+    }
+}
+
+#[test]
+fn llsq_gradient() {
+    for n in [2, 9, 10] {
+        let x = Tensor::rand_uniform(&[5], -1.0, 1.0, n as u64);
+        let f = |x: &Tensor<f64>| llsq::objective(x, n).item();
+        let g = llsq::objective_grad(&x, n);
+        check(&format!("llsq n={n}, m=5"), &f, &x, &g, &some_entries(5, 5));
+    }
+    for file in ["llsq-small-n9-m4.json", "llsq-default-all.json"] {
+        for w in vector_file(file)["workloads"].as_array().unwrap() {
+            let x = tensor(&w["input"]["x"]);
+            let n = w["input"]["n"].as_u64().unwrap() as usize;
+            let f = |x: &Tensor<f64>| llsq::objective(x, n).item();
+            let at = format!("{file} {}", w["description"]);
+            check(
+                &at,
+                &f,
+                &x,
+                &llsq::objective_grad(&x, n),
+                &some_entries(x.len(), 3),
+            );
+        }
+    }
+}
+
+/// Checks each of gmm's four gradients at `per_parameter` entries.
+fn check_gmm(at: &str, p: &gmm::Problem, per_parameter: usize) {
+    let (g_alpha, g_mu, g_q, g_l) = gmm::jacobian(p);
+    let with = |alpha: &Tensor<f64>, mu: &Tensor<f64>, q: &Tensor<f64>, l: &Tensor<f64>| {
+        gmm::objective(alpha, mu, q, l, &p.x, p.wishart).item()
+    };
+    let f_alpha = |t: &Tensor<f64>| with(t, &p.mu, &p.q, &p.l);
+    let f_mu = |t: &Tensor<f64>| with(&p.alpha, t, &p.q, &p.l);
+    let f_q = |t: &Tensor<f64>| with(&p.alpha, &p.mu, t, &p.l);
+    let f_l = |t: &Tensor<f64>| with(&p.alpha, &p.mu, &p.q, t);
+    let cases: [(&str, Primal, &Tensor<f64>, &Tensor<f64>); 4] = [
+        ("alpha", &f_alpha, &p.alpha, &g_alpha),
+        ("mu", &f_mu, &p.mu, &g_mu),
+        ("q", &f_q, &p.q, &g_q),
+        ("l", &f_l, &p.l, &g_l),
+    ];
+    for (name, f, t, g) in cases {
+        let entries = some_entries(t.len(), per_parameter);
+        check(&format!("{at} {name}"), f, t, g, &entries);
+    }
+}
+
+#[test]
+fn gmm_gradients() {
+    let (d, k, n) = (3, 2, 6);
+    let small = gmm::Problem {
+        alpha: Tensor::rand_normal(&[k], 0.0, 1.0, 1),
+        mu: Tensor::rand_uniform(&[k, d], 0.0, 1.0, 2),
+        q: Tensor::rand_normal(&[k, d], 0.0, 0.5, 3),
+        l: Tensor::rand_normal(&[k, d * (d - 1) / 2], 0.0, 1.0, 4),
+        x: Tensor::rand_normal(&[n, d], 0.0, 1.0, 5),
+        wishart: gmm::Wishart { gamma: 0.8, m: 1 },
+    };
+    check_gmm("gmm d=3 k=2 n=6", &small, usize::MAX);
+    for file in [
+        "gmm-small-d4-k3-n20-m2-g0.7.json",
+        "gmm-default-2_5_1000.json",
+        "gmm-default-10_5_1000.json",
+    ] {
+        let vectors = vector_file(file);
+        for w in vectors["workloads"].as_array().unwrap() {
+            let (p, _) = gmm::prepare(&w["input"]).unwrap();
+            check_gmm(&format!("{file} {}", w["description"]), &p, 4);
+        }
+    }
+}
+
+/// `dir` against the finite-difference gradient over the second difference, entry by entry
+/// (the cost is piecewise quadratic in the centroids, so both are exact up to rounding while
+/// no point changes cluster: the step is small enough that none does among 1000 points, and
+/// large enough that the second difference's rounding, about 1e-16 · f / h², stays below
+/// 1e-5 of a curvature 2|S_j| with the cost rounded to about 1e-13).
+fn check_kmeans(at: &str, points: &Tensor<f64>, centroids: &Tensor<f64>) {
+    let dir = kmeans::direction(centroids, points).to_vec();
+    let f = |c: &Tensor<f64>| kmeans::cost(c, points).item();
+    let h = 1e-4;
+    for (i, &generated) in dir.iter().enumerate() {
+        let (up, down) = (f(&moved(centroids, i, h)), f(&moved(centroids, i, -h)));
+        let gradient = (up - down) / (2.0 * h);
+        let curvature = (up - 2.0 * f(centroids) + down) / (h * h);
+        let expected = gradient / curvature;
+        assert!(
+            (generated - expected).abs() <= 1e-5 * expected.abs().max(1e-2),
+            "{at}: entry {i}: dir {generated} against {expected}"
+        );
+    }
+}
+
+#[test]
+fn kmeans_direction() {
+    let points = Tensor::rand_uniform(&[12, 2], 0.0, 1.0, 7);
+    let centroids = points.shrink(&[(9, 12), (0, 2)]) + 0.01;
+    check_kmeans("kmeans k=3 n=12 d=2", &points, &centroids);
+    for file in [
+        "kmeans-small-k3-n12-d2.json",
+        "kmeans-default-k10-n1000-d8.json",
+    ] {
+        for w in vector_file(file)["workloads"].as_array().unwrap() {
+            let (points, centroids, _) = kmeans::prepare(&w["input"]).unwrap();
+            check_kmeans(&format!("{file} {}", w["description"]), &points, &centroids);
+        }
+    }
+}
+
+#[test]
+fn ode_gradient() {
+    for (n, s) in [(1, 1), (3, 1), (6, 2), (9, 3)] {
+        let x = Tensor::rand_uniform(&[n], 0.0, 2.0, n as u64);
+        let f = |x: &Tensor<f64>| ode::last_component(x, s).item();
+        let g = ode::last_component_grad(&x, s);
+        check(&format!("ode n={n} s={s}"), &f, &x, &g, &some_entries(n, n));
+    }
+    for file in [
+        "ode-small-n4-n8-s2-s3.json",
+        "ode-default-n1000-s1-s10.json",
+    ] {
+        for w in vector_file(file)["workloads"].as_array().unwrap() {
+            let x = tensor(&w["input"]["x"]);
+            let s = w["input"]["s"].as_u64().unwrap() as usize;
+            let f = |x: &Tensor<f64>| ode::last_component(x, s).item();
+            let at = format!("{file} {}", w["description"]);
+            check(
+                &at,
+                &f,
+                &x,
+                &ode::last_component_grad(&x, s),
+                &some_entries(x.len(), 5),
+            );
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! The tool reproduces every reference output in `vectors/` (GradBench's own evals run against
+//! its hand-written C++ tool): through the binary and the protocol, to GradBench's tolerance
+//! and to a strict relative one.
+mod common;
+
+use common::{assert_close, assert_gradbench_valid, numbers_alike, run_tool, vector_file};
+use serde_json::{json, Value};
+
+/// Relative tolerance against an exact reference: the outputs agree to rounding (about
+/// 1e-15); GradBench's own 1e-4 accepts, for instance, an all-zero lse gradient.
+const RTOL: f64 = 1e-9;
+
+/// Sends every workload of `file` through the tool (primal, then derivative) with
+/// `min_runs` runs and no minimum time, and checks each answer.
+fn reproduce(file: &str, min_runs: u64) {
+    let vectors = vector_file(file);
+    let module = vectors["module"].as_str().unwrap();
+    let workloads = vectors["workloads"].as_array().unwrap();
+    let mut messages = vec![
+        json!({"id": 0, "kind": "start", "eval": module}).to_string(),
+        json!({"id": 1, "kind": "define", "module": module}).to_string(),
+    ];
+    let mut expected = Vec::new();
+    for w in workloads {
+        let mut input = w["input"].clone();
+        input["min_runs"] = json!(min_runs);
+        input["min_seconds"] = json!(0.0);
+        for part in ["primal", "derivative"] {
+            let id = messages.len();
+            messages.push(
+                json!({"id": id, "kind": "evaluate", "module": module,
+                       "function": w[part]["function"], "input": input,
+                       "description": w["description"]})
+                .to_string(),
+            );
+            // The ode reference gradient is the exact ODE solution's, not RK4's (GRADBENCH.md
+            // §7.5): the strict check uses the exact derivative of the RK4 scheme.
+            let strict = w[part]
+                .get("rk4_float64_output")
+                .unwrap_or(&w[part]["expected_output"]);
+            expected.push((
+                id,
+                format!("{file} {} {part}", w["description"]),
+                w[part]["expected_output"].clone(),
+                strict.clone(),
+            ));
+        }
+    }
+    let responses = run_tool(&messages);
+    assert_eq!(responses.len(), messages.len(), "one response per message");
+    assert_eq!(responses[0], r#"{"id":0,"tool":"rune-ad"}"#);
+    assert_eq!(responses[1], r#"{"id":1,"success":true}"#);
+    for (id, at, reference, strict) in expected {
+        let response: Value = serde_json::from_str(&responses[id]).unwrap();
+        assert_eq!(response["id"], json!(id), "{at}: id");
+        assert_eq!(response["success"], json!(true), "{at}: {response}");
+        assert!(response.get("error").is_none(), "{at}: error with success");
+        let timings = response["timings"].as_array().unwrap();
+        assert!(
+            timings.len() as u64 >= min_runs,
+            "{at}: {} runs",
+            timings.len()
+        );
+        for t in timings {
+            assert_eq!(t["name"], "evaluate");
+            assert!(t["nanoseconds"].is_u64(), "{at}: timing {t}");
+        }
+        let output = &response["output"];
+        assert_gradbench_valid(&numbers_alike(output, &reference, &at), &at);
+        match strict {
+            // gmm's jacobian: each parameter's gradient on its own scale.
+            Value::Object(parts) => {
+                for (key, part) in &parts {
+                    let at = format!("{at}.{key}");
+                    assert_close(&numbers_alike(&output[key], part, &at), RTOL, &at);
+                }
+            }
+            strict => assert_close(&numbers_alike(output, &strict, &at), RTOL, &at),
+        }
+    }
+}
+
+#[test]
+fn lse_small() {
+    reproduce("lse-small-n10.json", 3);
+}
+
+#[test]
+fn lse_default_n2500() {
+    reproduce("lse-default-n2500.json", 1);
+}
+
+#[test]
+fn llsq_small_with_a_zero_point() {
+    reproduce("llsq-small-n9-m4.json", 3);
+}
+
+#[test]
+fn llsq_every_default_workload() {
+    reproduce("llsq-default-all.json", 1);
+}
+
+#[test]
+fn gmm_small_with_prior_terms() {
+    reproduce("gmm-small-d4-k3-n20-m2-g0.7.json", 3);
+}
+
+#[test]
+fn gmm_default_2_5() {
+    reproduce("gmm-default-2_5_1000.json", 1);
+}
+
+#[test]
+fn gmm_default_10_5() {
+    reproduce("gmm-default-10_5_1000.json", 1);
+}
+
+#[test]
+fn kmeans_small() {
+    reproduce("kmeans-small-k3-n12-d2.json", 3);
+}
+
+#[test]
+fn kmeans_default_k10_n1000_d8() {
+    reproduce("kmeans-default-k10-n1000-d8.json", 1);
+}
+
+#[test]
+fn ode_small_where_rk4_and_the_exact_solution_differ() {
+    reproduce("ode-small-n4-n8-s2-s3.json", 3);
+}
+
+#[test]
+fn ode_default_n1000() {
+    reproduce("ode-default-n1000-s1-s10.json", 1);
+}
+
+/// With the defaults of a real run (`min_runs` 1, `min_seconds` 1), a fast function runs
+/// many times and the runs add up to at least a second.
+#[test]
+fn default_timing_controls_run_for_a_second() {
+    let input = json!({"x": [0.5, 0.25, 1.0], "min_runs": 1, "min_seconds": 1});
+    let responses = run_tool(&[
+        json!({"id": 0, "kind": "evaluate", "module": "lse", "function": "primal", "input": input})
+            .to_string(),
+    ]);
+    let response: Value = serde_json::from_str(&responses[0]).unwrap();
+    let timings = response["timings"].as_array().unwrap();
+    let total: u64 = timings
+        .iter()
+        .map(|t| t["nanoseconds"].as_u64().unwrap())
+        .sum();
+    assert!(timings.len() > 100, "{} runs", timings.len());
+    assert!(total >= 1_000_000_000, "{total} ns measured");
+}
