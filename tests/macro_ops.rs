@@ -196,6 +196,24 @@ ops! {
     gen abs ["abs"] (x: Spread[2, 3]) { x.abs() }
     gen square ["square"] (x: Normal[2, 3]) { x.square() }
     gen softplus ["softplus"] (x: Normal[2, 3]) { x.softplus() }
+    gen expm1 ["expm1"] (x: Normal[2, 3]) { x.expm1() }
+    gen log_sigmoid ["log_sigmoid"] (x: Normal[2, 3]) { x.log_sigmoid() }
+    gen erf ["erf"] (x: Normal[2, 3]) { x.erf() }
+    gen erfc ["erfc"] (x: Normal[2, 3]) { x.erfc() }
+    gen erfinv ["erfinv"] (x: Small[2, 3]) { x.erfinv() }
+    gen lgamma ["lgamma"] (x: Positive[2, 3]) { x.lgamma() }
+    gen digamma ["digamma"] (x: Positive[2, 3]) { x.digamma() }
+    gen sinh ["sinh"] (x: Normal[2, 3]) { x.sinh() }
+    gen cosh ["cosh"] (x: Normal[2, 3]) { x.cosh() }
+    gen asinh ["asinh"] (x: Normal[2, 3]) { x.asinh() }
+    gen acosh ["acosh"] (x: Positive[2, 3]) { (x + 1.0).acosh() }
+    gen atanh ["atanh"] (x: Small[2, 3]) { x.atanh() }
+    gen asin ["asin"] (x: Small[2, 3]) { x.asin() }
+    gen acos ["acos"] (x: Small[2, 3]) { x.acos() }
+    gen atan ["atan"] (x: Normal[2, 3]) { x.atan() }
+    gen piecewise_constant ["sign", "floor", "ceil", "round", "mul"] (x: Shifted[2, 3]) {
+        x.sign() * x.floor() + x.ceil() * x.round() * x
+    }
     gen unary_chain ["exp", "sin", "square"] (x: Normal[4]) { x.sin().exp().square() }
     real exp_real ["exp"] (x: Normal[2, 3]) { x.exp() }
 

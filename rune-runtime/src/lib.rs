@@ -88,6 +88,7 @@ pub mod ops;
 pub mod optim;
 mod rng;
 pub mod scalar;
+mod special;
 mod summation;
 mod tensor;
 pub mod vmath;
