@@ -249,6 +249,13 @@ ops! {
     real powf_real ["powf"] (x: Positive[2, 3]) { x.powf(1.5) }
     gen pow ["pow"] (x: Positive[2, 3], y: Normal[3]) { x.pow(y) }
     gen pow_outer ["pow"] (x: Positive[2, 1], y: Normal[1, 3]) { x.pow(y) }
+    gen logaddexp ["logaddexp"] (x: Normal[2, 3], y: Normal[3]) { x.logaddexp(y) }
+    gen xlogy ["xlogy"] (x: Normal[2, 3], y: Positive[3]) { x.xlogy(y) }
+    gen xlog1py ["xlog1py"] (x: Normal[2, 1], y: Positive[1, 3]) { x.xlog1py(y) }
+    gen atan2 ["atan2"] (x: Normal[2, 3], y: Positive[2, 3]) { x.atan2(y) }
+    gen hypot ["hypot"] (x: Normal[2, 3], y: Positive[3]) { x.hypot(y) }
+    gen powi ["powi"] (x: Normal[2, 3]) { x.powi(3) }
+    gen powi_negative ["powi"] (x: Positive[2, 3]) { x.powi(-2) }
     gen maximum ["maximum"] (x: Spread[2, 3], y: Shifted[3]) { x.maximum(y) }
     gen minimum ["minimum"] (x: Spread[2, 1], y: Shifted[1, 3]) { x.minimum(y) }
     real clip_by_scalars ["maximum", "minimum"] (x: Spread[2, 3]) { x.maximum(0.0).minimum(1.5) }

@@ -1,6 +1,7 @@
 //! The special and inverse functions end to end, as a statistician would use them: a gamma GLM
 //! fitted by maximum likelihood (`lgamma`), a probit regression (`erfc`), a logistic one
-//! (`log_sigmoid`), and one generic function chaining every new elementwise op, checked fused
+//! (`log_sigmoid`), a Gaussian mixture (`logaddexp`, `xlogy`), polar coordinates (`atan2`,
+//! `hypot`), and one generic function chaining every new elementwise op, checked fused
 //! against its `fuse = false` twin in f32, f64 and Hessian-vector products (dual numbers).
 
 mod support;
@@ -111,6 +112,64 @@ fn probit_and_logistic_regressions_have_the_gradients_of_their_likelihoods() {
         "{value:?}"
     );
     assert!(g.to_vec().iter().all(|v| v.is_finite()), "{g:?}");
+}
+
+/// A two-component Gaussian mixture (unit variances) scored by its mean negative
+/// log-likelihood, the log of the sum of the two weighted densities written with `logaddexp`,
+/// plus the weights' entropy written with `xlogy` and `xlog1py`.
+#[differentiable]
+fn mixture_nll(means: &Tensor<f64>, logit: &Tensor<f64>, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+    let lp0 = logit.log_sigmoid() - (x - means.shrink(&[(0, 1)])).powi(2) * 0.5;
+    let lp1 = (-logit).log_sigmoid() - (x - means.shrink(&[(1, 2)])).powi(2) * 0.5;
+    let p = logit.sigmoid();
+    let neg_entropy = p.xlogy(&p) + (1.0 - &p).xlog1py(&(-&p));
+    (neg_entropy - lp0.logaddexp(&lp1).mean()).sum()
+}
+
+/// Points in polar coordinates: `Σ r² sin θ` with `r = hypot(x, y)`, `θ = atan2(y, x)`, which
+/// is `Σ r·y`.
+#[differentiable]
+fn polar(x: &Tensor<f64>, y: &Tensor<f64>) -> Tensor<f64> {
+    let r = x.hypot(y);
+    (r.powi(2) * y.atan2(x).sin()).sum()
+}
+
+#[test]
+fn a_mixture_and_polar_coordinates_have_the_gradients_of_their_formulas() {
+    let x = Tensor::from_vec(vec![-2.1, -1.4, 0.3, 1.9, 2.5, 3.2], &[6]);
+    let means = Tensor::from_vec(vec![-1.0, 2.0], &[2]);
+    let logit = Tensor::from_vec(vec![0.4], &[1]);
+    check_variants!(mixture_nll, mixture_nll_value_and_grad, mixture_nll_grad, mixture_nll_vjp, mixture_nll_jvp, mixture_nll_pullback; [means, logit]; (&means, &logit, &x));
+    // The means' gradient by hand: -mean(responsibility_k (x - μ_k)).
+    let (g_means, _) = mixture_nll_grad(&means, &logit, &x);
+    let p: f64 = 1.0 / (1.0 + (-0.4f64).exp());
+    for (k, (mu, w)) in [(-1.0, p), (2.0, 1.0 - p)].into_iter().enumerate() {
+        let want: f64 = -x
+            .to_vec()
+            .iter()
+            .map(|&xi| {
+                let d0 = p * (-(xi + 1.0) * (xi + 1.0) / 2.0).exp();
+                let d1 = (1.0 - p) * (-(xi - 2.0) * (xi - 2.0) / 2.0).exp();
+                let dk = w * (-(xi - mu) * (xi - mu) / 2.0).exp();
+                dk / (d0 + d1) * (xi - mu)
+            })
+            .sum::<f64>()
+            / 6.0;
+        let got = g_means.to_vec()[k];
+        assert!((got - want).abs() < 1e-13, "means[{k}]: {got} vs {want}");
+    }
+
+    let px = Tensor::from_vec(vec![0.8, -1.3, 2.0, -0.4], &[4]);
+    let py = Tensor::from_vec(vec![0.5, 1.1, -0.7, -1.6], &[4]);
+    check_variants!(polar, polar_value_and_grad, polar_grad, polar_vjp, polar_jvp, polar_pullback; [px, py]; (&px, &py));
+    // Σ r y = Σ y √(x² + y²): ∂/∂x = x y / r, ∂/∂y = r + y² / r.
+    let (gx, gy) = polar_grad(&px, &py);
+    for i in 0..4 {
+        let (x, y) = (px.to_vec()[i], py.to_vec()[i]);
+        let r = x.hypot(y);
+        assert!((gx.to_vec()[i] - x * y / r).abs() < 1e-13);
+        assert!((gy.to_vec()[i] - (r + y * y / r)).abs() < 1e-13);
+    }
 }
 
 /// `$fused` with `#[differentiable]` and `$unfused` with `fuse = false`, same body.

@@ -14,6 +14,7 @@ const AXIS: Param = Param::Config(Some("isize"), Keep::Copy);
 const AXES: Param = Param::Config(Some("&[isize]"), Keep::Owned);
 const KEEPDIMS: Param = Param::Config(Some("bool"), Keep::Copy);
 const USIZE: Param = Param::Config(Some("usize"), Keep::Copy);
+const INT: Param = Param::Config(Some("i32"), Keep::Copy);
 const SHAPE: Param = Param::Config(Some("&[usize]"), Keep::Owned);
 const RANGES: Param = Param::Config(Some("&[(usize, usize)]"), Keep::Owned);
 const MASK: Param = Param::Config(None, Keep::Owned);
@@ -186,6 +187,138 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "pow",
+    },
+    OpDef {
+        name: "logaddexp",
+        form: Form::Method,
+        kind: Kind::Elementwise,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "logaddexp_jvp",
+                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "logaddexp_vjp_lhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+                Rule {
+                    name: "logaddexp_vjp_rhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+            ],
+        }),
+        reference: "composite: max, add, exp2, log2",
+    },
+    OpDef {
+        name: "xlogy",
+        form: Form::Method,
+        kind: Kind::Elementwise,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "xlogy_jvp",
+                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "xlogy_vjp_lhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+                Rule {
+                    name: "xlogy_vjp_rhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+            ],
+        }),
+        reference: "composite: mul, log2, where",
+    },
+    OpDef {
+        name: "xlog1py",
+        form: Form::Method,
+        kind: Kind::Elementwise,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "xlog1py_jvp",
+                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "xlog1py_vjp_lhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+                Rule {
+                    name: "xlog1py_vjp_rhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+            ],
+        }),
+        reference: "composite: mul, add, log2, where",
+    },
+    OpDef {
+        name: "atan2",
+        form: Form::Method,
+        kind: Kind::Elementwise,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "atan2_jvp",
+                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "atan2_vjp_lhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+                Rule {
+                    name: "atan2_vjp_rhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+            ],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "hypot",
+        form: Form::Method,
+        kind: Kind::Elementwise,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "hypot_jvp",
+                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "hypot_vjp_lhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+                Rule {
+                    name: "hypot_vjp_rhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+            ],
+        }),
+        reference: "composite: mul, add, sqrt",
+    },
+    OpDef {
+        name: "powi",
+        form: Form::Method,
+        kind: Kind::Elementwise,
+        params: &[INT],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "powi_jvp",
+                args: &[Input(0), Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "powi_vjp",
+                args: &[Cotangent, Input(0), Config(0)],
+            }],
+        }),
+        reference: "composite: mul",
     },
     OpDef {
         name: "maximum",

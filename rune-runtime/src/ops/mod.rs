@@ -40,6 +40,7 @@ pub mod scan;
 pub mod shape;
 pub mod slice;
 pub mod softmax;
+pub mod special;
 pub mod unary;
 mod window;
 

@@ -17,6 +17,7 @@ mod scan;
 mod shape;
 mod slice;
 mod softmax;
+mod special;
 mod unary;
 
 use common::Case;
@@ -28,6 +29,7 @@ fn all_cases<T: Element>() -> Vec<Case<T>> {
     cases.extend(cast::cases::<T>());
     cases.extend(unary::cases::<T>());
     cases.extend(binary::cases::<T>());
+    cases.extend(special::cases::<T>());
     cases.extend(shape::cases::<T>());
     cases.extend(slice::cases::<T>());
     cases.extend(combine::cases::<T>());
