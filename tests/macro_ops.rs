@@ -256,6 +256,22 @@ ops! {
     gen hypot ["hypot"] (x: Normal[2, 3], y: Positive[3]) { x.hypot(y) }
     gen powi ["powi"] (x: Normal[2, 3]) { x.powi(3) }
     gen powi_negative ["powi"] (x: Positive[2, 3]) { x.powi(-2) }
+    gen trace ["trace"] (x: Normal[3, 3]) { x.trace() }
+    gen diagonal ["diagonal"] (x: Normal[2, 3, 4]) { x.diagonal() }
+    gen diag ["diag"] (x: Normal[2, 3]) { x.diag() }
+    gen triangles ["triu", "tril"] (x: Normal[3, 4]) { x.triu(1) * 2.0 + x.tril(-1) }
+    gen cholesky ["cholesky", "matmul"] (x: Normal[2, 3, 3]) {
+        (x.matmul(&x.t()) + Tensor::eye(3)).cholesky()
+    }
+    gen solve_triangular ["solve_triangular"] (a: Positive[3, 3], b: Normal[3, 2]) {
+        a.solve_triangular(b, true, false) + a.solve_triangular(b, false, true)
+    }
+    gen solve ["solve"] (a: Normal[2, 3, 3], b: Normal[2, 3, 2]) { (a + Tensor::eye(3) * 4.0).solve(b) }
+    gen inv ["inv"] (a: Normal[2, 3, 3]) { (a + Tensor::eye(3) * 4.0).inv() }
+    gen determinants ["det", "logabsdet"] (a: Normal[3, 3]) {
+        let m = a + Tensor::eye(3) * 4.0;
+        m.det() * m.logabsdet()
+    }
     gen maximum ["maximum"] (x: Spread[2, 3], y: Shifted[3]) { x.maximum(y) }
     gen minimum ["minimum"] (x: Spread[2, 1], y: Shifted[1, 3]) { x.minimum(y) }
     real clip_by_scalars ["maximum", "minimum"] (x: Spread[2, 3]) { x.maximum(0.0).minimum(1.5) }

@@ -15,6 +15,8 @@ const AXES: Param = Param::Config(Some("&[isize]"), Keep::Owned);
 const KEEPDIMS: Param = Param::Config(Some("bool"), Keep::Copy);
 const USIZE: Param = Param::Config(Some("usize"), Keep::Copy);
 const INT: Param = Param::Config(Some("i32"), Keep::Copy);
+const OFFSET: Param = Param::Config(Some("isize"), Keep::Copy);
+const FLAG: Param = Param::Config(Some("bool"), Keep::Copy);
 const SHAPE: Param = Param::Config(Some("&[usize]"), Keep::Owned);
 const RANGES: Param = Param::Config(Some("&[(usize, usize)]"), Keep::Owned);
 const MASK: Param = Param::Config(None, Keep::Owned);
@@ -319,6 +321,212 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: mul",
+    },
+    OpDef {
+        name: "trace",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "trace_jvp",
+                args: &[Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "trace_vjp",
+                args: &[Cotangent, Shape(0)],
+            }],
+        }),
+        reference: "composite: reduce_sum, mul",
+    },
+    OpDef {
+        name: "diagonal",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "diagonal_jvp",
+                args: &[Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "diagonal_vjp",
+                args: &[Cotangent, Shape(0)],
+            }],
+        }),
+        reference: "composite: gather, scatter",
+    },
+    OpDef {
+        name: "diag",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "diag_jvp",
+                args: &[Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "diag_vjp",
+                args: &[Cotangent],
+            }],
+        }),
+        reference: "composite: scatter, gather",
+    },
+    OpDef {
+        name: "triu",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[OFFSET],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "triu_jvp",
+                args: &[Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "triu_vjp",
+                args: &[Cotangent, Config(0)],
+            }],
+        }),
+        reference: "composite: cmplt, where",
+    },
+    OpDef {
+        name: "tril",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[OFFSET],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "tril_jvp",
+                args: &[Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "tril_vjp",
+                args: &[Cotangent, Config(0)],
+            }],
+        }),
+        reference: "composite: cmplt, where",
+    },
+    OpDef {
+        name: "cholesky",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "cholesky_jvp",
+                args: &[Output, Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "cholesky_vjp",
+                args: &[Cotangent, Output],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "solve_triangular",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[T, FLAG, FLAG],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "solve_triangular_jvp",
+                args: &[
+                    Input(0),
+                    Output,
+                    Config(0),
+                    Config(1),
+                    MaybeTangent(0),
+                    MaybeTangent(1),
+                ],
+            },
+            vjp: &[
+                Rule {
+                    name: "solve_triangular_vjp_lhs",
+                    args: &[Cotangent, Input(0), Output, Config(0), Config(1)],
+                },
+                Rule {
+                    name: "solve_triangular_vjp_rhs",
+                    args: &[Cotangent, Input(0), Config(0), Config(1)],
+                },
+            ],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "solve",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "solve_jvp",
+                args: &[Input(0), Output, MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "solve_vjp_lhs",
+                    args: &[Cotangent, Input(0), Output],
+                },
+                Rule {
+                    name: "solve_vjp_rhs",
+                    args: &[Cotangent, Input(0)],
+                },
+            ],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "inv",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "inv_jvp",
+                args: &[Output, Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "inv_vjp",
+                args: &[Cotangent, Output],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "det",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "det_jvp",
+                args: &[Input(0), Output, Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "det_vjp",
+                args: &[Cotangent, Input(0), Output],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "logabsdet",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "logabsdet_jvp",
+                args: &[Input(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "logabsdet_vjp",
+                args: &[Cotangent, Input(0)],
+            }],
+        }),
+        reference: "composite: not in the reference",
     },
     OpDef {
         name: "maximum",
@@ -1270,6 +1478,14 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "const_scalar, expand",
+    },
+    OpDef {
+        name: "eye",
+        form: Form::Constructor,
+        kind: Kind::Constructor,
+        params: &[],
+        rules: None,
+        reference: "const_array",
     },
     OpDef {
         name: "zeros",

@@ -117,6 +117,7 @@ pub mod rules {
     pub use crate::ops::cast::rules::*;
     pub use crate::ops::combine::rules::*;
     pub use crate::ops::conv::rules::*;
+    pub use crate::ops::decomp::rules::*;
     pub use crate::ops::duals::rules::*;
     pub use crate::ops::index::rules::*;
     pub use crate::ops::linalg::rules::*;

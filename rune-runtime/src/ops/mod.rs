@@ -31,6 +31,7 @@ pub mod cast;
 pub mod combine;
 pub mod compare;
 pub mod conv;
+pub mod decomp;
 pub mod duals;
 pub mod index;
 pub mod linalg;

@@ -9,6 +9,7 @@ mod binary;
 mod cast;
 mod combine;
 mod conv;
+mod decomp;
 mod duals;
 mod index;
 mod linalg;
@@ -35,6 +36,7 @@ fn all_cases<T: Element>() -> Vec<Case<T>> {
     cases.extend(combine::cases::<T>());
     cases.extend(index::cases::<T>());
     cases.extend(linalg::cases::<T>());
+    cases.extend(decomp::cases::<T>());
     cases.extend(conv::cases::<T>());
     cases.extend(duals::cases::<T>());
     cases.extend(reduce::cases::<T>());
