@@ -256,6 +256,9 @@ ops! {
     gen hypot ["hypot"] (x: Normal[2, 3], y: Positive[3]) { x.hypot(y) }
     gen powi ["powi"] (x: Normal[2, 3]) { x.powi(3) }
     gen powi_negative ["powi"] (x: Positive[2, 3]) { x.powi(-2) }
+    gen dot ["dot"] (x: Normal[4], y: Normal[4]) { x.dot(y) }
+    gen outer ["outer"] (x: Normal[4], y: Normal[3]) { x.outer(y) }
+    gen norm ["norm"] (x: Normal[2, 3]) { x.norm() }
     gen trace ["trace"] (x: Normal[3, 3]) { x.trace() }
     gen diagonal ["diagonal"] (x: Normal[2, 3, 4]) { x.diagonal() }
     gen diag ["diag"] (x: Normal[2, 3]) { x.diag() }

@@ -323,6 +323,69 @@ pub const OTHER: &[OpDef] = &[
         reference: "composite: mul",
     },
     OpDef {
+        name: "dot",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "dot_jvp",
+                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "dot_vjp_lhs",
+                    args: &[Cotangent, Input(1)],
+                },
+                Rule {
+                    name: "dot_vjp_rhs",
+                    args: &[Cotangent, Input(0)],
+                },
+            ],
+        }),
+        reference: "composite: mul, reduce_sum",
+    },
+    OpDef {
+        name: "outer",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "outer_jvp",
+                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "outer_vjp_lhs",
+                    args: &[Cotangent, Input(1)],
+                },
+                Rule {
+                    name: "outer_vjp_rhs",
+                    args: &[Cotangent, Input(0)],
+                },
+            ],
+        }),
+        reference: "composite: reshape, expand, mul",
+    },
+    OpDef {
+        name: "norm",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "norm_jvp",
+                args: &[Input(0), Output, Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "norm_vjp",
+                args: &[Cotangent, Input(0), Output],
+            }],
+        }),
+        reference: "composite: mul, reduce_sum, sqrt",
+    },
+    OpDef {
         name: "trace",
         form: Form::Method,
         kind: Kind::LinearAlgebra,

@@ -63,6 +63,37 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
             ));
         }
     }
+    let (u, v, w) = (
+        uniform::<T>(&[4], -1.0, 1.0, 805),
+        uniform::<T>(&[4], -1.0, 1.0, 806),
+        uniform::<T>(&[3], -1.0, 1.0, 807),
+    );
+    cases.push(Case::new(
+        "dot",
+        "[4] and [4]",
+        vec![u.clone(), v],
+        |x| x[0].dot(&x[1]),
+        |x, t| dot_jvp(&x[0], &x[1], Some(&t[0]), Some(&t[1])),
+        |x, g| vec![dot_vjp_lhs(g, &x[1]), dot_vjp_rhs(g, &x[0])],
+    ));
+    cases.push(Case::new(
+        "outer",
+        "[4] and [3]",
+        vec![u, w],
+        |x| x[0].outer(&x[1]),
+        |x, t| outer_jvp(&x[0], &x[1], Some(&t[0]), Some(&t[1])),
+        |x, g| vec![outer_vjp_lhs(g, &x[1]), outer_vjp_rhs(g, &x[0])],
+    ));
+    for (label, shape) in [("[5]", &[5usize][..]), ("Frobenius [2, 3]", &[2, 3])] {
+        cases.push(Case::new(
+            "norm",
+            label,
+            vec![uniform(shape, -1.0, 1.0, 808)],
+            |x| x[0].norm(),
+            |x, t| norm_jvp(&x[0], &x[0].norm(), &t[0]),
+            |x, g| vec![norm_vjp(g, &x[0], &x[0].norm())],
+        ));
+    }
     cases.push(Case::new(
         "diag",
         "batched [2, 3]",
@@ -264,6 +295,50 @@ fn bad_matrices_are_errors_naming_the_op() {
         .to_string();
     assert!(
         err.starts_with("diagonal:") || err.starts_with("trace:"),
+        "{err}"
+    );
+}
+
+/// `norm` neither overflows nor underflows where `Σ x²` would (1e200 in f64, 1e30 in f32), and
+/// its gradient at 0 is 0.
+#[test]
+fn norm_is_stable_and_zero_at_the_origin() {
+    fn check<T: Element>(big: f64) {
+        let x = tensor::<T>(&[3.0 * big, -4.0 * big], &[2]);
+        assert_close(&(x.norm() / T::from_f64(big)), &[5.0], 1e-6);
+        let g = norm_vjp(&Tensor::ones(&[]), &x, &x.norm());
+        assert_close(&g, &[0.6, -0.8], 1e-6);
+        let tiny = tensor::<T>(&[3.0 / big, 4.0 / big], &[2]);
+        assert_close(&(tiny.norm() * T::from_f64(big)), &[5.0], 1e-6);
+        let zero = Tensor::<T>::zeros(&[3]);
+        assert_close(&zero.norm(), &[0.0], 0.0);
+        assert_close(
+            &norm_vjp(&Tensor::ones(&[]), &zero, &zero.norm()),
+            &[0.0; 3],
+            0.0,
+        );
+        assert_close(
+            &norm_jvp(&zero, &zero.norm(), &Tensor::ones(&[3])),
+            &[0.0],
+            0.0,
+        );
+        let u = tensor::<T>(&[1.0, 2.0, 3.0], &[3]);
+        let v = tensor::<T>(&[4.0, -5.0, 6.0], &[3]);
+        assert_close(&u.dot(&v), &[12.0], 0.0);
+        assert_close(
+            &u.outer(&v.shrink(&[(0, 2)])),
+            &[4.0, -5.0, 8.0, -10.0, 12.0, -15.0],
+            0.0,
+        );
+    }
+    check::<f32>(1e30);
+    check::<f64>(1e200);
+    let err = Tensor::<f64>::ones(&[3])
+        .try_dot(&Tensor::ones(&[2]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("dot:") && err.contains("[3]") && err.contains("[2]"),
         "{err}"
     );
 }
