@@ -196,6 +196,24 @@ ops! {
     gen abs ["abs"] (x: Spread[2, 3]) { x.abs() }
     gen square ["square"] (x: Normal[2, 3]) { x.square() }
     gen softplus ["softplus"] (x: Normal[2, 3]) { x.softplus() }
+    gen expm1 ["expm1"] (x: Normal[2, 3]) { x.expm1() }
+    gen log_sigmoid ["log_sigmoid"] (x: Normal[2, 3]) { x.log_sigmoid() }
+    gen erf ["erf"] (x: Normal[2, 3]) { x.erf() }
+    gen erfc ["erfc"] (x: Normal[2, 3]) { x.erfc() }
+    gen erfinv ["erfinv"] (x: Small[2, 3]) { x.erfinv() }
+    gen lgamma ["lgamma"] (x: Positive[2, 3]) { x.lgamma() }
+    gen digamma ["digamma"] (x: Positive[2, 3]) { x.digamma() }
+    gen sinh ["sinh"] (x: Normal[2, 3]) { x.sinh() }
+    gen cosh ["cosh"] (x: Normal[2, 3]) { x.cosh() }
+    gen asinh ["asinh"] (x: Normal[2, 3]) { x.asinh() }
+    gen acosh ["acosh"] (x: Positive[2, 3]) { (x + 1.0).acosh() }
+    gen atanh ["atanh"] (x: Small[2, 3]) { x.atanh() }
+    gen asin ["asin"] (x: Small[2, 3]) { x.asin() }
+    gen acos ["acos"] (x: Small[2, 3]) { x.acos() }
+    gen atan ["atan"] (x: Normal[2, 3]) { x.atan() }
+    gen piecewise_constant ["sign", "floor", "ceil", "round", "mul"] (x: Shifted[2, 3]) {
+        x.sign() * x.floor() + x.ceil() * x.round() * x
+    }
     gen unary_chain ["exp", "sin", "square"] (x: Normal[4]) { x.sin().exp().square() }
     real exp_real ["exp"] (x: Normal[2, 3]) { x.exp() }
 
@@ -231,6 +249,32 @@ ops! {
     real powf_real ["powf"] (x: Positive[2, 3]) { x.powf(1.5) }
     gen pow ["pow"] (x: Positive[2, 3], y: Normal[3]) { x.pow(y) }
     gen pow_outer ["pow"] (x: Positive[2, 1], y: Normal[1, 3]) { x.pow(y) }
+    gen logaddexp ["logaddexp"] (x: Normal[2, 3], y: Normal[3]) { x.logaddexp(y) }
+    gen xlogy ["xlogy"] (x: Normal[2, 3], y: Positive[3]) { x.xlogy(y) }
+    gen xlog1py ["xlog1py"] (x: Normal[2, 1], y: Positive[1, 3]) { x.xlog1py(y) }
+    gen atan2 ["atan2"] (x: Normal[2, 3], y: Positive[2, 3]) { x.atan2(y) }
+    gen hypot ["hypot"] (x: Normal[2, 3], y: Positive[3]) { x.hypot(y) }
+    gen powi ["powi"] (x: Normal[2, 3]) { x.powi(3) }
+    gen powi_negative ["powi"] (x: Positive[2, 3]) { x.powi(-2) }
+    gen dot ["dot"] (x: Normal[4], y: Normal[4]) { x.dot(y) }
+    gen outer ["outer"] (x: Normal[4], y: Normal[3]) { x.outer(y) }
+    gen norm ["norm"] (x: Normal[2, 3]) { x.norm() }
+    gen trace ["trace"] (x: Normal[3, 3]) { x.trace() }
+    gen diagonal ["diagonal"] (x: Normal[2, 3, 4]) { x.diagonal() }
+    gen diag ["diag"] (x: Normal[2, 3]) { x.diag() }
+    gen triangles ["triu", "tril"] (x: Normal[3, 4]) { x.triu(1) * 2.0 + x.tril(-1) }
+    gen cholesky ["cholesky", "matmul"] (x: Normal[2, 3, 3]) {
+        (x.matmul(&x.t()) + Tensor::eye(3)).cholesky()
+    }
+    gen solve_triangular ["solve_triangular"] (a: Positive[3, 3], b: Normal[3, 2]) {
+        a.solve_triangular(b, true, false) + a.solve_triangular(b, false, true)
+    }
+    gen solve ["solve"] (a: Normal[2, 3, 3], b: Normal[2, 3, 2]) { (a + Tensor::eye(3) * 4.0).solve(b) }
+    gen inv ["inv"] (a: Normal[2, 3, 3]) { (a + Tensor::eye(3) * 4.0).inv() }
+    gen determinants ["det", "logabsdet"] (a: Normal[3, 3]) {
+        let m = a + Tensor::eye(3) * 4.0;
+        m.det() * m.logabsdet()
+    }
     gen maximum ["maximum"] (x: Spread[2, 3], y: Shifted[3]) { x.maximum(y) }
     gen minimum ["minimum"] (x: Spread[2, 1], y: Shifted[1, 3]) { x.minimum(y) }
     real clip_by_scalars ["maximum", "minimum"] (x: Spread[2, 3]) { x.maximum(0.0).minimum(1.5) }

@@ -221,6 +221,38 @@ macro_rules! for_each_unary {
             square, square_jvp, square_vjp, reads x, "composite: mul", "`x * x`.";
             softplus, softplus_jvp, softplus_vjp, reads x, "composite: max, exp2, add, log2",
                 "`ln(1 + e^x)`, stable for large `|x|`; its derivative is `sigmoid(x)`, `1/2` at 0.";
+            expm1, expm1_jvp, expm1_vjp, reads x, "composite: exp2, add",
+                "`e^x - 1`, accurate for small `x`.";
+            log_sigmoid, log_sigmoid_jvp, log_sigmoid_vjp, reads x, "composite: max, exp2, add, log2, neg",
+                "`ln(sigmoid(x)) = -softplus(-x)`, stable for large `|x|`; its derivative is `sigmoid(-x)`.";
+            erf, erf_jvp, erf_vjp, reads x, "composite: not in the reference",
+                "The error function `2/√π ∫₀ˣ e^(-t²) dt`.";
+            erfc, erfc_jvp, erfc_vjp, reads x, "composite: not in the reference",
+                "The complementary error function `1 - erf(x)`, accurate for large `x`.";
+            erfinv, erfinv_jvp, erfinv_vjp, reads y, "composite: not in the reference",
+                "The inverse error function on `[-1, 1]` (`±inf` at `±1`, NaN outside).";
+            lgamma, lgamma_jvp, lgamma_vjp, reads x, "composite: not in the reference",
+                "`ln |Γ(x)|`; its derivative is `digamma(x)`.";
+            digamma, digamma_jvp, digamma_vjp, reads x, "composite: not in the reference",
+                "The digamma function `ψ(x) = Γ'(x)/Γ(x)` (NaN at `0, -1, -2, ..`); its derivative is the trigamma function.";
+            sinh, sinh_jvp, sinh_vjp, reads x, "composite: exp2, add, mul", "The hyperbolic sine.";
+            cosh, cosh_jvp, cosh_vjp, reads x, "composite: exp2, add, mul", "The hyperbolic cosine.";
+            asinh, asinh_jvp, asinh_vjp, reads x, "composite: mul, add, sqrt, log2", "The inverse hyperbolic sine.";
+            acosh, acosh_jvp, acosh_vjp, reads x, "composite: mul, add, sqrt, log2",
+                "The inverse hyperbolic cosine (NaN below 1).";
+            atanh, atanh_jvp, atanh_vjp, reads x, "composite: add, fdiv, log2",
+                "The inverse hyperbolic tangent (NaN outside `[-1, 1]`).";
+            asin, asin_jvp, asin_vjp, reads x, "composite: not in the reference", "The inverse sine (NaN outside `[-1, 1]`).";
+            acos, acos_jvp, acos_vjp, reads x, "composite: not in the reference", "The inverse cosine (NaN outside `[-1, 1]`).";
+            atan, atan_jvp, atan_vjp, reads x, "composite: not in the reference", "The inverse tangent.";
+            sign, sign_jvp, sign_vjp, reads x, "composite: cmplt, where",
+                "`-1`, `0` or `1` by the sign of `x` (NaN kept); its derivative is zero.";
+            floor, floor_jvp, floor_vjp, reads x, "composite: not in the reference",
+                "The largest integer not above `x`; its derivative is zero.";
+            ceil, ceil_jvp, ceil_vjp, reads x, "composite: not in the reference",
+                "The smallest integer not below `x`; its derivative is zero.";
+            round, round_jvp, round_vjp, reads x, "composite: not in the reference",
+                "The nearest integer, halves to even (`round(2.5) = 2`, as NumPy); its derivative is zero.";
         }
     };
 }

@@ -14,6 +14,9 @@ const AXIS: Param = Param::Config(Some("isize"), Keep::Copy);
 const AXES: Param = Param::Config(Some("&[isize]"), Keep::Owned);
 const KEEPDIMS: Param = Param::Config(Some("bool"), Keep::Copy);
 const USIZE: Param = Param::Config(Some("usize"), Keep::Copy);
+const INT: Param = Param::Config(Some("i32"), Keep::Copy);
+const OFFSET: Param = Param::Config(Some("isize"), Keep::Copy);
+const FLAG: Param = Param::Config(Some("bool"), Keep::Copy);
 const SHAPE: Param = Param::Config(Some("&[usize]"), Keep::Owned);
 const RANGES: Param = Param::Config(Some("&[(usize, usize)]"), Keep::Owned);
 const MASK: Param = Param::Config(None, Keep::Owned);
@@ -186,6 +189,407 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "pow",
+    },
+    OpDef {
+        name: "logaddexp",
+        form: Form::Method,
+        kind: Kind::Elementwise,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "logaddexp_jvp",
+                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "logaddexp_vjp_lhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+                Rule {
+                    name: "logaddexp_vjp_rhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+            ],
+        }),
+        reference: "composite: max, add, exp2, log2",
+    },
+    OpDef {
+        name: "xlogy",
+        form: Form::Method,
+        kind: Kind::Elementwise,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "xlogy_jvp",
+                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "xlogy_vjp_lhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+                Rule {
+                    name: "xlogy_vjp_rhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+            ],
+        }),
+        reference: "composite: mul, log2, where",
+    },
+    OpDef {
+        name: "xlog1py",
+        form: Form::Method,
+        kind: Kind::Elementwise,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "xlog1py_jvp",
+                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "xlog1py_vjp_lhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+                Rule {
+                    name: "xlog1py_vjp_rhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+            ],
+        }),
+        reference: "composite: mul, add, log2, where",
+    },
+    OpDef {
+        name: "atan2",
+        form: Form::Method,
+        kind: Kind::Elementwise,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "atan2_jvp",
+                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "atan2_vjp_lhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+                Rule {
+                    name: "atan2_vjp_rhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+            ],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "hypot",
+        form: Form::Method,
+        kind: Kind::Elementwise,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "hypot_jvp",
+                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "hypot_vjp_lhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+                Rule {
+                    name: "hypot_vjp_rhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+            ],
+        }),
+        reference: "composite: mul, add, sqrt",
+    },
+    OpDef {
+        name: "powi",
+        form: Form::Method,
+        kind: Kind::Elementwise,
+        params: &[INT],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "powi_jvp",
+                args: &[Input(0), Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "powi_vjp",
+                args: &[Cotangent, Input(0), Config(0)],
+            }],
+        }),
+        reference: "composite: mul",
+    },
+    OpDef {
+        name: "dot",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "dot_jvp",
+                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "dot_vjp_lhs",
+                    args: &[Cotangent, Input(1)],
+                },
+                Rule {
+                    name: "dot_vjp_rhs",
+                    args: &[Cotangent, Input(0)],
+                },
+            ],
+        }),
+        reference: "composite: mul, reduce_sum",
+    },
+    OpDef {
+        name: "outer",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "outer_jvp",
+                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "outer_vjp_lhs",
+                    args: &[Cotangent, Input(1)],
+                },
+                Rule {
+                    name: "outer_vjp_rhs",
+                    args: &[Cotangent, Input(0)],
+                },
+            ],
+        }),
+        reference: "composite: reshape, expand, mul",
+    },
+    OpDef {
+        name: "norm",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "norm_jvp",
+                args: &[Input(0), Output, Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "norm_vjp",
+                args: &[Cotangent, Input(0), Output],
+            }],
+        }),
+        reference: "composite: mul, reduce_sum, sqrt",
+    },
+    OpDef {
+        name: "trace",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "trace_jvp",
+                args: &[Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "trace_vjp",
+                args: &[Cotangent, Shape(0)],
+            }],
+        }),
+        reference: "composite: reduce_sum, mul",
+    },
+    OpDef {
+        name: "diagonal",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "diagonal_jvp",
+                args: &[Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "diagonal_vjp",
+                args: &[Cotangent, Shape(0)],
+            }],
+        }),
+        reference: "composite: gather, scatter",
+    },
+    OpDef {
+        name: "diag",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "diag_jvp",
+                args: &[Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "diag_vjp",
+                args: &[Cotangent],
+            }],
+        }),
+        reference: "composite: scatter, gather",
+    },
+    OpDef {
+        name: "triu",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[OFFSET],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "triu_jvp",
+                args: &[Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "triu_vjp",
+                args: &[Cotangent, Config(0)],
+            }],
+        }),
+        reference: "composite: cmplt, where",
+    },
+    OpDef {
+        name: "tril",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[OFFSET],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "tril_jvp",
+                args: &[Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "tril_vjp",
+                args: &[Cotangent, Config(0)],
+            }],
+        }),
+        reference: "composite: cmplt, where",
+    },
+    OpDef {
+        name: "cholesky",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "cholesky_jvp",
+                args: &[Output, Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "cholesky_vjp",
+                args: &[Cotangent, Output],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "solve_triangular",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[T, FLAG, FLAG],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "solve_triangular_jvp",
+                args: &[
+                    Input(0),
+                    Output,
+                    Config(0),
+                    Config(1),
+                    MaybeTangent(0),
+                    MaybeTangent(1),
+                ],
+            },
+            vjp: &[
+                Rule {
+                    name: "solve_triangular_vjp_lhs",
+                    args: &[Cotangent, Input(0), Output, Config(0), Config(1)],
+                },
+                Rule {
+                    name: "solve_triangular_vjp_rhs",
+                    args: &[Cotangent, Input(0), Config(0), Config(1)],
+                },
+            ],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "solve",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "solve_jvp",
+                args: &[Input(0), Output, MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "solve_vjp_lhs",
+                    args: &[Cotangent, Input(0), Output],
+                },
+                Rule {
+                    name: "solve_vjp_rhs",
+                    args: &[Cotangent, Input(0)],
+                },
+            ],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "inv",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "inv_jvp",
+                args: &[Output, Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "inv_vjp",
+                args: &[Cotangent, Output],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "det",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "det_jvp",
+                args: &[Input(0), Output, Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "det_vjp",
+                args: &[Cotangent, Input(0), Output],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "logabsdet",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "logabsdet_jvp",
+                args: &[Input(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "logabsdet_vjp",
+                args: &[Cotangent, Input(0)],
+            }],
+        }),
+        reference: "composite: not in the reference",
     },
     OpDef {
         name: "maximum",
@@ -1137,6 +1541,14 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "const_scalar, expand",
+    },
+    OpDef {
+        name: "eye",
+        form: Form::Constructor,
+        kind: Kind::Constructor,
+        params: &[],
+        rules: None,
+        reference: "const_array",
     },
     OpDef {
         name: "zeros",

@@ -89,6 +89,7 @@ pub mod ops;
 pub mod optim;
 mod rng;
 pub mod scalar;
+mod special;
 mod summation;
 mod tensor;
 pub mod vmath;
@@ -121,6 +122,7 @@ pub mod rules {
     pub use crate::ops::cast::rules::*;
     pub use crate::ops::combine::rules::*;
     pub use crate::ops::conv::rules::*;
+    pub use crate::ops::decomp::rules::*;
     pub use crate::ops::duals::rules::*;
     pub use crate::ops::index::rules::*;
     pub use crate::ops::linalg::rules::*;
@@ -130,5 +132,6 @@ pub mod rules {
     pub use crate::ops::shape::rules::*;
     pub use crate::ops::slice::rules::*;
     pub use crate::ops::softmax::rules::*;
+    pub use crate::ops::special::rules::*;
     pub use crate::ops::unary::rules::*;
 }

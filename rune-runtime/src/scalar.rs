@@ -29,6 +29,8 @@
 //! assert_eq!(1.0 - 20.0_f64.tanh().powi(2), 0.0);
 //! ```
 
+use num_traits::Float;
+
 use crate::element::{strong_mul, Element};
 
 /// The derivative is computed from the input `x`.
@@ -446,4 +448,408 @@ pub mod softplus {
     }
 
     chain_rule!(Input);
+}
+
+/// `e^x - 1`, accurate for small `x`; the derivative is `e^x`, read from `x` so that it keeps
+/// its relative precision where `y` rounds to `-1`.
+pub mod expm1 {
+    use super::*;
+
+    /// The function.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn value<T: Element>(x: T) -> T {
+        x.vexp_m1()
+    }
+
+    /// Its derivative.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        x.vexp()
+    }
+
+    chain_rule!(Input);
+}
+
+/// `2/√π`.
+fn two_over_sqrt_pi<T: Element>() -> T {
+    T::from_f64(std::f64::consts::FRAC_2_SQRT_PI)
+}
+
+/// The error function; the derivative is `2/√π e^(-x²)`.
+pub mod erf {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        Element::erf(x)
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        two_over_sqrt_pi::<T>() * (-(x * x)).vexp()
+    }
+
+    chain_rule!(Input);
+}
+
+/// The complementary error function `1 - erf(x)`, accurate for large `x`; the derivative is
+/// `-2/√π e^(-x²)`.
+pub mod erfc {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        Element::erfc(x)
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        -(two_over_sqrt_pi::<T>() * (-(x * x)).vexp())
+    }
+
+    chain_rule!(Input);
+}
+
+/// The inverse error function on `[-1, 1]`; the derivative is `√π/2 e^(y²)`.
+pub mod erfinv {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        Element::erfinv(x)
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Output(y): Output<T>) -> T {
+        (y * y).vexp() / two_over_sqrt_pi::<T>()
+    }
+
+    chain_rule!(Output);
+}
+
+/// `ln |Γ(x)|`; the derivative is the digamma function `ψ(x)`.
+pub mod lgamma {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        Element::ln_gamma(x)
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        Element::polygamma(x, 0)
+    }
+
+    chain_rule!(Input);
+}
+
+/// The digamma function `ψ(x) = Γ'(x)/Γ(x)`; the derivative is the trigamma function `ψ'(x)`.
+pub mod digamma {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        Element::polygamma(x, 0)
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        Element::polygamma(x, 1)
+    }
+
+    chain_rule!(Input);
+}
+
+/// `ln sigmoid(x) = -softplus(-x)`, evaluated as `x - ln(1 + e^x)` below 0 and `-ln(1 + e^-x)`
+/// otherwise, so that it neither overflows nor loses precision for large `|x|`; the derivative
+/// is `sigmoid(-x)`.
+pub mod log_sigmoid {
+    use super::*;
+
+    /// The function.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn value<T: Element>(x: T) -> T {
+        if x < T::zero() {
+            x - x.vexp().vln_1p()
+        } else {
+            -(-x).vexp().vln_1p()
+        }
+    }
+
+    /// Its derivative.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        sigmoid::value(-x)
+    }
+
+    chain_rule!(Input);
+}
+
+/// The hyperbolic sine; the derivative is `cosh x`.
+pub mod sinh {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        Float::sinh(x)
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        Float::cosh(x)
+    }
+
+    chain_rule!(Input);
+}
+
+/// The hyperbolic cosine; the derivative is `sinh x`.
+pub mod cosh {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        Float::cosh(x)
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        Float::sinh(x)
+    }
+
+    chain_rule!(Input);
+}
+
+/// The inverse hyperbolic sine; the derivative is `1 / √(x² + 1)`, written `1 / hypot(x, 1)` so
+/// that it does not overflow for large `x`.
+pub mod asinh {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        Float::asinh(x)
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        Float::hypot(x, T::one()).recip()
+    }
+
+    chain_rule!(Input);
+}
+
+/// The inverse hyperbolic cosine on `[1, ∞)`; the derivative is `1 / (√(x - 1) √(x + 1))`
+/// (infinite at 1, no overflow for large `x`).
+pub mod acosh {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        Float::acosh(x)
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        ((x - T::one()).sqrt() * (x + T::one()).sqrt()).recip()
+    }
+
+    chain_rule!(Input);
+}
+
+/// `(1 - x)(1 + x)`, accurate near `|x| = 1` where `1 - x²` is not.
+fn one_minus_square<T: Element>(x: T) -> T {
+    (T::one() - x) * (T::one() + x)
+}
+
+/// The inverse hyperbolic tangent on `(-1, 1)`; the derivative is `1 / ((1 - x)(1 + x))`.
+pub mod atanh {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        Float::atanh(x)
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        one_minus_square(x).recip()
+    }
+
+    chain_rule!(Input);
+}
+
+/// The inverse sine on `[-1, 1]`; the derivative is `1 / √((1 - x)(1 + x))`.
+pub mod asin {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        Float::asin(x)
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        one_minus_square(x).sqrt().recip()
+    }
+
+    chain_rule!(Input);
+}
+
+/// The inverse cosine on `[-1, 1]`; the derivative is `-1 / √((1 - x)(1 + x))`.
+pub mod acos {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        Float::acos(x)
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        -one_minus_square(x).sqrt().recip()
+    }
+
+    chain_rule!(Input);
+}
+
+/// The inverse tangent; the derivative is `1 / (1 + x²)`, written `r² / (1 + r²)` with `r = 1/x`
+/// for `|x| > 1` so that `x²` does not overflow.
+pub mod atan {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        Float::atan(x)
+    }
+
+    /// Its derivative.
+    #[inline]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        if x.abs() > T::one() {
+            let r = x.recip();
+            let r2 = r * r;
+            r2 / (T::one() + r2)
+        } else {
+            (T::one() + x * x).recip()
+        }
+    }
+
+    chain_rule!(Input);
+}
+
+/// The derivative of a piecewise-constant function: zero for every tangent, even an infinite
+/// or NaN one (as JAX's `stop_gradient`-like rules of `sign`, `floor` and `round`).
+macro_rules! zero_derivative {
+    () => {
+        /// Its derivative, zero.
+        #[inline]
+        pub fn derivative<T: Element>(Input(_): Input<T>) -> T {
+            T::zero()
+        }
+
+        /// A tangent or cotangent through the function: zero.
+        #[inline]
+        pub fn tangent<T: Element>(_d: T, Input(_): Input<T>) -> T {
+            T::zero()
+        }
+    };
+}
+
+/// The sign: `-1`, `0` or `1` (NaN kept, `sign(-0) = 0`, as NumPy); the derivative is zero.
+pub mod sign {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        if x > T::zero() {
+            T::one()
+        } else if x < T::zero() {
+            -T::one()
+        } else if x == T::zero() {
+            T::zero()
+        } else {
+            x
+        }
+    }
+
+    zero_derivative!();
+}
+
+/// The largest integer not above `x`; the derivative is zero.
+pub mod floor {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        Float::floor(x)
+    }
+
+    zero_derivative!();
+}
+
+/// The smallest integer not below `x`; the derivative is zero.
+pub mod ceil {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        Float::ceil(x)
+    }
+
+    zero_derivative!();
+}
+
+/// The nearest integer, halves to even (as NumPy, JAX and PyTorch: `round(2.5) = 2`); the
+/// derivative is zero.
+pub mod round {
+    use super::*;
+
+    /// The function.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        let r = Float::round(x);
+        let half = T::from_f64(0.5);
+        if (r - x).abs() == half {
+            // A tie, which `Float::round` takes away from zero: `x / 2` is exact, and rounding
+            // it gives the even neighbour's half.
+            let h = Float::round(x * half);
+            h + h
+        } else {
+            r
+        }
+    }
+
+    zero_derivative!();
 }

@@ -467,7 +467,7 @@ impl<T: Element> Float for Dual<T> {
     }
     #[inline]
     fn exp_m1(self) -> Self {
-        self.chain(self.re.vexp_m1(), self.re.vexp())
+        self.apply(scalar::expm1::value, scalar::expm1::tangent)
     }
     #[inline]
     fn ln(self) -> Self {
@@ -548,19 +548,17 @@ impl<T: Element> Float for Dual<T> {
     fn tan(self) -> Self {
         self.apply(scalar::tan::value, scalar::tan::tangent)
     }
-    /// `1 / sqrt((1 - x)(1 + x))`.
     #[inline]
     fn asin(self) -> Self {
-        self.chain_div(self.re.asin(), one_minus_sq(self.re).sqrt())
+        self.apply(scalar::asin::value, scalar::asin::tangent)
     }
-    /// `-1 / sqrt((1 - x)(1 + x))`.
     #[inline]
     fn acos(self) -> Self {
-        self.chain_div(self.re.acos(), -one_minus_sq(self.re).sqrt())
+        self.apply(scalar::acos::value, scalar::acos::tangent)
     }
     #[inline]
     fn atan(self) -> Self {
-        self.chain_div(self.re.atan(), T::one() + self.re * self.re)
+        self.apply(scalar::atan::value, scalar::atan::tangent)
     }
     /// `atan2(y, x)` with `self = y`: `(x dy - y dx) / (x² + y²)`.
     #[inline]
@@ -571,38 +569,28 @@ impl<T: Element> Float for Dual<T> {
     }
     #[inline]
     fn sinh(self) -> Self {
-        self.chain(self.re.sinh(), self.re.cosh())
+        self.apply(scalar::sinh::value, scalar::sinh::tangent)
     }
     #[inline]
     fn cosh(self) -> Self {
-        self.chain(self.re.cosh(), self.re.sinh())
+        self.apply(scalar::cosh::value, scalar::cosh::tangent)
     }
     #[inline]
     fn tanh(self) -> Self {
         self.apply(scalar::tanh::value, scalar::tanh::tangent)
     }
-    /// `1 / hypot(x, 1)` (no overflow for large `x`).
     #[inline]
     fn asinh(self) -> Self {
-        self.chain_div(self.re.asinh(), self.re.hypot(T::one()))
+        self.apply(scalar::asinh::value, scalar::asinh::tangent)
     }
-    /// `1 / (sqrt(x - 1) sqrt(x + 1))`.
     #[inline]
     fn acosh(self) -> Self {
-        let d = (self.re - T::one()).sqrt() * (self.re + T::one()).sqrt();
-        self.chain_div(self.re.acosh(), d)
+        self.apply(scalar::acosh::value, scalar::acosh::tangent)
     }
-    /// `1 / ((1 - x)(1 + x))`.
     #[inline]
     fn atanh(self) -> Self {
-        self.chain_div(self.re.atanh(), one_minus_sq(self.re))
+        self.apply(scalar::atanh::value, scalar::atanh::tangent)
     }
-}
-
-/// `(1 - x)(1 + x)`, accurate near `|x| = 1`.
-#[inline]
-fn one_minus_sq<T: Element>(x: T) -> T {
-    (T::one() - x) * (T::one() + x)
 }
 
 /// `a` if `a_wins`, `b` if `b_wins`, otherwise (a tie, or NaN) the value `tie` with the mean
@@ -689,6 +677,30 @@ impl<T: Element> Element for Dual<T> {
     #[inline]
     fn from_dual_parts<S: Element>(re: S, du: S) -> Self {
         Dual::new(re.cast_to(), du.cast_to())
+    }
+    #[inline]
+    fn erf(self) -> Self {
+        self.apply(scalar::erf::value, scalar::erf::tangent)
+    }
+    #[inline]
+    fn erfc(self) -> Self {
+        self.apply(scalar::erfc::value, scalar::erfc::tangent)
+    }
+    #[inline]
+    fn erfinv(self) -> Self {
+        self.apply(scalar::erfinv::value, scalar::erfinv::tangent)
+    }
+    #[inline]
+    fn ln_gamma(self) -> Self {
+        self.apply(scalar::lgamma::value, scalar::lgamma::tangent)
+    }
+    /// `ψ⁽ⁿ⁾(re) + ψ⁽ⁿ⁺¹⁾(re)·du·ε`.
+    #[inline]
+    fn polygamma(self, n: u32) -> Self {
+        self.chain(
+            Element::polygamma(self.re, n),
+            Element::polygamma(self.re, n + 1),
+        )
     }
 }
 

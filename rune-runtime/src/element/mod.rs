@@ -17,8 +17,9 @@
 //!
 //! This module and its children are the bottom of the runtime: they import only the definition
 //! of [`Tensor`](crate::Tensor) (which needs no element type), the scalar functions of
-//! [`crate::scalar`], the GEMM kernels of `crate::gemm` (which import only ndarray and faer) and
-//! the math kernels of [`crate::vmath`] (plain arithmetic),
+//! [`crate::scalar`], the GEMM kernels of `crate::gemm` (which import only ndarray and faer),
+//! the math kernels of [`crate::vmath`] (plain arithmetic) and the special functions of
+//! `crate::special` (which import only `libm`),
 //! and nothing in the ops or in the support for generated code. `Element`'s
 //! supertraits that code generic over `T: Element` relies on are defined here:
 //! [`operand`] (a scalar beside a tensor in `x * s`) and [`residual`] (a scalar kept by a
@@ -32,6 +33,7 @@ use ndarray::{LinalgScalar, ScalarOperand};
 use num_traits::Float;
 
 use crate::gemm::{self, GemmKernel};
+use crate::special;
 use crate::vmath::{exp_log, trig};
 
 pub use self::operand::{Operand, OperandOf, OperandRef};
@@ -168,6 +170,26 @@ pub trait Element:
         self.powf(p)
     }
 
+    /// The error function `erf(x) = 2/√π ∫₀ˣ e^(-t²) dt`.
+    ///
+    /// Called as `Element::erf(x)` (as the other special functions here): `f32` and `f64` may
+    /// gain unstable inherent methods of these names.
+    fn erf(self) -> Self;
+
+    /// The complementary error function `1 - erf(x)`, accurate where it is small (large `x`).
+    fn erfc(self) -> Self;
+
+    /// The inverse error function on `[-1, 1]` (`±∞` at `±1`, NaN outside).
+    fn erfinv(self) -> Self;
+
+    /// `ln |Γ(x)|` (`+∞` at the poles `0, -1, -2, ..`).
+    fn ln_gamma(self) -> Self;
+
+    /// The polygamma function `ψ⁽ⁿ⁾(x)`, the `(n + 1)`-th derivative of `ln Γ`: `n = 0` is the
+    /// digamma function, `n = 1` the trigamma function. See `crate::special` for its values at
+    /// the poles.
+    fn polygamma(self, n: u32) -> Self;
+
     /// The matrix-product kernel for this element type, when it has one faster than
     /// `ndarray`'s generic `general_mat_mul` (faer's GEMM for `f32` and `f64`); `None` keeps
     /// the generic one (dual numbers).
@@ -202,6 +224,27 @@ impl Element for f32 {
     const GRAD_TOL: f64 = 2e-2;
 
     #[inline]
+    fn erf(self) -> Self {
+        libm::erff(self)
+    }
+    #[inline]
+    fn erfc(self) -> Self {
+        libm::erfcf(self)
+    }
+    #[inline]
+    fn erfinv(self) -> Self {
+        special::erfinv(self.into()) as f32
+    }
+    #[inline]
+    fn ln_gamma(self) -> Self {
+        libm::lgammaf(self)
+    }
+    #[inline]
+    fn polygamma(self, n: u32) -> Self {
+        special::polygamma(n, self.into()) as f32
+    }
+
+    #[inline]
     fn from_f64(v: f64) -> Self {
         v as f32
     }
@@ -229,6 +272,27 @@ impl Element for f64 {
     const NAME: &'static str = "f64";
     const FD_EPS: f64 = 1e-5;
     const GRAD_TOL: f64 = 1e-5;
+
+    #[inline]
+    fn erf(self) -> Self {
+        libm::erf(self)
+    }
+    #[inline]
+    fn erfc(self) -> Self {
+        libm::erfc(self)
+    }
+    #[inline]
+    fn erfinv(self) -> Self {
+        special::erfinv(self)
+    }
+    #[inline]
+    fn ln_gamma(self) -> Self {
+        libm::lgamma(self)
+    }
+    #[inline]
+    fn polygamma(self, n: u32) -> Self {
+        special::polygamma(n, self)
+    }
 
     #[inline]
     fn from_f64(v: f64) -> Self {

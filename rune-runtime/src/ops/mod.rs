@@ -31,6 +31,7 @@ pub mod cast;
 pub mod combine;
 pub mod compare;
 pub mod conv;
+pub mod decomp;
 pub mod duals;
 pub mod index;
 pub mod linalg;
@@ -40,6 +41,7 @@ pub mod scan;
 pub mod shape;
 pub mod slice;
 pub mod softmax;
+pub mod special;
 pub mod unary;
 mod window;
 

@@ -1,6 +1,6 @@
 //! Elementwise functions of one tensor: those of the registry's table (`rune_ops::for_each_unary!`:
 //! `exp ln log2 exp2 log1p sin cos tan tanh sigmoid relu sqrt recip abs square`), built from their
-//! scalar forms in [`crate::scalar`], and `clamp(lo, hi)` and `powf(p)`.
+//! scalar forms in [`crate::scalar`], and `clamp(lo, hi)`, `powf(p)` and `powi(n)`.
 //!
 //! # Conventions at kinks and singular points
 //!
@@ -59,6 +59,15 @@ fn clamp_kernel<T: Element>(x: T, lo: T, hi: T) -> T {
         hi
     } else {
         m
+    }
+}
+
+/// `d/dx x^n = n·x^(n-1)` for an integer `n`, and `0` for `n = 0`.
+fn powi_local<T: Element>(x: T, n: i32) -> T {
+    match n.checked_sub(1) {
+        _ if n == 0 => T::zero(),
+        Some(m) => T::from_f64(n.into()) * x.powi(m),
+        None => T::from_f64(n.into()) * x.powi(n) / x,
     }
 }
 
@@ -126,6 +135,18 @@ impl<T: Element> Tensor<T> {
         self.map_elems(
             #[inline(always)]
             |&x| x.vpowf(p),
+        )
+    }
+}
+
+impl<T: Element> Tensor<T> {
+    /// `x^n` for a constant integer exponent `n`, by repeated multiplication (exact for small
+    /// `n`, defined for negative bases; `x^0 = 1`, also for `x = 0`).
+    #[must_use]
+    pub fn powi(&self, n: i32) -> Tensor<T> {
+        self.map_elems(
+            #[inline(always)]
+            |&x| x.powi(n),
         )
     }
 }
@@ -202,6 +223,26 @@ pub mod rules {
     #[must_use]
     pub fn powf_jvp<T: Element>(x: &Tensor<T>, p: T, dx: &Tensor<T>) -> Tensor<T> {
         pair("powf_jvp", dx, x, |d, x| strong_mul(d, powf_local(x, p)))
+    }
+
+    /// JVP of [`Tensor::powi`], from the input `x`: `dx · n·x^(n-1)` (0 for `n = 0`).
+    ///
+    /// # Panics
+    /// When the two shapes differ.
+    #[track_caller]
+    #[must_use]
+    pub fn powi_jvp<T: Element>(x: &Tensor<T>, n: i32, dx: &Tensor<T>) -> Tensor<T> {
+        pair("powi_jvp", dx, x, |d, x| strong_mul(d, powi_local(x, n)))
+    }
+
+    /// VJP of [`Tensor::powi`], from the input `x`: `g · n·x^(n-1)` (0 for `n = 0`).
+    ///
+    /// # Panics
+    /// When the two shapes differ.
+    #[track_caller]
+    #[must_use]
+    pub fn powi_vjp<T: Element>(g: &Tensor<T>, x: &Tensor<T>, n: i32) -> Tensor<T> {
+        pair("powi_vjp", g, x, |d, x| strong_mul(d, powi_local(x, n)))
     }
 
     /// VJP of [`Tensor::powf`], from the input `x`: `g · p·x^(p-1)`.

@@ -82,6 +82,65 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
         recip, recip_jvp, recip_vjp, Y, 0.5, 2.0;
         square, square_jvp, square_vjp, X, -2.0, 2.0;
         softplus, softplus_jvp, softplus_vjp, X, -3.0, 3.0;
+        expm1, expm1_jvp, expm1_vjp, X, -2.0, 2.0;
+        log_sigmoid, log_sigmoid_jvp, log_sigmoid_vjp, X, -4.0, 4.0;
+        erf, erf_jvp, erf_vjp, X, -2.0, 2.0;
+        erfc, erfc_jvp, erfc_vjp, X, -2.0, 2.0;
+        erfinv, erfinv_jvp, erfinv_vjp, Y, -0.9, 0.9;
+        lgamma, lgamma_jvp, lgamma_vjp, X, 0.5, 4.0;
+        digamma, digamma_jvp, digamma_vjp, X, 0.5, 4.0;
+        sinh, sinh_jvp, sinh_vjp, X, -2.0, 2.0;
+        cosh, cosh_jvp, cosh_vjp, X, -2.0, 2.0;
+        asinh, asinh_jvp, asinh_vjp, X, -3.0, 3.0;
+        acosh, acosh_jvp, acosh_vjp, X, 1.2, 3.0;
+        atanh, atanh_jvp, atanh_vjp, X, -0.8, 0.8;
+        asin, asin_jvp, asin_vjp, X, -0.8, 0.8;
+        acos, acos_jvp, acos_vjp, X, -0.8, 0.8;
+        atan, atan_jvp, atan_vjp, X, -3.0, 3.0;
+    }
+    // `lgamma` and `digamma` between the poles at negative `x` too.
+    let x = tensor(&[-2.6, -1.7, -0.4, -0.55, -3.3, -1.2], &[2, 3]);
+    push(
+        &mut cases,
+        ("lgamma", "[2, 3] between negative poles"),
+        Tensor::lgamma,
+        lgamma_jvp,
+        lgamma_vjp,
+        Reads::X,
+        x.clone(),
+    );
+    push(
+        &mut cases,
+        ("digamma", "[2, 3] between negative poles"),
+        Tensor::digamma,
+        digamma_jvp,
+        digamma_vjp,
+        Reads::X,
+        x,
+    );
+    // Piecewise-constant ops, on inputs at least 0.1 from their jumps (integers, and the halves
+    // for `round`): the finite differences are zero there, as the rules say.
+    let steps = tensor(&[-2.7, -1.3, -0.4, 0.35, 1.2, 2.6], &[2, 3]);
+    for (name, f, jvp, vjp) in [
+        (
+            "sign",
+            Tensor::sign as Forward<T>,
+            sign_jvp as Rule<T>,
+            sign_vjp as Rule<T>,
+        ),
+        ("floor", Tensor::floor, floor_jvp, floor_vjp),
+        ("ceil", Tensor::ceil, ceil_jvp, ceil_vjp),
+        ("round", Tensor::round, round_jvp, round_vjp),
+    ] {
+        push(
+            &mut cases,
+            (name, "[2, 3] away from jumps"),
+            f,
+            jvp,
+            vjp,
+            Reads::X,
+            steps.clone(),
+        );
     }
     let x = tensor(&[0.3], &[]);
     push(
@@ -415,4 +474,266 @@ fn softplus_is_stable_for_large_inputs() {
     let want = (-40f64).exp();
     assert!((y - want).abs() <= 1e-6 * want, "{y} vs {want}");
     assert!((d - want).abs() <= 1e-6 * want, "{d} vs {want}");
+}
+
+/// The special functions at points where their values and derivatives are known in closed form
+/// or to many digits (Abramowitz and Stegun; `ψ(1) = -γ`, `ψ'(1) = π²/6`), in f64 and f32.
+#[test]
+fn special_functions_at_known_points() {
+    const EULER_GAMMA: f64 = 0.577_215_664_901_532_9;
+    let pi = std::f64::consts::PI;
+    fn check<T: Element>(tol: f64) {
+        let pi = std::f64::consts::PI;
+        let x = tensor::<T>(&[0.5, 0.0, -0.5], &[3]);
+        let ones = Tensor::ones(&[3]);
+        assert_close(
+            &x.erf(),
+            &[0.520_499_877_813_046_5, 0.0, -0.520_499_877_813_046_5],
+            tol,
+        );
+        assert_close(
+            &erf_vjp(&ones, &x),
+            &[
+                2.0 / pi.sqrt() * (-0.25f64).exp(),
+                2.0 / pi.sqrt(),
+                2.0 / pi.sqrt() * (-0.25f64).exp(),
+            ],
+            tol,
+        );
+        assert_close(
+            &x.erfc(),
+            &[1.0 - 0.520_499_877_813_046_5, 1.0, 1.520_499_877_813_046_5],
+            tol,
+        );
+        assert_close(
+            &x.erfinv(),
+            &[0.476_936_276_204_469_9, 0.0, -0.476_936_276_204_469_9],
+            tol,
+        );
+        // erfinv'(0) = √π/2.
+        assert_close(
+            &erfinv_vjp(&ones, &x.erfinv()),
+            &[
+                pi.sqrt() / 2.0 * 0.476_936_276_204_469_9f64.powi(2).exp(),
+                pi.sqrt() / 2.0,
+                pi.sqrt() / 2.0 * 0.476_936_276_204_469_9f64.powi(2).exp(),
+            ],
+            tol,
+        );
+        // Γ(1/2) = √π, Γ(-1/2) = -2√π, Γ(100) = 99!.
+        let x = tensor::<T>(&[0.5, -0.5, 100.0, 1.0], &[4]);
+        assert_close(
+            &x.lgamma(),
+            &[
+                pi.sqrt().ln(),
+                (2.0 * pi.sqrt()).ln(),
+                359.134_205_369_575_4,
+                0.0,
+            ],
+            tol,
+        );
+        // ψ(1/2) = -γ - 2 ln 2, ψ(-1/2) = ψ(1/2) + 2, ψ(100) = H_99 - γ, ψ(1) = -γ.
+        let h99: f64 = (1..100).map(|k| 1.0 / k as f64).sum();
+        let psi = [
+            -EULER_GAMMA - 2.0 * LN2,
+            -EULER_GAMMA - 2.0 * LN2 + 2.0,
+            h99 - EULER_GAMMA,
+            -EULER_GAMMA,
+        ];
+        assert_close(&x.digamma(), &psi, tol);
+        assert_close(&lgamma_vjp(&Tensor::ones(&[4]), &x), &psi, tol);
+        // ψ'(1/2) = π²/2, ψ'(-1/2) = π²/2 + 4, ψ'(1) = π²/6.
+        let trigamma = digamma_jvp(&x, &Tensor::ones(&[4])).to_vec();
+        for (got, want) in [
+            (0, pi * pi / 2.0),
+            (1, pi * pi / 2.0 + 4.0),
+            (3, pi * pi / 6.0),
+        ] {
+            let got = trigamma[got].to_real();
+            assert!((got - want).abs() <= tol * want, "{got} vs {want}");
+        }
+    }
+    check::<f64>(1e-14);
+    check::<f32>(1e-6);
+    let _ = (pi, EULER_GAMMA);
+}
+
+/// Where the naive formulas overflow, underflow to zero or cancel, the ops and their rules keep
+/// their relative precision, in f32 and f64.
+#[test]
+fn special_and_inverse_functions_are_stable_at_extreme_inputs() {
+    fn check<T: Element>(tol: f64) {
+        // log_sigmoid(x) = -softplus(-x): -e^-1000 ≈ 0 and -1000 far out; -ln 2 at 0. Its
+        // derivative sigmoid(-x) is 0, 1 and 1/2 there; a naive ln(1 / (1 + e^-x)) is -inf at
+        // -1000.
+        let x = tensor::<T>(&[1000.0, -1000.0, 0.0, 1e4, -1e4], &[5]);
+        assert_close(&x.log_sigmoid(), &[0.0, -1000.0, -LN2, 0.0, -1e4], tol);
+        let g = Tensor::ones(&[5]);
+        assert_close(&log_sigmoid_vjp(&g, &x), &[0.0, 1.0, 0.5, 0.0, 1.0], 0.0);
+        assert_close(&log_sigmoid_jvp(&x, &g), &[0.0, 1.0, 0.5, 0.0, 1.0], 0.0);
+        // The ends of erf's range: erfinv(±1) = ±inf, NaN beyond, erfc(-inf) = 2.
+        let x = tensor::<T>(&[1.0, -1.0], &[2]);
+        assert_eq!(
+            x.erfinv()
+                .to_vec()
+                .iter()
+                .map(|v| v.to_real())
+                .collect::<Vec<_>>(),
+            vec![f64::INFINITY, f64::NEG_INFINITY]
+        );
+        assert!(tensor::<T>(&[1.5], &[1]).erfinv().item().is_nan());
+        // Large arguments of the inverse functions: acosh'(x) = 1/√(x² - 1) and asinh'(x) =
+        // 1/√(x² + 1) are 1/x, atan'(x) = 1/(1 + x²) is 1/x², where x² overflows (2e19 in f32,
+        // 2e160 in f64).
+        let big = if T::NAME == "f32" { 2e19 } else { 2e160 };
+        let x = tensor::<T>(&[big], &[1]);
+        let one = Tensor::ones(&[1]);
+        for (got, want) in [
+            (acosh_vjp(&one, &x).item(), 1.0 / big),
+            (asinh_vjp(&one, &x).item(), 1.0 / big),
+            (atan_vjp(&one, &x).item(), 1.0 / big / big),
+        ] {
+            let got = got.to_real();
+            assert!((got - want).abs() <= 1e-5 * want, "{got} vs {want}");
+        }
+        // The piecewise-constant ops: halves round to even, sign(0) = 0, NaN kept; their
+        // derivative is zero even against an infinite cotangent.
+        let x = tensor::<T>(&[2.5, -2.5, 0.5, 1.5, -0.7, 0.0], &[6]);
+        assert_close(&x.round(), &[2.0, -2.0, 0.0, 2.0, -1.0, 0.0], 0.0);
+        assert_close(&x.floor(), &[2.0, -3.0, 0.0, 1.0, -1.0, 0.0], 0.0);
+        assert_close(&x.ceil(), &[3.0, -2.0, 1.0, 2.0, -0.0, 0.0], 0.0);
+        assert_close(&x.sign(), &[1.0, -1.0, 1.0, 1.0, -1.0, 0.0], 0.0);
+        assert!(tensor::<T>(&[f64::NAN], &[1]).sign().item().is_nan());
+        let inf = Tensor::full(&[6], T::infinity());
+        for d in [
+            sign_vjp(&inf, &x),
+            floor_vjp(&inf, &x),
+            ceil_jvp(&x, &inf),
+            round_jvp(&x, &inf),
+        ] {
+            assert_close(&d, &[0.0; 6], 0.0);
+        }
+    }
+    check::<f32>(1e-6);
+    check::<f64>(1e-14);
+
+    // Tails in f64: log_sigmoid(40) = -e^-40 (1 - e^-40/2), expm1(1e-10) = 1e-10 + 5e-21 and
+    // expm1'(-40) = e^-40 (where 1 + expm1(x) rounds to 0), erfc(10) = 2.0884875837625448e-45
+    // (where 1 - erf(10) is 0), erfinv(1 - 1e-15) with erfc(erfinv(1 - d)) = d.
+    let tail = |got: f64, want: f64, tol: f64| {
+        assert!((got - want).abs() <= tol * want.abs(), "{got} vs {want}");
+    };
+    let at = |v: f64| tensor::<f64>(&[v], &[1]);
+    let one = Tensor::<f64>::ones(&[1]);
+    tail(at(40.0).log_sigmoid().item(), -(-40f64).exp(), 1e-15);
+    tail(at(1e-10).expm1().item(), 1e-10 + 5e-21, 1e-15);
+    tail(expm1_vjp(&one, &at(-40.0)).item(), (-40f64).exp(), 1e-15);
+    tail(at(10.0).erfc().item(), 2.088_487_583_762_545e-45, 1e-13);
+    let d = 1.0 - (1.0 - 1e-15);
+    let z = at(1.0 - d).erfinv();
+    tail(z.erfc().item(), d, 1e-13);
+    // f32 keeps the same tails in single precision.
+    let at32 = |v: f32| tensor::<f32>(&[v as f64], &[1]);
+    tail(
+        at32(20.0).log_sigmoid().item() as f64,
+        -(-20f64).exp(),
+        1e-6,
+    );
+    tail(at32(1e-6).expm1().item() as f64, 1e-6 + 5e-13, 1e-6);
+    tail(
+        at32(5.0).erfc().item() as f64,
+        1.537_459_794_428_034_8e-12,
+        1e-5,
+    );
+}
+
+/// Forward mode on dual numbers (what `f_jvp` of generic code and `f_hvp` run) takes every new
+/// function's tangent from the same scalar derivative as the rules, and nests: second
+/// derivatives on `Dual<Dual<f64>>` match hand-derived ones.
+#[test]
+fn dual_numbers_differentiate_the_special_functions() {
+    use rune_runtime::{dual_of, tangent_of, Dual};
+    type Op = fn(&Tensor<f64>) -> Tensor<f64>;
+    type DualOp = fn(&Tensor<Dual<f64>>) -> Tensor<Dual<f64>>;
+    type Jvp = fn(&Tensor<f64>, &Tensor<f64>) -> Tensor<f64>;
+    let x = tensor::<f64>(&[0.3, 0.7, -0.45], &[3]);
+    let v = tensor::<f64>(&[1.0, -2.0, 0.5], &[3]);
+    let cases: [(&str, Op, DualOp, Jvp, bool); 19] = [
+        ("expm1", Tensor::expm1, Tensor::expm1, expm1_jvp, false),
+        (
+            "log_sigmoid",
+            Tensor::log_sigmoid,
+            Tensor::log_sigmoid,
+            log_sigmoid_jvp,
+            false,
+        ),
+        ("erf", Tensor::erf, Tensor::erf, erf_jvp, false),
+        ("erfc", Tensor::erfc, Tensor::erfc, erfc_jvp, false),
+        ("erfinv", Tensor::erfinv, Tensor::erfinv, erfinv_jvp, true),
+        ("lgamma", Tensor::lgamma, Tensor::lgamma, lgamma_jvp, false),
+        (
+            "digamma",
+            Tensor::digamma,
+            Tensor::digamma,
+            digamma_jvp,
+            false,
+        ),
+        ("sinh", Tensor::sinh, Tensor::sinh, sinh_jvp, false),
+        ("cosh", Tensor::cosh, Tensor::cosh, cosh_jvp, false),
+        ("asinh", Tensor::asinh, Tensor::asinh, asinh_jvp, false),
+        (
+            "acosh",
+            |x| (x + 2.0).acosh(),
+            |x| (x + 2.0).acosh(),
+            |x, v| acosh_jvp(&(x + 2.0), v),
+            false,
+        ),
+        ("atanh", Tensor::atanh, Tensor::atanh, atanh_jvp, false),
+        ("asin", Tensor::asin, Tensor::asin, asin_jvp, false),
+        ("acos", Tensor::acos, Tensor::acos, acos_jvp, false),
+        ("atan", Tensor::atan, Tensor::atan, atan_jvp, false),
+        ("sign", Tensor::sign, Tensor::sign, sign_jvp, false),
+        ("floor", Tensor::floor, Tensor::floor, floor_jvp, false),
+        ("ceil", Tensor::ceil, Tensor::ceil, ceil_jvp, false),
+        ("round", Tensor::round, Tensor::round, round_jvp, false),
+    ];
+    for (name, f, fd, jvp, reads_y) in cases {
+        let y = fd(&dual_of(&x, &v));
+        let at = if reads_y { f(&x) } else { x.clone() };
+        assert_eq!(
+            rune_runtime::primal_of(&y).to_vec(),
+            f(&x).to_vec(),
+            "{name}: value"
+        );
+        assert_close(&tangent_of(&y), &jvp(&at, &v).to_vec(), 1e-15);
+    }
+
+    // Second derivatives: erf'' = -2x erf', lgamma'' = ψ'(x) (π²/6 at 1), digamma'' = ψ''(x)
+    // (-2ζ(3) at 1), log_sigmoid'' = -σ(x)σ(-x), atan'' = -2x / (1 + x²)².
+    let second = |f: fn(Dual<Dual<f64>>) -> Dual<Dual<f64>>, x: f64| {
+        let d = Dual::new(Dual::variable(x), Dual::new(1.0, 0.0));
+        f(d).du.du
+    };
+    let close = |got: f64, want: f64| {
+        assert!(
+            (got - want).abs() <= 1e-13 * want.abs().max(1.0),
+            "{got} vs {want}"
+        )
+    };
+    let pi = std::f64::consts::PI;
+    let e = |x: f64| 2.0 / pi.sqrt() * (-x * x).exp();
+    close(second(Element::erf, 0.7), -2.0 * 0.7 * e(0.7));
+    close(second(Element::erfc, 0.7), 2.0 * 0.7 * e(0.7));
+    close(second(Element::ln_gamma, 1.0), pi * pi / 6.0);
+    close(
+        second(|x| Element::polygamma(x, 0), 1.0),
+        -2.0 * 1.202_056_903_159_594_3,
+    );
+    let s = |x: f64| 1.0 / (1.0 + (-x).exp());
+    let log_sigmoid = |x: Dual<Dual<f64>>| {
+        let t = Tensor::from_vec(vec![x], &[1]).log_sigmoid();
+        t.item()
+    };
+    close(second(log_sigmoid, 0.4), -s(0.4) * s(-0.4));
+    close(second(num_traits::Float::atan, 0.4), -0.8 / (1.16 * 1.16));
 }

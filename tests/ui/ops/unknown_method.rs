@@ -2,7 +2,7 @@ use rune_ad::prelude::*;
 
 #[differentiable]
 fn f(x: &Tensor<f64>) -> Tensor<f64> {
-    x.erf()
+    x.bessel_j0()
 }
 
 fn main() {}

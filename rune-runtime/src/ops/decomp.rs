@@ -1,0 +1,1027 @@
+//! Matrix functions and factorizations, batched over leading axes: `trace`, `diagonal`, `diag`,
+//! `triu`, `tril`, [`Tensor::eye`], `cholesky`, `solve_triangular`, `solve`, `inv`, `det` and
+//! `logabsdet`; and the vector products `dot` and `outer` and the Euclidean (Frobenius) `norm`.
+//!
+//! A tensor of shape `[.., m, n]` is a batch of `m × n` matrices; every op works on each matrix
+//! of the batch, and a second operand (`b` of `solve`) has the same leading axes (no
+//! broadcasting between batches: write `a.broadcast_to(..)` first). A right-hand side is a
+//! matrix `[.., n, k]`; write a vector as `[n, 1]`.
+//!
+//! # The kernels
+//!
+//! The factorizations are written here, generic over [`Element`], rather than taken from faer:
+//! faer's take only `f32` and `f64`, and these must also run on dual numbers, which forward mode
+//! inside a function (`dual_of`) and `f_hvp` push through every op. They are the textbook
+//! unblocked algorithms (Cholesky–Banachiewicz, substitution, LU with partial pivoting), O(n³)
+//! and accurate on well-conditioned matrices; for matrices beyond a few hundred rows faer's
+//! blocked ones would be faster, and `f32`/`f64` could be dispatched to them as the matrix
+//! product is (`Element::gemm_kernel`).
+//!
+//! # Conventions and rules
+//!
+//! - `cholesky` reads the lower triangle of `A` only (as LAPACK and PyTorch do) and returns the
+//!   lower factor `L` with `A = L Lᵀ`; a matrix that is not positive definite is an error. Its
+//!   JVP is Murray's (2016) `dL = L Φ(L⁻¹ dA_s L⁻ᵀ)`, where `dA_s` is the symmetric matrix the
+//!   tangent's lower triangle stands for and `Φ` keeps the lower triangle with the diagonal
+//!   halved; its VJP is the adjoint, `Ā = L⁻ᵀ Φ(Lᵀ tril(L̄)) L⁻¹` folded onto the lower
+//!   triangle (`Ā + Āᵀ` below the diagonal, `Ā` on it, zero above).
+//! - `solve_triangular(b, lower, transpose)` solves `op(T) X = B`, `T` the lower or upper
+//!   triangle of `A` (the other entries are never read, and their gradient is zero), `op(T)` is
+//!   `Tᵀ` when `transpose`. A zero on the diagonal gives infinities, as SciPy.
+//! - `solve`, `inv`, `det` and `logabsdet` factor `A` by LU with partial pivoting. `solve` and
+//!   `inv` reject a matrix with an exactly zero pivot (singular); `det` is then `0` and
+//!   `logabsdet` `-inf`. Their derivatives (Giles 2008) are defined for invertible `A`: `dX =
+//!   A⁻¹(dB - dA X)`, `d(A⁻¹) = -A⁻¹ dA A⁻¹`, `d ln|det A| = tr(A⁻¹ dA)`, `d det A = det A ·
+//!   tr(A⁻¹ dA)`.
+//! - `logabsdet` is the second result of NumPy's `slogdet`; the first, the sign, is
+//!   `a.det().sign()` (a constant to AD).
+//! - `trace`, `diagonal` (of `[.., m, n]`: `[.., min(m, n)]`), `diag` (a vector `[.., n]` to the
+//!   diagonal matrix `[.., n, n]`, PyTorch's `diag_embed`), `triu(k)` and `tril(k)` (the entries
+//!   on and above, or on and below, the `k`-th diagonal) are linear.
+//! - `norm()` is `√(Σ x²)` over every element (the vector 2-norm, the Frobenius norm of a
+//!   matrix), scaled by the largest `|x|` so that it neither overflows nor underflows; its
+//!   gradient `x / norm` is taken as `0` at `x = 0` (the subgradient of least norm, as JAX).
+//! - `dot(b)` of two vectors of one length is a 0-d tensor; `outer(b)` of `[m]` and `[n]` is
+//!   `[m, n]`.
+
+use crate::element::Element;
+use crate::error::{OrPanic, ShapeError};
+use crate::tensor::Tensor;
+
+/// The batch size and the matrix shape `(m, n)` of a tensor of matrices.
+fn matrices(op: &'static str, shape: &[usize]) -> Result<(usize, usize, usize), ShapeError> {
+    if shape.len() < 2 {
+        return Err(ShapeError::new(
+            op,
+            format!("expects a matrix or a batch of matrices [.., m, n], got shape {shape:?}"),
+        ));
+    }
+    let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+    Ok((shape[..shape.len() - 2].iter().product(), m, n))
+}
+
+/// The batch size and `n` of a tensor of square matrices `[.., n, n]`.
+fn square(op: &'static str, shape: &[usize]) -> Result<(usize, usize), ShapeError> {
+    let (batch, m, n) = matrices(op, shape)?;
+    if m != n {
+        return Err(ShapeError::new(
+            op,
+            format!("expects square matrices [.., n, n], got shape {shape:?}"),
+        ));
+    }
+    Ok((batch, n))
+}
+
+/// The batch size, `n` and `k` of a system `a [.., n, n]`, `b [.., n, k]`.
+fn system(op: &'static str, a: &[usize], b: &[usize]) -> Result<(usize, usize, usize), ShapeError> {
+    let (batch, n) = square(op, a)?;
+    let fits = b.len() == a.len() && b[..b.len() - 1] == a[..a.len() - 1];
+    if !fits {
+        return Err(ShapeError::new(
+            op,
+            format!(
+                "the right-hand side must be [.., n, k] with the matrix's leading axes and n \
+                 rows: matrix {a:?}, right-hand side {b:?}"
+            ),
+        ));
+    }
+    Ok((batch, n, b[b.len() - 1]))
+}
+
+/// `f(i, j, v)` at every element `v` at row `i`, column `j` of each matrix of `x`.
+fn map_indexed<T: Element>(x: &Tensor<T>, f: impl Fn(usize, usize, T) -> T) -> Tensor<T> {
+    let shape = x.shape().to_vec();
+    let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+    let data = x
+        .to_vec()
+        .into_iter()
+        .enumerate()
+        .map(|(idx, v)| f((idx / n) % m.max(1), idx % n.max(1), v))
+        .collect();
+    Tensor::from_vec(data, &shape)
+}
+
+/// Whether `(i, j)` is on or below the `k`-th diagonal.
+fn below(i: usize, j: usize, k: isize) -> bool {
+    (j as isize) - (i as isize) <= k
+}
+
+/// Whether `(i, j)` is on or above the `k`-th diagonal.
+fn above(i: usize, j: usize, k: isize) -> bool {
+    (j as isize) - (i as isize) >= k
+}
+
+// ---- kernels on one row-major matrix ----------------------------------------------------------
+
+/// The lower Cholesky factor of the `n × n` matrix `a` (its lower triangle read), or the index
+/// of the first pivot that is not positive.
+fn cholesky_kernel<T: Element>(a: &[T], n: usize) -> Result<Vec<T>, (usize, T)> {
+    let mut l = vec![T::zero(); n * n];
+    for j in 0..n {
+        let mut d = a[j * n + j];
+        for k in 0..j {
+            d -= l[j * n + k] * l[j * n + k];
+        }
+        if d <= T::zero() || d.is_nan() {
+            return Err((j, d));
+        }
+        let d = d.sqrt();
+        l[j * n + j] = d;
+        for i in j + 1..n {
+            let mut s = a[i * n + j];
+            for k in 0..j {
+                s -= l[i * n + k] * l[j * n + k];
+            }
+            l[i * n + j] = s / d;
+        }
+    }
+    Ok(l)
+}
+
+/// Solves `op(T) X = B` in place (`B` is `n × k`), `T` the lower or upper triangle of `t`.
+fn triangular_kernel<T: Element>(
+    t: &[T],
+    n: usize,
+    b: &mut [T],
+    k: usize,
+    lower: bool,
+    transpose: bool,
+) {
+    let at = |i: usize, j: usize| {
+        if transpose {
+            t[j * n + i]
+        } else {
+            t[i * n + j]
+        }
+    };
+    let forward = lower != transpose;
+    let rows: Box<dyn Iterator<Item = usize>> = if forward {
+        Box::new(0..n)
+    } else {
+        Box::new((0..n).rev())
+    };
+    for i in rows {
+        let known: Box<dyn Iterator<Item = usize>> = if forward {
+            Box::new(0..i)
+        } else {
+            Box::new(i + 1..n)
+        };
+        for j in known {
+            let f = at(i, j);
+            for c in 0..k {
+                let v = b[j * k + c];
+                b[i * k + c] -= f * v;
+            }
+        }
+        let d = at(i, i);
+        for c in 0..k {
+            b[i * k + c] /= d;
+        }
+    }
+}
+
+/// An LU factorization with partial pivoting, `P A = L U`: `L` (unit diagonal) below the
+/// diagonal of `lu`, `U` on and above it; row `i` of `P A` is row `perm[i]` of `A`.
+struct Lu<T> {
+    lu: Vec<T>,
+    perm: Vec<usize>,
+    odd: bool,
+    singular: bool,
+}
+
+fn lu_kernel<T: Element>(a: &[T], n: usize) -> Lu<T> {
+    let mut lu = a.to_vec();
+    let mut perm: Vec<usize> = (0..n).collect();
+    let (mut odd, mut singular) = (false, false);
+    for k in 0..n {
+        let mut p = k;
+        for i in k + 1..n {
+            if lu[i * n + k].abs() > lu[p * n + k].abs() {
+                p = i;
+            }
+        }
+        if p != k {
+            for j in 0..n {
+                lu.swap(p * n + j, k * n + j);
+            }
+            perm.swap(p, k);
+            odd = !odd;
+        }
+        let pivot = lu[k * n + k];
+        if pivot == T::zero() {
+            singular = true;
+            continue;
+        }
+        for i in k + 1..n {
+            let f = lu[i * n + k] / pivot;
+            lu[i * n + k] = f;
+            for j in k + 1..n {
+                let u = lu[k * n + j];
+                lu[i * n + j] -= f * u;
+            }
+        }
+    }
+    Lu {
+        lu,
+        perm,
+        odd,
+        singular,
+    }
+}
+
+impl<T: Element> Lu<T> {
+    /// `A⁻¹ B` for `B` of `n × k`.
+    fn solve(&self, b: &[T], n: usize, k: usize) -> Vec<T> {
+        let mut x = vec![T::zero(); n * k];
+        for i in 0..n {
+            x[i * k..(i + 1) * k].copy_from_slice(&b[self.perm[i] * k..(self.perm[i] + 1) * k]);
+        }
+        for i in 0..n {
+            for j in 0..i {
+                let f = self.lu[i * n + j];
+                for c in 0..k {
+                    let v = x[j * k + c];
+                    x[i * k + c] -= f * v;
+                }
+            }
+        }
+        triangular_kernel(&self.lu, n, &mut x, k, false, false);
+        x
+    }
+
+    fn det(&self, n: usize) -> T {
+        let d: T = (0..n).map(|i| self.lu[i * n + i]).product();
+        if self.odd {
+            -d
+        } else {
+            d
+        }
+    }
+
+    fn logabsdet(&self, n: usize) -> T {
+        (0..n).map(|i| self.lu[i * n + i].abs().ln()).sum()
+    }
+}
+
+fn singular_error(op: &'static str, b: usize, shape: &[usize]) -> ShapeError {
+    ShapeError::new(
+        op,
+        format!("matrix {b} of the batch of shape {shape:?} is singular (a zero pivot)"),
+    )
+}
+
+// ---- the ops ----------------------------------------------------------------------------------
+
+impl<T: Element> Tensor<T> {
+    /// The `n × n` identity matrix.
+    #[must_use]
+    pub fn eye(n: usize) -> Tensor<T> {
+        let data = (0..n * n)
+            .map(|i| {
+                if i % (n + 1) == 0 {
+                    T::one()
+                } else {
+                    T::zero()
+                }
+            })
+            .collect();
+        Tensor::from_vec(data, &[n, n])
+    }
+
+    /// The sum of the diagonal of each matrix of `[.., m, n]`: shape `[..]`.
+    ///
+    /// # Panics
+    /// When the tensor has fewer than two axes.
+    #[track_caller]
+    #[must_use]
+    pub fn trace(&self) -> Tensor<T> {
+        self.try_trace().or_panic()
+    }
+
+    /// Like [`Tensor::trace`], returning an error for fewer than two axes.
+    pub fn try_trace(&self) -> Result<Tensor<T>, ShapeError> {
+        let d = self.try_diagonal()?;
+        let shape = d.shape().to_vec();
+        let k = shape[shape.len() - 1];
+        let data: Vec<T> = d.to_vec();
+        let sums = if k == 0 {
+            vec![T::zero(); shape[..shape.len() - 1].iter().product()]
+        } else {
+            data.chunks(k).map(|c| c.iter().copied().sum()).collect()
+        };
+        Ok(Tensor::from_vec(sums, &shape[..shape.len() - 1]))
+    }
+
+    /// The diagonal of each matrix of `[.., m, n]`: shape `[.., min(m, n)]` (PyTorch's
+    /// `diagonal(dim1=-2, dim2=-1)`).
+    ///
+    /// # Panics
+    /// When the tensor has fewer than two axes.
+    #[track_caller]
+    #[must_use]
+    pub fn diagonal(&self) -> Tensor<T> {
+        self.try_diagonal().or_panic()
+    }
+
+    /// Like [`Tensor::diagonal`], returning an error for fewer than two axes.
+    pub fn try_diagonal(&self) -> Result<Tensor<T>, ShapeError> {
+        let (batch, m, n) = matrices("diagonal", self.shape())?;
+        let k = m.min(n);
+        let data = self.to_vec();
+        let out = (0..batch)
+            .flat_map(|b| (0..k).map(move |i| b * m * n + i * n + i))
+            .map(|i| data[i])
+            .collect();
+        let mut shape = self.shape()[..self.ndim() - 2].to_vec();
+        shape.push(k);
+        Ok(Tensor::from_vec(out, &shape))
+    }
+
+    /// The diagonal matrix of each vector of `[.., n]`: shape `[.., n, n]` (PyTorch's
+    /// `diag_embed`; NumPy's `diag` of a vector).
+    ///
+    /// # Panics
+    /// When the tensor is 0-d.
+    #[track_caller]
+    #[must_use]
+    pub fn diag(&self) -> Tensor<T> {
+        self.try_diag().or_panic()
+    }
+
+    /// Like [`Tensor::diag`], returning an error for a 0-d tensor.
+    pub fn try_diag(&self) -> Result<Tensor<T>, ShapeError> {
+        let Some(&n) = self.shape().last() else {
+            return Err(ShapeError::new(
+                "diag",
+                "expects a vector or a batch of vectors [.., n], got a 0-d tensor",
+            ));
+        };
+        let data = self.to_vec();
+        let batch = data.len().checked_div(n).unwrap_or(0);
+        let mut out = vec![T::zero(); batch * n * n];
+        for b in 0..batch {
+            for i in 0..n {
+                out[b * n * n + i * n + i] = data[b * n + i];
+            }
+        }
+        let mut shape = self.shape().to_vec();
+        shape.push(n);
+        Ok(Tensor::from_vec(out, &shape))
+    }
+
+    /// The entries of each matrix on and above the `k`-th diagonal (`k = 0` the main one, `k > 0`
+    /// above it), zeros elsewhere.
+    ///
+    /// # Panics
+    /// When the tensor has fewer than two axes.
+    #[track_caller]
+    #[must_use]
+    pub fn triu(&self, k: isize) -> Tensor<T> {
+        self.try_triu(k).or_panic()
+    }
+
+    /// Like [`Tensor::triu`], returning an error for fewer than two axes.
+    pub fn try_triu(&self, k: isize) -> Result<Tensor<T>, ShapeError> {
+        matrices("triu", self.shape())?;
+        Ok(map_indexed(self, |i, j, v| {
+            if above(i, j, k) {
+                v
+            } else {
+                T::zero()
+            }
+        }))
+    }
+
+    /// The entries of each matrix on and below the `k`-th diagonal (`k = 0` the main one, `k < 0`
+    /// below it), zeros elsewhere.
+    ///
+    /// # Panics
+    /// When the tensor has fewer than two axes.
+    #[track_caller]
+    #[must_use]
+    pub fn tril(&self, k: isize) -> Tensor<T> {
+        self.try_tril(k).or_panic()
+    }
+
+    /// Like [`Tensor::tril`], returning an error for fewer than two axes.
+    pub fn try_tril(&self, k: isize) -> Result<Tensor<T>, ShapeError> {
+        matrices("tril", self.shape())?;
+        Ok(map_indexed(self, |i, j, v| {
+            if below(i, j, k) {
+                v
+            } else {
+                T::zero()
+            }
+        }))
+    }
+
+    /// The lower Cholesky factor `L` of each symmetric positive-definite matrix `A` of
+    /// `[.., n, n]`, `A = L Lᵀ`, reading only the lower triangle of `A`.
+    ///
+    /// ```
+    /// use rune_runtime::Tensor;
+    /// let a = Tensor::from_vec(vec![4.0, 2.0, 2.0, 5.0], &[2, 2]);
+    /// assert_eq!(a.cholesky().to_vec(), vec![2.0, 0.0, 1.0, 2.0]);
+    /// ```
+    ///
+    /// # Panics
+    /// When the matrices are not square, or one is not positive definite.
+    #[track_caller]
+    #[must_use]
+    pub fn cholesky(&self) -> Tensor<T> {
+        self.try_cholesky().or_panic()
+    }
+
+    /// Like [`Tensor::cholesky`], returning an error for a shape that is not `[.., n, n]` or a
+    /// matrix that is not positive definite.
+    pub fn try_cholesky(&self) -> Result<Tensor<T>, ShapeError> {
+        let (batch, n) = square("cholesky", self.shape())?;
+        let data = self.to_vec();
+        let mut out = Vec::with_capacity(data.len());
+        for b in 0..batch {
+            let l = cholesky_kernel(&data[b * n * n..(b + 1) * n * n], n).map_err(|(j, d)| {
+                ShapeError::new(
+                    "cholesky",
+                    format!(
+                        "matrix {b} of the batch of shape {:?} is not positive definite (pivot \
+                         {j} is {d})",
+                        self.shape()
+                    ),
+                )
+            })?;
+            out.extend(l);
+        }
+        Ok(Tensor::from_vec(out, self.shape()))
+    }
+
+    /// `X` with `op(T) X = B` for each matrix `A` of `[.., n, n]` and right-hand side `B` of
+    /// `[.., n, k]`, where `T` is the lower (`lower`) or upper triangle of `A` and `op(T)` is
+    /// `Tᵀ` when `transpose` (SciPy's `solve_triangular(a, b, lower, trans)`).
+    ///
+    /// # Panics
+    /// When the shapes are not `[.., n, n]` and `[.., n, k]` with the same leading axes.
+    #[track_caller]
+    #[must_use]
+    pub fn solve_triangular(&self, b: &Tensor<T>, lower: bool, transpose: bool) -> Tensor<T> {
+        self.try_solve_triangular(b, lower, transpose).or_panic()
+    }
+
+    /// Like [`Tensor::solve_triangular`], returning an error when the shapes do not fit.
+    pub fn try_solve_triangular(
+        &self,
+        b: &Tensor<T>,
+        lower: bool,
+        transpose: bool,
+    ) -> Result<Tensor<T>, ShapeError> {
+        let (batch, n, k) = system("solve_triangular", self.shape(), b.shape())?;
+        let a = self.to_vec();
+        let mut x = b.to_vec();
+        for i in 0..batch {
+            triangular_kernel(
+                &a[i * n * n..(i + 1) * n * n],
+                n,
+                &mut x[i * n * k..(i + 1) * n * k],
+                k,
+                lower,
+                transpose,
+            );
+        }
+        Ok(Tensor::from_vec(x, b.shape()))
+    }
+
+    /// `X = A⁻¹ B` for each matrix `A` of `[.., n, n]` and right-hand side `B` of `[.., n, k]`,
+    /// by LU with partial pivoting.
+    ///
+    /// # Panics
+    /// When the shapes do not fit, or a matrix is singular.
+    #[track_caller]
+    #[must_use]
+    pub fn solve(&self, b: &Tensor<T>) -> Tensor<T> {
+        self.try_solve(b).or_panic()
+    }
+
+    /// Like [`Tensor::solve`], returning an error when the shapes do not fit or a matrix is
+    /// singular.
+    pub fn try_solve(&self, b: &Tensor<T>) -> Result<Tensor<T>, ShapeError> {
+        let (batch, n, k) = system("solve", self.shape(), b.shape())?;
+        let a = self.to_vec();
+        let rhs = b.to_vec();
+        let mut x = Vec::with_capacity(rhs.len());
+        for i in 0..batch {
+            let lu = lu_kernel(&a[i * n * n..(i + 1) * n * n], n);
+            if lu.singular {
+                return Err(singular_error("solve", i, self.shape()));
+            }
+            x.extend(lu.solve(&rhs[i * n * k..(i + 1) * n * k], n, k));
+        }
+        Ok(Tensor::from_vec(x, b.shape()))
+    }
+
+    /// The inverse of each matrix of `[.., n, n]`.
+    ///
+    /// # Panics
+    /// When the matrices are not square, or one is singular.
+    #[track_caller]
+    #[must_use]
+    pub fn inv(&self) -> Tensor<T> {
+        self.try_inv().or_panic()
+    }
+
+    /// Like [`Tensor::inv`], returning an error for a shape that is not `[.., n, n]` or a
+    /// singular matrix.
+    pub fn try_inv(&self) -> Result<Tensor<T>, ShapeError> {
+        let (_, n) = square("inv", self.shape())?;
+        let eye = Tensor::eye(n).broadcast_to(self.shape());
+        self.try_solve(&eye)
+            .map_err(|e| ShapeError::new("inv", e.message().to_owned()))
+    }
+
+    /// The determinant of each matrix of `[.., n, n]`: shape `[..]`.
+    ///
+    /// # Panics
+    /// When the matrices are not square.
+    #[track_caller]
+    #[must_use]
+    pub fn det(&self) -> Tensor<T> {
+        self.try_det().or_panic()
+    }
+
+    /// Like [`Tensor::det`], returning an error for a shape that is not `[.., n, n]`.
+    pub fn try_det(&self) -> Result<Tensor<T>, ShapeError> {
+        self.lu_reduce("det", |lu, n| lu.det(n))
+    }
+
+    /// `ln |det A|` of each matrix of `[.., n, n]` (`-inf` for a singular one): shape `[..]`;
+    /// the second result of NumPy's `slogdet`, whose first is `a.det().sign()`.
+    ///
+    /// # Panics
+    /// When the matrices are not square.
+    #[track_caller]
+    #[must_use]
+    pub fn logabsdet(&self) -> Tensor<T> {
+        self.try_logabsdet().or_panic()
+    }
+
+    /// Like [`Tensor::logabsdet`], returning an error for a shape that is not `[.., n, n]`.
+    pub fn try_logabsdet(&self) -> Result<Tensor<T>, ShapeError> {
+        self.lu_reduce("logabsdet", |lu, n| lu.logabsdet(n))
+    }
+
+    /// The inner product of two vectors of one length: a 0-d tensor.
+    ///
+    /// # Panics
+    /// When the two are not vectors of one length.
+    #[track_caller]
+    #[must_use]
+    pub fn dot(&self, b: &Tensor<T>) -> Tensor<T> {
+        self.try_dot(b).or_panic()
+    }
+
+    /// Like [`Tensor::dot`], returning an error when the two are not vectors of one length.
+    pub fn try_dot(&self, b: &Tensor<T>) -> Result<Tensor<T>, ShapeError> {
+        if self.ndim() != 1 || self.shape() != b.shape() {
+            return Err(ShapeError::new(
+                "dot",
+                format!(
+                    "expects two vectors of one length, got shapes {:?} and {:?}",
+                    self.shape(),
+                    b.shape()
+                ),
+            ));
+        }
+        let s = self
+            .to_vec()
+            .into_iter()
+            .zip(b.to_vec())
+            .map(|(x, y)| x * y)
+            .sum();
+        Ok(Tensor::scalar(s))
+    }
+
+    /// The outer product of vectors `[m]` and `[n]`: the matrix `[m, n]` of `aᵢ bⱼ`.
+    ///
+    /// # Panics
+    /// When either is not a vector.
+    #[track_caller]
+    #[must_use]
+    pub fn outer(&self, b: &Tensor<T>) -> Tensor<T> {
+        self.try_outer(b).or_panic()
+    }
+
+    /// Like [`Tensor::outer`], returning an error when either is not a vector.
+    pub fn try_outer(&self, b: &Tensor<T>) -> Result<Tensor<T>, ShapeError> {
+        if self.ndim() != 1 || b.ndim() != 1 {
+            return Err(ShapeError::new(
+                "outer",
+                format!(
+                    "expects two vectors, got shapes {:?} and {:?}",
+                    self.shape(),
+                    b.shape()
+                ),
+            ));
+        }
+        let bv = b.to_vec();
+        let data = self
+            .to_vec()
+            .into_iter()
+            .flat_map(|x| bv.iter().map(move |&y| x * y))
+            .collect();
+        Ok(Tensor::from_vec(data, &[self.len(), b.len()]))
+    }
+
+    /// The Euclidean norm of all the elements, `√(Σ x²)` (the vector 2-norm; the Frobenius norm
+    /// of a matrix): a 0-d tensor, without overflow or underflow.
+    #[must_use]
+    pub fn norm(&self) -> Tensor<T> {
+        let data = self.to_vec();
+        let scale = data.iter().fold(T::zero(), |m, x| {
+            let a = x.abs();
+            if a > m || a.is_nan() {
+                a
+            } else {
+                m
+            }
+        });
+        if scale == T::zero() || scale.is_infinite() || scale.is_nan() {
+            return Tensor::scalar(scale);
+        }
+        let sum: T = data.iter().map(|&x| (x / scale) * (x / scale)).sum();
+        Tensor::scalar(scale * sum.sqrt())
+    }
+
+    /// `f` of the LU factorization of each matrix, as a tensor of the leading axes.
+    fn lu_reduce(
+        &self,
+        op: &'static str,
+        f: impl Fn(&Lu<T>, usize) -> T,
+    ) -> Result<Tensor<T>, ShapeError> {
+        let (batch, n) = square(op, self.shape())?;
+        let a = self.to_vec();
+        let out = (0..batch)
+            .map(|i| f(&lu_kernel(&a[i * n * n..(i + 1) * n * n], n), n))
+            .collect();
+        Ok(Tensor::from_vec(out, &self.shape()[..self.ndim() - 2]))
+    }
+}
+
+// ---- rules ------------------------------------------------------------------------------------
+
+/// Rules of the matrix functions (see the module's conventions).
+pub mod rules {
+    use super::*;
+
+    /// `x` with two unit axes appended: a value per matrix, broadcast over its matrix.
+    fn per_matrix<T: Element>(x: &Tensor<T>) -> Tensor<T> {
+        let mut shape = x.shape().to_vec();
+        shape.extend([1, 1]);
+        x.reshape(&shape)
+    }
+
+    /// The lower triangle with the diagonal halved: Murray's `Φ`.
+    fn phi<T: Element>(x: &Tensor<T>) -> Tensor<T> {
+        let half = T::from_f64(0.5);
+        map_indexed(x, |i, j, v| match i.cmp(&j) {
+            std::cmp::Ordering::Greater => v,
+            std::cmp::Ordering::Equal => v * half,
+            std::cmp::Ordering::Less => T::zero(),
+        })
+    }
+
+    /// The symmetric matrix whose lower triangle is that of `x`.
+    fn symmetric_from_lower<T: Element>(x: &Tensor<T>) -> Tensor<T> {
+        x.tril(0) + x.tril(-1).t()
+    }
+
+    /// The gradient with respect to the lower triangle of a symmetric input from `ā`:
+    /// `ā + āᵀ` below the diagonal, `ā` on it, zero above.
+    fn fold_onto_lower<T: Element>(a: &Tensor<T>) -> Tensor<T> {
+        (a + &a.t()).tril(-1) + a.diagonal().diag()
+    }
+
+    /// The triangle of `a` that `solve_triangular` reads.
+    fn triangle<T: Element>(a: &Tensor<T>, lower: bool) -> Tensor<T> {
+        if lower {
+            a.tril(0)
+        } else {
+            a.triu(0)
+        }
+    }
+
+    /// `A⁻ᵀ` of each matrix.
+    #[track_caller]
+    fn inverse_transpose<T: Element>(a: &Tensor<T>) -> Tensor<T> {
+        a.t().inv()
+    }
+
+    /// JVP of [`Tensor::trace`].
+    #[must_use]
+    pub fn trace_jvp<T: Element>(dx: &Tensor<T>) -> Tensor<T> {
+        dx.trace()
+    }
+
+    /// VJP of [`Tensor::trace`]: `g` on the diagonal of each matrix of the input's shape.
+    #[must_use]
+    pub fn trace_vjp<T: Element>(g: &Tensor<T>, shape: &[usize]) -> Tensor<T> {
+        diagonal_ones::<T>(shape) * per_matrix(g)
+    }
+
+    /// Ones on the diagonal of each matrix of `shape`.
+    fn diagonal_ones<T: Element>(shape: &[usize]) -> Tensor<T> {
+        map_indexed(&Tensor::zeros(shape), |i, j, _| {
+            if i == j {
+                T::one()
+            } else {
+                T::zero()
+            }
+        })
+    }
+
+    /// JVP of [`Tensor::diagonal`].
+    #[must_use]
+    pub fn diagonal_jvp<T: Element>(dx: &Tensor<T>) -> Tensor<T> {
+        dx.diagonal()
+    }
+
+    /// VJP of [`Tensor::diagonal`]: `g` written on the diagonal of zeros of the input's shape.
+    #[must_use]
+    pub fn diagonal_vjp<T: Element>(g: &Tensor<T>, shape: &[usize]) -> Tensor<T> {
+        let (batch, m, n) = matrices("diagonal_vjp", shape).or_panic();
+        let k = m.min(n);
+        let gv = g.to_vec();
+        let mut out = vec![T::zero(); batch * m * n];
+        for b in 0..batch {
+            for i in 0..k {
+                out[b * m * n + i * n + i] = gv[b * k + i];
+            }
+        }
+        Tensor::from_vec(out, shape)
+    }
+
+    /// JVP of [`Tensor::diag`].
+    #[must_use]
+    pub fn diag_jvp<T: Element>(dv: &Tensor<T>) -> Tensor<T> {
+        dv.diag()
+    }
+
+    /// VJP of [`Tensor::diag`]: the diagonal of `g`.
+    #[must_use]
+    pub fn diag_vjp<T: Element>(g: &Tensor<T>) -> Tensor<T> {
+        g.diagonal()
+    }
+
+    /// JVP of [`Tensor::triu`].
+    #[must_use]
+    pub fn triu_jvp<T: Element>(k: isize, dx: &Tensor<T>) -> Tensor<T> {
+        dx.triu(k)
+    }
+
+    /// VJP of [`Tensor::triu`].
+    #[must_use]
+    pub fn triu_vjp<T: Element>(g: &Tensor<T>, k: isize) -> Tensor<T> {
+        g.triu(k)
+    }
+
+    /// JVP of [`Tensor::tril`].
+    #[must_use]
+    pub fn tril_jvp<T: Element>(k: isize, dx: &Tensor<T>) -> Tensor<T> {
+        dx.tril(k)
+    }
+
+    /// VJP of [`Tensor::tril`].
+    #[must_use]
+    pub fn tril_vjp<T: Element>(g: &Tensor<T>, k: isize) -> Tensor<T> {
+        g.tril(k)
+    }
+
+    /// JVP of [`Tensor::dot`], from both vectors and their tangents.
+    #[track_caller]
+    #[must_use]
+    pub fn dot_jvp<T: Element>(
+        a: &Tensor<T>,
+        b: &Tensor<T>,
+        da: Option<&Tensor<T>>,
+        db: Option<&Tensor<T>>,
+    ) -> Tensor<T> {
+        let ta = da.map(|d| d.dot(b));
+        let tb = db.map(|d| a.dot(d));
+        match (ta, tb) {
+            (Some(x), Some(y)) => x + y,
+            (Some(t), None) | (None, Some(t)) => t,
+            (None, None) => Tensor::zeros(&[]),
+        }
+    }
+
+    /// VJP of [`Tensor::dot`] for the first vector, from the second: `ḡ b`.
+    #[must_use]
+    pub fn dot_vjp_lhs<T: Element>(g: &Tensor<T>, b: &Tensor<T>) -> Tensor<T> {
+        b * g
+    }
+
+    /// VJP of [`Tensor::dot`] for the second vector, from the first: `ḡ a`.
+    #[must_use]
+    pub fn dot_vjp_rhs<T: Element>(g: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
+        a * g
+    }
+
+    /// JVP of [`Tensor::outer`], from both vectors and their tangents.
+    #[track_caller]
+    #[must_use]
+    pub fn outer_jvp<T: Element>(
+        a: &Tensor<T>,
+        b: &Tensor<T>,
+        da: Option<&Tensor<T>>,
+        db: Option<&Tensor<T>>,
+    ) -> Tensor<T> {
+        let ta = da.map(|d| d.outer(b));
+        let tb = db.map(|d| a.outer(d));
+        match (ta, tb) {
+            (Some(x), Some(y)) => x + y,
+            (Some(t), None) | (None, Some(t)) => t,
+            (None, None) => Tensor::zeros(&[a.len(), b.len()]),
+        }
+    }
+
+    /// VJP of [`Tensor::outer`] for the first vector, from the second: `ḡ b`.
+    #[track_caller]
+    #[must_use]
+    pub fn outer_vjp_lhs<T: Element>(g: &Tensor<T>, b: &Tensor<T>) -> Tensor<T> {
+        g.matmul(b)
+    }
+
+    /// VJP of [`Tensor::outer`] for the second vector, from the first: `ḡᵀ a`.
+    #[track_caller]
+    #[must_use]
+    pub fn outer_vjp_rhs<T: Element>(g: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
+        g.t().matmul(a)
+    }
+
+    /// `x / y` for the norm `y` of `x`, and zeros where `y = 0`.
+    fn normalized<T: Element>(x: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
+        let y = y.item();
+        if y == T::zero() {
+            Tensor::zeros(x.shape())
+        } else {
+            x / y
+        }
+    }
+
+    /// JVP of [`Tensor::norm`], from `x` and the norm `y`: `Σ x dx / y` (0 at `x = 0`).
+    #[must_use]
+    pub fn norm_jvp<T: Element>(x: &Tensor<T>, y: &Tensor<T>, dx: &Tensor<T>) -> Tensor<T> {
+        (normalized(x, y) * dx).sum()
+    }
+
+    /// VJP of [`Tensor::norm`], from `x` and the norm `y`: `ḡ x / y` (0 at `x = 0`).
+    #[must_use]
+    pub fn norm_vjp<T: Element>(g: &Tensor<T>, x: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
+        normalized(x, y) * g
+    }
+
+    /// JVP of [`Tensor::cholesky`], from the factor `l`: `L Φ(L⁻¹ dA_s L⁻ᵀ)`, where `dA_s` is
+    /// the symmetric matrix of the tangent's lower triangle.
+    #[track_caller]
+    #[must_use]
+    pub fn cholesky_jvp<T: Element>(l: &Tensor<T>, da: &Tensor<T>) -> Tensor<T> {
+        let ds = symmetric_from_lower(da);
+        let left = l.solve_triangular(&ds, true, false);
+        let x = l.solve_triangular(&left.t(), true, false);
+        l.matmul(&phi(&x))
+    }
+
+    /// VJP of [`Tensor::cholesky`], from the factor `l`: `L⁻ᵀ Φ(Lᵀ tril(ḡ)) L⁻¹`, folded onto
+    /// the lower triangle that the op reads.
+    #[track_caller]
+    #[must_use]
+    pub fn cholesky_vjp<T: Element>(g: &Tensor<T>, l: &Tensor<T>) -> Tensor<T> {
+        let p = phi(&l.t().matmul(&g.tril(0)));
+        let z = l.solve_triangular(&p, true, true);
+        let a = l.solve_triangular(&z.t(), true, true).t();
+        fold_onto_lower(&a)
+    }
+
+    /// JVP of [`Tensor::solve_triangular`], from `a`, the solution `x` and the tangents:
+    /// `op(T)⁻¹ (dB - op(dT) X)`.
+    #[track_caller]
+    #[must_use]
+    pub fn solve_triangular_jvp<T: Element>(
+        a: &Tensor<T>,
+        x: &Tensor<T>,
+        lower: bool,
+        transpose: bool,
+        da: Option<&Tensor<T>>,
+        db: Option<&Tensor<T>>,
+    ) -> Tensor<T> {
+        let mut rhs = db.cloned().unwrap_or_else(|| Tensor::zeros(x.shape()));
+        if let Some(da) = da {
+            let dt = triangle(da, lower);
+            let dt = if transpose { dt.t() } else { dt };
+            rhs -= dt.matmul(x);
+        }
+        a.solve_triangular(&rhs, lower, transpose)
+    }
+
+    /// VJP of [`Tensor::solve_triangular`] for `a`, from `a` and the solution `x`: the
+    /// triangle read of `-B̄ Xᵀ` (or `-X B̄ᵀ` when transposed), `B̄ = op(T)⁻ᵀ ḡ`.
+    #[track_caller]
+    #[must_use]
+    pub fn solve_triangular_vjp_lhs<T: Element>(
+        g: &Tensor<T>,
+        a: &Tensor<T>,
+        x: &Tensor<T>,
+        lower: bool,
+        transpose: bool,
+    ) -> Tensor<T> {
+        let gb = a.solve_triangular(g, lower, !transpose);
+        let outer = if transpose {
+            x.matmul(&gb.t())
+        } else {
+            gb.matmul(&x.t())
+        };
+        -triangle(&outer, lower)
+    }
+
+    /// VJP of [`Tensor::solve_triangular`] for `b`, from `a`: `op(T)⁻ᵀ ḡ`.
+    #[track_caller]
+    #[must_use]
+    pub fn solve_triangular_vjp_rhs<T: Element>(
+        g: &Tensor<T>,
+        a: &Tensor<T>,
+        lower: bool,
+        transpose: bool,
+    ) -> Tensor<T> {
+        a.solve_triangular(g, lower, !transpose)
+    }
+
+    /// JVP of [`Tensor::solve`], from `a`, the solution `x` and the tangents: `A⁻¹(dB - dA X)`.
+    #[track_caller]
+    #[must_use]
+    pub fn solve_jvp<T: Element>(
+        a: &Tensor<T>,
+        x: &Tensor<T>,
+        da: Option<&Tensor<T>>,
+        db: Option<&Tensor<T>>,
+    ) -> Tensor<T> {
+        let mut rhs = db.cloned().unwrap_or_else(|| Tensor::zeros(x.shape()));
+        if let Some(da) = da {
+            rhs -= da.matmul(x);
+        }
+        a.solve(&rhs)
+    }
+
+    /// VJP of [`Tensor::solve`] for `a`, from `a` and the solution `x`: `-B̄ Xᵀ` with `B̄ =
+    /// A⁻ᵀ ḡ`.
+    #[track_caller]
+    #[must_use]
+    pub fn solve_vjp_lhs<T: Element>(g: &Tensor<T>, a: &Tensor<T>, x: &Tensor<T>) -> Tensor<T> {
+        -a.t().solve(g).matmul(&x.t())
+    }
+
+    /// VJP of [`Tensor::solve`] for `b`, from `a`: `A⁻ᵀ ḡ`.
+    #[track_caller]
+    #[must_use]
+    pub fn solve_vjp_rhs<T: Element>(g: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
+        a.t().solve(g)
+    }
+
+    /// JVP of [`Tensor::inv`], from the inverse `y`: `-Y dA Y`.
+    #[must_use]
+    pub fn inv_jvp<T: Element>(y: &Tensor<T>, da: &Tensor<T>) -> Tensor<T> {
+        -y.matmul(da).matmul(y)
+    }
+
+    /// VJP of [`Tensor::inv`], from the inverse `y`: `-Yᵀ ḡ Yᵀ`.
+    #[must_use]
+    pub fn inv_vjp<T: Element>(g: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
+        let yt = y.t();
+        -yt.matmul(g).matmul(&yt)
+    }
+
+    /// JVP of [`Tensor::logabsdet`], from `a`: `tr(A⁻¹ dA) = Σ A⁻ᵀ ∘ dA`.
+    #[track_caller]
+    #[must_use]
+    pub fn logabsdet_jvp<T: Element>(a: &Tensor<T>, da: &Tensor<T>) -> Tensor<T> {
+        let n = a.ndim();
+        (inverse_transpose(a) * da).sum_axes(&[n as isize - 2, n as isize - 1], false)
+    }
+
+    /// VJP of [`Tensor::logabsdet`], from `a`: `ḡ A⁻ᵀ`.
+    #[track_caller]
+    #[must_use]
+    pub fn logabsdet_vjp<T: Element>(g: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
+        inverse_transpose(a) * per_matrix(g)
+    }
+
+    /// JVP of [`Tensor::det`], from `a` and the determinant `y`: `y tr(A⁻¹ dA)`.
+    #[track_caller]
+    #[must_use]
+    pub fn det_jvp<T: Element>(a: &Tensor<T>, y: &Tensor<T>, da: &Tensor<T>) -> Tensor<T> {
+        logabsdet_jvp(a, da) * y
+    }
+
+    /// VJP of [`Tensor::det`], from `a` and the determinant `y`: `ḡ y A⁻ᵀ`.
+    #[track_caller]
+    #[must_use]
+    pub fn det_vjp<T: Element>(g: &Tensor<T>, a: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
+        inverse_transpose(a) * per_matrix(&(g * y))
+    }
+}

@@ -1,0 +1,344 @@
+//! Matrix functions and factorizations: every rule against finite differences and by the
+//! dot-product test on single and batched, well-conditioned matrices, and the factorizations
+//! against hand-computed values.
+
+use rune_runtime::rules::*;
+use rune_runtime::{Element, Tensor};
+
+use crate::common::{assert_close, panic_message, tensor, uniform, Case};
+
+/// Matrices `M + shift·I` with `M` uniform in `[-0.5, 0.5)`: well-conditioned for `shift >= 2`.
+fn shifted<T: Element>(shape: &[usize], shift: f64, seed: u64) -> Tensor<T> {
+    let m: Tensor<T> = uniform(shape, -0.5, 0.5, seed);
+    let n = shape[shape.len() - 1];
+    m + Tensor::<T>::eye(n) * T::from_f64(shift)
+}
+
+/// Symmetric positive-definite matrices `M Mᵀ + I`.
+fn spd<T: Element>(shape: &[usize], seed: u64) -> Tensor<T> {
+    let m: Tensor<T> = uniform(shape, -1.0, 1.0, seed);
+    let n = shape[shape.len() - 1];
+    m.matmul(&m.t()) + Tensor::<T>::eye(n)
+}
+
+pub fn cases<T: Element>() -> Vec<Case<T>> {
+    let mut cases = Vec::new();
+    for (label, shape) in [
+        ("[3, 4]", &[3usize, 4][..]),
+        ("batched [2, 3, 3]", &[2, 3, 3]),
+    ] {
+        let x: Tensor<T> = uniform(shape, -1.0, 1.0, 800);
+        cases.push(Case::new(
+            "trace",
+            label,
+            vec![x.clone()],
+            |x| x[0].trace(),
+            |_, t| trace_jvp(&t[0]),
+            |x, g| vec![trace_vjp(g, x[0].shape())],
+        ));
+        cases.push(Case::new(
+            "diagonal",
+            label,
+            vec![x.clone()],
+            |x| x[0].diagonal(),
+            |_, t| diagonal_jvp(&t[0]),
+            |x, g| vec![diagonal_vjp(g, x[0].shape())],
+        ));
+        for k in [0, 1, -1] {
+            cases.push(Case::new(
+                "triu",
+                label,
+                vec![x.clone()],
+                move |x| x[0].triu(k),
+                move |_, t| triu_jvp(k, &t[0]),
+                move |_, g| vec![triu_vjp(g, k)],
+            ));
+            cases.push(Case::new(
+                "tril",
+                label,
+                vec![x.clone()],
+                move |x| x[0].tril(k),
+                move |_, t| tril_jvp(k, &t[0]),
+                move |_, g| vec![tril_vjp(g, k)],
+            ));
+        }
+    }
+    let (u, v, w) = (
+        uniform::<T>(&[4], -1.0, 1.0, 805),
+        uniform::<T>(&[4], -1.0, 1.0, 806),
+        uniform::<T>(&[3], -1.0, 1.0, 807),
+    );
+    cases.push(Case::new(
+        "dot",
+        "[4] and [4]",
+        vec![u.clone(), v],
+        |x| x[0].dot(&x[1]),
+        |x, t| dot_jvp(&x[0], &x[1], Some(&t[0]), Some(&t[1])),
+        |x, g| vec![dot_vjp_lhs(g, &x[1]), dot_vjp_rhs(g, &x[0])],
+    ));
+    cases.push(Case::new(
+        "outer",
+        "[4] and [3]",
+        vec![u, w],
+        |x| x[0].outer(&x[1]),
+        |x, t| outer_jvp(&x[0], &x[1], Some(&t[0]), Some(&t[1])),
+        |x, g| vec![outer_vjp_lhs(g, &x[1]), outer_vjp_rhs(g, &x[0])],
+    ));
+    for (label, shape) in [("[5]", &[5usize][..]), ("Frobenius [2, 3]", &[2, 3])] {
+        cases.push(Case::new(
+            "norm",
+            label,
+            vec![uniform(shape, -1.0, 1.0, 808)],
+            |x| x[0].norm(),
+            |x, t| norm_jvp(&x[0], &x[0].norm(), &t[0]),
+            |x, g| vec![norm_vjp(g, &x[0], &x[0].norm())],
+        ));
+    }
+    cases.push(Case::new(
+        "diag",
+        "batched [2, 3]",
+        vec![uniform(&[2, 3], -1.0, 1.0, 801)],
+        |x| x[0].diag(),
+        |_, t| diag_jvp(&t[0]),
+        |_, g| vec![diag_vjp(g)],
+    ));
+    for (label, shape) in [
+        ("[3, 3]", &[3usize, 3][..]),
+        ("batched [2, 3, 3]", &[2, 3, 3]),
+    ] {
+        let a = spd::<T>(shape, 802);
+        cases.push(Case::new(
+            "cholesky",
+            label,
+            vec![a],
+            |x| x[0].cholesky(),
+            |x, t| cholesky_jvp(&x[0].cholesky(), &t[0]),
+            |x, g| vec![cholesky_vjp(g, &x[0].cholesky())],
+        ));
+        let mut b_shape = shape.to_vec();
+        *b_shape.last_mut().unwrap() = 2;
+        let a = shifted::<T>(shape, 2.0, 803);
+        let b: Tensor<T> = uniform(&b_shape, -1.0, 1.0, 804);
+        for (lower, transpose) in [(true, false), (false, false), (true, true), (false, true)] {
+            cases.push(Case::new(
+                "solve_triangular",
+                label,
+                vec![a.clone(), b.clone()],
+                move |x| x[0].solve_triangular(&x[1], lower, transpose),
+                move |x, t| {
+                    let y = x[0].solve_triangular(&x[1], lower, transpose);
+                    solve_triangular_jvp(&x[0], &y, lower, transpose, Some(&t[0]), Some(&t[1]))
+                },
+                move |x, g| {
+                    let y = x[0].solve_triangular(&x[1], lower, transpose);
+                    vec![
+                        solve_triangular_vjp_lhs(g, &x[0], &y, lower, transpose),
+                        solve_triangular_vjp_rhs(g, &x[0], lower, transpose),
+                    ]
+                },
+            ));
+        }
+        cases.push(Case::new(
+            "solve",
+            label,
+            vec![a.clone(), b.clone()],
+            |x| x[0].solve(&x[1]),
+            |x, t| solve_jvp(&x[0], &x[0].solve(&x[1]), Some(&t[0]), Some(&t[1])),
+            |x, g| {
+                let y = x[0].solve(&x[1]);
+                vec![solve_vjp_lhs(g, &x[0], &y), solve_vjp_rhs(g, &x[0])]
+            },
+        ));
+        cases.push(Case::new(
+            "inv",
+            label,
+            vec![a.clone()],
+            |x| x[0].inv(),
+            |x, t| inv_jvp(&x[0].inv(), &t[0]),
+            |x, g| vec![inv_vjp(g, &x[0].inv())],
+        ));
+        // A negative determinant too: -A for odd n.
+        for a in [a.clone(), -&a] {
+            cases.push(Case::new(
+                "det",
+                label,
+                vec![a.clone()],
+                |x| x[0].det(),
+                |x, t| det_jvp(&x[0], &x[0].det(), &t[0]),
+                |x, g| vec![det_vjp(g, &x[0], &x[0].det())],
+            ));
+            cases.push(Case::new(
+                "logabsdet",
+                label,
+                vec![a],
+                |x| x[0].logabsdet(),
+                |x, t| logabsdet_jvp(&x[0], &t[0]),
+                |x, g| vec![logabsdet_vjp(g, &x[0])],
+            ));
+        }
+    }
+    cases
+}
+
+/// The factorizations at matrices worked out by hand, in f32 and f64.
+#[test]
+fn factorizations_at_known_matrices() {
+    fn check<T: Element>(tol: f64) {
+        // [[4, 2, 2], [2, 5, 3], [2, 3, 6]] = L Lᵀ with L = [[2, 0, 0], [1, 2, 0], [1, 1, 2]];
+        // the upper triangle is never read (here it holds garbage).
+        let a = tensor::<T>(&[4.0, 99.0, -7.0, 2.0, 5.0, 13.0, 2.0, 3.0, 6.0], &[3, 3]);
+        let l = a.cholesky();
+        assert_close(&l, &[2.0, 0.0, 0.0, 1.0, 2.0, 0.0, 1.0, 1.0, 2.0], tol);
+        // L x = [2, 5, 8] gives x = [1, 2, 2.5]; Lᵀ y = [4, 6, 4] gives y = [0, 2, 2].
+        let b = tensor::<T>(&[2.0, 5.0, 8.0], &[3, 1]);
+        assert_close(&l.solve_triangular(&b, true, false), &[1.0, 2.0, 2.5], tol);
+        let b = tensor::<T>(&[4.0, 6.0, 4.0], &[3, 1]);
+        assert_close(&l.solve_triangular(&b, true, true), &[0.0, 2.0, 2.0], tol);
+        assert_close(
+            &l.t().solve_triangular(&b, false, false),
+            &[0.0, 2.0, 2.0],
+            tol,
+        );
+        // det A = det(L)² = 64 for the symmetric matrix; a permutation needs a pivot.
+        let s = tensor::<T>(&[4.0, 2.0, 2.0, 2.0, 5.0, 3.0, 2.0, 3.0, 6.0], &[3, 3]);
+        assert_close(&s.det(), &[64.0], tol);
+        assert_close(&s.logabsdet(), &[64f64.ln()], tol);
+        let p = tensor::<T>(&[0.0, 1.0, 1.0, 0.0], &[2, 2]);
+        assert_close(&p.det(), &[-1.0], tol);
+        assert_close(&p.inv(), &[0.0, 1.0, 1.0, 0.0], tol);
+        // [[1, 2], [3, 4]]⁻¹ = [[-2, 1], [1.5, -0.5]]; solving [5, 6] gives [-4, 4.5].
+        let m = tensor::<T>(&[1.0, 2.0, 3.0, 4.0], &[2, 2]);
+        assert_close(&m.inv(), &[-2.0, 1.0, 1.5, -0.5], tol);
+        let b = tensor::<T>(&[5.0, 6.0], &[2, 1]);
+        assert_close(&m.solve(&b), &[-4.0, 4.5], tol);
+        assert_close(&m.det(), &[-2.0], tol);
+        assert_close(&m.logabsdet(), &[2f64.ln()], tol);
+        // The linear ones.
+        let x = tensor::<T>(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+        assert_close(&x.trace(), &[6.0], 0.0);
+        assert_close(&x.diagonal(), &[1.0, 5.0], 0.0);
+        assert_close(&x.triu(1), &[0.0, 2.0, 3.0, 0.0, 0.0, 6.0], 0.0);
+        assert_close(&x.tril(0), &[1.0, 0.0, 0.0, 4.0, 5.0, 0.0], 0.0);
+        assert_close(
+            &tensor::<T>(&[1.0, 2.0], &[2]).diag(),
+            &[1.0, 0.0, 0.0, 2.0],
+            0.0,
+        );
+        assert_close(
+            &Tensor::<T>::eye(3),
+            &[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
+            0.0,
+        );
+    }
+    check::<f32>(1e-6);
+    check::<f64>(1e-14);
+}
+
+/// Batched ops factor each matrix of the batch on its own.
+#[test]
+fn batched_matrices_are_factored_one_by_one() {
+    let a = spd::<f64>(&[3, 4, 4], 810);
+    let b = uniform::<f64>(&[3, 4, 2], -1.0, 1.0, 811);
+    let (l, x, d) = (a.cholesky(), a.solve(&b), a.logabsdet());
+    for i in 0..3 {
+        let ai = a.shrink(&[(i, i + 1), (0, 4), (0, 4)]).reshape(&[4, 4]);
+        let bi = b.shrink(&[(i, i + 1), (0, 4), (0, 2)]).reshape(&[4, 2]);
+        let li = l.shrink(&[(i, i + 1), (0, 4), (0, 4)]).reshape(&[4, 4]);
+        assert_eq!(li.to_vec(), ai.cholesky().to_vec());
+        assert_close(&li.matmul(&li.t()), &ai.to_vec(), 1e-14);
+        let xi = x.shrink(&[(i, i + 1), (0, 4), (0, 2)]).reshape(&[4, 2]);
+        assert_close(&ai.matmul(&xi), &bi.to_vec(), 1e-13);
+        // log det A = 2 Σ ln diag(L).
+        let want = 2.0 * li.diagonal().ln().sum().item();
+        assert!((d.to_vec()[i] - want).abs() < 1e-13);
+    }
+}
+
+/// Bad input names the op and the shapes, or says which matrix is not positive definite or is
+/// singular.
+#[test]
+fn bad_matrices_are_errors_naming_the_op() {
+    let not_square = Tensor::<f64>::ones(&[2, 3]);
+    let err = not_square.try_cholesky().unwrap_err().to_string();
+    assert!(
+        err.starts_with("cholesky:") && err.contains("[2, 3]"),
+        "{err}"
+    );
+    let indefinite = tensor::<f64>(&[1.0, 0.0, 0.0, 1.0, 1.0, 2.0, 2.0, 1.0], &[2, 2, 2]);
+    let err = indefinite.try_cholesky().unwrap_err().to_string();
+    assert!(
+        err.contains("matrix 1") && err.contains("not positive definite"),
+        "{err}"
+    );
+    let singular = tensor::<f64>(&[1.0, 2.0, 2.0, 4.0], &[2, 2]);
+    let msg = panic_message(|| singular.inv());
+    assert!(msg.starts_with("inv:") && msg.contains("singular"), "{msg}");
+    assert_eq!(singular.det().item(), 0.0);
+    assert_eq!(singular.logabsdet().item(), f64::NEG_INFINITY);
+    let a = Tensor::<f64>::eye(3);
+    let err = a.try_solve(&Tensor::ones(&[2, 1])).unwrap_err().to_string();
+    assert!(
+        err.starts_with("solve:") && err.contains("[3, 3]") && err.contains("[2, 1]"),
+        "{err}"
+    );
+    let err = a
+        .try_solve_triangular(&Tensor::ones(&[3]), true, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("solve_triangular:") && err.contains("[3]"),
+        "{err}"
+    );
+    let err = Tensor::<f64>::ones(&[3])
+        .try_trace()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("diagonal:") || err.starts_with("trace:"),
+        "{err}"
+    );
+}
+
+/// `norm` neither overflows nor underflows where `Σ x²` would (1e200 in f64, 1e30 in f32), and
+/// its gradient at 0 is 0.
+#[test]
+fn norm_is_stable_and_zero_at_the_origin() {
+    fn check<T: Element>(big: f64) {
+        let x = tensor::<T>(&[3.0 * big, -4.0 * big], &[2]);
+        assert_close(&(x.norm() / T::from_f64(big)), &[5.0], 1e-6);
+        let g = norm_vjp(&Tensor::ones(&[]), &x, &x.norm());
+        assert_close(&g, &[0.6, -0.8], 1e-6);
+        let tiny = tensor::<T>(&[3.0 / big, 4.0 / big], &[2]);
+        assert_close(&(tiny.norm() * T::from_f64(big)), &[5.0], 1e-6);
+        let zero = Tensor::<T>::zeros(&[3]);
+        assert_close(&zero.norm(), &[0.0], 0.0);
+        assert_close(
+            &norm_vjp(&Tensor::ones(&[]), &zero, &zero.norm()),
+            &[0.0; 3],
+            0.0,
+        );
+        assert_close(
+            &norm_jvp(&zero, &zero.norm(), &Tensor::ones(&[3])),
+            &[0.0],
+            0.0,
+        );
+        let u = tensor::<T>(&[1.0, 2.0, 3.0], &[3]);
+        let v = tensor::<T>(&[4.0, -5.0, 6.0], &[3]);
+        assert_close(&u.dot(&v), &[12.0], 0.0);
+        assert_close(
+            &u.outer(&v.shrink(&[(0, 2)])),
+            &[4.0, -5.0, 8.0, -10.0, 12.0, -15.0],
+            0.0,
+        );
+    }
+    check::<f32>(1e30);
+    check::<f64>(1e200);
+    let err = Tensor::<f64>::ones(&[3])
+        .try_dot(&Tensor::ones(&[2]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("dot:") && err.contains("[3]") && err.contains("[2]"),
+        "{err}"
+    );
+}
