@@ -230,9 +230,11 @@ fn big_elementwise(x: &Tensor<f32>) -> Tensor<f32> {
 
 #[test]
 #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
-fn the_big_elementwise_gradient_peaks_at_two_tensors_beyond_its_input() {
-    // The forward pass writes the region's value (one tensor) and keeps nothing but the input;
-    // the backward pass writes the gradient (one tensor). The target is at most three tensors.
+fn the_big_elementwise_gradient_peaks_at_one_tensor_beyond_its_input() {
+    // The sum ends the region: the forward pass writes no tensor of the region's values, and
+    // computes the input's partial derivative (one tensor) in the same pass; the backward pass
+    // hands that tensor on as the gradient for a cotangent of one. The block sums take n/128
+    // numbers. The target is at most three tensors.
     let n = 100_000;
     let x = Tensor::from_vec(
         (0..n).map(|i| (i as f32 / n as f32) * 4.0 - 2.0).collect(),
@@ -251,7 +253,7 @@ fn the_big_elementwise_gradient_peaks_at_two_tensors_beyond_its_input() {
         peak as f64 / tensor as f64
     );
     assert!(
-        peak <= 2 * tensor + 4096,
+        peak <= tensor + 8192,
         "{peak} B against {tensor} B a tensor"
     );
     // d/dx = cos(x) e^sin(x) x² + 2x e^sin(x) + 2x / (1 + x²), checked at a few elements.

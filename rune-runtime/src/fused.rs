@@ -536,7 +536,7 @@ fn jvp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const 
 }
 
 /// A full reduction that ends a fused region: the sum or the mean of all its elements, added
-/// in the order of the runtime's `sum` (pairwise, [`crate::summation`]), so that a fused sum
+/// in the order of the runtime's `sum` (pairwise, `crate::summation`), so that a fused sum
 /// is the unfused one bit for bit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reduction {
