@@ -65,6 +65,8 @@ macro_rules! binary_methods {
     };
 }
 
+pub(crate) use binary_methods;
+
 binary_methods! {
     /// `self ^ exponent` elementwise, broadcasting (NaN for a negative base and a non-integer
     /// exponent).

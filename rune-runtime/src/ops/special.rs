@@ -109,27 +109,8 @@ fn hypot_partials<T: Element>(a: T, b: T) -> (T, T) {
 macro_rules! smooth_binary {
     ($($(#[$doc:meta])* $name:ident, $try_name:ident, $arg:ident, $value:ident, $partials:ident,
        $jvp:ident, $vjp_lhs:ident, $vjp_rhs:ident;)*) => {
-        impl<T: Element> Tensor<T> {$(
-            $(#[$doc])*
-            ///
-            /// # Panics
-            /// When the shapes do not broadcast.
-            #[track_caller]
-            #[must_use]
-            pub fn $name(&self, $arg: &Tensor<T>) -> Tensor<T> {
-                self.$try_name($arg).or_panic()
-            }
-
-            #[doc = concat!("Like [`Tensor::", stringify!($name),
-                "`], returning an error when the shapes do not broadcast.")]
-            pub fn $try_name(&self, $arg: &Tensor<T>) -> Result<Tensor<T>, ShapeError> {
-                try_binary_map(
-                    stringify!($name),
-                    OperandRef::Tensor(self),
-                    OperandRef::Tensor($arg),
-                    $value,
-                )
-            }
+        crate::ops::binary::binary_methods! {$(
+            $(#[$doc])* $name, $try_name, $arg, $value;
         )*}
 
         /// Rules of the smooth binary functions (see the module's conventions).
