@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Prints the median time of every workloads benchmark and the ratio rune / hand.
+"""Prints the median time of every workloads benchmark and the ratio rune / hand, and the
+speed-ups of the `parallel` bench when it has run.
 
 Reads criterion's estimates of the last run: `python3 benches/medians.py [TARGET_DIR]`
 (default: $CARGO_TARGET_DIR, else ./target).
@@ -42,3 +43,18 @@ for group in GROUPS:
     except FileNotFoundError:
         continue
     print(f"{group:36} {show(rune):>10} {show(hand):>10} {rune / hand:>10.2f}")
+
+PARALLEL = [
+    "parallel_w3_big_elementwise_value_and_grad",
+    "parallel_w1_mlp_batch_1024_value_and_grad",
+]
+rows = []
+for group in PARALLEL:
+    try:
+        one, two = median_us(group, "threads=1"), median_us(group, "threads=2")
+    except FileNotFoundError:
+        continue
+    rows.append(f"{group:44} {show(one):>10} {show(two):>10} {one / two:>8.2f}")
+if rows:
+    print(f"\n{'parallel benchmark':44} {'1 thread':>10} {'2 threads':>10} {'speed-up':>8}")
+    print("\n".join(rows))

@@ -23,6 +23,8 @@
 //! [`vectorised`], so that the closure, its scalar forms and the math kernels of
 //! [`crate::vmath`] inlined into them are compiled for the CPU's vector instructions.
 
+use std::ops::Range;
+
 use crate::broadcast::{broadcast_shapes, broadcast_view, same_shape, sum_to_shape};
 use crate::element::operand::{OperandOf, OperandRef};
 use crate::element::{strong_mul, Element};
@@ -182,10 +184,10 @@ fn operand_source<'a, T: Element>(
     }
 }
 
-/// Calls `body(n, xs, ys)` for each block of `B` of `len` elements, in order, `xs[k][..n]`
+/// Calls `body(n, xs, ys)` for each block of `B` of the elements of `range`, in order, `xs[k][..n]`
 /// holding the block's `n` elements of source `xs_from[k]`, and `ys` those of `ys_from` (the
-/// cotangent, or the tangents). The callers append each block's results to their outputs, so
-/// that no output is filled with zeros first.
+/// cotangent, or the tangents). The callers write each block's results to their outputs
+/// ([`Out`]), so that no output is filled with zeros first.
 ///
 /// The blocks are local arrays of a constant size. The callers evaluate a region over whole
 /// blocks (the elements past `n` of the last one are left from the block before, or zero:
@@ -193,7 +195,7 @@ fn operand_source<'a, T: Element>(
 /// and no remainder, and LLVM vectorises them completely.
 #[inline(always)]
 fn for_blocks<T: Element, const N: usize, const M: usize, const B: usize>(
-    len: usize,
+    range: Range<usize>,
     xs_from: &[Source<'_, T>; N],
     ys_from: &[Source<'_, T>; M],
     mut body: impl FnMut(usize, &[[T; B]; N], &[[T; B]; M]),
@@ -207,9 +209,9 @@ fn for_blocks<T: Element, const N: usize, const M: usize, const B: usize>(
     };
     xs.iter_mut().zip(xs_from).for_each(|(b, s)| splat(b, s));
     ys.iter_mut().zip(ys_from).for_each(|(b, s)| splat(b, s));
-    let mut start = 0;
-    while start < len {
-        let n = B.min(len - start);
+    let mut start = range.start;
+    while start < range.end {
+        let n = B.min(range.end - start);
         let fill = |b: &mut [T; B], s: &Source<'_, T>| {
             if !matches!(s, Source::Splat(_)) {
                 s.fill(start, &mut b[..n]);
@@ -220,6 +222,74 @@ fn for_blocks<T: Element, const N: usize, const M: usize, const B: usize>(
         body(n, &xs, &ys);
         start += n;
     }
+}
+
+/// Where a loop writes one of its outputs: appended to a vector (the whole loop on one
+/// thread), or into the part of a zeroed vector that one thread's range covers.
+enum Out<'a, T> {
+    Append(&'a mut Vec<T>),
+    Write(&'a mut [T]),
+}
+
+impl<T: Copy> Out<'_, T> {
+    /// Writes the next elements.
+    #[inline(always)]
+    fn put(&mut self, block: &[T]) {
+        match self {
+            Out::Append(v) => v.extend_from_slice(block),
+            Out::Write(s) => {
+                let (head, tail) = std::mem::take(s).split_at_mut(block.len());
+                head.copy_from_slice(block);
+                *s = tail;
+            }
+        }
+    }
+}
+
+/// Runs a loop over `len` elements that writes `K` outputs of `len` elements and `S` lists of
+/// block sums: `run(range, outs, sums)` runs it over `range`. On one thread (see
+/// [`crate::parallel`]) it is run once over everything, appending to outputs allocated
+/// without zero-fill; split, each range's part runs on the pool, writing into its part of the
+/// outputs, and the ranges' block sums are joined in order. Ranges start at multiples of
+/// `align`, the loop's block.
+fn drive<T: Element, const K: usize, const S: usize>(
+    len: usize,
+    align: usize,
+    run: impl Fn(Range<usize>, [Out<'_, T>; K], &mut [Vec<T>; S]) + Sync,
+) -> ([Vec<T>; K], [Vec<T>; S]) {
+    let sums_for = |n: usize| -> [Vec<T>; S] {
+        std::array::from_fn(|_| Vec::with_capacity(n / SUM_BLOCK + 1))
+    };
+    let Some(ranges) = crate::parallel::split(len, align) else {
+        let mut outs: [Vec<T>; K] = std::array::from_fn(|_| Vec::with_capacity(len));
+        let mut sums = sums_for(len);
+        run(0..len, outs.each_mut().map(Out::Append), &mut sums);
+        return (outs, sums);
+    };
+    let mut outs: [Vec<T>; K] = std::array::from_fn(|_| vec![T::zero(); len]);
+    // Each range with its part of every output.
+    let mut rests: [&mut [T]; K] = outs.each_mut().map(|o| o.as_mut_slice());
+    let mut pieces = Vec::with_capacity(ranges.len());
+    for range in ranges {
+        let parts = rests.each_mut().map(|rest| {
+            let (head, tail) = std::mem::take(rest).split_at_mut(range.len());
+            *rest = tail;
+            head
+        });
+        pieces.push((range, parts));
+    }
+    let piece_sums = crate::parallel::map_items(pieces, |(range, parts)| {
+        let mut sums = sums_for(range.len());
+        run(range, parts.map(Out::Write), &mut sums);
+        sums
+    });
+    let mut sums = sums_for(len);
+    for piece in piece_sums {
+        for (all, part) in sums.iter_mut().zip(piece) {
+            all.extend(part);
+        }
+    }
+    (outs, sums)
 }
 
 /// When every present input is a tensor of one shape in row-major order (at least one
@@ -308,38 +378,39 @@ pub fn fused_map<T: Element, const N: usize, const L: usize>(
     ops: FusedOps,
     inputs: [OperandRef<'_, T>; N],
     literals: [f64; L],
-    f: impl Fn([T; N], &[T; L]) -> T,
+    f: impl Fn([T; N], &[T; L]) -> T + Sync,
 ) -> Tensor<T> {
     let literals = literals.map(T::from_f64);
     let (shape, sources) = value_sources(&inputs, ops);
     let len = shape.iter().product();
-    let mut out = Vec::with_capacity(len);
-    if len <= SMALL {
-        vectorised(
-            #[inline(always)]
-            || map_blocks::<T, N, L, SMALL>(len, &mut out, &sources, &literals, &f),
-        );
-    } else {
-        vectorised(
-            #[inline(always)]
-            || map_blocks::<T, N, L, BLOCK>(len, &mut out, &sources, &literals, &f),
-        );
-    }
+    let ([out], []) = drive(len, BLOCK, |range, [out], _| {
+        if len <= SMALL {
+            vectorised(
+                #[inline(always)]
+                || map_blocks::<T, N, L, SMALL>(range, out, &sources, &literals, &f),
+            );
+        } else {
+            vectorised(
+                #[inline(always)]
+                || map_blocks::<T, N, L, BLOCK>(range, out, &sources, &literals, &f),
+            );
+        }
+    });
     Tensor::from_vec(out, &shape)
 }
 
 /// `fused_map`'s loop, over blocks of `B`.
 #[inline(always)]
 fn map_blocks<T: Element, const N: usize, const L: usize, const B: usize>(
-    len: usize,
-    out: &mut Vec<T>,
+    range: Range<usize>,
+    mut out: Out<'_, T>,
     sources: &[Source<'_, T>; N],
     literals: &[T; L],
     f: &impl Fn([T; N], &[T; L]) -> T,
 ) {
     let mut block = [T::zero(); B];
     for_blocks::<T, N, 0, B>(
-        len,
+        range,
         sources,
         &[],
         #[inline(always)]
@@ -347,7 +418,7 @@ fn map_blocks<T: Element, const N: usize, const L: usize, const B: usize>(
             for (e, b) in block.iter_mut().enumerate() {
                 *b = f(std::array::from_fn(|k| x[k][e]), literals);
             }
-            out.extend_from_slice(&block[..n]);
+            out.put(&block[..n]);
         },
     );
 }
@@ -388,7 +459,7 @@ pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize, con
     literals: [f64; L],
     targets: [(usize, usize); M],
     g: &Tensor<T>,
-    f: impl Fn([T; N], &[T; L], T) -> [T; K],
+    f: impl Fn([T; N], &[T; L], T) -> [T; K] + Sync,
 ) -> [Tensor<T>; M] {
     let literals = literals.map(T::from_f64);
     let values = inputs.map(|i| match i {
@@ -415,19 +486,20 @@ pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize, con
         }
     };
     let len = shape.iter().product();
-    let mut outs: [Vec<T>; K] = std::array::from_fn(|_| Vec::with_capacity(len));
     let sources = (&sources, &[g_source]);
-    if len <= SMALL {
-        vectorised(
-            #[inline(always)]
-            || vjp_blocks::<T, N, L, K, SMALL>(len, &mut outs, sources, &literals, &f),
-        );
-    } else {
-        vectorised(
-            #[inline(always)]
-            || vjp_blocks::<T, N, L, K, BLOCK>(len, &mut outs, sources, &literals, &f),
-        );
-    }
+    let (outs, []) = drive(len, BLOCK, |range, outs, _| {
+        if len <= SMALL {
+            vectorised(
+                #[inline(always)]
+                || vjp_blocks::<T, N, L, K, SMALL>(range, outs, sources, &literals, &f),
+            );
+        } else {
+            vectorised(
+                #[inline(always)]
+                || vjp_blocks::<T, N, L, K, BLOCK>(range, outs, sources, &literals, &f),
+            );
+        }
+    });
     let full = outs.map(|o| Tensor::from_vec(o, &shape));
     match shapes {
         None => targets.map(|(_, k)| full[k].clone()),
@@ -439,15 +511,15 @@ pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize, con
 #[inline(always)]
 #[allow(clippy::type_complexity)]
 fn vjp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const B: usize>(
-    len: usize,
-    outs: &mut [Vec<T>; K],
+    range: Range<usize>,
+    mut outs: [Out<'_, T>; K],
     (sources, g): (&[Source<'_, T>; N], &[Source<'_, T>; 1]),
     literals: &[T; L],
     f: &impl Fn([T; N], &[T; L], T) -> [T; K],
 ) {
     let mut block = [[T::zero(); B]; K];
     for_blocks::<T, N, 1, B>(
-        len,
+        range,
         sources,
         g,
         #[inline(always)]
@@ -459,7 +531,7 @@ fn vjp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const 
                 }
             }
             for (o, b) in outs.iter_mut().zip(&block) {
-                o.extend_from_slice(&b[..n]);
+                o.put(&b[..n]);
             }
         },
     );
@@ -476,26 +548,26 @@ pub fn fused_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
     inputs: [OperandRef<'_, T>; N],
     literals: [f64; L],
     tangents: [&Tensor<T>; K],
-    f: impl Fn([T; N], &[T; L], [T; K]) -> (T, T),
+    f: impl Fn([T; N], &[T; L], [T; K]) -> (T, T) + Sync,
 ) -> (Tensor<T>, Tensor<T>) {
     let literals = literals.map(T::from_f64);
     let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
     let tangent_sources = tangents.map(|t| source("fused", t, &shape).or_panic());
     let len = shape.iter().product();
-    let mut outs = [Vec::with_capacity(len), Vec::with_capacity(len)];
     let sources = (&sources, &tangent_sources);
-    if len <= SMALL {
-        vectorised(
-            #[inline(always)]
-            || jvp_blocks::<T, N, L, K, SMALL>(len, &mut outs, sources, &literals, &f),
-        );
-    } else {
-        vectorised(
-            #[inline(always)]
-            || jvp_blocks::<T, N, L, K, BLOCK>(len, &mut outs, sources, &literals, &f),
-        );
-    }
-    let [value, tangent] = outs;
+    let ([value, tangent], []) = drive(len, BLOCK, |range, outs, _| {
+        if len <= SMALL {
+            vectorised(
+                #[inline(always)]
+                || jvp_blocks::<T, N, L, K, SMALL>(range, outs, sources, &literals, &f),
+            );
+        } else {
+            vectorised(
+                #[inline(always)]
+                || jvp_blocks::<T, N, L, K, BLOCK>(range, outs, sources, &literals, &f),
+            );
+        }
+    });
     (
         Tensor::from_vec(value, &shape),
         Tensor::from_vec(tangent, &shape),
@@ -506,15 +578,15 @@ pub fn fused_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
 #[inline(always)]
 #[allow(clippy::type_complexity)]
 fn jvp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const B: usize>(
-    len: usize,
-    outs: &mut [Vec<T>; 2],
+    range: Range<usize>,
+    mut outs: [Out<'_, T>; 2],
     (sources, tangents): (&[Source<'_, T>; N], &[Source<'_, T>; K]),
     literals: &[T; L],
     f: &impl Fn([T; N], &[T; L], [T; K]) -> (T, T),
 ) {
     let mut block = [[T::zero(); B]; 2];
     for_blocks::<T, N, K, B>(
-        len,
+        range,
         sources,
         tangents,
         #[inline(always)]
@@ -529,7 +601,7 @@ fn jvp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const 
                 block[1][e] = u;
             }
             for (o, b) in outs.iter_mut().zip(&block) {
-                o.extend_from_slice(&b[..n]);
+                o.put(&b[..n]);
             }
         },
     );
@@ -582,41 +654,41 @@ pub fn fused_reduce<T: Element, const N: usize, const L: usize>(
     inputs: [OperandRef<'_, T>; N],
     literals: [f64; L],
     reduction: Reduction,
-    f: impl Fn([T; N], &[T; L]) -> T,
+    f: impl Fn([T; N], &[T; L]) -> T + Sync,
 ) -> Tensor<T> {
     let literals = literals.map(T::from_f64);
     let (shape, sources) = value_sources(&inputs, ops);
     let len = shape.iter().product();
-    let mut sums = [Vec::with_capacity(len / SUM_BLOCK + 1)];
     let (f, literals) = (&f, &literals);
-    if reduced_blocks(len) {
-        vectorised(
-            #[inline(always)]
-            || {
-                sum_blocks::<T, N, 0, 1, SMALL>(
-                    len,
-                    (&sources, &[]),
-                    #[inline(always)]
-                    |x, _| [f(x, literals)],
-                    &mut sums,
-                )
-            },
-        );
-    } else {
-        vectorised(
-            #[inline(always)]
-            || {
-                sum_blocks::<T, N, 0, 1, SUM_BLOCK>(
-                    len,
-                    (&sources, &[]),
-                    #[inline(always)]
-                    |x, _| [f(x, literals)],
-                    &mut sums,
-                )
-            },
-        );
-    }
-    let [sums] = sums;
+    let ([], [sums]) = drive(len, SUM_BLOCK, |range, [], sums| {
+        if reduced_blocks(len) {
+            vectorised(
+                #[inline(always)]
+                || {
+                    sum_blocks::<T, N, 0, 1, SMALL>(
+                        range,
+                        (&sources, &[]),
+                        #[inline(always)]
+                        |x, _| [f(x, literals)],
+                        sums,
+                    )
+                },
+            );
+        } else {
+            vectorised(
+                #[inline(always)]
+                || {
+                    sum_blocks::<T, N, 0, 1, SUM_BLOCK>(
+                        range,
+                        (&sources, &[]),
+                        #[inline(always)]
+                        |x, _| [f(x, literals)],
+                        sums,
+                    )
+                },
+            );
+        }
+    });
     Tensor::scalar(reduction.finish(combine_block_sums(&sums, len), len))
 }
 
@@ -632,47 +704,48 @@ pub fn fused_reduce_jvp<T: Element, const N: usize, const L: usize, const K: usi
     literals: [f64; L],
     reduction: Reduction,
     tangents: [&Tensor<T>; K],
-    f: impl Fn([T; N], &[T; L], [T; K]) -> (T, T),
+    f: impl Fn([T; N], &[T; L], [T; K]) -> (T, T) + Sync,
 ) -> (Tensor<T>, Tensor<T>) {
     let literals = literals.map(T::from_f64);
     let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
     let tangent_sources = tangents.map(|t| source("fused", t, &shape).or_panic());
     let len = shape.iter().product();
-    let mut sums: [Vec<T>; 2] = std::array::from_fn(|_| Vec::with_capacity(len / SUM_BLOCK + 1));
     let (f, literals, sources) = (&f, &literals, (&sources, &tangent_sources));
-    if reduced_blocks(len) {
-        vectorised(
-            #[inline(always)]
-            || {
-                sum_blocks::<T, N, K, 2, SMALL>(
-                    len,
-                    sources,
-                    #[inline(always)]
-                    |x, t| {
-                        let (y, u) = f(x, literals, t);
-                        [y, u]
-                    },
-                    &mut sums,
-                )
-            },
-        );
-    } else {
-        vectorised(
-            #[inline(always)]
-            || {
-                sum_blocks::<T, N, K, 2, SUM_BLOCK>(
-                    len,
-                    sources,
-                    #[inline(always)]
-                    |x, t| {
-                        let (y, u) = f(x, literals, t);
-                        [y, u]
-                    },
-                    &mut sums,
-                )
-            },
-        );
-    }
+    let ([], sums) = drive(len, SUM_BLOCK, |range, [], sums| {
+        if reduced_blocks(len) {
+            vectorised(
+                #[inline(always)]
+                || {
+                    sum_blocks::<T, N, K, 2, SMALL>(
+                        range,
+                        sources,
+                        #[inline(always)]
+                        |x, t| {
+                            let (y, u) = f(x, literals, t);
+                            [y, u]
+                        },
+                        sums,
+                    )
+                },
+            );
+        } else {
+            vectorised(
+                #[inline(always)]
+                || {
+                    sum_blocks::<T, N, K, 2, SUM_BLOCK>(
+                        range,
+                        sources,
+                        #[inline(always)]
+                        |x, t| {
+                            let (y, u) = f(x, literals, t);
+                            [y, u]
+                        },
+                        sums,
+                    )
+                },
+            );
+        }
+    });
     let [y, u] = sums.map(|s| Tensor::scalar(reduction.finish(combine_block_sums(&s, len), len)));
     (y, u)
 }
@@ -682,14 +755,14 @@ pub fn fused_reduce_jvp<T: Element, const N: usize, const L: usize, const K: usi
 #[inline(always)]
 #[allow(clippy::type_complexity)]
 fn sum_blocks<T: Element, const N: usize, const M: usize, const K: usize, const B: usize>(
-    len: usize,
+    range: Range<usize>,
     (xs_from, ys_from): (&[Source<'_, T>; N], &[Source<'_, T>; M]),
     f: impl Fn([T; N], [T; M]) -> [T; K],
     sums: &mut [Vec<T>; K],
 ) {
     let mut block = [[T::zero(); B]; K];
     for_blocks::<T, N, M, B>(
-        len,
+        range,
         xs_from,
         ys_from,
         #[inline(always)]
@@ -733,26 +806,34 @@ pub fn fused_reduce_vjp<
     literals: [f64; L],
     reduction: Reduction,
     targets: [(usize, usize); M],
-    f: impl Fn([T; N], &[T; L], T) -> (T, [T; K]),
+    f: impl Fn([T; N], &[T; L], T) -> (T, [T; K]) + Sync,
 ) -> (Tensor<T>, [Tensor<T>; M]) {
     let literals = literals.map(T::from_f64);
     let (shape, sources) = value_sources(&inputs, ops);
     let len = shape.iter().product();
     let seed = reduction.seed::<T>(len);
-    let mut sums = Vec::with_capacity(len / SUM_BLOCK + 1);
-    let mut partials: [Vec<T>; K] = std::array::from_fn(|_| Vec::with_capacity(len));
-    let outs = (&mut sums, &mut partials);
-    if reduced_blocks(len) {
-        vectorised(
-            #[inline(always)]
-            || partial_blocks::<T, N, L, K, SMALL>(len, &sources, (&literals, seed), &f, outs),
-        );
-    } else {
-        vectorised(
-            #[inline(always)]
-            || partial_blocks::<T, N, L, K, SUM_BLOCK>(len, &sources, (&literals, seed), &f, outs),
-        );
-    }
+    let (literals, f) = ((&literals, seed), &f);
+    let (partials, [sums]) = drive(len, SUM_BLOCK, |range, outs, [sums]| {
+        if reduced_blocks(len) {
+            vectorised(
+                #[inline(always)]
+                || partial_blocks::<T, N, L, K, SMALL>(range, &sources, literals, f, (sums, outs)),
+            );
+        } else {
+            vectorised(
+                #[inline(always)]
+                || {
+                    partial_blocks::<T, N, L, K, SUM_BLOCK>(
+                        range,
+                        &sources,
+                        literals,
+                        f,
+                        (sums, outs),
+                    )
+                },
+            );
+        }
+    });
     let value = Tensor::scalar(reduction.finish(combine_block_sums(&sums, len), len));
     let full = partials.map(|p| Tensor::from_vec(p, &shape));
     let partials = targets.map(|(i, k)| match inputs[i] {
@@ -769,16 +850,16 @@ pub fn fused_reduce_vjp<
 #[inline(always)]
 #[allow(clippy::type_complexity)]
 fn partial_blocks<T: Element, const N: usize, const L: usize, const K: usize, const B: usize>(
-    len: usize,
+    range: Range<usize>,
     sources: &[Source<'_, T>; N],
     (literals, seed): (&[T; L], T),
     f: &impl Fn([T; N], &[T; L], T) -> (T, [T; K]),
-    (sums, partials): (&mut Vec<T>, &mut [Vec<T>; K]),
+    (sums, mut partials): (&mut Vec<T>, [Out<'_, T>; K]),
 ) {
     let mut values = [T::zero(); B];
     let mut block = [[T::zero(); B]; K];
     for_blocks::<T, N, 0, B>(
-        len,
+        range,
         sources,
         &[],
         #[inline(always)]
@@ -792,7 +873,7 @@ fn partial_blocks<T: Element, const N: usize, const L: usize, const K: usize, co
             }
             sums.push(block_sum(&values[..n]));
             for (p, b) in partials.iter_mut().zip(&block) {
-                p.extend_from_slice(&b[..n]);
+                p.put(&b[..n]);
             }
         },
     );
@@ -940,6 +1021,94 @@ mod tests {
             assert_eq!(da.to_vec()[i], g.to_vec()[i] * b.to_vec()[i]);
         }
         assert_eq!(dc.to_vec(), g.to_vec());
+    }
+
+    /// `f` run with a pool of `threads` threads (the `parallel` feature), or as it is.
+    fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+        #[cfg(feature = "parallel")]
+        {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("a thread pool")
+                .install(f)
+        }
+        #[cfg(not(feature = "parallel"))]
+        {
+            let _ = threads;
+            f()
+        }
+    }
+
+    #[test]
+    fn a_large_region_gives_the_same_results_on_one_thread_and_split() {
+        // y = sin(a) * b + 0.5 over 140,077 elements (above `MIN_PARALLEL_LEN`), b a row
+        // broadcast over a: every entry point on one thread and on three (split with the
+        // `parallel` feature), bit for bit, and against the values element by element.
+        let (rows, cols) = (20_011, 7);
+        let n = rows * cols;
+        assert!(n > crate::parallel::MIN_PARALLEL_LEN);
+        let a = Tensor::from_vec(
+            (0..n).map(|i| (i as f32 * 0.37).sin() * 3.0).collect(),
+            &[rows, cols],
+        );
+        let b = Tensor::from_vec(vec![1.5, -2.0, 0.25, 3.0, -1.0, 0.5, 2.0], &[cols]);
+        let ta = Tensor::full(&[rows, cols], 0.5_f32);
+        let g = Tensor::from_vec(
+            (0..n).map(|i| (i % 13) as f32 - 6.0).collect(),
+            &[rows, cols],
+        );
+        let ops = "sin 0 0;mul 2 1;add 3 _";
+        let run = || {
+            let inputs = [OperandRef::Tensor(&a), OperandRef::Tensor(&b)];
+            let f = |[a, b]: [f32; 2], [h]: &[f32; 1]| scalar::sin::value(a) * b + h;
+            let df = |[a, b]: [f32; 2], _: &[f32; 1], g: f32| {
+                [g * scalar::cos::value(a) * b, g * scalar::sin::value(a)]
+            };
+            let tf = |[a, b]: [f32; 2], [h]: &[f32; 1], [t]: [f32; 1]| {
+                (scalar::sin::value(a) * b + h, scalar::cos::value(a) * b * t)
+            };
+            let values = fused_map(ops, inputs, [0.5], f);
+            let sum = fused_reduce(ops, inputs, [0.5], Reduction::Sum, f);
+            let (jvp_value, jvp_tangent) = fused_jvp(ops, inputs, [0.5], [&ta], tf);
+            let (mean, mean_tangent) =
+                fused_reduce_jvp(ops, inputs, [0.5], Reduction::Mean, [&ta], tf);
+            let targets = [(0, 0), (1, 1)];
+            let cotangents = fused_vjp(ops, inputs.map(FusedInput::Value), [0.5], targets, &g, df);
+            let (reduced, partials) =
+                fused_reduce_vjp(ops, inputs, [0.5], Reduction::Sum, targets, |x, l, seed| {
+                    (f(x, l), df(x, l, seed))
+                });
+            let bits = |t: &Tensor<f32>| t.to_vec().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            [
+                &values,
+                &sum,
+                &jvp_value,
+                &jvp_tangent,
+                &mean,
+                &mean_tangent,
+                &cotangents[0],
+                &cotangents[1],
+                &reduced,
+                &partials[0],
+                &partials[1],
+            ]
+            .map(bits)
+        };
+        let one = on_threads(1, run);
+        let split = on_threads(3, run);
+        assert_eq!(one, split);
+        // The values and the sum, element by element and by the runtime's `sum`.
+        let (av, bv) = (a.to_vec(), b.to_vec());
+        let want: Vec<f32> = (0..n)
+            .map(|i| scalar::sin::value(av[i]) * bv[i % cols] + 0.5)
+            .collect();
+        let want_bits: Vec<u32> = want.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(one[0], want_bits);
+        let total = Tensor::from_vec(want, &[rows, cols]).sum().item();
+        assert_eq!(one[1], vec![total.to_bits()]);
+        assert_eq!(one[8], vec![total.to_bits()]);
+        assert_eq!(one[2], one[0]);
     }
 
     #[test]

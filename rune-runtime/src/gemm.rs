@@ -1,7 +1,8 @@
 //! The matrix-product kernels behind the runtime's one GEMM (`ops::linalg::gemm`).
 //!
-//! `f32` and `f64` products run faer's GEMM (`faer::linalg::matmul`, single-threaded: its
-//! packed kernels for large products, nano-gemm's unrolled ones for tiny ones). Every other
+//! `f32` and `f64` products run faer's GEMM (`faer::linalg::matmul`: its packed kernels for
+//! large products, nano-gemm's unrolled ones for tiny ones), on the calling thread unless the
+//! `parallel` feature is on and the product large (`crate::parallel`). Every other
 //! element type (the dual numbers) runs `ndarray::linalg::general_mat_mul`'s generic loop. An
 //! element type chooses its kernel with the hidden `Element::gemm_kernel`, so the choice is
 //! made by the type system, without a run-time type test.
@@ -11,7 +12,8 @@
 //! transposed VJP variants: about 1.5–2× on the large ones, 2–3.5× on the tiny ones, where
 //! `matrixmultiply`'s fixed packing cost dominates. So no size threshold keeps it.
 //!
-//! This file sits below the ops and the element types: it imports only ndarray and faer.
+//! This file sits below the ops and the element types: it imports only ndarray, faer and
+//! `crate::parallel`.
 
 use faer::linalg::matmul::matmul;
 use faer::traits::RealField;
@@ -46,7 +48,7 @@ pub(crate) fn gemm_f64(a: &ArrayView2<'_, f64>, b: &ArrayView2<'_, f64>, c: &mut
     faer_gemm(a, b, c, acc);
 }
 
-/// faer's GEMM, single-threaded, on any views.
+/// faer's GEMM on any views.
 pub(crate) fn faer_gemm<T: RealField>(
     a: &ArrayView2<'_, T>,
     b: &ArrayView2<'_, T>,
@@ -90,10 +92,21 @@ pub(crate) fn faer_gemm<T: RealField>(
     } else {
         Accum::Replace
     };
-    matmul(dst, beta, lhs, rhs, T::one(), Par::Seq);
+    matmul(dst, beta, lhs, rhs, T::one(), parallelism(m * k * n));
     if m.saturating_mul(k).saturating_mul(n) > NANO_GEMM_MAX_MNK {
         clear_upper_vector_state();
     }
+}
+
+/// The threads of a product of `mnk` multiply-adds: the pool's with the `parallel` feature for
+/// a large one (see [`crate::parallel`]), else this thread.
+fn parallelism(mnk: usize) -> Par {
+    #[cfg(feature = "parallel")]
+    if mnk >= crate::parallel::MIN_PARALLEL_GEMM && crate::parallel::threads() > 1 {
+        return Par::rayon(0);
+    }
+    let _ = mnk;
+    Par::Seq
 }
 
 /// faer runs products of at most this many multiply-adds with nano-gemm's kernels (Rust), larger

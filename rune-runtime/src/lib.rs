@@ -87,6 +87,7 @@ pub mod jacobian;
 pub mod model;
 pub mod ops;
 pub mod optim;
+pub mod parallel;
 mod rng;
 pub mod scalar;
 mod special;

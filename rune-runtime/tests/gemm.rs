@@ -11,7 +11,8 @@ use rune_runtime::{Dual, Element, Tensor};
 
 /// `(m, k, n)`: row and column vectors, empty operands, a zero-length contraction, tiny sizes
 /// (faer's unrolled kernels) and larger ones (its packed kernels), odd sizes that leave partial
-/// register blocks.
+/// register blocks, and one above `parallel::MIN_PARALLEL_GEMM` multiply-adds, split across
+/// threads with the `parallel` feature.
 const SHAPES: &[(usize, usize, usize)] = &[
     (1, 1, 1),
     (3, 4, 5),
@@ -25,6 +26,7 @@ const SHAPES: &[(usize, usize, usize)] = &[
     (16, 64, 64),
     (33, 65, 31),
     (64, 200, 17),
+    (96, 300, 40),
 ];
 
 #[derive(Clone, Copy, Debug)]
