@@ -228,6 +228,7 @@ fn for_blocks<T: Element, const N: usize, const M: usize, const B: usize>(
 /// thread), or into the part of a zeroed vector that one thread's range covers.
 enum Out<'a, T> {
     Append(&'a mut Vec<T>),
+    #[cfg(feature = "parallel")]
     Write(&'a mut [T]),
 }
 
@@ -237,6 +238,7 @@ impl<T: Copy> Out<'_, T> {
     fn put(&mut self, block: &[T]) {
         match self {
             Out::Append(v) => v.extend_from_slice(block),
+            #[cfg(feature = "parallel")]
             Out::Write(s) => {
                 let (head, tail) = std::mem::take(s).split_at_mut(block.len());
                 head.copy_from_slice(block);
@@ -257,15 +259,29 @@ fn drive<T: Element, const K: usize, const S: usize>(
     align: usize,
     run: impl Fn(Range<usize>, [Out<'_, T>; K], &mut [Vec<T>; S]) + Sync,
 ) -> ([Vec<T>; K], [Vec<T>; S]) {
-    let sums_for = |n: usize| -> [Vec<T>; S] {
-        std::array::from_fn(|_| Vec::with_capacity(n / SUM_BLOCK + 1))
-    };
-    let Some(ranges) = crate::parallel::split(len, align) else {
-        let mut outs: [Vec<T>; K] = std::array::from_fn(|_| Vec::with_capacity(len));
-        let mut sums = sums_for(len);
-        run(0..len, outs.each_mut().map(Out::Append), &mut sums);
-        return (outs, sums);
-    };
+    #[cfg(feature = "parallel")]
+    if let Some(ranges) = crate::parallel::split(len, align) {
+        return drive_split(len, ranges, run);
+    }
+    let _ = align;
+    let mut outs: [Vec<T>; K] = std::array::from_fn(|_| Vec::with_capacity(len));
+    let mut sums = sums_for(len);
+    run(0..len, outs.each_mut().map(Out::Append), &mut sums);
+    (outs, sums)
+}
+
+/// The sums of `len` elements' blocks: room for one a block.
+fn sums_for<T, const S: usize>(len: usize) -> [Vec<T>; S] {
+    std::array::from_fn(|_| Vec::with_capacity(len / SUM_BLOCK + 1))
+}
+
+/// [`drive`] split into `ranges` on the thread pool.
+#[cfg(feature = "parallel")]
+fn drive_split<T: Element, const K: usize, const S: usize>(
+    len: usize,
+    ranges: Vec<Range<usize>>,
+    run: impl Fn(Range<usize>, [Out<'_, T>; K], &mut [Vec<T>; S]) + Sync,
+) -> ([Vec<T>; K], [Vec<T>; S]) {
     let mut outs: [Vec<T>; K] = std::array::from_fn(|_| vec![T::zero(); len]);
     // Each range with its part of every output.
     let mut rests: [&mut [T]; K] = outs.each_mut().map(|o| o.as_mut_slice());

@@ -12,8 +12,6 @@
 //! at multiples of [`SUM_BLOCK`](crate::summation::SUM_BLOCK), so its block sums, combined in
 //! order, are the same list.
 
-use std::ops::Range;
-
 /// Fused regions of fewer elements run on the calling thread: below this, splitting costs
 /// more than it saves.
 pub const MIN_PARALLEL_LEN: usize = 1 << 15;
@@ -37,7 +35,8 @@ pub fn threads() -> usize {
 /// The ranges a loop over `0..len` is split into, each starting at a multiple of `align`
 /// (about two per thread, to even out the threads' speeds), or `None` when it runs on the
 /// calling thread.
-pub(crate) fn split(len: usize, align: usize) -> Option<Vec<Range<usize>>> {
+#[cfg(feature = "parallel")]
+pub(crate) fn split(len: usize, align: usize) -> Option<Vec<std::ops::Range<usize>>> {
     let threads = threads();
     if threads < 2 || len < MIN_PARALLEL_LEN {
         return None;
@@ -52,31 +51,23 @@ pub(crate) fn split(len: usize, align: usize) -> Option<Vec<Range<usize>>> {
     )
 }
 
-/// `f` applied to every item, on the thread pool when the `parallel` feature is on, the
-/// results in the items' order.
+/// `f` applied to every item on the thread pool, the results in the items' order.
+#[cfg(feature = "parallel")]
 pub(crate) fn map_items<I: Send, R: Send>(items: Vec<I>, f: impl Fn(I) -> R + Sync) -> Vec<R> {
-    #[cfg(feature = "parallel")]
-    {
-        use rayon::prelude::*;
-        items.into_par_iter().map(&f).collect()
-    }
-    #[cfg(not(feature = "parallel"))]
-    {
-        items.into_iter().map(f).collect()
-    }
+    use rayon::prelude::*;
+    items.into_par_iter().map(&f).collect()
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "parallel"))]
 mod tests {
     use super::*;
 
     #[test]
     fn split_ranges_cover_the_loop_in_order_at_aligned_starts() {
-        let ranges = match split(100_003, 128) {
-            Some(r) => r,
-            // One thread (no feature, or a pool of one): nothing to check.
-            None => return assert!(threads() < 2),
-        };
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build();
+        let ranges = pool.expect("a thread pool").install(|| split(100_003, 128));
+        let ranges = ranges.expect("three threads split a loop of 100,003");
+        assert_eq!(ranges.len(), 6);
         assert_eq!(ranges.first().map(|r| r.start), Some(0));
         assert_eq!(ranges.last().map(|r| r.end), Some(100_003));
         for pair in ranges.windows(2) {
