@@ -2,14 +2,31 @@
 //! hidden layer (`(h - mean) / std`) trained by gradient descent, a linear model fitted by
 //! maximum likelihood with its variance profiled out (`var`), Cox's partial likelihood for
 //! survival data (`argsort` and `logcumsumexp`), least trimmed squares (`sort`), and an
-//! integral on a `linspace` grid (a constant inside the function, in `f_hvp` too). Each is
-//! checked against finite differences in every generated variant, and against a gradient
-//! derived by hand.
+//! integral on a `linspace` grid (a constant inside the function, in `f_hvp` too), and the
+//! sample skewness (`std_axes`). Each is checked against finite differences in every generated
+//! variant, against a gradient derived by hand, and in `f_hvp` (the rules on dual numbers)
+//! against differences of the gradient.
 
 mod support;
 
 use rune_ad::prelude::*;
 use support::check_variants;
+
+/// `f_hvp` (forward mode on dual numbers through every rule of `f_grad`) against central
+/// differences of `f_grad`, and symmetric.
+macro_rules! check_hessian {
+    ($grad:ident, $hvp:ident, $w:expr $(, $arg:expr)*) => {
+        check_hvp(
+            |a| vec![$grad(&a[0] $(, $arg)*)],
+            |a, v| vec![$hvp(&a[0] $(, $arg)*, &v[0]).1],
+            &[$w.clone()],
+            1e-5,
+            1e-6,
+            1e-8,
+        )
+        .unwrap()
+    };
+}
 
 fn design(n: usize, seed: u64) -> Tensor<f64> {
     Tensor::rand_normal(&[n, 3], 0.0, 1.0, seed)
@@ -88,7 +105,7 @@ fn a_standardised_layer_trains_and_has_the_gradient_of_its_loss() {
 /// The Gaussian negative log-likelihood of `y = x w + c + noise` with the intercept `c` and the
 /// noise variance at their maximum-likelihood values given `w`: the mean of the residuals and
 /// their population variance, so the likelihood is `n/2 (ln(2π var(r)) + 1)`.
-#[differentiable]
+#[differentiable(hvp)]
 fn profile_nll(
     w: &Tensor<f64>,
     #[nodiff] x: &Tensor<f64>,
@@ -113,6 +130,7 @@ fn a_profile_likelihood_has_its_gradient_and_its_maximum_at_least_squares() {
     let var = centered.square().mean();
     let want = -(x.t().matmul(&centered)) / var;
     assert_close("gradient", &profile_nll_grad(&w, &x, &y), &want, 1e-12);
+    check_hessian!(profile_nll_grad, profile_nll_hvp, w, &x, &y);
 
     // Its maximum is least squares on the centred data: `(Xcᵀ Xc) w = Xcᵀ yc`.
     let xc = &x - x.mean_axes(&[0], true);
@@ -141,7 +159,7 @@ fn a_profile_likelihood_has_its_gradient_and_its_maximum_at_least_squares() {
 /// The negative log partial likelihood of Cox's proportional-hazards model (no tied times):
 /// `-Σ_{i: event} (η_i - ln Σ_{j: t_j >= t_i} e^{η_j})`, `η = x w`. In order of decreasing
 /// time each risk set is a prefix, so the log-sums are one `logcumsumexp`.
-#[differentiable]
+#[differentiable(hvp)]
 fn cox_nll(
     w: &Tensor<f64>,
     #[nodiff] x: &Tensor<f64>,
@@ -188,10 +206,11 @@ fn cox_partial_likelihood_has_the_gradient_of_its_formula() {
         &Tensor::from_vec(grad.to_vec(), &[3]),
         1e-12,
     );
+    check_hessian!(cox_nll_grad, cox_nll_hvp, w, &x, &time, &event);
 }
 
 /// Least trimmed squares: the mean of the `k` smallest squared residuals, robust to the rest.
-#[differentiable]
+#[differentiable(hvp)]
 fn trimmed_loss(
     w: &Tensor<f64>,
     #[nodiff] x: &Tensor<f64>,
@@ -237,6 +256,43 @@ fn least_trimmed_squares_has_the_gradient_of_the_kept_residuals() {
         &Tensor::from_vec(want, &[3]),
         1e-13,
     );
+    // Where the kept set does not change, the Hessian is that of the kept residuals' squares.
+    check_hessian!(trimmed_loss_grad, trimmed_loss_hvp, w, &x, &y, 8);
+}
+
+/// The sample skewness of each row, `mean(((x - mean) / std)³)`, summed over the rows.
+#[differentiable(hvp)]
+fn skewness(x: &Tensor<f64>) -> Tensor<f64> {
+    let z = (x - x.mean_axes(&[1], true)) / x.std_axes(&[1], true, 0);
+    z.powi(3).mean_axes(&[1], false).sum()
+}
+
+#[test]
+fn skewness_has_its_value_and_derivatives() {
+    // Row [0, 0, 3]: deviations [-1, -1, 2], std √2, so mean(z³) = (8 - 2) / (3 · 2√2) = 1/√2;
+    // a symmetric row has none.
+    let x = Tensor::from_vec(vec![0.0, 0.0, 3.0], &[1, 3]);
+    let symmetric = Tensor::from_vec(vec![-1.0, 0.5, 2.0], &[1, 3]);
+    assert!(skewness(&symmetric).item().abs() < 1e-15);
+    assert!((skewness(&x).item() - std::f64::consts::FRAC_1_SQRT_2).abs() < 1e-15);
+    // Skewness is invariant to shifting and scaling each row: the gradient is orthogonal to
+    // the ones and to the row.
+    let x = Tensor::rand_normal(&[3, 6], 0.0, 1.0, 9);
+    check_variants!(skewness, skewness_value_and_grad, skewness_grad, skewness_vjp, skewness_jvp, skewness_pullback; [x]; (&x));
+    let g = skewness_grad(&x);
+    assert_close(
+        "shift",
+        &g.sum_axes(&[1], false),
+        &Tensor::zeros(&[3]),
+        1e-13,
+    );
+    assert_close(
+        "scale",
+        &(&g * &x).sum_axes(&[1], false),
+        &Tensor::zeros(&[3]),
+        1e-13,
+    );
+    check_hessian!(skewness_grad, skewness_hvp, x);
 }
 
 /// `∫₀¹ e^{a t} dt` by the trapezoidal rule on a `linspace` grid: the grid is a constant (built
