@@ -19,7 +19,7 @@ macro_rules! check_hessian {
         check_hvp(
             |a| vec![$grad(&a[0] $(, $arg)*)],
             |a, v| vec![$hvp(&a[0] $(, $arg)*, &v[0]).1],
-            &[$w.clone()],
+            std::slice::from_ref(&$w),
             1e-5,
             1e-6,
             1e-8,
