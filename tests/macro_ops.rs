@@ -315,6 +315,29 @@ ops! {
     gen cumprod_middle ["cumprod"] (x: Spread[2, 4, 2]) { x.cumprod(1) }
     gen cumprod_negative ["cumprod"] (x: Spread[3, 4]) { x.cumprod(-2) }
 
+    // ---- statistics and sorting ---------------------------------------------------------------
+    gen var_all ["var"] (x: Normal[2, 3]) { x.var(0) }
+    gen var_axes_keep ["var_axes"] (x: Normal[2, 3, 4]) { x.var_axes(&[0, -1], true, 1) }
+    gen var_axes_drop ["var_axes"] (x: Normal[2, 3, 4]) { x.var_axes(&[1], false, 0) }
+    gen std_all ["std"] (x: Normal[3, 4]) { x.std(1) }
+    gen std_axes_keep ["std_axes"] (x: Normal[2, 3, 4]) { x.std_axes(&[-1], true, 0) }
+    gen std_axes_drop ["std_axes"] (x: Normal[2, 3, 4]) { x.std_axes(&[0, 2], false, 1) }
+    gen standardize ["mean_axes", "std_axes", "sub", "div"] (x: Normal[3, 5]) {
+        (x - x.mean_axes(&[1], true)) / x.std_axes(&[1], true, 1)
+    }
+    real var_real ["var", "std", "add"] (x: Normal[4]) { x.var(1) + x.std(0) }
+    gen logcumsumexp_last ["logcumsumexp"] (x: Normal[2, 3, 4]) { x.logcumsumexp(-1) }
+    gen logcumsumexp_first ["logcumsumexp", "mul"] (x: Normal[3, 4]) { x.logcumsumexp(0) * 3.0 }
+    gen sort_last ["sort"] (x: Spread[3, 4]) { x.sort(-1) }
+    gen sort_first ["sort", "mul"] (x: Spread[4, 3]) { x.sort(0) * x }
+    gen sort_and_argsort ["sort", "gather", "add"] (x: Spread[2, 5]) {
+        x.sort(-1) + x.gather(-1, &x.argsort(-1).flip(&[1]))
+    }
+    gen ranges_as_constants ["mul", "sum_axes", "add"] (x: Normal[2, 5]) {
+        let weights = Tensor::linspace(T::from_f64(-1.0), T::from_f64(1.0), 5);
+        (x * weights + Tensor::<T>::arange(5)).sum_axes(&[1], false)
+    }
+
     // ---- shape --------------------------------------------------------------------------------
     gen reshape ["reshape"] (x: Normal[2, 3, 4]) { x.reshape(&[4, 6]) }
     gen reshape_to_scalar ["reshape"] (x: Normal[1, 1]) { x.reshape(&[]) }

@@ -274,6 +274,7 @@ const FROM_VALUES: &[&str] = &[
     "scalar",
     "full",
     "arange_step",
+    "linspace",
     "rand_uniform",
     "rand_normal",
 ];

@@ -11,7 +11,9 @@ pub use rune_ops::{Form, Keep, OpDef as OpSpec, Param, Rule, RuleArg};
 pub const METADATA: &[&str] = &["shape", "ndim", "len", "is_empty", "is_some", "is_none"];
 
 /// Tensor methods whose results are constants by nature (masks, indices).
-pub const NONDIFF: &[&str] = &["lt", "gt", "le", "ge", "eq", "ne", "argmax", "argmin"];
+pub const NONDIFF: &[&str] = &[
+    "lt", "gt", "le", "ge", "eq", "ne", "argmax", "argmin", "argsort",
+];
 
 /// Tensor methods that read an active tensor's numbers: the gradient cannot flow through them.
 pub const CONCRETIZING: &[&str] = &["item", "to_vec", "to_array", "view", "as_shared", "map"];

@@ -910,6 +910,115 @@ pub const OTHER: &[OpDef] = &[
         reference: "associative_scan prod",
     },
     OpDef {
+        name: "var",
+        form: Form::Method,
+        kind: Kind::Reduction,
+        params: &[USIZE],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "var_jvp",
+                args: &[Input(0), Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "var_vjp",
+                args: &[Cotangent, Input(0), Config(0)],
+            }],
+        }),
+        reference: "composite: reduce_sum, add, mul",
+    },
+    OpDef {
+        name: "var_axes",
+        form: Form::Method,
+        kind: Kind::Reduction,
+        params: &[AXES, KEEPDIMS, USIZE],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "var_axes_jvp",
+                args: &[Input(0), Config(0), Config(1), Config(2), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "var_axes_vjp",
+                args: &[Cotangent, Input(0), Config(0), Config(1), Config(2)],
+            }],
+        }),
+        reference: "composite: reduce_sum, add, mul",
+    },
+    OpDef {
+        name: "std",
+        form: Form::Method,
+        kind: Kind::Reduction,
+        params: &[USIZE],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "std_jvp",
+                args: &[Input(0), Output, Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "std_vjp",
+                args: &[Cotangent, Input(0), Output, Config(0)],
+            }],
+        }),
+        reference: "composite: reduce_sum, add, mul, sqrt",
+    },
+    OpDef {
+        name: "std_axes",
+        form: Form::Method,
+        kind: Kind::Reduction,
+        params: &[AXES, KEEPDIMS, USIZE],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "std_axes_jvp",
+                args: &[
+                    Input(0),
+                    Output,
+                    Config(0),
+                    Config(1),
+                    Config(2),
+                    Tangent(0),
+                ],
+            },
+            vjp: &[Rule {
+                name: "std_axes_vjp",
+                args: &[Cotangent, Input(0), Output, Config(0), Config(1), Config(2)],
+            }],
+        }),
+        reference: "composite: reduce_sum, add, mul, sqrt",
+    },
+    OpDef {
+        name: "logcumsumexp",
+        form: Form::Method,
+        kind: Kind::Scan,
+        params: &[AXIS],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "logcumsumexp_jvp",
+                args: &[Input(0), Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "logcumsumexp_vjp",
+                args: &[Cotangent, Input(0), Config(0)],
+            }],
+        }),
+        reference: "composite: max, add, exp2, log2",
+    },
+    OpDef {
+        name: "sort",
+        form: Form::Method,
+        kind: Kind::Shape,
+        params: &[AXIS],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "sort_jvp",
+                args: &[Input(0), Config(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "sort_vjp",
+                args: &[Cotangent, Input(0), Config(0)],
+            }],
+        }),
+        reference: "composite: cmplt, gather, scatter",
+    },
+    OpDef {
         name: "reshape",
         form: Form::Method,
         kind: Kind::Shape,
@@ -1439,6 +1548,14 @@ pub const OTHER: &[OpDef] = &[
         reference: "composite: neg, reduce_max, cmpne, where",
     },
     OpDef {
+        name: "argsort",
+        form: Form::Method,
+        kind: Kind::Indexing,
+        params: &[],
+        rules: None,
+        reference: "composite: cmplt, where",
+    },
+    OpDef {
         name: "and",
         form: Form::Method,
         kind: Kind::Discrete,
@@ -1616,6 +1733,22 @@ pub const OTHER: &[OpDef] = &[
     },
     OpDef {
         name: "try_arange_step",
+        form: Form::Constructor,
+        kind: Kind::Constructor,
+        params: &[],
+        rules: None,
+        reference: "const_array",
+    },
+    OpDef {
+        name: "linspace",
+        form: Form::Constructor,
+        kind: Kind::Constructor,
+        params: &[],
+        rules: None,
+        reference: "const_array",
+    },
+    OpDef {
+        name: "try_linspace",
         form: Form::Constructor,
         kind: Kind::Constructor,
         params: &[],

@@ -1,6 +1,6 @@
-//! Tensors counted out of a range (`arange`), drawn at random (`rand_uniform`, `rand_normal`), or
-//! shaped like another (`zeros_like`, `ones_like`): the constructors that need an element type's
-//! arithmetic, apart from [`Tensor`]'s definition, which needs none.
+//! Tensors counted out of a range (`arange`, `linspace`), drawn at random (`rand_uniform`,
+//! `rand_normal`), or shaped like another (`zeros_like`, `ones_like`): the constructors that need
+//! an element type's arithmetic, apart from [`Tensor`]'s definition, which needs none.
 
 use crate::element::{Element, RangeElement};
 use crate::error::{checked_size, OrPanic, ShapeError};
@@ -59,6 +59,46 @@ impl<T: RangeElement> Tensor<T> {
 }
 
 impl<T: Element> Tensor<T> {
+    /// `n` evenly spaced values from `start` to `end`, both included (NumPy's and JAX's
+    /// `linspace(start, end, n)`, PyTorch's `linspace(start, end, steps)`): `start + i·step` with
+    /// `step = (end - start) / (n - 1)`, the last exactly `end`. `n = 1` gives `[start]`, `n = 0`
+    /// an empty tensor.
+    ///
+    /// ```
+    /// use rune_runtime::Tensor;
+    /// assert_eq!(Tensor::linspace(0.0, 1.0, 5).to_vec(), vec![0.0, 0.25, 0.5, 0.75, 1.0]);
+    /// assert_eq!(Tensor::linspace(2.0, -2.0, 3).to_vec(), vec![2.0, 0.0, -2.0]);
+    /// assert_eq!(Tensor::linspace(3.0, 9.0, 1).to_vec(), vec![3.0]);
+    /// ```
+    ///
+    /// # Panics
+    /// When `n` is more elements than a tensor can hold.
+    #[track_caller]
+    pub fn linspace(start: T, end: T, n: usize) -> Self {
+        Self::try_linspace(start, end, n).or_panic()
+    }
+
+    /// Like [`Tensor::linspace`], returning an error when `n` is more elements than a tensor can
+    /// hold.
+    pub fn try_linspace(start: T, end: T, n: usize) -> Result<Self, ShapeError> {
+        checked_size::<T>("linspace", &[n], || format!("n = {n}"))?;
+        let step = if n > 1 {
+            (end - start) / T::from_f64((n - 1) as f64)
+        } else {
+            T::zero()
+        };
+        let values = (0..n)
+            .map(|i| {
+                if i + 1 == n && n > 1 {
+                    end
+                } else {
+                    start + step * T::from_f64(i as f64)
+                }
+            })
+            .collect();
+        Self::try_from_vec(values, &[n])
+    }
+
     /// Uniform samples in `[lo, hi)` from a fixed-seed generator (SplitMix64): the same seed gives
     /// the same tensor on every machine.
     ///

@@ -133,6 +133,7 @@ pub mod rules {
     pub use crate::ops::shape::rules::*;
     pub use crate::ops::slice::rules::*;
     pub use crate::ops::softmax::rules::*;
+    pub use crate::ops::sort::rules::*;
     pub use crate::ops::special::rules::*;
     pub use crate::ops::unary::rules::*;
 }

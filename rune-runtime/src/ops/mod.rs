@@ -41,6 +41,7 @@ pub mod scan;
 pub mod shape;
 pub mod slice;
 pub mod softmax;
+pub mod sort;
 pub mod special;
 pub mod unary;
 mod window;

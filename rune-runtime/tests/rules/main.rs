@@ -18,7 +18,9 @@ mod scan;
 mod shape;
 mod slice;
 mod softmax;
+mod sort;
 mod special;
+mod stats;
 mod unary;
 
 use common::Case;
@@ -42,6 +44,8 @@ fn all_cases<T: Element>() -> Vec<Case<T>> {
     cases.extend(reduce::cases::<T>());
     cases.extend(scan::cases::<T>());
     cases.extend(softmax::cases::<T>());
+    cases.extend(stats::cases::<T>());
+    cases.extend(sort::cases::<T>());
     cases.extend(unused_input_cases::<T>());
     cases
 }
