@@ -200,28 +200,125 @@ fn for_blocks<T: Element, const N: usize, const M: usize, const B: usize>(
     ys_from: &[Source<'_, T>; M],
     mut body: impl FnMut(usize, &[[T; B]; N], &[[T; B]; M]),
 ) {
-    let mut xs = [[T::zero(); B]; N];
-    let mut ys = [[T::zero(); B]; M];
-    let splat = |b: &mut [T; B], s: &Source<'_, T>| {
-        if let Source::Splat(v) = s {
-            b.fill(*v);
-        }
-    };
-    xs.iter_mut().zip(xs_from).for_each(|(b, s)| splat(b, s));
-    ys.iter_mut().zip(ys_from).for_each(|(b, s)| splat(b, s));
+    let (mut xs, mut ys) = (splats(xs_from), splats(ys_from));
     let mut start = range.start;
     while start < range.end {
         let n = B.min(range.end - start);
-        let fill = |b: &mut [T; B], s: &Source<'_, T>| {
-            if !matches!(s, Source::Splat(_)) {
-                s.fill(start, &mut b[..n]);
-            }
-        };
-        xs.iter_mut().zip(xs_from).for_each(|(b, s)| fill(b, s));
-        ys.iter_mut().zip(ys_from).for_each(|(b, s)| fill(b, s));
+        fill_blocks(&mut xs, xs_from, start, n);
+        fill_blocks(&mut ys, ys_from, start, n);
         body(n, &xs, &ys);
         start += n;
     }
+}
+
+// The helpers of the loops below are generic over the element type and the sizes only, not
+// over a region's closure, so that every region of the same arity shares one copy of each:
+// a debug build of many differentiated functions compiles them once.
+
+/// The blocks of `N` sources, a scalar's filled with it and the others' with zeros.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn splats<T: Element, const N: usize, const B: usize>(from: &[Source<'_, T>; N]) -> [[T; B]; N] {
+    let mut blocks = [[T::zero(); B]; N];
+    for (b, s) in blocks.iter_mut().zip(from) {
+        if let Source::Splat(v) = s {
+            b.fill(*v);
+        }
+    }
+    blocks
+}
+
+/// Fills the first `n` elements of each block with its source's elements from `start` on
+/// (a scalar's block is filled once, by [`splats`]).
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn fill_blocks<T: Element, const N: usize, const B: usize>(
+    blocks: &mut [[T; B]; N],
+    from: &[Source<'_, T>; N],
+    start: usize,
+    n: usize,
+) {
+    for (b, s) in blocks.iter_mut().zip(from) {
+        if !matches!(s, Source::Splat(_)) {
+            s.fill(start, &mut b[..n]);
+        }
+    }
+}
+
+/// Element `e` of each of `N` blocks.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn column<T: Element, const N: usize, const B: usize>(blocks: &[[T; B]; N], e: usize) -> [T; N] {
+    let mut c = [T::zero(); N];
+    for (c, b) in c.iter_mut().zip(blocks) {
+        *c = b[e];
+    }
+    c
+}
+
+/// Sets element `e` of each of `K` blocks.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn set_column<T: Element, const K: usize, const B: usize>(
+    blocks: &mut [[T; B]; K],
+    e: usize,
+    values: [T; K],
+) {
+    for (b, v) in blocks.iter_mut().zip(values) {
+        b[e] = v;
+    }
+}
+
+/// Writes the first `n` elements of each block to its output.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn put_blocks<T: Element, const K: usize, const B: usize>(
+    outs: &mut [Out<'_, T>; K],
+    blocks: &[[T; B]; K],
+    n: usize,
+) {
+    for (o, b) in outs.iter_mut().zip(blocks) {
+        o.put(&b[..n]);
+    }
+}
+
+/// Appends the sum of the first `n` elements of each block to its list of block sums.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn push_sums<T: Element, const K: usize, const B: usize>(
+    sums: &mut [Vec<T>; K],
+    blocks: &[[T; B]; K],
+    n: usize,
+) {
+    for (s, b) in sums.iter_mut().zip(blocks) {
+        s.push(block_sum(&b[..n]));
+    }
+}
+
+/// Runs `$body` with the const `$b` set to the block size of a loop over `$len` elements:
+/// `$small` for a region of at most [`SMALL`] elements, `$big` otherwise. Debug builds take
+/// `$big` always, which gives the same results (a loop's values do not depend on its block
+/// size, and a region of at most `SMALL` elements is one block either way), with one copy of
+/// the loop instead of two.
+macro_rules! with_block_size {
+    ($len:expr, $small:expr, $big:expr, |$b:ident| $body:expr) => {{
+        #[cfg(not(debug_assertions))]
+        {
+            if $len <= SMALL {
+                const $b: usize = $small;
+                $body
+            } else {
+                const $b: usize = $big;
+                $body
+            }
+        }
+        #[cfg(debug_assertions)]
+        {
+            const _: usize = $small;
+            const $b: usize = $big;
+            $body
+        }
+    }};
 }
 
 /// Where a loop writes one of its outputs: appended to a vector (the whole loop on one
@@ -400,17 +497,10 @@ pub fn fused_map<T: Element, const N: usize, const L: usize>(
     let (shape, sources) = value_sources(&inputs, ops);
     let len = shape.iter().product();
     let ([out], []) = drive(len, BLOCK, |range, [out], _| {
-        if len <= SMALL {
-            vectorised(
-                #[inline(always)]
-                || map_blocks::<T, N, L, SMALL>(range, out, &sources, &literals, &f),
-            );
-        } else {
-            vectorised(
-                #[inline(always)]
-                || map_blocks::<T, N, L, BLOCK>(range, out, &sources, &literals, &f),
-            );
-        }
+        with_block_size!(len, SMALL, BLOCK, |B| vectorised(
+            #[inline(always)]
+            || map_blocks::<T, N, L, B>(range, out, &sources, &literals, &f),
+        ))
     });
     Tensor::from_vec(out, &shape)
 }
@@ -432,7 +522,7 @@ fn map_blocks<T: Element, const N: usize, const L: usize, const B: usize>(
         #[inline(always)]
         |n, x, _| {
             for (e, b) in block.iter_mut().enumerate() {
-                *b = f(std::array::from_fn(|k| x[k][e]), literals);
+                *b = f(column(x, e), literals);
             }
             out.put(&block[..n]);
         },
@@ -504,17 +594,10 @@ pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize, con
     let len = shape.iter().product();
     let sources = (&sources, &[g_source]);
     let (outs, []) = drive(len, BLOCK, |range, outs, _| {
-        if len <= SMALL {
-            vectorised(
-                #[inline(always)]
-                || vjp_blocks::<T, N, L, K, SMALL>(range, outs, sources, &literals, &f),
-            );
-        } else {
-            vectorised(
-                #[inline(always)]
-                || vjp_blocks::<T, N, L, K, BLOCK>(range, outs, sources, &literals, &f),
-            );
-        }
+        with_block_size!(len, SMALL, BLOCK, |B| vectorised(
+            #[inline(always)]
+            || vjp_blocks::<T, N, L, K, B>(range, outs, sources, &literals, &f),
+        ))
     });
     let full = outs.map(|o| Tensor::from_vec(o, &shape));
     match shapes {
@@ -540,15 +623,10 @@ fn vjp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const 
         g,
         #[inline(always)]
         |n, x, g| {
-            for e in 0..B {
-                let d = f(std::array::from_fn(|k| x[k][e]), literals, g[0][e]);
-                for (b, d) in block.iter_mut().zip(d) {
-                    b[e] = d;
-                }
+            for (e, &g) in g[0].iter().enumerate() {
+                set_column(&mut block, e, f(column(x, e), literals, g));
             }
-            for (o, b) in outs.iter_mut().zip(&block) {
-                o.put(&b[..n]);
-            }
+            put_blocks(&mut outs, &block, n);
         },
     );
 }
@@ -572,17 +650,10 @@ pub fn fused_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
     let len = shape.iter().product();
     let sources = (&sources, &tangent_sources);
     let ([value, tangent], []) = drive(len, BLOCK, |range, outs, _| {
-        if len <= SMALL {
-            vectorised(
-                #[inline(always)]
-                || jvp_blocks::<T, N, L, K, SMALL>(range, outs, sources, &literals, &f),
-            );
-        } else {
-            vectorised(
-                #[inline(always)]
-                || jvp_blocks::<T, N, L, K, BLOCK>(range, outs, sources, &literals, &f),
-            );
-        }
+        with_block_size!(len, SMALL, BLOCK, |B| vectorised(
+            #[inline(always)]
+            || jvp_blocks::<T, N, L, K, B>(range, outs, sources, &literals, &f),
+        ))
     });
     (
         Tensor::from_vec(value, &shape),
@@ -608,17 +679,10 @@ fn jvp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const 
         #[inline(always)]
         |n, x, t| {
             for e in 0..B {
-                let (y, u) = f(
-                    std::array::from_fn(|k| x[k][e]),
-                    literals,
-                    std::array::from_fn(|k| t[k][e]),
-                );
-                block[0][e] = y;
-                block[1][e] = u;
+                let (y, u) = f(column(x, e), literals, column(t, e));
+                set_column(&mut block, e, [y, u]);
             }
-            for (o, b) in outs.iter_mut().zip(&block) {
-                o.put(&b[..n]);
-            }
+            put_blocks(&mut outs, &block, n);
         },
     );
 }
@@ -653,12 +717,6 @@ impl Reduction {
     }
 }
 
-/// The blocks a reduced loop runs in: [`SUM_BLOCK`], the leaves of the pairwise sum, or one
-/// block of [`SMALL`] for a region that small.
-fn reduced_blocks(len: usize) -> bool {
-    len <= SMALL
-}
-
 /// The reduction of a fused region's value: `f` applied to the elements of the inputs,
 /// broadcast, and summed (or averaged) in the same pass, with no tensor for the values.
 ///
@@ -677,33 +735,18 @@ pub fn fused_reduce<T: Element, const N: usize, const L: usize>(
     let len = shape.iter().product();
     let (f, literals) = (&f, &literals);
     let ([], [sums]) = drive(len, SUM_BLOCK, |range, [], sums| {
-        if reduced_blocks(len) {
-            vectorised(
-                #[inline(always)]
-                || {
-                    sum_blocks::<T, N, 0, 1, SMALL>(
-                        range,
-                        (&sources, &[]),
-                        #[inline(always)]
-                        |x, _| [f(x, literals)],
-                        sums,
-                    )
-                },
-            );
-        } else {
-            vectorised(
-                #[inline(always)]
-                || {
-                    sum_blocks::<T, N, 0, 1, SUM_BLOCK>(
-                        range,
-                        (&sources, &[]),
-                        #[inline(always)]
-                        |x, _| [f(x, literals)],
-                        sums,
-                    )
-                },
-            );
-        }
+        with_block_size!(len, SMALL, SUM_BLOCK, |B| vectorised(
+            #[inline(always)]
+            || {
+                sum_blocks::<T, N, 0, 1, B>(
+                    range,
+                    (&sources, &[]),
+                    #[inline(always)]
+                    |x, _| [f(x, literals)],
+                    sums,
+                )
+            },
+        ))
     });
     Tensor::scalar(reduction.finish(combine_block_sums(&sums, len), len))
 }
@@ -728,39 +771,21 @@ pub fn fused_reduce_jvp<T: Element, const N: usize, const L: usize, const K: usi
     let len = shape.iter().product();
     let (f, literals, sources) = (&f, &literals, (&sources, &tangent_sources));
     let ([], sums) = drive(len, SUM_BLOCK, |range, [], sums| {
-        if reduced_blocks(len) {
-            vectorised(
-                #[inline(always)]
-                || {
-                    sum_blocks::<T, N, K, 2, SMALL>(
-                        range,
-                        sources,
-                        #[inline(always)]
-                        |x, t| {
-                            let (y, u) = f(x, literals, t);
-                            [y, u]
-                        },
-                        sums,
-                    )
-                },
-            );
-        } else {
-            vectorised(
-                #[inline(always)]
-                || {
-                    sum_blocks::<T, N, K, 2, SUM_BLOCK>(
-                        range,
-                        sources,
-                        #[inline(always)]
-                        |x, t| {
-                            let (y, u) = f(x, literals, t);
-                            [y, u]
-                        },
-                        sums,
-                    )
-                },
-            );
-        }
+        with_block_size!(len, SMALL, SUM_BLOCK, |B| vectorised(
+            #[inline(always)]
+            || {
+                sum_blocks::<T, N, K, 2, B>(
+                    range,
+                    sources,
+                    #[inline(always)]
+                    |x, t| {
+                        let (y, u) = f(x, literals, t);
+                        [y, u]
+                    },
+                    sums,
+                )
+            },
+        ))
     });
     let [y, u] = sums.map(|s| Tensor::scalar(reduction.finish(combine_block_sums(&s, len), len)));
     (y, u)
@@ -784,17 +809,9 @@ fn sum_blocks<T: Element, const N: usize, const M: usize, const K: usize, const 
         #[inline(always)]
         |n, x, y| {
             for e in 0..B {
-                let v = f(
-                    std::array::from_fn(|k| x[k][e]),
-                    std::array::from_fn(|k| y[k][e]),
-                );
-                for (b, v) in block.iter_mut().zip(v) {
-                    b[e] = v;
-                }
+                set_column(&mut block, e, f(column(x, e), column(y, e)));
             }
-            for (s, b) in sums.iter_mut().zip(&block) {
-                s.push(block_sum(&b[..n]));
-            }
+            push_sums(sums, &block, n);
         },
     );
 }
@@ -830,25 +847,10 @@ pub fn fused_reduce_vjp<
     let seed = reduction.seed::<T>(len);
     let (literals, f) = ((&literals, seed), &f);
     let (partials, [sums]) = drive(len, SUM_BLOCK, |range, outs, [sums]| {
-        if reduced_blocks(len) {
-            vectorised(
-                #[inline(always)]
-                || partial_blocks::<T, N, L, K, SMALL>(range, &sources, literals, f, (sums, outs)),
-            );
-        } else {
-            vectorised(
-                #[inline(always)]
-                || {
-                    partial_blocks::<T, N, L, K, SUM_BLOCK>(
-                        range,
-                        &sources,
-                        literals,
-                        f,
-                        (sums, outs),
-                    )
-                },
-            );
-        }
+        with_block_size!(len, SMALL, SUM_BLOCK, |B| vectorised(
+            #[inline(always)]
+            || partial_blocks::<T, N, L, K, B>(range, &sources, literals, f, (sums, outs)),
+        ))
     });
     let value = Tensor::scalar(reduction.finish(combine_block_sums(&sums, len), len));
     let full = partials.map(|p| Tensor::from_vec(p, &shape));
@@ -880,17 +882,13 @@ fn partial_blocks<T: Element, const N: usize, const L: usize, const K: usize, co
         &[],
         #[inline(always)]
         |n, x, _| {
-            for e in 0..B {
-                let (y, d) = f(std::array::from_fn(|k| x[k][e]), literals, seed);
-                values[e] = y;
-                for (b, d) in block.iter_mut().zip(d) {
-                    b[e] = d;
-                }
+            for (e, value) in values.iter_mut().enumerate() {
+                let (y, d) = f(column(x, e), literals, seed);
+                *value = y;
+                set_column(&mut block, e, d);
             }
             sums.push(block_sum(&values[..n]));
-            for (p, b) in partials.iter_mut().zip(&block) {
-                p.put(&b[..n]);
-            }
+            put_blocks(&mut partials, &block, n);
         },
     );
 }
