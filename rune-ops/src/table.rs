@@ -592,6 +592,188 @@ pub const OTHER: &[OpDef] = &[
         reference: "composite: not in the reference",
     },
     OpDef {
+        name: "sign_det",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "sign_det_jvp",
+                args: &[Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "sign_det_vjp",
+                args: &[Cotangent, Shape(0)],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "cho_solve",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "cho_solve_jvp",
+                args: &[Input(0), Output, MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "cho_solve_vjp_lhs",
+                    args: &[Cotangent, Input(0), Output],
+                },
+                Rule {
+                    name: "cho_solve_vjp_rhs",
+                    args: &[Cotangent, Input(0)],
+                },
+            ],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "qr_q",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "qr_q_jvp",
+                args: &[Input(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "qr_q_vjp",
+                args: &[Cotangent, Input(0)],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "qr_r",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "qr_r_jvp",
+                args: &[Input(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "qr_r_vjp",
+                args: &[Cotangent, Input(0)],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "eigvalsh",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "eigvalsh_jvp",
+                args: &[Input(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "eigvalsh_vjp",
+                args: &[Cotangent, Input(0)],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "eigh_vectors",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "eigh_vectors_jvp",
+                args: &[Input(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "eigh_vectors_vjp",
+                args: &[Cotangent, Input(0)],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "svd_u",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "svd_u_jvp",
+                args: &[Input(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "svd_u_vjp",
+                args: &[Cotangent, Input(0)],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "svdvals",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "svdvals_jvp",
+                args: &[Input(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "svdvals_vjp",
+                args: &[Cotangent, Input(0)],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "svd_vh",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "svd_vh_jvp",
+                args: &[Input(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "svd_vh_vjp",
+                args: &[Cotangent, Input(0)],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "lstsq",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "lstsq_jvp",
+                args: &[Input(0), Input(1), Output, MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "lstsq_vjp_lhs",
+                    args: &[Cotangent, Input(0), Input(1), Output],
+                },
+                Rule {
+                    name: "lstsq_vjp_rhs",
+                    args: &[Cotangent, Input(0)],
+                },
+            ],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
         name: "maximum",
         form: Form::Method,
         kind: Kind::Elementwise,

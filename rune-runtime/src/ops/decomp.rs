@@ -48,6 +48,8 @@ use crate::element::Element;
 use crate::error::{OrPanic, ShapeError};
 use crate::tensor::Tensor;
 
+mod factor;
+
 /// The batch size and the matrix shape `(m, n)` of a tensor of matrices.
 fn matrices(op: &'static str, shape: &[usize]) -> Result<(usize, usize, usize), ShapeError> {
     if shape.len() < 2 {
@@ -668,6 +670,7 @@ impl<T: Element> Tensor<T> {
 
 /// Rules of the matrix functions (see the module's conventions).
 pub mod rules {
+    pub use super::factor::rules::*;
     use super::*;
 
     /// `x` with two unit axes appended: a value per matrix, broadcast over its matrix.
@@ -688,13 +691,13 @@ pub mod rules {
     }
 
     /// The symmetric matrix whose lower triangle is that of `x`.
-    fn symmetric_from_lower<T: Element>(x: &Tensor<T>) -> Tensor<T> {
+    pub(super) fn symmetric_from_lower<T: Element>(x: &Tensor<T>) -> Tensor<T> {
         x.tril(0) + x.tril(-1).t()
     }
 
     /// The gradient with respect to the lower triangle of a symmetric input from `ā`:
     /// `ā + āᵀ` below the diagonal, `ā` on it, zero above.
-    fn fold_onto_lower<T: Element>(a: &Tensor<T>) -> Tensor<T> {
+    pub(super) fn fold_onto_lower<T: Element>(a: &Tensor<T>) -> Tensor<T> {
         (a + &a.t()).tril(-1) + a.diagonal().diag()
     }
 

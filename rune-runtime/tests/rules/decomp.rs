@@ -177,6 +177,131 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
             ));
         }
     }
+    cases.extend(factorization_cases());
+    cases
+}
+
+/// `cho_solve`, `qr`, `eigh`, `svd` and `lstsq`, on well-conditioned matrices with distinct
+/// eigen- and singular values (the eigen- and singular vectors are signed by their largest
+/// component, a choice that is locally constant, so finite differences see them as smooth).
+fn factorization_cases<T: Element>() -> Vec<Case<T>> {
+    let mut cases = Vec::new();
+    for (label, shape) in [
+        ("[3, 3]", &[3usize, 3][..]),
+        ("batched [2, 3, 3]", &[2, 3, 3]),
+    ] {
+        let l = spd::<T>(shape, 820).cholesky();
+        let mut b_shape = shape.to_vec();
+        *b_shape.last_mut().unwrap() = 2;
+        let b: Tensor<T> = uniform(&b_shape, -1.0, 1.0, 821);
+        cases.push(Case::new(
+            "cho_solve",
+            label,
+            vec![l, b],
+            |x| x[0].cho_solve(&x[1]),
+            |x, t| cho_solve_jvp(&x[0], &x[0].cho_solve(&x[1]), Some(&t[0]), Some(&t[1])),
+            |x, g| {
+                let y = x[0].cho_solve(&x[1]);
+                vec![cho_solve_vjp_lhs(g, &x[0], &y), cho_solve_vjp_rhs(g, &x[0])]
+            },
+        ));
+        let a = shifted::<T>(shape, 2.0, 825);
+        for a in [a.clone(), -&a] {
+            cases.push(Case::new(
+                "sign_det",
+                label,
+                vec![a],
+                |x| x[0].sign_det(),
+                |_, t| sign_det_jvp(&t[0]),
+                |x, g| vec![sign_det_vjp(g, x[0].shape())],
+            ));
+        }
+        let a = spd::<T>(shape, 822);
+        cases.push(Case::new(
+            "eigvalsh",
+            label,
+            vec![a.clone()],
+            |x| x[0].eigvalsh(),
+            |x, t| eigvalsh_jvp(&x[0], &t[0]),
+            |x, g| vec![eigvalsh_vjp(g, &x[0])],
+        ));
+        cases.push(Case::new(
+            "eigh_vectors",
+            label,
+            vec![a],
+            |x| x[0].eigh_vectors(),
+            |x, t| eigh_vectors_jvp(&x[0], &t[0]),
+            |x, g| vec![eigh_vectors_vjp(g, &x[0])],
+        ));
+    }
+    for (label, shape) in [
+        ("square [3, 3]", &[3usize, 3][..]),
+        ("tall [4, 3]", &[4, 3]),
+        ("wide [2, 4]", &[2, 4]),
+        ("batched [2, 4, 2]", &[2, 4, 2]),
+    ] {
+        let a: Tensor<T> = uniform(shape, -1.0, 1.0, 823);
+        cases.push(Case::new(
+            "svdvals",
+            label,
+            vec![a.clone()],
+            |x| x[0].svdvals(),
+            |x, t| svdvals_jvp(&x[0], &t[0]),
+            |x, g| vec![svdvals_vjp(g, &x[0])],
+        ));
+        cases.push(Case::new(
+            "svd_u",
+            label,
+            vec![a.clone()],
+            |x| x[0].svd_u(),
+            |x, t| svd_u_jvp(&x[0], &t[0]),
+            |x, g| vec![svd_u_vjp(g, &x[0])],
+        ));
+        cases.push(Case::new(
+            "svd_vh",
+            label,
+            vec![a.clone()],
+            |x| x[0].svd_vh(),
+            |x, t| svd_vh_jvp(&x[0], &t[0]),
+            |x, g| vec![svd_vh_vjp(g, &x[0])],
+        ));
+        if shape[shape.len() - 2] < shape[shape.len() - 1] {
+            continue;
+        }
+        cases.push(Case::new(
+            "qr_q",
+            label,
+            vec![a.clone()],
+            |x| x[0].qr_q(),
+            |x, t| qr_q_jvp(&x[0], &t[0]),
+            |x, g| vec![qr_q_vjp(g, &x[0])],
+        ));
+        cases.push(Case::new(
+            "qr_r",
+            label,
+            vec![a.clone()],
+            |x| x[0].qr_r(),
+            |x, t| qr_r_jvp(&x[0], &t[0]),
+            |x, g| vec![qr_r_vjp(g, &x[0])],
+        ));
+        let mut b_shape = shape.to_vec();
+        *b_shape.last_mut().unwrap() = 2;
+        let b: Tensor<T> = uniform(&b_shape, -1.0, 1.0, 824);
+        cases.push(Case::new(
+            "lstsq",
+            label,
+            vec![a, b],
+            |x| x[0].lstsq(&x[1]),
+            |x, t| {
+                let y = x[0].lstsq(&x[1]);
+                lstsq_jvp(&x[0], &x[1], &y, Some(&t[0]), Some(&t[1]))
+            },
+            |x, g| {
+                let y = x[0].lstsq(&x[1]);
+                vec![lstsq_vjp_lhs(g, &x[0], &x[1], &y), lstsq_vjp_rhs(g, &x[0])]
+            },
+        ));
+    }
     cases
 }
 
