@@ -21,6 +21,7 @@ const SHAPE: Param = Param::Config(Some("&[usize]"), Keep::Owned);
 const RANGES: Param = Param::Config(Some("&[(usize, usize)]"), Keep::Owned);
 const MASK: Param = Param::Config(None, Keep::Owned);
 const INDICES: Param = Param::Config(None, Keep::Owned);
+const SPEC: Param = Param::Config(Some("&str"), Keep::Owned);
 
 /// Every op but the elementwise functions of one tensor.
 pub const OTHER: &[OpDef] = &[
@@ -772,6 +773,35 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "einsum",
+        form: Form::Function,
+        kind: Kind::LinearAlgebra,
+        params: &[SPEC, T, T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "einsum_jvp",
+                args: &[
+                    Input(0),
+                    Input(1),
+                    Config(0),
+                    MaybeTangent(0),
+                    MaybeTangent(1),
+                ],
+            },
+            vjp: &[
+                Rule {
+                    name: "einsum_vjp_lhs",
+                    args: &[Cotangent, Shape(0), Input(1), Config(0)],
+                },
+                Rule {
+                    name: "einsum_vjp_rhs",
+                    args: &[Cotangent, Input(0), Shape(1), Config(0)],
+                },
+            ],
+        }),
+        reference: "composite: reshape, permute, reduce_sum, mul",
     },
     OpDef {
         name: "maximum",

@@ -48,7 +48,10 @@ use crate::element::Element;
 use crate::error::{OrPanic, ShapeError};
 use crate::tensor::Tensor;
 
+mod einsum;
 mod factor;
+
+pub use einsum::{einsum, try_einsum};
 
 /// The batch size and the matrix shape `(m, n)` of a tensor of matrices.
 fn matrices(op: &'static str, shape: &[usize]) -> Result<(usize, usize, usize), ShapeError> {
@@ -670,6 +673,7 @@ impl<T: Element> Tensor<T> {
 
 /// Rules of the matrix functions (see the module's conventions).
 pub mod rules {
+    pub use super::einsum::rules::*;
     pub use super::factor::rules::*;
     use super::*;
 

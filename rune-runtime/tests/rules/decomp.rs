@@ -3,7 +3,7 @@
 //! against hand-computed values.
 
 use rune_runtime::rules::*;
-use rune_runtime::{Element, Tensor};
+use rune_runtime::{einsum, Element, Tensor};
 
 use crate::common::{assert_close, panic_message, tensor, uniform, Case};
 
@@ -178,7 +178,48 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
         }
     }
     cases.extend(factorization_cases());
+    cases.extend(einsum_cases());
     cases
+}
+
+/// `einsum` on the common two-operand contractions, and on specs that sum a letter only one
+/// operand has (whose VJP broadcasts over it) or permute the output.
+fn einsum_cases<T: Element>() -> Vec<Case<T>> {
+    let specs: [(&'static str, &[usize], &[usize]); 11] = [
+        ("ij,jk->ik", &[2, 3], &[3, 4]),
+        ("bij,bjk->bik", &[2, 2, 3], &[2, 3, 2]),
+        ("i,i->", &[4], &[4]),
+        ("ij,ij->", &[2, 3], &[2, 3]),
+        ("i,j->ij", &[3], &[2]),
+        ("ij,kj->ik", &[2, 3], &[4, 3]),
+        ("ij,j->i", &[2, 3], &[3]),
+        ("bij,jk->kbi", &[2, 3, 2], &[2, 3]),
+        ("ij,k->ik", &[2, 3], &[4]),
+        ("ij, jk", &[3, 2], &[2, 2]),
+        ("ab,cd->", &[2, 2], &[3, 1]),
+    ];
+    specs
+        .into_iter()
+        .enumerate()
+        .map(|(i, (spec, sa, sb))| {
+            Case::new(
+                "einsum",
+                spec,
+                vec![
+                    uniform(sa, -1.0, 1.0, 850 + i as u64),
+                    uniform(sb, -1.0, 1.0, 870 + i as u64),
+                ],
+                move |x| einsum(spec, &x[0], &x[1]),
+                move |x, t| einsum_jvp(&x[0], &x[1], spec, Some(&t[0]), Some(&t[1])),
+                move |x, g| {
+                    vec![
+                        einsum_vjp_lhs(g, x[0].shape(), &x[1], spec),
+                        einsum_vjp_rhs(g, &x[0], x[1].shape(), spec),
+                    ]
+                },
+            )
+        })
+        .collect()
 }
 
 /// `cho_solve`, `qr`, `eigh`, `svd` and `lstsq`, on well-conditioned matrices with distinct
@@ -672,4 +713,62 @@ fn bad_factorization_input_names_the_op() {
     );
     let err = wide.try_sign_det().unwrap_err().to_string();
     assert!(err.starts_with("sign_det:"), "{err}");
+}
+
+/// `einsum` against the ops it stands for, in f32 and f64, and its errors.
+#[test]
+fn einsum_is_the_contraction_it_writes() {
+    fn check<T: Element>(tol: f64) {
+        let a: Tensor<T> = uniform(&[2, 3, 4], -1.0, 1.0, 890);
+        let b: Tensor<T> = uniform(&[2, 4, 5], -1.0, 1.0, 891);
+        let c: Tensor<T> = uniform(&[3, 4], -1.0, 1.0, 892);
+        let close = |x: Tensor<T>, y: Tensor<T>| {
+            assert_close(
+                &x,
+                &y.to_vec().iter().map(|v| v.to_real()).collect::<Vec<_>>(),
+                tol,
+            )
+        };
+        close(einsum("bij,bjk->bik", &a, &b), a.matmul(&b));
+        close(einsum("ij,kj->ik", &c, &c), c.matmul(&c.t()));
+        close(einsum("ij,ij->", &c, &c), c.square().sum());
+        close(einsum("ij,ij", &c, &c), c.square().sum());
+        close(einsum("bij,jk", &a, &c.t()), a.matmul(&c.t()));
+        close(
+            einsum("bij,jk->kib", &a, &c.t()),
+            a.matmul(&c.t()).permute(&[2, 1, 0]),
+        );
+        let u = tensor::<T>(&[1.0, 2.0, 3.0], &[3]);
+        let v = tensor::<T>(&[4.0, 5.0], &[2]);
+        assert_close(
+            &einsum("i,j->ij", &u, &v),
+            &[4.0, 5.0, 8.0, 10.0, 12.0, 15.0],
+            0.0,
+        );
+        assert_close(&einsum("i,i->", &u, &u), &[14.0], 0.0);
+        // A letter only one operand has is summed: Σ_j c_ij times Σ_k u_k.
+        close(
+            einsum("ij,k->i", &c, &u),
+            c.sum_axes(&[1], false) * T::from_f64(6.0),
+        );
+    }
+    check::<f32>(1e-6);
+    check::<f64>(1e-14);
+    let (a, b) = (Tensor::<f64>::ones(&[2, 3]), Tensor::<f64>::ones(&[4, 5]));
+    for (spec, needle) in [
+        ("ij,jk->ik", "'j' is 3 in one operand and 4 in the other"),
+        ("ij->ij", "two operands"),
+        ("ii,jk->ik", "repeats 'i'"),
+        ("ij,kl->iz", "'z' is in neither operand"),
+        ("ijk,jk->i", "3 subscripts but shape [2, 3]"),
+        ("...j,jk->k", "ellipses"),
+    ] {
+        let err = rune_runtime::try_einsum(spec, &a, &b)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("einsum:") && err.contains(spec) && err.contains(needle),
+            "{err}"
+        );
+    }
 }
