@@ -90,6 +90,7 @@ pub mod optim;
 mod rng;
 pub mod scalar;
 mod special;
+mod spectral;
 mod summation;
 mod tensor;
 pub mod vmath;

@@ -772,3 +772,74 @@ fn einsum_is_the_contraction_it_writes() {
         );
     }
 }
+
+/// The generic Jacobi kernels (what dual numbers run) against faer's (what `f64` runs): the same
+/// factors, and tangents that are the JVP rules' — so the sweep past convergence makes the
+/// tangents converge too. Tall, wide, square, batched and rank-deficient matrices.
+#[test]
+fn jacobi_kernels_on_dual_numbers_agree_with_faer_and_the_rules() {
+    use rune_runtime::{dual_of, primal_of, tangent_of};
+    let close = |x: &Tensor<f64>, y: &Tensor<f64>, tol: f64, what: &str| {
+        let d = max_diff(x, y);
+        assert!(d < tol, "{what}: {d}");
+    };
+    let rank_one = tensor::<f64>(&[1.0, 2.0, 2.0, 4.0, 3.0, 6.0], &[3, 2]);
+    for (i, a) in [
+        uniform::<f64>(&[5, 3], -1.0, 1.0, 860),
+        uniform::<f64>(&[3, 5], -1.0, 1.0, 861),
+        uniform::<f64>(&[2, 4, 4], -1.0, 1.0, 862),
+        rank_one,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let da = uniform::<f64>(a.shape(), -1.0, 1.0, 870 + i as u64);
+        let ad = dual_of(&a, &da);
+        let (u, s, vh) = ad.svd();
+        let (fu, fs, fvh) = a.svd();
+        close(&primal_of(&s), &fs, 1e-13, "singular values");
+        close(
+            &tangent_of(&s),
+            &svdvals_jvp(&a, &da),
+            1e-12,
+            "their tangents",
+        );
+        if i == 3 {
+            // Rank one: the vectors of the zero singular value are not unique, nor their
+            // derivatives; the leading ones are.
+            let lead = |x: &Tensor<f64>| x.shrink(&[(0, 3), (0, 1)]);
+            close(
+                &lead(&primal_of(&u)),
+                &lead(&fu),
+                1e-13,
+                "leading left vector",
+            );
+            let ut = primal_of(&u);
+            close(&ut.t().matmul(&ut), &Tensor::eye(2), 1e-13, "orthonormal U");
+            continue;
+        }
+        close(&primal_of(&u), &fu, 1e-12, "U");
+        close(&primal_of(&vh), &fvh, 1e-12, "Vh");
+        close(&tangent_of(&u), &svd_u_jvp(&a, &da), 1e-9, "U's tangent");
+        close(&tangent_of(&vh), &svd_vh_jvp(&a, &da), 1e-9, "Vh's tangent");
+        if a.shape()[a.ndim() - 1] == a.shape()[a.ndim() - 2] {
+            let sym = &a + &a.t();
+            let (w, v) = dual_of(&sym, &da).eigh();
+            let (fw, fv) = sym.eigh();
+            close(&primal_of(&w), &fw, 1e-13, "eigenvalues");
+            close(&primal_of(&v), &fv, 1e-12, "eigenvectors");
+            close(
+                &tangent_of(&w),
+                &eigvalsh_jvp(&sym, &da),
+                1e-12,
+                "their tangents",
+            );
+            close(
+                &tangent_of(&v),
+                &eigh_vectors_jvp(&sym, &da),
+                1e-9,
+                "eigenvectors' tangents",
+            );
+        }
+    }
+}

@@ -11,13 +11,17 @@
 //!
 //! # The kernels
 //!
-//! Like the others of this module, the kernels are ours and generic over [`Element`], so that
-//! they run on the dual numbers of `f_hvp` too: faer's factorizations take `f32` and `f64` only.
-//! They are the accurate textbook methods for small dense matrices: QR by modified Gram–Schmidt
-//! with a second orthogonalisation pass ("twice is enough", orthogonal to working precision),
-//! `eigh` by cyclic Jacobi rotations and `svd` by one-sided (Hestenes) Jacobi, both of which give
-//! eigen- and singular values to high relative accuracy and converge in a handful of sweeps; all
-//! are O(n³) per sweep and meant for matrices of up to a few hundred rows.
+//! `eigh` and `svd` of `f32` and `f64` matrices run faer's (tridiagonal and bidiagonal
+//! reductions, chosen by the hidden `Element::spectral_kernels` as the matrix product chooses
+//! faer's GEMM). The dual numbers that forward mode inside a function and `f_hvp` push through
+//! every op cannot go through faer, which takes `f32` and `f64` only, so every element type also
+//! has generic kernels of ours: `eigh` by cyclic Jacobi rotations and `svd` by one-sided
+//! (Hestenes) Jacobi, which give eigen- and singular values to high relative accuracy and
+//! converge in a handful of O(n³) sweeps, plus one sweep more so that the tangents of dual
+//! numbers converge too. Both kinds are brought to one convention (order and signs, below), so a
+//! function's value and its derivatives see the same factors. QR is ours for every type:
+//! modified Gram–Schmidt with a second orthogonalisation pass ("twice is enough", orthonormal to
+//! working precision), which gives `R` its positive diagonal directly.
 //!
 //! # Conventions
 //!
@@ -191,7 +195,7 @@ fn order_and_sign<T: Element>(
 
 /// Eigenvalues (ascending) and eigenvectors (columns) of the symmetric `n × n` matrix whose
 /// lower triangle is that of `a`, by cyclic Jacobi.
-fn eigh_kernel<T: Element>(a: &[T], n: usize) -> (Vec<T>, Vec<T>) {
+fn jacobi_eigh<T: Element>(a: &[T], n: usize) -> (Vec<T>, Vec<T>) {
     let mut s: Vec<T> = (0..n * n)
         .map(|idx| {
             let (i, j) = (idx / n, idx % n);
@@ -339,8 +343,9 @@ fn transposed<T: Element>(x: &[T], rows: usize, cols: usize) -> Vec<T> {
         .collect()
 }
 
-/// The thin SVD of the `m × n` matrix `a`: `U` (`m × k`), `s` (`k`), `Vh` (`k × n`).
-fn svd_kernel<T: Element>(a: &[T], m: usize, n: usize) -> (Vec<T>, Vec<T>, Vec<T>) {
+/// The thin SVD of the `m × n` matrix `a` by one-sided Jacobi: `U` (`m × k`), `s` (`k`), `Vh`
+/// (`k × n`).
+fn jacobi_svd<T: Element>(a: &[T], m: usize, n: usize) -> (Vec<T>, Vec<T>, Vec<T>) {
     if m >= n {
         let (u, s, v) = svd_tall_kernel(a, m, n);
         (u, s, transposed(&v, n, n))
@@ -351,6 +356,28 @@ fn svd_kernel<T: Element>(a: &[T], m: usize, n: usize) -> (Vec<T>, Vec<T>, Vec<T
         order_and_sign(&mut s, &mut v2, m, Some((&mut u2, n)), false);
         (v2, s, transposed(&u2, n, m))
     }
+}
+
+/// Eigenvalues (ascending) and eigenvectors (columns, signed) of the symmetric `n × n` matrix
+/// whose lower triangle is that of `a`: faer's for `f32` and `f64`, Jacobi's otherwise (or when
+/// faer's does not converge).
+fn eigh_kernel<T: Element>(a: &[T], n: usize) -> (Vec<T>, Vec<T>) {
+    if let Some((mut w, mut v)) = T::spectral_kernels().and_then(|k| (k.eigh)(a, n)) {
+        order_and_sign(&mut w, &mut v, n, None, true);
+        return (w, v);
+    }
+    jacobi_eigh(a, n)
+}
+
+/// The thin SVD of the `m × n` matrix `a`, `U` (`m × k`), `s` (`k`, descending), `Vh` (`k × n`),
+/// signed: faer's for `f32` and `f64`, Jacobi's otherwise (or when faer's does not converge).
+fn svd_kernel<T: Element>(a: &[T], m: usize, n: usize) -> (Vec<T>, Vec<T>, Vec<T>) {
+    if let Some((mut u, mut s, mut v)) = T::spectral_kernels().and_then(|k| (k.svd)(a, m, n)) {
+        let k = s.len();
+        order_and_sign(&mut s, &mut u, m, Some((&mut v, n)), false);
+        return (u, s, transposed(&v, n, k));
+    }
+    jacobi_svd(a, m, n)
 }
 
 // ---- the ops ----------------------------------------------------------------------------------
