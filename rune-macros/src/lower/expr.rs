@@ -85,7 +85,7 @@ impl Lowerer<'_> {
             .iter()
             .map(|part| {
                 let mut one = mc.clone();
-                one.receiver = Box::new(syn::parse_quote_spanned!(span=> #hidden));
+                *one.receiver = syn::parse_quote_spanned!(span=> #hidden);
                 one.method = syn::Ident::new(part, span);
                 self.method_call(&one)
             })

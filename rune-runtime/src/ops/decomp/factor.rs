@@ -48,18 +48,19 @@
 //!
 //! - `cho_solve`: `X = A⁻¹ B` with `A = L Lᵀ`, so `dX = A⁻¹(dB - dA X)` with `dA = dL Lᵀ + L dLᵀ`;
 //!   `B̄ = A⁻¹ ḡ` and `L̄ = -tril((B̄ Xᵀ + X B̄ᵀ) L)`.
-//! - `qr` (Walter and Lehmann 2018; Liao et al. 2019): with `C = Qᵀ dA R⁻¹` and `Ω = tril(C, -1)
-//!   - tril(C, -1)ᵀ`, `dR = (C - Ω) R` and `dQ = dA R⁻¹ - Q (C - Ω)`; the VJP is `Ā = (Q̄ + Q
-//!   copyltu(M)) R⁻ᵀ` with `M = R R̄ᵀ - Q̄ᵀ Q` and `copyltu(M)` the symmetric matrix of `M`'s
-//!   lower triangle.
+//! - `qr` (Walter and Lehmann 2018; Liao et al. 2019): with `C = Qᵀ dA R⁻¹` and the skew
+//!   matrix `Ω = tril(C, -1) - tril(C, -1)ᵀ`, `dR = (C - Ω) R` and `dQ = dA R⁻¹ - Q (C - Ω)`;
+//!   the VJP is `Ā = (Q̄ + Q copyltu(M)) R⁻ᵀ` with `M = R R̄ᵀ - Q̄ᵀ Q` and `copyltu(M)` the
+//!   symmetric matrix of `M`'s lower triangle.
 //! - `eigh` (Giles 2008; Seeger et al. 2017): `dw = diag(Vᵀ dA V)`, `dV = V (F ∘ Vᵀ dA V)` with
 //!   `Fᵢⱼ = 1/(wⱼ - wᵢ)` off the diagonal and `0` on it; `Ā = V (diag(w̄) + F ∘ Vᵀ V̄) Vᵀ`, folded
-//!   onto the lower triangle that is read. The eigenvalues' derivative is defined everywhere
-//!   (for a repeated eigenvalue it is one of the one-sided derivatives); the eigenvectors' is
-//!   defined only for distinct eigenvalues: at a repeated one `F` is infinite and the result is
-//!   not finite, as in JAX and PyTorch. A loss that depends on the eigenvectors of a repeated
-//!   eigenvalue only through their span (a projector) has a finite derivative, but not through
-//!   these rules.
+//!   onto the lower triangle that is read. These need distinct eigenvalues. At a repeated
+//!   eigenvalue the eigenvalues' rule stays finite: it gives the diagonal of `Vᵀ dA V` in the
+//!   basis the kernel returned, which is right for what is differentiable there, the symmetric
+//!   functions of the repeated ones (their sum: the trace, a log-determinant); the eigenvectors'
+//!   rule divides by zero and its result is not finite, as in JAX and PyTorch. A loss that reads
+//!   the eigenvectors of a repeated eigenvalue only through their span (a projector) has a
+//!   derivative, but these rules do not give it.
 //! - `svd` (Townsend 2016): with `P = Uᵀ dA V`, `ds = diag(P)`, `Fᵢⱼ = 1/(sⱼ² - sᵢ²)`, `dU = U (F
 //!   ∘ (P S + S Pᵀ)) + (I - U Uᵀ) dA V S⁻¹` and `dV = V (F ∘ (S P + Pᵀ S)) + (I - V Vᵀ) dAᵀ U
 //!   S⁻¹`; `Ā = U [(F ∘ (UᵀŪ - ŪᵀU)) S + diag(s̄) + S (F ∘ (VᵀV̄ - V̄ᵀV))] Vᵀ + (I - U Uᵀ) Ū S⁻¹
@@ -215,35 +216,41 @@ fn jacobi_eigh<T: Element>(a: &[T], n: usize) -> (Vec<T>, Vec<T>) {
             }
         })
         .collect();
-    let eps = T::epsilon();
+    // A pair is rotated while its off-diagonal entry is above `ε √|a_pp a_qq|` (the test that
+    // keeps small eigenvalues accurate); once none is, one more sweep rotates every pair that is
+    // not exactly zero: on dual numbers it annihilates the off-diagonal tangents.
+    let (eps, tiny) = (T::epsilon(), T::min_positive_value());
+    let mut finishing = false;
     for _ in 0..MAX_SWEEPS {
-        let total: T = s.iter().map(|&x| x * x).sum();
-        let off: T = (0..n)
-            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| i * n + j))
-            .map(|idx| s[idx] * s[idx])
-            .sum();
-        let converged = off <= eps * eps * total || off.is_nan();
+        let mut rotated = false;
         for p in 0..n {
             for q in p + 1..n {
                 let apq = s[p * n + q];
-                if apq.is_exact_zero() {
+                let (app, aqq) = (s[p * n + p], s[q * n + q]);
+                let small = apq.abs() <= eps * (app * aqq).abs().sqrt()
+                    || apq.abs() <= tiny
+                    || apq.is_nan();
+                if apq.is_exact_zero() || (small && !finishing) {
                     continue;
                 }
-                let theta = (s[q * n + q] - s[p * n + p]) / (apq + apq);
-                let (c, sn) = rotation(theta);
+                rotated |= !small;
+                let (c, sn) = rotation((aqq - app) / (apq + apq));
                 rotate_columns(&mut s, n, p, q, c, sn);
                 for k in 0..n {
                     let (sp, sq) = (s[p * n + k], s[q * n + k]);
                     s[p * n + k] = c * sp - sn * sq;
                     s[q * n + k] = sn * sp + c * sq;
                 }
+                // The rotation zeroes the pair (its value and, on dual numbers, its tangent).
+                s[p * n + q] = T::zero();
+                s[q * n + p] = T::zero();
                 rotate_columns(&mut v, n, p, q, c, sn);
             }
         }
-        // One sweep past convergence: on dual numbers it annihilates the off-diagonal tangents.
-        if converged {
+        if finishing {
             break;
         }
+        finishing = !rotated;
     }
     let mut w: Vec<T> = (0..n).map(|i| s[i * n + i]).collect();
     order_and_sign(&mut w, &mut v, n, None, true);
@@ -660,6 +667,7 @@ impl<T: Element> Tensor<T> {
     }
 
     /// Like [`Tensor::svd`], returning an error for fewer than two axes.
+    #[allow(clippy::type_complexity)]
     pub fn try_svd(&self) -> Result<(Tensor<T>, Tensor<T>, Tensor<T>), ShapeError> {
         self.svd_named("svd")
     }
