@@ -213,7 +213,8 @@ fn lstsq_agrees_with_the_normal_equations() {
 
 /// The spectral factorizations in one generic function, through their tuple forms, with losses
 /// that do not depend on the vectors' signs: a projection onto the leading left singular
-/// vectors, the nuclear norm, a matrix function through `eigh` and a product of QR's factors.
+/// vectors, the nuclear norm, a matrix function through `eigh` and a product of QR's factors;
+/// and an `einsum`.
 #[differentiable]
 fn spectral<T: Element>(a: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
     let (u, s, vh) = a.svd();
@@ -227,6 +228,7 @@ fn spectral<T: Element>(a: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
         + (vh.t() * s.expand_dims(-2)).matmul(&vh).sum()
         + q.matmul(&r).sum()
         + r.diagonal().ln().sum()
+        + einsum("ij,kj->ik", &projected, y).trace()
 }
 
 /// The terms of [`spectral`] whose gradient has a closed form.

@@ -370,6 +370,19 @@ mod tests {
         }
     }
 
+    /// Each result of a tuple method is a differentiable method of the registry, and the tuple
+    /// method is not an op itself.
+    #[test]
+    fn tuple_methods_split_into_registered_ops() {
+        for (method, parts) in TUPLE_METHODS {
+            assert!(lookup(method, Form::Method).is_none(), "{method}");
+            for part in *parts {
+                let op = lookup(part, Form::Method).unwrap_or_else(|| panic!("{part}"));
+                assert!(op.differentiable() && op.params.is_empty(), "{part}");
+            }
+        }
+    }
+
     #[test]
     fn names_are_unique_per_form() {
         for (i, a) in all().enumerate() {
