@@ -32,7 +32,9 @@
 //! - `eigh` of a symmetric `A [.., n, n]` reads its lower triangle (as `cholesky`, and as
 //!   PyTorch's and JAX's default `UPLO='L'`): eigenvalues `w [.., n]` ascending, and eigenvectors
 //!   as the columns of `V [.., n, n]`, `A = V diag(w) Vᵀ`. An eigenvector's sign is fixed so that
-//!   its largest component (the first of equal ones) is positive.
+//!   its largest component (the first of equal ones) is positive. (When two components are
+//!   equal up to rounding, faer's and Jacobi's vectors may pick different ones, and so differ in
+//!   sign: a loss that reads the vectors' signs is then not smooth there anyway.)
 //! - `svd` of `A [.., m, n]` is the thin SVD `A = U diag(s) Vh`, `k = min(m, n)`, `U [.., m, k]`,
 //!   `s [.., k]` descending and non-negative, `Vh [.., k, n]`. Each pair of singular vectors is
 //!   signed so that the largest component of the left one is positive. For a zero singular value
@@ -41,8 +43,9 @@
 //!   n, k]` minimising `‖A X - B‖`, by QR: `X = R⁻¹ Qᵀ B`.
 //! - `cho_solve(b)` solves `A X = B` given the lower Cholesky factor `L` of `A` (the receiver;
 //!   its lower triangle is read), by two triangular solves, as SciPy's `cho_solve((L, True), b)`.
-//! - `slogdet()` returns `(sign, logabsdet)`, the sign `±1` (`0` for a singular matrix) taken from
-//!   the LU factorization, so it never overflows as `det` can.
+//! - `slogdet()` returns `(sign_det(), logabsdet())`, the sign `±1` (`0` for a singular matrix)
+//!   taken from the LU factorization, so that neither overflows or underflows as `det` can. The
+//!   sign is piecewise constant: its rules give zero.
 //!
 //! # Rules
 //!
@@ -794,12 +797,13 @@ pub mod rules {
         x - &u.matmul(&u.t().matmul(x))
     }
 
-    /// `x` with two unit axes appended: a value per matrix.
+    /// `s [.., k]` as `[.., 1, k]`: `X * as_columns(s)` is `X diag(s)`, column `j` scaled by
+    /// `sⱼ`.
     fn as_columns<T: Element>(s: &Tensor<T>) -> Tensor<T> {
         s.expand_dims(-2)
     }
 
-    /// `x` with its last axis as rows: `diag(s) X` is `rows(s) * X`.
+    /// `s [.., k]` as `[.., k, 1]`: `X * as_rows(s)` is `diag(s) X`, row `i` scaled by `sᵢ`.
     fn as_rows<T: Element>(s: &Tensor<T>) -> Tensor<T> {
         s.expand_dims(-1)
     }
