@@ -532,10 +532,10 @@ pub use rune_runtime::*;
 pub mod prelude {
     pub use rune_macros::{differentiable, Differentiable};
     pub use rune_runtime::{
-        add, check_grad, check_hvp, concat, div, dual_of, grad_fn, hessian, hessian_from_grad,
-        hvp_from_grad, jacfwd, jacobian, jacrev, mul, primal_of, stack, stop_gradient, sub,
-        tangent_of, where_cond, Differentiable, Dual, Element, FromScalar, GradCheckError,
-        ShapeError, Tensor,
+        add, check_grad, check_hvp, concat, div, dual_of, einsum, grad_fn, hessian,
+        hessian_from_grad, hvp_from_grad, jacfwd, jacobian, jacrev, mul, primal_of, stack,
+        stop_gradient, sub, tangent_of, where_cond, Differentiable, Dual, Element, FromScalar,
+        GradCheckError, ShapeError, Tensor,
     };
 }
 

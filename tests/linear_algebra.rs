@@ -141,3 +141,134 @@ fn matrix_ops_differentiate_to_second_order_on_dual_numbers() {
         );
     }
 }
+
+/// The Gaussian process's likelihood through `cho_solve` and `slogdet`: the same value and
+/// gradient as through `cholesky`, `solve_triangular` and the diagonal of the factor.
+#[differentiable]
+fn gp_nll_cho_solve(k: &Tensor<f64>, y: &Tensor<f64>) -> Tensor<f64> {
+    let l = k.cholesky();
+    let alpha = l.cho_solve(y);
+    let (_, logdet) = k.slogdet();
+    (y * alpha).sum() * 0.5 + logdet * 0.5
+}
+
+#[differentiable]
+fn gp_nll_triangular(k: &Tensor<f64>, y: &Tensor<f64>) -> Tensor<f64> {
+    let l = k.cholesky();
+    let z = l.solve_triangular(y, true, false);
+    z.square().sum() * 0.5 + l.diagonal().ln().sum()
+}
+
+#[test]
+fn cho_solve_and_slogdet_agree_with_the_triangular_form() {
+    let (x, y) = data();
+    let kernel = Kernel {
+        log_scale: Tensor::scalar(0.1),
+        log_length: Tensor::scalar(-0.2),
+        log_noise: Tensor::scalar(-1.5),
+    };
+    let k = kernel.covariance(&x);
+    check_variants!(gp_nll_cho_solve, gp_nll_cho_solve_value_and_grad, gp_nll_cho_solve_grad, gp_nll_cho_solve_vjp, gp_nll_cho_solve_jvp, gp_nll_cho_solve_pullback; [k, y]; (&k, &y));
+    let (v1, (gk1, gy1)) = gp_nll_cho_solve_value_and_grad(&k, &y);
+    let (v2, (gk2, gy2)) = gp_nll_triangular_value_and_grad(&k, &y);
+    assert!((v1.item() - v2.item()).abs() < 1e-12);
+    // `cholesky` reads K's lower triangle and `slogdet` all of it: the gradients differ there,
+    // but folded onto the lower triangle (what a symmetric perturbation sees) they agree.
+    let fold = |g: &Tensor<f64>| (g + &g.t()).tril(-1) + g.diagonal().diag();
+    for (a, b) in fold(&gk1).to_vec().iter().zip(fold(&gk2).to_vec()) {
+        assert!((a - b).abs() < 1e-10, "{a} vs {b}");
+    }
+    for (a, b) in gy1.to_vec().iter().zip(gy2.to_vec()) {
+        assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+    }
+}
+
+/// Least squares through `lstsq` (QR) and through the normal equations: one value, one gradient.
+#[differentiable]
+fn fit_lstsq(x: &Tensor<f64>, y: &Tensor<f64>) -> Tensor<f64> {
+    let w = x.lstsq(y);
+    (x.matmul(&w) - y).square().sum() + w.square().sum()
+}
+
+#[differentiable]
+fn fit_normal_equations(x: &Tensor<f64>, y: &Tensor<f64>) -> Tensor<f64> {
+    let w = x.t().matmul(x).solve(&x.t().matmul(y));
+    (x.matmul(&w) - y).square().sum() + w.square().sum()
+}
+
+#[test]
+fn lstsq_agrees_with_the_normal_equations() {
+    let x = Tensor::rand_normal(&[2, 7, 3], 0.0, 1.0, 11);
+    let y = Tensor::rand_normal(&[2, 7, 2], 0.0, 1.0, 12);
+    check_variants!(fit_lstsq, fit_lstsq_value_and_grad, fit_lstsq_grad, fit_lstsq_vjp, fit_lstsq_jvp, fit_lstsq_pullback; [x, y]; (&x, &y));
+    let (v1, (gx1, gy1)) = fit_lstsq_value_and_grad(&x, &y);
+    let (v2, (gx2, gy2)) = fit_normal_equations_value_and_grad(&x, &y);
+    assert!((v1.item() - v2.item()).abs() < 1e-10);
+    for (a, b) in [(gx1, gx2), (gy1, gy2)] {
+        for (p, q) in a.to_vec().iter().zip(b.to_vec()) {
+            assert!((p - q).abs() < 1e-10, "{p} vs {q}");
+        }
+    }
+}
+
+/// The spectral factorizations in one generic function, through their tuple forms, with losses
+/// that do not depend on the vectors' signs: a projection onto the leading left singular
+/// vectors, the nuclear norm, a matrix function through `eigh` and a product of QR's factors;
+/// and an `einsum`.
+#[differentiable]
+fn spectral<T: Element>(a: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
+    let (u, s, vh) = a.svd();
+    let projected = u.matmul(&u.t().matmul(y));
+    let (w, v) = a.t().matmul(a).eigh();
+    let sqrt_gram = (&v * &w.sqrt().expand_dims(-2)).matmul(&v.t());
+    let (q, r) = a.qr();
+    projected.square().sum()
+        + s.sum()
+        + sqrt_gram.trace()
+        + (vh.t() * s.expand_dims(-2)).matmul(&vh).sum()
+        + q.matmul(&r).sum()
+        + r.diagonal().ln().sum()
+        + einsum("ij,kj->ik", &projected, y).trace()
+}
+
+/// The terms of [`spectral`] whose gradient has a closed form.
+#[differentiable]
+fn by_hand(a: &Tensor<f64>) -> Tensor<f64> {
+    let (w, v) = a.t().matmul(a).eigh();
+    let sqrt_gram = (&v * &w.sqrt().expand_dims(-2)).matmul(&v.t());
+    a.svdvals().sum() + sqrt_gram.trace() + a.qr_r().diagonal().ln().sum()
+}
+
+#[test]
+fn spectral_factorizations_differentiate_to_second_order() {
+    let a = Tensor::rand_normal(&[5, 3], 0.0, 1.0, 21);
+    let y = Tensor::rand_normal(&[5, 2], 0.0, 1.0, 22);
+    check_variants!(spectral, spectral_value_and_grad, spectral_grad, spectral_vjp, spectral_jvp, spectral_pullback; [a, y]; (&a, &y));
+    // By hand: Σ s and tr √(AᵀA) are both the nuclear norm, whose gradient is U Vh, and Σ ln
+    // diag R = ½ ln det AᵀA has the gradient A (AᵀA)⁻¹.
+    let (u, _, vh) = a.svd();
+    let want = u.matmul(&vh) * 2.0 + a.matmul(&a.t().matmul(&a).inv());
+    let got = by_hand_grad(&a);
+    for (g, w) in got.to_vec().iter().zip(want.to_vec()) {
+        assert!((g - w).abs() < 1e-12, "{g} vs {w}");
+    }
+    // Hessian-vector products against central differences of the gradient (the factorizations
+    // run on dual numbers).
+    let (va, vy) = (
+        Tensor::rand_normal(&[5, 3], 0.0, 1.0, 23),
+        Tensor::rand_normal(&[5, 2], 0.0, 1.0, 24),
+    );
+    let (_, (ha, hy)) = spectral_hvp(&a, &y, &va, &vy);
+    let h = 1e-5;
+    let (ga1, gy1) = spectral_grad(&(&a + &(&va * h)), &(&y + &(&vy * h)));
+    let (ga0, gy0) = spectral_grad(&(&a - &(&va * h)), &(&y - &(&vy * h)));
+    for (got, (p, q)) in [(ha, (ga1, ga0)), (hy, (gy1, gy0))] {
+        let fd = (p - q) / (2.0 * h);
+        for (g, f) in got.to_vec().iter().zip(fd.to_vec()) {
+            assert!(
+                (g - f).abs() <= 1e-5 * (1.0 + f.abs()),
+                "Hv {g} against {f}"
+            );
+        }
+    }
+}

@@ -275,6 +275,38 @@ ops! {
         let m = a + Tensor::eye(3) * 4.0;
         m.det() * m.logabsdet()
     }
+    gen cho_solve ["cho_solve"] (l: Positive[2, 3, 3], b: Normal[2, 3, 2]) { l.cho_solve(b) }
+    gen sign_det ["sign_det", "logabsdet"] (a: Normal[3, 3]) {
+        let m = a + Tensor::eye(3) * 4.0;
+        m.sign_det() * m.logabsdet()
+    }
+    gen slogdet_tuple ["mul"] (a: Normal[2, 3, 3]) {
+        let (sign, logdet) = (a - Tensor::eye(3) * 4.0).slogdet();
+        sign * logdet
+    }
+    gen qr ["qr_q", "qr_r", "matmul"] (a: Normal[4, 3]) { a.qr_q().matmul(&a.qr_r().exp()) }
+    gen qr_tuple ["add"] (a: Normal[2, 3, 3]) {
+        let (q, r) = a.qr();
+        q + r
+    }
+    gen eigh ["eigvalsh", "eigh_vectors", "matmul"] (a: Normal[3, 3]) {
+        let s = a.matmul(&a.t());
+        s.eigh_vectors() * s.eigvalsh()
+    }
+    gen eigh_tuple ["mul"] (a: Normal[2, 3, 3]) {
+        let (w, v) = (a + a.t()).eigh();
+        v * w.exp().expand_dims(-2)
+    }
+    gen svd ["svd_u", "svdvals", "svd_vh", "matmul"] (a: Normal[4, 3]) {
+        a.svd_u().matmul(&a.svd_vh()) * a.svdvals().sum()
+    }
+    gen svd_tuple ["mul"] (a: Normal[2, 2, 3]) {
+        let (u, s, vh) = a.svd();
+        u.matmul(&(vh * s.square().expand_dims(-1)))
+    }
+    gen lstsq ["lstsq"] (a: Normal[2, 4, 3], b: Normal[2, 4, 2]) { a.lstsq(b) }
+    gen einsum_batched ["einsum"] (a: Normal[2, 3, 4], b: Normal[4, 2]) { einsum("bij,jk->kbi", a, b) }
+    gen einsum_inner ["einsum", "mul"] (a: Normal[3, 4]) { einsum("ij,ij->", a, &(a * 2.0)) }
     gen maximum ["maximum"] (x: Spread[2, 3], y: Shifted[3]) { x.maximum(y) }
     gen minimum ["minimum"] (x: Spread[2, 1], y: Shifted[1, 3]) { x.minimum(y) }
     real clip_by_scalars ["maximum", "minimum"] (x: Spread[2, 3]) { x.maximum(0.0).minimum(1.5) }

@@ -18,6 +18,14 @@ pub const NONDIFF: &[&str] = &[
 /// Tensor methods that read an active tensor's numbers: the gradient cannot flow through them.
 pub const CONCRETIZING: &[&str] = &["item", "to_vec", "to_array", "view", "as_shared", "map"];
 
+/// The ops giving each result of a method that returns a tuple (`qr` → `qr_q`, `qr_r`).
+pub fn tuple_parts(name: &str) -> Option<&'static [&'static str]> {
+    rune_ops::TUPLE_METHODS
+        .iter()
+        .find(|(method, _)| *method == name)
+        .map(|(_, parts)| *parts)
+}
+
 /// The differentiable op named `name` in the given form, if any.
 pub fn lookup(name: &str, form: Form) -> Option<&'static OpSpec> {
     rune_ops::lookup(name, form).filter(|op| op.differentiable())

@@ -297,6 +297,16 @@ pub const UNARY: &[OpDef] = for_each_unary!(unary_defs);
 mod table;
 pub use table::OTHER;
 
+/// Tensor methods returning a tuple, each of whose results is an op of the registry: in a
+/// `#[differentiable]` function `let (q, r) = a.qr();` is differentiated as `a.qr_q()` and
+/// `a.qr_r()` (the runtime's `qr` factors once; the macro calls each op).
+pub const TUPLE_METHODS: &[(&str, &[&str])] = &[
+    ("slogdet", &["sign_det", "logabsdet"]),
+    ("qr", &["qr_q", "qr_r"]),
+    ("eigh", &["eigvalsh", "eigh_vectors"]),
+    ("svd", &["svd_u", "svdvals", "svd_vh"]),
+];
+
 /// Every op of the registry.
 pub fn all() -> impl Iterator<Item = &'static OpDef> {
     UNARY.iter().chain(OTHER)
@@ -356,6 +366,19 @@ mod tests {
                     op.name,
                     rule.name
                 );
+            }
+        }
+    }
+
+    /// Each result of a tuple method is a differentiable method of the registry, and the tuple
+    /// method is not an op itself.
+    #[test]
+    fn tuple_methods_split_into_registered_ops() {
+        for (method, parts) in TUPLE_METHODS {
+            assert!(lookup(method, Form::Method).is_none(), "{method}");
+            for part in *parts {
+                let op = lookup(part, Form::Method).unwrap_or_else(|| panic!("{part}"));
+                assert!(op.differentiable() && op.params.is_empty(), "{part}");
             }
         }
     }

@@ -21,6 +21,7 @@ const SHAPE: Param = Param::Config(Some("&[usize]"), Keep::Owned);
 const RANGES: Param = Param::Config(Some("&[(usize, usize)]"), Keep::Owned);
 const MASK: Param = Param::Config(None, Keep::Owned);
 const INDICES: Param = Param::Config(None, Keep::Owned);
+const SPEC: Param = Param::Config(Some("&str"), Keep::Owned);
 
 /// Every op but the elementwise functions of one tensor.
 pub const OTHER: &[OpDef] = &[
@@ -590,6 +591,217 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "sign_det",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "sign_det_jvp",
+                args: &[Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "sign_det_vjp",
+                args: &[Cotangent, Shape(0)],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "cho_solve",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "cho_solve_jvp",
+                args: &[Input(0), Output, MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "cho_solve_vjp_lhs",
+                    args: &[Cotangent, Input(0), Output],
+                },
+                Rule {
+                    name: "cho_solve_vjp_rhs",
+                    args: &[Cotangent, Input(0)],
+                },
+            ],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "qr_q",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "qr_q_jvp",
+                args: &[Input(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "qr_q_vjp",
+                args: &[Cotangent, Input(0)],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "qr_r",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "qr_r_jvp",
+                args: &[Input(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "qr_r_vjp",
+                args: &[Cotangent, Input(0)],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "eigvalsh",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "eigvalsh_jvp",
+                args: &[Input(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "eigvalsh_vjp",
+                args: &[Cotangent, Input(0)],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "eigh_vectors",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "eigh_vectors_jvp",
+                args: &[Input(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "eigh_vectors_vjp",
+                args: &[Cotangent, Input(0)],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "svd_u",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "svd_u_jvp",
+                args: &[Input(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "svd_u_vjp",
+                args: &[Cotangent, Input(0)],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "svdvals",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "svdvals_jvp",
+                args: &[Input(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "svdvals_vjp",
+                args: &[Cotangent, Input(0)],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "svd_vh",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "svd_vh_jvp",
+                args: &[Input(0), Tangent(0)],
+            },
+            vjp: &[Rule {
+                name: "svd_vh_vjp",
+                args: &[Cotangent, Input(0)],
+            }],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "lstsq",
+        form: Form::Method,
+        kind: Kind::LinearAlgebra,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "lstsq_jvp",
+                args: &[Input(0), Input(1), Output, MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "lstsq_vjp_lhs",
+                    args: &[Cotangent, Input(0), Input(1), Output],
+                },
+                Rule {
+                    name: "lstsq_vjp_rhs",
+                    args: &[Cotangent, Input(0)],
+                },
+            ],
+        }),
+        reference: "composite: not in the reference",
+    },
+    OpDef {
+        name: "einsum",
+        form: Form::Function,
+        kind: Kind::LinearAlgebra,
+        params: &[SPEC, T, T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "einsum_jvp",
+                args: &[
+                    Input(0),
+                    Input(1),
+                    Config(0),
+                    MaybeTangent(0),
+                    MaybeTangent(1),
+                ],
+            },
+            vjp: &[
+                Rule {
+                    name: "einsum_vjp_lhs",
+                    args: &[Cotangent, Shape(0), Input(1), Config(0)],
+                },
+                Rule {
+                    name: "einsum_vjp_rhs",
+                    args: &[Cotangent, Input(0), Shape(1), Config(0)],
+                },
+            ],
+        }),
+        reference: "composite: reshape, permute, reduce_sum, mul",
     },
     OpDef {
         name: "maximum",

@@ -21,6 +21,13 @@ impl Lowerer<'_> {
             Expr::Tuple(t) if t.elems.len() == n => t.elems.iter().map(|e| self.expr(e)).collect(),
             Expr::Call(c) if self.is_differentiable_call(c) => self.call(c, n),
             Expr::MethodCall(mc)
+                if mc.args.is_empty()
+                    && ops::tuple_parts(&mc.method.to_string()).is_some_and(|p| p.len() == n)
+                    && self.mentions_active(&mc.receiver) =>
+            {
+                self.tuple_method(mc)
+            }
+            Expr::MethodCall(mc)
                 if Self::calls_method(mc)
                     && std::iter::once(&*mc.receiver)
                         .chain(&mc.args)
@@ -63,6 +70,26 @@ impl Lowerer<'_> {
                 }
             },
         }
+    }
+
+    /// A method returning a tuple of ops' results (`let (q, r) = a.qr();`): the receiver lowered
+    /// once and bound to a hidden name, then each part's op called on it (`a.qr_q()`,
+    /// `a.qr_r()`).
+    fn tuple_method(&mut self, mc: &syn::ExprMethodCall) -> Vec<Lowered> {
+        let parts = ops::tuple_parts(&mc.method.to_string()).unwrap_or_default();
+        let span = mc.method.span();
+        let hidden = syn::Ident::new("__rune_tuple_receiver", span);
+        let receiver = self.expr(&mc.receiver);
+        self.bind_lowered(&hidden, false, None, receiver, None);
+        parts
+            .iter()
+            .map(|part| {
+                let mut one = mc.clone();
+                *one.receiver = syn::parse_quote_spanned!(span=> #hidden);
+                one.method = syn::Ident::new(part, span);
+                self.method_call(&one)
+            })
+            .collect()
     }
 
     pub(super) fn expr(&mut self, e: &Expr) -> Lowered {

@@ -141,6 +141,18 @@ impl Lowerer<'_> {
                     taint: Some(Taint::of(mc)),
                     is_ref: false,
                 }
+            } else if let Some(parts) = ops::tuple_parts(&method) {
+                self.errors.at(
+                    &mc.method,
+                    format!(
+                        "`{method}` returns {} values: bind them with a tuple pattern, `let ({}) \
+                         = x.{method}();`, or call the op of the one needed: {}",
+                        parts.len(),
+                        parts.join(", "),
+                        parts.join(", ")
+                    ),
+                );
+                Lowered::constant(quote!(::core::unreachable!()))
             } else {
                 let mut names = ops::method_names();
                 names.sort_unstable();

@@ -34,6 +34,7 @@ use num_traits::Float;
 
 use crate::gemm::{self, GemmKernel};
 use crate::special;
+use crate::spectral::{self, SpectralKernels};
 use crate::vmath::{exp_log, trig};
 
 pub use self::operand::{Operand, OperandOf, OperandRef};
@@ -198,6 +199,15 @@ pub trait Element:
     fn gemm_kernel() -> Option<GemmKernel<Self>> {
         None
     }
+
+    /// The kernels of `eigh` and `svd` for this element type, when it has faster ones than the
+    /// generic Jacobi methods of `ops::decomp` (faer's for `f32` and `f64`); `None` keeps the
+    /// generic ones (dual numbers).
+    #[doc(hidden)]
+    #[inline]
+    fn spectral_kernels() -> Option<SpectralKernels<Self>> {
+        None
+    }
 }
 
 /// The `v*` methods of [`Element`] for `f32` or `f64`: the kernels of [`crate::vmath`].
@@ -261,6 +271,10 @@ impl Element for f32 {
     fn gemm_kernel() -> Option<GemmKernel<Self>> {
         Some(gemm::gemm_f32)
     }
+    #[inline]
+    fn spectral_kernels() -> Option<SpectralKernels<Self>> {
+        Some(spectral::F32)
+    }
     kernels!(
         vexp => exp_log::exp_f32, vexp_m1 => exp_log::exp_m1_f32, vln => exp_log::ln_f32,
         vln_1p => exp_log::ln_1p_f32, vtanh => exp_log::tanh_f32, vsin => trig::sin_f32,
@@ -310,6 +324,10 @@ impl Element for f64 {
     #[inline]
     fn gemm_kernel() -> Option<GemmKernel<Self>> {
         Some(gemm::gemm_f64)
+    }
+    #[inline]
+    fn spectral_kernels() -> Option<SpectralKernels<Self>> {
+        Some(spectral::F64)
     }
     kernels!(
         vexp => exp_log::exp_f64, vexp_m1 => exp_log::exp_m1_f64, vln => exp_log::ln_f64,

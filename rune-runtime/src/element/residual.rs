@@ -29,6 +29,14 @@ impl<X: Residual + ?Sized> Residual for &X {
     }
 }
 
+impl Residual for str {
+    type Owned = String;
+    #[inline]
+    fn residual(&self) -> String {
+        self.to_owned()
+    }
+}
+
 impl<U: Clone> Residual for [U] {
     type Owned = Vec<U>;
     #[inline]

@@ -1,6 +1,9 @@
 //! Matrix functions and factorizations, batched over leading axes: `trace`, `diagonal`, `diag`,
 //! `triu`, `tril`, [`Tensor::eye`], `cholesky`, `solve_triangular`, `solve`, `inv`, `det` and
 //! `logabsdet`; and the vector products `dot` and `outer` and the Euclidean (Frobenius) `norm`.
+//! The factorizations with several factors (`qr`, `eigh`, `svd`, `slogdet`, one op per factor),
+//! `lstsq` and `cho_solve` are in `decomp/factor.rs`, with their own conventions and rules;
+//! `einsum` is in `decomp/einsum.rs`.
 //!
 //! A tensor of shape `[.., m, n]` is a batch of `m × n` matrices; every op works on each matrix
 //! of the batch, and a second operand (`b` of `solve`) has the same leading axes (no
@@ -9,13 +12,14 @@
 //!
 //! # The kernels
 //!
-//! The factorizations are written here, generic over [`Element`], rather than taken from faer:
-//! faer's take only `f32` and `f64`, and these must also run on dual numbers, which forward mode
-//! inside a function (`dual_of`) and `f_hvp` push through every op. They are the textbook
+//! The factorizations here are written here, generic over [`Element`], rather than taken from
+//! faer: faer's take only `f32` and `f64`, and these must also run on dual numbers, which forward
+//! mode inside a function (`dual_of`) and `f_hvp` push through every op. They are the textbook
 //! unblocked algorithms (Cholesky–Banachiewicz, substitution, LU with partial pivoting), O(n³)
 //! and accurate on well-conditioned matrices; for matrices beyond a few hundred rows faer's
 //! blocked ones would be faster, and `f32`/`f64` could be dispatched to them as the matrix
-//! product is (`Element::gemm_kernel`).
+//! product is (`Element::gemm_kernel`) and as `eigh` and `svd` are (`Element::spectral_kernels`,
+//! see `decomp/factor.rs`).
 //!
 //! # Conventions and rules
 //!
@@ -33,8 +37,9 @@
 //!   `logabsdet` `-inf`. Their derivatives (Giles 2008) are defined for invertible `A`: `dX =
 //!   A⁻¹(dB - dA X)`, `d(A⁻¹) = -A⁻¹ dA A⁻¹`, `d ln|det A| = tr(A⁻¹ dA)`, `d det A = det A ·
 //!   tr(A⁻¹ dA)`.
-//! - `logabsdet` is the second result of NumPy's `slogdet`; the first, the sign, is
-//!   `a.det().sign()` (a constant to AD).
+//! - `logabsdet` is the second result of NumPy's `slogdet`; the first, the sign, is `sign_det`
+//!   (a constant to AD, from the LU factorization, so it does not underflow as `det` can), and
+//!   `slogdet()` returns both.
 //! - `trace`, `diagonal` (of `[.., m, n]`: `[.., min(m, n)]`), `diag` (a vector `[.., n]` to the
 //!   diagonal matrix `[.., n, n]`, PyTorch's `diag_embed`), `triu(k)` and `tril(k)` (the entries
 //!   on and above, or on and below, the `k`-th diagonal) are linear.
@@ -47,6 +52,11 @@
 use crate::element::Element;
 use crate::error::{OrPanic, ShapeError};
 use crate::tensor::Tensor;
+
+mod einsum;
+mod factor;
+
+pub use einsum::{einsum, try_einsum};
 
 /// The batch size and the matrix shape `(m, n)` of a tensor of matrices.
 fn matrices(op: &'static str, shape: &[usize]) -> Result<(usize, usize, usize), ShapeError> {
@@ -552,7 +562,7 @@ impl<T: Element> Tensor<T> {
     }
 
     /// `ln |det A|` of each matrix of `[.., n, n]` (`-inf` for a singular one): shape `[..]`;
-    /// the second result of NumPy's `slogdet`, whose first is `a.det().sign()`.
+    /// the second result of [`Tensor::slogdet`], whose first is [`Tensor::sign_det`].
     ///
     /// # Panics
     /// When the matrices are not square.
@@ -668,6 +678,8 @@ impl<T: Element> Tensor<T> {
 
 /// Rules of the matrix functions (see the module's conventions).
 pub mod rules {
+    pub use super::einsum::rules::*;
+    pub use super::factor::rules::*;
     use super::*;
 
     /// `x` with two unit axes appended: a value per matrix, broadcast over its matrix.
@@ -688,13 +700,13 @@ pub mod rules {
     }
 
     /// The symmetric matrix whose lower triangle is that of `x`.
-    fn symmetric_from_lower<T: Element>(x: &Tensor<T>) -> Tensor<T> {
+    pub(super) fn symmetric_from_lower<T: Element>(x: &Tensor<T>) -> Tensor<T> {
         x.tril(0) + x.tril(-1).t()
     }
 
     /// The gradient with respect to the lower triangle of a symmetric input from `ā`:
     /// `ā + āᵀ` below the diagonal, `ā` on it, zero above.
-    fn fold_onto_lower<T: Element>(a: &Tensor<T>) -> Tensor<T> {
+    pub(super) fn fold_onto_lower<T: Element>(a: &Tensor<T>) -> Tensor<T> {
         (a + &a.t()).tril(-1) + a.diagonal().diag()
     }
 

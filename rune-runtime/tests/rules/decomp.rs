@@ -3,7 +3,7 @@
 //! against hand-computed values.
 
 use rune_runtime::rules::*;
-use rune_runtime::{Element, Tensor};
+use rune_runtime::{einsum, Element, Tensor};
 
 use crate::common::{assert_close, panic_message, tensor, uniform, Case};
 
@@ -177,6 +177,172 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
             ));
         }
     }
+    cases.extend(factorization_cases());
+    cases.extend(einsum_cases());
+    cases
+}
+
+/// `einsum` on the common two-operand contractions, and on specs that sum a letter only one
+/// operand has (whose VJP broadcasts over it) or permute the output.
+fn einsum_cases<T: Element>() -> Vec<Case<T>> {
+    let specs: [(&'static str, &[usize], &[usize]); 11] = [
+        ("ij,jk->ik", &[2, 3], &[3, 4]),
+        ("bij,bjk->bik", &[2, 2, 3], &[2, 3, 2]),
+        ("i,i->", &[4], &[4]),
+        ("ij,ij->", &[2, 3], &[2, 3]),
+        ("i,j->ij", &[3], &[2]),
+        ("ij,kj->ik", &[2, 3], &[4, 3]),
+        ("ij,j->i", &[2, 3], &[3]),
+        ("bij,jk->kbi", &[2, 3, 2], &[2, 3]),
+        ("ij,k->ik", &[2, 3], &[4]),
+        ("ij, jk", &[3, 2], &[2, 2]),
+        ("ab,cd->", &[2, 2], &[3, 1]),
+    ];
+    specs
+        .into_iter()
+        .enumerate()
+        .map(|(i, (spec, sa, sb))| {
+            Case::new(
+                "einsum",
+                spec,
+                vec![
+                    uniform(sa, -1.0, 1.0, 850 + i as u64),
+                    uniform(sb, -1.0, 1.0, 870 + i as u64),
+                ],
+                move |x| einsum(spec, &x[0], &x[1]),
+                move |x, t| einsum_jvp(&x[0], &x[1], spec, Some(&t[0]), Some(&t[1])),
+                move |x, g| {
+                    vec![
+                        einsum_vjp_lhs(g, x[0].shape(), &x[1], spec),
+                        einsum_vjp_rhs(g, &x[0], x[1].shape(), spec),
+                    ]
+                },
+            )
+        })
+        .collect()
+}
+
+/// `cho_solve`, `qr`, `eigh`, `svd` and `lstsq`, on well-conditioned matrices with distinct
+/// eigen- and singular values (the eigen- and singular vectors are signed by their largest
+/// component, a choice that is locally constant, so finite differences see them as smooth).
+fn factorization_cases<T: Element>() -> Vec<Case<T>> {
+    let mut cases = Vec::new();
+    for (label, shape) in [
+        ("[3, 3]", &[3usize, 3][..]),
+        ("batched [2, 3, 3]", &[2, 3, 3]),
+    ] {
+        let l = spd::<T>(shape, 820).cholesky();
+        let mut b_shape = shape.to_vec();
+        *b_shape.last_mut().unwrap() = 2;
+        let b: Tensor<T> = uniform(&b_shape, -1.0, 1.0, 821);
+        cases.push(Case::new(
+            "cho_solve",
+            label,
+            vec![l, b],
+            |x| x[0].cho_solve(&x[1]),
+            |x, t| cho_solve_jvp(&x[0], &x[0].cho_solve(&x[1]), Some(&t[0]), Some(&t[1])),
+            |x, g| {
+                let y = x[0].cho_solve(&x[1]);
+                vec![cho_solve_vjp_lhs(g, &x[0], &y), cho_solve_vjp_rhs(g, &x[0])]
+            },
+        ));
+        let a = shifted::<T>(shape, 2.0, 825);
+        for a in [a.clone(), -&a] {
+            cases.push(Case::new(
+                "sign_det",
+                label,
+                vec![a],
+                |x| x[0].sign_det(),
+                |_, t| sign_det_jvp(&t[0]),
+                |x, g| vec![sign_det_vjp(g, x[0].shape())],
+            ));
+        }
+        let a = spd::<T>(shape, 822);
+        cases.push(Case::new(
+            "eigvalsh",
+            label,
+            vec![a.clone()],
+            |x| x[0].eigvalsh(),
+            |x, t| eigvalsh_jvp(&x[0], &t[0]),
+            |x, g| vec![eigvalsh_vjp(g, &x[0])],
+        ));
+        cases.push(Case::new(
+            "eigh_vectors",
+            label,
+            vec![a],
+            |x| x[0].eigh_vectors(),
+            |x, t| eigh_vectors_jvp(&x[0], &t[0]),
+            |x, g| vec![eigh_vectors_vjp(g, &x[0])],
+        ));
+    }
+    for (label, shape) in [
+        ("square [3, 3]", &[3usize, 3][..]),
+        ("tall [4, 3]", &[4, 3]),
+        ("wide [2, 4]", &[2, 4]),
+        ("batched [2, 4, 2]", &[2, 4, 2]),
+    ] {
+        let a: Tensor<T> = uniform(shape, -1.0, 1.0, 823);
+        cases.push(Case::new(
+            "svdvals",
+            label,
+            vec![a.clone()],
+            |x| x[0].svdvals(),
+            |x, t| svdvals_jvp(&x[0], &t[0]),
+            |x, g| vec![svdvals_vjp(g, &x[0])],
+        ));
+        cases.push(Case::new(
+            "svd_u",
+            label,
+            vec![a.clone()],
+            |x| x[0].svd_u(),
+            |x, t| svd_u_jvp(&x[0], &t[0]),
+            |x, g| vec![svd_u_vjp(g, &x[0])],
+        ));
+        cases.push(Case::new(
+            "svd_vh",
+            label,
+            vec![a.clone()],
+            |x| x[0].svd_vh(),
+            |x, t| svd_vh_jvp(&x[0], &t[0]),
+            |x, g| vec![svd_vh_vjp(g, &x[0])],
+        ));
+        if shape[shape.len() - 2] < shape[shape.len() - 1] {
+            continue;
+        }
+        cases.push(Case::new(
+            "qr_q",
+            label,
+            vec![a.clone()],
+            |x| x[0].qr_q(),
+            |x, t| qr_q_jvp(&x[0], &t[0]),
+            |x, g| vec![qr_q_vjp(g, &x[0])],
+        ));
+        cases.push(Case::new(
+            "qr_r",
+            label,
+            vec![a.clone()],
+            |x| x[0].qr_r(),
+            |x, t| qr_r_jvp(&x[0], &t[0]),
+            |x, g| vec![qr_r_vjp(g, &x[0])],
+        ));
+        let mut b_shape = shape.to_vec();
+        *b_shape.last_mut().unwrap() = 2;
+        let b: Tensor<T> = uniform(&b_shape, -1.0, 1.0, 824);
+        cases.push(Case::new(
+            "lstsq",
+            label,
+            vec![a, b],
+            |x| x[0].lstsq(&x[1]),
+            |x, t| {
+                let y = x[0].lstsq(&x[1]);
+                lstsq_jvp(&x[0], &x[1], &y, Some(&t[0]), Some(&t[1]))
+            },
+            |x, g| {
+                let y = x[0].lstsq(&x[1]);
+                vec![lstsq_vjp_lhs(g, &x[0], &x[1], &y), lstsq_vjp_rhs(g, &x[0])]
+            },
+        ));
+    }
     cases
 }
 
@@ -341,4 +507,339 @@ fn norm_is_stable_and_zero_at_the_origin() {
         err.starts_with("dot:") && err.contains("[3]") && err.contains("[2]"),
         "{err}"
     );
+}
+
+/// The largest `|x - y|` over two tensors of one shape.
+fn max_diff<T: Element>(x: &Tensor<T>, y: &Tensor<T>) -> f64 {
+    assert_eq!(x.shape(), y.shape());
+    x.to_vec()
+        .iter()
+        .zip(y.to_vec())
+        .map(|(a, b)| (a.to_real() - b.to_real()).abs())
+        .fold(0.0, f64::max)
+}
+
+/// `Q R = A`, `U diag(s) Vh = A` and `V diag(w) Vᵀ = A` on random matrices (tall, wide, square,
+/// batched), with orthonormal factors, `R` upper triangular with a positive diagonal, and the
+/// eigen- and singular values in order.
+#[test]
+fn factorizations_reconstruct_their_matrices_with_orthonormal_factors() {
+    fn check<T: Element>(tol: f64) {
+        for shape in [&[5usize, 3][..], &[3, 3], &[2, 6, 4], &[3, 5], &[2, 2, 4]] {
+            let a: Tensor<T> = uniform(shape, -1.0, 1.0, 830);
+            let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+            let (u, s, vh) = a.svd();
+            let us = &u * &s.expand_dims(-2);
+            assert!(max_diff(&us.matmul(&vh), &a) < tol, "svd of {shape:?}");
+            let k = m.min(n);
+            let eye =
+                Tensor::<T>::eye(k).broadcast_to(&[&shape[..shape.len() - 2], &[k, k]].concat());
+            assert!(max_diff(&u.t().matmul(&u), &eye) < tol);
+            assert!(max_diff(&vh.matmul(&vh.t()), &eye) < tol);
+            let sv = s.to_vec();
+            for pair in sv.chunks(k) {
+                assert!(pair.windows(2).all(|w| w[0] >= w[1]) && pair[k - 1] >= T::zero());
+            }
+            if m >= n {
+                let (q, r) = a.qr();
+                assert!(max_diff(&q.matmul(&r), &a) < tol, "qr of {shape:?}");
+                assert!(max_diff(&q.t().matmul(&q), &eye) < tol);
+                assert_eq!(r.to_vec(), r.triu(0).to_vec());
+                assert!(r.diagonal().to_vec().iter().all(|&d| d > T::zero()));
+            }
+            if m == n {
+                let sym = &a + &a.t();
+                let (w, v) = sym.eigh();
+                let vw = &v * &w.expand_dims(-2);
+                assert!(
+                    max_diff(&vw.matmul(&v.t()), &sym) < tol,
+                    "eigh of {shape:?}"
+                );
+                assert!(max_diff(&v.t().matmul(&v), &eye) < tol);
+                for run in w.to_vec().chunks(n) {
+                    assert!(run.windows(2).all(|w| w[0] <= w[1]));
+                }
+                // Only the lower triangle is read.
+                let garbage = sym.tril(0) + a.triu(1) * T::from_f64(7.0);
+                assert_eq!(garbage.eigvalsh().to_vec(), w.to_vec());
+            }
+        }
+    }
+    check::<f32>(1e-5);
+    check::<f64>(1e-13);
+}
+
+/// The factorizations at matrices worked out by hand, in f32 and f64.
+#[test]
+fn spectral_factorizations_at_known_matrices() {
+    fn check<T: Element>(tol: f64) {
+        // [[2, 2], [2, 5]] has eigenvalues 1 and 6, eigenvectors [2, -1]/√5 and [1, 2]/√5.
+        let a = tensor::<T>(&[2.0, 2.0, 2.0, 5.0], &[2, 2]);
+        let (w, v) = a.eigh();
+        let r = 0.2f64.sqrt();
+        assert_close(&w, &[1.0, 6.0], tol);
+        assert_close(&v, &[2.0 * r, r, -r, 2.0 * r], tol);
+        // [[3, 0], [4, 5]] has AᵀA = [[25, 20], [20, 25]]: s² = 45 and 5, V's columns [1, 1]/√2
+        // and [-1, 1]/√2 (signed by U), U = A V / s.
+        let a = tensor::<T>(&[3.0, 0.0, 4.0, 5.0], &[2, 2]);
+        let (u, s, vh) = a.svd();
+        let h = 0.5f64.sqrt();
+        assert_close(&s, &[45f64.sqrt(), 5f64.sqrt()], tol);
+        // A [1, 1]/√2 = [3, 9]/√2, over √45: [1, 3]/√10; A [1, -1]/√2 = [3, -1]/√2, over √5:
+        // [3, -1]/√10 (largest component positive).
+        let t = 0.1f64.sqrt();
+        assert_close(&u, &[t, 3.0 * t, 3.0 * t, -t], tol);
+        assert_close(&vh, &[h, h, h, -h], tol);
+        // A rank-one matrix: one singular value is zero, and U is still orthonormal.
+        let a = tensor::<T>(&[1.0, 2.0, 2.0, 4.0, 3.0, 6.0], &[3, 2]);
+        let (u, s, _) = a.svd();
+        assert_close(&s, &[70f64.sqrt(), 0.0], tol);
+        assert_close(&u.t().matmul(&u), &[1.0, 0.0, 0.0, 1.0], tol);
+        // cho_solve against solve; slogdet of [[1, 2], [3, 4]] is (-1, ln 2).
+        let spd = tensor::<T>(&[4.0, 2.0, 2.0, 5.0], &[2, 2]);
+        let b = tensor::<T>(&[6.0, 7.0], &[2, 1]);
+        assert_close(&spd.cholesky().cho_solve(&b), &[1.0, 1.0], tol);
+        let (sign, logdet) = tensor::<T>(&[1.0, 2.0, 3.0, 4.0], &[2, 2]).slogdet();
+        assert_close(&sign, &[-1.0], 0.0);
+        assert_close(&logdet, &[2f64.ln()], tol);
+        // The line through (0, 1), (1, 2), (2, 4): intercept 5/6, slope 3/2.
+        let design = tensor::<T>(&[1.0, 0.0, 1.0, 1.0, 1.0, 2.0], &[3, 2]);
+        let y = tensor::<T>(&[1.0, 2.0, 4.0], &[3, 1]);
+        assert_close(&design.lstsq(&y), &[5.0 / 6.0, 1.5], tol);
+    }
+    check::<f32>(1e-6);
+    check::<f64>(1e-14);
+}
+
+/// `slogdet` where `det` underflows: the sign and `ln |det|` of `diag(1e-3, .., -1e-3)` of
+/// order 120 (`|det| = 1e-360`); and `0` and `-inf` for a singular matrix.
+#[test]
+fn slogdet_does_not_underflow() {
+    let n = 120;
+    let mut d = vec![1e-3; n];
+    d[n - 1] = -1e-3;
+    let a = Tensor::<f64>::from_vec(d, &[n]).diag();
+    assert_eq!(a.det().item(), 0.0);
+    let (sign, logdet) = a.slogdet();
+    assert_eq!(sign.item(), -1.0);
+    assert!((logdet.item() - n as f64 * 1e-3f64.ln()).abs() < 1e-10);
+    let (sign, logdet) = tensor::<f64>(&[1.0, 2.0, 2.0, 4.0], &[2, 2]).slogdet();
+    assert_eq!((sign.item(), logdet.item()), (0.0, f64::NEG_INFINITY));
+}
+
+/// Gradients that hold whatever the eigen- or singular vectors' signs, against formulas derived
+/// by hand: `∂ tr(exp(S)) / ∂S = exp(S)` (a matrix function through `eigh`, folded onto the lower
+/// triangle that is read), and `∂ Σ s / ∂A = U Vh` (the nuclear norm).
+#[test]
+fn gauge_invariant_gradients_match_their_formulas() {
+    let a = spd::<f64>(&[4, 4], 840) * 0.3;
+    let (w, v) = a.eigh();
+    // f(w, V) = tr(V diag(e^w) Vᵀ) through both ops' VJPs, with w̄ = e^w ∘ diag(VᵀV) = e^w and
+    // V̄ = 2 V diag(e^w): the vectors' part vanishes (Vᵀ V̄ is diagonal), the values' part is
+    // V diag(e^w) Vᵀ.
+    let e = w.exp();
+    let gv = (&v * &e.expand_dims(-2)) * 2.0;
+    let grad = eigvalsh_vjp(&e, &a) + eigh_vectors_vjp(&gv, &a);
+    let expm = (&v * &e.expand_dims(-2)).matmul(&v.t());
+    let want = (&expm + &expm.t()).tril(-1) + expm.diagonal().diag();
+    assert!(max_diff(&grad, &want) < 1e-12, "{:?}", grad.to_vec());
+    let b = uniform::<f64>(&[3, 5], -1.0, 1.0, 841);
+    let (u, _, vh) = b.svd();
+    let nuclear = svdvals_vjp(&Tensor::ones(&[3]), &b);
+    assert!(max_diff(&nuclear, &u.matmul(&vh)) < 1e-14);
+}
+
+/// At a repeated eigenvalue the eigenvalues' gradient is finite and the eigenvectors' is not
+/// (as documented, and as in JAX and PyTorch).
+#[test]
+fn repeated_eigenvalues_have_eigenvalue_gradients_only() {
+    let a = tensor::<f64>(&[2.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 5.0], &[3, 3]);
+    assert_close(&a.eigvalsh(), &[2.0, 2.0, 5.0], 0.0);
+    let g = eigvalsh_vjp(&Tensor::ones(&[3]), &a);
+    assert_close(&g, &[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0], 1e-15);
+    let g = eigh_vectors_vjp(&Tensor::ones(&[3, 3]), &a);
+    assert!(g.to_vec().iter().any(|x| !x.is_finite()));
+}
+
+/// Bad input to the factorizations names the op and the shapes.
+#[test]
+fn bad_factorization_input_names_the_op() {
+    let wide = Tensor::<f64>::ones(&[2, 3]);
+    let err = wide.try_qr().unwrap_err().to_string();
+    assert!(err.starts_with("qr:") && err.contains("[2, 3]"), "{err}");
+    let err = wide.try_qr_r().unwrap_err().to_string();
+    assert!(err.starts_with("qr_r:"), "{err}");
+    let dependent = tensor::<f64>(&[1.0, 2.0, 2.0, 4.0, 3.0, 6.0], &[3, 2]);
+    let err = dependent.try_qr().unwrap_err().to_string();
+    assert!(
+        err.contains("rank-deficient") && err.contains("column 1"),
+        "{err}"
+    );
+    let err = dependent
+        .try_lstsq(&Tensor::ones(&[2, 1]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("lstsq:") && err.contains("[3, 2]") && err.contains("[2, 1]"),
+        "{err}"
+    );
+    let err = dependent
+        .try_lstsq(&Tensor::ones(&[3, 1]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("lstsq:") && err.contains("rank-deficient"),
+        "{err}"
+    );
+    let err = wide.try_eigh().unwrap_err().to_string();
+    assert!(err.starts_with("eigh:") && err.contains("[2, 3]"), "{err}");
+    let err = Tensor::<f64>::ones(&[3])
+        .try_svdvals()
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("svdvals:") && err.contains("[3]"), "{err}");
+    let err = Tensor::<f64>::eye(3)
+        .try_cho_solve(&Tensor::ones(&[2, 1]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("cho_solve:") && err.contains("[3, 3]") && err.contains("[2, 1]"),
+        "{err}"
+    );
+    let err = wide.try_slogdet().unwrap_err().to_string();
+    assert!(
+        err.starts_with("slogdet:") && err.contains("[2, 3]"),
+        "{err}"
+    );
+    let err = wide.try_sign_det().unwrap_err().to_string();
+    assert!(err.starts_with("sign_det:"), "{err}");
+}
+
+/// `einsum` against the ops it stands for, in f32 and f64, and its errors.
+#[test]
+fn einsum_is_the_contraction_it_writes() {
+    fn check<T: Element>(tol: f64) {
+        let a: Tensor<T> = uniform(&[2, 3, 4], -1.0, 1.0, 890);
+        let b: Tensor<T> = uniform(&[2, 4, 5], -1.0, 1.0, 891);
+        let c: Tensor<T> = uniform(&[3, 4], -1.0, 1.0, 892);
+        let close = |x: Tensor<T>, y: Tensor<T>| {
+            assert_close(
+                &x,
+                &y.to_vec().iter().map(|v| v.to_real()).collect::<Vec<_>>(),
+                tol,
+            )
+        };
+        close(einsum("bij,bjk->bik", &a, &b), a.matmul(&b));
+        close(einsum("ij,kj->ik", &c, &c), c.matmul(&c.t()));
+        close(einsum("ij,ij->", &c, &c), c.square().sum());
+        close(einsum("ij,ij", &c, &c), c.square().sum());
+        close(einsum("bij,jk", &a, &c.t()), a.matmul(&c.t()));
+        close(
+            einsum("bij,jk->kib", &a, &c.t()),
+            a.matmul(&c.t()).permute(&[2, 1, 0]),
+        );
+        let u = tensor::<T>(&[1.0, 2.0, 3.0], &[3]);
+        let v = tensor::<T>(&[4.0, 5.0], &[2]);
+        assert_close(
+            &einsum("i,j->ij", &u, &v),
+            &[4.0, 5.0, 8.0, 10.0, 12.0, 15.0],
+            0.0,
+        );
+        assert_close(&einsum("i,i->", &u, &u), &[14.0], 0.0);
+        // A letter only one operand has is summed: Σ_j c_ij times Σ_k u_k.
+        close(
+            einsum("ij,k->i", &c, &u),
+            c.sum_axes(&[1], false) * T::from_f64(6.0),
+        );
+    }
+    check::<f32>(1e-6);
+    check::<f64>(1e-14);
+    let (a, b) = (Tensor::<f64>::ones(&[2, 3]), Tensor::<f64>::ones(&[4, 5]));
+    for (spec, needle) in [
+        ("ij,jk->ik", "'j' is 3 in one operand and 4 in the other"),
+        ("ij->ij", "two operands"),
+        ("ii,jk->ik", "repeats 'i'"),
+        ("ij,kl->iz", "'z' is in neither operand"),
+        ("ijk,jk->i", "3 subscripts but shape [2, 3]"),
+        ("...j,jk->k", "ellipses"),
+    ] {
+        let err = rune_runtime::try_einsum(spec, &a, &b)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("einsum:") && err.contains(spec) && err.contains(needle),
+            "{err}"
+        );
+    }
+}
+
+/// The generic Jacobi kernels (what dual numbers run) against faer's (what `f64` runs): the same
+/// factors, and tangents that are the JVP rules' — so the sweep past convergence makes the
+/// tangents converge too. Tall, wide, square, batched and rank-deficient matrices.
+#[test]
+fn jacobi_kernels_on_dual_numbers_agree_with_faer_and_the_rules() {
+    use rune_runtime::{dual_of, primal_of, tangent_of};
+    let close = |x: &Tensor<f64>, y: &Tensor<f64>, tol: f64, what: &str| {
+        let d = max_diff(x, y);
+        assert!(d < tol, "{what}: {d}");
+    };
+    let rank_one = tensor::<f64>(&[1.0, 2.0, 2.0, 4.0, 3.0, 6.0], &[3, 2]);
+    for (i, a) in [
+        uniform::<f64>(&[5, 3], -1.0, 1.0, 860),
+        uniform::<f64>(&[3, 5], -1.0, 1.0, 861),
+        uniform::<f64>(&[2, 4, 4], -1.0, 1.0, 862),
+        rank_one,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let da = uniform::<f64>(a.shape(), -1.0, 1.0, 870 + i as u64);
+        let ad = dual_of(&a, &da);
+        let (u, s, vh) = ad.svd();
+        let (fu, fs, fvh) = a.svd();
+        close(&primal_of(&s), &fs, 1e-13, "singular values");
+        close(
+            &tangent_of(&s),
+            &svdvals_jvp(&a, &da),
+            1e-12,
+            "their tangents",
+        );
+        if i == 3 {
+            // Rank one: the vectors of the zero singular value are not unique, nor their
+            // derivatives; the leading ones are.
+            let lead = |x: &Tensor<f64>| x.shrink(&[(0, 3), (0, 1)]);
+            close(
+                &lead(&primal_of(&u)),
+                &lead(&fu),
+                1e-13,
+                "leading left vector",
+            );
+            let ut = primal_of(&u);
+            close(&ut.t().matmul(&ut), &Tensor::eye(2), 1e-13, "orthonormal U");
+            continue;
+        }
+        close(&primal_of(&u), &fu, 1e-12, "U");
+        close(&primal_of(&vh), &fvh, 1e-12, "Vh");
+        close(&tangent_of(&u), &svd_u_jvp(&a, &da), 1e-9, "U's tangent");
+        close(&tangent_of(&vh), &svd_vh_jvp(&a, &da), 1e-9, "Vh's tangent");
+        if a.shape()[a.ndim() - 1] == a.shape()[a.ndim() - 2] {
+            let sym = &a + &a.t();
+            let (w, v) = dual_of(&sym, &da).eigh();
+            let (fw, fv) = sym.eigh();
+            close(&primal_of(&w), &fw, 1e-13, "eigenvalues");
+            close(&primal_of(&v), &fv, 1e-12, "eigenvectors");
+            close(
+                &tangent_of(&w),
+                &eigvalsh_jvp(&sym, &da),
+                1e-12,
+                "their tangents",
+            );
+            close(
+                &tangent_of(&v),
+                &eigh_vectors_jvp(&sym, &da),
+                1e-9,
+                "eigenvectors' tangents",
+            );
+        }
+    }
 }

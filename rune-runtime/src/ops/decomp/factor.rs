@@ -1,0 +1,1121 @@
+//! The factorizations with more than one factor — `qr`, `eigh`, `svd` — and what is built on
+//! them (`lstsq`), `cho_solve`, and `slogdet`; each factor is its own differentiable op.
+//!
+//! # One op per factor
+//!
+//! A differentiable op has one output, so each factor is an op of its own: `qr_q` and `qr_r`;
+//! `eigvalsh` and `eigh_vectors`; `svd_u`, `svdvals` and `svd_vh`; the sign and `logabsdet` of
+//! `slogdet`. The methods returning the tuple (`qr`, `eigh`, `svd`, `slogdet`) factor once; in a
+//! `#[differentiable]` function `let (q, r) = a.qr();` is written as the two ops, each of which
+//! factors `A` again (and its rules once more, since they read `A`, not the factors).
+//!
+//! # The kernels
+//!
+//! `eigh` and `svd` of `f32` and `f64` matrices run faer's (tridiagonal and bidiagonal
+//! reductions, chosen by the hidden `Element::spectral_kernels` as the matrix product chooses
+//! faer's GEMM). The dual numbers that forward mode inside a function and `f_hvp` push through
+//! every op cannot go through faer, which takes `f32` and `f64` only, so every element type also
+//! has generic kernels of ours: `eigh` by cyclic Jacobi rotations and `svd` by one-sided
+//! (Hestenes) Jacobi, which give eigen- and singular values to high relative accuracy and
+//! converge in a handful of O(n³) sweeps, plus one sweep more so that the tangents of dual
+//! numbers converge too. Both kinds are brought to one convention (order and signs, below), so a
+//! function's value and its derivatives see the same factors. QR is ours for every type:
+//! modified Gram–Schmidt with a second orthogonalisation pass ("twice is enough", orthonormal to
+//! working precision), which gives `R` its positive diagonal directly.
+//!
+//! # Conventions
+//!
+//! - `qr` of `A [.., m, n]` with `m >= n` and full column rank is the reduced factorization `A =
+//!   Q R`, `Q [.., m, n]` with orthonormal columns and `R [.., n, n]` upper triangular with a
+//!   positive diagonal (which makes it unique and smooth). A rank-deficient matrix is an error,
+//!   as is `m < n` (whose factors are not differentiable functions of `A`).
+//! - `eigh` of a symmetric `A [.., n, n]` reads its lower triangle (as `cholesky`, and as
+//!   PyTorch's and JAX's default `UPLO='L'`): eigenvalues `w [.., n]` ascending, and eigenvectors
+//!   as the columns of `V [.., n, n]`, `A = V diag(w) Vᵀ`. An eigenvector's sign is fixed so that
+//!   its largest component (the first of equal ones) is positive. (When two components are
+//!   equal up to rounding, faer's and Jacobi's vectors may pick different ones, and so differ in
+//!   sign: a loss that reads the vectors' signs is then not smooth there anyway.)
+//! - `svd` of `A [.., m, n]` is the thin SVD `A = U diag(s) Vh`, `k = min(m, n)`, `U [.., m, k]`,
+//!   `s [.., k]` descending and non-negative, `Vh [.., k, n]`. Each pair of singular vectors is
+//!   signed so that the largest component of the left one is positive. For a zero singular value
+//!   the left vector completes `U`'s columns to an orthonormal set.
+//! - `lstsq(b)` of a full-column-rank `A [.., m, n]`, `m >= n`, and `B [.., m, k]` is the `X [..,
+//!   n, k]` minimising `‖A X - B‖`, by QR: `X = R⁻¹ Qᵀ B`.
+//! - `cho_solve(b)` solves `A X = B` given the lower Cholesky factor `L` of `A` (the receiver;
+//!   its lower triangle is read), by two triangular solves, as SciPy's `cho_solve((L, True), b)`.
+//! - `slogdet()` returns `(sign_det(), logabsdet())`, the sign `±1` (`0` for a singular matrix)
+//!   taken from the LU factorization, so that neither overflows or underflows as `det` can. The
+//!   sign is piecewise constant: its rules give zero.
+//!
+//! # Rules
+//!
+//! - `cho_solve`: `X = A⁻¹ B` with `A = L Lᵀ`, so `dX = A⁻¹(dB - dA X)` with `dA = dL Lᵀ + L dLᵀ`;
+//!   `B̄ = A⁻¹ ḡ` and `L̄ = -tril((B̄ Xᵀ + X B̄ᵀ) L)`.
+//! - `qr` (Walter and Lehmann 2018; Liao et al. 2019): with `C = Qᵀ dA R⁻¹` and the skew
+//!   matrix `Ω = tril(C, -1) - tril(C, -1)ᵀ`, `dR = (C - Ω) R` and `dQ = dA R⁻¹ - Q (C - Ω)`;
+//!   the VJP is `Ā = (Q̄ + Q copyltu(M)) R⁻ᵀ` with `M = R R̄ᵀ - Q̄ᵀ Q` and `copyltu(M)` the
+//!   symmetric matrix of `M`'s lower triangle.
+//! - `eigh` (Giles 2008; Seeger et al. 2017): `dw = diag(Vᵀ dA V)`, `dV = V (F ∘ Vᵀ dA V)` with
+//!   `Fᵢⱼ = 1/(wⱼ - wᵢ)` off the diagonal and `0` on it; `Ā = V (diag(w̄) + F ∘ Vᵀ V̄) Vᵀ`, folded
+//!   onto the lower triangle that is read. These need distinct eigenvalues. At a repeated
+//!   eigenvalue the eigenvalues' rule stays finite: it gives the diagonal of `Vᵀ dA V` in the
+//!   basis the kernel returned, which is right for what is differentiable there, the symmetric
+//!   functions of the repeated ones (their sum: the trace, a log-determinant); the eigenvectors'
+//!   rule divides by zero and its result is not finite, as in JAX and PyTorch. A loss that reads
+//!   the eigenvectors of a repeated eigenvalue only through their span (a projector) has a
+//!   derivative, but these rules do not give it.
+//! - `svd` (Townsend 2016): with `P = Uᵀ dA V`, `ds = diag(P)`, `Fᵢⱼ = 1/(sⱼ² - sᵢ²)`, `dU = U (F
+//!   ∘ (P S + S Pᵀ)) + (I - U Uᵀ) dA V S⁻¹` and `dV = V (F ∘ (S P + Pᵀ S)) + (I - V Vᵀ) dAᵀ U
+//!   S⁻¹`; `Ā = U [(F ∘ (UᵀŪ - ŪᵀU)) S + diag(s̄) + S (F ∘ (VᵀV̄ - V̄ᵀV))] Vᵀ + (I - U Uᵀ) Ū S⁻¹
+//!   Vᵀ + U S⁻¹ V̄ᵀ (I - V Vᵀ)`. The singular values' derivative needs only distinct ones to be
+//!   unique (`Ā = U diag(s̄) Vᵀ`); the vectors' needs distinct and non-zero singular values.
+//! - `lstsq`, for full column rank: with the residual `r = B - A X`, `dX = (AᵀA)⁻¹ (dAᵀ r + Aᵀ
+//!   (dB - dA X))`; with `Z = (AᵀA)⁻¹ ḡ = R⁻¹ R⁻ᵀ ḡ`, `B̄ = A Z` and `Ā = r Zᵀ - B̄ Xᵀ`.
+
+use super::rules::symmetric_from_lower;
+use super::{map_indexed, matrices, square};
+use crate::element::Element;
+use crate::error::{OrPanic, ShapeError};
+use crate::tensor::Tensor;
+
+// ---- kernels on one row-major matrix ----------------------------------------------------------
+
+/// The sign of `x` with `+1` at zero.
+fn sign_of<T: Element>(x: T) -> T {
+    if x < T::zero() {
+        -T::one()
+    } else {
+        T::one()
+    }
+}
+
+/// `(c, s)` of the Jacobi rotation whose `t = s / c` solves `t² + 2ζt - 1 = 0` (its smaller
+/// root), without overflow for large `ζ`.
+fn rotation<T: Element>(zeta: T) -> (T, T) {
+    let t = sign_of(zeta) / (zeta.abs() + zeta.hypot(T::one()));
+    let c = T::one() / t.hypot(T::one());
+    (c, c * t)
+}
+
+/// Rotates columns `p` and `q` of the `rows × cols` matrix `x`: `(xp, xq) ← (c xp - s xq, s xp +
+/// c xq)`.
+fn rotate_columns<T: Element>(x: &mut [T], cols: usize, p: usize, q: usize, c: T, s: T) {
+    for row in x.chunks_mut(cols) {
+        let (xp, xq) = (row[p], row[q]);
+        row[p] = c * xp - s * xq;
+        row[q] = s * xp + c * xq;
+    }
+}
+
+/// The dot product of columns `p` and `q` of `x` (`cols` wide).
+fn column_dot<T: Element>(x: &[T], cols: usize, p: usize, q: usize) -> T {
+    x.chunks(cols).map(|row| row[p] * row[q]).sum()
+}
+
+/// Sweeps of Jacobi methods before giving up on convergence (they converge quadratically, in
+/// under ten sweeps for the matrices they are meant for).
+const MAX_SWEEPS: usize = 60;
+
+/// `Q` (`m × n`) and `R` (`n × n`) of the reduced QR factorization, `R` with a positive
+/// diagonal; `Err(j)` when column `j` depends on the ones before it.
+fn qr_kernel<T: Element>(a: &[T], m: usize, n: usize) -> Result<(Vec<T>, Vec<T>), usize> {
+    let mut q = a.to_vec();
+    let mut r = vec![T::zero(); n * n];
+    for j in 0..n {
+        for _pass in 0..2 {
+            for i in 0..j {
+                let d = column_dot(&q, n, i, j);
+                r[i * n + j] += d;
+                for row in q.chunks_mut(n) {
+                    let qi = row[i];
+                    row[j] -= d * qi;
+                }
+            }
+        }
+        let norm = column_dot(&q, n, j, j).sqrt();
+        if norm == T::zero() || !norm.is_finite() {
+            return Err(j);
+        }
+        r[j * n + j] = norm;
+        for row in q.chunks_mut(n) {
+            row[j] /= norm;
+        }
+    }
+    debug_assert_eq!(q.len(), m * n);
+    Ok((q, r))
+}
+
+/// Orders the columns of `vectors` (`rows × k`) by `values` (ascending or descending), and signs
+/// each so that its largest component is positive, flipping the same column of `partner` (`prows
+/// × k`) with it.
+fn order_and_sign<T: Element>(
+    values: &mut Vec<T>,
+    vectors: &mut Vec<T>,
+    rows: usize,
+    mut partner: Option<(&mut Vec<T>, usize)>,
+    ascending: bool,
+) {
+    let k = values.len();
+    let mut order: Vec<usize> = (0..k).collect();
+    order.sort_by(|&i, &j| {
+        let o = values[i]
+            .partial_cmp(&values[j])
+            .unwrap_or(std::cmp::Ordering::Equal);
+        if ascending {
+            o
+        } else {
+            o.reverse()
+        }
+    });
+    let permute = |x: &[T], rows: usize| -> Vec<T> {
+        (0..rows)
+            .flat_map(|r| order.iter().map(move |&c| x[r * k + c]))
+            .collect()
+    };
+    *values = order.iter().map(|&i| values[i]).collect();
+    *vectors = permute(vectors, rows);
+    if let Some((p, prows)) = partner.as_mut() {
+        **p = permute(p, *prows);
+    }
+    for c in 0..k {
+        let mut big = 0;
+        for r in 1..rows {
+            if vectors[r * k + c].abs() > vectors[big * k + c].abs() {
+                big = r;
+            }
+        }
+        if vectors[big * k + c] < T::zero() {
+            for r in 0..rows {
+                vectors[r * k + c] = -vectors[r * k + c];
+            }
+            if let Some((p, prows)) = partner.as_mut() {
+                for r in 0..*prows {
+                    p[r * k + c] = -p[r * k + c];
+                }
+            }
+        }
+    }
+}
+
+/// Eigenvalues (ascending) and eigenvectors (columns) of the symmetric `n × n` matrix whose
+/// lower triangle is that of `a`, by cyclic Jacobi.
+fn jacobi_eigh<T: Element>(a: &[T], n: usize) -> (Vec<T>, Vec<T>) {
+    let mut s: Vec<T> = (0..n * n)
+        .map(|idx| {
+            let (i, j) = (idx / n, idx % n);
+            if i >= j {
+                a[idx]
+            } else {
+                a[j * n + i]
+            }
+        })
+        .collect();
+    let mut v: Vec<T> = (0..n * n)
+        .map(|idx| {
+            if idx % (n + 1) == 0 {
+                T::one()
+            } else {
+                T::zero()
+            }
+        })
+        .collect();
+    // A pair is rotated while its off-diagonal entry is above `ε √|a_pp a_qq|` (the test that
+    // keeps small eigenvalues accurate); once none is, one more sweep rotates every pair that is
+    // not exactly zero: on dual numbers it annihilates the off-diagonal tangents.
+    let (eps, tiny) = (T::epsilon(), T::min_positive_value());
+    let mut finishing = false;
+    for _ in 0..MAX_SWEEPS {
+        let mut rotated = false;
+        for p in 0..n {
+            for q in p + 1..n {
+                let apq = s[p * n + q];
+                let (app, aqq) = (s[p * n + p], s[q * n + q]);
+                let small = apq.abs() <= eps * (app * aqq).abs().sqrt()
+                    || apq.abs() <= tiny
+                    || apq.is_nan();
+                if apq.is_exact_zero() || (small && !finishing) {
+                    continue;
+                }
+                rotated |= !small;
+                let (c, sn) = rotation((aqq - app) / (apq + apq));
+                rotate_columns(&mut s, n, p, q, c, sn);
+                for k in 0..n {
+                    let (sp, sq) = (s[p * n + k], s[q * n + k]);
+                    s[p * n + k] = c * sp - sn * sq;
+                    s[q * n + k] = sn * sp + c * sq;
+                }
+                // The rotation zeroes the pair (its value and, on dual numbers, its tangent).
+                s[p * n + q] = T::zero();
+                s[q * n + p] = T::zero();
+                rotate_columns(&mut v, n, p, q, c, sn);
+            }
+        }
+        if finishing {
+            break;
+        }
+        finishing = !rotated;
+    }
+    let mut w: Vec<T> = (0..n).map(|i| s[i * n + i]).collect();
+    order_and_sign(&mut w, &mut v, n, None, true);
+    (w, v)
+}
+
+/// The thin SVD of the `m × n` matrix `a` with `m >= n`, by one-sided Jacobi: `U` (`m × n`), `s`
+/// (descending) and `V` (`n × n`, columns the right singular vectors).
+fn svd_tall_kernel<T: Element>(a: &[T], m: usize, n: usize) -> (Vec<T>, Vec<T>, Vec<T>) {
+    let mut u = a.to_vec();
+    let mut v: Vec<T> = (0..n * n)
+        .map(|idx| {
+            if idx % (n + 1) == 0 {
+                T::one()
+            } else {
+                T::zero()
+            }
+        })
+        .collect();
+    let eps = T::epsilon();
+    // Once no pair is above the threshold, one more sweep rotates every pair that is not exactly
+    // orthogonal: on dual numbers it annihilates the tangents of the columns' inner products.
+    let mut finishing = false;
+    for _ in 0..MAX_SWEEPS {
+        let mut rotated = false;
+        for p in 0..n {
+            for q in p + 1..n {
+                let alpha = column_dot(&u, n, p, p);
+                let beta = column_dot(&u, n, q, q);
+                let gamma = column_dot(&u, n, p, q);
+                let small = gamma.abs() <= eps * (alpha * beta).sqrt() || gamma.is_nan();
+                if gamma.is_exact_zero() || (small && !finishing) {
+                    continue;
+                }
+                rotated |= !small;
+                let (c, s) = rotation((beta - alpha) / (gamma + gamma));
+                rotate_columns(&mut u, n, p, q, c, s);
+                rotate_columns(&mut v, n, p, q, c, s);
+            }
+        }
+        if finishing {
+            break;
+        }
+        finishing = !rotated;
+    }
+    let mut s: Vec<T> = (0..n).map(|j| column_dot(&u, n, j, j).sqrt()).collect();
+    order_and_sign(&mut s, &mut u, m, Some((&mut v, n)), false);
+    // Normalise the columns; those of zero singular values complete an orthonormal set.
+    for j in 0..n {
+        if s[j] > T::zero() {
+            for row in u.chunks_mut(n) {
+                row[j] /= s[j];
+            }
+        } else {
+            complete_column(&mut u, m, n, j);
+        }
+    }
+    (u, s, v)
+}
+
+/// Replaces column `j` of `u` (`m × n`, columns before `j` orthonormal) by a unit vector
+/// orthogonal to them: the first unit basis vector that keeps enough of its length after two
+/// passes of Gram–Schmidt.
+fn complete_column<T: Element>(u: &mut [T], m: usize, n: usize, j: usize) {
+    let threshold = T::from_f64(0.5);
+    let mut best = (T::zero(), vec![T::zero(); m]);
+    for e in 0..m {
+        let mut x: Vec<T> = (0..m)
+            .map(|r| if r == e { T::one() } else { T::zero() })
+            .collect();
+        for _pass in 0..2 {
+            for i in 0..j {
+                let d: T = (0..m).map(|r| u[r * n + i] * x[r]).sum();
+                for r in 0..m {
+                    x[r] -= d * u[r * n + i];
+                }
+            }
+        }
+        let norm = x.iter().map(|&y| y * y).sum::<T>().sqrt();
+        if norm > best.0 {
+            best = (norm, x);
+        }
+        if best.0 > threshold {
+            break;
+        }
+    }
+    let (norm, x) = best;
+    for r in 0..m {
+        u[r * n + j] = x[r] / norm;
+    }
+}
+
+/// The transpose of the `rows × cols` matrix `x`.
+fn transposed<T: Element>(x: &[T], rows: usize, cols: usize) -> Vec<T> {
+    (0..cols)
+        .flat_map(|c| (0..rows).map(move |r| x[r * cols + c]))
+        .collect()
+}
+
+/// The thin SVD of the `m × n` matrix `a` by one-sided Jacobi: `U` (`m × k`), `s` (`k`), `Vh`
+/// (`k × n`).
+fn jacobi_svd<T: Element>(a: &[T], m: usize, n: usize) -> (Vec<T>, Vec<T>, Vec<T>) {
+    if m >= n {
+        let (u, s, v) = svd_tall_kernel(a, m, n);
+        (u, s, transposed(&v, n, n))
+    } else {
+        // Aᵀ = U' S V'ᵀ, so A = V' S U'ᵀ. The largest component of V' (now U) is made positive.
+        let (u2, mut s, mut v2) = svd_tall_kernel(&transposed(a, m, n), n, m);
+        let mut u2 = u2;
+        order_and_sign(&mut s, &mut v2, m, Some((&mut u2, n)), false);
+        (v2, s, transposed(&u2, n, m))
+    }
+}
+
+/// Eigenvalues (ascending) and eigenvectors (columns, signed) of the symmetric `n × n` matrix
+/// whose lower triangle is that of `a`: faer's for `f32` and `f64`, Jacobi's otherwise (or when
+/// faer's does not converge).
+fn eigh_kernel<T: Element>(a: &[T], n: usize) -> (Vec<T>, Vec<T>) {
+    if let Some((mut w, mut v)) = T::spectral_kernels().and_then(|k| (k.eigh)(a, n)) {
+        order_and_sign(&mut w, &mut v, n, None, true);
+        return (w, v);
+    }
+    jacobi_eigh(a, n)
+}
+
+/// The thin SVD of the `m × n` matrix `a`, `U` (`m × k`), `s` (`k`, descending), `Vh` (`k × n`),
+/// signed: faer's for `f32` and `f64`, Jacobi's otherwise (or when faer's does not converge).
+fn svd_kernel<T: Element>(a: &[T], m: usize, n: usize) -> (Vec<T>, Vec<T>, Vec<T>) {
+    if let Some((mut u, mut s, mut v)) = T::spectral_kernels().and_then(|k| (k.svd)(a, m, n)) {
+        let k = s.len();
+        order_and_sign(&mut s, &mut u, m, Some((&mut v, n)), false);
+        return (u, s, transposed(&v, n, k));
+    }
+    jacobi_svd(a, m, n)
+}
+
+// ---- the ops ----------------------------------------------------------------------------------
+
+/// The factors of each matrix of a batch, as tensors: `f` gives each matrix's factors as flat
+/// row-major vectors, and `shapes` their trailing shapes.
+fn factor_batch<T: Element, const K: usize>(
+    x: &Tensor<T>,
+    batch: usize,
+    shapes: [&[usize]; K],
+    mut f: impl FnMut(usize, &[T]) -> Result<[Vec<T>; K], ShapeError>,
+) -> Result<[Tensor<T>; K], ShapeError> {
+    let data = x.to_vec();
+    let len = data.len().checked_div(batch).unwrap_or(0);
+    let mut outs: [Vec<T>; K] = std::array::from_fn(|_| Vec::new());
+    for b in 0..batch {
+        let parts = f(b, &data[b * len..(b + 1) * len])?;
+        for (out, part) in outs.iter_mut().zip(parts) {
+            out.extend(part);
+        }
+    }
+    let lead = &x.shape()[..x.ndim() - 2];
+    let mut i = 0;
+    Ok(outs.map(|out| {
+        let mut shape = lead.to_vec();
+        shape.extend_from_slice(shapes[i]);
+        i += 1;
+        Tensor::from_vec(out, &shape)
+    }))
+}
+
+impl<T: Element> Tensor<T> {
+    /// `X` with `A X = B` for `A = L Lᵀ`, given the lower Cholesky factor `L` of each matrix
+    /// (`self`, `[.., n, n]`, its lower triangle read) and `B` of `[.., n, k]` (SciPy's
+    /// `cho_solve((L, True), B)`).
+    ///
+    /// ```
+    /// use rune_runtime::Tensor;
+    /// let a = Tensor::from_vec(vec![4.0, 2.0, 2.0, 5.0], &[2, 2]);
+    /// let b = Tensor::from_vec(vec![6.0, 7.0], &[2, 1]);
+    /// let x = a.cholesky().cho_solve(&b);
+    /// assert_eq!(x.to_vec(), vec![1.0, 1.0]);
+    /// ```
+    ///
+    /// # Panics
+    /// When the shapes are not `[.., n, n]` and `[.., n, k]` with the same leading axes.
+    #[track_caller]
+    #[must_use]
+    pub fn cho_solve(&self, b: &Tensor<T>) -> Tensor<T> {
+        self.try_cho_solve(b).or_panic()
+    }
+
+    /// Like [`Tensor::cho_solve`], returning an error when the shapes do not fit.
+    pub fn try_cho_solve(&self, b: &Tensor<T>) -> Result<Tensor<T>, ShapeError> {
+        let rename = |e: ShapeError| ShapeError::new("cho_solve", e.message().to_owned());
+        let y = self.try_solve_triangular(b, true, false).map_err(rename)?;
+        self.try_solve_triangular(&y, true, true).map_err(rename)
+    }
+
+    /// `(sign, logabsdet)` of each matrix of `[.., n, n]`, NumPy's `slogdet`: `det A = sign ·
+    /// exp(logabsdet)`, the sign `±1`, or `0` (and `logabsdet` `-inf`) for a singular matrix.
+    ///
+    /// In a `#[differentiable]` function `let (sign, logdet) = a.slogdet();` differentiates
+    /// `logabsdet`; the sign is a constant.
+    ///
+    /// # Panics
+    /// When the matrices are not square.
+    #[track_caller]
+    #[must_use]
+    pub fn slogdet(&self) -> (Tensor<T>, Tensor<T>) {
+        self.try_slogdet().or_panic()
+    }
+
+    /// Like [`Tensor::slogdet`], returning an error for a shape that is not `[.., n, n]`.
+    pub fn try_slogdet(&self) -> Result<(Tensor<T>, Tensor<T>), ShapeError> {
+        Ok((self.sign_det_named("slogdet")?, self.try_logabsdet()?))
+    }
+
+    /// The sign of the determinant of each matrix of `[.., n, n]`: `±1`, or `0` for a singular
+    /// matrix (the first result of [`Tensor::slogdet`]); a constant to AD.
+    ///
+    /// # Panics
+    /// When the matrices are not square.
+    #[track_caller]
+    #[must_use]
+    pub fn sign_det(&self) -> Tensor<T> {
+        self.try_sign_det().or_panic()
+    }
+
+    /// Like [`Tensor::sign_det`], returning an error for a shape that is not `[.., n, n]`.
+    pub fn try_sign_det(&self) -> Result<Tensor<T>, ShapeError> {
+        self.sign_det_named("sign_det")
+    }
+
+    fn sign_det_named(&self, op: &'static str) -> Result<Tensor<T>, ShapeError> {
+        self.lu_reduce(op, |lu, n| {
+            if lu.singular {
+                return T::zero();
+            }
+            let negatives = (0..n).filter(|&i| lu.lu[i * n + i] < T::zero()).count();
+            if (negatives % 2 == 1) != lu.odd {
+                -T::one()
+            } else {
+                T::one()
+            }
+        })
+    }
+
+    /// The reduced QR factorization `A = Q R` of each matrix of `[.., m, n]`, `m >= n`, of full
+    /// column rank: `Q [.., m, n]` with orthonormal columns and `R [.., n, n]` upper triangular
+    /// with a positive diagonal.
+    ///
+    /// ```
+    /// use rune_runtime::Tensor;
+    /// let close = |x: Tensor<f64>, y: &[f64]| x.to_vec().iter().zip(y).all(|(a, b)| (a - b).abs() < 1e-15);
+    /// let a = Tensor::from_vec(vec![3.0, 1.0, 4.0, 2.0], &[2, 2]);
+    /// let (q, r) = a.qr();
+    /// assert!(close(q, &[0.6, -0.8, 0.8, 0.6]));
+    /// assert!(close(r, &[5.0, 2.2, 0.0, 0.4]));
+    /// ```
+    ///
+    /// # Panics
+    /// When `m < n`, or a matrix does not have full column rank.
+    #[track_caller]
+    #[must_use]
+    pub fn qr(&self) -> (Tensor<T>, Tensor<T>) {
+        self.try_qr().or_panic()
+    }
+
+    /// Like [`Tensor::qr`], returning an error for `m < n` or a rank-deficient matrix.
+    pub fn try_qr(&self) -> Result<(Tensor<T>, Tensor<T>), ShapeError> {
+        self.qr_named("qr")
+    }
+
+    fn qr_named(&self, op: &'static str) -> Result<(Tensor<T>, Tensor<T>), ShapeError> {
+        let (batch, m, n) = matrices(op, self.shape())?;
+        if m < n {
+            return Err(ShapeError::new(
+                op,
+                format!(
+                    "expects matrices [.., m, n] with m >= n (the reduced QR of a wide matrix \
+                     is not differentiable), got shape {:?}",
+                    self.shape()
+                ),
+            ));
+        }
+        let [q, r] = factor_batch(self, batch, [&[m, n], &[n, n]], |b, a| {
+            let (q, r) = qr_kernel(a, m, n).map_err(|j| {
+                ShapeError::new(
+                    op,
+                    format!(
+                        "matrix {b} of the batch of shape {:?} is rank-deficient (column {j} \
+                         depends on the ones before it)",
+                        self.shape()
+                    ),
+                )
+            })?;
+            Ok([q, r])
+        })?;
+        Ok((q, r))
+    }
+
+    /// `Q` of [`Tensor::qr`].
+    ///
+    /// # Panics
+    /// As [`Tensor::qr`].
+    #[track_caller]
+    #[must_use]
+    pub fn qr_q(&self) -> Tensor<T> {
+        self.try_qr_q().or_panic()
+    }
+
+    /// Like [`Tensor::qr_q`], returning an error as [`Tensor::try_qr`].
+    pub fn try_qr_q(&self) -> Result<Tensor<T>, ShapeError> {
+        Ok(self.qr_named("qr_q")?.0)
+    }
+
+    /// `R` of [`Tensor::qr`].
+    ///
+    /// # Panics
+    /// As [`Tensor::qr`].
+    #[track_caller]
+    #[must_use]
+    pub fn qr_r(&self) -> Tensor<T> {
+        self.try_qr_r().or_panic()
+    }
+
+    /// Like [`Tensor::qr_r`], returning an error as [`Tensor::try_qr`].
+    pub fn try_qr_r(&self) -> Result<Tensor<T>, ShapeError> {
+        Ok(self.qr_named("qr_r")?.1)
+    }
+
+    /// The eigenvalues `w [.., n]` (ascending) and eigenvectors `V [.., n, n]` (columns, each
+    /// signed so that its largest component is positive) of each symmetric matrix of `[.., n,
+    /// n]`, whose lower triangle is read: `A = V diag(w) Vᵀ`.
+    ///
+    /// ```
+    /// use rune_runtime::Tensor;
+    /// let close = |x: Tensor<f64>, y: &[f64]| x.to_vec().iter().zip(y).all(|(a, b)| (a - b).abs() < 1e-15);
+    /// // The upper triangle (here 0) is not read: the matrix is [[2, 2], [2, 5]].
+    /// let a = Tensor::from_vec(vec![2.0, 0.0, 2.0, 5.0], &[2, 2]);
+    /// let (w, v) = a.eigh();
+    /// assert!(close(w, &[1.0, 6.0]));
+    /// // The columns [2, -1] / √5 and [1, 2] / √5.
+    /// let r = 0.2f64.sqrt();
+    /// assert!(close(v, &[2.0 * r, r, -r, 2.0 * r]));
+    /// ```
+    ///
+    /// # Panics
+    /// When the matrices are not square.
+    #[track_caller]
+    #[must_use]
+    pub fn eigh(&self) -> (Tensor<T>, Tensor<T>) {
+        self.try_eigh().or_panic()
+    }
+
+    /// Like [`Tensor::eigh`], returning an error for a shape that is not `[.., n, n]`.
+    pub fn try_eigh(&self) -> Result<(Tensor<T>, Tensor<T>), ShapeError> {
+        self.eigh_named("eigh")
+    }
+
+    fn eigh_named(&self, op: &'static str) -> Result<(Tensor<T>, Tensor<T>), ShapeError> {
+        let (batch, n) = square(op, self.shape())?;
+        let [w, v] = factor_batch(self, batch, [&[n], &[n, n]], |_, a| {
+            let (w, v) = eigh_kernel(a, n);
+            Ok([w, v])
+        })?;
+        Ok((w, v))
+    }
+
+    /// The eigenvalues of [`Tensor::eigh`], ascending.
+    ///
+    /// # Panics
+    /// When the matrices are not square.
+    #[track_caller]
+    #[must_use]
+    pub fn eigvalsh(&self) -> Tensor<T> {
+        self.try_eigvalsh().or_panic()
+    }
+
+    /// Like [`Tensor::eigvalsh`], returning an error for a shape that is not `[.., n, n]`.
+    pub fn try_eigvalsh(&self) -> Result<Tensor<T>, ShapeError> {
+        Ok(self.eigh_named("eigvalsh")?.0)
+    }
+
+    /// The eigenvectors of [`Tensor::eigh`], as the columns of `[.., n, n]`.
+    ///
+    /// # Panics
+    /// When the matrices are not square.
+    #[track_caller]
+    #[must_use]
+    pub fn eigh_vectors(&self) -> Tensor<T> {
+        self.try_eigh_vectors().or_panic()
+    }
+
+    /// Like [`Tensor::eigh_vectors`], returning an error for a shape that is not `[.., n, n]`.
+    pub fn try_eigh_vectors(&self) -> Result<Tensor<T>, ShapeError> {
+        Ok(self.eigh_named("eigh_vectors")?.1)
+    }
+
+    /// The thin SVD `A = U diag(s) Vh` of each matrix of `[.., m, n]`, `k = min(m, n)`: `U [..,
+    /// m, k]`, the singular values `s [.., k]` descending, `Vh [.., k, n]`; each pair of singular
+    /// vectors signed so that the largest component of the left one is positive.
+    ///
+    /// ```
+    /// use rune_runtime::Tensor;
+    /// let a = Tensor::from_vec(vec![0.0, 2.0, 0.0, 0.0, 0.0, 3.0], &[2, 3]);
+    /// let (u, s, vh) = a.svd();
+    /// assert_eq!(s.to_vec(), vec![3.0, 2.0]);
+    /// assert_eq!(u.to_vec(), vec![0.0, 1.0, 1.0, 0.0]);
+    /// assert_eq!(vh.to_vec(), vec![0.0, 0.0, 1.0, 0.0, 1.0, 0.0]);
+    /// ```
+    ///
+    /// # Panics
+    /// When the tensor has fewer than two axes.
+    #[track_caller]
+    #[must_use]
+    pub fn svd(&self) -> (Tensor<T>, Tensor<T>, Tensor<T>) {
+        self.try_svd().or_panic()
+    }
+
+    /// Like [`Tensor::svd`], returning an error for fewer than two axes.
+    #[allow(clippy::type_complexity)]
+    pub fn try_svd(&self) -> Result<(Tensor<T>, Tensor<T>, Tensor<T>), ShapeError> {
+        self.svd_named("svd")
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn svd_named(&self, op: &'static str) -> Result<(Tensor<T>, Tensor<T>, Tensor<T>), ShapeError> {
+        let (batch, m, n) = matrices(op, self.shape())?;
+        let k = m.min(n);
+        let [u, s, vh] = factor_batch(self, batch, [&[m, k], &[k], &[k, n]], |_, a| {
+            let (u, s, vh) = svd_kernel(a, m, n);
+            Ok([u, s, vh])
+        })?;
+        Ok((u, s, vh))
+    }
+
+    /// `U` of [`Tensor::svd`].
+    ///
+    /// # Panics
+    /// When the tensor has fewer than two axes.
+    #[track_caller]
+    #[must_use]
+    pub fn svd_u(&self) -> Tensor<T> {
+        self.try_svd_u().or_panic()
+    }
+
+    /// Like [`Tensor::svd_u`], returning an error for fewer than two axes.
+    pub fn try_svd_u(&self) -> Result<Tensor<T>, ShapeError> {
+        Ok(self.svd_named("svd_u")?.0)
+    }
+
+    /// The singular values of [`Tensor::svd`], descending.
+    ///
+    /// # Panics
+    /// When the tensor has fewer than two axes.
+    #[track_caller]
+    #[must_use]
+    pub fn svdvals(&self) -> Tensor<T> {
+        self.try_svdvals().or_panic()
+    }
+
+    /// Like [`Tensor::svdvals`], returning an error for fewer than two axes.
+    pub fn try_svdvals(&self) -> Result<Tensor<T>, ShapeError> {
+        Ok(self.svd_named("svdvals")?.1)
+    }
+
+    /// `Vh` of [`Tensor::svd`].
+    ///
+    /// # Panics
+    /// When the tensor has fewer than two axes.
+    #[track_caller]
+    #[must_use]
+    pub fn svd_vh(&self) -> Tensor<T> {
+        self.try_svd_vh().or_panic()
+    }
+
+    /// Like [`Tensor::svd_vh`], returning an error for fewer than two axes.
+    pub fn try_svd_vh(&self) -> Result<Tensor<T>, ShapeError> {
+        Ok(self.svd_named("svd_vh")?.2)
+    }
+
+    /// The least-squares solution `X [.., n, k]` minimising `‖A X - B‖` for each full-column-rank
+    /// matrix `A` of `[.., m, n]`, `m >= n`, and `B` of `[.., m, k]`, by QR.
+    ///
+    /// ```
+    /// use rune_runtime::Tensor;
+    /// // The line through (0, 1), (1, 2), (2, 4): intercept 5/6, slope 3/2.
+    /// let a = Tensor::from_vec(vec![1.0, 0.0, 1.0, 1.0, 1.0, 2.0], &[3, 2]);
+    /// let b = Tensor::from_vec(vec![1.0, 2.0, 4.0], &[3, 1]);
+    /// let x: Vec<f64> = a.lstsq(&b).to_vec();
+    /// assert!((x[0] - 5.0 / 6.0).abs() < 1e-14 && (x[1] - 1.5).abs() < 1e-14);
+    /// ```
+    ///
+    /// # Panics
+    /// When the shapes do not fit, `m < n`, or a matrix does not have full column rank.
+    #[track_caller]
+    #[must_use]
+    pub fn lstsq(&self, b: &Tensor<T>) -> Tensor<T> {
+        self.try_lstsq(b).or_panic()
+    }
+
+    /// Like [`Tensor::lstsq`], returning an error when the shapes do not fit, `m < n`, or a
+    /// matrix is rank-deficient.
+    pub fn try_lstsq(&self, b: &Tensor<T>) -> Result<Tensor<T>, ShapeError> {
+        let (a, bs) = (self.shape(), b.shape());
+        let fits = bs.len() == a.len() && a.len() >= 2 && bs[..bs.len() - 1] == a[..a.len() - 1];
+        if !fits {
+            return Err(ShapeError::new(
+                "lstsq",
+                format!(
+                    "expects a matrix [.., m, n] and a right-hand side [.., m, k] with the same \
+                     leading axes and m rows: matrix {a:?}, right-hand side {bs:?}"
+                ),
+            ));
+        }
+        let (q, r) = self.qr_named("lstsq")?;
+        Ok(r.solve_triangular(&q.t().matmul(b), false, false))
+    }
+}
+
+// ---- rules ------------------------------------------------------------------------------------
+
+/// Rules of the factorizations of this module (see its conventions).
+pub mod rules {
+    use super::super::rules::fold_onto_lower;
+    use super::*;
+
+    /// `Fᵢⱼ = 1 / (xⱼ - xᵢ)` off the diagonal, `0` on it, for each vector `x [.., n]`.
+    fn gap_inverses<T: Element>(x: &Tensor<T>) -> Tensor<T> {
+        let gaps = x.expand_dims(-2) - x.expand_dims(-1);
+        map_indexed(
+            &gaps,
+            |i, j, v| {
+                if i == j {
+                    T::zero()
+                } else {
+                    T::one() / v
+                }
+            },
+        )
+    }
+
+    /// `x - u (uᵀ x)`: `x` projected off the columns of `u`.
+    fn project_off<T: Element>(u: &Tensor<T>, x: &Tensor<T>) -> Tensor<T> {
+        x - &u.matmul(&u.t().matmul(x))
+    }
+
+    /// `s [.., k]` as `[.., 1, k]`: `X * as_columns(s)` is `X diag(s)`, column `j` scaled by
+    /// `sⱼ`.
+    fn as_columns<T: Element>(s: &Tensor<T>) -> Tensor<T> {
+        s.expand_dims(-2)
+    }
+
+    /// `s [.., k]` as `[.., k, 1]`: `X * as_rows(s)` is `diag(s) X`, row `i` scaled by `sᵢ`.
+    fn as_rows<T: Element>(s: &Tensor<T>) -> Tensor<T> {
+        s.expand_dims(-1)
+    }
+
+    /// JVP of [`Tensor::sign_det`]: zero (the sign is piecewise constant).
+    #[must_use]
+    pub fn sign_det_jvp<T: Element>(da: &Tensor<T>) -> Tensor<T> {
+        Tensor::zeros(&da.shape()[..da.ndim().saturating_sub(2)])
+    }
+
+    /// VJP of [`Tensor::sign_det`]: zero.
+    #[must_use]
+    pub fn sign_det_vjp<T: Element>(_g: &Tensor<T>, shape: &[usize]) -> Tensor<T> {
+        Tensor::zeros(shape)
+    }
+
+    /// JVP of [`Tensor::cho_solve`], from the factor `l`, the solution `x` and the tangents:
+    /// `A⁻¹ (dB - dA X)` with `dA = dL Lᵀ + L dLᵀ` (the lower triangles).
+    #[track_caller]
+    #[must_use]
+    pub fn cho_solve_jvp<T: Element>(
+        l: &Tensor<T>,
+        x: &Tensor<T>,
+        dl: Option<&Tensor<T>>,
+        db: Option<&Tensor<T>>,
+    ) -> Tensor<T> {
+        let mut rhs = db.cloned().unwrap_or_else(|| Tensor::zeros(x.shape()));
+        if let Some(dl) = dl {
+            let (lo, dlo) = (l.tril(0), dl.tril(0));
+            rhs -= dlo.matmul(&lo.t().matmul(x)) + lo.matmul(&dlo.t().matmul(x));
+        }
+        l.cho_solve(&rhs)
+    }
+
+    /// VJP of [`Tensor::cho_solve`] for the factor, from `l` and the solution `x`: `-tril((B̄ Xᵀ
+    /// + X B̄ᵀ) L)` with `B̄ = A⁻¹ ḡ`.
+    #[track_caller]
+    #[must_use]
+    pub fn cho_solve_vjp_lhs<T: Element>(g: &Tensor<T>, l: &Tensor<T>, x: &Tensor<T>) -> Tensor<T> {
+        let gb = l.cho_solve(g);
+        let s = gb.matmul(&x.t()) + x.matmul(&gb.t());
+        -s.matmul(&l.tril(0)).tril(0)
+    }
+
+    /// VJP of [`Tensor::cho_solve`] for `b`, from the factor `l`: `A⁻¹ ḡ`.
+    #[track_caller]
+    #[must_use]
+    pub fn cho_solve_vjp_rhs<T: Element>(g: &Tensor<T>, l: &Tensor<T>) -> Tensor<T> {
+        l.cho_solve(g)
+    }
+
+    /// `(dQ, dR)` of the QR factorization of `a` along `da`.
+    #[track_caller]
+    fn qr_tangents<T: Element>(a: &Tensor<T>, da: &Tensor<T>) -> (Tensor<T>, Tensor<T>) {
+        let (q, r) = a.qr();
+        // C = Qᵀ dA R⁻¹, i.e. Cᵀ = R⁻ᵀ (dAᵀ Q).
+        let c = r.solve_triangular(&da.t().matmul(&q), false, true).t();
+        let low = c.tril(-1);
+        let upper = &c - &(&low - &low.t());
+        let dr = upper.matmul(&r);
+        let dq = r.solve_triangular(&da.t(), false, true).t() - q.matmul(&upper);
+        (dq, dr)
+    }
+
+    /// `Ā` of the QR factorization of `a` from the cotangents of `Q` and `R`.
+    #[track_caller]
+    fn qr_cotangent<T: Element>(
+        a: &Tensor<T>,
+        gq: Option<&Tensor<T>>,
+        gr: Option<&Tensor<T>>,
+    ) -> Tensor<T> {
+        let (q, r) = a.qr();
+        let mut m = Tensor::zeros(r.shape());
+        if let Some(gr) = gr {
+            m += r.matmul(&gr.t());
+        }
+        if let Some(gq) = gq {
+            m -= gq.t().matmul(&q);
+        }
+        let mut b = q.matmul(&symmetric_from_lower(&m));
+        if let Some(gq) = gq {
+            b += gq;
+        }
+        // B R⁻ᵀ = (R⁻¹ Bᵀ)ᵀ.
+        r.solve_triangular(&b.t(), false, false).t()
+    }
+
+    /// JVP of [`Tensor::qr_q`], from `a`.
+    #[track_caller]
+    #[must_use]
+    pub fn qr_q_jvp<T: Element>(a: &Tensor<T>, da: &Tensor<T>) -> Tensor<T> {
+        qr_tangents(a, da).0
+    }
+
+    /// VJP of [`Tensor::qr_q`], from `a`.
+    #[track_caller]
+    #[must_use]
+    pub fn qr_q_vjp<T: Element>(g: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
+        qr_cotangent(a, Some(g), None)
+    }
+
+    /// JVP of [`Tensor::qr_r`], from `a`.
+    #[track_caller]
+    #[must_use]
+    pub fn qr_r_jvp<T: Element>(a: &Tensor<T>, da: &Tensor<T>) -> Tensor<T> {
+        qr_tangents(a, da).1
+    }
+
+    /// VJP of [`Tensor::qr_r`], from `a`.
+    #[track_caller]
+    #[must_use]
+    pub fn qr_r_vjp<T: Element>(g: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
+        qr_cotangent(a, None, Some(g))
+    }
+
+    /// `(V, Vᵀ dA_s V)` for the eigenvectors `V` of `a` and the symmetric tangent `dA_s` of `da`'s
+    /// lower triangle.
+    #[track_caller]
+    fn eigh_rotated<T: Element>(
+        a: &Tensor<T>,
+        da: &Tensor<T>,
+    ) -> (Tensor<T>, Tensor<T>, Tensor<T>) {
+        let (w, v) = a.eigh();
+        let p = v.t().matmul(&symmetric_from_lower(da)).matmul(&v);
+        (w, v, p)
+    }
+
+    /// JVP of [`Tensor::eigvalsh`], from `a`: `diag(Vᵀ dA V)`.
+    #[track_caller]
+    #[must_use]
+    pub fn eigvalsh_jvp<T: Element>(a: &Tensor<T>, da: &Tensor<T>) -> Tensor<T> {
+        eigh_rotated(a, da).2.diagonal()
+    }
+
+    /// VJP of [`Tensor::eigvalsh`], from `a`: `V diag(w̄) Vᵀ`, folded onto the lower triangle.
+    #[track_caller]
+    #[must_use]
+    pub fn eigvalsh_vjp<T: Element>(g: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
+        let v = a.eigh_vectors();
+        fold_onto_lower(&(&v * &as_columns(g)).matmul(&v.t()))
+    }
+
+    /// JVP of [`Tensor::eigh_vectors`], from `a`: `V (F ∘ Vᵀ dA V)`.
+    #[track_caller]
+    #[must_use]
+    pub fn eigh_vectors_jvp<T: Element>(a: &Tensor<T>, da: &Tensor<T>) -> Tensor<T> {
+        let (w, v, p) = eigh_rotated(a, da);
+        v.matmul(&(gap_inverses(&w) * p))
+    }
+
+    /// VJP of [`Tensor::eigh_vectors`], from `a`: `V (F ∘ Vᵀ V̄) Vᵀ`, folded onto the lower
+    /// triangle.
+    #[track_caller]
+    #[must_use]
+    pub fn eigh_vectors_vjp<T: Element>(g: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
+        let (w, v) = a.eigh();
+        let inner = gap_inverses(&w) * v.t().matmul(g);
+        fold_onto_lower(&v.matmul(&inner).matmul(&v.t()))
+    }
+
+    /// `1 / (sⱼ² - sᵢ²)` off the diagonal.
+    fn svd_gaps<T: Element>(s: &Tensor<T>) -> Tensor<T> {
+        gap_inverses(&(s * s))
+    }
+
+    /// `(dU, ds, dVh)` of the thin SVD of `a` along `da`.
+    #[track_caller]
+    fn svd_tangents<T: Element>(
+        a: &Tensor<T>,
+        da: &Tensor<T>,
+    ) -> (Tensor<T>, Tensor<T>, Tensor<T>) {
+        let (u, s, vh) = a.svd();
+        let v = vh.t();
+        let p = u.t().matmul(da).matmul(&v);
+        let f = svd_gaps(&s);
+        let ds = p.diagonal();
+        // P S scales columns, S P rows.
+        let (ps, sp) = (&p * &as_columns(&s), &p * &as_rows(&s));
+        let du =
+            u.matmul(&(&f * &(&ps + &ps.t()))) + project_off(&u, &da.matmul(&v)) / as_columns(&s);
+        let dv = v.matmul(&(&f * &(&sp + &sp.t())))
+            + project_off(&v, &da.t().matmul(&u)) / as_columns(&s);
+        (du, ds, dv.t())
+    }
+
+    /// `Ā` of the thin SVD of `a` from the cotangents of `U`, `s` and `Vh`.
+    #[track_caller]
+    fn svd_cotangent<T: Element>(
+        a: &Tensor<T>,
+        gu: Option<&Tensor<T>>,
+        gs: Option<&Tensor<T>>,
+        gvh: Option<&Tensor<T>>,
+    ) -> Tensor<T> {
+        let (u, s, vh) = a.svd();
+        let v = vh.t();
+        let f = svd_gaps(&s);
+        let k = s.shape()[s.ndim() - 1];
+        let lead = &s.shape()[..s.ndim() - 1];
+        let mut inner_shape = lead.to_vec();
+        inner_shape.extend([k, k]);
+        let mut inner = Tensor::zeros(&inner_shape);
+        let mut out = Tensor::zeros(a.shape());
+        if let Some(gs) = gs {
+            inner += gs.diag();
+        }
+        if let Some(gu) = gu {
+            let j = u.t().matmul(gu);
+            inner += (&f * &(&j - &j.t())) * as_columns(&s);
+            out += project_off(&u, gu).matmul(&(&vh / &as_rows(&s)));
+        }
+        if let Some(gvh) = gvh {
+            let gv = gvh.t();
+            let j = v.t().matmul(&gv);
+            inner += (&f * &(&j - &j.t())) * as_rows(&s);
+            out += (&u / &as_columns(&s)).matmul(&project_off(&v, &gv).t());
+        }
+        out + u.matmul(&inner).matmul(&vh)
+    }
+
+    /// JVP of [`Tensor::svd_u`], from `a`.
+    #[track_caller]
+    #[must_use]
+    pub fn svd_u_jvp<T: Element>(a: &Tensor<T>, da: &Tensor<T>) -> Tensor<T> {
+        svd_tangents(a, da).0
+    }
+
+    /// VJP of [`Tensor::svd_u`], from `a`.
+    #[track_caller]
+    #[must_use]
+    pub fn svd_u_vjp<T: Element>(g: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
+        svd_cotangent(a, Some(g), None, None)
+    }
+
+    /// JVP of [`Tensor::svdvals`], from `a`: `diag(Uᵀ dA V)`.
+    #[track_caller]
+    #[must_use]
+    pub fn svdvals_jvp<T: Element>(a: &Tensor<T>, da: &Tensor<T>) -> Tensor<T> {
+        let (u, _, vh) = a.svd();
+        u.t().matmul(da).matmul(&vh.t()).diagonal()
+    }
+
+    /// VJP of [`Tensor::svdvals`], from `a`: `U diag(s̄) Vh`.
+    #[track_caller]
+    #[must_use]
+    pub fn svdvals_vjp<T: Element>(g: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
+        let (u, _, vh) = a.svd();
+        (&u * &as_columns(g)).matmul(&vh)
+    }
+
+    /// JVP of [`Tensor::svd_vh`], from `a`.
+    #[track_caller]
+    #[must_use]
+    pub fn svd_vh_jvp<T: Element>(a: &Tensor<T>, da: &Tensor<T>) -> Tensor<T> {
+        svd_tangents(a, da).2
+    }
+
+    /// VJP of [`Tensor::svd_vh`], from `a`.
+    #[track_caller]
+    #[must_use]
+    pub fn svd_vh_vjp<T: Element>(g: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
+        svd_cotangent(a, None, None, Some(g))
+    }
+
+    /// `(AᵀA)⁻¹ y = R⁻¹ R⁻ᵀ y` for the `R` of `a`'s QR factorization.
+    #[track_caller]
+    fn gram_solve<T: Element>(a: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
+        let r = a.qr_r();
+        let z = r.solve_triangular(y, false, true);
+        r.solve_triangular(&z, false, false)
+    }
+
+    /// JVP of [`Tensor::lstsq`], from `a`, `b`, the solution `x` and the tangents: `(AᵀA)⁻¹
+    /// (dAᵀ r + Aᵀ (dB - dA X))`, `r = B - A X`.
+    #[track_caller]
+    #[must_use]
+    pub fn lstsq_jvp<T: Element>(
+        a: &Tensor<T>,
+        b: &Tensor<T>,
+        x: &Tensor<T>,
+        da: Option<&Tensor<T>>,
+        db: Option<&Tensor<T>>,
+    ) -> Tensor<T> {
+        let mut rhs = db.cloned().unwrap_or_else(|| Tensor::zeros(b.shape()));
+        if let Some(da) = da {
+            rhs -= da.matmul(x);
+        }
+        let mut y = a.t().matmul(&rhs);
+        if let Some(da) = da {
+            y += da.t().matmul(&(b - &a.matmul(x)));
+        }
+        gram_solve(a, &y)
+    }
+
+    /// VJP of [`Tensor::lstsq`] for `a`, from `a`, `b` and the solution `x`: `r Zᵀ - A Z Xᵀ`,
+    /// `Z = (AᵀA)⁻¹ ḡ`.
+    #[track_caller]
+    #[must_use]
+    pub fn lstsq_vjp_lhs<T: Element>(
+        g: &Tensor<T>,
+        a: &Tensor<T>,
+        b: &Tensor<T>,
+        x: &Tensor<T>,
+    ) -> Tensor<T> {
+        let z = gram_solve(a, g);
+        let r = b - &a.matmul(x);
+        r.matmul(&z.t()) - a.matmul(&z).matmul(&x.t())
+    }
+
+    /// VJP of [`Tensor::lstsq`] for `b`, from `a`: `A (AᵀA)⁻¹ ḡ`.
+    #[track_caller]
+    #[must_use]
+    pub fn lstsq_vjp_rhs<T: Element>(g: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
+        a.matmul(&gram_solve(a, g))
+    }
+}
