@@ -25,6 +25,8 @@
 
 use std::ops::Range;
 
+use ndarray::{Dimension, IxDyn};
+
 use crate::broadcast::{broadcast_shapes, broadcast_view, same_shape, sum_to_shape};
 use crate::element::operand::{OperandOf, OperandRef};
 use crate::element::{strong_mul, Element};
@@ -424,22 +426,13 @@ fn same_shape_sources<'a, T: Element, const N: usize>(
             },
         }
     }
-    let mut sources = Vec::with_capacity(N);
-    for input in inputs {
-        sources.push(match input {
-            Some(OperandRef::Tensor(t)) => Source::Slice(t.as_shared().as_slice()?),
-            _ => Source::Splat(T::zero()),
-        });
+    let mut sources: [Source<'a, T>; N] = std::array::from_fn(|_| Source::Splat(T::zero()));
+    for (source, input) in sources.iter_mut().zip(inputs) {
+        if let Some(OperandRef::Tensor(t)) = input {
+            *source = Source::Slice(t.as_shared().as_slice()?);
+        }
     }
-    Some((shape?, array(sources)))
-}
-
-/// `N` sources as an array.
-fn array<T, const N: usize>(v: Vec<T>) -> [T; N] {
-    match v.try_into() {
-        Ok(a) => a,
-        Err(_) => unreachable!("one source an input"),
-    }
+    Some((shape?, sources))
 }
 
 /// The region's shape, each input's shape (`None` for a scalar) and each input's source. An
@@ -448,23 +441,19 @@ fn array<T, const N: usize>(v: Vec<T>) -> [T; N] {
 fn prepare<'a, T: Element, const N: usize>(
     inputs: &[FusedInput<'a, T>; N],
     ops: FusedOps,
-) -> Result<(Vec<usize>, Vec<Option<&'a [usize]>>, [Source<'a, T>; N]), ShapeError> {
-    let shapes: Vec<Option<&[usize]>> = inputs
-        .iter()
-        .map(|i| match i {
-            FusedInput::Value(v) => operand_shape(v),
-            FusedInput::Shape(s) => Some(*s),
-        })
-        .collect();
+) -> Result<(IxDyn, [Option<&'a [usize]>; N], [Source<'a, T>; N]), ShapeError> {
+    let shapes = inputs.map(|i| match i {
+        FusedInput::Value(v) => operand_shape(&v),
+        FusedInput::Shape(s) => Some(s),
+    });
     let shape = region_shape(&shapes, ops)?;
-    let sources = inputs
-        .iter()
-        .map(|i| match i {
-            FusedInput::Value(v) => operand_source(v, &shape),
-            FusedInput::Shape(_) => Ok(Source::Splat(T::zero())),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((shape, shapes, array(sources)))
+    let mut sources: [Source<'a, T>; N] = std::array::from_fn(|_| Source::Splat(T::zero()));
+    for (source, input) in sources.iter_mut().zip(inputs) {
+        if let FusedInput::Value(v) = input {
+            *source = operand_source(v, &shape)?;
+        }
+    }
+    Ok((IxDyn(&shape), shapes, sources))
 }
 
 /// The region's shape and its inputs' sources, for a pass that reads every input's value.
@@ -472,9 +461,9 @@ fn prepare<'a, T: Element, const N: usize>(
 fn value_sources<'a, T: Element, const N: usize>(
     inputs: &[OperandRef<'a, T>; N],
     ops: FusedOps,
-) -> (Vec<usize>, [Source<'a, T>; N]) {
+) -> (IxDyn, [Source<'a, T>; N]) {
     match same_shape_sources(&inputs.map(Some)) {
-        Some((shape, sources)) => (shape.to_vec(), sources),
+        Some((shape, sources)) => (IxDyn(shape), sources),
         None => {
             let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
             (shape, sources)
@@ -495,6 +484,7 @@ pub fn fused_map<T: Element, const N: usize, const L: usize>(
 ) -> Tensor<T> {
     let literals = literals.map(T::from_f64);
     let (shape, sources) = value_sources(&inputs, ops);
+    let shape = shape.slice();
     let len = shape.iter().product();
     let ([out], []) = drive(len, BLOCK, |range, [out], _| {
         with_block_size!(len, SMALL, BLOCK, |B| vectorised(
@@ -502,7 +492,7 @@ pub fn fused_map<T: Element, const N: usize, const L: usize>(
             || map_blocks::<T, N, L, B>(range, out, &sources, &literals, &f),
         ))
     });
-    Tensor::from_vec(out, &shape)
+    Tensor::from_vec(out, shape)
 }
 
 /// `fused_map`'s loop, over blocks of `B`.
@@ -584,13 +574,14 @@ pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize, con
         (all_shaped && shaped(g.shape())).then_some((shape, sources, Source::Slice(gs)))
     });
     let (shape, shapes, sources, g_source) = match direct {
-        Some((shape, sources, gs)) => (shape.to_vec(), None, sources, gs),
+        Some((shape, sources, gs)) => (IxDyn(shape), None, sources, gs),
         None => {
             let (shape, shapes, sources) = prepare(&inputs, ops).or_panic();
-            let gs = source("fused", g, &shape).or_panic();
+            let gs = source("fused", g, shape.slice()).or_panic();
             (shape, Some(shapes), sources, gs)
         }
     };
+    let shape = shape.slice();
     let len = shape.iter().product();
     let sources = (&sources, &[g_source]);
     let (outs, []) = drive(len, BLOCK, |range, outs, _| {
@@ -599,7 +590,7 @@ pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize, con
             || vjp_blocks::<T, N, L, K, B>(range, outs, sources, &literals, &f),
         ))
     });
-    let full = outs.map(|o| Tensor::from_vec(o, &shape));
+    let full = outs.map(|o| Tensor::from_vec(o, shape));
     match shapes {
         None => targets.map(|(_, k)| full[k].clone()),
         Some(shapes) => targets.map(|(i, k)| sum_to_shape(&full[k], shapes[i].unwrap_or(&[]))),
@@ -646,7 +637,8 @@ pub fn fused_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
 ) -> (Tensor<T>, Tensor<T>) {
     let literals = literals.map(T::from_f64);
     let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
-    let tangent_sources = tangents.map(|t| source("fused", t, &shape).or_panic());
+    let tangent_sources = tangents.map(|t| source("fused", t, shape.slice()).or_panic());
+    let shape = shape.slice();
     let len = shape.iter().product();
     let sources = (&sources, &tangent_sources);
     let ([value, tangent], []) = drive(len, BLOCK, |range, outs, _| {
@@ -656,8 +648,8 @@ pub fn fused_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
         ))
     });
     (
-        Tensor::from_vec(value, &shape),
-        Tensor::from_vec(tangent, &shape),
+        Tensor::from_vec(value, shape),
+        Tensor::from_vec(tangent, shape),
     )
 }
 
@@ -732,6 +724,7 @@ pub fn fused_reduce<T: Element, const N: usize, const L: usize>(
 ) -> Tensor<T> {
     let literals = literals.map(T::from_f64);
     let (shape, sources) = value_sources(&inputs, ops);
+    let shape = shape.slice();
     let len = shape.iter().product();
     let (f, literals) = (&f, &literals);
     let ([], [sums]) = drive(len, SUM_BLOCK, |range, [], sums| {
@@ -767,7 +760,8 @@ pub fn fused_reduce_jvp<T: Element, const N: usize, const L: usize, const K: usi
 ) -> (Tensor<T>, Tensor<T>) {
     let literals = literals.map(T::from_f64);
     let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
-    let tangent_sources = tangents.map(|t| source("fused", t, &shape).or_panic());
+    let tangent_sources = tangents.map(|t| source("fused", t, shape.slice()).or_panic());
+    let shape = shape.slice();
     let len = shape.iter().product();
     let (f, literals, sources) = (&f, &literals, (&sources, &tangent_sources));
     let ([], sums) = drive(len, SUM_BLOCK, |range, [], sums| {
@@ -843,6 +837,7 @@ pub fn fused_reduce_vjp<
 ) -> (Tensor<T>, [Tensor<T>; M]) {
     let literals = literals.map(T::from_f64);
     let (shape, sources) = value_sources(&inputs, ops);
+    let shape = shape.slice();
     let len = shape.iter().product();
     let seed = reduction.seed::<T>(len);
     let (literals, f) = ((&literals, seed), &f);
@@ -853,11 +848,9 @@ pub fn fused_reduce_vjp<
         ))
     });
     let value = Tensor::scalar(reduction.finish(combine_block_sums(&sums, len), len));
-    let full = partials.map(|p| Tensor::from_vec(p, &shape));
+    let full = partials.map(|p| Tensor::from_vec(p, shape));
     let partials = targets.map(|(i, k)| match inputs[i] {
-        OperandRef::Tensor(t) if !same_shape(t.shape(), &shape) => {
-            sum_to_shape(&full[k], t.shape())
-        }
+        OperandRef::Tensor(t) if !same_shape(t.shape(), shape) => sum_to_shape(&full[k], t.shape()),
         OperandRef::Tensor(_) => full[k].clone(),
         OperandRef::Scalar(_) => sum_to_shape(&full[k], &[]),
     });
