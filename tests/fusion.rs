@@ -401,3 +401,154 @@ fn a_value_returned_as_aux_is_not_fused_away() {
         );
     }
 }
+
+both! {
+    /// A clipped loss: the residual clamped, a hinge by `maximum` against a literal and a cap by
+    /// `minimum` against a tensor, in one region that the mean ends.
+    fn clipped / clipped_unfused(pred: &Tensor<f64>, y: &Tensor<f64>, cap: &Tensor<f64>) -> Tensor<f64> {
+        let r = (pred - y).clamp(-1.0, 1.0);
+        let hinge = (1.0 - &r * y).maximum(0.0);
+        (hinge.minimum(cap) + r.powi(2) * 0.5).mean()
+    }
+}
+
+both! {
+    /// The Huber loss written with `minimum`: `q (|d| - q/2)` with `q = min(|d|, δ)`.
+    fn huber / huber_unfused(pred: &Tensor<f64>, y: &Tensor<f64>) -> Tensor<f64> {
+        let a = (pred - y).abs();
+        let q = a.minimum(0.5);
+        (&q * (a - &q * 0.5)).sum()
+    }
+}
+
+both! {
+    /// Powers with a literal, an integer and a tensor exponent, and the smooth functions of two
+    /// tensors, over a broadcast row.
+    fn powers / powers_unfused(x: &Tensor<f64>, w: &Tensor<f64>) -> Tensor<f64> {
+        let p = x.powf(1.5) + x.powi(-2) * 0.25 - x.pow(w);
+        let s = x.atan2(w) + x.hypot(w) - x.logaddexp(w) + w.xlogy(x) + x.xlog1py(w);
+        p * s
+    }
+}
+
+#[test]
+fn clamp_maximum_minimum_and_powi_fuse_with_the_derivatives_of_their_unfused_twins() {
+    // Away from the kinks, where finite differences apply.
+    let pred = Tensor::from_vec(vec![0.3, -1.7, 2.4, 0.9, -0.2, 1.6], &[2, 3]);
+    let y = Tensor::from_vec(vec![0.5, 0.5, -0.7, 1.2, 0.35, -0.1], &[2, 3]);
+    let cap = Tensor::from_vec(vec![0.8, 1.9, 2.2], &[3]);
+    check_variants!(clipped, clipped_value_and_grad, clipped_grad, clipped_vjp, clipped_jvp, clipped_pullback; [pred, y, cap]; (&pred, &y, &cap));
+    let (value, (gp, gy, gc)) = clipped_value_and_grad(&pred, &y, &cap);
+    let (value_u, (gp_u, gy_u, gc_u)) = clipped_unfused_value_and_grad(&pred, &y, &cap);
+    assert_eq!(value.item().to_bits(), value_u.item().to_bits());
+    assert_ulps("pred", &gp, &gp_u, 16.0);
+    assert_ulps("y", &gy, &gy_u, 16.0);
+    assert_ulps("cap", &gc, &gc_u, 16.0);
+    // By hand, element 0: r = -0.2, hinge = 1 + 0.2 * 0.5 = 1.1 against the cap 0.8, so the
+    // cap wins and d/dcap_0 gets 1/6 from it; d/dpred_0 is r / 6 from r²/2 alone.
+    assert!((gp.to_vec()[0] - (-0.2 / 6.0)).abs() < 1e-15);
+
+    check_variants!(huber, huber_value_and_grad, huber_grad, huber_vjp, huber_jvp, huber_pullback; [pred, y]; (&pred, &y));
+    let (value, (gp, gy)) = huber_value_and_grad(&pred, &y);
+    let (value_u, (gp_u, gy_u)) = huber_unfused_value_and_grad(&pred, &y);
+    assert_eq!(value.item().to_bits(), value_u.item().to_bits());
+    assert_eq!(gp.to_vec(), gp_u.to_vec());
+    assert_eq!(gy.to_vec(), gy_u.to_vec());
+    // The Huber loss's derivative is d inside |d| <= 0.5 and 0.5 sign(d) outside.
+    for (g, (p, t)) in gp.to_vec().iter().zip(pred.to_vec().iter().zip(y.to_vec())) {
+        let d = p - t;
+        let want = if d.abs() <= 0.5 { d } else { 0.5 * d.signum() };
+        assert!((g - want).abs() < 1e-15, "{g} against {want}");
+    }
+}
+
+#[test]
+fn ties_of_maximum_minimum_and_clamp_route_the_gradient_as_the_unfused_rules() {
+    // Residuals exactly at the clamp's bounds, hinges exactly at 0 and exactly at the cap:
+    // the rules split a tie's gradient evenly between `maximum`'s and `minimum`'s sides and
+    // pass it through `clamp`'s bounds; the fused region must route it the same way.
+    let pred = Tensor::from_vec(vec![1.5, -0.5, 1.0, 0.0, 2.0, -1.0], &[2, 3]);
+    let y = Tensor::from_vec(vec![0.5, 0.5, 1.0, 0.5, 1.0, -1.0], &[2, 3]);
+    let cap = Tensor::from_vec(vec![1.5, 0.5, 1.0], &[3]);
+    let (value, (gp, gy, gc)) = clipped_value_and_grad(&pred, &y, &cap);
+    let (value_u, (gp_u, gy_u, gc_u)) = clipped_unfused_value_and_grad(&pred, &y, &cap);
+    assert_eq!(value.item().to_bits(), value_u.item().to_bits());
+    assert_eq!(gp.to_vec(), gp_u.to_vec());
+    assert_eq!(gy.to_vec(), gy_u.to_vec());
+    assert_eq!(gc.to_vec(), gc_u.to_vec());
+    for t in [
+        Tensor::from_vec(vec![1.0, -2.0, 0.5, 3.0, -1.0, 0.25], &[2, 3]),
+        Tensor::ones(&[2, 3]),
+    ] {
+        let zero_y = Tensor::zeros(&[2, 3]);
+        let zero_c = Tensor::zeros(&[3]);
+        let (_, u) = clipped_jvp(&pred, &y, &cap, &t, &zero_y, &zero_c);
+        let (_, u_u) = clipped_unfused_jvp(&pred, &y, &cap, &t, &zero_y, &zero_c);
+        assert_eq!(u.item().to_bits(), u_u.item().to_bits());
+    }
+    // Element 0: r = 1 at the clamp's upper bound (passes), hinge = 1 - 1 * 0.5 = 0.5 > 0,
+    // capped by 1.5: d/dpred_0 = (-y_0 + r) / 6 = 0.5 / 6.
+    assert!((gp.to_vec()[0] - 0.5 / 6.0).abs() < 1e-15);
+    // Element 1: r = -1 at the lower bound, hinge = 1 + 0.5 = 1.5 against the cap 0.5: the cap
+    // wins, so d/dcap_1 gets 1/6 from it, and nothing from element 4, whose hinge 1 - 1 = 0 is
+    // a tie of `maximum` below the cap. Elements 2 and 5: r = 0, hinge 1 tied with the cap 1:
+    // half of each to the cap. Element 4: r = 1 at the bound, the hinge's tie passes half of
+    // -y = -1, and r²/2 passes r = 1.
+    assert!((gc.to_vec()[1] - 1.0 / 6.0).abs() < 1e-15);
+    assert!((gc.to_vec()[2] - 1.0 / 6.0).abs() < 1e-15);
+    assert!((gp.to_vec()[4] - 0.5 / 6.0).abs() < 1e-15);
+}
+
+#[test]
+fn powers_and_smooth_binary_functions_fuse_with_the_derivatives_of_their_unfused_twins() {
+    let x = Tensor::rand_uniform(&[4, 5], 0.5, 2.0, 41);
+    let w = Tensor::rand_uniform(&[5], 0.2, 1.5, 42);
+    check_vector_variants!(powers, powers_vjp, powers_jvp, powers_pullback; [x, w]; (&x, &w));
+    let ct = Tensor::rand_normal(&[4, 5], 0.0, 1.0, 43);
+    let (value, (gx, gw)) = powers_vjp(&x, &w, &ct);
+    let (value_u, (gx_u, gw_u)) = powers_unfused_vjp(&x, &w, &ct);
+    assert_eq!(value.to_vec(), value_u.to_vec());
+    assert_ulps("x", &gx, &gx_u, 64.0);
+    assert_ulps("w", &gw, &gw_u, 64.0);
+    let (tx, tw) = (
+        Tensor::rand_normal(&[4, 5], 0.0, 1.0, 44),
+        Tensor::rand_normal(&[5], 0.0, 1.0, 45),
+    );
+    let (_, u) = powers_jvp(&x, &w, &tx, &tw);
+    let (_, u_u) = powers_unfused_jvp(&x, &w, &tx, &tw);
+    assert_ulps("the tangent", &u, &u_u, 64.0);
+    // In f32 too (the literals converted to the element type as the unfused ops convert them).
+    let (x32, w32) = (x.cast::<f32>(), w.cast::<f32>());
+    assert_eq!(
+        powers_generic(&x32, &w32).to_vec(),
+        powers_generic_unfused(&x32, &w32).to_vec()
+    );
+}
+
+both! {
+    /// `powers` generic over the element type.
+    fn powers_generic / powers_generic_unfused<T: Element>(x: &Tensor<T>, w: &Tensor<T>) -> Tensor<T> {
+        let p = x.powf(1.5) + x.powi(-2) * 0.25 - x.pow(w);
+        let s = x.atan2(w) + x.hypot(w) - x.logaddexp(w) + w.xlogy(x) + x.xlog1py(w);
+        (p * s.clamp(-3.0, 3.0)).maximum(-1.0).sum()
+    }
+}
+
+#[test]
+fn a_generic_region_of_powers_agrees_with_its_twin_in_hessian_vector_products() {
+    let x = Tensor::rand_uniform(&[6], 0.5, 2.0, 46);
+    let w = Tensor::rand_uniform(&[6], 0.2, 1.5, 47);
+    check_variants!(powers_generic, powers_generic_value_and_grad, powers_generic_grad, powers_generic_vjp, powers_generic_jvp, powers_generic_pullback; [x, w]; (&x, &w));
+    let (gx, gw) = powers_generic_grad(&x, &w);
+    let (gx_u, gw_u) = powers_generic_unfused_grad(&x, &w);
+    assert_ulps("x", &gx, &gx_u, 64.0);
+    assert_ulps("w", &gw, &gw_u, 64.0);
+    let (dx, dw) = (
+        Tensor::rand_normal(&[6], 0.0, 1.0, 48),
+        Tensor::rand_normal(&[6], 0.0, 1.0, 49),
+    );
+    let (_, (hx, hw)) = powers_generic_hvp(&x, &w, &dx, &dw);
+    let (_, (hx_u, hw_u)) = powers_generic_unfused_hvp(&x, &w, &dx, &dw);
+    assert_ulps("Hv for x", &hx, &hx_u, 256.0);
+    assert_ulps("Hv for w", &hw, &hw_u, 256.0);
+}

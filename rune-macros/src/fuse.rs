@@ -28,21 +28,71 @@ use crate::ir::{
 };
 use crate::ops::{Form, OpSpec, RuleArg};
 
+/// The elementwise methods of two operands that a region evaluates by their scalar forms
+/// (`rune_runtime::generated::elementwise`): the value, and `d` through each input, `_lhs` and
+/// `_rhs`.
+pub const BINARY: &[&str] = &[
+    "maximum",
+    "minimum",
+    "pow",
+    "logaddexp",
+    "xlogy",
+    "xlog1py",
+    "atan2",
+    "hypot",
+];
+
+/// The elementwise methods of one tensor with number configuration arguments that a region
+/// evaluates by their scalar forms: the value, and `d` through the tensor, `_d`. Fused only
+/// when every configuration argument is a literal: a float for `clamp` and `powf`, an integer
+/// for `powi`.
+pub const CONFIGURED: &[&str] = &["clamp", "powf", "powi"];
+
 /// Whether `op` can be evaluated inside a fused region.
 fn fusible_op(op: &OpSpec) -> bool {
     match op.form {
         Form::Operator => matches!(op.name, "add" | "sub" | "mul" | "div"),
         Form::Negation => true,
-        Form::Method => rune_ops::UNARY.iter().any(|u| u.name == op.name),
+        Form::Method => {
+            rune_ops::UNARY.iter().any(|u| u.name == op.name)
+                || BINARY.contains(&op.name)
+                || CONFIGURED.contains(&op.name)
+        }
         Form::Function | Form::Constructor => false,
     }
 }
 
-fn fusible(stmt: &Stmt) -> Option<(Val, &[Operand])> {
-    match plain_op(stmt) {
-        Some((out, op, inputs)) if fusible_op(op) => Some((out, inputs)),
-        _ => None,
-    }
+/// The literals a region writes where they are used: floats (as `f64` expressions) and the
+/// integer exponents of `powi`.
+struct Literals {
+    floats: HashMap<Const, TokenStream>,
+    ints: HashMap<Const, i32>,
+}
+
+fn fusible<'s>(stmt: &'s Stmt, lits: &Literals) -> Option<(Val, &'s [Operand])> {
+    let Stmt::Op {
+        out,
+        op,
+        inputs,
+        config,
+        turbofish: None,
+        tainted_by: None,
+        fallible: false,
+        ..
+    } = stmt
+    else {
+        return None;
+    };
+    let configured = match op.name {
+        "powi" => config.iter().all(|c| lits.ints.contains_key(c)),
+        _ => config.iter().all(|c| lits.floats.contains_key(c)),
+    };
+    let config_ok = if CONFIGURED.contains(&op.name) {
+        configured
+    } else {
+        config.is_empty()
+    };
+    (fusible_op(op) && config_ok).then_some((*out, inputs.as_slice()))
 }
 
 /// An op with no configuration, turbofish or `?`: its output, spec and inputs.
@@ -92,6 +142,39 @@ fn float_literal(expr: &TokenStream) -> bool {
         && !s.starts_with("0b")
         && !s.starts_with("0o")
         && (s.contains('.') || s.contains('e') || s.ends_with("f32") || s.ends_with("f64"))
+}
+
+/// The literal of a number configuration argument, `scalar_like(&x, 1.5)` (the scalar of the
+/// element type of `clamp`'s and `powf`'s tensor, `rune_runtime::generated::scalar_like`), if
+/// it is a float literal.
+fn scalar_like_literal(expr: &TokenStream) -> Option<TokenStream> {
+    let tokens: Vec<TokenTree> = expr.clone().into_iter().collect();
+    let [.., TokenTree::Ident(f), TokenTree::Group(args)] = tokens.as_slice() else {
+        return None;
+    };
+    if f != "scalar_like" {
+        return None;
+    }
+    let args: Vec<TokenTree> = args.stream().into_iter().collect();
+    let comma = args
+        .iter()
+        .position(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ','))?;
+    let lit: TokenStream = args[comma + 1..].iter().cloned().collect();
+    float_literal(&lit).then_some(lit)
+}
+
+/// The value of an integer literal that fits an `i32` (`3`, `-2`, `4_i32`).
+fn int_literal(expr: &TokenStream) -> Option<i32> {
+    let tokens: Vec<TokenTree> = expr.clone().into_iter().collect();
+    let (negative, lit) = match tokens.as_slice() {
+        [TokenTree::Literal(l)] => (false, l),
+        [TokenTree::Punct(p), TokenTree::Literal(l)] if p.as_char() == '-' => (true, l),
+        _ => return None,
+    };
+    let s = lit.to_string().replace('_', "");
+    let digits = s.strip_suffix("i32").unwrap_or(&s);
+    let n: i64 = digits.parse().ok()?;
+    i32::try_from(if negative { -n } else { n }).ok()
 }
 
 /// A float literal as an `f64` expression: unsuffixed, written `f64`, the type its unfused op
@@ -179,11 +262,11 @@ fn nested_mut(stmt: &mut Stmt) -> Vec<&mut Vec<Stmt>> {
     }
 }
 
-fn collect(stmts: &[Stmt], next_list: &mut usize, uses: &mut Uses) {
+fn collect(stmts: &[Stmt], next_list: &mut usize, uses: &mut Uses, lits: &Literals) {
     let list = *next_list;
     *next_list += 1;
     for (i, stmt) in stmts.iter().enumerate() {
-        if let Some((out, inputs)) = fusible(stmt) {
+        if let Some((out, inputs)) = fusible(stmt, lits) {
             uses.def[out.0] = Some((list, i));
             for v in inputs.iter().filter_map(|o| o.val()) {
                 if !uses.readers[v.0].contains(&(list, i)) {
@@ -197,7 +280,11 @@ fn collect(stmts: &[Stmt], next_list: &mut usize, uses: &mut Uses) {
         } else {
             stmt.read_vals(&mut |v| uses.escapes[v.0] = true);
         }
-        for t in stmt_tokens(stmt) {
+        // A literal's `let` does not read the tensor that `scalar_like` names for its type: the
+        // op reading the literal is fusible, so a region takes it, and the literal with it,
+        // wherever the tensor is inside one.
+        let literal = matches!(stmt, Stmt::Hoist { id, .. } if lits.floats.contains_key(id));
+        for t in stmt_tokens(stmt).into_iter().filter(|_| !literal) {
             named(t, "__rune_v", &mut |n| {
                 if let Some(e) = uses.escapes.get_mut(n) {
                     *e = true;
@@ -205,7 +292,7 @@ fn collect(stmts: &[Stmt], next_list: &mut usize, uses: &mut Uses) {
             });
         }
         for inner in nested(stmt) {
-            collect(inner, next_list, uses);
+            collect(inner, next_list, uses, lits);
         }
     }
 }
@@ -225,20 +312,36 @@ fn build(
     stmts: &[Stmt],
     i: usize,
     uses: &Uses,
-    literals: &HashMap<Const, TokenStream>,
+    lits: &Literals,
     region: &mut Region,
     taken: &mut Vec<usize>,
 ) -> usize {
-    let Stmt::Op { op, inputs, .. } = &stmts[i] else {
+    let Stmt::Op {
+        op, inputs, config, ..
+    } = &stmts[i]
+    else {
         unreachable!("regions are made of ops")
     };
-    let mut args = Vec::with_capacity(inputs.len());
-    for input in inputs {
-        let arg = match *input {
+    let literals = &lits.floats;
+    let mut args = Vec::with_capacity(inputs.len() + config.len());
+    // A configuration argument is a literal (`fusible` checks it).
+    let config = config.iter().map(|c| match lits.ints.get(c) {
+        Some(&n) if op.name == "powi" => Err(n),
+        _ => Ok(Operand::Const(*c)),
+    });
+    for input in inputs.iter().map(|o| Ok(*o)).chain(config) {
+        let input = match input {
+            Ok(o) => o,
+            Err(n) => {
+                args.push(FusedArg::Int(n));
+                continue;
+            }
+        };
+        let arg = match input {
             Operand::Val(v) if uses.inside(v) => {
                 let (_, d) = uses.def[v.0].expect("an op inside a region has a definition");
                 taken.push(d);
-                FusedArg::Node(build(stmts, d, uses, literals, region, taken))
+                FusedArg::Node(build(stmts, d, uses, lits, region, taken))
             }
             Operand::Const(c) if literals.contains_key(&c) => {
                 let text = literals[&c].to_string();
@@ -265,12 +368,12 @@ fn build(
 /// Replaces each region's root in `stmts` (and in the lists it holds) by the region, and
 /// removes the ops inside it. Positions are those `collect` recorded: ops are replaced in place
 /// and removed only at the end.
-fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, literals: &HashMap<Const, TokenStream>) {
+fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, lits: &Literals) {
     let mut taken = Vec::new();
     let mut fused = Vec::new();
     for i in 0..stmts.len() {
         // The op whose tree the region is, and the reduction that ends it.
-        let (out, top, reduce) = match (fusible(&stmts[i]), reduction(&stmts[i])) {
+        let (out, top, reduce) = match (fusible(&stmts[i], lits), reduction(&stmts[i])) {
             (Some((out, _)), _) if !uses.inside(out) => (out, i, None),
             (_, Some((out, v, reduce))) if uses.inside(v) => {
                 let (_, d) = uses.def[v.0].expect("a value inside a region has a definition");
@@ -285,7 +388,7 @@ fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, literals: &HashMap<Const, Token
             nodes: Vec::new(),
         };
         let mut below = Vec::new();
-        build(stmts, top, uses, literals, &mut region, &mut below);
+        build(stmts, top, uses, lits, &mut region, &mut below);
         // One op alone is a region only when a reduction ends it: it then makes no tensor.
         if region.nodes.len() < 2 && reduce.is_none() {
             continue;
@@ -316,7 +419,7 @@ fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, literals: &HashMap<Const, Token
     }
     for stmt in stmts.iter_mut() {
         for inner in nested_mut(stmt) {
-            transform(inner, uses, literals);
+            transform(inner, uses, lits);
         }
     }
     if !taken.is_empty() {
@@ -352,25 +455,45 @@ pub fn fuse(body: &mut Body) {
             }
         });
     }
-    let mut literals = HashMap::new();
+    let mut lits = Literals {
+        floats: HashMap::new(),
+        ints: HashMap::new(),
+    };
     crate::analyse::walk(&body.stmts, &mut |s| {
-        if let Stmt::Hoist {
-            id, expr, ty: None, ..
-        } = s
-        {
-            if float_literal(expr) {
-                literals.insert(*id, as_f64(expr));
+        if let Stmt::Hoist { id, expr, ty, .. } = s {
+            let ty = ty.as_ref().map(ToString::to_string);
+            match ty.as_deref() {
+                None if float_literal(expr) => {
+                    lits.floats.insert(*id, as_f64(expr));
+                }
+                None => {
+                    if let Some(lit) = scalar_like_literal(expr) {
+                        lits.floats.insert(*id, as_f64(&lit));
+                    }
+                }
+                Some("i32") => {
+                    if let Some(n) = int_literal(expr) {
+                        lits.ints.insert(*id, n);
+                    }
+                }
+                _ => {}
             }
         }
     });
-    collect(&body.stmts, &mut 0, &mut uses);
-    transform(&mut body.stmts, &uses, &literals);
-    drop_inlined_literals(&mut body.stmts, literals);
+    collect(&body.stmts, &mut 0, &mut uses, &lits);
+    transform(&mut body.stmts, &uses, &lits);
+    drop_inlined_literals(&mut body.stmts, lits);
 }
 
 /// Removes the `let`s of literals that fused regions write inline and nothing else reads.
-fn drop_inlined_literals(stmts: &mut Vec<Stmt>, literals: HashMap<Const, TokenStream>) {
-    let mut read = vec![false; literals.keys().map(|c| c.0 + 1).max().unwrap_or(0)];
+fn drop_inlined_literals(stmts: &mut Vec<Stmt>, lits: Literals) {
+    let literals: std::collections::HashSet<Const> = lits
+        .floats
+        .keys()
+        .chain(lits.ints.keys())
+        .copied()
+        .collect();
+    let mut read = vec![false; literals.iter().map(|c| c.0 + 1).max().unwrap_or(0)];
     let mut mark = |c: Const| {
         if let Some(r) = read.get_mut(c.0) {
             *r = true;
@@ -383,7 +506,7 @@ fn drop_inlined_literals(stmts: &mut Vec<Stmt>, literals: HashMap<Const, TokenSt
         }
     });
     let inlined = |s: &Stmt| match s {
-        Stmt::Hoist { id, .. } => literals.contains_key(id) && !read[id.0],
+        Stmt::Hoist { id, .. } => literals.contains(id) && !read[id.0],
         _ => false,
     };
     fn retain(stmts: &mut Vec<Stmt>, inlined: &dyn Fn(&Stmt) -> bool) {
@@ -484,7 +607,7 @@ impl Needs {
         let wanted = |a: FusedArg| match a {
             FusedArg::Input(i) => inputs[i].val().is_some(),
             FusedArg::Node(_) => true,
-            FusedArg::Literal(_) => false,
+            FusedArg::Literal(_) | FusedArg::Int(_) => false,
         };
         for (j, n) in nodes.iter().enumerate() {
             let a = n.args[0];
@@ -512,6 +635,16 @@ impl Needs {
                     }
                 }
                 Form::Negation => {}
+                // The scalar forms of the other ops read all their operands, and `pow`'s
+                // partial in its exponent reads its value.
+                _ if BINARY.contains(&n.op.name) || CONFIGURED.contains(&n.op.name) => {
+                    if n.args.iter().any(|&a| wanted(a)) {
+                        n.args.iter().for_each(|&a| needs.mark(a));
+                    }
+                    if n.op.name == "pow" && wanted(n.args[1]) {
+                        needs.nodes[j] = true;
+                    }
+                }
                 _ if wanted(a) => {
                     if crate::ops::rules(n.op).vjp[0].reads(RuleArg::Output) {
                         needs.nodes[j] = true;
@@ -538,6 +671,7 @@ impl Needs {
             FusedArg::Input(i) => self.inputs[i] = true,
             FusedArg::Node(j) => self.nodes[j] = true,
             FusedArg::Literal(k) => self.literals[k] = true,
+            FusedArg::Int(_) => {}
         }
     }
 }
@@ -659,5 +793,43 @@ mod tests {
         // reader: the tangent is one expression of the three products.
         let tangent = "(((__rune_ux0 * __rune_l0) * __rune_l0) * __rune_l2)";
         assert!(out.contains(tangent), "{out}");
+    }
+
+    #[test]
+    #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
+    fn selections_powers_and_smooth_binary_functions_join_regions() {
+        let out = expand(
+            "",
+            "fn f(x: &Tensor<f64>, y: &Tensor<f64>) -> Tensor<f64> {
+                let r = (x - y).clamp(-1.0, 1.0).maximum(0.0).minimum(y);
+                let p = x.powf(1.5) + x.powi(3) - x.pow(y) + x.atan2(y).hypot(y);
+                (r * p + x.logaddexp(y) + x.xlogy(y) + x.xlog1py(y)).sum()
+            }",
+        );
+        assert_eq!(out.matches("fused_reduce_vjp").count(), 1, "{out}");
+        assert!(!out.contains("rules ::"), "{out}");
+        // Each partial derivative from the ops' scalar forms; the integer exponent written
+        // in place, its `let` gone.
+        for f in [
+            "maximum_lhs",
+            "minimum_rhs",
+            "clamp_d",
+            "pow_rhs",
+            "atan2_lhs",
+            "xlog1py_rhs",
+        ] {
+            assert!(out.contains(&format!("elementwise :: {f}")), "{f}: {out}");
+        }
+        assert!(out.contains("powi_d (__rune_d"), "{out}");
+        assert!(out.contains("3i32") && !out.contains(": i32 = 3"), "{out}");
+        // A configuration argument that is not a literal keeps its op out of regions.
+        let out = expand(
+            "",
+            "fn f(x: &Tensor<f64>, #[nodiff] n: i32, #[nodiff] lo: f64) -> Tensor<f64> {
+                (x.exp().powi(n) + x.sin().clamp(lo, 1.0)).sum()
+            }",
+        );
+        assert!(out.contains("rules :: powi_vjp"), "{out}");
+        assert!(out.contains("rules :: clamp_vjp"), "{out}");
     }
 }

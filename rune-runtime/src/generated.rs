@@ -15,6 +15,15 @@ pub use crate::fused::{
 };
 use crate::tensor::Tensor;
 
+/// The scalar forms of the elementwise ops that fused regions evaluate besides `+ - * /`, unary
+/// minus and the functions of `scalar`: each op's value and the tangent or cotangent `d` through
+/// each of its inputs, the functions its tensor kernel and rules apply.
+pub mod elementwise {
+    pub use crate::ops::binary::elementwise::*;
+    pub use crate::ops::special::elementwise::*;
+    pub use crate::ops::unary::elementwise::*;
+}
+
 /// A zero-sized record of a tensor's element type (for rules generic over two element types).
 #[inline]
 pub fn witness<T>(_: &Tensor<T>) -> std::marker::PhantomData<T> {

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, ToTokens};
 use syn::Ident;
 
 use super::tokens::{gather_closure_lets, inline_single_reads, relocate_call};
@@ -34,12 +34,13 @@ fn literal(k: usize) -> Ident {
     hidden(&format!("l{k}"))
 }
 
-/// A value of the region: input, op or literal.
+/// A value of the region: input, op, literal or integer.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Value {
     Input(usize),
     Node(usize),
     Literal(usize),
+    Int(i32),
 }
 
 impl From<FusedArg> for Value {
@@ -48,16 +49,24 @@ impl From<FusedArg> for Value {
             FusedArg::Input(i) => Value::Input(i),
             FusedArg::Node(j) => Value::Node(j),
             FusedArg::Literal(k) => Value::Literal(k),
+            FusedArg::Int(n) => Value::Int(n),
         }
     }
 }
 
-fn value_ident(v: Value) -> Ident {
+fn value_ident(v: Value) -> TokenStream {
     match v {
-        Value::Input(i) => x(i),
-        Value::Node(j) => node(j),
-        Value::Literal(k) => literal(k),
+        Value::Input(i) => x(i).into_token_stream(),
+        Value::Node(j) => node(j).into_token_stream(),
+        Value::Literal(k) => literal(k).into_token_stream(),
+        Value::Int(n) => quote!(#n),
     }
+}
+
+/// Whether op `name` is evaluated by its scalar forms in `elementwise` (`crate::fuse::BINARY`,
+/// `crate::fuse::CONFIGURED`).
+fn elementwise(name: &str) -> bool {
+    crate::fuse::BINARY.contains(&name) || crate::fuse::CONFIGURED.contains(&name)
 }
 
 fn input_tangent(i: usize) -> Ident {
@@ -81,7 +90,7 @@ impl Code<'_> {
         let index = |a: FusedArg| match a {
             FusedArg::Input(i) => i.to_string(),
             FusedArg::Node(j) => (self.inputs + j).to_string(),
-            FusedArg::Literal(_) => "_".to_string(),
+            FusedArg::Literal(_) | FusedArg::Int(_) => "_".to_string(),
         };
         let rows: Vec<String> = self
             .nodes
@@ -147,6 +156,11 @@ impl Code<'_> {
                         }
                     }
                     Form::Negation => quote!(-#a),
+                    _ if elementwise(n.op.name) => {
+                        let f = format_ident!("{}", n.op.name);
+                        let args = n.args.iter().map(|&a| value_ident(a.into()));
+                        quote!(#rt::elementwise::#f(#(#args),*))
+                    }
                     _ => {
                         let f = format_ident!("{}", n.op.name);
                         quote!(#rt::scalar::#f::value(#a))
@@ -171,6 +185,27 @@ impl Code<'_> {
         }
     }
 
+    /// `d` through argument `i` of op `j`, an op of `elementwise`: its `_lhs`/`_rhs` (`_d` for
+    /// an op of one tensor) of `d` and the op's arguments (`pow`'s in its exponent reads its
+    /// base and its value).
+    fn chain(&self, j: usize, i: usize, d: &TokenStream) -> TokenStream {
+        let rt = rt();
+        let n = &self.nodes[j];
+        let suffix = match (crate::fuse::BINARY.contains(&n.op.name), i) {
+            (false, _) => "d",
+            (true, 0) => "lhs",
+            (true, _) => "rhs",
+        };
+        let f = format_ident!("{}_{suffix}", n.op.name);
+        let args: Vec<TokenStream> = if n.op.name == "pow" && i == 1 {
+            let (a, y) = (value_ident(n.args[0].into()), node(j));
+            vec![a, y.into_token_stream()]
+        } else {
+            n.args.iter().map(|&a| value_ident(a.into())).collect()
+        };
+        quote!(#rt::elementwise::#f(#d, #(#args),*))
+    }
+
     fn root(&self) -> Ident {
         node(self.nodes.len() - 1)
     }
@@ -190,7 +225,7 @@ impl Code<'_> {
         let tangent = |v: Value, tangents: &[Option<Ident>]| match v {
             Value::Input(i) => with_tangent.contains(&i).then(|| input_tangent(i)),
             Value::Node(j) => tangents[j].clone(),
-            Value::Literal(_) => None,
+            Value::Literal(_) | Value::Int(_) => None,
         };
         let mut lets = Vec::new();
         for (j, n) in self.nodes.iter().enumerate() {
@@ -234,6 +269,17 @@ impl Code<'_> {
                     }
                 }
                 Form::Negation => ta.map(|ta| quote!(-#ta)),
+                // The sum of the tangents through the operands that have one, as the rules
+                // add them.
+                _ if elementwise(n.op.name) => n
+                    .args
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, &a)| {
+                        let t = tangent(a.into(), &tangents)?;
+                        Some(self.chain(j, i, &t.into_token_stream()))
+                    })
+                    .reduce(|acc, c| quote!(#acc + #c)),
                 _ => {
                     let f = format_ident!("{}", n.op.name);
                     let at = self.at(j);
@@ -301,7 +347,7 @@ impl Code<'_> {
         let wanted = |v: Value| match v {
             Value::Input(i) => targets.contains(&i),
             Value::Node(_) => true,
-            Value::Literal(_) => false,
+            Value::Literal(_) | Value::Int(_) => false,
         };
         for (j, n) in self.nodes.iter().enumerate().rev() {
             let Some(d) = current.get(&Value::Node(j)).cloned() else {
@@ -343,6 +389,12 @@ impl Code<'_> {
                     contributions.push((b, cb));
                 }
                 Form::Negation => contributions.push((a, Some(quote!(-#d)))),
+                _ if elementwise(n.op.name) => {
+                    let d = d.to_token_stream();
+                    for (i, &arg) in n.args.iter().enumerate() {
+                        contributions.push((arg.into(), Some(self.chain(j, i, &d))));
+                    }
+                }
                 _ => {
                     let f = format_ident!("{}", n.op.name);
                     let at = self.at(j);
