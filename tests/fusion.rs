@@ -552,3 +552,81 @@ fn a_generic_region_of_powers_agrees_with_its_twin_in_hessian_vector_products() 
     assert_ulps("Hv for x", &hx, &hx_u, 256.0);
     assert_ulps("Hv for w", &hw, &hw_u, 256.0);
 }
+
+both! {
+    /// A masked Huber loss: `where_cond` on a comparison of the residual (computed in the
+    /// region), on a given mask of observed targets, and on a comparison of two parameters.
+    fn masked / masked_unfused(pred: &Tensor<f64>, y: &Tensor<f64>, #[nodiff] observed: &Tensor<bool>) -> Tensor<f64> {
+        let d = pred - y;
+        let a = d.abs();
+        let huber = where_cond(&a.le(0.5), &(&d * &d * 0.5), &((a - 0.25) * 0.5));
+        let seen = where_cond(observed, &huber, &0.0);
+        (seen + where_cond(&pred.gt(y), &(pred.sin() * 0.1), &y.cos())).mean()
+    }
+}
+
+#[test]
+fn a_masked_huber_loss_fuses_with_the_derivatives_of_its_unfused_twin() {
+    // Residuals away from the Huber threshold and predictions away from the targets.
+    let pred = Tensor::from_vec(vec![0.3, -1.7, 2.4, 0.9, -0.2, 1.6], &[2, 3]);
+    let y = Tensor::from_vec(vec![0.5, 0.5, -0.7, 1.2, 0.35, -0.1], &[2, 3]);
+    let observed = Tensor::from_vec(vec![true, true, false, true, false, true], &[2, 3]);
+    check_variants!(masked, masked_value_and_grad, masked_grad, masked_vjp, masked_jvp, masked_pullback; [pred, y]; (&pred, &y, &observed));
+    let (value, (gp, gy)) = masked_value_and_grad(&pred, &y, &observed);
+    let (value_u, (gp_u, gy_u)) = masked_unfused_value_and_grad(&pred, &y, &observed);
+    assert_eq!(value.item().to_bits(), value_u.item().to_bits());
+    assert_eq!(gp.to_vec(), gp_u.to_vec());
+    assert_eq!(gy.to_vec(), gy_u.to_vec());
+    let (tp, ty) = (
+        Tensor::rand_normal(&[2, 3], 0.0, 1.0, 50),
+        Tensor::rand_normal(&[2, 3], 0.0, 1.0, 51),
+    );
+    let (_, u) = masked_jvp(&pred, &y, &observed, &tp, &ty);
+    let (_, u_u) = masked_unfused_jvp(&pred, &y, &observed, &tp, &ty);
+    assert_eq!(u.item().to_bits(), u_u.item().to_bits());
+    // By hand, d/dpred: the Huber derivative (d inside |d| <= 0.5, 0.5 sign d outside) where
+    // observed, plus 0.1 cos(pred) where pred > y, over 6.
+    let (pv, yv, ov) = (pred.to_vec(), y.to_vec(), observed.to_vec());
+    for i in 0..6 {
+        let d = pv[i] - yv[i];
+        let huber = if d.abs() <= 0.5 { d } else { 0.5 * d.signum() };
+        let seen = if ov[i] { huber } else { 0.0 };
+        let hinge = if pv[i] > yv[i] {
+            0.1 * pv[i].cos()
+        } else {
+            0.0
+        };
+        let want = (seen + hinge) / 6.0;
+        assert!((gp.to_vec()[i] - want).abs() < 1e-15, "{i}");
+    }
+}
+
+both! {
+    /// A generic region with a comparison against a literal, for f32 and dual numbers.
+    fn gated / gated_unfused<T: Element>(x: &Tensor<T>, w: &Tensor<T>) -> Tensor<T> {
+        let z = x * w;
+        let y = where_cond(&z.gt(0.25), &(x.exp() * w), &(z.sin() * 0.5));
+        y.sum()
+    }
+}
+
+#[test]
+fn a_generic_region_with_a_comparison_agrees_with_its_twin_in_f32_and_hessian_vector_products() {
+    let x = Tensor::from_vec(vec![0.3, -1.2, 0.9, 1.4, -0.4, 0.1, 0.8], &[7]);
+    let w = Tensor::from_vec(vec![1.1, 0.6, -0.5, 0.9, -1.3, 0.7, 0.2], &[7]);
+    check_variants!(gated, gated_value_and_grad, gated_grad, gated_vjp, gated_jvp, gated_pullback; [x, w]; (&x, &w));
+    let (gx, gw) = gated_grad(&x, &w);
+    let (gx_u, gw_u) = gated_unfused_grad(&x, &w);
+    assert_ulps("x", &gx, &gx_u, 16.0);
+    assert_ulps("w", &gw, &gw_u, 16.0);
+    let (x32, w32) = (x.cast::<f32>(), w.cast::<f32>());
+    assert_eq!(
+        gated(&x32, &w32).item().to_bits(),
+        gated_unfused(&x32, &w32).item().to_bits()
+    );
+    let (dx, dw) = (Tensor::ones(&[7]), Tensor::full(&[7], -0.5));
+    let (_, (hx, hw)) = gated_hvp(&x, &w, &dx, &dw);
+    let (_, (hx_u, hw_u)) = gated_unfused_hvp(&x, &w, &dx, &dw);
+    assert_ulps("Hv for x", &hx, &hx_u, 64.0);
+    assert_ulps("Hv for w", &hw, &hw_u, 64.0);
+}

@@ -58,8 +58,67 @@ fn fusible_op(op: &OpSpec) -> bool {
                 || BINARY.contains(&op.name)
                 || CONFIGURED.contains(&op.name)
         }
-        Form::Function | Form::Constructor => false,
+        Form::Function => op.name == "where_cond",
+        Form::Constructor => false,
     }
+}
+
+/// A comparison of a value with a value or a float literal, `&__rune_v3.le(0.5)`: a mask
+/// `where_cond` reads, which a region computes element by element where it is read by nothing
+/// else (see [`Literals::comparisons`]).
+struct Comparison {
+    op: &'static OpSpec,
+    a: Val,
+    b: Result<Val, TokenStream>,
+    /// Its `let`'s position in its statement list.
+    pos: usize,
+}
+
+/// The comparison a constant's expression is, if it is one a region can compute.
+fn comparison(expr: &TokenStream, pos: usize) -> Option<Comparison> {
+    let tokens: Vec<TokenTree> = expr.clone().into_iter().collect();
+    let tokens = match tokens.as_slice() {
+        [TokenTree::Punct(p), rest @ ..] if p.as_char() == '&' => rest,
+        all => all,
+    };
+    // `&(a.gt(&b))`
+    if let [TokenTree::Group(g)] = tokens {
+        if g.delimiter() == proc_macro2::Delimiter::Parenthesis {
+            return comparison(&g.stream(), pos);
+        }
+    }
+    let val = |t: &TokenTree| match t {
+        TokenTree::Ident(i) => i
+            .to_string()
+            .strip_prefix("__rune_v")
+            .and_then(|n| n.parse().ok())
+            .map(Val),
+        _ => None,
+    };
+    let [recv, TokenTree::Punct(dot), TokenTree::Ident(name), TokenTree::Group(args)] = tokens
+    else {
+        return None;
+    };
+    let op = rune_ops::all().find(|op| {
+        op.kind == rune_ops::Kind::Comparison && op.form == Form::Method && name == op.name
+    })?;
+    if dot.as_char() != '.' || args.delimiter() != proc_macro2::Delimiter::Parenthesis {
+        return None;
+    }
+    let a = val(recv)?;
+    let args: Vec<TokenTree> = args.stream().into_iter().collect();
+    let b = match args.as_slice() {
+        [TokenTree::Punct(p), v] if p.as_char() == '&' => Ok(val(v)?),
+        [v @ TokenTree::Ident(_)] => Ok(val(v)?),
+        _ => {
+            let lit: TokenStream = args.iter().cloned().collect();
+            if !float_literal(&lit) {
+                return None;
+            }
+            Err(as_f64(&lit))
+        }
+    };
+    Some(Comparison { op, a, b, pos })
 }
 
 /// The literals a region writes where they are used: floats (as `f64` expressions) and the
@@ -67,6 +126,9 @@ fn fusible_op(op: &OpSpec) -> bool {
 struct Literals {
     floats: HashMap<Const, TokenStream>,
     ints: HashMap<Const, i32>,
+    /// The comparisons whose masks only a `where_cond` of the same statement list reads:
+    /// regions compute them in place, with no mask.
+    comparisons: HashMap<Const, Comparison>,
 }
 
 fn fusible<'s>(stmt: &'s Stmt, lits: &Literals) -> Option<(Val, &'s [Operand])> {
@@ -90,7 +152,8 @@ fn fusible<'s>(stmt: &'s Stmt, lits: &Literals) -> Option<(Val, &'s [Operand])> 
     let config_ok = if CONFIGURED.contains(&op.name) {
         configured
     } else {
-        config.is_empty()
+        // `where_cond`'s mask is an input of the region, or a comparison it computes.
+        op.name == "where_cond" || config.is_empty()
     };
     (fusible_op(op) && config_ok).then_some((*out, inputs.as_slice()))
 }
@@ -161,6 +224,21 @@ fn scalar_like_literal(expr: &TokenStream) -> Option<TokenStream> {
         .position(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ','))?;
     let lit: TokenStream = args[comma + 1..].iter().cloned().collect();
     float_literal(&lit).then_some(lit)
+}
+
+/// `expr` without a leading `&` and the parentheses around what follows it: `&0.0` and
+/// `&(0.0)` (`where_cond`'s operands) are `0.0`.
+fn unborrowed(expr: &TokenStream) -> TokenStream {
+    let tokens: Vec<TokenTree> = expr.clone().into_iter().collect();
+    match tokens.as_slice() {
+        [TokenTree::Punct(p), TokenTree::Group(g)]
+            if p.as_char() == '&' && g.delimiter() == proc_macro2::Delimiter::Parenthesis =>
+        {
+            g.stream()
+        }
+        [TokenTree::Punct(p), rest @ ..] if p.as_char() == '&' => rest.iter().cloned().collect(),
+        _ => expr.clone(),
+    }
 }
 
 /// The value of an integer literal that fits an `i32` (`3`, `-2`, `4_i32`).
@@ -273,6 +351,18 @@ fn collect(stmts: &[Stmt], next_list: &mut usize, uses: &mut Uses, lits: &Litera
                     uses.readers[v.0].push((list, i));
                 }
             }
+        } else if let Some(cmp) = match stmt {
+            Stmt::Hoist { id, .. } => lits.comparisons.get(id),
+            _ => None,
+        } {
+            // Read like a fusible op's inputs: the region of the `where_cond` reading the mask
+            // computes it.
+            for v in std::iter::once(cmp.a).chain(cmp.b.as_ref().ok().copied()) {
+                if !uses.readers[v.0].contains(&(list, i)) {
+                    uses.readers[v.0].push((list, i));
+                }
+            }
+            continue;
         } else if let Some((_, v, _)) = reduction(stmt) {
             // A reduction reads its input like a fusible op, but its value is never inside a
             // region (it has another shape): it ends one.
@@ -306,6 +396,49 @@ struct Region {
     nodes: Vec<FusedNode>,
 }
 
+impl Region {
+    fn literal(&mut self, tokens: &TokenStream) -> usize {
+        let text = tokens.to_string();
+        *self.literal_of.entry(text).or_insert_with(|| {
+            self.literals.push(tokens.clone());
+            self.literals.len() - 1
+        })
+    }
+
+    fn input(&mut self, o: Operand) -> usize {
+        match self.inputs.iter().position(|x| *x == o) {
+            Some(k) => k,
+            None => {
+                self.inputs.push(o);
+                self.inputs.len() - 1
+            }
+        }
+    }
+}
+
+/// What the region reads for operand `o` of an op: the node of the op inside the region that
+/// defines it, a literal, or an input.
+fn operand_arg(
+    stmts: &[Stmt],
+    o: Operand,
+    uses: &Uses,
+    lits: &Literals,
+    region: &mut Region,
+    taken: &mut Vec<usize>,
+) -> FusedArg {
+    match o {
+        Operand::Val(v) if uses.inside(v) => {
+            let (_, d) = uses.def[v.0].expect("an op inside a region has a definition");
+            taken.push(d);
+            FusedArg::Node(build(stmts, d, uses, lits, region, taken))
+        }
+        Operand::Const(c) if lits.floats.contains_key(&c) => {
+            FusedArg::Literal(region.literal(&lits.floats[&c]))
+        }
+        o => FusedArg::Input(region.input(o)),
+    }
+}
+
 /// Adds op `i` of `stmts` and the ops inside the region below it; returns its node. Marks the
 /// ops it takes in `taken`.
 fn build(
@@ -322,44 +455,36 @@ fn build(
     else {
         unreachable!("regions are made of ops")
     };
-    let literals = &lits.floats;
     let mut args = Vec::with_capacity(inputs.len() + config.len());
-    // A configuration argument is a literal (`fusible` checks it).
-    let config = config.iter().map(|c| match lits.ints.get(c) {
-        Some(&n) if op.name == "powi" => Err(n),
-        _ => Ok(Operand::Const(*c)),
-    });
-    for input in inputs.iter().map(|o| Ok(*o)).chain(config) {
-        let input = match input {
-            Ok(o) => o,
-            Err(n) => {
-                args.push(FusedArg::Int(n));
-                continue;
-            }
-        };
-        let arg = match input {
-            Operand::Val(v) if uses.inside(v) => {
-                let (_, d) = uses.def[v.0].expect("an op inside a region has a definition");
-                taken.push(d);
-                FusedArg::Node(build(stmts, d, uses, lits, region, taken))
-            }
-            Operand::Const(c) if literals.contains_key(&c) => {
-                let text = literals[&c].to_string();
-                let k = *region.literal_of.entry(text).or_insert_with(|| {
-                    region.literals.push(literals[&c].clone());
-                    region.literals.len() - 1
+    if op.name == "where_cond" {
+        // The mask first: a comparison computed in place, or an input.
+        let mask = match lits.comparisons.get(&config[0]) {
+            Some(cmp) => {
+                taken.push(cmp.pos);
+                let a = operand_arg(stmts, Operand::Val(cmp.a), uses, lits, region, taken);
+                let b = match &cmp.b {
+                    Ok(v) => operand_arg(stmts, Operand::Val(*v), uses, lits, region, taken),
+                    Err(lit) => FusedArg::Literal(region.literal(lit)),
+                };
+                region.nodes.push(FusedNode {
+                    op: cmp.op,
+                    args: vec![a, b],
                 });
-                FusedArg::Literal(k)
+                FusedArg::Node(region.nodes.len() - 1)
             }
-            o => FusedArg::Input(match region.inputs.iter().position(|x| *x == o) {
-                Some(k) => k,
-                None => {
-                    region.inputs.push(o);
-                    region.inputs.len() - 1
-                }
-            }),
+            None => FusedArg::Input(region.input(Operand::Const(config[0]))),
         };
-        args.push(arg);
+        args.push(mask);
+    }
+    for &input in inputs {
+        args.push(operand_arg(stmts, input, uses, lits, region, taken));
+    }
+    // A configuration argument is a literal (`fusible` checks it).
+    for c in config.iter().filter(|_| op.name != "where_cond") {
+        args.push(match lits.ints.get(c) {
+            Some(&n) if op.name == "powi" => FusedArg::Int(n),
+            _ => operand_arg(stmts, Operand::Const(*c), uses, lits, region, taken),
+        });
     }
     region.nodes.push(FusedNode { op, args });
     region.nodes.len() - 1
@@ -458,10 +583,12 @@ pub fn fuse(body: &mut Body) {
     let mut lits = Literals {
         floats: HashMap::new(),
         ints: HashMap::new(),
+        comparisons: HashMap::new(),
     };
     crate::analyse::walk(&body.stmts, &mut |s| {
         if let Stmt::Hoist { id, expr, ty, .. } = s {
             let ty = ty.as_ref().map(ToString::to_string);
+            let expr = &unborrowed(expr);
             match ty.as_deref() {
                 None if float_literal(expr) => {
                     lits.floats.insert(*id, as_f64(expr));
@@ -480,9 +607,62 @@ pub fn fuse(body: &mut Body) {
             }
         }
     });
+    // The comparisons a region can compute: read once, by a `where_cond` of their list.
+    let mut reads: HashMap<Const, usize> = HashMap::new();
+    let mut count = |c: Const| *reads.entry(c).or_default() += 1;
+    crate::analyse::walk(&body.stmts, &mut |s| {
+        stmt_consts(s, &mut count);
+        for t in stmt_tokens(s) {
+            named(t, "__rune_c", &mut |n| count(Const(n)));
+        }
+    });
+    for out in &body.outputs {
+        if let crate::ir::OutputElem::Const(c) = out {
+            count(*c);
+        }
+    }
+    if let Some(crate::ir::OutputAux::Expr(aux)) = &body.aux {
+        named(aux, "__rune_c", &mut |n| count(Const(n)));
+    }
+    let mut comparisons = HashMap::new();
+    masks(&body.stmts, &lits, &mut comparisons);
+    comparisons.retain(|c, _| reads.get(c) == Some(&1));
+    lits.comparisons = comparisons;
     collect(&body.stmts, &mut 0, &mut uses, &lits);
     transform(&mut body.stmts, &uses, &lits);
     drop_inlined_literals(&mut body.stmts, lits);
+}
+
+/// The comparisons of each statement list whose masks a fusible `where_cond` of the same list
+/// reads.
+fn masks(stmts: &[Stmt], lits: &Literals, found: &mut HashMap<Const, Comparison>) {
+    let mut candidates = HashMap::new();
+    let mut read = Vec::new();
+    for (i, stmt) in stmts.iter().enumerate() {
+        match stmt {
+            Stmt::Hoist {
+                id, expr, ty: None, ..
+            } => {
+                if let Some(cmp) = comparison(expr, i) {
+                    candidates.insert(*id, cmp);
+                }
+            }
+            Stmt::Op { op, config, .. }
+                if op.name == "where_cond" && fusible(stmt, lits).is_some() =>
+            {
+                read.push(config[0]);
+            }
+            _ => {}
+        }
+        for inner in nested(stmt) {
+            masks(inner, lits, found);
+        }
+    }
+    for c in read {
+        if let Some(cmp) = candidates.remove(&c) {
+            found.insert(c, cmp);
+        }
+    }
 }
 
 /// Removes the `let`s of literals that fused regions write inline and nothing else reads.
@@ -635,6 +815,13 @@ impl Needs {
                     }
                 }
                 Form::Negation => {}
+                // A comparison has no derivative; `where_cond`'s reads the mask.
+                _ if n.op.kind == rune_ops::Kind::Comparison => {}
+                _ if n.op.name == "where_cond" => {
+                    if wanted(n.args[1]) || wanted(n.args[2]) {
+                        needs.mark(n.args[0]);
+                    }
+                }
                 // The scalar forms of the other ops read all their operands, and `pow`'s
                 // partial in its exponent reads its value.
                 _ if BINARY.contains(&n.op.name) || CONFIGURED.contains(&n.op.name) => {
@@ -831,5 +1018,39 @@ mod tests {
         );
         assert!(out.contains("rules :: powi_vjp"), "{out}");
         assert!(out.contains("rules :: clamp_vjp"), "{out}");
+    }
+
+    #[test]
+    #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
+    fn a_where_cond_computes_its_comparison_in_place_and_reads_a_given_mask() {
+        let out = expand(
+            "",
+            "fn f(x: &Tensor<f64>, y: &Tensor<f64>, #[nodiff] m: &Tensor<bool>) -> Tensor<f64> {
+                let d = x - y;
+                let a = d.abs();
+                let h = where_cond(&a.le(0.5), &(&d * &d * 0.5), &((a - 0.25) * 0.5));
+                where_cond(m, &h, &0.0).mean()
+            }",
+        );
+        // One region: the comparison is computed in it, with no mask tensor; the given mask
+        // is an input, as ones and zeros.
+        assert_eq!(out.matches("fused_reduce_vjp").count(), 1, "{out}");
+        assert!(out.contains("elementwise :: le (__rune_x"), "{out}");
+        assert!(!out.contains("__rune_v3 . le"), "{out}");
+        assert!(out.contains("fused_mask (& __rune_c"), "{out}");
+        assert!(out.contains("elementwise :: where_cond_lhs"), "{out}");
+        // `&0.0` is a literal of the region.
+        assert!(out.contains("where_cond 0 8 _"), "{out}");
+        assert!(!out.contains("where_cond_vjp") && !out.contains("where_cond_jvp"));
+        // A mask read twice is computed once, as a constant, and read by the regions.
+        let out = expand(
+            "",
+            "fn f(x: &Tensor<f64>) -> Tensor<f64> {
+                let m = x.gt(0.0);
+                (where_cond(&m, &x.exp(), &0.0) + where_cond(&m, &1.0, &x.sin())).sum()
+            }",
+        );
+        assert!(!out.contains("elementwise :: gt"), "{out}");
+        assert!(out.contains("fused_mask"), "{out}");
     }
 }

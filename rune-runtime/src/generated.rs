@@ -10,8 +10,9 @@ use ndarray::{Dimension, IxDyn};
 pub use crate::element::Residual;
 use crate::element::{Element, FromScalar};
 pub use crate::fused::{
-    fused_jvp, fused_map, fused_recip, fused_reduce, fused_reduce_jvp, fused_reduce_vjp,
-    fused_scale, fused_shape, fused_value, fused_vjp, fused_zero, FusedInput, FusedOps, Reduction,
+    fused_flag, fused_jvp, fused_map, fused_mask, fused_recip, fused_reduce, fused_reduce_jvp,
+    fused_reduce_vjp, fused_scale, fused_shape, fused_value, fused_vjp, fused_zero, FusedInput,
+    FusedOps, Reduction,
 };
 use crate::tensor::Tensor;
 
@@ -20,6 +21,8 @@ use crate::tensor::Tensor;
 /// each of its inputs, the functions its tensor kernel and rules apply.
 pub mod elementwise {
     pub use crate::ops::binary::elementwise::*;
+    pub use crate::ops::combine::elementwise::*;
+    pub use crate::ops::compare::elementwise::*;
     pub use crate::ops::special::elementwise::*;
     pub use crate::ops::unary::elementwise::*;
 }

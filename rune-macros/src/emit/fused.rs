@@ -84,7 +84,7 @@ struct Code<'a> {
 }
 
 impl Code<'_> {
-    /// `"mul 0 1;exp 2 2"`: each op's name and the values it reads, for shape errors
+    /// `"mul 0 1;exp 2"`: each op's name and the values it reads, for shape errors
     /// (`rune_runtime::fused::FusedOps`).
     fn ops_table(&self) -> TokenStream {
         let index = |a: FusedArg| match a {
@@ -96,13 +96,20 @@ impl Code<'_> {
             .nodes
             .iter()
             .map(|n| {
-                let a = index(n.args[0]);
-                let b = index(*n.args.get(1).unwrap_or(&n.args[0]));
-                format!("{} {a} {b}", n.op.name)
+                let args: Vec<String> = n.args.iter().map(|&a| index(a)).collect();
+                format!("{} {}", n.op.name, args.join(" "))
             })
             .collect();
         let table = rows.join(";");
         quote!(#table)
+    }
+
+    /// Whether input `i` is the mask of a `where_cond` (made a tensor of the element type by
+    /// `fused_mask`).
+    fn is_mask(&self, i: usize) -> bool {
+        self.nodes
+            .iter()
+            .any(|n| n.op.name == "where_cond" && n.args[0] == FusedArg::Input(i))
     }
 
     fn params(&self) -> TokenStream {
@@ -156,6 +163,19 @@ impl Code<'_> {
                         }
                     }
                     Form::Negation => quote!(-#a),
+                    _ if n.op.name == "where_cond" => {
+                        let (c, a, b) = (
+                            self.cond(j),
+                            value_ident(n.args[1].into()),
+                            value_ident(n.args[2].into()),
+                        );
+                        quote!(#rt::elementwise::where_cond(#c, #a, #b))
+                    }
+                    _ if n.op.kind == rune_ops::Kind::Comparison => {
+                        let f = format_ident!("{}", n.op.name);
+                        let b = value_ident(n.args[1].into());
+                        quote!(#rt::elementwise::#f(#a, #b))
+                    }
                     _ if elementwise(n.op.name) => {
                         let f = format_ident!("{}", n.op.name);
                         let args = n.args.iter().map(|&a| value_ident(a.into()));
@@ -204,6 +224,19 @@ impl Code<'_> {
             n.args.iter().map(|&a| value_ident(a.into())).collect()
         };
         quote!(#rt::elementwise::#f(#d, #(#args),*))
+    }
+
+    /// The mask of `where_cond` op `j`, a `bool`: a comparison of the region, or an input made
+    /// by `fused_mask`.
+    fn cond(&self, j: usize) -> TokenStream {
+        let rt = rt();
+        match self.nodes[j].args[0] {
+            FusedArg::Input(i) => {
+                let m = x(i);
+                quote!(#rt::fused_flag(#m))
+            }
+            a => value_ident(a.into()),
+        }
     }
 
     fn root(&self) -> Ident {
@@ -269,6 +302,20 @@ impl Code<'_> {
                     }
                 }
                 Form::Negation => ta.map(|ta| quote!(-#ta)),
+                _ if n.op.kind == rune_ops::Kind::Comparison => None,
+                // The tangent of the side selected, as the rule selects it.
+                _ if n.op.name == "where_cond" => {
+                    let ta = tangent(n.args[1].into(), &tangents);
+                    let tb = tangent(n.args[2].into(), &tangents);
+                    let x0 = x(0);
+                    let zero = quote!(#rt::fused_zero(#x0));
+                    let or_zero =
+                        |t: &Option<Ident>| t.as_ref().map_or(zero.clone(), |t| quote!(#t));
+                    (ta.is_some() || tb.is_some()).then(|| {
+                        let (c, ta, tb) = (self.cond(j), or_zero(&ta), or_zero(&tb));
+                        quote!(#rt::elementwise::where_cond(#c, #ta, #tb))
+                    })
+                }
                 // The sum of the tangents through the operands that have one, as the rules
                 // add them.
                 _ if elementwise(n.op.name) => n
@@ -389,6 +436,18 @@ impl Code<'_> {
                     contributions.push((b, cb));
                 }
                 Form::Negation => contributions.push((a, Some(quote!(-#d)))),
+                _ if n.op.kind == rune_ops::Kind::Comparison => {}
+                _ if n.op.name == "where_cond" => {
+                    let c = self.cond(j);
+                    contributions.push((
+                        n.args[1].into(),
+                        Some(quote!(#rt::elementwise::where_cond_lhs(#d, #c))),
+                    ));
+                    contributions.push((
+                        n.args[2].into(),
+                        Some(quote!(#rt::elementwise::where_cond_rhs(#d, #c))),
+                    ));
+                }
                 _ if elementwise(n.op.name) => {
                     let d = d.to_token_stream();
                     for (i, &arg) in n.args.iter().enumerate() {
@@ -498,14 +557,18 @@ impl Emitter<'_> {
     }
 
     /// A fused region's inputs as `OperandRef`s, in the forward pass.
-    fn fused_inputs(&self, inputs: &[Operand]) -> TokenStream {
+    fn fused_inputs(&self, inputs: &[Operand], code: &Code) -> TokenStream {
         let rt = rt();
-        let items = inputs.iter().map(|o| {
+        let items = inputs.iter().enumerate().map(|(k, o)| {
             let i = match *o {
                 Operand::Val(v) => val_ident(v),
                 Operand::Const(c) => const_ident(c),
             };
-            quote!(#rt::OperandOf::operand_of(&#i))
+            if code.is_mask(k) {
+                quote!(#rt::OperandOf::operand_of(&#rt::fused_mask(&#i)))
+            } else {
+                quote!(#rt::OperandOf::operand_of(&#i))
+            }
         });
         quote!([#(#items),*])
     }
@@ -524,7 +587,11 @@ impl Emitter<'_> {
             span,
             reduce,
         } = region(stmt);
-        let (ops, args, params) = (code.ops_table(), self.fused_inputs(inputs), code.params());
+        let (ops, args, params) = (
+            code.ops_table(),
+            self.fused_inputs(inputs, &code),
+            code.params(),
+        );
         let lits = code.literal_array();
         let v = val_ident(out);
         let useful = self.useful(out);
@@ -602,7 +669,12 @@ impl Emitter<'_> {
         let args = inputs
             .iter()
             .zip(&needs.inputs)
-            .map(|(o, needed)| match *o {
+            .enumerate()
+            .map(|(k, (o, needed))| match *o {
+                Operand::Const(c) if code.is_mask(k) => {
+                    let r = residual_ident(c);
+                    quote!(#rt::fused_value(&#rt::fused_mask(&#r)))
+                }
                 Operand::Val(v) if *needed => {
                     let v = val_ident(v);
                     quote!(#rt::fused_value(&#v))
