@@ -630,3 +630,72 @@ fn a_generic_region_with_a_comparison_agrees_with_its_twin_in_f32_and_hessian_ve
     assert_ulps("Hv for x", &hx, &hx_u, 64.0);
     assert_ulps("Hv for w", &hw, &hw_u, 64.0);
 }
+
+/// `a` and `b` hold the same numbers, bit for bit.
+fn assert_bits(what: &str, a: &Tensor<f64>, b: &Tensor<f64>) {
+    assert_eq!(a.shape(), b.shape(), "{what}: shapes");
+    let bits = |t: &Tensor<f64>| t.to_vec().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(a), bits(b), "{what}");
+}
+
+#[test]
+fn the_plain_functions_run_their_regions_and_equal_their_unfused_twins_bit_for_bit() {
+    // The plain functions themselves are written from the fused code: a region with broadcast
+    // inputs, regions in loops and branches, a reduction ending one, selections, powers and a
+    // masked loss; their unfused twins are the bodies as written.
+    let x = Tensor::rand_normal(&[3, 4], 0.0, 0.5, 60);
+    let row = Tensor::rand_normal(&[4], 0.0, 0.5, 61);
+    let col = Tensor::rand_normal(&[3, 1], 0.0, 0.5, 62);
+    let s = Tensor::scalar(0.7);
+    assert_bits(
+        "broadcasting",
+        &broadcasting(&x, &row, &col, &s),
+        &broadcasting_unfused(&x, &row, &col, &s),
+    );
+    for damped in [true, false] {
+        assert_bits(
+            "iterate",
+            &iterate(&x, 3, damped),
+            &iterate_unfused(&x, 3, damped),
+        );
+    }
+    let v = Tensor::rand_uniform(&[6], -1.0, 1.0, 63);
+    assert_bits(
+        "stepped",
+        &stepped(&v, &col, 4),
+        &stepped_unfused(&v, &col, 4),
+    );
+    let (xs, bs) = (
+        Tensor::rand_uniform(&[10, 30], 0.5, 2.0, 64),
+        Tensor::rand_uniform(&[30], 0.5, 1.0, 65),
+    );
+    assert_bits("vector", &vector(&xs, &bs), &vector_unfused(&xs, &bs));
+    let w = Tensor::rand_uniform(&[4], 0.2, 1.5, 66);
+    let xp = Tensor::rand_uniform(&[3, 4], 0.5, 2.0, 67);
+    assert_bits("powers", &powers(&xp, &w), &powers_unfused(&xp, &w));
+    let pred = Tensor::from_vec(vec![0.3, -1.7, 2.4, 0.9, -0.2, 1.6], &[2, 3]);
+    let y = Tensor::from_vec(vec![0.5, 0.5, -0.7, 1.2, 0.35, -0.1], &[2, 3]);
+    let cap = Tensor::from_vec(vec![0.8, 1.9, 2.2], &[3]);
+    let observed = Tensor::from_vec(vec![true, false, true, true, false, true], &[2, 3]);
+    assert_bits(
+        "clipped",
+        &clipped(&pred, &y, &cap),
+        &clipped_unfused(&pred, &y, &cap),
+    );
+    assert_bits(
+        "masked",
+        &masked(&pred, &y, &observed),
+        &masked_unfused(&pred, &y, &observed),
+    );
+    // Generic, in f32.
+    let (x32, w32) = (xp.cast::<f32>(), w.cast::<f32>());
+    assert_eq!(
+        gated(&x32, &w32).item().to_bits(),
+        gated_unfused(&x32, &w32).item().to_bits()
+    );
+    // With a value returned beside the loss.
+    let ((value, aux), _) = with_aux_value_and_grad(&v);
+    let (plain_value, plain_aux) = with_aux(&v);
+    assert_bits("aux loss", &value, &plain_value);
+    assert_bits("aux", &aux, &plain_aux);
+}

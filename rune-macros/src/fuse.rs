@@ -889,8 +889,8 @@ mod tests {
         assert!(!out.contains("fused_map") && !out.contains("rules :: sum_vjp"));
         assert_eq!(
             out.matches("scalar :: tanh :: value").count(),
-            2,
-            "value and cotangents, tangent"
+            3,
+            "the plain function, value and cotangents, tangent"
         );
         assert!(!out.contains("rules :: tanh_vjp"));
     }
@@ -973,9 +973,10 @@ mod tests {
                 y * 2.0
             }",
         );
-        // Three distinct literals, each written once in each of the three calls.
-        assert_eq!(out.matches("1.5f64").count(), 3, "{out}");
-        assert_eq!(out.matches("0.5f64").count(), 3, "{out}");
+        // Three distinct literals, each written once in each of the four calls (the plain
+        // function's, the forward and backward passes', forward mode's).
+        assert_eq!(out.matches("1.5f64").count(), 4, "{out}");
+        assert_eq!(out.matches("0.5f64").count(), 4, "{out}");
         // `+ 0.5` leaves the tangent as it is, and each value read once is written into its
         // reader: the tangent is one expression of the three products.
         let tangent = "(((__rune_ux0 * __rune_l0) * __rune_l0) * __rune_l2)";
@@ -1052,5 +1053,27 @@ mod tests {
         );
         assert!(!out.contains("elementwise :: gt"), "{out}");
         assert!(out.contains("fused_mask"), "{out}");
+    }
+
+    #[test]
+    #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
+    fn the_plain_function_runs_its_regions_unless_it_calls_another() {
+        // The function as emitted: what comes before the type of its entry points.
+        let plain =
+            |out: &str| out[..out.find("# [doc (hidden)]").expect("entry points")].to_string();
+        let out = plain(&expand("", GATED));
+        assert!(out.contains("fused_reduce ("), "{out}");
+        assert!(
+            out.contains("matmul") && !out.contains("fused_reduce_vjp"),
+            "{out}"
+        );
+        // Unfused, or calling another differentiable function: the body as written.
+        let out = plain(&expand("fuse = false", GATED));
+        assert!(!out.contains("fused"), "{out}");
+        let out = plain(&expand(
+            "",
+            "fn f(x: &Tensor<f64>) -> Tensor<f64> { (g(x).exp() * 2.0).sum() }",
+        ));
+        assert!(!out.contains("fused"), "{out}");
     }
 }
