@@ -1,6 +1,12 @@
 //! Fusion: trees of elementwise ops become one [`Stmt::Fused`], evaluated in one pass over the
 //! elements (`rune_runtime::fused`), with no tensor for the values inside the tree.
 //!
+//! The elementwise ops: `+ - * /`, unary minus, the unary functions of the registry, the
+//! methods of [`BINARY`], those of [`CONFIGURED`] where their configuration arguments are
+//! literals, and `where_cond`. A `where_cond` reads its mask as an input of the region, unless
+//! the mask is a comparison (`&a.le(0.5)`, a constant's `let` in the IR) that nothing else
+//! reads: the region then computes the comparison in place, and the `let` goes.
+//!
 //! An op's value is *inside* a region when it is read by exactly one other fusible op of the
 //! same statement list and by nothing else: no other statement, no output, no token of the
 //! user's constant code. Each op whose value is not inside a region is the root of one: the

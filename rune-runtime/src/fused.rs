@@ -1,9 +1,12 @@
 //! Fused elementwise regions: several elementwise ops evaluated in one pass over the elements,
 //! with no tensor for the values between them.
 //!
-//! `#[differentiable]` groups a tree of elementwise ops (`+ - * /`, unary minus and the unary
-//! functions of [`crate::scalar`]) whose intermediate values nothing else reads, and writes the
-//! region's scalar expression as a closure over the elements of its inputs. These functions run
+//! `#[differentiable]` groups a tree of elementwise ops (`+ - * /`, unary minus, the unary
+//! functions of [`crate::scalar`], and the selections, powers, smooth functions of two tensors,
+//! `where_cond` and comparisons by their scalar forms in `crate::generated::elementwise`) whose
+//! intermediate values nothing else reads, and writes the region's scalar expression as a
+//! closure over the elements of its inputs. A mask that a region selects by is one of its inputs,
+//! as ones and zeros ([`fused_mask`]). These functions run
 //! such a closure over the inputs broadcast to the region's shape:
 //!
 //! - [`fused_map`]: the value.

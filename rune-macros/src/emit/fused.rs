@@ -5,8 +5,11 @@
 //! Inside the closures, `__rune_xI` is input `I`'s element, `__rune_nJ` op `J`'s value,
 //! `__rune_lK` literal `K`, and `__rune_u..`/`__rune_d..` their tangents and adjoints. Each
 //! op's local derivative is the one its tensor rule applies (`strong_mul` where the rule scales,
-//! `rune_runtime::scalar::<op>::tangent` for a unary function), so the fused and the unfused
-//! code compute the same numbers up to the order of additions.
+//! `rune_runtime::scalar::<op>::tangent` for a unary function, the scalar forms of
+//! `rune_runtime::generated::elementwise` for the others: `maximum_lhs`, `clamp_d`,
+//! `where_cond_rhs`, ..), so the fused and the unfused code compute the same numbers up to the
+//! order of additions. A comparison's value is a `bool`; `where_cond` reads it, or `fused_flag`
+//! of a mask input.
 
 use std::collections::HashMap;
 
