@@ -427,11 +427,10 @@ impl Emitter<'_> {
             .collect()
     }
 
-    /// The body of the plain function itself, written from the fused IR (the primal alone), so
-    /// that calling `f` runs its fused regions too; `None` where the user's body stays as
-    /// written: without fusion, without a region, with a custom rule, or with a call of another
-    /// differentiable function (whose plain function the IR does not name).
-    pub fn plain_body(&self) -> Option<TokenStream> {
+    /// Whether the plain function's body is written from the fused IR ([`Self::plain_body`]):
+    /// where fusion made a region, the body calls no other differentiable function (whose plain
+    /// function the IR does not name), and no custom rule stands in for the derivatives.
+    pub(super) fn fuses_plain(&self) -> bool {
         let mut fused = false;
         let mut calls = false;
         crate::analyse::walk(&self.body.stmts, &mut |s| match s {
@@ -439,12 +438,20 @@ impl Emitter<'_> {
             Stmt::Call { .. } => calls = true,
             _ => {}
         });
-        if !fused
-            || calls
-            || self.is_twin
-            || self.options.custom_vjp.is_some()
-            || self.options.custom_jvp.is_some()
-        {
+        fused
+            && !calls
+            && !self.is_twin
+            && self.options.custom_vjp.is_none()
+            && self.options.custom_jvp.is_none()
+    }
+
+    /// The body of the plain function itself, written from the fused IR (the primal alone), so
+    /// that calling `f` runs its fused regions too; `None` where the user's body stays as
+    /// written. The body as written then becomes a hidden function of its own (`f::original`),
+    /// which the checks of `check-values` compare every variant's value with, and which keeps
+    /// what the user's body names (imports of `where_cond`, helpers) in use.
+    pub fn plain_body(&self) -> Option<TokenStream> {
+        if !self.fuses_plain() {
             return None;
         }
         let hoists = Hoists::new(self.body);
