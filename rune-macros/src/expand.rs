@@ -164,7 +164,7 @@ fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
     let placed = emit::place(&func, host, generated);
     if let Some(body) = plain {
         let span = func.block.brace_token.span;
-        func.block = Box::new(syn::parse_quote_spanned!(span.join() => { #body }));
+        *func.block = syn::parse_quote_spanned!(span.join() => { #body });
     }
     quote!(#func #placed)
 }

@@ -823,11 +823,10 @@ impl Needs {
                 Form::Negation => {}
                 // A comparison has no derivative; `where_cond`'s reads the mask.
                 _ if n.op.kind == rune_ops::Kind::Comparison => {}
-                _ if n.op.name == "where_cond" => {
-                    if wanted(n.args[1]) || wanted(n.args[2]) {
-                        needs.mark(n.args[0]);
-                    }
+                _ if n.op.name == "where_cond" && (wanted(n.args[1]) || wanted(n.args[2])) => {
+                    needs.mark(n.args[0]);
                 }
+                _ if n.op.name == "where_cond" => {}
                 // The scalar forms of the other ops read all their operands, and `pow`'s
                 // partial in its exponent reads its value.
                 _ if BINARY.contains(&n.op.name) || CONFIGURED.contains(&n.op.name) => {
