@@ -401,3 +401,301 @@ fn a_value_returned_as_aux_is_not_fused_away() {
         );
     }
 }
+
+both! {
+    /// A clipped loss: the residual clamped, a hinge by `maximum` against a literal and a cap by
+    /// `minimum` against a tensor, in one region that the mean ends.
+    fn clipped / clipped_unfused(pred: &Tensor<f64>, y: &Tensor<f64>, cap: &Tensor<f64>) -> Tensor<f64> {
+        let r = (pred - y).clamp(-1.0, 1.0);
+        let hinge = (1.0 - &r * y).maximum(0.0);
+        (hinge.minimum(cap) + r.powi(2) * 0.5).mean()
+    }
+}
+
+both! {
+    /// The Huber loss written with `minimum`: `q (|d| - q/2)` with `q = min(|d|, δ)`.
+    fn huber / huber_unfused(pred: &Tensor<f64>, y: &Tensor<f64>) -> Tensor<f64> {
+        let a = (pred - y).abs();
+        let q = a.minimum(0.5);
+        (&q * (a - &q * 0.5)).sum()
+    }
+}
+
+both! {
+    /// Powers with a literal, an integer and a tensor exponent, and the smooth functions of two
+    /// tensors, over a broadcast row.
+    fn powers / powers_unfused(x: &Tensor<f64>, w: &Tensor<f64>) -> Tensor<f64> {
+        let p = x.powf(1.5) + x.powi(-2) * 0.25 - x.pow(w);
+        let s = x.atan2(w) + x.hypot(w) - x.logaddexp(w) + w.xlogy(x) + x.xlog1py(w);
+        p * s
+    }
+}
+
+#[test]
+fn clamp_maximum_minimum_and_powi_fuse_with_the_derivatives_of_their_unfused_twins() {
+    // Away from the kinks, where finite differences apply.
+    let pred = Tensor::from_vec(vec![0.3, -1.7, 2.4, 0.9, -0.2, 1.6], &[2, 3]);
+    let y = Tensor::from_vec(vec![0.5, 0.5, -0.7, 1.2, 0.35, -0.1], &[2, 3]);
+    let cap = Tensor::from_vec(vec![0.8, 1.9, 2.2], &[3]);
+    check_variants!(clipped, clipped_value_and_grad, clipped_grad, clipped_vjp, clipped_jvp, clipped_pullback; [pred, y, cap]; (&pred, &y, &cap));
+    let (value, (gp, gy, gc)) = clipped_value_and_grad(&pred, &y, &cap);
+    let (value_u, (gp_u, gy_u, gc_u)) = clipped_unfused_value_and_grad(&pred, &y, &cap);
+    assert_eq!(value.item().to_bits(), value_u.item().to_bits());
+    assert_ulps("pred", &gp, &gp_u, 16.0);
+    assert_ulps("y", &gy, &gy_u, 16.0);
+    assert_ulps("cap", &gc, &gc_u, 16.0);
+    // By hand, element 0: r = -0.2, hinge = 1 + 0.2 * 0.5 = 1.1 against the cap 0.8, so the
+    // cap wins and d/dcap_0 gets 1/6 from it; d/dpred_0 is r / 6 from r²/2 alone.
+    assert!((gp.to_vec()[0] - (-0.2 / 6.0)).abs() < 1e-15);
+
+    check_variants!(huber, huber_value_and_grad, huber_grad, huber_vjp, huber_jvp, huber_pullback; [pred, y]; (&pred, &y));
+    let (value, (gp, gy)) = huber_value_and_grad(&pred, &y);
+    let (value_u, (gp_u, gy_u)) = huber_unfused_value_and_grad(&pred, &y);
+    assert_eq!(value.item().to_bits(), value_u.item().to_bits());
+    assert_eq!(gp.to_vec(), gp_u.to_vec());
+    assert_eq!(gy.to_vec(), gy_u.to_vec());
+    // The Huber loss's derivative is d inside |d| <= 0.5 and 0.5 sign(d) outside.
+    for (g, (p, t)) in gp.to_vec().iter().zip(pred.to_vec().iter().zip(y.to_vec())) {
+        let d = p - t;
+        let want = if d.abs() <= 0.5 { d } else { 0.5 * d.signum() };
+        assert!((g - want).abs() < 1e-15, "{g} against {want}");
+    }
+}
+
+#[test]
+fn ties_of_maximum_minimum_and_clamp_route_the_gradient_as_the_unfused_rules() {
+    // Residuals exactly at the clamp's bounds, hinges exactly at 0 and exactly at the cap:
+    // the rules split a tie's gradient evenly between `maximum`'s and `minimum`'s sides and
+    // pass it through `clamp`'s bounds; the fused region must route it the same way.
+    let pred = Tensor::from_vec(vec![1.5, -0.5, 1.0, 0.0, 2.0, -1.0], &[2, 3]);
+    let y = Tensor::from_vec(vec![0.5, 0.5, 1.0, 0.5, 1.0, -1.0], &[2, 3]);
+    let cap = Tensor::from_vec(vec![1.5, 0.5, 1.0], &[3]);
+    let (value, (gp, gy, gc)) = clipped_value_and_grad(&pred, &y, &cap);
+    let (value_u, (gp_u, gy_u, gc_u)) = clipped_unfused_value_and_grad(&pred, &y, &cap);
+    assert_eq!(value.item().to_bits(), value_u.item().to_bits());
+    assert_eq!(gp.to_vec(), gp_u.to_vec());
+    assert_eq!(gy.to_vec(), gy_u.to_vec());
+    assert_eq!(gc.to_vec(), gc_u.to_vec());
+    for t in [
+        Tensor::from_vec(vec![1.0, -2.0, 0.5, 3.0, -1.0, 0.25], &[2, 3]),
+        Tensor::ones(&[2, 3]),
+    ] {
+        let zero_y = Tensor::zeros(&[2, 3]);
+        let zero_c = Tensor::zeros(&[3]);
+        let (_, u) = clipped_jvp(&pred, &y, &cap, &t, &zero_y, &zero_c);
+        let (_, u_u) = clipped_unfused_jvp(&pred, &y, &cap, &t, &zero_y, &zero_c);
+        assert_eq!(u.item().to_bits(), u_u.item().to_bits());
+    }
+    // Element 0: r = 1 at the clamp's upper bound (passes), hinge = 1 - 1 * 0.5 = 0.5 > 0,
+    // capped by 1.5: d/dpred_0 = (-y_0 + r) / 6 = 0.5 / 6.
+    assert!((gp.to_vec()[0] - 0.5 / 6.0).abs() < 1e-15);
+    // Element 1: r = -1 at the lower bound, hinge = 1 + 0.5 = 1.5 against the cap 0.5: the cap
+    // wins, so d/dcap_1 gets 1/6 from it, and nothing from element 4, whose hinge 1 - 1 = 0 is
+    // a tie of `maximum` below the cap. Elements 2 and 5: r = 0, hinge 1 tied with the cap 1:
+    // half of each to the cap. Element 4: r = 1 at the bound, the hinge's tie passes half of
+    // -y = -1, and r²/2 passes r = 1.
+    assert!((gc.to_vec()[1] - 1.0 / 6.0).abs() < 1e-15);
+    assert!((gc.to_vec()[2] - 1.0 / 6.0).abs() < 1e-15);
+    assert!((gp.to_vec()[4] - 0.5 / 6.0).abs() < 1e-15);
+}
+
+#[test]
+fn powers_and_smooth_binary_functions_fuse_with_the_derivatives_of_their_unfused_twins() {
+    let x = Tensor::rand_uniform(&[4, 5], 0.5, 2.0, 41);
+    let w = Tensor::rand_uniform(&[5], 0.2, 1.5, 42);
+    check_vector_variants!(powers, powers_vjp, powers_jvp, powers_pullback; [x, w]; (&x, &w));
+    let ct = Tensor::rand_normal(&[4, 5], 0.0, 1.0, 43);
+    let (value, (gx, gw)) = powers_vjp(&x, &w, &ct);
+    let (value_u, (gx_u, gw_u)) = powers_unfused_vjp(&x, &w, &ct);
+    assert_eq!(value.to_vec(), value_u.to_vec());
+    assert_ulps("x", &gx, &gx_u, 64.0);
+    assert_ulps("w", &gw, &gw_u, 64.0);
+    let (tx, tw) = (
+        Tensor::rand_normal(&[4, 5], 0.0, 1.0, 44),
+        Tensor::rand_normal(&[5], 0.0, 1.0, 45),
+    );
+    let (_, u) = powers_jvp(&x, &w, &tx, &tw);
+    let (_, u_u) = powers_unfused_jvp(&x, &w, &tx, &tw);
+    assert_ulps("the tangent", &u, &u_u, 64.0);
+    // In f32 too (the literals converted to the element type as the unfused ops convert them).
+    let (x32, w32) = (x.cast::<f32>(), w.cast::<f32>());
+    assert_eq!(
+        powers_generic(&x32, &w32).to_vec(),
+        powers_generic_unfused(&x32, &w32).to_vec()
+    );
+}
+
+both! {
+    /// `powers` generic over the element type.
+    fn powers_generic / powers_generic_unfused<T: Element>(x: &Tensor<T>, w: &Tensor<T>) -> Tensor<T> {
+        let p = x.powf(1.5) + x.powi(-2) * 0.25 - x.pow(w);
+        let s = x.atan2(w) + x.hypot(w) - x.logaddexp(w) + w.xlogy(x) + x.xlog1py(w);
+        (p * s.clamp(-3.0, 3.0)).maximum(-1.0).sum()
+    }
+}
+
+#[test]
+fn a_generic_region_of_powers_agrees_with_its_twin_in_hessian_vector_products() {
+    let x = Tensor::rand_uniform(&[6], 0.5, 2.0, 46);
+    let w = Tensor::rand_uniform(&[6], 0.2, 1.5, 47);
+    check_variants!(powers_generic, powers_generic_value_and_grad, powers_generic_grad, powers_generic_vjp, powers_generic_jvp, powers_generic_pullback; [x, w]; (&x, &w));
+    let (gx, gw) = powers_generic_grad(&x, &w);
+    let (gx_u, gw_u) = powers_generic_unfused_grad(&x, &w);
+    assert_ulps("x", &gx, &gx_u, 64.0);
+    assert_ulps("w", &gw, &gw_u, 64.0);
+    let (dx, dw) = (
+        Tensor::rand_normal(&[6], 0.0, 1.0, 48),
+        Tensor::rand_normal(&[6], 0.0, 1.0, 49),
+    );
+    let (_, (hx, hw)) = powers_generic_hvp(&x, &w, &dx, &dw);
+    let (_, (hx_u, hw_u)) = powers_generic_unfused_hvp(&x, &w, &dx, &dw);
+    assert_ulps("Hv for x", &hx, &hx_u, 256.0);
+    assert_ulps("Hv for w", &hw, &hw_u, 256.0);
+}
+
+both! {
+    /// A masked Huber loss: `where_cond` on a comparison of the residual (computed in the
+    /// region), on a given mask of observed targets, and on a comparison of two parameters.
+    fn masked / masked_unfused(pred: &Tensor<f64>, y: &Tensor<f64>, #[nodiff] observed: &Tensor<bool>) -> Tensor<f64> {
+        let d = pred - y;
+        let a = d.abs();
+        let huber = where_cond(&a.le(0.5), &(&d * &d * 0.5), &((a - 0.25) * 0.5));
+        let seen = where_cond(observed, &huber, &0.0);
+        (seen + where_cond(&pred.gt(y), &(pred.sin() * 0.1), &y.cos())).mean()
+    }
+}
+
+#[test]
+fn a_masked_huber_loss_fuses_with_the_derivatives_of_its_unfused_twin() {
+    // Residuals away from the Huber threshold and predictions away from the targets.
+    let pred = Tensor::from_vec(vec![0.3, -1.7, 2.4, 0.9, -0.2, 1.6], &[2, 3]);
+    let y = Tensor::from_vec(vec![0.5, 0.5, -0.7, 1.2, 0.35, -0.1], &[2, 3]);
+    let observed = Tensor::from_vec(vec![true, true, false, true, false, true], &[2, 3]);
+    check_variants!(masked, masked_value_and_grad, masked_grad, masked_vjp, masked_jvp, masked_pullback; [pred, y]; (&pred, &y, &observed));
+    let (value, (gp, gy)) = masked_value_and_grad(&pred, &y, &observed);
+    let (value_u, (gp_u, gy_u)) = masked_unfused_value_and_grad(&pred, &y, &observed);
+    assert_eq!(value.item().to_bits(), value_u.item().to_bits());
+    assert_eq!(gp.to_vec(), gp_u.to_vec());
+    assert_eq!(gy.to_vec(), gy_u.to_vec());
+    let (tp, ty) = (
+        Tensor::rand_normal(&[2, 3], 0.0, 1.0, 50),
+        Tensor::rand_normal(&[2, 3], 0.0, 1.0, 51),
+    );
+    let (_, u) = masked_jvp(&pred, &y, &observed, &tp, &ty);
+    let (_, u_u) = masked_unfused_jvp(&pred, &y, &observed, &tp, &ty);
+    assert_eq!(u.item().to_bits(), u_u.item().to_bits());
+    // By hand, d/dpred: the Huber derivative (d inside |d| <= 0.5, 0.5 sign d outside) where
+    // observed, plus 0.1 cos(pred) where pred > y, over 6.
+    let (pv, yv, ov) = (pred.to_vec(), y.to_vec(), observed.to_vec());
+    for i in 0..6 {
+        let d = pv[i] - yv[i];
+        let huber = if d.abs() <= 0.5 { d } else { 0.5 * d.signum() };
+        let seen = if ov[i] { huber } else { 0.0 };
+        let hinge = if pv[i] > yv[i] {
+            0.1 * pv[i].cos()
+        } else {
+            0.0
+        };
+        let want = (seen + hinge) / 6.0;
+        assert!((gp.to_vec()[i] - want).abs() < 1e-15, "{i}");
+    }
+}
+
+both! {
+    /// A generic region with a comparison against a literal, for f32 and dual numbers.
+    fn gated / gated_unfused<T: Element>(x: &Tensor<T>, w: &Tensor<T>) -> Tensor<T> {
+        let z = x * w;
+        let y = where_cond(&z.gt(0.25), &(x.exp() * w), &(z.sin() * 0.5));
+        y.sum()
+    }
+}
+
+#[test]
+fn a_generic_region_with_a_comparison_agrees_with_its_twin_in_f32_and_hessian_vector_products() {
+    let x = Tensor::from_vec(vec![0.3, -1.2, 0.9, 1.4, -0.4, 0.1, 0.8], &[7]);
+    let w = Tensor::from_vec(vec![1.1, 0.6, -0.5, 0.9, -1.3, 0.7, 0.2], &[7]);
+    check_variants!(gated, gated_value_and_grad, gated_grad, gated_vjp, gated_jvp, gated_pullback; [x, w]; (&x, &w));
+    let (gx, gw) = gated_grad(&x, &w);
+    let (gx_u, gw_u) = gated_unfused_grad(&x, &w);
+    assert_ulps("x", &gx, &gx_u, 16.0);
+    assert_ulps("w", &gw, &gw_u, 16.0);
+    let (x32, w32) = (x.cast::<f32>(), w.cast::<f32>());
+    assert_eq!(
+        gated(&x32, &w32).item().to_bits(),
+        gated_unfused(&x32, &w32).item().to_bits()
+    );
+    let (dx, dw) = (Tensor::ones(&[7]), Tensor::full(&[7], -0.5));
+    let (_, (hx, hw)) = gated_hvp(&x, &w, &dx, &dw);
+    let (_, (hx_u, hw_u)) = gated_unfused_hvp(&x, &w, &dx, &dw);
+    assert_ulps("Hv for x", &hx, &hx_u, 64.0);
+    assert_ulps("Hv for w", &hw, &hw_u, 64.0);
+}
+
+/// `a` and `b` hold the same numbers, bit for bit.
+fn assert_bits(what: &str, a: &Tensor<f64>, b: &Tensor<f64>) {
+    assert_eq!(a.shape(), b.shape(), "{what}: shapes");
+    let bits = |t: &Tensor<f64>| t.to_vec().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(a), bits(b), "{what}");
+}
+
+#[test]
+fn the_plain_functions_run_their_regions_and_equal_their_unfused_twins_bit_for_bit() {
+    // The plain functions themselves are written from the fused code: a region with broadcast
+    // inputs, regions in loops and branches, a reduction ending one, selections, powers and a
+    // masked loss; their unfused twins are the bodies as written.
+    let x = Tensor::rand_normal(&[3, 4], 0.0, 0.5, 60);
+    let row = Tensor::rand_normal(&[4], 0.0, 0.5, 61);
+    let col = Tensor::rand_normal(&[3, 1], 0.0, 0.5, 62);
+    let s = Tensor::scalar(0.7);
+    assert_bits(
+        "broadcasting",
+        &broadcasting(&x, &row, &col, &s),
+        &broadcasting_unfused(&x, &row, &col, &s),
+    );
+    for damped in [true, false] {
+        assert_bits(
+            "iterate",
+            &iterate(&x, 3, damped),
+            &iterate_unfused(&x, 3, damped),
+        );
+    }
+    let v = Tensor::rand_uniform(&[6], -1.0, 1.0, 63);
+    assert_bits(
+        "stepped",
+        &stepped(&v, &col, 4),
+        &stepped_unfused(&v, &col, 4),
+    );
+    let (xs, bs) = (
+        Tensor::rand_uniform(&[10, 30], 0.5, 2.0, 64),
+        Tensor::rand_uniform(&[30], 0.5, 1.0, 65),
+    );
+    assert_bits("vector", &vector(&xs, &bs), &vector_unfused(&xs, &bs));
+    let w = Tensor::rand_uniform(&[4], 0.2, 1.5, 66);
+    let xp = Tensor::rand_uniform(&[3, 4], 0.5, 2.0, 67);
+    assert_bits("powers", &powers(&xp, &w), &powers_unfused(&xp, &w));
+    let pred = Tensor::from_vec(vec![0.3, -1.7, 2.4, 0.9, -0.2, 1.6], &[2, 3]);
+    let y = Tensor::from_vec(vec![0.5, 0.5, -0.7, 1.2, 0.35, -0.1], &[2, 3]);
+    let cap = Tensor::from_vec(vec![0.8, 1.9, 2.2], &[3]);
+    let observed = Tensor::from_vec(vec![true, false, true, true, false, true], &[2, 3]);
+    assert_bits(
+        "clipped",
+        &clipped(&pred, &y, &cap),
+        &clipped_unfused(&pred, &y, &cap),
+    );
+    assert_bits(
+        "masked",
+        &masked(&pred, &y, &observed),
+        &masked_unfused(&pred, &y, &observed),
+    );
+    // Generic, in f32.
+    let (x32, w32) = (xp.cast::<f32>(), w.cast::<f32>());
+    assert_eq!(
+        gated(&x32, &w32).item().to_bits(),
+        gated_unfused(&x32, &w32).item().to_bits()
+    );
+    // With a value returned beside the loss.
+    let ((value, aux), _) = with_aux_value_and_grad(&v);
+    let (plain_value, plain_aux) = with_aux(&v);
+    assert_bits("aux loss", &value, &plain_value);
+    assert_bits("aux", &aux, &plain_aux);
+}

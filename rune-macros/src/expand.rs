@@ -145,7 +145,7 @@ fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
         let stubs = emit::place(&func, host, vec![Emitter::stubs(&func, &sig, host)]);
         return quote!(#errs #func #stubs);
     }
-    let mut generated = vec![Emitter {
+    let emitter = Emitter {
         func: &func,
         sig: &sig,
         body: &body,
@@ -154,12 +154,18 @@ fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
         hvp_twin: concrete.is_some() && options.hvp,
         is_twin: false,
         host,
-    }
-    .emit()];
+    };
+    let mut generated = vec![emitter.emit()];
+    // The function itself runs its fused regions too.
+    let plain = emitter.plain_body();
     if let (Some(elem), true) = (&concrete, options.hvp) {
         generated.extend(dual_twin(&original, elem, host, options.fuses()));
     }
     let placed = emit::place(&func, host, generated);
+    if let Some(body) = plain {
+        let span = func.block.brace_token.span;
+        *func.block = syn::parse_quote_spanned!(span.join() => { #body });
+    }
     quote!(#func #placed)
 }
 

@@ -1,6 +1,12 @@
 //! Fusion: trees of elementwise ops become one [`Stmt::Fused`], evaluated in one pass over the
 //! elements (`rune_runtime::fused`), with no tensor for the values inside the tree.
 //!
+//! The elementwise ops: `+ - * /`, unary minus, the unary functions of the registry, the
+//! methods of [`BINARY`], those of [`CONFIGURED`] where their configuration arguments are
+//! literals, and `where_cond`. A `where_cond` reads its mask as an input of the region, unless
+//! the mask is a comparison (`&a.le(0.5)`, a constant's `let` in the IR) that nothing else
+//! reads: the region then computes the comparison in place, and the `let` goes.
+//!
 //! An op's value is *inside* a region when it is read by exactly one other fusible op of the
 //! same statement list and by nothing else: no other statement, no output, no token of the
 //! user's constant code. Each op whose value is not inside a region is the root of one: the
@@ -28,21 +34,134 @@ use crate::ir::{
 };
 use crate::ops::{Form, OpSpec, RuleArg};
 
+/// The elementwise methods of two operands that a region evaluates by their scalar forms
+/// (`rune_runtime::generated::elementwise`): the value, and `d` through each input, `_lhs` and
+/// `_rhs`.
+pub const BINARY: &[&str] = &[
+    "maximum",
+    "minimum",
+    "pow",
+    "logaddexp",
+    "xlogy",
+    "xlog1py",
+    "atan2",
+    "hypot",
+];
+
+/// The elementwise methods of one tensor with number configuration arguments that a region
+/// evaluates by their scalar forms: the value, and `d` through the tensor, `_d`. Fused only
+/// when every configuration argument is a literal: a float for `clamp` and `powf`, an integer
+/// for `powi`.
+pub const CONFIGURED: &[&str] = &["clamp", "powf", "powi"];
+
 /// Whether `op` can be evaluated inside a fused region.
 fn fusible_op(op: &OpSpec) -> bool {
     match op.form {
         Form::Operator => matches!(op.name, "add" | "sub" | "mul" | "div"),
         Form::Negation => true,
-        Form::Method => rune_ops::UNARY.iter().any(|u| u.name == op.name),
-        Form::Function | Form::Constructor => false,
+        Form::Method => {
+            rune_ops::UNARY.iter().any(|u| u.name == op.name)
+                || BINARY.contains(&op.name)
+                || CONFIGURED.contains(&op.name)
+        }
+        Form::Function => op.name == "where_cond",
+        Form::Constructor => false,
     }
 }
 
-fn fusible(stmt: &Stmt) -> Option<(Val, &[Operand])> {
-    match plain_op(stmt) {
-        Some((out, op, inputs)) if fusible_op(op) => Some((out, inputs)),
-        _ => None,
+/// A comparison of a value with a value or a float literal, `&__rune_v3.le(0.5)`: a mask
+/// `where_cond` reads, which a region computes element by element where it is read by nothing
+/// else (see [`Literals::comparisons`]).
+struct Comparison {
+    op: &'static OpSpec,
+    a: Val,
+    b: Result<Val, TokenStream>,
+    /// Its `let`'s position in its statement list.
+    pos: usize,
+}
+
+/// The comparison a constant's expression is, if it is one a region can compute.
+fn comparison(expr: &TokenStream, pos: usize) -> Option<Comparison> {
+    let tokens: Vec<TokenTree> = expr.clone().into_iter().collect();
+    let tokens = match tokens.as_slice() {
+        [TokenTree::Punct(p), rest @ ..] if p.as_char() == '&' => rest,
+        all => all,
+    };
+    // `&(a.gt(&b))`
+    if let [TokenTree::Group(g)] = tokens {
+        if g.delimiter() == proc_macro2::Delimiter::Parenthesis {
+            return comparison(&g.stream(), pos);
+        }
     }
+    let val = |t: &TokenTree| match t {
+        TokenTree::Ident(i) => i
+            .to_string()
+            .strip_prefix("__rune_v")
+            .and_then(|n| n.parse().ok())
+            .map(Val),
+        _ => None,
+    };
+    let [recv, TokenTree::Punct(dot), TokenTree::Ident(name), TokenTree::Group(args)] = tokens
+    else {
+        return None;
+    };
+    let op = rune_ops::all().find(|op| {
+        op.kind == rune_ops::Kind::Comparison && op.form == Form::Method && name == op.name
+    })?;
+    if dot.as_char() != '.' || args.delimiter() != proc_macro2::Delimiter::Parenthesis {
+        return None;
+    }
+    let a = val(recv)?;
+    let args: Vec<TokenTree> = args.stream().into_iter().collect();
+    let b = match args.as_slice() {
+        [TokenTree::Punct(p), v] if p.as_char() == '&' => Ok(val(v)?),
+        [v @ TokenTree::Ident(_)] => Ok(val(v)?),
+        _ => {
+            let lit: TokenStream = args.iter().cloned().collect();
+            if !float_literal(&lit) {
+                return None;
+            }
+            Err(as_f64(&lit))
+        }
+    };
+    Some(Comparison { op, a, b, pos })
+}
+
+/// The literals a region writes where they are used: floats (as `f64` expressions) and the
+/// integer exponents of `powi`.
+struct Literals {
+    floats: HashMap<Const, TokenStream>,
+    ints: HashMap<Const, i32>,
+    /// The comparisons whose masks only a `where_cond` of the same statement list reads:
+    /// regions compute them in place, with no mask.
+    comparisons: HashMap<Const, Comparison>,
+}
+
+fn fusible<'s>(stmt: &'s Stmt, lits: &Literals) -> Option<(Val, &'s [Operand])> {
+    let Stmt::Op {
+        out,
+        op,
+        inputs,
+        config,
+        turbofish: None,
+        tainted_by: None,
+        fallible: false,
+        ..
+    } = stmt
+    else {
+        return None;
+    };
+    let configured = match op.name {
+        "powi" => config.iter().all(|c| lits.ints.contains_key(c)),
+        _ => config.iter().all(|c| lits.floats.contains_key(c)),
+    };
+    let config_ok = if CONFIGURED.contains(&op.name) {
+        configured
+    } else {
+        // `where_cond`'s mask is an input of the region, or a comparison it computes.
+        op.name == "where_cond" || config.is_empty()
+    };
+    (fusible_op(op) && config_ok).then_some((*out, inputs.as_slice()))
 }
 
 /// An op with no configuration, turbofish or `?`: its output, spec and inputs.
@@ -92,6 +211,54 @@ fn float_literal(expr: &TokenStream) -> bool {
         && !s.starts_with("0b")
         && !s.starts_with("0o")
         && (s.contains('.') || s.contains('e') || s.ends_with("f32") || s.ends_with("f64"))
+}
+
+/// The literal of a number configuration argument, `scalar_like(&x, 1.5)` (the scalar of the
+/// element type of `clamp`'s and `powf`'s tensor, `rune_runtime::generated::scalar_like`), if
+/// it is a float literal.
+fn scalar_like_literal(expr: &TokenStream) -> Option<TokenStream> {
+    let tokens: Vec<TokenTree> = expr.clone().into_iter().collect();
+    let [.., TokenTree::Ident(f), TokenTree::Group(args)] = tokens.as_slice() else {
+        return None;
+    };
+    if f != "scalar_like" {
+        return None;
+    }
+    let args: Vec<TokenTree> = args.stream().into_iter().collect();
+    let comma = args
+        .iter()
+        .position(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ','))?;
+    let lit: TokenStream = args[comma + 1..].iter().cloned().collect();
+    float_literal(&lit).then_some(lit)
+}
+
+/// `expr` without a leading `&` and the parentheses around what follows it: `&0.0` and
+/// `&(0.0)` (`where_cond`'s operands) are `0.0`.
+fn unborrowed(expr: &TokenStream) -> TokenStream {
+    let tokens: Vec<TokenTree> = expr.clone().into_iter().collect();
+    match tokens.as_slice() {
+        [TokenTree::Punct(p), TokenTree::Group(g)]
+            if p.as_char() == '&' && g.delimiter() == proc_macro2::Delimiter::Parenthesis =>
+        {
+            g.stream()
+        }
+        [TokenTree::Punct(p), rest @ ..] if p.as_char() == '&' => rest.iter().cloned().collect(),
+        _ => expr.clone(),
+    }
+}
+
+/// The value of an integer literal that fits an `i32` (`3`, `-2`, `4_i32`).
+fn int_literal(expr: &TokenStream) -> Option<i32> {
+    let tokens: Vec<TokenTree> = expr.clone().into_iter().collect();
+    let (negative, lit) = match tokens.as_slice() {
+        [TokenTree::Literal(l)] => (false, l),
+        [TokenTree::Punct(p), TokenTree::Literal(l)] if p.as_char() == '-' => (true, l),
+        _ => return None,
+    };
+    let s = lit.to_string().replace('_', "");
+    let digits = s.strip_suffix("i32").unwrap_or(&s);
+    let n: i64 = digits.parse().ok()?;
+    i32::try_from(if negative { -n } else { n }).ok()
 }
 
 /// A float literal as an `f64` expression: unsuffixed, written `f64`, the type its unfused op
@@ -179,17 +346,29 @@ fn nested_mut(stmt: &mut Stmt) -> Vec<&mut Vec<Stmt>> {
     }
 }
 
-fn collect(stmts: &[Stmt], next_list: &mut usize, uses: &mut Uses) {
+fn collect(stmts: &[Stmt], next_list: &mut usize, uses: &mut Uses, lits: &Literals) {
     let list = *next_list;
     *next_list += 1;
     for (i, stmt) in stmts.iter().enumerate() {
-        if let Some((out, inputs)) = fusible(stmt) {
+        if let Some((out, inputs)) = fusible(stmt, lits) {
             uses.def[out.0] = Some((list, i));
             for v in inputs.iter().filter_map(|o| o.val()) {
                 if !uses.readers[v.0].contains(&(list, i)) {
                     uses.readers[v.0].push((list, i));
                 }
             }
+        } else if let Some(cmp) = match stmt {
+            Stmt::Hoist { id, .. } => lits.comparisons.get(id),
+            _ => None,
+        } {
+            // Read like a fusible op's inputs: the region of the `where_cond` reading the mask
+            // computes it.
+            for v in std::iter::once(cmp.a).chain(cmp.b.as_ref().ok().copied()) {
+                if !uses.readers[v.0].contains(&(list, i)) {
+                    uses.readers[v.0].push((list, i));
+                }
+            }
+            continue;
         } else if let Some((_, v, _)) = reduction(stmt) {
             // A reduction reads its input like a fusible op, but its value is never inside a
             // region (it has another shape): it ends one.
@@ -197,7 +376,11 @@ fn collect(stmts: &[Stmt], next_list: &mut usize, uses: &mut Uses) {
         } else {
             stmt.read_vals(&mut |v| uses.escapes[v.0] = true);
         }
-        for t in stmt_tokens(stmt) {
+        // A literal's `let` does not read the tensor that `scalar_like` names for its type: the
+        // op reading the literal is fusible, so a region takes it, and the literal with it,
+        // wherever the tensor is inside one.
+        let literal = matches!(stmt, Stmt::Hoist { id, .. } if lits.floats.contains_key(id));
+        for t in stmt_tokens(stmt).into_iter().filter(|_| !literal) {
             named(t, "__rune_v", &mut |n| {
                 if let Some(e) = uses.escapes.get_mut(n) {
                     *e = true;
@@ -205,7 +388,7 @@ fn collect(stmts: &[Stmt], next_list: &mut usize, uses: &mut Uses) {
             });
         }
         for inner in nested(stmt) {
-            collect(inner, next_list, uses);
+            collect(inner, next_list, uses, lits);
         }
     }
 }
@@ -219,44 +402,95 @@ struct Region {
     nodes: Vec<FusedNode>,
 }
 
+impl Region {
+    fn literal(&mut self, tokens: &TokenStream) -> usize {
+        let text = tokens.to_string();
+        *self.literal_of.entry(text).or_insert_with(|| {
+            self.literals.push(tokens.clone());
+            self.literals.len() - 1
+        })
+    }
+
+    fn input(&mut self, o: Operand) -> usize {
+        match self.inputs.iter().position(|x| *x == o) {
+            Some(k) => k,
+            None => {
+                self.inputs.push(o);
+                self.inputs.len() - 1
+            }
+        }
+    }
+}
+
+/// What the region reads for operand `o` of an op: the node of the op inside the region that
+/// defines it, a literal, or an input.
+fn operand_arg(
+    stmts: &[Stmt],
+    o: Operand,
+    uses: &Uses,
+    lits: &Literals,
+    region: &mut Region,
+    taken: &mut Vec<usize>,
+) -> FusedArg {
+    match o {
+        Operand::Val(v) if uses.inside(v) => {
+            let (_, d) = uses.def[v.0].expect("an op inside a region has a definition");
+            taken.push(d);
+            FusedArg::Node(build(stmts, d, uses, lits, region, taken))
+        }
+        Operand::Const(c) if lits.floats.contains_key(&c) => {
+            FusedArg::Literal(region.literal(&lits.floats[&c]))
+        }
+        o => FusedArg::Input(region.input(o)),
+    }
+}
+
 /// Adds op `i` of `stmts` and the ops inside the region below it; returns its node. Marks the
 /// ops it takes in `taken`.
 fn build(
     stmts: &[Stmt],
     i: usize,
     uses: &Uses,
-    literals: &HashMap<Const, TokenStream>,
+    lits: &Literals,
     region: &mut Region,
     taken: &mut Vec<usize>,
 ) -> usize {
-    let Stmt::Op { op, inputs, .. } = &stmts[i] else {
+    let Stmt::Op {
+        op, inputs, config, ..
+    } = &stmts[i]
+    else {
         unreachable!("regions are made of ops")
     };
-    let mut args = Vec::with_capacity(inputs.len());
-    for input in inputs {
-        let arg = match *input {
-            Operand::Val(v) if uses.inside(v) => {
-                let (_, d) = uses.def[v.0].expect("an op inside a region has a definition");
-                taken.push(d);
-                FusedArg::Node(build(stmts, d, uses, literals, region, taken))
-            }
-            Operand::Const(c) if literals.contains_key(&c) => {
-                let text = literals[&c].to_string();
-                let k = *region.literal_of.entry(text).or_insert_with(|| {
-                    region.literals.push(literals[&c].clone());
-                    region.literals.len() - 1
+    let mut args = Vec::with_capacity(inputs.len() + config.len());
+    if op.name == "where_cond" {
+        // The mask first: a comparison computed in place, or an input.
+        let mask = match lits.comparisons.get(&config[0]) {
+            Some(cmp) => {
+                taken.push(cmp.pos);
+                let a = operand_arg(stmts, Operand::Val(cmp.a), uses, lits, region, taken);
+                let b = match &cmp.b {
+                    Ok(v) => operand_arg(stmts, Operand::Val(*v), uses, lits, region, taken),
+                    Err(lit) => FusedArg::Literal(region.literal(lit)),
+                };
+                region.nodes.push(FusedNode {
+                    op: cmp.op,
+                    args: vec![a, b],
                 });
-                FusedArg::Literal(k)
+                FusedArg::Node(region.nodes.len() - 1)
             }
-            o => FusedArg::Input(match region.inputs.iter().position(|x| *x == o) {
-                Some(k) => k,
-                None => {
-                    region.inputs.push(o);
-                    region.inputs.len() - 1
-                }
-            }),
+            None => FusedArg::Input(region.input(Operand::Const(config[0]))),
         };
-        args.push(arg);
+        args.push(mask);
+    }
+    for &input in inputs {
+        args.push(operand_arg(stmts, input, uses, lits, region, taken));
+    }
+    // A configuration argument is a literal (`fusible` checks it).
+    for c in config.iter().filter(|_| op.name != "where_cond") {
+        args.push(match lits.ints.get(c) {
+            Some(&n) if op.name == "powi" => FusedArg::Int(n),
+            _ => operand_arg(stmts, Operand::Const(*c), uses, lits, region, taken),
+        });
     }
     region.nodes.push(FusedNode { op, args });
     region.nodes.len() - 1
@@ -265,12 +499,12 @@ fn build(
 /// Replaces each region's root in `stmts` (and in the lists it holds) by the region, and
 /// removes the ops inside it. Positions are those `collect` recorded: ops are replaced in place
 /// and removed only at the end.
-fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, literals: &HashMap<Const, TokenStream>) {
+fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, lits: &Literals) {
     let mut taken = Vec::new();
     let mut fused = Vec::new();
     for i in 0..stmts.len() {
         // The op whose tree the region is, and the reduction that ends it.
-        let (out, top, reduce) = match (fusible(&stmts[i]), reduction(&stmts[i])) {
+        let (out, top, reduce) = match (fusible(&stmts[i], lits), reduction(&stmts[i])) {
             (Some((out, _)), _) if !uses.inside(out) => (out, i, None),
             (_, Some((out, v, reduce))) if uses.inside(v) => {
                 let (_, d) = uses.def[v.0].expect("a value inside a region has a definition");
@@ -285,7 +519,7 @@ fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, literals: &HashMap<Const, Token
             nodes: Vec::new(),
         };
         let mut below = Vec::new();
-        build(stmts, top, uses, literals, &mut region, &mut below);
+        build(stmts, top, uses, lits, &mut region, &mut below);
         // One op alone is a region only when a reduction ends it: it then makes no tensor.
         if region.nodes.len() < 2 && reduce.is_none() {
             continue;
@@ -316,7 +550,7 @@ fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, literals: &HashMap<Const, Token
     }
     for stmt in stmts.iter_mut() {
         for inner in nested_mut(stmt) {
-            transform(inner, uses, literals);
+            transform(inner, uses, lits);
         }
     }
     if !taken.is_empty() {
@@ -352,25 +586,100 @@ pub fn fuse(body: &mut Body) {
             }
         });
     }
-    let mut literals = HashMap::new();
+    let mut lits = Literals {
+        floats: HashMap::new(),
+        ints: HashMap::new(),
+        comparisons: HashMap::new(),
+    };
     crate::analyse::walk(&body.stmts, &mut |s| {
-        if let Stmt::Hoist {
-            id, expr, ty: None, ..
-        } = s
-        {
-            if float_literal(expr) {
-                literals.insert(*id, as_f64(expr));
+        if let Stmt::Hoist { id, expr, ty, .. } = s {
+            let ty = ty.as_ref().map(ToString::to_string);
+            let expr = &unborrowed(expr);
+            match ty.as_deref() {
+                None if float_literal(expr) => {
+                    lits.floats.insert(*id, as_f64(expr));
+                }
+                None => {
+                    if let Some(lit) = scalar_like_literal(expr) {
+                        lits.floats.insert(*id, as_f64(&lit));
+                    }
+                }
+                Some("i32") => {
+                    if let Some(n) = int_literal(expr) {
+                        lits.ints.insert(*id, n);
+                    }
+                }
+                _ => {}
             }
         }
     });
-    collect(&body.stmts, &mut 0, &mut uses);
-    transform(&mut body.stmts, &uses, &literals);
-    drop_inlined_literals(&mut body.stmts, literals);
+    // The comparisons a region can compute: read once, by a `where_cond` of their list.
+    let mut reads: HashMap<Const, usize> = HashMap::new();
+    let mut count = |c: Const| *reads.entry(c).or_default() += 1;
+    crate::analyse::walk(&body.stmts, &mut |s| {
+        stmt_consts(s, &mut count);
+        for t in stmt_tokens(s) {
+            named(t, "__rune_c", &mut |n| count(Const(n)));
+        }
+    });
+    for out in &body.outputs {
+        if let crate::ir::OutputElem::Const(c) = out {
+            count(*c);
+        }
+    }
+    if let Some(crate::ir::OutputAux::Expr(aux)) = &body.aux {
+        named(aux, "__rune_c", &mut |n| count(Const(n)));
+    }
+    let mut comparisons = HashMap::new();
+    masks(&body.stmts, &lits, &mut comparisons);
+    comparisons.retain(|c, _| reads.get(c) == Some(&1));
+    lits.comparisons = comparisons;
+    collect(&body.stmts, &mut 0, &mut uses, &lits);
+    transform(&mut body.stmts, &uses, &lits);
+    drop_inlined_literals(&mut body.stmts, lits);
+}
+
+/// The comparisons of each statement list whose masks a fusible `where_cond` of the same list
+/// reads.
+fn masks(stmts: &[Stmt], lits: &Literals, found: &mut HashMap<Const, Comparison>) {
+    let mut candidates = HashMap::new();
+    let mut read = Vec::new();
+    for (i, stmt) in stmts.iter().enumerate() {
+        match stmt {
+            Stmt::Hoist {
+                id, expr, ty: None, ..
+            } => {
+                if let Some(cmp) = comparison(expr, i) {
+                    candidates.insert(*id, cmp);
+                }
+            }
+            Stmt::Op { op, config, .. }
+                if op.name == "where_cond" && fusible(stmt, lits).is_some() =>
+            {
+                read.push(config[0]);
+            }
+            _ => {}
+        }
+        for inner in nested(stmt) {
+            masks(inner, lits, found);
+        }
+    }
+    for c in read {
+        if let Some(cmp) = candidates.remove(&c) {
+            found.insert(c, cmp);
+        }
+    }
 }
 
 /// Removes the `let`s of literals that fused regions write inline and nothing else reads.
-fn drop_inlined_literals(stmts: &mut Vec<Stmt>, literals: HashMap<Const, TokenStream>) {
-    let mut read = vec![false; literals.keys().map(|c| c.0 + 1).max().unwrap_or(0)];
+fn drop_inlined_literals(stmts: &mut Vec<Stmt>, lits: Literals) {
+    let literals: std::collections::HashSet<Const> = lits
+        .floats
+        .keys()
+        .chain(lits.ints.keys())
+        .copied()
+        .collect();
+    let mut read = vec![false; literals.iter().map(|c| c.0 + 1).max().unwrap_or(0)];
     let mut mark = |c: Const| {
         if let Some(r) = read.get_mut(c.0) {
             *r = true;
@@ -383,7 +692,7 @@ fn drop_inlined_literals(stmts: &mut Vec<Stmt>, literals: HashMap<Const, TokenSt
         }
     });
     let inlined = |s: &Stmt| match s {
-        Stmt::Hoist { id, .. } => literals.contains_key(id) && !read[id.0],
+        Stmt::Hoist { id, .. } => literals.contains(id) && !read[id.0],
         _ => false,
     };
     fn retain(stmts: &mut Vec<Stmt>, inlined: &dyn Fn(&Stmt) -> bool) {
@@ -484,7 +793,7 @@ impl Needs {
         let wanted = |a: FusedArg| match a {
             FusedArg::Input(i) => inputs[i].val().is_some(),
             FusedArg::Node(_) => true,
-            FusedArg::Literal(_) => false,
+            FusedArg::Literal(_) | FusedArg::Int(_) => false,
         };
         for (j, n) in nodes.iter().enumerate() {
             let a = n.args[0];
@@ -512,6 +821,22 @@ impl Needs {
                     }
                 }
                 Form::Negation => {}
+                // A comparison has no derivative; `where_cond`'s reads the mask.
+                _ if n.op.kind == rune_ops::Kind::Comparison => {}
+                _ if n.op.name == "where_cond" && (wanted(n.args[1]) || wanted(n.args[2])) => {
+                    needs.mark(n.args[0]);
+                }
+                _ if n.op.name == "where_cond" => {}
+                // The scalar forms of the other ops read all their operands, and `pow`'s
+                // partial in its exponent reads its value.
+                _ if BINARY.contains(&n.op.name) || CONFIGURED.contains(&n.op.name) => {
+                    if n.args.iter().any(|&a| wanted(a)) {
+                        n.args.iter().for_each(|&a| needs.mark(a));
+                    }
+                    if n.op.name == "pow" && wanted(n.args[1]) {
+                        needs.nodes[j] = true;
+                    }
+                }
                 _ if wanted(a) => {
                     if crate::ops::rules(n.op).vjp[0].reads(RuleArg::Output) {
                         needs.nodes[j] = true;
@@ -538,6 +863,7 @@ impl Needs {
             FusedArg::Input(i) => self.inputs[i] = true,
             FusedArg::Node(j) => self.nodes[j] = true,
             FusedArg::Literal(k) => self.literals[k] = true,
+            FusedArg::Int(_) => {}
         }
     }
 }
@@ -568,8 +894,8 @@ mod tests {
         assert!(!out.contains("fused_map") && !out.contains("rules :: sum_vjp"));
         assert_eq!(
             out.matches("scalar :: tanh :: value").count(),
-            2,
-            "value and cotangents, tangent"
+            3,
+            "the plain function, value and cotangents, tangent"
         );
         assert!(!out.contains("rules :: tanh_vjp"));
     }
@@ -652,12 +978,107 @@ mod tests {
                 y * 2.0
             }",
         );
-        // Three distinct literals, each written once in each of the three calls.
-        assert_eq!(out.matches("1.5f64").count(), 3, "{out}");
-        assert_eq!(out.matches("0.5f64").count(), 3, "{out}");
+        // Three distinct literals, each written once in each of the four calls (the plain
+        // function's, the forward and backward passes', forward mode's).
+        assert_eq!(out.matches("1.5f64").count(), 4, "{out}");
+        assert_eq!(out.matches("0.5f64").count(), 4, "{out}");
         // `+ 0.5` leaves the tangent as it is, and each value read once is written into its
         // reader: the tangent is one expression of the three products.
         let tangent = "(((__rune_ux0 * __rune_l0) * __rune_l0) * __rune_l2)";
         assert!(out.contains(tangent), "{out}");
+    }
+
+    #[test]
+    #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
+    fn selections_powers_and_smooth_binary_functions_join_regions() {
+        let out = expand(
+            "",
+            "fn f(x: &Tensor<f64>, y: &Tensor<f64>) -> Tensor<f64> {
+                let r = (x - y).clamp(-1.0, 1.0).maximum(0.0).minimum(y);
+                let p = x.powf(1.5) + x.powi(3) - x.pow(y) + x.atan2(y).hypot(y);
+                (r * p + x.logaddexp(y) + x.xlogy(y) + x.xlog1py(y)).sum()
+            }",
+        );
+        assert_eq!(out.matches("fused_reduce_vjp").count(), 1, "{out}");
+        assert!(!out.contains("rules ::"), "{out}");
+        // Each partial derivative from the ops' scalar forms; the integer exponent written
+        // in place, its `let` gone.
+        for f in [
+            "maximum_lhs",
+            "minimum_rhs",
+            "clamp_d",
+            "pow_rhs",
+            "atan2_lhs",
+            "xlog1py_rhs",
+        ] {
+            assert!(out.contains(&format!("elementwise :: {f}")), "{f}: {out}");
+        }
+        assert!(out.contains("powi_d (__rune_d"), "{out}");
+        assert!(out.contains("3i32") && !out.contains(": i32 = 3"), "{out}");
+        // A configuration argument that is not a literal keeps its op out of regions.
+        let out = expand(
+            "",
+            "fn f(x: &Tensor<f64>, #[nodiff] n: i32, #[nodiff] lo: f64) -> Tensor<f64> {
+                (x.exp().powi(n) + x.sin().clamp(lo, 1.0)).sum()
+            }",
+        );
+        assert!(out.contains("rules :: powi_vjp"), "{out}");
+        assert!(out.contains("rules :: clamp_vjp"), "{out}");
+    }
+
+    #[test]
+    #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
+    fn a_where_cond_computes_its_comparison_in_place_and_reads_a_given_mask() {
+        let out = expand(
+            "",
+            "fn f(x: &Tensor<f64>, y: &Tensor<f64>, #[nodiff] m: &Tensor<bool>) -> Tensor<f64> {
+                let d = x - y;
+                let a = d.abs();
+                let h = where_cond(&a.le(0.5), &(&d * &d * 0.5), &((a - 0.25) * 0.5));
+                where_cond(m, &h, &0.0).mean()
+            }",
+        );
+        // One region: the comparison is computed in it, with no mask tensor; the given mask
+        // is an input, as ones and zeros.
+        assert_eq!(out.matches("fused_reduce_vjp").count(), 1, "{out}");
+        assert!(out.contains("elementwise :: le (__rune_x"), "{out}");
+        assert!(!out.contains("__rune_v3 . le"), "{out}");
+        assert!(out.contains("fused_mask (& __rune_c"), "{out}");
+        assert!(out.contains("elementwise :: where_cond_lhs"), "{out}");
+        // `&0.0` is a literal of the region.
+        assert!(out.contains("where_cond 0 8 _"), "{out}");
+        assert!(!out.contains("where_cond_vjp") && !out.contains("where_cond_jvp"));
+        // A mask read twice is computed once, as a constant, and read by the regions.
+        let out = expand(
+            "",
+            "fn f(x: &Tensor<f64>) -> Tensor<f64> {
+                let m = x.gt(0.0);
+                (where_cond(&m, &x.exp(), &0.0) + where_cond(&m, &1.0, &x.sin())).sum()
+            }",
+        );
+        assert!(!out.contains("elementwise :: gt"), "{out}");
+        assert!(out.contains("fused_mask"), "{out}");
+    }
+
+    #[test]
+    #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
+    fn the_plain_function_runs_its_regions_unless_it_calls_another() {
+        // The function as emitted: what comes before the type of its entry points.
+        let plain =
+            |out: &str| out[..out.find("# [doc (hidden)]").expect("entry points")].to_string();
+        let out = plain(&expand("", GATED));
+        assert!(out.contains("fused_reduce ("), "{out}");
+        assert!(
+            out.contains("matmul") && !out.contains("fused_reduce_vjp"),
+            "{out}"
+        );
+        // Unfused, or calling another differentiable function: the body as written.
+        let out = plain(&expand("fuse = false", GATED));
+        assert!(!out.contains("fused"), "{out}");
+        let out = plain(&expand(
+            "",
+            "fn f(x: &Tensor<f64>) -> Tensor<f64> { (g(x).exp() * 2.0).sum() }",
+        ));
+        assert!(!out.contains("fused"), "{out}");
     }
 }

@@ -261,6 +261,8 @@ pub enum FusedArg {
     Node(usize),
     /// Literal `k` of the region.
     Literal(usize),
+    /// An integer, written where it is used (the exponent of `powi`).
+    Int(i32),
 }
 
 /// One op of a fused region.

@@ -1,9 +1,12 @@
 //! Fused elementwise regions: several elementwise ops evaluated in one pass over the elements,
 //! with no tensor for the values between them.
 //!
-//! `#[differentiable]` groups a tree of elementwise ops (`+ - * /`, unary minus and the unary
-//! functions of [`crate::scalar`]) whose intermediate values nothing else reads, and writes the
-//! region's scalar expression as a closure over the elements of its inputs. These functions run
+//! `#[differentiable]` groups a tree of elementwise ops (`+ - * /`, unary minus, the unary
+//! functions of [`crate::scalar`], and the selections, powers, smooth functions of two tensors,
+//! `where_cond` and comparisons by their scalar forms in `crate::generated::elementwise`) whose
+//! intermediate values nothing else reads, and writes the region's scalar expression as a
+//! closure over the elements of its inputs. A mask that a region selects by is one of its inputs,
+//! as ones and zeros ([`fused_mask`]). These functions run
 //! such a closure over the inputs broadcast to the region's shape:
 //!
 //! - [`fused_map`]: the value.
@@ -44,7 +47,7 @@ pub const BLOCK: usize = 64;
 const SMALL: usize = 16;
 
 /// The ops of a fused region, for the error of an input shape that does not broadcast: one
-/// `name a b` each, separated by `;`, where `a` and `b` are the values the op reads (the same
+/// `name a b ..` each, separated by `;`, where `a b ..` are the values the op reads (the same
 /// twice for a one-input op), numbered inputs first (`0..N`) and then the region's ops in
 /// order, and `_` is a literal. Read only on that error's path.
 pub type FusedOps = &'static str;
@@ -106,22 +109,21 @@ fn locate(inputs: &[Option<&[usize]>], ops: FusedOps) -> ShapeError {
     for op in ops.split(';') {
         let mut parts = op.split(' ');
         let name = parts.next().unwrap_or("fused");
-        // A literal (`_`) is a scalar.
-        let mut operand = || {
-            parts
-                .next()
-                .and_then(|i| i.parse::<usize>().ok())
-                .and_then(|i| shapes.get(i).cloned().flatten())
-        };
-        let (a, b) = (&operand(), &operand());
-        let shape = match (a, b) {
-            (Some(a), Some(b)) => match broadcast_shapes(op_name(name), a, b) {
-                Ok(s) => Some(s),
-                Err(e) => return e,
-            },
-            (Some(s), None) | (None, Some(s)) => Some(s.clone()),
-            (None, None) => None,
-        };
+        // Each operand's shape; a literal (`_`) is a scalar.
+        let operands: Vec<Vec<usize>> = parts
+            .filter_map(|i| i.parse::<usize>().ok())
+            .filter_map(|i| shapes.get(i).cloned().flatten())
+            .collect();
+        let mut shape: Option<Vec<usize>> = None;
+        for o in operands {
+            shape = Some(match shape {
+                Some(a) => match broadcast_shapes(op_name(name), &a, &o) {
+                    Ok(s) => s,
+                    Err(e) => return e,
+                },
+                None => o,
+            });
+        }
         shapes.push(shape);
     }
     ShapeError::new("fused", "the inputs' shapes do not broadcast".to_string())
@@ -904,6 +906,19 @@ pub fn fused_scale<T: Element>(partial: &Tensor<T>, g: &Tensor<T>) -> Tensor<T> 
 #[inline]
 pub fn fused_recip<T: Element>(b: T) -> T {
     T::one() / b
+}
+
+/// A mask as an input of a fused region that selects by it (`where_cond`): one where it is
+/// true, zero elsewhere, read back by [`fused_flag`].
+#[track_caller]
+pub fn fused_mask<T: Element>(mask: &Tensor<bool>) -> Tensor<T> {
+    mask.map(|&m| if m { T::one() } else { T::zero() })
+}
+
+/// Whether an element of a mask made by [`fused_mask`] is set.
+#[inline]
+pub fn fused_flag<T: Element>(m: T) -> bool {
+    m != T::zero()
 }
 
 /// Zero, of the type of `_like`.

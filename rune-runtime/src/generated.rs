@@ -10,10 +10,22 @@ use ndarray::{Dimension, IxDyn};
 pub use crate::element::Residual;
 use crate::element::{Element, FromScalar};
 pub use crate::fused::{
-    fused_jvp, fused_map, fused_recip, fused_reduce, fused_reduce_jvp, fused_reduce_vjp,
-    fused_scale, fused_shape, fused_value, fused_vjp, fused_zero, FusedInput, FusedOps, Reduction,
+    fused_flag, fused_jvp, fused_map, fused_mask, fused_recip, fused_reduce, fused_reduce_jvp,
+    fused_reduce_vjp, fused_scale, fused_shape, fused_value, fused_vjp, fused_zero, FusedInput,
+    FusedOps, Reduction,
 };
 use crate::tensor::Tensor;
+
+/// The scalar forms of the elementwise ops that fused regions evaluate besides `+ - * /`, unary
+/// minus and the functions of `scalar`: each op's value and the tangent or cotangent `d` through
+/// each of its inputs, the functions its tensor kernel and rules apply.
+pub mod elementwise {
+    pub use crate::ops::binary::elementwise::*;
+    pub use crate::ops::combine::elementwise::*;
+    pub use crate::ops::compare::elementwise::*;
+    pub use crate::ops::special::elementwise::*;
+    pub use crate::ops::unary::elementwise::*;
+}
 
 /// A zero-sized record of a tensor's element type (for rules generic over two element types).
 #[inline]

@@ -334,7 +334,12 @@ impl Emitter<'_> {
             };
             args.push(arg);
         }
-        let original = self.api().original_path();
+        // The body as written, where the plain function runs the fused code.
+        let original = if self.fuses_plain() {
+            self.api().hidden_path("original")
+        } else {
+            self.api().original_path()
+        };
         Some(quote! {
             let __rune_expected = if #rt::CHECK_VALUES && ::core::cfg!(debug_assertions) {
                 ::core::option::Option::Some(#original #turbofish (#(#args),*))
@@ -548,7 +553,21 @@ impl Emitter<'_> {
         if let Some(item) = api.hvp_opt_in() {
             generated.public.extend(item);
         }
+        if self.fuses_plain() {
+            generated.hidden.extend(self.original_item());
+        }
         generated
+    }
+
+    /// The function as the user wrote it, hidden (`f::original`), where the plain function runs
+    /// the fused code ([`Self::plain_body`]): its attributes but the doc comment, and its body.
+    fn original_item(&self) -> TokenStream {
+        let mut original = self.func.clone();
+        original.sig.ident = self.api().hidden_name("original");
+        original.attrs.retain(|a| !a.path().is_ident("doc"));
+        original.attrs.push(syn::parse_quote!(#[doc(hidden)]));
+        original.attrs.push(syn::parse_quote!(#[allow(dead_code)]));
+        original.into_token_stream()
     }
 
     /// Every entry point's declaration with a body that never runs, emitted beside the errors so

@@ -99,7 +99,7 @@ fn fallback_fn(
             quote!((#value, fn(#cotangent) -> (#(#slots,)*))),
             quote!((::core::unreachable!(), |_| ::core::unreachable!())),
         ),
-        Mode::Tangent => {
+        Mode::Tangent | Mode::Value => {
             for i in 0..args.len() {
                 let t = hidden(&format!("T{i}"));
                 generics.push(t.to_token_stream());

@@ -158,6 +158,7 @@ impl Emitter<'_> {
                         let tpl = template_ident(*root);
                         quote!(#as_vec let #tpl = #rt::template_of(#reference);)
                     }
+                    Mode::Value => quote!(#as_vec),
                     Mode::Tangent => {
                         let index = self
                             .sig
@@ -205,6 +206,9 @@ impl Emitter<'_> {
                 let bound = bind_outs(outs, *tuple);
                 let recursive = self.is_recursive(callee, args);
                 match mode {
+                    Mode::Value => {
+                        unreachable!("the plain function is written from a body without calls")
+                    }
                     Mode::Reverse => {
                         let values = call_args(args, &self.body.roots);
                         let call = self.call_expr(callee, "fwd", args, values, outs.len(), mode);
@@ -324,7 +328,7 @@ impl Emitter<'_> {
                     .enumerate()
                     .map(|(i, b)| match mode {
                         Mode::Reverse => quote!({ #b #stack.push(#i); }),
-                        Mode::Tangent => quote!({ #b }),
+                        Mode::Tangent | Mode::Value => quote!({ #b }),
                     })
                     .collect();
                 match head {
@@ -343,7 +347,7 @@ impl Emitter<'_> {
                 let reached = reached_ident(*id);
                 let crossings = match mode {
                     Mode::Reverse => self.crossings(stages),
-                    Mode::Tangent => Vec::new(),
+                    Mode::Tangent | Mode::Value => Vec::new(),
                 };
                 let bodies = stages.iter().enumerate().map(|(k, stage)| {
                     let body = self.forward_block(stage, depth + 1, mode, hoists);
@@ -367,7 +371,7 @@ impl Emitter<'_> {
                             #stack.push(#reached);
                         }
                     }
-                    Mode::Tangent => quote!(#label: { #(#bodies)* }),
+                    Mode::Tangent | Mode::Value => quote!(#label: { #(#bodies)* }),
                 }
             }
             Stmt::Loop { id, head, body } => {
@@ -380,7 +384,7 @@ impl Emitter<'_> {
                         quote!(#stack.push(#trips);),
                         quote!(#trips += 1;),
                     ),
-                    Mode::Tangent => (quote!(), quote!(), quote!()),
+                    Mode::Tangent | Mode::Value => (quote!(), quote!(), quote!()),
                 };
                 let looped = match head {
                     LoopHead::For { pattern, iter } => {
@@ -421,6 +425,47 @@ impl Emitter<'_> {
                     .and_then(|_| vals.next())
             })
             .collect()
+    }
+
+    /// Whether the plain function's body is written from the fused IR ([`Self::plain_body`]):
+    /// where fusion made a region, the body calls no other differentiable function (whose plain
+    /// function the IR does not name), and no custom rule stands in for the derivatives.
+    pub(super) fn fuses_plain(&self) -> bool {
+        let mut fused = false;
+        let mut calls = false;
+        crate::analyse::walk(&self.body.stmts, &mut |s| match s {
+            Stmt::Fused { .. } => fused = true,
+            Stmt::Call { .. } => calls = true,
+            _ => {}
+        });
+        fused
+            && !calls
+            && !self.is_twin
+            && self.options.custom_vjp.is_none()
+            && self.options.custom_jvp.is_none()
+    }
+
+    /// The body of the plain function itself, written from the fused IR (the primal alone), so
+    /// that calling `f` runs its fused regions too; `None` where the user's body stays as
+    /// written. The body as written then becomes a hidden function of its own (`f::original`),
+    /// which the checks of `check-values` compare every variant's value with, and which keeps
+    /// what the user's body names (imports of `where_cond`, helpers) in use.
+    pub fn plain_body(&self) -> Option<TokenStream> {
+        if !self.fuses_plain() {
+            return None;
+        }
+        let hoists = Hoists::new(self.body);
+        let optionals = self.optional_decls(false);
+        let fwd = self.forward_block(&self.body.stmts, 0, Mode::Value, &hoists);
+        let value = self.output_value();
+        let result = self.api().ok(value);
+        let lints = super::lints();
+        let body = super::tokens::gather_lets(quote!(#optionals #fwd #result));
+        Some(quote! {
+            #lints
+            let __rune_out = { #body };
+            __rune_out
+        })
     }
 
     /// The function's return value built from the output locals (cloned: the pullback may keep

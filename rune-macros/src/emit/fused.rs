@@ -5,13 +5,16 @@
 //! Inside the closures, `__rune_xI` is input `I`'s element, `__rune_nJ` op `J`'s value,
 //! `__rune_lK` literal `K`, and `__rune_u..`/`__rune_d..` their tangents and adjoints. Each
 //! op's local derivative is the one its tensor rule applies (`strong_mul` where the rule scales,
-//! `rune_runtime::scalar::<op>::tangent` for a unary function), so the fused and the unfused
-//! code compute the same numbers up to the order of additions.
+//! `rune_runtime::scalar::<op>::tangent` for a unary function, the scalar forms of
+//! `rune_runtime::generated::elementwise` for the others: `maximum_lhs`, `clamp_d`,
+//! `where_cond_rhs`, ..), so the fused and the unfused code compute the same numbers up to the
+//! order of additions. A comparison's value is a `bool`; `where_cond` reads it, or `fused_flag`
+//! of a mask input.
 
 use std::collections::HashMap;
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, ToTokens};
 use syn::Ident;
 
 use super::tokens::{gather_closure_lets, inline_single_reads, relocate_call};
@@ -34,12 +37,13 @@ fn literal(k: usize) -> Ident {
     hidden(&format!("l{k}"))
 }
 
-/// A value of the region: input, op or literal.
+/// A value of the region: input, op, literal or integer.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Value {
     Input(usize),
     Node(usize),
     Literal(usize),
+    Int(i32),
 }
 
 impl From<FusedArg> for Value {
@@ -48,16 +52,24 @@ impl From<FusedArg> for Value {
             FusedArg::Input(i) => Value::Input(i),
             FusedArg::Node(j) => Value::Node(j),
             FusedArg::Literal(k) => Value::Literal(k),
+            FusedArg::Int(n) => Value::Int(n),
         }
     }
 }
 
-fn value_ident(v: Value) -> Ident {
+fn value_ident(v: Value) -> TokenStream {
     match v {
-        Value::Input(i) => x(i),
-        Value::Node(j) => node(j),
-        Value::Literal(k) => literal(k),
+        Value::Input(i) => x(i).into_token_stream(),
+        Value::Node(j) => node(j).into_token_stream(),
+        Value::Literal(k) => literal(k).into_token_stream(),
+        Value::Int(n) => quote!(#n),
     }
+}
+
+/// Whether op `name` is evaluated by its scalar forms in `elementwise` (`crate::fuse::BINARY`,
+/// `crate::fuse::CONFIGURED`).
+fn elementwise(name: &str) -> bool {
+    crate::fuse::BINARY.contains(&name) || crate::fuse::CONFIGURED.contains(&name)
 }
 
 fn input_tangent(i: usize) -> Ident {
@@ -75,25 +87,32 @@ struct Code<'a> {
 }
 
 impl Code<'_> {
-    /// `"mul 0 1;exp 2 2"`: each op's name and the values it reads, for shape errors
+    /// `"mul 0 1;exp 2"`: each op's name and the values it reads, for shape errors
     /// (`rune_runtime::fused::FusedOps`).
     fn ops_table(&self) -> TokenStream {
         let index = |a: FusedArg| match a {
             FusedArg::Input(i) => i.to_string(),
             FusedArg::Node(j) => (self.inputs + j).to_string(),
-            FusedArg::Literal(_) => "_".to_string(),
+            FusedArg::Literal(_) | FusedArg::Int(_) => "_".to_string(),
         };
         let rows: Vec<String> = self
             .nodes
             .iter()
             .map(|n| {
-                let a = index(n.args[0]);
-                let b = index(*n.args.get(1).unwrap_or(&n.args[0]));
-                format!("{} {a} {b}", n.op.name)
+                let args: Vec<String> = n.args.iter().map(|&a| index(a)).collect();
+                format!("{} {}", n.op.name, args.join(" "))
             })
             .collect();
         let table = rows.join(";");
         quote!(#table)
+    }
+
+    /// Whether input `i` is the mask of a `where_cond` (made a tensor of the element type by
+    /// `fused_mask`).
+    fn is_mask(&self, i: usize) -> bool {
+        self.nodes
+            .iter()
+            .any(|n| n.op.name == "where_cond" && n.args[0] == FusedArg::Input(i))
     }
 
     fn params(&self) -> TokenStream {
@@ -147,6 +166,24 @@ impl Code<'_> {
                         }
                     }
                     Form::Negation => quote!(-#a),
+                    _ if n.op.name == "where_cond" => {
+                        let (c, a, b) = (
+                            self.cond(j),
+                            value_ident(n.args[1].into()),
+                            value_ident(n.args[2].into()),
+                        );
+                        quote!(#rt::elementwise::where_cond(#c, #a, #b))
+                    }
+                    _ if n.op.kind == rune_ops::Kind::Comparison => {
+                        let f = format_ident!("{}", n.op.name);
+                        let b = value_ident(n.args[1].into());
+                        quote!(#rt::elementwise::#f(#a, #b))
+                    }
+                    _ if elementwise(n.op.name) => {
+                        let f = format_ident!("{}", n.op.name);
+                        let args = n.args.iter().map(|&a| value_ident(a.into()));
+                        quote!(#rt::elementwise::#f(#(#args),*))
+                    }
                     _ => {
                         let f = format_ident!("{}", n.op.name);
                         quote!(#rt::scalar::#f::value(#a))
@@ -171,6 +208,40 @@ impl Code<'_> {
         }
     }
 
+    /// `d` through argument `i` of op `j`, an op of `elementwise`: its `_lhs`/`_rhs` (`_d` for
+    /// an op of one tensor) of `d` and the op's arguments (`pow`'s in its exponent reads its
+    /// base and its value).
+    fn chain(&self, j: usize, i: usize, d: &TokenStream) -> TokenStream {
+        let rt = rt();
+        let n = &self.nodes[j];
+        let suffix = match (crate::fuse::BINARY.contains(&n.op.name), i) {
+            (false, _) => "d",
+            (true, 0) => "lhs",
+            (true, _) => "rhs",
+        };
+        let f = format_ident!("{}_{suffix}", n.op.name);
+        let args: Vec<TokenStream> = if n.op.name == "pow" && i == 1 {
+            let (a, y) = (value_ident(n.args[0].into()), node(j));
+            vec![a, y.into_token_stream()]
+        } else {
+            n.args.iter().map(|&a| value_ident(a.into())).collect()
+        };
+        quote!(#rt::elementwise::#f(#d, #(#args),*))
+    }
+
+    /// The mask of `where_cond` op `j`, a `bool`: a comparison of the region, or an input made
+    /// by `fused_mask`.
+    fn cond(&self, j: usize) -> TokenStream {
+        let rt = rt();
+        match self.nodes[j].args[0] {
+            FusedArg::Input(i) => {
+                let m = x(i);
+                quote!(#rt::fused_flag(#m))
+            }
+            a => value_ident(a.into()),
+        }
+    }
+
     fn root(&self) -> Ident {
         node(self.nodes.len() - 1)
     }
@@ -190,7 +261,7 @@ impl Code<'_> {
         let tangent = |v: Value, tangents: &[Option<Ident>]| match v {
             Value::Input(i) => with_tangent.contains(&i).then(|| input_tangent(i)),
             Value::Node(j) => tangents[j].clone(),
-            Value::Literal(_) => None,
+            Value::Literal(_) | Value::Int(_) => None,
         };
         let mut lets = Vec::new();
         for (j, n) in self.nodes.iter().enumerate() {
@@ -234,6 +305,31 @@ impl Code<'_> {
                     }
                 }
                 Form::Negation => ta.map(|ta| quote!(-#ta)),
+                _ if n.op.kind == rune_ops::Kind::Comparison => None,
+                // The tangent of the side selected, as the rule selects it.
+                _ if n.op.name == "where_cond" => {
+                    let ta = tangent(n.args[1].into(), &tangents);
+                    let tb = tangent(n.args[2].into(), &tangents);
+                    let x0 = x(0);
+                    let zero = quote!(#rt::fused_zero(#x0));
+                    let or_zero =
+                        |t: &Option<Ident>| t.as_ref().map_or(zero.clone(), |t| quote!(#t));
+                    (ta.is_some() || tb.is_some()).then(|| {
+                        let (c, ta, tb) = (self.cond(j), or_zero(&ta), or_zero(&tb));
+                        quote!(#rt::elementwise::where_cond(#c, #ta, #tb))
+                    })
+                }
+                // The sum of the tangents through the operands that have one, as the rules
+                // add them.
+                _ if elementwise(n.op.name) => n
+                    .args
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, &a)| {
+                        let t = tangent(a.into(), &tangents)?;
+                        Some(self.chain(j, i, &t.into_token_stream()))
+                    })
+                    .reduce(|acc, c| quote!(#acc + #c)),
                 _ => {
                     let f = format_ident!("{}", n.op.name);
                     let at = self.at(j);
@@ -301,7 +397,7 @@ impl Code<'_> {
         let wanted = |v: Value| match v {
             Value::Input(i) => targets.contains(&i),
             Value::Node(_) => true,
-            Value::Literal(_) => false,
+            Value::Literal(_) | Value::Int(_) => false,
         };
         for (j, n) in self.nodes.iter().enumerate().rev() {
             let Some(d) = current.get(&Value::Node(j)).cloned() else {
@@ -343,6 +439,24 @@ impl Code<'_> {
                     contributions.push((b, cb));
                 }
                 Form::Negation => contributions.push((a, Some(quote!(-#d)))),
+                _ if n.op.kind == rune_ops::Kind::Comparison => {}
+                _ if n.op.name == "where_cond" => {
+                    let c = self.cond(j);
+                    contributions.push((
+                        n.args[1].into(),
+                        Some(quote!(#rt::elementwise::where_cond_lhs(#d, #c))),
+                    ));
+                    contributions.push((
+                        n.args[2].into(),
+                        Some(quote!(#rt::elementwise::where_cond_rhs(#d, #c))),
+                    ));
+                }
+                _ if elementwise(n.op.name) => {
+                    let d = d.to_token_stream();
+                    for (i, &arg) in n.args.iter().enumerate() {
+                        contributions.push((arg.into(), Some(self.chain(j, i, &d))));
+                    }
+                }
                 _ => {
                     let f = format_ident!("{}", n.op.name);
                     let at = self.at(j);
@@ -446,14 +560,18 @@ impl Emitter<'_> {
     }
 
     /// A fused region's inputs as `OperandRef`s, in the forward pass.
-    fn fused_inputs(&self, inputs: &[Operand]) -> TokenStream {
+    fn fused_inputs(&self, inputs: &[Operand], code: &Code) -> TokenStream {
         let rt = rt();
-        let items = inputs.iter().map(|o| {
+        let items = inputs.iter().enumerate().map(|(k, o)| {
             let i = match *o {
                 Operand::Val(v) => val_ident(v),
                 Operand::Const(c) => const_ident(c),
             };
-            quote!(#rt::OperandOf::operand_of(&#i))
+            if code.is_mask(k) {
+                quote!(#rt::OperandOf::operand_of(&#rt::fused_mask(&#i)))
+            } else {
+                quote!(#rt::OperandOf::operand_of(&#i))
+            }
         });
         quote!([#(#items),*])
     }
@@ -472,7 +590,11 @@ impl Emitter<'_> {
             span,
             reduce,
         } = region(stmt);
-        let (ops, args, params) = (code.ops_table(), self.fused_inputs(inputs), code.params());
+        let (ops, args, params) = (
+            code.ops_table(),
+            self.fused_inputs(inputs, &code),
+            code.params(),
+        );
         let lits = code.literal_array();
         let v = val_ident(out);
         let useful = self.useful(out);
@@ -550,7 +672,12 @@ impl Emitter<'_> {
         let args = inputs
             .iter()
             .zip(&needs.inputs)
-            .map(|(o, needed)| match *o {
+            .enumerate()
+            .map(|(k, (o, needed))| match *o {
+                Operand::Const(c) if code.is_mask(k) => {
+                    let r = residual_ident(c);
+                    quote!(#rt::fused_value(&#rt::fused_mask(&#r)))
+                }
                 Operand::Val(v) if *needed => {
                     let v = val_ident(v);
                     quote!(#rt::fused_value(&#v))

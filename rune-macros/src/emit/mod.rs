@@ -101,6 +101,8 @@ enum Mode {
     Reverse,
     /// `f_tangent`: the primal with each op followed by its tangent rule.
     Tangent,
+    /// The plain function of a fused body: the primal alone (`Emitter::plain_body`).
+    Value,
 }
 
 impl<'a> Emitter<'a> {

@@ -16,27 +16,106 @@ use std::borrow::Cow;
 use ndarray::Zip;
 
 use crate::broadcast::{broadcast_shapes, broadcast_view, sum_to_shape};
-use crate::element::{strong_mul, Element};
+use crate::element::Element;
 use crate::element::{OperandOf, OperandRef};
 use crate::error::{OrPanic, ShapeError};
 use crate::ops::arith::try_binary_map;
 use crate::tensor::Tensor;
 
-fn max_kernel<T: Element>(a: T, b: T) -> T {
-    if a >= b || a.is_nan() {
-        a
-    } else {
-        b
+/// The scalar forms of this module's ops: each op's value and the share of a tangent or
+/// cotangent `d` that each input gets (`_lhs`, `_rhs`). The tensor kernels and rules apply them
+/// element by element, and fused regions of `#[differentiable]` code inline them, so the two
+/// compute the same numbers.
+pub mod elementwise {
+    use crate::element::{strong_mul, Element};
+
+    /// The larger of `a` and `b`, NaN if either is.
+    #[inline]
+    pub fn maximum<T: Element>(a: T, b: T) -> T {
+        if a >= b || a.is_nan() {
+            a
+        } else {
+            b
+        }
+    }
+
+    /// The smaller of `a` and `b`, NaN if either is.
+    #[inline]
+    pub fn minimum<T: Element>(a: T, b: T) -> T {
+        if a <= b || a.is_nan() {
+            a
+        } else {
+            b
+        }
+    }
+
+    /// `d` if `wins`, `d/2` if `tie`, else 0: the share of a selection's tangent that one side
+    /// gets.
+    #[inline]
+    fn routed<T: Element>(d: T, wins: bool, tie: bool) -> T {
+        if wins {
+            d
+        } else if tie {
+            d * T::from_f64(0.5)
+        } else {
+            T::zero()
+        }
+    }
+
+    /// The share of `d` that `a` gets in `maximum(a, b)`: all where `a > b`, half where `a == b`.
+    #[inline]
+    pub fn maximum_lhs<T: Element>(d: T, a: T, b: T) -> T {
+        routed(d, a > b, a == b)
+    }
+
+    /// The share of `d` that `b` gets in `maximum(a, b)`: all where `b > a`, half where `a == b`.
+    #[inline]
+    pub fn maximum_rhs<T: Element>(d: T, a: T, b: T) -> T {
+        routed(d, b > a, a == b)
+    }
+
+    /// The share of `d` that `a` gets in `minimum(a, b)`: all where `a < b`, half where `a == b`.
+    #[inline]
+    pub fn minimum_lhs<T: Element>(d: T, a: T, b: T) -> T {
+        routed(d, a < b, a == b)
+    }
+
+    /// The share of `d` that `b` gets in `minimum(a, b)`: all where `b < a`, half where `a == b`.
+    #[inline]
+    pub fn minimum_rhs<T: Element>(d: T, a: T, b: T) -> T {
+        routed(d, b < a, a == b)
+    }
+
+    /// `a^b`.
+    #[inline]
+    pub fn pow<T: Element>(a: T, b: T) -> T {
+        a.vpowf(b)
+    }
+
+    /// `d·∂(a^b)/∂a = d·b·a^(b-1)`, and 0 where `b = 0`.
+    #[inline]
+    pub fn pow_lhs<T: Element>(d: T, a: T, b: T) -> T {
+        let partial = if b == T::zero() {
+            T::zero()
+        } else {
+            b * a.vpowf(b - T::one())
+        };
+        strong_mul(d, partial)
+    }
+
+    /// `d·∂(a^b)/∂b = d·ln(a)·y` from `a` and `y = a^b`, with `ln(0)` read as 0.
+    #[inline]
+    pub fn pow_rhs<T: Element>(d: T, a: T, y: T) -> T {
+        let partial = if a == T::zero() {
+            T::zero()
+        } else {
+            a.vln() * y
+        };
+        strong_mul(d, partial)
     }
 }
 
-fn min_kernel<T: Element>(a: T, b: T) -> T {
-    if a <= b || a.is_nan() {
-        a
-    } else {
-        b
-    }
-}
+use elementwise::{maximum as max_kernel, minimum as min_kernel};
 
 macro_rules! binary_methods {
     ($($(#[$doc:meta])* $name:ident, $try_name:ident, $arg:ident, $kernel:expr;)*) => {
@@ -70,7 +149,7 @@ pub(crate) use binary_methods;
 binary_methods! {
     /// `self ^ exponent` elementwise, broadcasting (NaN for a negative base and a non-integer
     /// exponent).
-    pow, try_pow, exponent, |a: T, b: T| a.vpowf(b);
+    pow, try_pow, exponent, elementwise::pow;
 }
 
 macro_rules! selection_methods {
@@ -194,36 +273,6 @@ pub mod rules {
         }
     }
 
-    /// `∂(a^b)/∂a = b·a^(b-1)`, and 0 where `b = 0`.
-    fn pow_d_base<T: Element>(a: T, b: T) -> T {
-        if b == T::zero() {
-            T::zero()
-        } else {
-            b * a.vpowf(b - T::one())
-        }
-    }
-
-    /// `∂(a^b)/∂b = ln(a)·y`, with `ln(0)` read as 0.
-    fn pow_d_exponent<T: Element>(a: T, y: T) -> T {
-        if a == T::zero() {
-            T::zero()
-        } else {
-            a.vln() * y
-        }
-    }
-
-    /// `d` if `wins`, `d/2` if `tie`, else 0: the share of a selection's tangent that one side
-    /// gets.
-    fn routed<T: Element>(d: T, wins: bool, tie: bool) -> T {
-        if wins {
-            d
-        } else if tie {
-            d * T::from_f64(0.5)
-        } else {
-            T::zero()
-        }
-    }
-
     /// JVP of `y = a.pow(b)`, from `a`, `b`, `y` and the tangents (`None` for a constant input).
     ///
     /// # Panics
@@ -238,16 +287,8 @@ pub mod rules {
         db: Option<&Tensor<T>>,
     ) -> Tensor<T> {
         let shape = y.shape();
-        let ta = da.map(|d| {
-            zip3("pow_jvp", shape, d, a, b, |d, a, b| {
-                strong_mul(d, pow_d_base(a, b))
-            })
-        });
-        let tb = db.map(|d| {
-            zip3("pow_jvp", shape, d, a, y, |d, a, y| {
-                strong_mul(d, pow_d_exponent(a, y))
-            })
-        });
+        let ta = da.map(|d| zip3("pow_jvp", shape, d, a, b, elementwise::pow_lhs));
+        let tb = db.map(|d| zip3("pow_jvp", shape, d, a, y, elementwise::pow_rhs));
         sum_tangents(shape, ta, tb)
     }
 
@@ -258,9 +299,7 @@ pub mod rules {
     #[track_caller]
     #[must_use]
     pub fn pow_vjp_lhs<T: Element>(g: &Tensor<T>, a: &Tensor<T>, b: &Tensor<T>) -> Tensor<T> {
-        let t = zip3("pow_vjp_lhs", g.shape(), g, a, b, |g, a, b| {
-            strong_mul(g, pow_d_base(a, b))
-        });
+        let t = zip3("pow_vjp_lhs", g.shape(), g, a, b, elementwise::pow_lhs);
         sum_to_shape(&t, a.shape())
     }
 
@@ -276,14 +315,12 @@ pub mod rules {
         y: &Tensor<T>,
         b_shape: &[usize],
     ) -> Tensor<T> {
-        let t = zip3("pow_vjp_rhs", g.shape(), g, a, y, |g, a, y| {
-            strong_mul(g, pow_d_exponent(a, y))
-        });
+        let t = zip3("pow_vjp_rhs", g.shape(), g, a, y, elementwise::pow_rhs);
         sum_to_shape(&t, b_shape)
     }
 
     macro_rules! selection_rules {
-        ($($name:ident, $jvp:ident, $vjp_lhs:ident, $vjp_rhs:ident, $wins:tt;)*) => {$(
+        ($($name:ident, $jvp:ident, $vjp_lhs:ident, $vjp_rhs:ident, $lhs:path, $rhs:path;)*) => {$(
             #[doc = concat!("JVP of [`Tensor::", stringify!($name), "`], from `a`, `b` (a tensor \
                 or a scalar) and the tangents (`None` for a constant input); ties split the \
                 tangent evenly.")]
@@ -302,8 +339,8 @@ pub mod rules {
                 let b = operand_tensor(b.operand_of());
                 let b: &Tensor<T> = &b;
                 let shape = out_shape(op, a, b);
-                let ta = da.map(|d| zip3(op, &shape, d, a, b, |d, a, b| routed(d, a $wins b, a == b)));
-                let tb = db.map(|d| zip3(op, &shape, d, a, b, |d, a, b| routed(d, b $wins a, a == b)));
+                let ta = da.map(|d| zip3(op, &shape, d, a, b, $lhs));
+                let tb = db.map(|d| zip3(op, &shape, d, a, b, $rhs));
                 sum_tangents(&shape, ta, tb)
             }
 
@@ -320,9 +357,7 @@ pub mod rules {
                 b: &B,
             ) -> Tensor<T> {
                 let b = operand_tensor(b.operand_of());
-                let t = zip3(stringify!($vjp_lhs), g.shape(), g, a, &b, |g, a, b| {
-                    routed(g, a $wins b, a == b)
-                });
+                let t = zip3(stringify!($vjp_lhs), g.shape(), g, a, &b, $lhs);
                 sum_to_shape(&t, a.shape())
             }
 
@@ -335,16 +370,16 @@ pub mod rules {
             #[track_caller]
             #[must_use]
             pub fn $vjp_rhs<T: Element>(g: &Tensor<T>, a: &Tensor<T>, b: &Tensor<T>) -> Tensor<T> {
-                let t = zip3(stringify!($vjp_rhs), g.shape(), g, a, b, |g, a, b| {
-                    routed(g, b $wins a, a == b)
-                });
+                let t = zip3(stringify!($vjp_rhs), g.shape(), g, a, b, $rhs);
                 sum_to_shape(&t, b.shape())
             }
         )*};
     }
 
     selection_rules! {
-        maximum, maximum_jvp, maximum_vjp_lhs, maximum_vjp_rhs, >;
-        minimum, minimum_jvp, minimum_vjp_lhs, minimum_vjp_rhs, <;
+        maximum, maximum_jvp, maximum_vjp_lhs, maximum_vjp_rhs,
+            elementwise::maximum_lhs, elementwise::maximum_rhs;
+        minimum, minimum_jvp, minimum_vjp_lhs, minimum_vjp_rhs,
+            elementwise::minimum_lhs, elementwise::minimum_rhs;
     }
 }

@@ -196,6 +196,36 @@ fn operand_array<T: Clone>(o: OperandRef<'_, T>) -> ndarray::CowArray<'_, T, IxD
     }
 }
 
+/// The scalar form of `where_cond`: its value, and a tangent or cotangent `d` through each side
+/// (`_lhs`, `_rhs`), which `d` reaches where the mask selects it and nothing reaches elsewhere.
+/// The tensor kernel applies it element by element, and fused regions of `#[differentiable]`
+/// code inline it.
+pub mod elementwise {
+    use crate::element::Element;
+
+    /// `a` where `m`, else `b`.
+    #[inline]
+    pub fn where_cond<T>(m: bool, a: T, b: T) -> T {
+        if m {
+            a
+        } else {
+            b
+        }
+    }
+
+    /// `d` through `where_cond`'s first side: `d` where `m`, else 0.
+    #[inline]
+    pub fn where_cond_lhs<T: Element>(d: T, m: bool) -> T {
+        where_cond(m, d, T::zero())
+    }
+
+    /// `d` through `where_cond`'s second side: `d` where `m` is false, else 0.
+    #[inline]
+    pub fn where_cond_rhs<T: Element>(d: T, m: bool) -> T {
+        where_cond(m, T::zero(), d)
+    }
+}
+
 fn select<T: Element>(
     mask: &Tensor<bool>,
     a: OperandRef<'_, T>,
@@ -226,7 +256,7 @@ fn select<T: Element>(
         Zip::from(&m)
             .and(&x)
             .and(&y)
-            .map_collect(|&m, &u, &v| if m { u } else { v }),
+            .map_collect(|&m, &u, &v| elementwise::where_cond(m, u, v)),
     ))
 }
 

@@ -113,6 +113,46 @@ impl<T> CompareRhs<T> for &&Tensor<T> {
     }
 }
 
+/// The comparisons of two numbers, as the comparison methods apply them element by element and
+/// fused regions of `#[differentiable]` code inline them (IEEE: false with a NaN, but `ne`).
+pub mod elementwise {
+    /// `a < b`.
+    #[inline]
+    pub fn lt<T: PartialOrd>(a: T, b: T) -> bool {
+        a < b
+    }
+
+    /// `a > b`.
+    #[inline]
+    pub fn gt<T: PartialOrd>(a: T, b: T) -> bool {
+        a > b
+    }
+
+    /// `a <= b`.
+    #[inline]
+    pub fn le<T: PartialOrd>(a: T, b: T) -> bool {
+        a <= b
+    }
+
+    /// `a >= b`.
+    #[inline]
+    pub fn ge<T: PartialOrd>(a: T, b: T) -> bool {
+        a >= b
+    }
+
+    /// `a == b`.
+    #[inline]
+    pub fn eq<T: PartialEq>(a: T, b: T) -> bool {
+        a == b
+    }
+
+    /// `a != b`.
+    #[inline]
+    pub fn ne<T: PartialEq>(a: T, b: T) -> bool {
+        a != b
+    }
+}
+
 /// The comparison methods `$name` (and their `try_` twins) of `Tensor<$elem>`.
 macro_rules! comparisons {
     ([$($generics:tt)*] $elem:ty; $($doc:literal $name:ident, $try_name:ident, $op:tt;)*) => {
@@ -135,7 +175,7 @@ macro_rules! comparisons {
                 &self,
                 other: B,
             ) -> Result<Tensor<bool>, ShapeError> {
-                try_compare(stringify!($name), self, other.compare_rhs(), |x, y| x $op y)
+                try_compare(stringify!($name), self, other.compare_rhs(), elementwise::$name)
             }
         )*}
     };

@@ -106,6 +106,46 @@ fn hypot_partials<T: Element>(a: T, b: T) -> (T, T) {
     }
 }
 
+/// The scalar forms of this module's functions: each one's value and the share of a tangent or
+/// cotangent `d` that each input gets (`_lhs`, `_rhs`: `d` times the partial derivative, with a
+/// strong zero), from the partials the tensor rules apply. Fused regions of `#[differentiable]`
+/// code inline them, so they compute what the ops compute one by one.
+pub mod elementwise {
+    use super::*;
+
+    macro_rules! scalar_forms {
+        ($($name:ident, $lhs:ident, $rhs:ident, $value:ident, $partials:ident;)*) => {$(
+            #[doc = concat!("`", stringify!($name), "` of two numbers.")]
+            #[inline]
+            pub fn $name<T: Element>(a: T, b: T) -> T {
+                $value(a, b)
+            }
+
+            #[doc = concat!("`d` times the partial derivative of `", stringify!($name),
+                "` in its first input.")]
+            #[inline]
+            pub fn $lhs<T: Element>(d: T, a: T, b: T) -> T {
+                strong_mul(d, $partials(a, b).0)
+            }
+
+            #[doc = concat!("`d` times the partial derivative of `", stringify!($name),
+                "` in its second input.")]
+            #[inline]
+            pub fn $rhs<T: Element>(d: T, a: T, b: T) -> T {
+                strong_mul(d, $partials(a, b).1)
+            }
+        )*};
+    }
+
+    scalar_forms! {
+        logaddexp, logaddexp_lhs, logaddexp_rhs, logaddexp_value, logaddexp_partials;
+        xlogy, xlogy_lhs, xlogy_rhs, xlogy_value, xlogy_partials;
+        xlog1py, xlog1py_lhs, xlog1py_rhs, xlog1py_value, xlog1py_partials;
+        atan2, atan2_lhs, atan2_rhs, atan2_value, atan2_partials;
+        hypot, hypot_lhs, hypot_rhs, hypot_value, hypot_partials;
+    }
+}
+
 macro_rules! smooth_binary {
     ($($(#[$doc:meta])* $name:ident, $try_name:ident, $arg:ident, $value:ident, $partials:ident,
        $jvp:ident, $vjp_lhs:ident, $vjp_rhs:ident;)*) => {

@@ -18,10 +18,10 @@
 //! - NaN propagates through every forward op (`relu(NaN)` and `clamp(NaN)` are NaN).
 //!
 //! Gates (`relu`, `clamp`) select the tangent or zero; every other rule multiplies by the local
-//! derivative with [`strong_mul`], so a zero tangent stays zero where the derivative is infinite
+//! derivative with [`strong_mul`](crate::element::strong_mul), so a zero tangent stays zero where the derivative is infinite
 //! (`sqrt` or `ln` at 0).
 
-use crate::element::{strong_mul, Element, FromScalar};
+use crate::element::{Element, FromScalar};
 use crate::scalar;
 use crate::tensor::Tensor;
 
@@ -47,36 +47,65 @@ fn pair<T: Element>(
     )
 }
 
-/// The chain rule through a gate: the tangent where `open(p)`, zero elsewhere.
-#[inline]
-fn gated<T: Element>(open: impl Fn(T) -> bool) -> impl Fn(T, T) -> T {
-    move |d, p| if open(p) { d } else { T::zero() }
-}
+/// The scalar forms of `clamp`, `powf` and `powi`: each op's value and a tangent or cotangent
+/// `d` through it (`_d`). The tensor kernels and rules apply them element by element, and fused
+/// regions of `#[differentiable]` code inline them, so the two compute the same numbers.
+pub mod elementwise {
+    use crate::element::{strong_mul, Element};
 
-fn clamp_kernel<T: Element>(x: T, lo: T, hi: T) -> T {
-    let m = if x < lo { lo } else { x };
-    if m > hi {
-        hi
-    } else {
-        m
+    /// `x` clamped to `[lo, hi]`: `min(max(x, lo), hi)`, NaN kept.
+    #[inline]
+    pub fn clamp<T: Element>(x: T, lo: T, hi: T) -> T {
+        let m = if x < lo { lo } else { x };
+        if m > hi {
+            hi
+        } else {
+            m
+        }
     }
-}
 
-/// `d/dx x^n = n·x^(n-1)` for an integer `n`, and `0` for `n = 0`.
-fn powi_local<T: Element>(x: T, n: i32) -> T {
-    match n.checked_sub(1) {
-        _ if n == 0 => T::zero(),
-        Some(m) => T::from_f64(n.into()) * x.powi(m),
-        None => T::from_f64(n.into()) * x.powi(n) / x,
+    /// `d` through `clamp`: `d` where `lo <= x <= hi`, else 0.
+    #[inline]
+    pub fn clamp_d<T: Element>(d: T, x: T, lo: T, hi: T) -> T {
+        if lo <= x && x <= hi {
+            d
+        } else {
+            T::zero()
+        }
     }
-}
 
-/// `d/dx x^p = p·x^(p-1)`, and `0` for `p = 0`.
-fn powf_local<T: Element>(x: T, p: T) -> T {
-    if p == T::zero() {
-        T::zero()
-    } else {
-        p * x.vpowf(p - T::one())
+    /// `x^p`.
+    #[inline]
+    pub fn powf<T: Element>(x: T, p: T) -> T {
+        x.vpowf(p)
+    }
+
+    /// `d` through `powf`: `d·p·x^(p-1)`, and 0 for `p = 0`.
+    #[inline]
+    pub fn powf_d<T: Element>(d: T, x: T, p: T) -> T {
+        let local = if p == T::zero() {
+            T::zero()
+        } else {
+            p * x.vpowf(p - T::one())
+        };
+        strong_mul(d, local)
+    }
+
+    /// `x^n` by repeated multiplication.
+    #[inline]
+    pub fn powi<T: Element>(x: T, n: i32) -> T {
+        x.powi(n)
+    }
+
+    /// `d` through `powi`: `d·n·x^(n-1)`, and 0 for `n = 0`.
+    #[inline]
+    pub fn powi_d<T: Element>(d: T, x: T, n: i32) -> T {
+        let local = match n.checked_sub(1) {
+            _ if n == 0 => T::zero(),
+            Some(m) => T::from_f64(n.into()) * x.powi(m),
+            None => T::from_f64(n.into()) * x.powi(n) / x,
+        };
+        strong_mul(d, local)
     }
 }
 
@@ -119,7 +148,7 @@ impl<T: Element> Tensor<T> {
         T: FromScalar<L> + FromScalar<H>,
     {
         let (lo, hi) = (T::from_scalar(lo), T::from_scalar(hi));
-        self.map_elems(|&x| clamp_kernel(x, lo, hi))
+        self.map_elems(|&x| elementwise::clamp(x, lo, hi))
     }
 
     /// `x^p` for a constant exponent `p` (NaN for a negative base and a non-integer `p`).
@@ -134,7 +163,7 @@ impl<T: Element> Tensor<T> {
         let p = T::from_scalar(p);
         self.map_elems(
             #[inline(always)]
-            |&x| x.vpowf(p),
+            |&x| elementwise::powf(x, p),
         )
     }
 }
@@ -146,7 +175,7 @@ impl<T: Element> Tensor<T> {
     pub fn powi(&self, n: i32) -> Tensor<T> {
         self.map_elems(
             #[inline(always)]
-            |&x| x.powi(n),
+            |&x| elementwise::powi(x, n),
         )
     }
 }
@@ -202,7 +231,9 @@ pub mod rules {
     #[track_caller]
     #[must_use]
     pub fn clamp_jvp<T: Element>(x: &Tensor<T>, lo: T, hi: T, dx: &Tensor<T>) -> Tensor<T> {
-        pair("clamp_jvp", dx, x, gated(|x| lo <= x && x <= hi))
+        pair("clamp_jvp", dx, x, |d, x| {
+            elementwise::clamp_d(d, x, lo, hi)
+        })
     }
 
     /// VJP of [`Tensor::clamp`], from the input `x`: `g` where `lo <= x <= hi`, else 0.
@@ -212,7 +243,7 @@ pub mod rules {
     #[track_caller]
     #[must_use]
     pub fn clamp_vjp<T: Element>(g: &Tensor<T>, x: &Tensor<T>, lo: T, hi: T) -> Tensor<T> {
-        pair("clamp_vjp", g, x, gated(|x| lo <= x && x <= hi))
+        pair("clamp_vjp", g, x, |d, x| elementwise::clamp_d(d, x, lo, hi))
     }
 
     /// JVP of [`Tensor::powf`], from the input `x`: `dx · p·x^(p-1)`.
@@ -222,7 +253,7 @@ pub mod rules {
     #[track_caller]
     #[must_use]
     pub fn powf_jvp<T: Element>(x: &Tensor<T>, p: T, dx: &Tensor<T>) -> Tensor<T> {
-        pair("powf_jvp", dx, x, |d, x| strong_mul(d, powf_local(x, p)))
+        pair("powf_jvp", dx, x, |d, x| elementwise::powf_d(d, x, p))
     }
 
     /// JVP of [`Tensor::powi`], from the input `x`: `dx · n·x^(n-1)` (0 for `n = 0`).
@@ -232,7 +263,7 @@ pub mod rules {
     #[track_caller]
     #[must_use]
     pub fn powi_jvp<T: Element>(x: &Tensor<T>, n: i32, dx: &Tensor<T>) -> Tensor<T> {
-        pair("powi_jvp", dx, x, |d, x| strong_mul(d, powi_local(x, n)))
+        pair("powi_jvp", dx, x, |d, x| elementwise::powi_d(d, x, n))
     }
 
     /// VJP of [`Tensor::powi`], from the input `x`: `g · n·x^(n-1)` (0 for `n = 0`).
@@ -242,7 +273,7 @@ pub mod rules {
     #[track_caller]
     #[must_use]
     pub fn powi_vjp<T: Element>(g: &Tensor<T>, x: &Tensor<T>, n: i32) -> Tensor<T> {
-        pair("powi_vjp", g, x, |d, x| strong_mul(d, powi_local(x, n)))
+        pair("powi_vjp", g, x, |d, x| elementwise::powi_d(d, x, n))
     }
 
     /// VJP of [`Tensor::powf`], from the input `x`: `g · p·x^(p-1)`.
@@ -252,6 +283,6 @@ pub mod rules {
     #[track_caller]
     #[must_use]
     pub fn powf_vjp<T: Element>(g: &Tensor<T>, x: &Tensor<T>, p: T) -> Tensor<T> {
-        pair("powf_vjp", g, x, |d, x| strong_mul(d, powf_local(x, p)))
+        pair("powf_vjp", g, x, |d, x| elementwise::powf_d(d, x, p))
     }
 }
