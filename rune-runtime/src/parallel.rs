@@ -9,8 +9,8 @@
 //!
 //! A split loop gives the same results, bit for bit, as the loop on one thread: elementwise
 //! values do not depend on which thread computes them, and a fused reduction splits its loop
-//! at multiples of [`SUM_BLOCK`](crate::summation::SUM_BLOCK), so its block sums, combined in
-//! order, are the same list.
+//! at multiples of the block of the runtime's pairwise sums (128 elements), so that its block
+//! sums, joined in order, are the same list.
 
 /// Fused regions of fewer elements run on the calling thread: below this, splitting costs
 /// more than it saves.
