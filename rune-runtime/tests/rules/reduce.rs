@@ -82,7 +82,7 @@ fn axes_ops<T: Element>() -> Vec<AxesOp<T>> {
 }
 
 /// `(label, shape, axes, keepdims)`
-const AXES_CASES: &[(&str, &[usize], &[isize], bool)] = &[
+pub const AXES_CASES: &[(&str, &[usize], &[isize], bool)] = &[
     ("middle axis", &[2, 3, 4], &[1], false),
     (
         "negative and first axes, keepdims",

@@ -5,29 +5,8 @@ use rune_runtime::rules::*;
 use rune_runtime::{stack, Element, Tensor};
 
 use crate::common::{assert_close, panic_message, tensor, uniform, Case};
-
-/// `(label, shape, axes, keepdims)`
-const AXES_CASES: &[(&str, &[usize], &[isize], bool)] = &[
-    ("middle axis", &[2, 3, 4], &[1], false),
-    (
-        "negative and first axes, keepdims",
-        &[2, 3, 4],
-        &[-1, 0],
-        true,
-    ),
-    ("outer axes", &[2, 3, 4], &[0, 2], false),
-    ("all axes, keepdims", &[2, 3, 4], &[0, 1, 2], true),
-    ("all axes", &[3, 2], &[1, 0], false),
-    ("no axes", &[3, 4], &[], false),
-    ("1-d, keepdims", &[5], &[0], true),
-    ("first axis of a wide tensor", &[3, 20], &[0], false),
-    (
-        "middle axis of a wide tensor, keepdims",
-        &[2, 3, 16],
-        &[-2],
-        true,
-    ),
-];
+// The axis lists of `sum_axes`' and `mean_axes`' cases: the same layouts and kernels.
+use crate::reduce::AXES_CASES;
 
 pub fn cases<T: Element>() -> Vec<Case<T>> {
     let mut cases = Vec::new();
