@@ -8,7 +8,7 @@ use syn::{ItemFn, ItemImpl};
 use crate::diag::Errors;
 use crate::emit::{self, Emitter, Generated, Host};
 use crate::parse::{Options, Signature};
-use crate::{analyse, fuse, lower, parse};
+use crate::{analyse, fuse, lower, numbers, parse};
 
 /// Expands `#[differentiable(args)] item`: a function (a free one, or a method or associated
 /// function in an `impl` block), or an inherent `impl` block, whose every function it applies to.
@@ -132,8 +132,19 @@ fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
         );
     }
     let mut body = lower::lower(&sig, &func.block, &mut errors);
-    if options.fuses() {
-        fuse::fuse(&mut body);
+    let mut numbers_only = false;
+    if numbers::signature_allows(&sig, &options) {
+        // Lowered again, every elementwise op a region: written on numbers if nothing else is
+        // in the body (the first lowering reports the errors).
+        let mut again = lower::lower(&sig, &func.block, &mut Errors::default());
+        fuse::fuse(&mut again, true);
+        if numbers::body_allows(&again) {
+            body = again;
+            numbers_only = true;
+        }
+    }
+    if options.fuses() && !numbers_only {
+        fuse::fuse(&mut body, false);
     }
     let analysis = analyse::analyse(&body, &mut errors);
     let concrete = concrete_element(&func, &sig);
@@ -153,6 +164,7 @@ fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
         options: &options,
         hvp_twin: concrete.is_some() && options.hvp,
         is_twin: false,
+        numbers: numbers_only,
         host,
     };
     let mut generated = vec![emitter.emit()];
@@ -240,7 +252,7 @@ fn dual_twin(original: &ItemFn, elem: &syn::Type, host: Host, fuses: bool) -> Op
     let sig = parse::signature(&mut func, &options, &mut errors)?;
     let mut body = lower::lower(&sig, &func.block, &mut errors);
     if fuses {
-        fuse::fuse(&mut body);
+        fuse::fuse(&mut body, false);
     }
     let analysis = analyse::analyse(&body, &mut errors);
     if !errors.is_empty() {
@@ -256,6 +268,7 @@ fn dual_twin(original: &ItemFn, elem: &syn::Type, host: Host, fuses: bool) -> Op
             options: &options,
             hvp_twin: false,
             is_twin: true,
+            numbers: false,
             host,
         }
         .emit(),

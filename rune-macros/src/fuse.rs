@@ -499,7 +499,7 @@ fn build(
 /// Replaces each region's root in `stmts` (and in the lists it holds) by the region, and
 /// removes the ops inside it. Positions are those `collect` recorded: ops are replaced in place
 /// and removed only at the end.
-fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, lits: &Literals) {
+fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, lits: &Literals, singletons: bool) {
     let mut taken = Vec::new();
     let mut fused = Vec::new();
     for i in 0..stmts.len() {
@@ -520,8 +520,9 @@ fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, lits: &Literals) {
         };
         let mut below = Vec::new();
         build(stmts, top, uses, lits, &mut region, &mut below);
-        // One op alone is a region only when a reduction ends it: it then makes no tensor.
-        if region.nodes.len() < 2 && reduce.is_none() {
+        // One op alone is a region only when a reduction ends it (it then makes no tensor), or
+        // in a function of numbers, where every op is a region.
+        if region.nodes.len() < 2 && reduce.is_none() && !singletons {
             continue;
         }
         if reduce.is_some() {
@@ -550,7 +551,7 @@ fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, lits: &Literals) {
     }
     for stmt in stmts.iter_mut() {
         for inner in nested_mut(stmt) {
-            transform(inner, uses, lits);
+            transform(inner, uses, lits, singletons);
         }
     }
     if !taken.is_empty() {
@@ -566,8 +567,9 @@ fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, lits: &Literals) {
     }
 }
 
-/// Fuses the body's elementwise regions.
-pub fn fuse(body: &mut Body) {
+/// Fuses the body's elementwise regions; with `singletons`, each elementwise op that is not
+/// inside a larger region is a region of its own (a function of numbers, `crate::numbers`).
+pub fn fuse(body: &mut Body, singletons: bool) {
     let mut uses = Uses {
         escapes: vec![false; body.values],
         readers: vec![Vec::new(); body.values],
@@ -635,7 +637,7 @@ pub fn fuse(body: &mut Body) {
     comparisons.retain(|c, _| reads.get(c) == Some(&1));
     lits.comparisons = comparisons;
     collect(&body.stmts, &mut 0, &mut uses, &lits);
-    transform(&mut body.stmts, &uses, &lits);
+    transform(&mut body.stmts, &uses, &lits, singletons);
     drop_inlined_literals(&mut body.stmts, lits);
 }
 

@@ -22,6 +22,7 @@ mod fuzz;
 mod ir;
 mod lower;
 mod names;
+mod numbers;
 mod ops;
 mod parse;
 #[cfg(test)]

@@ -16,6 +16,11 @@ pub use crate::fused::{
 };
 use crate::tensor::Tensor;
 
+pub use crate::numbers::{
+    accumulate_number, accumulate_number_option, number_jvp, number_map, number_of, number_or_zero,
+    number_shape, number_tangent, number_vjp, number_zero, NumberOf, NumberShape,
+};
+
 /// The scalar forms of the elementwise ops that fused regions evaluate besides `+ - * /`, unary
 /// minus and the functions of `scalar`: each op's value and the tangent or cotangent `d` through
 /// each of its inputs, the functions its tensor kernel and rules apply.
@@ -325,6 +330,45 @@ impl<T: Element> IntoTensor<T> for T {
     }
 }
 
+/// A constant as the first value of a variable that differentiated values are assigned to
+/// later (`let mut x = 1.0;`): a tensor, or a number as a 0-d tensor.
+pub trait SlotValue<T> {
+    /// The value as a tensor.
+    fn slot_value(&self) -> Tensor<T>;
+}
+
+impl<T: Clone> SlotValue<T> for Tensor<T> {
+    #[inline]
+    fn slot_value(&self) -> Tensor<T> {
+        self.clone()
+    }
+}
+
+impl<T, X: SlotValue<T> + ?Sized> SlotValue<T> for &X {
+    #[inline]
+    fn slot_value(&self) -> Tensor<T> {
+        (**self).slot_value()
+    }
+}
+
+macro_rules! number_slot_values {
+    ($($t:ty)*) => {$(
+        impl SlotValue<$t> for $t {
+            #[inline]
+            fn slot_value(&self) -> Tensor<$t> {
+                Tensor::scalar(*self)
+            }
+        }
+    )*};
+}
+number_slot_values!(f32 f64);
+
+/// [`SlotValue`] as a function.
+#[inline]
+pub fn slot_value<T, X: SlotValue<T> + ?Sized>(x: &X) -> Tensor<T> {
+    x.slot_value()
+}
+
 /// [`IntoTensor`] as a function.
 #[inline]
 pub fn into_tensor<T, V: IntoTensor<T>>(value: V) -> Tensor<T> {
@@ -352,12 +396,18 @@ pub struct NoTangent;
 pub trait TangentSlot<T: Element> {
     /// The tangent, zeros of `primal`'s shape for [`NoTangent`].
     fn tangent_or_zeros(self, primal: &Tensor<T>) -> Tensor<T>;
+    /// The tangent of a number parameter of a function of numbers, zero for [`NoTangent`].
+    fn number_tangent(self) -> T;
 }
 
 impl<T: Element> TangentSlot<T> for &Tensor<T> {
     #[inline]
     fn tangent_or_zeros(self, _primal: &Tensor<T>) -> Tensor<T> {
         self.clone()
+    }
+    #[track_caller]
+    fn number_tangent(self) -> T {
+        self.item()
     }
 }
 
@@ -366,6 +416,10 @@ impl<T: Element> TangentSlot<T> for NoTangent {
     fn tangent_or_zeros(self, primal: &Tensor<T>) -> Tensor<T> {
         Tensor::zeros(primal.shape())
     }
+    #[inline(always)]
+    fn number_tangent(self) -> T {
+        T::zero()
+    }
 }
 
 /// The tangent of a number parameter, as the 0-d tensor it is inside.
@@ -373,6 +427,10 @@ impl<T: Element> TangentSlot<T> for &T {
     #[inline]
     fn tangent_or_zeros(self, _primal: &Tensor<T>) -> Tensor<T> {
         Tensor::scalar(*self)
+    }
+    #[inline(always)]
+    fn number_tangent(self) -> T {
+        *self
     }
 }
 

@@ -85,6 +85,7 @@ pub mod generated;
 pub mod io;
 pub mod jacobian;
 pub mod model;
+mod numbers;
 pub mod ops;
 pub mod optim;
 pub mod parallel;

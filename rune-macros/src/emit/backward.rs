@@ -17,6 +17,16 @@ use crate::names::{
 use crate::ops::{self, Param};
 
 impl Emitter<'_> {
+    /// The runtime function adding an optional contribution to an adjoint.
+    pub(super) fn accumulate_option(&self) -> TokenStream {
+        let rt = rt();
+        if self.numbers {
+            quote!(#rt::accumulate_number_option)
+        } else {
+            quote!(#rt::accumulate_option)
+        }
+    }
+
     /// The backward replay of one region: pops what it saved, then each statement reversed.
     fn backward_block(&self, stmts: &[Stmt], depth: usize) -> TokenStream {
         let mut out = Vec::new();
@@ -176,7 +186,8 @@ impl Emitter<'_> {
             Stmt::SlotRead { out, slot } if self.useful(*out) => {
                 let am = slot_adjoint_ident(*slot);
                 let a = adjoint_ident(*out);
-                quote!(#rt::accumulate_option(&mut #am, #a.take());)
+                let accumulate = self.accumulate_option();
+                quote!(#accumulate(&mut #am, #a.take());)
             }
             Stmt::Leaf {
                 out, root, path, ..
@@ -197,7 +208,8 @@ impl Emitter<'_> {
                 match val {
                     Operand::Val(v) if self.useful(*v) => {
                         let a = adjoint_ident(*v);
-                        quote!(#rt::accumulate_option(&mut #a, #am.take());)
+                        let accumulate = self.accumulate_option();
+                        quote!(#accumulate(&mut #a, #am.take());)
                     }
                     _ => quote!(#am = ::core::option::Option::None;),
                 }
@@ -296,9 +308,11 @@ impl Emitter<'_> {
                     let index = syn::Index::from(i);
                     quote!(__rune_cotangent.#index)
                 };
-                bwd.push(
-                    quote!(#rt::accumulate(&mut #adj, #rt::IntoCotangent::into_cotangent(#ct));),
-                );
+                bwd.push(if self.numbers {
+                    quote!(#rt::accumulate_number(&mut #adj, #rt::number_of(#ct));)
+                } else {
+                    quote!(#rt::accumulate(&mut #adj, #rt::IntoCotangent::into_cotangent(#ct));)
+                });
             }
         }
         bwd.extend(
@@ -328,12 +342,17 @@ impl Emitter<'_> {
                 (Some(a), Some(v)) => {
                     let adj = adjoint_ident(v);
                     let s = shape_ident(v);
-                    let grad = if self.useful(v) {
-                        quote!(#rt::adjoint_or_zeros(#adj, &#s))
+                    let adjoint = if self.useful(v) {
+                        quote!(#adj)
                     } else {
-                        quote!(#rt::adjoint_or_zeros(::core::option::Option::None, &#s))
+                        quote!(::core::option::Option::None)
                     };
-                    if a.scalar {
+                    let grad = if self.numbers {
+                        quote!(#rt::number_or_zero(#adjoint, &#s))
+                    } else {
+                        quote!(#rt::adjoint_or_zeros(#adjoint, &#s))
+                    };
+                    if a.scalar && !self.numbers {
                         quote!(#grad.item())
                     } else {
                         grad

@@ -20,17 +20,29 @@ use crate::names::{
 };
 use crate::parse::{Entry, Returns};
 
-/// An operand as an owned tensor (a slot's new value).
-fn owned_tensor(o: Operand) -> TokenStream {
+/// An operand as an owned tensor (a slot's new value), or as its number in a function of
+/// numbers.
+///
+/// A constant may be a number (`let mut x = 1.0;`): a 0-d tensor, or in a function of numbers
+/// a copy whose type is the variable's, as in the user's code.
+fn owned_tensor(o: Operand, numbers: bool) -> TokenStream {
     let rt = rt();
     match o {
         Operand::Val(v) => {
             let v = val_ident(v);
-            quote!(::core::clone::Clone::clone(#rt::as_tensor(&#v)))
+            if numbers {
+                quote!(#rt::number_of(&#v))
+            } else {
+                quote!(::core::clone::Clone::clone(#rt::as_tensor(&#v)))
+            }
         }
         Operand::Const(c) => {
             let c = const_ident(c);
-            quote!(::core::clone::Clone::clone(#rt::as_tensor(&#c)))
+            if numbers {
+                quote!(#rt::number_of(&#c))
+            } else {
+                quote!(#rt::slot_value(&#c))
+            }
         }
     }
 }
@@ -96,7 +108,11 @@ impl Emitter<'_> {
                     } else {
                         quote!(#ident)
                     };
-                    quote!(let #v = #rt::Tensor::scalar(#value);)
+                    if self.numbers {
+                        quote!(let #v = #value;)
+                    } else {
+                        quote!(let #v = #rt::Tensor::scalar(#value);)
+                    }
                 } else if *borrowed {
                     quote!(let #v = ::core::clone::Clone::clone(#ident);)
                 } else {
@@ -266,14 +282,14 @@ impl Emitter<'_> {
             }
             Stmt::SlotInit { slot, init } => {
                 let m = slot_ident(*slot);
-                let value = owned_tensor(*init);
+                let value = owned_tensor(*init, self.numbers);
                 quote!(let mut #m = #value;)
             }
             Stmt::ListNew { ident, init, .. } => quote!(let mut #ident = #init;),
             Stmt::ListPush { list, val, .. } => {
                 let ident = &self.body.lists[list.0];
                 let value = match val {
-                    Operand::Val(_) => owned_tensor(*val),
+                    Operand::Val(_) => owned_tensor(*val, self.numbers),
                     Operand::Const(c) => const_ident(*c).into_token_stream(),
                 };
                 quote!(#ident.push(#value);)
@@ -308,7 +324,7 @@ impl Emitter<'_> {
             }
             Stmt::SlotWrite { slot, val } => {
                 let m = slot_ident(*slot);
-                let value = owned_tensor(*val);
+                let value = owned_tensor(*val, self.numbers);
                 if self.optional(*slot) {
                     quote!(#m = ::core::option::Option::Some(#value);)
                 } else {
@@ -477,6 +493,10 @@ impl Emitter<'_> {
             .outputs
             .iter()
             .map(|o| match o {
+                OutputElem::Val(v) if self.numbers => {
+                    let v = val_ident(*v);
+                    quote!(#rt::number_of(&#v))
+                }
                 // A function returning a number: its 0-d tensor's number.
                 OutputElem::Val(v) if self.sig.scalar_out => {
                     let v = val_ident(*v);

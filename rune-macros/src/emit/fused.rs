@@ -567,7 +567,9 @@ impl Emitter<'_> {
                 Operand::Val(v) => val_ident(v),
                 Operand::Const(c) => const_ident(c),
             };
-            if code.is_mask(k) {
+            if self.numbers {
+                quote!(#rt::number_of(&#i))
+            } else if code.is_mask(k) {
                 quote!(#rt::OperandOf::operand_of(&#rt::fused_mask(&#i)))
             } else {
                 quote!(#rt::OperandOf::operand_of(&#i))
@@ -610,6 +612,7 @@ impl Emitter<'_> {
                 let t = tangent_ident(out);
                 let (function, reduce) = match reduce {
                     Some(r) => (quote!(fused_reduce_jvp), quote!(#r,)),
+                    None if self.numbers => (quote!(number_jvp), quote!()),
                     None => (quote!(fused_jvp), quote!()),
                 };
                 quote! {
@@ -631,7 +634,12 @@ impl Emitter<'_> {
             }
             (_, None) => {
                 let body = code.value_body();
-                quote!(let #v = #rt::fused_map(#ops, #args, #lits, #[inline(always)] |#params, __rune_lits| { #body });)
+                let function = if self.numbers {
+                    quote!(number_map)
+                } else {
+                    quote!(fused_map)
+                };
+                quote!(let #v = #rt::#function(#ops, #args, #lits, #[inline(always)] |#params, __rune_lits| { #body });)
             }
         };
         relocate_call(call, span)
@@ -674,6 +682,18 @@ impl Emitter<'_> {
             .zip(&needs.inputs)
             .enumerate()
             .map(|(k, (o, needed))| match *o {
+                Operand::Val(v) if self.numbers && *needed => {
+                    let v = val_ident(v);
+                    quote!(#rt::number_of(&#v))
+                }
+                Operand::Val(v) if self.numbers => {
+                    let s = shape_ident(v);
+                    quote!(#rt::number_zero(&#s))
+                }
+                Operand::Const(c) if self.numbers => {
+                    let r = residual_ident(c);
+                    quote!(#rt::number_of(&#r))
+                }
                 Operand::Const(c) if code.is_mask(k) => {
                     let r = residual_ident(c);
                     quote!(#rt::fused_value(&#rt::fused_mask(&#r)))
@@ -698,14 +718,19 @@ impl Emitter<'_> {
         let results: Vec<Ident> = (0..targets.len())
             .map(|k| hidden(&format!("f{k}")))
             .collect();
+        let (accumulate, function) = if self.numbers {
+            (quote!(accumulate_number), quote!(number_vjp))
+        } else {
+            (quote!(accumulate), quote!(fused_vjp))
+        };
         let accumulate = targets.iter().zip(&results).map(|(&i, r)| {
             let a = adjoint_ident(inputs[i].val().expect("a value"));
-            quote!(#rt::accumulate(&mut #a, #r);)
+            quote!(#rt::#accumulate(&mut #a, #r);)
         });
         relocate_call(
             quote! {
                 if let ::core::option::Option::Some(__rune_g) = #adj.take() {
-                    let [#(#results),*] = #rt::fused_vjp(#ops, #args, #lits, [#(#pairs),*], &__rune_g, #[inline(always)] |#params, __rune_lits, __rune_ge| { #body });
+                    let [#(#results),*] = #rt::#function(#ops, #args, #lits, [#(#pairs),*], &__rune_g, #[inline(always)] |#params, __rune_lits, __rune_ge| { #body });
                     #(#accumulate)*
                 }
             },

@@ -70,6 +70,9 @@ pub struct Emitter<'a> {
     pub hvp_twin: bool,
     /// This is the twin itself: its calls go to other functions' dual entry points.
     pub is_twin: bool,
+    /// Every value is a number (`crate::numbers`): the runtime's number functions stand in for
+    /// the tensor ones.
+    pub numbers: bool,
     /// Where the generated items go.
     pub host: Host,
 }

@@ -28,7 +28,11 @@ impl Emitter<'_> {
                 let slot = format_ident!("__rune_tangent_{}", index);
                 let t = tangent_ident(*v);
                 let vi = val_ident(*v);
-                quote!(let #t = #rt::TangentSlot::tangent_or_zeros(#slot, &#vi);)
+                if self.numbers {
+                    quote!(let #t = #rt::number_tangent(#slot, &#vi);)
+                } else {
+                    quote!(let #t = #rt::TangentSlot::tangent_or_zeros(#slot, &#vi);)
+                }
             }
             Stmt::Op {
                 out: v,
@@ -135,6 +139,7 @@ impl Emitter<'_> {
                         let t = tangent_ident(*v);
                         quote!(::core::clone::Clone::clone(&#t))
                     }
+                    _ if self.numbers => quote!(#rt::fused_zero(*#m_value)),
                     _ => quote!(#rt::Tensor::zeros((#m_value).shape())),
                 };
                 if self.optional(*slot) {
@@ -155,6 +160,7 @@ impl Emitter<'_> {
                 let t = tangent_ident(v);
                 quote!(::core::clone::Clone::clone(&#t))
             }
+            _ if self.numbers => quote!(#rt::fused_zero(#m)),
             _ => quote!(#rt::Tensor::zeros(#m.shape())),
         }
     }
@@ -171,6 +177,9 @@ impl Emitter<'_> {
             .outputs
             .iter()
             .map(|o| match o {
+                OutputElem::Val(v) if self.useful(*v) && self.numbers => {
+                    tangent_ident(*v).into_token_stream()
+                }
                 OutputElem::Val(v) if self.useful(*v) && self.sig.scalar_out => {
                     let t = tangent_ident(*v);
                     quote!(#t.item())

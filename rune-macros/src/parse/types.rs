@@ -126,7 +126,13 @@ pub(super) fn option_of_ref(ty: &Type) -> bool {
 
 /// `f32` or `f64`.
 pub(super) fn is_float(ty: &Type) -> bool {
-    matches!(ty, Type::Path(p) if p.qself.is_none() && (p.path.is_ident("f32") || p.path.is_ident("f64")))
+    match ty {
+        Type::Path(p) => p.qself.is_none() && (p.path.is_ident("f32") || p.path.is_ident("f64")),
+        // A type passed through a `macro_rules!` fragment (`$t:ty`).
+        Type::Group(g) => is_float(&g.elem),
+        Type::Paren(p) => is_float(&p.elem),
+        _ => false,
+    }
 }
 
 /// `ty` as a user writes it (`Option<&Tensor<f64>>`), for messages.

@@ -1,0 +1,62 @@
+//! Functions of numbers: which functions are written on plain numbers instead of 0-d tensors.
+//!
+//! A function qualifies when every differentiated parameter is an `f32`/`f64` number, it
+//! returns numbers, it uses no option that brings its own code (`custom_vjp`, `custom_jvp`,
+//! `checkpoint`, `has_aux`) and fusion is on; and when its lowered body, with every elementwise
+//! op made a fused region (`crate::fuse::fuse` with `singletons`), holds nothing but constant
+//! code, parameters, slots, branches, loops and regions without a reduction or a mask. Each
+//! value is then a number; the emitter writes the same statements with the runtime's number
+//! functions (`rune_runtime::generated::number_map`, `accumulate_number`, ..), so that neither
+//! pass makes a tensor. Any other function, and any body with another statement (an op that is
+//! not elementwise, a call, a list), is written on tensors as before.
+
+use crate::ir::{Body, Stmt};
+use crate::parse::{Options, Signature};
+
+/// Whether the signature and options allow a function of numbers.
+pub fn signature_allows(sig: &Signature, options: &Options) -> bool {
+    options.fuses()
+        && !options.has_aux
+        && !options.checkpoint
+        && options.custom_vjp.is_none()
+        && options.custom_jvp.is_none()
+        && !options.hvp
+        && sig.fallible.is_none()
+        && sig.scalar_out
+        && sig.active().all(|(_, a)| a.scalar && !a.structure)
+        && sig.active().next().is_some()
+}
+
+/// Whether every statement of a body fused with singletons can be written on numbers.
+pub fn body_allows(body: &Body) -> bool {
+    fn stmts_allow(stmts: &[Stmt]) -> bool {
+        stmts.iter().all(|s| match s {
+            Stmt::Verbatim(_)
+            | Stmt::Hoist { .. }
+            | Stmt::Param { .. }
+            | Stmt::SlotInit { .. }
+            | Stmt::SlotRead { .. }
+            | Stmt::SlotWrite { .. } => true,
+            Stmt::Fused { reduce, nodes, .. } => {
+                // A `where_cond` whose mask is an input reads a tensor of flags.
+                reduce.is_none()
+                    && nodes.iter().all(|n| {
+                        n.op.name != "where_cond"
+                            || !matches!(n.args[0], crate::ir::FusedArg::Input(_))
+                    })
+            }
+            Stmt::Branch { arms, .. } => arms.iter().all(|a| stmts_allow(a)),
+            Stmt::Stages { stages, .. } => stages.iter().all(|s| stmts_allow(s)),
+            Stmt::Loop { body, .. } => stmts_allow(body),
+            Stmt::StructParam { .. }
+            | Stmt::Leaf { .. }
+            | Stmt::Op { .. }
+            | Stmt::ListNew { .. }
+            | Stmt::ListPush { .. }
+            | Stmt::ListGet { .. }
+            | Stmt::ListOp { .. }
+            | Stmt::Call { .. } => false,
+        })
+    }
+    body.aux.is_none() && stmts_allow(&body.stmts)
+}

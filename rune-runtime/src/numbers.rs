@@ -1,0 +1,226 @@
+//! Functions of numbers at native speed: the runtime side of the code `#[differentiable]`
+//! generates for a function whose differentiated values are all `f32`/`f64` numbers.
+//!
+//! Such a function (every differentiated parameter a number, a number returned, every op on
+//! the way elementwise) is written with the same statements as any other, but its values are
+//! the numbers themselves, not 0-d tensors: each op is a fused region of one or more ops whose
+//! closure is called directly on the numbers ([`number_map`], [`number_jvp`],
+//! [`number_vjp`]), adjoints are `Option<T>`, and what the backward pass reads from a loop is
+//! kept on stacks of numbers. A shape saved for the backward pass is [`NumberShape`], which has
+//! no size, so its stack never allocates. No tensor is made in either pass.
+//!
+//! The closures are the ones the fused loops run element by element (`crate::fused`), calling
+//! the same scalar forms, so a function of numbers computes exactly what its tensor form does.
+//!
+//! Users do not call these; the macro reaches them through `rune_ad::__private`.
+
+use std::marker::PhantomData;
+
+use crate::element::Element;
+use crate::fused::FusedOps;
+use crate::generated::TangentSlot;
+use crate::tensor::Tensor;
+
+/// A number an op of a function of numbers reads: a differentiated value or a constant, read
+/// as a `T`. (The type is a parameter, not an associated type, so that a literal constant takes
+/// the type of the numbers it meets, as it does in the user's code.)
+///
+/// A constant that is a tensor (`x * t` with `t` a `#[nodiff]` tensor of one element) is read
+/// as its one element; a function of numbers reaches such a product only through `.item()`,
+/// which needs exactly one element too.
+pub trait NumberOf<T> {
+    /// The number.
+    fn number_of(&self) -> T;
+}
+
+macro_rules! numbers {
+    ($($t:ty)*) => {$(
+        impl NumberOf<$t> for $t {
+            #[inline(always)]
+            fn number_of(&self) -> $t {
+                *self
+            }
+        }
+    )*};
+}
+numbers!(f32 f64);
+
+impl<T, X: NumberOf<T> + ?Sized> NumberOf<T> for &X {
+    #[inline(always)]
+    fn number_of(&self) -> T {
+        (**self).number_of()
+    }
+}
+
+impl<T: Element> NumberOf<T> for Tensor<T> {
+    #[track_caller]
+    fn number_of(&self) -> T {
+        if self.len() != 1 {
+            panic!(
+                "a tensor of shape {:?} is read as a number: in a function of numbers, an \
+                 elementwise op of a differentiated number and a tensor needs a tensor of one \
+                 element",
+                self.shape()
+            );
+        }
+        self.item()
+    }
+}
+
+/// The number `x` is or holds.
+#[inline(always)]
+pub fn number_of<T, X: NumberOf<T> + ?Sized>(x: &X) -> T {
+    x.number_of()
+}
+
+/// The shape of a number, saved for the backward pass: nothing but its type.
+#[derive(Debug)]
+pub struct NumberShape<T>(PhantomData<T>);
+
+impl<T> Clone for NumberShape<T> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for NumberShape<T> {}
+
+/// The shape of number `x`.
+#[inline(always)]
+pub fn number_shape<T: Element>(_x: &T) -> NumberShape<T> {
+    NumberShape(PhantomData)
+}
+
+/// Zero, for an input of a region whose value the backward pass does not read.
+#[inline(always)]
+pub fn number_zero<T: Element>(_shape: &NumberShape<T>) -> T {
+    T::zero()
+}
+
+/// A region's value: `f` applied to the numbers (`crate::fused::fused_map` on numbers).
+#[inline(always)]
+pub fn number_map<T: Element, const N: usize, const L: usize>(
+    _ops: FusedOps,
+    inputs: [T; N],
+    literals: [f64; L],
+    f: impl Fn([T; N], &[T; L]) -> T,
+) -> T {
+    f(inputs, &literals.map(T::from_f64))
+}
+
+/// A region's value and tangent (`crate::fused::fused_jvp` on numbers).
+#[inline(always)]
+pub fn number_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
+    _ops: FusedOps,
+    inputs: [T; N],
+    literals: [f64; L],
+    tangents: [&T; K],
+    f: impl Fn([T; N], &[T; L], [T; K]) -> (T, T),
+) -> (T, T) {
+    f(inputs, &literals.map(T::from_f64), tangents.map(|t| *t))
+}
+
+/// The cotangents of a region's inputs from its value's cotangent `g`
+/// (`crate::fused::fused_vjp` on numbers): `(input, k)` of `targets` says that input's is
+/// result `k` of `f`.
+#[inline(always)]
+pub fn number_vjp<T: Element, const N: usize, const L: usize, const K: usize, const M: usize>(
+    _ops: FusedOps,
+    inputs: [T; N],
+    literals: [f64; L],
+    targets: [(usize, usize); M],
+    g: &T,
+    f: impl Fn([T; N], &[T; L], T) -> [T; K],
+) -> [T; M] {
+    let d = f(inputs, &literals.map(T::from_f64), *g);
+    targets.map(|(_, k)| d[k])
+}
+
+/// Adds a contribution to an adjoint (`None` stands for zero).
+#[inline(always)]
+pub fn accumulate_number<T: Element>(adjoint: &mut Option<T>, contribution: T) {
+    *adjoint = Some(match *adjoint {
+        Some(a) => a + contribution,
+        None => contribution,
+    });
+}
+
+/// Adds an optional contribution to an adjoint.
+#[inline(always)]
+pub fn accumulate_number_option<T: Element>(adjoint: &mut Option<T>, contribution: Option<T>) {
+    if let Some(c) = contribution {
+        accumulate_number(adjoint, c);
+    }
+}
+
+/// An adjoint, or zero where nothing reached it: a parameter's gradient.
+#[inline(always)]
+pub fn number_or_zero<T: Element>(adjoint: Option<T>, _shape: &NumberShape<T>) -> T {
+    adjoint.unwrap_or_else(T::zero)
+}
+
+/// The tangent a caller passed for a number parameter: the number, or zero for
+/// [`NoTangent`](crate::generated::NoTangent).
+#[inline(always)]
+pub fn number_tangent<T: Element, S: TangentSlot<T>>(slot: S, _primal: &T) -> T {
+    slot.number_tangent()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_region_of_numbers_runs_its_closure_on_them() {
+        let y = number_map("mul 0 1", [3.0f64, 4.0], [0.5], |[a, b], [l]| a * b + l);
+        assert_eq!(y, 12.5);
+        let (y, t) = number_jvp(
+            "mul 0 1",
+            [3.0f64, 4.0],
+            [],
+            [&1.0, &2.0],
+            |[a, b], _, [u, v]| (a * b, u * b + v * a),
+        );
+        assert_eq!((y, t), (12.0, 10.0));
+        // Inputs 0 and 1 share result 0; input 2 reads result 1.
+        let d = number_vjp(
+            "add 0 1;mul 3 2",
+            [1.0f64, 2.0, 5.0],
+            [],
+            [(0, 0), (1, 0), (2, 1)],
+            &2.0,
+            |[a, b, c], _, g| [g * c, g * (a + b)],
+        );
+        assert_eq!(d, [10.0, 10.0, 6.0]);
+    }
+
+    #[test]
+    fn adjoints_of_numbers_add_up_from_none() {
+        let mut a = None;
+        accumulate_number_option(&mut a, None);
+        assert_eq!(a, None);
+        assert_eq!(number_or_zero(a, &number_shape(&1.0f32)), 0.0);
+        accumulate_number(&mut a, 1.5f32);
+        accumulate_number_option(&mut a, Some(2.0));
+        assert_eq!(number_or_zero(a, &number_shape(&1.0f32)), 3.5);
+        assert_eq!(std::mem::size_of::<NumberShape<f64>>(), 0);
+    }
+
+    #[test]
+    fn a_tensor_of_one_element_is_a_number() {
+        let x: f64 = number_of(&&Tensor::from_vec(vec![2.5f64], &[1, 1]));
+        assert_eq!(x, 2.5);
+        // A literal takes the type asked for.
+        let y: f32 = number_of(&7.0);
+        assert_eq!(y, 7.0);
+        let zero: f64 = number_tangent(crate::generated::NoTangent, &1.0);
+        assert_eq!((zero, number_tangent(&3.0f64, &1.0)), (0.0, 3.0));
+    }
+
+    #[test]
+    #[should_panic(expected = "a tensor of shape [3] is read as a number")]
+    fn a_tensor_of_three_elements_is_not_a_number() {
+        let _: f64 = number_of(&Tensor::from_vec(vec![1.0f64, 2.0, 3.0], &[3]));
+    }
+}

@@ -1,0 +1,362 @@
+//! Functions of numbers at native speed: a function whose differentiated values are all
+//! `f32`/`f64` numbers is written on the numbers themselves, with no tensor in either pass.
+//!
+//! Each model is written twice from one body: as it is, and with `fuse = false`, which writes
+//! it on 0-d tensors as before. The twins must agree (values bit for bit, derivatives to
+//! rounding), every variant is checked against central differences and the dot-product test,
+//! and an allocation counter shows that the functions of numbers make no tensor.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use rune_ad::prelude::*;
+
+/// Counts the allocations of the current thread (tests run on threads of their own).
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+// SAFETY: every call is passed on to `System` unchanged; the counter is a thread-local `Cell`
+// that never allocates.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        // SAFETY: the caller's contract is `System`'s.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract is `System`'s.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        // SAFETY: the caller's contract is `System`'s.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// The allocations `f` makes on this thread.
+fn allocations<R>(f: impl FnOnce() -> R) -> (R, usize) {
+    let before = ALLOCATIONS.with(Cell::get);
+    let r = f();
+    (r, ALLOCATIONS.with(Cell::get) - before)
+}
+
+/// A function of numbers and its twin on 0-d tensors (`fuse = false`), from one body.
+macro_rules! twins {
+    ($(#[$doc:meta])* fn $numbers:ident / $tensors:ident
+        ($($(#[$nd:ident])? $p:ident: $t:ty),*) -> $r:ty $body:block) => {
+        $(#[$doc])*
+        #[differentiable]
+        fn $numbers($($(#[$nd])? $p: $t),*) -> $r $body
+        #[differentiable(fuse = false)]
+        fn $tensors($($(#[$nd])? $p: $t),*) -> $r $body
+    };
+}
+
+twins! {
+    /// The Lorenz system, 3 variables, integrated by Euler's method: a loop of numbers.
+    fn lorenz / lorenz_tensors(sigma: f64, rho: f64, beta: f64, #[nodiff] steps: usize) -> f64 {
+        let dt = 0.002;
+        let mut x = 1.0;
+        let mut y = 1.0;
+        let mut z = 1.0;
+        for _ in 0..steps {
+            let dx = sigma * (y - x);
+            let dy = x * (rho - z) - y;
+            let dz = x * y - beta * z;
+            x += dx * dt;
+            y += dy * dt;
+            z += dz * dt;
+        }
+        x * y - z / 3.0
+    }
+}
+
+twins! {
+    /// Straight-line code through the unary and binary functions.
+    fn mixed / mixed_tensors(x: f64, y: f64) -> f64 {
+        let a = x.exp() * y.ln() + x.powi(3) - y.powf(1.5);
+        let b = x.tanh() + x.atan2(y) + x.hypot(y) + x.abs().sqrt() + (-y).sin().cos();
+        a / b + 1.0 / (1.0 + (-x * y).exp())
+    }
+}
+
+twins! {
+    /// A loop that skips and leaves early, over a value carried through it.
+    fn early / early_tensors(x: f64, y: f64, #[nodiff] n: usize) -> f64 {
+        let mut r = x * y;
+        for i in 0..n {
+            if i % 3 == 1 {
+                continue;
+            }
+            if i == 7 {
+                r *= x;
+                break;
+            }
+            r = (r * 0.5).sin() + y;
+        }
+        r
+    }
+}
+
+twins! {
+    /// A function of `f32` numbers.
+    fn single / single_tensors(x: f32, y: f32) -> f32 {
+        let mut s = 0.0;
+        for k in 0..4 {
+            s += (x * k as f32 - y).tanh() * x;
+        }
+        s
+    }
+}
+
+twins! {
+    /// A `#[nodiff]` tensor of one element, read through `.item()`.
+    fn scaled / scaled_tensors(x: f64, #[nodiff] t: &Tensor<f64>) -> f64 {
+        (t * x.sin()).item()
+    }
+}
+
+/// Central differences of `f` at `x`, one parameter at a time.
+fn differences(f: &dyn Fn(&[f64]) -> f64, x: &[f64], h: f64) -> Vec<f64> {
+    (0..x.len())
+        .map(|i| {
+            let (mut up, mut down) = (x.to_vec(), x.to_vec());
+            up[i] += h;
+            down[i] -= h;
+            (f(&up) - f(&down)) / (2.0 * h)
+        })
+        .collect()
+}
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * b.abs().max(1.0)
+}
+
+/// A value and a gradient.
+type WithGrad = (f64, Vec<f64>);
+
+/// A value and a tangent from parameters and their tangents.
+type Jvp<'a> = &'a dyn Fn(&[f64], &[f64]) -> (f64, f64);
+
+/// The variants of a function of numbers, as functions of a parameter vector.
+struct Variants<'a> {
+    f: &'a dyn Fn(&[f64]) -> f64,
+    grad: &'a dyn Fn(&[f64]) -> Vec<f64>,
+    value_and_grad: &'a dyn Fn(&[f64]) -> WithGrad,
+    vjp: &'a dyn Fn(&[f64], f64) -> WithGrad,
+    pullback: &'a dyn Fn(&[f64], f64) -> WithGrad,
+    jvp: Jvp<'a>,
+}
+
+impl Variants<'_> {
+    /// Every variant at `x`: against central differences (`fd_tol`), against each other, and
+    /// against the twin on tensors (`twin`), to rounding (`eps`, relative).
+    fn check(&self, twin: &Variants, x: &[f64], h: f64, fd_tol: f64, eps: f64) {
+        let value = (self.f)(x);
+        assert_eq!(value.to_bits(), (twin.f)(x).to_bits(), "the twins' values");
+        let g = (self.grad)(x);
+        let twin_g = (twin.grad)(x);
+        for (a, b) in g.iter().zip(&twin_g) {
+            assert!(
+                close(*a, *b, eps),
+                "the twins' gradients: {g:?} and {twin_g:?}"
+            );
+        }
+        let fd = differences(self.f, x, h);
+        for (a, b) in g.iter().zip(&fd) {
+            assert!(
+                close(*a, *b, fd_tol),
+                "gradient {g:?} against differences {fd:?}"
+            );
+        }
+        let (v, g2) = (self.value_and_grad)(x);
+        assert_eq!((v, &g2), (value, &g));
+        // The dot-product test: <J u, w> = <u, J^T w>.
+        let (u, w) = (
+            (0..x.len())
+                .map(|i| 0.3 - 0.7 * i as f64)
+                .collect::<Vec<_>>(),
+            -1.7,
+        );
+        let (v, ju) = (self.jvp)(x, &u);
+        assert_eq!(v, value);
+        for vjp in [self.vjp, self.pullback] {
+            let (v, jtw) = vjp(x, w);
+            assert_eq!(v, value);
+            let lhs = ju * w;
+            let rhs: f64 = u.iter().zip(&jtw).map(|(a, b)| a * b).sum();
+            assert!(close(lhs, rhs, eps), "<Ju, w> = {lhs}, <u, J^T w> = {rhs}");
+        }
+        let (_, twin_ju) = (twin.jvp)(x, &u);
+        assert!(
+            close(ju, twin_ju, eps),
+            "the twins' tangents: {ju} and {twin_ju}"
+        );
+    }
+}
+
+/// Gradients as `f64`s: one number, or a tuple of them.
+trait Grads {
+    fn into_vec(self) -> Vec<f64>;
+}
+
+impl Grads for f64 {
+    fn into_vec(self) -> Vec<f64> {
+        vec![self]
+    }
+}
+
+impl Grads for (f64, f64) {
+    fn into_vec(self) -> Vec<f64> {
+        vec![self.0, self.1]
+    }
+}
+
+impl Grads for (f32, f32) {
+    fn into_vec(self) -> Vec<f64> {
+        vec![self.0.into(), self.1.into()]
+    }
+}
+
+impl Grads for (f64, f64, f64) {
+    fn into_vec(self) -> Vec<f64> {
+        vec![self.0, self.1, self.2]
+    }
+}
+
+/// The [`Variants`] of a function of numbers `$f` (with its entry points `$f_grad`, ..) of the
+/// parameters `[$p..]` of type `$ty`, called with the constants `$c..` after them.
+macro_rules! variants {
+    ($f:ident, $grad:ident, $vg:ident, $vjp:ident, $pullback:ident, $jvp:ident;
+     $ty:ty; [$($p:ident),+]; ($($c:expr),*)) => {
+        Variants {
+            f: &|x: &[f64]| {
+                let [$($p),+] = x.try_into().expect("the parameters");
+                $f($($p as $ty,)+ $($c),*) as f64
+            },
+            grad: &|x: &[f64]| {
+                let [$($p),+] = x.try_into().expect("the parameters");
+                $grad($($p as $ty,)+ $($c),*).into_vec()
+            },
+            value_and_grad: &|x: &[f64]| {
+                let [$($p),+] = x.try_into().expect("the parameters");
+                let (v, g) = $vg($($p as $ty,)+ $($c),*);
+                (v as f64, g.into_vec())
+            },
+            vjp: &|x: &[f64], w: f64| {
+                let [$($p),+] = x.try_into().expect("the parameters");
+                let (v, g) = $vjp($($p as $ty,)+ $($c,)* &(w as $ty));
+                (v as f64, g.into_vec())
+            },
+            pullback: &|x: &[f64], w: f64| {
+                let [$($p),+] = x.try_into().expect("the parameters");
+                let (v, pullback) = $pullback($($p as $ty,)+ $($c),*);
+                (v as f64, pullback(&(w as $ty)).into_vec())
+            },
+            jvp: &|x: &[f64], u: &[f64]| {
+                let [$($p),+] = x.try_into().expect("the parameters");
+                let mut u = u.iter().map(|&t| t as $ty);
+                $( let $p = ($p as $ty, u.next().expect("a tangent")); )+
+                let (v, t) = $jvp($($p.0,)+ $($c,)* $(&$p.1),+);
+                (v as f64, t as f64)
+            },
+        }
+    };
+}
+
+#[test]
+fn the_lorenz_system_as_numbers() {
+    let numbers = variants!(lorenz, lorenz_grad, lorenz_value_and_grad, lorenz_vjp,
+        lorenz_pullback, lorenz_jvp; f64; [s, r, b]; (300));
+    let tensors = variants!(lorenz_tensors, lorenz_tensors_grad, lorenz_tensors_value_and_grad,
+        lorenz_tensors_vjp, lorenz_tensors_pullback, lorenz_tensors_jvp; f64; [s, r, b]; (300));
+    numbers.check(&tensors, &[10.0, 28.0, 8.0 / 3.0], 1e-6, 1e-6, 1e-12);
+}
+
+#[test]
+fn straight_line_code_as_numbers() {
+    let numbers = variants!(mixed, mixed_grad, mixed_value_and_grad, mixed_vjp, mixed_pullback,
+        mixed_jvp; f64; [x, y]; ());
+    let tensors = variants!(mixed_tensors, mixed_tensors_grad, mixed_tensors_value_and_grad,
+        mixed_tensors_vjp, mixed_tensors_pullback, mixed_tensors_jvp; f64; [x, y]; ());
+    numbers.check(&tensors, &[0.7, 1.9], 1e-6, 1e-7, 1e-12);
+    numbers.check(&tensors, &[-0.4, 0.3], 1e-6, 1e-7, 1e-12);
+    // By hand at one point: d/dx of 1 / (1 + e^{-xy}) is y σ (1 - σ), the rest checked above.
+    let (x, y) = (0.7f64, 1.9f64);
+    let a = x.exp() * y.ln() + x.powi(3) - y.powf(1.5);
+    let b = x.tanh() + x.atan2(y) + x.hypot(y) + x.abs().sqrt() + (-y).sin().cos();
+    assert_eq!(mixed(x, y), a / b + 1.0 / (1.0 + (-x * y).exp()));
+}
+
+#[test]
+fn early_exits_as_numbers() {
+    for n in [0, 1, 5, 12] {
+        let numbers = variants!(early, early_grad, early_value_and_grad, early_vjp,
+            early_pullback, early_jvp; f64; [x, y]; (n));
+        let tensors = variants!(early_tensors, early_tensors_grad, early_tensors_value_and_grad,
+            early_tensors_vjp, early_tensors_pullback, early_tensors_jvp; f64; [x, y]; (n));
+        numbers.check(&tensors, &[0.8, -1.3], 1e-6, 1e-7, 1e-12);
+    }
+}
+
+#[test]
+fn numbers_of_type_f32() {
+    let numbers = variants!(single, single_grad, single_value_and_grad, single_vjp,
+        single_pullback, single_jvp; f32; [x, y]; ());
+    let tensors = variants!(single_tensors, single_tensors_grad, single_tensors_value_and_grad,
+        single_tensors_vjp, single_tensors_pullback, single_tensors_jvp; f32; [x, y]; ());
+    numbers.check(&tensors, &[0.6, 0.25], 1e-2, 2e-3, 1e-5);
+    // By hand: d/dy of Σ_k tanh(k x - y) x is -x Σ_k (1 - tanh²(k x - y)).
+    let (x, y) = (0.6f32, 0.25f32);
+    let want: f32 = (0..4)
+        .map(|k| -x * (1.0 - (k as f32 * x - y).tanh().powi(2)))
+        .sum();
+    assert!((single_grad(x, y).1 - want).abs() < 1e-6);
+}
+
+#[test]
+fn a_tensor_of_one_element_beside_numbers() {
+    let t = Tensor::from_vec(vec![2.5], &[1, 1]);
+    let numbers = variants!(scaled, scaled_grad, scaled_value_and_grad, scaled_vjp,
+        scaled_pullback, scaled_jvp; f64; [x]; (&t));
+    let tensors = variants!(scaled_tensors, scaled_tensors_grad, scaled_tensors_value_and_grad,
+        scaled_tensors_vjp, scaled_tensors_pullback, scaled_tensors_jvp; f64; [x]; (&t));
+    numbers.check(&tensors, &[0.4], 1e-6, 1e-8, 1e-12);
+    assert_eq!(scaled_grad(0.4, &t), 2.5 * 0.4f64.cos());
+}
+
+#[test]
+#[should_panic(expected = "a tensor of shape [3] is read as a number")]
+fn a_tensor_of_three_elements_beside_numbers_is_an_error() {
+    scaled_grad(0.4, &Tensor::from_vec(vec![1.0, 2.0, 3.0], &[3]));
+}
+
+#[test]
+fn functions_of_numbers_make_no_tensor() {
+    // Straight-line code: no allocation at all, in any variant.
+    let (x, y) = (0.7, 1.9);
+    assert_eq!(allocations(|| mixed(x, y)).1, 0);
+    assert_eq!(allocations(|| mixed_grad(x, y)).1, 0);
+    assert_eq!(allocations(|| mixed_jvp(x, y, &1.0, &0.5)).1, 0);
+    let (_, pullback) = mixed_pullback(x, y);
+    assert_eq!(allocations(|| pullback(&2.0)).1, 0);
+    // Its twin on 0-d tensors allocates for every op.
+    assert!(allocations(|| mixed_tensors_grad(x, y)).1 > 50);
+    // A loop keeps what the backward pass reads on stacks of numbers, which grow by doubling:
+    // a few allocations a stack, not a few an op.
+    let (_, numbers) = allocations(|| lorenz_grad(10.0, 28.0, 8.0 / 3.0, 1000));
+    let (_, tensors) = allocations(|| lorenz_tensors_grad(10.0, 28.0, 8.0 / 3.0, 1000));
+    assert!(numbers < 300, "{numbers} allocations");
+    assert!(tensors > 14_000, "{tensors} allocations");
+    assert_eq!(
+        allocations(|| lorenz_jvp(10.0, 28.0, 8.0 / 3.0, 1000, &1.0, &0.0, &0.0)).1,
+        0
+    );
+}
