@@ -272,3 +272,108 @@ fn spectral_factorizations_differentiate_to_second_order() {
         }
     }
 }
+
+/// The ops of a matrix and a right-hand side with batch axes that broadcast (one matrix against
+/// a batch of right-hand sides, a batch of matrices against one, batches `[4]` and `[2, 1]`
+/// meeting as `[2, 4]`), and QR of a batch of wide matrices, in one generic function so that
+/// `f_hvp` runs them on dual numbers.
+#[differentiable]
+fn broadcast_systems<T: Element>(
+    a: &Tensor<T>,
+    c: &Tensor<T>,
+    b: &Tensor<T>,
+    d: &Tensor<T>,
+    w: &Tensor<T>,
+) -> Tensor<T> {
+    // a [3, 3] one matrix, c [4, 3, 3] a batch, b [2, 1, 3, 2] right-hand sides.
+    let m = a + Tensor::eye(3) * 3.0;
+    let x = m.solve(b);
+    let l = (a.matmul(&a.t()) + Tensor::eye(3) * 2.0).cholesky();
+    let z = l.cho_solve(b);
+    let t = l.solve_triangular(&x, true, true);
+    let mc = c + Tensor::eye(3) * 3.0;
+    let y = mc.solve(b);
+    let u = mc.solve_triangular(&z.sum_axes(&[0, 1], false), false, false);
+    // d [5, 3] one design against the right-hand sides [4, 5, 2] of the batch c stacked.
+    let rhs = c.reshape(&[4, 9]).shrink(&[(0, 4), (0, 5)]).expand_dims(-1) * x.sum();
+    let fit = d.lstsq(&(rhs.clone() - rhs.sum_axes(&[0], true)));
+    // w [2, 2, 4] a batch of wide matrices.
+    let (q, r) = w.qr();
+    (x.square() * &z).sum()
+        + t.sum()
+        + y.tanh().sum()
+        + u.square().sum()
+        + fit.square().sum()
+        + q.sum()
+        + r.square().sum() * 0.3
+        + r.diagonal().ln().sum()
+}
+
+#[test]
+fn broadcast_systems_and_wide_qr_differentiate_to_second_order() {
+    let a = Tensor::rand_normal(&[3, 3], 0.0, 0.3, 31);
+    let c = Tensor::rand_normal(&[4, 3, 3], 0.0, 0.3, 32);
+    let b = Tensor::rand_normal(&[2, 1, 3, 2], 0.0, 1.0, 33);
+    let d = Tensor::rand_normal(&[5, 3], 0.0, 1.0, 34);
+    let w = Tensor::rand_normal(&[2, 2, 4], 0.0, 1.0, 35);
+    check_variants!(broadcast_systems, broadcast_systems_value_and_grad, broadcast_systems_grad, broadcast_systems_vjp, broadcast_systems_jvp, broadcast_systems_pullback; [a, c, b, d, w]; (&a, &c, &b, &d, &w));
+    // Hessian-vector products against central differences of the gradient.
+    let dirs: Vec<Tensor<f64>> = [&a, &c, &b, &d, &w]
+        .iter()
+        .enumerate()
+        .map(|(i, x)| Tensor::rand_normal(x.shape(), 0.0, 1.0, 40 + i as u64))
+        .collect();
+    let (_, hv) = broadcast_systems_hvp(
+        &a, &c, &b, &d, &w, &dirs[0], &dirs[1], &dirs[2], &dirs[3], &dirs[4],
+    );
+    let h = 1e-5;
+    let at = |s: f64| -> Vec<Tensor<f64>> {
+        [&a, &c, &b, &d, &w]
+            .iter()
+            .zip(&dirs)
+            .map(|(x, v)| *x + &(v * (s * h)))
+            .collect()
+    };
+    let (p, q) = (at(1.0), at(-1.0));
+    let gp = broadcast_systems_grad(&p[0], &p[1], &p[2], &p[3], &p[4]);
+    let gq = broadcast_systems_grad(&q[0], &q[1], &q[2], &q[3], &q[4]);
+    for (got, (p, q)) in [
+        (hv.0, (gp.0, gq.0)),
+        (hv.1, (gp.1, gq.1)),
+        (hv.2, (gp.2, gq.2)),
+        (hv.3, (gp.3, gq.3)),
+        (hv.4, (gp.4, gq.4)),
+    ] {
+        let fd = (p - q) / (2.0 * h);
+        for (g, f) in got.to_vec().iter().zip(fd.to_vec()) {
+            assert!(
+                (g - f).abs() <= 1e-5 * (1.0 + f.abs()),
+                "Hv {g} against {f}"
+            );
+        }
+    }
+    // And in f32, against the f64 gradient.
+    let g32 = broadcast_systems_grad(
+        &a.cast::<f32>(),
+        &c.cast::<f32>(),
+        &b.cast::<f32>(),
+        &d.cast::<f32>(),
+        &w.cast::<f32>(),
+    );
+    let g64 = broadcast_systems_grad(&a, &c, &b, &d, &w);
+    for (got, want) in [
+        (g32.0, g64.0),
+        (g32.1, g64.1),
+        (g32.2, g64.2),
+        (g32.3, g64.3),
+        (g32.4, g64.4),
+    ] {
+        assert_eq!(got.shape(), want.shape());
+        for (g, w) in got.to_vec().iter().zip(want.to_vec()) {
+            assert!(
+                (f64::from(*g) - w).abs() <= 1e-3 * (1.0 + w.abs()),
+                "{g} vs {w}"
+            );
+        }
+    }
+}

@@ -305,6 +305,17 @@ ops! {
         u.matmul(&(vh * s.square().expand_dims(-1)))
     }
     gen lstsq ["lstsq"] (a: Normal[2, 4, 3], b: Normal[2, 4, 2]) { a.lstsq(b) }
+    gen solve_broadcast ["solve", "solve_triangular"] (a: Normal[3, 3], b: Normal[2, 1, 3, 2]) {
+        let m = a + Tensor::eye(3) * 4.0;
+        m.solve(b) + m.solve_triangular(b, true, false)
+    }
+    gen cho_solve_broadcast ["cho_solve"] (l: Positive[2, 1, 3, 3], b: Normal[4, 3, 2]) {
+        l.cho_solve(b)
+    }
+    gen lstsq_broadcast ["lstsq"] (a: Normal[2, 4, 3], b: Normal[4, 2]) { a.lstsq(b) }
+    gen qr_wide ["qr_q", "qr_r", "matmul"] (a: Normal[2, 2, 4]) {
+        a.qr_q().matmul(&a.qr_r().exp())
+    }
     gen einsum_batched ["einsum"] (a: Normal[2, 3, 4], b: Normal[4, 2]) { einsum("bij,jk->kbi", a, b) }
     gen einsum_inner ["einsum", "mul"] (a: Normal[3, 4]) { einsum("ij,ij->", a, &(a * 2.0)) }
     gen maximum ["maximum"] (x: Spread[2, 3], y: Shifted[3]) { x.maximum(y) }

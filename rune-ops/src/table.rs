@@ -512,7 +512,7 @@ pub const OTHER: &[OpDef] = &[
                 },
                 Rule {
                     name: "solve_triangular_vjp_rhs",
-                    args: &[Cotangent, Input(0), Config(0), Config(1)],
+                    args: &[Cotangent, Input(0), Shape(1), Config(0), Config(1)],
                 },
             ],
         }),
@@ -535,7 +535,7 @@ pub const OTHER: &[OpDef] = &[
                 },
                 Rule {
                     name: "solve_vjp_rhs",
-                    args: &[Cotangent, Input(0)],
+                    args: &[Cotangent, Input(0), Shape(1)],
                 },
             ],
         }),
@@ -626,7 +626,7 @@ pub const OTHER: &[OpDef] = &[
                 },
                 Rule {
                     name: "cho_solve_vjp_rhs",
-                    args: &[Cotangent, Input(0)],
+                    args: &[Cotangent, Input(0), Shape(1)],
                 },
             ],
         }),
@@ -768,7 +768,7 @@ pub const OTHER: &[OpDef] = &[
                 },
                 Rule {
                     name: "lstsq_vjp_rhs",
-                    args: &[Cotangent, Input(0)],
+                    args: &[Cotangent, Input(0), Shape(1)],
                 },
             ],
         }),

@@ -6,9 +6,11 @@
 //! `einsum` is in `decomp/einsum.rs`.
 //!
 //! A tensor of shape `[.., m, n]` is a batch of `m × n` matrices; every op works on each matrix
-//! of the batch, and a second operand (`b` of `solve`) has the same leading axes (no
-//! broadcasting between batches: write `a.broadcast_to(..)` first). A right-hand side is a
-//! matrix `[.., n, k]`; write a vector as `[n, 1]`.
+//! of the batch. The leading (batch) axes of the two operands of `solve`, `solve_triangular`,
+//! `cho_solve` and `lstsq` broadcast as NumPy's and JAX's do (and as `matmul`'s): `a [2, 1, 3,
+//! 3]` and `b [5, 3, 2]` give `[2, 5, 3, 2]`, and one matrix meets a batch of right-hand sides
+//! or the reverse; the VJPs sum each operand's cotangent over the axes it was broadcast along.
+//! A right-hand side is a matrix `[.., n, k]`; write a vector as `[.., n, 1]`.
 //!
 //! # The kernels
 //!
@@ -49,8 +51,9 @@
 //! - `dot(b)` of two vectors of one length is a 0-d tensor; `outer(b)` of `[m]` and `[n]` is
 //!   `[m, n]`.
 
+use crate::broadcast::broadcast_shapes;
 use crate::element::Element;
-use crate::error::{OrPanic, ShapeError};
+use crate::error::{checked_size, OrPanic, ShapeError};
 use crate::tensor::Tensor;
 
 mod einsum;
@@ -82,20 +85,94 @@ fn square(op: &'static str, shape: &[usize]) -> Result<(usize, usize), ShapeErro
     Ok((batch, n))
 }
 
-/// The batch size, `n` and `k` of a system `a [.., n, n]`, `b [.., n, k]`.
-fn system(op: &'static str, a: &[usize], b: &[usize]) -> Result<(usize, usize, usize), ShapeError> {
-    let (batch, n) = square(op, a)?;
-    let fits = b.len() == a.len() && b[..b.len() - 1] == a[..a.len() - 1];
-    if !fits {
+/// Two stacks of matrices whose batch (leading) axes broadcast, as NumPy's and JAX's `solve`
+/// and `matmul` broadcast them: `[2, 1, 3, 3]` and `[5, 3, 2]` have the batch `[2, 5]`.
+pub(super) struct Batched {
+    /// The broadcast batch shape.
+    pub(super) batch: Vec<usize>,
+    /// For each matrix of the batch (row-major), the index of the matrix of each operand it
+    /// reads.
+    pub(super) pairs: Vec<(usize, usize)>,
+}
+
+impl Batched {
+    /// The batch of `a [.., p, q]` and `b [.., r, s]` (both with at least two axes); an error
+    /// naming `op` and both shapes when their batch axes do not broadcast.
+    pub(super) fn new(op: &'static str, a: &[usize], b: &[usize]) -> Result<Self, ShapeError> {
+        let (a_batch, b_batch) = (&a[..a.len() - 2], &b[..b.len() - 2]);
+        let batch = broadcast_shapes(op, a_batch, b_batch).map_err(|_| {
+            ShapeError::new(
+                op,
+                format!(
+                    "the batch axes {a_batch:?} and {b_batch:?} of shapes {a:?} and {b:?} do not \
+                     broadcast"
+                ),
+            )
+        })?;
+        let (sa, sb) = (batch_steps(a_batch, &batch), batch_steps(b_batch, &batch));
+        let count: usize = batch.iter().product();
+        let pairs = (0..count)
+            .map(|i| {
+                let (mut rem, mut ia, mut ib) = (i, 0, 0);
+                for ax in (0..batch.len()).rev() {
+                    let idx = rem % batch[ax];
+                    rem /= batch[ax];
+                    ia += idx * sa[ax];
+                    ib += idx * sb[ax];
+                }
+                (ia, ib)
+            })
+            .collect();
+        Ok(Batched { batch, pairs })
+    }
+
+    /// The batch shape followed by `rows × cols`, checked to fit in a tensor of `T`.
+    pub(super) fn shape<T>(
+        &self,
+        op: &'static str,
+        rows: usize,
+        cols: usize,
+    ) -> Result<Vec<usize>, ShapeError> {
+        let mut shape = self.batch.clone();
+        shape.extend([rows, cols]);
+        checked_size::<T>(op, &shape, || format!("the result of shape {shape:?}"))?;
+        Ok(shape)
+    }
+}
+
+/// For each axis of `batch`, how far one step moves in the matrices of an operand with batch
+/// axes `op_batch` (right-aligned; `0` where the operand is broadcast).
+fn batch_steps(op_batch: &[usize], batch: &[usize]) -> Vec<usize> {
+    let lead = batch.len() - op_batch.len();
+    let mut steps = vec![0; batch.len()];
+    let mut stride = 1;
+    for (j, &len) in op_batch.iter().enumerate().rev() {
+        if len != 1 {
+            steps[lead + j] = stride;
+        }
+        stride *= len;
+    }
+    steps
+}
+
+/// The broadcast batch, `n` and `k` of a system `a [.., n, n]`, `b [.., n, k]`.
+fn system(
+    op: &'static str,
+    a: &[usize],
+    b: &[usize],
+) -> Result<(Batched, usize, usize), ShapeError> {
+    let (_, n) = square(op, a)?;
+    if b.len() < 2 || b[b.len() - 2] != n {
         return Err(ShapeError::new(
             op,
             format!(
-                "the right-hand side must be [.., n, k] with the matrix's leading axes and n \
-                 rows: matrix {a:?}, right-hand side {b:?}"
+                "the right-hand side must be [.., n, k] with n rows (a vector as [.., n, 1]), \
+                 its leading axes broadcasting with the matrix's: matrix {a:?}, right-hand side \
+                 {b:?}"
             ),
         ));
     }
-    Ok((batch, n, b[b.len() - 1]))
+    Ok((Batched::new(op, a, b)?, n, b[b.len() - 1]))
 }
 
 /// `f(i, j, v)` at every element `v` at row `i`, column `j` of each matrix of `x`.
@@ -466,41 +543,55 @@ impl<T: Element> Tensor<T> {
 
     /// `X` with `op(T) X = B` for each matrix `A` of `[.., n, n]` and right-hand side `B` of
     /// `[.., n, k]`, where `T` is the lower (`lower`) or upper triangle of `A` and `op(T)` is
-    /// `Tᵀ` when `transpose` (SciPy's `solve_triangular(a, b, lower, trans)`).
+    /// `Tᵀ` when `transpose` (SciPy's `solve_triangular(a, b, lower, trans)`). The leading axes
+    /// of `A` and `B` broadcast, as JAX's: `[2, 1, 3, 3]` and `[5, 3, 2]` give `[2, 5, 3, 2]`.
     ///
     /// # Panics
-    /// When the shapes are not `[.., n, n]` and `[.., n, k]` with the same leading axes.
+    /// When the shapes are not `[.., n, n]` and `[.., n, k]` with leading axes that broadcast.
     #[track_caller]
     #[must_use]
     pub fn solve_triangular(&self, b: &Tensor<T>, lower: bool, transpose: bool) -> Tensor<T> {
         self.try_solve_triangular(b, lower, transpose).or_panic()
     }
 
-    /// Like [`Tensor::solve_triangular`], returning an error when the shapes do not fit.
+    /// Like [`Tensor::solve_triangular`], returning an error naming both shapes when they do not
+    /// fit.
     pub fn try_solve_triangular(
         &self,
         b: &Tensor<T>,
         lower: bool,
         transpose: bool,
     ) -> Result<Tensor<T>, ShapeError> {
-        let (batch, n, k) = system("solve_triangular", self.shape(), b.shape())?;
-        let a = self.to_vec();
-        let mut x = b.to_vec();
-        for i in 0..batch {
+        let (sys, n, k) = system("solve_triangular", self.shape(), b.shape())?;
+        let shape = sys.shape::<T>("solve_triangular", n, k)?;
+        let (a, rhs) = (self.to_vec(), b.to_vec());
+        let mut x = Vec::with_capacity(sys.pairs.len() * n * k);
+        for &(ia, ib) in &sys.pairs {
+            let start = x.len();
+            x.extend_from_slice(&rhs[ib * n * k..(ib + 1) * n * k]);
             triangular_kernel(
-                &a[i * n * n..(i + 1) * n * n],
+                &a[ia * n * n..(ia + 1) * n * n],
                 n,
-                &mut x[i * n * k..(i + 1) * n * k],
+                &mut x[start..],
                 k,
                 lower,
                 transpose,
             );
         }
-        Ok(Tensor::from_vec(x, b.shape()))
+        Ok(Tensor::from_vec(x, &shape))
     }
 
     /// `X = A⁻¹ B` for each matrix `A` of `[.., n, n]` and right-hand side `B` of `[.., n, k]`,
-    /// by LU with partial pivoting.
+    /// by LU with partial pivoting. The leading axes of `A` and `B` broadcast, as NumPy's and
+    /// JAX's; each matrix of `A` is factored once.
+    ///
+    /// ```
+    /// use rune_runtime::Tensor;
+    /// // One matrix against a batch of two right-hand sides: X is [2, 2, 1].
+    /// let a = Tensor::from_vec(vec![2.0, 0.0, 0.0, 4.0], &[2, 2]);
+    /// let b = Tensor::from_vec(vec![2.0, 4.0, 6.0, 8.0], &[2, 2, 1]);
+    /// assert_eq!(a.solve(&b).to_vec(), vec![1.0, 1.0, 3.0, 2.0]);
+    /// ```
     ///
     /// # Panics
     /// When the shapes do not fit, or a matrix is singular.
@@ -513,18 +604,22 @@ impl<T: Element> Tensor<T> {
     /// Like [`Tensor::solve`], returning an error when the shapes do not fit or a matrix is
     /// singular.
     pub fn try_solve(&self, b: &Tensor<T>) -> Result<Tensor<T>, ShapeError> {
-        let (batch, n, k) = system("solve", self.shape(), b.shape())?;
-        let a = self.to_vec();
-        let rhs = b.to_vec();
-        let mut x = Vec::with_capacity(rhs.len());
-        for i in 0..batch {
-            let lu = lu_kernel(&a[i * n * n..(i + 1) * n * n], n);
+        let (sys, n, k) = system("solve", self.shape(), b.shape())?;
+        let shape = sys.shape::<T>("solve", n, k)?;
+        let (a, rhs) = (self.to_vec(), b.to_vec());
+        // Each matrix of `a` is factored once, however many right-hand sides it meets.
+        let mut lus: Vec<Option<Lu<T>>> = std::iter::repeat_with(|| None)
+            .take(self.shape()[..self.ndim() - 2].iter().product())
+            .collect();
+        let mut x = Vec::with_capacity(sys.pairs.len() * n * k);
+        for &(ia, ib) in &sys.pairs {
+            let lu = lus[ia].get_or_insert_with(|| lu_kernel(&a[ia * n * n..(ia + 1) * n * n], n));
             if lu.singular {
-                return Err(singular_error("solve", i, self.shape()));
+                return Err(singular_error("solve", ia, self.shape()));
             }
-            x.extend(lu.solve(&rhs[i * n * k..(i + 1) * n * k], n, k));
+            x.extend(lu.solve(&rhs[ib * n * k..(ib + 1) * n * k], n, k));
         }
-        Ok(Tensor::from_vec(x, b.shape()))
+        Ok(Tensor::from_vec(x, &shape))
     }
 
     /// The inverse of each matrix of `[.., n, n]`.
@@ -681,6 +776,7 @@ pub mod rules {
     pub use super::einsum::rules::*;
     pub use super::factor::rules::*;
     use super::*;
+    use crate::broadcast::sum_to_shape;
 
     /// `x` with two unit axes appended: a value per matrix, broadcast over its matrix.
     fn per_matrix<T: Element>(x: &Tensor<T>) -> Tensor<T> {
@@ -911,8 +1007,14 @@ pub mod rules {
         fold_onto_lower(&a)
     }
 
+    /// The tangent `db` of a right-hand side broadcast to the solution's shape (zeros when
+    /// absent).
+    pub(super) fn rhs_tangent<T: Element>(db: Option<&Tensor<T>>, shape: &[usize]) -> Tensor<T> {
+        db.map_or_else(|| Tensor::zeros(shape), |d| d.broadcast_to(shape))
+    }
+
     /// JVP of [`Tensor::solve_triangular`], from `a`, the solution `x` and the tangents:
-    /// `op(T)⁻¹ (dB - op(dT) X)`.
+    /// `op(T)⁻¹ (dB - op(dT) X)` (over the broadcast batch, the solution's shape).
     #[track_caller]
     #[must_use]
     pub fn solve_triangular_jvp<T: Element>(
@@ -923,7 +1025,7 @@ pub mod rules {
         da: Option<&Tensor<T>>,
         db: Option<&Tensor<T>>,
     ) -> Tensor<T> {
-        let mut rhs = db.cloned().unwrap_or_else(|| Tensor::zeros(x.shape()));
+        let mut rhs = rhs_tangent(db, x.shape());
         if let Some(da) = da {
             let dt = triangle(da, lower);
             let dt = if transpose { dt.t() } else { dt };
@@ -933,7 +1035,8 @@ pub mod rules {
     }
 
     /// VJP of [`Tensor::solve_triangular`] for `a`, from `a` and the solution `x`: the
-    /// triangle read of `-B̄ Xᵀ` (or `-X B̄ᵀ` when transposed), `B̄ = op(T)⁻ᵀ ḡ`.
+    /// triangle read of `-B̄ Xᵀ` (or `-X B̄ᵀ` when transposed), `B̄ = op(T)⁻ᵀ ḡ`, summed over
+    /// the batch axes `a` was broadcast along.
     #[track_caller]
     #[must_use]
     pub fn solve_triangular_vjp_lhs<T: Element>(
@@ -949,22 +1052,25 @@ pub mod rules {
         } else {
             gb.matmul(&x.t())
         };
-        -triangle(&outer, lower)
+        -triangle(&sum_to_shape(&outer, a.shape()), lower)
     }
 
-    /// VJP of [`Tensor::solve_triangular`] for `b`, from `a`: `op(T)⁻ᵀ ḡ`.
+    /// VJP of [`Tensor::solve_triangular`] for `b` (of shape `b_shape`), from `a`: `op(T)⁻ᵀ ḡ`,
+    /// summed over the batch axes `b` was broadcast along.
     #[track_caller]
     #[must_use]
     pub fn solve_triangular_vjp_rhs<T: Element>(
         g: &Tensor<T>,
         a: &Tensor<T>,
+        b_shape: &[usize],
         lower: bool,
         transpose: bool,
     ) -> Tensor<T> {
-        a.solve_triangular(g, lower, !transpose)
+        sum_to_shape(&a.solve_triangular(g, lower, !transpose), b_shape)
     }
 
-    /// JVP of [`Tensor::solve`], from `a`, the solution `x` and the tangents: `A⁻¹(dB - dA X)`.
+    /// JVP of [`Tensor::solve`], from `a`, the solution `x` and the tangents: `A⁻¹(dB - dA X)`
+    /// (over the broadcast batch, the solution's shape).
     #[track_caller]
     #[must_use]
     pub fn solve_jvp<T: Element>(
@@ -973,7 +1079,7 @@ pub mod rules {
         da: Option<&Tensor<T>>,
         db: Option<&Tensor<T>>,
     ) -> Tensor<T> {
-        let mut rhs = db.cloned().unwrap_or_else(|| Tensor::zeros(x.shape()));
+        let mut rhs = rhs_tangent(db, x.shape());
         if let Some(da) = da {
             rhs -= da.matmul(x);
         }
@@ -981,18 +1087,19 @@ pub mod rules {
     }
 
     /// VJP of [`Tensor::solve`] for `a`, from `a` and the solution `x`: `-B̄ Xᵀ` with `B̄ =
-    /// A⁻ᵀ ḡ`.
+    /// A⁻ᵀ ḡ`, summed over the batch axes `a` was broadcast along.
     #[track_caller]
     #[must_use]
     pub fn solve_vjp_lhs<T: Element>(g: &Tensor<T>, a: &Tensor<T>, x: &Tensor<T>) -> Tensor<T> {
-        -a.t().solve(g).matmul(&x.t())
+        -sum_to_shape(&a.t().solve(g).matmul(&x.t()), a.shape())
     }
 
-    /// VJP of [`Tensor::solve`] for `b`, from `a`: `A⁻ᵀ ḡ`.
+    /// VJP of [`Tensor::solve`] for `b` (of shape `b_shape`), from `a`: `A⁻ᵀ ḡ`, summed over the
+    /// batch axes `b` was broadcast along.
     #[track_caller]
     #[must_use]
-    pub fn solve_vjp_rhs<T: Element>(g: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
-        a.t().solve(g)
+    pub fn solve_vjp_rhs<T: Element>(g: &Tensor<T>, a: &Tensor<T>, b_shape: &[usize]) -> Tensor<T> {
+        sum_to_shape(&a.t().solve(g), b_shape)
     }
 
     /// JVP of [`Tensor::inv`], from the inverse `y`: `-Y dA Y`.

@@ -115,40 +115,7 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
             |x, t| cholesky_jvp(&x[0].cholesky(), &t[0]),
             |x, g| vec![cholesky_vjp(g, &x[0].cholesky())],
         ));
-        let mut b_shape = shape.to_vec();
-        *b_shape.last_mut().unwrap() = 2;
         let a = shifted::<T>(shape, 2.0, 803);
-        let b: Tensor<T> = uniform(&b_shape, -1.0, 1.0, 804);
-        for (lower, transpose) in [(true, false), (false, false), (true, true), (false, true)] {
-            cases.push(Case::new(
-                "solve_triangular",
-                label,
-                vec![a.clone(), b.clone()],
-                move |x| x[0].solve_triangular(&x[1], lower, transpose),
-                move |x, t| {
-                    let y = x[0].solve_triangular(&x[1], lower, transpose);
-                    solve_triangular_jvp(&x[0], &y, lower, transpose, Some(&t[0]), Some(&t[1]))
-                },
-                move |x, g| {
-                    let y = x[0].solve_triangular(&x[1], lower, transpose);
-                    vec![
-                        solve_triangular_vjp_lhs(g, &x[0], &y, lower, transpose),
-                        solve_triangular_vjp_rhs(g, &x[0], lower, transpose),
-                    ]
-                },
-            ));
-        }
-        cases.push(Case::new(
-            "solve",
-            label,
-            vec![a.clone(), b.clone()],
-            |x| x[0].solve(&x[1]),
-            |x, t| solve_jvp(&x[0], &x[0].solve(&x[1]), Some(&t[0]), Some(&t[1])),
-            |x, g| {
-                let y = x[0].solve(&x[1]);
-                vec![solve_vjp_lhs(g, &x[0], &y), solve_vjp_rhs(g, &x[0])]
-            },
-        ));
         cases.push(Case::new(
             "inv",
             label,
@@ -177,8 +144,110 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
             ));
         }
     }
+    cases.extend(system_cases());
     cases.extend(factorization_cases());
     cases.extend(einsum_cases());
+    cases
+}
+
+/// The shapes of a matrix `[.., m, n]` and a right-hand side `[.., m, 2]` for each way their
+/// batch axes meet: none, the same batch, one matrix against a batch of right-hand sides and the
+/// reverse, and batches `[2, 1]` and `[5]` that broadcast to `[2, 5]`.
+fn systems(m: usize, n: usize) -> Vec<(&'static str, Vec<usize>, Vec<usize>)> {
+    let with = |batch: &[usize], cols: usize| [batch, &[m, cols]].concat();
+    [
+        ("single", &[][..], &[][..]),
+        ("batched [2]", &[2], &[2]),
+        ("one matrix, batched right-hand sides [2]", &[], &[2]),
+        ("batched matrices [2], one right-hand side", &[2], &[]),
+        ("batches [2, 1] and [5] broadcast", &[2, 1], &[5]),
+    ]
+    .into_iter()
+    .map(|(label, a, b)| (label, with(a, n), with(b, 2)))
+    .collect()
+}
+
+/// The ops of a matrix and a right-hand side (`solve_triangular`, `solve`, `cho_solve`,
+/// `lstsq`) over every batch pattern of [`systems`]: the VJPs sum over the axes an operand was
+/// broadcast along, which the dot-product test checks against the JVPs.
+fn system_cases<T: Element>() -> Vec<Case<T>> {
+    let mut cases = Vec::new();
+    for (label, a_shape, b_shape) in systems(3, 3) {
+        let a = shifted::<T>(&a_shape, 2.0, 803);
+        let b: Tensor<T> = uniform(&b_shape, -1.0, 1.0, 804);
+        for (lower, transpose) in [(true, false), (false, false), (true, true), (false, true)] {
+            cases.push(Case::new(
+                "solve_triangular",
+                label,
+                vec![a.clone(), b.clone()],
+                move |x| x[0].solve_triangular(&x[1], lower, transpose),
+                move |x, t| {
+                    let y = x[0].solve_triangular(&x[1], lower, transpose);
+                    solve_triangular_jvp(&x[0], &y, lower, transpose, Some(&t[0]), Some(&t[1]))
+                },
+                move |x, g| {
+                    let y = x[0].solve_triangular(&x[1], lower, transpose);
+                    vec![
+                        solve_triangular_vjp_lhs(g, &x[0], &y, lower, transpose),
+                        solve_triangular_vjp_rhs(g, &x[0], x[1].shape(), lower, transpose),
+                    ]
+                },
+            ));
+        }
+        cases.push(Case::new(
+            "solve",
+            label,
+            vec![a.clone(), b.clone()],
+            |x| x[0].solve(&x[1]),
+            |x, t| solve_jvp(&x[0], &x[0].solve(&x[1]), Some(&t[0]), Some(&t[1])),
+            |x, g| {
+                let y = x[0].solve(&x[1]);
+                vec![
+                    solve_vjp_lhs(g, &x[0], &y),
+                    solve_vjp_rhs(g, &x[0], x[1].shape()),
+                ]
+            },
+        ));
+        let l = spd::<T>(&a_shape, 820).cholesky();
+        cases.push(Case::new(
+            "cho_solve",
+            label,
+            vec![l, b],
+            |x| x[0].cho_solve(&x[1]),
+            |x, t| cho_solve_jvp(&x[0], &x[0].cho_solve(&x[1]), Some(&t[0]), Some(&t[1])),
+            |x, g| {
+                let y = x[0].cho_solve(&x[1]);
+                vec![
+                    cho_solve_vjp_lhs(g, &x[0], &y),
+                    cho_solve_vjp_rhs(g, &x[0], x[1].shape()),
+                ]
+            },
+        ));
+    }
+    for (m, n) in [(3, 3), (4, 3)] {
+        for (label, a_shape, b_shape) in systems(m, n) {
+            cases.push(Case::new(
+                "lstsq",
+                label,
+                vec![
+                    uniform(&a_shape, -1.0, 1.0, 823),
+                    uniform(&b_shape, -1.0, 1.0, 824),
+                ],
+                |x| x[0].lstsq(&x[1]),
+                |x, t| {
+                    let y = x[0].lstsq(&x[1]);
+                    lstsq_jvp(&x[0], &x[1], &y, Some(&t[0]), Some(&t[1]))
+                },
+                |x, g| {
+                    let y = x[0].lstsq(&x[1]);
+                    vec![
+                        lstsq_vjp_lhs(g, &x[0], &x[1], &y),
+                        lstsq_vjp_rhs(g, &x[0], x[1].shape()),
+                    ]
+                },
+            ));
+        }
+    }
     cases
 }
 
@@ -222,30 +291,16 @@ fn einsum_cases<T: Element>() -> Vec<Case<T>> {
         .collect()
 }
 
-/// `cho_solve`, `qr`, `eigh`, `svd` and `lstsq`, on well-conditioned matrices with distinct
-/// eigen- and singular values (the eigen- and singular vectors are signed by their largest
-/// component, a choice that is locally constant, so finite differences see them as smooth).
+/// `sign_det`, `eigh`, `svd` and `qr` (tall, square and wide), on well-conditioned matrices
+/// with distinct eigen- and singular values (the eigen- and singular vectors are signed by their
+/// largest component, a choice that is locally constant, so finite differences see them as
+/// smooth).
 fn factorization_cases<T: Element>() -> Vec<Case<T>> {
     let mut cases = Vec::new();
     for (label, shape) in [
         ("[3, 3]", &[3usize, 3][..]),
         ("batched [2, 3, 3]", &[2, 3, 3]),
     ] {
-        let l = spd::<T>(shape, 820).cholesky();
-        let mut b_shape = shape.to_vec();
-        *b_shape.last_mut().unwrap() = 2;
-        let b: Tensor<T> = uniform(&b_shape, -1.0, 1.0, 821);
-        cases.push(Case::new(
-            "cho_solve",
-            label,
-            vec![l, b],
-            |x| x[0].cho_solve(&x[1]),
-            |x, t| cho_solve_jvp(&x[0], &x[0].cho_solve(&x[1]), Some(&t[0]), Some(&t[1])),
-            |x, g| {
-                let y = x[0].cho_solve(&x[1]);
-                vec![cho_solve_vjp_lhs(g, &x[0], &y), cho_solve_vjp_rhs(g, &x[0])]
-            },
-        ));
         let a = shifted::<T>(shape, 2.0, 825);
         for a in [a.clone(), -&a] {
             cases.push(Case::new(
@@ -280,6 +335,7 @@ fn factorization_cases<T: Element>() -> Vec<Case<T>> {
         ("tall [4, 3]", &[4, 3]),
         ("wide [2, 4]", &[2, 4]),
         ("batched [2, 4, 2]", &[2, 4, 2]),
+        ("batched wide [2, 3, 5]", &[2, 3, 5]),
     ] {
         let a: Tensor<T> = uniform(shape, -1.0, 1.0, 823);
         cases.push(Case::new(
@@ -306,9 +362,6 @@ fn factorization_cases<T: Element>() -> Vec<Case<T>> {
             |x, t| svd_vh_jvp(&x[0], &t[0]),
             |x, g| vec![svd_vh_vjp(g, &x[0])],
         ));
-        if shape[shape.len() - 2] < shape[shape.len() - 1] {
-            continue;
-        }
         cases.push(Case::new(
             "qr_q",
             label,
@@ -324,23 +377,6 @@ fn factorization_cases<T: Element>() -> Vec<Case<T>> {
             |x| x[0].qr_r(),
             |x, t| qr_r_jvp(&x[0], &t[0]),
             |x, g| vec![qr_r_vjp(g, &x[0])],
-        ));
-        let mut b_shape = shape.to_vec();
-        *b_shape.last_mut().unwrap() = 2;
-        let b: Tensor<T> = uniform(&b_shape, -1.0, 1.0, 824);
-        cases.push(Case::new(
-            "lstsq",
-            label,
-            vec![a, b],
-            |x| x[0].lstsq(&x[1]),
-            |x, t| {
-                let y = x[0].lstsq(&x[1]);
-                lstsq_jvp(&x[0], &x[1], &y, Some(&t[0]), Some(&t[1]))
-            },
-            |x, g| {
-                let y = x[0].lstsq(&x[1]);
-                vec![lstsq_vjp_lhs(g, &x[0], &x[1], &y), lstsq_vjp_rhs(g, &x[0])]
-            },
         ));
     }
     cases
@@ -418,6 +454,78 @@ fn batched_matrices_are_factored_one_by_one() {
         let want = 2.0 * li.diagonal().ln().sum().item();
         assert!((d.to_vec()[i] - want).abs() < 1e-13);
     }
+}
+
+/// A matrix and a right-hand side whose batch axes broadcast give what the operands broadcast
+/// by hand give, for each op of the two and each pattern (one matrix against a batch and the
+/// reverse, `[2, 1]` against `[5]`); shapes that do not broadcast are errors naming the op and
+/// both shapes.
+#[test]
+fn systems_broadcast_their_batch_axes() {
+    fn check<T: Element>(tol: f64) {
+        for (_, a_shape, b_shape) in systems(4, 3) {
+            let a: Tensor<T> = uniform(&a_shape, -1.0, 1.0, 880);
+            let b: Tensor<T> = uniform(&b_shape, -1.0, 1.0, 881);
+            let batch = rune_runtime::broadcast_shapes(
+                "test",
+                &a_shape[..a_shape.len() - 2],
+                &b_shape[..b_shape.len() - 2],
+            )
+            .unwrap();
+            let full = |x: &Tensor<T>| {
+                let s = x.shape();
+                x.broadcast_to(&[&batch[..], &s[s.len() - 2..]].concat())
+            };
+            let expect = |got: Tensor<T>, want: Tensor<T>| {
+                assert_eq!(got.shape(), want.shape());
+                let want: Vec<f64> = want.to_vec().iter().map(|v| v.to_real()).collect();
+                assert_close(&got, &want, tol);
+            };
+            expect(a.lstsq(&b), full(&a).lstsq(&full(&b)));
+            let sq = shifted::<T>(&[&a_shape[..a_shape.len() - 2], &[4, 4]].concat(), 2.0, 882);
+            expect(sq.solve(&b), full(&sq).solve(&full(&b)));
+            for (lower, transpose) in [(true, false), (false, true)] {
+                expect(
+                    sq.solve_triangular(&b, lower, transpose),
+                    full(&sq).solve_triangular(&full(&b), lower, transpose),
+                );
+            }
+            let l = spd::<T>(sq.shape(), 883).cholesky();
+            expect(l.cho_solve(&b), full(&l).cho_solve(&full(&b)));
+        }
+    }
+    check::<f32>(1e-6);
+    check::<f64>(1e-14);
+    let a = Tensor::<f64>::eye(3).broadcast_to(&[2, 3, 3]);
+    let b = Tensor::<f64>::ones(&[3, 3, 2]);
+    let errors = [
+        a.try_solve(&b).unwrap_err(),
+        a.try_solve_triangular(&b, true, false).unwrap_err(),
+        a.try_cho_solve(&b).unwrap_err(),
+        a.try_lstsq(&b).unwrap_err(),
+    ];
+    for (err, op) in errors
+        .iter()
+        .zip(["solve", "solve_triangular", "cho_solve", "lstsq"])
+    {
+        let err = err.to_string();
+        assert!(
+            err.starts_with(&format!("{op}:"))
+                && err.contains("[2, 3, 3]")
+                && err.contains("[3, 3, 2]")
+                && err.contains("do not broadcast"),
+            "{err}"
+        );
+    }
+    // A vector right-hand side is written as a column.
+    let err = Tensor::<f64>::eye(3)
+        .try_solve(&Tensor::ones(&[3]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("solve:") && err.contains("[.., n, 1]"),
+        "{err}"
+    );
 }
 
 /// Bad input names the op and the shapes, or says which matrix is not positive definite or is
@@ -520,7 +628,8 @@ fn max_diff<T: Element>(x: &Tensor<T>, y: &Tensor<T>) -> f64 {
 }
 
 /// `Q R = A`, `U diag(s) Vh = A` and `V diag(w) Vᵀ = A` on random matrices (tall, wide, square,
-/// batched), with orthonormal factors, `R` upper triangular with a positive diagonal, and the
+/// batched), with orthonormal factors, `R` upper triangular (`[.., k, n]`, `k = min(m, n)`)
+/// with a positive diagonal, and the
 /// eigen- and singular values in order.
 #[test]
 fn factorizations_reconstruct_their_matrices_with_orthonormal_factors() {
@@ -540,7 +649,7 @@ fn factorizations_reconstruct_their_matrices_with_orthonormal_factors() {
             for pair in sv.chunks(k) {
                 assert!(pair.windows(2).all(|w| w[0] >= w[1]) && pair[k - 1] >= T::zero());
             }
-            if m >= n {
+            {
                 let (q, r) = a.qr();
                 assert!(max_diff(&q.matmul(&r), &a) < tol, "qr of {shape:?}");
                 assert!(max_diff(&q.t().matmul(&q), &eye) < tol);
@@ -606,6 +715,11 @@ fn spectral_factorizations_at_known_matrices() {
         let design = tensor::<T>(&[1.0, 0.0, 1.0, 1.0, 1.0, 2.0], &[3, 2]);
         let y = tensor::<T>(&[1.0, 2.0, 4.0], &[3, 1]);
         assert_close(&design.lstsq(&y), &[5.0 / 6.0, 1.5], tol);
+        // A wide QR through the leading square block: [[3, 1], [4, 2]] = Q R_X with Q =
+        // [[0.6, -0.8], [0.8, 0.6]], R_X = [[5, 2.2], [0, 0.4]]; the last column is Q [5.2, 1.4].
+        let (q, r) = tensor::<T>(&[3.0, 1.0, 2.0, 4.0, 2.0, 5.0], &[2, 3]).qr();
+        assert_close(&q, &[0.6, -0.8, 0.8, 0.6], tol);
+        assert_close(&r, &[5.0, 2.2, 5.2, 0.0, 0.4, 1.4], tol);
     }
     check::<f32>(1e-6);
     check::<f64>(1e-14);
@@ -665,10 +779,23 @@ fn repeated_eigenvalues_have_eigenvalue_gradients_only() {
 #[test]
 fn bad_factorization_input_names_the_op() {
     let wide = Tensor::<f64>::ones(&[2, 3]);
-    let err = wide.try_qr().unwrap_err().to_string();
-    assert!(err.starts_with("qr:") && err.contains("[2, 3]"), "{err}");
-    let err = wide.try_qr_r().unwrap_err().to_string();
+    // A wide matrix factors through its leading square block, which here is singular.
+    let zero_column = tensor::<f64>(&[0.0, 1.0, 2.0, 0.0, 3.0, 4.0], &[2, 3]);
+    let err = zero_column.try_qr().unwrap_err().to_string();
+    assert!(
+        err.starts_with("qr:") && err.contains("[2, 3]") && err.contains("column 0"),
+        "{err}"
+    );
+    let err = zero_column.try_qr_r().unwrap_err().to_string();
     assert!(err.starts_with("qr_r:"), "{err}");
+    let err = tensor::<f64>(&[1.0, 0.0, 2.0, 0.0, 1.0, 3.0], &[2, 3])
+        .try_lstsq(&Tensor::ones(&[2, 1]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("lstsq:") && err.contains("m >= n") && err.contains("[2, 3]"),
+        "{err}"
+    );
     let dependent = tensor::<f64>(&[1.0, 2.0, 2.0, 4.0, 3.0, 6.0], &[3, 2]);
     let err = dependent.try_qr().unwrap_err().to_string();
     assert!(

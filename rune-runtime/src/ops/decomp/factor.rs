@@ -25,10 +25,11 @@
 //!
 //! # Conventions
 //!
-//! - `qr` of `A [.., m, n]` with `m >= n` and full column rank is the reduced factorization `A =
-//!   Q R`, `Q [.., m, n]` with orthonormal columns and `R [.., n, n]` upper triangular with a
-//!   positive diagonal (which makes it unique and smooth). A rank-deficient matrix is an error,
-//!   as is `m < n` (whose factors are not differentiable functions of `A`).
+//! - `qr` of `A [.., m, n]` is the reduced factorization `A = Q R` of NumPy and JAX, `k = min(m,
+//!   n)`: `Q [.., m, k]` with orthonormal columns and `R [.., k, n]` upper triangular with a
+//!   positive diagonal (which makes it unique and smooth). For `m >= n`, `A` must have full
+//!   column rank; a wide `A = [X | Y]` (`m < n`) is factored through its leading square block,
+//!   `X = Q R_X` and `R = [R_X | Qᵀ Y]`, and `X` must be invertible. Otherwise it is an error.
 //! - `eigh` of a symmetric `A [.., n, n]` reads its lower triangle (as `cholesky`, and as
 //!   PyTorch's and JAX's default `UPLO='L'`): eigenvalues `w [.., n]` ascending, and eigenvectors
 //!   as the columns of `V [.., n, n]`, `A = V diag(w) Vᵀ`. An eigenvector's sign is fixed so that
@@ -40,7 +41,8 @@
 //!   signed so that the largest component of the left one is positive. For a zero singular value
 //!   the left vector completes `U`'s columns to an orthonormal set.
 //! - `lstsq(b)` of a full-column-rank `A [.., m, n]`, `m >= n`, and `B [.., m, k]` is the `X [..,
-//!   n, k]` minimising `‖A X - B‖`, by QR: `X = R⁻¹ Qᵀ B`.
+//!   n, k]` minimising `‖A X - B‖`, by QR: `X = R⁻¹ Qᵀ B`. The leading axes of `A` and `B`
+//!   broadcast (see `decomp.rs`), as those of `cho_solve`'s.
 //! - `cho_solve(b)` solves `A X = B` given the lower Cholesky factor `L` of `A` (the receiver;
 //!   its lower triangle is read), by two triangular solves, as SciPy's `cho_solve((L, True), b)`.
 //! - `slogdet()` returns `(sign_det(), logabsdet())`, the sign `±1` (`0` for a singular matrix)
@@ -54,7 +56,9 @@
 //! - `qr` (Walter and Lehmann 2018; Liao et al. 2019): with `C = Qᵀ dA R⁻¹` and the skew
 //!   matrix `Ω = tril(C, -1) - tril(C, -1)ᵀ`, `dR = (C - Ω) R` and `dQ = dA R⁻¹ - Q (C - Ω)`;
 //!   the VJP is `Ā = (Q̄ + Q copyltu(M)) R⁻ᵀ` with `M = R R̄ᵀ - Q̄ᵀ Q` and `copyltu(M)` the
-//!   symmetric matrix of `M`'s lower triangle.
+//!   symmetric matrix of `M`'s lower triangle. For a wide `A = [X | Y]` (as JAX's `qr_jvp_rule`)
+//!   these give `dQ` and `dR_X` from `dX`, and `dR_Y = dQᵀ Y + Qᵀ dY`; backwards, `R_Y = Qᵀ Y`
+//!   adds `Y R̄_Yᵀ` to `Q̄` before `X̄` is taken as above, and `Ȳ = Q R̄_Y`.
 //! - `eigh` (Giles 2008; Seeger et al. 2017): `dw = diag(Vᵀ dA V)`, `dV = V (F ∘ Vᵀ dA V)` with
 //!   `Fᵢⱼ = 1/(wⱼ - wᵢ)` off the diagonal and `0` on it; `Ā = V (diag(w̄) + F ∘ Vᵀ V̄) Vᵀ`, folded
 //!   onto the lower triangle that is read. These need distinct eigenvalues. At a repeated
@@ -73,7 +77,7 @@
 //!   (dB - dA X))`; with `Z = (AᵀA)⁻¹ ḡ = R⁻¹ R⁻ᵀ ḡ`, `B̄ = A Z` and `Ā = r Zᵀ - B̄ Xᵀ`.
 
 use super::rules::symmetric_from_lower;
-use super::{map_indexed, matrices, square};
+use super::{map_indexed, matrices, square, Batched};
 use crate::element::Element;
 use crate::error::{OrPanic, ShapeError};
 use crate::tensor::Tensor;
@@ -116,9 +120,25 @@ fn column_dot<T: Element>(x: &[T], cols: usize, p: usize, q: usize) -> T {
 /// under ten sweeps for the matrices they are meant for).
 const MAX_SWEEPS: usize = 60;
 
-/// `Q` (`m × n`) and `R` (`n × n`) of the reduced QR factorization, `R` with a positive
-/// diagonal; `Err(j)` when column `j` depends on the ones before it.
+/// `Q` (`m × k`) and `R` (`k × n`), `k = min(m, n)`, of the reduced QR factorization, `R` with
+/// a positive diagonal; `Err(j)` when column `j < k` depends on the ones before it. A wide
+/// matrix `[X | Y]` (`X` its first `m` columns) is `Q [R_X | Qᵀ Y]` for `X = Q R_X`.
 fn qr_kernel<T: Element>(a: &[T], m: usize, n: usize) -> Result<(Vec<T>, Vec<T>), usize> {
+    if m < n {
+        let x: Vec<T> = a.chunks(n).flat_map(|row| row[..m].to_vec()).collect();
+        let (q, rx) = qr_kernel(&x, m, m)?;
+        let r = (0..m * n)
+            .map(|idx| {
+                let (i, j) = (idx / n, idx % n);
+                if j < m {
+                    rx[i * m + j]
+                } else {
+                    (0..m).map(|p| q[p * m + i] * a[p * n + j]).sum()
+                }
+            })
+            .collect();
+        return Ok((q, r));
+    }
     let mut q = a.to_vec();
     let mut r = vec![T::zero(); n * n];
     for j in 0..n {
@@ -422,7 +442,8 @@ fn factor_batch<T: Element, const K: usize>(
 impl<T: Element> Tensor<T> {
     /// `X` with `A X = B` for `A = L Lᵀ`, given the lower Cholesky factor `L` of each matrix
     /// (`self`, `[.., n, n]`, its lower triangle read) and `B` of `[.., n, k]` (SciPy's
-    /// `cho_solve((L, True), B)`).
+    /// `cho_solve((L, True), B)`). The leading axes of `L` and `B` broadcast, as NumPy's and
+    /// JAX's.
     ///
     /// ```
     /// use rune_runtime::Tensor;
@@ -433,14 +454,14 @@ impl<T: Element> Tensor<T> {
     /// ```
     ///
     /// # Panics
-    /// When the shapes are not `[.., n, n]` and `[.., n, k]` with the same leading axes.
+    /// When the shapes are not `[.., n, n]` and `[.., n, k]` with leading axes that broadcast.
     #[track_caller]
     #[must_use]
     pub fn cho_solve(&self, b: &Tensor<T>) -> Tensor<T> {
         self.try_cho_solve(b).or_panic()
     }
 
-    /// Like [`Tensor::cho_solve`], returning an error when the shapes do not fit.
+    /// Like [`Tensor::cho_solve`], returning an error naming both shapes when they do not fit.
     pub fn try_cho_solve(&self, b: &Tensor<T>) -> Result<Tensor<T>, ShapeError> {
         let rename = |e: ShapeError| ShapeError::new("cho_solve", e.message().to_owned());
         let y = self.try_solve_triangular(b, true, false).map_err(rename)?;
@@ -496,9 +517,11 @@ impl<T: Element> Tensor<T> {
         })
     }
 
-    /// The reduced QR factorization `A = Q R` of each matrix of `[.., m, n]`, `m >= n`, of full
-    /// column rank: `Q [.., m, n]` with orthonormal columns and `R [.., n, n]` upper triangular
-    /// with a positive diagonal.
+    /// The reduced QR factorization `A = Q R` of each matrix of `[.., m, n]` (NumPy's and JAX's
+    /// `mode='reduced'`), `k = min(m, n)`: `Q [.., m, k]` with orthonormal columns and `R [.., k,
+    /// n]` upper triangular with a positive diagonal. A tall or square matrix must have full
+    /// column rank; a wide one `[X | Y]` is factored through its leading square block `X`, which
+    /// must be invertible: `X = Q R_X`, `R = [R_X | Qᵀ Y]`.
     ///
     /// ```
     /// use rune_runtime::Tensor;
@@ -507,34 +530,31 @@ impl<T: Element> Tensor<T> {
     /// let (q, r) = a.qr();
     /// assert!(close(q, &[0.6, -0.8, 0.8, 0.6]));
     /// assert!(close(r, &[5.0, 2.2, 0.0, 0.4]));
+    /// // Wide: the same Q, and R's last column Qᵀ [2, 5].
+    /// let (q, r) = Tensor::from_vec(vec![3.0, 1.0, 2.0, 4.0, 2.0, 5.0], &[2, 3]).qr();
+    /// assert!(close(q, &[0.6, -0.8, 0.8, 0.6]));
+    /// assert!(close(r, &[5.0, 2.2, 5.2, 0.0, 0.4, 1.4]));
     /// ```
     ///
     /// # Panics
-    /// When `m < n`, or a matrix does not have full column rank.
+    /// When the tensor has fewer than two axes, or a matrix does not have full rank in its
+    /// leading `k` columns.
     #[track_caller]
     #[must_use]
     pub fn qr(&self) -> (Tensor<T>, Tensor<T>) {
         self.try_qr().or_panic()
     }
 
-    /// Like [`Tensor::qr`], returning an error for `m < n` or a rank-deficient matrix.
+    /// Like [`Tensor::qr`], returning an error for fewer than two axes or a rank-deficient
+    /// matrix.
     pub fn try_qr(&self) -> Result<(Tensor<T>, Tensor<T>), ShapeError> {
         self.qr_named("qr")
     }
 
     fn qr_named(&self, op: &'static str) -> Result<(Tensor<T>, Tensor<T>), ShapeError> {
         let (batch, m, n) = matrices(op, self.shape())?;
-        if m < n {
-            return Err(ShapeError::new(
-                op,
-                format!(
-                    "expects matrices [.., m, n] with m >= n (the reduced QR of a wide matrix \
-                     is not differentiable), got shape {:?}",
-                    self.shape()
-                ),
-            ));
-        }
-        let [q, r] = factor_batch(self, batch, [&[m, n], &[n, n]], |b, a| {
+        let k = m.min(n);
+        let [q, r] = factor_batch(self, batch, [&[m, k], &[k, n]], |b, a| {
             let (q, r) = qr_kernel(a, m, n).map_err(|j| {
                 ShapeError::new(
                     op,
@@ -732,7 +752,8 @@ impl<T: Element> Tensor<T> {
     }
 
     /// The least-squares solution `X [.., n, k]` minimising `‖A X - B‖` for each full-column-rank
-    /// matrix `A` of `[.., m, n]`, `m >= n`, and `B` of `[.., m, k]`, by QR.
+    /// matrix `A` of `[.., m, n]`, `m >= n`, and `B` of `[.., m, k]`, by QR. The leading axes of
+    /// `A` and `B` broadcast, as NumPy's and JAX's.
     ///
     /// ```
     /// use rune_runtime::Tensor;
@@ -744,7 +765,8 @@ impl<T: Element> Tensor<T> {
     /// ```
     ///
     /// # Panics
-    /// When the shapes do not fit, `m < n`, or a matrix does not have full column rank.
+    /// When the shapes do not fit (or their leading axes do not broadcast), `m < n`, or a matrix
+    /// does not have full column rank.
     #[track_caller]
     #[must_use]
     pub fn lstsq(&self, b: &Tensor<T>) -> Tensor<T> {
@@ -755,13 +777,23 @@ impl<T: Element> Tensor<T> {
     /// matrix is rank-deficient.
     pub fn try_lstsq(&self, b: &Tensor<T>) -> Result<Tensor<T>, ShapeError> {
         let (a, bs) = (self.shape(), b.shape());
-        let fits = bs.len() == a.len() && a.len() >= 2 && bs[..bs.len() - 1] == a[..a.len() - 1];
+        let fits = a.len() >= 2 && bs.len() >= 2 && bs[bs.len() - 2] == a[a.len() - 2];
         if !fits {
             return Err(ShapeError::new(
                 "lstsq",
                 format!(
-                    "expects a matrix [.., m, n] and a right-hand side [.., m, k] with the same \
-                     leading axes and m rows: matrix {a:?}, right-hand side {bs:?}"
+                    "expects a matrix [.., m, n] and a right-hand side [.., m, k] with m rows, \
+                     their leading axes broadcasting: matrix {a:?}, right-hand side {bs:?}"
+                ),
+            ));
+        }
+        Batched::new("lstsq", a, bs)?;
+        if a[a.len() - 2] < a[a.len() - 1] {
+            return Err(ShapeError::new(
+                "lstsq",
+                format!(
+                    "expects matrices [.., m, n] with m >= n (a wide system has many \
+                     least-squares solutions), got shape {a:?}"
                 ),
             ));
         }
@@ -774,8 +806,10 @@ impl<T: Element> Tensor<T> {
 
 /// Rules of the factorizations of this module (see its conventions).
 pub mod rules {
-    use super::super::rules::fold_onto_lower;
+    use super::super::rules::{fold_onto_lower, rhs_tangent};
     use super::*;
+    use crate::broadcast::sum_to_shape;
+    use crate::ops::combine::concat;
 
     /// `Fᵢⱼ = 1 / (xⱼ - xᵢ)` off the diagonal, `0` on it, for each vector `x [.., n]`.
     fn gap_inverses<T: Element>(x: &Tensor<T>) -> Tensor<T> {
@@ -821,7 +855,8 @@ pub mod rules {
     }
 
     /// JVP of [`Tensor::cho_solve`], from the factor `l`, the solution `x` and the tangents:
-    /// `A⁻¹ (dB - dA X)` with `dA = dL Lᵀ + L dLᵀ` (the lower triangles).
+    /// `A⁻¹ (dB - dA X)` with `dA = dL Lᵀ + L dLᵀ` (the lower triangles), over the broadcast
+    /// batch.
     #[track_caller]
     #[must_use]
     pub fn cho_solve_jvp<T: Element>(
@@ -830,7 +865,7 @@ pub mod rules {
         dl: Option<&Tensor<T>>,
         db: Option<&Tensor<T>>,
     ) -> Tensor<T> {
-        let mut rhs = db.cloned().unwrap_or_else(|| Tensor::zeros(x.shape()));
+        let mut rhs = rhs_tangent(db, x.shape());
         if let Some(dl) = dl {
             let (lo, dlo) = (l.tril(0), dl.tril(0));
             rhs -= dlo.matmul(&lo.t().matmul(x)) + lo.matmul(&dlo.t().matmul(x));
@@ -839,49 +874,84 @@ pub mod rules {
     }
 
     /// VJP of [`Tensor::cho_solve`] for the factor, from `l` and the solution `x`: `-tril((B̄ Xᵀ
-    /// + X B̄ᵀ) L)` with `B̄ = A⁻¹ ḡ`.
+    /// + X B̄ᵀ) L)` with `B̄ = A⁻¹ ḡ`, summed over the batch axes `l` was broadcast along.
     #[track_caller]
     #[must_use]
     pub fn cho_solve_vjp_lhs<T: Element>(g: &Tensor<T>, l: &Tensor<T>, x: &Tensor<T>) -> Tensor<T> {
         let gb = l.cho_solve(g);
         let s = gb.matmul(&x.t()) + x.matmul(&gb.t());
-        -s.matmul(&l.tril(0)).tril(0)
+        -sum_to_shape(&s.matmul(&l.tril(0)), l.shape()).tril(0)
     }
 
-    /// VJP of [`Tensor::cho_solve`] for `b`, from the factor `l`: `A⁻¹ ḡ`.
+    /// VJP of [`Tensor::cho_solve`] for `b` (of shape `b_shape`), from the factor `l`: `A⁻¹ ḡ`,
+    /// summed over the batch axes `b` was broadcast along.
     #[track_caller]
     #[must_use]
-    pub fn cho_solve_vjp_rhs<T: Element>(g: &Tensor<T>, l: &Tensor<T>) -> Tensor<T> {
-        l.cho_solve(g)
+    pub fn cho_solve_vjp_rhs<T: Element>(
+        g: &Tensor<T>,
+        l: &Tensor<T>,
+        b_shape: &[usize],
+    ) -> Tensor<T> {
+        sum_to_shape(&l.cho_solve(g), b_shape)
     }
 
-    /// `(dQ, dR)` of the QR factorization of `a` along `da`.
-    #[track_caller]
-    fn qr_tangents<T: Element>(a: &Tensor<T>, da: &Tensor<T>) -> (Tensor<T>, Tensor<T>) {
-        let (q, r) = a.qr();
+    /// Columns `lo..hi` of each matrix of `x`.
+    fn columns<T: Element>(x: &Tensor<T>, lo: usize, hi: usize) -> Tensor<T> {
+        let mut ranges: Vec<(usize, usize)> = x.shape().iter().map(|&d| (0, d)).collect();
+        *ranges.last_mut().expect("a matrix has two axes") = (lo, hi);
+        x.shrink(&ranges)
+    }
+
+    /// The rows and columns of each matrix of `a`.
+    fn matrix_dims<T: Element>(a: &Tensor<T>) -> (usize, usize) {
+        let s = a.shape();
+        (s[s.len() - 2], s[s.len() - 1])
+    }
+
+    /// `(dQ, dR)` of the QR factorization `Q R` of a matrix with at least as many rows as
+    /// columns, along `da`.
+    fn tall_qr_tangents<T: Element>(
+        q: &Tensor<T>,
+        r: &Tensor<T>,
+        da: &Tensor<T>,
+    ) -> (Tensor<T>, Tensor<T>) {
         // C = Qᵀ dA R⁻¹, i.e. Cᵀ = R⁻ᵀ (dAᵀ Q).
-        let c = r.solve_triangular(&da.t().matmul(&q), false, true).t();
+        let c = r.solve_triangular(&da.t().matmul(q), false, true).t();
         let low = c.tril(-1);
         let upper = &c - &(&low - &low.t());
-        let dr = upper.matmul(&r);
+        let dr = upper.matmul(r);
         let dq = r.solve_triangular(&da.t(), false, true).t() - q.matmul(&upper);
         (dq, dr)
     }
 
-    /// `Ā` of the QR factorization of `a` from the cotangents of `Q` and `R`.
+    /// `(dQ, dR)` of the QR factorization of `a` along `da`; for a wide `a = [X | Y]` (`X`
+    /// square), `X`'s and `dR_Y = dQᵀ Y + Qᵀ dY`.
     #[track_caller]
-    fn qr_cotangent<T: Element>(
-        a: &Tensor<T>,
+    fn qr_tangents<T: Element>(a: &Tensor<T>, da: &Tensor<T>) -> (Tensor<T>, Tensor<T>) {
+        let (q, r) = a.qr();
+        let (m, n) = matrix_dims(a);
+        if m >= n {
+            return tall_qr_tangents(&q, &r, da);
+        }
+        let (dq, drx) = tall_qr_tangents(&q, &columns(&r, 0, m), &columns(da, 0, m));
+        let dry = dq.t().matmul(&columns(a, m, n)) + q.t().matmul(&columns(da, m, n));
+        (dq, concat(&[drx, dry], -1))
+    }
+
+    /// `Ā` of the QR factorization `Q R` of a matrix with at least as many rows as columns, from
+    /// the cotangents of `Q` and `R`.
+    fn tall_qr_cotangent<T: Element>(
+        q: &Tensor<T>,
+        r: &Tensor<T>,
         gq: Option<&Tensor<T>>,
         gr: Option<&Tensor<T>>,
     ) -> Tensor<T> {
-        let (q, r) = a.qr();
         let mut m = Tensor::zeros(r.shape());
         if let Some(gr) = gr {
             m += r.matmul(&gr.t());
         }
         if let Some(gq) = gq {
-            m -= gq.t().matmul(&q);
+            m -= gq.t().matmul(q);
         }
         let mut b = q.matmul(&symmetric_from_lower(&m));
         if let Some(gq) = gq {
@@ -889,6 +959,34 @@ pub mod rules {
         }
         // B R⁻ᵀ = (R⁻¹ Bᵀ)ᵀ.
         r.solve_triangular(&b.t(), false, false).t()
+    }
+
+    /// `Ā` of the QR factorization of `a` from the cotangents of `Q` and `R`; for a wide `a =
+    /// [X | Y]` (`X` square, `R = [R_X | Qᵀ Y]`), `X̄` is the square factorization's with `Q̄ + Y
+    /// R̄_Yᵀ`, and `Ȳ = Q R̄_Y`.
+    #[track_caller]
+    fn qr_cotangent<T: Element>(
+        a: &Tensor<T>,
+        gq: Option<&Tensor<T>>,
+        gr: Option<&Tensor<T>>,
+    ) -> Tensor<T> {
+        let (q, r) = a.qr();
+        let (m, n) = matrix_dims(a);
+        if m >= n {
+            return tall_qr_cotangent(&q, &r, gq, gr);
+        }
+        let y = columns(a, m, n);
+        let mut gq = gq.cloned().unwrap_or_else(|| Tensor::zeros(q.shape()));
+        let (grx, gy) = match gr {
+            Some(gr) => {
+                let gry = columns(gr, m, n);
+                gq += y.matmul(&gry.t());
+                (Some(columns(gr, 0, m)), q.matmul(&gry))
+            }
+            None => (None, Tensor::zeros(y.shape())),
+        };
+        let gx = tall_qr_cotangent(&q, &columns(&r, 0, m), Some(&gq), grx.as_ref());
+        concat(&[gx, gy], -1)
     }
 
     /// JVP of [`Tensor::qr_q`], from `a`.
@@ -1076,7 +1174,7 @@ pub mod rules {
     }
 
     /// JVP of [`Tensor::lstsq`], from `a`, `b`, the solution `x` and the tangents: `(AᵀA)⁻¹
-    /// (dAᵀ r + Aᵀ (dB - dA X))`, `r = B - A X`.
+    /// (dAᵀ r + Aᵀ (dB - dA X))`, `r = B - A X`, over the broadcast batch.
     #[track_caller]
     #[must_use]
     pub fn lstsq_jvp<T: Element>(
@@ -1086,19 +1184,19 @@ pub mod rules {
         da: Option<&Tensor<T>>,
         db: Option<&Tensor<T>>,
     ) -> Tensor<T> {
-        let mut rhs = db.cloned().unwrap_or_else(|| Tensor::zeros(b.shape()));
-        if let Some(da) = da {
-            rhs -= da.matmul(x);
+        let mut y = Tensor::zeros(x.shape());
+        if let Some(db) = db {
+            y += a.t().matmul(db);
         }
-        let mut y = a.t().matmul(&rhs);
         if let Some(da) = da {
-            y += da.t().matmul(&(b - &a.matmul(x)));
+            let residual = b - &a.matmul(x);
+            y += da.t().matmul(&residual) - a.t().matmul(&da.matmul(x));
         }
         gram_solve(a, &y)
     }
 
     /// VJP of [`Tensor::lstsq`] for `a`, from `a`, `b` and the solution `x`: `r Zᵀ - A Z Xᵀ`,
-    /// `Z = (AᵀA)⁻¹ ḡ`.
+    /// `Z = (AᵀA)⁻¹ ḡ`, summed over the batch axes `a` was broadcast along.
     #[track_caller]
     #[must_use]
     pub fn lstsq_vjp_lhs<T: Element>(
@@ -1109,13 +1207,14 @@ pub mod rules {
     ) -> Tensor<T> {
         let z = gram_solve(a, g);
         let r = b - &a.matmul(x);
-        r.matmul(&z.t()) - a.matmul(&z).matmul(&x.t())
+        sum_to_shape(&(r.matmul(&z.t()) - a.matmul(&z).matmul(&x.t())), a.shape())
     }
 
-    /// VJP of [`Tensor::lstsq`] for `b`, from `a`: `A (AᵀA)⁻¹ ḡ`.
+    /// VJP of [`Tensor::lstsq`] for `b` (of shape `b_shape`), from `a`: `A (AᵀA)⁻¹ ḡ`, summed
+    /// over the batch axes `b` was broadcast along.
     #[track_caller]
     #[must_use]
-    pub fn lstsq_vjp_rhs<T: Element>(g: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
-        a.matmul(&gram_solve(a, g))
+    pub fn lstsq_vjp_rhs<T: Element>(g: &Tensor<T>, a: &Tensor<T>, b_shape: &[usize]) -> Tensor<T> {
+        sum_to_shape(&a.matmul(&gram_solve(a, g)), b_shape)
     }
 }
