@@ -106,6 +106,23 @@ twins! {
 }
 
 twins! {
+    /// Piecewise: branches and a `while` loop on comparisons of the numbers.
+    fn piecewise / piecewise_tensors(x: f64, y: f64) -> f64 {
+        let mut r = if x > 1.0 { x * y } else { (x * y).sin() };
+        let mut k = 0;
+        while r < 10.0 && k < 50 {
+            r = r * 1.5 + y;
+            k += 1;
+        }
+        if r >= y * 12.0 {
+            r - y
+        } else {
+            r * x
+        }
+    }
+}
+
+twins! {
     /// A function of `f32` numbers.
     fn single / single_tensors(x: f32, y: f32) -> f32 {
         let mut s = 0.0;
@@ -304,6 +321,22 @@ fn early_exits_as_numbers() {
             early_tensors_vjp, early_tensors_pullback, early_tensors_jvp; f64; [x, y]; (n));
         numbers.check(&tensors, &[0.8, -1.3], 1e-6, 1e-7, 1e-12);
     }
+}
+
+#[test]
+fn comparisons_of_numbers_decide_branches() {
+    let numbers = variants!(piecewise, piecewise_grad, piecewise_value_and_grad, piecewise_vjp,
+        piecewise_pullback, piecewise_jvp; f64; [x, y]; ());
+    let tensors = variants!(piecewise_tensors, piecewise_tensors_grad,
+        piecewise_tensors_value_and_grad, piecewise_tensors_vjp, piecewise_tensors_pullback,
+        piecewise_tensors_jvp; f64; [x, y]; ());
+    for at in [[1.3, 0.8], [0.4, 2.0], [2.0, 1.0]] {
+        numbers.check(&tensors, &at, 1e-6, 1e-6, 1e-12);
+    }
+    // By hand at x = 2, y = 1: r = 2, then r -> 1.5 r + 1 three times (4, 7, 11.5), and
+    // 11.5 < 12: the value is 11.5 x = 23. dr/dx = 1.5^3 y = 3.375, so d/dx = 3.375 x + 11.5.
+    assert_eq!(piecewise(2.0, 1.0), 23.0);
+    assert_eq!(piecewise_grad(2.0, 1.0).0, 3.375 * 2.0 + 11.5);
 }
 
 #[test]

@@ -187,6 +187,27 @@ impl Lowerer<'_> {
                         let spec = ops::lookup(op, Form::Operator).expect("in the table");
                         self.binary_op(spec, lhs, rhs, b.op.span())
                     }
+                    // A comparison of numbers in a function of numbers (`if x > 1.0`): a
+                    // constant `bool`, whose derivative is zero wherever it has one.
+                    (None, _, _) if self.scalar_out && is_comparison(&b.op) => {
+                        let side = |l: &Lowered| match l {
+                            Lowered::Val(v) => {
+                                let v = val_ident(*v);
+                                quote!(::rune_ad::__private::number_of(&#v))
+                            }
+                            c => self.const_tokens(c),
+                        };
+                        let consts: Vec<&Lowered> = [&lhs, &rhs]
+                            .into_iter()
+                            .filter(|l| matches!(l, Lowered::Const { .. }))
+                            .collect();
+                        let (l, r, o) = (side(&lhs), side(&rhs), b.op);
+                        Lowered::Const {
+                            tokens: quote!((#l) #o (#r)),
+                            taint: Self::taint_of(&consts),
+                            is_ref: false,
+                        }
+                    }
                     (None, _, _) => {
                         self.errors.at(
                             b.op,
@@ -441,4 +462,12 @@ impl Lowerer<'_> {
             },
         }
     }
+}
+
+/// Whether `op` compares (`< <= > >= == !=`).
+fn is_comparison(op: &BinOp) -> bool {
+    matches!(
+        op,
+        BinOp::Lt(_) | BinOp::Le(_) | BinOp::Gt(_) | BinOp::Ge(_) | BinOp::Eq(_) | BinOp::Ne(_)
+    )
 }
