@@ -4,11 +4,12 @@
 //! returns numbers, it uses no option that brings its own code (`custom_vjp`, `custom_jvp`,
 //! `checkpoint`, `has_aux`) and fusion is on; and when its lowered body, with every elementwise
 //! op made a fused region (`crate::fuse::fuse` with `singletons`), holds nothing but constant
-//! code, parameters, slots, branches, loops and regions without a reduction or a mask. Each
-//! value is then a number; the emitter writes the same statements with the runtime's number
-//! functions (`rune_runtime::generated::number_map`, `accumulate_number`, ..), so that neither
-//! pass makes a tensor. Any other function, and any body with another statement (an op that is
-//! not elementwise, a call, a list), is written on tensors as before.
+//! code, parameters, slots, branches, loops, regions without a reduction or a mask, and calls
+//! of other differentiable functions (which, called with numbers in the user's code, take and
+//! return numbers). Each value is then a number; the emitter writes the same statements with
+//! the runtime's number functions (`rune_runtime::generated::number_map`, `accumulate_number`,
+//! ..), so that neither pass makes a tensor. Any other function, and any body with another
+//! statement (an op that is not elementwise, a list), is written on tensors as before.
 
 use crate::ir::{Body, Stmt};
 use crate::parse::{Options, Signature};
@@ -54,8 +55,11 @@ pub fn body_allows(body: &Body) -> bool {
             | Stmt::ListNew { .. }
             | Stmt::ListPush { .. }
             | Stmt::ListGet { .. }
-            | Stmt::ListOp { .. }
-            | Stmt::Call { .. } => false,
+            | Stmt::ListOp { .. } => false,
+            // The callee takes and returns numbers, as the user's code passes them.
+            Stmt::Call { args, .. } => args
+                .iter()
+                .all(|a| !matches!(a, crate::ir::CallArg::Struct { .. })),
         })
     }
     body.aux.is_none() && stmts_allow(&body.stmts)

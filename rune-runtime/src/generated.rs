@@ -241,12 +241,18 @@ pub struct NoGrad;
 pub trait GradSlot<T: Element> {
     /// Adds this slot into the caller's adjoint of the argument.
     fn accumulate_into(self, adjoint: &mut Option<Tensor<T>>);
+    /// Adds this slot into the adjoint of a caller that is a function of numbers.
+    fn accumulate_into_number(self, adjoint: &mut Option<T>);
 }
 
 impl<T: Element> GradSlot<T> for Tensor<T> {
     #[inline]
     fn accumulate_into(self, adjoint: &mut Option<Tensor<T>>) {
         accumulate(adjoint, self)
+    }
+    #[track_caller]
+    fn accumulate_into_number(self, adjoint: &mut Option<T>) {
+        accumulate_number(adjoint, self.item())
     }
 }
 
@@ -258,6 +264,10 @@ macro_rules! number_grad_slots {
             #[inline]
             fn accumulate_into(self, adjoint: &mut Option<Tensor<$t>>) {
                 accumulate(adjoint, Tensor::scalar(self))
+            }
+            #[inline(always)]
+            fn accumulate_into_number(self, adjoint: &mut Option<$t>) {
+                accumulate_number(adjoint, self)
             }
         }
     )*};
@@ -301,6 +311,26 @@ impl<T: Element> ArgFrom<Tensor<T>> for T {
         x.item()
     }
 }
+
+/// A number of a function of numbers, passed to a callee's number parameter, by value or by
+/// reference.
+macro_rules! number_args {
+    ($($t:ty),*) => {$(
+        impl ArgFrom<$t> for $t {
+            #[inline(always)]
+            fn arg_from(x: $t) -> Self {
+                x
+            }
+        }
+        impl<'a> ArgFrom<&'a $t> for &'a $t {
+            #[inline(always)]
+            fn arg_from(x: &'a $t) -> Self {
+                x
+            }
+        }
+    )*};
+}
+number_args!(f32, f64);
 
 /// A differentiated value as the argument the callee's parameter takes ([`ArgFrom`]).
 #[inline]
@@ -373,6 +403,12 @@ pub fn slot_value<T, X: SlotValue<T> + ?Sized>(x: &X) -> Tensor<T> {
 #[inline]
 pub fn into_tensor<T, V: IntoTensor<T>>(value: V) -> Tensor<T> {
     value.into_tensor()
+}
+
+/// Adds a callee's gradient slot into the adjoint of a caller that is a function of numbers.
+#[inline(always)]
+pub fn accumulate_number_slot<T: Element, S: GradSlot<T>>(adjoint: &mut Option<T>, slot: S) {
+    slot.accumulate_into_number(adjoint)
 }
 
 /// Adds a callee's gradient slot into the caller's adjoint of the argument passed there.

@@ -95,6 +95,14 @@ impl Emitter<'_> {
                     .map(|o| {
                         let adj = adjoint_ident(*o);
                         let s = shape_ident(*o);
+                        if self.numbers {
+                            let adjoint = if self.useful(*o) {
+                                quote!(#adj.take())
+                            } else {
+                                quote!(::core::option::Option::None)
+                            };
+                            return quote!(&#rt::number_or_zero(#adjoint, &#s));
+                        }
                         // As the tensor, or its number for a callee returning a number.
                         if self.useful(*o) {
                             quote!(&#rt::arg(#rt::adjoint_or_zeros(#adj.take(), &#s)))
@@ -115,7 +123,12 @@ impl Emitter<'_> {
                         CallArg::Val { val, .. } if self.useful(*val) => {
                             let target = adjoint_ident(*val);
                             let index = syn::Index::from(i);
-                            Some(quote!(#rt::accumulate_slot(&mut #target, __rune_slots.#index);))
+                            let accumulate = if self.numbers {
+                                quote!(accumulate_number_slot)
+                            } else {
+                                quote!(accumulate_slot)
+                            };
+                            Some(quote!(#rt::#accumulate(&mut #target, __rune_slots.#index);))
                         }
                         CallArg::Struct { root, path, .. } => {
                             let g = struct_grad_ident(*root);

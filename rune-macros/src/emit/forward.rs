@@ -244,7 +244,7 @@ impl Emitter<'_> {
                             quote!(let (#bound, #pb) = #call #question;)
                         };
                         let values: Vec<Ident> = outs.iter().map(|v| val_ident(*v)).collect();
-                        let values = outs_as_tensors(&values);
+                        let values = (!self.numbers).then(|| outs_as_tensors(&values));
                         relocate(quote!(#call #values), *span)
                     }
                     Mode::Tangent => {
@@ -271,8 +271,11 @@ impl Emitter<'_> {
                             tangents[0].to_token_stream()
                         };
                         let values: Vec<Ident> = outs.iter().map(|v| val_ident(*v)).collect();
-                        let values = outs_as_tensors(&values);
-                        let tangents = outs_as_tensors(&tangents);
+                        let (values, tangents) = if self.numbers {
+                            (quote!(), quote!())
+                        } else {
+                            (outs_as_tensors(&values), outs_as_tensors(&tangents))
+                        };
                         relocate(
                             quote!(let (#bound, #tbound) = #call #question; #values #tangents),
                             *span,

@@ -221,6 +221,8 @@ impl Lowerer<'_> {
             Expr::Unary(u) => {
                 let inner = self.expr(&u.expr);
                 match (&u.op, inner) {
+                    // `*v` of a number parameter taken by reference (`v: &f64`) is its value.
+                    (UnOp::Deref(_), Lowered::Val(v)) if self.scalar_out => Lowered::Val(v),
                     (UnOp::Neg(_), Lowered::Val(v)) => {
                         let spec = ops::lookup("neg", Form::Negation).expect("in the table");
                         self.push_op(spec, vec![Operand::Val(v)], vec![], None, u.span(), None)
