@@ -106,6 +106,21 @@ twins! {
 }
 
 twins! {
+    /// An early `return` from inside a loop, and closures.
+    fn returns / returns_tensors(x: f64, y: f64, #[nodiff] n: usize) -> f64 {
+        let damp = |v: f64| v * 0.9 + 0.1;
+        let mut r = x;
+        for i in 0..n {
+            r = damp(r) * y;
+            if i == 4 {
+                return r.exp();
+            }
+        }
+        r - x
+    }
+}
+
+twins! {
     /// Piecewise: branches and a `while` loop on comparisons of the numbers.
     fn piecewise / piecewise_tensors(x: f64, y: f64) -> f64 {
         let mut r = if x > 1.0 { x * y } else { (x * y).sin() };
@@ -378,6 +393,16 @@ fn comparisons_of_numbers_decide_branches() {
     for at in [[1.3, 0.8], [0.4, 2.0], [2.0, 1.0]] {
         numbers.check(&tensors, &at, 1e-6, 1e-6, 1e-12);
     }
+    for n in [0, 3, 5, 9] {
+        let numbers = variants!(returns, returns_grad, returns_value_and_grad, returns_vjp,
+            returns_pullback, returns_jvp; f64; [x, y]; (n));
+        let tensors = variants!(returns_tensors, returns_tensors_grad,
+            returns_tensors_value_and_grad, returns_tensors_vjp, returns_tensors_pullback,
+            returns_tensors_jvp; f64; [x, y]; (n));
+        numbers.check(&tensors, &[0.5, 1.1], 1e-6, 1e-7, 1e-12);
+    }
+    // By hand with one step: r = (0.9 x + 0.1) y, value r - x: d/dx = 0.9 y - 1.
+    assert_eq!(returns_grad(0.5, 1.1, 1).0, 0.9 * 1.1 - 1.0);
     // By hand at x = 2, y = 1: r = 2, then r -> 1.5 r + 1 three times (4, 7, 11.5), and
     // 11.5 < 12: the value is 11.5 x = 23. dr/dx = 1.5^3 y = 3.375, so d/dx = 3.375 x + 11.5.
     assert_eq!(piecewise(2.0, 1.0), 23.0);
