@@ -26,9 +26,8 @@
 //! [`vectorised`], so that the closure, its scalar forms and the math kernels of
 //! [`crate::vmath`] inlined into them are compiled for the CPU's vector instructions.
 
+use std::borrow::Cow;
 use std::ops::Range;
-
-use ndarray::{Dimension, IxDyn};
 
 use crate::broadcast::{broadcast_shapes, broadcast_view, same_shape, sum_to_shape};
 use crate::element::operand::{OperandOf, OperandRef};
@@ -290,7 +289,7 @@ fn put_blocks<T: Element, const K: usize, const B: usize>(
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
 fn push_sums<T: Element, const K: usize, const B: usize>(
-    sums: &mut [Vec<T>; K],
+    sums: &mut [BlockSums<T>; K],
     blocks: &[[T; B]; K],
     n: usize,
 ) {
@@ -358,8 +357,8 @@ impl<T: Copy> Out<'_, T> {
 fn drive<T: Element, const K: usize, const S: usize>(
     len: usize,
     align: usize,
-    run: impl Fn(Range<usize>, [Out<'_, T>; K], &mut [Vec<T>; S]) + Sync,
-) -> ([Vec<T>; K], [Vec<T>; S]) {
+    run: impl Fn(Range<usize>, [Out<'_, T>; K], &mut [BlockSums<T>; S]) + Sync,
+) -> ([Vec<T>; K], [BlockSums<T>; S]) {
     #[cfg(feature = "parallel")]
     if let Some(ranges) = crate::parallel::split(len, align) {
         return drive_split(len, ranges, run);
@@ -372,8 +371,49 @@ fn drive<T: Element, const K: usize, const S: usize>(
 }
 
 /// The sums of `len` elements' blocks: room for one a block.
-fn sums_for<T, const S: usize>(len: usize) -> [Vec<T>; S] {
-    std::array::from_fn(|_| Vec::with_capacity(len / SUM_BLOCK + 1))
+fn sums_for<T: Copy, const S: usize>(len: usize) -> [BlockSums<T>; S] {
+    std::array::from_fn(|_| BlockSums::for_len(len))
+}
+
+/// The block sums of a loop, in order. A loop of one block (every region of at most
+/// [`SUM_BLOCK`] elements) keeps its one sum inline, without an allocation.
+enum BlockSums<T> {
+    /// No sum yet, or the first.
+    Inline(Option<T>),
+    /// The sums of a loop of more than one block.
+    Heap(Vec<T>),
+}
+
+impl<T: Copy> BlockSums<T> {
+    /// Room for the block sums of `len` elements.
+    fn for_len(len: usize) -> Self {
+        if len <= SUM_BLOCK {
+            BlockSums::Inline(None)
+        } else {
+            BlockSums::Heap(Vec::with_capacity(len / SUM_BLOCK + 1))
+        }
+    }
+
+    /// Appends the next block's sum.
+    #[inline(always)]
+    fn push(&mut self, sum: T) {
+        match self {
+            BlockSums::Inline(slot @ None) => *slot = Some(sum),
+            BlockSums::Inline(Some(first)) => {
+                let first = *first;
+                *self = BlockSums::Heap(vec![first, sum]);
+            }
+            BlockSums::Heap(sums) => sums.push(sum),
+        }
+    }
+
+    /// The sums in order.
+    fn as_slice(&self) -> &[T] {
+        match self {
+            BlockSums::Inline(sum) => sum.as_slice(),
+            BlockSums::Heap(sums) => sums,
+        }
+    }
 }
 
 /// [`drive`] split into `ranges` on the thread pool.
@@ -381,8 +421,8 @@ fn sums_for<T, const S: usize>(len: usize) -> [Vec<T>; S] {
 fn drive_split<T: Element, const K: usize, const S: usize>(
     len: usize,
     ranges: Vec<Range<usize>>,
-    run: impl Fn(Range<usize>, [Out<'_, T>; K], &mut [Vec<T>; S]) + Sync,
-) -> ([Vec<T>; K], [Vec<T>; S]) {
+    run: impl Fn(Range<usize>, [Out<'_, T>; K], &mut [BlockSums<T>; S]) + Sync,
+) -> ([Vec<T>; K], [BlockSums<T>; S]) {
     let mut outs: [Vec<T>; K] = std::array::from_fn(|_| vec![T::zero(); len]);
     // Each range with its part of every output.
     let mut rests: [&mut [T]; K] = outs.each_mut().map(|o| o.as_mut_slice());
@@ -403,7 +443,7 @@ fn drive_split<T: Element, const K: usize, const S: usize>(
     let mut sums = sums_for(len);
     for piece in piece_sums {
         for (all, part) in sums.iter_mut().zip(piece) {
-            all.extend(part);
+            part.as_slice().iter().for_each(|&s| all.push(s));
         }
     }
     (outs, sums)
@@ -443,7 +483,7 @@ fn same_shape_sources<'a, T: Element, const N: usize>(
 fn prepare<'a, T: Element, const N: usize>(
     inputs: &[FusedInput<'a, T>; N],
     ops: FusedOps,
-) -> Result<(IxDyn, [Option<&'a [usize]>; N], [Source<'a, T>; N]), ShapeError> {
+) -> Result<(Vec<usize>, [Option<&'a [usize]>; N], [Source<'a, T>; N]), ShapeError> {
     let shapes = inputs.map(|i| match i {
         FusedInput::Value(v) => operand_shape(&v),
         FusedInput::Shape(s) => Some(s),
@@ -455,20 +495,21 @@ fn prepare<'a, T: Element, const N: usize>(
             *source = operand_source(v, &shape)?;
         }
     }
-    Ok((IxDyn(&shape), shapes, sources))
+    Ok((shape, shapes, sources))
 }
 
-/// The region's shape and its inputs' sources, for a pass that reads every input's value.
+/// The region's shape (borrowed from the inputs when they all have it) and its inputs'
+/// sources, for a pass that reads every input's value.
 #[track_caller]
 fn value_sources<'a, T: Element, const N: usize>(
     inputs: &[OperandRef<'a, T>; N],
     ops: FusedOps,
-) -> (IxDyn, [Source<'a, T>; N]) {
+) -> (Cow<'a, [usize]>, [Source<'a, T>; N]) {
     match same_shape_sources(&inputs.map(Some)) {
-        Some((shape, sources)) => (IxDyn(shape), sources),
+        Some((shape, sources)) => (Cow::Borrowed(shape), sources),
         None => {
             let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
-            (shape, sources)
+            (Cow::Owned(shape), sources)
         }
     }
 }
@@ -486,7 +527,7 @@ pub fn fused_map<T: Element, const N: usize, const L: usize>(
 ) -> Tensor<T> {
     let literals = literals.map(T::from_f64);
     let (shape, sources) = value_sources(&inputs, ops);
-    let shape = shape.slice();
+    let shape = &*shape;
     let len = shape.iter().product();
     let ([out], []) = drive(len, BLOCK, |range, [out], _| {
         with_block_size!(len, SMALL, BLOCK, |B| vectorised(
@@ -494,7 +535,7 @@ pub fn fused_map<T: Element, const N: usize, const L: usize>(
             || map_blocks::<T, N, L, B>(range, out, &sources, &literals, &f),
         ))
     });
-    Tensor::from_vec(out, shape)
+    Tensor::from_parts(out, shape)
 }
 
 /// `fused_map`'s loop, over blocks of `B`.
@@ -576,14 +617,14 @@ pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize, con
         (all_shaped && shaped(g.shape())).then_some((shape, sources, Source::Slice(gs)))
     });
     let (shape, shapes, sources, g_source) = match direct {
-        Some((shape, sources, gs)) => (IxDyn(shape), None, sources, gs),
+        Some((shape, sources, gs)) => (Cow::Borrowed(shape), None, sources, gs),
         None => {
             let (shape, shapes, sources) = prepare(&inputs, ops).or_panic();
-            let gs = source("fused", g, shape.slice()).or_panic();
-            (shape, Some(shapes), sources, gs)
+            let gs = source("fused", g, &shape).or_panic();
+            (Cow::Owned(shape), Some(shapes), sources, gs)
         }
     };
-    let shape = shape.slice();
+    let shape = &*shape;
     let len = shape.iter().product();
     let sources = (&sources, &[g_source]);
     let (outs, []) = drive(len, BLOCK, |range, outs, _| {
@@ -592,11 +633,33 @@ pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize, con
             || vjp_blocks::<T, N, L, K, B>(range, outs, sources, &literals, &f),
         ))
     });
-    let full = outs.map(|o| Tensor::from_vec(o, shape));
     match shapes {
-        None => targets.map(|(_, k)| full[k].clone()),
-        Some(shapes) => targets.map(|(i, k)| sum_to_shape(&full[k], shapes[i].unwrap_or(&[]))),
+        None => distribute(outs, shape, &targets, |_, t| t),
+        Some(shapes) => distribute(outs, shape, &targets, |i, t| {
+            sum_to_shape(&t, shapes[i].unwrap_or(&[]))
+        }),
     }
+}
+
+/// The tensor of each target `(input, k)` from the loop's results `outs` (of the region's
+/// `shape`), passed through `finish(input, result k)`. A result read by one target becomes its
+/// tensor; one read by several (the operands of `+`) is one tensor they share.
+fn distribute<T: Element, const K: usize, const M: usize>(
+    outs: [Vec<T>; K],
+    shape: &[usize],
+    targets: &[(usize, usize); M],
+    mut finish: impl FnMut(usize, Tensor<T>) -> Tensor<T>,
+) -> [Tensor<T>; M] {
+    let once = (0..K).all(|k| targets.iter().filter(|&&(_, l)| l == k).count() <= 1);
+    if once {
+        let mut outs = outs.map(Some);
+        return targets.map(|(i, k)| {
+            let out = outs[k].take().expect("fused: each result read once");
+            finish(i, Tensor::from_parts(out, shape))
+        });
+    }
+    let full = outs.map(|o| Tensor::from_parts(o, shape));
+    targets.map(|(i, k)| finish(i, full[k].clone()))
 }
 
 /// `fused_vjp`'s loop, over blocks of `B`: the inputs' and the cotangent's sources.
@@ -639,8 +702,8 @@ pub fn fused_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
 ) -> (Tensor<T>, Tensor<T>) {
     let literals = literals.map(T::from_f64);
     let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
-    let tangent_sources = tangents.map(|t| source("fused", t, shape.slice()).or_panic());
-    let shape = shape.slice();
+    let tangent_sources = tangents.map(|t| source("fused", t, &shape).or_panic());
+    let shape = &*shape;
     let len = shape.iter().product();
     let sources = (&sources, &tangent_sources);
     let ([value, tangent], []) = drive(len, BLOCK, |range, outs, _| {
@@ -650,8 +713,8 @@ pub fn fused_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
         ))
     });
     (
-        Tensor::from_vec(value, shape),
-        Tensor::from_vec(tangent, shape),
+        Tensor::from_parts(value, shape),
+        Tensor::from_parts(tangent, shape),
     )
 }
 
@@ -726,7 +789,7 @@ pub fn fused_reduce<T: Element, const N: usize, const L: usize>(
 ) -> Tensor<T> {
     let literals = literals.map(T::from_f64);
     let (shape, sources) = value_sources(&inputs, ops);
-    let shape = shape.slice();
+    let shape = &*shape;
     let len = shape.iter().product();
     let (f, literals) = (&f, &literals);
     let ([], [sums]) = drive(len, SUM_BLOCK, |range, [], sums| {
@@ -743,7 +806,7 @@ pub fn fused_reduce<T: Element, const N: usize, const L: usize>(
             },
         ))
     });
-    Tensor::scalar(reduction.finish(combine_block_sums(&sums, len), len))
+    Tensor::scalar(reduction.finish(combine_block_sums(sums.as_slice(), len), len))
 }
 
 /// The reduction of a fused region's value and its tangent, in one pass: `f(x, t)` gives both
@@ -762,8 +825,8 @@ pub fn fused_reduce_jvp<T: Element, const N: usize, const L: usize, const K: usi
 ) -> (Tensor<T>, Tensor<T>) {
     let literals = literals.map(T::from_f64);
     let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
-    let tangent_sources = tangents.map(|t| source("fused", t, shape.slice()).or_panic());
-    let shape = shape.slice();
+    let tangent_sources = tangents.map(|t| source("fused", t, &shape).or_panic());
+    let shape = &*shape;
     let len = shape.iter().product();
     let (f, literals, sources) = (&f, &literals, (&sources, &tangent_sources));
     let ([], sums) = drive(len, SUM_BLOCK, |range, [], sums| {
@@ -783,7 +846,8 @@ pub fn fused_reduce_jvp<T: Element, const N: usize, const L: usize, const K: usi
             },
         ))
     });
-    let [y, u] = sums.map(|s| Tensor::scalar(reduction.finish(combine_block_sums(&s, len), len)));
+    let [y, u] =
+        sums.map(|s| Tensor::scalar(reduction.finish(combine_block_sums(s.as_slice(), len), len)));
     (y, u)
 }
 
@@ -795,7 +859,7 @@ fn sum_blocks<T: Element, const N: usize, const M: usize, const K: usize, const 
     range: Range<usize>,
     (xs_from, ys_from): (&[Source<'_, T>; N], &[Source<'_, T>; M]),
     f: impl Fn([T; N], [T; M]) -> [T; K],
-    sums: &mut [Vec<T>; K],
+    sums: &mut [BlockSums<T>; K],
 ) {
     let mut block = [[T::zero(); B]; K];
     for_blocks::<T, N, M, B>(
@@ -839,7 +903,7 @@ pub fn fused_reduce_vjp<
 ) -> (Tensor<T>, [Tensor<T>; M]) {
     let literals = literals.map(T::from_f64);
     let (shape, sources) = value_sources(&inputs, ops);
-    let shape = shape.slice();
+    let shape = &*shape;
     let len = shape.iter().product();
     let seed = reduction.seed::<T>(len);
     let (literals, f) = ((&literals, seed), &f);
@@ -849,12 +913,11 @@ pub fn fused_reduce_vjp<
             || partial_blocks::<T, N, L, K, B>(range, &sources, literals, f, (sums, outs)),
         ))
     });
-    let value = Tensor::scalar(reduction.finish(combine_block_sums(&sums, len), len));
-    let full = partials.map(|p| Tensor::from_vec(p, shape));
-    let partials = targets.map(|(i, k)| match inputs[i] {
-        OperandRef::Tensor(t) if !same_shape(t.shape(), shape) => sum_to_shape(&full[k], t.shape()),
-        OperandRef::Tensor(_) => full[k].clone(),
-        OperandRef::Scalar(_) => sum_to_shape(&full[k], &[]),
+    let value = Tensor::scalar(reduction.finish(combine_block_sums(sums.as_slice(), len), len));
+    let partials = distribute(partials, shape, &targets, |i, p| match inputs[i] {
+        OperandRef::Tensor(t) if !same_shape(t.shape(), shape) => sum_to_shape(&p, t.shape()),
+        OperandRef::Tensor(_) => p,
+        OperandRef::Scalar(_) => sum_to_shape(&p, &[]),
     });
     (value, partials)
 }
@@ -867,7 +930,7 @@ fn partial_blocks<T: Element, const N: usize, const L: usize, const K: usize, co
     sources: &[Source<'_, T>; N],
     (literals, seed): (&[T; L], T),
     f: &impl Fn([T; N], &[T; L], T) -> (T, [T; K]),
-    (sums, mut partials): (&mut Vec<T>, [Out<'_, T>; K]),
+    (sums, mut partials): (&mut BlockSums<T>, [Out<'_, T>; K]),
 ) {
     let mut values = [T::zero(); B];
     let mut block = [[T::zero(); B]; K];
@@ -997,6 +1060,46 @@ mod tests {
             [],
             |[a, b], []| a.exp() * b,
         );
+    }
+
+    #[test]
+    fn block_sums_keep_one_sum_inline_and_more_in_order() {
+        let mut one = BlockSums::for_len(SUM_BLOCK);
+        assert!(matches!(one, BlockSums::Inline(None)));
+        assert_eq!(one.as_slice(), &[] as &[f64]);
+        one.push(1.5);
+        assert!(matches!(one, BlockSums::Inline(Some(_))));
+        assert_eq!(one.as_slice(), &[1.5]);
+        // A second sum moves both to the heap, in order.
+        one.push(-2.0);
+        one.push(4.0);
+        assert_eq!(one.as_slice(), &[1.5, -2.0, 4.0]);
+        let mut many = BlockSums::for_len(3 * SUM_BLOCK);
+        for v in [1.0, 2.0, 3.0] {
+            many.push(v);
+        }
+        assert!(matches!(many, BlockSums::Heap(_)));
+        assert_eq!(many.as_slice(), &[1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    fn results_read_by_several_targets_share_one_tensor() {
+        // Result 0 read by inputs 0 and 2, result 1 by input 1: `finish` sees each target.
+        let outs = [vec![1.0, 2.0], vec![3.0, 4.0]];
+        let mut seen = Vec::new();
+        let [a, b, c] = distribute(outs, &[2], &[(0, 0), (1, 1), (2, 0)], |i, t| {
+            seen.push(i);
+            t
+        });
+        assert_eq!(seen, [0, 1, 2]);
+        assert_eq!(
+            (a.to_vec(), b.to_vec(), c.to_vec()),
+            (vec![1.0, 2.0], vec![3.0, 4.0], vec![1.0, 2.0])
+        );
+        assert_eq!(a.as_shared().as_ptr(), c.as_shared().as_ptr());
+        // Each result read once: each its own tensor, in the targets' order.
+        let [p, q] = distribute([vec![5.0], vec![6.0]], &[], &[(1, 1), (0, 0)], |_, t| t);
+        assert_eq!((p.item(), q.item(), p.shape()), (6.0, 5.0, &[] as &[usize]));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 use ndarray::{Dimension, IxDyn};
 
+use crate::broadcast::same_shape;
 pub use crate::element::Residual;
 use crate::element::{Element, FromScalar};
 pub use crate::fused::{
@@ -71,7 +72,7 @@ pub fn accumulate<T: Element>(adjoint: &mut Option<Tensor<T>>, mut contribution:
         Some(a)
             if !a.as_shared().is_unique()
                 && contribution.as_shared().is_unique()
-                && a.shape() == contribution.shape() =>
+                && same_shape(a.shape(), contribution.shape()) =>
         {
             contribution += &*a;
             *a = contribution;

@@ -28,7 +28,7 @@ pub(crate) fn try_binary_map<T: Element>(
         (OperandRef::Tensor(x), OperandRef::Scalar(y)) => x.map_elems(|&v| f(v, y)),
         (OperandRef::Scalar(x), OperandRef::Tensor(y)) => y.map(|&v| f(x, v)),
         (OperandRef::Tensor(x), OperandRef::Tensor(y)) => {
-            if x.shape() == y.shape() {
+            if same_shape(x.shape(), y.shape()) {
                 x.zip_map(y, |&u, &v| f(u, v))
             } else if let Some(t) = row_broadcast_map(x, y, &f) {
                 t
@@ -217,7 +217,7 @@ macro_rules! assign_ops {
             fn $method(&mut self, rhs: B) {
                 match rhs.operand_of() {
                     OperandRef::Scalar(s) => self.data_mut().mapv_inplace(|v| v $op s),
-                    OperandRef::Tensor(t) if t.shape() == self.shape() => {
+                    OperandRef::Tensor(t) if same_shape(t.shape(), self.shape()) => {
                         let rhs = t.as_shared();
                         let lhs = self.data_mut();
                         // Row-major on both sides (the usual case): one loop over the slices.
