@@ -1,6 +1,6 @@
-//! Error-free transformations of `f64` arithmetic (double-double building blocks), without
-//! FMA, shared by the kernels that keep a result's rounding error: a sum or product `a ∘ b`
-//! as `s + e` exactly.
+//! Error-free transformations of `f64` (and one of `f32`) arithmetic (double-double building
+//! blocks), without FMA, shared by the kernels that keep a result's rounding error: a sum or
+//! product `a ∘ b` as `s + e` exactly.
 
 /// `(s, e)` with `s + e == a + b` exactly, when `a == 0` or `exponent(a) >= exponent(b)`
 /// (Dekker).
@@ -36,4 +36,13 @@ pub(super) fn two_prod_split(a: f64, b: f64, (bh, bl): (f64, f64)) -> (f64, f64)
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub(super) fn two_prod(a: f64, b: f64) -> (f64, f64) {
     two_prod_split(a, b, split(b))
+}
+
+/// `(s, e)` with `s + e == a + b` exactly, for any `a` and `b` (Knuth), in `f32`.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub(super) fn two_sum_f32(a: f32, b: f32) -> (f32, f32) {
+    let s = a + b;
+    let bb = s - a;
+    (s, (a - (s - bb)) + (b - bb))
 }
