@@ -171,6 +171,26 @@ fn power(x: f64, #[nodiff] n: u32) -> f64 {
     }
 }
 
+/// Methods of numbers on a constant receiver, calling each other.
+struct Spring {
+    k: f64,
+}
+
+#[differentiable]
+impl Spring {
+    fn energy(#[nodiff] &self, x: f64) -> f64 {
+        self.k * x * x * 0.5
+    }
+
+    fn total(#[nodiff] &self, x: f64, y: f64) -> f64 {
+        self.energy(x) + Self::wave(y)
+    }
+
+    fn wave(y: f64) -> f64 {
+        y.sin()
+    }
+}
+
 twins! {
     /// A loop of calls of helpers.
     fn helped / helped_tensors(a: f64, b: f64, #[nodiff] n: usize) -> f64 {
@@ -433,6 +453,19 @@ fn functions_of_numbers_call_functions_of_numbers() {
     assert!(close(grads.0, 3.0 * a * a * b, 1e-15) && close(grads.1, a * a * a, 1e-15));
     assert_eq!(allocations(|| by_reference_grad(a, b)).1, 0);
     assert!(close(by_reference_jvp(a, b, &1.0, &0.0).1, grads.0, 1e-15));
+}
+
+#[test]
+fn methods_of_numbers() {
+    let s = Spring { k: 2.0 };
+    let (x, y) = (1.5, 0.3);
+    // E = k x² / 2 + sin y: dE/dx = k x, dE/dy = cos y.
+    let ((value, grads), count) = allocations(|| s.total_value_and_grad(x, y));
+    assert_eq!(count, 0);
+    assert_eq!(value, s.total(x, y));
+    assert_eq!(grads, (2.0 * x, y.cos()));
+    let (_, t) = s.total_jvp(x, y, &1.0, &2.0);
+    assert!(close(t, 2.0 * x + 2.0 * y.cos(), 1e-15));
 }
 
 #[test]
