@@ -191,6 +191,23 @@ impl Spring {
     }
 }
 
+/// A polynomial whose coefficients are a `Vec` field of a constant receiver.
+struct Polynomial {
+    coeffs: Vec<f64>,
+}
+
+#[differentiable]
+impl Polynomial {
+    /// Horner's rule over the coefficients, highest first, times a differentiated scale.
+    fn eval(#[nodiff] &self, x: f64, scale: f64) -> f64 {
+        let mut acc = 0.0;
+        for c in self.coeffs.iter().rev() {
+            acc = acc * x + c;
+        }
+        acc * scale
+    }
+}
+
 twins! {
     /// A loop of calls of helpers.
     fn helped / helped_tensors(a: f64, b: f64, #[nodiff] n: usize) -> f64 {
@@ -466,6 +483,27 @@ fn methods_of_numbers() {
     assert_eq!(grads, (2.0 * x, y.cos()));
     let (_, t) = s.total_jvp(x, y, &1.0, &2.0);
     assert!(close(t, 2.0 * x + 2.0 * y.cos(), 1e-15));
+}
+
+#[test]
+fn a_loop_over_a_vec_field_of_constants() {
+    // p(x) = 1 - 2x + 0.5x³: p'(x) = -2 + 1.5x².
+    let p = Polynomial {
+        coeffs: vec![1.0, -2.0, 0.0, 0.5],
+    };
+    let (x, scale) = (1.3, 0.7);
+    let value = 1.0 - 2.0 * x + 0.5 * x * x * x;
+    // Written on numbers: the loop's stacks allocate, no op does (0-d tensors would make
+    // several an iteration).
+    let ((v, (gx, gs)), count) = allocations(|| p.eval_value_and_grad(x, scale));
+    assert!(count <= 4, "{count} allocations");
+    assert!(close(v, value * scale, 1e-15));
+    assert!(close(gx, (-2.0 + 1.5 * x * x) * scale, 1e-14));
+    assert!(close(gs, value, 1e-15));
+    let fd = differences(&|a: &[f64]| p.eval(a[0], a[1]), &[x, scale], 1e-6);
+    assert!(close(gx, fd[0], 1e-8) && close(gs, fd[1], 1e-8));
+    let (_, t) = p.eval_jvp(x, scale, &1.0, &-1.0);
+    assert!(close(t, gx - gs, 1e-14));
 }
 
 #[test]
