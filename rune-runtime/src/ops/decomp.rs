@@ -51,6 +51,7 @@
 //! - `dot(b)` of two vectors of one length is a 0-d tensor; `outer(b)` of `[m]` and `[n]` is
 //!   `[m, n]`.
 
+use super::linalg::batch_steps;
 use crate::broadcast::broadcast_shapes;
 use crate::element::Element;
 use crate::error::{checked_size, OrPanic, ShapeError};
@@ -138,21 +139,6 @@ impl Batched {
         checked_size::<T>(op, &shape, || format!("the result of shape {shape:?}"))?;
         Ok(shape)
     }
-}
-
-/// For each axis of `batch`, how far one step moves in the matrices of an operand with batch
-/// axes `op_batch` (right-aligned; `0` where the operand is broadcast).
-fn batch_steps(op_batch: &[usize], batch: &[usize]) -> Vec<usize> {
-    let lead = batch.len() - op_batch.len();
-    let mut steps = vec![0; batch.len()];
-    let mut stride = 1;
-    for (j, &len) in op_batch.iter().enumerate().rev() {
-        if len != 1 {
-            steps[lead + j] = stride;
-        }
-        stride *= len;
-    }
-    steps
 }
 
 /// The broadcast batch, `n` and `k` of a system `a [.., n, n]`, `b [.., n, k]`.

@@ -242,8 +242,8 @@ impl<'a, T: Element> Stack<'a, T> {
 }
 
 /// For each axis of `batch`, how far one step moves in an operand with batch axes `op_batch`
-/// (right-aligned; `0` where the operand is broadcast).
-fn batch_steps(op_batch: &[usize], batch: &[usize]) -> Vec<usize> {
+/// (right-aligned; `0` where the operand is broadcast), counted in matrices.
+pub(super) fn batch_steps(op_batch: &[usize], batch: &[usize]) -> Vec<usize> {
     let lead = batch.len() - op_batch.len();
     let mut steps = vec![0; batch.len()];
     let mut stride = 1;

@@ -192,10 +192,13 @@ const LOG32_S: [f64; 5] = [
     0.19363258375120218,
 ];
 
-/// c[0] + x (c[1] + x (c[2] + …)).
+/// c[0] + x (c[1] + x (c[2] + …)), in `f64` or `f32`.
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
-fn horner<const N: usize>(x: f64, c: &[f64; N]) -> f64 {
+fn horner<T, const N: usize>(x: T, c: &[T; N]) -> T
+where
+    T: Copy + std::ops::Mul<Output = T> + std::ops::Add<Output = T>,
+{
     c[..N - 1]
         .iter()
         .rev()
@@ -447,16 +450,6 @@ const LN_P_F32: [f32; 9] = [
     0.070_386_4,
 ];
 
-/// c[0] + x (c[1] + x (c[2] + …)), in `f32`.
-#[cfg_attr(debug_assertions, inline)]
-#[cfg_attr(not(debug_assertions), inline(always))]
-fn horner_f32<const N: usize>(x: f32, c: &[f32; N]) -> f32 {
-    c[..N - 1]
-        .iter()
-        .rev()
-        .fold(c[N - 1], |acc, &ci| acc * x + ci)
-}
-
 /// `(p, k)` with e^x = 2^k (1 + p), for -104 ≤ x ≤ 89 (or NaN): k = round(x / ln 2),
 /// r = x - k ln 2 by Cody–Waite (`k · LN2_HI_F32` and the first difference exact), |r| ≤ 0.3466,
 /// p = e^r - 1 = r + r² Q(r).
@@ -467,7 +460,7 @@ fn exp_core_f32(x: f32) -> (f32, i32) {
     let kf = t - ROUND_SHIFT_F32;
     let k = t.to_bits().wrapping_sub(ROUND_SHIFT_F32.to_bits()) as i32;
     let r = (x - kf * LN2_HI_F32) - kf * LN2_LO_F32;
-    (r + r * r * horner_f32(r, &EXP_Q_F32), k)
+    (r + r * r * horner(r, &EXP_Q_F32), k)
 }
 
 /// v · 2^k for v near 1 and -150 ≤ k ≤ 128, as v · 2^⌊k/2⌋ · 2^⌈k/2⌉: only the last product
@@ -500,7 +493,7 @@ fn decompose_f32(x: f32) -> (u32, f32) {
 #[cfg_attr(not(debug_assertions), inline(always))]
 fn ln_f32_core(k: f32, f: f32, corr: f32) -> f32 {
     let hfsq = 0.5 * (f * f);
-    let tail = f * f * f * horner_f32(f, &LN_P_F32) + (k * LN2_LO_F32 + corr);
+    let tail = f * f * f * horner(f, &LN_P_F32) + (k * LN2_LO_F32 + corr);
     k * LN2_HI_F32 + (f - (hfsq - tail))
 }
 
