@@ -17,16 +17,6 @@ use crate::names::{
 use crate::ops::{self, Param};
 
 impl Emitter<'_> {
-    /// The runtime function adding an optional contribution to an adjoint.
-    pub(super) fn accumulate_option(&self) -> TokenStream {
-        let rt = rt();
-        if self.numbers {
-            quote!(#rt::accumulate_number_option)
-        } else {
-            quote!(#rt::accumulate_option)
-        }
-    }
-
     /// The backward replay of one region: pops what it saved, then each statement reversed.
     fn backward_block(&self, stmts: &[Stmt], depth: usize) -> TokenStream {
         let mut out = Vec::new();
@@ -131,12 +121,8 @@ impl Emitter<'_> {
                         CallArg::Val { val, .. } if self.useful(*val) => {
                             let target = adjoint_ident(*val);
                             let index = syn::Index::from(i);
-                            let accumulate = if self.numbers {
-                                quote!(accumulate_number_slot)
-                            } else {
-                                quote!(accumulate_slot)
-                            };
-                            Some(quote!(#rt::#accumulate(&mut #target, __rune_slots.#index);))
+                            let accumulate = self.glue("accumulate_slot");
+                            Some(quote!(#accumulate(&mut #target, __rune_slots.#index);))
                         }
                         CallArg::Struct { root, path, .. } => {
                             let g = struct_grad_ident(*root);
@@ -207,7 +193,7 @@ impl Emitter<'_> {
             Stmt::SlotRead { out, slot } if self.useful(*out) => {
                 let am = slot_adjoint_ident(*slot);
                 let a = adjoint_ident(*out);
-                let accumulate = self.accumulate_option();
+                let accumulate = self.glue("accumulate_option");
                 quote!(#accumulate(&mut #am, #a.take());)
             }
             Stmt::Leaf {
@@ -229,7 +215,7 @@ impl Emitter<'_> {
                 match val {
                     Operand::Val(v) if self.useful(*v) => {
                         let a = adjoint_ident(*v);
-                        let accumulate = self.accumulate_option();
+                        let accumulate = self.glue("accumulate_option");
                         quote!(#accumulate(&mut #a, #am.take());)
                     }
                     _ => quote!(#am = ::core::option::Option::None;),
@@ -368,11 +354,8 @@ impl Emitter<'_> {
                     } else {
                         quote!(::core::option::Option::None)
                     };
-                    let grad = if self.numbers {
-                        quote!(#rt::number_or_zero(#adjoint, &#s))
-                    } else {
-                        quote!(#rt::adjoint_or_zeros(#adjoint, &#s))
-                    };
+                    let or_zeros = self.glue("adjoint_or_zeros");
+                    let grad = quote!(#or_zeros(#adjoint, &#s));
                     if a.scalar && !self.numbers {
                         quote!(#grad.item())
                     } else {

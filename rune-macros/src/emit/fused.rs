@@ -611,12 +611,11 @@ impl Emitter<'_> {
                 let body = code.tangent_body(&with_tangent);
                 let t = tangent_ident(out);
                 let (function, reduce) = match reduce {
-                    Some(r) => (quote!(fused_reduce_jvp), quote!(#r,)),
-                    None if self.numbers => (quote!(number_jvp), quote!()),
-                    None => (quote!(fused_jvp), quote!()),
+                    Some(r) => (quote!(#rt::fused_reduce_jvp), quote!(#r,)),
+                    None => (self.glue("fused_jvp"), quote!()),
                 };
                 quote! {
-                    let (#v, #t) = #rt::#function(#ops, #args, #lits, #reduce [#(#tangents),*], #[inline(always)] |#params, __rune_lits, [#(#us),*]| { #body });
+                    let (#v, #t) = #function(#ops, #args, #lits, #reduce [#(#tangents),*], #[inline(always)] |#params, __rune_lits, [#(#us),*]| { #body });
                 }
             }
             (Mode::Reverse, Some(r)) if useful => {
@@ -634,12 +633,8 @@ impl Emitter<'_> {
             }
             (_, None) => {
                 let body = code.value_body();
-                let function = if self.numbers {
-                    quote!(number_map)
-                } else {
-                    quote!(fused_map)
-                };
-                quote!(let #v = #rt::#function(#ops, #args, #lits, #[inline(always)] |#params, __rune_lits| { #body });)
+                let function = self.glue("fused_map");
+                quote!(let #v = #function(#ops, #args, #lits, #[inline(always)] |#params, __rune_lits| { #body });)
             }
         };
         relocate_call(call, span)
@@ -718,19 +713,15 @@ impl Emitter<'_> {
         let results: Vec<Ident> = (0..targets.len())
             .map(|k| hidden(&format!("f{k}")))
             .collect();
-        let (accumulate, function) = if self.numbers {
-            (quote!(accumulate_number), quote!(number_vjp))
-        } else {
-            (quote!(accumulate), quote!(fused_vjp))
-        };
+        let (accumulate, function) = (self.glue("accumulate"), self.glue("fused_vjp"));
         let accumulate = targets.iter().zip(&results).map(|(&i, r)| {
             let a = adjoint_ident(inputs[i].val().expect("a value"));
-            quote!(#rt::#accumulate(&mut #a, #r);)
+            quote!(#accumulate(&mut #a, #r);)
         });
         relocate_call(
             quote! {
                 if let ::core::option::Option::Some(__rune_g) = #adj.take() {
-                    let [#(#results),*] = #rt::#function(#ops, #args, #lits, [#(#pairs),*], &__rune_g, #[inline(always)] |#params, __rune_lits, __rune_ge| { #body });
+                    let [#(#results),*] = #function(#ops, #args, #lits, [#(#pairs),*], &__rune_g, #[inline(always)] |#params, __rune_lits, __rune_ge| { #body });
                     #(#accumulate)*
                 }
             },

@@ -115,6 +115,25 @@ impl<'a> Emitter<'a> {
         self.analysis.is_useful(v)
     }
 
+    /// Runtime function `name` of the tensor form, or in a function of numbers its twin on
+    /// numbers (`rune_runtime::generated::number_map` for `fused_map`, ..).
+    fn glue(&self, name: &str) -> TokenStream {
+        let rt = rt();
+        let name = match (self.numbers, name) {
+            (false, name) => name,
+            (true, "accumulate") => "accumulate_number",
+            (true, "accumulate_option") => "accumulate_number_option",
+            (true, "accumulate_slot") => "accumulate_number_slot",
+            (true, "adjoint_or_zeros") => "number_or_zero",
+            (true, "fused_map") => "number_map",
+            (true, "fused_jvp") => "number_jvp",
+            (true, "fused_vjp") => "number_vjp",
+            (true, other) => unreachable!("`{other}` has no twin on numbers"),
+        };
+        let name = format_ident!("{name}");
+        quote!(#rt::#name)
+    }
+
     fn optional(&self, s: Slot) -> bool {
         self.body.output_slots.contains(&s)
     }
