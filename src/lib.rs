@@ -40,8 +40,8 @@
 //! A parameter is *differentiated* when its type is `Tensor<T>`, `&Tensor<T>`, a structure
 //! that derives [`Differentiable`], a `Vec`, array or slice of them (gradient: a `Vec` or
 //! array), or an `Option` of one (`Option<&Tensor<T>>`, gradient an `Option`), and it has no
-//! `#[nodiff]`; in a function returning `f32`/`f64`, its `f32`/`f64` parameters are
-//! differentiated too (gradients are numbers). Numbers (elsewhere), `usize`, slices of numbers,
+//! `#[nodiff]`; in a function returning `f32`/`f64`, its `f32`/`f64` parameters and arrays of
+//! them (`[f64; N]`, `&[f32; N]`) are differentiated too (gradients are numbers and arrays). Numbers (elsewhere), `usize`, slices of numbers,
 //! `Tensor<i64>`, `Tensor<bool>` are constants; any other type holding a tensor or a structure
 //! (a tuple of tensors) must be marked `#[nodiff]`.
 //!

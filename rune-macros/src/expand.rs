@@ -151,6 +151,15 @@ fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
     if options.hvp {
         check_hvp_option(&func, &sig, &options, concrete.is_some(), &mut errors);
     }
+    if options.custom_vjp.is_some() || options.custom_jvp.is_some() {
+        for (p, _) in sig.active().filter(|(_, a)| a.array) {
+            errors.at(
+                &p.ty,
+                "`custom_vjp` and `custom_jvp` take tensors and numbers: pass the elements of \
+                 an array parameter as numbers (`x0: f64, x1: f64, ..`)",
+            );
+        }
+    }
     if !errors.is_empty() {
         let errs = errors.to_compile_errors();
         let stubs = emit::place(&func, host, vec![Emitter::stubs(&func, &sig, host)]);

@@ -109,6 +109,13 @@ pub enum Stmt {
         /// A number parameter, entering as a 0-d tensor.
         scalar: bool,
     },
+    /// A differentiated array of numbers (`[f64; N]`) enters as the list `list` of its
+    /// elements, which the body reads by index.
+    ArrayParam {
+        list: List,
+        ident: Ident,
+        borrowed: bool,
+    },
     /// A differentiated structure parameter enters (number `root`).
     StructParam {
         root: usize,

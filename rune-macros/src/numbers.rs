@@ -1,15 +1,16 @@
 //! Functions of numbers: which functions are written on plain numbers instead of 0-d tensors.
 //!
-//! A function qualifies when every differentiated parameter is an `f32`/`f64` number, it
-//! returns numbers, it uses no option that brings its own code (`custom_vjp`, `custom_jvp`,
-//! `checkpoint`, `has_aux`) and fusion is on; and when its lowered body, with every elementwise
-//! op made a fused region (`crate::fuse::fuse` with `singletons`), holds nothing but constant
-//! code, parameters, slots, branches, loops, regions without a reduction or a mask, and calls
-//! of other differentiable functions (which, called with numbers in the user's code, take and
-//! return numbers). Each value is then a number; the emitter writes the same statements with
-//! the runtime's number functions (`rune_runtime::generated::number_map`, `accumulate_number`,
-//! ..), so that neither pass makes a tensor. Any other function, and any body with another
-//! statement (an op that is not elementwise, a list), is written on tensors as before.
+//! A function qualifies when every differentiated parameter is an `f32`/`f64` number (or an
+//! array of them, read element by element), it returns numbers, it uses no option that brings
+//! its own code (`custom_vjp`, `custom_jvp`, `checkpoint`, `has_aux`) and fusion is on; and when
+//! its lowered body, with every elementwise op made a fused region (`crate::fuse::fuse` with
+//! `singletons`), holds nothing but constant code, parameters, reads of an array parameter's
+//! elements, slots, branches, loops, regions without a reduction or a mask, and calls of other
+//! differentiable functions (which, called with numbers in the user's code, take and return
+//! numbers). Each value is then a number; the emitter writes the same statements with the
+//! runtime's number functions (`rune_runtime::generated::number_map`, `accumulate_number`, ..),
+//! so that neither pass makes a tensor. Any other function, and any body with another
+//! statement (an op that is not elementwise, a local `Vec`), is written on tensors as before.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -37,6 +38,8 @@ pub fn body_allows(body: &Body) -> bool {
             Stmt::Verbatim(_)
             | Stmt::Hoist { .. }
             | Stmt::Param { .. }
+            | Stmt::ArrayParam { .. }
+            | Stmt::ListGet { .. }
             | Stmt::SlotInit { .. }
             | Stmt::SlotRead { .. }
             | Stmt::SlotWrite { .. } => true,
@@ -56,7 +59,6 @@ pub fn body_allows(body: &Body) -> bool {
             | Stmt::Op { .. }
             | Stmt::ListNew { .. }
             | Stmt::ListPush { .. }
-            | Stmt::ListGet { .. }
             | Stmt::ListOp { .. } => false,
             // The callee takes and returns numbers, as the user's code passes them.
             Stmt::Call { args, .. } => args

@@ -18,8 +18,10 @@ pub use crate::fused::{
 use crate::tensor::Tensor;
 
 pub use crate::numbers::{
-    accumulate_number, accumulate_number_option, number_jvp, number_map, number_of, number_or_zero,
-    number_shape, number_tangent, number_vjp, number_zero, NumberOf, NumberShape,
+    accumulate_number, accumulate_number_option, array_grad, array_param, array_tangent,
+    number_array_grad, number_array_param, number_array_tangent, number_jvp, number_map, number_of,
+    number_or_zero, number_shape, number_tangent, number_vjp, number_zero, AdjointList,
+    ArrayTangentSlot, NumberArray, NumberOf, NumberShape,
 };
 
 /// The scalar forms of the elementwise ops that fused regions evaluate besides `+ - * /`, unary
@@ -98,11 +100,9 @@ pub fn parameter_part<P: ParameterPart>(part: &P) -> &P {
 }
 
 /// The adjoint of element `index` of a list, made room for.
-pub fn list_slot<T>(adjoints: &mut Vec<Option<Tensor<T>>>, index: usize) -> &mut Option<Tensor<T>> {
-    if adjoints.len() <= index {
-        adjoints.resize_with(index + 1, || None);
-    }
-    &mut adjoints[index]
+#[inline]
+pub fn list_slot<U>(adjoints: &mut impl AdjointList<U>, index: usize) -> &mut Option<U> {
+    adjoints.slot(index)
 }
 
 /// The adjoint of element `index` of a list, taken (the push that made the element is undone).

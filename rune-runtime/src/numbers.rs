@@ -16,6 +16,8 @@
 
 use std::marker::PhantomData;
 
+use num_traits::Zero;
+
 use crate::element::Element;
 use crate::fused::FusedOps;
 use crate::generated::TangentSlot;
@@ -165,6 +167,127 @@ pub fn number_or_zero<T: Element>(adjoint: Option<T>, _shape: &NumberShape<T>) -
 #[inline(always)]
 pub fn number_tangent<T: Element, S: TangentSlot<T>>(slot: S, _primal: &T) -> T {
     slot.number_tangent()
+}
+
+/// An array parameter (`[f64; N]`, `&[f32; N]`) of a function returning a number: its elements
+/// are differentiated numbers, read by index; its gradient and tangents are arrays of the same
+/// length. Inside, the array is a list whose elements are the numbers (a function of numbers)
+/// or 0-d tensors (a function written on tensors), and the backward pass adds its elements'
+/// adjoints into an array of `Option`s ([`NumberArray::Adjoints`]), which does not allocate.
+pub trait NumberArray: Copy {
+    /// The element type.
+    type Elem: Element;
+    /// One optional adjoint an element.
+    type Adjoints<U>: AdjointList<U>;
+    /// The elements, in order.
+    fn elements(&self) -> &[Self::Elem];
+    /// The array of `f(0), f(1), ..`.
+    fn from_elements(f: impl FnMut(usize) -> Self::Elem) -> Self;
+    /// No adjoint yet for any element.
+    fn adjoints<U>() -> Self::Adjoints<U>;
+}
+
+impl<T: Element, const N: usize> NumberArray for [T; N] {
+    type Elem = T;
+    type Adjoints<U> = [Option<U>; N];
+    #[inline(always)]
+    fn elements(&self) -> &[T] {
+        self
+    }
+    #[inline(always)]
+    fn from_elements(f: impl FnMut(usize) -> T) -> Self {
+        std::array::from_fn(f)
+    }
+    #[inline(always)]
+    fn adjoints<U>() -> [Option<U>; N] {
+        std::array::from_fn(|_| None)
+    }
+}
+
+/// The adjoints of a list's elements: a `Vec` that grows to the index asked for (a local
+/// `Vec` of tensors), or an array (an array parameter).
+pub trait AdjointList<U> {
+    /// The adjoint of element `index`.
+    fn slot(&mut self, index: usize) -> &mut Option<U>;
+}
+
+impl<U> AdjointList<U> for Vec<Option<U>> {
+    #[inline]
+    fn slot(&mut self, index: usize) -> &mut Option<U> {
+        if self.len() <= index {
+            self.resize_with(index + 1, || None);
+        }
+        &mut self[index]
+    }
+}
+
+impl<U, const N: usize> AdjointList<U> for [Option<U>; N] {
+    #[inline(always)]
+    fn slot(&mut self, index: usize) -> &mut Option<U> {
+        &mut self[index]
+    }
+}
+
+/// An array parameter's elements as the 0-d tensors a function written on tensors reads.
+pub fn array_param<A: NumberArray>(x: &A) -> Vec<Tensor<A::Elem>> {
+    x.elements().iter().map(|&e| Tensor::scalar(e)).collect()
+}
+
+/// An array parameter's elements as the numbers a function of numbers reads.
+#[inline(always)]
+pub fn number_array_param<A: NumberArray>(x: &A) -> A {
+    *x
+}
+
+/// An array parameter's gradient from its elements' adjoints (zero where none reached).
+pub fn array_grad<A: NumberArray>(mut adjoints: A::Adjoints<Tensor<A::Elem>>) -> A {
+    A::from_elements(|i| {
+        adjoints
+            .slot(i)
+            .take()
+            .map_or_else(A::Elem::zero, |t| t.item())
+    })
+}
+
+/// [`array_grad`] in a function of numbers.
+#[inline(always)]
+pub fn number_array_grad<A: NumberArray>(mut adjoints: A::Adjoints<A::Elem>) -> A {
+    A::from_elements(|i| adjoints.slot(i).take().unwrap_or_else(A::Elem::zero))
+}
+
+/// A tangent passed to an array parameter: an array of the same type, or
+/// [`NoTangent`](crate::generated::NoTangent) (zeros).
+pub trait ArrayTangentSlot<A: NumberArray> {
+    /// The tangent.
+    fn array_tangent(self) -> A;
+}
+
+impl<A: NumberArray> ArrayTangentSlot<A> for &A {
+    #[inline(always)]
+    fn array_tangent(self) -> A {
+        *self
+    }
+}
+
+impl<A: NumberArray> ArrayTangentSlot<A> for crate::generated::NoTangent {
+    #[inline(always)]
+    fn array_tangent(self) -> A {
+        A::from_elements(|_| A::Elem::zero())
+    }
+}
+
+/// An array parameter's tangent as the 0-d tensors of its elements.
+pub fn array_tangent<A: NumberArray, S: ArrayTangentSlot<A>>(
+    slot: S,
+    _primal: &A,
+) -> Vec<Tensor<A::Elem>> {
+    array_param(&slot.array_tangent())
+}
+
+/// An array parameter's tangent in a function of numbers.
+#[inline(always)]
+pub fn number_array_tangent<A: NumberArray, S: ArrayTangentSlot<A>>(slot: S, _primal: &A) -> A {
+    slot.array_tangent()
 }
 
 #[cfg(test)]

@@ -141,6 +141,10 @@ impl Api<'_> {
                         let ty = Signature::grad_type(p);
                         quote!(#slot: impl #rt::StructTangentSlot<#ty>)
                     }
+                    Some(a) if a.array => {
+                        let ty = Signature::grad_type(p);
+                        quote!(#slot: impl #rt::ArrayTangentSlot<#ty>)
+                    }
                     Some(a) => {
                         let e = &a.elem;
                         quote!(#slot: impl #rt::TangentSlot<#e>)

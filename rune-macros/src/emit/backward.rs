@@ -159,7 +159,8 @@ impl Emitter<'_> {
             Stmt::ListGet { out, list, index } if self.useful(*out) => {
                 let al = list_adjoint_ident(*list);
                 let (a, i) = (adjoint_ident(*out), residual_ident(*index));
-                quote!(#rt::accumulate_option(#rt::list_slot(&mut #al, #i), #a.take());)
+                let accumulate = self.glue("accumulate_option");
+                quote!(#accumulate(#rt::list_slot(&mut #al, #i), #a.take());)
             }
             Stmt::ListOp {
                 out,
@@ -294,7 +295,14 @@ impl Emitter<'_> {
         for l in (0..self.body.lists.len()).map(List) {
             if self.analysis.list_useful(l) {
                 let al = list_adjoint_ident(l);
-                bwd.push(quote!(let mut #al = ::std::vec::Vec::new();));
+                let empty = match self.array_param_of(l) {
+                    Some(p) => {
+                        let ty = crate::parse::Signature::grad_type(p);
+                        quote!(<#ty as #rt::NumberArray>::adjoints())
+                    }
+                    None => quote!(::std::vec::Vec::new()),
+                };
+                bwd.push(quote!(let mut #al = #empty;));
             }
         }
         for s in (0..self.body.slots).map(Slot) {
@@ -345,6 +353,19 @@ impl Emitter<'_> {
                     let g = struct_grad_ident(root);
                     let tpl = template_ident(root);
                     quote!(#rt::struct_grad_finish(#g, &#tpl))
+                }
+                (Some(a), _) if a.array => {
+                    let list = self.array_list(&p.ident);
+                    let al = list_adjoint_ident(list);
+                    // The array type, named: the pullback does not capture the parameter.
+                    let ty = crate::parse::Signature::grad_type(p);
+                    let adjoints = if self.analysis.list_useful(list) {
+                        quote!(#al)
+                    } else {
+                        quote!(<#ty as #rt::NumberArray>::adjoints())
+                    };
+                    let grad = self.glue("array_grad");
+                    quote!(#grad::<#ty>(#adjoints))
                 }
                 (Some(a), Some(v)) => {
                     let adj = adjoint_ident(v);

@@ -11,7 +11,7 @@ use super::residuals::Saved;
 use super::rule::{forward_op, Hoists, OpCtx};
 use super::tokens::{relocate, relocate_call};
 use super::{list_refs, rt, struct_place, Emitter, Mode};
-use crate::ir::{BranchHead, CallArg, LoopHead, Operand, OutputAux, OutputElem, Stmt, Val};
+use crate::ir::{BranchHead, CallArg, List, LoopHead, Operand, OutputAux, OutputElem, Stmt, Val};
 use crate::lower::path_tokens;
 use crate::names::{
     arm_stack_ident, const_ident, hidden, pullback_ident, reached_ident, reached_stack_ident,
@@ -118,6 +118,20 @@ impl Emitter<'_> {
                 } else {
                     quote!(let #v = #ident;)
                 }
+            }
+            Stmt::ArrayParam {
+                list,
+                ident,
+                borrowed,
+            } => {
+                let l = &self.body.lists[list.0];
+                let reference = if *borrowed {
+                    quote!(#ident)
+                } else {
+                    quote!(&#ident)
+                };
+                let enter = self.glue("array_param");
+                quote!(let #l = #enter(#reference);)
             }
             Stmt::Op {
                 out,
@@ -429,6 +443,28 @@ impl Emitter<'_> {
     }
 
     /// The value of each active parameter, in parameter order (`None` for constants).
+    /// The list an array parameter enters as.
+    pub(super) fn array_list(&self, param: &syn::Ident) -> List {
+        self.body
+            .stmts
+            .iter()
+            .find_map(|s| match s {
+                Stmt::ArrayParam { list, ident, .. } if ident == param => Some(*list),
+                _ => None,
+            })
+            .expect("an array parameter enters as a list")
+    }
+
+    /// The array parameter that entered as list `list`, if one did.
+    pub(super) fn array_param_of(&self, list: List) -> Option<&crate::parse::Param> {
+        self.body.stmts.iter().find_map(|s| match s {
+            Stmt::ArrayParam { list: l, ident, .. } if *l == list => {
+                self.sig.params.iter().find(|p| p.ident == *ident)
+            }
+            _ => None,
+        })
+    }
+
     pub(super) fn param_vals(&self) -> Vec<Option<Val>> {
         let mut vals = self.body.stmts.iter().filter_map(|s| match s {
             Stmt::Param { out, .. } => Some(*out),
@@ -440,7 +476,7 @@ impl Emitter<'_> {
             .map(|p| {
                 p.active
                     .as_ref()
-                    .filter(|a| !a.structure)
+                    .filter(|a| !a.structure && !a.array)
                     .and_then(|_| vals.next())
             })
             .collect()

@@ -128,6 +128,9 @@ impl<'a> Emitter<'a> {
             (true, "fused_map") => "number_map",
             (true, "fused_jvp") => "number_jvp",
             (true, "fused_vjp") => "number_vjp",
+            (true, "array_param") => "number_array_param",
+            (true, "array_grad") => "number_array_grad",
+            (true, "array_tangent") => "number_array_tangent",
             (true, other) => unreachable!("`{other}` has no twin on numbers"),
         };
         let name = format_ident!("{name}");

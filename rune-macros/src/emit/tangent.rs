@@ -34,6 +34,27 @@ impl Emitter<'_> {
                     quote!(let #t = #rt::TangentSlot::tangent_or_zeros(#slot, &#vi);)
                 }
             }
+            Stmt::ArrayParam {
+                list,
+                ident,
+                borrowed,
+            } if self.analysis.list_useful(*list) => {
+                let index = self
+                    .sig
+                    .params
+                    .iter()
+                    .position(|p| p.ident == *ident)
+                    .expect("a parameter");
+                let slot = format_ident!("__rune_tangent_{}", index);
+                let tl = list_tangent_ident(*list);
+                let reference = if *borrowed {
+                    quote!(#ident)
+                } else {
+                    quote!(&#ident)
+                };
+                let tangent = self.glue("array_tangent");
+                quote!(let #tl = #tangent(#slot, #reference);)
+            }
             Stmt::Op {
                 out: v,
                 op,

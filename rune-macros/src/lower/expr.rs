@@ -10,7 +10,6 @@ use crate::ir::{Operand, PathSeg, Stmt, Taint, Use};
 use crate::names::val_ident;
 use crate::ops::{self, Form};
 
-use super::iter::LIST_USES;
 use super::syntax::{contains_exit, is_constructor, strip};
 use super::{Binding, Lowered, Lowerer};
 
@@ -144,8 +143,8 @@ impl Lowerer<'_> {
                         }
                     }
                     Some(Binding::Closure(index)) => self.closure_value(index, ident),
-                    Some(Binding::List(_)) => {
-                        self.errors.at(ident, LIST_USES);
+                    Some(Binding::List(list)) => {
+                        self.errors.at(ident, self.list_uses(list));
                         Lowered::constant(quote!(::core::unreachable!()))
                     }
                     Some(Binding::Local) | None => Lowered::constant(e.to_token_stream()),

@@ -26,9 +26,14 @@ const ITERATOR_METHODS: &[&str] = &[
 ];
 
 /// What a local `Vec` of differentiated tensors supports.
-pub(super) const LIST_USES: &str = "a `Vec` of differentiated tensors supports `push`, `len`, \
-    indexing (`outs[i]`), `for` loops over it (`for h in &outs`), and `stack`/`concat` of it as a \
-    whole (`stack(&outs, 0)`)";
+const LIST_USES: &str = "a `Vec` of differentiated tensors supports `push`, `len`, indexing \
+    (`outs[i]`), `for` loops over it (`for h in &outs`), and `stack`/`concat` of it as a whole \
+    (`stack(&outs, 0)`)";
+
+/// What a differentiated array parameter supports.
+const ARRAY_USES: &str = "a differentiated array of numbers supports `len`, reading its \
+    elements by index (`x[i]`), `for` loops over it (`for v in &x`) and iterator chains \
+    (`x.iter().map(..).sum()`); it cannot be changed, passed on or used as a whole";
 
 /// An iterator chain over sequences (`xs.iter().zip(ys.iter()).enumerate().map(f)`), as
 /// written: its sources and its adaptors, innermost first.
@@ -73,6 +78,15 @@ pub(super) enum Item {
 }
 
 impl Lowerer<'_> {
+    /// What list `list` supports, for an error at a use it does not.
+    pub(super) fn list_uses(&self, list: List) -> &'static str {
+        if self.arrays.contains(&list) {
+            ARRAY_USES
+        } else {
+            LIST_USES
+        }
+    }
+
     /// `let mut name = Vec::new();` (or `vec![..]`) for a `Vec` that receives differentiated
     /// tensors.
     pub(super) fn define_list(&mut self, name: &Ident, init: &Expr, elems: Vec<Expr>) {

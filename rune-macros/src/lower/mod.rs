@@ -131,6 +131,8 @@ struct Lowerer<'e> {
     lists: Vec<Ident>,
     /// Names of local `Vec`s that may receive differentiated tensors (found before lowering).
     tensor_lists: Vec<String>,
+    /// The lists that are array parameters (`[f64; N]`), read-only.
+    arrays: Vec<List>,
     /// The function returns a number.
     scalar_out: bool,
     /// The function returns a `Result` (its body may use `?`).
@@ -158,6 +160,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         closures: Vec::new(),
         lists: Vec::new(),
         tensor_lists: tensor_lists(sig, block),
+        arrays: Vec::new(),
         scalar_out: sig.scalar_out,
         fallible: sig.fallible.is_some(),
     };
@@ -174,6 +177,18 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
                 });
                 let out = l.leaf(root, Vec::new());
                 Binding::Active(out, borrowed)
+            }
+            Some(a) if a.array => {
+                let list = List(l.lists.len());
+                let ident = l.fresh_const_ident(&p.ident.to_string());
+                l.lists.push(ident);
+                l.arrays.push(list);
+                l.stmts.push(Stmt::ArrayParam {
+                    list,
+                    ident: p.ident.clone(),
+                    borrowed: a.passing == crate::parse::Passing::Borrowed,
+                });
+                Binding::List(list)
             }
             Some(a) => {
                 let out = l.new_val();

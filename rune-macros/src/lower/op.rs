@@ -10,7 +10,6 @@ use crate::ir::{Const, List, Operand, Stmt, Taint, Use};
 use crate::names::{const_ident, val_ident};
 use crate::ops::{self, Form, OpSpec, Param};
 
-use super::iter::LIST_USES;
 use super::syntax::{paren, strip};
 use super::{Lowered, Lowerer};
 
@@ -93,12 +92,12 @@ impl Lowerer<'_> {
             }
         }
         if let Some(list) = self.list_of(&mc.receiver) {
-            if method == "push" && mc.args.len() == 1 {
+            if method == "push" && mc.args.len() == 1 && !self.arrays.contains(&list) {
                 let value = self.expr(&mc.args[0]);
                 self.list_push(list, value);
                 return Lowered::constant(quote!(()));
             }
-            self.errors.at(&mc.method, LIST_USES);
+            self.errors.at(&mc.method, self.list_uses(list));
             return Lowered::constant(quote!(::core::unreachable!()));
         }
         let receiver = self.expr(&mc.receiver);

@@ -14,8 +14,8 @@ mod types;
 pub use options::{options, Options};
 pub use types::{contains_tensor_of, contains_type, single_ident, type_text};
 use types::{
-    holds_differentiable, is_collection, is_float, is_nondiff_elem, is_structure, option_inner,
-    option_of_ref, result_parts, returns_tensor_like, tensor_elem,
+    holds_differentiable, is_collection, is_float, is_float_array, is_nondiff_elem, is_structure,
+    option_inner, option_of_ref, result_parts, returns_tensor_like, tensor_elem,
 };
 
 /// How a parameter is passed.
@@ -48,6 +48,9 @@ pub struct Active {
     /// A number (`f32`/`f64`, by value or reference) of a function returning a number: a 0-d
     /// tensor inside, a number in the generated functions' signatures.
     pub scalar: bool,
+    /// An array of numbers (`[f64; N]`, by value or reference) of a function returning a
+    /// number: a list of its elements inside (`scalar` is set too), arrays in the signatures.
+    pub array: bool,
     /// How a structure parameter enters the generated passes.
     pub entry: Entry,
 }
@@ -83,6 +86,19 @@ pub struct Signature {
     pub fallible: Option<Type>,
     /// The function returns a number (`f32`/`f64`): its value, tangent and cotangent are numbers.
     pub scalar_out: bool,
+}
+
+/// `ty` without the invisible groups a `macro_rules!` fragment (`$t:ty`) wraps it in, at the
+/// top and under a reference, so that `&[f64; 3]` passed through a macro is seen as written.
+fn ungrouped(ty: &Type) -> Type {
+    match ty {
+        Type::Group(g) => ungrouped(&g.elem),
+        Type::Reference(r) => Type::Reference(syn::TypeReference {
+            elem: Box::new(ungrouped(&r.elem)),
+            ..r.clone()
+        }),
+        other => other.clone(),
+    }
 }
 
 /// Builds the signature model, removing `#[nodiff]` from the function's parameters.
@@ -149,6 +165,7 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                 }
             },
         };
+        let ty = ungrouped(&ty);
         let (inner, passing, mutable_ref) = match &ty {
             Type::Reference(r) => (&*r.elem, Passing::Borrowed, r.mutability.is_some()),
             other => (other, Passing::Owned, false),
@@ -159,8 +176,19 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                 elem: inner.clone(),
                 structure: false,
                 scalar: true,
+                array: false,
                 entry: Entry::AsIs,
             }),
+            None if scalar_out && !nodiff && !mutable_ref && is_float_array(inner) => {
+                Some(Active {
+                    passing,
+                    elem: syn::parse_quote!(<#inner as ::rune_ad::__private::NumberArray>::Elem),
+                    structure: false,
+                    scalar: true,
+                    array: true,
+                    entry: Entry::AsIs,
+                })
+            }
             Some(elem) if !nodiff && !is_nondiff_elem(elem) => {
                 if mutable_ref {
                     errors.at(
@@ -175,6 +203,7 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                     elem: elem.clone(),
                     structure: false,
                     scalar: false,
+                    array: false,
                     entry: Entry::AsIs,
                 })
             }
@@ -202,6 +231,7 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                     },
                     structure: true,
                     scalar: false,
+                    array: false,
                     entry: if matches!(inner, Type::Slice(_)) {
                         Entry::SliceToVec
                     } else {
@@ -216,6 +246,7 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                     elem: syn::parse_quote!(<#owned as ::rune_ad::__private::Differentiable>::Elem),
                     structure: true,
                     scalar: false,
+                    array: false,
                     entry: if option_of_ref(inner) {
                         Entry::OptionCloned
                     } else {

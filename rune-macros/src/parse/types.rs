@@ -135,6 +135,16 @@ pub(super) fn is_float(ty: &Type) -> bool {
     }
 }
 
+/// `[f32; N]` or `[f64; N]` (through `macro_rules!` groups).
+pub(super) fn is_float_array(ty: &Type) -> bool {
+    match ty {
+        Type::Array(a) => is_float(&a.elem),
+        Type::Group(g) => is_float_array(&g.elem),
+        Type::Paren(p) => is_float_array(&p.elem),
+        _ => false,
+    }
+}
+
 /// `ty` as a user writes it (`Option<&Tensor<f64>>`), for messages.
 pub fn type_text(ty: &Type) -> String {
     ty.to_token_stream()
