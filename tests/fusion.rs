@@ -431,6 +431,40 @@ both! {
     }
 }
 
+both! {
+    /// A floor and a cap that may be NaN, which `fmax` and `fmin` ignore.
+    fn bounded / bounded_unfused(x: &Tensor<f64>, lo: &Tensor<f64>, hi: &Tensor<f64>) -> Tensor<f64> {
+        (x.fmax(lo).fmin(hi) * x).sum()
+    }
+}
+
+#[test]
+fn fmax_and_fmin_fuse_and_ignore_nan() {
+    let x = Tensor::from_vec(vec![0.3, -1.7, 2.4, 0.9, -0.2, 1.6], &[2, 3]);
+    let lo = Tensor::from_vec(vec![0.0, f64::NAN, -0.5], &[3]);
+    let hi = Tensor::from_vec(vec![1.0, 1.5, f64::NAN], &[3]);
+    let (value, (gx, glo, ghi)) = bounded_value_and_grad(&x, &lo, &hi);
+    let (value_u, (gx_u, glo_u, ghi_u)) = bounded_unfused_value_and_grad(&x, &lo, &hi);
+    assert_eq!(value.item().to_bits(), value_u.item().to_bits());
+    assert_eq!(
+        (gx.to_vec(), glo.to_vec(), ghi.to_vec()),
+        (gx_u.to_vec(), glo_u.to_vec(), ghi_u.to_vec())
+    );
+    // By hand, element by element: the bounded value b and d/dx of b x; a NaN bound is
+    // ignored, so its column is x² (d/dx = 2x) where the other bound does not bind.
+    // Column 0 [0, 1]: 0.3 -> 0.3 (0.6); 0.9 -> 0.9 (1.8). Column 1 [NaN, 1.5]: -1.7 -> -1.7
+    // (-3.4); -0.2 -> -0.2 (-0.4). Column 2 [-0.5, NaN]: 2.4 -> 2.4 (4.8); 1.6 -> 1.6 (3.2).
+    assert_eq!(gx.to_vec(), vec![0.6, -3.4, 4.8, 1.8, -0.4, 3.2]);
+    assert_eq!(glo.to_vec(), vec![0.0, 0.0, 0.0]);
+    assert_eq!(ghi.to_vec(), vec![0.0, 0.0, 0.0]);
+    let want: f64 = x.to_vec().iter().map(|v| v * v).sum();
+    assert!((value.item() - want).abs() < 1e-12);
+    // Where a bound binds, it gets the gradient: x = 2.4 capped at 1.0 reads d/dhi = x.
+    let hi = Tensor::from_vec(vec![1.0, 1.5, 1.0], &[3]);
+    let (_, (_, _, ghi)) = bounded_value_and_grad(&x, &lo, &hi);
+    assert_eq!(ghi.to_vec(), vec![0.0, 0.0, 2.4 + 1.6]);
+}
+
 #[test]
 fn clamp_maximum_minimum_and_powi_fuse_with_the_derivatives_of_their_unfused_twins() {
     // Away from the kinks, where finite differences apply.

@@ -319,6 +319,7 @@ ops! {
     gen einsum_batched ["einsum"] (a: Normal[2, 3, 4], b: Normal[4, 2]) { einsum("bij,jk->kbi", a, b) }
     gen einsum_inner ["einsum", "mul"] (a: Normal[3, 4]) { einsum("ij,ij->", a, &(a * 2.0)) }
     gen maximum ["maximum"] (x: Spread[2, 3], y: Shifted[3]) { x.maximum(y) }
+    gen fmax_fmin ["fmax", "fmin"] (x: Spread[2, 3], y: Shifted[3]) { x.fmax(y) * x.fmin(y) }
     gen minimum ["minimum"] (x: Spread[2, 1], y: Shifted[1, 3]) { x.minimum(y) }
     real clip_by_scalars ["maximum", "minimum"] (x: Spread[2, 3]) { x.maximum(0.0).minimum(1.5) }
     gen selection_scalars ["maximum", "minimum", "mul"] (x: Spread[2, 3]) {

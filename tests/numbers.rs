@@ -193,6 +193,22 @@ twins! {
     }
 }
 
+twins! {
+    /// `max`, `min` and `clamp` of numbers, as methods and as `f64::` functions: a capped hinge.
+    fn hinge / hinge_tensors(x: f64, y: f64) -> f64 {
+        let margin = (1.0 - x * y).max(0.0);
+        let capped = margin.min(2.0) + f64::max(x, y) * 0.5;
+        capped * capped + f64::sin(x).clamp(-0.5, 0.5)
+    }
+}
+
+twins! {
+    /// `max` against a constant that may be NaN, which `f64::max` ignores.
+    fn floor_at / floor_at_tensors(x: f64, #[nodiff] floor: f64) -> f64 {
+        x.max(floor) * 2.0
+    }
+}
+
 /// A helper of numbers.
 #[differentiable]
 fn logistic(x: f64, r: f64) -> f64 {
@@ -649,6 +665,29 @@ fn a_tensor_of_three_elements_beside_numbers_is_an_error() {
     // Where values are checked (`check-values`), the function as written runs first and its
     // `.item()` fails; elsewhere the function of numbers fails reading the tensor as a number.
     scaled_grad(0.4, &Tensor::from_vec(vec![1.0, 2.0, 3.0], &[3]));
+}
+
+#[test]
+fn max_and_min_of_numbers_are_f64s() {
+    let numbers = variants!(hinge, hinge_grad, hinge_value_and_grad, hinge_vjp, hinge_pullback,
+        hinge_jvp; f64; [x, y]; ());
+    let tensors = variants!(hinge_tensors, hinge_tensors_grad, hinge_tensors_value_and_grad,
+        hinge_tensors_vjp, hinge_tensors_pullback, hinge_tensors_jvp; f64; [x, y]; ());
+    for at in [[0.3, 0.8], [2.0, 1.5], [-1.5, 2.0]] {
+        numbers.check(&tensors, &at, 1e-6, 1e-7, 1e-12);
+    }
+    // By hand at (0.3, 0.8): margin 1 - xy = 0.76, capped 0.76 + y/2 = 1.16, sin x inside the
+    // clamp: d/dx = 2 capped (-y) + cos x, d/dy = 2 capped (-x + 1/2).
+    let (x, y) = (0.3f64, 0.8f64);
+    let capped = 1.0 - x * y + y * 0.5;
+    let (gx, gy) = hinge_grad(x, y);
+    assert!(close(gx, 2.0 * capped * -y + x.cos(), 1e-15));
+    assert!(close(gy, 2.0 * capped * (0.5 - x), 1e-15));
+    // Against NaN, `max` is the other side, with its whole derivative, as `f64::max` is.
+    assert_eq!(floor_at_value_and_grad(1.5, f64::NAN), (3.0, 2.0));
+    assert_eq!(floor_at_tensors_value_and_grad(1.5, f64::NAN), (3.0, 2.0));
+    assert_eq!(floor_at_value_and_grad(1.5, 4.0), (8.0, 0.0));
+    assert_eq!(floor_at_jvp(-1.0, f64::NAN, &1.0), (-2.0, 2.0));
 }
 
 #[test]

@@ -40,6 +40,8 @@ use crate::ops::{Form, OpSpec, RuleArg};
 pub const BINARY: &[&str] = &[
     "maximum",
     "minimum",
+    "fmax",
+    "fmin",
     "pow",
     "logaddexp",
     "xlogy",

@@ -850,6 +850,52 @@ pub const OTHER: &[OpDef] = &[
         reference: "composite: max, neg",
     },
     OpDef {
+        name: "fmax",
+        form: Form::Method,
+        kind: Kind::Elementwise,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "fmax_jvp",
+                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "fmax_vjp_lhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+                Rule {
+                    name: "fmax_vjp_rhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+            ],
+        }),
+        reference: "composite: max, isnan, where",
+    },
+    OpDef {
+        name: "fmin",
+        form: Form::Method,
+        kind: Kind::Elementwise,
+        params: &[T],
+        rules: Some(Rules {
+            jvp: Rule {
+                name: "fmin_jvp",
+                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
+            },
+            vjp: &[
+                Rule {
+                    name: "fmin_vjp_lhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+                Rule {
+                    name: "fmin_vjp_rhs",
+                    args: &[Cotangent, Input(0), Input(1)],
+                },
+            ],
+        }),
+        reference: "composite: max, neg, isnan, where",
+    },
+    OpDef {
         name: "sum",
         form: Form::Method,
         kind: Kind::Reduction,

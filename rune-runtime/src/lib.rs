@@ -51,7 +51,7 @@
 //! | `sqrt`, `recip` | `sqrt`, `recip` |
 //! | `fdiv` | `/` |
 //! | `pow` | `pow`, `powf` |
-//! | `max` | `maximum`, `relu`, `clamp`; `minimum` through `neg` |
+//! | `max` | `maximum`, `relu`, `clamp`, `fmax`; `minimum`, `fmin` through `neg` |
 //! | `reshape`, `expand` | `reshape`, `expand_dims`, `squeeze`, `broadcast_to` |
 //! | `reduce_sum`, `reduce_max`, `reduce_prod` | `sum`/`sum_axes`, `max`/`max_axes` (and `min`), `prod`/`prod_axes`; `logsumexp`, `softmax` |
 //! | `associative_scan` sum / prod | `cumsum`, `cumprod` |

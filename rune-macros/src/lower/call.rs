@@ -43,6 +43,9 @@ impl Lowerer<'_> {
                 }
             }
         }
+        if let Some(mc) = self.number_method(c) {
+            return self.method_call(&mc);
+        }
         let name = Self::function_op_name(c);
         if name.as_deref() == Some("stop_gradient") && c.args.len() == 1 {
             // A part of a structure parameter read as a constant (a `#[nodiff]` field that
@@ -65,6 +68,32 @@ impl Lowerer<'_> {
         let mut out = self.call(c, 1);
         out.pop()
             .unwrap_or_else(|| Lowered::constant(quote!(::core::unreachable!())))
+    }
+
+    /// `f64::sin(x)`, `f32::max(x, y)` with a differentiated argument: the method call
+    /// `x.sin()`, `x.max(y)` it names.
+    fn number_method(&self, c: &syn::ExprCall) -> Option<syn::ExprMethodCall> {
+        let Expr::Path(p) = strip(&c.func) else {
+            return None;
+        };
+        let [ty, method] = [p.path.segments.first()?, p.path.segments.last()?];
+        let number_type = p.qself.is_none()
+            && p.path.segments.len() == 2
+            && (ty.ident == "f64" || ty.ident == "f32")
+            && ty.arguments.is_empty();
+        if !number_type || c.args.iter().all(|a| !self.mentions_active(a)) {
+            return None;
+        }
+        let mut args = c.args.iter();
+        Some(syn::ExprMethodCall {
+            attrs: Vec::new(),
+            receiver: Box::new(args.next()?.clone()),
+            dot_token: Default::default(),
+            method: method.ident.clone(),
+            turbofish: None,
+            paren_token: c.paren_token,
+            args: args.cloned().collect(),
+        })
     }
 
     /// A call of another `#[differentiable]` function returning `n` values.

@@ -100,6 +100,17 @@ impl Lowerer<'_> {
             self.errors.at(&mc.method, self.list_uses(list));
             return Lowered::constant(quote!(::core::unreachable!()));
         }
+        // In a function returning a number, `a.max(b)` and `a.min(b)` are `f64::max` and
+        // `f64::min` on numbers, which ignore NaN: the ops `fmax` and `fmin`.
+        if self.scalar_out
+            && mc.args.len() == 1
+            && (method == "max" || method == "min")
+            && (self.mentions_active(&mc.receiver) || self.mentions_active(&mc.args[0]))
+        {
+            let mut f = mc.clone();
+            f.method = syn::Ident::new(&format!("f{method}"), mc.method.span());
+            return self.method_call(&f);
+        }
         let receiver = self.expr(&mc.receiver);
         let receiver_active = matches!(receiver, Lowered::Val(_));
 

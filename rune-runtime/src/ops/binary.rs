@@ -1,4 +1,5 @@
-//! Elementwise functions of two tensors, with NumPy broadcasting: `pow`, `maximum`, `minimum`.
+//! Elementwise functions of two tensors, with NumPy broadcasting: `pow`, `maximum`, `minimum`,
+//! `fmax`, `fmin`.
 //!
 //! # Conventions
 //!
@@ -10,6 +11,11 @@
 //!   gradient is split evenly, half to each side, as JAX does (so `x.maximum(0.0)` passes half
 //!   the gradient at `x == 0`, where `relu` passes none); where either side is NaN, neither side
 //!   gets any gradient.
+//! - `fmax` and `fmin` ignore NaN (as `f64::max`/`f64::min`, NumPy's and JAX's `fmax`/`fmin` and
+//!   `torch.fmax`/`torch.fmin`): where one side is NaN the result is the other side, which gets
+//!   the whole gradient. Elsewhere they agree with `maximum`/`minimum`, ties included. In a
+//!   `#[differentiable]` function returning a number, `x.max(y)` and `x.min(y)` of numbers (and
+//!   `f64::max(x, y)`) are these.
 
 use std::borrow::Cow;
 
@@ -43,6 +49,26 @@ pub mod elementwise {
     #[inline]
     pub fn minimum<T: Element>(a: T, b: T) -> T {
         if a <= b || a.is_nan() {
+            a
+        } else {
+            b
+        }
+    }
+
+    /// The larger of `a` and `b`, ignoring a NaN (`f64::max`): NaN only if both are.
+    #[inline]
+    pub fn fmax<T: Element>(a: T, b: T) -> T {
+        if a >= b || b.is_nan() {
+            a
+        } else {
+            b
+        }
+    }
+
+    /// The smaller of `a` and `b`, ignoring a NaN (`f64::min`): NaN only if both are.
+    #[inline]
+    pub fn fmin<T: Element>(a: T, b: T) -> T {
+        if a <= b || b.is_nan() {
             a
         } else {
             b
@@ -86,6 +112,34 @@ pub mod elementwise {
         routed(d, b < a, a == b)
     }
 
+    /// The share of `d` that `a` gets in `fmax(a, b)`: as in `maximum`, and all of it where
+    /// only `b` is NaN.
+    #[inline]
+    pub fn fmax_lhs<T: Element>(d: T, a: T, b: T) -> T {
+        routed(d, a > b || (b.is_nan() && !a.is_nan()), a == b)
+    }
+
+    /// The share of `d` that `b` gets in `fmax(a, b)`: as in `maximum`, and all of it where
+    /// only `a` is NaN.
+    #[inline]
+    pub fn fmax_rhs<T: Element>(d: T, a: T, b: T) -> T {
+        routed(d, b > a || (a.is_nan() && !b.is_nan()), a == b)
+    }
+
+    /// The share of `d` that `a` gets in `fmin(a, b)`: as in `minimum`, and all of it where
+    /// only `b` is NaN.
+    #[inline]
+    pub fn fmin_lhs<T: Element>(d: T, a: T, b: T) -> T {
+        routed(d, a < b || (b.is_nan() && !a.is_nan()), a == b)
+    }
+
+    /// The share of `d` that `b` gets in `fmin(a, b)`: as in `minimum`, and all of it where
+    /// only `a` is NaN.
+    #[inline]
+    pub fn fmin_rhs<T: Element>(d: T, a: T, b: T) -> T {
+        routed(d, b < a || (a.is_nan() && !b.is_nan()), a == b)
+    }
+
     /// `a^b`.
     #[inline]
     pub fn pow<T: Element>(a: T, b: T) -> T {
@@ -115,7 +169,9 @@ pub mod elementwise {
     }
 }
 
-use elementwise::{maximum as max_kernel, minimum as min_kernel};
+use elementwise::{
+    fmax as fmax_kernel, fmin as fmin_kernel, maximum as max_kernel, minimum as min_kernel,
+};
 
 macro_rules! binary_methods {
     ($($(#[$doc:meta])* $name:ident, $try_name:ident, $arg:ident, $kernel:expr;)*) => {
@@ -202,6 +258,24 @@ selection_methods! {
     /// assert_eq!(x.minimum(1.5).to_vec(), vec![-1.0, 0.5, 1.5]);
     /// ```
     minimum, try_minimum, min_kernel;
+    /// The larger of `self` and `other` elementwise, broadcasting, ignoring NaN as `f64::max`
+    /// does (NaN only where both are).
+    ///
+    /// ```
+    /// use rune_runtime::Tensor;
+    /// let x = Tensor::from_vec(vec![-1.0, f64::NAN, 2.0], &[3]);
+    /// assert_eq!(x.fmax(0.0).to_vec(), vec![0.0, 0.0, 2.0]);
+    /// ```
+    fmax, try_fmax, fmax_kernel;
+    /// The smaller of `self` and `other` elementwise, broadcasting, ignoring NaN as `f64::min`
+    /// does (NaN only where both are).
+    ///
+    /// ```
+    /// use rune_runtime::Tensor;
+    /// let x = Tensor::from_vec(vec![-1.0, f64::NAN, 2.0], &[3]);
+    /// assert_eq!(x.fmin(0.0).to_vec(), vec![-1.0, 0.0, 0.0]);
+    /// ```
+    fmin, try_fmin, fmin_kernel;
 }
 
 // ---- rules ----------------------------------------------------------------------------------
@@ -212,6 +286,8 @@ selection_methods! {
 // | maximum | da where a > b, db where b > a,     | sum_to(g·[a>b] + ½g·[a=b]) | same with b > a  |
 // |         | (da + db)/2 where a == b            |                         |                     |
 // | minimum | as maximum with < for >             |                         |                     |
+// | fmax    | as maximum, and all to the non-NaN side where one side is NaN                   |
+// | fmin    | as minimum, likewise                                                            |
 //
 // (`b·a^(b-1)` is 0 where b = 0; `ln(a)` is 0 where a = 0.) The rules of `maximum` and
 // `minimum` read `b` as the forward op takes it, a tensor or a scalar; a scalar `b` is a
@@ -381,5 +457,9 @@ pub mod rules {
             elementwise::maximum_lhs, elementwise::maximum_rhs;
         minimum, minimum_jvp, minimum_vjp_lhs, minimum_vjp_rhs,
             elementwise::minimum_lhs, elementwise::minimum_rhs;
+        fmax, fmax_jvp, fmax_vjp_lhs, fmax_vjp_rhs,
+            elementwise::fmax_lhs, elementwise::fmax_rhs;
+        fmin, fmin_jvp, fmin_vjp_lhs, fmin_vjp_rhs,
+            elementwise::fmin_lhs, elementwise::fmin_rhs;
     }
 }

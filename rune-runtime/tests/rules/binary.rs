@@ -1,5 +1,5 @@
-//! `pow`, `maximum`, `minimum`: rules against finite differences on broadcasting shape pairs,
-//! and hand-derived values at ties and at a zero base.
+//! `pow`, `maximum`, `minimum`, `fmax`, `fmin`: rules against finite differences on
+//! broadcasting shape pairs, and hand-derived values at ties, at NaN and at a zero base.
 
 use rune_runtime::rules::*;
 use rune_runtime::{Dual, Element, Tensor};
@@ -69,7 +69,14 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
             minimum_vjp_lhs,
             minimum_vjp_rhs,
         );
-        for (name, (f, jvp, vjp_lhs, vjp_rhs)) in [("maximum", maximum), ("minimum", minimum)] {
+        let fmax: Selection<T> = (|a, b| a.fmax(b), fmax_jvp, fmax_vjp_lhs, fmax_vjp_rhs);
+        let fmin: Selection<T> = (|a, b| a.fmin(b), fmin_jvp, fmin_vjp_lhs, fmin_vjp_rhs);
+        for (name, (f, jvp, vjp_lhs, vjp_rhs)) in [
+            ("maximum", maximum),
+            ("minimum", minimum),
+            ("fmax", fmax),
+            ("fmin", fmin),
+        ] {
             cases.push(Case::new(
                 name,
                 "broadcasting, no ties",
@@ -277,6 +284,40 @@ fn tie_split_sums_over_broadcast_axes() {
 }
 
 /// NaN wins the forward pass (as NumPy's maximum) and sends no gradient to either side.
+/// `fmax` and `fmin` agree with `maximum` and `minimum` at ties (half to each side), and where
+/// one side is NaN give its value and its whole gradient to the other side, as `f64::max`.
+#[test]
+fn fmax_and_fmin_ignore_nan() {
+    let a = tensor::<f64>(&[1.0, f64::NAN, 3.0, -1.0, f64::NAN], &[5]);
+    let b = tensor::<f64>(&[1.0, 2.0, f64::NAN, 0.5, f64::NAN], &[5]);
+    let g = Tensor::<f64>::ones(&[5]);
+    let (da, db) = (Tensor::<f64>::ones(&[5]), tensor::<f64>(&[10.0; 5], &[5]));
+    let max = a.fmax(&b).to_vec();
+    assert_eq!(&max[..4], &[1.0, 2.0, 3.0, 0.5]);
+    assert!(max[4].is_nan());
+    assert_close(&fmax_vjp_lhs(&g, &a, &b), &[0.5, 0.0, 1.0, 0.0, 0.0], 0.0);
+    assert_close(&fmax_vjp_rhs(&g, &a, &b), &[0.5, 1.0, 0.0, 1.0, 0.0], 0.0);
+    assert_close(
+        &fmax_jvp(&a, &b, Some(&da), Some(&db)),
+        &[5.5, 10.0, 1.0, 10.0, 0.0],
+        0.0,
+    );
+    let min = a.fmin(&b).to_vec();
+    assert_eq!(&min[..4], &[1.0, 2.0, 3.0, -1.0]);
+    assert!(min[4].is_nan());
+    assert_close(&fmin_vjp_lhs(&g, &a, &b), &[0.5, 0.0, 1.0, 1.0, 0.0], 0.0);
+    assert_close(&fmin_vjp_rhs(&g, &a, &b), &[0.5, 1.0, 0.0, 0.0, 0.0], 0.0);
+    // The same for each element as `f64::max` and `f64::min`, in f32 too.
+    for (x, y) in [(1.0f32, f32::NAN), (f32::NAN, -2.0), (0.5, 0.25)] {
+        let (tx, ty) = (
+            tensor::<f32>(&[x.into()], &[1]),
+            tensor::<f32>(&[y.into()], &[1]),
+        );
+        assert_eq!(tx.fmax(&ty).to_vec(), vec![x.max(y)]);
+        assert_eq!(tx.fmin(&ty).to_vec(), vec![x.min(y)]);
+    }
+}
+
 #[test]
 fn maximum_propagates_nan() {
     let a = tensor::<f64>(&[f64::NAN, 1.0], &[2]);
