@@ -209,6 +209,40 @@ twins! {
     }
 }
 
+/// Helpers of arrays: one borrowing its array, one taking two by value.
+#[differentiable]
+fn norm2(x: &[f64; 3]) -> f64 {
+    x[0] * x[0] + x[1] * x[1] + x[2] * x[2]
+}
+
+#[differentiable]
+fn dot(x: [f64; 3], y: [f64; 3]) -> f64 {
+    x.iter().zip(y.iter()).map(|(a, b)| a * b).sum()
+}
+
+twins! {
+    /// An array passed whole to helpers, and to a method of a constant receiver.
+    fn potential / potential_tensors(x: [f64; 3], #[nodiff] well: &Well) -> f64 {
+        norm2(&x) * 0.5 + dot(x, x).sqrt() + well.depth(&x)
+    }
+}
+
+/// A constant with a method of an array.
+struct Well {
+    center: [f64; 3],
+}
+
+#[differentiable]
+impl Well {
+    fn depth(#[nodiff] &self, x: &[f64; 3]) -> f64 {
+        let mut d = 0.0;
+        for (v, c) in x.iter().zip(self.center.iter()) {
+            d += (v - c).powi(2);
+        }
+        -(-d).exp()
+    }
+}
+
 /// A helper of numbers.
 #[differentiable]
 fn logistic(x: f64, r: f64) -> f64 {
@@ -688,6 +722,37 @@ fn max_and_min_of_numbers_are_f64s() {
     assert_eq!(floor_at_tensors_value_and_grad(1.5, f64::NAN), (3.0, 2.0));
     assert_eq!(floor_at_value_and_grad(1.5, 4.0), (8.0, 0.0));
     assert_eq!(floor_at_jvp(-1.0, f64::NAN, &1.0), (-2.0, 2.0));
+}
+
+#[test]
+fn arrays_passed_to_helpers() {
+    let well = Well {
+        center: [0.5, 0.0, -1.0],
+    };
+    let numbers = array_variants!(potential, potential_grad, potential_value_and_grad,
+        potential_vjp, potential_pullback, potential_jvp; f64; []; (&well));
+    let tensors = array_variants!(potential_tensors, potential_tensors_grad,
+        potential_tensors_value_and_grad, potential_tensors_vjp, potential_tensors_pullback,
+        potential_tensors_jvp; f64; []; (&well));
+    let x = [1.0, 2.0, -0.5];
+    numbers.check(&tensors, &x, 1e-6, 1e-7, 1e-12);
+    // By hand: |x|²/2 + |x| - e^{-|x - c|²} has gradient x + x/|x| + 2 (x - c) e^{-|x - c|²}.
+    let r = (1.0f64 + 4.0 + 0.25).sqrt();
+    let d2: f64 = (0..3).map(|i| (x[i] - well.center[i]).powi(2)).sum();
+    let g = potential_grad(x, &well);
+    for i in 0..3 {
+        let want = x[i] + x[i] / r + 2.0 * (x[i] - well.center[i]) * (-d2).exp();
+        assert!(close(g[i], want, 1e-14), "{g:?}");
+    }
+    // Written on numbers through the calls: forward mode allocates only where `depth` collects
+    // the constant side of its `zip`; the reverse pass also the stacks of the loops in `dot`
+    // and `depth`. On 0-d tensors every op allocates.
+    let (_, forward) = allocations(|| potential_jvp(x, &well, &[1.0, 0.0, 0.0]));
+    assert!(forward <= 2, "{forward} allocations");
+    let (_, numbers) = allocations(|| potential_grad(x, &well));
+    let (_, tensors) = allocations(|| potential_tensors_grad(x, &well));
+    assert!(numbers <= 12, "{numbers} allocations");
+    assert!(tensors > 40, "{tensors} allocations");
 }
 
 #[test]

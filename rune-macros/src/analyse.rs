@@ -112,8 +112,10 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
             }
             Stmt::Call { outs, args, .. } if outs.iter().any(|o| useful[o.0]) => {
                 for a in args {
-                    if let CallArg::Val { val, .. } = a {
-                        mark(&mut useful, val.0);
+                    match a {
+                        CallArg::Val { val, .. } => mark(&mut useful, val.0),
+                        CallArg::Array { list, .. } => mark(&mut useful_lists, list.0),
+                        _ => {}
                     }
                 }
             }

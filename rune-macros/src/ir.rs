@@ -87,6 +87,13 @@ pub enum CallArg {
     Val { val: Val, borrowed: bool },
     /// A constant expression, passed as written.
     Const(TokenStream),
+    /// An array parameter passed whole (`norm(&x)`), as written: the parameter itself, whose
+    /// elements are list `list` inside.
+    Array {
+        list: List,
+        tokens: TokenStream,
+        borrowed: bool,
+    },
 }
 
 /// One statement.

@@ -18,10 +18,11 @@ pub use crate::fused::{
 use crate::tensor::Tensor;
 
 pub use crate::numbers::{
-    accumulate_number, accumulate_number_option, array_grad, array_param, array_tangent,
-    number_array_grad, number_array_param, number_array_tangent, number_jvp, number_map, number_of,
-    number_or_zero, number_shape, number_tangent, number_vjp, number_zero, AdjointList,
-    ArrayTangentSlot, NumberArray, NumberOf, NumberShape,
+    accumulate_array_slot, accumulate_number, accumulate_number_array_slot,
+    accumulate_number_option, array_grad, array_param, array_tangent, array_tangent_arg,
+    number_array_grad, number_array_param, number_array_tangent, number_array_tangent_arg,
+    number_jvp, number_map, number_of, number_or_zero, number_shape, number_tangent, number_vjp,
+    number_zero, AdjointList, ArrayTangentSlot, NumberArray, NumberOf, NumberShape,
 };
 
 /// The scalar forms of the elementwise ops that fused regions evaluate besides `+ - * /`, unary
@@ -393,6 +394,26 @@ macro_rules! number_slot_values {
     )*};
 }
 number_slot_values!(f32 f64);
+
+/// Where a `sum` over differentiated elements starts (`xs.iter().map(f).sum()`): zero, as a
+/// 0-d tensor or as a number, whichever the sum's elements are (no tensor is made for a sum of
+/// numbers).
+#[derive(Clone, Copy, Debug)]
+pub struct SumStart;
+
+impl<T: Element> SlotValue<T> for SumStart {
+    #[inline]
+    fn slot_value(&self) -> Tensor<T> {
+        Tensor::zeros(&[])
+    }
+}
+
+impl<T: Element> crate::numbers::NumberOf<T> for SumStart {
+    #[inline(always)]
+    fn number_of(&self) -> T {
+        T::zero()
+    }
+}
 
 /// [`SlotValue`] as a function.
 #[inline]

@@ -255,6 +255,28 @@ pub fn number_array_grad<A: NumberArray>(mut adjoints: A::Adjoints<A::Elem>) -> 
     A::from_elements(|i| adjoints.slot(i).take().unwrap_or_else(A::Elem::zero))
 }
 
+/// Adds the gradient of an array a callee returned into the adjoints of the caller's array
+/// parameter that was passed to it.
+pub fn accumulate_array_slot<A: NumberArray>(
+    adjoints: &mut impl AdjointList<Tensor<A::Elem>>,
+    grad: A,
+) {
+    for (i, &g) in grad.elements().iter().enumerate() {
+        crate::generated::accumulate(adjoints.slot(i), Tensor::scalar(g));
+    }
+}
+
+/// [`accumulate_array_slot`] in a function of numbers.
+#[inline(always)]
+pub fn accumulate_number_array_slot<A: NumberArray>(
+    adjoints: &mut impl AdjointList<A::Elem>,
+    grad: A,
+) {
+    for (i, &g) in grad.elements().iter().enumerate() {
+        accumulate_number(adjoints.slot(i), g);
+    }
+}
+
 /// A tangent passed to an array parameter: an array of the same type, or
 /// [`NoTangent`](crate::generated::NoTangent) (zeros).
 pub trait ArrayTangentSlot<A: NumberArray> {
@@ -282,6 +304,17 @@ pub fn array_tangent<A: NumberArray, S: ArrayTangentSlot<A>>(
     _primal: &A,
 ) -> Vec<Tensor<A::Elem>> {
     array_param(&slot.array_tangent())
+}
+
+/// The tangent of an array parameter passed whole to a callee, from its elements' 0-d tensors.
+pub fn array_tangent_arg<A: NumberArray>(tangents: &[Tensor<A::Elem>]) -> A {
+    A::from_elements(|i| tangents[i].item())
+}
+
+/// [`array_tangent_arg`] in a function of numbers: the tangent array itself.
+#[inline(always)]
+pub fn number_array_tangent_arg<A: NumberArray>(tangents: &A) -> A {
+    *tangents
 }
 
 /// An array parameter's tangent in a function of numbers.

@@ -124,6 +124,12 @@ impl Emitter<'_> {
                             let accumulate = self.glue("accumulate_slot");
                             Some(quote!(#accumulate(&mut #target, __rune_slots.#index);))
                         }
+                        CallArg::Array { list, .. } if self.analysis.list_useful(*list) => {
+                            let al = list_adjoint_ident(*list);
+                            let index = syn::Index::from(i);
+                            let accumulate = self.glue("accumulate_array_slot");
+                            Some(quote!(#accumulate(&mut #al, __rune_slots.#index);))
+                        }
                         CallArg::Struct { root, path, .. } => {
                             let g = struct_grad_ident(*root);
                             let p = struct_place(&g, path, true);

@@ -29,7 +29,8 @@ fn check_trait(message: &str, label: &str) -> (TokenStream, Ident) {
 /// A stand-in for entry point `entry` of a callee that is not `#[differentiable]`: it takes
 /// the call's arguments (after `&self` for a method) and returns what a real one would, so that
 /// the caller type-checks around the single error of the check. `bounds` are added to its
-/// where-clause.
+/// where-clause. A caller that is a function of numbers (`numbers`) passes and receives numbers
+/// where others pass tensors.
 fn fallback_fn(
     entry: &Ident,
     args: &[CallArg],
@@ -37,6 +38,7 @@ fn fallback_fn(
     n_outs: usize,
     mode: Mode,
     bounds: &[TokenStream],
+    numbers: bool,
 ) -> TokenStream {
     let rt = rt();
     let mut generics = Vec::new();
@@ -67,8 +69,13 @@ fn fallback_fn(
         match a {
             CallArg::Val { borrowed, .. } => {
                 generics.push(quote!(#g: #rt::Element));
-                params.push(by_ref(quote!(#rt::Tensor<#g>), *borrowed));
-                slots.push(quote!(#rt::Tensor<#g>));
+                let value = if numbers {
+                    quote!(#g)
+                } else {
+                    quote!(#rt::Tensor<#g>)
+                };
+                params.push(by_ref(value.clone(), *borrowed));
+                slots.push(value);
                 elem.get_or_insert(quote!(#g));
             }
             CallArg::Struct { borrowed, .. } => {
@@ -82,10 +89,20 @@ fn fallback_fn(
                 params.push(quote!(_: #g));
                 slots.push(quote!(#rt::NoGrad));
             }
+            CallArg::Array { borrowed, .. } => {
+                generics.push(quote!(#g: #rt::NumberArray));
+                params.push(by_ref(quote!(#g), *borrowed));
+                slots.push(quote!(#g));
+                elem.get_or_insert(quote!(<#g as #rt::NumberArray>::Elem));
+            }
         }
     }
     let elem = elem.expect("a call has a differentiated argument");
-    let tensor = quote!(#rt::Tensor<#elem>);
+    let tensor = if numbers {
+        elem
+    } else {
+        quote!(#rt::Tensor<#elem>)
+    };
     let (value, cotangent) = if n_outs == 1 {
         (tensor.clone(), quote!(&#tensor))
     } else {
@@ -139,7 +156,7 @@ pub(super) fn call_args(args: &[CallArg], roots: &[Ident]) -> Vec<TokenStream> {
                     quote!(#rt::arg(::core::clone::Clone::clone(&#v)))
                 }
             }
-            CallArg::Const(t) => t.clone(),
+            CallArg::Const(t) | CallArg::Array { tokens: t, .. } => t.clone(),
         })
         .collect()
 }
@@ -204,7 +221,7 @@ impl Emitter<'_> {
                 }
                 let fallback = hidden("not_differentiable");
                 let resolved = hidden("callee");
-                let stand_in = fallback_fn(&entry, args, false, n_outs, mode, &[]);
+                let stand_in = fallback_fn(&entry, args, false, n_outs, mode, &[], self.numbers);
                 let check = check.then(|| {
                     let message = format!(
                         "`{name}` is not #[differentiable]: add #[differentiable] to it, or wrap \
@@ -257,7 +274,7 @@ impl Emitter<'_> {
                                 }
                             }
                             CallArg::Const(t) => quote!((#t)),
-                            CallArg::Val { .. } => {
+                            CallArg::Val { .. } | CallArg::Array { .. } => {
                                 unreachable!("a receiver is a structure or a constant")
                             }
                         };
@@ -287,7 +304,8 @@ impl Emitter<'_> {
                 } else {
                     (quote!(), vec![])
                 };
-                let stand_in = fallback_fn(&entry, args, method, n_outs, mode, &bounds);
+                let stand_in =
+                    fallback_fn(&entry, args, method, n_outs, mode, &bounds, self.numbers);
                 let fallback = hidden("Fallback");
                 let x = hidden("X");
                 quote!({

@@ -14,9 +14,9 @@ use super::{list_refs, rt, struct_place, Emitter, Mode};
 use crate::ir::{BranchHead, CallArg, List, LoopHead, Operand, OutputAux, OutputElem, Stmt, Val};
 use crate::lower::path_tokens;
 use crate::names::{
-    arm_stack_ident, const_ident, hidden, pullback_ident, reached_ident, reached_stack_ident,
-    slot_ident, slot_tangent_ident, stages_label, struct_tangent_ident, tangent_ident,
-    template_ident, trips_ident, trips_stack_ident, val_ident,
+    arm_stack_ident, const_ident, hidden, list_tangent_ident, pullback_ident, reached_ident,
+    reached_stack_ident, slot_ident, slot_tangent_ident, stages_label, struct_tangent_ident,
+    tangent_ident, template_ident, trips_ident, trips_stack_ident, val_ident,
 };
 use crate::parse::{Entry, Returns};
 
@@ -273,6 +273,11 @@ impl Emitter<'_> {
                                     let ts = struct_tangent_ident(*root);
                                     let p = struct_place(&ts, path, false);
                                     quote!(&#p)
+                                }
+                                CallArg::Array { list, .. } if self.analysis.list_useful(*list) => {
+                                    let tl = list_tangent_ident(*list);
+                                    let tangent = self.glue("array_tangent_arg");
+                                    quote!(&#tangent(&#tl))
                                 }
                                 _ => quote!(#rt::NoTangent),
                             });

@@ -131,6 +131,8 @@ impl<'a> Emitter<'a> {
             (true, "array_param") => "number_array_param",
             (true, "array_grad") => "number_array_grad",
             (true, "array_tangent") => "number_array_tangent",
+            (true, "array_tangent_arg") => "number_array_tangent_arg",
+            (true, "accumulate_array_slot") => "accumulate_number_array_slot",
             (true, other) => unreachable!("`{other}` has no twin on numbers"),
         };
         let name = format_ident!("{name}");

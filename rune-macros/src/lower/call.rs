@@ -9,7 +9,7 @@ use quote::{quote, ToTokens};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, Pat, Stmt as SynStmt};
 
-use crate::ir::{CallArg, Callee, Stmt, Taint, Val};
+use crate::ir::{CallArg, Callee, List, Stmt, Taint, Val};
 use crate::names::val_ident;
 use crate::ops::{self, Form};
 
@@ -98,10 +98,20 @@ impl Lowerer<'_> {
 
     /// A call of another `#[differentiable]` function returning `n` values.
     pub(super) fn call(&mut self, c: &syn::ExprCall, n: usize) -> Vec<Lowered> {
-        let args: Vec<Lowered> = c.args.iter().map(|a| self.expr(a)).collect();
+        let arrays: Vec<Option<List>> = c.args.iter().map(|a| self.array_arg(a)).collect();
+        let args: Vec<Lowered> = c
+            .args
+            .iter()
+            .zip(&arrays)
+            .map(|(a, array)| match array {
+                Some(_) => Lowered::constant(a.to_token_stream()),
+                None => self.expr(a),
+            })
+            .collect();
         let refs: Vec<&Lowered> = args.iter().collect();
         let taint = Self::taint_of(&refs);
-        if !args.iter().any(|a| matches!(a, Lowered::Val(_))) {
+        if !args.iter().any(|a| matches!(a, Lowered::Val(_))) && arrays.iter().all(Option::is_none)
+        {
             let func = &c.func;
             let tokens: Vec<TokenStream> = args.iter().map(|a| self.const_tokens(a)).collect();
             let whole = quote!(#func(#(#tokens),*));
@@ -140,7 +150,8 @@ impl Lowerer<'_> {
         let args = args
             .into_iter()
             .zip(&c.args)
-            .map(|(l, syn_arg)| self.call_arg(l, syn_arg))
+            .zip(arrays)
+            .map(|((l, syn_arg), array)| self.call_arg(l, syn_arg, array))
             .collect();
         self.push_call(callee, args, taint, n, c.span())
     }
@@ -192,8 +203,30 @@ impl Lowerer<'_> {
         })
     }
 
-    /// The argument a lowered expression `syn_arg` passes to a call.
-    fn call_arg(&self, l: Lowered, syn_arg: &Expr) -> CallArg {
+    /// The array parameter an argument passes whole (`x`, `&x`, `*x`).
+    fn array_arg(&self, e: &Expr) -> Option<List> {
+        let place = match strip(e) {
+            Expr::Reference(r) if r.mutability.is_none() => strip(&r.expr),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => strip(&u.expr),
+            other => other,
+        };
+        let Expr::Path(p) = place else { return None };
+        match self.lookup(&p.path.get_ident()?.to_string()) {
+            Some(Binding::List(l)) if self.arrays.contains(l) => Some(*l),
+            _ => None,
+        }
+    }
+
+    /// The argument a lowered expression `syn_arg` passes to a call (`array`: the array
+    /// parameter it passes whole).
+    fn call_arg(&self, l: Lowered, syn_arg: &Expr, array: Option<List>) -> CallArg {
+        if let Some(list) = array {
+            return CallArg::Array {
+                list,
+                tokens: syn_arg.to_token_stream(),
+                borrowed: matches!(strip(syn_arg), Expr::Reference(_)),
+            };
+        }
         match l {
             Lowered::Val(val) if self.paths.contains_key(&val) => {
                 let (root, path) = self.paths[&val].clone();
@@ -270,7 +303,16 @@ impl Lowerer<'_> {
             }
             _ => {}
         }
-        let args: Vec<Lowered> = mc.args.iter().map(|a| self.expr(a)).collect();
+        let arrays: Vec<Option<List>> = mc.args.iter().map(|a| self.array_arg(a)).collect();
+        let args: Vec<Lowered> = mc
+            .args
+            .iter()
+            .zip(&arrays)
+            .map(|(a, array)| match array {
+                Some(_) => Lowered::constant(a.to_token_stream()),
+                None => self.expr(a),
+            })
+            .collect();
         let mut refs: Vec<&Lowered> = args.iter().collect();
         refs.push(receiver);
         let taint = Self::taint_of(&refs);
@@ -295,7 +337,8 @@ impl Lowerer<'_> {
             .chain(
                 args.into_iter()
                     .zip(&mc.args)
-                    .map(|(l, syn_arg)| self.call_arg(l, syn_arg)),
+                    .zip(arrays)
+                    .map(|((l, syn_arg), array)| self.call_arg(l, syn_arg, array)),
             )
             .collect();
         let callee = Callee::Method {

@@ -33,7 +33,8 @@ const LIST_USES: &str = "a `Vec` of differentiated tensors supports `push`, `len
 /// What a differentiated array parameter supports.
 const ARRAY_USES: &str = "a differentiated array of numbers supports `len`, reading its \
     elements by index (`x[i]`), `for` loops over it (`for v in &x`) and iterator chains \
-    (`x.iter().map(..).sum()`); it cannot be changed, passed on or used as a whole";
+    (`x.iter().map(..).sum()`), and passing it whole to another #[differentiable] function \
+    (`norm(&x)`); it cannot be changed or used as a whole otherwise";
 
 /// An iterator chain over sequences (`xs.iter().zip(ys.iter()).enumerate().map(f)`), as
 /// written: its sources and its adaptors, innermost first.

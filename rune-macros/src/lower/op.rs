@@ -70,8 +70,7 @@ impl Lowerer<'_> {
                 }
                 ("sum", 0) => {
                     if let Some(chain) = self.chain(&mc.receiver) {
-                        let zero =
-                            Lowered::constant(quote!(::rune_ad::__private::Tensor::zeros(&[])));
+                        let zero = Lowered::constant(quote!(::rune_ad::__private::SumStart));
                         return self.fold_chain(chain, zero, None, mc.method.span());
                     }
                 }

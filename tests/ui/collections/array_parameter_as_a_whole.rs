@@ -1,14 +1,11 @@
 use rune_ad::prelude::*;
 
-/// An array of numbers is read element by element; passing it on whole is refused.
-#[differentiable]
-fn norm(x: &[f64; 3]) -> f64 {
-    x[0] * x[0] + x[1] * x[1] + x[2] * x[2]
-}
-
+/// An array of numbers is read element by element, or passed whole to a differentiable
+/// function; bound to another name as a whole, it is refused.
 #[differentiable]
 fn scaled_norm(x: [f64; 3], s: f64) -> f64 {
-    norm(&x) * s
+    let y = x;
+    (y[0] * y[0] + y[1] * y[1]) * s
 }
 
 fn main() {}
