@@ -28,6 +28,10 @@ pub struct Analysis {
     pub keep_sizes: BTreeSet<Val>,
     /// Ops whose input element type the backward pass needs (`cast`).
     pub keep_witness: BTreeSet<Val>,
+    /// Constants hoisted outside every branch and loop: the backward pass reads the copy saved
+    /// where they are defined, once, instead of one saved by each use (`dt` read by every step
+    /// of a loop).
+    pub top_consts: BTreeSet<Const>,
 }
 
 impl Analysis {
@@ -157,6 +161,14 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
         keep_config: BTreeSet::new(),
         keep_sizes: BTreeSet::new(),
         keep_witness: BTreeSet::new(),
+        top_consts: body
+            .stmts
+            .iter()
+            .filter_map(|s| match s {
+                Stmt::Hoist { id, .. } => Some(*id),
+                _ => None,
+            })
+            .collect(),
     };
     let mut reported = false;
     walk(&body.stmts, &mut |stmt| match stmt {

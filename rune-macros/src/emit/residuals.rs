@@ -69,6 +69,15 @@ impl Emitter<'_> {
             }
         };
         match stmt {
+            // A constant defined outside every branch and loop is saved where it is defined.
+            Stmt::Hoist { id, .. } if a.top_consts.contains(id) => {
+                if a.keep_const.contains(id) {
+                    out.push(Saved::ConstResidual(*id));
+                }
+                if a.keep_config.contains(id) {
+                    out.push(Saved::Config(*id));
+                }
+            }
             Stmt::Param { out: v, .. } | Stmt::SlotRead { out: v, .. } => value(*v, &mut out),
             Stmt::Leaf { out: v, path, .. } => {
                 value(*v, &mut out);
@@ -158,6 +167,12 @@ impl Emitter<'_> {
                 }
             }
             _ => {}
+        }
+        if !matches!(stmt, Stmt::Hoist { .. }) {
+            out.retain(|saved| match saved {
+                Saved::ConstResidual(c) | Saved::Config(c) => !a.top_consts.contains(c),
+                _ => true,
+            });
         }
         out
     }

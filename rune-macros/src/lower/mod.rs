@@ -133,6 +133,8 @@ struct Lowerer<'e> {
     tensor_lists: Vec<String>,
     /// The lists that are array parameters (`[f64; N]`), read-only.
     arrays: Vec<List>,
+    /// Constants that name items, hoisted to the start of the body (`names_item`).
+    items: Vec<Stmt>,
     /// The function returns a number.
     scalar_out: bool,
     /// The function returns a `Result` (its body may use `?`).
@@ -161,6 +163,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         lists: Vec::new(),
         tensor_lists: tensor_lists(sig, block),
         arrays: Vec::new(),
+        items: Vec::new(),
         scalar_out: sig.scalar_out,
         fallible: sig.fallible.is_some(),
     };
@@ -278,8 +281,10 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
             }
         }
     }
+    let mut stmts = std::mem::take(&mut l.items);
+    stmts.append(&mut l.stmts);
     Body {
-        stmts: l.stmts,
+        stmts,
         roots: l.roots,
         outputs,
         aux,
@@ -372,13 +377,34 @@ impl Lowerer<'_> {
     fn hoist(&mut self, expr: TokenStream, ty: Option<TokenStream>, usage: Use) -> Const {
         let id = Const(self.consts);
         self.consts += 1;
-        self.stmts.push(Stmt::Hoist {
+        let item = self.names_item(&expr);
+        let hoist = Stmt::Hoist {
             id,
             expr,
             ty,
             usage,
-        });
+        };
+        if item {
+            self.items.push(hoist);
+        } else {
+            self.stmts.push(hoist);
+        }
         id
+    }
+
+    /// Whether `expr` is the name of an item (`DT`, a `const` or a const generic parameter): one
+    /// capitalised identifier that nothing in the function binds. Its value is the same
+    /// wherever it is read, so it is hoisted to the start of the body, and the backward pass
+    /// keeps one copy instead of one a loop iteration.
+    fn names_item(&self, expr: &TokenStream) -> bool {
+        let mut tokens = expr.clone().into_iter();
+        match (tokens.next(), tokens.next()) {
+            (Some(proc_macro2::TokenTree::Ident(i)), None) => {
+                let name = i.to_string();
+                name.starts_with(char::is_uppercase) && self.lookup(&name).is_none()
+            }
+            _ => false,
+        }
     }
 
     /// A lowered operand as an op input (constants hoisted).
