@@ -25,6 +25,12 @@
 //! worked out at all, and the cotangents need no reduction. The loops run under
 //! [`vectorised`], so that the closure, its scalar forms and the math kernels of
 //! [`crate::vmath`] inlined into them are compiled for the CPU's vector instructions.
+//!
+//! Debug builds hand the loops the region's closure as a `&dyn Fn` instead: each entry point
+//! is then a thin wrapper per region around loops generic over the element type and the sizes
+//! only, which every region of the same signature shares, so that a crate of many
+//! differentiated functions compiles the loops a few times rather than once per region. The
+//! loops are the same code in both builds.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -514,12 +520,46 @@ fn value_sources<'a, T: Element, const N: usize>(
     }
 }
 
+// The regions' closures as debug builds pass them to the loops (see the module's
+// documentation).
+
+/// `f(x, literals)`: an element's value.
+#[cfg(debug_assertions)]
+type ValueFn<'f, T, const N: usize, const L: usize> = dyn Fn([T; N], &[T; L]) -> T + Sync + 'f;
+/// `f(x, literals, g)`: an element's `K` cotangents.
+#[cfg(debug_assertions)]
+type CotangentFn<'f, T, const N: usize, const L: usize, const K: usize> =
+    dyn Fn([T; N], &[T; L], T) -> [T; K] + Sync + 'f;
+/// `f(x, literals, t)`: an element's value and tangent.
+#[cfg(debug_assertions)]
+type TangentFn<'f, T, const N: usize, const L: usize, const K: usize> =
+    dyn Fn([T; N], &[T; L], [T; K]) -> (T, T) + Sync + 'f;
+/// `f(x, literals, seed)`: an element's value and `K` partials.
+#[cfg(debug_assertions)]
+type PartialFn<'f, T, const N: usize, const L: usize, const K: usize> =
+    dyn Fn([T; N], &[T; L], T) -> (T, [T; K]) + Sync + 'f;
+
 /// The value of a fused region: `f` applied to the elements of the inputs, broadcast.
 ///
 /// # Panics
 /// When the inputs' shapes do not broadcast, with the error of the op of `ops` that fails.
 #[track_caller]
 pub fn fused_map<T: Element, const N: usize, const L: usize>(
+    ops: FusedOps,
+    inputs: [OperandRef<'_, T>; N],
+    literals: [f64; L],
+    f: impl Fn([T; N], &[T; L]) -> T + Sync,
+) -> Tensor<T> {
+    #[cfg(debug_assertions)]
+    let f: &ValueFn<'_, T, N, L> = &f;
+    map_region(ops, inputs, literals, f)
+}
+
+/// [`fused_map`] for the region's closure `f`: a `&dyn Fn` in debug builds (see the module's
+/// documentation).
+#[track_caller]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn map_region<T: Element, const N: usize, const L: usize>(
     ops: FusedOps,
     inputs: [OperandRef<'_, T>; N],
     literals: [f64; L],
@@ -593,6 +633,23 @@ pub fn fused_shape<T>(shape: &[usize]) -> FusedInput<'_, T> {
 /// When the inputs' shapes do not broadcast, or `g` does not broadcast to the region's shape.
 #[track_caller]
 pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize, const M: usize>(
+    ops: FusedOps,
+    inputs: [FusedInput<'_, T>; N],
+    literals: [f64; L],
+    targets: [(usize, usize); M],
+    g: &Tensor<T>,
+    f: impl Fn([T; N], &[T; L], T) -> [T; K] + Sync,
+) -> [Tensor<T>; M] {
+    #[cfg(debug_assertions)]
+    let f: &CotangentFn<'_, T, N, L, K> = &f;
+    vjp_region(ops, inputs, literals, targets, g, f)
+}
+
+/// [`fused_vjp`] for the region's closure `f`: a `&dyn Fn` in debug builds (see the module's
+/// documentation).
+#[track_caller]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn vjp_region<T: Element, const N: usize, const L: usize, const K: usize, const M: usize>(
     ops: FusedOps,
     inputs: [FusedInput<'_, T>; N],
     literals: [f64; L],
@@ -700,6 +757,22 @@ pub fn fused_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
     tangents: [&Tensor<T>; K],
     f: impl Fn([T; N], &[T; L], [T; K]) -> (T, T) + Sync,
 ) -> (Tensor<T>, Tensor<T>) {
+    #[cfg(debug_assertions)]
+    let f: &TangentFn<'_, T, N, L, K> = &f;
+    jvp_region(ops, inputs, literals, tangents, f)
+}
+
+/// [`fused_jvp`] for the region's closure `f`: a `&dyn Fn` in debug builds (see the module's
+/// documentation).
+#[track_caller]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn jvp_region<T: Element, const N: usize, const L: usize, const K: usize>(
+    ops: FusedOps,
+    inputs: [OperandRef<'_, T>; N],
+    literals: [f64; L],
+    tangents: [&Tensor<T>; K],
+    f: impl Fn([T; N], &[T; L], [T; K]) -> (T, T) + Sync,
+) -> (Tensor<T>, Tensor<T>) {
     let literals = literals.map(T::from_f64);
     let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
     let tangent_sources = tangents.map(|t| source("fused", t, &shape).or_panic());
@@ -787,6 +860,22 @@ pub fn fused_reduce<T: Element, const N: usize, const L: usize>(
     reduction: Reduction,
     f: impl Fn([T; N], &[T; L]) -> T + Sync,
 ) -> Tensor<T> {
+    #[cfg(debug_assertions)]
+    let f: &ValueFn<'_, T, N, L> = &f;
+    reduce_region(ops, inputs, literals, reduction, f)
+}
+
+/// [`fused_reduce`] for the region's closure `f`: a `&dyn Fn` in debug builds (see the module's
+/// documentation).
+#[track_caller]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn reduce_region<T: Element, const N: usize, const L: usize>(
+    ops: FusedOps,
+    inputs: [OperandRef<'_, T>; N],
+    literals: [f64; L],
+    reduction: Reduction,
+    f: impl Fn([T; N], &[T; L]) -> T + Sync,
+) -> Tensor<T> {
     let literals = literals.map(T::from_f64);
     let (shape, sources) = value_sources(&inputs, ops);
     let shape = &*shape;
@@ -816,6 +905,23 @@ pub fn fused_reduce<T: Element, const N: usize, const L: usize>(
 /// When the inputs' shapes do not broadcast, or a tangent's does not broadcast to the region's.
 #[track_caller]
 pub fn fused_reduce_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
+    ops: FusedOps,
+    inputs: [OperandRef<'_, T>; N],
+    literals: [f64; L],
+    reduction: Reduction,
+    tangents: [&Tensor<T>; K],
+    f: impl Fn([T; N], &[T; L], [T; K]) -> (T, T) + Sync,
+) -> (Tensor<T>, Tensor<T>) {
+    #[cfg(debug_assertions)]
+    let f: &TangentFn<'_, T, N, L, K> = &f;
+    reduce_jvp_region(ops, inputs, literals, reduction, tangents, f)
+}
+
+/// [`fused_reduce_jvp`] for the region's closure `f`: a `&dyn Fn` in debug builds (see the module's
+/// documentation).
+#[track_caller]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn reduce_jvp_region<T: Element, const N: usize, const L: usize, const K: usize>(
     ops: FusedOps,
     inputs: [OperandRef<'_, T>; N],
     literals: [f64; L],
@@ -894,6 +1000,24 @@ pub fn fused_reduce_vjp<
     const K: usize,
     const M: usize,
 >(
+    ops: FusedOps,
+    inputs: [OperandRef<'_, T>; N],
+    literals: [f64; L],
+    reduction: Reduction,
+    targets: [(usize, usize); M],
+    f: impl Fn([T; N], &[T; L], T) -> (T, [T; K]) + Sync,
+) -> (Tensor<T>, [Tensor<T>; M]) {
+    #[cfg(debug_assertions)]
+    let f: &PartialFn<'_, T, N, L, K> = &f;
+    reduce_vjp_region(ops, inputs, literals, reduction, targets, f)
+}
+
+/// [`fused_reduce_vjp`] for the region's closure `f`: a `&dyn Fn` in debug builds (see the module's
+/// documentation).
+#[track_caller]
+#[cfg_attr(not(debug_assertions), inline(always))]
+#[allow(clippy::type_complexity)]
+fn reduce_vjp_region<T: Element, const N: usize, const L: usize, const K: usize, const M: usize>(
     ops: FusedOps,
     inputs: [OperandRef<'_, T>; N],
     literals: [f64; L],
