@@ -35,7 +35,7 @@ use crate::element::{strong_mul, Element};
 use crate::error::{OrPanic, ShapeError};
 use crate::summation::{block_sum, combine_block_sums, SUM_BLOCK};
 use crate::tensor::Tensor;
-use crate::vmath::vectorised;
+use crate::vmath::{fast_then_exact, vectorised, Kernels};
 
 /// The number of elements a fused loop processes at a time.
 pub const BLOCK: usize = 64;
@@ -523,7 +523,7 @@ pub fn fused_map<T: Element, const N: usize, const L: usize>(
     ops: FusedOps,
     inputs: [OperandRef<'_, T>; N],
     literals: [f64; L],
-    f: impl Fn([T; N], &[T; L]) -> T + Sync,
+    f: impl Fn([T; N], &[T; L], &Kernels) -> T + Sync,
 ) -> Tensor<T> {
     let literals = literals.map(T::from_f64);
     let (shape, sources) = value_sources(&inputs, ops);
@@ -545,7 +545,7 @@ fn map_blocks<T: Element, const N: usize, const L: usize, const B: usize>(
     mut out: Out<'_, T>,
     sources: &[Source<'_, T>; N],
     literals: &[T; L],
-    f: &impl Fn([T; N], &[T; L]) -> T,
+    f: &impl Fn([T; N], &[T; L], &Kernels) -> T,
 ) {
     let mut block = [T::zero(); B];
     for_blocks::<T, N, 0, B>(
@@ -554,9 +554,14 @@ fn map_blocks<T: Element, const N: usize, const L: usize, const B: usize>(
         &[],
         #[inline(always)]
         |n, x, _| {
-            for (e, b) in block.iter_mut().enumerate() {
-                *b = f(column(x, e), literals);
-            }
+            fast_then_exact(
+                #[inline(always)]
+                |k| {
+                    for (e, b) in block.iter_mut().enumerate() {
+                        *b = f(column(x, e), literals, k);
+                    }
+                },
+            );
             out.put(&block[..n]);
         },
     );
@@ -598,7 +603,7 @@ pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize, con
     literals: [f64; L],
     targets: [(usize, usize); M],
     g: &Tensor<T>,
-    f: impl Fn([T; N], &[T; L], T) -> [T; K] + Sync,
+    f: impl Fn([T; N], &[T; L], &Kernels, T) -> [T; K] + Sync,
 ) -> [Tensor<T>; M] {
     let literals = literals.map(T::from_f64);
     let values = inputs.map(|i| match i {
@@ -670,7 +675,7 @@ fn vjp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const 
     mut outs: [Out<'_, T>; K],
     (sources, g): (&[Source<'_, T>; N], &[Source<'_, T>; 1]),
     literals: &[T; L],
-    f: &impl Fn([T; N], &[T; L], T) -> [T; K],
+    f: &impl Fn([T; N], &[T; L], &Kernels, T) -> [T; K],
 ) {
     let mut block = [[T::zero(); B]; K];
     for_blocks::<T, N, 1, B>(
@@ -679,9 +684,14 @@ fn vjp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const 
         g,
         #[inline(always)]
         |n, x, g| {
-            for (e, &g) in g[0].iter().enumerate() {
-                set_column(&mut block, e, f(column(x, e), literals, g));
-            }
+            fast_then_exact(
+                #[inline(always)]
+                |k| {
+                    for (e, &g) in g[0].iter().enumerate() {
+                        set_column(&mut block, e, f(column(x, e), literals, k, g));
+                    }
+                },
+            );
             put_blocks(&mut outs, &block, n);
         },
     );
@@ -698,7 +708,7 @@ pub fn fused_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
     inputs: [OperandRef<'_, T>; N],
     literals: [f64; L],
     tangents: [&Tensor<T>; K],
-    f: impl Fn([T; N], &[T; L], [T; K]) -> (T, T) + Sync,
+    f: impl Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T) + Sync,
 ) -> (Tensor<T>, Tensor<T>) {
     let literals = literals.map(T::from_f64);
     let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
@@ -726,7 +736,7 @@ fn jvp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const 
     mut outs: [Out<'_, T>; 2],
     (sources, tangents): (&[Source<'_, T>; N], &[Source<'_, T>; K]),
     literals: &[T; L],
-    f: &impl Fn([T; N], &[T; L], [T; K]) -> (T, T),
+    f: &impl Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T),
 ) {
     let mut block = [[T::zero(); B]; 2];
     for_blocks::<T, N, K, B>(
@@ -735,10 +745,15 @@ fn jvp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const 
         tangents,
         #[inline(always)]
         |n, x, t| {
-            for e in 0..B {
-                let (y, u) = f(column(x, e), literals, column(t, e));
-                set_column(&mut block, e, [y, u]);
-            }
+            fast_then_exact(
+                #[inline(always)]
+                |k| {
+                    for e in 0..B {
+                        let (y, u) = f(column(x, e), literals, k, column(t, e));
+                        set_column(&mut block, e, [y, u]);
+                    }
+                },
+            );
             put_blocks(&mut outs, &block, n);
         },
     );
@@ -785,7 +800,7 @@ pub fn fused_reduce<T: Element, const N: usize, const L: usize>(
     inputs: [OperandRef<'_, T>; N],
     literals: [f64; L],
     reduction: Reduction,
-    f: impl Fn([T; N], &[T; L]) -> T + Sync,
+    f: impl Fn([T; N], &[T; L], &Kernels) -> T + Sync,
 ) -> Tensor<T> {
     let literals = literals.map(T::from_f64);
     let (shape, sources) = value_sources(&inputs, ops);
@@ -800,7 +815,7 @@ pub fn fused_reduce<T: Element, const N: usize, const L: usize>(
                     range,
                     (&sources, &[]),
                     #[inline(always)]
-                    |x, _| [f(x, literals)],
+                    |x, _, k| [f(x, literals, k)],
                     sums,
                 )
             },
@@ -821,7 +836,7 @@ pub fn fused_reduce_jvp<T: Element, const N: usize, const L: usize, const K: usi
     literals: [f64; L],
     reduction: Reduction,
     tangents: [&Tensor<T>; K],
-    f: impl Fn([T; N], &[T; L], [T; K]) -> (T, T) + Sync,
+    f: impl Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T) + Sync,
 ) -> (Tensor<T>, Tensor<T>) {
     let literals = literals.map(T::from_f64);
     let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
@@ -837,8 +852,8 @@ pub fn fused_reduce_jvp<T: Element, const N: usize, const L: usize, const K: usi
                     range,
                     sources,
                     #[inline(always)]
-                    |x, t| {
-                        let (y, u) = f(x, literals, t);
+                    |x, t, k| {
+                        let (y, u) = f(x, literals, k, t);
                         [y, u]
                     },
                     sums,
@@ -858,7 +873,7 @@ pub fn fused_reduce_jvp<T: Element, const N: usize, const L: usize, const K: usi
 fn sum_blocks<T: Element, const N: usize, const M: usize, const K: usize, const B: usize>(
     range: Range<usize>,
     (xs_from, ys_from): (&[Source<'_, T>; N], &[Source<'_, T>; M]),
-    f: impl Fn([T; N], [T; M]) -> [T; K],
+    f: impl Fn([T; N], [T; M], &Kernels) -> [T; K],
     sums: &mut [BlockSums<T>; K],
 ) {
     let mut block = [[T::zero(); B]; K];
@@ -868,9 +883,14 @@ fn sum_blocks<T: Element, const N: usize, const M: usize, const K: usize, const 
         ys_from,
         #[inline(always)]
         |n, x, y| {
-            for e in 0..B {
-                set_column(&mut block, e, f(column(x, e), column(y, e)));
-            }
+            fast_then_exact(
+                #[inline(always)]
+                |k| {
+                    for e in 0..B {
+                        set_column(&mut block, e, f(column(x, e), column(y, e), k));
+                    }
+                },
+            );
             push_sums(sums, &block, n);
         },
     );
@@ -899,7 +919,7 @@ pub fn fused_reduce_vjp<
     literals: [f64; L],
     reduction: Reduction,
     targets: [(usize, usize); M],
-    f: impl Fn([T; N], &[T; L], T) -> (T, [T; K]) + Sync,
+    f: impl Fn([T; N], &[T; L], &Kernels, T) -> (T, [T; K]) + Sync,
 ) -> (Tensor<T>, [Tensor<T>; M]) {
     let literals = literals.map(T::from_f64);
     let (shape, sources) = value_sources(&inputs, ops);
@@ -929,7 +949,7 @@ fn partial_blocks<T: Element, const N: usize, const L: usize, const K: usize, co
     range: Range<usize>,
     sources: &[Source<'_, T>; N],
     (literals, seed): (&[T; L], T),
-    f: &impl Fn([T; N], &[T; L], T) -> (T, [T; K]),
+    f: &impl Fn([T; N], &[T; L], &Kernels, T) -> (T, [T; K]),
     (sums, mut partials): (&mut BlockSums<T>, [Out<'_, T>; K]),
 ) {
     let mut values = [T::zero(); B];
@@ -940,11 +960,16 @@ fn partial_blocks<T: Element, const N: usize, const L: usize, const K: usize, co
         &[],
         #[inline(always)]
         |n, x, _| {
-            for (e, value) in values.iter_mut().enumerate() {
-                let (y, d) = f(column(x, e), literals, seed);
-                *value = y;
-                set_column(&mut block, e, d);
-            }
+            fast_then_exact(
+                #[inline(always)]
+                |k| {
+                    for (e, value) in values.iter_mut().enumerate() {
+                        let (y, d) = f(column(x, e), literals, k, seed);
+                        *value = y;
+                        set_column(&mut block, e, d);
+                    }
+                },
+            );
             sums.push(block_sum(&values[..n]));
             put_blocks(&mut partials, &block, n);
         },
@@ -1010,7 +1035,7 @@ mod tests {
             OperandRef::Tensor(&b),
             OperandRef::Scalar(3.0),
         ];
-        let y = fused_map(ops, inputs, [], |[a, b, c], []| {
+        let y = fused_map(ops, inputs, [], |[a, b, c], [], _| {
             scalar::exp::value(a * b) + c
         });
         assert_eq!(y.shape(), &[40, 5]);
@@ -1026,7 +1051,7 @@ mod tests {
             [],
             [(0, 0), (1, 1)],
             &g,
-            |[a, b, _], [], g| {
+            |[a, b, _], [], _, g| {
                 let e = scalar::exp::value(a * b);
                 [g * b * e, g * a * e]
             },
@@ -1040,7 +1065,7 @@ mod tests {
                 .sum();
             assert!((db.to_vec()[j] - want).abs() <= 1e-12 * want.abs());
         }
-        let (value, tangent) = fused_jvp(ops, inputs, [], [&b], |[a, b, c], [], [tb]| {
+        let (value, tangent) = fused_jvp(ops, inputs, [], [&b], |[a, b, c], [], _, [tb]| {
             let e = scalar::exp::value(a * b);
             (e + c, a * tb * e)
         });
@@ -1058,7 +1083,7 @@ mod tests {
             ops,
             [OperandRef::Tensor(&a), OperandRef::Tensor(&b)],
             [],
-            |[a, b], []| a.exp() * b,
+            |[a, b], [], _| a.exp() * b,
         );
     }
 
@@ -1106,7 +1131,9 @@ mod tests {
     fn a_region_of_scalars_and_zero_d_tensors_is_zero_d() {
         let x = Tensor::scalar(2.0_f32);
         // A literal times a 0-d tensor.
-        let y = fused_map("mul 0 _", [OperandRef::Tensor(&x)], [3.0], |[a], [b]| a * b);
+        let y = fused_map("mul 0 _", [OperandRef::Tensor(&x)], [3.0], |[a], [b], _| {
+            a * b
+        });
         assert_eq!(y.shape(), &[] as &[usize]);
         assert_eq!(y.item(), 6.0);
     }
@@ -1124,7 +1151,7 @@ mod tests {
         let c = Tensor::from_vec((0..100).map(f64::from).collect(), &[1, 100]);
         let c_row = Tensor::from_vec(c.to_vec(), &[100]);
         let ops = "mul 0 1;add 3 2";
-        let f = |[a, b, c]: [f64; 3], _: &[f64; 0]| a * b + c;
+        let f = |[a, b, c]: [f64; 3], _: &[f64; 0], _: &Kernels| a * b + c;
         let direct = fused_map(ops, [&a, &b, &c].map(OperandRef::Tensor), [], f);
         let blocked = fused_map(ops, [&a, &b, &c_row].map(OperandRef::Tensor), [], f);
         assert_eq!(direct.to_vec(), blocked.to_vec());
@@ -1139,9 +1166,14 @@ mod tests {
             FusedInput::Value(OperandRef::Tensor(&b)),
             FusedInput::Shape(c.shape()),
         ];
-        let [da, dc] = fused_vjp(ops, inputs, [], [(0, 0), (2, 1)], &g, |[_, b, _], _, g| {
-            [g * b, g]
-        });
+        let [da, dc] = fused_vjp(
+            ops,
+            inputs,
+            [],
+            [(0, 0), (2, 1)],
+            &g,
+            |[_, b, _], _, _, g| [g * b, g],
+        );
         for i in 0..100 {
             assert_eq!(da.to_vec()[i], g.to_vec()[i] * b.to_vec()[i]);
         }
@@ -1186,12 +1218,19 @@ mod tests {
         let ops = "sin 0 0;mul 2 1;add 3 _";
         let run = || {
             let inputs = [OperandRef::Tensor(&a), OperandRef::Tensor(&b)];
-            let f = |[a, b]: [f32; 2], [h]: &[f32; 1]| scalar::sin::value(a) * b + h;
-            let df = |[a, b]: [f32; 2], _: &[f32; 1], g: f32| {
-                [g * scalar::cos::value(a) * b, g * scalar::sin::value(a)]
+            let f =
+                |[a, b]: [f32; 2], [h]: &[f32; 1], k: &Kernels| scalar::sin::value_in(a, k) * b + h;
+            let df = |[a, b]: [f32; 2], _: &[f32; 1], k: &Kernels, g: f32| {
+                [
+                    g * scalar::cos::value_in(a, k) * b,
+                    g * scalar::sin::value_in(a, k),
+                ]
             };
-            let tf = |[a, b]: [f32; 2], [h]: &[f32; 1], [t]: [f32; 1]| {
-                (scalar::sin::value(a) * b + h, scalar::cos::value(a) * b * t)
+            let tf = |[a, b]: [f32; 2], [h]: &[f32; 1], k: &Kernels, [t]: [f32; 1]| {
+                (
+                    scalar::sin::value_in(a, k) * b + h,
+                    scalar::cos::value_in(a, k) * b * t,
+                )
             };
             let values = fused_map(ops, inputs, [0.5], f);
             let sum = fused_reduce(ops, inputs, [0.5], Reduction::Sum, f);
@@ -1200,10 +1239,14 @@ mod tests {
                 fused_reduce_jvp(ops, inputs, [0.5], Reduction::Mean, [&ta], tf);
             let targets = [(0, 0), (1, 1)];
             let cotangents = fused_vjp(ops, inputs.map(FusedInput::Value), [0.5], targets, &g, df);
-            let (reduced, partials) =
-                fused_reduce_vjp(ops, inputs, [0.5], Reduction::Sum, targets, |x, l, seed| {
-                    (f(x, l), df(x, l, seed))
-                });
+            let (reduced, partials) = fused_reduce_vjp(
+                ops,
+                inputs,
+                [0.5],
+                Reduction::Sum,
+                targets,
+                |x, l, k, seed| (f(x, l, k), df(x, l, k, seed)),
+            );
             let bits = |t: &Tensor<f32>| t.to_vec().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
             [
                 &values,
@@ -1249,7 +1292,8 @@ mod tests {
             let b = Tensor::from_vec(vec![1.5, -2.0, 0.25, 3.0, -1.0, 0.5, 2.0], &[7]);
             let ops = "sin 0 0;mul 2 1;add 3 _";
             let inputs = [OperandRef::Tensor(&a), OperandRef::Tensor(&b)];
-            let f = |[a, b]: [f32; 2], [h]: &[f32; 1]| scalar::sin::value(a) * b + h;
+            let f =
+                |[a, b]: [f32; 2], [h]: &[f32; 1], k: &Kernels| scalar::sin::value_in(a, k) * b + h;
             let values = fused_map(ops, inputs, [0.5], f);
             let sum = fused_reduce(ops, inputs, [0.5], Reduction::Sum, f);
             let mean = fused_reduce(ops, inputs, [0.5], Reduction::Mean, f);
@@ -1273,9 +1317,12 @@ mod tests {
                 [0.5],
                 Reduction::Sum,
                 [&ta],
-                |[a, b], [h], [ta]| {
-                    let s = scalar::sin::value(a);
-                    (s * b + h, scalar::sin::tangent(ta, scalar::Input(a)) * b)
+                |[a, b], [h], k, [ta]| {
+                    let s = scalar::sin::value_in(a, k);
+                    (
+                        s * b + h,
+                        scalar::sin::tangent_in(ta, scalar::Input(a), k) * b,
+                    )
                 },
             );
             assert_eq!(y.item().to_bits(), sum.item().to_bits());
@@ -1296,12 +1343,12 @@ mod tests {
                     [0.5],
                     reduction,
                     [(0, 0), (1, 1)],
-                    |[a, b], [h], g| {
-                        let s = scalar::sin::value(a);
+                    |[a, b], [h], k, g| {
+                        let s = scalar::sin::value_in(a, k);
                         let d = strong_mul(g, b);
                         (
                             s * b + h,
-                            [scalar::sin::tangent(d, scalar::Input(a)), g * s],
+                            [scalar::sin::tangent_in(d, scalar::Input(a), k), g * s],
                         )
                     },
                 );
