@@ -24,7 +24,10 @@
 //! assign. When every input has the region's shape in row-major order, the broadcasting is not
 //! worked out at all, and the cotangents need no reduction. The loops run under
 //! [`vectorised`], so that the closure, its scalar forms and the math kernels of
-//! [`crate::vmath`] inlined into them are compiled for the CPU's vector instructions.
+//! [`crate::vmath`] inlined into them are compiled for the CPU's vector instructions. Each
+//! block is evaluated with the fast kernels ([`Kernels`], which the closures take) and again
+//! with the full-range ones only when an argument was out of the fast ones' range
+//! ([`fast_then_exact`]); the two agree in range, so a block's results are the same either way.
 
 use std::borrow::Cow;
 use std::ops::Range;
