@@ -2,26 +2,56 @@
 //! runs them in: 10^6 elements under `vmath::vectorised` (AVX-512, AVX2 or baseline, chosen at
 //! run time), beside std's libm `sin` and a copy (the memory floor).
 //!
+//! The `_avx2` and `_baseline` entries run at those levels instead of the widest.
+//! `sin_fast` and `sin_cos_fast` are the fast forms alone (valid for |x| ≤ 6000), and the
+//! `_blocks` entries run the scalar forms as the loops do: blocks of 64 elements with the fast
+//! kernels, again with the full-range ones only for a block with an argument out of their range.
+//!
 //! `cargo bench -p rune-benches --bench kernels`; docs/benchmarks.md ("W3's profile") reads the
 //! medians as ns an element (the time divided by 10^6).
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use rune_ad::scalar::{cos, sin};
 use rune_ad::vmath::exp_log::{exp_f32, ln_f32, tanh_f32};
-use rune_ad::vmath::trig::{cos_f32, sin_cos_f32, sin_f32};
-use rune_ad::vmath::vectorised;
+use rune_ad::vmath::trig::{cos_f32, sin_cos_f32, sin_cos_f32_fast, sin_f32, sin_f32_fast};
+use rune_ad::vmath::{fast_then_exact, vectorised_at, Kernels, Level};
 
 const N: usize = 1_000_000;
 
-/// `out[i] = f(xs[i])` in the fused loops' vectorised context.
+/// `out[i] = f(xs[i])` in the fused loops' vectorised context, at `level` (or the widest
+/// below it this CPU has).
 #[inline(always)]
-fn run(xs: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {
-    vectorised(
+fn run(level: Level, xs: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {
+    vectorised_at(
+        level,
         #[inline(always)]
         || {
             for (o, &x) in out.iter_mut().zip(xs) {
                 *o = f(x);
+            }
+        },
+    );
+}
+
+/// `out[i] = f(xs[i], kernels)` as the fused loops run it: blocks of 64 elements, each with the
+/// fast kernels and again with the full-range ones when one met an argument outside its range.
+#[inline(always)]
+fn run_blocks(level: Level, xs: &[f32], out: &mut [f32], f: impl Fn(f32, &Kernels) -> f32) {
+    vectorised_at(
+        level,
+        #[inline(always)]
+        || {
+            for (o, x) in out.chunks_mut(64).zip(xs.chunks(64)) {
+                fast_then_exact(
+                    #[inline(always)]
+                    |k| {
+                        for (o, &x) in o.iter_mut().zip(x) {
+                            *o = f(x, k);
+                        }
+                    },
+                );
             }
         },
     );
@@ -34,11 +64,16 @@ fn kernels(c: &mut Criterion) {
     let mut out = vec![0.0f32; N];
     let mut group = c.benchmark_group("kernels_f32_1e6");
     group.sample_size(30);
+    let widest = Level::detected();
     macro_rules! kernel {
         ($name:literal, $f:expr) => {
+            kernel!($name, widest, $f)
+        };
+        ($name:literal, $level:expr, $f:expr) => {
             group.bench_function($name, |b| {
                 b.iter(|| {
                     run(
+                        $level,
                         black_box(&xs),
                         &mut out,
                         #[inline(always)]
@@ -60,6 +95,63 @@ fn kernels(c: &mut Criterion) {
         let (s, c) = sin_cos_f32(x);
         s + c
     });
+    // The fast forms alone (|x| <= 6000), and as the loops run them, per block of 64 with the
+    // full-range fallback.
+    kernel!("sin_fast", |x| sin_f32_fast(x));
+    kernel!("sin_cos_fast", |x| {
+        let (s, c) = sin_cos_f32_fast(x);
+        s + c
+    });
+    macro_rules! blocks {
+        ($name:literal, $f:expr) => {
+            blocks!($name, widest, $f)
+        };
+        ($name:literal, $level:expr, $f:expr) => {
+            group.bench_function($name, |b| {
+                b.iter(|| {
+                    run_blocks(
+                        $level,
+                        black_box(&xs),
+                        &mut out,
+                        #[inline(always)]
+                        $f,
+                    );
+                    black_box(&out);
+                })
+            });
+        };
+    }
+    blocks!("sin_blocks", |x, k| sin::value_in(x, k));
+    blocks!("sin_plus_cos_blocks", |x, k| sin::value_in(x, k)
+        + cos::value_in(x, k));
+    // The same at the narrower levels (the widest this CPU has at most): each loop vectorises
+    // at every level, so the blocks stay about a third of the full-range functions' time.
+    for (name, level) in [("avx2", Level::Avx2), ("baseline", Level::Baseline)] {
+        group.bench_function(format!("sin_plus_cos_{name}"), |b| {
+            b.iter(|| {
+                run(
+                    level,
+                    black_box(&xs),
+                    &mut out,
+                    #[inline(always)]
+                    |x| sin_f32(x) + cos_f32(x),
+                );
+                black_box(&out);
+            })
+        });
+        group.bench_function(format!("sin_plus_cos_blocks_{name}"), |b| {
+            b.iter(|| {
+                run_blocks(
+                    level,
+                    black_box(&xs),
+                    &mut out,
+                    #[inline(always)]
+                    |x, k| sin::value_in(x, k) + cos::value_in(x, k),
+                );
+                black_box(&out);
+            })
+        });
+    }
     kernel!("exp", |x| exp_f32(x));
     kernel!("ln", |x| ln_f32(x));
     kernel!("tanh", |x| tanh_f32(x));

@@ -733,3 +733,103 @@ fn the_plain_functions_run_their_regions_and_equal_their_unfused_twins_bit_for_b
     assert_bits("aux loss", &value, &plain_value);
     assert_bits("aux", &aux, &plain_aux);
 }
+
+both! {
+    /// `sin` and `cos` of a product beside a comparison on the sine, for `f32`: the fast
+    /// kernels' range (|y| ≤ 6000) ends inside the values, and a wrong sine in the fast pass
+    /// would flip the comparison, not give a NaN.
+    fn trig_gate / trig_gate_unfused(x: &Tensor<f32>, s: &Tensor<f32>) -> Tensor<f32> {
+        let y = x * s;
+        where_cond(&y.sin().gt(0.0), &(y.sin() * y.cos()), &(y.cos() + 2.0))
+    }
+}
+
+both! {
+    /// W3's shape with the sine and cosine of a product, summed.
+    fn trig_sum / trig_sum_unfused(x: &Tensor<f32>, s: &Tensor<f32>) -> Tensor<f32> {
+        let y = x * s;
+        (y.sin().exp() * x + y.cos()).sum()
+    }
+}
+
+/// 300 `f32`s (five blocks of the fused loops, the last one partial): small arguments, the
+/// fast kernels' bound and its neighbours, and huge ones alone or among small ones in a block.
+fn trig_arguments() -> Tensor<f32> {
+    let max = rune_ad::vmath::trig::FAST_MAX_F32;
+    let above = f32::from_bits(max.to_bits() + 1);
+    let mut xs: Vec<f32> = (0..300).map(|i| (i as f32 * 0.731).sin() * 9.0).collect();
+    for (i, v) in [
+        (3, max),
+        (5, -max),
+        (70, 7.729_179e28),
+        (71, -1e6),
+        (140, above),
+        (141, -above),
+        (299, 3.0e30),
+    ] {
+        xs[i] = v;
+    }
+    Tensor::from_vec(xs, &[300])
+}
+
+#[test]
+fn sin_and_cos_of_huge_arguments_in_a_block_of_small_ones_are_full_range() {
+    use rune_ad::vmath::trig::{cos_f32, sin_f32};
+    let x = trig_arguments();
+    let s = Tensor::ones(&[300]);
+    let xv = x.to_vec();
+    // The values, element by element, with the full-range kernels: bit for bit, fused and not.
+    let want: Vec<u32> = xv
+        .iter()
+        .map(|&y| {
+            let (sy, cy) = (sin_f32(y), cos_f32(y));
+            if sy > 0.0 { sy * cy } else { cy + 2.0 }.to_bits()
+        })
+        .collect();
+    let bits = |t: &Tensor<f32>| t.to_vec().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&trig_gate(&x, &s)), want);
+    assert_eq!(bits(&trig_gate_unfused(&x, &s)), want);
+    // The derivatives: cos² y - sin² y where the sine is positive, -sin y elsewhere.
+    let ones = Tensor::ones(&[300]);
+    let (_, (gx, _)) = trig_gate_vjp(&x, &s, &ones);
+    let (_, (gx_u, _)) = trig_gate_unfused_vjp(&x, &s, &ones);
+    assert_ulps_f32("gate x", &gx, &gx_u, 4.0);
+    for (i, (&y, g)) in xv.iter().zip(gx.to_vec()).enumerate() {
+        let (sy, cy) = (f64::from(sin_f32(y)), f64::from(cos_f32(y)));
+        let want = if sy > 0.0 { cy * cy - sy * sy } else { -sy };
+        assert!(
+            (f64::from(g) - want).abs() <= 1e-6,
+            "{i}: {g} against {want}"
+        );
+    }
+    // The sum and its gradient e^(sin y) (x cos y + 1) - sin y (s = 1).
+    let total = trig_sum(&x, &s);
+    assert_eq!(
+        total.item().to_bits(),
+        trig_sum_unfused(&x, &s).item().to_bits()
+    );
+    let terms: Vec<f32> = xv
+        .iter()
+        .map(|&y| sin_f32(y).exp() * y + cos_f32(y))
+        .collect();
+    let want_total = Tensor::from_vec(terms, &[300]).sum().item();
+    assert_eq!(total.item().to_bits(), want_total.to_bits());
+    let (value, (gx, _)) = trig_sum_value_and_grad(&x, &s);
+    assert_eq!(value.item().to_bits(), want_total.to_bits());
+    let (gx_u, _) = trig_sum_unfused_grad(&x, &s);
+    assert_ulps_f32("sum x", &gx, &gx_u, 4.0);
+    for (i, (&y, g)) in xv.iter().zip(gx.to_vec()).enumerate() {
+        let (sy, cy) = (f64::from(sin_f32(y)), f64::from(cos_f32(y)));
+        let want = sy.exp() * (f64::from(y) * cy + 1.0) - sy;
+        let tol = 1e-5 * want.abs().max(1.0);
+        assert!(
+            (f64::from(g) - want).abs() <= tol,
+            "{i}: {g} against {want}"
+        );
+    }
+    // Forward mode along x's tangent of ones: the same numbers.
+    let zeros = Tensor::zeros(&[300]);
+    let (_, u) = trig_sum_jvp(&x, &s, &ones, &zeros);
+    let want_u = gx.sum().item();
+    assert!((f64::from(u.item()) - f64::from(want_u)).abs() <= 1e-5 * f64::from(want_u.abs()));
+}

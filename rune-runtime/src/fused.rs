@@ -24,7 +24,10 @@
 //! assign. When every input has the region's shape in row-major order, the broadcasting is not
 //! worked out at all, and the cotangents need no reduction. The loops run under
 //! [`vectorised`], so that the closure, its scalar forms and the math kernels of
-//! [`crate::vmath`] inlined into them are compiled for the CPU's vector instructions.
+//! [`crate::vmath`] inlined into them are compiled for the CPU's vector instructions. Each
+//! block is evaluated with the fast kernels ([`Kernels`], which the closures take) and again
+//! with the full-range ones only when an argument was out of the fast ones' range
+//! ([`fast_then_exact`]); the two agree in range, so a block's results are the same either way.
 //!
 //! Debug builds hand the loops the region's closure as a `&dyn Fn` instead: each entry point
 //! is then a thin wrapper per region around loops generic over the element type and the sizes
@@ -41,7 +44,7 @@ use crate::element::{strong_mul, Element};
 use crate::error::{OrPanic, ShapeError};
 use crate::summation::{block_sum, combine_block_sums, SUM_BLOCK};
 use crate::tensor::Tensor;
-use crate::vmath::vectorised;
+use crate::vmath::{fast_then_exact, vectorised, Kernels};
 
 /// The number of elements a fused loop processes at a time.
 pub const BLOCK: usize = 64;
@@ -523,21 +526,22 @@ fn value_sources<'a, T: Element, const N: usize>(
 // The regions' closures as debug builds pass them to the loops (see the module's
 // documentation).
 
-/// `f(x, literals)`: an element's value.
+/// `f(x, literals, kernels)`: an element's value.
 #[cfg(debug_assertions)]
-type ValueFn<'f, T, const N: usize, const L: usize> = dyn Fn([T; N], &[T; L]) -> T + Sync + 'f;
-/// `f(x, literals, g)`: an element's `K` cotangents.
+type ValueFn<'f, T, const N: usize, const L: usize> =
+    dyn Fn([T; N], &[T; L], &Kernels) -> T + Sync + 'f;
+/// `f(x, literals, kernels, g)`: an element's `K` cotangents.
 #[cfg(debug_assertions)]
 type CotangentFn<'f, T, const N: usize, const L: usize, const K: usize> =
-    dyn Fn([T; N], &[T; L], T) -> [T; K] + Sync + 'f;
-/// `f(x, literals, t)`: an element's value and tangent.
+    dyn Fn([T; N], &[T; L], &Kernels, T) -> [T; K] + Sync + 'f;
+/// `f(x, literals, kernels, t)`: an element's value and tangent.
 #[cfg(debug_assertions)]
 type TangentFn<'f, T, const N: usize, const L: usize, const K: usize> =
-    dyn Fn([T; N], &[T; L], [T; K]) -> (T, T) + Sync + 'f;
-/// `f(x, literals, seed)`: an element's value and `K` partials.
+    dyn Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T) + Sync + 'f;
+/// `f(x, literals, kernels, seed)`: an element's value and `K` partials.
 #[cfg(debug_assertions)]
 type PartialFn<'f, T, const N: usize, const L: usize, const K: usize> =
-    dyn Fn([T; N], &[T; L], T) -> (T, [T; K]) + Sync + 'f;
+    dyn Fn([T; N], &[T; L], &Kernels, T) -> (T, [T; K]) + Sync + 'f;
 
 /// The value of a fused region: `f` applied to the elements of the inputs, broadcast.
 ///
@@ -548,7 +552,7 @@ pub fn fused_map<T: Element, const N: usize, const L: usize>(
     ops: FusedOps,
     inputs: [OperandRef<'_, T>; N],
     literals: [f64; L],
-    f: impl Fn([T; N], &[T; L]) -> T + Sync,
+    f: impl Fn([T; N], &[T; L], &Kernels) -> T + Sync,
 ) -> Tensor<T> {
     #[cfg(debug_assertions)]
     let f: &ValueFn<'_, T, N, L> = &f;
@@ -563,7 +567,7 @@ fn map_region<T: Element, const N: usize, const L: usize>(
     ops: FusedOps,
     inputs: [OperandRef<'_, T>; N],
     literals: [f64; L],
-    f: impl Fn([T; N], &[T; L]) -> T + Sync,
+    f: impl Fn([T; N], &[T; L], &Kernels) -> T + Sync,
 ) -> Tensor<T> {
     let literals = literals.map(T::from_f64);
     let (shape, sources) = value_sources(&inputs, ops);
@@ -585,7 +589,7 @@ fn map_blocks<T: Element, const N: usize, const L: usize, const B: usize>(
     mut out: Out<'_, T>,
     sources: &[Source<'_, T>; N],
     literals: &[T; L],
-    f: &impl Fn([T; N], &[T; L]) -> T,
+    f: &impl Fn([T; N], &[T; L], &Kernels) -> T,
 ) {
     let mut block = [T::zero(); B];
     for_blocks::<T, N, 0, B>(
@@ -594,9 +598,14 @@ fn map_blocks<T: Element, const N: usize, const L: usize, const B: usize>(
         &[],
         #[inline(always)]
         |n, x, _| {
-            for (e, b) in block.iter_mut().enumerate() {
-                *b = f(column(x, e), literals);
-            }
+            fast_then_exact(
+                #[inline(always)]
+                |k| {
+                    for (e, b) in block.iter_mut().enumerate() {
+                        *b = f(column(x, e), literals, k);
+                    }
+                },
+            );
             out.put(&block[..n]);
         },
     );
@@ -638,7 +647,7 @@ pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize, con
     literals: [f64; L],
     targets: [(usize, usize); M],
     g: &Tensor<T>,
-    f: impl Fn([T; N], &[T; L], T) -> [T; K] + Sync,
+    f: impl Fn([T; N], &[T; L], &Kernels, T) -> [T; K] + Sync,
 ) -> [Tensor<T>; M] {
     #[cfg(debug_assertions)]
     let f: &CotangentFn<'_, T, N, L, K> = &f;
@@ -655,7 +664,7 @@ fn vjp_region<T: Element, const N: usize, const L: usize, const K: usize, const 
     literals: [f64; L],
     targets: [(usize, usize); M],
     g: &Tensor<T>,
-    f: impl Fn([T; N], &[T; L], T) -> [T; K] + Sync,
+    f: impl Fn([T; N], &[T; L], &Kernels, T) -> [T; K] + Sync,
 ) -> [Tensor<T>; M] {
     let literals = literals.map(T::from_f64);
     let values = inputs.map(|i| match i {
@@ -727,7 +736,7 @@ fn vjp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const 
     mut outs: [Out<'_, T>; K],
     (sources, g): (&[Source<'_, T>; N], &[Source<'_, T>; 1]),
     literals: &[T; L],
-    f: &impl Fn([T; N], &[T; L], T) -> [T; K],
+    f: &impl Fn([T; N], &[T; L], &Kernels, T) -> [T; K],
 ) {
     let mut block = [[T::zero(); B]; K];
     for_blocks::<T, N, 1, B>(
@@ -736,9 +745,14 @@ fn vjp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const 
         g,
         #[inline(always)]
         |n, x, g| {
-            for (e, &g) in g[0].iter().enumerate() {
-                set_column(&mut block, e, f(column(x, e), literals, g));
-            }
+            fast_then_exact(
+                #[inline(always)]
+                |k| {
+                    for (e, &g) in g[0].iter().enumerate() {
+                        set_column(&mut block, e, f(column(x, e), literals, k, g));
+                    }
+                },
+            );
             put_blocks(&mut outs, &block, n);
         },
     );
@@ -755,7 +769,7 @@ pub fn fused_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
     inputs: [OperandRef<'_, T>; N],
     literals: [f64; L],
     tangents: [&Tensor<T>; K],
-    f: impl Fn([T; N], &[T; L], [T; K]) -> (T, T) + Sync,
+    f: impl Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T) + Sync,
 ) -> (Tensor<T>, Tensor<T>) {
     #[cfg(debug_assertions)]
     let f: &TangentFn<'_, T, N, L, K> = &f;
@@ -771,7 +785,7 @@ fn jvp_region<T: Element, const N: usize, const L: usize, const K: usize>(
     inputs: [OperandRef<'_, T>; N],
     literals: [f64; L],
     tangents: [&Tensor<T>; K],
-    f: impl Fn([T; N], &[T; L], [T; K]) -> (T, T) + Sync,
+    f: impl Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T) + Sync,
 ) -> (Tensor<T>, Tensor<T>) {
     let literals = literals.map(T::from_f64);
     let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
@@ -799,7 +813,7 @@ fn jvp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const 
     mut outs: [Out<'_, T>; 2],
     (sources, tangents): (&[Source<'_, T>; N], &[Source<'_, T>; K]),
     literals: &[T; L],
-    f: &impl Fn([T; N], &[T; L], [T; K]) -> (T, T),
+    f: &impl Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T),
 ) {
     let mut block = [[T::zero(); B]; 2];
     for_blocks::<T, N, K, B>(
@@ -808,10 +822,15 @@ fn jvp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const 
         tangents,
         #[inline(always)]
         |n, x, t| {
-            for e in 0..B {
-                let (y, u) = f(column(x, e), literals, column(t, e));
-                set_column(&mut block, e, [y, u]);
-            }
+            fast_then_exact(
+                #[inline(always)]
+                |k| {
+                    for e in 0..B {
+                        let (y, u) = f(column(x, e), literals, k, column(t, e));
+                        set_column(&mut block, e, [y, u]);
+                    }
+                },
+            );
             put_blocks(&mut outs, &block, n);
         },
     );
@@ -858,7 +877,7 @@ pub fn fused_reduce<T: Element, const N: usize, const L: usize>(
     inputs: [OperandRef<'_, T>; N],
     literals: [f64; L],
     reduction: Reduction,
-    f: impl Fn([T; N], &[T; L]) -> T + Sync,
+    f: impl Fn([T; N], &[T; L], &Kernels) -> T + Sync,
 ) -> Tensor<T> {
     #[cfg(debug_assertions)]
     let f: &ValueFn<'_, T, N, L> = &f;
@@ -874,7 +893,7 @@ fn reduce_region<T: Element, const N: usize, const L: usize>(
     inputs: [OperandRef<'_, T>; N],
     literals: [f64; L],
     reduction: Reduction,
-    f: impl Fn([T; N], &[T; L]) -> T + Sync,
+    f: impl Fn([T; N], &[T; L], &Kernels) -> T + Sync,
 ) -> Tensor<T> {
     let literals = literals.map(T::from_f64);
     let (shape, sources) = value_sources(&inputs, ops);
@@ -889,7 +908,7 @@ fn reduce_region<T: Element, const N: usize, const L: usize>(
                     range,
                     (&sources, &[]),
                     #[inline(always)]
-                    |x, _| [f(x, literals)],
+                    |x, _, k| [f(x, literals, k)],
                     sums,
                 )
             },
@@ -910,7 +929,7 @@ pub fn fused_reduce_jvp<T: Element, const N: usize, const L: usize, const K: usi
     literals: [f64; L],
     reduction: Reduction,
     tangents: [&Tensor<T>; K],
-    f: impl Fn([T; N], &[T; L], [T; K]) -> (T, T) + Sync,
+    f: impl Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T) + Sync,
 ) -> (Tensor<T>, Tensor<T>) {
     #[cfg(debug_assertions)]
     let f: &TangentFn<'_, T, N, L, K> = &f;
@@ -927,7 +946,7 @@ fn reduce_jvp_region<T: Element, const N: usize, const L: usize, const K: usize>
     literals: [f64; L],
     reduction: Reduction,
     tangents: [&Tensor<T>; K],
-    f: impl Fn([T; N], &[T; L], [T; K]) -> (T, T) + Sync,
+    f: impl Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T) + Sync,
 ) -> (Tensor<T>, Tensor<T>) {
     let literals = literals.map(T::from_f64);
     let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
@@ -943,8 +962,8 @@ fn reduce_jvp_region<T: Element, const N: usize, const L: usize, const K: usize>
                     range,
                     sources,
                     #[inline(always)]
-                    |x, t| {
-                        let (y, u) = f(x, literals, t);
+                    |x, t, k| {
+                        let (y, u) = f(x, literals, k, t);
                         [y, u]
                     },
                     sums,
@@ -964,7 +983,7 @@ fn reduce_jvp_region<T: Element, const N: usize, const L: usize, const K: usize>
 fn sum_blocks<T: Element, const N: usize, const M: usize, const K: usize, const B: usize>(
     range: Range<usize>,
     (xs_from, ys_from): (&[Source<'_, T>; N], &[Source<'_, T>; M]),
-    f: impl Fn([T; N], [T; M]) -> [T; K],
+    f: impl Fn([T; N], [T; M], &Kernels) -> [T; K],
     sums: &mut [BlockSums<T>; K],
 ) {
     let mut block = [[T::zero(); B]; K];
@@ -974,9 +993,14 @@ fn sum_blocks<T: Element, const N: usize, const M: usize, const K: usize, const 
         ys_from,
         #[inline(always)]
         |n, x, y| {
-            for e in 0..B {
-                set_column(&mut block, e, f(column(x, e), column(y, e)));
-            }
+            fast_then_exact(
+                #[inline(always)]
+                |k| {
+                    for e in 0..B {
+                        set_column(&mut block, e, f(column(x, e), column(y, e), k));
+                    }
+                },
+            );
             push_sums(sums, &block, n);
         },
     );
@@ -1005,7 +1029,7 @@ pub fn fused_reduce_vjp<
     literals: [f64; L],
     reduction: Reduction,
     targets: [(usize, usize); M],
-    f: impl Fn([T; N], &[T; L], T) -> (T, [T; K]) + Sync,
+    f: impl Fn([T; N], &[T; L], &Kernels, T) -> (T, [T; K]) + Sync,
 ) -> (Tensor<T>, [Tensor<T>; M]) {
     #[cfg(debug_assertions)]
     let f: &PartialFn<'_, T, N, L, K> = &f;
@@ -1023,7 +1047,7 @@ fn reduce_vjp_region<T: Element, const N: usize, const L: usize, const K: usize,
     literals: [f64; L],
     reduction: Reduction,
     targets: [(usize, usize); M],
-    f: impl Fn([T; N], &[T; L], T) -> (T, [T; K]) + Sync,
+    f: impl Fn([T; N], &[T; L], &Kernels, T) -> (T, [T; K]) + Sync,
 ) -> (Tensor<T>, [Tensor<T>; M]) {
     let literals = literals.map(T::from_f64);
     let (shape, sources) = value_sources(&inputs, ops);
@@ -1053,7 +1077,7 @@ fn partial_blocks<T: Element, const N: usize, const L: usize, const K: usize, co
     range: Range<usize>,
     sources: &[Source<'_, T>; N],
     (literals, seed): (&[T; L], T),
-    f: &impl Fn([T; N], &[T; L], T) -> (T, [T; K]),
+    f: &impl Fn([T; N], &[T; L], &Kernels, T) -> (T, [T; K]),
     (sums, mut partials): (&mut BlockSums<T>, [Out<'_, T>; K]),
 ) {
     let mut values = [T::zero(); B];
@@ -1064,11 +1088,16 @@ fn partial_blocks<T: Element, const N: usize, const L: usize, const K: usize, co
         &[],
         #[inline(always)]
         |n, x, _| {
-            for (e, value) in values.iter_mut().enumerate() {
-                let (y, d) = f(column(x, e), literals, seed);
-                *value = y;
-                set_column(&mut block, e, d);
-            }
+            fast_then_exact(
+                #[inline(always)]
+                |k| {
+                    for (e, value) in values.iter_mut().enumerate() {
+                        let (y, d) = f(column(x, e), literals, k, seed);
+                        *value = y;
+                        set_column(&mut block, e, d);
+                    }
+                },
+            );
             sums.push(block_sum(&values[..n]));
             put_blocks(&mut partials, &block, n);
         },
@@ -1134,7 +1163,7 @@ mod tests {
             OperandRef::Tensor(&b),
             OperandRef::Scalar(3.0),
         ];
-        let y = fused_map(ops, inputs, [], |[a, b, c], []| {
+        let y = fused_map(ops, inputs, [], |[a, b, c], [], _| {
             scalar::exp::value(a * b) + c
         });
         assert_eq!(y.shape(), &[40, 5]);
@@ -1150,7 +1179,7 @@ mod tests {
             [],
             [(0, 0), (1, 1)],
             &g,
-            |[a, b, _], [], g| {
+            |[a, b, _], [], _, g| {
                 let e = scalar::exp::value(a * b);
                 [g * b * e, g * a * e]
             },
@@ -1164,7 +1193,7 @@ mod tests {
                 .sum();
             assert!((db.to_vec()[j] - want).abs() <= 1e-12 * want.abs());
         }
-        let (value, tangent) = fused_jvp(ops, inputs, [], [&b], |[a, b, c], [], [tb]| {
+        let (value, tangent) = fused_jvp(ops, inputs, [], [&b], |[a, b, c], [], _, [tb]| {
             let e = scalar::exp::value(a * b);
             (e + c, a * tb * e)
         });
@@ -1182,7 +1211,7 @@ mod tests {
             ops,
             [OperandRef::Tensor(&a), OperandRef::Tensor(&b)],
             [],
-            |[a, b], []| a.exp() * b,
+            |[a, b], [], _| a.exp() * b,
         );
     }
 
@@ -1230,7 +1259,9 @@ mod tests {
     fn a_region_of_scalars_and_zero_d_tensors_is_zero_d() {
         let x = Tensor::scalar(2.0_f32);
         // A literal times a 0-d tensor.
-        let y = fused_map("mul 0 _", [OperandRef::Tensor(&x)], [3.0], |[a], [b]| a * b);
+        let y = fused_map("mul 0 _", [OperandRef::Tensor(&x)], [3.0], |[a], [b], _| {
+            a * b
+        });
         assert_eq!(y.shape(), &[] as &[usize]);
         assert_eq!(y.item(), 6.0);
     }
@@ -1248,7 +1279,7 @@ mod tests {
         let c = Tensor::from_vec((0..100).map(f64::from).collect(), &[1, 100]);
         let c_row = Tensor::from_vec(c.to_vec(), &[100]);
         let ops = "mul 0 1;add 3 2";
-        let f = |[a, b, c]: [f64; 3], _: &[f64; 0]| a * b + c;
+        let f = |[a, b, c]: [f64; 3], _: &[f64; 0], _: &Kernels| a * b + c;
         let direct = fused_map(ops, [&a, &b, &c].map(OperandRef::Tensor), [], f);
         let blocked = fused_map(ops, [&a, &b, &c_row].map(OperandRef::Tensor), [], f);
         assert_eq!(direct.to_vec(), blocked.to_vec());
@@ -1263,9 +1294,14 @@ mod tests {
             FusedInput::Value(OperandRef::Tensor(&b)),
             FusedInput::Shape(c.shape()),
         ];
-        let [da, dc] = fused_vjp(ops, inputs, [], [(0, 0), (2, 1)], &g, |[_, b, _], _, g| {
-            [g * b, g]
-        });
+        let [da, dc] = fused_vjp(
+            ops,
+            inputs,
+            [],
+            [(0, 0), (2, 1)],
+            &g,
+            |[_, b, _], _, _, g| [g * b, g],
+        );
         for i in 0..100 {
             assert_eq!(da.to_vec()[i], g.to_vec()[i] * b.to_vec()[i]);
         }
@@ -1310,12 +1346,19 @@ mod tests {
         let ops = "sin 0 0;mul 2 1;add 3 _";
         let run = || {
             let inputs = [OperandRef::Tensor(&a), OperandRef::Tensor(&b)];
-            let f = |[a, b]: [f32; 2], [h]: &[f32; 1]| scalar::sin::value(a) * b + h;
-            let df = |[a, b]: [f32; 2], _: &[f32; 1], g: f32| {
-                [g * scalar::cos::value(a) * b, g * scalar::sin::value(a)]
+            let f =
+                |[a, b]: [f32; 2], [h]: &[f32; 1], k: &Kernels| scalar::sin::value_in(a, k) * b + h;
+            let df = |[a, b]: [f32; 2], _: &[f32; 1], k: &Kernels, g: f32| {
+                [
+                    g * scalar::cos::value_in(a, k) * b,
+                    g * scalar::sin::value_in(a, k),
+                ]
             };
-            let tf = |[a, b]: [f32; 2], [h]: &[f32; 1], [t]: [f32; 1]| {
-                (scalar::sin::value(a) * b + h, scalar::cos::value(a) * b * t)
+            let tf = |[a, b]: [f32; 2], [h]: &[f32; 1], k: &Kernels, [t]: [f32; 1]| {
+                (
+                    scalar::sin::value_in(a, k) * b + h,
+                    scalar::cos::value_in(a, k) * b * t,
+                )
             };
             let values = fused_map(ops, inputs, [0.5], f);
             let sum = fused_reduce(ops, inputs, [0.5], Reduction::Sum, f);
@@ -1324,10 +1367,14 @@ mod tests {
                 fused_reduce_jvp(ops, inputs, [0.5], Reduction::Mean, [&ta], tf);
             let targets = [(0, 0), (1, 1)];
             let cotangents = fused_vjp(ops, inputs.map(FusedInput::Value), [0.5], targets, &g, df);
-            let (reduced, partials) =
-                fused_reduce_vjp(ops, inputs, [0.5], Reduction::Sum, targets, |x, l, seed| {
-                    (f(x, l), df(x, l, seed))
-                });
+            let (reduced, partials) = fused_reduce_vjp(
+                ops,
+                inputs,
+                [0.5],
+                Reduction::Sum,
+                targets,
+                |x, l, k, seed| (f(x, l, k), df(x, l, k, seed)),
+            );
             let bits = |t: &Tensor<f32>| t.to_vec().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
             [
                 &values,
@@ -1373,7 +1420,8 @@ mod tests {
             let b = Tensor::from_vec(vec![1.5, -2.0, 0.25, 3.0, -1.0, 0.5, 2.0], &[7]);
             let ops = "sin 0 0;mul 2 1;add 3 _";
             let inputs = [OperandRef::Tensor(&a), OperandRef::Tensor(&b)];
-            let f = |[a, b]: [f32; 2], [h]: &[f32; 1]| scalar::sin::value(a) * b + h;
+            let f =
+                |[a, b]: [f32; 2], [h]: &[f32; 1], k: &Kernels| scalar::sin::value_in(a, k) * b + h;
             let values = fused_map(ops, inputs, [0.5], f);
             let sum = fused_reduce(ops, inputs, [0.5], Reduction::Sum, f);
             let mean = fused_reduce(ops, inputs, [0.5], Reduction::Mean, f);
@@ -1397,9 +1445,12 @@ mod tests {
                 [0.5],
                 Reduction::Sum,
                 [&ta],
-                |[a, b], [h], [ta]| {
-                    let s = scalar::sin::value(a);
-                    (s * b + h, scalar::sin::tangent(ta, scalar::Input(a)) * b)
+                |[a, b], [h], k, [ta]| {
+                    let s = scalar::sin::value_in(a, k);
+                    (
+                        s * b + h,
+                        scalar::sin::tangent_in(ta, scalar::Input(a), k) * b,
+                    )
                 },
             );
             assert_eq!(y.item().to_bits(), sum.item().to_bits());
@@ -1420,12 +1471,12 @@ mod tests {
                     [0.5],
                     reduction,
                     [(0, 0), (1, 1)],
-                    |[a, b], [h], g| {
-                        let s = scalar::sin::value(a);
+                    |[a, b], [h], k, g| {
+                        let s = scalar::sin::value_in(a, k);
                         let d = strong_mul(g, b);
                         (
                             s * b + h,
-                            [scalar::sin::tangent(d, scalar::Input(a)), g * s],
+                            [scalar::sin::tangent_in(d, scalar::Input(a), k), g * s],
                         )
                     },
                 );

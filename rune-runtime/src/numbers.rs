@@ -11,6 +11,8 @@
 //!
 //! The closures are the ones the fused loops run element by element (`crate::fused`), calling
 //! the same scalar forms, so a function of numbers computes exactly what its tensor form does.
+//! Each call runs the fast kernels first and, when one met an argument outside its range, the
+//! full-range ones ([`fast_then_exact`]): a plain branch a number.
 //!
 //! Users do not call these; the macro reaches them through `rune_ad::__private`.
 
@@ -22,6 +24,7 @@ use crate::element::Element;
 use crate::fused::FusedOps;
 use crate::generated::TangentSlot;
 use crate::tensor::Tensor;
+use crate::vmath::{fast_then_exact, Kernels};
 
 /// A number an op of a function of numbers reads: a differentiated value or a constant, read
 /// as a `T`. (The type is a parameter, not an associated type, so that a literal constant takes
@@ -106,9 +109,13 @@ pub fn number_map<T: Element, const N: usize, const L: usize>(
     _ops: FusedOps,
     inputs: [T; N],
     literals: [f64; L],
-    f: impl Fn([T; N], &[T; L]) -> T,
+    f: impl Fn([T; N], &[T; L], &Kernels) -> T,
 ) -> T {
-    f(inputs, &literals.map(T::from_f64))
+    let literals = literals.map(T::from_f64);
+    fast_then_exact(
+        #[inline(always)]
+        |k| f(inputs, &literals, k),
+    )
 }
 
 /// A region's value and tangent (`crate::fused::fused_jvp` on numbers).
@@ -118,9 +125,13 @@ pub fn number_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
     inputs: [T; N],
     literals: [f64; L],
     tangents: [&T; K],
-    f: impl Fn([T; N], &[T; L], [T; K]) -> (T, T),
+    f: impl Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T),
 ) -> (T, T) {
-    f(inputs, &literals.map(T::from_f64), tangents.map(|t| *t))
+    let (literals, tangents) = (literals.map(T::from_f64), tangents.map(|t| *t));
+    fast_then_exact(
+        #[inline(always)]
+        |k| f(inputs, &literals, k, tangents),
+    )
 }
 
 /// The cotangents of a region's inputs from its value's cotangent `g`
@@ -133,9 +144,13 @@ pub fn number_vjp<T: Element, const N: usize, const L: usize, const K: usize, co
     literals: [f64; L],
     targets: [(usize, usize); M],
     g: &T,
-    f: impl Fn([T; N], &[T; L], T) -> [T; K],
+    f: impl Fn([T; N], &[T; L], &Kernels, T) -> [T; K],
 ) -> [T; M] {
-    let d = f(inputs, &literals.map(T::from_f64), *g);
+    let literals = literals.map(T::from_f64);
+    let d = fast_then_exact(
+        #[inline(always)]
+        |k| f(inputs, &literals, k, *g),
+    );
     targets.map(|(_, k)| d[k])
 }
 
@@ -329,14 +344,14 @@ mod tests {
 
     #[test]
     fn a_region_of_numbers_runs_its_closure_on_them() {
-        let y = number_map("mul 0 1", [3.0f64, 4.0], [0.5], |[a, b], [l]| a * b + l);
+        let y = number_map("mul 0 1", [3.0f64, 4.0], [0.5], |[a, b], [l], _| a * b + l);
         assert_eq!(y, 12.5);
         let (y, t) = number_jvp(
             "mul 0 1",
             [3.0f64, 4.0],
             [],
             [&1.0, &2.0],
-            |[a, b], _, [u, v]| (a * b, u * b + v * a),
+            |[a, b], _, _, [u, v]| (a * b, u * b + v * a),
         );
         assert_eq!((y, t), (12.0, 10.0));
         // Inputs 0 and 1 share result 0; input 2 reads result 1.
@@ -346,7 +361,7 @@ mod tests {
             [],
             [(0, 0), (1, 0), (2, 1)],
             &2.0,
-            |[a, b, c], _, g| [g * c, g * (a + b)],
+            |[a, b, c], _, _, g| [g * c, g * (a + b)],
         );
         assert_eq!(d, [10.0, 10.0, 6.0]);
     }

@@ -6,7 +6,9 @@
 //! modes cannot disagree. Each function is a module with `value(x)` and `derivative(at)`, where
 //! `at` is an [`Input`] (the derivative is computed from `x`) or an [`Output`] (from `y =
 //! value(x)`), as the op registry's entry says (`rune_ops::for_each_unary!`): an entry that
-//! names the other one does not compile.
+//! names the other one does not compile. `value_in(x, kernels)` and `tangent_in(d, at,
+//! kernels)` are the same in a pass of an elementwise loop with [`Kernels`]: `sin` and `cos`
+//! take the fast `f32` kernels in a fast pass, every other function ignores the pass.
 //!
 //! A derivative computed from a rounded output loses its relative precision where the output
 //! saturates: `1 - tanh(x)²` is `0` in `f32` from `|x| ≈ 9` on, where the exact value is about
@@ -32,6 +34,7 @@
 use num_traits::Float;
 
 use crate::element::{strong_mul, Element};
+use crate::vmath::Kernels;
 
 /// The derivative is computed from the input `x`.
 #[derive(Clone, Copy, Debug)]
@@ -73,6 +76,30 @@ macro_rules! chain_rule {
         #[cfg_attr(not(debug_assertions), inline(always))]
         pub fn tangent<T: Element>(d: T, at: $at<T>) -> T {
             strong_mul(d, derivative(at))
+        }
+
+        same_in_every_pass!($at);
+    };
+}
+
+/// `value_in` and `tangent_in` of a function whose kernels have no fast form: `value` and
+/// `tangent`, whichever pass of a loop ([`Kernels`]) runs them.
+macro_rules! same_in_every_pass {
+    ($at:ident) => {
+        /// The function, in a pass of a loop with `kernels` (the same in every pass).
+        #[cfg_attr(debug_assertions, inline)]
+        #[cfg_attr(not(debug_assertions), inline(always))]
+        pub fn value_in<T: Element>(x: T, kernels: &Kernels) -> T {
+            let _ = kernels;
+            value(x)
+        }
+
+        /// [`tangent`], in a pass of a loop with `kernels` (the same in every pass).
+        #[cfg_attr(debug_assertions, inline)]
+        #[cfg_attr(not(debug_assertions), inline(always))]
+        pub fn tangent_in<T: Element>(d: T, at: $at<T>, kernels: &Kernels) -> T {
+            let _ = kernels;
+            tangent(d, at)
         }
     };
 }
@@ -199,7 +226,28 @@ pub mod sin {
         x.vcos()
     }
 
-    chain_rule!(Input);
+    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
+    /// staying zero where the derivative is infinite.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
+        strong_mul(d, derivative(at))
+    }
+
+    /// The function, in a pass of a loop with `kernels`: the fast `f32` form in a fast pass
+    /// (see [`Kernels`]).
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn value_in<T: Element>(x: T, kernels: &Kernels) -> T {
+        x.vsin_in(kernels)
+    }
+
+    /// [`tangent`], in a pass of a loop with `kernels`.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn tangent_in<T: Element>(d: T, Input(x): Input<T>, kernels: &Kernels) -> T {
+        strong_mul(d, x.vcos_in(kernels))
+    }
 }
 /// The cosine; the derivative is `-sin x`.
 pub mod cos {
@@ -219,7 +267,28 @@ pub mod cos {
         -x.vsin()
     }
 
-    chain_rule!(Input);
+    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
+    /// staying zero where the derivative is infinite.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn tangent<T: Element>(d: T, at: Input<T>) -> T {
+        strong_mul(d, derivative(at))
+    }
+
+    /// The function, in a pass of a loop with `kernels`: the fast `f32` form in a fast pass
+    /// (see [`Kernels`]).
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn value_in<T: Element>(x: T, kernels: &Kernels) -> T {
+        x.vcos_in(kernels)
+    }
+
+    /// [`tangent`], in a pass of a loop with `kernels`.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn tangent_in<T: Element>(d: T, Input(x): Input<T>, kernels: &Kernels) -> T {
+        strong_mul(d, -x.vsin_in(kernels))
+    }
 }
 /// The tangent; the derivative is `1 + y²`.
 pub mod tan {
@@ -331,6 +400,8 @@ pub mod relu {
             T::zero()
         }
     }
+
+    same_in_every_pass!(Input);
 }
 /// The square root; the derivative is `1/(2y)`.
 pub mod sqrt {
@@ -781,6 +852,8 @@ macro_rules! zero_derivative {
         pub fn tangent<T: Element>(_d: T, Input(_): Input<T>) -> T {
             T::zero()
         }
+
+        same_in_every_pass!(Input);
     };
 }
 

@@ -8,6 +8,7 @@ use ndarray::{ArcArray, Array0, Array1, Array2, ArrayD, ArrayViewD, IxDyn};
 use num_traits::{One, Zero};
 
 use crate::error::{checked_size, OrPanic, ShapeError};
+use crate::vmath::{fast_then_exact, Kernels};
 
 mod convert;
 
@@ -235,6 +236,87 @@ impl<T: Clone> Tensor<T> {
         )
     }
 }
+
+impl<T: Clone> Tensor<T> {
+    /// [`Tensor::map_elems`] for a function of the kernels of a loop's pass ([`Kernels`]): each
+    /// block of [`KERNEL_BLOCK`] elements runs with the fast kernels, and again with the
+    /// full-range ones when one of them met an argument outside its range.
+    pub(crate) fn map_elems_in<U: Clone>(&self, f: impl Fn(&T, &Kernels) -> U) -> Tensor<U> {
+        match self.data.as_slice() {
+            Some([x]) => Tensor::from_parts(vec![fast_then_exact(|k| f(x, k))], self.shape()),
+            Some(s) if !s.is_empty() => {
+                let mut out = vec![f(&s[0], &Kernels::exact()); s.len()];
+                crate::vmath::vectorised(
+                    #[inline(always)]
+                    || {
+                        for (o, x) in out.chunks_mut(KERNEL_BLOCK).zip(s.chunks(KERNEL_BLOCK)) {
+                            fast_then_exact(
+                                #[inline(always)]
+                                |k| {
+                                    for (o, x) in o.iter_mut().zip(x) {
+                                        *o = f(x, k);
+                                    }
+                                },
+                            );
+                        }
+                    },
+                );
+                Tensor::from_parts(out, self.shape())
+            }
+            _ => self.map(|x| f(x, &Kernels::exact())),
+        }
+    }
+
+    /// [`Tensor::zip_map`] for a function of the kernels of a loop's pass, in blocks as
+    /// [`Tensor::map_elems_in`].
+    pub(crate) fn zip_map_in<U, V: Clone>(
+        &self,
+        other: &Tensor<U>,
+        f: impl Fn(&T, &U, &Kernels) -> V,
+    ) -> Tensor<V> {
+        debug_assert_eq!(self.shape(), other.shape(), "zip_map_in: shapes differ");
+        if let (Some(a), Some(b)) = (self.data.as_slice(), other.data.as_slice()) {
+            match (a, b) {
+                ([], _) => return Tensor::from_parts(Vec::new(), self.shape()),
+                ([u], [v]) => {
+                    let y = fast_then_exact(|k| f(u, v, k));
+                    return Tensor::from_parts(vec![y], self.shape());
+                }
+                _ => {}
+            }
+            let mut out = vec![f(&a[0], &b[0], &Kernels::exact()); a.len()];
+            crate::vmath::vectorised(
+                #[inline(always)]
+                || {
+                    let blocks = out.chunks_mut(KERNEL_BLOCK);
+                    for ((o, u), v) in blocks
+                        .zip(a.chunks(KERNEL_BLOCK))
+                        .zip(b.chunks(KERNEL_BLOCK))
+                    {
+                        fast_then_exact(
+                            #[inline(always)]
+                            |k| {
+                                for ((o, u), v) in o.iter_mut().zip(u).zip(v) {
+                                    *o = f(u, v, k);
+                                }
+                            },
+                        );
+                    }
+                },
+            );
+            return Tensor::from_parts(out, self.shape());
+        }
+        let exact = Kernels::exact();
+        Tensor::from_array(
+            ndarray::Zip::from(&self.data)
+                .and(&other.data)
+                .map_collect(|u, v| f(u, v, &exact)),
+        )
+    }
+}
+
+/// The elements [`Tensor::map_elems_in`] runs with one pass of the kernels.
+const KERNEL_BLOCK: usize = 64;
 
 impl<T: Clone + Zero> Tensor<T> {
     /// A tensor of zeros.

@@ -3,12 +3,15 @@
 //! loops (`rune_runtime::fused`) run element by element.
 //!
 //! Inside the closures, `__rune_xI` is input `I`'s element, `__rune_nJ` op `J`'s value,
-//! `__rune_lK` literal `K`, and `__rune_u..`/`__rune_d..` their tangents and adjoints. Each
-//! op's local derivative is the one its tensor rule applies (`strong_mul` where the rule scales,
-//! `rune_runtime::scalar::<op>::tangent` for a unary function, the scalar forms of
-//! `rune_runtime::generated::elementwise` for the others: `maximum_lhs`, `clamp_d`,
-//! `where_cond_rhs`, ..), so the fused and the unfused code compute the same numbers up to the
-//! order of additions. A comparison's value is a `bool`; `where_cond` reads it, or `fused_flag`
+//! `__rune_lK` literal `K`, and `__rune_u..`/`__rune_d..` their tangents and adjoints.
+//! `__rune_k` is the kernels of the loop's pass (`rune_runtime::vmath::Kernels`), which the
+//! unary functions' scalar forms take (`value_in`, `tangent_in`): the loops run each block
+//! with the fast kernels and, when one met an argument outside its range, again with the
+//! full-range ones. Each op's local derivative is the one its tensor rule applies (`strong_mul`
+//! where the rule scales, `rune_runtime::scalar::<op>::tangent_in` for a unary function, the
+//! scalar forms of `rune_runtime::generated::elementwise` for the others: `maximum_lhs`,
+//! `clamp_d`, `where_cond_rhs`, ..), so the fused and the unfused code compute the same numbers
+//! up to the order of additions. A comparison's value is a `bool`; `where_cond` reads it, or `fused_flag`
 //! of a mask input.
 
 use std::collections::HashMap;
@@ -186,7 +189,7 @@ impl Code<'_> {
                     }
                     _ => {
                         let f = format_ident!("{}", n.op.name);
-                        quote!(#rt::scalar::#f::value(#a))
+                        quote!(#rt::scalar::#f::value_in(#a, __rune_k))
                     }
                 };
                 (nj, e)
@@ -333,7 +336,7 @@ impl Code<'_> {
                 _ => {
                     let f = format_ident!("{}", n.op.name);
                     let at = self.at(j);
-                    ta.map(|ta| quote!(#rt::scalar::#f::tangent(#ta, #at)))
+                    ta.map(|ta| quote!(#rt::scalar::#f::tangent_in(#ta, #at, __rune_k)))
                 }
             };
             if let Some(e) = e {
@@ -460,7 +463,10 @@ impl Code<'_> {
                 _ => {
                     let f = format_ident!("{}", n.op.name);
                     let at = self.at(j);
-                    contributions.push((a, Some(quote!(#rt::scalar::#f::tangent(#d, #at)))));
+                    contributions.push((
+                        a,
+                        Some(quote!(#rt::scalar::#f::tangent_in(#d, #at, __rune_k))),
+                    ));
                 }
             }
             for (target, c) in contributions {
@@ -615,7 +621,7 @@ impl Emitter<'_> {
                     None => (self.glue("fused_jvp"), quote!()),
                 };
                 quote! {
-                    let (#v, #t) = #function(#ops, #args, #lits, #reduce [#(#tangents),*], #[inline(always)] |#params, __rune_lits, [#(#us),*]| { #body });
+                    let (#v, #t) = #function(#ops, #args, #lits, #reduce [#(#tangents),*], #[inline(always)] |#params, __rune_lits, __rune_k, [#(#us),*]| { #body });
                 }
             }
             (Mode::Reverse, Some(r)) if useful => {
@@ -624,17 +630,17 @@ impl Emitter<'_> {
                 let pairs = targets.iter().zip(&slots).map(|(i, k)| quote!((#i, #k)));
                 let p = partials_ident(out);
                 quote! {
-                    let (#v, #p) = #rt::fused_reduce_vjp(#ops, #args, #lits, #r, [#(#pairs),*], #[inline(always)] |#params, __rune_lits, __rune_ge| { #body });
+                    let (#v, #p) = #rt::fused_reduce_vjp(#ops, #args, #lits, #r, [#(#pairs),*], #[inline(always)] |#params, __rune_lits, __rune_k, __rune_ge| { #body });
                 }
             }
             (_, Some(r)) => {
                 let body = code.value_body();
-                quote!(let #v = #rt::fused_reduce(#ops, #args, #lits, #r, #[inline(always)] |#params, __rune_lits| { #body });)
+                quote!(let #v = #rt::fused_reduce(#ops, #args, #lits, #r, #[inline(always)] |#params, __rune_lits, __rune_k| { #body });)
             }
             (_, None) => {
                 let body = code.value_body();
                 let function = self.glue("fused_map");
-                quote!(let #v = #function(#ops, #args, #lits, #[inline(always)] |#params, __rune_lits| { #body });)
+                quote!(let #v = #function(#ops, #args, #lits, #[inline(always)] |#params, __rune_lits, __rune_k| { #body });)
             }
         };
         relocate_call(call, span)
@@ -721,7 +727,7 @@ impl Emitter<'_> {
         relocate_call(
             quote! {
                 if let ::core::option::Option::Some(__rune_g) = #adj.take() {
-                    let [#(#results),*] = #function(#ops, #args, #lits, [#(#pairs),*], &__rune_g, #[inline(always)] |#params, __rune_lits, __rune_ge| { #body });
+                    let [#(#results),*] = #function(#ops, #args, #lits, [#(#pairs),*], &__rune_g, #[inline(always)] |#params, __rune_lits, __rune_k, __rune_ge| { #body });
                     #(#accumulate)*
                 }
             },

@@ -35,7 +35,7 @@ use num_traits::Float;
 use crate::gemm::{self, GemmKernel};
 use crate::special;
 use crate::spectral::{self, SpectralKernels};
-use crate::vmath::{exp_log, trig};
+use crate::vmath::{exp_log, trig, Kernels};
 
 pub use self::operand::{Operand, OperandOf, OperandRef};
 pub use self::residual::Residual;
@@ -151,6 +151,23 @@ pub trait Element:
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn vcos(self) -> Self {
         self.cos()
+    }
+    /// `sin x` with the kernels of one pass of a loop ([`Kernels`]): `f32` takes the fast
+    /// form in the fast pass and notes an argument outside its range; others [`Element::vsin`].
+    #[doc(hidden)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn vsin_in(self, kernels: &Kernels) -> Self {
+        let _ = kernels;
+        self.vsin()
+    }
+    /// `cos x` with the kernels of one pass of a loop, as [`Element::vsin_in`].
+    #[doc(hidden)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn vcos_in(self, kernels: &Kernels) -> Self {
+        let _ = kernels;
+        self.vcos()
     }
     #[doc(hidden)]
     #[cfg_attr(debug_assertions, inline)]
@@ -274,6 +291,26 @@ impl Element for f32 {
     #[inline]
     fn spectral_kernels() -> Option<SpectralKernels<Self>> {
         Some(spectral::F32)
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn vsin_in(self, kernels: &Kernels) -> Self {
+        if kernels.is_exact() {
+            trig::sin_f32(self)
+        } else {
+            kernels.note_outside(trig::beyond_fast_f32(self));
+            trig::sin_f32_fast(self)
+        }
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn vcos_in(self, kernels: &Kernels) -> Self {
+        if kernels.is_exact() {
+            trig::cos_f32(self)
+        } else {
+            kernels.note_outside(trig::beyond_fast_f32(self));
+            trig::cos_f32_fast(self)
+        }
     }
     kernels!(
         vexp => exp_log::exp_f32, vexp_m1 => exp_log::exp_m1_f32, vln => exp_log::ln_f32,

@@ -24,6 +24,7 @@
 use crate::element::{Element, FromScalar};
 use crate::scalar;
 use crate::tensor::Tensor;
+use crate::vmath::Kernels;
 
 /// `rule(d, p)` over a tangent or cotangent `d` and the primal value `p` (input or output) it is
 /// paired with, which must have the same shape.
@@ -44,6 +45,28 @@ fn pair<T: Element>(
         p,
         #[inline(always)]
         |&dv, &pv| rule(dv, pv),
+    )
+}
+
+/// [`pair`] for a rule of the kernels of a loop's pass ([`Kernels`]), run in blocks with the
+/// fast kernels first.
+#[track_caller]
+fn pair_in<T: Element>(
+    op: &'static str,
+    d: &Tensor<T>,
+    p: &Tensor<T>,
+    rule: impl Fn(T, T, &Kernels) -> T,
+) -> Tensor<T> {
+    assert!(
+        d.shape() == p.shape(),
+        "{op}: the tangent or cotangent has shape {:?} but the value it pairs with has shape {:?}",
+        d.shape(),
+        p.shape()
+    );
+    d.zip_map_in(
+        p,
+        #[inline(always)]
+        |&dv, &pv, k| rule(dv, pv, k),
     )
 }
 
@@ -126,9 +149,9 @@ macro_rules! forward_methods {
                 #[doc = $doc]
                 #[must_use]
                 pub fn $name(&self) -> Tensor<T> {
-                    self.map_elems(
+                    self.map_elems_in(
                         #[inline(always)]
-                        |&v| scalar::$name::value(v),
+                        |&v, k| scalar::$name::value_in(v, k),
                     )
                 }
             )*
@@ -201,8 +224,8 @@ pub mod rules {
             #[track_caller]
             #[must_use]
             pub fn $jvp<T: Element>($reads: &Tensor<T>, dx: &Tensor<T>) -> Tensor<T> {
-                pair(stringify!($jvp), dx, $reads, #[inline(always)] |d, p| {
-                    scalar::$name::tangent(d, reads!($reads, p))
+                pair_in(stringify!($jvp), dx, $reads, #[inline(always)] |d, p, k| {
+                    scalar::$name::tangent_in(d, reads!($reads, p), k)
                 })
             }
 
@@ -214,8 +237,8 @@ pub mod rules {
             #[track_caller]
             #[must_use]
             pub fn $vjp<T: Element>(g: &Tensor<T>, $reads: &Tensor<T>) -> Tensor<T> {
-                pair(stringify!($vjp), g, $reads, #[inline(always)] |d, p| {
-                    scalar::$name::tangent(d, reads!($reads, p))
+                pair_in(stringify!($vjp), g, $reads, #[inline(always)] |d, p, k| {
+                    scalar::$name::tangent_in(d, reads!($reads, p), k)
                 })
             }
         )*};

@@ -18,10 +18,21 @@
 //! [`Element`](crate::Element) (`vexp`, `vsin`, ..), which the scalar forms of
 //! [`crate::scalar`] call; dual numbers take theirs from those forms, element by element.
 //!
+//! Fast kernels with a fallback: `f32` `sin` and `cos` have a fast form for `|x| ≤ 6000`
+//! ([`trig::sin_cos_f32_fast`]) beside the full-range one, whose exact reduction is two thirds
+//! of its cost. A branch per element would stop vectorisation, so the loops branch per block:
+//! each block runs once with [`Kernels::fast`], whose kernels note an argument out of their
+//! range, and again with [`Kernels::exact`] only if one did ([`fast_then_exact`]). The
+//! closures, scalar forms (`value_in`, `tangent_in`) and element methods (`vsin_in`, ..) take
+//! the [`Kernels`] of the pass, a constant in each of the two loops once inlined. The fast form
+//! gives the full-range one's bits in its range, so results do not depend on the blocks.
+//!
 //! Each kernel's accuracy is stated in its module and asserted by its tests over sweeps of the
 //! inputs and the special values. The default tests sweep sparsely;
 //! `cargo test -p rune-runtime --release --lib vmath -- --ignored` runs the dense sweeps (every
 //! eleventh `f32` bit pattern and millions of `f64` points, about two minutes).
+
+use std::cell::Cell;
 
 mod dd;
 pub mod exp_log;
@@ -107,6 +118,92 @@ pub fn vectorised_at<R>(level: Level, f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// Which kernels one pass of an elementwise loop runs, and whether a fast kernel met an
+/// argument outside its range.
+///
+/// `sin` and `cos` of `f32` have a fast form for arguments of everyday size (`|x| ≤`
+/// [`trig::FAST_MAX_F32`], a Cody–Waite reduction) beside the full-range one, which computes
+/// the exact reduction in every lane as well and selects per lane (a branch per element would
+/// stop vectorisation). The loops run each block of elements once with [`Kernels::fast`]; a
+/// fast kernel notes an argument outside its range, and only then is the block run again with
+/// [`Kernels::exact`] ([`fast_then_exact`]). The fast form gives the full-range one's bits
+/// wherever it is in range, so a block's results do not depend on which pass gave them, nor on
+/// the other elements of the block.
+///
+/// The closures of fused regions take it and hand it to the scalar forms (`value_in` and
+/// `tangent_in` of [`crate::scalar`]'s functions), which hand it to the element methods
+/// (`Element::vsin_in`, ..): after inlining, each pass's loop sees a constant and has no
+/// branch per element. Other kernels, `f64` and dual numbers ignore it.
+#[derive(Debug)]
+pub struct Kernels {
+    exact: bool,
+    outside: Cell<bool>,
+}
+
+impl Kernels {
+    /// The fast kernels, noting arguments outside their range.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub const fn fast() -> Kernels {
+        Kernels {
+            exact: false,
+            outside: Cell::new(false),
+        }
+    }
+
+    /// The full-range kernels.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub const fn exact() -> Kernels {
+        Kernels {
+            exact: true,
+            outside: Cell::new(false),
+        }
+    }
+
+    /// Whether these are the full-range kernels.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn is_exact(&self) -> bool {
+        self.exact
+    }
+
+    /// Notes whether a fast kernel's argument was outside its range.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn note_outside(&self, outside: bool) {
+        self.outside.set(self.outside.get() | outside);
+    }
+
+    /// Whether a fast kernel has met an argument outside its range.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn met_outside(&self) -> bool {
+        self.outside.get()
+    }
+}
+
+/// Runs `pass` with the fast kernels and, if one of them met an argument outside its range,
+/// again with the full-range ones, returning the last pass's result ([`Kernels`]). `pass`
+/// must compute the same values whichever pass it is (it does, through the scalar forms) and
+/// leave nothing behind that the second pass does not overwrite.
+///
+/// Debug builds run the full-range pass alone: one copy of each loop compiles faster, and
+/// gives the same results.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub fn fast_then_exact<R>(mut pass: impl FnMut(&Kernels) -> R) -> R {
+    #[cfg(not(debug_assertions))]
+    {
+        let fast = Kernels::fast();
+        let r = pass(&fast);
+        if !fast.met_outside() {
+            return r;
+        }
+    }
+    pass(&Kernels::exact())
+}
+
 /// The `#[target_feature]` functions behind [`vectorised`]: the runtime's one `unsafe`.
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
@@ -164,7 +261,8 @@ mod x86 {
 
 #[cfg(test)]
 mod tests {
-    use super::{exp_log, trig, vectorised_at, Level};
+    use super::{exp_log, fast_then_exact, trig, vectorised_at, Kernels, Level};
+    use crate::Element;
 
     /// `f` over `xs` in one loop compiled at `level`.
     fn run<T: Copy + Default>(level: Level, xs: &[T], f: impl Fn(T) -> T) -> Vec<T> {
@@ -231,6 +329,12 @@ mod tests {
             trig::cos_f32,
             trig::tan_f32
         );
+        let in_range: Vec<f32> = ys
+            .iter()
+            .copied()
+            .filter(|x| x.abs() <= trig::FAST_MAX_F32)
+            .collect();
+        same!(&in_range, trig::sin_f32_fast, trig::cos_f32_fast);
         same!(
             &xs,
             exp_log::exp_f64,
@@ -249,5 +353,89 @@ mod tests {
         let pow64 = |x: f64| exp_log::powf_f64(x.abs(), -2.3);
         same!(&ys, pow32);
         same!(&xs, pow64);
+    }
+
+    #[test]
+    fn a_fast_pass_notes_an_argument_outside_the_range_of_its_kernels() {
+        let max = trig::FAST_MAX_F32;
+        let above = f32::from_bits(max.to_bits() + 1);
+        for (x, outside) in [
+            (0.5f32, false),
+            (-max, false),
+            (max, false),
+            (above, true),
+            (-above, true),
+            (1e30, true),
+            (f32::INFINITY, true),
+            (f32::NAN, true),
+        ] {
+            for f in [f32::vsin_in, f32::vcos_in] {
+                let fast = Kernels::fast();
+                let _ = f(x, &fast);
+                assert_eq!(fast.met_outside(), outside, "{x:e}");
+                let exact = Kernels::exact();
+                let _ = f(x, &exact);
+                assert!(!exact.met_outside(), "{x:e}");
+            }
+            // In range, each pass gives the full-range function's bits.
+            let want = (trig::sin_f32(x), trig::cos_f32(x));
+            for k in [Kernels::fast(), Kernels::exact()] {
+                if !outside || k.is_exact() {
+                    assert_eq!(x.vsin_in(&k).to_bits(), want.0.to_bits(), "{x:e}");
+                    assert_eq!(x.vcos_in(&k).to_bits(), want.1.to_bits(), "{x:e}");
+                }
+            }
+        }
+        // f64 ignores the kernels' pass.
+        let fast = Kernels::fast();
+        assert_eq!(1e300f64.vsin_in(&fast), trig::sin_f64(1e300));
+        assert!(!fast.met_outside());
+    }
+
+    #[test]
+    fn a_block_with_one_huge_argument_runs_again_with_the_full_range_kernels() {
+        // Blocks of small arguments, one with a huge argument among them, and one of NaN.
+        let blocks: [Vec<f32>; 3] = [
+            (0..64).map(|i| i as f32 * 0.37 - 11.0).collect(),
+            (0..64)
+                .map(|i| {
+                    if i == 40 {
+                        7.729_179e28
+                    } else {
+                        i as f32 * 91.0
+                    }
+                })
+                .collect(),
+            vec![f32::NAN; 64],
+        ];
+        for xs in &blocks {
+            let mut passes = Vec::new();
+            let out = fast_then_exact(|k| {
+                passes.push(k.is_exact());
+                xs.iter()
+                    .map(|x| (x.vsin_in(k), x.vcos_in(k)))
+                    .collect::<Vec<_>>()
+            });
+            for (x, (s, c)) in xs.iter().zip(out) {
+                let want = trig::sin_cos_f32(*x);
+                assert!(
+                    s.to_bits() == want.0.to_bits() || (s.is_nan() && want.0.is_nan()),
+                    "sin {x:e}"
+                );
+                assert!(
+                    c.to_bits() == want.1.to_bits() || (c.is_nan() && want.1.is_nan()),
+                    "cos {x:e}"
+                );
+            }
+            // Release builds run the fast pass first and the exact one only when needed;
+            // debug builds the exact one alone.
+            let in_range = xs.iter().all(|x| x.abs() <= trig::FAST_MAX_F32);
+            let want_passes: &[bool] = match (cfg!(debug_assertions), in_range) {
+                (true, _) => &[true],
+                (false, true) => &[false],
+                (false, false) => &[false, true],
+            };
+            assert_eq!(passes, want_passes);
+        }
     }
 }

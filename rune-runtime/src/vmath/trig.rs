@@ -9,21 +9,36 @@
 //!
 //! # Range reduction
 //!
-//! One exact reduction serves every finite argument, in every lane; there is no slow path. (An
-//! out-of-line `#[cold]` path for huge `f64` arguments is not an option: LLVM refuses to
-//! vectorise a loop body with a call in it, even a conditional one.) With `a = |x| = m · 2^E`,
-//! `x · 2/π mod 4` is computed in integers, Payne–Hanek style: the bits of 2/π from the first
-//! one whose product with `a` is not a multiple of 4 are cut out of a table of 2/π bits (words
-//! picked with selects, then funnel shifts), multiplied by the integer significand `m` in
-//! 32-bit limbs (`vpmuludq`), and the low bits of the product are `a · 2/π mod 4` in fixed
-//! point. Rounding that to the nearest integer gives the quadrant `q` and a signed fraction in
-//! [-1/2, 1/2), which is converted exactly to floating point (integer bits placed in a
-//! significand) and multiplied by π/2, giving `y` with `|y| ≤ π/4`.
+//! The `f64` functions and `tan_f32` use one exact reduction for every finite argument, in
+//! every lane; there is no slow path. (An out-of-line `#[cold]` path for huge arguments is not
+//! an option: LLVM refuses to vectorise a loop body with a call in it, even a conditional one.)
+//! With `a = |x| = m · 2^E`, `x · 2/π mod 4` is computed in integers, Payne–Hanek style: the bits
+//! of 2/π from the first one whose product with `a` is not a multiple of 4 are cut out of a
+//! table of 2/π bits (words picked with selects, then funnel shifts), multiplied by the integer
+//! significand `m` in 32-bit limbs (`vpmuludq`), and the low bits of the product are
+//! `a · 2/π mod 4` in fixed point. Rounding that to the nearest integer gives the quadrant `q`
+//! and a signed fraction in [-1/2, 1/2), which is converted exactly to floating point (integer
+//! bits placed in a significand) and multiplied by π/2, giving `y` with `|y| ≤ π/4`.
 //!
-//! * `f32`: a 96-bit window of 2/π (selects among 5 table words), 3 products; `y` in `f64` with
-//!   an absolute error below 2^-68. The smallest `|y|` over all `f32` is 2^-29.2 (at
+//! * `f32`, exact: a 96-bit window of 2/π (selects among 5 table words), 3 products; `y` in
+//!   `f64` with an absolute error below 2^-68. The smallest `|y|` over all `f32` is 2^-29.2 (at
 //!   `x = 16367173 · 2^72 ≈ 7.73e28`, found by a scan of all `f32`), so the relative error is
 //!   below 2^-39. For `|x| < 2^-30`, `y = x`.
+//! * `f32`, `sin`, `cos` and `sin_cos`: in `f32` up to `|x| ≤ 6000` (Cody–Waite): k =
+//!   round(|x|·2/π) < 2^12, π/2 in five `f32` parts, the first four of at most 12 bits so that
+//!   their products with k are exact, the first two summing to π/2 rounded to `f32` so that
+//!   `|x| - k·C1 - k·C2` is exact, the next two subtracted by exact two-sums, the last one into
+//!   the low part: `y = yh + yl` in `f32`, relative error below 2^-40 (test-checked against the
+//!   `f64` reduction). Above 6000 the exact `f32` reduction, its `f64` result split into
+//!   `yh + yl`. Both are computed in every lane and one is selected, so that a loop stays
+//!   branch-free; the exact one is two thirds of the cost.
+//! * `f32`, the fast forms `sin_f32_fast`, `cos_f32_fast` and `sin_cos_f32_fast`: the
+//!   Cody–Waite reduction alone, valid up to [`FAST_MAX_F32`] (6000) and there bit-identical
+//!   to `sin_f32`, `cos_f32` and `sin_cos_f32`, in a third of their time. The elementwise
+//!   loops run each block of elements with them first and note whether any argument was
+//!   outside their range; only such a block is run again with the full-range functions
+//!   ([`Kernels`](super::Kernels), [`fast_then_exact`](super::fast_then_exact)). Since the
+//!   two agree in range, results do not depend on how the elements fall into blocks.
 //! * `f64`: a 192-bit window (a barrel shifter of selects over 20 table words, 31 selects),
 //!   11 products; `y` as a double-double `yh + yl`, via Dekker's exact product with the
 //!   two-part π/2, with an absolute error below 2^-125 (test-checked against mpmath). The
@@ -35,10 +50,16 @@
 //! Minimax polynomials on `|y| ≤ π/4` in `z = y²` (Remez, coefficients rounded one at a time
 //! with the rest refitted):
 //!
-//! * `f32` (evaluated in `f64`, rounded once to `f32`): `sin y = y · (1 + z·S(z))` and
+//! * `f32` `sin`, `cos`, `sin_cos` (in `f32`, 16 lanes with AVX-512): `sin y = yh + (yh·z·S(z)
+//!   + yl)` with `S` of degree 3 (relative error 2^-28.1 with the coefficients in `f32`) and
+//!   `cos y = 1 - z/2 + (z²·C(z) - yh·yl)` with `C` of degree 2 (2^-30.2), `z = yh²`, `1 - z/2`
+//!   kept as a value and its rounding error; each computes both and selects by quadrant, so
+//!   `sin_f32`, `cos_f32` and `sin_cos_f32` agree bit for bit and a loop using both `sin` and
+//!   `cos` of one argument computes them once.
+//! * `tan_f32` (evaluated in `f64`, rounded once to `f32`): `sin y = y · (1 + z·S(z))` and
 //!   `cos y = 1 + z·C(z)`, `S` and `C` of degree 3 (degree 9 and 8 in `y`), relative errors
-//!   2^-37.5 and 2^-33.8; `sin_f32` and `cos_f32` evaluate one of them with coefficients
-//!   selected per lane; `tan y` is `sin/cos` (or `-cos/sin` in odd quadrants) divided in `f64`.
+//!   2^-37.5 and 2^-33.8; `tan y` is `sin/cos` (or `-cos/sin` in odd quadrants) divided in
+//!   `f64`.
 //! * `f64`: `sin(yh + yl) = yh + yh³·S(z) + yl·(1 - z/2)`, `S` of degree 5 (13 in `y`),
 //!   relative error 2^-57.9; `cos(yh + yl) = 1 - z/2 + z²·C(z) - yh·yl` with `1 - z/2` kept as
 //!   a value and its rounding error, `C` of degree 5 (14 in `y`), relative error 2^-63.9;
@@ -53,7 +74,8 @@
 //! # Measured accuracy
 //!
 //! * `f32`, all 2^32 arguments, against the `f64` std function of the argument rounded to
-//!   `f32`: `sin`, `cos`, `tan` at most 1 ulp.
+//!   `f32`: `sin`, `cos`, `tan` at most 1 ulp; the fast forms give the same bits as `sin_f32`
+//!   and `cos_f32` for every argument up to `FAST_MAX_F32` (same sweep).
 //! * `f64`, against glibc (std): at most 1 ulp for `sin`, `cos` and `tan` over 10^6 mixed
 //!   arguments (random significands at every exponent, log-uniform magnitudes, near multiples
 //!   of π/2) and 2^28 more in the ignored dense test; against mpmath on hard cases
@@ -66,7 +88,7 @@
 
 use std::f64::consts::FRAC_PI_2;
 
-use super::dd::{fast_two_sum, two_prod, two_prod_split};
+use super::dd::{fast_two_sum, two_prod, two_prod_split, two_sum_f32};
 
 const M32: u64 = 0xffff_ffff;
 
@@ -110,7 +132,7 @@ const PI_2_LO: f64 = 6.123_233_995_736_766e-17;
 const PI_2_HI_H: f64 = 1.570_796_310_901_641_8;
 const PI_2_HI_L: f64 = FRAC_PI_2 - PI_2_HI_H;
 
-/// f32 kernels, evaluated in f64 on |y| ≤ π/4: sin y = y·(1 + z·S(z)), cos y = 1 + z·C(z),
+/// `tan_f32`'s kernels, evaluated in f64 on |y| ≤ π/4: sin y = y·(1 + z·S(z)), cos y = 1 + z·C(z),
 /// z = y². Relative errors 2^-37.5 and 2^-33.8.
 const SIN_F32: [f64; 4] = [
     -0.166_666_666_407_866_43,
@@ -124,6 +146,27 @@ const COS_F32: [f64; 4] = [
     -0.001_388_668_119_940_052_3,
     2.438_352_505_124_153_6e-5,
 ];
+/// f32 kernels in f32 on |y| ≤ π/4 · 1.001: sin y = y + y·z·S(z) (2^-28.1 with the
+/// coefficients in f32), cos y = 1 - z/2 + z²·C(z) (2^-30.2), z = y².
+const SIN_F32N: [f32; 4] = [
+    -0.166_666_67,
+    0.008_333_332,
+    -0.000_198_400_77,
+    2.724_879_8e-6,
+];
+const COS_F32N: [f32; 3] = [0.041_666_664, -0.001_388_83, 2.454_710_2e-5];
+/// π/2 = C1 + C2 + C3 + C4 + C5 (to 2^-78): C1 + C2 is π/2 rounded to `f32`, C1 of 8 bits,
+/// C2, C3 and C4 of at most 12.
+const PI_2_C1_F32: f32 = 1.570_312_5;
+const PI_2_C2_F32: f32 = 0.000_483_870_5;
+const PI_2_C3_F32: f32 = -4.371_395_3e-8;
+const PI_2_C4_F32: f32 = 2.563_283e-12;
+const PI_2_C5_F32: f32 = 6.123_234e-17;
+/// The largest argument of the fast `f32` kernels ([`sin_cos_f32_fast`], ..): up to it the
+/// Cody–Waite reduction is exact enough (k < 2^12).
+pub const FAST_MAX_F32: f32 = 6000.0;
+/// 1.5 · 2^23, for rounding to an integer in `f32`.
+const ROUND_SHIFT_F32: f32 = 12_582_912.0;
 /// f64 kernels on |y| ≤ π/4: sin y = y + y³·S(z) (relative error 2^-57.9),
 /// cos y = 1 - z/2 + z²·C(z) (relative error 2^-63.9).
 const SIN_F64: [f64; 6] = [
@@ -318,8 +361,7 @@ fn reduce_f64(a: f64) -> (f64, f64, u64) {
     }
 }
 
-/// `(sin y, cos y)` for `|y| ≤ π/4`, in f64, for the f32 functions; the same expressions as
-/// `sin_or_cos_f32`, so that `sin_cos_f32` matches `sin_f32` and `cos_f32` bit for bit.
+/// `(sin y, cos y)` for `|y| ≤ π/4`, in f64, for `tan_f32`.
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
 fn kernels_f32(y: f64) -> (f64, f64) {
@@ -329,18 +371,56 @@ fn kernels_f32(y: f64) -> (f64, f64) {
     (s, c)
 }
 
-/// `cos y` if `odd` else `sin y`, for `|y| ≤ π/4`, by one polynomial with selected
-/// coefficients: `sin y = y·(1 + z·S(z))`, `cos y = 1·(1 + z·C(z))`.
+/// `(sin y, cos y)` in `f32` for `y = yh + yl`, `|y| ≤ π/4 + 2^-11`, `|yl| ≤ ulp(yh)`:
+/// `sin y = yh + (yh·z·S(z) + yl)` and `cos y = 1 - z/2 + (z²·C(z) - yh·yl)` with `z = yh²`,
+/// `1 - z/2` kept as a value and its rounding error.
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
-fn sin_or_cos_f32(y: f64, odd: bool) -> f64 {
-    let k = |i: usize| if odd { COS_F32[i] } else { SIN_F32[i] };
-    let z = y * y;
-    let p = 1.0 + z * (k(0) + z * (k(1) + z * (k(2) + z * k(3))));
-    if odd {
-        p
+fn kernels_f32_native(yh: f32, yl: f32) -> (f32, f32) {
+    let z = yh * yh;
+    let s = yh
+        + (yh * z * (SIN_F32N[0] + z * (SIN_F32N[1] + z * (SIN_F32N[2] + z * SIN_F32N[3]))) + yl);
+    let hz = 0.5 * z;
+    let w = 1.0 - hz;
+    let c = w
+        + (((1.0 - w) - hz)
+            + (z * z * (COS_F32N[0] + z * (COS_F32N[1] + z * COS_F32N[2])) - yh * yl));
+    (s, c)
+}
+
+/// Reduces `a = |x| ≤ FAST_MAX_F32` to `(yh, yl, q)` with `a = (4k + q)·π/2 + yh + yl`, in
+/// `f32`, by Cody–Waite: k = round(a·2/π) < 2^12, and π/2 in five parts, the first four of at
+/// most 12 bits, so that `k·C1` .. `k·C4` are exact; `C1 + C2` is π/2 rounded to 24 bits, so
+/// `a - k·C1 - k·C2` is exact too, the subtractions of `k·C3` and `k·C4` are exact two-sums and
+/// `k·C5` goes into the low part. Above `FAST_MAX_F32` (and for infinite or NaN `a`) the
+/// result is meaningless.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn reduce_f32_fast(a: f32) -> (f32, f32, u32) {
+    let t = a * std::f32::consts::FRAC_2_PI + ROUND_SHIFT_F32;
+    let kf = t - ROUND_SHIFT_F32;
+    let k = t.to_bits().wrapping_sub(ROUND_SHIFT_F32.to_bits());
+    let t2 = (a - kf * PI_2_C1_F32) - kf * PI_2_C2_F32;
+    let (yh, e3) = two_sum_f32(t2, -(kf * PI_2_C3_F32));
+    let (yh, e4) = two_sum_f32(yh, -(kf * PI_2_C4_F32));
+    let yl = (e3 + e4) - kf * PI_2_C5_F32;
+    (yh, yl, k & 3)
+}
+
+/// Reduces `a = |x|` to `(yh, yl, q)` as `reduce_f32_fast` up to `FAST_MAX_F32`, and above by
+/// the exact reduction `reduce_f32` (in `f64`), split into two `f32`. Both are computed and
+/// one selected per lane.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn reduce_f32_native(a: f32) -> (f32, f32, u32) {
+    let fast = reduce_f32_fast(a);
+    let (y, q) = reduce_f32(a);
+    let y1 = y as f32;
+    let y2 = (y - f64::from(y1)) as f32;
+    if a <= FAST_MAX_F32 {
+        fast
     } else {
-        y * p
+        (y1, y2, q as u32)
     }
 }
 
@@ -377,6 +457,13 @@ fn flip_f64(v: f64, flip: u64) -> f64 {
     f64::from_bits(v.to_bits() ^ (flip << 63))
 }
 
+/// `v` with its sign flipped if bit 0 of `flip` is set.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn flip_f32(v: f32, flip: u32) -> f32 {
+    f32::from_bits(v.to_bits() ^ (flip << 31))
+}
+
 /// ±0 for finite `x`, NaN for infinite or NaN `x`: added to a result that is not -0, it makes
 /// the result NaN exactly when it should be.
 #[cfg_attr(debug_assertions, inline)]
@@ -403,18 +490,14 @@ fn odd_f64(v: f64, x: f64) -> f64 {
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub fn sin_f32(x: f32) -> f32 {
-    let (y, q) = reduce_f32(x.abs());
-    let v = flip_f64(sin_or_cos_f32(y, q & 1 != 0), q >> 1);
-    odd_f32(v as f32 + nan_or_zero(x), x)
+    sin_cos_f32(x).0
 }
 
 /// Cosine of `x` (radians), within 1 ulp for every `f32`. Branch-free; see the module doc.
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub fn cos_f32(x: f32) -> f32 {
-    let (y, q) = reduce_f32(x.abs());
-    let v = flip_f64(sin_or_cos_f32(y, q & 1 == 0), ((q + 1) >> 1) & 1);
-    v as f32 + nan_or_zero(x)
+    sin_cos_f32(x).1
 }
 
 /// Tangent of `x` (radians), within 1 ulp for every `f32`. Branch-free; see the module doc.
@@ -432,13 +515,52 @@ pub fn tan_f32(x: f32) -> f32 {
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub fn sin_cos_f32(x: f32) -> (f32, f32) {
-    let (y, q) = reduce_f32(x.abs());
-    let (s, c) = kernels_f32(y);
+    sin_cos_reduced_f32(x, reduce_f32_native(x.abs()))
+}
+
+/// `(sin x, cos x)` for `|x| ≤ FAST_MAX_F32`, bit-identical to [`sin_cos_f32`] there, without
+/// the exact reduction: about a third of its time. Above `FAST_MAX_F32` (and for infinite or
+/// NaN `x`) the results are meaningless: callers check the bound (see
+/// [`Kernels`](super::Kernels)).
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub fn sin_cos_f32_fast(x: f32) -> (f32, f32) {
+    sin_cos_reduced_f32(x, reduce_f32_fast(x.abs()))
+}
+
+/// Whether `x` is out of the fast forms' range: `|x| > FAST_MAX_F32`, infinite or NaN.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub fn beyond_fast_f32(x: f32) -> bool {
+    // One integer comparison of the magnitudes' bits (infinities and NaNs are above every
+    // finite float): `a > FAST_MAX_F32 || a.is_nan()` became a branch in the loops.
+    x.to_bits() & 0x7fff_ffff > FAST_MAX_F32.to_bits()
+}
+
+/// [`sin_f32`] for `|x| ≤ FAST_MAX_F32`, as [`sin_cos_f32_fast`].
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub fn sin_f32_fast(x: f32) -> f32 {
+    sin_cos_f32_fast(x).0
+}
+
+/// [`cos_f32`] for `|x| ≤ FAST_MAX_F32`, as [`sin_cos_f32_fast`].
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub fn cos_f32_fast(x: f32) -> f32 {
+    sin_cos_f32_fast(x).1
+}
+
+/// `(sin x, cos x)` from the reduction `(yh, yl, q)` of `|x|`.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn sin_cos_reduced_f32(x: f32, (yh, yl, q): (f32, f32, u32)) -> (f32, f32) {
+    let (s, c) = kernels_f32_native(yh, yl);
     let (vs, vc) = if q & 1 == 0 { (s, c) } else { (c, s) };
     let nan = nan_or_zero(x);
     (
-        odd_f32(flip_f64(vs, q >> 1) as f32 + nan, x),
-        flip_f64(vc, ((q + 1) >> 1) & 1) as f32 + nan,
+        odd_f32(flip_f32(vs, q >> 1) + nan, x),
+        flip_f32(vc, ((q + 1) >> 1) & 1) + nan,
     )
 }
 
@@ -577,7 +699,8 @@ mod tests {
     ];
 
     /// Largest ulp errors of sin, cos, tan against the f64 std functions rounded to f32, with an
-    /// argument where each occurs, over `xs`; asserts that `sin_cos_f32` matches bit for bit.
+    /// argument where each occurs, over `xs`; asserts that `sin_cos_f32` matches bit for bit,
+    /// and so do the fast forms up to `FAST_MAX_F32`.
     fn max_ulps_f32(xs: impl Iterator<Item = f32>) -> [(u64, f32); 3] {
         let mut worst = [(0, 0.0); 3];
         for x in xs {
@@ -588,6 +711,24 @@ mod tests {
                 (s.to_bits(), c.to_bits()),
                 "sin_cos_f32({x:e})"
             );
+            if x.abs() <= FAST_MAX_F32 {
+                let fast = sin_cos_f32_fast(x);
+                assert_eq!(
+                    (fast.0.to_bits(), fast.1.to_bits()),
+                    (s.to_bits(), c.to_bits()),
+                    "sin_cos_f32_fast({x:e})"
+                );
+                assert_eq!(
+                    sin_f32_fast(x).to_bits(),
+                    s.to_bits(),
+                    "sin_f32_fast({x:e})"
+                );
+                assert_eq!(
+                    cos_f32_fast(x).to_bits(),
+                    c.to_bits(),
+                    "cos_f32_fast({x:e})"
+                );
+            }
             let xd = f64::from(x);
             let refs = [xd.sin() as f32, xd.cos() as f32, xd.tan() as f32];
             for (k, v) in [s, c, t].into_iter().enumerate() {
@@ -771,6 +912,30 @@ mod tests {
         assert_bounds("f32 exhaustive", worst, [1, 1, 1]);
     }
 
+    /// The fast forms give the full-range functions' bits over `[-FAST_MAX_F32, FAST_MAX_F32]`
+    /// (every 1999th bit pattern, the 2^16 patterns below the bound and the special values),
+    /// and both stay within 1 ulp there.
+    #[test]
+    fn f32_fast_forms_agree_with_the_full_range_ones_in_range() {
+        let edge = FAST_MAX_F32.to_bits();
+        let points = (0..=edge)
+            .step_by(1999)
+            .chain(edge - (1 << 16)..=edge)
+            .map(f32::from_bits)
+            .flat_map(|x| [x, -x]);
+        assert_bounds("f32 fast range", max_ulps_f32(points), [1, 1, 1]);
+        for x in [0.0f32, -0.0, 1e-40, FAST_MAX_F32, -FAST_MAX_F32] {
+            let (s, c) = sin_cos_f32_fast(x);
+            assert_eq!(s.to_bits(), sin_f32(x).to_bits(), "{x:e}");
+            assert_eq!(c.to_bits(), cos_f32(x).to_bits(), "{x:e}");
+        }
+        // Infinite and NaN arguments give NaN in the fast forms too.
+        for x in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN] {
+            let (s, c) = sin_cos_f32_fast(x);
+            assert!(s.is_nan() && c.is_nan(), "{x:e}");
+        }
+    }
+
     /// The f32 and f64 reductions agree on f32 arguments (f32: absolute error < 2^-68).
     #[test]
     fn f32_reduction_matches_f64_reduction() {
@@ -787,6 +952,48 @@ mod tests {
                 "{x:e}: {y:e} vs {yh:e}"
             );
         }
+    }
+
+    /// The `f32` reduction (Cody–Waite up to `FAST_MAX_F32`, the exact one above) against
+    /// the `f64` one: the same quadrant, `yh + yl` within 2^-40 of `y` relatively. Over the
+    /// mixed points and every `f32` around the switch between the two reductions.
+    #[test]
+    fn f32_native_reduction_matches_f64_reduction() {
+        let edge = FAST_MAX_F32.to_bits();
+        let around = (edge - 100_000..edge + 100_000).map(f32::from_bits);
+        let near_pi_2 = (1..=3_900u32).flat_map(|k| {
+            let c = (f64::from(k) * FRAC_PI_2) as f32;
+            (-50..=50).map(move |d| f32::from_bits(c.to_bits().wrapping_add_signed(d)))
+        });
+        let mut worst = (0.0, 0.0);
+        for x in mixed_f32().into_iter().chain(around).chain(near_pi_2) {
+            let a = x.abs();
+            if !a.is_finite() {
+                continue;
+            }
+            let (yh, yl, q) = reduce_f32_native(a);
+            let (y, yl64, q64) = reduce_f64(f64::from(a));
+            // Cody–Waite may round k the other way near an odd multiple of π/4.
+            let y = (y + yl64)
+                - match (i64::from(q) - q64 as i64).rem_euclid(4) {
+                    0 => 0.0,
+                    1 => FRAC_PI_2,
+                    3 => -FRAC_PI_2,
+                    _ => panic!("quadrant of {x:e}: {q} against {q64}"),
+                };
+            assert!(y.abs() < 0.786, "{x:e}: y = {y:e}");
+            let got = f64::from(yh) + f64::from(yl);
+            let rel = ((got - y) / y).abs();
+            if rel > worst.0 {
+                worst = (rel, x);
+            }
+        }
+        println!(
+            "f32 reduction: relative error 2^{:.1} at {:e}",
+            worst.0.log2(),
+            worst.1
+        );
+        assert!(worst.0 <= 2f64.powi(-40), "{worst:?}");
     }
 
     /// (x, q, y as a double-double, sin, cos, tan), from mpmath at 4000 bits (reference values
