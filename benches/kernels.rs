@@ -65,14 +65,13 @@ fn kernels(c: &mut Criterion) {
     let mut group = c.benchmark_group("kernels_f32_1e6");
     group.sample_size(30);
     let widest = Level::detected();
-    macro_rules! kernel {
-        ($name:literal, $f:expr) => {
-            kernel!($name, widest, $f)
-        };
-        ($name:literal, $level:expr, $f:expr) => {
+    // `bench!(runner, name, level, closure)`: one kernel over `xs` by `run` (element by
+    // element) or `run_blocks` (per block, fast kernels first).
+    macro_rules! bench {
+        ($runner:ident, $name:expr, $level:expr, $f:expr) => {
             group.bench_function($name, |b| {
                 b.iter(|| {
-                    run(
+                    $runner(
                         $level,
                         black_box(&xs),
                         &mut out,
@@ -82,6 +81,11 @@ fn kernels(c: &mut Criterion) {
                     black_box(&out);
                 })
             });
+        };
+    }
+    macro_rules! kernel {
+        ($name:literal, $f:expr) => {
+            bench!(run, $name, widest, $f)
         };
     }
     // Each kernel as an `#[inline(always)]` closure, as the fused regions call them: a function
@@ -104,21 +108,7 @@ fn kernels(c: &mut Criterion) {
     });
     macro_rules! blocks {
         ($name:literal, $f:expr) => {
-            blocks!($name, widest, $f)
-        };
-        ($name:literal, $level:expr, $f:expr) => {
-            group.bench_function($name, |b| {
-                b.iter(|| {
-                    run_blocks(
-                        $level,
-                        black_box(&xs),
-                        &mut out,
-                        #[inline(always)]
-                        $f,
-                    );
-                    black_box(&out);
-                })
-            });
+            bench!(run_blocks, $name, widest, $f)
         };
     }
     blocks!("sin_blocks", |x, k| sin::value_in(x, k));
@@ -127,30 +117,14 @@ fn kernels(c: &mut Criterion) {
     // The same at the narrower levels (the widest this CPU has at most): each loop vectorises
     // at every level, so the blocks stay about a third of the full-range functions' time.
     for (name, level) in [("avx2", Level::Avx2), ("baseline", Level::Baseline)] {
-        group.bench_function(format!("sin_plus_cos_{name}"), |b| {
-            b.iter(|| {
-                run(
-                    level,
-                    black_box(&xs),
-                    &mut out,
-                    #[inline(always)]
-                    |x| sin_f32(x) + cos_f32(x),
-                );
-                black_box(&out);
-            })
-        });
-        group.bench_function(format!("sin_plus_cos_blocks_{name}"), |b| {
-            b.iter(|| {
-                run_blocks(
-                    level,
-                    black_box(&xs),
-                    &mut out,
-                    #[inline(always)]
-                    |x, k| sin::value_in(x, k) + cos::value_in(x, k),
-                );
-                black_box(&out);
-            })
-        });
+        bench!(run, format!("sin_plus_cos_{name}"), level, |x| sin_f32(x)
+            + cos_f32(x));
+        bench!(
+            run_blocks,
+            format!("sin_plus_cos_blocks_{name}"),
+            level,
+            |x, k| sin::value_in(x, k) + cos::value_in(x, k)
+        );
     }
     kernel!("exp", |x| exp_f32(x));
     kernel!("ln", |x| ln_f32(x));

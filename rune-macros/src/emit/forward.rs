@@ -190,13 +190,7 @@ impl Emitter<'_> {
                     }
                     Mode::Value => quote!(#as_vec),
                     Mode::Tangent => {
-                        let index = self
-                            .sig
-                            .params
-                            .iter()
-                            .position(|p| p.ident == *ident)
-                            .expect("a parameter");
-                        let slot = format_ident!("__rune_tangent_{}", index);
+                        let slot = self.tangent_slot_of(ident);
                         let ts = struct_tangent_ident(*root);
                         quote!(#as_vec let #ts = #rt::StructTangentSlot::tangent_or_zeros(#slot, #reference);)
                     }
@@ -458,6 +452,17 @@ impl Emitter<'_> {
                 _ => None,
             })
             .expect("an array parameter enters as a list")
+    }
+
+    /// The tangent slot argument of parameter `param` in forward mode (`__rune_tangent_<i>`).
+    pub(super) fn tangent_slot_of(&self, param: &syn::Ident) -> syn::Ident {
+        let index = self
+            .sig
+            .params
+            .iter()
+            .position(|p| p.ident == *param)
+            .expect("a parameter");
+        format_ident!("__rune_tangent_{}", index)
     }
 
     /// The array parameter that entered as list `list`, if one did.

@@ -39,13 +39,7 @@ impl Emitter<'_> {
                 ident,
                 borrowed,
             } if self.analysis.list_useful(*list) => {
-                let index = self
-                    .sig
-                    .params
-                    .iter()
-                    .position(|p| p.ident == *ident)
-                    .expect("a parameter");
-                let slot = format_ident!("__rune_tangent_{}", index);
+                let slot = self.tangent_slot_of(ident);
                 let tl = list_tangent_ident(*list);
                 let reference = if *borrowed {
                     quote!(#ident)

@@ -98,16 +98,7 @@ impl Lowerer<'_> {
 
     /// A call of another `#[differentiable]` function returning `n` values.
     pub(super) fn call(&mut self, c: &syn::ExprCall, n: usize) -> Vec<Lowered> {
-        let arrays: Vec<Option<List>> = c.args.iter().map(|a| self.array_arg(a)).collect();
-        let args: Vec<Lowered> = c
-            .args
-            .iter()
-            .zip(&arrays)
-            .map(|(a, array)| match array {
-                Some(_) => Lowered::constant(a.to_token_stream()),
-                None => self.expr(a),
-            })
-            .collect();
+        let (args, arrays) = self.lower_args(&c.args);
         let refs: Vec<&Lowered> = args.iter().collect();
         let taint = Self::taint_of(&refs);
         if !args.iter().any(|a| matches!(a, Lowered::Val(_))) && arrays.iter().all(Option::is_none)
@@ -201,6 +192,21 @@ impl Lowerer<'_> {
             }
             Callee::Function { path, turbofish }
         })
+    }
+
+    /// A call's arguments lowered, and for each the array parameter it passes whole (whose
+    /// lowered form is the argument as written).
+    fn lower_args<'e>(
+        &mut self,
+        exprs: impl IntoIterator<Item = &'e Expr>,
+    ) -> (Vec<Lowered>, Vec<Option<List>>) {
+        exprs
+            .into_iter()
+            .map(|a| match self.array_arg(a) {
+                Some(list) => (Lowered::constant(a.to_token_stream()), Some(list)),
+                None => (self.expr(a), None),
+            })
+            .unzip()
     }
 
     /// The array parameter an argument passes whole (`x`, `&x`, `*x`).
@@ -303,16 +309,7 @@ impl Lowerer<'_> {
             }
             _ => {}
         }
-        let arrays: Vec<Option<List>> = mc.args.iter().map(|a| self.array_arg(a)).collect();
-        let args: Vec<Lowered> = mc
-            .args
-            .iter()
-            .zip(&arrays)
-            .map(|(a, array)| match array {
-                Some(_) => Lowered::constant(a.to_token_stream()),
-                None => self.expr(a),
-            })
-            .collect();
+        let (args, arrays) = self.lower_args(&mc.args);
         let mut refs: Vec<&Lowered> = args.iter().collect();
         refs.push(receiver);
         let taint = Self::taint_of(&refs);

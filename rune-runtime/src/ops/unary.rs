@@ -35,17 +35,23 @@ fn pair<T: Element>(
     p: &Tensor<T>,
     rule: impl Fn(T, T) -> T,
 ) -> Tensor<T> {
+    check_pair(op, d, p);
+    d.zip_map(
+        p,
+        #[inline(always)]
+        |&dv, &pv| rule(dv, pv),
+    )
+}
+
+/// That a tangent or cotangent `d` has the shape of the value `p` it pairs with.
+#[track_caller]
+fn check_pair<T: Element>(op: &'static str, d: &Tensor<T>, p: &Tensor<T>) {
     assert!(
         d.shape() == p.shape(),
         "{op}: the tangent or cotangent has shape {:?} but the value it pairs with has shape {:?}",
         d.shape(),
         p.shape()
     );
-    d.zip_map(
-        p,
-        #[inline(always)]
-        |&dv, &pv| rule(dv, pv),
-    )
 }
 
 /// [`pair`] for a rule of the kernels of a loop's pass ([`Kernels`]), run in blocks with the
@@ -57,12 +63,7 @@ fn pair_in<T: Element>(
     p: &Tensor<T>,
     rule: impl Fn(T, T, &Kernels) -> T,
 ) -> Tensor<T> {
-    assert!(
-        d.shape() == p.shape(),
-        "{op}: the tangent or cotangent has shape {:?} but the value it pairs with has shape {:?}",
-        d.shape(),
-        p.shape()
-    );
+    check_pair(op, d, p);
     d.zip_map_in(
         p,
         #[inline(always)]
