@@ -174,11 +174,6 @@ fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
         hvp_twin: concrete.is_some() && options.hvp,
         is_twin: false,
         numbers: numbers_only,
-        repeated: if numbers_only {
-            numbers::RepeatedReads::of(&body, &analysis.keep_value)
-        } else {
-            numbers::RepeatedReads::default()
-        },
         host,
     };
     let mut generated = vec![emitter.emit()];
@@ -283,7 +278,6 @@ fn dual_twin(original: &ItemFn, elem: &syn::Type, host: Host, fuses: bool) -> Op
             hvp_twin: false,
             is_twin: true,
             numbers: false,
-            repeated: numbers::RepeatedReads::default(),
             host,
         }
         .emit(),

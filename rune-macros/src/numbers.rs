@@ -12,9 +12,7 @@
 //! so that neither pass makes a tensor. Any other function, and any body with another
 //! statement (an op that is not elementwise, a local `Vec`), is written on tensors as before.
 
-use std::collections::{BTreeSet, HashMap};
-
-use crate::ir::{Body, Slot, Stmt, Val};
+use crate::ir::{Body, Stmt};
 use crate::parse::{Options, Signature};
 
 /// Whether the signature and options allow a function of numbers.
@@ -67,63 +65,4 @@ pub fn body_allows(body: &Body) -> bool {
         })
     }
     body.aux.is_none() && stmts_allow(&body.stmts)
-}
-
-/// In a function of numbers, the reads of a variable that repeat an earlier read of it in the
-/// same statement list, with no write of it between: the backward pass copies the earlier read's
-/// saved value instead of keeping its own (`x` read by three ops of a loop's step is saved once
-/// a step, not three times).
-#[derive(Default)]
-pub struct RepeatedReads {
-    /// Each repeated read's first read.
-    pub first: HashMap<Val, Val>,
-    /// The first reads whose values the backward pass keeps for a repeated read.
-    pub kept: BTreeSet<Val>,
-}
-
-impl RepeatedReads {
-    /// The repeated reads of `body`, for the values the backward pass keeps (`keep_value`).
-    ///
-    /// A list is scanned on its own: a branch, loop or call between two reads ends the run (it
-    /// may write the variable), and nothing under `Stages` is merged (a later stage reads what
-    /// an earlier one saved by its own name).
-    pub fn of(body: &Body, keep_value: &BTreeSet<Val>) -> Self {
-        fn scan(stmts: &[Stmt], merge: bool, first: &mut HashMap<Val, Val>) {
-            let mut last: HashMap<Slot, Val> = HashMap::new();
-            for s in stmts {
-                match s {
-                    Stmt::SlotRead { out, slot } if merge => match last.get(slot) {
-                        Some(a) => {
-                            first.insert(*out, *a);
-                        }
-                        None => {
-                            last.insert(*slot, *out);
-                        }
-                    },
-                    Stmt::SlotWrite { slot, .. } | Stmt::SlotInit { slot, .. } => {
-                        last.remove(slot);
-                    }
-                    Stmt::Branch { arms, .. } => {
-                        last.clear();
-                        arms.iter().for_each(|a| scan(a, merge, first));
-                    }
-                    Stmt::Loop { body, .. } => {
-                        last.clear();
-                        scan(body, merge, first);
-                    }
-                    Stmt::Stages { stages, .. } => {
-                        last.clear();
-                        stages.iter().for_each(|s| scan(s, false, first));
-                    }
-                    Stmt::Call { .. } => last.clear(),
-                    _ => {}
-                }
-            }
-        }
-        let mut first = HashMap::new();
-        scan(&body.stmts, true, &mut first);
-        first.retain(|v, _| keep_value.contains(v));
-        let kept = first.values().copied().collect();
-        RepeatedReads { first, kept }
-    }
 }

@@ -12,7 +12,7 @@ use crate::ir::{CallArg, List, Operand, OutputElem, Slot, Stmt, Val};
 use crate::names::{
     adjoint_ident, arm_ident, arm_stack_ident, config_ident, list_adjoint_ident, pullback_ident,
     reached_ident, reached_stack_ident, residual_ident, shape_ident, sizes_ident,
-    slot_adjoint_ident, struct_grad_ident, template_ident, trips_stack_ident, val_ident,
+    slot_adjoint_ident, struct_grad_ident, template_ident, trips_stack_ident,
 };
 use crate::ops::{self, Param};
 
@@ -26,14 +26,6 @@ impl Emitter<'_> {
                     let ident = saved.ident();
                     let stack = saved.stack();
                     out.push(quote!(let #ident = ::core::option::Option::unwrap(#stack.pop());));
-                }
-            }
-            for stmt in stmts {
-                if let Stmt::SlotRead { out: v, .. } = stmt {
-                    if let Some(a) = self.repeated.first.get(v) {
-                        let (v, a) = (val_ident(*v), val_ident(*a));
-                        out.push(quote!(let #v = #a;));
-                    }
                 }
             }
         }

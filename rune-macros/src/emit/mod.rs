@@ -73,8 +73,6 @@ pub struct Emitter<'a> {
     /// Every value is a number (`crate::numbers`): the runtime's number functions stand in for
     /// the tensor ones.
     pub numbers: bool,
-    /// In a function of numbers, the reads whose saved value is an earlier read's.
-    pub repeated: crate::numbers::RepeatedReads,
     /// Where the generated items go.
     pub host: Host,
 }

@@ -58,10 +58,7 @@ impl Emitter<'_> {
         let a = self.analysis;
         let mut out = Vec::new();
         let value = |v: Val, out: &mut Vec<Saved>| {
-            // A repeated read of a number takes its first read's value (`backward_block`).
-            if (a.keep_value.contains(&v) && !self.repeated.first.contains_key(&v))
-                || self.repeated.kept.contains(&v)
-            {
+            if a.keep_value.contains(&v) {
                 out.push(Saved::Value(v));
             }
             if a.keep_shape.contains(&v) {

@@ -29,7 +29,8 @@ use syn::{Block, Expr, Ident};
 
 use crate::diag::Errors;
 use crate::ir::{
-    Body, Const, List, Operand, OutputAux, OutputElem, PathSeg, Slot, Stmt, Taint, Use, Val,
+    Body, CallArg, Const, List, Operand, OutputAux, OutputElem, PathSeg, Slot, Stmt, Taint, Use,
+    Val,
 };
 use crate::names::{const_ident, hidden, val_ident};
 use crate::parse::{Returns, Signature};
@@ -283,6 +284,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
     }
     let mut stmts = std::mem::take(&mut l.items);
     stmts.append(&mut l.stmts);
+    merge_repeated_reads(&mut stmts, &mut outputs);
     Body {
         stmts,
         roots: l.roots,
@@ -498,5 +500,92 @@ pub fn path_place(
         quote!((*#base #(#segs)*))
     } else {
         quote!(#base #(#segs)*)
+    }
+}
+
+/// Reads of a variable that repeat an earlier read of it in the same statement list, with no
+/// write of it between, are the earlier read: every op, call or write that reads a repeated
+/// read's value is given the first read's. (`x` read by four ops of a step is one value: a
+/// region reading it has one input and one partial, not four, and the backward pass keeps it
+/// once.) The repeated read stays for constant code that names it (`x.shape()`), which the
+/// derivatives do not see. A branch, loop or call between two reads ends the run, and nothing
+/// under `Stages` is merged (a later stage reads what an earlier one saved by its own name).
+fn merge_repeated_reads(stmts: &mut [Stmt], outputs: &mut [OutputElem]) {
+    fn scan(stmts: &mut [Stmt], merge: bool, first: &mut HashMap<Val, Val>) {
+        let mut last: HashMap<Slot, Val> = HashMap::new();
+        for s in stmts {
+            match s {
+                Stmt::SlotRead { out, slot } if merge => match last.get(slot) {
+                    Some(a) => {
+                        first.insert(*out, *a);
+                    }
+                    None => {
+                        last.insert(*slot, *out);
+                    }
+                },
+                Stmt::SlotWrite { slot, .. } | Stmt::SlotInit { slot, .. } => {
+                    last.remove(slot);
+                }
+                Stmt::Branch { arms, .. } => {
+                    last.clear();
+                    arms.iter_mut().for_each(|a| scan(a, merge, first));
+                }
+                Stmt::Loop { body, .. } => {
+                    last.clear();
+                    scan(body, merge, first);
+                }
+                Stmt::Stages { stages, .. } => {
+                    last.clear();
+                    stages.iter_mut().for_each(|s| scan(s, false, first));
+                }
+                Stmt::Call { .. } => last.clear(),
+                _ => {}
+            }
+        }
+    }
+    fn rename(stmts: &mut [Stmt], first: &HashMap<Val, Val>) {
+        let operand = |o: &mut Operand| {
+            if let Operand::Val(v) = o {
+                if let Some(a) = first.get(v) {
+                    *v = *a;
+                }
+            }
+        };
+        for s in stmts {
+            match s {
+                Stmt::Op { inputs, .. } | Stmt::Fused { inputs, .. } => {
+                    inputs.iter_mut().for_each(operand)
+                }
+                Stmt::SlotInit { init: o, .. }
+                | Stmt::SlotWrite { val: o, .. }
+                | Stmt::ListPush { val: o, .. } => operand(o),
+                Stmt::Call { args, .. } => {
+                    for a in args {
+                        if let CallArg::Val { val, .. } = a {
+                            if let Some(f) = first.get(val) {
+                                *val = *f;
+                            }
+                        }
+                    }
+                }
+                Stmt::Branch { arms, .. } => arms.iter_mut().for_each(|a| rename(a, first)),
+                Stmt::Stages { stages, .. } => stages.iter_mut().for_each(|s| rename(s, first)),
+                Stmt::Loop { body, .. } => rename(body, first),
+                _ => {}
+            }
+        }
+    }
+    let mut first = HashMap::new();
+    scan(stmts, true, &mut first);
+    if first.is_empty() {
+        return;
+    }
+    rename(stmts, &first);
+    for o in outputs {
+        if let OutputElem::Val(v) = o {
+            if let Some(a) = first.get(v) {
+                *v = *a;
+            }
+        }
     }
 }
