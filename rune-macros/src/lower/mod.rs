@@ -29,8 +29,8 @@ use syn::{Block, Expr, Ident};
 
 use crate::diag::Errors;
 use crate::ir::{
-    Body, CallArg, Const, List, Operand, OutputAux, OutputElem, PathSeg, Slot, Stmt, Taint, Use,
-    Val,
+    Body, BranchHead, CallArg, Const, List, LoopHead, Operand, OutputAux, OutputElem, PathSeg,
+    Slot, Stmt, Taint, Use, Val,
 };
 use crate::names::{const_ident, hidden, val_ident};
 use crate::parse::{Returns, Signature};
@@ -284,7 +284,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
     }
     let mut stmts = std::mem::take(&mut l.items);
     stmts.append(&mut l.stmts);
-    merge_repeated_reads(&mut stmts, &mut outputs);
+    merge_repeated_reads(&mut stmts, &mut outputs, aux.as_ref());
     Body {
         stmts,
         roots: l.roots,
@@ -507,10 +507,14 @@ pub fn path_place(
 /// write of it between, are the earlier read: every op, call or write that reads a repeated
 /// read's value is given the first read's. (`x` read by four ops of a step is one value: a
 /// region reading it has one input and one partial, not four, and the backward pass keeps it
-/// once.) The repeated read stays for constant code that names it (`x.shape()`), which the
+/// once.) A repeated read stays only where constant code names it (`x.shape()`), which the
 /// derivatives do not see. A branch, loop or call between two reads ends the run, and nothing
 /// under `Stages` is merged (a later stage reads what an earlier one saved by its own name).
-fn merge_repeated_reads(stmts: &mut [Stmt], outputs: &mut [OutputElem]) {
+fn merge_repeated_reads(
+    stmts: &mut Vec<Stmt>,
+    outputs: &mut [OutputElem],
+    aux: Option<&OutputAux>,
+) {
     fn scan(stmts: &mut [Stmt], merge: bool, first: &mut HashMap<Val, Val>) {
         let mut last: HashMap<Slot, Val> = HashMap::new();
         for s in stmts {
@@ -581,11 +585,89 @@ fn merge_repeated_reads(stmts: &mut [Stmt], outputs: &mut [OutputElem]) {
         return;
     }
     rename(stmts, &first);
-    for o in outputs {
+    for o in outputs.iter_mut() {
         if let OutputElem::Val(v) = o {
             if let Some(a) = first.get(v) {
                 *v = *a;
             }
+        }
+    }
+    // The repeated reads that constant code does not name go.
+    let mut named = std::collections::HashSet::new();
+    let mut note = |t: &TokenStream| idents_of(t, &mut named);
+    crate::analyse::walk(stmts, &mut |s| constant_tokens(s, &mut note));
+    if let Some(OutputAux::Expr(t)) = aux {
+        note(t);
+    }
+    let unnamed: std::collections::HashSet<Val> = first
+        .keys()
+        .copied()
+        .filter(|v| !named.contains(&val_ident(*v).to_string()))
+        .collect();
+    drop_reads(stmts, &unnamed);
+}
+
+/// Removes the reads of `vals` from a statement list and the lists it holds.
+fn drop_reads(stmts: &mut Vec<Stmt>, vals: &std::collections::HashSet<Val>) {
+    stmts.retain(|s| !matches!(s, Stmt::SlotRead { out, .. } if vals.contains(out)));
+    for s in stmts {
+        match s {
+            Stmt::Branch { arms, .. } => arms.iter_mut().for_each(|a| drop_reads(a, vals)),
+            Stmt::Stages { stages, .. } => stages.iter_mut().for_each(|s| drop_reads(s, vals)),
+            Stmt::Loop { body, .. } => drop_reads(body, vals),
+            _ => {}
+        }
+    }
+}
+
+/// Calls `f` on each piece of constant code a statement holds (not those of the statements it
+/// holds).
+fn constant_tokens(s: &Stmt, f: &mut impl FnMut(&TokenStream)) {
+    match s {
+        Stmt::Verbatim(t) | Stmt::Stages { guard: t, .. } => f(t),
+        Stmt::Hoist { expr, ty, .. } => {
+            f(expr);
+            ty.iter().for_each(f);
+        }
+        Stmt::Branch { head, .. } => match head {
+            BranchHead::If(t) => f(t),
+            BranchHead::Match {
+                scrutinee,
+                patterns,
+            } => {
+                f(scrutinee);
+                patterns.iter().for_each(f);
+            }
+        },
+        Stmt::Loop {
+            head: LoopHead::For { pattern, iter },
+            ..
+        } => {
+            f(pattern);
+            f(iter);
+        }
+        Stmt::ListNew { init, .. } => f(init),
+        Stmt::Op { turbofish, .. } => turbofish.iter().for_each(f),
+        Stmt::Call { args, .. } => {
+            for a in args {
+                if let CallArg::Const(t) | CallArg::Array { tokens: t, .. } = a {
+                    f(t);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The identifiers in `t`, at any depth.
+fn idents_of(t: &TokenStream, out: &mut std::collections::HashSet<String>) {
+    for tt in t.clone() {
+        match tt {
+            proc_macro2::TokenTree::Ident(i) => {
+                out.insert(i.to_string());
+            }
+            proc_macro2::TokenTree::Group(g) => idents_of(&g.stream(), out),
+            _ => {}
         }
     }
 }
