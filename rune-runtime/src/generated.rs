@@ -100,6 +100,14 @@ pub fn parameter_part<P: ParameterPart>(part: &P) -> &P {
     part
 }
 
+/// `iter`, with the lower bound of its length written to `hint`: a loop of the forward pass
+/// reserves that many entries on the stacks its body pushes on once a trip.
+#[inline]
+pub fn hinted<I: Iterator>(iter: I, hint: &mut usize) -> I {
+    *hint = iter.size_hint().0;
+    iter
+}
+
 /// The adjoint of element `index` of a list, made room for.
 #[inline]
 pub fn list_slot<U>(adjoints: &mut impl AdjointList<U>, index: usize) -> &mut Option<U> {

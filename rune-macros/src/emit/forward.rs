@@ -418,7 +418,30 @@ impl Emitter<'_> {
                     ),
                     Mode::Tangent | Mode::Value => (quote!(), quote!(), quote!()),
                 };
+                // The stacks the body pushes on once a trip are reserved for the trip count the
+                // iterator gives, when its first trip starts.
+                let mut stacks: Vec<Ident> = Vec::new();
+                if mode == Mode::Reverse {
+                    for saved in body.iter().flat_map(|s| self.saved_by(s)) {
+                        let stack = saved.stack();
+                        if !stacks.contains(&stack) {
+                            stacks.push(stack);
+                        }
+                    }
+                }
                 let looped = match head {
+                    LoopHead::For { pattern, iter } if !stacks.is_empty() => {
+                        let hint = hidden(&format!("hint{}", id));
+                        quote! {
+                            let mut #hint = 0usize;
+                            for #pattern in #rt::hinted(::core::iter::IntoIterator::into_iter(#iter), &mut #hint) {
+                                if #trips == 0 {
+                                    #(#stacks.reserve(#hint);)*
+                                }
+                                #tick #inner
+                            }
+                        }
+                    }
                     LoopHead::For { pattern, iter } => {
                         quote!(for #pattern in #iter { #tick #inner })
                     }
@@ -441,7 +464,6 @@ impl Emitter<'_> {
         quote!(#(#decls)*)
     }
 
-    /// The value of each active parameter, in parameter order (`None` for constants).
     /// The list an array parameter enters as.
     pub(super) fn array_list(&self, param: &syn::Ident) -> List {
         self.body
@@ -475,6 +497,8 @@ impl Emitter<'_> {
         })
     }
 
+    /// The value of each active parameter, in parameter order (`None` for constants, and for
+    /// structures and arrays, which enter otherwise).
     pub(super) fn param_vals(&self) -> Vec<Option<Val>> {
         let mut vals = self.body.stmts.iter().filter_map(|s| match s {
             Stmt::Param { out, .. } => Some(*out),
