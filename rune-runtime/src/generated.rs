@@ -314,6 +314,22 @@ impl<T: Element> ArgFrom<&Tensor<T>> for T {
     }
 }
 
+/// A 0-d tensor passed to a callee taking its number by reference (`fn cube(v: &f64)` called
+/// from a function written on tensors).
+impl<'a, T: Element> ArgFrom<&'a Tensor<T>> for &'a T {
+    #[inline]
+    #[track_caller]
+    fn arg_from(x: &'a Tensor<T>) -> Self {
+        match x.as_shared().first() {
+            Some(v) if x.len() == 1 => v,
+            _ => panic!(
+                "a tensor of shape {:?} is passed as a number: it must have one element",
+                x.shape()
+            ),
+        }
+    }
+}
+
 impl<T: Element> ArgFrom<Tensor<T>> for T {
     #[inline]
     #[track_caller]
