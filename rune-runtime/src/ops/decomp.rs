@@ -51,7 +51,7 @@
 //! - `dot(b)` of two vectors of one length is a 0-d tensor; `outer(b)` of `[m]` and `[n]` is
 //!   `[m, n]`.
 
-use super::linalg::batch_steps;
+use super::linalg::batch_pairs;
 use crate::broadcast::broadcast_shapes;
 use crate::element::Element;
 use crate::error::{checked_size, OrPanic, ShapeError};
@@ -110,20 +110,7 @@ impl Batched {
                 ),
             )
         })?;
-        let (sa, sb) = (batch_steps(a_batch, &batch), batch_steps(b_batch, &batch));
-        let count: usize = batch.iter().product();
-        let pairs = (0..count)
-            .map(|i| {
-                let (mut rem, mut ia, mut ib) = (i, 0, 0);
-                for ax in (0..batch.len()).rev() {
-                    let idx = rem % batch[ax];
-                    rem /= batch[ax];
-                    ia += idx * sa[ax];
-                    ib += idx * sb[ax];
-                }
-                (ia, ib)
-            })
-            .collect();
+        let pairs = batch_pairs(a_batch, b_batch, &batch).collect();
         Ok(Batched { batch, pairs })
     }
 

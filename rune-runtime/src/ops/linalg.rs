@@ -241,9 +241,29 @@ impl<'a, T: Element> Stack<'a, T> {
     }
 }
 
+/// For each element of the broadcast batch `batch` (row-major), the matrices `(ia, ib)` it reads
+/// in operands with batch axes `a_batch` and `b_batch`.
+pub(super) fn batch_pairs<'b>(
+    a_batch: &[usize],
+    b_batch: &[usize],
+    batch: &'b [usize],
+) -> impl Iterator<Item = (usize, usize)> + 'b {
+    let (sa, sb) = (batch_steps(a_batch, batch), batch_steps(b_batch, batch));
+    (0..batch.iter().product()).map(move |i| {
+        let (mut rem, mut ia, mut ib) = (i, 0, 0);
+        for ax in (0..batch.len()).rev() {
+            let idx = rem % batch[ax];
+            rem /= batch[ax];
+            ia += idx * sa[ax];
+            ib += idx * sb[ax];
+        }
+        (ia, ib)
+    })
+}
+
 /// For each axis of `batch`, how far one step moves in an operand with batch axes `op_batch`
 /// (right-aligned; `0` where the operand is broadcast), counted in matrices.
-pub(super) fn batch_steps(op_batch: &[usize], batch: &[usize]) -> Vec<usize> {
+fn batch_steps(op_batch: &[usize], batch: &[usize]) -> Vec<usize> {
     let lead = batch.len() - op_batch.len();
     let mut steps = vec![0; batch.len()];
     let mut stride = 1;
@@ -271,16 +291,7 @@ fn batched<T: Element>(
     if size == 0 {
         return;
     }
-    let sa = batch_steps(a_batch, batch);
-    let sb = batch_steps(b_batch, batch);
-    for (i, o) in out.chunks_exact_mut(size).enumerate() {
-        let (mut rem, mut ia, mut ib) = (i, 0, 0);
-        for ax in (0..batch.len()).rev() {
-            let idx = rem % batch[ax];
-            rem /= batch[ax];
-            ia += idx * sa[ax];
-            ib += idx * sb[ax];
-        }
+    for ((ia, ib), o) in batch_pairs(a_batch, b_batch, batch).zip(out.chunks_exact_mut(size)) {
         gemm(
             &a.index_axis(Axis(0), ia),
             &b.index_axis(Axis(0), ib),
