@@ -11,7 +11,10 @@
 //! Then it times `cargo build` (debug) of a file of 50 small differentiable functions written the
 //! way users write them (a dense layer's loss, a loop, a branch on a value, a softmax
 //! cross-entropy, a W2-like update), against the same file without the attribute, and prints
-//! the size of the expansion (tokens of the 50 generated items against the source's).
+//! the size of the expansion (tokens of the 50 generated items against the source's). The
+//! generated entry points are `#[inline]`, so a build compiles only those something calls: the
+//! file is built again with every function's `value_and_grad` used, and with every entry point
+//! used.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,6 +24,8 @@ const LENGTHS: [usize; 2] = [500, 2000];
 const RUNS: usize = 3;
 const FUSED: &str = "#[differentiable]";
 const UNFUSED: &str = "#[differentiable(fuse = false)]";
+/// The public entry points of a function on a concrete element type without `hvp`.
+const ENTRY_POINTS: [&str; 5] = ["value_and_grad", "grad", "vjp", "jvp", "pullback"];
 
 /// The chain, under `attribute` (`#[differentiable]`, `#[differentiable(fuse = false)]`) or
 /// none.
@@ -90,6 +95,21 @@ fn fifty(differentiable: bool) -> String {
         }
         s.push_str("\n\n");
     }
+    s
+}
+
+/// The differentiable 50-function file and a function that takes the address of each
+/// function's `entries` (`value_and_grad`, ..), so that the build compiles them: the generated
+/// entry points are `#[inline]`, built only where they are used.
+fn fifty_used(entries: &[&str]) -> String {
+    let mut s = fifty(true);
+    s.push_str("pub fn entry_points() -> Vec<*const ()> {\n    vec![\n");
+    for i in 0..50 {
+        for entry in entries {
+            s.push_str(&format!("        loss{i}_{entry} as *const (),\n"));
+        }
+    }
+    s.push_str("    ]\n}\n");
     s
 }
 
@@ -181,6 +201,8 @@ fn main() {
     let (plain_src, fused_src) = (fifty(false), fifty(true));
     let plain = median(&dir, &target, &plain_src, "build");
     let fused = median(&dir, &target, &fused_src, "build");
+    let one = median(&dir, &target, &fifty_used(&["value_and_grad"]), "build");
+    let all = median(&dir, &target, &fifty_used(&ENTRY_POINTS), "build");
     println!("compile_time: cargo build (debug) of 50 functions, median of {RUNS}");
     println!(
         "{:>10} {:>10} {:>7} {:>16} {:>16}",
@@ -192,6 +214,14 @@ fn main() {
         "{plain:>10.2} {fused:>10.2} {:>7.1} {:>16} {expanded:>16}",
         fused / plain,
         tokens(&plain_src),
+    );
+    println!("the same file with each function's entry points used (their addresses taken)");
+    println!("{:>30} {:>10} {:>7}", "used", "fused (s)", "ratio");
+    println!("{:>30} {one:>10.2} {:>7.1}", "value_and_grad", one / plain);
+    println!(
+        "{:>30} {all:>10.2} {:>7.1}",
+        ENTRY_POINTS.join(" "),
+        all / plain
     );
 }
 

@@ -259,13 +259,13 @@ impl Api<'_> {
                     EntryPoint::Hvp | EntryPoint::Vjp | EntryPoint::ValueAndGrad | EntryPoint::Grad
                 )
                 .then(|| quote!(#[track_caller]));
-                let attrs = quote!(#[doc = #doc] #lints #track_caller);
+                let attrs = quote!(#[doc = #doc] #[inline] #lints #track_caller);
                 (false, self.public_name(entry.suffix()), attrs)
             }
             None => (
                 true,
                 self.hidden_name(entry.suffix()),
-                quote!(#[doc(hidden)] #lints),
+                quote!(#[doc(hidden)] #[inline] #lints),
             ),
         };
         Some(Decl {
@@ -571,6 +571,9 @@ impl Emitter<'_> {
         original.attrs.retain(|a| !a.path().is_ident("doc"));
         original.attrs.push(syn::parse_quote!(#[doc(hidden)]));
         original.attrs.push(syn::parse_quote!(#[allow(dead_code)]));
+        if !original.attrs.iter().any(|a| a.path().is_ident("inline")) {
+            original.attrs.push(syn::parse_quote!(#[inline]));
+        }
         original.into_token_stream()
     }
 
