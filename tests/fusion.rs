@@ -372,6 +372,104 @@ fn a_reduction_ending_a_region_has_the_derivatives_of_its_unfused_twin() {
     assert_eq!(gcol.to_vec(), [0.0; 3]);
 }
 
+both! {
+    /// A normalised layer and a per-row error, written as users write them: the row means, the
+    /// row variances and the per-row errors are reductions over the last axis ending regions;
+    /// the column sums at the end reduce a region over its first axis.
+    fn normed / normed_unfused(x: &Tensor<f64>, w: &Tensor<f64>, b: &Tensor<f64>, #[nodiff] y: &Tensor<f64>) -> Tensor<f64> {
+        let z = x.matmul(w);
+        let mu = (&z + b).mean_axes(&[-1], true);
+        let var = (&z + b - &mu).square().mean_axes(&[1], true);
+        let h = (&z + b - &mu) / (var + 1e-3).sqrt();
+        let err = ((&h - y).square() * 0.5).sum_axes(&[1], false);
+        let cols = (h.tanh() * &err.reshape(&[4, 1])).sum_axes(&[0], false);
+        (err.log1p() * 2.0).mean() + cols.sum()
+    }
+}
+
+both! {
+    /// Row sums of a region over a rank-3 value, over the two last axes and keeping them.
+    fn planes / planes_unfused(x: &Tensor<f64>, s: &Tensor<f64>) -> Tensor<f64> {
+        (x * s).sin().exp().sum_axes(&[2, 1], true) * 0.5
+    }
+}
+
+both! {
+    /// A generic row-wise reduction, run on f32, f64 and (through `f_hvp`) dual numbers.
+    fn soft_rows / soft_rows_unfused<T: Element>(x: &Tensor<T>, w: &Tensor<T>) -> Tensor<T> {
+        ((x * w).exp() + 1.0).ln().mean_axes(&[-1], false).square().sum()
+    }
+}
+
+#[test]
+fn reductions_over_some_axes_end_regions_with_the_derivatives_of_their_unfused_twins() {
+    let x = Tensor::rand_normal(&[4, 3], 0.0, 1.0, 41);
+    let w = Tensor::rand_normal(&[3, 70], 0.0, 0.5, 42);
+    let b = Tensor::rand_normal(&[70], 0.0, 0.5, 43);
+    let y = Tensor::rand_normal(&[4, 70], 0.0, 1.0, 44);
+    check_variants!(normed, normed_value_and_grad, normed_grad, normed_vjp, normed_jvp, normed_pullback; [x, w, b]; (&x, &w, &b, &y));
+    let (value, (gx, gw, gb)) = normed_value_and_grad(&x, &w, &b, &y);
+    let (value_u, (gx_u, gw_u, gb_u)) = normed_unfused_value_and_grad(&x, &w, &b, &y);
+    assert_ulps("value", &value, &value_u, 16.0);
+    assert_ulps("x", &gx, &gx_u, 1e4);
+    assert_ulps("w", &gw, &gw_u, 1e4);
+    assert_ulps("b", &gb, &gb_u, 1e4);
+    let tangents = (
+        Tensor::rand_normal(&[4, 3], 0.0, 1.0, 45),
+        Tensor::rand_normal(&[3, 70], 0.0, 1.0, 46),
+        Tensor::rand_normal(&[70], 0.0, 1.0, 47),
+    );
+    let (_, t) = normed_jvp(&x, &w, &b, &y, &tangents.0, &tangents.1, &tangents.2);
+    let (_, t_u) = normed_unfused_jvp(&x, &w, &b, &y, &tangents.0, &tangents.1, &tangents.2);
+    assert_ulps("tangent", &t, &t_u, 1e4);
+
+    // Rows of 2 × 70 elements cross the fused loops' blocks.
+    let x = Tensor::rand_normal(&[3, 2, 70], 0.0, 1.0, 48);
+    let s = Tensor::rand_normal(&[2, 70], 0.0, 1.0, 49);
+    check_vector_variants!(planes, planes_vjp, planes_jvp, planes_pullback; [x, s]; (&x, &s));
+    let ct = Tensor::rand_normal(&[3, 1, 1], 0.0, 1.0, 50);
+    let (value, (gx, gs)) = planes_vjp(&x, &s, &ct);
+    let (value_u, (gx_u, gs_u)) = planes_unfused_vjp(&x, &s, &ct);
+    assert_eq!(value.shape(), &[3, 1, 1]);
+    assert_ulps("planes", &value, &value_u, 16.0);
+    assert_ulps("planes x", &gx, &gx_u, 16.0);
+    assert_ulps("planes s", &gs, &gs_u, 64.0);
+    // By hand: at s = 0 every element is e^0 = 1, so each plane sums to 140 and the result is
+    // 70; d/dx is 0.5 cos(0) e^0 s = 0, and d/ds sums 0.5 x over the planes.
+    let (value, (gx, gs)) = planes_vjp(&x, &Tensor::zeros(&[2, 70]), &Tensor::ones(&[3, 1, 1]));
+    assert_eq!(value.to_vec(), [70.0; 3]);
+    assert!(gx.to_vec().iter().all(|&g| g == 0.0));
+    let xs = x.to_vec();
+    for (j, g) in gs.to_vec().iter().enumerate() {
+        let want: f64 = (0..3).map(|p| 0.5 * xs[p * 140 + j]).sum();
+        assert!((g - want).abs() <= 1e-14, "{g} against {want}");
+    }
+}
+
+#[test]
+fn a_generic_row_reduction_agrees_with_its_twin_in_f32_and_hessian_vector_products() {
+    let x = Tensor::rand_normal(&[5, 9], 0.0, 1.0, 51);
+    let w = Tensor::rand_normal(&[9], 0.0, 1.0, 52);
+    check_variants!(soft_rows, soft_rows_value_and_grad, soft_rows_grad, soft_rows_vjp, soft_rows_jvp, soft_rows_pullback; [x, w]; (&x, &w));
+    let (gx, gw) = soft_rows_grad(&x, &w);
+    let (gx_u, gw_u) = soft_rows_unfused_grad(&x, &w);
+    assert_ulps("x", &gx, &gx_u, 64.0);
+    assert_ulps("w", &gw, &gw_u, 64.0);
+    let (x32, w32) = (x.cast::<f32>(), w.cast::<f32>());
+    let (gx32, gw32) = soft_rows_grad(&x32, &w32);
+    let (gx32_u, gw32_u) = soft_rows_unfused_grad(&x32, &w32);
+    assert_ulps_f32("x in f32", &gx32, &gx32_u, 64.0);
+    assert_ulps_f32("w in f32", &gw32, &gw32_u, 64.0);
+    let (dx, dw) = (
+        Tensor::rand_normal(&[5, 9], 0.0, 1.0, 53),
+        Tensor::rand_normal(&[9], 0.0, 1.0, 54),
+    );
+    let (_, (hx, hw)) = soft_rows_hvp(&x, &w, &dx, &dw);
+    let (_, (hx_u, hw_u)) = soft_rows_unfused_hvp(&x, &w, &dx, &dw);
+    assert_ulps("Hv for x", &hx, &hx_u, 256.0);
+    assert_ulps("Hv for w", &hw, &hw_u, 256.0);
+}
+
 /// An auxiliary output that is a value inside what would be a region.
 #[differentiable(has_aux)]
 fn with_aux(x: &Tensor<f64>) -> (Tensor<f64>, Tensor<f64>) {

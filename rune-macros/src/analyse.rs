@@ -234,16 +234,21 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
             }
         }
         // The backward pass of a fused region reads the values its partial derivatives name
-        // and the shapes of the other inputs; that of a reduced region only the partial
-        // derivatives its forward pass computed (`Saved::Partials`).
+        // and the shapes of the other inputs, and that of a region reduced over some axes their
+        // configuration; that of a fully reduced region only the partial derivatives its
+        // forward pass computed (`Saved::Partials`).
         Stmt::Fused {
             out,
             inputs,
             literals,
             nodes,
-            reduce: None,
+            reduce,
+            axes,
             ..
-        } if a.useful[out.0] => {
+        } if a.useful[out.0] && (reduce.is_none() || axes.is_some()) => {
+            if let Some(axes) = axes {
+                a.keep_config.extend([axes.axes, axes.keepdims]);
+            }
             let needs = crate::fuse::Needs::of(inputs, literals.len(), nodes);
             for (input, needed) in inputs.iter().zip(needs.inputs) {
                 match *input {

@@ -15,11 +15,15 @@
 //! pass recomputes the tree from the inputs, so the forward pass saves none of its
 //! intermediates. A root with no op below it stays an ordinary [`Stmt::Op`].
 //!
-//! A full reduction (`sum`, `mean`) whose input is such a root's value, read by nothing else,
-//! ends the region: the region's result is then the reduction's 0-d value, and no tensor holds
-//! the tree's values. Its reverse pass computes the inputs' partial derivatives in the same pass
-//! as the value (`rune_runtime::fused::fused_reduce_vjp`), so it alone is a region even of one
-//! op.
+//! A reduction whose input is such a root's value, read by nothing else, ends the region: the
+//! region's result is then the reduction's value, and no tensor holds the tree's values. A full
+//! reduction (`sum`, `mean`) is 0-d: its reverse pass computes the inputs' partial derivatives
+//! in the same pass as the value (`rune_runtime::fused::fused_reduce_vjp`), so it alone is a
+//! region even of one op. A reduction over some axes (`sum_axes`, `mean_axes`) runs in the same
+//! pass as the values when the axes are the region's last (`fused_reduce_axes`); its reverse
+//! pass spreads the result's cotangent over the reduced axes and recomputes the region from its
+//! inputs (`fused_reduce_axes_vjp`), so the forward pass saves the inputs as for a region that
+//! is not reduced.
 //!
 //! The ops are moved to the root's place in the list. That is sound: values are assigned once,
 //! an op inside a region reads only values and constants defined before it, and nothing reads
@@ -30,7 +34,8 @@ use std::collections::HashMap;
 use proc_macro2::{TokenStream, TokenTree};
 
 use crate::ir::{
-    Body, BranchHead, Const, FusedArg, FusedNode, LoopHead, Operand, Reduction, Stmt, Val,
+    Body, BranchHead, Const, FusedArg, FusedNode, LoopHead, Operand, ReduceAxes, Reduction, Stmt,
+    Val,
 };
 use crate::ops::{Form, OpSpec, RuleArg};
 
@@ -166,34 +171,36 @@ fn fusible<'s>(stmt: &'s Stmt, lits: &Literals) -> Option<(Val, &'s [Operand])> 
     (fusible_op(op) && config_ok).then_some((*out, inputs.as_slice()))
 }
 
-/// An op with no configuration, turbofish or `?`: its output, spec and inputs.
-fn plain_op(stmt: &Stmt) -> Option<(Val, &'static OpSpec, &[Operand])> {
-    match stmt {
-        Stmt::Op {
-            out,
-            op,
-            inputs,
-            config,
-            turbofish: None,
-            tainted_by: None,
-            fallible: false,
-            ..
-        } if config.is_empty() => Some((*out, *op, inputs)),
+/// A reduction that can end a region: `x.sum()`, `x.mean()`, or over some axes
+/// `x.sum_axes(axes, keepdims)`, `x.mean_axes(axes, keepdims)`, with its output and the value
+/// it reduces.
+fn reduction(stmt: &Stmt) -> Option<(Val, Val, Reduction, Option<ReduceAxes>)> {
+    let Stmt::Op {
+        out,
+        op,
+        inputs,
+        config,
+        turbofish: None,
+        tainted_by: None,
+        fallible: false,
+        ..
+    } = stmt
+    else {
+        return None;
+    };
+    let over = |axes: &[Const]| match *axes {
+        [axes, keepdims] => Some(ReduceAxes { op, axes, keepdims }),
         _ => None,
-    }
-}
-
-/// A full reduction that can end a region: `x.sum()` or `x.mean()`, with its output and the
-/// value it reduces.
-fn reduction(stmt: &Stmt) -> Option<(Val, Val, Reduction)> {
-    let (out, op, inputs) = plain_op(stmt)?;
-    let reduce = match op.name {
-        "sum" => Reduction::Sum,
-        "mean" => Reduction::Mean,
+    };
+    let (reduce, axes) = match (op.name, config.as_slice()) {
+        ("sum", []) => (Reduction::Sum, None),
+        ("mean", []) => (Reduction::Mean, None),
+        ("sum_axes", c) => (Reduction::Sum, Some(over(c)?)),
+        ("mean_axes", c) => (Reduction::Mean, Some(over(c)?)),
         _ => return None,
     };
-    match inputs {
-        [Operand::Val(v)] => Some((out, *v, reduce)),
+    match inputs.as_slice() {
+        [Operand::Val(v)] => Some((*out, *v, reduce, axes)),
         _ => None,
     }
 }
@@ -371,7 +378,7 @@ fn collect(stmts: &[Stmt], next_list: &mut usize, uses: &mut Uses, lits: &Litera
                 }
             }
             continue;
-        } else if let Some((_, v, _)) = reduction(stmt) {
+        } else if let Some((_, v, _, _)) = reduction(stmt) {
             // A reduction reads its input like a fusible op, but its value is never inside a
             // region (it has another shape): it ends one.
             uses.readers[v.0].push((list, i));
@@ -506,11 +513,11 @@ fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, lits: &Literals, singletons: bo
     let mut fused = Vec::new();
     for i in 0..stmts.len() {
         // The op whose tree the region is, and the reduction that ends it.
-        let (out, top, reduce) = match (fusible(&stmts[i], lits), reduction(&stmts[i])) {
-            (Some((out, _)), _) if !uses.inside(out) => (out, i, None),
-            (_, Some((out, v, reduce))) if uses.inside(v) => {
+        let (out, top, reduce, axes) = match (fusible(&stmts[i], lits), reduction(&stmts[i])) {
+            (Some((out, _)), _) if !uses.inside(out) => (out, i, None, None),
+            (_, Some((out, v, reduce, axes))) if uses.inside(v) => {
                 let (_, d) = uses.def[v.0].expect("a value inside a region has a definition");
-                (out, d, Some(reduce))
+                (out, d, Some(reduce), axes)
             }
             _ => continue,
         };
@@ -545,6 +552,7 @@ fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, lits: &Literals, singletons: bo
                 nodes: region.nodes,
                 span: *span,
                 reduce,
+                axes,
             },
         ));
     }
@@ -727,7 +735,13 @@ fn stmt_consts(s: &Stmt, f: &mut impl FnMut(Const)) {
             operands(inputs, f);
             config.iter().copied().for_each(&mut *f);
         }
-        Stmt::Fused { inputs, .. } => operands(inputs, f),
+        Stmt::Fused { inputs, axes, .. } => {
+            operands(inputs, f);
+            if let Some(ReduceAxes { axes, keepdims, .. }) = axes {
+                f(*axes);
+                f(*keepdims);
+            }
+        }
         Stmt::SlotInit { init: o, .. } | Stmt::SlotWrite { val: o, .. } => {
             operands(std::slice::from_ref(o), f)
         }
@@ -933,6 +947,37 @@ mod tests {
         let out = expand("", "fn f(x: &Tensor<f64>) -> Tensor<f64> { x * 0.5 - 2.0 }");
         assert!(out.contains("fused_shape"), "{out}");
         assert!(!out.contains("fused_value"), "{out}");
+    }
+
+    #[test]
+    #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
+    fn a_reduction_over_some_axes_ends_a_region_that_its_backward_pass_recomputes() {
+        for reduction in ["sum_axes", "mean_axes"] {
+            let out = expand(
+                "",
+                &format!(
+                    "fn f(x: &Tensor<f64>, y: &Tensor<f64>) -> Tensor<f64> {{
+                        (x.exp() * y).{reduction}(&[-1], true)
+                    }}"
+                ),
+            );
+            // The value in one pass (forward mode too), the cotangents in one pass from the
+            // inputs: no partials, no rule of the reduction.
+            assert_eq!(out.matches("fused_reduce_axes (").count(), 2, "{out}");
+            assert_eq!(out.matches("fused_reduce_axes_jvp").count(), 1, "{out}");
+            assert_eq!(out.matches("fused_reduce_axes_vjp").count(), 1, "{out}");
+            let variant = if reduction == "sum_axes" {
+                "Sum"
+            } else {
+                "Mean"
+            };
+            assert!(out.contains(&format!("Reduction :: {variant}")), "{out}");
+            assert!(
+                !out.contains("fused_scale") && !out.contains("fused_map"),
+                "{out}"
+            );
+            assert!(!out.contains(&format!("rules :: {reduction}_vjp")), "{out}");
+        }
     }
 
     #[test]

@@ -216,9 +216,11 @@ pub enum Stmt {
         nodes: Vec<FusedNode>,
         /// The user's expression of the last elementwise op.
         span: Span,
-        /// A full reduction that ends the region: `out` is then its 0-d result, and the last
-        /// node's value is never a tensor.
+        /// A reduction that ends the region: `out` is then its result, and the last node's
+        /// value is never a tensor.
         reduce: Option<Reduction>,
+        /// The axes of that reduction (`sum_axes`, `mean_axes`); `None` for a full one.
+        axes: Option<ReduceAxes>,
     },
     /// A call of another `#[differentiable]` function.
     Call {
@@ -264,6 +266,16 @@ pub enum Reduction {
     Sum,
     /// `.mean()`.
     Mean,
+}
+
+/// The axes a reduction ending a fused region reduces (`x.sum_axes(axes, keepdims)`): its op,
+/// whose registry entry says how the backward pass keeps the configuration, and the two
+/// configuration constants.
+#[derive(Clone, Copy)]
+pub struct ReduceAxes {
+    pub op: &'static OpSpec,
+    pub axes: Const,
+    pub keepdims: Const,
 }
 
 /// What an op of a fused region reads.

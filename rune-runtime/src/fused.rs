@@ -14,6 +14,12 @@
 //!   closure recomputes the region's intermediates from the inputs, so the forward pass saves
 //!   none of them. A cotangent is summed over the axes its input was broadcast along.
 //! - [`fused_jvp`]: the value and its tangent in one pass.
+//! - [`fused_reduce`], [`fused_reduce_jvp`], [`fused_reduce_vjp`]: a full `sum` or `mean` of
+//!   the region, in the same pass as its values, and in reverse mode its inputs' partial
+//!   derivatives in that pass too.
+//! - [`fused_reduce_axes`], [`fused_reduce_axes_jvp`], [`fused_reduce_axes_vjp`]: `sum_axes` or
+//!   `mean_axes` of the region, in the same pass when the axes are the last ones; the backward
+//!   pass spreads the cotangent over the reduced axes and recomputes the region.
 //!
 //! The inputs are tensors or scalars ([`OperandRef`]). The region's shape is the broadcast of
 //! its tensor inputs' shapes, which is the shape of its result: every op of the tree broadcasts
@@ -42,6 +48,7 @@ use crate::broadcast::{broadcast_shapes, broadcast_view, same_shape, sum_to_shap
 use crate::element::operand::{OperandOf, OperandRef};
 use crate::element::{strong_mul, Element};
 use crate::error::{OrPanic, ShapeError};
+use crate::ops::reduce::{checked_axes, reduced_shape};
 use crate::summation::{block_sum, combine_block_sums, SUM_BLOCK};
 use crate::tensor::Tensor;
 use crate::vmath::{fast_then_exact, vectorised, Kernels};
@@ -1104,6 +1111,354 @@ fn partial_blocks<T: Element, const N: usize, const L: usize, const K: usize, co
     );
 }
 
+impl Reduction {
+    /// The op this reduction is over some axes, for errors.
+    fn axes_op(self) -> &'static str {
+        match self {
+            Reduction::Sum => "sum_axes",
+            Reduction::Mean => "mean_axes",
+        }
+    }
+}
+
+/// The length of the lanes a reduction over `axes` (checked: sorted, distinct, in range) of
+/// `shape` sums first, when the region can be reduced in the same pass as its values: every
+/// element when `axes` are all the axes, else the last axis when `axes` are the last ones. The
+/// unfused reduction sums those lanes pairwise, then the lanes' sums over the other axes
+/// ([`finish_lanes`]); `None` for other axes, and for none.
+fn lane_length(shape: &[usize], axes: &[usize]) -> Option<usize> {
+    let first = shape.len() - axes.len();
+    let last = !axes.is_empty() && axes.iter().enumerate().all(|(i, &a)| a == first + i);
+    match first {
+        _ if !last => None,
+        0 => Some(shape.iter().product()),
+        _ => shape.last().copied(),
+    }
+}
+
+/// The reduction of a fused region's value over `axes` (`sum_axes`, `mean_axes`): `f` applied
+/// to the elements of the inputs, broadcast, and reduced. When `axes` are the region's last
+/// axes (a row-wise sum or mean, the common case), the reduction runs in the same pass as the
+/// values and no tensor holds them; over other axes the values are made first.
+///
+/// # Panics
+/// When the inputs' shapes do not broadcast, with the error of the op of `ops` that fails, or
+/// an axis is out of range or repeated.
+#[track_caller]
+#[allow(clippy::too_many_arguments)]
+pub fn fused_reduce_axes<T: Element, const N: usize, const L: usize>(
+    ops: FusedOps,
+    inputs: [OperandRef<'_, T>; N],
+    literals: [f64; L],
+    reduction: Reduction,
+    axes: &[isize],
+    keepdims: bool,
+    f: impl Fn([T; N], &[T; L], &Kernels) -> T + Sync,
+) -> Tensor<T> {
+    #[cfg(debug_assertions)]
+    let f: &ValueFn<'_, T, N, L> = &f;
+    reduce_axes_region(ops, inputs, literals, (reduction, axes, keepdims), f)
+}
+
+/// [`fused_reduce_axes`] for the region's closure `f`: a `&dyn Fn` in debug builds (see the
+/// module's documentation).
+#[track_caller]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn reduce_axes_region<T: Element, const N: usize, const L: usize>(
+    ops: FusedOps,
+    inputs: [OperandRef<'_, T>; N],
+    literals: [f64; L],
+    (reduction, axes, keepdims): (Reduction, &[isize], bool),
+    f: impl Fn([T; N], &[T; L], &Kernels) -> T + Sync,
+) -> Tensor<T> {
+    let (shape, sources) = value_sources(&inputs, ops);
+    let shape = &*shape;
+    let checked = checked_axes(reduction.axes_op(), axes, shape).or_panic();
+    let Some(lane) = lane_length(shape, &checked) else {
+        let values = map_region(ops, inputs, literals, f);
+        return match reduction {
+            Reduction::Sum => values.sum_axes(axes, keepdims),
+            Reduction::Mean => values.mean_axes(axes, keepdims),
+        };
+    };
+    let literals = literals.map(T::from_f64);
+    let len: usize = shape.iter().product();
+    let (f, literals) = (&f, &literals);
+    let [sums] = lane_sums::<T, 1>(len, lane, |lanes| {
+        with_block_size!(len, SMALL, BLOCK, |B| vectorised(
+            #[inline(always)]
+            || {
+                lane_blocks::<T, N, 0, 1, B>(
+                    (len, lane),
+                    (&sources, &[]),
+                    #[inline(always)]
+                    |x, _, k| [f(x, literals, k)],
+                    lanes,
+                )
+            },
+        ))
+    });
+    finish_lanes(sums, shape, (reduction, &checked, keepdims))
+}
+
+/// The reduction of a fused region's value over `axes` and its tangent, in one pass where
+/// `axes` are the last ones ([`fused_reduce_axes`]): `f(x, t)` gives both element by element.
+///
+/// # Panics
+/// When the inputs' shapes do not broadcast, a tangent's does not broadcast to the region's, or
+/// an axis is out of range or repeated.
+#[track_caller]
+#[allow(clippy::too_many_arguments)]
+pub fn fused_reduce_axes_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
+    ops: FusedOps,
+    inputs: [OperandRef<'_, T>; N],
+    literals: [f64; L],
+    reduction: Reduction,
+    axes: &[isize],
+    keepdims: bool,
+    tangents: [&Tensor<T>; K],
+    f: impl Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T) + Sync,
+) -> (Tensor<T>, Tensor<T>) {
+    #[cfg(debug_assertions)]
+    let f: &TangentFn<'_, T, N, L, K> = &f;
+    reduce_axes_jvp_region(
+        ops,
+        inputs,
+        literals,
+        (reduction, axes, keepdims),
+        tangents,
+        f,
+    )
+}
+
+/// [`fused_reduce_axes_jvp`] for the region's closure `f`: a `&dyn Fn` in debug builds (see
+/// the module's documentation).
+#[track_caller]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn reduce_axes_jvp_region<T: Element, const N: usize, const L: usize, const K: usize>(
+    ops: FusedOps,
+    inputs: [OperandRef<'_, T>; N],
+    literals: [f64; L],
+    (reduction, axes, keepdims): (Reduction, &[isize], bool),
+    tangents: [&Tensor<T>; K],
+    f: impl Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T) + Sync,
+) -> (Tensor<T>, Tensor<T>) {
+    let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
+    let checked = checked_axes(reduction.axes_op(), axes, &shape).or_panic();
+    let Some(lane) = lane_length(&shape, &checked) else {
+        let (values, tangent) = jvp_region(ops, inputs, literals, tangents, f);
+        let reduce = |t: Tensor<T>| match reduction {
+            Reduction::Sum => t.sum_axes(axes, keepdims),
+            Reduction::Mean => t.mean_axes(axes, keepdims),
+        };
+        return (reduce(values), reduce(tangent));
+    };
+    let tangent_sources = tangents.map(|t| source("fused", t, &shape).or_panic());
+    let literals = literals.map(T::from_f64);
+    let len: usize = shape.iter().product();
+    let (f, literals, sources) = (&f, &literals, (&sources, &tangent_sources));
+    let sums = lane_sums::<T, 2>(len, lane, |lanes| {
+        with_block_size!(len, SMALL, BLOCK, |B| vectorised(
+            #[inline(always)]
+            || {
+                lane_blocks::<T, N, K, 2, B>(
+                    (len, lane),
+                    sources,
+                    #[inline(always)]
+                    |x, t, k| {
+                        let (y, u) = f(x, literals, k, t);
+                        [y, u]
+                    },
+                    lanes,
+                )
+            },
+        ))
+    });
+    let [y, u] = sums.map(|s| finish_lanes(s, &shape, (reduction, &checked, keepdims)));
+    (y, u)
+}
+
+/// The cotangents of a fused region's inputs from the cotangent `g` of its reduction over
+/// `axes`: `g` spread over the reduced axes (divided by their count for a mean) is the
+/// region's cotangent, and the rest is [`fused_vjp`]. The closure recomputes the region from
+/// its inputs, so the forward pass ([`fused_reduce_axes`]) saves nothing but them.
+///
+/// # Panics
+/// When the inputs' shapes do not broadcast, an axis is out of range or repeated, or `g` does
+/// not have the reduction's shape.
+#[track_caller]
+#[allow(clippy::too_many_arguments)]
+pub fn fused_reduce_axes_vjp<
+    T: Element,
+    const N: usize,
+    const L: usize,
+    const K: usize,
+    const M: usize,
+>(
+    ops: FusedOps,
+    inputs: [FusedInput<'_, T>; N],
+    literals: [f64; L],
+    reduction: Reduction,
+    axes: &[isize],
+    keepdims: bool,
+    targets: [(usize, usize); M],
+    g: &Tensor<T>,
+    f: impl Fn([T; N], &[T; L], &Kernels, T) -> [T; K] + Sync,
+) -> [Tensor<T>; M] {
+    #[cfg(debug_assertions)]
+    let f: &CotangentFn<'_, T, N, L, K> = &f;
+    let shapes = inputs.map(|i| match i {
+        FusedInput::Value(v) => operand_shape(&v),
+        FusedInput::Shape(s) => Some(s),
+    });
+    let shape = region_shape(&shapes, ops).or_panic();
+    let op = reduction.axes_op();
+    let checked = checked_axes(op, axes, &shape).or_panic();
+    let expected = reduced_shape(&shape, &checked, keepdims);
+    assert!(
+        same_shape(g.shape(), &expected),
+        "{op}: a cotangent of shape {:?} is not the reduction of shape {shape:?} over axes \
+         {checked:?} (keepdims {keepdims}), which has shape {expected:?}",
+        g.shape()
+    );
+    let kept = g.reshape(&reduced_shape(&shape, &checked, true));
+    let spread = match reduction {
+        Reduction::Sum => kept,
+        Reduction::Mean => {
+            let n = T::from_f64(checked.iter().map(|&a| shape[a]).product::<usize>() as f64);
+            kept.map_elems(
+                #[inline(always)]
+                |&d| d / n,
+            )
+        }
+    };
+    vjp_region(ops, inputs, literals, targets, &spread, f)
+}
+
+/// `K` lists of the pairwise sums of the lanes of `lane` consecutive elements of a region of
+/// `len` (all zeros when `lane` is zero: sums of nothing), filled by `fill`.
+fn lane_sums<T: Element, const K: usize>(
+    len: usize,
+    lane: usize,
+    fill: impl FnOnce(&mut Lanes<T, K>),
+) -> [Vec<T>; K] {
+    let mut lanes = Lanes {
+        lane,
+        done: std::array::from_fn(|_| Vec::with_capacity(len.checked_div(lane).unwrap_or(0))),
+        chunk: std::array::from_fn(|_| Vec::with_capacity(SUM_BLOCK.min(lane))),
+        sums: std::array::from_fn(|_| Vec::new()),
+        at: 0,
+    };
+    fill(&mut lanes);
+    lanes.done
+}
+
+/// The lane sums of a row-wise reduction as the loop produces the values: each lane's values
+/// gathered in chunks of [`SUM_BLOCK`] from the lane's start, each chunk summed by
+/// [`block_sum`] and the chunks' sums combined by [`combine_block_sums`], the same additions as
+/// the unfused pairwise sum of the lane ([`crate::summation`]).
+struct Lanes<T, const K: usize> {
+    lane: usize,
+    /// The sums of the lanes done.
+    done: [Vec<T>; K],
+    /// The values of the current lane's current chunk.
+    chunk: [Vec<T>; K],
+    /// The sums of the current lane's chunks before it.
+    sums: [Vec<T>; K],
+    /// The position in the current lane.
+    at: usize,
+}
+
+impl<T: Element, const K: usize> Lanes<T, K> {
+    /// Adds the first `n` values of each block, the next ones of the region.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn push<const B: usize>(&mut self, blocks: &[[T; B]; K], n: usize) {
+        let mut start = 0;
+        while start < n {
+            let room = (SUM_BLOCK - self.chunk[0].len()).min(self.lane - self.at);
+            let end = n.min(start + room);
+            for (chunk, block) in self.chunk.iter_mut().zip(blocks) {
+                chunk.extend_from_slice(&block[start..end]);
+            }
+            self.at += end - start;
+            start = end;
+            let lane_done = self.at == self.lane;
+            if lane_done || self.chunk[0].len() == SUM_BLOCK {
+                for (sums, chunk) in self.sums.iter_mut().zip(&mut self.chunk) {
+                    sums.push(block_sum(chunk));
+                    chunk.clear();
+                }
+            }
+            if lane_done {
+                for (done, sums) in self.done.iter_mut().zip(&mut self.sums) {
+                    done.push(combine_block_sums(sums, self.lane));
+                    sums.clear();
+                }
+                self.at = 0;
+            }
+        }
+    }
+}
+
+/// The reduction of shape `reduced_shape(shape, axes, keepdims)` from the sums of the lanes
+/// [`lane_length`] chose, as the unfused `sum_axes` and `mean_axes` finish: the lanes' sums
+/// summed over the other axes, then divided by the count for a mean.
+fn finish_lanes<T: Element>(
+    sums: Vec<T>,
+    shape: &[usize],
+    (reduction, axes, keepdims): (Reduction, &[usize], bool),
+) -> Tensor<T> {
+    let whole = axes.len() == shape.len();
+    let mut t = match whole {
+        true => Tensor::scalar(sums.first().copied().unwrap_or_else(T::zero)),
+        false => Tensor::from_vec(sums, &shape[..shape.len() - 1]),
+    };
+    if !whole && axes.len() > 1 {
+        let rest: Vec<isize> = axes[..axes.len() - 1].iter().map(|&a| a as isize).collect();
+        t = t.sum_axes(&rest, false);
+    }
+    if reduction == Reduction::Mean {
+        let n = T::from_f64(axes.iter().map(|&a| shape[a]).product::<usize>() as f64);
+        t = t.map_elems(
+            #[inline(always)]
+            |&s| s / n,
+        );
+    }
+    t.reshape(&reduced_shape(shape, axes, keepdims))
+}
+
+/// The loop of the row-wise reductions, over blocks of `B`: `f` gives `K` values an element,
+/// and [`Lanes`] sums them lane by lane.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn lane_blocks<T: Element, const N: usize, const M: usize, const K: usize, const B: usize>(
+    (len, lane): (usize, usize),
+    (xs_from, ys_from): (&[Source<'_, T>; N], &[Source<'_, T>; M]),
+    f: impl Fn([T; N], [T; M], &Kernels) -> [T; K],
+    lanes: &mut Lanes<T, K>,
+) {
+    let mut block = [[T::zero(); B]; K];
+    debug_assert!(lane > 0 || len == 0);
+    for_blocks::<T, N, M, B>(
+        0..len,
+        xs_from,
+        ys_from,
+        #[inline(always)]
+        |n, x, y| {
+            fast_then_exact(
+                #[inline(always)]
+                |k| {
+                    for e in 0..B {
+                        set_column(&mut block, e, f(column(x, e), column(y, e), k));
+                    }
+                },
+            );
+            lanes.push(&block, n);
+        },
+    );
+}
+
 /// A saved partial derivative of a reduced region times its result's cotangent `g` (a 0-d
 /// tensor), a zero `g` giving zeros; the partial itself, shared, when `g` is one.
 #[track_caller]
@@ -1146,6 +1501,7 @@ pub fn fused_zero<T: Element>(_like: T) -> T {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::reduce::rules;
     use crate::scalar;
 
     fn t(v: &[f64], shape: &[usize]) -> Tensor<f64> {
@@ -1199,6 +1555,131 @@ mod tests {
         });
         assert_eq!(value.to_vec(), y.to_vec());
         assert_eq!(tangent.shape(), &[40, 5]);
+    }
+
+    /// Whether `a` and `b` are the same numbers in the same shape.
+    fn same(a: &Tensor<f64>, b: &Tensor<f64>) {
+        assert_eq!(a.shape(), b.shape());
+        let bits = |t: &Tensor<f64>| t.to_vec().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(a), bits(b));
+    }
+
+    #[test]
+    fn a_reduction_over_some_axes_is_the_values_reduced_bit_for_bit() {
+        // y = exp(a * b) + c, a [4, 3, 300] (lanes of 300 cross blocks of 64 and chunks of
+        // 128), b [300] broadcast, c a scalar; reduced over the last axes (in one pass, adding
+        // as the unfused reduction adds) and over others (the values first).
+        let a = Tensor::from_vec(
+            (0..3600).map(|i| f64::from(i % 37) / 40.0 - 0.4).collect(),
+            &[4, 3, 300],
+        );
+        let b = Tensor::from_vec(
+            (0..300).map(|i| f64::from(i) / 150.0 - 1.0).collect(),
+            &[300],
+        );
+        let ops = "mul 0 1;exp 3 3;add 4 2";
+        let inputs = [
+            OperandRef::Tensor(&a),
+            OperandRef::Tensor(&b),
+            OperandRef::Scalar(3.0),
+        ];
+        let value = |[a, b, c]: [f64; 3], _: &[f64; 0], _: &Kernels| scalar::exp::value(a * b) + c;
+        let y = fused_map(ops, inputs, [], value);
+        let ta = a.map_elems(|&v| v * 0.5 - 0.1);
+        let jvp = |[a, b, c]: [f64; 3], _: &[f64; 0], _: &Kernels, [u]: [f64; 1]| {
+            let e = scalar::exp::value(a * b);
+            (e + c, u * b * e)
+        };
+        let (_, ty) = fused_jvp(ops, inputs, [], [&ta], jvp);
+        let vjp = |[a, b, _]: [f64; 3], _: &[f64; 0], _: &Kernels, g: f64| {
+            let e = scalar::exp::value(a * b);
+            [g * b * e, g * a * e]
+        };
+        let cases: [(&[isize], bool); 7] = [
+            (&[-1], false),
+            (&[1, 2], true),
+            (&[2, 1, 0], false),
+            (&[-1, 0, 1], true),
+            (&[0], false),
+            (&[0, 2], true),
+            (&[], false),
+        ];
+        for reduction in [Reduction::Sum, Reduction::Mean] {
+            for (axes, keepdims) in cases {
+                let reduce = |t: &Tensor<f64>| match reduction {
+                    Reduction::Sum => t.sum_axes(axes, keepdims),
+                    Reduction::Mean => t.mean_axes(axes, keepdims),
+                };
+                let r = fused_reduce_axes(ops, inputs, [], reduction, axes, keepdims, value);
+                same(&r, &reduce(&y));
+                let (r, tr) =
+                    fused_reduce_axes_jvp(ops, inputs, [], reduction, axes, keepdims, [&ta], jvp);
+                same(&r, &reduce(&y));
+                same(&tr, &reduce(&ty));
+                // The cotangents for a cotangent g of the reduction: the region's for g spread.
+                let g = r.map_elems(|&v| v.sin());
+                let spread = match reduction {
+                    Reduction::Sum => rules::sum_axes_vjp(&g, y.shape(), axes, keepdims),
+                    Reduction::Mean => rules::mean_axes_vjp(&g, y.shape(), axes, keepdims),
+                };
+                let targets = [(0, 0), (1, 1)];
+                let want = fused_vjp(
+                    ops,
+                    inputs.map(FusedInput::Value),
+                    [],
+                    targets,
+                    &spread,
+                    vjp,
+                );
+                let got = fused_reduce_axes_vjp(
+                    ops,
+                    inputs.map(FusedInput::Value),
+                    [],
+                    reduction,
+                    axes,
+                    keepdims,
+                    targets,
+                    &g,
+                    vjp,
+                );
+                for (got, want) in got.iter().zip(&want) {
+                    same(got, want);
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "sum_axes: axis 3 is out of range")]
+    fn a_reduction_over_a_missing_axis_names_the_op() {
+        let a = t(&[1.0; 6], &[2, 3]);
+        let _ = fused_reduce_axes(
+            "exp 0 0",
+            [OperandRef::Tensor(&a)],
+            [],
+            Reduction::Sum,
+            &[3],
+            false,
+            |[a], [], _| scalar::exp::value(a),
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "mean_axes: a cotangent of shape [3]")]
+    fn a_cotangent_not_of_the_reductions_shape_names_the_op_and_shapes() {
+        let a = t(&[1.0; 6], &[2, 3]);
+        let g = t(&[1.0; 3], &[3]);
+        let _ = fused_reduce_axes_vjp(
+            "exp 0 0",
+            [FusedInput::Value(OperandRef::Tensor(&a))],
+            [],
+            Reduction::Mean,
+            &[1],
+            false,
+            [(0, 0)],
+            &g,
+            |[a], [], _, g| [g * scalar::exp::value(a)],
+        );
     }
 
     #[test]

@@ -22,13 +22,14 @@ use syn::Ident;
 
 use super::tokens::{gather_closure_lets, inline_single_reads, relocate_call};
 use super::{rt, Emitter, Mode};
+use crate::analyse::config_keep;
 use crate::fuse::Needs;
-use crate::ir::{FusedArg, FusedNode, Operand, Reduction, Stmt, Val};
+use crate::ir::{Const, FusedArg, FusedNode, Operand, ReduceAxes, Reduction, Stmt, Val};
 use crate::names::{
-    adjoint_ident, const_ident, hidden, partials_ident, residual_ident, shape_ident, tangent_ident,
-    val_ident,
+    adjoint_ident, config_ident, const_ident, hidden, partials_ident, residual_ident, shape_ident,
+    tangent_ident, val_ident,
 };
-use crate::ops::{Form, RuleArg};
+use crate::ops::{Form, Keep, RuleArg};
 
 fn x(i: usize) -> Ident {
     hidden(&format!("x{i}"))
@@ -524,6 +525,8 @@ struct Region<'a> {
     span: Span,
     /// The runtime's `Reduction` that ends the region, if one does.
     reduce: Option<TokenStream>,
+    /// The axes of that reduction, when it is over some axes.
+    axes: Option<ReduceAxes>,
 }
 
 fn region(stmt: &Stmt) -> Region<'_> {
@@ -534,6 +537,7 @@ fn region(stmt: &Stmt) -> Region<'_> {
         nodes,
         span,
         reduce,
+        axes,
     } = stmt
     else {
         unreachable!("a fused region")
@@ -554,7 +558,25 @@ fn region(stmt: &Stmt) -> Region<'_> {
         inputs,
         span: *span,
         reduce,
+        axes: *axes,
     }
+}
+
+/// The arguments `axes, keepdims,` of a reduction over some axes, from the constants of the
+/// forward pass, or from those the backward pass keeps.
+fn axes_args(axes: &ReduceAxes, backward: bool) -> TokenStream {
+    let arg = |c: Const, index: usize| {
+        if !backward {
+            return const_ident(c).into_token_stream();
+        }
+        let k = config_ident(c);
+        match config_keep(axes.op, index) {
+            Some(Keep::Owned) => quote!(&#k),
+            _ => quote!(#k),
+        }
+    };
+    let (a, k) = (arg(axes.axes, 0), arg(axes.keepdims, 1));
+    quote!(#a, #k,)
 }
 
 impl Emitter<'_> {
@@ -597,6 +619,7 @@ impl Emitter<'_> {
             inputs,
             span,
             reduce,
+            axes,
         } = region(stmt);
         let (ops, args, params) = (
             code.ops_table(),
@@ -616,13 +639,22 @@ impl Emitter<'_> {
                 let us = with_tangent.iter().map(|&i| input_tangent(i));
                 let body = code.tangent_body(&with_tangent);
                 let t = tangent_ident(out);
-                let (function, reduce) = match reduce {
-                    Some(r) => (quote!(#rt::fused_reduce_jvp), quote!(#r,)),
-                    None => (self.glue("fused_jvp"), quote!()),
+                let (function, reduce) = match (reduce, &axes) {
+                    (Some(r), Some(axes)) => {
+                        let axes = axes_args(axes, false);
+                        (quote!(#rt::fused_reduce_axes_jvp), quote!(#r, #axes))
+                    }
+                    (Some(r), None) => (quote!(#rt::fused_reduce_jvp), quote!(#r,)),
+                    (None, _) => (self.glue("fused_jvp"), quote!()),
                 };
                 quote! {
                     let (#v, #t) = #function(#ops, #args, #lits, #reduce [#(#tangents),*], #[inline(always)] |#params, __rune_lits, __rune_k, [#(#us),*]| { #body });
                 }
+            }
+            (_, Some(r)) if axes.is_some() => {
+                let body = code.value_body();
+                let axes = axes_args(axes.as_ref().expect("axes"), false);
+                quote!(let #v = #rt::fused_reduce_axes(#ops, #args, #lits, #r, #axes #[inline(always)] |#params, __rune_lits, __rune_k| { #body });)
             }
             (Mode::Reverse, Some(r)) if useful => {
                 let targets = self.differentiated(inputs);
@@ -659,10 +691,11 @@ impl Emitter<'_> {
             inputs,
             span,
             reduce,
+            axes,
         } = region(stmt);
         let targets = self.differentiated(inputs);
         let adj = adjoint_ident(out);
-        if reduce.is_some() {
+        if reduce.is_some() && axes.is_none() {
             let p = partials_ident(out);
             let accumulate = targets.iter().enumerate().map(|(k, &i)| {
                 let a = adjoint_ident(inputs[i].val().expect("a value"));
@@ -719,7 +752,14 @@ impl Emitter<'_> {
         let results: Vec<Ident> = (0..targets.len())
             .map(|k| hidden(&format!("f{k}")))
             .collect();
-        let (accumulate, function) = (self.glue("accumulate"), self.glue("fused_vjp"));
+        let accumulate = self.glue("accumulate");
+        let (function, over) = match (&reduce, &axes) {
+            (Some(r), Some(axes)) => {
+                let axes = axes_args(axes, true);
+                (quote!(#rt::fused_reduce_axes_vjp), quote!(#r, #axes))
+            }
+            _ => (self.glue("fused_vjp"), quote!()),
+        };
         let accumulate = targets.iter().zip(&results).map(|(&i, r)| {
             let a = adjoint_ident(inputs[i].val().expect("a value"));
             quote!(#accumulate(&mut #a, #r);)
@@ -727,7 +767,7 @@ impl Emitter<'_> {
         relocate_call(
             quote! {
                 if let ::core::option::Option::Some(__rune_g) = #adj.take() {
-                    let [#(#results),*] = #function(#ops, #args, #lits, [#(#pairs),*], &__rune_g, #[inline(always)] |#params, __rune_lits, __rune_k, __rune_ge| { #body });
+                    let [#(#results),*] = #function(#ops, #args, #lits, #over [#(#pairs),*], &__rune_g, #[inline(always)] |#params, __rune_lits, __rune_k, __rune_ge| { #body });
                     #(#accumulate)*
                 }
             },

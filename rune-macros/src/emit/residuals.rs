@@ -112,11 +112,17 @@ impl Emitter<'_> {
                 out: v,
                 inputs,
                 reduce,
+                axes,
                 ..
             } => {
                 value(*v, &mut out);
-                if reduce.is_some() && self.useful(*v) {
+                if reduce.is_some() && axes.is_none() && self.useful(*v) {
                     out.push(Saved::Partials(*v));
+                }
+                for c in axes.iter().flat_map(|r| [r.axes, r.keepdims]) {
+                    if a.keep_config.contains(&c) {
+                        out.push(Saved::Config(c));
+                    }
                 }
                 for input in inputs {
                     if let Operand::Const(c) = input {

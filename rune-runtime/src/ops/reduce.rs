@@ -53,7 +53,7 @@ fn all_axes(ndim: usize) -> Vec<usize> {
 }
 
 /// The shape of a reduction of `shape` over the (sorted) `axes`.
-fn reduced_shape(shape: &[usize], axes: &[usize], keepdims: bool) -> Vec<usize> {
+pub(crate) fn reduced_shape(shape: &[usize], axes: &[usize], keepdims: bool) -> Vec<usize> {
     shape
         .iter()
         .enumerate()
