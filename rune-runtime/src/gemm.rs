@@ -93,8 +93,13 @@ pub(crate) fn faer_gemm<T: RealField>(
         Accum::Replace
     };
     matmul(dst, beta, lhs, rhs, T::one(), parallelism(m * k * n));
+    // private-gemm-x86's AVX2/AVX-512 kernels return without `vzeroupper`. With the upper
+    // state dirty, every SSE instruction that follows (the runtime outside its vectorised loops
+    // is compiled for baseline x86-64) pays the AVX-SSE transition penalty until something
+    // clears it: an `exp`/`tanh` loop measured 10-17× slower after a faer product, and the W1
+    // MLP's value-and-gradient 3× slower.
     if m.saturating_mul(k).saturating_mul(n) > NANO_GEMM_MAX_MNK {
-        clear_upper_vector_state();
+        crate::vmath::clear_upper_vector_state();
     }
 }
 
@@ -112,25 +117,6 @@ fn parallelism(mnk: usize) -> Par {
 /// faer runs products of at most this many multiply-adds with nano-gemm's kernels (Rust), larger
 /// ones with private-gemm-x86's (assembly) on x86-64 (`NANO_GEMM_THRESHOLD` in faer 0.24).
 const NANO_GEMM_MAX_MNK: usize = 16 * 16 * 16;
-
-/// Leaves the upper halves of the vector registers clean after one of faer's assembly kernels.
-///
-/// private-gemm-x86's AVX2/AVX-512 kernels return without `vzeroupper`. With the upper state
-/// dirty, every SSE instruction that follows (the elementwise ops of the runtime are compiled
-/// for baseline x86-64) pays the AVX-SSE transition penalty until something clears it: an
-/// `exp`/`tanh` loop measured 10-17× slower after a faer product, and the W1 MLP's
-/// value-and-gradient 3× slower. A 1×1×1 product through `matrixmultiply`, whose kernels are
-/// `#[target_feature]` functions and so end in `vzeroupper`, clears it without `unsafe`
-/// (about 0.1 µs, against the microseconds of a product this size).
-fn clear_upper_vector_state() {
-    if cfg!(target_arch = "x86_64") {
-        let one = [1.0f32];
-        let a = ArrayView2::from_shape((1, 1), &one[..]).expect("a 1 x 1 matrix");
-        let mut out = [0.0f32];
-        let mut c = ArrayViewMut2::from_shape((1, 1), &mut out[..]).expect("a 1 x 1 matrix");
-        general_mat_mul(1.0, &a, &a, 0.0, &mut c);
-    }
-}
 
 /// `v` as a faer matrix borrowing its elements, when they are contiguous in row-major or
 /// column-major order (a transposed matrix is the latter).

@@ -204,7 +204,18 @@ pub fn fast_then_exact<R>(mut pass: impl FnMut(&Kernels) -> R) -> R {
     pass(&Kernels::exact())
 }
 
-/// The `#[target_feature]` functions behind [`vectorised`]: the runtime's one `unsafe`.
+/// Leaves the upper halves of the vector registers clean (`vzeroupper`) after code that may
+/// leave them dirty: faer's assembly kernels return without clearing them, and every SSE
+/// instruction after that (the runtime outside [`vectorised`] is compiled for baseline x86-64)
+/// pays the AVX-SSE transition penalty until something clears them. Nothing elsewhere.
+#[inline]
+pub(crate) fn clear_upper_vector_state() {
+    #[cfg(target_arch = "x86_64")]
+    x86::clear_upper();
+}
+
+/// The `#[target_feature]` functions behind [`vectorised`] and [`clear_upper_vector_state`]:
+/// the runtime's one `unsafe`.
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod x86 {
@@ -244,6 +255,18 @@ mod x86 {
         // SAFETY: `vectorised_at` calls this only when `detect` found every feature `run`
         // enables.
         unsafe { run(f) }
+    }
+
+    /// `vzeroupper`, where the CPU has AVX.
+    pub(super) fn clear_upper() {
+        #[target_feature(enable = "avx")]
+        fn zeroupper() {
+            std::arch::x86_64::_mm256_zeroupper();
+        }
+        if is_x86_feature_detected!("avx") {
+            // SAFETY: the CPU has AVX, which `zeroupper` enables.
+            unsafe { zeroupper() }
+        }
     }
 
     /// `f` at x86-64-v3. Callers check [`Level::detected`] first.
