@@ -13,9 +13,11 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use rune_ad::scalar::{cos, sin};
+use rune_ad::scalar::{cos, sin, tan};
 use rune_ad::vmath::exp_log::{exp_f32, ln_f32, tanh_f32};
-use rune_ad::vmath::trig::{cos_f32, sin_cos_f32, sin_cos_f32_fast, sin_f32, sin_f32_fast};
+use rune_ad::vmath::trig::{
+    cos_f32, sin_cos_f32, sin_cos_f32_fast, sin_f32, sin_f32_fast, tan_f32,
+};
 use rune_ad::vmath::{fast_then_exact, vectorised_at, Kernels, Level};
 
 const N: usize = 1_000_000;
@@ -99,6 +101,7 @@ fn kernels(c: &mut Criterion) {
         let (s, c) = sin_cos_f32(x);
         s + c
     });
+    kernel!("tan", |x| tan_f32(x));
     // The fast forms alone (|x| <= 6000), and as the loops run them, per block of 64 with the
     // full-range fallback.
     kernel!("sin_fast", |x| sin_f32_fast(x));
@@ -114,6 +117,7 @@ fn kernels(c: &mut Criterion) {
     blocks!("sin_blocks", |x, k| sin::value_in(x, k));
     blocks!("sin_plus_cos_blocks", |x, k| sin::value_in(x, k)
         + cos::value_in(x, k));
+    blocks!("tan_blocks", |x, k| tan::value_in(x, k));
     // The same at the narrower levels (the widest this CPU has at most): each loop vectorises
     // at every level, so the blocks stay about a third of the full-range functions' time.
     for (name, level) in [("avx2", Level::Avx2), ("baseline", Level::Baseline)] {
