@@ -3,9 +3,10 @@
 //! run time), beside std's libm `sin` and a copy (the memory floor).
 //!
 //! The `_avx2` and `_baseline` entries run at those levels instead of the widest.
-//! `sin_fast` and `sin_cos_fast` are the fast forms alone (valid for |x| ≤ 6000), and the
-//! `_blocks` entries run the scalar forms as the loops do: blocks of 64 elements with the fast
-//! kernels, again with the full-range ones only for a block with an argument out of their range.
+//! `sin_fast`, `sin_cos_fast` and `tan_fast` are the fast forms alone (valid for |x| ≤ 6000),
+//! and the `_blocks` entries run the scalar forms as the loops do: blocks of 64 elements with the
+//! fast kernels, again with the full-range ones only for a block with an argument out of their
+//! range.
 //!
 //! `cargo bench -p rune-benches --bench kernels`; docs/benchmarks.md ("W3's profile") reads the
 //! medians as ns an element (the time divided by 10^6).
@@ -16,7 +17,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use rune_ad::scalar::{cos, sin, tan};
 use rune_ad::vmath::exp_log::{exp_f32, ln_f32, tanh_f32};
 use rune_ad::vmath::trig::{
-    cos_f32, sin_cos_f32, sin_cos_f32_fast, sin_f32, sin_f32_fast, tan_f32,
+    cos_f32, sin_cos_f32, sin_cos_f32_fast, sin_f32, sin_f32_fast, tan_f32, tan_f32_fast,
 };
 use rune_ad::vmath::{fast_then_exact, vectorised_at, Kernels, Level};
 
@@ -109,6 +110,7 @@ fn kernels(c: &mut Criterion) {
         let (s, c) = sin_cos_f32_fast(x);
         s + c
     });
+    kernel!("tan_fast", |x| tan_f32_fast(x));
     macro_rules! blocks {
         ($name:literal, $f:expr) => {
             bench!(run_blocks, $name, widest, $f)
