@@ -153,7 +153,8 @@ pub trait Element:
         self.cos()
     }
     /// `sin x` with the kernels of one pass of a loop ([`Kernels`]): `f32` takes the fast
-    /// form in the fast pass and notes an argument outside its range; others [`Element::vsin`].
+    /// form in the fast pass and notes an argument outside its range, a dual number hands the
+    /// kernels to its parts; others [`Element::vsin`].
     #[doc(hidden)]
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]

@@ -24,8 +24,9 @@
 //! each block runs once with [`Kernels::fast`], whose kernels note an argument out of their
 //! range, and again with [`Kernels::exact`] only if one did ([`fast_then_exact`]). The
 //! closures, scalar forms (`value_in`, `tangent_in`) and element methods (`vsin_in`, ..) take
-//! the [`Kernels`] of the pass, a constant in each of the two loops once inlined. The fast form
-//! gives the full-range one's bits in its range, so results do not depend on the blocks.
+//! the [`Kernels`] of the pass, a constant in each of the two loops once inlined; a dual number
+//! hands them to its parts. The fast form gives the full-range one's bits in its range, so
+//! results do not depend on the blocks.
 //!
 //! Each kernel's accuracy is stated in its module and asserted by its tests over sweeps of the
 //! inputs and the special values. The default tests sweep sparsely;
@@ -133,7 +134,8 @@ pub fn vectorised_at<R>(level: Level, f: impl FnOnce() -> R) -> R {
 /// The closures of fused regions take it and hand it to the scalar forms (`value_in` and
 /// `tangent_in` of [`crate::scalar`]'s functions), which hand it to the element methods
 /// (`Element::vsin_in`, ..): after inlining, each pass's loop sees a constant and has no
-/// branch per element. Other kernels, `f64` and dual numbers ignore it.
+/// branch per element. Dual numbers hand it to their parts (so `Dual<f32>` takes the fast
+/// forms too); other kernels and `f64` ignore it.
 #[derive(Debug)]
 pub struct Kernels {
     exact: bool,
