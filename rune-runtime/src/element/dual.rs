@@ -40,7 +40,7 @@ use num_traits::{Float, Num, NumCast, One, ToPrimitive, Zero};
 use super::operand::{Operand, OperandOf, OperandRef};
 use super::residual::Residual;
 use super::{strong_mul, Element, FromScalar, Scalar};
-use crate::scalar::{self, At};
+use crate::scalar::{self, At, Input, Output};
 use crate::vmath::Kernels;
 
 /// A dual number `re + du·ε` (`ε² = 0`): a primal value and its tangent.
@@ -88,21 +88,6 @@ impl<T: Element> Dual<T> {
     fn apply<R: At<T>>(self, value: fn(T) -> T, tangent: fn(T, R) -> T) -> Self {
         let y = value(self.re);
         Dual::new(y, tangent(self.du, R::at(self.re, y)))
-    }
-
-    /// [`Dual::apply`] in a pass of a loop with `kernels`: `value_in(re, kernels)` with the
-    /// tangent `tangent_in(du, at, kernels)`, so that the parts take the pass's kernels (the
-    /// fast `f32` ones in a fast pass, noting an argument outside their range).
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn apply_in<R: At<T>>(
-        self,
-        kernels: &Kernels,
-        value_in: impl FnOnce(T, &Kernels) -> T,
-        tangent_in: impl FnOnce(T, R, &Kernels) -> T,
-    ) -> Self {
-        let y = value_in(self.re, kernels);
-        Dual::new(y, tangent_in(self.du, R::at(self.re, y), kernels))
     }
 
     /// `f(re) + (du / d)·ε` (a zero tangent stays zero, even for `d = 0`).
@@ -694,23 +679,31 @@ impl<T: Element> Element for Dual<T> {
     fn from_dual_parts<S: Element>(re: S, du: S) -> Self {
         Dual::new(re.cast_to(), du.cast_to())
     }
-    /// `sin` with the kernels of a loop's pass handed to both parts (`Element::vsin_in`).
+    // `sin`, `cos` and `tan` with the kernels of a loop's pass handed to both parts: the fast
+    // `f32` forms in a fast pass, noting an argument outside their range (`Element::vsin_in`).
+    // The scalar forms are called directly rather than through `apply`'s function pointers, so
+    // that they are inlined into the loops compiled for the CPU's vector instructions.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn vsin_in(self, kernels: &Kernels) -> Self {
-        self.apply_in(kernels, scalar::sin::value_in, scalar::sin::tangent_in)
+        Dual::new(
+            scalar::sin::value_in(self.re, kernels),
+            scalar::sin::tangent_in(self.du, Input(self.re), kernels),
+        )
     }
-    /// `cos` with the kernels of a loop's pass handed to both parts.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn vcos_in(self, kernels: &Kernels) -> Self {
-        self.apply_in(kernels, scalar::cos::value_in, scalar::cos::tangent_in)
+        Dual::new(
+            scalar::cos::value_in(self.re, kernels),
+            scalar::cos::tangent_in(self.du, Input(self.re), kernels),
+        )
     }
-    /// `tan` with the kernels of a loop's pass handed to both parts.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn vtan_in(self, kernels: &Kernels) -> Self {
-        self.apply_in(kernels, scalar::tan::value_in, scalar::tan::tangent_in)
+        let y = scalar::tan::value_in(self.re, kernels);
+        Dual::new(y, scalar::tan::tangent_in(self.du, Output(y), kernels))
     }
     #[inline]
     fn erf(self) -> Self {
