@@ -3,9 +3,10 @@
 //! run time), beside std's libm `sin` and a copy (the memory floor).
 //!
 //! The `_avx2` and `_baseline` entries run at those levels instead of the widest.
-//! `sin_fast` and `sin_cos_fast` are the fast forms alone (valid for |x| ≤ 6000), and the
-//! `_blocks` entries run the scalar forms as the loops do: blocks of 64 elements with the fast
-//! kernels, again with the full-range ones only for a block with an argument out of their range.
+//! `sin_fast`, `sin_cos_fast` and `tan_fast` are the fast forms alone (valid for |x| ≤ 6000),
+//! and the `_blocks` entries run the scalar forms as the loops do: blocks of 64 elements with the
+//! fast kernels, again with the full-range ones only for a block with an argument out of their
+//! range. The `dual_` entries take `Dual<f32>` (value and tangent) through the same loops.
 //!
 //! `cargo bench -p rune-benches --bench kernels`; docs/benchmarks.md ("W3's profile") reads the
 //! medians as ns an element (the time divided by 10^6).
@@ -13,17 +14,20 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use rune_ad::scalar::{cos, sin};
+use rune_ad::scalar::{cos, sin, tan};
 use rune_ad::vmath::exp_log::{exp_f32, ln_f32, tanh_f32};
-use rune_ad::vmath::trig::{cos_f32, sin_cos_f32, sin_cos_f32_fast, sin_f32, sin_f32_fast};
+use rune_ad::vmath::trig::{
+    cos_f32, sin_cos_f32, sin_cos_f32_fast, sin_f32, sin_f32_fast, tan_f32, tan_f32_fast,
+};
 use rune_ad::vmath::{fast_then_exact, vectorised_at, Kernels, Level};
+use rune_ad::Dual;
 
 const N: usize = 1_000_000;
 
 /// `out[i] = f(xs[i])` in the fused loops' vectorised context, at `level` (or the widest
 /// below it this CPU has).
 #[inline(always)]
-fn run(level: Level, xs: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {
+fn run<T: Copy>(level: Level, xs: &[T], out: &mut [T], f: impl Fn(T) -> T) {
     vectorised_at(
         level,
         #[inline(always)]
@@ -38,7 +42,7 @@ fn run(level: Level, xs: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {
 /// `out[i] = f(xs[i], kernels)` as the fused loops run it: blocks of 64 elements, each with the
 /// fast kernels and again with the full-range ones when one met an argument outside its range.
 #[inline(always)]
-fn run_blocks(level: Level, xs: &[f32], out: &mut [f32], f: impl Fn(f32, &Kernels) -> f32) {
+fn run_blocks<T: Copy>(level: Level, xs: &[T], out: &mut [T], f: impl Fn(T, &Kernels) -> T) {
     vectorised_at(
         level,
         #[inline(always)]
@@ -65,20 +69,26 @@ fn kernels(c: &mut Criterion) {
     let mut group = c.benchmark_group("kernels_f32_1e6");
     group.sample_size(30);
     let widest = Level::detected();
-    // `bench!(runner, name, level, closure)`: one kernel over `xs` by `run` (element by
-    // element) or `run_blocks` (per block, fast kernels first).
+    // `Dual<f32>` inputs with tangent one, for the `dual_` entries.
+    let duals: Vec<Dual<f32>> = xs.iter().map(|&x| Dual::variable(x)).collect();
+    let mut dual_out = vec![Dual::<f32>::default(); N];
+    // `bench!(runner, name, level, closure)`: one kernel over `xs` (or `duals`, into `dual_out`)
+    // by `run` (element by element) or `run_blocks` (per block, fast kernels first).
     macro_rules! bench {
         ($runner:ident, $name:expr, $level:expr, $f:expr) => {
+            bench!($runner, $name, $level, $f, xs, out)
+        };
+        ($runner:ident, $name:expr, $level:expr, $f:expr, $xs:ident, $out:ident) => {
             group.bench_function($name, |b| {
                 b.iter(|| {
                     $runner(
                         $level,
-                        black_box(&xs),
-                        &mut out,
+                        black_box(&$xs),
+                        &mut $out,
                         #[inline(always)]
                         $f,
                     );
-                    black_box(&out);
+                    black_box(&$out);
                 })
             });
         };
@@ -99,6 +109,7 @@ fn kernels(c: &mut Criterion) {
         let (s, c) = sin_cos_f32(x);
         s + c
     });
+    kernel!("tan", |x| tan_f32(x));
     // The fast forms alone (|x| <= 6000), and as the loops run them, per block of 64 with the
     // full-range fallback.
     kernel!("sin_fast", |x| sin_f32_fast(x));
@@ -106,6 +117,7 @@ fn kernels(c: &mut Criterion) {
         let (s, c) = sin_cos_f32_fast(x);
         s + c
     });
+    kernel!("tan_fast", |x| tan_f32_fast(x));
     macro_rules! blocks {
         ($name:literal, $f:expr) => {
             bench!(run_blocks, $name, widest, $f)
@@ -114,6 +126,41 @@ fn kernels(c: &mut Criterion) {
     blocks!("sin_blocks", |x, k| sin::value_in(x, k));
     blocks!("sin_plus_cos_blocks", |x, k| sin::value_in(x, k)
         + cos::value_in(x, k));
+    blocks!("tan_blocks", |x, k| tan::value_in(x, k));
+    // `Dual<f32>` value and tangent through `sin` and `tan`: the full-range functions element
+    // by element, and per block as the loops run them.
+    bench!(
+        run,
+        "dual_sin",
+        widest,
+        |x: Dual<f32>| sin::value(x),
+        duals,
+        dual_out
+    );
+    bench!(
+        run_blocks,
+        "dual_sin_blocks",
+        widest,
+        |x, k| sin::value_in(x, k),
+        duals,
+        dual_out
+    );
+    bench!(
+        run,
+        "dual_tan",
+        widest,
+        |x: Dual<f32>| tan::value(x),
+        duals,
+        dual_out
+    );
+    bench!(
+        run_blocks,
+        "dual_tan_blocks",
+        widest,
+        |x, k| tan::value_in(x, k),
+        duals,
+        dual_out
+    );
     // The same at the narrower levels (the widest this CPU has at most): each loop vectorises
     // at every level, so the blocks stay about a third of the full-range functions' time.
     for (name, level) in [("avx2", Level::Avx2), ("baseline", Level::Baseline)] {

@@ -7,8 +7,8 @@
 //! `at` is an [`Input`] (the derivative is computed from `x`) or an [`Output`] (from `y =
 //! value(x)`), as the op registry's entry says (`rune_ops::for_each_unary!`): an entry that
 //! names the other one does not compile. `value_in(x, kernels)` and `tangent_in(d, at,
-//! kernels)` are the same in a pass of an elementwise loop with [`Kernels`]: `sin` and `cos`
-//! take the fast `f32` kernels in a fast pass, every other function ignores the pass.
+//! kernels)` are the same in a pass of an elementwise loop with [`Kernels`]: `sin`, `cos` and
+//! `tan` take the fast `f32` kernels in a fast pass, every other function ignores the pass.
 //!
 //! A derivative computed from a rounded output loses its relative precision where the output
 //! saturates: `1 - tanh(x)²` is `0` in `f32` from `|x| ≈ 9` on, where the exact value is about
@@ -308,7 +308,30 @@ pub mod tan {
         T::one() + y * y
     }
 
-    chain_rule!(Output);
+    /// A tangent or cotangent `d` through the function: `d` times the derivative, a zero `d`
+    /// staying zero where the derivative is infinite.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn tangent<T: Element>(d: T, at: Output<T>) -> T {
+        strong_mul(d, derivative(at))
+    }
+
+    /// The function, in a pass of a loop with `kernels`: the fast `f32` form in a fast pass
+    /// (see [`Kernels`]).
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn value_in<T: Element>(x: T, kernels: &Kernels) -> T {
+        x.vtan_in(kernels)
+    }
+
+    /// [`tangent`], in a pass of a loop with `kernels` (the same in every pass: the derivative
+    /// reads the output).
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn tangent_in<T: Element>(d: T, at: Output<T>, kernels: &Kernels) -> T {
+        let _ = kernels;
+        tangent(d, at)
+    }
 }
 /// The hyperbolic tangent; the derivative is `1 - tanh(x)² = 4e / (1 + e)²` with `e = e^(-2|x|)`,
 /// computed from `x` so that it keeps its relative precision where `tanh` rounds to `±1`.

@@ -40,7 +40,8 @@ use num_traits::{Float, Num, NumCast, One, ToPrimitive, Zero};
 use super::operand::{Operand, OperandOf, OperandRef};
 use super::residual::Residual;
 use super::{strong_mul, Element, FromScalar, Scalar};
-use crate::scalar::{self, At};
+use crate::scalar::{self, At, Input, Output};
+use crate::vmath::Kernels;
 
 /// A dual number `re + du·ε` (`ε² = 0`): a primal value and its tangent.
 ///
@@ -678,6 +679,32 @@ impl<T: Element> Element for Dual<T> {
     fn from_dual_parts<S: Element>(re: S, du: S) -> Self {
         Dual::new(re.cast_to(), du.cast_to())
     }
+    // `sin`, `cos` and `tan` with the kernels of a loop's pass handed to both parts: the fast
+    // `f32` forms in a fast pass, noting an argument outside their range (`Element::vsin_in`).
+    // The scalar forms are called directly rather than through `apply`'s function pointers, so
+    // that they are inlined into the loops compiled for the CPU's vector instructions.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn vsin_in(self, kernels: &Kernels) -> Self {
+        Dual::new(
+            scalar::sin::value_in(self.re, kernels),
+            scalar::sin::tangent_in(self.du, Input(self.re), kernels),
+        )
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn vcos_in(self, kernels: &Kernels) -> Self {
+        Dual::new(
+            scalar::cos::value_in(self.re, kernels),
+            scalar::cos::tangent_in(self.du, Input(self.re), kernels),
+        )
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn vtan_in(self, kernels: &Kernels) -> Self {
+        let y = scalar::tan::value_in(self.re, kernels);
+        Dual::new(y, scalar::tan::tangent_in(self.du, Output(y), kernels))
+    }
     #[inline]
     fn erf(self) -> Self {
         self.apply(scalar::erf::value, scalar::erf::tangent)
@@ -721,5 +748,84 @@ impl<T: Element> fmt::Display for Dual<T> {
         f.write_str(" + ")?;
         part(f, &self.du)?;
         f.write_str("ε")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vmath::trig::FAST_MAX_F32;
+
+    /// The same bits in both parts (any NaN matching any NaN).
+    fn same(a: Dual<f32>, b: Dual<f32>) -> bool {
+        let part = |u: f32, v: f32| u.to_bits() == v.to_bits() || (u.is_nan() && v.is_nan());
+        part(a.re, b.re) && part(a.du, b.du)
+    }
+
+    /// `sin`, `cos` and `tan` of a `Dual<f32>` in a fast pass hand the kernels to both parts:
+    /// over the fast range they give the full-range functions' value and tangent bit for bit
+    /// and note nothing, and beyond it they note the argument (and the exact pass gives the
+    /// full-range results).
+    #[test]
+    fn dual_f32_trig_takes_the_fast_kernels_in_a_fast_pass() {
+        type Method = fn(Dual<f32>, &Kernels) -> Dual<f32>;
+        type Full = fn(Dual<f32>) -> Dual<f32>;
+        let methods: [(&str, Method, Full); 3] = [
+            ("sin", Dual::vsin_in, Dual::sin),
+            ("cos", Dual::vcos_in, Dual::cos),
+            ("tan", Dual::vtan_in, Dual::tan),
+        ];
+        let edge = FAST_MAX_F32.to_bits();
+        // Every 997th bit pattern up to the bound, the 2^12 below it, and the f32 around the
+        // multiples of π/2 (where tan is largest and sin or cos smallest).
+        let near_pi_2 = (1..=3_819u32).flat_map(|k| {
+            let c = (k as f64 * std::f64::consts::FRAC_PI_2) as f32;
+            (-2..=2).map(move |d| f32::from_bits(c.to_bits().wrapping_add_signed(d)))
+        });
+        let xs = (0..=edge)
+            .step_by(997)
+            .chain(edge - (1 << 12)..=edge)
+            .map(f32::from_bits)
+            .chain(near_pi_2)
+            .flat_map(|x| [x, -x]);
+        let mut n = 0;
+        for (i, x) in xs.enumerate() {
+            let du = [1.0, -0.37, 0.0, 3.5e-3][i % 4];
+            let d = Dual::new(x, du);
+            for (name, method, full) in methods {
+                let fast = Kernels::fast();
+                let got = method(d, &fast);
+                assert!(!fast.met_outside(), "{name}({d})");
+                assert!(same(got, full(d)), "{name}({d}): {got} against {}", full(d));
+            }
+            n += 1;
+        }
+        assert!(n > 2_000_000, "{n} points");
+        // Nested: the outer dual hands the kernels to the inner one.
+        for x in [0.3f32, -2.5, 1000.25, -FAST_MAX_F32] {
+            let d = Dual::new(Dual::new(x, 1.0), Dual::new(0.5, -2.0));
+            for (got, want) in [
+                (d.vsin_in(&Kernels::fast()), d.sin()),
+                (d.vcos_in(&Kernels::fast()), d.cos()),
+                (d.vtan_in(&Kernels::fast()), d.tan()),
+            ] {
+                assert!(same(got.re, want.re) && same(got.du, want.du), "{d}");
+            }
+        }
+        // Beyond the fast range: noted in the fast pass, the full-range results in the exact
+        // one.
+        let above = f32::from_bits(edge + 1);
+        for x in [above, -above, 1e30, 7.729_179e28, f32::INFINITY, f32::NAN] {
+            let d = Dual::new(x, 1.0);
+            for (name, method, full) in methods {
+                let fast = Kernels::fast();
+                let _ = method(d, &fast);
+                assert!(fast.met_outside(), "{name}({d}) not noted");
+                let exact = Kernels::exact();
+                let got = method(d, &exact);
+                assert!(!exact.met_outside(), "{name}({d})");
+                assert!(same(got, full(d)), "{name}({d}): {got} against {}", full(d));
+            }
+        }
     }
 }

@@ -153,7 +153,8 @@ pub trait Element:
         self.cos()
     }
     /// `sin x` with the kernels of one pass of a loop ([`Kernels`]): `f32` takes the fast
-    /// form in the fast pass and notes an argument outside its range; others [`Element::vsin`].
+    /// form in the fast pass and notes an argument outside its range, a dual number hands the
+    /// kernels to its parts; others [`Element::vsin`].
     #[doc(hidden)]
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
@@ -174,6 +175,14 @@ pub trait Element:
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn vtan(self) -> Self {
         self.tan()
+    }
+    /// `tan x` with the kernels of one pass of a loop, as [`Element::vsin_in`].
+    #[doc(hidden)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn vtan_in(self, kernels: &Kernels) -> Self {
+        let _ = kernels;
+        self.vtan()
     }
     #[doc(hidden)]
     #[cfg_attr(debug_assertions, inline)]
@@ -310,6 +319,16 @@ impl Element for f32 {
         } else {
             kernels.note_outside(trig::beyond_fast_f32(self));
             trig::cos_f32_fast(self)
+        }
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn vtan_in(self, kernels: &Kernels) -> Self {
+        if kernels.is_exact() {
+            trig::tan_f32(self)
+        } else {
+            kernels.note_outside(trig::beyond_fast_f32(self));
+            trig::tan_f32_fast(self)
         }
     }
     kernels!(

@@ -18,14 +18,15 @@
 //! [`Element`](crate::Element) (`vexp`, `vsin`, ..), which the scalar forms of
 //! [`crate::scalar`] call; dual numbers take theirs from those forms, element by element.
 //!
-//! Fast kernels with a fallback: `f32` `sin` and `cos` have a fast form for `|x| ≤ 6000`
-//! ([`trig::sin_cos_f32_fast`]) beside the full-range one, whose exact reduction is two thirds
-//! of its cost. A branch per element would stop vectorisation, so the loops branch per block:
+//! Fast kernels with a fallback: `f32` `sin`, `cos` and `tan` have a fast form for `|x| ≤ 6000`
+//! ([`trig::sin_cos_f32_fast`], [`trig::tan_f32_fast`]) beside the full-range one, whose exact
+//! reduction is half to two thirds of its cost. A branch per element would stop vectorisation, so the loops branch per block:
 //! each block runs once with [`Kernels::fast`], whose kernels note an argument out of their
 //! range, and again with [`Kernels::exact`] only if one did ([`fast_then_exact`]). The
 //! closures, scalar forms (`value_in`, `tangent_in`) and element methods (`vsin_in`, ..) take
-//! the [`Kernels`] of the pass, a constant in each of the two loops once inlined. The fast form
-//! gives the full-range one's bits in its range, so results do not depend on the blocks.
+//! the [`Kernels`] of the pass, a constant in each of the two loops once inlined; a dual number
+//! hands them to its parts. The fast form gives the full-range one's bits in its range, so
+//! results do not depend on the blocks.
 //!
 //! Each kernel's accuracy is stated in its module and asserted by its tests over sweeps of the
 //! inputs and the special values. The default tests sweep sparsely;
@@ -121,7 +122,7 @@ pub fn vectorised_at<R>(level: Level, f: impl FnOnce() -> R) -> R {
 /// Which kernels one pass of an elementwise loop runs, and whether a fast kernel met an
 /// argument outside its range.
 ///
-/// `sin` and `cos` of `f32` have a fast form for arguments of everyday size (`|x| ≤`
+/// `sin`, `cos` and `tan` of `f32` have a fast form for arguments of everyday size (`|x| ≤`
 /// [`trig::FAST_MAX_F32`], a Cody–Waite reduction) beside the full-range one, which computes
 /// the exact reduction in every lane as well and selects per lane (a branch per element would
 /// stop vectorisation). The loops run each block of elements once with [`Kernels::fast`]; a
@@ -133,7 +134,8 @@ pub fn vectorised_at<R>(level: Level, f: impl FnOnce() -> R) -> R {
 /// The closures of fused regions take it and hand it to the scalar forms (`value_in` and
 /// `tangent_in` of [`crate::scalar`]'s functions), which hand it to the element methods
 /// (`Element::vsin_in`, ..): after inlining, each pass's loop sees a constant and has no
-/// branch per element. Other kernels, `f64` and dual numbers ignore it.
+/// branch per element. Dual numbers hand it to their parts (so `Dual<f32>` takes the fast
+/// forms too); other kernels and `f64` ignore it.
 #[derive(Debug)]
 pub struct Kernels {
     exact: bool,
@@ -357,7 +359,12 @@ mod tests {
             .copied()
             .filter(|x| x.abs() <= trig::FAST_MAX_F32)
             .collect();
-        same!(&in_range, trig::sin_f32_fast, trig::cos_f32_fast);
+        same!(
+            &in_range,
+            trig::sin_f32_fast,
+            trig::cos_f32_fast,
+            trig::tan_f32_fast
+        );
         same!(
             &xs,
             exp_log::exp_f64,
@@ -392,7 +399,7 @@ mod tests {
             (f32::INFINITY, true),
             (f32::NAN, true),
         ] {
-            for f in [f32::vsin_in, f32::vcos_in] {
+            for f in [f32::vsin_in, f32::vcos_in, f32::vtan_in] {
                 let fast = Kernels::fast();
                 let _ = f(x, &fast);
                 assert_eq!(fast.met_outside(), outside, "{x:e}");
@@ -401,17 +408,21 @@ mod tests {
                 assert!(!exact.met_outside(), "{x:e}");
             }
             // In range, each pass gives the full-range function's bits.
-            let want = (trig::sin_f32(x), trig::cos_f32(x));
+            let want = (trig::sin_f32(x), trig::cos_f32(x), trig::tan_f32(x));
             for k in [Kernels::fast(), Kernels::exact()] {
                 if !outside || k.is_exact() {
-                    assert_eq!(x.vsin_in(&k).to_bits(), want.0.to_bits(), "{x:e}");
-                    assert_eq!(x.vcos_in(&k).to_bits(), want.1.to_bits(), "{x:e}");
+                    let same =
+                        |a: f32, b: f32| a.to_bits() == b.to_bits() || a.is_nan() && b.is_nan();
+                    assert!(same(x.vsin_in(&k), want.0), "{x:e}");
+                    assert!(same(x.vcos_in(&k), want.1), "{x:e}");
+                    assert!(same(x.vtan_in(&k), want.2), "{x:e}");
                 }
             }
         }
         // f64 ignores the kernels' pass.
         let fast = Kernels::fast();
         assert_eq!(1e300f64.vsin_in(&fast), trig::sin_f64(1e300));
+        assert_eq!(1e300f64.vtan_in(&fast), trig::tan_f64(1e300));
         assert!(!fast.met_outside());
     }
 
@@ -436,11 +447,16 @@ mod tests {
             let out = fast_then_exact(|k| {
                 passes.push(k.is_exact());
                 xs.iter()
-                    .map(|x| (x.vsin_in(k), x.vcos_in(k)))
+                    .map(|x| (x.vsin_in(k), x.vcos_in(k), x.vtan_in(k)))
                     .collect::<Vec<_>>()
             });
-            for (x, (s, c)) in xs.iter().zip(out) {
+            for (x, (s, c, t)) in xs.iter().zip(out) {
                 let want = trig::sin_cos_f32(*x);
+                let want_t = trig::tan_f32(*x);
+                assert!(
+                    t.to_bits() == want_t.to_bits() || (t.is_nan() && want_t.is_nan()),
+                    "tan {x:e}"
+                );
                 assert!(
                     s.to_bits() == want.0.to_bits() || (s.is_nan() && want.0.is_nan()),
                     "sin {x:e}"

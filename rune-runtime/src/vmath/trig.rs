@@ -9,9 +9,10 @@
 //!
 //! # Range reduction
 //!
-//! The `f64` functions and `tan_f32` use one exact reduction for every finite argument, in
-//! every lane; there is no slow path. (An out-of-line `#[cold]` path for huge arguments is not
-//! an option: LLVM refuses to vectorise a loop body with a call in it, even a conditional one.)
+//! The `f64` functions use one exact reduction for every finite argument, in every lane, and
+//! the `f32` ones use it above 6000; there is no slow path. (An out-of-line `#[cold]` path for
+//! huge arguments is not an option: LLVM refuses to vectorise a loop body with a call in it,
+//! even a conditional one.)
 //! With `a = |x| = m · 2^E`, `x · 2/π mod 4` is computed in integers, Payne–Hanek style: the bits
 //! of 2/π from the first one whose product with `a` is not a multiple of 4 are cut out of a
 //! table of 2/π bits (words picked with selects, then funnel shifts), multiplied by the integer
@@ -32,13 +33,19 @@
 //!   `f64` reduction). Above 6000 the exact `f32` reduction, its `f64` result split into
 //!   `yh + yl`. Both are computed in every lane and one is selected, so that a loop stays
 //!   branch-free; the exact one is two thirds of the cost.
-//! * `f32`, the fast forms `sin_f32_fast`, `cos_f32_fast` and `sin_cos_f32_fast`: the
-//!   Cody–Waite reduction alone, valid up to [`FAST_MAX_F32`] (6000) and there bit-identical
-//!   to `sin_f32`, `cos_f32` and `sin_cos_f32`, in a third of their time. The elementwise
-//!   loops run each block of elements with them first and note whether any argument was
-//!   outside their range; only such a block is run again with the full-range functions
-//!   ([`Kernels`](super::Kernels), [`fast_then_exact`](super::fast_then_exact)). Since the
-//!   two agree in range, results do not depend on how the elements fall into blocks.
+//! * `f32`, `tan`: up to 6000 a Cody–Waite reduction in `f64`: k = round(|x|·2/π) < 2^12, π/2
+//!   in two parts, the first of 31 bits so that `k·C1` and `|x| - k·C1` are exact, the second
+//!   subtracted with one rounding: `y` with an error below 2^-74.4 + 2^-53·|y|, relative below
+//!   2^-46.5 (|y| > 2^-28 there; a scan of every `f32` up to 6000 measured 2^-53.0). Above 6000
+//!   the exact `f32` reduction; both are computed in every lane and one is selected.
+//! * `f32`, the fast forms `sin_f32_fast`, `cos_f32_fast`, `sin_cos_f32_fast` and
+//!   `tan_f32_fast`: the Cody–Waite reductions alone, valid up to [`FAST_MAX_F32`] (6000) and
+//!   there bit-identical to `sin_f32`, `cos_f32`, `sin_cos_f32` and `tan_f32`, in a third
+//!   (`tan`: a half) of their time. The elementwise loops run each block of elements with them
+//!   first and note whether any argument was outside their range; only such a block is run
+//!   again with the full-range functions ([`Kernels`](super::Kernels),
+//!   [`fast_then_exact`](super::fast_then_exact)). Since the two agree in range, results do not
+//!   depend on how the elements fall into blocks.
 //! * `f64`: a 192-bit window (a barrel shifter of selects over 20 table words, 31 selects),
 //!   11 products; `y` as a double-double `yh + yl`, via Dekker's exact product with the
 //!   two-part π/2, with an absolute error below 2^-125 (test-checked against mpmath). The
@@ -74,8 +81,8 @@
 //! # Measured accuracy
 //!
 //! * `f32`, all 2^32 arguments, against the `f64` std function of the argument rounded to
-//!   `f32`: `sin`, `cos`, `tan` at most 1 ulp; the fast forms give the same bits as `sin_f32`
-//!   and `cos_f32` for every argument up to `FAST_MAX_F32` (same sweep).
+//!   `f32`: `sin`, `cos`, `tan` at most 1 ulp; the fast forms give the same bits as `sin_f32`,
+//!   `cos_f32` and `tan_f32` for every argument up to `FAST_MAX_F32` (same sweep).
 //! * `f64`, against glibc (std): at most 1 ulp for `sin`, `cos` and `tan` over 10^6 mixed
 //!   arguments (random significands at every exponent, log-uniform magnitudes, near multiples
 //!   of π/2) and 2^28 more in the ignored dense test; against mpmath on hard cases
@@ -162,11 +169,17 @@ const PI_2_C2_F32: f32 = 0.000_483_870_5;
 const PI_2_C3_F32: f32 = -4.371_395_3e-8;
 const PI_2_C4_F32: f32 = 2.563_283e-12;
 const PI_2_C5_F32: f32 = 6.123_234e-17;
-/// The largest argument of the fast `f32` kernels ([`sin_cos_f32_fast`], ..): up to it the
-/// Cody–Waite reduction is exact enough (k < 2^12).
+/// The largest argument of the fast `f32` kernels ([`sin_cos_f32_fast`], [`tan_f32_fast`], ..):
+/// up to it the Cody–Waite reductions are exact enough (k < 2^12).
 pub const FAST_MAX_F32: f32 = 6000.0;
 /// 1.5 · 2^23, for rounding to an integer in `f32`.
 const ROUND_SHIFT_F32: f32 = 12_582_912.0;
+/// π/2 = C1 + C2 (to 2^-87.8) for `tan_f32`'s reduction in `f64`: C1 of 31 bits, so that `k·C1`
+/// is exact for k < 2^22.
+const PI_2_C1_TAN: f64 = 1.570_796_326_734_125_6;
+const PI_2_C2_TAN: f64 = 6.077_100_506_506_192e-11;
+/// 1.5 · 2^52, for rounding to an integer in `f64`.
+const ROUND_SHIFT_F64: f64 = 6_755_399_441_055_744.0;
 /// f64 kernels on |y| ≤ π/4: sin y = y + y³·S(z) (relative error 2^-57.9),
 /// cos y = 1 - z/2 + z²·C(z) (relative error 2^-63.9).
 const SIN_F64: [f64; 6] = [
@@ -407,6 +420,37 @@ fn reduce_f32_fast(a: f32) -> (f32, f32, u32) {
     (yh, yl, k & 3)
 }
 
+/// Reduces `a = |x| ≤ FAST_MAX_F32` to `(y, q)` with `a = (4k + q)·π/2 + y`, in `f64`, for
+/// `tan_f32`, by Cody–Waite: k = round(a·2/π) < 2^12, and π/2 in two parts, the first of 31
+/// bits, so that `k·C1` and `a - k·C1` are exact; `k·C2` is subtracted with one rounding. The
+/// error is below 2^-74.4 + 2^-53·|y|, so the relative one below 2^-46.5, since |y| > 2^-28 for
+/// every `f32` from π/4 to `FAST_MAX_F32` (a scan of them all, which measured 2^-53.0 against
+/// the exact reduction). Below π/4, `y = a` exactly. Above
+/// `FAST_MAX_F32` (and for infinite or NaN `a`) the result is meaningless.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn reduce_tan_f32_fast(a: f32) -> (f64, u64) {
+    let a = f64::from(a);
+    let t = a * std::f64::consts::FRAC_2_PI + ROUND_SHIFT_F64;
+    let kf = t - ROUND_SHIFT_F64;
+    let k = t.to_bits().wrapping_sub(ROUND_SHIFT_F64.to_bits());
+    ((a - kf * PI_2_C1_TAN) - kf * PI_2_C2_TAN, k & 3)
+}
+
+/// Reduces `a = |x|` to `(y, q)` for `tan_f32`: `reduce_tan_f32_fast` up to `FAST_MAX_F32`,
+/// the exact `reduce_f32` above. Both are computed and one selected per lane.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn reduce_tan_f32(a: f32) -> (f64, u64) {
+    let fast = reduce_tan_f32_fast(a);
+    let exact = reduce_f32(a);
+    if a <= FAST_MAX_F32 {
+        fast
+    } else {
+        exact
+    }
+}
+
 /// Reduces `a = |x|` to `(yh, yl, q)` as `reduce_f32_fast` up to `FAST_MAX_F32`, and above by
 /// the exact reduction `reduce_f32` (in `f64`), split into two `f32`. Both are computed and
 /// one selected per lane.
@@ -504,7 +548,23 @@ pub fn cos_f32(x: f32) -> f32 {
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub fn tan_f32(x: f32) -> f32 {
-    let (y, q) = reduce_f32(x.abs());
+    tan_reduced_f32(x, reduce_tan_f32(x.abs()))
+}
+
+/// [`tan_f32`] for `|x| ≤ FAST_MAX_F32`, bit-identical to it there, without the exact
+/// reduction. Above `FAST_MAX_F32` (and for infinite or NaN `x`) the result is meaningless:
+/// callers check the bound with [`beyond_fast_f32`] (see [`Kernels`](super::Kernels)).
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub fn tan_f32_fast(x: f32) -> f32 {
+    tan_reduced_f32(x, reduce_tan_f32_fast(x.abs()))
+}
+
+/// `tan x` from the reduction `(y, q)` of `|x|`: `sin y / cos y`, or `-cos y / sin y` in odd
+/// quadrants, divided in `f64` and rounded once.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn tan_reduced_f32(x: f32, (y, q): (f64, u64)) -> f32 {
     let (s, c) = kernels_f32(y);
     let odd = q & 1;
     let (n, d) = if odd == 0 { (s, c) } else { (c, s) };
@@ -700,7 +760,7 @@ mod tests {
 
     /// Largest ulp errors of sin, cos, tan against the f64 std functions rounded to f32, with an
     /// argument where each occurs, over `xs`; asserts that `sin_cos_f32` matches bit for bit,
-    /// and so do the fast forms up to `FAST_MAX_F32`.
+    /// and so do the fast forms (`sin`, `cos`, `sin_cos`, `tan`) up to `FAST_MAX_F32`.
     fn max_ulps_f32(xs: impl Iterator<Item = f32>) -> [(u64, f32); 3] {
         let mut worst = [(0, 0.0); 3];
         for x in xs {
@@ -727,6 +787,11 @@ mod tests {
                     cos_f32_fast(x).to_bits(),
                     c.to_bits(),
                     "cos_f32_fast({x:e})"
+                );
+                assert_eq!(
+                    tan_f32_fast(x).to_bits(),
+                    t.to_bits(),
+                    "tan_f32_fast({x:e})"
                 );
             }
             let xd = f64::from(x);
@@ -928,11 +993,22 @@ mod tests {
             let (s, c) = sin_cos_f32_fast(x);
             assert_eq!(s.to_bits(), sin_f32(x).to_bits(), "{x:e}");
             assert_eq!(c.to_bits(), cos_f32(x).to_bits(), "{x:e}");
+            assert_eq!(tan_f32_fast(x).to_bits(), tan_f32(x).to_bits(), "{x:e}");
+        }
+        // Subnormal and tiny arguments: tan x = x in the fast form too.
+        for b in (0..0x0100_0000u32)
+            .step_by(997)
+            .chain([0x3000_0000, 0x3800_0000])
+        {
+            for x in [f32::from_bits(b), -f32::from_bits(b)] {
+                assert_eq!(tan_f32_fast(x).to_bits(), x.to_bits(), "{x:e}");
+            }
         }
         // Infinite and NaN arguments give NaN in the fast forms too.
         for x in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN] {
             let (s, c) = sin_cos_f32_fast(x);
             assert!(s.is_nan() && c.is_nan(), "{x:e}");
+            assert!(tan_f32_fast(x).is_nan(), "{x:e}");
         }
     }
 
@@ -952,6 +1028,99 @@ mod tests {
                 "{x:e}: {y:e} vs {yh:e}"
             );
         }
+    }
+
+    /// `tan_f32`'s fast reduction against the `f64` one over `xs` (all in `[0, FAST_MAX_F32]`):
+    /// the largest relative error of `y` with its argument, and the smallest `|y|` of an
+    /// argument above π/4 (below, `y` is the argument, exactly). The quadrant
+    /// may differ by one near an odd multiple of π/4, where `k` is rounded the other way.
+    fn tan_reduction_error(xs: impl Iterator<Item = f32>) -> ((f64, f32), f64) {
+        let mut worst = (0.0, 0.0);
+        let mut smallest = f64::INFINITY;
+        for a in xs {
+            let (y, q) = reduce_tan_f32_fast(a);
+            let (yh, yl, q64) = reduce_f64(f64::from(a));
+            let (sh, sl) = match (q as i64 - q64 as i64).rem_euclid(4) {
+                0 => (0.0, 0.0),
+                1 => (FRAC_PI_2, PI_2_LO),
+                3 => (-FRAC_PI_2, -PI_2_LO),
+                _ => panic!("quadrant of {a:e}: {q} against {q64}"),
+            };
+            let want = yh - sh;
+            assert!(want.abs() < 0.786, "{a:e}: y = {want:e}");
+            let err = ((y - want) - (yl - sl)).abs();
+            if err > worst.0 * want.abs() {
+                worst = (err / want.abs(), a);
+            }
+            if a > std::f32::consts::FRAC_PI_4 {
+                smallest = smallest.min(want.abs());
+            }
+        }
+        (worst, smallest)
+    }
+
+    /// `tan_f32`'s fast reduction within 2^-50 of the `f64` one, relatively, over the mixed
+    /// points in range, every `f32` within 50 ulp of a multiple of π/2 up to `FAST_MAX_F32` and
+    /// the 10^5 below it.
+    #[test]
+    fn tan_f32_fast_reduction_matches_f64_reduction() {
+        let edge = FAST_MAX_F32.to_bits();
+        let near_pi_2 = (1..=3_819u32).flat_map(|k| {
+            let c = (f64::from(k) * FRAC_PI_2) as f32;
+            (-50..=50).map(move |d| f32::from_bits(c.to_bits().wrapping_add_signed(d)))
+        });
+        let points = mixed_f32()
+            .into_iter()
+            .map(f32::abs)
+            .filter(|a| *a <= FAST_MAX_F32)
+            .chain(near_pi_2)
+            .chain((edge - 100_000..=edge).map(f32::from_bits));
+        let (worst, smallest) = tan_reduction_error(points);
+        println!(
+            "tan f32 fast reduction: relative error 2^{:.1} at {:e}, smallest |y| 2^{:.1}",
+            worst.0.log2(),
+            worst.1,
+            smallest.log2()
+        );
+        assert!(worst.0 <= 2f64.powi(-50), "{worst:?}");
+    }
+
+    /// As `tan_f32_fast_reduction_matches_f64_reduction`, over every `f32` in
+    /// `[0, FAST_MAX_F32]`, and the smallest `|y|` there (of an argument above π/4) is above
+    /// 2^-28, as `reduce_tan_f32_fast`'s error bound takes it. Run with
+    /// `cargo test -p rune-runtime --release --lib vmath::trig -- --ignored`.
+    #[test]
+    #[ignore = "exhaustive over the fast range, seconds in release"]
+    fn tan_f32_fast_reduction_exhaustive() {
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get()) as u32;
+        let end = FAST_MAX_F32.to_bits() + 1;
+        let chunk = end.div_ceil(threads);
+        let results: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (lo, hi) = (t * chunk, ((t + 1) * chunk).min(end));
+                    scope.spawn(move || tan_reduction_error((lo..hi).map(f32::from_bits)))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut worst = (0.0, 0.0);
+        let mut smallest = f64::INFINITY;
+        for (w, s) in results {
+            if w.0 > worst.0 {
+                worst = w;
+            }
+            smallest = smallest.min(s);
+        }
+        println!(
+            "tan f32 fast reduction, every f32: relative error 2^{:.1} at {:e}, smallest |y| \
+             2^{:.1}",
+            worst.0.log2(),
+            worst.1,
+            smallest.log2()
+        );
+        assert!(worst.0 <= 2f64.powi(-50), "{worst:?}");
+        assert!(smallest > 2f64.powi(-28), "{smallest:e}");
     }
 
     /// The `f32` reduction (Cody–Waite up to `FAST_MAX_F32`, the exact one above) against
