@@ -14,7 +14,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use rune_ad::scalar::{cos, sin, tan};
+use rune_ad::scalar::{cos, exp, sin, tan};
 use rune_ad::vmath::exp_log::{exp_f32, ln_f32, tanh_f32};
 use rune_ad::vmath::trig::{
     cos_f32, sin_cos_f32, sin_cos_f32_fast, sin_f32, sin_f32_fast, tan_f32, tan_f32_fast,
@@ -127,8 +127,8 @@ fn kernels(c: &mut Criterion) {
     blocks!("sin_plus_cos_blocks", |x, k| sin::value_in(x, k)
         + cos::value_in(x, k));
     blocks!("tan_blocks", |x, k| tan::value_in(x, k));
-    // `Dual<f32>` value and tangent through `sin` and `tan`: the full-range functions element
-    // by element, and per block as the loops run them.
+    // `Dual<f32>` value and tangent through `sin`, `exp` and `tan`: the full-range functions
+    // element by element, and per block as the loops run them.
     bench!(
         run,
         "dual_sin",
@@ -142,6 +142,14 @@ fn kernels(c: &mut Criterion) {
         "dual_sin_blocks",
         widest,
         |x, k| sin::value_in(x, k),
+        duals,
+        dual_out
+    );
+    bench!(
+        run,
+        "dual_exp",
+        widest,
+        |x: Dual<f32>| exp::value(x),
         duals,
         dual_out
     );

@@ -401,6 +401,92 @@ both! {
     }
 }
 
+#[derive(Clone, Differentiable)]
+struct Normed {
+    layers: Vec<Layer>,
+}
+
+impl Normed {
+    /// Layers with a layer norm each, in a loop over the layers: the row statistics are
+    /// reductions over the last axis ending regions inside the loop's body, whose axes the
+    /// backward pass keeps a trip each.
+    #[differentiable]
+    fn forward(&self, x: &Tensor<f64>, #[nodiff] axis: isize) -> Tensor<f64> {
+        let mut h = x.clone();
+        for layer in &self.layers {
+            let z = h.matmul(&layer.w);
+            let mu = (&z + &layer.b).mean_axes(&[axis], true);
+            let var = (&z + &layer.b - &mu).square().mean_axes(&[axis], true);
+            h = ((&z + &layer.b - &mu) / (var + 1e-3).sqrt()).tanh();
+        }
+        (&h * &h).sum_axes(&[axis], false).mean()
+    }
+
+    #[differentiable(fuse = false)]
+    fn forward_unfused(&self, x: &Tensor<f64>, #[nodiff] axis: isize) -> Tensor<f64> {
+        let mut h = x.clone();
+        for layer in &self.layers {
+            let z = h.matmul(&layer.w);
+            let mu = (&z + &layer.b).mean_axes(&[axis], true);
+            let var = (&z + &layer.b - &mu).square().mean_axes(&[axis], true);
+            h = ((&z + &layer.b - &mu) / (var + 1e-3).sqrt()).tanh();
+        }
+        (&h * &h).sum_axes(&[axis], false).mean()
+    }
+}
+
+#[test]
+fn a_model_with_a_layer_norm_in_a_loop_over_layers_has_the_derivatives_of_its_unfused_twin() {
+    let layer = |seed| Layer {
+        w: Tensor::rand_normal(&[6, 6], 0.0, 0.5, seed),
+        b: Tensor::rand_normal(&[6], 0.0, 0.5, seed + 1),
+    };
+    let model = Normed {
+        layers: vec![layer(61), layer(63), layer(65)],
+    };
+    let x = Tensor::rand_normal(&[5, 6], 0.0, 1.0, 67);
+    // The last axis (one pass) and the first (the values first), through the same code.
+    for axis in [-1, 0] {
+        let (value, (grads, gx)) = model.forward_value_and_grad(&x, axis);
+        let (value_u, (grads_u, gx_u)) = model.forward_unfused_value_and_grad(&x, axis);
+        assert_ulps(&format!("x, axis {axis}"), &gx, &gx_u, 1e4);
+        assert_eq!(
+            value.item().to_bits(),
+            value_u.item().to_bits(),
+            "axis {axis}"
+        );
+        for (i, (g, g_u)) in grads.layers.iter().zip(&grads_u.layers).enumerate() {
+            assert_ulps(&format!("w of layer {i}, axis {axis}"), &g.w, &g_u.w, 1e4);
+            if axis == 0 {
+                // Normalised over the rows, a bias (the same in every row) is taken out again
+                // with the rows' mean: its gradient is zero.
+                for b in g.b.to_vec().iter().chain(&g_u.b.to_vec()) {
+                    assert!(b.abs() <= 1e-12, "b of layer {i}: {b}");
+                }
+            } else {
+                assert_ulps(&format!("b of layer {i}, axis {axis}"), &g.b, &g_u.b, 1e4);
+            }
+        }
+        // Central differences on one weight of each layer.
+        for l in 0..3 {
+            let eps = 1e-6;
+            let shifted = |d: f64| {
+                let mut m = model.clone();
+                let mut w = m.layers[l].w.to_vec();
+                w[7] += d;
+                m.layers[l].w = Tensor::from_vec(w, &[6, 6]);
+                m.forward(&x, axis).item()
+            };
+            let fd = (shifted(eps) - shifted(-eps)) / (2.0 * eps);
+            let g = grads.layers[l].w.to_vec()[7];
+            assert!(
+                (g - fd).abs() <= 1e-6 * fd.abs().max(1.0),
+                "layer {l}, axis {axis}: {g} against {fd}"
+            );
+        }
+    }
+}
+
 #[test]
 fn reductions_over_some_axes_end_regions_with_the_derivatives_of_their_unfused_twins() {
     let x = Tensor::rand_normal(&[4, 3], 0.0, 1.0, 41);
