@@ -1125,15 +1125,17 @@ impl Reduction {
 /// `shape` sums first, when the region can be reduced in the same pass as its values: every
 /// element when `axes` are all the axes, else the last axis when `axes` are the last ones. The
 /// unfused reduction sums those lanes pairwise, then the lanes' sums over the other axes
-/// ([`finish_lanes`]); `None` for other axes, and for none.
+/// ([`finish_lanes`]); `None` for other axes, for none, and for lanes of no elements (whose
+/// sums the unfused reduction makes).
 fn lane_length(shape: &[usize], axes: &[usize]) -> Option<usize> {
     let first = shape.len() - axes.len();
     let last = !axes.is_empty() && axes.iter().enumerate().all(|(i, &a)| a == first + i);
-    match first {
+    let lane = match first {
         _ if !last => None,
         0 => Some(shape.iter().product()),
         _ => shape.last().copied(),
-    }
+    };
+    lane.filter(|&n| n > 0)
 }
 
 /// The reduction of a fused region's value over `axes` (`sum_axes`, `mean_axes`): `f` applied
@@ -1335,8 +1337,8 @@ pub fn fused_reduce_axes_vjp<
     vjp_region(ops, inputs, literals, targets, &spread, f)
 }
 
-/// `K` lists of the pairwise sums of the lanes of `lane` consecutive elements of a region of
-/// `len` (all zeros when `lane` is zero: sums of nothing), filled by `fill`.
+/// `K` lists of the pairwise sums of the lanes of `lane` (at least one) consecutive elements of
+/// a region of `len`, filled by `fill`.
 fn lane_sums<T: Element, const K: usize>(
     len: usize,
     lane: usize,
@@ -1344,7 +1346,7 @@ fn lane_sums<T: Element, const K: usize>(
 ) -> [Vec<T>; K] {
     let mut lanes = Lanes {
         lane,
-        done: std::array::from_fn(|_| Vec::with_capacity(len.checked_div(lane).unwrap_or(0))),
+        done: std::array::from_fn(|_| Vec::with_capacity(len / lane)),
         chunk: std::array::from_fn(|_| Vec::with_capacity(SUM_BLOCK.min(lane))),
         sums: std::array::from_fn(|_| Vec::new()),
         at: 0,
@@ -1439,7 +1441,7 @@ fn lane_blocks<T: Element, const N: usize, const M: usize, const K: usize, const
     lanes: &mut Lanes<T, K>,
 ) {
     let mut block = [[T::zero(); B]; K];
-    debug_assert!(lane > 0 || len == 0);
+    debug_assert!(lane > 0, "lanes of no elements are reduced unfused");
     for_blocks::<T, N, M, B>(
         0..len,
         xs_from,
@@ -1645,6 +1647,38 @@ mod tests {
                 for (got, want) in got.iter().zip(&want) {
                     same(got, want);
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn a_reduction_over_some_axes_of_no_elements_is_the_unfused_one() {
+        for shape in [[3, 0], [0, 5]] {
+            let a = Tensor::<f64>::zeros(&shape);
+            let inputs = [OperandRef::Tensor(&a)];
+            for (reduction, axes) in [
+                (Reduction::Sum, [-1]),
+                (Reduction::Mean, [1]),
+                (Reduction::Sum, [0]),
+            ] {
+                let r = fused_reduce_axes(
+                    "exp 0 0",
+                    inputs,
+                    [],
+                    reduction,
+                    &axes,
+                    false,
+                    |[a], [], _| scalar::exp::value(a),
+                );
+                let values = a.map_elems(|&v| v.exp());
+                let want = match reduction {
+                    Reduction::Sum => values.sum_axes(&axes, false),
+                    Reduction::Mean => values.mean_axes(&axes, false),
+                };
+                assert_eq!(r.shape(), want.shape(), "{shape:?}");
+                let bits =
+                    |t: &Tensor<f64>| t.to_vec().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&r), bits(&want), "{shape:?} {axes:?}");
             }
         }
     }
