@@ -629,6 +629,7 @@ impl Emitter<'_> {
         let lits = code.literal_array();
         let v = val_ident(out);
         let useful = self.useful(out);
+        let over = axes.as_ref().map(|a| axes_args(a, false));
         let call = match (mode, reduce) {
             (Mode::Tangent, reduce) if useful => {
                 let with_tangent = self.differentiated(inputs);
@@ -639,10 +640,9 @@ impl Emitter<'_> {
                 let us = with_tangent.iter().map(|&i| input_tangent(i));
                 let body = code.tangent_body(&with_tangent);
                 let t = tangent_ident(out);
-                let (function, reduce) = match (reduce, &axes) {
-                    (Some(r), Some(axes)) => {
-                        let axes = axes_args(axes, false);
-                        (quote!(#rt::fused_reduce_axes_jvp), quote!(#r, #axes))
+                let (function, reduce) = match (reduce, &over) {
+                    (Some(r), Some(over)) => {
+                        (quote!(#rt::fused_reduce_axes_jvp), quote!(#r, #over))
                     }
                     (Some(r), None) => (quote!(#rt::fused_reduce_jvp), quote!(#r,)),
                     (None, _) => (self.glue("fused_jvp"), quote!()),
@@ -651,10 +651,9 @@ impl Emitter<'_> {
                     let (#v, #t) = #function(#ops, #args, #lits, #reduce [#(#tangents),*], #[inline(always)] |#params, __rune_lits, __rune_k, [#(#us),*]| { #body });
                 }
             }
-            (_, Some(r)) if axes.is_some() => {
+            (_, Some(r)) if over.is_some() => {
                 let body = code.value_body();
-                let axes = axes_args(axes.as_ref().expect("axes"), false);
-                quote!(let #v = #rt::fused_reduce_axes(#ops, #args, #lits, #r, #axes #[inline(always)] |#params, __rune_lits, __rune_k| { #body });)
+                quote!(let #v = #rt::fused_reduce_axes(#ops, #args, #lits, #r, #over #[inline(always)] |#params, __rune_lits, __rune_k| { #body });)
             }
             (Mode::Reverse, Some(r)) if useful => {
                 let targets = self.differentiated(inputs);
