@@ -144,20 +144,26 @@ struct Literals {
     comparisons: HashMap<Const, Comparison>,
 }
 
+/// An op written as a plain call (no turbofish, no value read out of a tensor flowing in, no
+/// `?`): its output, spec, inputs and configuration.
+fn plain_op(stmt: &Stmt) -> Option<(Val, &'static OpSpec, &[Operand], &[Const])> {
+    match stmt {
+        Stmt::Op {
+            out,
+            op,
+            inputs,
+            config,
+            turbofish: None,
+            tainted_by: None,
+            fallible: false,
+            ..
+        } => Some((*out, *op, inputs, config)),
+        _ => None,
+    }
+}
+
 fn fusible<'s>(stmt: &'s Stmt, lits: &Literals) -> Option<(Val, &'s [Operand])> {
-    let Stmt::Op {
-        out,
-        op,
-        inputs,
-        config,
-        turbofish: None,
-        tainted_by: None,
-        fallible: false,
-        ..
-    } = stmt
-    else {
-        return None;
-    };
+    let (out, op, inputs, config) = plain_op(stmt)?;
     let configured = match op.name {
         "powi" => config.iter().all(|c| lits.ints.contains_key(c)),
         _ => config.iter().all(|c| lits.floats.contains_key(c)),
@@ -168,39 +174,27 @@ fn fusible<'s>(stmt: &'s Stmt, lits: &Literals) -> Option<(Val, &'s [Operand])> 
         // `where_cond`'s mask is an input of the region, or a comparison it computes.
         op.name == "where_cond" || config.is_empty()
     };
-    (fusible_op(op) && config_ok).then_some((*out, inputs.as_slice()))
+    (fusible_op(op) && config_ok).then_some((out, inputs))
 }
 
 /// A reduction that can end a region: `x.sum()`, `x.mean()`, or over some axes
 /// `x.sum_axes(axes, keepdims)`, `x.mean_axes(axes, keepdims)`, with its output and the value
 /// it reduces.
 fn reduction(stmt: &Stmt) -> Option<(Val, Val, Reduction, Option<ReduceAxes>)> {
-    let Stmt::Op {
-        out,
-        op,
-        inputs,
-        config,
-        turbofish: None,
-        tainted_by: None,
-        fallible: false,
-        ..
-    } = stmt
-    else {
-        return None;
-    };
+    let (out, op, inputs, config) = plain_op(stmt)?;
     let over = |axes: &[Const]| match *axes {
         [axes, keepdims] => Some(ReduceAxes { op, axes, keepdims }),
         _ => None,
     };
-    let (reduce, axes) = match (op.name, config.as_slice()) {
+    let (reduce, axes) = match (op.name, config) {
         ("sum", []) => (Reduction::Sum, None),
         ("mean", []) => (Reduction::Mean, None),
         ("sum_axes", c) => (Reduction::Sum, Some(over(c)?)),
         ("mean_axes", c) => (Reduction::Mean, Some(over(c)?)),
         _ => return None,
     };
-    match inputs.as_slice() {
-        [Operand::Val(v)] => Some((*out, *v, reduce, axes)),
+    match inputs {
+        [Operand::Val(v)] => Some((out, *v, reduce, axes)),
         _ => None,
     }
 }

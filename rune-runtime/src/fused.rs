@@ -48,7 +48,7 @@ use crate::broadcast::{broadcast_shapes, broadcast_view, same_shape, sum_to_shap
 use crate::element::operand::{OperandOf, OperandRef};
 use crate::element::{strong_mul, Element};
 use crate::error::{OrPanic, ShapeError};
-use crate::ops::reduce::{checked_axes, reduced_shape};
+use crate::ops::reduce::{checked_axes, count, expand_back, reduced_shape};
 use crate::summation::{block_sum, combine_block_sums, SUM_BLOCK};
 use crate::tensor::Tensor;
 use crate::vmath::{fast_then_exact, vectorised, Kernels};
@@ -916,7 +916,7 @@ fn reduce_region<T: Element, const N: usize, const L: usize>(
                     (&sources, &[]),
                     #[inline(always)]
                     |x, _, k| [f(x, literals, k)],
-                    sums,
+                    |block, n| push_sums(sums, block, n),
                 )
             },
         ))
@@ -973,7 +973,7 @@ fn reduce_jvp_region<T: Element, const N: usize, const L: usize, const K: usize>
                         let (y, u) = f(x, literals, k, t);
                         [y, u]
                     },
-                    sums,
+                    |block, n| push_sums(sums, block, n),
                 )
             },
         ))
@@ -984,14 +984,15 @@ fn reduce_jvp_region<T: Element, const N: usize, const L: usize, const K: usize>
 }
 
 /// The loop of the reductions, over blocks of `B`: `f` gives `K` values an element, and each
-/// block's values of each are summed by [`block_sum`] onto `sums[k]`.
+/// block's first `n` values of each go to `sum(blocks, n)`: [`push_sums`] for a full reduction,
+/// [`Lanes::push`] for one over the last axes.
 #[inline(always)]
 #[allow(clippy::type_complexity)]
 fn sum_blocks<T: Element, const N: usize, const M: usize, const K: usize, const B: usize>(
     range: Range<usize>,
     (xs_from, ys_from): (&[Source<'_, T>; N], &[Source<'_, T>; M]),
     f: impl Fn([T; N], [T; M], &Kernels) -> [T; K],
-    sums: &mut [BlockSums<T>; K],
+    mut sum: impl FnMut(&[[T; B]; K], usize),
 ) {
     let mut block = [[T::zero(); B]; K];
     for_blocks::<T, N, M, B>(
@@ -1008,7 +1009,7 @@ fn sum_blocks<T: Element, const N: usize, const M: usize, const K: usize, const 
                     }
                 },
             );
-            push_sums(sums, &block, n);
+            sum(&block, n);
         },
     );
 }
@@ -1119,6 +1120,15 @@ impl Reduction {
             Reduction::Mean => "mean_axes",
         }
     }
+
+    /// `t` reduced over `axes` by the op itself (`sum_axes`, `mean_axes`).
+    #[track_caller]
+    fn over_axes<T: Element>(self, t: &Tensor<T>, axes: &[isize], keepdims: bool) -> Tensor<T> {
+        match self {
+            Reduction::Sum => t.sum_axes(axes, keepdims),
+            Reduction::Mean => t.mean_axes(axes, keepdims),
+        }
+    }
 }
 
 /// The length of the lanes a reduction over `axes` (checked: sorted, distinct, in range) of
@@ -1178,10 +1188,7 @@ fn reduce_axes_region<T: Element, const N: usize, const L: usize>(
     let checked = checked_axes(reduction.axes_op(), axes, shape).or_panic();
     let Some(lane) = lane_length(shape, &checked) else {
         let values = map_region(ops, inputs, literals, f);
-        return match reduction {
-            Reduction::Sum => values.sum_axes(axes, keepdims),
-            Reduction::Mean => values.mean_axes(axes, keepdims),
-        };
+        return reduction.over_axes(&values, axes, keepdims);
     };
     let literals = literals.map(T::from_f64);
     let len: usize = shape.iter().product();
@@ -1190,12 +1197,12 @@ fn reduce_axes_region<T: Element, const N: usize, const L: usize>(
         with_block_size!(len, SMALL, BLOCK, |B| vectorised(
             #[inline(always)]
             || {
-                lane_blocks::<T, N, 0, 1, B>(
-                    (len, lane),
+                sum_blocks::<T, N, 0, 1, B>(
+                    0..len,
                     (&sources, &[]),
                     #[inline(always)]
                     |x, _, k| [f(x, literals, k)],
-                    lanes,
+                    |block, n| lanes.push(block, n),
                 )
             },
         ))
@@ -1249,11 +1256,10 @@ fn reduce_axes_jvp_region<T: Element, const N: usize, const L: usize, const K: u
     let checked = checked_axes(reduction.axes_op(), axes, &shape).or_panic();
     let Some(lane) = lane_length(&shape, &checked) else {
         let (values, tangent) = jvp_region(ops, inputs, literals, tangents, f);
-        let reduce = |t: Tensor<T>| match reduction {
-            Reduction::Sum => t.sum_axes(axes, keepdims),
-            Reduction::Mean => t.mean_axes(axes, keepdims),
-        };
-        return (reduce(values), reduce(tangent));
+        return (
+            reduction.over_axes(&values, axes, keepdims),
+            reduction.over_axes(&tangent, axes, keepdims),
+        );
     };
     let tangent_sources = tangents.map(|t| source("fused", t, &shape).or_panic());
     let literals = literals.map(T::from_f64);
@@ -1263,15 +1269,15 @@ fn reduce_axes_jvp_region<T: Element, const N: usize, const L: usize, const K: u
         with_block_size!(len, SMALL, BLOCK, |B| vectorised(
             #[inline(always)]
             || {
-                lane_blocks::<T, N, K, 2, B>(
-                    (len, lane),
+                sum_blocks::<T, N, K, 2, B>(
+                    0..len,
                     sources,
                     #[inline(always)]
                     |x, t, k| {
                         let (y, u) = f(x, literals, k, t);
                         [y, u]
                     },
-                    lanes,
+                    |block, n| lanes.push(block, n),
                 )
             },
         ))
@@ -1316,18 +1322,13 @@ pub fn fused_reduce_axes_vjp<
     let shape = region_shape(&shapes, ops).or_panic();
     let op = reduction.axes_op();
     let checked = checked_axes(op, axes, &shape).or_panic();
-    let expected = reduced_shape(&shape, &checked, keepdims);
-    assert!(
-        same_shape(g.shape(), &expected),
-        "{op}: a cotangent of shape {:?} is not the reduction of shape {shape:?} over axes \
-         {checked:?} (keepdims {keepdims}), which has shape {expected:?}",
-        g.shape()
-    );
-    let kept = g.reshape(&reduced_shape(&shape, &checked, true));
+    // The cotangent with the reduced axes kept, as `sum_axes_vjp` and `mean_axes_vjp` spread
+    // it; the fused loop broadcasts it.
+    let kept = Tensor::from_array(expand_back(op, g.view(), &shape, &checked, keepdims).to_owned());
     let spread = match reduction {
         Reduction::Sum => kept,
         Reduction::Mean => {
-            let n = T::from_f64(checked.iter().map(|&a| shape[a]).product::<usize>() as f64);
+            let n = count::<T>(&shape, &checked);
             kept.map_elems(
                 #[inline(always)]
                 |&d| d / n,
@@ -1421,44 +1422,13 @@ fn finish_lanes<T: Element>(
         t = t.sum_axes(&rest, false);
     }
     if reduction == Reduction::Mean {
-        let n = T::from_f64(axes.iter().map(|&a| shape[a]).product::<usize>() as f64);
+        let n = count::<T>(shape, axes);
         t = t.map_elems(
             #[inline(always)]
             |&s| s / n,
         );
     }
     t.reshape(&reduced_shape(shape, axes, keepdims))
-}
-
-/// The loop of the row-wise reductions, over blocks of `B`: `f` gives `K` values an element,
-/// and [`Lanes`] sums them lane by lane.
-#[inline(always)]
-#[allow(clippy::type_complexity)]
-fn lane_blocks<T: Element, const N: usize, const M: usize, const K: usize, const B: usize>(
-    (len, lane): (usize, usize),
-    (xs_from, ys_from): (&[Source<'_, T>; N], &[Source<'_, T>; M]),
-    f: impl Fn([T; N], [T; M], &Kernels) -> [T; K],
-    lanes: &mut Lanes<T, K>,
-) {
-    let mut block = [[T::zero(); B]; K];
-    debug_assert!(lane > 0, "lanes of no elements are reduced unfused");
-    for_blocks::<T, N, M, B>(
-        0..len,
-        xs_from,
-        ys_from,
-        #[inline(always)]
-        |n, x, y| {
-            fast_then_exact(
-                #[inline(always)]
-                |k| {
-                    for e in 0..B {
-                        set_column(&mut block, e, f(column(x, e), column(y, e), k));
-                    }
-                },
-            );
-            lanes.push(&block, n);
-        },
-    );
 }
 
 /// A saved partial derivative of a reduced region times its result's cotangent `g` (a 0-d
@@ -1699,7 +1669,7 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "mean_axes: a cotangent of shape [3]")]
+    #[should_panic(expected = "mean_axes: a tensor of shape [3] is not the reduction")]
     fn a_cotangent_not_of_the_reductions_shape_names_the_op_and_shapes() {
         let a = t(&[1.0; 6], &[2, 3]);
         let g = t(&[1.0; 3], &[3]);

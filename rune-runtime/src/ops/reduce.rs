@@ -71,7 +71,7 @@ pub(crate) fn reduced_shape(shape: &[usize], axes: &[usize], keepdims: bool) -> 
 /// # Panics
 /// When `r` does not have the shape of the reduction of `x_shape` over `axes`.
 #[track_caller]
-fn expand_back<'a, T>(
+pub(crate) fn expand_back<'a, T>(
     op: &'static str,
     r: ArrayViewD<'a, T>,
     x_shape: &[usize],
@@ -216,7 +216,7 @@ fn prod_view<T: Element>(x: ArrayViewD<'_, T>, axes: &[usize], keepdims: bool) -
 }
 
 /// The number of elements a reduction over `axes` combines into each result.
-fn count<T: Element>(shape: &[usize], axes: &[usize]) -> T {
+pub(crate) fn count<T: Element>(shape: &[usize], axes: &[usize]) -> T {
     T::from_f64(axes.iter().map(|&a| shape[a]).product::<usize>() as f64)
 }
 
