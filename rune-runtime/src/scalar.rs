@@ -367,8 +367,10 @@ pub mod sigmoid {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn value<T: Element>(x: T) -> T {
-        // One exponential, `e^(-|x|)`, for both sides.
-        let e = (-x.abs()).vexp();
+        // One exponential, `e^(-|x|)`, for both sides. `-|x|` is written as the side's own
+        // smooth formula (`-x` from 0 up, `x` below) so that a dual number differentiates each
+        // side as written, also at 0, where `abs` has the derivative 0 of its kink.
+        let e = (if x >= T::zero() { -x } else { x }).vexp();
         if x >= T::zero() {
             T::one() / (T::one() + e)
         } else {

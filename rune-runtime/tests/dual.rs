@@ -122,7 +122,8 @@ fn unary_cases<T: Element>() -> Vec<(&'static str, Unary<T>, f64, f64, f64)> {
         ("atanh", |x| x.atanh(), 0.5, 0.5f64.atanh(), 1.0 / 0.75),
         ("abs of a negative", |x| x.abs(), -2.0, 2.0, -1.0),
         ("abs of a positive", |x| x.abs(), 3.0, 3.0, 1.0),
-        ("abs at zero (as JAX)", |x| x.abs(), 0.0, 0.0, 1.0),
+        // The registry's derivative at the kink, which the rules use too (JAX takes 1 there).
+        ("abs at zero", |x| x.abs(), 0.0, 0.0, 0.0),
         ("floor", |x| x.floor(), 2.7, 2.0, 0.0),
         ("ceil", |x| x.ceil(), 2.2, 3.0, 0.0),
         ("round", |x| x.round(), -2.6, -3.0, 0.0),
@@ -392,9 +393,10 @@ fn strong_mul_with_a_dual_zero() {
     assert!(z.is_exact_zero(), "{z:?}");
     let nan = Dual::new(f64::NAN, f64::NAN);
     assert!(strong_mul(Dual::new(-0.0, 0.0), nan).is_exact_zero());
-    // Only the tangent is zero: not a zero, so the product is taken.
+    // Only the primal part is zero: it stays a strong zero in the primal part of the product,
+    // as the real product of the primal parts is, while the tangent part meets the infinity.
     let t = strong_mul(Dual::new(0.0, 1.0), inf);
-    assert!(t.re.is_nan() && t.du == f64::INFINITY, "{t:?}");
+    assert!(t.re == 0.0 && t.du == f64::INFINITY, "{t:?}");
     let p = strong_mul(Dual::new(2.0, 0.0), Dual::new(3.0, 1.0));
     assert_eq!((p.re, p.du), (6.0, 2.0));
     // Nested: zero only when every part is zero.

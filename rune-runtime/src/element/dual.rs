@@ -402,12 +402,8 @@ impl<T: Element> Float for Dual<T> {
     /// number is also what `Float` code outside the tensor ops calls, and keeps JAX's convention.
     #[inline]
     fn abs(self) -> Self {
-        let du = if self.re >= T::zero() {
-            self.du
-        } else {
-            -self.du
-        };
-        Dual::new(self.re.abs(), du)
+        // The registry's derivative, `0` at the kink as the rules have it.
+        self.apply(scalar::abs::value, scalar::abs::tangent)
     }
 
     #[inline]
@@ -437,11 +433,9 @@ impl<T: Element> Float for Dual<T> {
     /// negative bases with constant integer exponents have finite derivatives.
     fn powf(self, p: Self) -> Self {
         let y = self.re.vpowf(p.re);
-        let dx = if self.du.is_exact_zero() || p.re == T::zero() {
-            T::zero()
-        } else {
-            self.du * (p.re * self.re.vpowf(p.re - T::one()))
-        };
+        let dx = self
+            .du
+            .strong_times(p.re.strong_times(self.re.vpowf(p.re - T::one())));
         let dp = if p.du.is_exact_zero() || self.re == T::zero() {
             T::zero()
         } else {
@@ -669,6 +663,13 @@ impl<T: Element> Element for Dual<T> {
     #[inline]
     fn is_exact_zero(self) -> bool {
         self.re.is_exact_zero() && self.du.is_exact_zero()
+    }
+    #[inline]
+    fn strong_times(self, d: Self) -> Self {
+        Dual::new(
+            self.re.strong_times(d.re),
+            self.re.strong_times(d.du) + self.du.strong_times(d.re),
+        )
     }
     /// Both parts, each cast to the target's precision: see [`Element::cast_to`].
     #[inline]

@@ -95,6 +95,18 @@ pub trait Element:
     /// where its local derivative is infinite. For a dual number both parts must be zero.
     fn is_exact_zero(self) -> bool;
 
+    /// `self * d` with `self` a strong zero wherever it is exactly zero: in every term of the
+    /// product that it multiplies, at every order.
+    ///
+    /// For a real this is `0` when `self` is zero and `self * d` otherwise. A dual number
+    /// multiplies part by part, `(s + s'ε)(d + d'ε) = sd + (sd' + s'd)ε`, each of the three
+    /// products strong in its left factor: a primal part of `self` that is zero keeps the
+    /// primal part of the product zero (as the real computation gives) while its tangent part
+    /// still carries `s'd`. So a guard written as a product (`b · a^(b-1)`, zero at `b = 0`)
+    /// keeps the derivative of the guarded expression in `f_hvp`, where testing `b == 0` (the
+    /// primal part alone) would drop it.
+    fn strong_times(self, d: Self) -> Self;
+
     /// This value as another element type, as [`Tensor::cast`](crate::Tensor::cast) converts.
     ///
     /// Between `f32` and `f64` this is exactly `as`. A real becomes a dual constant. A dual keeps
@@ -293,6 +305,15 @@ impl Element for f32 {
     fn is_exact_zero(self) -> bool {
         self == 0.0
     }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn strong_times(self, d: Self) -> Self {
+        if self == 0.0 {
+            0.0
+        } else {
+            self * d
+        }
+    }
     #[inline]
     fn gemm_kernel() -> Option<GemmKernel<Self>> {
         Some(gemm::gemm_f32)
@@ -376,6 +397,15 @@ impl Element for f64 {
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn is_exact_zero(self) -> bool {
         self == 0.0
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn strong_times(self, d: Self) -> Self {
+        if self == 0.0 {
+            0.0
+        } else {
+            self * d
+        }
     }
     #[inline]
     fn gemm_kernel() -> Option<GemmKernel<Self>> {
@@ -599,9 +629,5 @@ impl RangeElement for i64 {
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub fn strong_mul<T: Element>(g: T, d: T) -> T {
-    if g.is_exact_zero() {
-        T::zero()
-    } else {
-        g * d
-    }
+    g.strong_times(d)
 }

@@ -146,15 +146,13 @@ pub mod elementwise {
         a.vpowf(b)
     }
 
-    /// `d·∂(a^b)/∂a = d·b·a^(b-1)`, and 0 where `b = 0`.
+    /// `d·∂(a^b)/∂a = d·b·a^(b-1)`, and 0 where `b = 0` (also at `a = 0`, where `a^(b-1)` is
+    /// infinite). The zero is `b`'s as a strong factor ([`Element::strong_times`]), not a branch
+    /// on `b`'s value: on dual numbers the partial keeps its derivative along `b`, `a^(b-1)` at
+    /// `b = 0`, which `f_hvp`'s mixed second derivative `∂²(a^b)/∂a∂b = 1/a` there needs.
     #[inline]
     pub fn pow_lhs<T: Element>(d: T, a: T, b: T) -> T {
-        let partial = if b == T::zero() {
-            T::zero()
-        } else {
-            b * a.vpowf(b - T::one())
-        };
-        strong_mul(d, partial)
+        strong_mul(d, b.strong_times(a.vpowf(b - T::one())))
     }
 
     /// `d·∂(a^b)/∂b = d·ln(a)·y` from `a` and `y = a^b`, with `ln(0)` read as 0.

@@ -50,34 +50,25 @@ fn logaddexp_partials<T: Element>(a: T, b: T) -> (T, T) {
     (logaddexp_share(a, b), logaddexp_share(b, a))
 }
 
+// `x` is a strong factor in `xlogy` and `xlog1py` ([`Element::strong_times`]): the value and
+// the partial along `y` are zero at `x = 0` even where `ln(y)` or `1/y` is not finite, and on
+// dual numbers they keep their derivatives along `x` (`ln y` and `1/y` there), which a branch on
+// `x == 0` would drop from `f_hvp`.
+
 fn xlogy_value<T: Element>(x: T, y: T) -> T {
-    if x == T::zero() {
-        T::zero()
-    } else {
-        x * y.vln()
-    }
+    x.strong_times(y.vln())
 }
 
 fn xlogy_partials<T: Element>(x: T, y: T) -> (T, T) {
-    let dy = if x == T::zero() { T::zero() } else { x / y };
-    (y.vln(), dy)
+    (y.vln(), x.strong_times(y.recip()))
 }
 
 fn xlog1py_value<T: Element>(x: T, y: T) -> T {
-    if x == T::zero() {
-        T::zero()
-    } else {
-        x * y.vln_1p()
-    }
+    x.strong_times(y.vln_1p())
 }
 
 fn xlog1py_partials<T: Element>(x: T, y: T) -> (T, T) {
-    let dy = if x == T::zero() {
-        T::zero()
-    } else {
-        x / (T::one() + y)
-    };
-    (y.vln_1p(), dy)
+    (y.vln_1p(), x.strong_times((T::one() + y).recip()))
 }
 
 fn atan2_value<T: Element>(y: T, x: T) -> T {

@@ -107,12 +107,9 @@ pub mod elementwise {
     /// `d` through `powf`: `d·p·x^(p-1)`, and 0 for `p = 0`.
     #[inline]
     pub fn powf_d<T: Element>(d: T, x: T, p: T) -> T {
-        let local = if p == T::zero() {
-            T::zero()
-        } else {
-            p * x.vpowf(p - T::one())
-        };
-        strong_mul(d, local)
+        // `p` a strong factor, as in `pow`'s rule: zero at `p = 0` even where `x^(p-1)` is not
+        // finite, without dropping the derivative along a dual `p`.
+        strong_mul(d, p.strong_times(x.vpowf(p - T::one())))
     }
 
     /// `x^n` by repeated multiplication.
