@@ -287,7 +287,8 @@ fn dual_twin(original: &ItemFn, elem: &syn::Type, host: Host, fuses: bool) -> Op
 /// Rewrites the element type `E` to `Dual<E>` where a body names it as a tensor's element:
 /// `Tensor<E>` in types and paths (`let y: Tensor<E>`, `Tensor::<E>::zeros`) and the target of
 /// `cast` (`mask.cast::<E>()`, `Tensor::<bool>::cast::<E>(&mask)`), so that a mask cast to
-/// numbers meets the twin's dual tensors as dual numbers. A tensor built from values of `E`
+/// numbers meets the twin's dual tensors as dual numbers; a cast to the other real type becomes
+/// a cast to its dual numbers. A tensor built from values of `E`
 /// (`Tensor::<E>::from_vec(vec![..], ..)`, `full`, `scalar`, ...) is built as written and cast
 /// to a constant of `Dual<E>`. Scalars of type `E` stay: tensors of `Dual<E>` take them as
 /// constants.
@@ -324,6 +325,21 @@ impl ToDual {
         names
     }
 
+    /// Retargets a `cast`'s turbofish: to the dual type for the element type, and to the dual
+    /// numbers of the other real type (`cast::<f32>()` in a function on `f64`), whose tangents
+    /// then survive the cast; a cast to a real type would drop them.
+    fn retarget_cast(&self, args: &mut syn::AngleBracketedGenericArguments) {
+        if self.retarget(args) {
+            return;
+        }
+        if let Some(syn::GenericArgument::Type(t)) = args.args.first_mut() {
+            let name = quote!(#t).to_string();
+            if name == "f32" || name == "f64" {
+                *t = syn::parse_quote!(::rune_ad::__private::Dual<#t>);
+            }
+        }
+    }
+
     /// True for `Tensor::<E>::ctor` with `ctor` one of [`FROM_VALUES`].
     fn builds_from_values(&self, func: &syn::Expr) -> bool {
         let syn::Expr::Path(p) = func else {
@@ -342,11 +358,13 @@ impl ToDual {
 
 impl VisitMut for ToDual {
     fn visit_path_segment_mut(&mut self, seg: &mut syn::PathSegment) {
-        if seg.ident == "Tensor" || seg.ident == "cast" {
-            if let syn::PathArguments::AngleBracketed(args) = &mut seg.arguments {
-                if self.retarget(args) {
-                    return;
-                }
+        if let syn::PathArguments::AngleBracketed(args) = &mut seg.arguments {
+            if seg.ident == "cast" {
+                self.retarget_cast(args);
+                return;
+            }
+            if seg.ident == "Tensor" && self.retarget(args) {
+                return;
             }
         }
         syn::visit_mut::visit_path_segment_mut(self, seg);
@@ -355,7 +373,7 @@ impl VisitMut for ToDual {
     fn visit_expr_method_call_mut(&mut self, call: &mut syn::ExprMethodCall) {
         if call.method == "cast" {
             if let Some(args) = &mut call.turbofish {
-                self.retarget(args);
+                self.retarget_cast(args);
             }
         }
         syn::visit_mut::visit_expr_method_call_mut(self, call);

@@ -10,9 +10,20 @@ pub use rune_ops::{Form, Keep, OpDef as OpSpec, Param, Rule, RuleArg};
 /// Tensor methods that read only shape metadata: always constant, never a concretization.
 pub const METADATA: &[&str] = &["shape", "ndim", "len", "is_empty", "is_some", "is_none"];
 
-/// Tensor methods whose results are constants by nature (masks, indices).
+/// Tensor methods whose results are constants by nature (masks, indices, tensors of zeros or
+/// ones shaped like the receiver).
 pub const NONDIFF: &[&str] = &[
-    "lt", "gt", "le", "ge", "eq", "ne", "argmax", "argmin", "argsort",
+    "lt",
+    "gt",
+    "le",
+    "ge",
+    "eq",
+    "ne",
+    "argmax",
+    "argmin",
+    "argsort",
+    "zeros_like",
+    "ones_like",
 ];
 
 /// Tensor methods that read an active tensor's numbers: the gradient cannot flow through them.
@@ -49,8 +60,8 @@ pub fn method_names() -> Vec<&'static str> {
 mod tests {
     use super::*;
 
-    /// The methods the macro takes as constants by nature are the registry's comparisons and
-    /// index reductions.
+    /// The methods the macro takes as constants by nature are the registry's comparisons, index
+    /// reductions and constructors called on a tensor.
     #[test]
     fn nondiff_methods_are_the_registrys() {
         let registry: Vec<&str> = rune_ops::all()
@@ -59,7 +70,9 @@ mod tests {
                     && !op.differentiable()
                     && matches!(
                         op.kind,
-                        rune_ops::Kind::Comparison | rune_ops::Kind::Indexing
+                        rune_ops::Kind::Comparison
+                            | rune_ops::Kind::Indexing
+                            | rune_ops::Kind::Constructor
                     )
             })
             .map(|op| op.name)

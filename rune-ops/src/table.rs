@@ -1943,7 +1943,7 @@ pub const OTHER: &[OpDef] = &[
     },
     OpDef {
         name: "zeros_like",
-        form: Form::Constructor,
+        form: Form::Method,
         kind: Kind::Constructor,
         params: &[],
         rules: None,
@@ -1951,7 +1951,7 @@ pub const OTHER: &[OpDef] = &[
     },
     OpDef {
         name: "ones_like",
-        form: Form::Constructor,
+        form: Form::Method,
         kind: Kind::Constructor,
         params: &[],
         rules: None,

@@ -17,6 +17,8 @@ pub use crate::fused::{
 };
 use crate::tensor::Tensor;
 
+pub use crate::ops::cast::{cast_differentiated, detach};
+
 pub use crate::numbers::{
     accumulate_array_slot, accumulate_number, accumulate_number_array_slot,
     accumulate_number_option, array_grad, array_param, array_tangent, array_tangent_arg,
@@ -740,6 +742,24 @@ pub trait HvpOptIn {}
 /// What the `f_hvp` of a function without the `hvp` option asks [`HvpOptIn`] of.
 #[derive(Debug)]
 pub struct WithoutHvpOption;
+
+/// What a generic function that casts to another element type needs for `f_hvp`: nothing
+/// implements it, so that a call of its `f_hvp` is this error rather than a second derivative
+/// with the tangents the cast dropped.
+#[diagnostic::on_unimplemented(
+    message = "`_hvp` of a function generic over its element type that casts a tensor to another \
+               element type (`.cast::<f64>()`) is not generated",
+    label = "`_hvp` would run this function on dual numbers `Dual<T>`, and the cast to a real type \
+             would drop their tangents",
+    note = "cast to the function's element type `T` instead, or write the function on concrete \
+            tensors with `#[differentiable(hvp)]`, whose twin on dual numbers casts to dual numbers"
+)]
+pub trait HvpThroughCast {}
+
+/// What the `f_hvp` of a generic function that casts off its element type asks
+/// [`HvpThroughCast`] of.
+#[derive(Debug)]
+pub struct CastOffTheElementType;
 
 /// A constant scalar of a generic element type lifted to a dual number (zero tangent), for the
 /// constant parameters of a generic function's `f_hvp`.

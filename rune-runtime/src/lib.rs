@@ -111,7 +111,7 @@ pub use error::ShapeError;
 pub use jacobian::{hessian, hessian_from_grad, hvp_from_grad, jacfwd, jacobian, jacrev};
 pub use model::Differentiable;
 pub use ops::arith::{add, div, mul, neg, sub, try_add, try_div, try_mul, try_sub};
-pub use ops::cast::stop_gradient;
+pub use ops::cast::{stop_gradient, Detach};
 pub use ops::combine::{concat, stack, try_concat, try_stack, try_where_cond, where_cond};
 pub use ops::decomp::{einsum, try_einsum};
 pub use ops::duals::{dual_of, primal_of, tangent_of, try_dual_of};

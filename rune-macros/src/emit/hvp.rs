@@ -5,6 +5,8 @@
 use proc_macro2::Span;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
+use syn::spanned::Spanned;
+use syn::visit::Visit;
 use syn::Ident;
 
 use super::{lints, rt, Api, Emitter, Host};
@@ -19,6 +21,9 @@ impl<'a> Api<'a> {
     pub(super) fn hvp_elem(&self) -> Option<(&'a syn::Type, bool)> {
         let (elem, generic) = self.hvp_shape()?;
         if self.is_twin || (!generic && !self.hvp_twin) {
+            return None;
+        }
+        if generic && cast_off(self.func, elem).is_some() {
             return None;
         }
         Some((elem, generic))
@@ -48,22 +53,37 @@ impl<'a> Api<'a> {
     /// error saying to add the option, where the call would otherwise find no function. Its
     /// bound names a lifetime of the function, so rustc checks it at each call and not at the
     /// definition; nothing implements the trait, so the body never runs.
+    ///
+    /// The same for a generic function that casts to an element type other than its own: its
+    /// `f_hvp` would run it on `Dual<T>`, and the cast to a real type would drop the tangents,
+    /// a second derivative silently missing; the error says why and what to write instead.
     pub(super) fn hvp_opt_in(&self) -> Option<TokenStream> {
-        let (_, generic) = self.hvp_shape()?;
-        if self.is_twin || self.hvp_twin || generic {
+        let (elem, generic) = self.hvp_shape()?;
+        if self.is_twin {
             return None;
         }
         let rt = rt();
+        let cast = if generic {
+            cast_off(self.func, elem)
+        } else {
+            None
+        };
+        let bound: syn::WherePredicate = match (generic, self.hvp_twin, cast) {
+            // Spanned at the cast, which the error's "required by this bound" then shows.
+            (true, _, Some(at)) => syn::parse_quote_spanned!(at=>
+                &'__rune_opt_in #rt::CastOffTheElementType: #rt::HvpThroughCast),
+            (false, false, _) => {
+                syn::parse_quote!(&'__rune_opt_in #rt::WithoutHvpOption: #rt::HvpOptIn)
+            }
+            _ => return None,
+        };
         let lifetime = syn::Lifetime::new("'__rune_opt_in", Span::mixed_site());
         let mut generics = self.func.sig.generics.clone();
         generics.params.insert(
             0,
             syn::GenericParam::Lifetime(syn::LifetimeParam::new(lifetime.clone())),
         );
-        generics
-            .make_where_clause()
-            .predicates
-            .push(syn::parse_quote!(&#lifetime #rt::WithoutHvpOption: #rt::HvpOptIn));
+        generics.make_where_clause().predicates.push(bound);
         let where_clause = &generics.where_clause;
         let params = self.sig.params.iter().map(|p| {
             let (ident, ty) = (&p.ident, &p.ty);
@@ -94,6 +114,43 @@ impl<'a> Api<'a> {
             })
             .collect()
     }
+}
+
+/// Where `func`'s body first casts a tensor to an element type other than `elem` (`.cast::<f64>()`
+/// or `Tensor::cast::<f64>(..)` in a function generic over `T`), if it does.
+fn cast_off(func: &syn::ItemFn, elem: &syn::Type) -> Option<Span> {
+    struct Casts<'e> {
+        elem: &'e syn::Type,
+        found: Option<Span>,
+    }
+    impl Casts<'_> {
+        fn check(&mut self, args: &syn::AngleBracketedGenericArguments) {
+            if let Some(syn::GenericArgument::Type(target)) = args.args.first() {
+                if target != self.elem && self.found.is_none() {
+                    self.found = Some(target.span());
+                }
+            }
+        }
+    }
+    impl<'ast> Visit<'ast> for Casts<'_> {
+        fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
+            if let (true, Some(args)) = (call.method == "cast", &call.turbofish) {
+                self.check(args);
+            }
+            syn::visit::visit_expr_method_call(self, call);
+        }
+        fn visit_path_segment(&mut self, seg: &'ast syn::PathSegment) {
+            if let (true, syn::PathArguments::AngleBracketed(args)) =
+                (seg.ident == "cast", &seg.arguments)
+            {
+                self.check(args);
+            }
+            syn::visit::visit_path_segment(self, seg);
+        }
+    }
+    let mut casts = Casts { elem, found: None };
+    casts.visit_block(&func.block);
+    casts.found
 }
 
 /// The parameter of `f_hvp` holding the direction of differentiated parameter `p`.

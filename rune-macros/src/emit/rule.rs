@@ -245,7 +245,16 @@ pub(super) fn forward_op(ctx: &OpCtx, hoists: &Hoists, fallible: bool) -> TokenS
                 })
                 .collect();
             let tf = ctx.turbofish;
-            quote!(#recv.#name #tf (#(#args),*))
+            match (op.name, tf) {
+                // A cast that would drop dual numbers' tangents stops there (see the function).
+                ("cast", Some(tf)) if !fallible => {
+                    let target: syn::AngleBracketedGenericArguments =
+                        syn::parse2(tf.clone()).expect("turbofish parses");
+                    let u = target.args.first().into_token_stream();
+                    quote!(#rt::cast_differentiated::<_, #u>(&#recv))
+                }
+                _ => quote!(#recv.#name #tf (#(#args),*)),
+            }
         }
         Form::Function => {
             let args: Vec<TokenStream> = op

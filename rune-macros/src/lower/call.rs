@@ -57,7 +57,7 @@ impl Lowerer<'_> {
             return match inner {
                 Lowered::Val(v) => {
                     let ident = val_ident(v);
-                    Lowered::constant(quote!(::rune_ad::__private::stop_gradient(&#ident)))
+                    Lowered::constant(quote!(::rune_ad::__private::detach(&#ident)))
                 }
                 other => other,
             };

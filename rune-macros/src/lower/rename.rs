@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use proc_macro2::{TokenStream, TokenTree};
 use quote::{quote, ToTokens};
+use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{Block, Expr, Ident, Local, Pat};
 
@@ -334,10 +335,16 @@ impl VisitMut for Renamer<'_, '_> {
                 if matches!(strip(&c.func), Expr::Path(p)
                     if p.path.segments.last().is_some_and(|s| s.ident == "stop_gradient")) =>
             {
-                // Reading through `stop_gradient` cuts the gradient on purpose: no taint.
+                // Reading through `stop_gradient` cuts the gradient on purpose: no taint. What it
+                // reads of a differentiated value is detached, so that the dual numbers `f_hvp`
+                // runs on carry no tangent through it either.
                 let outer = self.taint.take();
                 for a in c.args.iter_mut() {
                     self.visit_expr_mut(a);
+                }
+                if self.taint.is_some() {
+                    *c.func = syn::parse_quote_spanned!(c.func.span()=>
+                        ::rune_ad::__private::detach);
                 }
                 self.taint = outer;
             }

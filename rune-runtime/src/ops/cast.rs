@@ -54,9 +54,95 @@ impl Tensor<bool> {
 /// `x` itself, as a constant to AD: the code generator gives its result no tangent and sends it
 /// no cotangent, so the gradient through it is zero. It has no rules. It takes any value: a
 /// tensor, or a `#[nodiff]` field of a structure parameter (`stop_gradient(&model.slope)`).
+///
+/// Inside a `#[differentiable]` function the macro reads a call of it as a constant at every
+/// order: the value it passes on carries no tangent in `f_jvp` and none in the dual numbers that
+/// `f_hvp` runs the gradient on (see [`Detach`]).
 #[must_use]
 pub fn stop_gradient<X: Clone>(x: &X) -> X {
     x.clone()
+}
+
+/// A value with every derivative part dropped: a real element or tensor as it is, a dual number
+/// (nested or not) as the constant of its primal value.
+///
+/// What a `stop_gradient(..)` of a differentiated value becomes in generated code. The forward
+/// pass of `f_jvp` needs no more than not giving it a tangent, but `f_hvp` runs the generated
+/// gradient on [`Dual`](crate::Dual) elements, where a value's tangent rides inside the value:
+/// cutting it there is what makes a stopped value a constant to the second derivative too.
+pub trait Detach {
+    /// The value, constant to every order.
+    #[must_use]
+    fn detach(&self) -> Self;
+}
+
+impl<T: Element> Detach for T {
+    #[inline]
+    fn detach(&self) -> T {
+        // `to_real` is the innermost primal part, exact in `f64` for every element type.
+        T::from_f64(self.to_real())
+    }
+}
+
+impl<T: Element> Detach for Tensor<T> {
+    fn detach(&self) -> Tensor<T> {
+        let any = self as &dyn Any;
+        if any.is::<Tensor<f64>>() || any.is::<Tensor<f32>>() {
+            return self.clone();
+        }
+        self.map_elems(Detach::detach)
+    }
+}
+
+impl<X: Detach> Detach for Vec<X> {
+    fn detach(&self) -> Vec<X> {
+        self.iter().map(Detach::detach).collect()
+    }
+}
+
+impl<X: Detach, const N: usize> Detach for [X; N] {
+    fn detach(&self) -> [X; N] {
+        std::array::from_fn(|i| self[i].detach())
+    }
+}
+
+/// `x.cast::<U>()` as a derivative function computes it: the same values, and a panic at the
+/// user's cast where it would drop the non-zero tangents of dual numbers (`Tensor<Dual<f64>>`
+/// to `Tensor<f64>`).
+///
+/// A generic function's `f_hvp` runs its gradient on `Dual<T>`: a cast in it to a real element
+/// type would lose the tangents, and with them the second derivative through the cast, without
+/// a word. The macro refuses `f_hvp` of a generic function that casts so; this catches the same
+/// cast in a function it calls, whose body the macro does not see.
+///
+/// # Panics
+/// When `T` holds dual numbers, `U` does not, and some finite element of `x` has a non-zero
+/// tangent.
+#[track_caller]
+#[must_use]
+pub fn cast_differentiated<T: Element, U: Element>(x: &Tensor<T>) -> Tensor<U> {
+    if T::NAME == "Dual" && U::NAME != "Dual" {
+        let drops = x.as_shared().iter().any(|&e| {
+            // `e - detach(e)` keeps exactly the tangent parts (at every level of nesting).
+            e.to_real().is_finite() && !(e - e.detach()).is_exact_zero()
+        });
+        assert!(
+            !drops,
+            "cast: a cast of dual numbers with non-zero tangents to {} would drop the tangents \
+             (in `f_hvp`, the second derivative through the cast); cast to the function's \
+             element type `T` instead, or write the function on concrete tensors with \
+             `#[differentiable(hvp)]`",
+            U::NAME
+        );
+    }
+    x.cast::<U>()
+}
+
+/// `x` as a constant to every order ([`Detach`]): the call generated code makes of
+/// `stop_gradient(&x)` for a differentiated value `x`.
+#[must_use]
+pub fn detach<X: Detach>(x: &X) -> X {
+    x.detach()
 }
 
 // ---- rules ----------------------------------------------------------------------------------
