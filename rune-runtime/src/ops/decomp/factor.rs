@@ -93,12 +93,29 @@ fn sign_of<T: Element>(x: T) -> T {
     }
 }
 
-/// `(c, s)` of the Jacobi rotation whose `t = s / c` solves `t² + 2ζt - 1 = 0` (its smaller
-/// root), without overflow for large `ζ`.
-fn rotation<T: Element>(zeta: T) -> (T, T) {
-    let t = sign_of(zeta) / (zeta.abs() + zeta.hypot(T::one()));
+/// `(c, s)` of the Jacobi rotation that annihilates the off-diagonal entry `off` of a symmetric
+/// pair whose diagonal entries differ by `diff = a_qq - a_pp`: `t = s / c` is the smaller root of
+/// `t² + 2ζt - 1 = 0`, `ζ = diff / (2 off)`, written as `t = 2 off sign(diff) / (|diff| +
+/// hypot(diff, 2 off))` so that it neither divides by `off` nor overflows. On dual numbers the
+/// pair's off-diagonal value is often exactly zero while its tangent is not (a diagonal matrix
+/// pushed along a full direction, or two columns that the previous rotation made orthogonal to
+/// the last bit): this form gives `t = 0` with the tangent `off' / diff`, the rotation that
+/// annihilates the tangent, where `ζ = ±∞` gave `t`'s tangent `∞ · 0 = NaN`.
+fn rotation<T: Element>(diff: T, off: T) -> (T, T) {
+    let two_off = off + off;
+    let t = two_off * sign_of(diff) / (diff.abs() + diff.hypot(two_off));
     let c = T::one() / t.hypot(T::one());
     (c, c * t)
+}
+
+/// Whether a Jacobi method leaves the pair with off-diagonal entry `off` and diagonal difference
+/// `diff` alone: when `off` is exactly zero (value and tangent, on dual numbers), and when the
+/// values of both are zero, a repeated eigen- or singular value whose pair is already diagonal.
+/// There the rotation that would diagonalise the tangents is not a function of the values (it
+/// is `0 / 0`), and the pair is left as it is: the eigenvalues' tangents are then the diagonal
+/// of `Vᵀ dA V` in the basis returned, as the rule `eigvalsh_jvp` gives.
+fn leave_alone<T: Element>(diff: T, off: T) -> bool {
+    off.is_exact_zero() || (off == T::zero() && diff == T::zero())
 }
 
 /// Rotates columns `p` and `q` of the `rows × cols` matrix `x`: `(xp, xq) ← (c xp - s xq, s xp +
@@ -253,11 +270,11 @@ fn jacobi_eigh<T: Element>(a: &[T], n: usize) -> (Vec<T>, Vec<T>) {
                 let small = apq.abs() <= eps * (app * aqq).abs().sqrt()
                     || apq.abs() <= tiny
                     || apq.is_nan();
-                if apq.is_exact_zero() || (small && !finishing) {
+                if leave_alone(aqq - app, apq) || (small && !finishing) {
                     continue;
                 }
                 rotated |= !small;
-                let (c, sn) = rotation((aqq - app) / (apq + apq));
+                let (c, sn) = rotation(aqq - app, apq);
                 rotate_columns(&mut s, n, p, q, c, sn);
                 for k in 0..n {
                     let (sp, sq) = (s[p * n + k], s[q * n + k]);
@@ -305,11 +322,11 @@ fn svd_tall_kernel<T: Element>(a: &[T], m: usize, n: usize) -> (Vec<T>, Vec<T>, 
                 let beta = column_dot(&u, n, q, q);
                 let gamma = column_dot(&u, n, p, q);
                 let small = gamma.abs() <= eps * (alpha * beta).sqrt() || gamma.is_nan();
-                if gamma.is_exact_zero() || (small && !finishing) {
+                if leave_alone(beta - alpha, gamma) || (small && !finishing) {
                     continue;
                 }
                 rotated |= !small;
-                let (c, s) = rotation((beta - alpha) / (gamma + gamma));
+                let (c, s) = rotation(beta - alpha, gamma);
                 rotate_columns(&mut u, n, p, q, c, s);
                 rotate_columns(&mut v, n, p, q, c, s);
             }
