@@ -131,8 +131,8 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
                 label,
                 vec![a.clone()],
                 |x| x[0].det(),
-                |x, t| det_jvp(&x[0], &x[0].det(), &t[0]),
-                |x, g| vec![det_vjp(g, &x[0], &x[0].det())],
+                |x, t| det_jvp(&x[0], &t[0]),
+                |x, g| vec![det_vjp(g, &x[0])],
             ));
             cases.push(Case::new(
                 "logabsdet",
@@ -1222,4 +1222,305 @@ fn eigh_of_a_diagonal_matrix_on_dual_numbers_has_the_rules_tangents() {
     assert_close(&tangent_of(&w), &[1.0, 1.0], 1e-15);
     assert_close(&primal_of(&v), &[1.0, 0.0, 0.0, 1.0], 0.0);
     assert_close(&tangent_of(&v), &[0.0, 0.5, -0.5, 0.0], 1e-15);
+}
+
+// ---- det, slogdet at singular matrices --------------------------------------------------------
+
+/// The cofactor matrix of a 3 × 3 matrix by its definition, `Cᵢⱼ = (-1)^(i+j) det(A without row
+/// i and column j)`, each minor `a d - b c`.
+fn cofactors_3x3(a: &[f64]) -> Vec<f64> {
+    let others = |k: usize| -> [usize; 2] {
+        match k {
+            0 => [1, 2],
+            1 => [0, 2],
+            _ => [0, 1],
+        }
+    };
+    (0..9)
+        .map(|idx| {
+            let (i, j) = (idx / 3, idx % 3);
+            let ([r0, r1], [c0, c1]) = (others(i), others(j));
+            let minor = a[r0 * 3 + c0] * a[r1 * 3 + c1] - a[r0 * 3 + c1] * a[r1 * 3 + c0];
+            if (i + j) % 2 == 0 {
+                minor
+            } else {
+                -minor
+            }
+        })
+        .collect()
+}
+
+/// A singular matrix (row-major, of `shape`) and its cofactor matrix.
+struct Singular {
+    label: &'static str,
+    a: Vec<f64>,
+    shape: Vec<usize>,
+    cofactors: Vec<f64>,
+}
+
+/// Singular matrices, each with its cofactor matrix worked out by hand: `[[0]]` (`[[1]]`), a
+/// 2 × 2 of rank one (`[[d, -c], [-b, a]]`), a 3 × 3 of rank two (by `cofactors_3x3`: rank one,
+/// not zero), a 3 × 3 of rank one and the zero matrix (cofactors zero: every 2 × 2 minor of a
+/// rank-one matrix vanishes), and a matrix with a zero column under a non-zero one, where LU
+/// with partial pivoting meets a zero pivot above a row that is not zero.
+fn singular_matrices() -> Vec<Singular> {
+    let rank_two = vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0];
+    let rank_two_cof = cofactors_3x3(&rank_two);
+    // Worked out: C₀₀ = 5·9 - 6·8 = -3, C₀₁ = -(4·9 - 6·7) = 6, C₁₁ = 1·9 - 3·7 = -12.
+    assert_eq!(&rank_two_cof[..5], &[-3.0, 6.0, -3.0, 6.0, -12.0]);
+    let rank_one = vec![1.0, 2.0, 3.0, 2.0, 4.0, 6.0, -1.0, -2.0, -3.0];
+    assert!(cofactors_3x3(&rank_one).iter().all(|&c| c == 0.0));
+    [
+        ("[[0]]", vec![0.0], vec![1, 1], vec![1.0]),
+        (
+            "rank one [[1, 2], [3, 6]]",
+            vec![1.0, 2.0, 3.0, 6.0],
+            vec![2, 2],
+            vec![6.0, -3.0, -2.0, 1.0],
+        ),
+        (
+            "a zero column [[0, 1], [0, 1]]",
+            vec![0.0, 1.0, 0.0, 1.0],
+            vec![2, 2],
+            vec![1.0, 0.0, -1.0, 0.0],
+        ),
+        ("rank two 3 × 3", rank_two, vec![3, 3], rank_two_cof),
+        ("rank one 3 × 3", rank_one, vec![3, 3], vec![0.0; 9]),
+        ("zero 3 × 3", vec![0.0; 9], vec![3, 3], vec![0.0; 9]),
+    ]
+    .into_iter()
+    .map(|(label, a, shape, cofactors)| Singular {
+        label,
+        a,
+        shape,
+        cofactors,
+    })
+    .collect()
+}
+
+/// `det`'s VJP is the cofactor matrix at singular matrices, where `det A · A⁻ᵀ` is `0 · ∞` (it
+/// panicked): hand-derived cofactors, a batch mixing singular and invertible matrices, and
+/// central differences of `det` (a polynomial, so they are accurate at singular points too).
+#[test]
+fn det_gradient_is_the_cofactor_matrix_at_singular_matrices() {
+    fn check<T: Element>(tol: f64) {
+        for Singular {
+            label,
+            a,
+            shape,
+            cofactors: cof,
+        } in singular_matrices()
+        {
+            let a = tensor::<T>(&a, &shape);
+            assert_eq!(a.det().item().to_real(), 0.0, "{label}");
+            assert_close(&det_vjp(&tensor(&[1.0], &[]), &a), &cof, tol);
+            assert_close(
+                &det_vjp(&tensor(&[-2.0], &[]), &a),
+                &cof.iter().map(|c| -2.0 * c).collect::<Vec<_>>(),
+                tol,
+            );
+        }
+        // One batch: singular, invertible ([[2, 1], [0.5, 3]], cofactors [[3, -0.5], [-1, 2]]),
+        // zero; each scaled by its cotangent.
+        let a = tensor::<T>(
+            &[1.0, 2.0, 3.0, 6.0, 2.0, 1.0, 0.5, 3.0, 0.0, 0.0, 0.0, 0.0],
+            &[3, 2, 2],
+        );
+        assert_close(&a.det(), &[0.0, 5.5, 0.0], tol);
+        let g = tensor::<T>(&[2.0, -1.0, 0.5], &[3]);
+        assert_close(
+            &det_vjp(&g, &a),
+            &[
+                12.0, -6.0, -4.0, 2.0, -3.0, 0.5, 1.0, -2.0, 0.0, 0.0, 0.0, 0.0,
+            ],
+            tol,
+        );
+    }
+    check::<f32>(1e-5);
+    check::<f64>(1e-14);
+}
+
+/// `det`'s JVP at singular matrices: against central differences of `det` along a direction,
+/// and against the VJP by the dot-product test `⟨jvp(v), w⟩ = ⟨v, vjp(w)⟩`; and the gradient
+/// entry by entry against central differences.
+#[test]
+fn det_jvp_at_singular_matrices_matches_differences_and_the_vjp() {
+    for Singular {
+        label, a, shape, ..
+    } in singular_matrices()
+    {
+        let a = tensor::<f64>(&a, &shape);
+        let v = uniform::<f64>(&shape, -1.0, 1.0, 970);
+        let h = 1e-4;
+        let jvp = det_jvp(&a, &v).item();
+        // det(A + tV) is a cubic in t (for n ≤ 3) whose t³ coefficient is det V: the central
+        // difference is the derivative plus h² det V, which is taken off.
+        let fd = ((&a + &(&v * h)).det().item() - (&a - &(&v * h)).det().item()) / (2.0 * h);
+        let fd = if shape[0] == 3 {
+            fd - h * h * v.det().item()
+        } else {
+            fd
+        };
+        assert!(
+            (jvp - fd).abs() < 1e-9,
+            "{label}: jvp {jvp}, differences {fd}"
+        );
+        let w = 0.7;
+        let vjp = det_vjp(&Tensor::scalar(w), &a);
+        let rhs: f64 = (&vjp * &v).sum().item();
+        assert!(
+            (jvp * w - rhs).abs() < 1e-14,
+            "{label}: {jvp} · {w} vs {rhs}"
+        );
+        let n = a.len();
+        let grad: Vec<f64> = (0..n)
+            .map(|k| {
+                let mut e = vec![0.0; n];
+                e[k] = h;
+                let e = Tensor::from_vec(e, &shape);
+                ((&a + &e).det().item() - (&a - &e).det().item()) / (2.0 * h)
+            })
+            .collect();
+        assert_close(&det_vjp(&Tensor::scalar(1.0), &a), &grad, 1e-9);
+    }
+}
+
+/// `f_hvp` runs `det`'s VJP on dual numbers: its tangent must be the derivative of the cofactor
+/// matrix, which central differences of the cofactors give (they are polynomials of degree `n -
+/// 1`, so for `n ≤ 3` the differences are exact but for rounding). The rank-one 3 × 3 matrix
+/// exercises a trailing 2 × 2 block whose values are zero and tangents are not (its cofactors'
+/// derivative is not zero, though they are). `det` itself on dual numbers has `det_jvp`'s
+/// tangent.
+#[test]
+fn det_rules_on_dual_numbers_differentiate_the_cofactors() {
+    fn cof_grad<T: Element>(a: &Tensor<T>) -> Tensor<T> {
+        det_vjp(&Tensor::ones(&a.shape()[..a.ndim() - 2]), a)
+    }
+    let mut cases: Vec<(String, Tensor<f64>)> = singular_matrices()
+        .into_iter()
+        .map(|m| (m.label.to_string(), tensor(&m.a, &m.shape)))
+        .collect();
+    cases.push((
+        "batch: singular, invertible, zero".into(),
+        tensor(
+            &[1.0, 2.0, 3.0, 6.0, 2.0, 1.0, 0.5, 3.0, 0.0, 0.0, 0.0, 0.0],
+            &[3, 2, 2],
+        ),
+    ));
+    cases.push(("invertible 4 × 4".into(), shifted(&[4, 4], 1.0, 971)));
+    for (label, a) in cases {
+        let d = uniform::<f64>(a.shape(), -1.0, 1.0, 972);
+        let hvp = check_hvp_by_duals(&label, cof_grad::<f64>, cof_grad::<Dual<f64>>, &a, &d);
+        let det = dual_of(&a, &d).det();
+        assert!(
+            max_diff(&tangent_of(&det), &det_jvp(&a, &d)) < 1e-13,
+            "{label}: det's tangent"
+        );
+        assert!(max_diff(&primal_of(&det), &a.det()) == 0.0, "{label}");
+        if a.shape() == [2, 2] {
+            // The cofactors of a 2 × 2 matrix are linear: their derivative along D is cof D.
+            let d = d.to_vec();
+            assert_close(&hvp, &[d[3], -d[2], -d[1], d[0]], 1e-15);
+        }
+        if a.shape() == [1, 1] {
+            assert_close(&hvp, &[0.0], 0.0);
+        }
+    }
+    // Zero column: partial pivoting would skip the column and miss the entry -1 of the cofactors
+    // in det's tangent, dA₀₀ - dA₁₀.
+    let a = tensor::<f64>(&[0.0, 1.0, 0.0, 1.0], &[2, 2]);
+    let d = tensor::<f64>(&[0.5, 0.25, 2.0, -1.0], &[2, 2]);
+    assert_close(&tangent_of(&dual_of(&a, &d).det()), &[0.5 - 2.0], 1e-15);
+}
+
+/// `sign_det` is `0` at a singular matrix and `±1` elsewhere, its rules zero; `logabsdet` is
+/// `-∞` there and its gradient, as documented, `ḡ adj(A)ᵀ / 0`: `±∞` with the sign of `ḡ` times
+/// the cofactor, NaN where the cofactor is zero; its JVP is not finite. Nothing panics.
+#[test]
+fn slogdet_at_singular_matrices_is_documented_and_does_not_panic() {
+    let a = tensor::<f64>(
+        &[1.0, 2.0, 3.0, 6.0, 2.0, 1.0, 0.5, 3.0, 1.0, 2.0, 4.0, 3.0],
+        &[3, 2, 2],
+    );
+    let (sign, logdet) = a.slogdet();
+    assert_close(&sign, &[0.0, 1.0, -1.0], 0.0);
+    let l = logdet.to_vec();
+    assert_eq!(l[0], f64::NEG_INFINITY);
+    assert!((l[1] - 5.5f64.ln()).abs() < 1e-15 && (l[2] - 5f64.ln()).abs() < 1e-15);
+    let da = uniform::<f64>(&[3, 2, 2], -1.0, 1.0, 973);
+    assert_close(&sign_det_jvp(&da), &[0.0, 0.0, 0.0], 0.0);
+    assert_close(
+        &sign_det_vjp(&Tensor::<f64>::ones(&[3]), &[3, 2, 2]),
+        &[0.0; 12],
+        0.0,
+    );
+    let g = logabsdet_vjp(&tensor(&[1.0, 1.0, -1.0], &[3]), &a);
+    let g = g.to_vec();
+    // Cofactors [[6, -3], [-2, 1]] over zero.
+    assert_eq!(
+        &g[..4],
+        &[
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NEG_INFINITY,
+            f64::INFINITY
+        ]
+    );
+    // The invertible ones: ḡ A⁻ᵀ, A⁻ᵀ = cof(A) / det A.
+    let want = [3.0 / 5.5, -0.5 / 5.5, -1.0 / 5.5, 2.0 / 5.5];
+    for (got, want) in g[4..8].iter().zip(want) {
+        assert!((got - want).abs() < 1e-15, "{got} vs {want}");
+    }
+    // det [[1, 2], [4, 3]] = -5 and ḡ = -1: ḡ A⁻ᵀ = cof(A) / 5.
+    let want = [3.0 / 5.0, -4.0 / 5.0, -2.0 / 5.0, 1.0 / 5.0];
+    for (got, want) in g[8..].iter().zip(want) {
+        assert!((got - want).abs() < 1e-15, "{got} vs {want}");
+    }
+    let jvp = logabsdet_jvp(&a, &da).to_vec();
+    assert!(!jvp[0].is_finite() && jvp[1].is_finite() && jvp[2].is_finite());
+    for zero_cofactors in [
+        vec![0.0; 9],
+        vec![1.0, 2.0, 3.0, 2.0, 4.0, 6.0, -1.0, -2.0, -3.0],
+    ] {
+        let z = tensor::<f64>(&zero_cofactors, &[3, 3]);
+        assert_eq!(z.slogdet().0.item(), 0.0);
+        assert_eq!(z.logabsdet().item(), f64::NEG_INFINITY);
+        assert!(logabsdet_vjp(&Tensor::scalar(1.0), &z)
+            .to_vec()
+            .iter()
+            .all(|x| x.is_nan()));
+        assert!(logabsdet_jvp(&z, &Tensor::ones(&[3, 3])).item().is_nan());
+    }
+    // On dual numbers (f_hvp's backward pass) too: no panic, not finite.
+    let z = dual_of(
+        &tensor::<f64>(&[1.0, 2.0, 3.0, 6.0], &[2, 2]),
+        &da.shrink(&[(0, 1), (0, 2), (0, 2)]).reshape(&[2, 2]),
+    );
+    let g = logabsdet_vjp(&Tensor::scalar(Dual::constant(1.0)), &z);
+    assert!(primal_of(&g).to_vec().iter().all(|x| x.is_infinite()));
+    assert_eq!(primal_of(&z.logabsdet()).item(), f64::NEG_INFINITY);
+}
+
+/// The rules of `det` and `logabsdet` name themselves and the shape of a matrix that is not
+/// square.
+#[test]
+fn determinant_rules_name_the_op_for_matrices_that_are_not_square() {
+    let wide = Tensor::<f64>::ones(&[2, 3]);
+    for (op, msg) in [
+        (
+            "det_vjp",
+            panic_message(|| det_vjp(&Tensor::scalar(1.0), &wide)),
+        ),
+        ("det_jvp", panic_message(|| det_jvp(&wide, &wide))),
+        (
+            "logabsdet_vjp",
+            panic_message(|| logabsdet_vjp(&Tensor::scalar(1.0), &wide)),
+        ),
+        (
+            "logabsdet_jvp",
+            panic_message(|| logabsdet_jvp(&wide, &wide)),
+        ),
+    ] {
+        assert!(msg.starts_with(op) && msg.contains("[2, 3]"), "{msg}");
+    }
 }

@@ -521,17 +521,7 @@ impl<T: Element> Tensor<T> {
     }
 
     fn sign_det_named(&self, op: &'static str) -> Result<Tensor<T>, ShapeError> {
-        self.lu_reduce(op, |lu, n| {
-            if lu.singular {
-                return T::zero();
-            }
-            let negatives = (0..n).filter(|&i| lu.lu[i * n + i] < T::zero()).count();
-            if (negatives % 2 == 1) != lu.odd {
-                -T::one()
-            } else {
-                T::one()
-            }
-        })
+        self.pivoted_reduce(op, super::Pivoted::sign_det)
     }
 
     /// The reduced QR factorization `A = Q R` of each matrix of `[.., m, n]` (NumPy's and JAX's
