@@ -1222,6 +1222,14 @@ fn eigh_of_a_diagonal_matrix_on_dual_numbers_has_the_rules_tangents() {
     assert_close(&tangent_of(&w), &[1.0, 1.0], 1e-15);
     assert_close(&primal_of(&v), &[1.0, 0.0, 0.0, 1.0], 0.0);
     assert_close(&tangent_of(&v), &[0.0, 0.5, -0.5, 0.0], 1e-15);
+    // A repeated eigenvalue whose pair is already diagonal is left alone: the eigenvalues'
+    // tangents are `diag(dA)` in the basis `V = I`, as `eigvalsh_jvp` gives, and finite.
+    let a = tensor::<f64>(&[2.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 5.0], &[3, 3]);
+    let da = tensor::<f64>(&[0.5, 0.0, 0.0, 0.3, -0.25, 0.0, 0.7, -0.4, 2.0], &[3, 3]);
+    let (w, v) = dual_of(&a, &da).eigh();
+    assert_close(&tangent_of(&w), &[0.5, -0.25, 2.0], 1e-15);
+    assert_close(&tangent_of(&w), &eigvalsh_jvp(&a, &da).to_vec(), 1e-15);
+    assert!(tangent_of(&v).to_vec().iter().all(|x| x.is_finite()));
 }
 
 // ---- det, slogdet at singular matrices --------------------------------------------------------

@@ -68,6 +68,13 @@
 //!   rule divides by zero and its result is not finite, as in JAX and PyTorch. A loss that reads
 //!   the eigenvectors of a repeated eigenvalue only through their span (a projector) has a
 //!   derivative, but these rules do not give it.
+//! - Second order (`f_hvp`, which runs these rules and the Jacobi kernels on dual numbers) is
+//!   right where the first order is, for distinct eigen- and singular values (non-zero ones for
+//!   the singular vectors). At a repeated one it is not, even for functions symmetric in the
+//!   repeated values (`Σ w²`, a log-determinant), whose Hessian needs the limit of `(ḡⱼ - ḡᵢ) /
+//!   (wⱼ - wᵢ)` that neither the rules nor the kernels take: the HVP is finite but wrong, or not
+//!   finite. (A pair whose values are exactly equal and exactly diagonal is left alone by the
+//!   kernel on dual numbers, so that its first-order tangents are the rules'.)
 //! - `svd` (Townsend 2016): with `P = Uᵀ dA V`, `ds = diag(P)`, `Fᵢⱼ = 1/(sⱼ² - sᵢ²)`, `dU = U (F
 //!   ∘ (P S + S Pᵀ)) + (I - U Uᵀ) dA V S⁻¹` and `dV = V (F ∘ (S P + Pᵀ S)) + (I - V Vᵀ) dAᵀ U
 //!   S⁻¹`; `Ā = U [(F ∘ (UᵀŪ - ŪᵀU)) S + diag(s̄) + S (F ∘ (VᵀV̄ - V̄ᵀV))] Vᵀ + (I - U Uᵀ) Ū S⁻¹
