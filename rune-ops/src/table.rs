@@ -566,11 +566,11 @@ pub const OTHER: &[OpDef] = &[
         rules: Some(Rules {
             jvp: Rule {
                 name: "det_jvp",
-                args: &[Input(0), Output, Tangent(0)],
+                args: &[Input(0), Tangent(0)],
             },
             vjp: &[Rule {
                 name: "det_vjp",
-                args: &[Cotangent, Input(0), Output],
+                args: &[Cotangent, Input(0)],
             }],
         }),
         reference: "composite: not in the reference",

@@ -17,11 +17,11 @@
 //! The factorizations here are written here, generic over [`Element`], rather than taken from
 //! faer: faer's take only `f32` and `f64`, and these must also run on dual numbers, which forward
 //! mode inside a function (`dual_of`) and `f_hvp` push through every op. They are the textbook
-//! unblocked algorithms (Cholesky–Banachiewicz, substitution, LU with partial pivoting), O(n³)
-//! and accurate on well-conditioned matrices; for matrices beyond a few hundred rows faer's
-//! blocked ones would be faster, and `f32`/`f64` could be dispatched to them as the matrix
-//! product is (`Element::gemm_kernel`) and as `eigh` and `svd` are (`Element::spectral_kernels`,
-//! see `decomp/factor.rs`).
+//! unblocked algorithms (Cholesky–Banachiewicz, substitution, LU with partial and with complete
+//! pivoting), O(n³) and accurate on well-conditioned matrices; for matrices beyond a few hundred
+//! rows faer's blocked ones would be faster, and `f32`/`f64` could be dispatched to them as the
+//! matrix product is (`Element::gemm_kernel`) and as `eigh` and `svd` are
+//! (`Element::spectral_kernels`, see `decomp/factor.rs`).
 //!
 //! # Conventions and rules
 //!
@@ -34,11 +34,16 @@
 //! - `solve_triangular(b, lower, transpose)` solves `op(T) X = B`, `T` the lower or upper
 //!   triangle of `A` (the other entries are never read, and their gradient is zero), `op(T)` is
 //!   `Tᵀ` when `transpose`. A zero on the diagonal gives infinities, as SciPy.
-//! - `solve`, `inv`, `det` and `logabsdet` factor `A` by LU with partial pivoting. `solve` and
-//!   `inv` reject a matrix with an exactly zero pivot (singular); `det` is then `0` and
-//!   `logabsdet` `-inf`. Their derivatives (Giles 2008) are defined for invertible `A`: `dX =
-//!   A⁻¹(dB - dA X)`, `d(A⁻¹) = -A⁻¹ dA A⁻¹`, `d ln|det A| = tr(A⁻¹ dA)`, `d det A = det A ·
-//!   tr(A⁻¹ dA)`.
+//! - `solve` and `inv` factor `A` by LU with partial pivoting and reject a matrix with an
+//!   exactly zero pivot (singular). `det`, `logabsdet` and `sign_det` factor it by LU with
+//!   complete pivoting, stopped where what is left is exactly zero (`Pivoted`): for a singular
+//!   matrix `det` is `0`, `logabsdet` `-inf` and `sign_det` `0`. The derivatives of `solve`,
+//!   `inv` and `logabsdet` (Giles 2008) are defined for invertible `A`: `dX = A⁻¹(dB - dA X)`,
+//!   `d(A⁻¹) = -A⁻¹ dA A⁻¹`, `d ln|det A| = tr(A⁻¹ dA)` (not finite at a singular `A`, see
+//!   `rules::logabsdet_vjp`). That of `det` is defined everywhere: `d det A = tr(adj(A) dA)`,
+//!   the adjugate (`det A · A⁻¹` where that exists) computed from the factorization without
+//!   dividing by a zero pivot. At a matrix of rank `n - 1` it has rank one, at a lower rank it
+//!   is zero; and it is right on dual numbers there too, so that `f_hvp` differentiates it.
 //! - `logabsdet` is the second result of NumPy's `slogdet`; the first, the sign, is `sign_det`
 //!   (a constant to AD, from the LU factorization, so it does not underflow as `det` can), and
 //!   `slogdet()` returns both.
@@ -245,14 +250,13 @@ fn triangular_kernel<T: Element>(
 struct Lu<T> {
     lu: Vec<T>,
     perm: Vec<usize>,
-    odd: bool,
     singular: bool,
 }
 
 fn lu_kernel<T: Element>(a: &[T], n: usize) -> Lu<T> {
     let mut lu = a.to_vec();
     let mut perm: Vec<usize> = (0..n).collect();
-    let (mut odd, mut singular) = (false, false);
+    let mut singular = false;
     for k in 0..n {
         let mut p = k;
         for i in k + 1..n {
@@ -265,7 +269,6 @@ fn lu_kernel<T: Element>(a: &[T], n: usize) -> Lu<T> {
                 lu.swap(p * n + j, k * n + j);
             }
             perm.swap(p, k);
-            odd = !odd;
         }
         let pivot = lu[k * n + k];
         if pivot == T::zero() {
@@ -281,12 +284,7 @@ fn lu_kernel<T: Element>(a: &[T], n: usize) -> Lu<T> {
             }
         }
     }
-    Lu {
-        lu,
-        perm,
-        odd,
-        singular,
-    }
+    Lu { lu, perm, singular }
 }
 
 impl<T: Element> Lu<T> {
@@ -308,18 +306,292 @@ impl<T: Element> Lu<T> {
         triangular_kernel(&self.lu, n, &mut x, k, false, false);
         x
     }
+}
 
-    fn det(&self, n: usize) -> T {
-        let d: T = (0..n).map(|i| self.lu[i * n + i]).product();
-        if self.odd {
-            -d
+/// An LU factorization with complete pivoting, `P A Q = L M`, that stops at the first step whose
+/// largest remaining entry is exactly zero: `det`, `sign_det`, `logabsdet` and the rules of
+/// `det` and `logabsdet` read it.
+///
+/// With `r` pivots, `L = [[L₁₁, 0], [L₂₁, I]]` is unit lower triangular and `M = [[U₁₁, U₁₂], [0,
+/// S]]`, `U₁₁` upper triangular with non-zero pivots and `S` (`k × k`, `k = n - r`) the Schur
+/// complement left, whose values are all exactly zero when `k > 0` (it is empty for an
+/// invertible matrix). A matrix's rank is `r` when no rounding hides a zero; a matrix that is
+/// singular only up to rounding factors fully, with a tiny last pivot.
+///
+/// Complete pivoting is what makes the adjugate (the derivative of `det`) right on dual numbers
+/// at a singular matrix, which `f_hvp` needs: the factorization divides only by pivots whose
+/// values are not zero, so for fixed `P` and `Q` the formulas below are rational functions of
+/// `A` equal to `adj(A)` and `det A` on a whole neighbourhood of it, whatever `S` holds, and dual
+/// numbers differentiate them exactly. Partial pivoting can meet a zero pivot above rows that
+/// are not zero, and skipping that column then gives formulas that hold at the point only, with
+/// wrong derivatives (`det [[0, 1], [0, 1]]`'s would miss the entry `-1` of its cofactors).
+struct Pivoted<T> {
+    n: usize,
+    /// `L` below the diagonal of the first `rank` columns; `U₁₁` and `U₁₂` on and above the
+    /// diagonal of the first `rank` rows; `S` in rows and columns `rank..n`.
+    lu: Vec<T>,
+    /// Row `i` of `P A Q` is row `rows[i]` of `A`...
+    rows: Vec<usize>,
+    /// ... and its column `j` is column `cols[j]` of `A`.
+    cols: Vec<usize>,
+    /// `det P · det Q`: `-1` after an odd number of swaps.
+    sign: T,
+    rank: usize,
+}
+
+fn pivoted_kernel<T: Element>(a: &[T], n: usize) -> Pivoted<T> {
+    let mut lu = a.to_vec();
+    let (mut rows, mut cols): (Vec<usize>, Vec<usize>) = ((0..n).collect(), (0..n).collect());
+    let mut sign = T::one();
+    let mut rank = n;
+    for k in 0..n {
+        let (mut p, mut q) = (k, k);
+        for i in k..n {
+            for j in k..n {
+                if lu[i * n + j].abs() > lu[p * n + q].abs() {
+                    (p, q) = (i, j);
+                }
+            }
+        }
+        if lu[p * n + q] == T::zero() {
+            rank = k;
+            break;
+        }
+        if p != k {
+            for j in 0..n {
+                lu.swap(p * n + j, k * n + j);
+            }
+            rows.swap(p, k);
+            sign = -sign;
+        }
+        if q != k {
+            for i in 0..n {
+                lu.swap(i * n + q, i * n + k);
+            }
+            cols.swap(q, k);
+            sign = -sign;
+        }
+        let pivot = lu[k * n + k];
+        for i in k + 1..n {
+            let f = lu[i * n + k] / pivot;
+            lu[i * n + k] = f;
+            for j in k + 1..n {
+                let u = lu[k * n + j];
+                lu[i * n + j] -= f * u;
+            }
+        }
+    }
+    Pivoted {
+        n,
+        lu,
+        rows,
+        cols,
+        sign,
+        rank,
+    }
+}
+
+impl<T: Element> Pivoted<T> {
+    fn at(&self, i: usize, j: usize) -> T {
+        self.lu[i * self.n + j]
+    }
+
+    /// The product of the pivots, `det U₁₁`.
+    fn pivot_product(&self) -> T {
+        (0..self.rank).map(|t| self.at(t, t)).product()
+    }
+
+    /// `det S` and `adj S` of the trailing block (`1` and the empty matrix when there is none).
+    /// Their values are those of a zero block; their tangents, on dual numbers, are not zero
+    /// in general, and the polynomial formula of `faddeev_leverrier` gives them exactly. A block
+    /// that is exactly zero (always so for `f32` and `f64`) is not worth that formula.
+    fn trailing(&self) -> (T, Vec<T>) {
+        let (r, n) = (self.rank, self.n);
+        let k = n - r;
+        let s: Vec<T> = (r..n)
+            .flat_map(|i| (r..n).map(move |j| (i, j)))
+            .map(|(i, j)| self.at(i, j))
+            .collect();
+        if k == 0 {
+            return (T::one(), s);
+        }
+        if s.iter().all(|x| x.is_exact_zero()) {
+            let adj = if k == 1 {
+                vec![T::one()]
+            } else {
+                vec![T::zero(); k * k]
+            };
+            return (T::zero(), adj);
+        }
+        faddeev_leverrier(&s, k)
+    }
+
+    /// `det A = det P · det Q · det U₁₁ · det S`.
+    fn det(&self) -> T {
+        self.sign * self.pivot_product() * self.trailing().0
+    }
+
+    /// The sign of `det A`: `±1`, `0` for a singular matrix.
+    fn sign_det(&self) -> T {
+        if self.rank < self.n {
+            return T::zero();
+        }
+        let negatives = (0..self.n).filter(|&t| self.at(t, t) < T::zero()).count();
+        if negatives % 2 == 1 {
+            -self.sign
         } else {
-            d
+            self.sign
         }
     }
 
-    fn logabsdet(&self, n: usize) -> T {
-        (0..n).map(|i| self.lu[i * n + i].abs().ln()).sum()
+    /// `ln |det A|`, summed over the pivots so that it neither overflows nor underflows; `-inf`
+    /// for a singular matrix (the logarithm of `det S`, whose value is zero).
+    fn logabsdet(&self) -> T {
+        let pivots: T = (0..self.rank).map(|t| self.at(t, t).abs().ln()).sum();
+        if self.rank < self.n {
+            pivots + self.trailing().0.abs().ln()
+        } else {
+            pivots
+        }
+    }
+
+    /// `X L⁻¹` for an `n × n` matrix `X` of the factored `P A Q`, taken back to the rows and
+    /// columns of `A` and transposed: entry `(rows[i], cols[j])` of the result is `scale · (X
+    /// L⁻¹)ⱼᵢ`. (`A = Pᵀ L M Qᵀ`, so `adj(A) = det Q · Q adj(M) L⁻¹ · det P · P` and `A⁻¹ = Q
+    /// M⁻¹ L⁻¹ P`.) `L` has a unit diagonal, so this never divides.
+    fn unpivot_transposed(&self, mut x: Vec<T>, scale: T) -> Vec<T> {
+        let n = self.n;
+        // Row by row, z L = x: z_j = x_j - Σ_{i > j} z_i L_ij, from the last column back.
+        for row in x.chunks_mut(n.max(1)) {
+            for j in (0..self.rank).rev() {
+                let later: T = (j + 1..n).map(|i| row[i] * self.at(i, j)).sum();
+                row[j] -= later;
+            }
+        }
+        let mut out = vec![T::zero(); n * n];
+        for i in 0..n {
+            for j in 0..n {
+                out[self.rows[i] * n + self.cols[j]] = scale * x[j * n + i];
+            }
+        }
+        out
+    }
+
+    /// The cofactor matrix `adj(A)ᵀ`, the gradient of `det`, through `adj(M)` of the block
+    /// triangular `M`: `[[det S · adj U₁₁, -adj U₁₁ · U₁₂ · adj S], [0, det U₁₁ · adj S]]`. This is
+    /// `det M · M⁻¹` where `M` is invertible and a polynomial in the blocks everywhere, and no
+    /// part of it divides: it is right at a singular matrix (where `adj S` is `I` for `k = 1`,
+    /// giving a rank-one adjugate, and zero for `k ≥ 2`), and on dual numbers there.
+    fn cofactors(&self) -> Vec<T> {
+        let (n, r) = (self.n, self.rank);
+        let (det_s, adj_s) = self.trailing();
+        let adj_u = triangular_adjugate(|i, j| self.at(i, j), r);
+        let det_u = self.pivot_product();
+        let mut adj_m = vec![T::zero(); n * n];
+        for i in 0..r {
+            for j in i..r {
+                adj_m[i * n + j] = det_s * adj_u[i * r + j];
+            }
+        }
+        for i in 0..r {
+            // Row i of adj U₁₁ · U₁₂ (adj U₁₁ is upper triangular), then times adj S.
+            let w: Vec<T> = (r..n)
+                .map(|c| (i..r).map(|t| adj_u[i * r + t] * self.at(t, c)).sum())
+                .collect();
+            for j in r..n {
+                let v: T = (r..n)
+                    .map(|c| w[c - r] * adj_s[(c - r) * (n - r) + j - r])
+                    .sum();
+                adj_m[i * n + j] = -v;
+            }
+        }
+        for i in r..n {
+            for j in r..n {
+                adj_m[i * n + j] = det_u * adj_s[(i - r) * (n - r) + j - r];
+            }
+        }
+        self.unpivot_transposed(adj_m, self.sign)
+    }
+
+    /// `A⁻ᵀ` of an invertible matrix (`rank == n`): `Q U⁻¹ L⁻¹ P`, transposed, `U⁻¹` by back
+    /// substitution.
+    fn inverse_transpose(&self) -> Vec<T> {
+        let n = self.n;
+        let mut x = vec![T::zero(); n * n];
+        for j in 0..n {
+            let d = self.at(j, j);
+            x[j * n + j] = T::one() / d;
+            for i in (0..j).rev() {
+                let s: T = (i..j).map(|k| x[i * n + k] * self.at(k, j)).sum();
+                x[i * n + j] = -s / d;
+            }
+        }
+        self.unpivot_transposed(x, T::one())
+    }
+}
+
+/// `adj(U)` of the upper triangular `r × r` matrix `u(i, j)` (read on and above the diagonal),
+/// without dividing by its diagonal, so that it is a polynomial in the entries, exact whatever
+/// the diagonal holds: `adj(U)ᵢⱼ = (Π_{t<i} u_tt) (Π_{t>j} u_tt) Wᵢⱼ` with `Wᵢᵢ = 1` and `Wᵢⱼ =
+/// -Σ_{i≤k<j} Wᵢₖ u_kj Π_{k<t<j} u_tt` (`W` is `U⁻¹` scaled by `Π_{i≤t≤j} u_tt`, the product that
+/// cancels the divisions of back substitution).
+fn triangular_adjugate<T: Element>(u: impl Fn(usize, usize) -> T, r: usize) -> Vec<T> {
+    let mut w = vec![T::zero(); r * r];
+    for i in 0..r {
+        w[i * r + i] = T::one();
+        for j in i + 1..r {
+            let (mut sum, mut between) = (T::zero(), T::one());
+            for k in (i..j).rev() {
+                sum += w[i * r + k] * u(k, j) * between;
+                between *= u(k, k);
+            }
+            w[i * r + j] = -sum;
+        }
+    }
+    let mut before = vec![T::one(); r + 1];
+    let mut after = vec![T::one(); r + 1];
+    for t in 0..r {
+        before[t + 1] = before[t] * u(t, t);
+        after[r - 1 - t] = after[r - t] * u(r - 1 - t, r - 1 - t);
+    }
+    // adj[i][j] = before[i] · after[j + 1] · W[i][j].
+    for i in 0..r {
+        for j in i..r {
+            w[i * r + j] = before[i] * after[j + 1] * w[i * r + j];
+        }
+    }
+    w
+}
+
+/// `det S` and `adj S` of the `k × k` matrix `s` by the Faddeev–LeVerrier recurrence, `M₀ = 0`,
+/// `c_k = 1`, `Mₘ = S Mₘ₋₁ + c_{k-m+1} I`, `c_{k-m} = -tr(S Mₘ) / m`; then `det S = (-1)ᵏ c₀`
+/// and `adj S = (-1)^(k-1) M_k`. It divides only by the integers `1..=k`, so it is a polynomial
+/// in `S`: exact on dual numbers whose values are zero, which is all it is given (the trailing
+/// block of [`Pivoted`]); on general matrices it would lose accuracy.
+fn faddeev_leverrier<T: Element>(s: &[T], k: usize) -> (T, Vec<T>) {
+    let mut m = vec![T::zero(); k * k];
+    let mut c = T::one();
+    for step in 1..=k {
+        let mut next: Vec<T> = (0..k * k)
+            .map(|idx| {
+                let (i, j) = (idx / k, idx % k);
+                (0..k).map(|t| s[i * k + t] * m[t * k + j]).sum()
+            })
+            .collect();
+        for i in 0..k {
+            next[i * k + i] += c;
+        }
+        m = next;
+        let trace: T = (0..k)
+            .flat_map(|i| (0..k).map(move |t| (i, t)))
+            .map(|(i, t)| s[i * k + t] * m[t * k + i])
+            .sum();
+        c = -trace / T::from_f64(step as f64);
+    }
+    if k % 2 == 0 {
+        (c, m.into_iter().map(|x| -x).collect())
+    } else {
+        (-c, m)
     }
 }
 
@@ -614,7 +886,17 @@ impl<T: Element> Tensor<T> {
             .map_err(|e| ShapeError::new("inv", e.message().to_owned()))
     }
 
-    /// The determinant of each matrix of `[.., n, n]`: shape `[..]`.
+    /// The determinant of each matrix of `[.., n, n]`: shape `[..]`. Its gradient, the cofactor
+    /// matrix `adj(A)ᵀ`, exists at every matrix, singular ones included
+    /// ([`rules::det_vjp`]).
+    ///
+    /// ```
+    /// use rune_runtime::{rules::det_vjp, Tensor};
+    /// // Rank one: det is 0 and its gradient [[d, -c], [-b, a]].
+    /// let a = Tensor::from_vec(vec![1.0, 2.0, 3.0, 6.0], &[2, 2]);
+    /// assert_eq!(a.det().item(), 0.0);
+    /// assert_eq!(det_vjp(&Tensor::scalar(1.0), &a).to_vec(), vec![6.0, -3.0, -2.0, 1.0]);
+    /// ```
     ///
     /// # Panics
     /// When the matrices are not square.
@@ -626,11 +908,13 @@ impl<T: Element> Tensor<T> {
 
     /// Like [`Tensor::det`], returning an error for a shape that is not `[.., n, n]`.
     pub fn try_det(&self) -> Result<Tensor<T>, ShapeError> {
-        self.lu_reduce("det", |lu, n| lu.det(n))
+        self.pivoted_reduce("det", Pivoted::det)
     }
 
     /// `ln |det A|` of each matrix of `[.., n, n]` (`-inf` for a singular one): shape `[..]`;
-    /// the second result of [`Tensor::slogdet`], whose first is [`Tensor::sign_det`].
+    /// the second result of [`Tensor::slogdet`], whose first is [`Tensor::sign_det`]. Its
+    /// gradient `A⁻ᵀ` is not finite at a singular matrix ([`rules::logabsdet_vjp`] says what
+    /// it gives there).
     ///
     /// # Panics
     /// When the matrices are not square.
@@ -642,7 +926,7 @@ impl<T: Element> Tensor<T> {
 
     /// Like [`Tensor::logabsdet`], returning an error for a shape that is not `[.., n, n]`.
     pub fn try_logabsdet(&self) -> Result<Tensor<T>, ShapeError> {
-        self.lu_reduce("logabsdet", |lu, n| lu.logabsdet(n))
+        self.pivoted_reduce("logabsdet", Pivoted::logabsdet)
     }
 
     /// The inner product of two vectors of one length: a 0-d tensor.
@@ -727,18 +1011,34 @@ impl<T: Element> Tensor<T> {
         Tensor::scalar(scale * sum.sqrt())
     }
 
-    /// `f` of the LU factorization of each matrix, as a tensor of the leading axes.
-    fn lu_reduce(
+    /// `f` of the completely pivoted LU factorization of each matrix, as a tensor of the
+    /// leading axes.
+    fn pivoted_reduce(
         &self,
         op: &'static str,
-        f: impl Fn(&Lu<T>, usize) -> T,
+        f: impl Fn(&Pivoted<T>) -> T,
     ) -> Result<Tensor<T>, ShapeError> {
         let (batch, n) = square(op, self.shape())?;
         let a = self.to_vec();
         let out = (0..batch)
-            .map(|i| f(&lu_kernel(&a[i * n * n..(i + 1) * n * n], n), n))
+            .map(|i| f(&pivoted_kernel(&a[i * n * n..(i + 1) * n * n], n)))
             .collect();
         Ok(Tensor::from_vec(out, &self.shape()[..self.ndim() - 2]))
+    }
+
+    /// The matrix `f` gives for the completely pivoted LU factorization of each matrix, in the
+    /// shape of `self`.
+    fn pivoted_map(
+        &self,
+        op: &'static str,
+        f: impl Fn(&Pivoted<T>) -> Vec<T>,
+    ) -> Result<Tensor<T>, ShapeError> {
+        let (batch, n) = square(op, self.shape())?;
+        let a = self.to_vec();
+        let out = (0..batch)
+            .flat_map(|i| f(&pivoted_kernel(&a[i * n * n..(i + 1) * n * n], n)))
+            .collect();
+        Ok(Tensor::from_vec(out, self.shape()))
     }
 }
 
@@ -788,10 +1088,31 @@ pub mod rules {
         }
     }
 
-    /// `A⁻ᵀ` of each matrix.
+    /// The gradient of `ln |det A|` for each matrix: `A⁻ᵀ`; at a singular matrix `adj(A)ᵀ / 0`,
+    /// `±∞` where a cofactor is not zero and NaN where it is (see [`logabsdet_vjp`]).
     #[track_caller]
-    fn inverse_transpose<T: Element>(a: &Tensor<T>) -> Tensor<T> {
-        a.t().inv()
+    fn log_det_gradient<T: Element>(op: &'static str, a: &Tensor<T>) -> Tensor<T> {
+        a.pivoted_map(op, |p| {
+            if p.rank == p.n {
+                p.inverse_transpose()
+            } else {
+                p.cofactors().into_iter().map(|c| c / T::zero()).collect()
+            }
+        })
+        .or_panic()
+    }
+
+    /// The cofactor matrix `adj(A)ᵀ` of each matrix, the gradient of `det`: right at every
+    /// matrix, singular ones included (see `Pivoted::cofactors`).
+    #[track_caller]
+    fn cofactors<T: Element>(op: &'static str, a: &Tensor<T>) -> Tensor<T> {
+        a.pivoted_map(op, Pivoted::cofactors).or_panic()
+    }
+
+    /// `Σ x ∘ y` over the matrix axes: `tr(xᵀ y)` of each pair of matrices.
+    fn matrix_inner<T: Element>(x: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
+        let n = x.ndim() as isize;
+        (x * y).sum_axes(&[n - 2, n - 1], false)
     }
 
     /// JVP of [`Tensor::trace`].
@@ -1088,32 +1409,40 @@ pub mod rules {
         -yt.matmul(g).matmul(&yt)
     }
 
-    /// JVP of [`Tensor::logabsdet`], from `a`: `tr(A⁻¹ dA) = Σ A⁻ᵀ ∘ dA`.
+    /// JVP of [`Tensor::logabsdet`], from `a`: `tr(A⁻¹ dA) = Σ A⁻ᵀ ∘ dA`, the VJP's gradient
+    /// against the tangent; at a singular matrix, where `ln |det A|` is `-∞`, that gradient
+    /// holds only infinities and NaNs, and this is not finite.
     #[track_caller]
     #[must_use]
     pub fn logabsdet_jvp<T: Element>(a: &Tensor<T>, da: &Tensor<T>) -> Tensor<T> {
-        let n = a.ndim();
-        (inverse_transpose(a) * da).sum_axes(&[n as isize - 2, n as isize - 1], false)
+        matrix_inner(&log_det_gradient("logabsdet_jvp", a), da)
     }
 
-    /// VJP of [`Tensor::logabsdet`], from `a`: `ḡ A⁻ᵀ`.
+    /// VJP of [`Tensor::logabsdet`], from `a`: `ḡ A⁻ᵀ`. At a singular matrix, where `ln |det
+    /// A|` is `-∞`, the gradient does not exist, and this gives `ḡ adj(A)ᵀ / 0`: `±∞` with the
+    /// sign of `ḡ` times the cofactor where the cofactor is not zero, NaN where it is (every
+    /// entry when the rank is `n - 2` or less). JAX's (`trace(solve(A, dA))`, through an LU that
+    /// divides by the zero pivot) is not finite there either.
     #[track_caller]
     #[must_use]
     pub fn logabsdet_vjp<T: Element>(g: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
-        inverse_transpose(a) * per_matrix(g)
+        log_det_gradient("logabsdet_vjp", a) * per_matrix(g)
     }
 
-    /// JVP of [`Tensor::det`], from `a` and the determinant `y`: `y tr(A⁻¹ dA)`.
+    /// JVP of [`Tensor::det`], from `a`: `tr(adj(A) dA) = Σ adj(A)ᵀ ∘ dA`, the cofactors against
+    /// the tangent, right at singular matrices too (where `det A · tr(A⁻¹ dA)` is `0 · ∞`).
     #[track_caller]
     #[must_use]
-    pub fn det_jvp<T: Element>(a: &Tensor<T>, y: &Tensor<T>, da: &Tensor<T>) -> Tensor<T> {
-        logabsdet_jvp(a, da) * y
+    pub fn det_jvp<T: Element>(a: &Tensor<T>, da: &Tensor<T>) -> Tensor<T> {
+        matrix_inner(&cofactors("det_jvp", a), da)
     }
 
-    /// VJP of [`Tensor::det`], from `a` and the determinant `y`: `ḡ y A⁻ᵀ`.
+    /// VJP of [`Tensor::det`], from `a`: `ḡ adj(A)ᵀ`, the cofactor matrix, which is `det A ·
+    /// A⁻ᵀ` for an invertible `A` and exists everywhere: at a matrix of rank `n - 1` it has rank
+    /// one, at rank `n - 2` or less it is zero.
     #[track_caller]
     #[must_use]
-    pub fn det_vjp<T: Element>(g: &Tensor<T>, a: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
-        inverse_transpose(a) * per_matrix(&(g * y))
+    pub fn det_vjp<T: Element>(g: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
+        cofactors("det_vjp", a) * per_matrix(g)
     }
 }

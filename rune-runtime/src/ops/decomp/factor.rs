@@ -68,6 +68,13 @@
 //!   rule divides by zero and its result is not finite, as in JAX and PyTorch. A loss that reads
 //!   the eigenvectors of a repeated eigenvalue only through their span (a projector) has a
 //!   derivative, but these rules do not give it.
+//! - Second order (`f_hvp`, which runs these rules and the Jacobi kernels on dual numbers) is
+//!   right where the first order is, for distinct eigen- and singular values (non-zero ones for
+//!   the singular vectors). At a repeated one it is not, even for functions symmetric in the
+//!   repeated values (`Σ w²`, a log-determinant), whose Hessian needs the limit of `(ḡⱼ - ḡᵢ) /
+//!   (wⱼ - wᵢ)` that neither the rules nor the kernels take: the HVP is finite but wrong, or not
+//!   finite. (A pair whose values are exactly equal and exactly diagonal is left alone by the
+//!   kernel on dual numbers, so that its first-order tangents are the rules'.)
 //! - `svd` (Townsend 2016): with `P = Uᵀ dA V`, `ds = diag(P)`, `Fᵢⱼ = 1/(sⱼ² - sᵢ²)`, `dU = U (F
 //!   ∘ (P S + S Pᵀ)) + (I - U Uᵀ) dA V S⁻¹` and `dV = V (F ∘ (S P + Pᵀ S)) + (I - V Vᵀ) dAᵀ U
 //!   S⁻¹`; `Ā = U [(F ∘ (UᵀŪ - ŪᵀU)) S + diag(s̄) + S (F ∘ (VᵀV̄ - V̄ᵀV))] Vᵀ + (I - U Uᵀ) Ū S⁻¹
@@ -93,12 +100,29 @@ fn sign_of<T: Element>(x: T) -> T {
     }
 }
 
-/// `(c, s)` of the Jacobi rotation whose `t = s / c` solves `t² + 2ζt - 1 = 0` (its smaller
-/// root), without overflow for large `ζ`.
-fn rotation<T: Element>(zeta: T) -> (T, T) {
-    let t = sign_of(zeta) / (zeta.abs() + zeta.hypot(T::one()));
+/// `(c, s)` of the Jacobi rotation that annihilates the off-diagonal entry `off` of a symmetric
+/// pair whose diagonal entries differ by `diff = a_qq - a_pp`: `t = s / c` is the smaller root of
+/// `t² + 2ζt - 1 = 0`, `ζ = diff / (2 off)`, written as `t = 2 off sign(diff) / (|diff| +
+/// hypot(diff, 2 off))` so that it neither divides by `off` nor overflows. On dual numbers the
+/// pair's off-diagonal value is often exactly zero while its tangent is not (a diagonal matrix
+/// pushed along a full direction, or two columns that the previous rotation made orthogonal to
+/// the last bit): this form gives `t = 0` with the tangent `off' / diff`, the rotation that
+/// annihilates the tangent, where `ζ = ±∞` gave `t`'s tangent `∞ · 0 = NaN`.
+fn rotation<T: Element>(diff: T, off: T) -> (T, T) {
+    let two_off = off + off;
+    let t = two_off * sign_of(diff) / (diff.abs() + diff.hypot(two_off));
     let c = T::one() / t.hypot(T::one());
     (c, c * t)
+}
+
+/// Whether a Jacobi method leaves the pair with off-diagonal entry `off` and diagonal difference
+/// `diff` alone: when `off` is exactly zero (value and tangent, on dual numbers), and when the
+/// values of both are zero, a repeated eigen- or singular value whose pair is already diagonal.
+/// There the rotation that would diagonalise the tangents is not a function of the values (it
+/// is `0 / 0`), and the pair is left as it is: the eigenvalues' tangents are then the diagonal
+/// of `Vᵀ dA V` in the basis returned, as the rule `eigvalsh_jvp` gives.
+fn leave_alone<T: Element>(diff: T, off: T) -> bool {
+    off.is_exact_zero() || (off == T::zero() && diff == T::zero())
 }
 
 /// Rotates columns `p` and `q` of the `rows × cols` matrix `x`: `(xp, xq) ← (c xp - s xq, s xp +
@@ -253,11 +277,11 @@ fn jacobi_eigh<T: Element>(a: &[T], n: usize) -> (Vec<T>, Vec<T>) {
                 let small = apq.abs() <= eps * (app * aqq).abs().sqrt()
                     || apq.abs() <= tiny
                     || apq.is_nan();
-                if apq.is_exact_zero() || (small && !finishing) {
+                if leave_alone(aqq - app, apq) || (small && !finishing) {
                     continue;
                 }
                 rotated |= !small;
-                let (c, sn) = rotation((aqq - app) / (apq + apq));
+                let (c, sn) = rotation(aqq - app, apq);
                 rotate_columns(&mut s, n, p, q, c, sn);
                 for k in 0..n {
                     let (sp, sq) = (s[p * n + k], s[q * n + k]);
@@ -305,11 +329,11 @@ fn svd_tall_kernel<T: Element>(a: &[T], m: usize, n: usize) -> (Vec<T>, Vec<T>, 
                 let beta = column_dot(&u, n, q, q);
                 let gamma = column_dot(&u, n, p, q);
                 let small = gamma.abs() <= eps * (alpha * beta).sqrt() || gamma.is_nan();
-                if gamma.is_exact_zero() || (small && !finishing) {
+                if leave_alone(beta - alpha, gamma) || (small && !finishing) {
                     continue;
                 }
                 rotated |= !small;
-                let (c, s) = rotation((beta - alpha) / (gamma + gamma));
+                let (c, s) = rotation(beta - alpha, gamma);
                 rotate_columns(&mut u, n, p, q, c, s);
                 rotate_columns(&mut v, n, p, q, c, s);
             }
@@ -504,17 +528,7 @@ impl<T: Element> Tensor<T> {
     }
 
     fn sign_det_named(&self, op: &'static str) -> Result<Tensor<T>, ShapeError> {
-        self.lu_reduce(op, |lu, n| {
-            if lu.singular {
-                return T::zero();
-            }
-            let negatives = (0..n).filter(|&i| lu.lu[i * n + i] < T::zero()).count();
-            if (negatives % 2 == 1) != lu.odd {
-                -T::one()
-            } else {
-                T::one()
-            }
-        })
+        self.pivoted_reduce(op, super::Pivoted::sign_det)
     }
 
     /// The reduced QR factorization `A = Q R` of each matrix of `[.., m, n]` (NumPy's and JAX's
