@@ -1,6 +1,9 @@
 //! Every op of `#[differentiable]`'s op table, used inside a differentiated function and checked
 //! through the generated `f_jvp` and `f_vjp` against central finite differences and the
-//! dot-product test, for `f32` and `f64`.
+//! dot-product test, for `f32` and `f64`; and to second order, through `f_hvp` of the function
+//! weighed to a scalar, against central differences of its gradient and by the symmetry of the
+//! Hessian, in `f64`. An op without an entry fails `every_op_of_the_table_is_exercised`, so a
+//! new op cannot go without a second-order check either.
 //!
 //! Each entry of [`ops!`] below defines a module holding one `#[differentiable] fn f` (generic over
 //! `T: Element`, or two concrete copies for `f32` and `f64`) and a test that checks it. The entry
@@ -122,10 +125,72 @@ macro_rules! check {
     }};
 }
 
+/// Checks the second derivatives of `$($path)::+::f` in f64 through `s = Σ f(..)·weights` (fixed
+/// weights, so that every element of `f` counts): `s_hvp` against central differences of
+/// `s_grad` along a random direction, and the symmetry ⟨u, H v⟩ = ⟨v, H u⟩ (`check_hvp`).
+macro_rules! check_second_order {
+    ($($path:ident)::+, ($($p:ident : $kind:ident [$($d:expr),*]),+)) => {{
+        let mut seed = 100;
+        let args: Vec<Tensor<f64>> = vec![$({
+            let _ = stringify!($p);
+            seed += 1;
+            make::<f64>(Kind::$kind, &[$($d),*], seed)
+        }),+];
+        let mut ai = args.iter();
+        let value = $($path)::+::f($(next_arg!($p, ai)),+);
+        let weights = make::<f64>(Kind::Normal, value.shape(), 200);
+        let grad = |a: &[Tensor<f64>]| {
+            let mut ai = a.iter();
+            Grads::into_list($($path)::+::s_grad($(next_arg!($p, ai),)+ &weights))
+        };
+        let hvp = |a: &[Tensor<f64>], v: &[Tensor<f64>]| {
+            let (mut ai, mut vi) = (a.iter(), v.iter());
+            let (g, hv) =
+                $($path)::+::s_hvp($(next_arg!($p, ai),)+ &weights, $(next_arg!($p, vi)),+);
+            // The gradient on dual numbers is `s_grad`'s up to rounding (products and
+            // factorizations of dual numbers add in another order than the real kernels).
+            for (g, want) in Grads::into_list(g).iter().zip(grad(a)) {
+                for (g, want) in g.to_vec().into_iter().zip(want.to_vec()) {
+                    assert!(
+                        (g - want).abs() <= 1e-12 * (1.0 + want.abs()),
+                        "s_hvp's gradient {g} is not s_grad's {want}"
+                    );
+                }
+            }
+            Grads::into_list(hv)
+        };
+        if let Err(e) = check_hvp(grad, hvp, &args, 1e-5, 1e-5, 1e-5) {
+            panic!("{} (second order, f64): {e}", stringify!($($path)::+));
+        }
+    }};
+}
+
 /// One entry: a module with the function and a test checking it.
 macro_rules! entry {
-    // Generic over the element type: checked at f32 and f64.
+    // Generic over the element type: checked at f32 and f64, and to second order at f64.
     (gen $m:ident ($($p:ident : $kind:ident [$($d:expr),*]),+) {$($body:tt)*}) => {
+        mod $m {
+            use super::*;
+            #[differentiable]
+            pub fn f<T: Element>($($p: &Tensor<T>),+) -> Tensor<T> {
+                $($body)*
+            }
+            /// `f` weighed to a scalar, for `f_hvp`.
+            #[differentiable]
+            pub fn s<T: Element>($($p: &Tensor<T>,)+ #[nodiff] weights: &Tensor<T>) -> Tensor<T> {
+                (f($($p),+) * weights).sum()
+            }
+        }
+        #[test]
+        fn $m() {
+            check!(f32, $m, ($($p : $kind [$($d),*]),+));
+            check!(f64, $m, ($($p : $kind [$($d),*]),+));
+            check_second_order!($m, ($($p : $kind [$($d),*]),+));
+        }
+    };
+    // Generic, casting to a concrete element type: `f_hvp` is a compile error there
+    // (`tests/ui/hvp/generic_cast.rs`), and the concrete twin's (`real`) is checked instead.
+    (gen_no_hvp $m:ident ($($p:ident : $kind:ident [$($d:expr),*]),+) {$($body:tt)*}) => {
         mod $m {
             use super::*;
             #[differentiable]
@@ -155,9 +220,16 @@ macro_rules! entry {
                 #![allow(dead_code)]
                 use super::super::*;
                 type E = f64;
-                #[differentiable]
-                pub fn f($($p: &Tensor<f64>),+) -> Tensor<f64> {
+                // The element type as the body names it, so that the dual twin `f_hvp` runs
+                // sees casts to it.
+                #[differentiable(hvp)]
+                pub fn f($($p: &Tensor<E>),+) -> Tensor<E> {
                     $($body)*
+                }
+                /// `f` weighed to a scalar, for `f_hvp`.
+                #[differentiable(hvp)]
+                pub fn s($($p: &Tensor<E>,)+ #[nodiff] weights: &Tensor<E>) -> Tensor<E> {
+                    (f($($p),+) * weights).sum()
                 }
             }
         }
@@ -165,6 +237,7 @@ macro_rules! entry {
         fn $m() {
             check!(f32, $m::single, ($($p : $kind [$($d),*]),+));
             check!(f64, $m::double, ($($p : $kind [$($d),*]),+));
+            check_second_order!($m::double, ($($p : $kind [$($d),*]),+));
         }
     };
 }
@@ -478,7 +551,7 @@ ops! {
     gen avg_pool2d_overlapping ["avg_pool2d"] (x: Normal[2, 1, 5, 5]) { x.avg_pool2d(3, 1) }
 
     // ---- types --------------------------------------------------------------------------------
-    gen cast_round_trip ["cast", "sin"] (x: Normal[2, 3]) { x.cast::<f64>().sin().cast::<T>() }
+    gen_no_hvp cast_round_trip ["cast", "sin"] (x: Normal[2, 3]) { x.cast::<f64>().sin().cast::<T>() }
     real cast_real ["cast", "exp"] (x: Normal[2, 3]) { x.cast::<f64>().exp().cast::<E>() }
 }
 
