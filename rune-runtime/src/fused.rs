@@ -844,8 +844,9 @@ fn jvp_blocks<T: Element, const N: usize, const L: usize, const K: usize, const 
 }
 
 /// A full reduction that ends a fused region: the sum or the mean of all its elements, added
-/// in the order of the runtime's `sum` (pairwise, `crate::summation`), so that a fused sum
-/// is the unfused one bit for bit.
+/// in the order of the runtime's `sum` (pairwise, `crate::summation`) over the values in
+/// row-major order, so that a fused sum is the unfused one bit for bit: op by op, the region's
+/// value is row-major whatever its inputs' layouts, as every elementwise op writes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reduction {
     /// `.sum()`.

@@ -171,9 +171,18 @@ impl<T: Clone> Tensor<T> {
         self.data.to_owned()
     }
 
-    /// Applies `f` to every element.
+    /// Applies `f` to every element. The result is row-major whatever `self`'s layout (see
+    /// [`Tensor::zip_map`]).
     pub fn map<U, F: FnMut(&T) -> U>(&self, f: F) -> Tensor<U> {
-        Tensor::from_array(self.data.map(f))
+        if self.data.is_standard_layout() {
+            return Tensor::from_array(self.data.map(f));
+        }
+        // ndarray's `map` keeps the memory order of a view that is contiguous in another order
+        // (`t`, `permute`, `flip`, `concat` along an inner axis).
+        let data: Vec<U> = self.data.iter().map(f).collect();
+        Tensor::from_array(
+            ArrayD::from_shape_vec(self.data.raw_dim(), data).expect("map: one value an element"),
+        )
     }
 
     /// [`Tensor::map`] for the ops: row-major data goes through one loop compiled for the CPU's
@@ -205,6 +214,11 @@ impl<T: Clone> Tensor<T> {
     /// Row-major operands (what nearly every op writes) go through their slices in one loop
     /// the compiler can vectorise (compiled as `map_elems`'s); others through `Zip`, whose set-up on dynamic-rank arrays
     /// costs more than the loop itself on tensors of a few dozen elements.
+    ///
+    /// The result is row-major whatever the operands' layouts, as every elementwise op's is: a
+    /// fused region of `#[differentiable]` code writes its values (or sums them) in row-major
+    /// order, and the same region op by op must give the same tensor, to the order in which a
+    /// later `sum` adds it (`sum` adds a contiguous tensor in its memory order).
     pub(crate) fn zip_map<U, V: Clone>(
         &self,
         other: &Tensor<U>,
@@ -229,11 +243,11 @@ impl<T: Clone> Tensor<T> {
             );
             return Tensor::from_parts(out, self.shape());
         }
-        Tensor::from_array(
+        Tensor::from_array(row_major(
             ndarray::Zip::from(&self.data)
                 .and(&other.data)
                 .map_collect(f),
-        )
+        ))
     }
 }
 
@@ -307,11 +321,22 @@ impl<T: Clone> Tensor<T> {
             return Tensor::from_parts(out, self.shape());
         }
         let exact = Kernels::exact();
-        Tensor::from_array(
+        Tensor::from_array(row_major(
             ndarray::Zip::from(&self.data)
                 .and(&other.data)
                 .map_collect(|u, v| f(u, v, &exact)),
-        )
+        ))
+    }
+}
+
+/// An elementwise op's result in row-major order (see [`Tensor::zip_map`]): `Zip` writes
+/// operands laid out column-major (`t`, `concat` along an inner axis) in their order. A copy
+/// only then.
+pub(crate) fn row_major<T: Clone>(a: ArrayD<T>) -> ArrayD<T> {
+    if a.is_standard_layout() {
+        a
+    } else {
+        a.as_standard_layout().into_owned()
     }
 }
 

@@ -1,8 +1,9 @@
 //! Elementwise ops and rules on operands of the same shape, in every layout a tensor can have
-//! (row-major, transposed, reversed, a block of a larger tensor, 0-d, empty), against the same
-//! function applied to their elements one by one in row-major order.
+//! (row-major, transposed, reversed, a block of a larger tensor, joined along its last axis,
+//! 0-d, empty), against the same function applied to their elements one by one in row-major
+//! order; and their results, row-major whatever the operands' layouts.
 
-use rune_runtime::{rules, Tensor};
+use rune_runtime::{concat, rules, where_cond, Tensor};
 
 fn numbered(shape: &[usize], phase: f64) -> Tensor<f64> {
     let n = shape.iter().product();
@@ -14,23 +15,39 @@ fn numbered(shape: &[usize], phase: f64) -> Tensor<f64> {
 
 /// A `[3, 4]` tensor in each layout, with the same elements in row-major order.
 fn layouts(phase: f64) -> Vec<(&'static str, Tensor<f64>)> {
-    let m = numbered(&[3, 4], phase);
+    in_layouts(&numbered(&[3, 4], phase))
+}
+
+/// The row-major `[3, 4]` tensor `m` and its elements in each other layout.
+fn in_layouts<T: Clone + PartialEq + std::fmt::Debug>(
+    m: &Tensor<T>,
+) -> Vec<(&'static str, Tensor<T>)> {
     let transposed = Tensor::from_vec(m.t().to_vec(), &[4, 3]).t();
     let reversed = Tensor::from_vec(m.flip(&[0, 1]).to_vec(), &[3, 4]).flip(&[0, 1]);
-    let mut wide = vec![0.0; 3 * 6];
+    let mut wide = vec![m.to_vec()[0].clone(); 3 * 6];
     for (i, v) in m.to_vec().into_iter().enumerate() {
         wide[(i / 4) * 6 + 1 + i % 4] = v;
     }
     let block = Tensor::from_vec(wide, &[3, 6]).shrink(&[(0, 3), (1, 5)]);
-    for t in [&transposed, &reversed, &block] {
+    // `concat` along an inner axis lays its result out with that axis outermost in memory.
+    let columns = |from: usize| m.shrink(&[(0, 3), (from, from + 2)]).to_vec();
+    let joined = concat(
+        &[
+            Tensor::from_vec(columns(0), &[3, 2]),
+            Tensor::from_vec(columns(2), &[3, 2]),
+        ],
+        1,
+    );
+    for t in [&transposed, &reversed, &block, &joined] {
         assert_eq!(t.to_vec(), m.to_vec());
         assert!(!t.as_shared().is_standard_layout());
     }
     vec![
-        ("row-major", m),
+        ("row-major", m.clone()),
         ("transposed", transposed),
         ("reversed", reversed),
         ("block", block),
+        ("joined", joined),
     ]
 }
 
@@ -195,4 +212,81 @@ fn binary_ops_broadcasting_a_row() {
     let row = numbered(&[4], 1.0);
     let expected = Tensor::from_vec(batch.to_vec(), &[3, 4]);
     assert_eq!((&batch - &row).to_vec(), (&expected - &row).to_vec());
+}
+
+/// Every elementwise op writes its result row-major, whatever its operands' layouts: a fused
+/// region of `#[differentiable]` code writes (or sums) its values in row-major order, and the
+/// same ops one by one must make the same tensor, down to the order in which a `sum` of it adds
+/// (a contiguous tensor is summed in its memory order).
+#[test]
+fn elementwise_results_are_row_major_in_every_layout() {
+    #[track_caller]
+    fn row_major(what: &str, t: &Tensor<f64>, want: &Tensor<f64>) {
+        assert!(t.as_shared().is_standard_layout(), "{what}");
+        assert_eq!(t.shape(), want.shape(), "{what}");
+        let bits = |t: &Tensor<f64>| t.to_vec().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(t), bits(want), "{what}");
+    }
+    let row = numbered(&[4], 2.0);
+    // Masks in the layouts of the operands.
+    let masks = in_layouts(&numbered(&[3, 4], 0.0).gt(0.0));
+    for ((la, a), (_, mask)) in layouts(0.0).into_iter().zip(masks) {
+        // The same elements in a row-major tensor, which the ops' fast paths take.
+        let s = Tensor::from_vec(a.to_vec(), a.shape());
+        row_major(la, &a.sin(), &s.sin());
+        row_major(la, &a.tanh(), &s.tanh());
+        row_major(la, &a.clamp(-0.5, 0.5), &s.clamp(-0.5, 0.5));
+        row_major(la, &a.powi(3), &s.powi(3));
+        row_major(la, &-&a, &-&s);
+        row_major(la, &(&a * 2.0), &(&s * 2.0));
+        row_major(la, &(2.0 - &a), &(2.0 - &s));
+        row_major(la, &a.map(|&v| v * v), &s.map(|&v| v * v));
+        row_major(la, &rules::cos_jvp(&a, &a), &rules::cos_jvp(&s, &s));
+        row_major(
+            la,
+            &where_cond(&mask, &a, &0.0),
+            &where_cond(&mask, &s, &0.0),
+        );
+        let mut c = a.clone();
+        c += 1.0;
+        row_major(&format!("{la} += 1"), &c, &(&s + 1.0));
+        // Against a row broadcast along the rows, and a reversed one (a view of negative
+        // stride, broadcast with a stride of zero).
+        for (lr, r) in [("row", row.clone()), ("reversed row", row.flip(&[0]))] {
+            let rs = Tensor::from_vec(r.to_vec(), &[4]);
+            let what = format!("{la} with a {lr}");
+            row_major(&what, &(&a * &r), &(&s * &rs));
+            row_major(&what, &(&r - &a), &(&rs - &s));
+            row_major(&what, &a.maximum(&r), &s.maximum(&rs));
+            row_major(&what, &a.atan2(&r), &s.atan2(&rs));
+            row_major(
+                &what,
+                &where_cond(&mask, &a, &r),
+                &where_cond(&mask, &s, &rs),
+            );
+            let mut c = a.clone();
+            c *= &r;
+            row_major(&format!("{what}, *="), &c, &(&s * &rs));
+        }
+        for (lb, b) in layouts(1.0) {
+            let bs = Tensor::from_vec(b.to_vec(), b.shape());
+            let what = format!("{la} with {lb}");
+            row_major(&what, &(&a + &b), &(&s + &bs));
+            row_major(&what, &a.pow(&b.abs()), &s.pow(&bs.abs()));
+            row_major(&what, &rules::sin_vjp(&a, &b), &rules::sin_vjp(&s, &bs));
+            let mut c = a.clone();
+            c -= &b;
+            row_major(&format!("{what}, -="), &c, &(&s - &bs));
+        }
+    }
+    // A batch laid out column-major against a transposed matrix broadcast along it, which
+    // `Zip` alone writes column-major.
+    let batch = numbered(&[2, 3, 4], 0.0).permute(&[2, 1, 0]);
+    let matrix = numbered(&[2, 3], 1.0).t();
+    let (bs, ms) = (
+        Tensor::from_vec(batch.to_vec(), batch.shape()),
+        Tensor::from_vec(matrix.to_vec(), matrix.shape()),
+    );
+    row_major("batch by matrix", &(&batch * &matrix), &(&bs * &ms));
+    row_major("matrix by batch", &(&matrix - &batch), &(&ms - &bs));
 }

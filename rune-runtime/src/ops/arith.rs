@@ -14,7 +14,7 @@ use crate::broadcast::{
 };
 use crate::element::{strong_mul, Element, FromScalar, Operand, OperandOf, OperandRef, Scalar};
 use crate::error::{OrPanic, ShapeError};
-use crate::tensor::Tensor;
+use crate::tensor::{row_major, Tensor};
 
 /// Applies `f` elementwise to two operands, broadcasting them against each other.
 pub(crate) fn try_binary_map<T: Element>(
@@ -38,7 +38,9 @@ pub(crate) fn try_binary_map<T: Element>(
                 let shape = broadcast_shapes(op, x.shape(), y.shape())?;
                 let xv = broadcast_view(op, x, &shape)?;
                 let yv = broadcast_view(op, y, &shape)?;
-                Tensor::from_array(Zip::from(&xv).and(&yv).map_collect(|&u, &v| f(u, v)))
+                Tensor::from_array(row_major(
+                    Zip::from(&xv).and(&yv).map_collect(|&u, &v| f(u, v)),
+                ))
             }
         }
     })
@@ -215,6 +217,12 @@ macro_rules! assign_ops {
         impl<T: Element, B: OperandOf<T>> $trait<B> for Tensor<T> {
             #[track_caller]
             fn $method(&mut self, rhs: B) {
+                // Written in place, a view in another layout (`t`, `flip`, ..) would keep it,
+                // where `a + b` is row-major (see `Tensor::zip_map`), and a fused `a += b` is
+                // `a + b`.
+                if !self.as_shared().is_standard_layout() {
+                    *self = Tensor::from_array(self.as_shared().as_standard_layout().into_owned());
+                }
                 match rhs.operand_of() {
                     OperandRef::Scalar(s) => self.data_mut().mapv_inplace(|v| v $op s),
                     OperandRef::Tensor(t) if same_shape(t.shape(), self.shape()) => {

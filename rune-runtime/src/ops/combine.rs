@@ -21,7 +21,7 @@ use crate::element::Element;
 use crate::element::{OperandOf, OperandRef};
 use crate::error::{checked, checked_size, OrPanic, ShapeError};
 use crate::ops::normalize_axis;
-use crate::tensor::Tensor;
+use crate::tensor::{row_major, Tensor};
 
 fn shapes_of<T>(tensors: &[&Tensor<T>]) -> Vec<Vec<usize>> {
     tensors.iter().map(|t| t.shape().to_vec()).collect()
@@ -252,12 +252,12 @@ fn select<T: Element>(
         .expect("shape checked");
     let x = av.broadcast(dim.clone()).expect("shape checked");
     let y = bv.broadcast(dim).expect("shape checked");
-    Ok(Tensor::from_array(
+    Ok(Tensor::from_array(row_major(
         Zip::from(&m)
             .and(&x)
             .and(&y)
             .map_collect(|&m, &u, &v| elementwise::where_cond(m, u, v)),
-    ))
+    )))
 }
 
 // ---- rules ----------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 //! Shape ops: `reshape`, `permute`, `t`, `broadcast_to`, `expand_dims`, `squeeze`.
 //!
 //! `permute`, `t`, `expand_dims` and `squeeze` return views of the same storage (no copy); the
-//! result may then have a non-standard memory layout, which every op accepts. `reshape` is free
+//! result may then have a non-standard memory layout, which every op accepts (an elementwise
+//! op's result is row-major whatever its operands' layouts). `reshape` is free
 //! on a row-major tensor and copies into row-major order otherwise (a permuted or flipped
 //! tensor), so it always follows the logical row-major element order, as NumPy's does.
 //! `broadcast_to` materialises the broadcast result.
