@@ -293,7 +293,8 @@ fn a_pullback_that_changes_between_calls_is_caught() {
 }
 
 #[test]
-#[should_panic(expected = "`with_model`: 1 check(s) failed")]
+// The wrong `f_grad` is found at the standard layout and again at each of the three others.
+#[should_panic(expected = "`with_model`: 4 check(s) failed")]
 fn the_message_names_the_function_and_counts_the_failures() {
     let model = model();
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 14);
@@ -304,5 +305,25 @@ fn the_message_names_the_function_and_counts_the_failures() {
         with_model, with_model_value_and_grad, grad_elsewhere, with_model_vjp, with_model_jvp,
         with_model_pullback;
         [model, x]; (&model, &x, 2)
+    );
+}
+
+#[test]
+#[should_panic(expected = "the value of f_vjp (Flipped leaves) differs from f's")]
+fn a_value_that_depends_on_the_layout_is_caught() {
+    // An `f_vjp` whose value is off by one ulp when its input is not laid out row-major, as a
+    // fused loop adding in another order than the function's would be.
+    let by_layout = |x: &Tensor<f64>, w: &Tensor<f64>| {
+        let (value, grad) = elementwise_vjp(x, w);
+        if x.as_shared().is_standard_layout() {
+            (value, grad)
+        } else {
+            (value.map(|v| f64::from_bits(v.to_bits() + 1)), grad)
+        }
+    };
+    let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 16);
+    check_vector_variants!(
+        elementwise, by_layout, elementwise_jvp, elementwise_pullback;
+        [x]; (&x)
     );
 }

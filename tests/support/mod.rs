@@ -33,7 +33,10 @@
 //! 4. `f_vjp` with a random cotangent `w` is `w` times the gradient, and `f_pullback`'s
 //!    pullback gives the same gradients as `f_value_and_grad` and `f_vjp` (called twice);
 //! 5. `f_jvp` along random tangents agrees with finite differences of `f` along them;
-//! 6. the dot-product test ⟨JVP(v), w⟩ = ⟨v, VJP(w)⟩.
+//! 6. the dot-product test ⟨JVP(v), w⟩ = ⟨v, VJP(w)⟩;
+//! 7. all of it again with the leaves laid out in memory as a transposed view, a flipped view
+//!    (negative strides) and a stepped slice ([`Layout`]): every variant's value is `f`'s at the
+//!    same leaves bit for bit, and the derivatives are those of the standard layout.
 //!
 //! [`check_vector_variants!`] does the same for a value of any shape without `f_grad` and
 //! `f_value_and_grad`: the VJP is checked against finite differences of ⟨w, f⟩.
@@ -59,6 +62,12 @@ pub const EXACT_TOL: f64 = 1e-9;
 
 /// The leaf tensors of the differentiated parameters (or of their gradients), in leaf order.
 pub type Leaves = Vec<Tensor<f64>>;
+
+/// `f_value_and_grad` at a point given as leaves.
+pub type ValueAndGrad<'a> = &'a dyn Fn(&[Tensor<f64>]) -> (Tensor<f64>, Leaves);
+
+/// `f_grad` at a point given as leaves.
+pub type GradOnly<'a> = &'a dyn Fn(&[Tensor<f64>]) -> Leaves;
 
 /// `error <= tol`; false when `error` is NaN.
 fn within(error: f64, tol: f64) -> bool {
@@ -105,12 +114,74 @@ pub struct Variants<'a> {
     pub point: Vec<Tensor<f64>>,
     /// `f` with the differentiated parameters' leaves replaced.
     pub value: &'a dyn Fn(&[Tensor<f64>]) -> Tensor<f64>,
-    /// `f_vjp` with a cotangent.
-    pub vjp: &'a dyn Fn(&Tensor<f64>) -> (Tensor<f64>, Leaves),
-    /// `f_jvp` with tangents given as leaves.
-    pub jvp: &'a dyn Fn(&[Tensor<f64>]) -> (Tensor<f64>, Tensor<f64>),
-    /// `f_pullback`, its pullback called on each cotangent in turn.
-    pub pullback: &'a dyn Fn(&[Tensor<f64>]) -> (Tensor<f64>, Vec<Leaves>),
+    /// `f_vjp` at a point (given as leaves) with a cotangent.
+    pub vjp: &'a dyn Fn(&[Tensor<f64>], &Tensor<f64>) -> (Tensor<f64>, Leaves),
+    /// `f_jvp` at a point with tangents, both given as leaves.
+    pub jvp: &'a dyn Fn(&[Tensor<f64>], &[Tensor<f64>]) -> (Tensor<f64>, Tensor<f64>),
+    /// `f_pullback` at a point, its pullback called on each cotangent in turn.
+    pub pullback: &'a dyn Fn(&[Tensor<f64>], &[Tensor<f64>]) -> (Tensor<f64>, Vec<Leaves>),
+}
+
+/// A memory layout the leaves of a check are laid out in again: the same values, other strides.
+#[derive(Clone, Copy, Debug)]
+pub enum Layout {
+    /// Column-major (a transposed view's strides); leaves of two or more axes.
+    Transposed,
+    /// Every axis stored backwards (negative strides, as `flip` makes).
+    Flipped,
+    /// Every other element of a buffer twice as long along the last axis (a stepped slice).
+    Strided,
+}
+
+impl Layout {
+    pub const ALL: [Layout; 3] = [Layout::Transposed, Layout::Flipped, Layout::Strided];
+
+    /// `leaf`'s values in this layout, or `None` where the layout is the standard one for
+    /// this shape (no axes to reverse or step over).
+    pub fn apply(self, leaf: &Tensor<f64>) -> Option<Tensor<f64>> {
+        use rune_ad::ndarray::{ArrayD, Axis, IxDyn, ShapeBuilder, Slice};
+        let view = leaf.view();
+        let shape = leaf.shape().to_vec();
+        let ndim = shape.len();
+        if leaf.len() < 2 {
+            return None;
+        }
+        let array = match self {
+            Layout::Transposed => {
+                if shape.iter().filter(|&&n| n > 1).count() < 2 {
+                    return None;
+                }
+                // Column-major order is the reversed-axes view's logical order.
+                let data: Vec<f64> = view.t().iter().copied().collect();
+                ArrayD::from_shape_vec(IxDyn(&shape).f(), data).expect("the element count fits")
+            }
+            Layout::Flipped => {
+                let mut reversed = view.to_owned();
+                for axis in 0..ndim {
+                    reversed.invert_axis(Axis(axis));
+                }
+                let mut stored = reversed.as_standard_layout().into_owned();
+                for axis in 0..ndim {
+                    stored.invert_axis(Axis(axis));
+                }
+                stored
+            }
+            Layout::Strided => {
+                let mut wide_shape = shape.clone();
+                wide_shape[ndim - 1] *= 2;
+                let mut wide = ArrayD::from_elem(IxDyn(&wide_shape), f64::NAN);
+                let every_other =
+                    |ax: rune_ad::ndarray::AxisDescription| match ax.axis.index() + 1 == ndim {
+                        true => Slice::new(0, None, 2),
+                        false => Slice::from(..),
+                    };
+                wide.slice_each_axis_mut(every_other).assign(&view);
+                wide.slice_each_axis_inplace(every_other);
+                wide
+            }
+        };
+        Some(Tensor::from_array(array))
+    }
 }
 
 fn shapes(leaves: &[Tensor<f64>]) -> Vec<Vec<usize>> {
@@ -265,11 +336,7 @@ impl Report {
 impl Variants<'_> {
     /// Checks a function whose value has one element: every check of the module documentation.
     /// All disagreements are reported together.
-    pub fn check_scalar(
-        &self,
-        value_and_grad: &dyn Fn() -> (Tensor<f64>, Vec<Tensor<f64>>),
-        grad_only: &dyn Fn() -> Vec<Tensor<f64>>,
-    ) {
+    pub fn check_scalar(&self, value_and_grad: ValueAndGrad<'_>, grad_only: GradOnly<'_>) {
         let name = self.name;
         let value = (self.value)(&self.point);
         assert!(
@@ -279,26 +346,26 @@ impl Variants<'_> {
             value.shape()
         );
         let mut report = Report::default();
-        let (vag_value, grad) = value_and_grad();
+        let (vag_value, grad) = value_and_grad(&self.point);
         report.same_value("f_value_and_grad", &vag_value, &value);
         let grad_ok = report.same_shapes("the gradient of f_value_and_grad", &grad, self);
-        let grad_only = grad_only();
-        if report.same_shapes("f_grad", &grad_only, self) && grad_ok {
+        let grad_of_f_grad = grad_only(&self.point);
+        if report.same_shapes("f_grad", &grad_of_f_grad, self) && grad_ok {
             report.close(
                 "f_grad",
                 "the gradient of f_value_and_grad",
-                &grad_only,
+                &grad_of_f_grad,
                 &grad,
                 &self.paths,
                 None,
             );
         }
         let w = Tensor::rand_normal(value.shape(), 0.0, 1.0, 0xC0DE);
-        let (vjp_value, vjp_grad) = (self.vjp)(&w);
+        let (vjp_value, vjp_grad) = (self.vjp)(&self.point, &w);
         report.same_value("f_vjp", &vjp_value, &value);
         let vjp_ok = report.same_shapes("f_vjp", &vjp_grad, self);
         let tangents = self.tangents();
-        let (jvp_value, jvp) = (self.jvp)(&tangents);
+        let (jvp_value, jvp) = (self.jvp)(&self.point, &tangents);
         report.same_value("f_jvp", &jvp_value, &value);
         let pulled = self.pullback(&mut report, &value, &w);
 
@@ -345,6 +412,7 @@ impl Variants<'_> {
             &tangents,
             &jvp,
         );
+        self.layouts(&mut report, Some((value_and_grad, grad_only)));
         report.finish(name);
     }
 
@@ -355,11 +423,11 @@ impl Variants<'_> {
         let value = (self.value)(&self.point);
         let mut report = Report::default();
         let w = Tensor::rand_normal(value.shape(), 0.0, 1.0, 0xC0DE);
-        let (vjp_value, vjp_grad) = (self.vjp)(&w);
+        let (vjp_value, vjp_grad) = (self.vjp)(&self.point, &w);
         report.same_value("f_vjp", &vjp_value, &value);
         let vjp_ok = report.same_shapes("f_vjp", &vjp_grad, self);
         let tangents = self.tangents();
-        let (jvp_value, jvp) = (self.jvp)(&tangents);
+        let (jvp_value, jvp) = (self.jvp)(&self.point, &tangents);
         report.same_value("f_jvp", &jvp_value, &value);
         let pulled = self.pullback(&mut report, &value, &w);
         if vjp_ok {
@@ -382,7 +450,86 @@ impl Variants<'_> {
             &tangents,
             &jvp,
         );
+        self.layouts(&mut report, None);
         report.finish(self.name);
+    }
+
+    /// Every variant again with the leaves in each [`Layout`]: each value is `f`'s at the same
+    /// leaves bit for bit (so fused code over strided, reversed and transposed inputs computes
+    /// what the function does), and the derivatives are those at the standard layout up to
+    /// rounding.
+    fn layouts(&self, report: &mut Report, scalar: Option<(ValueAndGrad<'_>, GradOnly<'_>)>) {
+        let value = (self.value)(&self.point);
+        let w = Tensor::rand_normal(value.shape(), 0.0, 1.0, 0xC0DE);
+        let tangents = self.tangents();
+        let (_, vjp_want) = (self.vjp)(&self.point, &w);
+        let (_, jvp_want) = (self.jvp)(&self.point, &tangents);
+        for layout in Layout::ALL {
+            let laid: Vec<Option<Tensor<f64>>> =
+                self.point.iter().map(|l| layout.apply(l)).collect();
+            if laid.iter().all(Option::is_none) {
+                continue;
+            }
+            let point: Vec<Tensor<f64>> = laid
+                .into_iter()
+                .zip(&self.point)
+                .map(|(l, p)| l.unwrap_or_else(|| p.clone()))
+                .collect();
+            let at = |what: &str| format!("{what} ({layout:?} leaves)");
+            let value = (self.value)(&point);
+            let (v, vjp) = (self.vjp)(&point, &w);
+            report.same_value(&at("f_vjp"), &v, &value);
+            report.close(
+                &at("f_vjp"),
+                "f_vjp",
+                &vjp,
+                &vjp_want,
+                &self.paths,
+                Some(EXACT_TOL),
+            );
+            let (v, jvp) = (self.jvp)(&point, &tangents);
+            report.same_value(&at("f_jvp"), &v, &value);
+            report.close(
+                &at("f_jvp"),
+                "f_jvp",
+                std::slice::from_ref(&jvp),
+                std::slice::from_ref(&jvp_want),
+                &[],
+                Some(EXACT_TOL),
+            );
+            let (v, mut pulled) = (self.pullback)(&point, std::slice::from_ref(&w));
+            report.same_value(&at("f_pullback"), &v, &value);
+            let pulled = pulled.pop().expect("one cotangent");
+            report.close(
+                &at("f_pullback"),
+                "f_vjp",
+                &pulled,
+                &vjp_want,
+                &self.paths,
+                Some(EXACT_TOL),
+            );
+            if let Some((value_and_grad, grad_only)) = scalar {
+                let (v, grad) = value_and_grad(&point);
+                report.same_value(&at("f_value_and_grad"), &v, &value);
+                let grad_want: Vec<Tensor<f64>> = vjp_want.iter().map(|g| g / w.item()).collect();
+                report.close(
+                    &at("f_value_and_grad"),
+                    "f_vjp / w",
+                    &grad,
+                    &grad_want,
+                    &self.paths,
+                    Some(EXACT_TOL),
+                );
+                report.close(
+                    &at("f_grad"),
+                    "f_value_and_grad",
+                    &grad_only(&point),
+                    &grad,
+                    &self.paths,
+                    None,
+                );
+            }
+        }
     }
 
     /// Random tangents, one per leaf, from fixed seeds.
@@ -403,7 +550,7 @@ impl Variants<'_> {
         w: &Tensor<f64>,
     ) -> Option<(Leaves, Leaves)> {
         let ones = Tensor::ones(value.shape());
-        let (pb_value, mut pulled) = (self.pullback)(&[ones, w.clone()]);
+        let (pb_value, mut pulled) = (self.pullback)(&self.point, &[ones, w.clone()]);
         report.same_value("f_pullback", &pb_value, value);
         let at_w = pulled.pop().expect("two cotangents");
         let at_ones = pulled.pop().expect("two cotangents");
@@ -509,7 +656,9 @@ macro_rules! check_variants {
     // `Variants` bound to `$variants`.
     (@common $name:expr, $value:ident, $vjp:path, $jvp:path, $pullback:path;
      [$($p:ident),+]; ($($arg:expr),*); $variants:ident => $check:expr) => {{
-        let vjp = |cotangent: &::rune_ad::Tensor<f64>| {
+        let vjp = |leaves: &[::rune_ad::Tensor<f64>], cotangent: &::rune_ad::Tensor<f64>| {
+            let mut leaves = leaves.iter();
+            $( let $p = $crate::support::rebuild(&$p, &mut leaves); )+
             let (value, grads) = $vjp($($arg,)* cotangent);
             #[allow(unused_parens)]
             let ($($p),+) = grads;
@@ -517,11 +666,15 @@ macro_rules! check_variants {
             $( leaves.extend($crate::support::leaves_of(&$p)); )+
             (value, leaves)
         };
-        let jvp = |tangents: &[::rune_ad::Tensor<f64>]| {
+        let jvp = |leaves: &[::rune_ad::Tensor<f64>], tangents: &[::rune_ad::Tensor<f64>]| {
+            let mut leaves = leaves.iter();
+            $( let $p = $crate::support::rebuild(&$p, &mut leaves); )+
             let mut tangents = tangents.iter();
             $jvp($($arg,)* $( &$crate::support::rebuild(&$p, &mut tangents) ),+)
         };
-        let pullback = |cotangents: &[::rune_ad::Tensor<f64>]| {
+        let pullback = |leaves: &[::rune_ad::Tensor<f64>], cotangents: &[::rune_ad::Tensor<f64>]| {
+            let mut leaves = leaves.iter();
+            $( let $p = $crate::support::rebuild(&$p, &mut leaves); )+
             let (value, pullback) = $pullback($($arg),*);
             let pulled = cotangents
                 .iter()
@@ -559,7 +712,9 @@ macro_rules! check_variants {
             $( let $p = $crate::support::rebuild(&$p, &mut leaves); )+
             $f($($arg),*)
         };
-        let value_and_grad = || {
+        let value_and_grad = |leaves: &[::rune_ad::Tensor<f64>]| {
+            let mut leaves = leaves.iter();
+            $( let $p = $crate::support::rebuild(&$p, &mut leaves); )+
             let (value, grads) = $vag($($arg),*);
             #[allow(unused_parens)]
             let ($($p),+) = grads;
@@ -567,7 +722,9 @@ macro_rules! check_variants {
             $( leaves.extend($crate::support::leaves_of(&$p)); )+
             (value, leaves)
         };
-        let grad = || {
+        let grad = |leaves: &[::rune_ad::Tensor<f64>]| {
+            let mut leaves = leaves.iter();
+            $( let $p = $crate::support::rebuild(&$p, &mut leaves); )+
             let grads = $grad($($arg),*);
             #[allow(unused_parens)]
             let ($($p),+) = grads;
