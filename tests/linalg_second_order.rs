@@ -1,6 +1,6 @@
 //! `det`, `slogdet`, the SVD and `eigh` through generated code, to second order: `f_grad`,
-//! `f_jvp`, `f_value_and_grad` and `f_hvp` (whose backward pass runs the factorizations and
-//! their rules on dual numbers) at singular matrices and at ordinary ones, against values
+//! `f_jvp`, `f_value_and_grad`, `f_vjp` and `f_pullback` (for `det`), and `f_hvp` (whose
+//! backward pass runs the factorizations and their rules on dual numbers) at singular matrices and at ordinary ones, against values
 //! derived by hand and central differences of `f_grad`.
 
 use rune_ad::prelude::*;
@@ -147,6 +147,15 @@ fn det_differentiates_to_second_order_at_singular_matrices() {
         let (value, g) = det_sum_value_and_grad(&a);
         assert_eq!(value.item(), a.det().sum().item(), "{label}");
         assert_eq!(g.to_vec(), grad.to_vec(), "{label}");
+        let (_, g) = det_sum_vjp(&a, &Tensor::scalar(2.0));
+        assert_close(
+            label,
+            &g,
+            &cof.iter().map(|c| 2.0 * c).collect::<Vec<_>>(),
+            1e-14,
+        );
+        let (_, pullback) = det_sum_pullback(&a);
+        assert_close(label, &pullback(&Tensor::scalar(1.0)), &cof, 1e-14);
         let (_, tangent) = det_sum_jvp(&a, &d);
         let want = inner(&matrix(&cof, a.shape()), &d);
         assert!(
