@@ -182,3 +182,98 @@ fn zero_dimensional_shapes_compare_equal_to_empty_slices() {
     assert_eq!(s.reshape(&empty).shape(), &[] as &[usize]);
     assert_eq!(s.broadcast_to(&[]).item(), 1.0);
 }
+
+/// `a - b` broadcast, element by element through the indices: the value at each output index
+/// read from each operand at the index it broadcasts from.
+fn difference_by_indices(a: &Tensor<f64>, b: &Tensor<f64>, shape: &[usize]) -> Vec<f64> {
+    let read = |t: &Tensor<f64>, index: &[usize]| {
+        let lead = shape.len() - t.ndim();
+        let at: Vec<usize> = t
+            .shape()
+            .iter()
+            .enumerate()
+            .map(|(k, &len)| if len == 1 { 0 } else { index[lead + k] })
+            .collect();
+        t.as_shared()[at.as_slice()]
+    };
+    let n: usize = shape.iter().product();
+    (0..n)
+        .map(|flat| {
+            let mut rem = flat;
+            let mut index = vec![0; shape.len()];
+            for axis in (0..shape.len()).rev() {
+                index[axis] = rem % shape[axis];
+                rem /= shape[axis];
+            }
+            read(a, &index) - read(b, &index)
+        })
+        .collect()
+}
+
+/// The same values laid out otherwise: reversed along every axis, or transposed.
+fn laid_out(t: &Tensor<f64>, how: &str) -> Tensor<f64> {
+    use rune_runtime::ndarray::{Axis, ShapeBuilder};
+    let view = t.view();
+    let array = match how {
+        "reversed" => {
+            let mut reversed = view.to_owned();
+            for axis in 0..t.ndim() {
+                reversed.invert_axis(Axis(axis));
+            }
+            let mut stored = reversed.as_standard_layout().into_owned();
+            for axis in 0..t.ndim() {
+                stored.invert_axis(Axis(axis));
+            }
+            stored
+        }
+        "transposed" => rune_runtime::ndarray::ArrayD::from_shape_vec(
+            rune_runtime::ndarray::IxDyn(t.shape()).f(),
+            view.t().iter().copied().collect(),
+        )
+        .expect("the element count fits"),
+        _ => view.to_owned(),
+    };
+    Tensor::from_array(array)
+}
+
+#[test]
+fn broadcast_binary_ops_read_every_operand_at_its_broadcast_index() {
+    // Pairwise differences of points, bias rows and columns, outer products of axes, a
+    // broadcast in the middle, scalars against tensors, short and long runs.
+    let cases: &[(&[usize], &[usize])] = &[
+        (&[50, 1, 3], &[1, 50, 3]),
+        (&[7, 1, 2], &[1, 9, 2]),
+        (&[64, 1, 1], &[1, 70, 1]),
+        (&[5, 1, 100], &[1, 4, 100]),
+        (&[3, 1, 4, 1], &[1, 5, 1, 6]),
+        (&[2, 3, 1, 5], &[3, 4, 5]),
+        (&[6, 1], &[1, 200]),
+        (&[1, 200], &[6, 1]),
+        (&[4, 1, 3], &[3]),
+        (&[10, 1], &[10, 10]),
+        (&[], &[3, 1, 2]),
+        (&[1], &[2, 2]),
+        (&[0, 1, 3], &[1, 4, 3]),
+    ];
+    for &(sa, sb) in cases {
+        let shape = rune_runtime::broadcast_shapes("sub", sa, sb).expect("the shapes broadcast");
+        for how_a in ["standard", "reversed", "transposed"] {
+            for how_b in ["standard", "reversed", "transposed"] {
+                let a = laid_out(&numbered(sa), how_a);
+                let b = laid_out(&(numbered(sb) * 2.0 + 0.5), how_b);
+                let want = difference_by_indices(&a, &b, &shape);
+                let got = &a - &b;
+                assert_eq!(
+                    got.shape(),
+                    shape.as_slice(),
+                    "{sa:?} {how_a} - {sb:?} {how_b}"
+                );
+                assert_eq!(got.to_vec(), want, "{sa:?} {how_a} - {sb:?} {how_b}");
+                let got = &b - &a;
+                let negated: Vec<f64> = want.iter().map(|v| -v).collect();
+                assert_eq!(got.to_vec(), negated, "{sb:?} {how_b} - {sa:?} {how_a}");
+                assert!(got.as_shared().is_standard_layout());
+            }
+        }
+    }
+}

@@ -10,7 +10,7 @@ use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssi
 use ndarray::Zip;
 
 use crate::broadcast::{
-    broadcast_owned, broadcast_shapes, broadcast_view, same_shape, sum_to_shape,
+    broadcast_owned, broadcast_shapes, broadcast_view, same_shape, sum_to_shape, zip_broadcast,
 };
 use crate::element::{strong_mul, Element, FromScalar, Operand, OperandOf, OperandRef, Scalar};
 use crate::error::{OrPanic, ShapeError};
@@ -36,11 +36,16 @@ pub(crate) fn try_binary_map<T: Element>(
                 t
             } else {
                 let shape = broadcast_shapes(op, x.shape(), y.shape())?;
-                let xv = broadcast_view(op, x, &shape)?;
-                let yv = broadcast_view(op, y, &shape)?;
-                Tensor::from_array(row_major(
-                    Zip::from(&xv).and(&yv).map_collect(|&u, &v| f(u, v)),
-                ))
+                match zip_broadcast(x, y, &shape, &f) {
+                    Some(out) => Tensor::from_array(out),
+                    None => {
+                        let xv = broadcast_view(op, x, &shape)?;
+                        let yv = broadcast_view(op, y, &shape)?;
+                        Tensor::from_array(row_major(
+                            Zip::from(&xv).and(&yv).map_collect(|&u, &v| f(u, v)),
+                        ))
+                    }
+                }
             }
         }
     })
