@@ -31,7 +31,7 @@ pub fn rk4_loss(p: &Tensor<f64>, u0: &Tensor<f64>, #[nodiff] target: &Tensor<f64
     };
     let mut u = u0.clone();
     let mut obs = Vec::new();
-    for n in 1..STEPS + 1 {
+    for n in 1..=STEPS {
         let k1 = f(&u);
         let k2 = f(&(&u + &k1 * H2));
         let k3 = f(&(&u + &k2 * H2));
