@@ -3,6 +3,7 @@
 //! baselines, JAX and PyTorch read side by side.
 
 use std::hint::black_box;
+use std::path::Path;
 use std::time::Instant;
 
 use rune_ad::prelude::*;
@@ -132,9 +133,34 @@ pub fn bench<R>(mut f: impl FnMut() -> R) -> Timing {
     }
 }
 
+/// Writes each gradient as raw little-endian numbers of the workload's dtype to
+/// `dir/<workload>.<tensor>.<dtype>` (`<workload>.<system>.<tensor>.<dtype>` for a system other
+/// than rune-ad), as the scripts' `--grads` does, for an element-wise comparison.
+pub fn dump_grads(dir: &Path, system: &str, id: &str, dtype: &str, grads: &[NamedGrad]) {
+    std::fs::create_dir_all(dir).expect("the --grads directory can be created");
+    for g in grads {
+        let bytes: Vec<u8> = if dtype == "f32" {
+            // Exact: the f64 values came from f32 gradients.
+            g.data
+                .iter()
+                .flat_map(|&v| (v as f32).to_le_bytes())
+                .collect()
+        } else {
+            g.data.iter().flat_map(|v| v.to_le_bytes()).collect()
+        };
+        let file = if system == "rune-ad" {
+            format!("{id}.{}.{dtype}", g.name)
+        } else {
+            format!("{id}.{system}.{}.{dtype}", g.name)
+        };
+        std::fs::write(dir.join(file), bytes).expect("a gradient file can be written");
+    }
+}
+
 /// Runs one program as §3 says (an untimed first call of each path, then the two timings) and
-/// returns its JSON line in the fields of `bench_jax.py`.
-pub fn run<P: Program>(system: &str, program: &P) -> Value {
+/// returns its JSON line in the fields of `bench_jax.py`; with `grads_dir`, also writes the
+/// gradients there.
+pub fn run<P: Program>(system: &str, program: &P, grads_dir: Option<&Path>) -> Value {
     let first = Instant::now();
     black_box(program.forward());
     let compile_fwd_s = first.elapsed().as_secs_f64();
@@ -145,7 +171,11 @@ pub fn run<P: Program>(system: &str, program: &P) -> Value {
     let grad = bench(|| program.value_and_grad());
     let value_fwd = program.forward();
     let (value, grads) = program.value_and_grad();
-    let c = checksums(&program.named(&grads));
+    let named = program.named(&grads);
+    if let Some(dir) = grads_dir {
+        dump_grads(dir, system, P::ID, P::DTYPE, &named);
+    }
+    let c = checksums(&named);
     let per: Map<String, Value> = c
         .per
         .into_iter()
