@@ -13,12 +13,7 @@ fn reference(g: &Tensor<f64>, shape: &[usize]) -> Vec<f64> {
     let mut out = vec![0.0; shape.iter().product()];
     let values = g.to_vec();
     for (flat, &v) in values.iter().enumerate() {
-        let mut rem = flat;
-        let mut index = vec![0; gs.len()];
-        for axis in (0..gs.len()).rev() {
-            index[axis] = rem % gs[axis];
-            rem /= gs[axis];
-        }
+        let index = unravel(flat, &gs);
         let mut target = 0;
         for (axis, &len) in shape.iter().enumerate() {
             let i = if len == 1 { 0 } else { index[lead + axis] };
@@ -27,6 +22,16 @@ fn reference(g: &Tensor<f64>, shape: &[usize]) -> Vec<f64> {
         out[target] += v;
     }
     out
+}
+
+/// The index of element `flat` of a row-major tensor of `shape`.
+fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
+    let mut index = vec![0; shape.len()];
+    for axis in (0..shape.len()).rev() {
+        index[axis] = flat % shape[axis];
+        flat /= shape[axis];
+    }
+    index
 }
 
 fn numbered(shape: &[usize]) -> Tensor<f64> {
@@ -97,12 +102,7 @@ fn broadcast_reference(t: &Tensor<f64>, shape: &[usize]) -> Vec<f64> {
     let n: usize = shape.iter().product();
     (0..n)
         .map(|flat| {
-            let mut rem = flat;
-            let mut index = vec![0; shape.len()];
-            for axis in (0..shape.len()).rev() {
-                index[axis] = rem % shape[axis];
-                rem /= shape[axis];
-            }
+            let index = unravel(flat, shape);
             let mut source = 0;
             for (axis, &len) in ts.iter().enumerate() {
                 let i = if len == 1 { 0 } else { index[lead + axis] };
@@ -199,12 +199,7 @@ fn difference_by_indices(a: &Tensor<f64>, b: &Tensor<f64>, shape: &[usize]) -> V
     let n: usize = shape.iter().product();
     (0..n)
         .map(|flat| {
-            let mut rem = flat;
-            let mut index = vec![0; shape.len()];
-            for axis in (0..shape.len()).rev() {
-                index[axis] = rem % shape[axis];
-                rem /= shape[axis];
-            }
+            let index = unravel(flat, shape);
             read(a, &index) - read(b, &index)
         })
         .collect()
