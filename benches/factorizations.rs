@@ -14,7 +14,7 @@
 //! estimates of the run (`$CARGO_TARGET_DIR/criterion`, else the workspace's `target`).
 
 use std::hint::black_box;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::{BenchmarkGroup, Criterion, SamplingMode};
@@ -296,7 +296,7 @@ fn f64_only(c: &mut Criterion) {
 }
 
 /// The median of `group/who` in criterion's estimates of this run, in seconds.
-fn median(root: &PathBuf, group: &str, who: &str) -> Option<f64> {
+fn median(root: &Path, group: &str, who: &str) -> Option<f64> {
     let path = root
         .join(group)
         .join(who)

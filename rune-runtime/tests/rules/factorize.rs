@@ -4,6 +4,9 @@
 //! `c · n · ε · scale`; on batches, transposed views, broadcast right-hand sides, and at singular
 //! and non-positive-definite matrices, where the generic path decides.
 
+// `check!` clones its inputs into one slice, a single one too.
+#![allow(clippy::cloned_ref_to_slice_refs)]
+
 use rune_runtime::rules::{det_vjp, logabsdet_vjp};
 use rune_runtime::{dual_of, primal_of, Dual, Element, Tensor};
 

@@ -19,9 +19,11 @@
 //! (Hestenes) Jacobi, which give eigen- and singular values to high relative accuracy and
 //! converge in a handful of O(n³) sweeps, plus one sweep more so that the tangents of dual
 //! numbers converge too. Both kinds are brought to one convention (order and signs, below), so a
-//! function's value and its derivatives see the same factors. QR is ours for every type:
-//! modified Gram–Schmidt with a second orthogonalisation pass ("twice is enough", orthonormal to
-//! working precision), which gives `R` its positive diagonal directly.
+//! function's value and its derivatives see the same factors. QR of `f32` and `f64` is faer's
+//! (Householder, its `R`'s rows signed to a positive diagonal) when `R` is clearly of full rank;
+//! the generic one, for every other type and for a matrix faer leaves in doubt, is modified
+//! Gram–Schmidt with a second orthogonalisation pass ("twice is enough", orthonormal to working
+//! precision), which gives `R` its positive diagonal directly and decides rank deficiency.
 //!
 //! # Conventions
 //!
