@@ -78,6 +78,7 @@ pub mod check;
 mod constructors;
 mod element;
 mod error;
+mod factorize;
 mod fused;
 mod gemm;
 #[doc(hidden)]
@@ -92,7 +93,6 @@ pub mod parallel;
 mod rng;
 pub mod scalar;
 mod special;
-mod spectral;
 mod summation;
 mod tensor;
 pub mod vmath;

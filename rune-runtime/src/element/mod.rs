@@ -32,9 +32,9 @@ use std::ops::{AddAssign, DivAssign, MulAssign, SubAssign};
 use ndarray::{LinalgScalar, ScalarOperand};
 use num_traits::Float;
 
+use crate::factorize::{self, FactorKernels};
 use crate::gemm::{self, GemmKernel};
 use crate::special;
-use crate::spectral::{self, SpectralKernels};
 use crate::vmath::{exp_log, trig, Kernels};
 
 pub use self::operand::{Operand, OperandOf, OperandRef};
@@ -238,12 +238,12 @@ pub trait Element:
         None
     }
 
-    /// The kernels of `eigh` and `svd` for this element type, when it has faster ones than the
-    /// generic Jacobi methods of `ops::decomp` (faer's for `f32` and `f64`); `None` keeps the
-    /// generic ones (dual numbers).
+    /// The factorizations of `ops::decomp` (Cholesky, triangular solves, LU, QR, `eigh`, `svd`)
+    /// for this element type, when it has faster ones than the generic kernels there (faer's
+    /// for `f32` and `f64`); `None` keeps the generic ones (dual numbers).
     #[doc(hidden)]
     #[inline]
-    fn spectral_kernels() -> Option<SpectralKernels<Self>> {
+    fn factor_kernels() -> Option<FactorKernels<Self>> {
         None
     }
 }
@@ -319,8 +319,8 @@ impl Element for f32 {
         Some(gemm::gemm_f32)
     }
     #[inline]
-    fn spectral_kernels() -> Option<SpectralKernels<Self>> {
-        Some(spectral::F32)
+    fn factor_kernels() -> Option<FactorKernels<Self>> {
+        Some(factorize::F32)
     }
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
@@ -412,8 +412,8 @@ impl Element for f64 {
         Some(gemm::gemm_f64)
     }
     #[inline]
-    fn spectral_kernels() -> Option<SpectralKernels<Self>> {
-        Some(spectral::F64)
+    fn factor_kernels() -> Option<FactorKernels<Self>> {
+        Some(factorize::F64)
     }
     kernels!(
         vexp => exp_log::exp_f64, vexp_m1 => exp_log::exp_m1_f64, vln => exp_log::ln_f64,

@@ -14,14 +14,21 @@
 //!
 //! # The kernels
 //!
-//! The factorizations here are written here, generic over [`Element`], rather than taken from
-//! faer: faer's take only `f32` and `f64`, and these must also run on dual numbers, which forward
-//! mode inside a function (`dual_of`) and `f_hvp` push through every op. They are the textbook
-//! unblocked algorithms (Cholesky–Banachiewicz, substitution, LU with partial and with complete
-//! pivoting), O(n³) and accurate on well-conditioned matrices; for matrices beyond a few hundred
-//! rows faer's blocked ones would be faster, and `f32`/`f64` could be dispatched to them as the
-//! matrix product is (`Element::gemm_kernel`) and as `eigh` and `svd` are
-//! (`Element::spectral_kernels`, see `decomp/factor.rs`).
+//! `f32` and `f64` matrices are factored by faer (`crate::factorize`), chosen by the hidden
+//! `Element::factor_kernels` as the matrix product chooses faer's GEMM: blocked and vectorised,
+//! 10–15× faster than textbook loops at 500 × 500. faer's take only `f32` and `f64`, and these
+//! ops must also run on dual numbers, which forward mode inside a function (`dual_of`) and
+//! `f_hvp` push through every op; for them the kernels here are generic over [`Element`], the
+//! textbook unblocked algorithms (Cholesky–Banachiewicz, substitution, LU with partial and with
+//! complete pivoting), O(n³) and accurate on well-conditioned matrices.
+//!
+//! Both kinds keep one semantics. `cholesky` of a matrix faer finds not positive definite runs
+//! the generic kernel, whose error names the pivot. `det`, `logabsdet` and `sign_det` (and the
+//! rules of `det` and `logabsdet`) take faer's partial-pivot LU only for a matrix it finds
+//! clearly invertible (every pivot above `n ε` times the largest) and larger than 16 × 16;
+//! any other, singular ones
+//! included, runs the completely pivoted generic kernel (`Pivoted`), which gives singular
+//! matrices their exact `0`, `-inf` and cofactors.
 //!
 //! # Conventions and rules
 //!
@@ -60,6 +67,7 @@ use super::linalg::batch_pairs;
 use crate::broadcast::broadcast_shapes;
 use crate::element::Element;
 use crate::error::{checked_size, OrPanic, ShapeError};
+use crate::factorize::LuFactors;
 use crate::tensor::Tensor;
 
 mod einsum;
@@ -595,6 +603,18 @@ fn faddeev_leverrier<T: Element>(s: &[T], k: usize) -> (T, Vec<T>) {
     }
 }
 
+/// The size up to which `det`, `logabsdet` and `sign_det` always pivot completely.
+const SMALL_DET: usize = 16;
+
+/// Whether faer's partial-pivot LU leaves no doubt that the matrix is invertible: every pivot
+/// finite and above `n ε` times the largest. Elsewhere, singular matrices included, the
+/// completely pivoted kernel decides, which gives a singular matrix its exact zero pivots.
+fn clearly_invertible<T: Element>(f: &LuFactors<T>) -> bool {
+    let largest = f.pivots.iter().fold(T::zero(), |m, p| m.max(p.abs()));
+    let floor = T::from_f64(f.pivots.len() as f64) * T::epsilon() * largest;
+    largest.is_finite() && f.pivots.iter().all(|p| p.abs() > floor)
+}
+
 fn singular_error(op: &'static str, b: usize, shape: &[usize]) -> ShapeError {
     ShapeError::new(
         op,
@@ -771,16 +791,21 @@ impl<T: Element> Tensor<T> {
         let data = self.to_vec();
         let mut out = Vec::with_capacity(data.len());
         for b in 0..batch {
-            let l = cholesky_kernel(&data[b * n * n..(b + 1) * n * n], n).map_err(|(j, d)| {
-                ShapeError::new(
-                    "cholesky",
-                    format!(
+            let a = &data[b * n * n..(b + 1) * n * n];
+            // A matrix faer rejects goes through the generic kernel, whose error names the pivot.
+            let fast = T::factor_kernels().and_then(|k| (k.cholesky)(a, n));
+            let l = fast
+                .map_or_else(|| cholesky_kernel(a, n), Ok)
+                .map_err(|(j, d)| {
+                    ShapeError::new(
+                        "cholesky",
+                        format!(
                         "matrix {b} of the batch of shape {:?} is not positive definite (pivot \
                          {j} is {d})",
                         self.shape()
                     ),
-                )
-            })?;
+                    )
+                })?;
             out.extend(l);
         }
         Ok(Tensor::from_vec(out, self.shape()))
@@ -814,14 +839,11 @@ impl<T: Element> Tensor<T> {
         for &(ia, ib) in &sys.pairs {
             let start = x.len();
             x.extend_from_slice(&rhs[ib * n * k..(ib + 1) * n * k]);
-            triangular_kernel(
-                &a[ia * n * n..(ia + 1) * n * n],
-                n,
-                &mut x[start..],
-                k,
-                lower,
-                transpose,
-            );
+            let (t, b) = (&a[ia * n * n..(ia + 1) * n * n], &mut x[start..]);
+            match T::factor_kernels() {
+                Some(kernels) => (kernels.triangular)(t, n, b, k, lower, transpose),
+                None => triangular_kernel(t, n, b, k, lower, transpose),
+            }
         }
         Ok(Tensor::from_vec(x, &shape))
     }
@@ -851,20 +873,55 @@ impl<T: Element> Tensor<T> {
     pub fn try_solve(&self, b: &Tensor<T>) -> Result<Tensor<T>, ShapeError> {
         let (sys, n, k) = system("solve", self.shape(), b.shape())?;
         let shape = sys.shape::<T>("solve", n, k)?;
+        let x = match T::factor_kernels() {
+            Some(kernels) => self.solve_each(
+                b,
+                &sys,
+                |a| (kernels.lu)(a, n),
+                |f| f.pivots.iter().any(|&p| p == T::zero()),
+                |f, rhs| {
+                    let mut x = rhs.to_vec();
+                    (kernels.lu_solve)(f, &mut x, k);
+                    x
+                },
+            ),
+            None => self.solve_each(
+                b,
+                &sys,
+                |a| lu_kernel(a, n),
+                |f| f.singular,
+                |f, rhs| f.solve(rhs, n, k),
+            ),
+        }?;
+        Ok(Tensor::from_vec(x, &shape))
+    }
+
+    /// The solutions of `solve` for each pair of the batch, row-major: `factor` factors each
+    /// matrix of `self` once, however many right-hand sides it meets; `solve` solves with the
+    /// factors, unless `singular` finds them singular.
+    fn solve_each<F>(
+        &self,
+        b: &Tensor<T>,
+        sys: &Batched,
+        factor: impl Fn(&[T]) -> F,
+        singular: impl Fn(&F) -> bool,
+        solve: impl Fn(&F, &[T]) -> Vec<T>,
+    ) -> Result<Vec<T>, ShapeError> {
+        let n = self.shape()[self.ndim() - 1];
+        let k = b.shape()[b.ndim() - 1];
         let (a, rhs) = (self.to_vec(), b.to_vec());
-        // Each matrix of `a` is factored once, however many right-hand sides it meets.
-        let mut lus: Vec<Option<Lu<T>>> = std::iter::repeat_with(|| None)
+        let mut factors: Vec<Option<F>> = std::iter::repeat_with(|| None)
             .take(self.shape()[..self.ndim() - 2].iter().product())
             .collect();
         let mut x = Vec::with_capacity(sys.pairs.len() * n * k);
         for &(ia, ib) in &sys.pairs {
-            let lu = lus[ia].get_or_insert_with(|| lu_kernel(&a[ia * n * n..(ia + 1) * n * n], n));
-            if lu.singular {
+            let f = factors[ia].get_or_insert_with(|| factor(&a[ia * n * n..(ia + 1) * n * n]));
+            if singular(f) {
                 return Err(singular_error("solve", ia, self.shape()));
             }
-            x.extend(lu.solve(&rhs[ib * n * k..(ib + 1) * n * k], n, k));
+            x.extend(solve(f, &rhs[ib * n * k..(ib + 1) * n * k]));
         }
-        Ok(Tensor::from_vec(x, &shape))
+        Ok(x)
     }
 
     /// The inverse of each matrix of `[.., n, n]`.
@@ -880,7 +937,21 @@ impl<T: Element> Tensor<T> {
     /// Like [`Tensor::inv`], returning an error for a shape that is not `[.., n, n]` or a
     /// singular matrix.
     pub fn try_inv(&self) -> Result<Tensor<T>, ShapeError> {
-        let (_, n) = square("inv", self.shape())?;
+        let (batch, n) = square("inv", self.shape())?;
+        if let Some(kernels) = T::factor_kernels() {
+            // faer inverts from the factors (triangular inverses and their product), 2n³
+            // against the 8n³/3 of solving with the identity.
+            let a = self.to_vec();
+            let mut out = Vec::with_capacity(a.len());
+            for i in 0..batch {
+                let f = (kernels.lu)(&a[i * n * n..(i + 1) * n * n], n);
+                if f.pivots.iter().any(|&p| p == T::zero()) {
+                    return Err(singular_error("inv", i, self.shape()));
+                }
+                out.extend((kernels.lu_inverse)(&f));
+            }
+            return Ok(Tensor::from_vec(out, self.shape()));
+        }
         let eye = Tensor::eye(n).broadcast_to(self.shape());
         self.try_solve(&eye)
             .map_err(|e| ShapeError::new("inv", e.message().to_owned()))
@@ -908,7 +979,11 @@ impl<T: Element> Tensor<T> {
 
     /// Like [`Tensor::det`], returning an error for a shape that is not `[.., n, n]`.
     pub fn try_det(&self) -> Result<Tensor<T>, ShapeError> {
-        self.pivoted_reduce("det", Pivoted::det)
+        self.pivoted_reduce(
+            "det",
+            |f| f.sign * f.pivots.iter().copied().product::<T>(),
+            Pivoted::det,
+        )
     }
 
     /// `ln |det A|` of each matrix of `[.., n, n]` (`-inf` for a singular one): shape `[..]`;
@@ -926,7 +1001,11 @@ impl<T: Element> Tensor<T> {
 
     /// Like [`Tensor::logabsdet`], returning an error for a shape that is not `[.., n, n]`.
     pub fn try_logabsdet(&self) -> Result<Tensor<T>, ShapeError> {
-        self.pivoted_reduce("logabsdet", Pivoted::logabsdet)
+        self.pivoted_reduce(
+            "logabsdet",
+            |f| f.pivots.iter().map(|p| p.abs().ln()).sum(),
+            Pivoted::logabsdet,
+        )
     }
 
     /// The inner product of two vectors of one length: a 0-d tensor.
@@ -1012,33 +1091,57 @@ impl<T: Element> Tensor<T> {
     }
 
     /// `f` of the completely pivoted LU factorization of each matrix, as a tensor of the
-    /// leading axes.
+    /// leading axes; for `f32` and `f64`, `fast` of faer's partial-pivot LU instead where it
+    /// finds the matrix clearly invertible (see [`clearly_invertible`]).
     fn pivoted_reduce(
         &self,
         op: &'static str,
+        fast: impl Fn(&LuFactors<T>) -> T,
         f: impl Fn(&Pivoted<T>) -> T,
     ) -> Result<Tensor<T>, ShapeError> {
-        let (batch, n) = square(op, self.shape())?;
-        let a = self.to_vec();
-        let out = (0..batch)
-            .map(|i| f(&pivoted_kernel(&a[i * n * n..(i + 1) * n * n], n)))
-            .collect();
-        Ok(Tensor::from_vec(out, &self.shape()[..self.ndim() - 2]))
+        Ok(Tensor::from_vec(
+            self.pivoted_each(op, |x| vec![fast(x)], |p| vec![f(p)])?,
+            &self.shape()[..self.ndim() - 2],
+        ))
     }
 
     /// The matrix `f` gives for the completely pivoted LU factorization of each matrix, in the
-    /// shape of `self`.
+    /// shape of `self`; `fast` as in [`Tensor::pivoted_reduce`].
     fn pivoted_map(
         &self,
         op: &'static str,
+        fast: impl Fn(&LuFactors<T>) -> Vec<T>,
         f: impl Fn(&Pivoted<T>) -> Vec<T>,
     ) -> Result<Tensor<T>, ShapeError> {
+        Ok(Tensor::from_vec(
+            self.pivoted_each(op, fast, f)?,
+            self.shape(),
+        ))
+    }
+
+    /// What `fast` (faer's LU of a clearly invertible matrix) or else `f` (the generic complete
+    /// pivoting) gives for each matrix, concatenated.
+    fn pivoted_each(
+        &self,
+        op: &'static str,
+        fast: impl Fn(&LuFactors<T>) -> Vec<T>,
+        f: impl Fn(&Pivoted<T>) -> Vec<T>,
+    ) -> Result<Vec<T>, ShapeError> {
         let (batch, n) = square(op, self.shape())?;
         let a = self.to_vec();
-        let out = (0..batch)
-            .flat_map(|i| f(&pivoted_kernel(&a[i * n * n..(i + 1) * n * n], n)))
-            .collect();
-        Ok(Tensor::from_vec(out, self.shape()))
+        // Up to `SMALL_DET` rows complete pivoting costs little, and it keeps `f32`/`f64`
+        // values the exact primal parts of the dual numbers' (which `f_hvp` checks compare).
+        let kernels = T::factor_kernels().filter(|_| n > SMALL_DET);
+        let mut out = Vec::new();
+        for i in 0..batch {
+            let a = &a[i * n * n..(i + 1) * n * n];
+            let lu = kernels.map(|k| (k.lu)(a, n)).filter(clearly_invertible);
+            match lu {
+                Some(lu) => out.extend(fast(&lu)),
+                None => out.extend(f(&pivoted_kernel(a, n))),
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -1092,7 +1195,12 @@ pub mod rules {
     /// `±∞` where a cofactor is not zero and NaN where it is (see [`logabsdet_vjp`]).
     #[track_caller]
     fn log_det_gradient<T: Element>(op: &'static str, a: &Tensor<T>) -> Tensor<T> {
-        a.pivoted_map(op, |p| {
+        let inverse_transpose = |f: &LuFactors<T>| {
+            let kernels = T::factor_kernels().expect("faer factored the matrix");
+            let n = f.pivots.len();
+            transpose_square((kernels.lu_inverse)(f), n)
+        };
+        a.pivoted_map(op, inverse_transpose, |p| {
             if p.rank == p.n {
                 p.inverse_transpose()
             } else {
@@ -1102,11 +1210,26 @@ pub mod rules {
         .or_panic()
     }
 
+    /// The transpose of the row-major `n × n` matrix `x`.
+    fn transpose_square<T: Element>(x: Vec<T>, n: usize) -> Vec<T> {
+        (0..n * n).map(|idx| x[(idx % n) * n + idx / n]).collect()
+    }
+
     /// The cofactor matrix `adj(A)ᵀ` of each matrix, the gradient of `det`: right at every
     /// matrix, singular ones included (see `Pivoted::cofactors`).
     #[track_caller]
     fn cofactors<T: Element>(op: &'static str, a: &Tensor<T>) -> Tensor<T> {
-        a.pivoted_map(op, Pivoted::cofactors).or_panic()
+        // `det A · A⁻ᵀ` where faer finds `A` clearly invertible.
+        let scaled = |f: &LuFactors<T>| {
+            let kernels = T::factor_kernels().expect("faer factored the matrix");
+            let det = f.sign * f.pivots.iter().copied().product::<T>();
+            let n = f.pivots.len();
+            let inverse = (kernels.lu_inverse)(f);
+            (0..n * n)
+                .map(|idx| det * inverse[(idx % n) * n + idx / n])
+                .collect()
+        };
+        a.pivoted_map(op, scaled, Pivoted::cofactors).or_panic()
     }
 
     /// `Σ x ∘ y` over the matrix axes: `tr(xᵀ y)` of each pair of matrices.

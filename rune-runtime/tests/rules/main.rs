@@ -11,6 +11,7 @@ mod combine;
 mod conv;
 mod decomp;
 mod duals;
+mod factorize;
 mod index;
 mod linalg;
 mod reduce;

@@ -12,16 +12,18 @@
 //! # The kernels
 //!
 //! `eigh` and `svd` of `f32` and `f64` matrices run faer's (tridiagonal and bidiagonal
-//! reductions, chosen by the hidden `Element::spectral_kernels` as the matrix product chooses
+//! reductions, chosen by the hidden `Element::factor_kernels` as the matrix product chooses
 //! faer's GEMM). The dual numbers that forward mode inside a function and `f_hvp` push through
 //! every op cannot go through faer, which takes `f32` and `f64` only, so every element type also
 //! has generic kernels of ours: `eigh` by cyclic Jacobi rotations and `svd` by one-sided
 //! (Hestenes) Jacobi, which give eigen- and singular values to high relative accuracy and
 //! converge in a handful of O(n³) sweeps, plus one sweep more so that the tangents of dual
 //! numbers converge too. Both kinds are brought to one convention (order and signs, below), so a
-//! function's value and its derivatives see the same factors. QR is ours for every type:
-//! modified Gram–Schmidt with a second orthogonalisation pass ("twice is enough", orthonormal to
-//! working precision), which gives `R` its positive diagonal directly.
+//! function's value and its derivatives see the same factors. QR of `f32` and `f64` is faer's
+//! (Householder, its `R`'s rows signed to a positive diagonal) when `R` is clearly of full rank;
+//! the generic one, for every other type and for a matrix faer leaves in doubt, is modified
+//! Gram–Schmidt with a second orthogonalisation pass ("twice is enough", orthonormal to working
+//! precision), which gives `R` its positive diagonal directly and decides rank deficiency.
 //!
 //! # Conventions
 //!
@@ -87,6 +89,7 @@ use super::rules::symmetric_from_lower;
 use super::{map_indexed, matrices, square, Batched};
 use crate::element::Element;
 use crate::error::{OrPanic, ShapeError};
+use crate::factorize::LuFactors;
 use crate::tensor::Tensor;
 
 // ---- kernels on one row-major matrix ----------------------------------------------------------
@@ -187,6 +190,30 @@ fn qr_kernel<T: Element>(a: &[T], m: usize, n: usize) -> Result<(Vec<T>, Vec<T>)
     }
     debug_assert_eq!(q.len(), m * n);
     Ok((q, r))
+}
+
+/// [`qr_kernel`]'s factors: faer's for `f32` and `f64` when its `R` has no diagonal entry at or
+/// below `(m + n) ε` times the largest (about Householder QR's backward error: below it, a
+/// column may depend on the ones before it up to rounding), each row of `R` (and column of `Q`) signed so that the diagonal
+/// is positive; the generic kernel's otherwise, which decides whether a column depends on the
+/// ones before it.
+fn qr_factors<T: Element>(a: &[T], m: usize, n: usize) -> Result<(Vec<T>, Vec<T>), usize> {
+    if let Some(kernels) = T::factor_kernels() {
+        let (mut q, mut r) = (kernels.qr)(a, m, n);
+        let k = m.min(n);
+        let largest = (0..k).fold(T::zero(), |x, j| x.max(r[j * n + j].abs()));
+        let floor = T::from_f64((m + n) as f64) * T::epsilon() * largest;
+        if largest.is_finite() && (0..k).all(|j| r[j * n + j].abs() > floor) {
+            for j in 0..k {
+                if r[j * n + j] < T::zero() {
+                    r[j * n..(j + 1) * n].iter_mut().for_each(|x| *x = -*x);
+                    q.chunks_mut(k).for_each(|row| row[j] = -row[j]);
+                }
+            }
+            return Ok((q, r));
+        }
+    }
+    qr_kernel(a, m, n)
 }
 
 /// Orders the columns of `vectors` (`rows × k`) by `values` (ascending or descending), and signs
@@ -416,7 +443,7 @@ fn jacobi_svd<T: Element>(a: &[T], m: usize, n: usize) -> (Vec<T>, Vec<T>, Vec<T
 /// whose lower triangle is that of `a`: faer's for `f32` and `f64`, Jacobi's otherwise (or when
 /// faer's does not converge).
 fn eigh_kernel<T: Element>(a: &[T], n: usize) -> (Vec<T>, Vec<T>) {
-    if let Some((mut w, mut v)) = T::spectral_kernels().and_then(|k| (k.eigh)(a, n)) {
+    if let Some((mut w, mut v)) = T::factor_kernels().and_then(|k| (k.eigh)(a, n)) {
         order_and_sign(&mut w, &mut v, n, None, true);
         return (w, v);
     }
@@ -426,7 +453,7 @@ fn eigh_kernel<T: Element>(a: &[T], n: usize) -> (Vec<T>, Vec<T>) {
 /// The thin SVD of the `m × n` matrix `a`, `U` (`m × k`), `s` (`k`, descending), `Vh` (`k × n`),
 /// signed: faer's for `f32` and `f64`, Jacobi's otherwise (or when faer's does not converge).
 fn svd_kernel<T: Element>(a: &[T], m: usize, n: usize) -> (Vec<T>, Vec<T>, Vec<T>) {
-    if let Some((mut u, mut s, mut v)) = T::spectral_kernels().and_then(|k| (k.svd)(a, m, n)) {
+    if let Some((mut u, mut s, mut v)) = T::factor_kernels().and_then(|k| (k.svd)(a, m, n)) {
         let k = s.len();
         order_and_sign(&mut s, &mut u, m, Some((&mut v, n)), false);
         return (u, s, transposed(&v, n, k));
@@ -528,7 +555,15 @@ impl<T: Element> Tensor<T> {
     }
 
     fn sign_det_named(&self, op: &'static str) -> Result<Tensor<T>, ShapeError> {
-        self.pivoted_reduce(op, super::Pivoted::sign_det)
+        let fast = |f: &LuFactors<T>| {
+            let negatives = f.pivots.iter().filter(|&&p| p < T::zero()).count();
+            if negatives % 2 == 1 {
+                -f.sign
+            } else {
+                f.sign
+            }
+        };
+        self.pivoted_reduce(op, fast, super::Pivoted::sign_det)
     }
 
     /// The reduced QR factorization `A = Q R` of each matrix of `[.., m, n]` (NumPy's and JAX's
@@ -569,7 +604,7 @@ impl<T: Element> Tensor<T> {
         let (batch, m, n) = matrices(op, self.shape())?;
         let k = m.min(n);
         let [q, r] = factor_batch(self, batch, [&[m, k], &[k, n]], |b, a| {
-            let (q, r) = qr_kernel(a, m, n).map_err(|j| {
+            let (q, r) = qr_factors(a, m, n).map_err(|j| {
                 ShapeError::new(
                     op,
                     format!(
