@@ -171,8 +171,9 @@ impl<T: Clone> Tensor<T> {
         self.data.to_owned()
     }
 
-    /// Applies `f` to every element. The result is row-major whatever `self`'s layout (see
-    /// [`Tensor::zip_map`]).
+    /// Applies `f` to every element. The result is row-major whatever `self`'s layout, as every
+    /// elementwise op's is: a fused region writes its values in row-major order, and the same
+    /// ops one by one must give the same tensor.
     pub fn map<U, F: FnMut(&T) -> U>(&self, f: F) -> Tensor<U> {
         if self.data.is_standard_layout() {
             return Tensor::from_array(self.data.map(f));
