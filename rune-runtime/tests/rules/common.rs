@@ -65,3 +65,17 @@ pub fn panic_message<R>(f: impl FnOnce() -> R + std::panic::UnwindSafe) -> Strin
         .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_default()
 }
+
+/// Matrices `M + shift·I` with `M` uniform in `[-0.5, 0.5)`: well-conditioned for `shift >= 2`.
+pub fn shifted<T: Element>(shape: &[usize], shift: f64, seed: u64) -> Tensor<T> {
+    let m: Tensor<T> = uniform(shape, -0.5, 0.5, seed);
+    let n = shape[shape.len() - 1];
+    m + Tensor::<T>::eye(n) * T::from_f64(shift)
+}
+
+/// Symmetric positive-definite matrices `M Mᵀ + I`.
+pub fn spd<T: Element>(shape: &[usize], seed: u64) -> Tensor<T> {
+    let m: Tensor<T> = uniform(shape, -1.0, 1.0, seed);
+    let n = shape[shape.len() - 1];
+    m.matmul(&m.t()) + Tensor::<T>::eye(n)
+}

@@ -5,21 +5,7 @@
 use rune_runtime::rules::*;
 use rune_runtime::{dual_of, einsum, primal_of, tangent_of, Dual, Element, Tensor};
 
-use crate::common::{assert_close, panic_message, tensor, uniform, Case};
-
-/// Matrices `M + shift·I` with `M` uniform in `[-0.5, 0.5)`: well-conditioned for `shift >= 2`.
-fn shifted<T: Element>(shape: &[usize], shift: f64, seed: u64) -> Tensor<T> {
-    let m: Tensor<T> = uniform(shape, -0.5, 0.5, seed);
-    let n = shape[shape.len() - 1];
-    m + Tensor::<T>::eye(n) * T::from_f64(shift)
-}
-
-/// Symmetric positive-definite matrices `M Mᵀ + I`.
-fn spd<T: Element>(shape: &[usize], seed: u64) -> Tensor<T> {
-    let m: Tensor<T> = uniform(shape, -1.0, 1.0, seed);
-    let n = shape[shape.len() - 1];
-    m.matmul(&m.t()) + Tensor::<T>::eye(n)
-}
+use crate::common::{assert_close, panic_message, shifted, spd, tensor, uniform, Case};
 
 pub fn cases<T: Element>() -> Vec<Case<T>> {
     let mut cases = Vec::new();

@@ -10,22 +10,10 @@
 use rune_runtime::rules::{det_vjp, logabsdet_vjp};
 use rune_runtime::{dual_of, primal_of, Dual, Element, Tensor};
 
-use crate::common::{tensor, uniform};
+use crate::common::{shifted, spd, tensor, uniform};
 
 /// Large enough that `det` and its kin take faer's LU (above 16 × 16).
 const N: usize = 40;
-
-fn shifted<T: Element>(shape: &[usize], shift: f64, seed: u64) -> Tensor<T> {
-    let m: Tensor<T> = uniform(shape, -0.5, 0.5, seed);
-    let n = shape[shape.len() - 1];
-    m + Tensor::<T>::eye(n) * T::from_f64(shift)
-}
-
-fn spd<T: Element>(shape: &[usize], seed: u64) -> Tensor<T> {
-    let m: Tensor<T> = uniform(shape, -1.0, 1.0, seed);
-    let n = shape[shape.len() - 1];
-    m.matmul(&m.t()) + Tensor::<T>::eye(n)
-}
 
 /// `x` on dual numbers with zero tangents: the op then runs the generic kernels.
 fn dual(x: &Tensor<f64>) -> Tensor<Dual<f64>> {
