@@ -211,6 +211,21 @@ fn cholesky_kernel<T: Element>(a: &[T], n: usize) -> Result<Vec<T>, (usize, T)> 
     Ok(l)
 }
 
+/// One step of Gaussian elimination on the row-major `n × n` matrix `lu`: the multipliers of
+/// column `k` below the (non-zero) pivot `lu[k][k]` stored in place of the entries they
+/// eliminate, and the trailing rows updated. Both LUs (partial and complete pivoting) run it.
+fn eliminate_below<T: Element>(lu: &mut [T], n: usize, k: usize) {
+    let pivot = lu[k * n + k];
+    for i in k + 1..n {
+        let f = lu[i * n + k] / pivot;
+        lu[i * n + k] = f;
+        for j in k + 1..n {
+            let u = lu[k * n + j];
+            lu[i * n + j] -= f * u;
+        }
+    }
+}
+
 /// Solves `op(T) X = B` in place (`B` is `n × k`), `T` the lower or upper triangle of `t`.
 fn triangular_kernel<T: Element>(
     t: &[T],
@@ -278,19 +293,11 @@ fn lu_kernel<T: Element>(a: &[T], n: usize) -> Lu<T> {
             }
             perm.swap(p, k);
         }
-        let pivot = lu[k * n + k];
-        if pivot == T::zero() {
+        if lu[k * n + k] == T::zero() {
             singular = true;
             continue;
         }
-        for i in k + 1..n {
-            let f = lu[i * n + k] / pivot;
-            lu[i * n + k] = f;
-            for j in k + 1..n {
-                let u = lu[k * n + j];
-                lu[i * n + j] -= f * u;
-            }
-        }
+        eliminate_below(&mut lu, n, k);
     }
     Lu { lu, perm, singular }
 }
@@ -379,15 +386,7 @@ fn pivoted_kernel<T: Element>(a: &[T], n: usize) -> Pivoted<T> {
             cols.swap(q, k);
             sign = -sign;
         }
-        let pivot = lu[k * n + k];
-        for i in k + 1..n {
-            let f = lu[i * n + k] / pivot;
-            lu[i * n + k] = f;
-            for j in k + 1..n {
-                let u = lu[k * n + j];
-                lu[i * n + j] -= f * u;
-            }
-        }
+        eliminate_below(&mut lu, n, k);
     }
     Pivoted {
         n,
