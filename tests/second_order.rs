@@ -404,3 +404,96 @@ fn ties_and_kinks_have_the_rules_second_derivatives() {
         1e-15,
     );
 }
+
+// ---- the constructs as a model writes them ----------------------------------------------------
+
+mod layered {
+    use super::*;
+    /// Two layers kept in a `Vec` and run in a loop; each term is normalised by a scale held
+    /// constant (`stop_gradient`), weighed by the layer's unit count (`ones_like`), with a
+    /// `zeros_like` bias.
+    #[differentiable]
+    #[allow(clippy::useless_vec)] // the layers as a model keeps them
+    pub fn f<T: Element>(w1: &Tensor<T>, w2: &Tensor<T>, #[nodiff] x: &Tensor<T>) -> Tensor<T> {
+        let layers = vec![w1.clone(), w2.clone()];
+        let mut h = x.clone();
+        let mut total = x.zeros_like().sum();
+        for w in layers.iter() {
+            h = (h.matmul(w) + w.zeros_like().sum()).tanh();
+            let scale = stop_gradient(&h.square().sum());
+            total += h.square().sum() / scale * w.ones_like().sum();
+        }
+        total
+    }
+
+    /// The same model with the scales given: what `f` is, to every order, at the point where
+    /// its scales take these values.
+    #[differentiable]
+    #[allow(clippy::useless_vec)] // the layers as a model keeps them
+    pub fn with_scales<T: Element>(
+        w1: &Tensor<T>,
+        w2: &Tensor<T>,
+        #[nodiff] x: &Tensor<T>,
+        #[nodiff] scales: &Tensor<T>,
+    ) -> Tensor<T> {
+        let layers = vec![w1.clone(), w2.clone()];
+        let mut h = x.clone();
+        let mut total = x.zeros_like().sum();
+        for (i, w) in layers.iter().enumerate() {
+            h = (h.matmul(w) + w.zeros_like().sum()).tanh();
+            let scale = scales.shrink(&[(i, i + 1)]).squeeze(0);
+            total += h.square().sum() / scale * w.ones_like().sum();
+        }
+        total
+    }
+
+    /// The scales `f` holds constant at `(w1, w2)`: each layer's `Σ h²`.
+    pub fn scales(w1: &Tensor<f64>, w2: &Tensor<f64>, x: &Tensor<f64>) -> Tensor<f64> {
+        let h1 = x.matmul(w1).tanh();
+        let h2 = h1.matmul(w2).tanh();
+        Tensor::from_vec(
+            vec![h1.square().sum().item(), h2.square().sum().item()],
+            &[2],
+        )
+    }
+}
+
+#[test]
+fn a_layered_model_holds_its_stopped_scales_constant_to_second_order() {
+    let x = Tensor::rand_normal(&[4, 3], 0.0, 1.0, 41);
+    let w1 = Tensor::rand_normal(&[3, 5], 0.0, 0.6, 42);
+    let w2 = Tensor::rand_normal(&[5, 2], 0.0, 0.6, 43);
+    let s = layered::scales(&w1, &w2, &x);
+    // The model with given scales is smooth: its f_hvp against differences of its f_grad.
+    check_hvp(
+        |a: &[Tensor<f64>]| {
+            let (g1, g2) = layered::with_scales_grad(&a[0], &a[1], &x, &s);
+            vec![g1, g2]
+        },
+        |a: &[Tensor<f64>], v: &[Tensor<f64>]| {
+            let (_, (h1, h2)) = layered::with_scales_hvp(&a[0], &a[1], &x, &s, &v[0], &v[1]);
+            vec![h1, h2]
+        },
+        &[w1.clone(), w2.clone()],
+        1e-6,
+        1e-6,
+        1e-6,
+    )
+    .unwrap();
+    // At the point, `f` is that model: the same value (each term is its unit count), gradient
+    // and Hessian-vector product.
+    let (v1, v2) = (
+        Tensor::rand_normal(&[3, 5], 0.0, 1.0, 44),
+        Tensor::rand_normal(&[5, 2], 0.0, 1.0, 45),
+    );
+    assert_close("value", &layered::f(&w1, &w2, &x), &[15.0 + 10.0], 1e-12);
+    let (g, h) = layered::f_hvp(&w1, &w2, &x, &v1, &v2);
+    let (g_want, h_want) = layered::with_scales_hvp(&w1, &w2, &x, &s, &v1, &v2);
+    assert_close("∂f/∂w1", &g.0, &g_want.0.to_vec(), 1e-12);
+    assert_close("∂f/∂w2", &g.1, &g_want.1.to_vec(), 1e-12);
+    assert_close("H v, w1", &h.0, &h_want.0.to_vec(), 1e-12);
+    assert_close("H v, w2", &h.1, &h_want.1.to_vec(), 1e-12);
+    let (g1, g2) = layered::f_grad(&w1, &w2, &x);
+    assert_close("f_grad, w1", &g1, &g_want.0.to_vec(), 1e-12);
+    assert_close("f_grad, w2", &g2, &g_want.1.to_vec(), 1e-12);
+}
