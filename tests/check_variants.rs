@@ -315,7 +315,7 @@ fn a_value_that_depends_on_the_layout_is_caught() {
     // fused loop adding in another order than the function's would be.
     let by_layout = |x: &Tensor<f64>, w: &Tensor<f64>| {
         let (value, grad) = elementwise_vjp(x, w);
-        if x.as_shared().is_standard_layout() {
+        if x.is_standard_layout() {
             (value, grad)
         } else {
             (value.map(|v| f64::from_bits(v.to_bits() + 1)), grad)

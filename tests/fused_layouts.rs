@@ -198,7 +198,7 @@ fn check_joined<T: Element>(tol: f64) {
 #[test]
 fn a_tensor_joined_along_its_columns_summed() {
     let (x, c) = (Tensor::<f64>::ones(&[2, 3]), Tensor::<f64>::ones(&[2, 2]));
-    assert!(!concat(&[&x, &c], 1).as_shared().is_standard_layout());
+    assert!(!concat(&[&x, &c], 1).is_standard_layout());
     check_joined::<f64>(1e-13);
     check_joined::<f32>(2e-4);
 }
@@ -425,7 +425,7 @@ fn a_model_given_its_input_as_a_transposed_or_reversed_view() {
     let data = Tensor::rand_normal(&[3, 50], 0.0, 1.0, 70);
     let y = Tensor::rand_normal(&[50, 2], 0.0, 0.5, 71);
     for x in [data.t(), data.t().flip(&[0, 1])] {
-        assert!(!x.as_shared().is_standard_layout());
+        assert!(!x.is_standard_layout());
         check_variants!(Net::loss, Net::loss_value_and_grad, Net::loss_grad, Net::loss_vjp,
             Net::loss_jvp, Net::loss_pullback; [net, x]; (&net, &x, &y));
         // The same numbers as the model given a row-major copy of its input.

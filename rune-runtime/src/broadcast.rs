@@ -67,7 +67,7 @@ pub(crate) fn broadcast_view<'a, T>(
     t: &'a Tensor<T>,
     shape: &[usize],
 ) -> Result<ArrayViewD<'a, T>, ShapeError> {
-    t.as_shared().broadcast(IxDyn(shape)).ok_or_else(|| {
+    t.broadcast_view(shape).ok_or_else(|| {
         ShapeError::new(
             op,
             format!("shape {:?} cannot be broadcast to {:?}", t.shape(), shape),
@@ -132,7 +132,7 @@ fn sum_leading_rows<T: Element>(g: &Tensor<T>, shape: &[usize]) -> Option<Tensor
         return None;
     }
     let row_len: usize = gs[kept_from..].iter().product();
-    let data = g.as_shared().as_slice()?;
+    let data = g.as_slice()?;
     if row_len == 0 || data.is_empty() {
         return Some(Tensor::zeros(shape));
     }
@@ -209,8 +209,8 @@ struct Strided<'a, T> {
 impl<'a, T: Copy> Strided<'a, T> {
     /// `t` seen along `shape`, or `None` when its elements are not one block of memory.
     fn new(t: &'a Tensor<T>, shape: &[usize]) -> Option<Self> {
-        let array = t.as_shared();
-        let data = array.as_slice_memory_order()?;
+        let array = t.view();
+        let data = array.to_slice_memory_order()?;
         let lead = shape.len().checked_sub(array.ndim())?;
         let mut strides = vec![0; shape.len()];
         let mut first = 0;

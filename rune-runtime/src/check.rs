@@ -165,9 +165,9 @@ fn close(a: f64, b: f64, rtol: f64, atol: f64) -> bool {
 }
 
 fn dot<T: Element>(a: &Tensor<T>, b: &Tensor<T>) -> f64 {
-    a.as_shared()
+    a.view()
         .iter()
-        .zip(b.as_shared().iter())
+        .zip(b.view().iter())
         .map(|(x, y)| x.to_real() * y.to_real())
         .sum()
 }
@@ -252,10 +252,10 @@ pub fn check_grad<T: Element, F: GradFn<T> + ?Sized>(
     let minus = f.value(&shifted(args, &directions, -eps));
     let denom = 2.0 * eps;
     for (at, ((p, m), j)) in plus
-        .as_shared()
+        .view()
         .iter()
-        .zip(minus.as_shared().iter())
-        .zip(jvp.as_shared().iter())
+        .zip(minus.view().iter())
+        .zip(jvp.view().iter())
         .enumerate()
     {
         let fd = (p.to_real() - m.to_real()) / denom;
@@ -327,10 +327,10 @@ where
     let denom = 2.0 * eps;
     for (index, ((p, m), h)) in plus.iter().zip(&minus).zip(&hv).enumerate() {
         for (at, ((p, m), h)) in p
-            .as_shared()
+            .view()
             .iter()
-            .zip(m.as_shared().iter())
-            .zip(h.as_shared().iter())
+            .zip(m.view().iter())
+            .zip(h.view().iter())
             .enumerate()
         {
             let fd = (p.to_real() - m.to_real()) / denom;

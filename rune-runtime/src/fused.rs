@@ -44,13 +44,15 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
+use arrayvec::ArrayVec;
+
 use crate::broadcast::{broadcast_shapes, broadcast_view, same_shape, sum_to_shape};
 use crate::element::operand::{OperandOf, OperandRef};
 use crate::element::{strong_mul, Element};
 use crate::error::{OrPanic, ShapeError};
 use crate::ops::reduce::{checked_axes, count, expand_back, reduced_shape};
 use crate::summation::{block_sum, combine_block_sums, SUM_BLOCK};
-use crate::tensor::Tensor;
+use crate::tensor::{fits_inline, Tensor, INLINE};
 use crate::vmath::{fast_then_exact, vectorised, Kernels};
 
 /// The number of elements a fused loop processes at a time.
@@ -80,6 +82,17 @@ enum Source<'a, T> {
 }
 
 impl<T: Copy> Source<'_, T> {
+    /// Element `e` of the region, read without blocks (a region held inline).
+    #[inline(always)]
+    fn at(&self, e: usize) -> T {
+        match self {
+            Source::Splat(v) => *v,
+            Source::Slice(s) => s[e],
+            Source::Owned(s) => s[e],
+            Source::Cycle(s) => s[e % s.len()],
+        }
+    }
+
     fn fill(&self, start: usize, dst: &mut [T]) {
         match self {
             Source::Splat(v) => dst.fill(*v),
@@ -169,7 +182,7 @@ fn source<'a, T: Element>(
         let view = broadcast_view(op, t, shape)?;
         return Ok(Source::Splat(*view.iter().next().expect("one element")));
     }
-    if let Some(s) = t.as_shared().as_slice() {
+    if let Some(s) = t.as_slice() {
         if same_shape(t.shape(), shape) {
             return Ok(Source::Slice(s));
         }
@@ -487,7 +500,7 @@ fn same_shape_sources<'a, T: Element, const N: usize>(
     let mut sources: [Source<'a, T>; N] = std::array::from_fn(|_| Source::Splat(T::zero()));
     for (source, input) in sources.iter_mut().zip(inputs) {
         if let Some(OperandRef::Tensor(t)) = input {
-            *source = Source::Slice(t.as_shared().as_slice()?);
+            *source = Source::Slice(t.as_slice()?);
         }
     }
     Some((shape?, sources))
@@ -580,6 +593,14 @@ fn map_region<T: Element, const N: usize, const L: usize>(
     let (shape, sources) = value_sources(&inputs, ops);
     let shape = &*shape;
     let len = shape.iter().product();
+    if fits_inline(shape, len) {
+        let mut out = ArrayVec::new();
+        fast_then_exact(|k| {
+            out.clear();
+            out.extend((0..len).map(|e| f(sources.each_ref().map(|s| s.at(e)), &literals, k)));
+        });
+        return Tensor::inline(out, shape);
+    }
     let ([out], []) = drive(len, BLOCK, |range, [out], _| {
         with_block_size!(len, SMALL, BLOCK, |B| vectorised(
             #[inline(always)]
@@ -686,7 +707,7 @@ fn vjp_region<T: Element, const N: usize, const L: usize, const K: usize, const 
             FusedInput::Value(_) => true,
             FusedInput::Shape(s) => shaped(s),
         });
-        let gs = g.as_shared().as_slice()?;
+        let gs = g.as_slice()?;
         (all_shaped && shaped(g.shape())).then_some((shape, sources, Source::Slice(gs)))
     });
     let (shape, shapes, sources, g_source) = match direct {
@@ -699,40 +720,60 @@ fn vjp_region<T: Element, const N: usize, const L: usize, const K: usize, const 
     };
     let shape = &*shape;
     let len = shape.iter().product();
-    let sources = (&sources, &[g_source]);
-    let (outs, []) = drive(len, BLOCK, |range, outs, _| {
-        with_block_size!(len, SMALL, BLOCK, |B| vectorised(
-            #[inline(always)]
-            || vjp_blocks::<T, N, L, K, B>(range, outs, sources, &literals, &f),
-        ))
-    });
+    let outs = if fits_inline(shape, len) {
+        let mut outs: [ArrayVec<T, INLINE>; K] = std::array::from_fn(|_| ArrayVec::new());
+        fast_then_exact(|k| {
+            outs.iter_mut().for_each(ArrayVec::clear);
+            for e in 0..len {
+                let x = sources.each_ref().map(|s| s.at(e));
+                for (o, d) in outs.iter_mut().zip(f(x, &literals, k, g_source.at(e))) {
+                    o.push(d);
+                }
+            }
+        });
+        outs.map(|o| Tensor::inline(o, shape))
+    } else {
+        let sources = (&sources, &[g_source]);
+        let (outs, []) = drive(len, BLOCK, |range, outs, _| {
+            with_block_size!(len, SMALL, BLOCK, |B| vectorised(
+                #[inline(always)]
+                || vjp_blocks::<T, N, L, K, B>(range, outs, sources, &literals, &f),
+            ))
+        });
+        outs.map(|o| Tensor::from_parts(o, shape))
+    };
     match shapes {
-        None => distribute(outs, shape, &targets, |_, t| t),
-        Some(shapes) => distribute(outs, shape, &targets, |i, t| {
+        None => distribute(outs, &targets, |_, t| t),
+        Some(shapes) => distribute(outs, &targets, |i, t| {
             sum_to_shape(&t, shapes[i].unwrap_or(&[]))
         }),
     }
 }
 
 /// The tensor of each target `(input, k)` from the loop's results `outs` (of the region's
-/// `shape`), passed through `finish(input, result k)`. A result read by one target becomes its
-/// tensor; one read by several (the operands of `+`) is one tensor they share.
+/// shape), passed through `finish(input, result k)`. A result read by one target becomes its
+/// tensor; one read by several (the operands of `+`) is one tensor they share (a copy when it
+/// is held inline).
 fn distribute<T: Element, const K: usize, const M: usize>(
-    outs: [Vec<T>; K],
-    shape: &[usize],
+    outs: [Tensor<T>; K],
     targets: &[(usize, usize); M],
     mut finish: impl FnMut(usize, Tensor<T>) -> Tensor<T>,
 ) -> [Tensor<T>; M] {
-    let once = (0..K).all(|k| targets.iter().filter(|&&(_, l)| l == k).count() <= 1);
-    if once {
-        let mut outs = outs.map(Some);
-        return targets.map(|(i, k)| {
-            let out = outs[k].take().expect("fused: each result read once");
-            finish(i, Tensor::from_parts(out, shape))
-        });
+    let mut outs = outs.map(Some);
+    let mut last = [0; K];
+    for (at, &(_, k)) in targets.iter().enumerate() {
+        last[k] = at;
     }
-    let full = outs.map(|o| Tensor::from_parts(o, shape));
-    targets.map(|(i, k)| finish(i, full[k].clone()))
+    let mut at = 0;
+    targets.map(|(i, k)| {
+        let out = if last[k] == at {
+            outs[k].take()
+        } else {
+            outs[k].clone()
+        };
+        at += 1;
+        finish(i, out.expect("fused: a result read after its last reader"))
+    })
 }
 
 /// `fused_vjp`'s loop, over blocks of `B`: the inputs' and the cotangent's sources.
@@ -1071,7 +1112,8 @@ fn reduce_vjp_region<T: Element, const N: usize, const L: usize, const K: usize,
         ))
     });
     let value = Tensor::scalar(reduction.finish(combine_block_sums(sums.as_slice(), len), len));
-    let partials = distribute(partials, shape, &targets, |i, p| match inputs[i] {
+    let partials = partials.map(|p| Tensor::from_parts(p, shape));
+    let partials = distribute(partials, &targets, |i, p| match inputs[i] {
         OperandRef::Tensor(t) if !same_shape(t.shape(), shape) => sum_to_shape(&p, t.shape()),
         OperandRef::Tensor(_) => p,
         OperandRef::Scalar(_) => sum_to_shape(&p, &[]),
@@ -1724,20 +1766,24 @@ mod tests {
     #[test]
     fn results_read_by_several_targets_share_one_tensor() {
         // Result 0 read by inputs 0 and 2, result 1 by input 1: `finish` sees each target.
-        let outs = [vec![1.0, 2.0], vec![3.0, 4.0]];
+        // More elements than a tensor holds inline: shared storage, which a pointer shows.
+        let n = crate::tensor::INLINE + 1;
+        let (zero, one): (Vec<f64>, Vec<f64>) = (0..n).map(|i| (i as f64, -(i as f64))).unzip();
+        let outs = [zero.clone(), one.clone()].map(|o| Tensor::from_parts(o, &[n]));
         let mut seen = Vec::new();
-        let [a, b, c] = distribute(outs, &[2], &[(0, 0), (1, 1), (2, 0)], |i, t| {
+        let [a, b, c] = distribute(outs, &[(0, 0), (1, 1), (2, 0)], |i, t| {
             seen.push(i);
             t
         });
         assert_eq!(seen, [0, 1, 2]);
         assert_eq!(
             (a.to_vec(), b.to_vec(), c.to_vec()),
-            (vec![1.0, 2.0], vec![3.0, 4.0], vec![1.0, 2.0])
+            (zero.clone(), one, zero)
         );
-        assert_eq!(a.as_shared().as_ptr(), c.as_shared().as_ptr());
+        assert_eq!(a.view().as_ptr(), c.view().as_ptr());
         // Each result read once: each its own tensor, in the targets' order.
-        let [p, q] = distribute([vec![5.0], vec![6.0]], &[], &[(1, 1), (0, 0)], |_, t| t);
+        let outs = [5.0, 6.0].map(Tensor::scalar);
+        let [p, q] = distribute(outs, &[(1, 1), (0, 0)], |_, t| t);
         assert_eq!((p.item(), q.item(), p.shape()), (6.0, 5.0, &[] as &[usize]));
     }
 

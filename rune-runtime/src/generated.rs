@@ -60,7 +60,7 @@ impl std::ops::Deref for SavedShape {
 /// The shape of `t`, to be kept for the backward pass.
 #[inline]
 pub fn shape_of<U>(t: &Tensor<U>) -> SavedShape {
-    SavedShape(t.as_shared().raw_dim())
+    SavedShape(t.view().raw_dim())
 }
 
 /// Adds a contribution to an adjoint (`None` stands for zero).
@@ -75,8 +75,8 @@ pub fn accumulate<T: Element>(adjoint: &mut Option<Tensor<T>>, mut contribution:
     match adjoint {
         None => *adjoint = Some(contribution),
         Some(a)
-            if !a.as_shared().is_unique()
-                && contribution.as_shared().is_unique()
+            if !a.is_unique()
+                && contribution.is_unique()
                 && same_shape(a.shape(), contribution.shape()) =>
         {
             contribution += &*a;
@@ -322,7 +322,7 @@ impl<'a, T: Element> ArgFrom<&'a Tensor<T>> for &'a T {
     #[inline]
     #[track_caller]
     fn arg_from(x: &'a Tensor<T>) -> Self {
-        match x.as_shared().first() {
+        match x.first() {
             Some(v) if x.len() == 1 => v,
             _ => panic!(
                 "a tensor of shape {:?} is passed as a number: it must have one element",
@@ -652,9 +652,9 @@ impl<T: Element> SameValue for Tensor<T> {
     fn same_value(&self, other: &Self) -> bool {
         self.shape() == other.shape()
             && self
-                .as_shared()
+                .view()
                 .iter()
-                .zip(other.as_shared().iter())
+                .zip(other.view().iter())
                 .all(|(a, b)| a == b || (a.is_nan() && b.is_nan()))
     }
 }
@@ -712,8 +712,8 @@ pub fn dual_tensor<T: Element>(x: &Tensor<T>, direction: &Tensor<T>) -> Tensor<c
         x.shape()
     );
     Tensor::from_array(
-        ndarray::Zip::from(x.as_shared())
-            .and(direction.as_shared())
+        ndarray::Zip::from(x.view())
+            .and(direction.view())
             .map_collect(|&re, &du| crate::Dual::new(re, du)),
     )
 }

@@ -45,7 +45,7 @@ fn from_columns<T: Element>(
     let out_shape = first.shape().to_vec();
     let mut data = vec![T::zero(); m * n];
     let mut write = |i: usize, c: &Tensor<T>| {
-        for (o, &v) in c.as_shared().iter().enumerate() {
+        for (o, &v) in c.view().iter().enumerate() {
             data[o * n + i] = v;
         }
     };
@@ -130,7 +130,7 @@ pub fn jacrev<T: Element>(
     for o in 0..m {
         let row = vjp(x, &basis(out_shape, o));
         expect_shape("jacrev", "product", row.shape(), x.shape());
-        data.extend(row.as_shared().iter().copied());
+        data.extend(row.view().iter().copied());
     }
     Tensor::from_vec(data, &joined(out_shape, x.shape()))
 }
@@ -240,8 +240,8 @@ pub fn hvp_from_grad<T: Element>(
 ) -> Tensor<T> {
     expect_shape("hvp_from_grad", "direction", v.shape(), x.shape());
     let seeded = Tensor::from_array(
-        Zip::from(x.as_shared())
-            .and(v.as_shared())
+        Zip::from(x.view())
+            .and(v.view())
             .map_collect(|&re, &du| Dual::new(re, du)),
     );
     let g = grad(&seeded);

@@ -75,7 +75,7 @@ impl<T: Element> Sgd<T> {
         if momentum.is_zero() {
             for (p, g) in params.leaves_mut().into_iter().zip(grads.leaves()) {
                 Zip::from(p.data_mut())
-                    .and(g.as_shared())
+                    .and(g.view())
                     .for_each(|p, &g| *p -= lr * g);
             }
             return;
@@ -91,7 +91,7 @@ impl<T: Element> Sgd<T> {
             .zip(velocity.iter_mut())
         {
             Zip::from(p.data_mut())
-                .and(g.as_shared())
+                .and(g.view())
                 .and(v.data_mut())
                 .for_each(|p, &g, v| {
                     *v = momentum * *v + g;
@@ -197,7 +197,7 @@ impl<T: Element> Adam<T> {
             .zip(state.second_moment.iter_mut());
         for (((p, g), m), v) in leaves {
             Zip::from(p.data_mut())
-                .and(g.as_shared())
+                .and(g.view())
                 .and(m.data_mut())
                 .and(v.data_mut())
                 .for_each(|p, &g, m, v| {

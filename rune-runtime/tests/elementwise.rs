@@ -40,7 +40,7 @@ fn in_layouts<T: Clone + PartialEq + std::fmt::Debug>(
     );
     for t in [&transposed, &reversed, &block, &joined] {
         assert_eq!(t.to_vec(), m.to_vec());
-        assert!(!t.as_shared().is_standard_layout());
+        assert!(!t.is_standard_layout());
     }
     vec![
         ("row-major", m.clone()),
@@ -222,7 +222,7 @@ fn binary_ops_broadcasting_a_row() {
 fn elementwise_results_are_row_major_in_every_layout() {
     #[track_caller]
     fn row_major(what: &str, t: &Tensor<f64>, want: &Tensor<f64>) {
-        assert!(t.as_shared().is_standard_layout(), "{what}");
+        assert!(t.is_standard_layout(), "{what}");
         assert_eq!(t.shape(), want.shape(), "{what}");
         let bits = |t: &Tensor<f64>| t.to_vec().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(t), bits(want), "{what}");

@@ -63,7 +63,7 @@ impl Encoded {
         let size = std::mem::size_of::<T>();
         let mut bytes = Vec::with_capacity(tensor.len() * size);
         // Logical row-major order, whatever the memory layout.
-        for &x in tensor.as_shared() {
+        for &x in tensor.view() {
             x.push_le_bytes(&mut bytes);
         }
         Encoded {

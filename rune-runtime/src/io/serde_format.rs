@@ -26,7 +26,7 @@ impl<T: Serialize> Serialize for Tensor<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut tensor = serializer.serialize_struct("Tensor", 2)?;
         tensor.serialize_field("shape", self.shape())?;
-        tensor.serialize_field("data", &Elements(self.as_shared()))?;
+        tensor.serialize_field("data", &Elements(self.view()))?;
         tensor.end()
     }
 }

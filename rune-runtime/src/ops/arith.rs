@@ -67,7 +67,7 @@ fn row_broadcast_map<T: Element>(
     if rs.len() > fs.len() || !same_shape(&fs[fs.len() - core.len()..], core) {
         return None;
     }
-    let (data, r) = (full.as_shared().as_slice()?, row.as_shared().as_slice()?);
+    let (data, r) = (full.as_slice()?, row.as_slice()?);
     if r.is_empty() {
         return None;
     }
@@ -76,7 +76,7 @@ fn row_broadcast_map<T: Element>(
         out.extend(chunk.iter().zip(r).map(|(&u, &v)| f(u, v)));
     }
     Some(Tensor::from_array(
-        ndarray::ArrayD::from_shape_vec(full.as_shared().raw_dim(), out)
+        ndarray::ArrayD::from_shape_vec(full.view().raw_dim(), out)
             .expect("row_broadcast_map: one element per element of the shape"),
     ))
 }
@@ -225,13 +225,21 @@ macro_rules! assign_ops {
                 // Written in place, a view in another layout (`t`, `flip`, ..) would keep it,
                 // where `a + b` is row-major (see `Tensor::zip_map`), and a fused `a += b` is
                 // `a + b`.
-                if !self.as_shared().is_standard_layout() {
-                    *self = Tensor::from_array(self.as_shared().as_standard_layout().into_owned());
+                if !self.is_standard_layout() {
+                    *self = Tensor::from_array(self.standard_layout().into_owned());
                 }
                 match rhs.operand_of() {
-                    OperandRef::Scalar(s) => self.data_mut().mapv_inplace(|v| v $op s),
+                    OperandRef::Scalar(s) => match self.unique_slice_mut() {
+                        Some(l) => l.iter_mut().for_each(|u| *u = *u $op s),
+                        None => self.data_mut().mapv_inplace(|v| v $op s),
+                    },
                     OperandRef::Tensor(t) if same_shape(t.shape(), self.shape()) => {
-                        let rhs = t.as_shared();
+                        // An inline tensor or storage of its own: no copy-on-write to check.
+                        if let (Some(r), Some(l)) = (t.as_slice(), self.unique_slice_mut()) {
+                            l.iter_mut().zip(r).for_each(|(u, &v)| *u = *u $op v);
+                            return;
+                        }
+                        let rhs = t.view();
                         let lhs = self.data_mut();
                         // Row-major on both sides (the usual case): one loop over the slices.
                         match (lhs.as_slice_mut(), rhs.as_slice()) {

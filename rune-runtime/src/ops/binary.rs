@@ -325,7 +325,7 @@ pub mod rules {
         match (lhs, rhs) {
             (Some(mut l), Some(r)) => {
                 Zip::from(l.data_mut())
-                    .and(r.as_shared())
+                    .and(r.view())
                     .for_each(|u, &v| *u += v);
                 l
             }

@@ -122,7 +122,7 @@ impl<X: Detach, const N: usize> Detach for [X; N] {
 #[must_use]
 pub fn cast_differentiated<T: Element, U: Element>(x: &Tensor<T>) -> Tensor<U> {
     if T::NAME == "Dual" && U::NAME != "Dual" {
-        let drops = x.as_shared().iter().any(|&e| {
+        let drops = x.view().iter().any(|&e| {
             // `e - detach(e)` keeps exactly the tangent parts (at every level of nesting).
             e.to_real().is_finite() && !(e - e.detach()).is_exact_zero()
         });

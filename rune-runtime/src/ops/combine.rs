@@ -21,7 +21,7 @@ use crate::element::Element;
 use crate::element::{OperandOf, OperandRef};
 use crate::error::{checked, checked_size, OrPanic, ShapeError};
 use crate::ops::normalize_axis;
-use crate::tensor::{row_major, Tensor};
+use crate::tensor::{row_major, small, Tensor};
 
 fn shapes_of<T>(tensors: &[&Tensor<T>]) -> Vec<Vec<usize>> {
     tensors.iter().map(|t| t.shape().to_vec()).collect()
@@ -152,6 +152,9 @@ pub fn try_stack<T: Clone>(
     let tensors: Vec<&Tensor<T>> = tensors.iter().map(Borrow::borrow).collect();
     let tensors = &tensors[..];
     let (a, _) = stack_shape(tensors, axis)?;
+    if let Some(t) = small::stack(tensors, a) {
+        return Ok(t);
+    }
     let views: Vec<_> = tensors.iter().map(|t| t.view()).collect();
     let out = ndarray::stack(Axis(a), &views).expect("stack: shapes checked");
     Ok(Tensor::from_array(out))
@@ -246,10 +249,7 @@ fn select<T: Element>(
             )
         })?;
     let dim = IxDyn(&shape);
-    let m = mask
-        .as_shared()
-        .broadcast(dim.clone())
-        .expect("shape checked");
+    let m = mask.broadcast_view(&shape).expect("shape checked");
     let x = av.broadcast(dim.clone()).expect("shape checked");
     let y = bv.broadcast(dim).expect("shape checked");
     Ok(Tensor::from_array(row_major(
@@ -311,7 +311,7 @@ pub mod rules {
             let len = t.shape()[a];
             if let Some(d) = d {
                 out.slice_axis_mut(Axis(a), Slice::from(offset..offset + len))
-                    .assign(d.as_shared());
+                    .assign(&d.view());
             }
             offset += len;
         }
@@ -330,8 +330,7 @@ pub mod rules {
         let a = normalize_axis("concat", axis, g.ndim()).or_panic();
         let offset: usize = sizes[..index].iter().sum();
         Tensor::from_shared(
-            g.as_shared()
-                .clone()
+            g.to_shared()
                 .slice_axis_move(Axis(a), Slice::from(offset..offset + sizes[index])),
         )
     }
@@ -351,7 +350,7 @@ pub mod rules {
         let mut out = ArrayD::zeros(IxDyn(&shape));
         for (i, d) in tangents.iter().enumerate() {
             if let Some(d) = d {
-                out.index_axis_mut(Axis(a), i).assign(d.as_shared());
+                out.index_axis_mut(Axis(a), i).assign(&d.view());
             }
         }
         Tensor::from_array(out)
@@ -361,7 +360,10 @@ pub mod rules {
     #[track_caller]
     pub fn stack_vjp<T: Element>(g: &Tensor<T>, index: usize, axis: isize) -> Tensor<T> {
         let a = normalize_axis("stack", axis, g.ndim()).or_panic();
-        Tensor::from_shared(g.as_shared().clone().index_axis_move(Axis(a), index))
+        if let Some(t) = small::index_axis(g, a, index) {
+            return t;
+        }
+        Tensor::from_shared(g.to_shared().index_axis_move(Axis(a), index))
     }
 
     /// JVP of `y = where_cond(mask, a, b)`: the selected tangent, exactly zero where the selected

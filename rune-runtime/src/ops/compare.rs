@@ -43,7 +43,7 @@ fn try_zip_map<A, B, U>(
 ) -> Result<Tensor<U>, ShapeError> {
     if a.shape() == b.shape() {
         return Ok(Tensor::from_array(
-            Zip::from(a.as_shared()).and(b.as_shared()).map_collect(&f),
+            Zip::from(a.view()).and(b.view()).map_collect(&f),
         ));
     }
     let shape = broadcast_shapes(op, a.shape(), b.shape())?;
@@ -233,26 +233,23 @@ fn try_arg_select<T: Element>(
             ),
         ));
     }
-    Ok(Tensor::from_array(x.as_shared().map_axis(
-        Axis(ax),
-        |lane| {
-            let mut best = lane[0];
-            let mut at = 0;
-            if best.is_nan() {
-                return 0;
+    Ok(Tensor::from_array(x.view().map_axis(Axis(ax), |lane| {
+        let mut best = lane[0];
+        let mut at = 0;
+        if best.is_nan() {
+            return 0;
+        }
+        for (i, &v) in lane.iter().enumerate().skip(1) {
+            if v.is_nan() {
+                return i as i64;
             }
-            for (i, &v) in lane.iter().enumerate().skip(1) {
-                if v.is_nan() {
-                    return i as i64;
-                }
-                if better(v, best) {
-                    best = v;
-                    at = i;
-                }
+            if better(v, best) {
+                best = v;
+                at = i;
             }
-            at as i64
-        },
-    )))
+        }
+        at as i64
+    })))
 }
 
 impl<T: Element> Tensor<T> {

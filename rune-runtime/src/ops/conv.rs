@@ -136,9 +136,9 @@ impl ConvDims {
         out: &mut [T],
         accumulate: bool,
     ) {
-        let xs = x.as_shared().as_standard_layout();
+        let xs = x.standard_layout();
         let xs = xs.as_slice().expect("standard layout is contiguous");
-        let ws = w.as_shared().as_standard_layout();
+        let ws = w.standard_layout();
         let w2 = ws
             .view()
             .into_shape_with_order((self.o, self.win.patch()))
@@ -242,9 +242,9 @@ pub mod rules {
         if is_all_zero(g) {
             return Tensor::zeros(x_shape);
         }
-        let gs = g.as_shared().as_standard_layout();
+        let gs = g.standard_layout();
         let gs = gs.as_slice().expect("standard layout is contiguous");
-        let ws = w.as_shared().as_standard_layout();
+        let ws = w.standard_layout();
         let wt = ws
             .view()
             .into_shape_with_order((d.o, d.win.patch()))
@@ -285,9 +285,9 @@ pub mod rules {
         if is_all_zero(g) {
             return Tensor::zeros(w_shape);
         }
-        let gs = g.as_shared().as_standard_layout();
+        let gs = g.standard_layout();
         let gs = gs.as_slice().expect("standard layout is contiguous");
-        let xs = x.as_shared().as_standard_layout();
+        let xs = x.standard_layout();
         let xs = xs.as_slice().expect("standard layout is contiguous");
         let (img, per) = (d.win.image(), d.o * d.win.positions());
         let mut gw = vec![T::zero(); d.o * d.win.patch()];

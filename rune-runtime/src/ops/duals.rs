@@ -46,8 +46,8 @@ pub fn try_dual_of<T: Element>(
         ));
     }
     Ok(Tensor::from_array(
-        ndarray::Zip::from(x.as_shared())
-            .and(v.as_shared())
+        ndarray::Zip::from(x.view())
+            .and(v.view())
             .map_collect(|&re, &du| Dual::new(re, du)),
     ))
 }

@@ -47,7 +47,7 @@ fn check_indices(
     }
     let len = shape[a];
     if let Some(&bad) = indices
-        .as_shared()
+        .view()
         .iter()
         .find(|&&i| i < 0 || i as u64 >= len as u64)
     {
@@ -76,7 +76,8 @@ impl<T: Clone + Default> Tensor<T> {
     pub fn try_gather(&self, axis: isize, indices: &Tensor<i64>) -> Result<Tensor<T>, ShapeError> {
         let a = check_indices("gather", self.shape(), axis, indices)?;
         let is = indices.shape();
-        let src = self.as_shared().slice_each_axis(|ad| {
+        let view = self.view();
+        let src = view.slice_each_axis(|ad| {
             let i = ad.axis.index();
             if i == a {
                 Slice::from(..)
@@ -86,7 +87,7 @@ impl<T: Clone + Default> Tensor<T> {
         });
         let mut out = ArrayD::<T>::default(IxDyn(is));
         Zip::from(out.lanes_mut(Axis(a)))
-            .and(indices.as_shared().lanes(Axis(a)))
+            .and(indices.view().lanes(Axis(a)))
             .and(src.lanes(Axis(a)))
             .for_each(|out, idx, src| {
                 for (o, &i) in out.into_iter().zip(idx) {
@@ -137,7 +138,7 @@ impl<T: Clone + AddAssign> Tensor<T> {
         }
         let a = check_indices("scatter_add", self.shape(), axis, indices)?;
         let is = indices.shape();
-        let mut out = self.as_shared().to_owned();
+        let mut out = self.view().to_owned();
         {
             let mut dst = out.slice_each_axis_mut(|ad| {
                 let i = ad.axis.index();
@@ -148,8 +149,8 @@ impl<T: Clone + AddAssign> Tensor<T> {
                 }
             });
             Zip::from(dst.lanes_mut(Axis(a)))
-                .and(indices.as_shared().lanes(Axis(a)))
-                .and(updates.as_shared().lanes(Axis(a)))
+                .and(indices.view().lanes(Axis(a)))
+                .and(updates.view().lanes(Axis(a)))
                 .for_each(|mut dst, idx, upd| {
                     for (&i, u) in idx.iter().zip(upd) {
                         dst[i as usize] += u.clone();

@@ -34,7 +34,7 @@ pub(crate) fn gemm<T: Element>(
 /// True when every element is exactly zero: such a tangent or cotangent gives an exact zero
 /// (a strong zero) without entering a product, where `0 * inf` would make `NaN`.
 pub(crate) fn is_all_zero<T: Element>(t: &Tensor<T>) -> bool {
-    t.as_shared().iter().all(|v| v.is_exact_zero())
+    t.view().iter().all(|v| v.is_exact_zero())
 }
 
 /// The geometry of `a · b`: 1-D operands promoted to `[1, k]` (left) and `[k, 1]` (right),
@@ -184,7 +184,7 @@ impl<'a, T: Element> Stack<'a, T> {
         let data = if count == 1 && t.ndim() == 2 {
             CowArray::from(t.view())
         } else {
-            t.as_shared().as_standard_layout()
+            t.standard_layout()
         };
         Stack {
             data,

@@ -82,7 +82,7 @@ impl<T: Element> Tensor<T> {
     pub fn try_max_pool2d(&self, kernel: usize, stride: usize) -> Result<Tensor<T>, ShapeError> {
         let d = pool_window("max_pool2d", self.shape(), kernel, stride)?;
         let y_shape = d.out_shape(d.c);
-        let xs = self.as_shared().as_standard_layout();
+        let xs = self.standard_layout();
         let xs = xs.as_slice().expect("standard layout is contiguous");
         let mut out = vec![T::zero(); y_shape.iter().product()];
         d.for_each_window(|base, o| {
@@ -118,7 +118,7 @@ impl<T: Element> Tensor<T> {
     pub fn try_avg_pool2d(&self, kernel: usize, stride: usize) -> Result<Tensor<T>, ShapeError> {
         let d = pool_window("avg_pool2d", self.shape(), kernel, stride)?;
         let y_shape = d.out_shape(d.c);
-        let xs = self.as_shared().as_standard_layout();
+        let xs = self.standard_layout();
         let xs = xs.as_slice().expect("standard layout is contiguous");
         let count = T::from_f64((kernel * kernel) as f64);
         let mut out = vec![T::zero(); y_shape.iter().product()];
@@ -163,11 +163,11 @@ pub mod rules {
         let y_shape = d.out_shape(d.c);
         check("max_pool2d", &d, "the output", y, &y_shape);
         check("max_pool2d", &d, "the tangent", dx, x.shape());
-        let xs = x.as_shared().as_standard_layout();
+        let xs = x.standard_layout();
         let xs = xs.as_slice().expect("standard layout is contiguous");
-        let ys = y.as_shared().as_standard_layout();
+        let ys = y.standard_layout();
         let ys = ys.as_slice().expect("standard layout is contiguous");
-        let ds = dx.as_shared().as_standard_layout();
+        let ds = dx.standard_layout();
         let ds = ds.as_slice().expect("standard layout is contiguous");
         let mut out = vec![T::zero(); y_shape.iter().product()];
         d.for_each_window(|base, o| {
@@ -198,11 +198,11 @@ pub mod rules {
         let y_shape = d.out_shape(d.c);
         check("max_pool2d", &d, "the output", y, &y_shape);
         check("max_pool2d", &d, "the cotangent", g, &y_shape);
-        let xs = x.as_shared().as_standard_layout();
+        let xs = x.standard_layout();
         let xs = xs.as_slice().expect("standard layout is contiguous");
-        let ys = y.as_shared().as_standard_layout();
+        let ys = y.standard_layout();
         let ys = ys.as_slice().expect("standard layout is contiguous");
-        let gs = g.as_shared().as_standard_layout();
+        let gs = g.standard_layout();
         let gs = gs.as_slice().expect("standard layout is contiguous");
         let mut gx = vec![T::zero(); xs.len()];
         d.for_each_window(|base, o| {
@@ -249,7 +249,7 @@ pub mod rules {
         let d = pool_window("avg_pool2d", x_shape, kernel, stride).or_panic();
         let y_shape = d.out_shape(d.c);
         check("avg_pool2d", &d, "the cotangent", g, &y_shape);
-        let gs = g.as_shared().as_standard_layout();
+        let gs = g.standard_layout();
         let gs = gs.as_slice().expect("standard layout is contiguous");
         let count = T::from_f64((kernel * kernel) as f64);
         let mut gx = vec![T::zero(); x_shape.iter().product()];

@@ -387,7 +387,7 @@ fn chooser_mask<T: Element>(
     keepdims: bool,
 ) -> (ArrayD<T>, ArrayD<T>) {
     let yk = expand_back(op, y.view(), x.shape(), axes, keepdims);
-    let mask = Zip::from(x.as_shared())
+    let mask = Zip::from(x.view())
         .and_broadcast(&yk)
         .map_collect(|&xv, &yv| if chosen(xv, yv) { T::one() } else { T::zero() });
     let counts = sum_view(mask.view(), axes, true);
@@ -485,7 +485,7 @@ impl<T: Element> Tensor<T> {
     /// The product of all elements, as a 0-d tensor.
     #[must_use]
     pub fn prod(&self) -> Tensor<T> {
-        Tensor::scalar(self.as_shared().product())
+        Tensor::scalar(self.view().product())
     }
 
     /// `ln(sum(exp(x)))` over all elements, as a 0-d tensor, computed stably.
@@ -660,7 +660,7 @@ pub mod rules {
     ) -> Tensor<T> {
         let (mut picked, counts) = chooser_mask(op, x, y, axes, keepdims);
         Zip::from(&mut picked)
-            .and(dx.as_shared())
+            .and(dx.view())
             .for_each(|p, &d| *p = if p.is_exact_zero() { T::zero() } else { d });
         let mean = Zip::from(&sum_view(picked.view(), axes, true))
             .and(&counts)
@@ -705,7 +705,7 @@ pub mod rules {
     ) -> Tensor<T> {
         let mut others = exclusive_prod(x.view(), axes);
         Zip::from(&mut others)
-            .and(dx.as_shared())
+            .and(dx.view())
             .for_each(|o, &d| *o = strong_mul(d, *o));
         Tensor::from_array(sum_view(others.view(), axes, keepdims))
     }
@@ -756,7 +756,7 @@ pub mod rules {
         expand_back(op, y.view(), x.shape(), axes, keepdims);
         let mut t = logsumexp_weights(x.view(), axes);
         Zip::from(&mut t)
-            .and(dx.as_shared())
+            .and(dx.view())
             .for_each(|t, &d| *t = strong_mul(d, *t));
         Tensor::from_array(sum_view(t.view(), axes, keepdims))
     }
@@ -996,7 +996,7 @@ pub mod rules {
         let (mut d, n) = deviations(x.view(), axes);
         let c = T::from_f64(2.0) / var_divisor::<T>(n, ddof);
         Zip::from(&mut d)
-            .and(dx.as_shared())
+            .and(dx.view())
             .for_each(|d, &t| *d = strong_mul(t, *d));
         Tensor::from_array(sum_view(d.view(), axes, keepdims).mapv_into(|s| strong_mul(s, c)))
     }
@@ -1043,11 +1043,11 @@ pub mod rules {
         let (mut d, n) = deviations(x.view(), axes);
         let c = var_divisor::<T>(n, ddof);
         Zip::from(&mut d)
-            .and(dx.as_shared())
+            .and(dx.view())
             .for_each(|d, &t| *d = strong_mul(t, *d));
         let mut s = sum_view(d.view(), axes, keepdims);
         Zip::from(&mut s)
-            .and(y.as_shared())
+            .and(y.view())
             .for_each(|s, &y| *s = strong_mul(*s, std_scale(y, c)));
         Tensor::from_array(s)
     }

@@ -37,7 +37,7 @@ fn scan_inplace<T: Element>(mut v: ArrayViewMutD<'_, T>, axis: Axis, f: impl Fn(
 
 /// The inclusive scan of `x` along `axis` with `f`.
 fn scan<T: Element>(x: &Tensor<T>, axis: usize, f: impl Fn(T, T) -> T) -> Tensor<T> {
-    let mut out = x.as_shared().to_owned();
+    let mut out = x.view().to_owned();
     scan_inplace(out.view_mut(), Axis(axis), f);
     Tensor::from_array(out)
 }
@@ -62,7 +62,7 @@ fn running_logsumexp<T: Element>(x: &Tensor<T>, axis: Axis) -> (ArrayD<T>, Array
     let mut s = ArrayD::zeros(x.shape());
     Zip::from(m.lanes_mut(axis))
         .and(s.lanes_mut(axis))
-        .and(x.as_shared().lanes(axis))
+        .and(x.view().lanes(axis))
         .for_each(|mut m_out, mut s_out, x| {
             let (mut m, mut s) = (T::neg_infinity(), T::zero());
             for ((m_out, s_out), &v) in m_out.iter_mut().zip(s_out.iter_mut()).zip(x) {
@@ -187,7 +187,7 @@ pub mod rules {
     #[track_caller]
     pub fn cumsum_vjp<T: Element>(g: &Tensor<T>, axis: isize) -> Tensor<T> {
         let axis = Axis(axis_of("cumsum_vjp", axis, g.shape()));
-        let mut out = g.as_shared().to_owned();
+        let mut out = g.view().to_owned();
         let mut reversed = out.view_mut();
         reversed.invert_axis(axis);
         scan_inplace(reversed, axis, |a, b| a + b);
@@ -208,7 +208,7 @@ pub mod rules {
                 Zip::from(&mut dy_prev)
                     .and(&mut y_prev)
                     .and(xv.index_axis(ax, i))
-                    .and(dx.as_shared().index_axis(ax, i))
+                    .and(dx.view().index_axis(ax, i))
                     .for_each(|dy, y, &x, &d| {
                         *dy = strong_mul(*dy, x) + strong_mul(d, *y);
                         *y *= x;
@@ -219,7 +219,7 @@ pub mod rules {
         }
         Zip::from(out.lanes_mut(ax))
             .and(xv.lanes(ax))
-            .and(dx.as_shared().lanes(ax))
+            .and(dx.view().lanes(ax))
             .for_each(|mut o, x, dx| {
                 let mut y_prev = T::one();
                 let mut dy_prev = T::zero();
@@ -304,8 +304,8 @@ pub mod rules {
         let ax = Axis(axis_of("logcumsumexp_jvp", axis, x.shape()));
         let mut out = ArrayD::zeros(x.shape());
         Zip::from(out.lanes_mut(ax))
-            .and(x.as_shared().lanes(ax))
-            .and(dx.as_shared().lanes(ax))
+            .and(x.view().lanes(ax))
+            .and(dx.view().lanes(ax))
             .for_each(|mut o, x, dx| {
                 let (mut m, mut s, mut t) = (T::neg_infinity(), T::zero(), T::zero());
                 for ((o, &v), &d) in o.iter_mut().zip(x).zip(dx) {
@@ -333,8 +333,8 @@ pub mod rules {
         let (m, s) = running_logsumexp(x, ax);
         let mut out = ArrayD::zeros(x.shape());
         Zip::from(out.lanes_mut(ax))
-            .and(g.as_shared().lanes(ax))
-            .and(x.as_shared().lanes(ax))
+            .and(g.view().lanes(ax))
+            .and(x.view().lanes(ax))
             .and(m.lanes(ax))
             .and(s.lanes(ax))
             .for_each(|mut o, g, x, m, s| {

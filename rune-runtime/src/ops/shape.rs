@@ -15,7 +15,7 @@ use crate::broadcast::{broadcast_view, materialize, same_shape, sum_to_shape};
 use crate::element::Element;
 use crate::error::{checked_size, OrPanic, ShapeError};
 use crate::ops::normalize_axis;
-use crate::tensor::Tensor;
+use crate::tensor::{small, Tensor};
 
 /// `axis` (negative counts from the end) as the position of a new axis among `ndim + 1`.
 fn insert_position(op: &'static str, axis: isize, shape: &[usize]) -> Result<usize, ShapeError> {
@@ -96,7 +96,10 @@ impl<T: Clone> Tensor<T> {
         if same_shape(self.shape(), shape) {
             return Ok(self.clone());
         }
-        let data = self.as_shared();
+        if let Some(t) = small::relabel(self, shape) {
+            return Ok(t);
+        }
+        let data = self.to_shared();
         let row_major = if data.is_standard_layout() {
             data.clone()
         } else {
@@ -122,7 +125,7 @@ impl<T: Clone> Tensor<T> {
     pub fn try_permute(&self, perm: &[usize]) -> Result<Tensor<T>, ShapeError> {
         check_permutation("permute", perm, self.shape())?;
         Ok(Tensor::from_shared(
-            self.as_shared().clone().permuted_axes(IxDyn(perm)),
+            self.to_shared().permuted_axes(IxDyn(perm)),
         ))
     }
 
@@ -148,7 +151,7 @@ impl<T: Clone> Tensor<T> {
                 ),
             ));
         }
-        let mut data = self.as_shared().clone();
+        let mut data = self.to_shared();
         data.swap_axes(n - 2, n - 1);
         Ok(Tensor::from_shared(data))
     }
@@ -192,9 +195,12 @@ impl<T: Clone> Tensor<T> {
     /// Like [`Tensor::expand_dims`], returning an error when `axis` is out of range.
     pub fn try_expand_dims(&self, axis: isize) -> Result<Tensor<T>, ShapeError> {
         let a = insert_position("expand_dims", axis, self.shape())?;
-        Ok(Tensor::from_shared(
-            self.as_shared().clone().insert_axis(Axis(a)),
-        ))
+        let mut shape = self.shape().to_vec();
+        shape.insert(a, 1);
+        if let Some(t) = small::relabel(self, &shape) {
+            return Ok(t);
+        }
+        Ok(Tensor::from_shared(self.to_shared().insert_axis(Axis(a))))
     }
 
     /// The length-1 axis `axis` removed (a view).
@@ -225,8 +231,14 @@ impl<T: Clone> Tensor<T> {
                 ),
             ));
         }
+        // A length-1 axis removed: the same elements in the same row-major order.
+        let mut shape = self.shape().to_vec();
+        shape.remove(a);
+        if let Some(t) = small::relabel(self, &shape) {
+            return Ok(t);
+        }
         Ok(Tensor::from_shared(
-            self.as_shared().clone().index_axis_move(Axis(a), 0),
+            self.to_shared().index_axis_move(Axis(a), 0),
         ))
     }
 }

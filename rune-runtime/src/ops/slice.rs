@@ -9,7 +9,7 @@ use ndarray::{ArrayD, Axis, IxDyn, Slice};
 use crate::element::Element;
 use crate::error::{checked, checked_size, OrPanic, ShapeError};
 use crate::ops::window::{Misfit, Window};
-use crate::tensor::Tensor;
+use crate::tensor::{small, Tensor};
 
 /// Checks that `ranges` gives one entry per axis of `shape`.
 fn check_rank(
@@ -57,7 +57,10 @@ impl<T: Clone> Tensor<T> {
                 ));
             }
         }
-        let mut data = self.as_shared().clone();
+        if let Some(t) = small::shrink(self, ranges) {
+            return Ok(t);
+        }
+        let mut data = self.to_shared();
         data.slice_each_axis_inplace(|ad| {
             let (start, end) = ranges[ad.axis.index()];
             Slice::from(start..end)
@@ -101,13 +104,16 @@ impl<T: Clone> Tensor<T> {
         checked_size::<T>("pad", &padded, || {
             format!("padding {ranges:?} of shape {shape:?}")
         })?;
+        if let Some(t) = small::pad(self, ranges, &fill) {
+            return Ok(t);
+        }
         let mut out = ArrayD::from_elem(IxDyn(&padded), fill);
         out.slice_each_axis_mut(|ad| {
             let i = ad.axis.index();
             let before = ranges[i].0;
             Slice::from(before..before + shape[i])
         })
-        .assign(self.as_shared());
+        .assign(&self.view());
         Ok(Tensor::from_array(out))
     }
 
@@ -136,7 +142,7 @@ impl<T: Clone> Tensor<T> {
                 ));
             }
         }
-        let mut data = self.as_shared().clone();
+        let mut data = self.to_shared();
         for &a in axes {
             data.invert_axis(Axis(a));
         }
@@ -236,7 +242,7 @@ impl<T: Element> Tensor<T> {
             ));
         };
         let g = unfold_window("unfold", [n, c, h, w], kernel, stride, dilation, padding)?;
-        let x = self.as_shared().as_standard_layout();
+        let x = self.standard_layout();
         let xs = x.as_slice().expect("standard layout is contiguous");
         let l = g.positions();
         let kk = checked("unfold", kernel.checked_mul(kernel), || {
@@ -332,7 +338,7 @@ impl<T: Element> Tensor<T> {
                 ),
             ));
         }
-        let cols = self.as_shared().as_standard_layout();
+        let cols = self.standard_layout();
         let cs = cols.as_slice().expect("standard layout is contiguous");
         let size = checked_size::<T>("fold", &[n, c, h, w], || {
             format!("output_size {output_size:?} for shape {shape:?}")

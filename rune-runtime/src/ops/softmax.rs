@@ -16,14 +16,14 @@ fn softmax_along<T: Element>(x: &Tensor<T>, axis: usize, log: bool) -> Tensor<T>
     let ax = Axis(axis);
     if !along_lanes(&x.view(), ax) {
         let m = stable_shift(x.view(), &[axis]);
-        let mut e = Zip::from(x.as_shared())
+        let mut e = Zip::from(x.view())
             .and_broadcast(&m)
             .map_collect(|&v, &m| (v - m).vexp());
         let s = sum_view(e.view(), &[axis], true);
         if log {
             let ln_s = s.mapv_into(|s| s.vln());
             Zip::from(&mut e)
-                .and(x.as_shared())
+                .and(x.view())
                 .and_broadcast(&m)
                 .and_broadcast(&ln_s)
                 .for_each(|e, &v, &m, &ln_s| *e = (v - m) - ln_s);
@@ -34,7 +34,7 @@ fn softmax_along<T: Element>(x: &Tensor<T>, axis: usize, log: bool) -> Tensor<T>
         }
         return Tensor::from_array(e);
     }
-    let mut out = x.as_shared().to_owned();
+    let mut out = x.view().to_owned();
     Zip::from(out.lanes_mut(ax)).for_each(|mut line| {
         let m = max_of(line.view());
         // An infinite maximum would turn `x - m` into NaN where `x == m`.
@@ -109,19 +109,19 @@ pub mod rules {
     fn softmax_apply<T: Element>(t: &Tensor<T>, y: &Tensor<T>, axis: usize) -> Tensor<T> {
         let ax = Axis(axis);
         if !along_lanes(&y.view(), ax) {
-            let mut out = Zip::from(t.as_shared())
-                .and(y.as_shared())
+            let mut out = Zip::from(t.view())
+                .and(y.view())
                 .map_collect(|&t, &y| strong_mul(t, y));
             let s = sum_view(out.view(), &[axis], true);
             Zip::from(&mut out)
-                .and(y.as_shared())
+                .and(y.view())
                 .and_broadcast(&s)
                 .for_each(|o, &y, &s| *o -= strong_mul(s, y));
             return Tensor::from_array(out);
         }
-        let mut out = t.as_shared().to_owned();
+        let mut out = t.view().to_owned();
         Zip::from(out.lanes_mut(ax))
-            .and(y.as_shared().lanes(ax))
+            .and(y.view().lanes(ax))
             .for_each(|mut o, y| {
                 let mut s = T::zero();
                 for (o, &y) in o.iter_mut().zip(y) {
@@ -153,19 +153,19 @@ pub mod rules {
         let axis = axis_of("log_softmax_jvp", axis, y);
         let ax = Axis(axis);
         if !along_lanes(&y.view(), ax) {
-            let e: ArrayD<T> = Zip::from(dx.as_shared())
-                .and(y.as_shared())
+            let e: ArrayD<T> = Zip::from(dx.view())
+                .and(y.view())
                 .map_collect(|&d, &y| strong_mul(d, y.vexp()));
             let s = sum_view(e.view(), &[axis], true);
             return Tensor::from_array(
-                Zip::from(dx.as_shared())
+                Zip::from(dx.view())
                     .and_broadcast(&s)
                     .map_collect(|&d, &s| d - s),
             );
         }
-        let mut out = dx.as_shared().to_owned();
+        let mut out = dx.view().to_owned();
         Zip::from(out.lanes_mut(ax))
-            .and(y.as_shared().lanes(ax))
+            .and(y.view().lanes(ax))
             .for_each(|mut o, y| {
                 let s = o
                     .iter()
@@ -184,15 +184,15 @@ pub mod rules {
         if !along_lanes(&y.view(), ax) {
             let s = sum_view(g.view(), &[axis], true);
             return Tensor::from_array(
-                Zip::from(g.as_shared())
-                    .and(y.as_shared())
+                Zip::from(g.view())
+                    .and(y.view())
                     .and_broadcast(&s)
                     .map_collect(|&g, &y, &s| g - strong_mul(s, y.vexp())),
             );
         }
-        let mut out = g.as_shared().to_owned();
+        let mut out = g.view().to_owned();
         Zip::from(out.lanes_mut(ax))
-            .and(y.as_shared().lanes(ax))
+            .and(y.view().lanes(ax))
             .for_each(|mut o, y| {
                 let s = o.sum();
                 for (o, &y) in o.iter_mut().zip(y) {

@@ -224,7 +224,7 @@ fn pulled<T: Element>(
     let av = broadcast_view(op, a, shape).or_panic();
     let bv = broadcast_view(op, b, shape).or_panic();
     Tensor::from_array(
-        Zip::from(g.as_shared())
+        Zip::from(g.view())
             .and(&av)
             .and(&bv)
             .map_collect(|&g, &a, &b| strong_mul(g, partial(a, b))),

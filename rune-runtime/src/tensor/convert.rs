@@ -3,7 +3,7 @@
 
 use ndarray::{ArcArray, Array, ArrayBase, ArrayD, ArrayViewD, Data, Dimension, IxDyn};
 
-use super::Tensor;
+use super::{Repr, Tensor};
 
 impl<T> Tensor<T> {
     /// A read-only ndarray view of the data, without copying: the same as [`Tensor::view`].
@@ -18,14 +18,7 @@ impl<T> Tensor<T> {
     /// ```
     #[inline]
     pub fn as_array(&self) -> ArrayViewD<'_, T> {
-        self.data.view()
-    }
-
-    /// The elements as one row-major slice, without copying, when they are stored that way
-    /// (every tensor an op returns is); `None` otherwise.
-    #[inline]
-    pub fn as_slice(&self) -> Option<&[T]> {
-        self.data.as_slice()
+        self.view()
     }
 }
 
@@ -40,7 +33,13 @@ impl<T: Clone> Tensor<T> {
     /// assert_eq!(a.as_slice().unwrap(), &[1.0, 2.0]);
     /// ```
     pub fn into_array(self) -> ArrayD<T> {
-        self.data.into_owned()
+        match self.repr {
+            Repr::Shared(a) => a.into_owned(),
+            Repr::Inline(i) => {
+                let shape = IxDyn(i.shape());
+                ArrayD::from_shape_vec(shape, i.data.into_iter().collect()).expect("inline")
+            }
+        }
     }
 
     /// The elements in row-major order, without copying when this tensor is the only owner of

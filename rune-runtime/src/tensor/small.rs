@@ -1,0 +1,160 @@
+//! The shape ops on tensors held inline ([`INLINE`] elements or fewer): slicing, padding,
+//! stacking and the axis changes of `squeeze`/`expand_dims`/`reshape`, written as index
+//! arithmetic over row-major slices instead of ndarray's dynamic-rank views, whose set-up costs
+//! more than the copy on a handful of elements.
+//!
+//! Each function returns `None` where it does not apply (a result too large to be held inline,
+//! an operand not stored row-major, more axes than an inline tensor has); the op then takes its
+//! general path, which gives the same values. The ops that return views (`shrink`, `squeeze`,
+//! ..) take these paths only for a tensor held inline: of shared storage they still return a
+//! view of it, in its layout, without copying.
+
+use arrayvec::ArrayVec;
+
+use super::{fits_inline, Tensor, INLINE, INLINE_AXES};
+
+/// `shape` and `ranges` padded with leading axes of length 1 to [`INLINE_AXES`] axes.
+type Box4 = ([usize; INLINE_AXES], [(usize, usize); INLINE_AXES]);
+
+fn box4(shape: &[usize], ranges: impl Fn(usize) -> (usize, usize)) -> Option<Box4> {
+    let lead = INLINE_AXES.checked_sub(shape.len())?;
+    let mut dims = [1; INLINE_AXES];
+    let mut boxed = [(0, 1); INLINE_AXES];
+    for (k, &d) in shape.iter().enumerate() {
+        dims[lead + k] = d;
+        boxed[lead + k] = ranges(k);
+    }
+    Some((dims, boxed))
+}
+
+/// Calls `visit(offset, run)` for each run of the innermost axis of the box `ranges` in a
+/// row-major array of shape `dims`, in row-major order: `offset` is the run's first element in
+/// the array, `run` its length.
+#[inline]
+fn for_runs((dims, ranges): Box4, mut visit: impl FnMut(usize, usize)) {
+    let s2 = dims[3];
+    let s1 = s2 * dims[2];
+    let s0 = s1 * dims[1];
+    let run = ranges[3].1 - ranges[3].0;
+    for i in ranges[0].0..ranges[0].1 {
+        for j in ranges[1].0..ranges[1].1 {
+            for k in ranges[2].0..ranges[2].1 {
+                visit(i * s0 + j * s1 + k * s2 + ranges[3].0, run);
+            }
+        }
+    }
+}
+
+/// The sub-tensor `ranges` of `t` (one `(start, end)` per axis, checked by the caller).
+pub(crate) fn shrink<T: Clone>(t: &Tensor<T>, ranges: &[(usize, usize)]) -> Option<Tensor<T>> {
+    if !t.is_inline() || ranges.len() > INLINE_AXES {
+        return None;
+    }
+    let shape: ArrayVec<usize, INLINE_AXES> = ranges.iter().map(|&(s, e)| e - s).collect();
+    if !fits_inline(&shape, shape.iter().product()) {
+        return None;
+    }
+    let src = t.as_slice()?;
+    let mut out = ArrayVec::new();
+    for_runs(box4(t.shape(), |k| ranges[k])?, |at, run| {
+        out.extend(src[at..at + run].iter().cloned());
+    });
+    Some(Tensor::inline(out, &shape))
+}
+
+/// `t` with `ranges[i].0` elements of `fill` before and `ranges[i].1` after it along axis `i`.
+pub(crate) fn pad<T: Clone>(
+    t: &Tensor<T>,
+    ranges: &[(usize, usize)],
+    fill: &T,
+) -> Option<Tensor<T>> {
+    let shape = t.shape();
+    if shape.len() > INLINE_AXES {
+        return None;
+    }
+    let padded: ArrayVec<usize, INLINE_AXES> = shape
+        .iter()
+        .zip(ranges)
+        .map(|(&d, &(before, after))| before.checked_add(d)?.checked_add(after))
+        .collect::<Option<_>>()?;
+    let len = padded.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?;
+    if !fits_inline(&padded, len) {
+        return None;
+    }
+    let src = t.as_slice()?;
+    let mut out: ArrayVec<T, INLINE> = (0..len).map(|_| fill.clone()).collect();
+    let mut read = 0;
+    for_runs(
+        box4(&padded, |k| (ranges[k].0, ranges[k].0 + shape[k]))?,
+        |at, run| {
+            out[at..at + run].clone_from_slice(&src[read..read + run]);
+            read += run;
+        },
+    );
+    Some(Tensor::inline(out, &padded))
+}
+
+/// The element `index` of axis `axis` of `t`, with that axis removed.
+pub(crate) fn index_axis<T: Clone>(t: &Tensor<T>, axis: usize, index: usize) -> Option<Tensor<T>> {
+    if !t.is_inline() {
+        return None;
+    }
+    let mut shape: ArrayVec<usize, INLINE_AXES> = t.shape().iter().copied().collect();
+    let one = shrink(t, &range_at(t.shape(), axis, index)?)?;
+    shape.remove(axis);
+    relabel(&one, &shape)
+}
+
+/// Every axis's whole range, and `index..index + 1` at `axis`.
+fn range_at(
+    shape: &[usize],
+    axis: usize,
+    index: usize,
+) -> Option<ArrayVec<(usize, usize), INLINE_AXES>> {
+    if shape.len() > INLINE_AXES {
+        return None;
+    }
+    let mut ranges: ArrayVec<(usize, usize), INLINE_AXES> = shape.iter().map(|&d| (0, d)).collect();
+    *ranges.get_mut(axis)? = (index, index + 1);
+    Some(ranges)
+}
+
+/// `t`'s row-major elements under another shape of as many elements (`squeeze`,
+/// `expand_dims`, `reshape`).
+pub(crate) fn relabel<T: Clone>(t: &Tensor<T>, shape: &[usize]) -> Option<Tensor<T>> {
+    if !t.is_inline() || !fits_inline(shape, t.len()) {
+        return None;
+    }
+    Some(Tensor::inline(
+        t.as_slice()?.iter().cloned().collect(),
+        shape,
+    ))
+}
+
+/// The tensors (all of one shape, checked by the caller) stacked along a new axis `axis`.
+pub(crate) fn stack<T: Clone>(tensors: &[&Tensor<T>], axis: usize) -> Option<Tensor<T>> {
+    let first = tensors.first()?;
+    if tensors.len() > INLINE {
+        return None;
+    }
+    let mut shape: ArrayVec<usize, INLINE_AXES> = ArrayVec::new();
+    shape.try_extend_from_slice(first.shape()).ok()?;
+    shape.try_insert(axis, tensors.len()).ok()?;
+    if !fits_inline(&shape, first.len().checked_mul(tensors.len())?) {
+        return None;
+    }
+    let slices: ArrayVec<&[T], INLINE> = tensors
+        .iter()
+        .map(|t| t.as_slice())
+        .collect::<Option<_>>()?;
+    // Each tensor contributes `inner` elements in turn, `outer` times.
+    let inner: usize = first.shape()[axis..].iter().product();
+    let outer: usize = first.shape()[..axis].iter().product();
+    let mut out = ArrayVec::new();
+    for o in 0..outer {
+        for s in &slices {
+            out.extend(s[o * inner..(o + 1) * inner].iter().cloned());
+        }
+    }
+    Some(Tensor::inline(out, &shape))
+}
