@@ -92,7 +92,7 @@ pub fn sum_to_shape<T: Element>(g: &Tensor<T>, shape: &[usize]) -> Tensor<T> {
         gs.len() >= shape.len(),
         "sum_to_shape: shape {shape:?} has more axes than the gradient's {gs:?}"
     );
-    if let Some(rows_summed) = sum_leading_rows(g, shape) {
+    if let Some(rows_summed) = sum_row_stacks(g, shape) {
         return rows_summed;
     }
     let lead = gs.len() - shape.len();
@@ -115,31 +115,53 @@ pub fn sum_to_shape<T: Element>(g: &Tensor<T>, shape: &[usize]) -> Tensor<T> {
     Tensor::from_array(acc.into_owned())
 }
 
-/// The common case of [`sum_to_shape`], a bias's gradient (`[batch, n]` to `[n]` or `[1, n]`):
-/// when `g` is in standard layout and every summed axis comes before every kept one, `g` is a
-/// stack of rows of the result's length, added up in one pass over its slice. `None` when the
-/// axes do not fall that way (or `g` is not in standard layout).
-fn sum_leading_rows<T: Element>(g: &Tensor<T>, shape: &[usize]) -> Option<Tensor<T>> {
+/// The common cases of [`sum_to_shape`]: when `g` is in standard layout and the summed axes
+/// are consecutive (counting axes of length one as either kind), `g` folds to `[a, r, c]` and
+/// the result to `[a, c]`, each of whose `a` blocks is the sum of a stack of `r` rows of `c`,
+/// added up in one pass over its slice. A bias's gradient (`[batch, n]` to `[n]` or `[1, n]`)
+/// is `a = 1`; the gradient of a broadcast across a middle axis (`[n, n, 3]` to `[n, 1, 3]`,
+/// the operand `x.expand_dims(1)` of pairwise differences) has `c = 3`. `None` when the summed
+/// axes are not consecutive (or `g` is not in standard layout).
+fn sum_row_stacks<T: Element>(g: &Tensor<T>, shape: &[usize]) -> Option<Tensor<T>> {
     let gs = g.shape();
     let lead = gs.len() - shape.len();
     // The target shape right-aligned to g's axes, with 1 for the axes it lacks.
     let target = |axis: usize| if axis < lead { 1 } else { shape[axis - lead] };
-    let mut kept_from = gs.len();
-    while kept_from > 0 && target(kept_from - 1) == gs[kept_from - 1] {
-        kept_from -= 1;
+    // 0: before the summed axes, 1: among them, 2: after them.
+    let (mut phase, mut r, mut c) = (0, 1usize, 1usize);
+    for (axis, &len) in gs.iter().enumerate() {
+        let t = target(axis);
+        if len == 1 && t == 1 {
+            continue;
+        }
+        if t == len {
+            if phase == 1 {
+                phase = 2;
+            }
+            if phase == 2 {
+                c *= len;
+            }
+        } else if t == 1 && phase < 2 {
+            phase = 1;
+            r *= len;
+        } else {
+            return None;
+        }
     }
-    if (0..kept_from).any(|axis| target(axis) != 1) {
-        return None;
-    }
-    let row_len: usize = gs[kept_from..].iter().product();
     let data = g.as_slice()?;
-    if row_len == 0 || data.is_empty() {
+    if r == 0 || c == 0 || data.is_empty() {
         return Some(Tensor::zeros(shape));
     }
-    let sum = if row_len == 1 {
+    let sum = if c == 1 && data.len() == r {
         vec![pairwise_sum(data)]
+    } else if c == 1 {
+        data.chunks_exact(r).map(pairwise_sum).collect()
     } else {
-        sum_rows(data, row_len)
+        let mut sum = Vec::with_capacity(data.len() / r);
+        for stack in data.chunks_exact(r * c) {
+            sum.extend(sum_rows(stack, c));
+        }
+        sum
     };
     Some(Tensor::from_vec(sum, shape))
 }

@@ -19,15 +19,19 @@
 //!   derivatives in that pass too.
 //! - [`fused_reduce_axes`], [`fused_reduce_axes_jvp`], [`fused_reduce_axes_vjp`]: `sum_axes` or
 //!   `mean_axes` of the region, in the same pass when the axes are the last ones; the backward
-//!   pass spreads the cotangent over the reduced axes and recomputes the region.
+//!   pass spreads the cotangent over the reduced axes and recomputes the region. Lanes of at
+//!   most a block are evaluated a whole number of lanes at a time, so that each block's lanes
+//!   are summed where they lie (`Lanes::push_whole`), the short ones by an unrolled loop.
 //!
 //! The inputs are tensors or scalars ([`OperandRef`]). The region's shape is the broadcast of
 //! its tensor inputs' shapes, which is the shape of its result: every op of the tree broadcasts
 //! the shapes of the inputs below it. The elements are processed in blocks of [`BLOCK`] (of 16
 //! for regions of at most 16 elements), each input's block copied into a local array: an input
 //! of the region's shape is read from its data, one broadcast along leading axes only (a bias)
-//! is read over and over in place, and any other is copied once, broadcast, with a strided
-//! assign. When every input has the region's shape in row-major order, the broadcasting is not
+//! is read over and over in place, one in row-major order broadcast along any one run of
+//! consecutive axes (`[n, 1, 3]` against `[n, n, 3]`, a reduction's cotangent `[n, 1]` spread
+//! over its lanes) is read in place by row (`Tile`), and any other is copied once,
+//! broadcast, with a strided assign. When every input has the region's shape in row-major order, the broadcasting is not
 //! worked out at all, and the cotangents need no reduction. The loops run under
 //! [`vectorised`], so that the closure, its scalar forms and the math kernels of
 //! [`crate::vmath`] inlined into them are compiled for the CPU's vector instructions. Each
@@ -77,8 +81,158 @@ enum Source<'a, T> {
     Slice(&'a [T]),
     /// Data repeated along the region's leading axes, in row-major order.
     Cycle(&'a [T]),
+    /// Data broadcast along a run of the region's middle axes ([`Tile`]), read in place.
+    Tile(Tile<'a, T>),
     /// A copy of a tensor broadcast to the region's shape.
     Owned(Vec<T>),
+}
+
+/// A tensor in row-major order broadcast along one run of consecutive axes of the region: the
+/// region's shape folds to `[a, r, c]` and the tensor's to `[a, 1, c]`, so that element
+/// `(i, j, k)` of the region is element `i * c + k` of the data. `[512, 1, 3]` against
+/// `[512, 512, 3]` is a row of three repeated 512 times per body (`c = 3`); a reduction's
+/// cotangent `[n, 1]` spread over lanes `[n, 3]` is each element three times (`c = 1`); a bias
+/// is `a = 1` and a tensor of the region's shape `r = 1`, though those are read as
+/// [`Source::Cycle`] and [`Source::Slice`].
+///
+/// A block of a short row (`c` below [`SHORT_ROW`]) is mostly the row over and over, which
+/// would take a copy of a few elements at a time; when the region repeats each row enough for
+/// it to pay (`r * c` at least [`TILE_REUSE`] times a tile's length), each row is laid out once
+/// repeated over a tile of `SUM_BLOCK + c` elements (`tiles`), and a block within one row is
+/// one copy from its tile.
+struct Tile<'a, T> {
+    data: &'a [T],
+    r: usize,
+    c: usize,
+    /// Row `i` repeated from its start over `tile` elements, for each row, or empty.
+    tiles: Vec<T>,
+    tile: usize,
+}
+
+/// Rows shorter than this are repeated by [`Tile`]'s tiles or element by element, not copied
+/// run by run.
+const SHORT_ROW: usize = 16;
+
+/// How many times the region must read a short row's tile for [`Tile`] to lay the tiles out.
+const TILE_REUSE: usize = 4;
+
+impl<'a, T: Copy> Tile<'a, T> {
+    fn new(data: &'a [T], r: usize, c: usize) -> Self {
+        let tile = SUM_BLOCK + c;
+        let rows = data.len() / c;
+        let tiles = if c < SHORT_ROW && r * c >= TILE_REUSE * tile {
+            let mut tiles = Vec::with_capacity(rows * tile);
+            for row in data.chunks_exact(c) {
+                tiles.extend(row.iter().cycle().take(tile));
+            }
+            tiles
+        } else {
+            Vec::new()
+        };
+        Tile {
+            data,
+            r,
+            c,
+            tiles,
+            tile,
+        }
+    }
+
+    /// Fills `dst` with the region's elements from `start` on.
+    #[inline(always)]
+    fn fill(&self, start: usize, dst: &mut [T]) {
+        let (c, period) = (self.c, self.r * self.c);
+        let (mut i, mut at) = (start / period, start % period);
+        if c == 1 && self.r < SHORT_ROW {
+            // Each element a few times over (a cotangent spread over short lanes).
+            let mut v = self.data[i];
+            for d in dst {
+                *d = v;
+                at += 1;
+                if at == period {
+                    at = 0;
+                    i += 1;
+                    v = *self.data.get(i).unwrap_or(&v);
+                }
+            }
+            return;
+        }
+        let mut filled = 0;
+        while filled < dst.len() {
+            let n = (period - at).min(dst.len() - filled);
+            let out = &mut dst[filled..filled + n];
+            let k = at % c;
+            if !self.tiles.is_empty() {
+                // `n` is at most a block, `k + n <= c + SUM_BLOCK`.
+                let t = &self.tiles[i * self.tile..(i + 1) * self.tile];
+                out.copy_from_slice(&t[k..k + n]);
+            } else {
+                cycle_row(&self.data[i * c..(i + 1) * c], k, out);
+            }
+            filled += n;
+            i += 1;
+            at = 0;
+        }
+    }
+}
+
+/// Fills `dst` with `row` over and over, from its element `k` on.
+#[inline(always)]
+fn cycle_row<T: Copy>(row: &[T], mut k: usize, dst: &mut [T]) {
+    if row.len() == 1 {
+        dst.fill(row[0]);
+    } else if row.len() < SHORT_ROW {
+        for d in dst {
+            *d = row[k];
+            k += 1;
+            if k == row.len() {
+                k = 0;
+            }
+        }
+    } else {
+        let mut filled = 0;
+        while filled < dst.len() {
+            let n = (row.len() - k).min(dst.len() - filled);
+            dst[filled..filled + n].copy_from_slice(&row[k..k + n]);
+            filled += n;
+            k = 0;
+        }
+    }
+}
+
+/// How a tensor of shape `t` (row-major) broadcast to `shape` folds into a [`Tile`]: `(r, c)`
+/// when the axes it is broadcast along (`1` against more) are consecutive, counting the
+/// region's axes of length one as either kind.
+fn tile_folding(t: &[usize], shape: &[usize]) -> Option<(usize, usize)> {
+    if t.len() > shape.len() {
+        return None;
+    }
+    let lead = shape.len() - t.len();
+    // 0: before the broadcast axes, 1: among them, 2: after them.
+    let (mut phase, mut r, mut c) = (0, 1usize, 1usize);
+    for (axis, &len) in shape.iter().enumerate() {
+        let own = if axis < lead { 1 } else { t[axis - lead] };
+        if len == 1 {
+            continue;
+        }
+        if own == len {
+            if phase == 1 {
+                phase = 2;
+            }
+            if phase == 2 {
+                c *= len;
+            }
+        } else if own == 1 {
+            if phase == 2 {
+                return None;
+            }
+            phase = 1;
+            r *= len;
+        } else {
+            return None;
+        }
+    }
+    Some((r, c))
 }
 
 impl<T: Copy> Source<'_, T> {
@@ -90,6 +244,8 @@ impl<T: Copy> Source<'_, T> {
             Source::Slice(s) => s[e],
             Source::Owned(s) => s[e],
             Source::Cycle(s) => s[e % s.len()],
+            // Element `(i, j, k)` of the folded region `[a, r, c]` is `i * c + k` of the data.
+            Source::Tile(t) => t.data[e / (t.r * t.c) * t.c + e % t.c],
         }
     }
 
@@ -98,6 +254,7 @@ impl<T: Copy> Source<'_, T> {
             Source::Splat(v) => dst.fill(*v),
             Source::Slice(s) => dst.copy_from_slice(&s[start..start + dst.len()]),
             Source::Owned(s) => dst.copy_from_slice(&s[start..start + dst.len()]),
+            Source::Tile(t) => t.fill(start, dst),
             Source::Cycle(s) => {
                 let mut at = start % s.len();
                 let mut filled = 0;
@@ -197,6 +354,11 @@ fn source<'a, T: Element>(
         {
             return Ok(Source::Cycle(s));
         }
+        if let Some((r, c)) = tile_folding(t.shape(), shape) {
+            if !s.is_empty() && c > 0 && r > 0 {
+                return Ok(Source::Tile(Tile::new(s, r, c)));
+            }
+        }
     }
     // Any other layout or broadcast: one strided copy into row-major order.
     let view = broadcast_view(op, t, shape)?;
@@ -230,12 +392,26 @@ fn for_blocks<T: Element, const N: usize, const M: usize, const B: usize>(
     range: Range<usize>,
     xs_from: &[Source<'_, T>; N],
     ys_from: &[Source<'_, T>; M],
+    body: impl FnMut(usize, &[[T; B]; N], &[[T; B]; M]),
+) {
+    for_steps(range, B, xs_from, ys_from, body);
+}
+
+/// [`for_blocks`] with `step` (at most `B`) elements a block: the rest of each block is left
+/// as the block before had it. A reduction over short lanes steps by whole lanes.
+#[inline(always)]
+fn for_steps<T: Element, const N: usize, const M: usize, const B: usize>(
+    range: Range<usize>,
+    step: usize,
+    xs_from: &[Source<'_, T>; N],
+    ys_from: &[Source<'_, T>; M],
     mut body: impl FnMut(usize, &[[T; B]; N], &[[T; B]; M]),
 ) {
+    debug_assert!(step > 0 && step <= B);
     let (mut xs, mut ys) = (splats(xs_from), splats(ys_from));
     let mut start = range.start;
     while start < range.end {
-        let n = B.min(range.end - start);
+        let n = step.min(range.end - start);
         fill_blocks(&mut xs, xs_from, start, n);
         fill_blocks(&mut ys, ys_from, start, n);
         body(n, &xs, &ys);
@@ -1034,11 +1210,25 @@ fn sum_blocks<T: Element, const N: usize, const M: usize, const K: usize, const 
     range: Range<usize>,
     (xs_from, ys_from): (&[Source<'_, T>; N], &[Source<'_, T>; M]),
     f: impl Fn([T; N], [T; M], &Kernels) -> [T; K],
+    sum: impl FnMut(&[[T; B]; K], usize),
+) {
+    sum_steps(range, B, (xs_from, ys_from), f, sum);
+}
+
+/// [`sum_blocks`] with `step` elements a block ([`for_steps`]).
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn sum_steps<T: Element, const N: usize, const M: usize, const K: usize, const B: usize>(
+    range: Range<usize>,
+    step: usize,
+    (xs_from, ys_from): (&[Source<'_, T>; N], &[Source<'_, T>; M]),
+    f: impl Fn([T; N], [T; M], &Kernels) -> [T; K],
     mut sum: impl FnMut(&[[T; B]; K], usize),
 ) {
     let mut block = [[T::zero(); B]; K];
-    for_blocks::<T, N, M, B>(
+    for_steps::<T, N, M, B>(
         range,
+        step,
         xs_from,
         ys_from,
         #[inline(always)]
@@ -1240,13 +1430,24 @@ fn reduce_axes_region<T: Element, const N: usize, const L: usize>(
         with_block_size!(len, SMALL, BLOCK, |B| vectorised(
             #[inline(always)]
             || {
-                sum_blocks::<T, N, 0, 1, B>(
-                    0..len,
-                    (&sources, &[]),
-                    #[inline(always)]
-                    |x, _, k| [f(x, literals, k)],
-                    |block, n| lanes.push(block, n),
-                )
+                if lane <= B {
+                    sum_steps::<T, N, 0, 1, B>(
+                        0..len,
+                        B / lane * lane,
+                        (&sources, &[]),
+                        #[inline(always)]
+                        |x, _, k| [f(x, literals, k)],
+                        |block, n| lanes.push_whole(block, n),
+                    )
+                } else {
+                    sum_blocks::<T, N, 0, 1, B>(
+                        0..len,
+                        (&sources, &[]),
+                        #[inline(always)]
+                        |x, _, k| [f(x, literals, k)],
+                        |block, n| lanes.push(block, n),
+                    )
+                }
             },
         ))
     });
@@ -1312,16 +1513,30 @@ fn reduce_axes_jvp_region<T: Element, const N: usize, const L: usize, const K: u
         with_block_size!(len, SMALL, BLOCK, |B| vectorised(
             #[inline(always)]
             || {
-                sum_blocks::<T, N, K, 2, B>(
-                    0..len,
-                    sources,
-                    #[inline(always)]
-                    |x, t, k| {
-                        let (y, u) = f(x, literals, k, t);
-                        [y, u]
-                    },
-                    |block, n| lanes.push(block, n),
-                )
+                if lane <= B {
+                    sum_steps::<T, N, K, 2, B>(
+                        0..len,
+                        B / lane * lane,
+                        sources,
+                        #[inline(always)]
+                        |x, t, k| {
+                            let (y, u) = f(x, literals, k, t);
+                            [y, u]
+                        },
+                        |block, n| lanes.push_whole(block, n),
+                    )
+                } else {
+                    sum_blocks::<T, N, K, 2, B>(
+                        0..len,
+                        sources,
+                        #[inline(always)]
+                        |x, t, k| {
+                            let (y, u) = f(x, literals, k, t);
+                            [y, u]
+                        },
+                        |block, n| lanes.push(block, n),
+                    )
+                }
             },
         ))
     });
@@ -1367,7 +1582,9 @@ pub fn fused_reduce_axes_vjp<
     let checked = checked_axes(op, axes, &shape).or_panic();
     // The cotangent with the reduced axes kept, as `sum_axes_vjp` and `mean_axes_vjp` spread
     // it; the fused loop broadcasts it.
-    let kept = Tensor::from_array(expand_back(op, g.view(), &shape, &checked, keepdims).to_owned());
+    // (A reshape: no copy of a row-major `g`.)
+    expand_back(op, g.view(), &shape, &checked, keepdims);
+    let kept = g.reshape(&reduced_shape(&shape, &checked, true));
     let spread = match reduction {
         Reduction::Sum => kept,
         Reduction::Mean => {
@@ -1416,6 +1633,29 @@ struct Lanes<T, const K: usize> {
 }
 
 impl<T: Element, const K: usize> Lanes<T, K> {
+    /// Adds the first `n` values of each block, whole lanes (of at most [`SUM_BLOCK`]) from a
+    /// lane's start: each lane is one [`block_sum`], as the unfused sum of a lane of its length
+    /// is. Lanes of fewer than eight are added in order from zero, which is what `block_sum`
+    /// does with them, with the loop unrolled for the length.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn push_whole<const B: usize>(&mut self, blocks: &[[T; B]; K], n: usize) {
+        debug_assert!(self.at == 0 && n % self.lane == 0 && self.lane <= SUM_BLOCK);
+        for (done, block) in self.done.iter_mut().zip(blocks) {
+            let values = &block[..n];
+            match self.lane {
+                1 => short_lane_sums::<T, 1>(values, done),
+                2 => short_lane_sums::<T, 2>(values, done),
+                3 => short_lane_sums::<T, 3>(values, done),
+                4 => short_lane_sums::<T, 4>(values, done),
+                5 => short_lane_sums::<T, 5>(values, done),
+                6 => short_lane_sums::<T, 6>(values, done),
+                7 => short_lane_sums::<T, 7>(values, done),
+                lane => done.extend(values.chunks_exact(lane).map(block_sum)),
+            }
+        }
+    }
+
     /// Adds the first `n` values of each block, the next ones of the region.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
@@ -1445,6 +1685,19 @@ impl<T: Element, const K: usize> Lanes<T, K> {
             }
         }
     }
+}
+
+/// The sums of the lanes of `L` (fewer than eight) that `values` is, appended to `done`: each
+/// added in order from zero, as [`block_sum`] adds so few.
+#[inline(always)]
+fn short_lane_sums<T: Element, const L: usize>(values: &[T], done: &mut Vec<T>) {
+    done.extend(values.chunks_exact(L).map(|lane| {
+        let mut s = T::zero();
+        for &v in lane {
+            s += v;
+        }
+        s
+    }));
 }
 
 /// The reduction of shape `reduced_shape(shape, axes, keepdims)` from the sums of the lanes
@@ -2041,5 +2294,249 @@ mod tests {
             [2.0, f64::INFINITY, -4.0]
         );
         assert_eq!(fused_scale(&p, &Tensor::scalar(0.0)).to_vec(), [0.0; 3]);
+    }
+
+    /// The row-major offset in a tensor of `shape` of element `index` (a multi-index) of the
+    /// region it is broadcast to.
+    fn broadcast_offset(shape: &[usize], region: &[usize], index: &[usize]) -> usize {
+        let lead = region.len() - shape.len();
+        let mut at = 0;
+        for (axis, &len) in shape.iter().enumerate() {
+            let i = if len == 1 { 0 } else { index[lead + axis] };
+            at = at * len + i;
+        }
+        at
+    }
+
+    /// The multi-indices of `shape` in row-major order.
+    fn indices(shape: &[usize]) -> Vec<Vec<usize>> {
+        let n: usize = shape.iter().product();
+        (0..n)
+            .map(|mut e| {
+                let mut index = vec![0; shape.len()];
+                for (i, &len) in index.iter_mut().zip(shape).rev() {
+                    *i = e % len;
+                    e /= len;
+                }
+                index
+            })
+            .collect()
+    }
+
+    /// A tensor of `shape` (row-major, or given as a transposed or reversed view of the same
+    /// elements) whose element `i` is a value of `i`.
+    fn laid_out<T: Element>(shape: &[usize], layout: usize, seed: usize) -> Tensor<T> {
+        let n: usize = shape.iter().product();
+        let values = (0..n)
+            .map(|i| T::from_f64(((i * 7 + seed * 3) % 23) as f64 / 8.0 - 1.25))
+            .collect::<Vec<_>>();
+        let row_major = Tensor::from_vec(values.clone(), shape);
+        match layout {
+            // Row-major.
+            0 => row_major,
+            // A permuted view: the data of the transposed shape, permuted back.
+            1 if shape.len() >= 2 => {
+                let k = shape.len();
+                let mut perm: Vec<usize> = (0..k).collect();
+                perm.swap(k - 2, k - 1);
+                let swapped: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+                let t = row_major.permute(&perm);
+                let view = Tensor::from_vec(t.to_vec(), &swapped).permute(&perm);
+                assert_eq!(view.shape(), shape);
+                view
+            }
+            // A reversed view (negative strides) of the reversed elements.
+            _ => {
+                let axes: Vec<usize> = (0..shape.len()).collect();
+                Tensor::from_vec(row_major.flip(&axes).to_vec(), shape).flip(&axes)
+            }
+        }
+    }
+
+    /// Operand shapes broadcast against each other, read in place (one row over and over,
+    /// each element a few times, long rows, tiles laid out), copied (not consecutive
+    /// broadcast axes), empty and 0-d.
+    const BROADCASTS: [(&[usize], &[usize]); 12] = [
+        (&[4, 1, 3], &[1, 5, 3]),
+        (&[300, 1, 3], &[1, 300, 3]),
+        (&[7, 1], &[7, 3]),
+        (&[7, 1], &[1, 40]),
+        (&[2, 1, 1, 20], &[2, 3, 4, 20]),
+        (&[5, 1, 2], &[5, 70, 2]),
+        (&[3, 1, 4, 1], &[1, 2, 4, 5]),
+        (&[1, 6, 1], &[3, 6, 2]),
+        (&[0, 1, 3], &[1, 5, 3]),
+        (&[4, 1, 3], &[1, 0, 3]),
+        (&[], &[2, 3]),
+        (&[], &[]),
+    ];
+
+    fn broadcast_operands_read_as_by_index<T: Element>() {
+        for (sa, sb) in BROADCASTS {
+            for layout in 0..3 {
+                let a = laid_out::<T>(sa, layout, 1);
+                let b = laid_out::<T>(sb, 2 - layout, 2);
+                let region = broadcast_shapes("test", sa, sb).unwrap();
+                let ops = "sub 0 1;mul 2 _";
+                let inputs = [OperandRef::Tensor(&a), OperandRef::Tensor(&b)];
+                let y = fused_map(ops, inputs, [2.0], |[a, b], [two], _| (a - b) * *two);
+                assert_eq!(y.shape(), &region[..]);
+                let (av, bv) = (a.to_vec(), b.to_vec());
+                for (index, got) in indices(&region).iter().zip(y.to_vec()) {
+                    let want = (av[broadcast_offset(sa, &region, index)]
+                        - bv[broadcast_offset(sb, &region, index)])
+                        * T::from_f64(2.0);
+                    assert_eq!(got, want, "{sa:?} - {sb:?}, layout {layout}, at {index:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn broadcast_operands_are_read_element_by_element_as_by_index() {
+        broadcast_operands_read_as_by_index::<f64>();
+        broadcast_operands_read_as_by_index::<f32>();
+    }
+
+    /// `(a - b)^2` summed over the last axis, in one pass (lanes of 1 to 9, of 3 at many
+    /// bodies) against sums added in order by hand (bit for bit for lanes under eight, which
+    /// the pairwise sum adds in order) and the unfused reduction (bit for bit); its gradient
+    /// against sums over the broadcast axes by hand.
+    fn short_lanes_reduce_as_by_hand<T: Element>() {
+        let mut cases: Vec<(Vec<usize>, Vec<usize>)> = (1..=9)
+            .map(|lane| (vec![6, 1, lane], vec![1, 11, lane]))
+            .collect();
+        cases.push((vec![200, 1, 3], vec![1, 200, 3]));
+        cases.push((vec![0, 1, 3], vec![1, 4, 3]));
+        cases.push((vec![3], vec![3]));
+        cases.push((vec![2, 1, 8], vec![1, 3, 8]));
+        for (sa, sb) in cases {
+            for layout in 0..3 {
+                let a = laid_out::<T>(&sa, layout, 3);
+                let b = laid_out::<T>(&sb, 2 - layout, 4);
+                let region = broadcast_shapes("test", &sa, &sb).unwrap();
+                let lane = *region.last().unwrap();
+                let ops = "sub 0 1;square 2 2";
+                let inputs = [OperandRef::Tensor(&a), OperandRef::Tensor(&b)];
+                let value = |[a, b]: [T; 2], _: &[T; 0], _: &Kernels| (a - b) * (a - b);
+                let y = fused_reduce_axes(ops, inputs, [], Reduction::Sum, &[-1], false, value);
+                let out_shape = &region[..region.len() - 1];
+                assert_eq!(y.shape(), out_shape);
+                let unfused = fused_map(ops, inputs, [], value).sum_axes(&[-1], false);
+                same_bits(&y, &unfused);
+                let points = indices(&region);
+                let (av, bv) = (a.to_vec(), b.to_vec());
+                let diff = |index: &Vec<usize>| {
+                    av[broadcast_offset(&sa, &region, index)]
+                        - bv[broadcast_offset(&sb, &region, index)]
+                };
+                for (o, got) in y.to_vec().into_iter().enumerate() {
+                    let lane_points = &points[o * lane..(o + 1) * lane];
+                    let mut want = T::zero();
+                    let mut want_f64 = 0.0;
+                    for index in lane_points {
+                        let d = diff(index);
+                        want += d * d;
+                        want_f64 += d.to_real() * d.to_real();
+                    }
+                    if lane < 8 {
+                        assert_eq!(got.to_real().to_bits(), want.to_real().to_bits());
+                    }
+                    assert!((got.to_real() - want_f64).abs() <= 1e-5 * want_f64.max(1.0));
+                }
+                // The gradient for a cotangent g of the sums: 2 (a - b) g summed over the axes
+                // each operand was broadcast along.
+                let g = laid_out::<T>(out_shape, 0, 5);
+                let [da, db] = fused_reduce_axes_vjp(
+                    ops,
+                    inputs.map(FusedInput::Value),
+                    [],
+                    Reduction::Sum,
+                    &[-1],
+                    false,
+                    [(0, 0), (1, 1)],
+                    &g,
+                    |[a, b]: [T; 2], _: &[T; 0], _: &Kernels, g: T| {
+                        let d = (a - b) * g * T::from_f64(2.0);
+                        [d, T::zero() - d]
+                    },
+                );
+                assert_eq!(da.shape(), &sa[..]);
+                assert_eq!(db.shape(), &sb[..]);
+                let (mut want_a, mut want_b) = (vec![0.0; a.len()], vec![0.0; b.len()]);
+                let gv = g.to_vec();
+                for (e, index) in points.iter().enumerate() {
+                    let d = 2.0 * diff(index).to_real() * gv[e / lane].to_real();
+                    want_a[broadcast_offset(&sa, &region, index)] += d;
+                    want_b[broadcast_offset(&sb, &region, index)] -= d;
+                }
+                for (got, want) in [(&da, want_a), (&db, want_b)] {
+                    for (g, w) in got.to_vec().iter().zip(&want) {
+                        assert!((g.to_real() - w).abs() <= 1e-5 * w.abs().max(1.0));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether `a` and `b` are the same numbers in the same shape, of any element type.
+    fn same_bits<T: Element>(a: &Tensor<T>, b: &Tensor<T>) {
+        assert_eq!(a.shape(), b.shape());
+        let bits = |t: &Tensor<T>| {
+            t.to_vec()
+                .iter()
+                .map(|v| v.to_real().to_bits())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bits(a), bits(b));
+    }
+
+    #[test]
+    fn short_lanes_are_reduced_as_by_hand() {
+        short_lanes_reduce_as_by_hand::<f64>();
+        short_lanes_reduce_as_by_hand::<f32>();
+    }
+
+    /// `sum_to_shape` over consecutive axes (one pass over stacks of rows) and others, against
+    /// sums by index.
+    fn sums_to_shapes_as_by_index<T: Element>() {
+        let cases: [(&[usize], &[usize]); 10] = [
+            (&[6, 300, 3], &[6, 1, 3]),
+            (&[6, 300, 3], &[300, 3]),
+            (&[6, 300, 3], &[1, 1, 3]),
+            (&[6, 5, 3], &[6, 5, 1]),
+            (&[6, 5, 3], &[6, 1, 1]),
+            (&[6, 5, 3], &[1, 5, 1]),
+            (&[4, 1, 5], &[4, 1, 1]),
+            (&[6, 0, 3], &[6, 1, 3]),
+            (&[6, 5, 3], &[]),
+            (&[], &[]),
+        ];
+        for (gs, shape) in cases {
+            for layout in 0..3 {
+                let g = laid_out::<T>(gs, layout, 6);
+                let got = sum_to_shape(&g, shape);
+                assert_eq!(got.shape(), shape);
+                let ones = Tensor::<T>::zeros(shape);
+                let mut want = vec![0.0; ones.len()];
+                let gv = g.to_vec();
+                for (e, index) in indices(gs).iter().enumerate() {
+                    want[broadcast_offset(shape, gs, index)] += gv[e].to_real();
+                }
+                for (g, w) in got.to_vec().iter().zip(&want) {
+                    assert!(
+                        (g.to_real() - w).abs() <= 1e-5 * w.abs().max(1.0),
+                        "{gs:?} to {shape:?}, layout {layout}: {} against {w}",
+                        g.to_real()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sums_to_shapes_are_sums_by_index() {
+        sums_to_shapes_as_by_index::<f64>();
+        sums_to_shapes_as_by_index::<f32>();
     }
 }

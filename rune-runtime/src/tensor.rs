@@ -198,6 +198,10 @@ impl<T> Tensor<T> {
                     }
                     step *= d;
                 }
+                if shape.contains(&0) {
+                    // No elements to point at: the empty view of that shape.
+                    return ArrayViewD::from_shape(IxDyn(shape), &i.data[..0]).ok();
+                }
                 // A read-only view may repeat elements (the zero strides of broadcast axes).
                 ArrayViewD::from_shape(IxDyn(shape).strides(strides), &i.data).ok()
             }

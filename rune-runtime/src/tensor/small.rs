@@ -158,3 +158,145 @@ pub(crate) fn stack<T: Clone>(tensors: &[&Tensor<T>], axis: usize) -> Option<Ten
     }
     Some(Tensor::inline(out, &shape))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::combine::stack as stack_op;
+
+    /// The shapes of at most [`INLINE`] elements and [`INLINE_AXES`] axes, empty ones included.
+    const SHAPES: [&[usize]; 9] = [
+        &[],
+        &[1],
+        &[4],
+        &[2, 2],
+        &[1, 3],
+        &[2, 1, 2],
+        &[1, 2, 1, 2],
+        &[0],
+        &[2, 0, 1],
+    ];
+
+    /// The same values held inline and in shared storage (the general paths).
+    fn both(shape: &[usize]) -> (Tensor<f64>, Tensor<f64>) {
+        let n = shape.iter().product();
+        let data: Vec<f64> = (0..n).map(|i| i as f64 * 1.5 - 2.0).collect();
+        let inline = Tensor::from_parts(data.clone(), shape);
+        let shared = Tensor::from_array(ndarray::ArrayD::from_shape_vec(shape, data).unwrap());
+        assert!(inline.is_inline() && !shared.is_inline());
+        (inline, shared)
+    }
+
+    #[track_caller]
+    fn same(got: &Tensor<f64>, want: &Tensor<f64>, what: &str) {
+        assert!(got.is_inline(), "{what}: not held inline");
+        assert_eq!(got.shape(), want.shape(), "{what}");
+        assert_eq!(got.to_vec(), want.to_vec(), "{what}");
+    }
+
+    /// Every `(start, end)` box of `shape`, up to a few hundred.
+    fn boxes(shape: &[usize]) -> Vec<Vec<(usize, usize)>> {
+        let mut all = vec![Vec::new()];
+        for &d in shape {
+            let ranges: Vec<(usize, usize)> =
+                (0..=d).flat_map(|s| (s..=d).map(move |e| (s, e))).collect();
+            all = all
+                .into_iter()
+                .flat_map(|b| {
+                    ranges.iter().map(move |&r| {
+                        let mut b = b.clone();
+                        b.push(r);
+                        b
+                    })
+                })
+                .collect();
+        }
+        all
+    }
+
+    #[test]
+    fn shrink_and_pad_give_the_general_paths_values() {
+        for shape in SHAPES {
+            let (inline, shared) = both(shape);
+            for b in boxes(shape) {
+                let what = format!("shrink {shape:?} {b:?}");
+                same(&inline.shrink(&b), &shared.shrink(&b), &what);
+                // Pads that keep the result small: the box's start before, its length after.
+                let pads: Vec<(usize, usize)> =
+                    b.iter().map(|&(s, e)| (s % 2, (e - s) % 2)).collect();
+                // By ndarray: `pad` of a row-major tensor takes the path under test.
+                let padded: Vec<usize> = shape
+                    .iter()
+                    .zip(&pads)
+                    .map(|(&d, &(a, b))| a + d + b)
+                    .collect();
+                let mut want = ndarray::ArrayD::from_elem(padded, 9.0);
+                want.slice_each_axis_mut(|ad| {
+                    let (i, a) = (ad.axis.index(), pads[ad.axis.index()].0);
+                    ndarray::Slice::from(a..a + shape[i])
+                })
+                .assign(&shared.view());
+                let want = Tensor::from_array(want);
+                if want.len() <= INLINE {
+                    same(
+                        &inline.pad(&pads, 9.0),
+                        &want,
+                        &format!("pad {shape:?} {pads:?}"),
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn axis_changes_and_stacks_give_the_general_paths_values() {
+        for shape in SHAPES {
+            let (inline, shared) = both(shape);
+            for axis in 0..=shape.len() {
+                if shape.len() < INLINE_AXES {
+                    let what = format!("expand_dims {shape:?} {axis}");
+                    same(
+                        &inline.expand_dims(axis as isize),
+                        &shared.expand_dims(axis as isize),
+                        &what,
+                    );
+                }
+                if axis < shape.len() && shape[axis] == 1 {
+                    let what = format!("squeeze {shape:?} {axis}");
+                    same(
+                        &inline.squeeze(axis as isize),
+                        &shared.squeeze(axis as isize),
+                        &what,
+                    );
+                }
+                for index in 0..shape.get(axis).copied().unwrap_or(0) {
+                    let got = index_axis(&inline, axis, index).expect("inline");
+                    let want = shared
+                        .to_shared()
+                        .index_axis_move(ndarray::Axis(axis), index);
+                    same(
+                        &got,
+                        &Tensor::from_shared(want),
+                        &format!("index {shape:?} {axis}"),
+                    );
+                }
+                let n = shape.iter().product::<usize>();
+                if 2 * n <= INLINE && shape.len() < INLINE_AXES {
+                    let other = inline.map(|v| -v);
+                    let got = stack_op(&[&inline, &other], axis as isize);
+                    // By ndarray: `stack` of row-major tensors takes the path under test.
+                    let (a, b) = (shared.view(), other.view());
+                    let want =
+                        Tensor::from_array(ndarray::stack(ndarray::Axis(axis), &[a, b]).unwrap());
+                    same(&got, &want, &format!("stack {shape:?} {axis}"));
+                }
+            }
+            let flat = [shape.iter().product::<usize>()];
+            same(
+                &inline.reshape(&flat),
+                &shared.reshape(&flat),
+                &format!("reshape {shape:?}"),
+            );
+        }
+    }
+}
