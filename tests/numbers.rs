@@ -758,13 +758,14 @@ fn arrays_passed_to_helpers() {
     }
     // Written on numbers through the calls: forward mode allocates only where `depth` collects
     // the constant side of its `zip`; the reverse pass also the stacks of the loops in `dot`
-    // and `depth`. On 0-d tensors every op allocates.
+    // and `depth`. The twin on tensors holds its 0-d tensors inline (no heap storage), so it
+    // too allocates a few times a call, not once an op.
     let (_, forward) = allocations(|| potential_jvp(x, &well, &[1.0, 0.0, 0.0]));
     check_allocations(forward, |n| n <= 2);
     let (_, numbers) = allocations(|| potential_grad(x, &well));
     let (_, tensors) = allocations(|| potential_tensors_grad(x, &well));
     check_allocations(numbers, |n| n <= 12);
-    assert!(tensors > 40, "{tensors} allocations");
+    check_allocations(tensors, |n| n <= 16);
 }
 
 #[test]
@@ -844,14 +845,15 @@ fn functions_of_numbers_make_no_tensor() {
     check_allocations(allocations(|| mixed_jvp(x, y, &1.0, &0.5)).1, |n| n == 0);
     let (_, pullback) = mixed_pullback(x, y);
     check_allocations(allocations(|| pullback(&2.0)).1, |n| n == 0);
-    // Its twin on 0-d tensors allocates for every op.
-    assert!(allocations(|| mixed_tensors_grad(x, y)).1 > 50);
+    // Its twin on 0-d tensors holds them inline: a few allocations a call,
+    // not one an op (it runs more than 50).
+    check_allocations(allocations(|| mixed_tensors_grad(x, y)).1, |n| n <= 12);
     // A loop keeps what the backward pass reads on stacks of numbers, which grow by doubling:
     // a few allocations a stack, not a few an op.
     let (_, numbers) = allocations(|| lorenz_grad(10.0, 28.0, 8.0 / 3.0, 1000));
     let (_, tensors) = allocations(|| lorenz_tensors_grad(10.0, 28.0, 8.0 / 3.0, 1000));
     check_allocations(numbers, |n| n < 300);
-    assert!(tensors > 14_000, "{tensors} allocations");
+    check_allocations(tensors, |n| n < 300);
     check_allocations(
         allocations(|| lorenz_jvp(10.0, 28.0, 8.0 / 3.0, 1000, &1.0, &0.0, &0.0)).1,
         |n| n == 0,
@@ -863,10 +865,10 @@ fn functions_of_numbers_make_no_tensor() {
         allocations(|| trajectory_jvp(p, t, &[1.0, 0.0], &0.0)).1,
         |n| n == 0,
     );
-    assert!(allocations(|| trajectory_tensors_grad(p, t)).1 > 10);
+    check_allocations(allocations(|| trajectory_tensors_grad(p, t)).1, |n| n <= 4);
     let x = [1.5, -0.5, 0.3, 2.0];
     let (_, numbers) = allocations(|| rosenbrock_grad(x));
     let (_, tensors) = allocations(|| rosenbrock_tensors_grad(x));
     check_allocations(numbers, |n| n < 40);
-    assert!(tensors > 100, "{tensors} allocations");
+    check_allocations(tensors, |n| n < 40);
 }

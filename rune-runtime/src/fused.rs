@@ -82,7 +82,8 @@ enum Source<'a, T> {
     /// Data repeated along the region's leading axes, in row-major order.
     Cycle(&'a [T]),
     /// Data broadcast along a run of the region's middle axes ([`Tile`]), read in place.
-    Tile(Tile<'a, T>),
+    /// Boxed: the arrays of sources that every region moves stay a few words an input.
+    Tile(Box<Tile<'a, T>>),
     /// A copy of a tensor broadcast to the region's shape.
     Owned(Vec<T>),
 }
@@ -269,6 +270,17 @@ impl<T: Copy> Source<'_, T> {
     }
 }
 
+/// Element `e` of each source, read without blocks (a region held inline). A loop, not
+/// `array::map`, which the compiler leaves a call in each element's iteration.
+#[inline(always)]
+fn column_at<T: Element, const N: usize>(sources: &[Source<'_, T>; N], e: usize) -> [T; N] {
+    let mut x = [T::zero(); N];
+    for (x, s) in x.iter_mut().zip(sources) {
+        *x = s.at(e);
+    }
+    x
+}
+
 /// The region's shape: the broadcast of its tensor inputs' shapes (`None` for a scalar). On a
 /// mismatch, the error of the first op whose operands do not broadcast, naming it and their
 /// shapes.
@@ -356,7 +368,7 @@ fn source<'a, T: Element>(
         }
         if let Some((r, c)) = tile_folding(t.shape(), shape) {
             if !s.is_empty() && c > 0 && r > 0 {
-                return Ok(Source::Tile(Tile::new(s, r, c)));
+                return Ok(Source::Tile(Box::new(Tile::new(s, r, c))));
             }
         }
     }
@@ -654,8 +666,8 @@ fn drive_split<T: Element, const K: usize, const S: usize>(
     (outs, sums)
 }
 
-/// When every present input is a tensor of one shape in row-major order (at least one
-/// present), that shape and each input's data as a source (zeros for an absent one): no
+/// When every present input is a scalar or a tensor of one shape in row-major order (at least
+/// one tensor), that shape and each input's data as a source (zeros for an absent one): no
 /// broadcasting to work out and no copies.
 #[allow(clippy::type_complexity)]
 fn same_shape_sources<'a, T: Element, const N: usize>(
@@ -664,8 +676,7 @@ fn same_shape_sources<'a, T: Element, const N: usize>(
     let mut shape: Option<&'a [usize]> = None;
     for input in inputs {
         match input {
-            None => {}
-            Some(OperandRef::Scalar(_)) => return None,
+            None | Some(OperandRef::Scalar(_)) => {}
             Some(OperandRef::Tensor(t)) => match shape {
                 None => shape = Some(t.shape()),
                 Some(s) if same_shape(s, t.shape()) => {}
@@ -675,8 +686,10 @@ fn same_shape_sources<'a, T: Element, const N: usize>(
     }
     let mut sources: [Source<'a, T>; N] = std::array::from_fn(|_| Source::Splat(T::zero()));
     for (source, input) in sources.iter_mut().zip(inputs) {
-        if let Some(OperandRef::Tensor(t)) = input {
-            *source = Source::Slice(t.as_slice()?);
+        match input {
+            Some(OperandRef::Tensor(t)) => *source = Source::Slice(t.as_slice()?),
+            Some(OperandRef::Scalar(v)) => *source = Source::Splat(*v),
+            None => {}
         }
     }
     Some((shape?, sources))
@@ -773,7 +786,9 @@ fn map_region<T: Element, const N: usize, const L: usize>(
         let mut out = ArrayVec::new();
         fast_then_exact(|k| {
             out.clear();
-            out.extend((0..len).map(|e| f(sources.each_ref().map(|s| s.at(e)), &literals, k)));
+            for e in 0..len {
+                out.push(f(column_at(&sources, e), &literals, k));
+            }
         });
         return Tensor::inline(out, shape);
     }
@@ -875,8 +890,8 @@ fn vjp_region<T: Element, const N: usize, const L: usize, const K: usize, const 
         FusedInput::Value(v) => Some(v),
         FusedInput::Shape(_) => None,
     });
-    // Every input and the cotangent of one shape, in row-major order: nothing to broadcast or
-    // reduce.
+    // Every input and the cotangent of one shape, in row-major order, or scalars: nothing to
+    // broadcast, and nothing to reduce but a scalar's cotangent.
     let direct = same_shape_sources(&values).and_then(|(shape, sources)| {
         let shaped = |s: &[usize]| same_shape(s, shape);
         let all_shaped = inputs.iter().all(|i| match i {
@@ -901,7 +916,7 @@ fn vjp_region<T: Element, const N: usize, const L: usize, const K: usize, const 
         fast_then_exact(|k| {
             outs.iter_mut().for_each(ArrayVec::clear);
             for e in 0..len {
-                let x = sources.each_ref().map(|s| s.at(e));
+                let x = column_at(&sources, e);
                 for (o, d) in outs.iter_mut().zip(f(x, &literals, k, g_source.at(e))) {
                     o.push(d);
                 }
@@ -919,7 +934,11 @@ fn vjp_region<T: Element, const N: usize, const L: usize, const K: usize, const 
         outs.map(|o| Tensor::from_parts(o, shape))
     };
     match shapes {
-        None => distribute(outs, &targets, |_, t| t),
+        // Of the region's shape, but a scalar's: summed to one value.
+        None => distribute(outs, &targets, |i, t| match inputs[i] {
+            FusedInput::Value(OperandRef::Scalar(_)) => sum_to_shape(&t, &[]),
+            _ => t,
+        }),
         Some(shapes) => distribute(outs, &targets, |i, t| {
             sum_to_shape(&t, shapes[i].unwrap_or(&[]))
         }),

@@ -60,7 +60,7 @@ impl std::ops::Deref for SavedShape {
 /// The shape of `t`, to be kept for the backward pass.
 #[inline]
 pub fn shape_of<U>(t: &Tensor<U>) -> SavedShape {
-    SavedShape(t.view().raw_dim())
+    SavedShape(IxDyn(t.shape()))
 }
 
 /// Adds a contribution to an adjoint (`None` stands for zero).

@@ -6,7 +6,8 @@ use std::fmt;
 
 use arrayvec::ArrayVec;
 use ndarray::{
-    ArcArray, Array0, Array1, Array2, ArrayD, ArrayViewD, CowArray, IxDyn, ShapeBuilder,
+    ArcArray, Array0, Array1, Array2, ArrayD, ArrayView0, ArrayView1, ArrayView2, ArrayViewD,
+    CowArray, IxDyn, ShapeBuilder,
 };
 use num_traits::{One, Zero};
 
@@ -134,8 +135,14 @@ impl<T> Tensor<T> {
     pub fn view(&self) -> ArrayViewD<'_, T> {
         match &self.repr {
             Repr::Shared(a) => a.view(),
-            Repr::Inline(i) => ArrayViewD::from_shape(IxDyn(i.shape()), &i.data)
-                .expect("an inline tensor holds one element per element of its shape"),
+            // Up to two axes through a static rank, as `from_parts` builds arrays.
+            Repr::Inline(i) => match *i.shape() {
+                [] => ArrayView0::from_shape((), &i.data).map(|v| v.into_dyn()),
+                [n] => ArrayView1::from_shape(n, &i.data).map(|v| v.into_dyn()),
+                [m, n] => ArrayView2::from_shape((m, n), &i.data).map(|v| v.into_dyn()),
+                _ => ArrayViewD::from_shape(IxDyn(i.shape()), &i.data),
+            }
+            .expect("an inline tensor holds one element per element of its shape"),
         }
     }
 
@@ -300,20 +307,27 @@ impl<T: Clone> Tensor<T> {
                 ),
             ));
         }
-        Ok(Self::from_parts(data, shape))
+        // The vector itself, not an inline copy: `into_vec` gives it back.
+        Ok(Self::shared_from_parts(data, shape))
     }
 
     /// A tensor of `shape` holding `data` in row-major order, where the caller has made
-    /// `data.len()` the product of `shape` (an op's result of its operand's shape).
-    ///
-    /// Up to two axes, the array is built with a static rank and then given its dynamic one,
-    /// which skips most of the checks and conversions of a dynamic-rank shape: on a tensor of
-    /// 16 elements, building it cost several times the arithmetic of an op.
+    /// `data.len()` the product of `shape` (an op's result of its operand's shape): held inline
+    /// when it is small enough.
     pub(crate) fn from_parts(data: Vec<T>, shape: &[usize]) -> Self {
         debug_assert_eq!(data.len(), shape.iter().product::<usize>(), "from_parts");
         if fits_inline(shape, data.len()) {
             return Self::inline(data.into_iter().collect(), shape);
         }
+        Self::shared_from_parts(data, shape)
+    }
+
+    /// [`Tensor::from_parts`] in shared storage, whatever the size.
+    ///
+    /// Up to two axes, the array is built with a static rank and then given its dynamic one,
+    /// which skips most of the checks and conversions of a dynamic-rank shape: on a tensor of
+    /// 16 elements, building it cost several times the arithmetic of an op.
+    fn shared_from_parts(data: Vec<T>, shape: &[usize]) -> Self {
         let array = match *shape {
             [] => Array0::from_shape_vec((), data).map(|a| a.into_dyn()),
             [n] => Array1::from_shape_vec(n, data).map(|a| a.into_dyn()),

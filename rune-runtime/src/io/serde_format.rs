@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use ndarray::{ArcArray, ArrayD, IxDyn};
+use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use serde::de::{DeserializeOwned, Error as _};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -13,7 +13,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::tensor::Tensor;
 
 /// The elements of a tensor, as a sequence in row-major order.
-struct Elements<'a, T>(&'a ArcArray<T, IxDyn>);
+struct Elements<'a, T>(ArrayViewD<'a, T>);
 
 impl<T: Serialize> Serialize for Elements<'_, T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

@@ -195,9 +195,7 @@ impl<T: Clone> Tensor<T> {
     /// Like [`Tensor::expand_dims`], returning an error when `axis` is out of range.
     pub fn try_expand_dims(&self, axis: isize) -> Result<Tensor<T>, ShapeError> {
         let a = insert_position("expand_dims", axis, self.shape())?;
-        let mut shape = self.shape().to_vec();
-        shape.insert(a, 1);
-        if let Some(t) = small::relabel(self, &shape) {
+        if let Some(t) = small::insert_axis(self, a) {
             return Ok(t);
         }
         Ok(Tensor::from_shared(self.to_shared().insert_axis(Axis(a))))
@@ -232,9 +230,7 @@ impl<T: Clone> Tensor<T> {
             ));
         }
         // A length-1 axis removed: the same elements in the same row-major order.
-        let mut shape = self.shape().to_vec();
-        shape.remove(a);
-        if let Some(t) = small::relabel(self, &shape) {
+        if let Some(t) = small::remove_axis(self, a) {
             return Ok(t);
         }
         Ok(Tensor::from_shared(

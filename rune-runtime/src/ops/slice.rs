@@ -4,6 +4,7 @@
 //! write new row-major tensors. `unfold` is im2col exactly as PyTorch's `F.unfold` with a square
 //! kernel, and `fold` its adjoint (`F.fold`): windows that overlap sum.
 
+use arrayvec::ArrayVec;
 use ndarray::{ArrayD, Axis, IxDyn, Slice};
 
 use crate::element::Element;
@@ -84,6 +85,9 @@ impl<T: Clone> Tensor<T> {
     pub fn try_pad(&self, ranges: &[(usize, usize)], fill: T) -> Result<Tensor<T>, ShapeError> {
         let shape = self.shape();
         check_rank("pad", ranges, shape)?;
+        if let Some(t) = small::pad(self, ranges, &fill) {
+            return Ok(t);
+        }
         let padded = shape
             .iter()
             .zip(ranges)
@@ -104,9 +108,6 @@ impl<T: Clone> Tensor<T> {
         checked_size::<T>("pad", &padded, || {
             format!("padding {ranges:?} of shape {shape:?}")
         })?;
-        if let Some(t) = small::pad(self, ranges, &fill) {
-            return Ok(t);
-        }
         let mut out = ArrayD::from_elem(IxDyn(&padded), fill);
         out.slice_each_axis_mut(|ad| {
             let i = ad.axis.index();
@@ -383,11 +384,14 @@ pub mod rules {
         x_shape: &[usize],
         ranges: &[(usize, usize)],
     ) -> Tensor<T> {
-        let pads: Vec<(usize, usize)> = ranges
-            .iter()
-            .zip(x_shape)
-            .map(|(&(start, end), &len)| (start, len - end))
-            .collect();
+        let pad = |(&(start, end), &len): (&(usize, usize), &usize)| (start, len - end);
+        if ranges.len() <= 4 {
+            // Without an allocation, for the tensors of few axes that the loops of small
+            // models slice.
+            let pads: ArrayVec<_, 4> = ranges.iter().zip(x_shape).map(pad).collect();
+            return g.pad(&pads, T::zero());
+        }
+        let pads: Vec<(usize, usize)> = ranges.iter().zip(x_shape).map(pad).collect();
         g.pad(&pads, T::zero())
     }
 

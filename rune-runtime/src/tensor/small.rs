@@ -50,11 +50,18 @@ pub(crate) fn shrink<T: Clone>(t: &Tensor<T>, ranges: &[(usize, usize)]) -> Opti
     if !t.is_inline() || ranges.len() > INLINE_AXES {
         return None;
     }
+    let src = t.as_slice()?;
+    if let [(start, end)] = *ranges {
+        // A vector's part (`u[0..1]` of a state): one slice.
+        return Some(Tensor::inline(
+            src[start..end].iter().cloned().collect(),
+            &[end - start],
+        ));
+    }
     let shape: ArrayVec<usize, INLINE_AXES> = ranges.iter().map(|&(s, e)| e - s).collect();
     if !fits_inline(&shape, shape.iter().product()) {
         return None;
     }
-    let src = t.as_slice()?;
     let mut out = ArrayVec::new();
     for_runs(box4(t.shape(), |k| ranges[k])?, |at, run| {
         out.extend(src[at..at + run].iter().cloned());
@@ -129,6 +136,26 @@ pub(crate) fn relabel<T: Clone>(t: &Tensor<T>, shape: &[usize]) -> Option<Tensor
         t.as_slice()?.iter().cloned().collect(),
         shape,
     ))
+}
+
+/// `t` with a length-1 axis inserted at `axis` (`expand_dims`).
+pub(crate) fn insert_axis<T: Clone>(t: &Tensor<T>, axis: usize) -> Option<Tensor<T>> {
+    if !t.is_inline() || t.ndim() >= INLINE_AXES {
+        return None;
+    }
+    let mut shape: ArrayVec<usize, INLINE_AXES> = t.shape().iter().copied().collect();
+    shape.insert(axis, 1);
+    relabel(t, &shape)
+}
+
+/// `t` without its length-1 axis `axis` (`squeeze`).
+pub(crate) fn remove_axis<T: Clone>(t: &Tensor<T>, axis: usize) -> Option<Tensor<T>> {
+    if !t.is_inline() {
+        return None;
+    }
+    let mut shape: ArrayVec<usize, INLINE_AXES> = t.shape().iter().copied().collect();
+    shape.remove(axis);
+    relabel(t, &shape)
 }
 
 /// The tensors (all of one shape, checked by the caller) stacked along a new axis `axis`.
