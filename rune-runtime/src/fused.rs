@@ -542,19 +542,22 @@ macro_rules! with_block_size {
 }
 
 /// Where a loop writes one of its outputs: appended to a vector (the whole loop on one
-/// thread), or into the part of a zeroed vector that one thread's range covers.
+/// thread), into the part of a zeroed vector that one thread's range covers, or added into a
+/// [`Sink`] (a cotangent summed over the axes its input was broadcast along as it is made).
 enum Out<'a, T> {
     Append(&'a mut Vec<T>),
     #[cfg(feature = "parallel")]
     Write(&'a mut [T]),
+    Sink(&'a mut Sink<T>),
 }
 
-impl<T: Copy> Out<'_, T> {
+impl<T: Element> Out<'_, T> {
     /// Writes the next elements.
     #[inline(always)]
     fn put(&mut self, block: &[T]) {
         match self {
             Out::Append(v) => v.extend_from_slice(block),
+            Out::Sink(s) => s.add(block),
             #[cfg(feature = "parallel")]
             Out::Write(s) => {
                 let (head, tail) = std::mem::take(s).split_at_mut(block.len());
@@ -576,15 +579,168 @@ fn drive<T: Element, const K: usize, const S: usize>(
     align: usize,
     run: impl Fn(Range<usize>, [Out<'_, T>; K], &mut [BlockSums<T>; S]) + Sync,
 ) -> ([Vec<T>; K], [BlockSums<T>; S]) {
+    drive_into(len, align, [None; K], run)
+}
+
+/// [`drive`], with the outputs that `sinks` gives a folding of summed into a [`Sink`] of it
+/// instead of written out: those outputs are the sums, `a * c` elements each. A loop with a
+/// sink runs on one thread, so that its sums are the same bits on any number of threads (a
+/// sink's memory traffic is a fraction of the outputs' it replaces).
+fn drive_into<T: Element, const K: usize, const S: usize>(
+    len: usize,
+    align: usize,
+    sinks: [Option<Folding>; K],
+    run: impl Fn(Range<usize>, [Out<'_, T>; K], &mut [BlockSums<T>; S]) + Sync,
+) -> ([Vec<T>; K], [BlockSums<T>; S]) {
     #[cfg(feature = "parallel")]
-    if let Some(ranges) = crate::parallel::split(len, align) {
-        return drive_split(len, ranges, run);
+    if sinks.iter().all(Option::is_none) {
+        if let Some(ranges) = crate::parallel::split(len, align) {
+            return drive_split(len, ranges, run);
+        }
     }
     let _ = align;
-    let mut outs: [Vec<T>; K] = std::array::from_fn(|_| Vec::with_capacity(len));
+    let mut outs: [Vec<T>; K] = std::array::from_fn(|k| match sinks[k] {
+        Some(_) => Vec::new(),
+        None => Vec::with_capacity(len),
+    });
+    let mut sink_of = sinks.map(|f| f.map(|f| Sink::new(f, 0)));
     let mut sums = sums_for(len);
-    run(0..len, outs.each_mut().map(Out::Append), &mut sums);
+    run(
+        0..len,
+        outs_of(outs.each_mut().map(Out::Append), &mut sink_of),
+        &mut sums,
+    );
+    for (out, sink) in outs.iter_mut().zip(sink_of) {
+        if let Some(sink) = sink {
+            *out = sink.finish();
+        }
+    }
     (outs, sums)
+}
+
+/// `outs`, each replaced by its sink where it has one.
+fn outs_of<'a, T, const K: usize>(
+    outs: [Out<'a, T>; K],
+    sinks: &'a mut [Option<Sink<T>>; K],
+) -> [Out<'a, T>; K] {
+    let mut sinks = sinks.iter_mut();
+    outs.map(|out| match sinks.next().and_then(Option::as_mut) {
+        Some(sink) => Out::Sink(sink),
+        None => out,
+    })
+}
+
+/// How a region of shape `[a, r, c]` (folded) is summed over its middle axis into `[a, c]`: the
+/// cotangent of an input broadcast along one run of consecutive axes ([`tile_folding`]).
+#[derive(Clone, Copy, Debug)]
+struct Folding {
+    a: usize,
+    r: usize,
+    c: usize,
+}
+
+impl Folding {
+    /// The folding of the cotangent of an input of shape `t` into a region of `shape` (of
+    /// `len` elements, at least one), when `t` is broadcast along one run of its axes.
+    fn of(t: &[usize], shape: &[usize], len: usize) -> Option<Folding> {
+        let (r, c) = tile_folding(t, shape)?;
+        (len > 0 && r > 1 && c > 0).then(|| Folding {
+            a: len / (r * c),
+            r,
+            c,
+        })
+    }
+}
+
+/// The sum of a region's elements over the middle axis of its [`Folding`] `[a, r, c]`, added
+/// block by block as a loop makes them, so that a cotangent of an input broadcast along some
+/// axes is never written out at the region's size. Element `(i, j, k)` goes to `acc[i * c + k]`.
+///
+/// The elements of one `i` (a stack of `r` rows of `c`) are added into `wide`, a whole number
+/// `m` of rows at least a block long, each at its position modulo the width, so that a block
+/// is one or two vector adds wherever it starts; `wide` is folded into `acc` (its `m` rows
+/// summed) when the stack ends and every [`SUM_BLOCK`] widths, so that no sum runs over more
+/// than about `SUM_BLOCK` terms in a row.
+struct Sink<T> {
+    acc: Vec<T>,
+    wide: Vec<T>,
+    /// Elements of the region in a stack, `r * c`.
+    period: usize,
+    c: usize,
+    /// The region's element the next add starts at.
+    at: usize,
+    /// The stack `wide` holds elements of.
+    stack: usize,
+    /// Elements added into `wide` since it was last folded.
+    pending: usize,
+}
+
+impl<T: Element> Sink<T> {
+    /// A sink for the elements from `start` on.
+    fn new(Folding { a, r, c }: Folding, start: usize) -> Self {
+        let width = c * BLOCK.div_ceil(c);
+        Sink {
+            acc: vec![T::zero(); a * c],
+            wide: vec![T::zero(); width],
+            period: r * c,
+            c,
+            at: start,
+            stack: start / (r * c),
+            pending: 0,
+        }
+    }
+
+    /// Adds the region's next elements: a call a block, out of line, so that the loops that
+    /// write their outputs out keep their code as it was.
+    #[inline(never)]
+    fn add(&mut self, mut values: &[T]) {
+        let width = self.wide.len();
+        while !values.is_empty() {
+            let (stack, within) = (self.at / self.period, self.at % self.period);
+            if stack != self.stack {
+                self.fold();
+                self.stack = stack;
+            }
+            let n = (self.period - within).min(values.len());
+            let (mut p, mut rest) = (within % width, &values[..n]);
+            while !rest.is_empty() {
+                let m = (width - p).min(rest.len());
+                for (w, &v) in self.wide[p..p + m].iter_mut().zip(&rest[..m]) {
+                    *w += v;
+                }
+                rest = &rest[m..];
+                p = 0;
+            }
+            self.pending += n;
+            if self.pending >= SUM_BLOCK * width {
+                self.fold();
+            }
+            self.at += n;
+            values = &values[n..];
+        }
+    }
+
+    /// Adds `wide`'s rows into the stack's sums and clears it.
+    fn fold(&mut self) {
+        if self.pending == 0 {
+            return;
+        }
+        let c = self.c;
+        let sums = &mut self.acc[self.stack * c..(self.stack + 1) * c];
+        for row in self.wide.chunks_exact(c) {
+            for (s, &v) in sums.iter_mut().zip(row) {
+                *s += v;
+            }
+        }
+        self.wide.fill(T::zero());
+        self.pending = 0;
+    }
+
+    /// The sums.
+    fn finish(mut self) -> Vec<T> {
+        self.fold();
+        self.acc
+    }
 }
 
 /// The sums of `len` elements' blocks: room for one a block.
@@ -924,14 +1080,35 @@ fn vjp_region<T: Element, const N: usize, const L: usize, const K: usize, const 
         });
         outs.map(|o| Tensor::inline(o, shape))
     } else {
+        // A result read only by inputs of one shape broadcast along a run of axes is summed to
+        // that shape as the loop makes it.
+        let sunk: [Option<&[usize]>; K] = match &shapes {
+            None => [None; K],
+            Some(shapes) => std::array::from_fn(|k| {
+                let mut readers = targets.iter().filter(|&&(_, r)| r == k);
+                let first = shapes[readers.next()?.0].unwrap_or(&[]);
+                readers
+                    .all(|&(i, _)| shapes[i].unwrap_or(&[]) == first)
+                    .then_some(first)
+            }),
+        };
+        let sinks = sunk.map(|t| t.and_then(|t| Folding::of(t, shape, len)));
         let sources = (&sources, &[g_source]);
-        let (outs, []) = drive(len, BLOCK, |range, outs, _| {
+        let (outs, []) = drive_into(len, BLOCK, sinks, |range, outs, _| {
             with_block_size!(len, SMALL, BLOCK, |B| vectorised(
                 #[inline(always)]
                 || vjp_blocks::<T, N, L, K, B>(range, outs, sources, &literals, &f),
             ))
         });
-        outs.map(|o| Tensor::from_parts(o, shape))
+        let mut k = 0;
+        outs.map(|o| {
+            let out_shape = match (sunk[k], sinks[k]) {
+                (Some(t), Some(_)) => t,
+                _ => shape,
+            };
+            k += 1;
+            Tensor::from_parts(o, out_shape)
+        })
     };
     match shapes {
         // Of the region's shape, but a scalar's: summed to one value.
@@ -2508,6 +2685,101 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(bits(a), bits(b));
+    }
+
+    /// `(a * b + c)` with `a`, `b` and the scalar `c` broadcast against each other, its
+    /// cotangents summed into each input's shape as the loop makes them ([`Sink`]) against sums
+    /// by index in `f64`: rows shorter and longer than a block, stacks shorter and longer than
+    /// the sink's fold, one input read twice, and a result read by inputs of two shapes (written
+    /// out, then summed).
+    fn cotangents_are_summed_as_made<T: Element>() {
+        let cases: [(&[usize], &[usize]); 7] = [
+            (&[40, 1, 3], &[1, 500, 3]),
+            (&[3, 1], &[3, 9000]),
+            (&[1, 2000], &[300, 2000]),
+            (&[7, 1, 1, 5], &[1, 13, 11, 5]),
+            (&[1], &[70_000]),
+            (&[65], &[129, 1]),
+            (&[2, 1, 200], &[2, 300, 200]),
+        ];
+        for (sa, sb) in cases {
+            let (a, b) = (laid_out::<T>(sa, 0, 1), laid_out::<T>(sb, 0, 2));
+            let region = broadcast_shapes("test", sa, sb).unwrap();
+            let g = laid_out::<T>(&region, 0, 3);
+            let ops = "mul 0 1;add 3 2";
+            let inputs = [
+                OperandRef::Tensor(&a),
+                OperandRef::Tensor(&b),
+                OperandRef::Scalar(T::from_f64(0.5)),
+            ];
+            // d/da = g b, d/db = g a, d/dc = g; a's twice (a result read by one shape).
+            let [da, db, dc, da2] = fused_vjp(
+                ops,
+                inputs.map(FusedInput::Value),
+                [],
+                [(0, 0), (1, 1), (2, 2), (0, 0)],
+                &g,
+                |[a, b, _]: [T; 3], _: &[T; 0], _: &Kernels, g: T| [g * b, g * a, g],
+            );
+            let (av, bv, gv) = (a.to_vec(), b.to_vec(), g.to_vec());
+            let mut want = [vec![0.0; a.len()], vec![0.0; b.len()], vec![0.0]];
+            for (e, index) in indices(&region).iter().enumerate() {
+                let (ia, ib) = (
+                    broadcast_offset(sa, &region, index),
+                    broadcast_offset(sb, &region, index),
+                );
+                let g = gv[e].to_real();
+                want[0][ia] += g * bv[ib].to_real();
+                want[1][ib] += g * av[ia].to_real();
+                want[2][0] += g;
+            }
+            let tolerance = if T::from_f64(1.0 + 1e-10).to_real() == 1.0 {
+                1e-4
+            } else {
+                1e-12
+            };
+            for (got, want, shape) in [
+                (&da, &want[0], sa),
+                (&db, &want[1], sb),
+                (&da2, &want[0], sa),
+            ]
+            .into_iter()
+            .chain([(&dc, &want[2], &[][..])])
+            {
+                assert_eq!(got.shape(), shape, "{sa:?} * {sb:?}");
+                let scale = want.iter().fold(1.0f64, |m, w| m.max(w.abs()));
+                for (g, w) in got.to_vec().iter().zip(want) {
+                    assert!(
+                        (g.to_real() - w).abs() <= tolerance * scale,
+                        "{sa:?} * {sb:?}: {} against {w}",
+                        g.to_real()
+                    );
+                }
+            }
+        }
+        // The operands of `a + b`, `[4, 1]` and `[1, 6]`, share one result: written out, then
+        // summed to each shape.
+        let (a, b) = (laid_out::<T>(&[40, 1], 0, 1), laid_out::<T>(&[1, 60], 0, 2));
+        let g = laid_out::<T>(&[40, 60], 0, 3);
+        let [da, db] = fused_vjp(
+            "add 0 1",
+            [
+                FusedInput::Value(OperandRef::Tensor(&a)),
+                FusedInput::Value(OperandRef::Tensor(&b)),
+            ],
+            [],
+            [(0, 0), (1, 0)],
+            &g,
+            |_: [T; 2], _: &[T; 0], _: &Kernels, g: T| [g],
+        );
+        same_bits(&da, &g.sum_axes(&[1], true));
+        same_bits(&db, &g.sum_axes(&[0], true));
+    }
+
+    #[test]
+    fn cotangents_of_broadcast_inputs_are_summed_as_made() {
+        cotangents_are_summed_as_made::<f64>();
+        cotangents_are_summed_as_made::<f32>();
     }
 
     #[test]

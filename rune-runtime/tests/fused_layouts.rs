@@ -2,7 +2,8 @@
 //! permuted, a block of a larger tensor, a slice with steps, column-major, joined by `concat`
 //! along an inner axis, broadcast), through every entry point of `#[differentiable]`'s fused
 //! code, against the same region op by op (the tensor ops and their rules, then `sum`, `mean`,
-//! `sum_axes`, `mean_axes`), bit for bit, in f32, f64 and dual numbers.
+//! `sum_axes`, `mean_axes`), bit for bit, in f32, f64 and dual numbers; a broadcast input's
+//! cotangent, a sum added in another order, to a few ulps of its largest element.
 //!
 //! Op by op, each elementwise op writes its result row-major whatever its operands' layouts,
 //! and a row-major tensor is summed in row-major order, the order of the fused loops.
@@ -18,11 +19,19 @@ use rune_runtime::{concat, rules, scalar, strong_mul, Dual, Element, OperandRef,
 /// An element type of the tests: made from two numbers (a dual number's tangent part from the
 /// second) and compared by its bits.
 trait Elem: Element {
+    /// The unit roundoff of the real numbers it is made of.
+    const EPS: f64;
     fn make(re: f64, du: f64) -> Self;
     fn bits(self) -> [u64; 2];
+    /// Its real number and, for a dual number, its tangent part.
+    fn parts(self) -> [f64; 2];
 }
 
 impl Elem for f32 {
+    const EPS: f64 = f32::EPSILON as f64;
+    fn parts(self) -> [f64; 2] {
+        [self.into(), 0.0]
+    }
     fn make(re: f64, _: f64) -> f32 {
         re as f32
     }
@@ -32,6 +41,10 @@ impl Elem for f32 {
 }
 
 impl Elem for f64 {
+    const EPS: f64 = f64::EPSILON;
+    fn parts(self) -> [f64; 2] {
+        [self, 0.0]
+    }
     fn make(re: f64, _: f64) -> f64 {
         re
     }
@@ -41,6 +54,10 @@ impl Elem for f64 {
 }
 
 impl<T: Elem> Elem for Dual<T> {
+    const EPS: f64 = T::EPS;
+    fn parts(self) -> [f64; 2] {
+        [self.re.parts()[0], self.du.parts()[0]]
+    }
     fn make(re: f64, du: f64) -> Dual<T> {
         Dual::new(T::make(re, 0.0), T::make(du, 0.0))
     }
@@ -77,6 +94,32 @@ fn same<T: Elem>(what: &str, got: &Tensor<T>, want: &Tensor<T>) {
     assert_eq!(bits(got), bits(want), "{what}");
 }
 
+/// Whether `got` and `want`, a cotangent, are the same numbers: to the bit when its input has
+/// the region's shape (`full`), else to 64 units in the last place of `want`'s largest element.
+/// A broadcast input's cotangent is a sum over the axes it was broadcast along, which the fused
+/// loop adds as it makes the terms and the op-by-op rules add afterwards, in another order (and
+/// for `a`, before `sin`'s derivative multiplies them rather than after).
+#[track_caller]
+fn same_cotangent<T: Elem>(what: &str, got: &Tensor<T>, want: &Tensor<T>, full: bool) {
+    if full {
+        return same(what, got, want);
+    }
+    assert_eq!(got.shape(), want.shape(), "{what}: shapes");
+    for part in 0..2 {
+        let scale = want
+            .to_vec()
+            .into_iter()
+            .fold(0.0f64, |m, w| m.max(w.parts()[part].abs()));
+        for (g, w) in got.to_vec().into_iter().zip(want.to_vec()) {
+            let (g, w) = (g.parts()[part], w.parts()[part]);
+            assert!(
+                (g - w).abs() <= 64.0 * T::EPS * scale,
+                "{what}: {g} against {w}"
+            );
+        }
+    }
+}
+
 /// The region `sin(a) * b` with the tangent `ta` of `a`: `a` and `ta` in one layout, `b` (in
 /// its own) broadcast against `a`.
 struct Case<T> {
@@ -98,11 +141,14 @@ impl<T: Elem> Case<T> {
         Case { name, a, ta, b }
     }
 
-    /// Whether `a` has the region's shape. A broadcast `a`'s cotangent is summed over the
-    /// broadcast axes: op by op before `sin`'s derivative multiplies it, fused after, which
-    /// gives other roundings; its values and tangents are still the same.
+    /// Whether `a` has the region's shape.
     fn a_is_full(&self) -> bool {
         self.a.shape() == self.y().shape()
+    }
+
+    /// Whether `b` has the region's shape.
+    fn b_is_full(&self) -> bool {
+        self.b.shape() == self.y().shape()
     }
 
     /// The region's value op by op.
@@ -302,10 +348,8 @@ fn full_reductions<T: Elem>() {
             );
             same(what, &v, &want);
             let [want_da, want_db] = case.pulled(&g);
-            if case.a_is_full() {
-                same(what, &da, &want_da);
-            }
-            same(what, &db, &want_db);
+            same_cotangent(what, &da, &want_da, case.a_is_full());
+            same_cotangent(what, &db, &want_db, case.b_is_full());
         }
     }
 }
@@ -376,10 +420,8 @@ fn reductions_over_axes<T: Elem>() {
                     cotangents,
                 );
                 let [want_da, want_db] = case.pulled(&spread);
-                if case.a_is_full() {
-                    same(what, &da, &want_da);
-                }
-                same(what, &db, &want_db);
+                same_cotangent(what, &da, &want_da, case.a_is_full());
+                same_cotangent(what, &db, &want_db, case.b_is_full());
             }
         }
     }
