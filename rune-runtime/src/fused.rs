@@ -281,6 +281,73 @@ fn column_at<T: Element, const N: usize>(sources: &[Source<'_, T>; N], e: usize)
     x
 }
 
+/// When every input is a scalar or a row-major tensor, the tensors all of one shape of at most
+/// [`INLINE`] elements (a result held inline): that shape and each input's elements (a
+/// scalar's one). A region of a few elements is then read by index, with no sources worked
+/// out.
+#[inline(always)]
+fn inline_inputs<'a, T: Element, const N: usize>(
+    inputs: &'a [OperandRef<'a, T>; N],
+) -> Option<(&'a [usize], [&'a [T]; N])> {
+    let mut shape: Option<&'a [usize]> = None;
+    let mut data: [&'a [T]; N] = [&[]; N];
+    for (d, input) in data.iter_mut().zip(inputs) {
+        *d = match input {
+            OperandRef::Scalar(v) => std::slice::from_ref(v),
+            OperandRef::Tensor(t) => {
+                match shape {
+                    None if fits_inline(t.shape(), t.len()) => shape = Some(t.shape()),
+                    Some(shape) if shape == t.shape() => {}
+                    _ => return None,
+                }
+                t.as_slice()?
+            }
+        };
+    }
+    Some((shape?, data))
+}
+
+/// [`inline_inputs`] for a backward pass: the inputs given by their shape alone of that shape
+/// too (read as zeros, with no elements), and the cotangent row-major in that shape.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn inline_vjp_inputs<'a, T: Element, const N: usize>(
+    inputs: &'a [FusedInput<'a, T>; N],
+    g: &'a Tensor<T>,
+) -> Option<(&'a [usize], [&'a [T]; N], &'a [T])> {
+    let shape = g.shape();
+    if !fits_inline(shape, g.len()) {
+        return None;
+    }
+    let gs = g.as_slice()?;
+    let mut data: [&'a [T]; N] = [&[]; N];
+    for (d, input) in data.iter_mut().zip(inputs) {
+        *d = match input {
+            FusedInput::Shape(s) if *s == shape => &[],
+            FusedInput::Shape(_) => return None,
+            FusedInput::Value(OperandRef::Scalar(v)) => std::slice::from_ref(v),
+            FusedInput::Value(OperandRef::Tensor(t)) if t.shape() == shape => t.as_slice()?,
+            FusedInput::Value(OperandRef::Tensor(_)) => return None,
+        };
+    }
+    Some((shape, data, gs))
+}
+
+/// Element `e` of each of [`inline_inputs`]' inputs (a scalar's at every index, zero for an
+/// input given by its shape alone).
+#[inline(always)]
+fn inline_column<T: Element, const N: usize>(data: &[&[T]; N], e: usize) -> [T; N] {
+    let mut x = [T::zero(); N];
+    for (x, d) in x.iter_mut().zip(data) {
+        *x = match d.len() {
+            0 => T::zero(),
+            1 => d[0],
+            _ => d[e],
+        };
+    }
+    x
+}
+
 /// The region's shape: the broadcast of its tensor inputs' shapes (`None` for a scalar). On a
 /// mismatch, the error of the first op whose operands do not broadcast, naming it and their
 /// shapes.
@@ -935,6 +1002,16 @@ fn map_region<T: Element, const N: usize, const L: usize>(
     f: impl Fn([T; N], &[T; L], &Kernels) -> T + Sync,
 ) -> Tensor<T> {
     let literals = literals.map(T::from_f64);
+    if let Some((shape, data)) = inline_inputs(&inputs) {
+        let mut out = ArrayVec::new();
+        fast_then_exact(|k| {
+            out.clear();
+            for e in 0..shape.iter().product() {
+                out.push(f(inline_column(&data, e), &literals, k));
+            }
+        });
+        return Tensor::inline(out, shape);
+    }
     let (shape, sources) = value_sources(&inputs, ops);
     let shape = &*shape;
     let len = shape.iter().product();
@@ -1042,6 +1119,26 @@ fn vjp_region<T: Element, const N: usize, const L: usize, const K: usize, const 
     f: impl Fn([T; N], &[T; L], &Kernels, T) -> [T; K] + Sync,
 ) -> [Tensor<T>; M] {
     let literals = literals.map(T::from_f64);
+    if let Some((shape, data, gs)) = inline_vjp_inputs(&inputs, g) {
+        let mut outs: [ArrayVec<T, INLINE>; K] = std::array::from_fn(|_| ArrayVec::new());
+        fast_then_exact(|k| {
+            outs.iter_mut().for_each(ArrayVec::clear);
+            for (e, &g) in gs.iter().enumerate() {
+                let x = inline_column(&data, e);
+                for (o, d) in outs.iter_mut().zip(f(x, &literals, k, g)) {
+                    o.push(d);
+                }
+            }
+        });
+        return distribute(
+            outs.map(|o| Tensor::inline(o, shape)),
+            &targets,
+            |i, t| match inputs[i] {
+                FusedInput::Value(OperandRef::Scalar(_)) => sum_to_shape(&t, &[]),
+                _ => t,
+            },
+        );
+    }
     let values = inputs.map(|i| match i {
         FusedInput::Value(v) => Some(v),
         FusedInput::Shape(_) => None,
@@ -2780,6 +2877,56 @@ mod tests {
     fn cotangents_of_broadcast_inputs_are_summed_as_made() {
         cotangents_are_summed_as_made::<f64>();
         cotangents_are_summed_as_made::<f32>();
+    }
+
+    #[test]
+    fn a_region_of_a_few_elements_reads_views_and_scalars_by_index() {
+        // y = a * b - c with a a slice of a larger tensor (shared storage), b held inline, c a
+        // scalar; its cotangents with b given by its shape alone where its value is not read.
+        let big = Tensor::from_vec((0..40).map(f64::from).collect(), &[10, 4]);
+        let a = big.shrink(&[(2, 3), (0, 4)]).squeeze(0);
+        assert!(!a.is_inline());
+        let b = Tensor::from_parts(vec![0.5, -1.0, 2.0, 0.25], &[4]);
+        assert!(b.is_inline());
+        let ops = "mul 0 1;sub 3 2";
+        let inputs = [
+            OperandRef::Tensor(&a),
+            OperandRef::Tensor(&b),
+            OperandRef::Scalar(3.0),
+        ];
+        let y = fused_map(ops, inputs, [], |[a, b, c], [], _| a * b - c);
+        assert!(y.is_inline());
+        assert_eq!(
+            y.to_vec(),
+            vec![8.0 * 0.5 - 3.0, -9.0 - 3.0, 20.0 - 3.0, 2.75 - 3.0]
+        );
+        let g = t(&[1.0, 2.0, 3.0, 4.0], &[4]);
+        let [da, dc] = fused_vjp(
+            ops,
+            [
+                FusedInput::Value(OperandRef::Tensor(&a)),
+                FusedInput::Shape(b.shape()),
+                FusedInput::Value(OperandRef::Scalar(3.0)),
+            ],
+            [],
+            [(0, 0), (2, 1)],
+            &g,
+            // d/da = g b, read here as zeros: b is given by its shape; d/dc = -g, summed.
+            |[_, b, _], [], _, g| [g * b, -g],
+        );
+        assert_eq!(da.to_vec(), vec![0.0; 4]);
+        assert_eq!(dc.shape(), &[] as &[usize]);
+        assert_eq!(dc.item(), -10.0);
+        // A tensor of another shape beside them takes the broadcasting path.
+        let col = t(&[1.0, 2.0], &[2, 1]);
+        let y = fused_map(
+            "mul 0 1",
+            [OperandRef::Tensor(&col), OperandRef::Tensor(&b)],
+            [],
+            |[x, y], [], _| x * y,
+        );
+        assert_eq!(y.shape(), &[2, 4]);
+        assert_eq!(y.to_vec(), vec![0.5, -1.0, 2.0, 0.25, 1.0, -2.0, 4.0, 0.5]);
     }
 
     #[test]
