@@ -2,10 +2,12 @@
 //! trait is a supertrait of [`Element`](super::Element), so a scalar of a generic element type is
 //! kept like any other.
 
+use smallvec::SmallVec;
+
 use crate::tensor::Tensor;
 
 /// A value the backward pass reads, converted to an owned form the pullback closure can keep
-/// (tensors by cheap clone, scalars by copy, slices as vectors).
+/// (tensors by cheap clone, scalars by copy, slices as small vectors).
 pub trait Residual {
     /// The owned form.
     type Owned;
@@ -37,11 +39,13 @@ impl Residual for str {
     }
 }
 
+/// A slice's elements kept inline up to four (the ranges of a `shrink`, the axes of a
+/// reduction), which a loop's backward pass keeps once an iteration: no allocation for them.
 impl<U: Clone> Residual for [U] {
-    type Owned = Vec<U>;
+    type Owned = SmallVec<[U; 4]>;
     #[inline]
-    fn residual(&self) -> Vec<U> {
-        self.to_vec()
+    fn residual(&self) -> SmallVec<[U; 4]> {
+        SmallVec::from(self)
     }
 }
 
