@@ -86,7 +86,7 @@
 //!   (dB - dA X))`; with `Z = (AᵀA)⁻¹ ḡ = R⁻¹ R⁻ᵀ ḡ`, `B̄ = A Z` and `Ā = r Zᵀ - B̄ Xᵀ`.
 
 use super::rules::symmetric_from_lower;
-use super::{map_indexed, matrices, square, Batched};
+use super::{elements, map_indexed, matrices, square, Batched};
 use crate::element::Element;
 use crate::error::{OrPanic, ShapeError};
 use crate::factorize::LuFactors;
@@ -471,7 +471,7 @@ fn factor_batch<T: Element, const K: usize>(
     shapes: [&[usize]; K],
     mut f: impl FnMut(usize, &[T]) -> Result<[Vec<T>; K], ShapeError>,
 ) -> Result<[Tensor<T>; K], ShapeError> {
-    let data = x.to_vec();
+    let data = elements(x);
     let len = data.len().checked_div(batch).unwrap_or(0);
     let mut outs: [Vec<T>; K] = std::array::from_fn(|_| Vec::new());
     for b in 0..batch {
@@ -927,9 +927,12 @@ pub mod rules {
     #[track_caller]
     #[must_use]
     pub fn cho_solve_vjp_lhs<T: Element>(g: &Tensor<T>, l: &Tensor<T>, x: &Tensor<T>) -> Tensor<T> {
+        // `(B̄ Xᵀ + X B̄ᵀ) L = B̄ (Lᵀ X)ᵀ + X (Lᵀ B̄)ᵀ`: products with the `n × k` right-hand
+        // sides, no `n × n × n` one.
         let gb = l.cho_solve(g);
-        let s = gb.matmul(&x.t()) + x.matmul(&gb.t());
-        -sum_to_shape(&s.matmul(&l.tril(0)), l.shape()).tril(0)
+        let lt = l.tril(0).t();
+        let s = gb.matmul(&lt.matmul(x).t()) + x.matmul(&lt.matmul(&gb).t());
+        -sum_to_shape(&s, l.shape()).tril(0)
     }
 
     /// VJP of [`Tensor::cho_solve`] for `b` (of shape `b_shape`), from the factor `l`: `A⁻¹ ḡ`,
