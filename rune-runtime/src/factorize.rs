@@ -22,16 +22,18 @@
 
 use std::ops::MulAssign;
 
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::cholesky::llt::factor::{cholesky_in_place, cholesky_in_place_scratch};
 use faer::linalg::matmul::triangular::{self, BlockStructure};
 use faer::linalg::solvers::{DenseSolveCore, PartialPivLu, Solve};
 use faer::linalg::triangular_solve::solve_upper_triangular_in_place;
 use faer::traits::RealField;
 use faer::{Accum, Mat, MatMut, MatRef, Par, Side};
 
-/// The lower Cholesky factor (row-major `n × n`, zeros above the diagonal) of the row-major
-/// `n × n` matrix whose lower triangle is read; `None` when faer meets a pivot that is not
-/// positive.
-pub type CholeskyKernel<T> = fn(&[T], usize) -> Option<Vec<T>>;
+/// Writes the lower Cholesky factor (row-major `n × n`, zeros above the diagonal) of the
+/// row-major `n × n` matrix whose lower triangle is read into the last argument; `false` (and
+/// the output unspecified) when faer meets a pivot that is not positive.
+pub type CholeskyKernel<T> = fn(&[T], usize, &mut [T]) -> bool;
 
 /// Solves `op(T) X = B` in place, `B` the row-major `n × k` slice, `T` the lower (the flag
 /// `lower`) or upper triangle of the row-major `n × n` matrix, `op(T) = Tᵀ` when the flag
@@ -122,9 +124,48 @@ fn clean<X>(x: X) -> X {
     x
 }
 
-fn faer_cholesky<T: RealField + Copy>(a: &[T], n: usize) -> Option<Vec<T>> {
-    let llt = MatRef::from_row_major_slice(a, n, n).llt(Side::Lower);
-    clean(llt.ok().map(|f| row_major(f.L())))
+/// `dst = srcᵀ`, both row-major `n × n`, a tile at a time so that both sides stay in cache
+/// (faer's copy between layouts goes an element at a time).
+fn transpose_into<T: Copy>(src: &[T], dst: &mut [T], n: usize) {
+    const TILE: usize = 16;
+    for i0 in (0..n).step_by(TILE) {
+        for j0 in (0..n).step_by(TILE) {
+            for i in i0..(i0 + TILE).min(n) {
+                let row = &src[i * n + j0..i * n + (j0 + TILE).min(n)];
+                for (j, &x) in (j0..).zip(row) {
+                    dst[j * n + i] = x;
+                }
+            }
+        }
+    }
+}
+
+fn faer_cholesky<T: RealField + Copy>(a: &[T], n: usize, l: &mut [T]) -> bool {
+    // faer factors the lower triangle of a column-major matrix in place: `A` column-major is
+    // the transpose of the row-major one, and so is `L` row-major of `L` column-major.
+    let mut work = vec![T::zero_impl(); n * n];
+    transpose_into(a, &mut work, n);
+    let mut mem = MemBuffer::new(cholesky_in_place_scratch::<T>(
+        n,
+        Par::Seq,
+        Default::default(),
+    ));
+    let factored = cholesky_in_place(
+        MatMut::from_column_major_slice_mut(&mut work, n, n),
+        Default::default(),
+        Par::Seq,
+        MemStack::new(&mut mem),
+        Default::default(),
+    );
+    if factored.is_err() {
+        return clean(false);
+    }
+    transpose_into(&work, l, n);
+    // Above the diagonal `work` held `A`'s upper triangle, which is not read.
+    for (i, row) in l.chunks_exact_mut(n).enumerate() {
+        row[i + 1..].fill(T::zero_impl());
+    }
+    clean(true)
 }
 
 fn faer_triangular<T: RealField + Copy>(
@@ -213,12 +254,7 @@ fn faer_svd<T: RealField + Copy>(a: &[T], m: usize, n: usize) -> Option<(Vec<T>,
     }))
 }
 
-fn faer_cholesky_vjp<T: RealField + Copy + MulAssign>(
-    g: &[T],
-    l: &[T],
-    n: usize,
-    out: &mut [T],
-) {
+fn faer_cholesky_vjp<T: RealField + Copy + MulAssign>(g: &[T], l: &[T], n: usize, out: &mut [T]) {
     assert!(
         g.len() == n * n && l.len() == n * n && out.len() == n * n,
         "cholesky_vjp: the cotangent, the factor and the output are n x n"

@@ -636,6 +636,11 @@ fn faddeev_leverrier<T: Element>(s: &[T], k: usize) -> (T, Vec<T>) {
 /// The size up to which `det`, `logabsdet` and `sign_det` always pivot completely.
 const SMALL_DET: usize = 16;
 
+/// `ln |det A|` from faer's partial-pivot LU factors of `A`.
+fn lu_logabsdet<T: Element>(f: &LuFactors<T>) -> T {
+    f.pivots.iter().map(|p| p.abs().ln()).sum()
+}
+
 /// Whether faer's partial-pivot LU leaves no doubt that the matrix is invertible: every pivot
 /// finite and above `n ε` times the largest. Elsewhere, singular matrices included, the
 /// completely pivoted kernel decides, which gives a singular matrix its exact zero pivots.
@@ -807,24 +812,25 @@ impl<T: Element> Tensor<T> {
     pub fn try_cholesky(&self) -> Result<Tensor<T>, ShapeError> {
         let (batch, n) = square("cholesky", self.shape())?;
         let data = elements(self);
-        let mut out = Vec::with_capacity(data.len());
+        let mut out = vec![T::zero(); data.len()];
         for b in 0..batch {
             let a = &data[b * n * n..(b + 1) * n * n];
+            let l = &mut out[b * n * n..(b + 1) * n * n];
+            if T::factor_kernels().is_some_and(|k| (k.cholesky)(a, n, l)) {
+                continue;
+            }
             // A matrix faer rejects goes through the generic kernel, whose error names the pivot.
-            let fast = T::factor_kernels().and_then(|k| (k.cholesky)(a, n));
-            let l = fast
-                .map_or_else(|| cholesky_kernel(a, n), Ok)
-                .map_err(|(j, d)| {
-                    ShapeError::new(
-                        "cholesky",
-                        format!(
+            let generic = cholesky_kernel(a, n).map_err(|(j, d)| {
+                ShapeError::new(
+                    "cholesky",
+                    format!(
                         "matrix {b} of the batch of shape {:?} is not positive definite (pivot \
                          {j} is {d})",
                         self.shape()
                     ),
-                    )
-                })?;
-            out.extend(l);
+                )
+            })?;
+            l.copy_from_slice(&generic);
         }
         Ok(Tensor::from_vec(out, self.shape()))
     }
@@ -1019,11 +1025,7 @@ impl<T: Element> Tensor<T> {
 
     /// Like [`Tensor::logabsdet`], returning an error for a shape that is not `[.., n, n]`.
     pub fn try_logabsdet(&self) -> Result<Tensor<T>, ShapeError> {
-        self.pivoted_reduce(
-            "logabsdet",
-            |f| f.pivots.iter().map(|p| p.abs().ln()).sum(),
-            Pivoted::logabsdet,
-        )
+        self.pivoted_reduce("logabsdet", lu_logabsdet, Pivoted::logabsdet)
     }
 
     /// The inner product of two vectors of one length: a 0-d tensor.
