@@ -63,11 +63,14 @@
 //! - `dot(b)` of two vectors of one length is a 0-d tensor; `outer(b)` of `[m]` and `[n]` is
 //!   `[m, n]`.
 
+use std::borrow::Cow;
+use std::ops::Range;
+
 use super::linalg::batch_pairs;
 use crate::broadcast::broadcast_shapes;
 use crate::element::Element;
 use crate::error::{checked_size, OrPanic, ShapeError};
-use crate::factorize::LuFactors;
+use crate::factorize::{CholeskyVjpKernel, LuFactors};
 use crate::tensor::Tensor;
 
 mod einsum;
@@ -161,27 +164,55 @@ fn system(
     Ok((Batched::new(op, a, b)?, n, b[b.len() - 1]))
 }
 
+/// The elements of `x` in row-major order, borrowed when they lie so already: the kernels
+/// read a tensor of the factorizations' size without copying it.
+fn elements<T: Element>(x: &Tensor<T>) -> Cow<'_, [T]> {
+    match x.view().to_slice() {
+        Some(data) => Cow::Borrowed(data),
+        None => Cow::Owned(x.to_vec()),
+    }
+}
+
 /// `f(i, j, v)` at every element `v` at row `i`, column `j` of each matrix of `x`.
 fn map_indexed<T: Element>(x: &Tensor<T>, f: impl Fn(usize, usize, T) -> T) -> Tensor<T> {
     let shape = x.shape().to_vec();
     let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
-    let data = x
-        .to_vec()
-        .into_iter()
+    let data = elements(x)
+        .iter()
         .enumerate()
-        .map(|(idx, v)| f((idx / n) % m.max(1), idx % n.max(1), v))
+        .map(|(idx, &v)| f((idx / n) % m.max(1), idx % n.max(1), v))
         .collect();
     Tensor::from_vec(data, &shape)
 }
 
-/// Whether `(i, j)` is on or below the `k`-th diagonal.
-fn below(i: usize, j: usize, k: isize) -> bool {
-    (j as isize) - (i as isize) <= k
+/// Each matrix of `x` with row `i` kept in the columns `cols(i)` (a range within the row) and
+/// zero elsewhere: `tril`, `triu` and their kin, a row at a time.
+fn keep_columns<T: Element>(x: &Tensor<T>, cols: impl Fn(usize) -> Range<usize>) -> Tensor<T> {
+    let shape = x.shape();
+    let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+    let data = elements(x);
+    let mut out = vec![T::zero(); data.len()];
+    if n > 0 {
+        for (r, (src, dst)) in data
+            .chunks_exact(n)
+            .zip(out.chunks_exact_mut(n))
+            .enumerate()
+        {
+            let keep = cols(r % m);
+            dst[keep.clone()].copy_from_slice(&src[keep]);
+        }
+    }
+    Tensor::from_vec(out, shape)
 }
 
-/// Whether `(i, j)` is on or above the `k`-th diagonal.
-fn above(i: usize, j: usize, k: isize) -> bool {
-    (j as isize) - (i as isize) >= k
+/// The columns of row `i` on or below the `k`-th diagonal, of `n` columns.
+fn columns_below(i: usize, k: isize, n: usize) -> Range<usize> {
+    0..(i as isize + k + 1).clamp(0, n as isize) as usize
+}
+
+/// The columns of row `i` on or above the `k`-th diagonal, of `n` columns.
+fn columns_above(i: usize, k: isize, n: usize) -> Range<usize> {
+    (i as isize + k).clamp(0, n as isize) as usize..n
 }
 
 // ---- kernels on one row-major matrix ----------------------------------------------------------
@@ -605,6 +636,11 @@ fn faddeev_leverrier<T: Element>(s: &[T], k: usize) -> (T, Vec<T>) {
 /// The size up to which `det`, `logabsdet` and `sign_det` always pivot completely.
 const SMALL_DET: usize = 16;
 
+/// `ln |det A|` from faer's partial-pivot LU factors of `A`.
+fn lu_logabsdet<T: Element>(f: &LuFactors<T>) -> T {
+    f.pivots.iter().map(|p| p.abs().ln()).sum()
+}
+
 /// Whether faer's partial-pivot LU leaves no doubt that the matrix is invertible: every pivot
 /// finite and above `n ε` times the largest. Elsewhere, singular matrices included, the
 /// completely pivoted kernel decides, which gives a singular matrix its exact zero pivots.
@@ -678,7 +714,7 @@ impl<T: Element> Tensor<T> {
     pub fn try_diagonal(&self) -> Result<Tensor<T>, ShapeError> {
         let (batch, m, n) = matrices("diagonal", self.shape())?;
         let k = m.min(n);
-        let data = self.to_vec();
+        let data = elements(self);
         let out = (0..batch)
             .flat_map(|b| (0..k).map(move |i| b * m * n + i * n + i))
             .map(|i| data[i])
@@ -733,14 +769,8 @@ impl<T: Element> Tensor<T> {
 
     /// Like [`Tensor::triu`], returning an error for fewer than two axes.
     pub fn try_triu(&self, k: isize) -> Result<Tensor<T>, ShapeError> {
-        matrices("triu", self.shape())?;
-        Ok(map_indexed(self, |i, j, v| {
-            if above(i, j, k) {
-                v
-            } else {
-                T::zero()
-            }
-        }))
+        let (_, _, n) = matrices("triu", self.shape())?;
+        Ok(keep_columns(self, |i| columns_above(i, k, n)))
     }
 
     /// The entries of each matrix on and below the `k`-th diagonal (`k = 0` the main one, `k < 0`
@@ -756,14 +786,8 @@ impl<T: Element> Tensor<T> {
 
     /// Like [`Tensor::tril`], returning an error for fewer than two axes.
     pub fn try_tril(&self, k: isize) -> Result<Tensor<T>, ShapeError> {
-        matrices("tril", self.shape())?;
-        Ok(map_indexed(self, |i, j, v| {
-            if below(i, j, k) {
-                v
-            } else {
-                T::zero()
-            }
-        }))
+        let (_, _, n) = matrices("tril", self.shape())?;
+        Ok(keep_columns(self, |i| columns_below(i, k, n)))
     }
 
     /// The lower Cholesky factor `L` of each symmetric positive-definite matrix `A` of
@@ -787,25 +811,26 @@ impl<T: Element> Tensor<T> {
     /// matrix that is not positive definite.
     pub fn try_cholesky(&self) -> Result<Tensor<T>, ShapeError> {
         let (batch, n) = square("cholesky", self.shape())?;
-        let data = self.to_vec();
-        let mut out = Vec::with_capacity(data.len());
+        let data = elements(self);
+        let mut out = vec![T::zero(); data.len()];
         for b in 0..batch {
             let a = &data[b * n * n..(b + 1) * n * n];
+            let l = &mut out[b * n * n..(b + 1) * n * n];
+            if T::factor_kernels().is_some_and(|k| (k.cholesky)(a, n, l)) {
+                continue;
+            }
             // A matrix faer rejects goes through the generic kernel, whose error names the pivot.
-            let fast = T::factor_kernels().and_then(|k| (k.cholesky)(a, n));
-            let l = fast
-                .map_or_else(|| cholesky_kernel(a, n), Ok)
-                .map_err(|(j, d)| {
-                    ShapeError::new(
-                        "cholesky",
-                        format!(
+            let generic = cholesky_kernel(a, n).map_err(|(j, d)| {
+                ShapeError::new(
+                    "cholesky",
+                    format!(
                         "matrix {b} of the batch of shape {:?} is not positive definite (pivot \
                          {j} is {d})",
                         self.shape()
                     ),
-                    )
-                })?;
-            out.extend(l);
+                )
+            })?;
+            l.copy_from_slice(&generic);
         }
         Ok(Tensor::from_vec(out, self.shape()))
     }
@@ -833,7 +858,7 @@ impl<T: Element> Tensor<T> {
     ) -> Result<Tensor<T>, ShapeError> {
         let (sys, n, k) = system("solve_triangular", self.shape(), b.shape())?;
         let shape = sys.shape::<T>("solve_triangular", n, k)?;
-        let (a, rhs) = (self.to_vec(), b.to_vec());
+        let (a, rhs) = (elements(self), elements(b));
         let mut x = Vec::with_capacity(sys.pairs.len() * n * k);
         for &(ia, ib) in &sys.pairs {
             let start = x.len();
@@ -908,7 +933,7 @@ impl<T: Element> Tensor<T> {
     ) -> Result<Vec<T>, ShapeError> {
         let n = self.shape()[self.ndim() - 1];
         let k = b.shape()[b.ndim() - 1];
-        let (a, rhs) = (self.to_vec(), b.to_vec());
+        let (a, rhs) = (elements(self), elements(b));
         let mut factors: Vec<Option<F>> = std::iter::repeat_with(|| None)
             .take(self.shape()[..self.ndim() - 2].iter().product())
             .collect();
@@ -940,14 +965,14 @@ impl<T: Element> Tensor<T> {
         if let Some(kernels) = T::factor_kernels() {
             // faer inverts from the factors (triangular inverses and their product), 2n³
             // against the 8n³/3 of solving with the identity.
-            let a = self.to_vec();
+            let a = elements(self);
             let mut out = Vec::with_capacity(a.len());
             for i in 0..batch {
                 let f = (kernels.lu)(&a[i * n * n..(i + 1) * n * n], n);
                 if f.pivots.iter().any(|&p| p == T::zero()) {
                     return Err(singular_error("inv", i, self.shape()));
                 }
-                out.extend((kernels.lu_inverse)(&f));
+                out.extend((kernels.lu_inverse)(&f, false));
             }
             return Ok(Tensor::from_vec(out, self.shape()));
         }
@@ -1000,11 +1025,7 @@ impl<T: Element> Tensor<T> {
 
     /// Like [`Tensor::logabsdet`], returning an error for a shape that is not `[.., n, n]`.
     pub fn try_logabsdet(&self) -> Result<Tensor<T>, ShapeError> {
-        self.pivoted_reduce(
-            "logabsdet",
-            |f| f.pivots.iter().map(|p| p.abs().ln()).sum(),
-            Pivoted::logabsdet,
-        )
+        self.pivoted_reduce("logabsdet", lu_logabsdet, Pivoted::logabsdet)
     }
 
     /// The inner product of two vectors of one length: a 0-d tensor.
@@ -1127,7 +1148,7 @@ impl<T: Element> Tensor<T> {
         f: impl Fn(&Pivoted<T>) -> Vec<T>,
     ) -> Result<Vec<T>, ShapeError> {
         let (batch, n) = square(op, self.shape())?;
-        let a = self.to_vec();
+        let a = elements(self);
         // Up to `SMALL_DET` rows complete pivoting costs little, and it keeps `f32`/`f64`
         // values the exact primal parts of the dual numbers' (which `f_hvp` checks compare).
         let kernels = T::factor_kernels().filter(|_| n > SMALL_DET);
@@ -1163,11 +1184,7 @@ pub mod rules {
     /// The lower triangle with the diagonal halved: Murray's `Φ`.
     fn phi<T: Element>(x: &Tensor<T>) -> Tensor<T> {
         let half = T::from_f64(0.5);
-        map_indexed(x, |i, j, v| match i.cmp(&j) {
-            std::cmp::Ordering::Greater => v,
-            std::cmp::Ordering::Equal => v * half,
-            std::cmp::Ordering::Less => T::zero(),
-        })
+        x.tril(-1) + x.diagonal().diag() * half
     }
 
     /// The symmetric matrix whose lower triangle is that of `x`.
@@ -1196,8 +1213,7 @@ pub mod rules {
     fn log_det_gradient<T: Element>(op: &'static str, a: &Tensor<T>) -> Tensor<T> {
         let inverse_transpose = |f: &LuFactors<T>| {
             let kernels = T::factor_kernels().expect("faer factored the matrix");
-            let n = f.pivots.len();
-            transpose_square((kernels.lu_inverse)(f), n)
+            (kernels.lu_inverse)(f, true)
         };
         a.pivoted_map(op, inverse_transpose, |p| {
             if p.rank == p.n {
@@ -1209,11 +1225,6 @@ pub mod rules {
         .or_panic()
     }
 
-    /// The transpose of the row-major `n × n` matrix `x`.
-    fn transpose_square<T: Element>(x: Vec<T>, n: usize) -> Vec<T> {
-        (0..n * n).map(|idx| x[(idx % n) * n + idx / n]).collect()
-    }
-
     /// The cofactor matrix `adj(A)ᵀ` of each matrix, the gradient of `det`: right at every
     /// matrix, singular ones included (see `Pivoted::cofactors`).
     #[track_caller]
@@ -1222,11 +1233,9 @@ pub mod rules {
         let scaled = |f: &LuFactors<T>| {
             let kernels = T::factor_kernels().expect("faer factored the matrix");
             let det = f.sign * f.pivots.iter().copied().product::<T>();
-            let n = f.pivots.len();
-            let inverse = (kernels.lu_inverse)(f);
-            (0..n * n)
-                .map(|idx| det * inverse[(idx % n) * n + idx / n])
-                .collect()
+            let mut inverse_transpose = (kernels.lu_inverse)(f, true);
+            inverse_transpose.iter_mut().for_each(|x| *x = det * *x);
+            inverse_transpose
         };
         a.pivoted_map(op, scaled, Pivoted::cofactors).or_panic()
     }
@@ -1251,13 +1260,8 @@ pub mod rules {
 
     /// Ones on the diagonal of each matrix of `shape`.
     fn diagonal_ones<T: Element>(shape: &[usize]) -> Tensor<T> {
-        map_indexed(&Tensor::zeros(shape), |i, j, _| {
-            if i == j {
-                T::one()
-            } else {
-                T::zero()
-            }
-        })
+        let (batch, m, n) = matrices("diagonal_ones", shape).or_panic();
+        diagonal_vjp(&Tensor::ones(&[batch, m.min(n)]), shape)
     }
 
     /// JVP of [`Tensor::diagonal`].
@@ -1271,7 +1275,7 @@ pub mod rules {
     pub fn diagonal_vjp<T: Element>(g: &Tensor<T>, shape: &[usize]) -> Tensor<T> {
         let (batch, m, n) = matrices("diagonal_vjp", shape).or_panic();
         let k = m.min(n);
-        let gv = g.to_vec();
+        let gv = elements(g);
         let mut out = vec![T::zero(); batch * m * n];
         for b in 0..batch {
             for i in 0..k {
@@ -1417,10 +1421,48 @@ pub mod rules {
     #[track_caller]
     #[must_use]
     pub fn cholesky_vjp<T: Element>(g: &Tensor<T>, l: &Tensor<T>) -> Tensor<T> {
+        if let Some(kernels) = T::factor_kernels() {
+            return cholesky_vjp_fast(g, l, kernels.cholesky_vjp);
+        }
         let p = phi(&l.t().matmul(&g.tril(0)));
         let z = l.solve_triangular(&p, true, true);
         let a = l.solve_triangular(&z.t(), true, true).t();
         fold_onto_lower(&a)
+    }
+
+    /// [`cholesky_vjp`] by the element type's kernel, one matrix of the batch at a time.
+    #[track_caller]
+    fn cholesky_vjp_fast<T: Element>(
+        g: &Tensor<T>,
+        l: &Tensor<T>,
+        kernel: CholeskyVjpKernel<T>,
+    ) -> Tensor<T> {
+        let (batch, n) = square("cholesky_vjp", l.shape()).or_panic();
+        if g.shape() != l.shape() {
+            panic!(
+                "cholesky_vjp: the cotangent has shape {:?}, the factor {:?}",
+                g.shape(),
+                l.shape()
+            );
+        }
+        let mut out = vec![T::zero(); batch * n * n];
+        if n > 0 {
+            let (gs, ls) = (g.standard_layout(), l.standard_layout());
+            let gs = gs
+                .as_slice()
+                .expect("a standard-layout tensor is contiguous");
+            let ls = ls
+                .as_slice()
+                .expect("a standard-layout tensor is contiguous");
+            for ((gm, lm), om) in gs
+                .chunks_exact(n * n)
+                .zip(ls.chunks_exact(n * n))
+                .zip(out.chunks_exact_mut(n * n))
+            {
+                kernel(gm, lm, n, om);
+            }
+        }
+        Tensor::from_vec(out, l.shape())
     }
 
     /// The tangent `db` of a right-hand side broadcast to the solution's shape (zeros when

@@ -7,7 +7,7 @@
 // `check!` clones its inputs into one slice, a single one too.
 #![allow(clippy::cloned_ref_to_slice_refs)]
 
-use rune_runtime::rules::{det_vjp, logabsdet_vjp};
+use rune_runtime::rules::{cho_solve_vjp_lhs, cholesky_vjp, det_vjp, logabsdet_vjp};
 use rune_runtime::{dual_of, primal_of, Dual, Element, Tensor};
 
 use crate::common::{shifted, spd, tensor, uniform};
@@ -105,6 +105,21 @@ fn faer_and_the_generic_kernels_agree() {
         }
     }
     check!("cho_solve", [l, b], |x| x[0].cho_solve(&x[1]));
+    // The rules with kernels of their own, on batches and on a transposed cotangent.
+    let g = uniform::<f64>(&[2, N, N], -1.0, 1.0, 18);
+    check!("cholesky_vjp", [g, l], |x| cholesky_vjp(&x[0], &x[1]));
+    let (g1, l1) = (
+        uniform::<f64>(&[N, N], -1.0, 1.0, 19),
+        spd::<f64>(&[N, N], 20).cholesky(),
+    );
+    check!("cholesky_vjp, transposed cotangent", [g1.t(), l1], |x| {
+        cholesky_vjp(&x[0], &x[1])
+    });
+    let xs = l.cho_solve(&b);
+    let gx = uniform::<f64>(xs.shape(), -1.0, 1.0, 23);
+    check!("cho_solve_vjp_lhs, broadcast", [gx, l, xs], |x| {
+        cho_solve_vjp_lhs(&x[0], &x[1], &x[2])
+    });
     check!("solve, broadcast", [a, b], |x| x[0].solve(&x[1]));
     check!("solve, transposed", [at, b], |x| x[0].solve(&x[1]));
     check!("inv", [a], |x| x[0].inv());

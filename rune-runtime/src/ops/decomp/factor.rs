@@ -86,13 +86,23 @@
 //!   (dB - dA X))`; with `Z = (AᵀA)⁻¹ ḡ = R⁻¹ R⁻ᵀ ḡ`, `B̄ = A Z` and `Ā = r Zᵀ - B̄ Xᵀ`.
 
 use super::rules::symmetric_from_lower;
-use super::{map_indexed, matrices, square, Batched};
+use super::{elements, lu_logabsdet, map_indexed, matrices, square, Batched};
 use crate::element::Element;
 use crate::error::{OrPanic, ShapeError};
 use crate::factorize::LuFactors;
 use crate::tensor::Tensor;
 
 // ---- kernels on one row-major matrix ----------------------------------------------------------
+
+/// The sign of `det A` from faer's partial-pivot LU factors of `A`.
+fn lu_sign_det<T: Element>(f: &LuFactors<T>) -> T {
+    let negatives = f.pivots.iter().filter(|&&p| p < T::zero()).count();
+    if negatives % 2 == 1 {
+        -f.sign
+    } else {
+        f.sign
+    }
+}
 
 /// The sign of `x` with `+1` at zero.
 fn sign_of<T: Element>(x: T) -> T {
@@ -471,7 +481,7 @@ fn factor_batch<T: Element, const K: usize>(
     shapes: [&[usize]; K],
     mut f: impl FnMut(usize, &[T]) -> Result<[Vec<T>; K], ShapeError>,
 ) -> Result<[Tensor<T>; K], ShapeError> {
-    let data = x.to_vec();
+    let data = elements(x);
     let len = data.len().checked_div(batch).unwrap_or(0);
     let mut outs: [Vec<T>; K] = std::array::from_fn(|_| Vec::new());
     for b in 0..batch {
@@ -535,7 +545,15 @@ impl<T: Element> Tensor<T> {
 
     /// Like [`Tensor::slogdet`], returning an error for a shape that is not `[.., n, n]`.
     pub fn try_slogdet(&self) -> Result<(Tensor<T>, Tensor<T>), ShapeError> {
-        Ok((self.sign_det_named("slogdet")?, self.try_logabsdet()?))
+        // Both from one factorization of each matrix.
+        let both = self.pivoted_each(
+            "slogdet",
+            |f| vec![lu_sign_det(f), lu_logabsdet(f)],
+            |p| vec![p.sign_det(), p.logabsdet()],
+        )?;
+        let (sign, log) = both.chunks_exact(2).map(|x| (x[0], x[1])).unzip();
+        let shape = &self.shape()[..self.ndim() - 2];
+        Ok((Tensor::from_vec(sign, shape), Tensor::from_vec(log, shape)))
     }
 
     /// The sign of the determinant of each matrix of `[.., n, n]`: `±1`, or `0` for a singular
@@ -555,15 +573,7 @@ impl<T: Element> Tensor<T> {
     }
 
     fn sign_det_named(&self, op: &'static str) -> Result<Tensor<T>, ShapeError> {
-        let fast = |f: &LuFactors<T>| {
-            let negatives = f.pivots.iter().filter(|&&p| p < T::zero()).count();
-            if negatives % 2 == 1 {
-                -f.sign
-            } else {
-                f.sign
-            }
-        };
-        self.pivoted_reduce(op, fast, super::Pivoted::sign_det)
+        self.pivoted_reduce(op, lu_sign_det, super::Pivoted::sign_det)
     }
 
     /// The reduced QR factorization `A = Q R` of each matrix of `[.., m, n]` (NumPy's and JAX's
@@ -927,9 +937,12 @@ pub mod rules {
     #[track_caller]
     #[must_use]
     pub fn cho_solve_vjp_lhs<T: Element>(g: &Tensor<T>, l: &Tensor<T>, x: &Tensor<T>) -> Tensor<T> {
+        // `(B̄ Xᵀ + X B̄ᵀ) L = B̄ (Lᵀ X)ᵀ + X (Lᵀ B̄)ᵀ`: products with the `n × k` right-hand
+        // sides, no `n × n × n` one.
         let gb = l.cho_solve(g);
-        let s = gb.matmul(&x.t()) + x.matmul(&gb.t());
-        -sum_to_shape(&s.matmul(&l.tril(0)), l.shape()).tril(0)
+        let lt = l.tril(0).t();
+        let s = gb.matmul(&lt.matmul(x).t()) + x.matmul(&lt.matmul(&gb).t());
+        -sum_to_shape(&s, l.shape()).tril(0)
     }
 
     /// VJP of [`Tensor::cho_solve`] for `b` (of shape `b_shape`), from the factor `l`: `A⁻¹ ḡ`,
