@@ -280,6 +280,25 @@ impl Window {
         }
     }
 
+    /// [`Window::for_each_window`] for a 2x2 kernel, calling `f(indices, out_index)` with the
+    /// flat indices of the window's four elements (row by row, as [`Window::elements`]): no
+    /// iterator per window.
+    pub(crate) fn for_each_window2(&self, mut f: impl FnMut([usize; 4], usize)) {
+        debug_assert!(self.padding == 0 && self.dilation == 1 && self.kh == 2 && self.kw == 2);
+        let plane_len = self.h * self.w;
+        let mut out = 0;
+        for p in 0..self.n * self.c {
+            for oy in 0..self.oh {
+                let row = p * plane_len + oy * self.stride * self.w;
+                for ox in 0..self.ow {
+                    let a = row + ox * self.stride;
+                    f([a, a + 1, a + self.w, a + self.w + 1], out);
+                    out += 1;
+                }
+            }
+        }
+    }
+
     /// The flat indices of the window at `base` (from [`Window::for_each_window`]), row by row.
     pub(crate) fn elements(&self, base: usize) -> impl Iterator<Item = usize> {
         let (kh, kw, w) = (self.kh, self.kw, self.w);
