@@ -6,7 +6,7 @@
 //! GEMM for `f32`/`f64` products above a few thousand multiply-adds, `matrixmultiply` below, and
 //! `ndarray`'s generic loop for other elements such as dual numbers (see `crate::gemm`).
 
-use ndarray::{ArrayView2, ArrayViewD, Axis, CowArray, Ix2, Order};
+use ndarray::{ArrayView2, ArrayViewD, Axis, CowArray, Ix2, Ix3, Ix4, Order};
 
 use crate::broadcast::{broadcast_shapes, same_shape, sum_to_shape};
 use crate::element::Element;
@@ -207,27 +207,33 @@ impl<'a, T: Element> Stack<'a, T> {
 
     /// Matrix `i` of the stack (row-major over the batch axes).
     fn matrix(&self, i: usize) -> ArrayView2<'_, T> {
-        let mut v = self.data.view();
-        let batch = v.ndim() - 2;
-        let mut index = [0usize; 8];
-        let mut long_index = Vec::new();
-        let index: &mut [usize] = if batch <= index.len() {
-            &mut index[..batch]
-        } else {
-            long_index.resize(batch, 0);
-            &mut long_index
-        };
-        let mut rem = i;
-        for (ax, j) in index.iter_mut().enumerate().rev() {
-            let len = v.len_of(Axis(ax));
-            *j = rem % len;
-            rem /= len;
+        let v = self.data.view();
+        match v.ndim() {
+            2 => v.into_dimensionality(),
+            3 => v
+                .into_dimensionality::<Ix3>()
+                .map(|v| v.index_axis_move(Axis(0), i)),
+            4 => v.into_dimensionality::<Ix4>().map(|v| {
+                let inner = v.len_of(Axis(1));
+                v.index_axis_move(Axis(0), i / inner)
+                    .index_axis_move(Axis(0), i % inner)
+            }),
+            _ => {
+                let mut v = v;
+                let mut rem = i;
+                let mut index = vec![0; v.ndim() - 2];
+                for (ax, j) in index.iter_mut().enumerate().rev() {
+                    let len = v.len_of(Axis(ax));
+                    *j = rem % len;
+                    rem /= len;
+                }
+                for j in index {
+                    v = v.index_axis_move(Axis(0), j);
+                }
+                v.into_dimensionality()
+            }
         }
-        for &j in index.iter() {
-            v = v.index_axis_move(Axis(0), j);
-        }
-        v.into_dimensionality()
-            .expect("matmul: a stack's matrix has two axes")
+        .expect("matmul: a stack's matrix has two axes")
     }
 
     /// The only matrix of a stack of one.
