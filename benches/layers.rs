@@ -7,6 +7,7 @@
 //!   query, key and value heads are views of one `[8, 64, 384]` projection (a column slice of
 //!   each row, permuted to `[B, H, T, DH]`), the key transposed besides; the others take
 //!   row-major operands.
+//! - `softmax_*`: softmax of `[8, 4, 64, 64]` scores along the last axis and its VJP.
 //! - `conv*`: `conv2d` with 3×3 kernels and padding 1; `conv1` is `[32,3,32,32]` by `[16,3,3,3]`,
 //!   `conv2` is `[32,16,16,16]` by `[32,16,3,3]`; `_fwd` the convolution, `_bwd` the input's and
 //!   the weight's VJPs.
@@ -19,7 +20,9 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use rune_ad::rules::{conv2d_vjp_input, conv2d_vjp_weight, matmul_vjp_lhs, matmul_vjp_rhs};
+use rune_ad::rules::{
+    conv2d_vjp_input, conv2d_vjp_weight, matmul_vjp_lhs, matmul_vjp_rhs, softmax_vjp,
+};
 use rune_ad::Tensor;
 
 const B: usize = 8;
@@ -88,6 +91,16 @@ fn layers(c: &mut Criterion) {
     let (qh, kh, vh) = (heads(&qkv, 0), heads(&qkv, 1), heads(&qkv, 2));
     product(c, "bmm_qk_heads", &qh, &kh.t());
     product(c, "bmm_pv_heads", &p, &vh);
+    let mut group = c.benchmark_group("layers_f32");
+    group.sample_size(30);
+    let (y, gy) = (p.softmax(-1), rand(p.shape(), 11));
+    group.bench_function("softmax_fwd", |bench| {
+        bench.iter(|| black_box(&p).softmax(-1))
+    });
+    group.bench_function("softmax_bwd", |bench| {
+        bench.iter(|| softmax_vjp(black_box(&gy), &y, -1))
+    });
+    group.finish();
     conv(c, "conv1", &[32, 3, 32, 32], &[16, 3, 3, 3]);
     conv(c, "conv2", &[32, 16, 16, 16], &[32, 16, 3, 3]);
 }

@@ -66,6 +66,23 @@ def heads(qkv, j):
     return qkv[:, :, j * d:(j + 1) * d].reshape(B, T, H, DH).permute(0, 2, 1, 3)
 
 
+def softmax(p):
+    """Softmax along the last axis and its VJP."""
+    g = rand(*p.shape)
+    pr = p.detach().requires_grad_(True)
+
+    def fwd():
+        with torch.no_grad():
+            torch.softmax(p, -1)
+
+    y = torch.softmax(pr, -1)
+
+    def bwd():
+        torch.autograd.grad(y, (pr,), g, retain_graph=True)
+
+    return [("softmax_fwd", median_us(fwd)), ("softmax_bwd", median_us(bwd))]
+
+
 def conv(name, xs, ws):
     x, w = rand(*xs), rand(*ws)
     g = rand(*F.conv2d(x, w, padding=1).shape)
@@ -95,6 +112,7 @@ def main():
     qh, kh, vh = heads(qkv, 0), heads(qkv, 1), heads(qkv, 2)
     rows += product("bmm_qk_heads", qh, kh.transpose(-1, -2))
     rows += product("bmm_pv_heads", p, vh)
+    rows += softmax(p)
     rows += conv("conv1", (32, 3, 32, 32), (16, 3, 3, 3))
     rows += conv("conv2", (32, 16, 16, 16), (32, 16, 3, 3))
 
