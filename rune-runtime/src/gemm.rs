@@ -49,7 +49,7 @@ pub(crate) fn gemm_f64(a: &ArrayView2<'_, f64>, b: &ArrayView2<'_, f64>, c: &mut
 }
 
 /// faer's GEMM on any views.
-pub(crate) fn faer_gemm<T: RealField>(
+pub(crate) fn faer_gemm<T: RealField + Copy>(
     a: &ArrayView2<'_, T>,
     b: &ArrayView2<'_, T>,
     c: &mut [T],
@@ -62,27 +62,21 @@ pub(crate) fn faer_gemm<T: RealField>(
         m * n,
         "gemm: the output slice holds m x n elements"
     );
-    // A view faer cannot borrow (gaps between rows, negative strides) is copied into row-major
-    // order: O(rows · cols) against the product's O(m · k · n).
+    // A view faer cannot borrow (gaps between rows, negative strides) is copied:
+    // O(rows · cols) against the product's O(m · k · n).
     let (a_copy, b_copy);
     let lhs = match mat_ref(a) {
         Some(r) => r,
         None => {
-            a_copy = a.as_standard_layout();
-            let s = a_copy
-                .as_slice()
-                .expect("a standard-layout matrix is contiguous");
-            MatRef::from_row_major_slice(s, a.nrows(), a.ncols())
+            a_copy = Packed::of(a);
+            a_copy.mat_ref()
         }
     };
     let rhs = match mat_ref(b) {
         Some(r) => r,
         None => {
-            b_copy = b.as_standard_layout();
-            let s = b_copy
-                .as_slice()
-                .expect("a standard-layout matrix is contiguous");
-            MatRef::from_row_major_slice(s, b.nrows(), b.ncols())
+            b_copy = Packed::of(b);
+            b_copy.mat_ref()
         }
     };
     let dst = MatMut::from_row_major_slice_mut(c, m, n);
@@ -117,6 +111,45 @@ fn parallelism(mnk: usize) -> Par {
 /// faer runs products of at most this many multiply-adds with nano-gemm's kernels (Rust), larger
 /// ones with private-gemm-x86's (assembly) on x86-64 (`NANO_GEMM_THRESHOLD` in faer 0.24).
 const NANO_GEMM_MAX_MNK: usize = 16 * 16 * 16;
+
+/// A copy of a matrix view that faer cannot borrow, contiguous in the order of the view's
+/// shorter stride: a view with gaps between rows of contiguous elements (a column slice, one
+/// of attention's heads) is copied row by row, its transpose column by column.
+struct Packed<T> {
+    data: Vec<T>,
+    rows: usize,
+    cols: usize,
+    column_major: bool,
+}
+
+impl<T: Copy> Packed<T> {
+    fn of(v: &ArrayView2<'_, T>) -> Self {
+        let (rows, cols) = v.dim();
+        let column_major = v.strides()[0].unsigned_abs() < v.strides()[1].unsigned_abs();
+        let oriented = if column_major { v.t() } else { v.view() };
+        let mut data = Vec::with_capacity(rows * cols);
+        for lane in oriented.rows() {
+            match lane.as_slice() {
+                Some(s) => data.extend_from_slice(s),
+                None => data.extend(lane.iter().copied()),
+            }
+        }
+        Packed {
+            data,
+            rows,
+            cols,
+            column_major,
+        }
+    }
+
+    fn mat_ref(&self) -> MatRef<'_, T> {
+        if self.column_major {
+            MatRef::from_column_major_slice(&self.data, self.rows, self.cols)
+        } else {
+            MatRef::from_row_major_slice(&self.data, self.rows, self.cols)
+        }
+    }
+}
 
 /// `v` as a faer matrix borrowing its elements, when they are contiguous in row-major or
 /// column-major order (a transposed matrix is the latter).

@@ -188,6 +188,10 @@ impl<T: Element> Tensor<T> {
 // | op     | JVP                       | VJP                                         |
 // |--------|---------------------------|---------------------------------------------|
 // | conv2d | conv(dx, w) + conv(x, dw) | input: col2im(wᵀ · g); weight: Σₙ g · colsᵀ |
+//
+// With stride 1, a square kernel padded by less than its size and at least 8 input channels,
+// the input's VJP is computed as the convolution of `g` with the flipped kernel instead (see
+// `transposed_as_convolution`).
 
 /// Rules of convolution (see the module's table).
 pub mod rules {
@@ -242,6 +246,9 @@ pub mod rules {
         if is_all_zero(g) {
             return Tensor::zeros(x_shape);
         }
+        if let Some(gx) = transposed_as_convolution(&d, g, w) {
+            return gx;
+        }
         let gs = g.standard_layout();
         let gs = gs.as_slice().expect("standard layout is contiguous");
         let ws = w.standard_layout();
@@ -265,6 +272,52 @@ pub mod rules {
             }
         }
         Tensor::from_vec(gx, x_shape)
+    }
+
+    /// The fewest input channels for which [`transposed_as_convolution`] is used.
+    const MIN_FLIPPED_ROWS: usize = 8;
+
+    /// The input's cotangent of a convolution with stride 1 and a square kernel padded by less
+    /// than its size, as the convolution of `g` with the flipped kernel (the weight's channel
+    /// axes swapped, its taps reversed) padded by `KH - 1 - padding`: an im2col of `g` and a
+    /// GEMM per image, where the general rule adds each patch matrix back into the image
+    /// element by element (col2im). `None` for other geometries.
+    fn transposed_as_convolution<T: Element>(
+        d: &ConvDims,
+        g: &Tensor<T>,
+        w: &Tensor<T>,
+    ) -> Option<Tensor<T>> {
+        let win = &d.win;
+        let k = win.kh;
+        // With few input channels the flipped kernel's GEMM has as few rows, too few to run
+        // at speed (RGB images: 3), and the general rule's GEMM of `C·KH·KW` rows is faster
+        // despite its col2im.
+        if win.stride != 1 || win.kw != k || win.padding >= k || win.c < MIN_FLIPPED_ROWS {
+            return None;
+        }
+        let (o, c) = (d.o, win.c);
+        let ws = w.standard_layout();
+        let ws = ws.as_slice().expect("standard layout is contiguous");
+        let taps = k * k;
+        let mut flipped = vec![T::zero(); c * o * taps];
+        for (oc, kernel) in ws.chunks_exact(taps).enumerate() {
+            let (oi, ci) = (oc / c, oc % c);
+            let dst = &mut flipped[(ci * o + oi) * taps..][..taps];
+            for (dst, &v) in dst.iter_mut().zip(kernel.iter().rev()) {
+                *dst = v;
+            }
+        }
+        let wf = Tensor::from_vec(flipped, &[c, o, k, k]);
+        let back = ConvDims::new::<T>(g.shape(), wf.shape(), 1, k - 1 - win.padding).ok()?;
+        let shape = back.y_shape();
+        debug_assert_eq!(
+            shape,
+            win.x_shape(),
+            "conv2d: the transposed convolution's shape"
+        );
+        let mut gx = vec![T::zero(); shape.iter().product()];
+        back.forward_into(g, &wf, &mut gx, false);
+        Some(Tensor::from_vec(gx, &shape))
     }
 
     /// VJP of `x.conv2d(w, stride, padding)` for the weight `w` (of shape `w_shape`):

@@ -6,7 +6,7 @@
 //! GEMM for `f32`/`f64` products above a few thousand multiply-adds, `matrixmultiply` below, and
 //! `ndarray`'s generic loop for other elements such as dual numbers (see `crate::gemm`).
 
-use ndarray::{ArrayView2, ArrayView3, Axis, CowArray, IxDyn};
+use ndarray::{ArrayView2, ArrayViewD, Axis, CowArray, Ix2, Ix3, Ix4, Order};
 
 use crate::broadcast::{broadcast_shapes, same_shape, sum_to_shape};
 use crate::element::Element;
@@ -167,25 +167,36 @@ impl MatmulDims {
     }
 }
 
-/// A tensor seen as a stack of matrices `[count, rows, cols]`.
+/// A tensor seen as a stack of matrices: its batch axes, then `[rows, cols]` (a promoted 1-D
+/// operand with its inserted axis), in whatever strides the tensor has.
 ///
-/// A stack is in standard layout, copied there if need be, except a single matrix given as a
-/// 2-D tensor: it keeps its strides, since the GEMM reads any strides, so that a transpose
-/// (`w.t()`) or a column slice enters the product as the view it is instead of a copy.
+/// Each matrix enters the GEMM as the view it is, and the GEMM copies one it cannot read in
+/// place a matrix at a time (in cache), so that a transpose (`w.t()`), a column slice or
+/// attention's permuted heads are never copied whole.
 struct Stack<'a, T> {
-    data: CowArray<'a, T, IxDyn>,
+    data: ArrayViewD<'a, T>,
     count: usize,
     rows: usize,
     cols: usize,
 }
 
 impl<'a, T: Element> Stack<'a, T> {
-    fn new(t: &'a Tensor<T>, count: usize, rows: usize, cols: usize) -> Self {
-        let data = if count == 1 && t.ndim() == 2 {
-            CowArray::from(t.view())
-        } else {
-            t.standard_layout()
-        };
+    /// The stack of `t`, of `count` matrices of `rows x cols`; `rows` or `cols` is an axis
+    /// that `t` lacks when `t` is (the cotangent of) a promoted 1-D operand.
+    fn new(t: &'a Tensor<T>, count: usize, (rows, cols): (usize, usize), missing: Missing) -> Self {
+        let mut data = t.view();
+        let nd = data.ndim() + usize::from(missing.rows) + usize::from(missing.cols);
+        if missing.rows {
+            data.insert_axis_inplace(Axis(nd - 2));
+        }
+        if missing.cols {
+            data.insert_axis_inplace(Axis(nd - 1));
+        }
+        debug_assert_eq!(
+            &data.shape()[nd - 2..],
+            &[rows, cols],
+            "matmul: stack geometry"
+        );
         Stack {
             data,
             count,
@@ -194,50 +205,88 @@ impl<'a, T: Element> Stack<'a, T> {
         }
     }
 
-    /// The matrix of a stack of one held as a 2-D array, whatever its strides.
-    fn as_matrix(&self) -> Option<ArrayView2<'_, T>> {
-        if self.count == 1 && self.data.ndim() == 2 {
-            Some(
-                self.data
-                    .view()
-                    .into_dimensionality()
-                    .expect("matmul: a 2-D array is a matrix"),
-            )
-        } else {
-            None
+    /// Matrix `i` of the stack (row-major over the batch axes).
+    fn matrix(&self, i: usize) -> ArrayView2<'_, T> {
+        let v = self.data.view();
+        match v.ndim() {
+            2 => v.into_dimensionality(),
+            3 => v
+                .into_dimensionality::<Ix3>()
+                .map(|v| v.index_axis_move(Axis(0), i)),
+            4 => v.into_dimensionality::<Ix4>().map(|v| {
+                let inner = v.len_of(Axis(1));
+                v.index_axis_move(Axis(0), i / inner)
+                    .index_axis_move(Axis(0), i % inner)
+            }),
+            _ => {
+                let mut v = v;
+                let mut rem = i;
+                let mut index = vec![0; v.ndim() - 2];
+                for (ax, j) in index.iter_mut().enumerate().rev() {
+                    let len = v.len_of(Axis(ax));
+                    *j = rem % len;
+                    rem /= len;
+                }
+                for j in index {
+                    v = v.index_axis_move(Axis(0), j);
+                }
+                v.into_dimensionality()
+            }
         }
-    }
-
-    fn view3(&self) -> ArrayView3<'_, T> {
-        if let Some(m) = self.as_matrix() {
-            return m.insert_axis(Axis(0));
-        }
-        self.data
-            .view()
-            .into_shape_with_order((self.count, self.rows, self.cols))
-            .expect("matmul: a standard-layout tensor reshapes to its matrix stack")
-    }
-
-    /// All matrices stacked vertically: `[count * rows, cols]`.
-    fn flat(&self) -> ArrayView2<'_, T> {
-        if let Some(m) = self.as_matrix() {
-            return m;
-        }
-        self.data
-            .view()
-            .into_shape_with_order((self.count * self.rows, self.cols))
-            .expect("matmul: a standard-layout tensor reshapes to its matrix stack")
+        .expect("matmul: a stack's matrix has two axes")
     }
 
     /// The only matrix of a stack of one.
     fn single(&self) -> ArrayView2<'_, T> {
-        if let Some(m) = self.as_matrix() {
-            return m;
+        debug_assert_eq!(self.count, 1);
+        self.matrix(0)
+    }
+
+    /// All matrices stacked vertically: `[count * rows, cols]`, a view when the strides allow
+    /// it (always for a row-major tensor or a single matrix), a copy otherwise.
+    fn flat(&self) -> CowArray<'_, T, Ix2> {
+        if self.count == 1 {
+            return CowArray::from(self.single());
         }
         self.data
-            .view()
-            .into_shape_with_order((self.rows, self.cols))
-            .expect("matmul: a standard-layout tensor reshapes to its matrix")
+            .to_shape(((self.count * self.rows, self.cols), Order::RowMajor))
+            .expect("matmul: a stack holds count x rows x cols elements")
+    }
+}
+
+/// Which of a stack's matrix axes its tensor lacks (see [`Stack::new`]).
+#[derive(Clone, Copy, Default)]
+struct Missing {
+    rows: bool,
+    cols: bool,
+}
+
+impl MatmulDims {
+    /// The left operand's stack.
+    fn a_stack<'a, T: Element>(&self, a: &'a Tensor<T>) -> Stack<'a, T> {
+        let missing = Missing {
+            rows: self.a_is_vec(),
+            cols: false,
+        };
+        Stack::new(a, self.a_count(), (self.m, self.k), missing)
+    }
+
+    /// The right operand's stack.
+    fn b_stack<'a, T: Element>(&self, b: &'a Tensor<T>) -> Stack<'a, T> {
+        let missing = Missing {
+            rows: false,
+            cols: self.b_is_vec(),
+        };
+        Stack::new(b, self.b_count(), (self.k, self.n), missing)
+    }
+
+    /// The stack of the product (or its cotangent).
+    fn out_stack<'a, T: Element>(&self, g: &'a Tensor<T>) -> Stack<'a, T> {
+        let missing = Missing {
+            rows: self.a_is_vec(),
+            cols: self.b_is_vec(),
+        };
+        Stack::new(g, self.batch_count(), (self.m, self.n), missing)
     }
 }
 
@@ -277,27 +326,40 @@ fn batch_steps(op_batch: &[usize], batch: &[usize]) -> Vec<usize> {
 }
 
 /// `out[i] (+)= a[ia] · b[ib]` over the broadcast batch (row-major), where `ia`, `ib` are the
-/// operands' matrices that batch element `i` reads; `out` is `[batch, m, n]` row-major.
+/// operands' matrices that batch element `i` reads, each transposed when its flag is set;
+/// `out` is `[batch, rows, cols]` row-major.
+#[allow(clippy::too_many_arguments)]
 fn batched<T: Element>(
-    a: &ArrayView3<'_, T>,
+    (a, a_t): (&Stack<'_, T>, bool),
     a_batch: &[usize],
-    b: &ArrayView3<'_, T>,
+    (b, b_t): (&Stack<'_, T>, bool),
     b_batch: &[usize],
     batch: &[usize],
     out: &mut [T],
     accumulate: bool,
 ) {
-    let size = a.shape()[1] * b.shape()[2];
+    let rows = if a_t { a.cols } else { a.rows };
+    let cols = if b_t { b.rows } else { b.cols };
+    let size = rows * cols;
     if size == 0 {
         return;
     }
     for ((ia, ib), o) in batch_pairs(a_batch, b_batch, batch).zip(out.chunks_exact_mut(size)) {
         gemm(
-            &a.index_axis(Axis(0), ia),
-            &b.index_axis(Axis(0), ib),
+            &oriented(a.matrix(ia), a_t),
+            &oriented(b.matrix(ib), b_t),
             o,
             accumulate,
         );
+    }
+}
+
+/// `m`, transposed when `t`.
+fn oriented<T>(m: ArrayView2<'_, T>, t: bool) -> ArrayView2<'_, T> {
+    if t {
+        m.reversed_axes()
+    } else {
+        m
     }
 }
 
@@ -310,16 +372,16 @@ fn product_into<T: Element>(
     out: &mut [T],
     accumulate: bool,
 ) {
-    let sa = Stack::new(a, d.a_count(), d.m, d.k);
-    let sb = Stack::new(b, d.b_count(), d.k, d.n);
+    let sa = d.a_stack(a);
+    let sb = d.b_stack(b);
     if d.b_count() == 1 {
         // One right matrix: the left stack is a single tall matrix (the batch equals a's).
-        gemm(&sa.flat(), &sb.single(), out, accumulate);
+        gemm(&sa.flat().view(), &sb.single(), out, accumulate);
     } else {
         batched(
-            &sa.view3(),
+            (&sa, false),
             &d.a_batch,
-            &sb.view3(),
+            (&sb, false),
             &d.b_batch,
             &d.batch,
             out,
@@ -425,17 +487,21 @@ pub mod rules {
         if is_all_zero(g) {
             return Tensor::zeros(a_shape);
         }
-        let sg = Stack::new(g, d.batch_count(), d.m, d.n);
-        let sb = Stack::new(b, d.b_count(), d.k, d.n);
+        let sg = d.out_stack(g);
+        let sb = d.b_stack(b);
         let mut out = vec![T::zero(); d.batch_count() * d.m * d.k];
         if d.b_count() == 1 {
-            gemm(&sg.flat(), &sb.single().reversed_axes(), &mut out, false);
+            gemm(
+                &sg.flat().view(),
+                &sb.single().reversed_axes(),
+                &mut out,
+                false,
+            );
         } else {
-            let bt = sb.view3().permuted_axes([0, 2, 1]);
             batched(
-                &sg.view3(),
+                (&sg, false),
                 &d.batch,
-                &bt,
+                (&sb, true),
                 &d.b_batch,
                 &d.batch,
                 &mut out,
@@ -466,21 +532,25 @@ pub mod rules {
         if is_all_zero(g) {
             return Tensor::zeros(b_shape);
         }
-        let sa = Stack::new(a, d.a_count(), d.m, d.k);
-        let sg = Stack::new(g, d.batch_count(), d.m, d.n);
+        let sa = d.a_stack(a);
+        let sg = d.out_stack(g);
         if d.b_count() == 1 {
             // b was broadcast along the whole batch, which equals a's: the batch sum is the
             // contraction of (a stacked)ᵀ · (g stacked).
             let mut out = vec![T::zero(); d.k * d.n];
-            gemm(&sa.flat().reversed_axes(), &sg.flat(), &mut out, false);
+            gemm(
+                &sa.flat().view().reversed_axes(),
+                &sg.flat().view(),
+                &mut out,
+                false,
+            );
             return Tensor::from_vec(out, b_shape);
         }
         let mut out = vec![T::zero(); d.batch_count() * d.k * d.n];
-        let at = sa.view3().permuted_axes([0, 2, 1]);
         batched(
-            &at,
+            (&sa, true),
             &d.a_batch,
-            &sg.view3(),
+            (&sg, false),
             &d.batch,
             &d.batch,
             &mut out,

@@ -85,21 +85,16 @@ impl<T: Element> Tensor<T> {
         let xs = self.standard_layout();
         let xs = xs.as_slice().expect("standard layout is contiguous");
         let mut out = vec![T::zero(); y_shape.iter().product()];
-        d.for_each_window(|base, o| {
-            out[o] = d
-                .elements(base)
-                .map(|i| xs[i])
-                .fold(
-                    T::neg_infinity(),
-                    |m, v| {
-                        if v > m || v.is_nan() {
-                            v
-                        } else {
-                            m
-                        }
-                    },
-                );
-        });
+        let max = |m: T, v: T| if v > m || v.is_nan() { v } else { m };
+        if kernel == 2 {
+            d.for_each_window2(|[a, b, c, e], o| {
+                out[o] = max(max(max(max(T::neg_infinity(), xs[a]), xs[b]), xs[c]), xs[e]);
+            });
+        } else {
+            d.for_each_window(|base, o| {
+                out[o] = d.elements(base).map(|i| xs[i]).fold(T::neg_infinity(), max);
+            });
+        }
         Ok(Tensor::from_vec(out, &y_shape))
     }
 
@@ -205,6 +200,27 @@ pub mod rules {
         let gs = g.standard_layout();
         let gs = gs.as_slice().expect("standard layout is contiguous");
         let mut gx = vec![T::zero(); xs.len()];
+        if kernel == 2 {
+            d.for_each_window2(|window, o| {
+                if gs[o].is_exact_zero() {
+                    return;
+                }
+                let m = ys[o];
+                let maxima = window.map(|i| is_max(xs[i], m));
+                let count = maxima.iter().filter(|&&b| b).count();
+                let share = if count == 1 {
+                    gs[o]
+                } else {
+                    strong_mul(gs[o], T::one() / T::from_f64(count as f64))
+                };
+                for (i, is) in window.into_iter().zip(maxima) {
+                    if is {
+                        gx[i] += share;
+                    }
+                }
+            });
+            return Tensor::from_vec(gx, x.shape());
+        }
         d.for_each_window(|base, o| {
             if gs[o].is_exact_zero() {
                 return;

@@ -9,7 +9,7 @@
 //!
 //! The shape ops work on tensors of any element type (`bool` masks and `i64` indices too).
 
-use ndarray::{Axis, IxDyn};
+use ndarray::{ArrayViewD, Axis, IxDyn};
 
 use crate::broadcast::{broadcast_view, materialize, same_shape, sum_to_shape};
 use crate::element::Element;
@@ -52,6 +52,22 @@ fn check_permutation(op: &'static str, perm: &[usize], shape: &[usize]) -> Resul
     }
 }
 
+/// `v`'s elements in row-major order, copied a run along the last axis at a time.
+fn row_major_elements<T: Clone>(v: &ArrayViewD<'_, T>) -> Vec<T> {
+    let mut out = Vec::with_capacity(v.len());
+    if v.ndim() == 0 {
+        out.extend(v.iter().cloned());
+        return out;
+    }
+    for lane in v.rows() {
+        match lane.as_slice() {
+            Some(s) => out.extend_from_slice(s),
+            None => out.extend(lane.iter().cloned()),
+        }
+    }
+    out
+}
+
 /// The permutation that undoes `perm`.
 fn inverse_permutation(perm: &[usize]) -> Vec<usize> {
     let mut inv = vec![0; perm.len()];
@@ -64,8 +80,9 @@ fn inverse_permutation(perm: &[usize]) -> Vec<usize> {
 impl<T: Clone> Tensor<T> {
     /// The same elements (in row-major order) with a new shape of the same size.
     ///
-    /// Free for a row-major tensor; a tensor in another layout (after `permute`, `t` or `flip`)
-    /// is copied into row-major order first.
+    /// Free for a row-major tensor, and for any other whose strides give the new shape as a
+    /// view (an axis of a slice split, axes adjacent in memory merged); a tensor in another
+    /// layout (after `permute`, `t` or `flip`) is copied into row-major order first.
     ///
     /// # Panics
     /// When `shape` holds a different number of elements; the message names both shapes.
@@ -100,15 +117,18 @@ impl<T: Clone> Tensor<T> {
             return Ok(t);
         }
         let data = self.to_shared();
-        let row_major = if data.is_standard_layout() {
-            data.clone()
-        } else {
-            data.as_standard_layout().into_owned().into_shared()
-        };
-        let reshaped = row_major
-            .into_shape_with_order(IxDyn(shape))
-            .expect("reshape: a row-major array of the same size takes any shape");
-        Ok(Tensor::from_shared(reshaped))
+        let in_place = data.is_standard_layout()
+            || data
+                .view()
+                .to_shape(IxDyn(shape))
+                .is_ok_and(|r| r.is_view());
+        if in_place {
+            let reshaped = data
+                .into_shape_clone(IxDyn(shape))
+                .expect("reshape: the strides take the new shape");
+            return Ok(Tensor::from_shared(reshaped));
+        }
+        Ok(Tensor::from_vec(row_major_elements(&data.view()), shape))
     }
 
     /// The axes reordered: axis `i` of the result is axis `perm[i]` of `self` (a view).

@@ -2,17 +2,107 @@
 //!
 //! Each kernel runs one lane at a time when the axis is contiguous (one pass over memory per
 //! lane, in cache) and one plane at a time otherwise (so memory is still walked in order).
+//! Along the last axis of row-major operands (attention's scores, logits), the lanes are
+//! slices, and each kernel is one loop over them compiled for the CPU's vector instructions
+//! ([`vectorised`]).
 
 use ndarray::{ArrayD, Axis, Zip};
 
 use crate::element::{strong_mul, Element};
 use crate::error::{OrPanic, ShapeError};
 use crate::ops::reduce::{checked_axis, max_of, stable_shift, sum_view};
-use crate::summation::{along_lanes, sum_all};
+use crate::summation::{along_lanes, block_sum, pairwise_sum, sum_all, SUM_BLOCK};
 use crate::tensor::Tensor;
+use crate::vmath::vectorised;
+
+/// The row-major elements of each operand when `axis` is the last of all of them (so that the
+/// lanes along it are consecutive runs of its length), with that length.
+fn last_axis_rows<T: Element, const N: usize>(
+    ts: [&Tensor<T>; N],
+    axis: usize,
+) -> Option<([&[T]; N], usize)> {
+    let shape = ts[0].shape();
+    let n = *shape.last()?;
+    if axis + 1 != shape.len() || n == 0 || ts.iter().any(|t| t.shape() != shape) {
+        return None;
+    }
+    let mut slices = [&[][..]; N];
+    for (s, t) in slices.iter_mut().zip(ts) {
+        *s = t.as_slice()?;
+    }
+    Some((slices, n))
+}
+
+/// The pairwise sum of one lane ([`pairwise_sum`]'s order), inlined into the vectorised loops
+/// for the lanes of one block.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn lane_sum<T: Element>(xs: &[T]) -> T {
+    if xs.len() <= SUM_BLOCK {
+        block_sum(xs)
+    } else {
+        pairwise_sum(xs)
+    }
+}
+
+/// The shift of a lane: its maximum, or zero when that is infinite or NaN (as
+/// [`stable_shift`]). A NaN in the lane makes every output of the lane NaN either way, through
+/// the sum.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn lane_shift<T: Element>(xs: &[T]) -> T {
+    let mut acc = [T::neg_infinity(); 8];
+    let chunks = xs.chunks_exact(8);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a = if v > *a { v } else { *a };
+        }
+    }
+    let m = acc
+        .iter()
+        .chain(rest)
+        .fold(T::neg_infinity(), |m, &v| if v > m { v } else { m });
+    if m.is_finite() {
+        m
+    } else {
+        T::zero()
+    }
+}
+
+/// `softmax` (or `log_softmax`) of each run of `n` elements of `x`, into `out`.
+fn softmax_rows<T: Element>(x: &[T], out: &mut [T], n: usize, log: bool) {
+    vectorised(
+        #[inline(always)]
+        || {
+            for (x, o) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
+                let m = lane_shift(x);
+                for (o, &v) in o.iter_mut().zip(x) {
+                    *o = (v - m).vexp();
+                }
+                let s = lane_sum(o);
+                if log {
+                    let ln_s = s.vln();
+                    for (o, &v) in o.iter_mut().zip(x) {
+                        *o = (v - m) - ln_s;
+                    }
+                } else {
+                    for o in o.iter_mut() {
+                        *o /= s;
+                    }
+                }
+            }
+        },
+    );
+}
 
 /// `softmax` (or `log_softmax` when `log`) along `axis`.
 fn softmax_along<T: Element>(x: &Tensor<T>, axis: usize, log: bool) -> Tensor<T> {
+    if let Some(([xs], n)) = last_axis_rows([x], axis) {
+        let mut out = vec![T::zero(); xs.len()];
+        softmax_rows(xs, &mut out, n, log);
+        return Tensor::from_vec(out, x.shape());
+    }
     let ax = Axis(axis);
     if !along_lanes(&x.view(), ax) {
         let m = stable_shift(x.view(), &[axis]);
@@ -104,9 +194,52 @@ pub mod rules {
         checked_axis(op, axis, y.shape()).or_panic()
     }
 
+    /// A tensor of `shape` whose lanes of `n` elements `lane(t, y, out)` writes from the lanes
+    /// of `t` and `y` (row-major, of `shape`), in one vectorised loop.
+    fn rows_into<T: Element>(
+        t: &[T],
+        y: &[T],
+        n: usize,
+        shape: &[usize],
+        lane: impl Fn(&[T], &[T], &mut [T]),
+    ) -> Tensor<T> {
+        let mut out = vec![T::zero(); y.len()];
+        vectorised(
+            #[inline(always)]
+            || {
+                for ((t, y), o) in t
+                    .chunks_exact(n)
+                    .zip(y.chunks_exact(n))
+                    .zip(out.chunks_exact_mut(n))
+                {
+                    lane(t, y, o);
+                }
+            },
+        );
+        Tensor::from_vec(out, shape)
+    }
+
     /// `y * (t - sum(t * y))` along `axis`: softmax's Jacobian is symmetric, so this is both
     /// the JVP (`t = dx`) and the VJP (`t = g`).
     fn softmax_apply<T: Element>(t: &Tensor<T>, y: &Tensor<T>, axis: usize) -> Tensor<T> {
+        if let Some(([ts, ys], n)) = last_axis_rows([t, y], axis) {
+            return rows_into(
+                ts,
+                ys,
+                n,
+                y.shape(),
+                #[inline(always)]
+                |t, y, o| {
+                    for ((o, &t), &y) in o.iter_mut().zip(t).zip(y) {
+                        *o = strong_mul(t, y);
+                    }
+                    let s = lane_sum(o);
+                    for (o, &y) in o.iter_mut().zip(y) {
+                        *o -= strong_mul(s, y);
+                    }
+                },
+            );
+        }
         let ax = Axis(axis);
         if !along_lanes(&y.view(), ax) {
             let mut out = Zip::from(t.view())
@@ -151,6 +284,24 @@ pub mod rules {
     #[track_caller]
     pub fn log_softmax_jvp<T: Element>(y: &Tensor<T>, axis: isize, dx: &Tensor<T>) -> Tensor<T> {
         let axis = axis_of("log_softmax_jvp", axis, y);
+        if let Some(([ds, ys], n)) = last_axis_rows([dx, y], axis) {
+            return rows_into(
+                ds,
+                ys,
+                n,
+                y.shape(),
+                #[inline(always)]
+                |d, y, o| {
+                    for ((o, &d), &y) in o.iter_mut().zip(d).zip(y) {
+                        *o = strong_mul(d, y.vexp());
+                    }
+                    let s = lane_sum(o);
+                    for (o, &d) in o.iter_mut().zip(d) {
+                        *o = d - s;
+                    }
+                },
+            );
+        }
         let ax = Axis(axis);
         if !along_lanes(&y.view(), ax) {
             let e: ArrayD<T> = Zip::from(dx.view())
@@ -180,6 +331,21 @@ pub mod rules {
     #[track_caller]
     pub fn log_softmax_vjp<T: Element>(g: &Tensor<T>, y: &Tensor<T>, axis: isize) -> Tensor<T> {
         let axis = axis_of("log_softmax_vjp", axis, y);
+        if let Some(([gs, ys], n)) = last_axis_rows([g, y], axis) {
+            return rows_into(
+                gs,
+                ys,
+                n,
+                y.shape(),
+                #[inline(always)]
+                |g, y, o| {
+                    let s = lane_sum(g);
+                    for ((o, &g), &y) in o.iter_mut().zip(g).zip(y) {
+                        *o = g - strong_mul(s, y.vexp());
+                    }
+                },
+            );
+        }
         let ax = Axis(axis);
         if !along_lanes(&y.view(), ax) {
             let s = sum_view(g.view(), &[axis], true);

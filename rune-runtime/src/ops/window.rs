@@ -163,6 +163,10 @@ impl Window {
                 for kj in 0..self.kw {
                     let (ox_lo, ox_hi) = self.inside(kj, self.w, self.ow);
                     let row = rows.next().expect("im2col: one row per (c, ki, kj)");
+                    if s == 1 && self.ow == self.w && oy_lo < oy_hi && ox_lo < ox_hi {
+                        self.shifted_row(plane, (ki, kj), (oy_lo, oy_hi), (ox_lo, ox_hi), row);
+                        continue;
+                    }
                     for (oy, dst) in row.chunks_exact_mut(self.ow).enumerate() {
                         if oy < oy_lo || oy >= oy_hi || ox_lo == ox_hi {
                             dst.fill(T::zero());
@@ -187,34 +191,75 @@ impl Window {
         }
     }
 
+    /// One row of the patch matrix, for tap `(ki, kj)`, when the stride is 1 and each output
+    /// row is as wide as an input row: then the row is the plane shifted by a constant, one
+    /// copy of the run between the first and the last position inside, with the positions of
+    /// each output row whose tap falls in the padding (copied from the neighbouring rows)
+    /// zeroed after. `oy` and `ox` are the ranges inside, both non-empty.
+    fn shifted_row<T: Element>(
+        &self,
+        plane: &[T],
+        (ki, kj): (usize, usize),
+        (oy_lo, oy_hi): (usize, usize),
+        (ox_lo, ox_hi): (usize, usize),
+        row: &mut [T],
+    ) {
+        let ow = self.ow;
+        let start = oy_lo * ow + ox_lo;
+        let end = (oy_hi - 1) * ow + ox_hi;
+        let src = self.input(oy_lo, ki) * self.w + self.input(ox_lo, kj);
+        row[..start].fill(T::zero());
+        row[start..end].copy_from_slice(&plane[src..src + (end - start)]);
+        row[end..].fill(T::zero());
+        // Column by column: a few elements an output row, stored one by one rather than in a
+        // call to `memset` each.
+        for ox in (0..ox_lo).chain(ox_hi..ow) {
+            for oy in oy_lo..oy_hi {
+                row[oy * ow + ox] = T::zero();
+            }
+        }
+    }
+
     /// The adjoint of [`Window::im2col`] (col2im): adds each entry of one image's patch matrix
     /// `cols` to the element of `img` it was read from; entries on the padding are dropped.
     pub(crate) fn col2im_add<T: Element>(&self, cols: &[T], img: &mut [T]) {
         let s = self.stride;
         let plane_len = self.h * self.w;
         let mut rows = cols.chunks_exact(self.positions());
-        for plane in 0..self.c {
-            let plane = &mut img[plane * plane_len..(plane + 1) * plane_len];
-            for ki in 0..self.kh {
-                let (oy_lo, oy_hi) = self.inside(ki, self.h, self.oh);
-                for kj in 0..self.kw {
-                    let (ox_lo, ox_hi) = self.inside(kj, self.w, self.ow);
-                    let row = rows.next().expect("col2im: one row per (c, ki, kj)");
-                    if ox_lo == ox_hi {
-                        continue;
-                    }
-                    for oy in oy_lo..oy_hi {
-                        let src = &row[oy * self.ow + ox_lo..oy * self.ow + ox_hi];
-                        let iy = self.input(oy, ki);
-                        let x0 = self.input(ox_lo, kj);
-                        let dst = &mut plane[iy * self.w + x0..(iy + 1) * self.w];
-                        for (d, v) in dst.iter_mut().step_by(s).zip(src) {
-                            *d += *v;
+        // The additions run in a loop compiled for the CPU's vector instructions.
+        crate::vmath::vectorised(
+            #[inline(always)]
+            || {
+                for plane in 0..self.c {
+                    let plane = &mut img[plane * plane_len..(plane + 1) * plane_len];
+                    for ki in 0..self.kh {
+                        let (oy_lo, oy_hi) = self.inside(ki, self.h, self.oh);
+                        for kj in 0..self.kw {
+                            let (ox_lo, ox_hi) = self.inside(kj, self.w, self.ow);
+                            let row = rows.next().expect("col2im: one row per (c, ki, kj)");
+                            if ox_lo == ox_hi {
+                                continue;
+                            }
+                            for oy in oy_lo..oy_hi {
+                                let src = &row[oy * self.ow + ox_lo..oy * self.ow + ox_hi];
+                                let iy = self.input(oy, ki);
+                                let x0 = self.input(ox_lo, kj);
+                                let dst = &mut plane[iy * self.w + x0..(iy + 1) * self.w];
+                                if s == 1 {
+                                    for (d, v) in dst.iter_mut().zip(src) {
+                                        *d += *v;
+                                    }
+                                } else {
+                                    for (d, v) in dst.iter_mut().step_by(s).zip(src) {
+                                        *d += *v;
+                                    }
+                                }
+                            }
                         }
                     }
                 }
-            }
-        }
+            },
+        );
     }
 
     /// Calls `f(base, out_index)` for every window of every plane, in output order, with
@@ -229,6 +274,25 @@ impl Window {
                 let row = p * plane_len + oy * self.stride * self.w;
                 for ox in 0..self.ow {
                     f(row + ox * self.stride, out);
+                    out += 1;
+                }
+            }
+        }
+    }
+
+    /// [`Window::for_each_window`] for a 2x2 kernel, calling `f(indices, out_index)` with the
+    /// flat indices of the window's four elements (row by row, as [`Window::elements`]): no
+    /// iterator per window.
+    pub(crate) fn for_each_window2(&self, mut f: impl FnMut([usize; 4], usize)) {
+        debug_assert!(self.padding == 0 && self.dilation == 1 && self.kh == 2 && self.kw == 2);
+        let plane_len = self.h * self.w;
+        let mut out = 0;
+        for p in 0..self.n * self.c {
+            for oy in 0..self.oh {
+                let row = p * plane_len + oy * self.stride * self.w;
+                for ox in 0..self.ow {
+                    let a = row + ox * self.stride;
+                    f([a, a + 1, a + self.w, a + self.w + 1], out);
                     out += 1;
                 }
             }

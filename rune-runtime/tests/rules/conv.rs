@@ -54,6 +54,35 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
             },
         ));
     }
+    // Eight input channels or more, stride 1, a square kernel padded by less than its size:
+    // the input's VJP is the convolution of the cotangent with the flipped kernel. A 2x3 kernel
+    // and a padding as large as the kernel take the general rule.
+    for (i, &(label, w_shape, p)) in [
+        ("8 channels, 3x3, padding 1", [3, 8, 3, 3], 1),
+        ("8 channels, 3x3, no padding", [3, 8, 3, 3], 0),
+        ("8 channels, 2x2, padding 1", [2, 8, 2, 2], 1),
+        ("8 channels, 2x3, padding 1", [2, 8, 2, 3], 1),
+        ("8 channels, 2x2, padding 2", [2, 8, 2, 2], 2),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let x = uniform::<T>(&[2, 8, 5, 4], -1.0, 1.0, 960 + i as u64);
+        let w = uniform::<T>(&w_shape, -1.0, 1.0, 970 + i as u64);
+        cases.push(Case::new(
+            "conv2d",
+            label,
+            vec![x, w],
+            move |a| a[0].conv2d(&a[1], 1, p),
+            move |a, t| conv2d_jvp(&a[0], &a[1], 1, p, Some(&t[0]), Some(&t[1])),
+            move |a, g| {
+                vec![
+                    conv2d_vjp_input(g, a[0].shape(), &a[1], 1, p),
+                    conv2d_vjp_weight(g, &a[0], a[1].shape(), 1, p),
+                ]
+            },
+        ));
+    }
     // One operand constant: each JVP with a `None` tangent, each VJP on its own.
     let w = uniform::<T>(&[3, 2, 2, 3], -1.0, 1.0, 990);
     let (w1, w2, w3) = (w.clone(), w.clone(), w);

@@ -77,7 +77,84 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
             move |x, g| vec![matmul_vjp_rhs(g, &a3, x[0].shape())],
         ));
     }
+    view_cases(&mut cases);
     cases
+}
+
+/// `[2, 3, 4]` seen as two heads of width 2, as attention splits its projections: `[2, 2, 3, 2]`,
+/// a permuted view.
+fn heads<T: Element>(t: &Tensor<T>) -> Tensor<T> {
+    t.reshape(&[2, 3, 2, 2]).permute(&[0, 2, 1, 3])
+}
+
+/// The inverse of [`heads`] on a row-major cotangent.
+fn unheads<T: Element>(g: &Tensor<T>) -> Tensor<T> {
+    g.permute(&[0, 2, 1, 3]).reshape(&[2, 3, 4])
+}
+
+/// Operands that are views, as attention's heads are: a permuted slice of a projection times
+/// the transpose of another; the products and rules read them in their strides.
+fn view_cases<T: Element>(cases: &mut Vec<Case<T>>) {
+    let qkv = uniform::<T>(&[2, 3, 12], -1.0, 1.0, 450);
+    let k = heads(&qkv.shrink(&[(0, 2), (0, 3), (4, 8)])).t();
+    let q = heads(&qkv.shrink(&[(0, 2), (0, 3), (0, 4)]));
+    let (k1, k2, k3) = (k.clone(), k.clone(), k);
+    cases.push(Case::new(
+        "matmul",
+        "heads . transposed heads (views), left varies",
+        vec![uniform::<T>(&[2, 3, 4], -1.0, 1.0, 451)],
+        move |x| heads(&x[0]).matmul(&k1),
+        move |x, t| matmul_jvp(&heads(&x[0]), &k2, Some(&heads(&t[0])), None),
+        move |_, g| vec![unheads(&matmul_vjp_lhs(g, &[2, 2, 3, 2], &k3))],
+    ));
+    let (q1, q2, q3) = (q.clone(), q.clone(), q);
+    cases.push(Case::new(
+        "matmul",
+        "heads . transposed heads (views), right varies",
+        vec![uniform::<T>(&[2, 3, 4], -1.0, 1.0, 452)],
+        move |x| q1.matmul(&heads(&x[0]).t()),
+        move |x, t| matmul_jvp(&q2, &heads(&x[0]).t(), None, Some(&heads(&t[0]).t())),
+        move |_, g| vec![unheads(&matmul_vjp_rhs(g, &q3, &[2, 2, 2, 3]).t())],
+    ));
+}
+
+#[test]
+fn views_multiply_as_their_row_major_copies() {
+    let qkv = uniform::<f64>(&[2, 3, 12], -1.0, 1.0, 460);
+    let q = heads(&qkv.shrink(&[(0, 2), (0, 3), (0, 4)]));
+    let k = heads(&qkv.shrink(&[(0, 2), (0, 3), (4, 8)])).t();
+    let v = heads(&qkv.shrink(&[(0, 2), (0, 3), (8, 12)]));
+    assert!(!q.is_standard_layout() && !k.is_standard_layout());
+    let copy = |t: &Tensor<f64>| Tensor::from_vec(t.to_vec(), t.shape());
+    let close = |a: &Tensor<f64>, b: &Tensor<f64>| {
+        assert_eq!(a.shape(), b.shape());
+        assert_close(a, &b.to_vec(), 1e-14);
+    };
+    let s = q.matmul(&k);
+    close(&s, &copy(&q).matmul(&copy(&k)));
+    let g = uniform::<f64>(s.shape(), -1.0, 1.0, 461);
+    close(
+        &matmul_vjp_lhs(&g, q.shape(), &k),
+        &matmul_vjp_lhs(&g, q.shape(), &copy(&k)),
+    );
+    close(
+        &matmul_vjp_rhs(&g, &q, k.shape()),
+        &matmul_vjp_rhs(&g, &copy(&q), k.shape()),
+    );
+    // A cotangent that is a view too, and a product with one right matrix (a tall GEMM over
+    // the stacked left operand).
+    let gt = g.t();
+    close(
+        &matmul_vjp_lhs(&gt, q.shape(), &k),
+        &matmul_vjp_lhs(&copy(&gt), q.shape(), &k),
+    );
+    let w = uniform::<f64>(&[2, 5], -1.0, 1.0, 462);
+    close(&v.matmul(&w), &copy(&v).matmul(&w));
+    let gw = uniform::<f64>(&[2, 2, 3, 5], -1.0, 1.0, 463);
+    close(
+        &matmul_vjp_rhs(&gw, &v, w.shape()),
+        &matmul_vjp_rhs(&gw, &copy(&v), w.shape()),
+    );
 }
 
 /// `matmul` by the definition, one output element at a time, for operands of at least 2 axes

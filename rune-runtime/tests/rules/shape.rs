@@ -115,6 +115,30 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
     cases
 }
 
+/// Reshapes of views: splitting the last axis of a column slice and merging the outer axes of
+/// a slice keep the view's strides; merging axes apart in memory (a permuted tensor's) copies.
+/// Each gives the elements of the view's row-major copy.
+#[test]
+fn reshapes_of_views_keep_the_row_major_order() {
+    let x = uniform::<f64>(&[2, 3, 12], -1.0, 1.0, 1010);
+    let slice = x.shrink(&[(0, 2), (0, 3), (4, 8)]);
+    let copy = Tensor::from_vec(slice.to_vec(), slice.shape());
+    for shape in [&[2, 3, 2, 2][..], &[6, 4], &[24], &[2, 12], &[3, 2, 4]] {
+        let r = slice.reshape(shape);
+        assert_eq!(r.shape(), shape);
+        assert_eq!(r.to_vec(), copy.reshape(shape).to_vec(), "{shape:?}");
+    }
+    let heads = slice.reshape(&[2, 3, 2, 2]).permute(&[0, 2, 1, 3]);
+    let merged = heads.reshape(&[2, 2, 6]);
+    assert!(merged.is_standard_layout());
+    assert_eq!(
+        merged.to_vec(),
+        Tensor::from_vec(heads.to_vec(), heads.shape())
+            .reshape(&[2, 2, 6])
+            .to_vec()
+    );
+}
+
 #[test]
 fn reshape_follows_logical_row_major_order_after_permute() {
     // [[0, 1, 2], [3, 4, 5]] transposed is [[0, 3], [1, 4], [2, 5]].

@@ -11,6 +11,10 @@ const AXIS_CASES: &[(&str, &[usize], isize)] = &[
     ("rows", &[3, 4], -1),
     ("columns", &[3, 4], 0),
     ("middle axis", &[2, 3, 4], 1),
+    // Row-major lanes along the last axis take the vectorised kernels; lanes over 128
+    // elements are summed pairwise.
+    ("last axis of 3-d", &[2, 3, 5], -1),
+    ("long rows", &[2, 300], 1),
     // Wide planes across a strided axis take the plane-by-plane kernels.
     ("columns of a wide tensor", &[3, 20], 0),
     ("middle axis of a wide tensor", &[2, 3, 16], -2),
