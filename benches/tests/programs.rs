@@ -1,7 +1,8 @@
 //! W5–W12 against the check values of PROGRAMS.md §5 (JAX's figures, which PyTorch reproduces):
 //! the loss from the forward and from value+grad, and the gradient checksums of §4, for rune-ad
 //! and for the hand-written baselines. Tolerances are §5's: ~1e-5 relative on f32 workloads,
-//! ~1e-12 on f64 ones, and sums that are zero by symmetry compared against the gradient's scale.
+//! ~1e-12 on f64 ones; gradient sums, which cancel, relative to the gradient's norm where it is
+//! larger, and sums that are zero by symmetry compared against the gradient's scale.
 
 use rune_benches::harness::{checksums, Program};
 use rune_benches::{
@@ -48,7 +49,17 @@ fn check<P: Program>(who: &str, p: &P, want: &Check, rtol: f64) -> Vec<(String, 
             c.l2
         );
     } else {
-        close(&format!("{id} {who} grad_sum"), c.sum, want.sum, rtol);
+        // A sum of terms of both signs: its rounding is relative to the terms' scale, the
+        // gradient's norm, when that is larger (W5's sum cancels to a tenth of its l2; summed
+        // in another order, f32 roundings move it by 1e-5 of itself but 1e-6 of the l2).
+        let scale = want.sum.abs().max(c.l2);
+        let err = (c.sum - want.sum).abs();
+        assert!(
+            err <= rtol * scale,
+            "{id} {who} grad_sum: {}, PROGRAMS.md says {} (error {err:e} > {rtol:e} x {scale})",
+            c.sum,
+            want.sum
+        );
     }
     close(&format!("{id} {who} grad_l2"), c.l2, want.l2, rtol);
     close(&format!("{id} {who} grad_dot"), c.dot, want.dot, rtol);
