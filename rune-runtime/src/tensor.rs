@@ -19,7 +19,7 @@ pub(crate) mod small;
 
 /// An n-dimensional array of `T` (row-major), cheap to clone.
 ///
-/// A tensor of at most [`INLINE`] elements and four axes that an op computed holds its elements
+/// A tensor of at most four elements and four axes that an op computed holds its elements
 /// and shape inline, without an allocation; any other is an [`ndarray::ArcArray`], which
 /// cloning shares and writing to copies first when shared. The two are one type to every
 /// method: which a tensor is shows only in speed. Float tensors (`T: Element`) are
