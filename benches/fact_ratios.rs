@@ -12,73 +12,11 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use faer::linalg::solvers::{DenseSolveCore, Solve};
-use faer::traits::RealField;
 use faer::{Mat, Side};
 use rune_ad::Tensor;
+use rune_benches::factor_inputs::{input, random, spd, Scalar};
 
 const N: usize = 500;
-
-/// A deterministic `rows × cols` matrix of values in `[-1, 1)` (a 64-bit LCG).
-fn random(rows: usize, cols: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (0..rows * cols)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-        })
-        .collect()
-}
-
-/// `A Aᵀ / n + I`: symmetric positive definite and well conditioned.
-fn spd(a: &[f64], n: usize) -> Vec<f64> {
-    let m = Mat::from_fn(n, n, |i, j| a[i * n + j]);
-    let s = &m * m.transpose();
-    (0..n * n)
-        .map(|idx| {
-            let (i, j) = (idx / n, idx % n);
-            s[(i, j)] / n as f64 + if i == j { 1.0 } else { 0.0 }
-        })
-        .collect()
-}
-
-/// The element types measured.
-trait Scalar: rune_ad::Element + RealField + Copy {
-    const NAME: &'static str;
-    fn of(x: f64) -> Self;
-}
-
-impl Scalar for f64 {
-    const NAME: &'static str = "f64";
-    fn of(x: f64) -> Self {
-        x
-    }
-}
-
-impl Scalar for f32 {
-    const NAME: &'static str = "f32";
-    fn of(x: f64) -> Self {
-        x as f32
-    }
-}
-
-/// One input, as a rune-ad tensor and a faer matrix.
-struct Input<T: Scalar> {
-    tensor: Tensor<T>,
-    mat: Mat<T>,
-}
-
-fn input<T: Scalar>(data: &[f64]) -> Input<T> {
-    let data: Vec<T> = data.iter().map(|&x| T::of(x)).collect();
-    let mat = Mat::from_fn(N, N, |i, j| data[i * N + j]);
-    Input {
-        tensor: Tensor::from_vec(data, &[N, N]),
-        mat,
-    }
-}
 
 /// `(sign, ln |det A|)` from faer's partial-pivot LU, as NumPy's `slogdet`.
 fn faer_slogdet<T: Scalar>(a: &Mat<T>) -> (T, T) {
@@ -155,8 +93,11 @@ fn ops<T: Scalar>(reps: usize) {
     let l_data = Tensor::from_vec(spd_data.clone(), &[N, N])
         .cholesky()
         .to_vec();
-    let (a, s) = (input::<T>(&a_data), input::<T>(&spd_data));
-    let (b, l) = (input::<T>(&random(N, N, 2)), input::<T>(&l_data));
+    let (a, s) = (input::<T>(&a_data, N, N), input::<T>(&spd_data, N, N));
+    let (b, l) = (
+        input::<T>(&random(N, N, 2), N, N),
+        input::<T>(&l_data, N, N),
+    );
     let (at, mt) = (&a.tensor, &a.mat);
     let (st, sm) = (&s.tensor, &s.mat);
 

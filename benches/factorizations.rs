@@ -22,68 +22,9 @@ use faer::linalg::solvers::{DenseSolveCore, Solve, SolveLstsq};
 use faer::{Mat, Side};
 use rune_ad::rules;
 use rune_ad::Tensor;
+use rune_benches::factor_inputs::{input, random, spd, Scalar};
 
 const N: usize = 500;
-
-/// A deterministic `rows × cols` matrix of values in `[-1, 1)` (a 64-bit LCG).
-fn random(rows: usize, cols: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (0..rows * cols)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-        })
-        .collect()
-}
-
-/// `A Aᵀ / n + I`: symmetric positive definite and well conditioned.
-fn spd(a: &[f64], n: usize) -> Vec<f64> {
-    let mut out = vec![0.0; n * n];
-    for i in 0..n {
-        for j in 0..n {
-            let s: f64 = (0..n).map(|k| a[i * n + k] * a[j * n + k]).sum();
-            out[i * n + j] = s / n as f64 + if i == j { 1.0 } else { 0.0 };
-        }
-    }
-    out
-}
-
-/// The element types measured, with the conversions from the `f64` inputs.
-trait Scalar: rune_ad::Element + faer::traits::RealField + Copy {
-    const NAME: &'static str;
-    fn of(x: f64) -> Self;
-}
-
-impl Scalar for f64 {
-    const NAME: &'static str = "f64";
-    fn of(x: f64) -> Self {
-        x
-    }
-}
-
-impl Scalar for f32 {
-    const NAME: &'static str = "f32";
-    fn of(x: f64) -> Self {
-        x as f32
-    }
-}
-
-/// One input, as a rune-ad tensor and a faer matrix.
-struct Input<T: Scalar> {
-    tensor: Tensor<T>,
-    mat: Mat<T>,
-}
-
-fn input<T: Scalar>(data: &[f64], rows: usize, cols: usize) -> Input<T> {
-    let data: Vec<T> = data.iter().map(|&x| T::of(x)).collect();
-    let tensor = Tensor::from_vec(data.clone(), &[rows, cols]);
-    let mat = Mat::from_fn(rows, cols, |i, j| data[i * cols + j]);
-    Input { tensor, mat }
-}
 
 /// The group `fact_<op>_<type>`.
 fn group<'a>(

@@ -6,6 +6,7 @@
 //! The `programs` binary times them as `bench_jax.py` and `bench_torch.py` time JAX and PyTorch;
 //! `tests/programs.rs` checks them against the check values of PROGRAMS.md §5.
 
+pub mod factor_inputs;
 pub mod harness;
 pub mod w10_gp;
 pub mod w11_logreg;

@@ -123,31 +123,7 @@ pub fn sum_to_shape<T: Element>(g: &Tensor<T>, shape: &[usize]) -> Tensor<T> {
 /// the operand `x.expand_dims(1)` of pairwise differences) has `c = 3`. `None` when the summed
 /// axes are not consecutive (or `g` is not in standard layout).
 fn sum_row_stacks<T: Element>(g: &Tensor<T>, shape: &[usize]) -> Option<Tensor<T>> {
-    let gs = g.shape();
-    let lead = gs.len() - shape.len();
-    // The target shape right-aligned to g's axes, with 1 for the axes it lacks.
-    let target = |axis: usize| if axis < lead { 1 } else { shape[axis - lead] };
-    // 0: before the summed axes, 1: among them, 2: after them.
-    let (mut phase, mut r, mut c) = (0, 1usize, 1usize);
-    for (axis, &len) in gs.iter().enumerate() {
-        let t = target(axis);
-        if len == 1 && t == 1 {
-            continue;
-        }
-        if t == len {
-            if phase == 1 {
-                phase = 2;
-            }
-            if phase == 2 {
-                c *= len;
-            }
-        } else if t == 1 && phase < 2 {
-            phase = 1;
-            r *= len;
-        } else {
-            return None;
-        }
-    }
+    let (r, c) = run_folding(shape, g.shape())?;
     let data = g.as_slice()?;
     if r == 0 || c == 0 || data.is_empty() {
         return Some(Tensor::zeros(shape));
@@ -164,6 +140,43 @@ fn sum_row_stacks<T: Element>(g: &Tensor<T>, shape: &[usize]) -> Option<Tensor<T
         sum
     };
     Some(Tensor::from_vec(sum, shape))
+}
+
+/// How `shape` folds to `[a, r, c]` and a tensor of shape `t` broadcast to it to `[a, 1, c]`:
+/// `(r, c)` when the axes `t` is broadcast along (`1` against more) are consecutive, counting
+/// `shape`'s axes of length one as either kind. Read by [`sum_to_shape`] (a cotangent summed
+/// over those axes) and by the fused loops (such a tensor read, or its cotangent summed, in
+/// place).
+pub(crate) fn run_folding(t: &[usize], shape: &[usize]) -> Option<(usize, usize)> {
+    if t.len() > shape.len() {
+        return None;
+    }
+    let lead = shape.len() - t.len();
+    // 0: before the broadcast axes, 1: among them, 2: after them.
+    let (mut phase, mut r, mut c) = (0, 1usize, 1usize);
+    for (axis, &len) in shape.iter().enumerate() {
+        let own = if axis < lead { 1 } else { t[axis - lead] };
+        if len == 1 {
+            continue;
+        }
+        if own == len {
+            if phase == 1 {
+                phase = 2;
+            }
+            if phase == 2 {
+                c *= len;
+            }
+        } else if own == 1 {
+            if phase == 2 {
+                return None;
+            }
+            phase = 1;
+            r *= len;
+        } else {
+            return None;
+        }
+    }
+    Some((r, c))
 }
 
 /// The sum of the rows of length `row_len` that `data` (not empty) is a stack of, pairwise:

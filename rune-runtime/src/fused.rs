@@ -50,7 +50,7 @@ use std::ops::Range;
 
 use arrayvec::ArrayVec;
 
-use crate::broadcast::{broadcast_shapes, broadcast_view, same_shape, sum_to_shape};
+use crate::broadcast::{broadcast_shapes, broadcast_view, run_folding, same_shape, sum_to_shape};
 use crate::element::operand::{OperandOf, OperandRef};
 use crate::element::{strong_mul, Element};
 use crate::error::{OrPanic, ShapeError};
@@ -199,41 +199,6 @@ fn cycle_row<T: Copy>(row: &[T], mut k: usize, dst: &mut [T]) {
             k = 0;
         }
     }
-}
-
-/// How a tensor of shape `t` (row-major) broadcast to `shape` folds into a [`Tile`]: `(r, c)`
-/// when the axes it is broadcast along (`1` against more) are consecutive, counting the
-/// region's axes of length one as either kind.
-fn tile_folding(t: &[usize], shape: &[usize]) -> Option<(usize, usize)> {
-    if t.len() > shape.len() {
-        return None;
-    }
-    let lead = shape.len() - t.len();
-    // 0: before the broadcast axes, 1: among them, 2: after them.
-    let (mut phase, mut r, mut c) = (0, 1usize, 1usize);
-    for (axis, &len) in shape.iter().enumerate() {
-        let own = if axis < lead { 1 } else { t[axis - lead] };
-        if len == 1 {
-            continue;
-        }
-        if own == len {
-            if phase == 1 {
-                phase = 2;
-            }
-            if phase == 2 {
-                c *= len;
-            }
-        } else if own == 1 {
-            if phase == 2 {
-                return None;
-            }
-            phase = 1;
-            r *= len;
-        } else {
-            return None;
-        }
-    }
-    Some((r, c))
 }
 
 impl<T: Copy> Source<'_, T> {
@@ -433,7 +398,7 @@ fn source<'a, T: Element>(
         {
             return Ok(Source::Cycle(s));
         }
-        if let Some((r, c)) = tile_folding(t.shape(), shape) {
+        if let Some((r, c)) = run_folding(t.shape(), shape) {
             if !s.is_empty() && c > 0 && r > 0 {
                 return Ok(Source::Tile(Box::new(Tile::new(s, r, c))));
             }
@@ -698,7 +663,7 @@ fn outs_of<'a, T, const K: usize>(
 }
 
 /// How a region of shape `[a, r, c]` (folded) is summed over its middle axis into `[a, c]`: the
-/// cotangent of an input broadcast along one run of consecutive axes ([`tile_folding`]).
+/// cotangent of an input broadcast along one run of consecutive axes ([`run_folding`]).
 #[derive(Clone, Copy, Debug)]
 struct Folding {
     a: usize,
@@ -710,7 +675,7 @@ impl Folding {
     /// The folding of the cotangent of an input of shape `t` into a region of `shape` (of
     /// `len` elements, at least one), when `t` is broadcast along one run of its axes.
     fn of(t: &[usize], shape: &[usize], len: usize) -> Option<Folding> {
-        let (r, c) = tile_folding(t, shape)?;
+        let (r, c) = run_folding(t, shape)?;
         (len > 0 && r > 1 && c > 0).then(|| Folding {
             a: len / (r * c),
             r,

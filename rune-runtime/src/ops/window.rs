@@ -284,19 +284,9 @@ impl Window {
     /// flat indices of the window's four elements (row by row, as [`Window::elements`]): no
     /// iterator per window.
     pub(crate) fn for_each_window2(&self, mut f: impl FnMut([usize; 4], usize)) {
-        debug_assert!(self.padding == 0 && self.dilation == 1 && self.kh == 2 && self.kw == 2);
-        let plane_len = self.h * self.w;
-        let mut out = 0;
-        for p in 0..self.n * self.c {
-            for oy in 0..self.oh {
-                let row = p * plane_len + oy * self.stride * self.w;
-                for ox in 0..self.ow {
-                    let a = row + ox * self.stride;
-                    f([a, a + 1, a + self.w, a + self.w + 1], out);
-                    out += 1;
-                }
-            }
-        }
+        debug_assert!(self.kh == 2 && self.kw == 2);
+        let w = self.w;
+        self.for_each_window(|a, out| f([a, a + 1, a + w, a + w + 1], out));
     }
 
     /// The flat indices of the window at `base` (from [`Window::for_each_window`]), row by row.
