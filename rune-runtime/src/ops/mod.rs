@@ -34,6 +34,7 @@ pub mod conv;
 pub mod decomp;
 pub mod duals;
 pub mod index;
+mod lanes;
 pub mod linalg;
 pub mod pool;
 pub mod reduce;

@@ -22,6 +22,7 @@ use ndarray::{
 use crate::broadcast::{materialize, same_shape};
 use crate::element::{strong_mul, Element};
 use crate::error::{OrPanic, ShapeError};
+use crate::ops::lanes::{logsumexp_rows, softmax_rows, trailing_rows};
 use crate::ops::{normalize_axes, normalize_axis};
 use crate::summation::{along_lanes, sum_all, sum_along};
 use crate::tensor::Tensor;
@@ -224,6 +225,23 @@ pub(crate) fn count<T: Element>(shape: &[usize], axes: &[usize]) -> T {
 /// `exp(x - shift)` safe.
 pub(crate) fn stable_shift<T: Element>(x: ArrayViewD<'_, T>, axes: &[usize]) -> ArrayD<T> {
     max_view(x, axes, true).mapv_into(|m| if m.is_finite() { m } else { T::zero() })
+}
+
+/// `logsumexp` over `axes`: one vectorised loop over runs of consecutive elements when the
+/// axes are the last ones of a row-major `x` (a mixture's components, a row of logits), the
+/// general path on views otherwise.
+fn logsumexp_tensor<T: Element>(x: &Tensor<T>, axes: &[usize], keepdims: bool) -> Tensor<T> {
+    if axes.is_empty() {
+        return x.clone();
+    }
+    match trailing_rows(x, axes) {
+        Some((xs, n)) => {
+            let mut out = vec![T::zero(); xs.len() / n];
+            logsumexp_rows(xs, n, &mut out);
+            Tensor::from_vec(out, &reduced_shape(x.shape(), axes, keepdims))
+        }
+        None => Tensor::from_array(logsumexp_view(x.view(), axes, keepdims)),
+    }
 }
 
 fn logsumexp_view<T: Element>(x: ArrayViewD<'_, T>, axes: &[usize], keepdims: bool) -> ArrayD<T> {
@@ -453,7 +471,7 @@ impl<T: Element> Tensor<T> {
         prod_axes, try_prod_axes, |x, a, k| reduce_tensor(x, a, k, prod_view);
         /// `ln(sum(exp(x)))` over `axes` (`[]` reduces nothing), computed stably by shifting by
         /// the maximum.
-        logsumexp_axes, try_logsumexp_axes, |x, a, k| reduce_tensor(x, a, k, logsumexp_view);
+        logsumexp_axes, try_logsumexp_axes, logsumexp_tensor;
     }
 
     /// The sum of all elements, as a 0-d tensor.
@@ -491,8 +509,7 @@ impl<T: Element> Tensor<T> {
     /// `ln(sum(exp(x)))` over all elements, as a 0-d tensor, computed stably.
     #[must_use]
     pub fn logsumexp(&self) -> Tensor<T> {
-        let axes = all_axes(self.ndim());
-        Tensor::from_array(logsumexp_view(self.view(), &axes, false))
+        logsumexp_tensor(self, &all_axes(self.ndim()), false)
     }
 
     /// The variance over `axes` (`[]` reduces nothing): `sum((x - mean)²) / (n - ddof)` for
@@ -731,7 +748,14 @@ pub mod rules {
     ///
     /// `exp(x - y)` with `y` the rounded result is wrong where `y` is large: `y`'s rounding
     /// error (half an ulp, 0.5 at 1e7 in f32) becomes a factor `exp(0.5)` on every weight.
-    fn logsumexp_weights<T: Element>(x: ArrayViewD<'_, T>, axes: &[usize]) -> ArrayD<T> {
+    fn logsumexp_weights<T: Element>(x: &Tensor<T>, axes: &[usize]) -> ArrayD<T> {
+        if let Some((xs, n)) = trailing_rows(x, axes) {
+            let mut out = vec![T::zero(); xs.len()];
+            softmax_rows(xs, &mut out, n, false);
+            return ArrayD::from_shape_vec(x.shape(), out)
+                .expect("the weights have as many elements as x");
+        }
+        let x = x.view();
         let m = stable_shift(x.view(), axes);
         let mut e = Zip::from(&x)
             .and_broadcast(&m)
@@ -754,7 +778,7 @@ pub mod rules {
     ) -> Tensor<T> {
         // `y` is only checked: the weights come from `x` (see `logsumexp_weights`).
         expand_back(op, y.view(), x.shape(), axes, keepdims);
-        let mut t = logsumexp_weights(x.view(), axes);
+        let mut t = logsumexp_weights(x, axes);
         Zip::from(&mut t)
             .and(dx.view())
             .for_each(|t, &d| *t = strong_mul(d, *t));
@@ -772,7 +796,16 @@ pub mod rules {
     ) -> Tensor<T> {
         expand_back(op, y.view(), x.shape(), axes, keepdims);
         let gb = expand_back(op, g.view(), x.shape(), axes, keepdims);
-        let mut w = logsumexp_weights(x.view(), axes);
+        if let (Some((xs, n)), Some(gs)) = (trailing_rows(x, axes), g.as_slice()) {
+            // One value of `g` a lane, in the lanes' order.
+            let mut w = vec![T::zero(); xs.len()];
+            softmax_rows(xs, &mut w, n, false);
+            for (lane, &g) in w.chunks_exact_mut(n).zip(gs) {
+                lane.iter_mut().for_each(|w| *w = strong_mul(g, *w));
+            }
+            return Tensor::from_vec(w, x.shape());
+        }
+        let mut w = logsumexp_weights(x, axes);
         Zip::from(&mut w)
             .and_broadcast(&gb)
             .for_each(|w, &g| *w = strong_mul(g, *w));

@@ -10,91 +10,11 @@ use ndarray::{ArrayD, Axis, Zip};
 
 use crate::element::{strong_mul, Element};
 use crate::error::{OrPanic, ShapeError};
+use crate::ops::lanes::{lane_sum, last_axis_rows, softmax_rows};
 use crate::ops::reduce::{checked_axis, max_of, stable_shift, sum_view};
-use crate::summation::{along_lanes, block_sum, pairwise_sum, sum_all, SUM_BLOCK};
+use crate::summation::{along_lanes, sum_all};
 use crate::tensor::Tensor;
 use crate::vmath::vectorised;
-
-/// The row-major elements of each operand when `axis` is the last of all of them (so that the
-/// lanes along it are consecutive runs of its length), with that length.
-fn last_axis_rows<T: Element, const N: usize>(
-    ts: [&Tensor<T>; N],
-    axis: usize,
-) -> Option<([&[T]; N], usize)> {
-    let shape = ts[0].shape();
-    let n = *shape.last()?;
-    if axis + 1 != shape.len() || n == 0 || ts.iter().any(|t| t.shape() != shape) {
-        return None;
-    }
-    let mut slices = [&[][..]; N];
-    for (s, t) in slices.iter_mut().zip(ts) {
-        *s = t.as_slice()?;
-    }
-    Some((slices, n))
-}
-
-/// The pairwise sum of one lane ([`pairwise_sum`]'s order), inlined into the vectorised loops
-/// for the lanes of one block.
-#[cfg_attr(debug_assertions, inline)]
-#[cfg_attr(not(debug_assertions), inline(always))]
-fn lane_sum<T: Element>(xs: &[T]) -> T {
-    if xs.len() <= SUM_BLOCK {
-        block_sum(xs)
-    } else {
-        pairwise_sum(xs)
-    }
-}
-
-/// The shift of a lane: its maximum, or zero when that is infinite or NaN (as
-/// [`stable_shift`]). A NaN in the lane makes every output of the lane NaN either way, through
-/// the sum.
-#[cfg_attr(debug_assertions, inline)]
-#[cfg_attr(not(debug_assertions), inline(always))]
-fn lane_shift<T: Element>(xs: &[T]) -> T {
-    let mut acc = [T::neg_infinity(); 8];
-    let chunks = xs.chunks_exact(8);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for (a, &v) in acc.iter_mut().zip(c) {
-            *a = if v > *a { v } else { *a };
-        }
-    }
-    let m = acc
-        .iter()
-        .chain(rest)
-        .fold(T::neg_infinity(), |m, &v| if v > m { v } else { m });
-    if m.is_finite() {
-        m
-    } else {
-        T::zero()
-    }
-}
-
-/// `softmax` (or `log_softmax`) of each run of `n` elements of `x`, into `out`.
-fn softmax_rows<T: Element>(x: &[T], out: &mut [T], n: usize, log: bool) {
-    vectorised(
-        #[inline(always)]
-        || {
-            for (x, o) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
-                let m = lane_shift(x);
-                for (o, &v) in o.iter_mut().zip(x) {
-                    *o = (v - m).vexp();
-                }
-                let s = lane_sum(o);
-                if log {
-                    let ln_s = s.vln();
-                    for (o, &v) in o.iter_mut().zip(x) {
-                        *o = (v - m) - ln_s;
-                    }
-                } else {
-                    for o in o.iter_mut() {
-                        *o /= s;
-                    }
-                }
-            }
-        },
-    );
-}
 
 /// `softmax` (or `log_softmax` when `log`) along `axis`.
 fn softmax_along<T: Element>(x: &Tensor<T>, axis: usize, log: bool) -> Tensor<T> {

@@ -649,3 +649,56 @@ fn logsumexp_gradient_is_softmax_at_large_inputs_f64() {
         [0.5, 0.5]
     );
 }
+
+/// `logsumexp` over a row-major tensor's last axes runs along runs of consecutive elements;
+/// over a permuted view it takes the general path. Both give the same values and rules to
+/// rounding (the general path sums two axes in its own order), the same special values in
+/// lanes with `-inf`, `inf` and NaN.
+#[test]
+fn logsumexp_over_last_axes_agrees_with_the_general_path() {
+    // Lane 0 all -inf; lane 1 with a NaN and an inf.
+    let mut lanes = uniform::<f64>(&[30], -30.0, 30.0, 41).to_vec();
+    lanes[..15].fill(f64::NEG_INFINITY);
+    lanes[16] = f64::NAN;
+    lanes[20] = f64::INFINITY;
+    let row_major = tensor::<f64>(&lanes, &[2, 3, 5]);
+    // The same tensor as a permuted view: element (i, j, k) at k*6 + j*2 + i of [5, 3, 2].
+    let mut permuted = vec![0.0; 30];
+    for (e, &v) in lanes.iter().enumerate() {
+        let (i, j, k) = (e / 15, e / 5 % 3, e % 5);
+        permuted[k * 6 + j * 2 + i] = v;
+    }
+    let general = tensor::<f64>(&permuted, &[5, 3, 2]).permute(&[2, 1, 0]);
+    let bits = |t: &Tensor<f64>| t.to_vec().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&general), bits(&row_major), "the two layouts hold one tensor");
+    for keepdims in [false, true] {
+        let (y, y_general) = (
+            row_major.logsumexp_axes(&[1, 2], keepdims),
+            general.logsumexp_axes(&[1, 2], keepdims),
+        );
+        assert_eq!(y.shape(), y_general.shape());
+        let (y, y_general) = (y.to_vec(), y_general.to_vec());
+        assert_eq!(y[0], f64::NEG_INFINITY);
+        // Lane 1 holds an inf and a NaN: NaN in both paths.
+        assert!(y[1].is_nan() && y_general[1].is_nan());
+        assert_eq!(y[0], y_general[0]);
+    }
+    // A finite tensor for the rules: each lane's weights sum to one.
+    let x = uniform::<f64>(&[4, 3, 5], -30.0, 30.0, 42);
+    let xt = tensor::<f64>(&x.permute(&[2, 1, 0]).to_vec(), &[5, 3, 4]).permute(&[2, 1, 0]);
+    let y = x.logsumexp_axes(&[-1, -2], false);
+    assert_close(&y, &xt.logsumexp_axes(&[1, 2], false).to_vec(), 1e-15);
+    let g = tensor::<f64>(&[1.0, 2.0, 3.0, 4.0], &[4]);
+    let w = logsumexp_axes_vjp(&g, &x, &y, &[1, 2], false);
+    let w_general = logsumexp_axes_vjp(&g, &xt, &y, &[1, 2], false);
+    assert_close(&w, &w_general.to_vec(), 1e-15);
+    let lane_sums = w.sum_axes(&[1, 2], false);
+    assert_close(&lane_sums, &[1.0, 2.0, 3.0, 4.0], 1e-14);
+    let dx = uniform::<f64>(&[4, 3, 5], -1.0, 1.0, 43);
+    let t_general = logsumexp_axes_jvp(&xt, &y, &[1, 2], false, &dx).to_vec();
+    assert_close(
+        &logsumexp_axes_jvp(&x, &y, &[1, 2], false, &dx),
+        &t_general,
+        1e-14,
+    );
+}
