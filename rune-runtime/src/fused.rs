@@ -183,12 +183,18 @@ fn cycle_row<T: Copy>(row: &[T], mut k: usize, dst: &mut [T]) {
     if row.len() == 1 {
         dst.fill(row[0]);
     } else if row.len() < SHORT_ROW {
-        for d in dst {
-            *d = row[k];
-            k += 1;
-            if k == row.len() {
-                k = 0;
-            }
+        // One period from element `k`, then the filled part copied after itself: its length
+        // stays a multiple of the row's, so each copy continues the cycle.
+        let c = row.len();
+        let head = (c - k).min(dst.len());
+        dst[..head].copy_from_slice(&row[k..k + head]);
+        let tail = k.min(dst.len() - head);
+        dst[head..head + tail].copy_from_slice(&row[..tail]);
+        let mut filled = head + tail;
+        while filled < dst.len() {
+            let n = filled.min(dst.len() - filled);
+            dst.copy_within(..n, filled);
+            filled += n;
         }
     } else {
         let mut filled = 0;
@@ -2029,6 +2035,21 @@ mod tests {
     use super::*;
     use crate::ops::reduce::rules;
     use crate::scalar;
+
+    #[test]
+    fn cycle_row_repeats_the_row_from_any_element() {
+        for c in 1..40 {
+            let row: Vec<u32> = (0..c).map(|v| 100 + v as u32).collect();
+            for k in 0..c {
+                for len in [0, 1, c - 1, c, c + 1, 2 * c + 3, BLOCK, 3 * BLOCK + 5] {
+                    let mut dst = vec![0; len];
+                    cycle_row(&row, k, &mut dst);
+                    let expected: Vec<u32> = (0..len).map(|j| row[(k + j) % c]).collect();
+                    assert_eq!(dst, expected, "row of {c} from {k}, {len} elements");
+                }
+            }
+        }
+    }
 
     fn t(v: &[f64], shape: &[usize]) -> Tensor<f64> {
         Tensor::from_vec(v.to_vec(), shape)

@@ -670,7 +670,11 @@ fn logsumexp_over_last_axes_agrees_with_the_general_path() {
     }
     let general = tensor::<f64>(&permuted, &[5, 3, 2]).permute(&[2, 1, 0]);
     let bits = |t: &Tensor<f64>| t.to_vec().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-    assert_eq!(bits(&general), bits(&row_major), "the two layouts hold one tensor");
+    assert_eq!(
+        bits(&general),
+        bits(&row_major),
+        "the two layouts hold one tensor"
+    );
     for keepdims in [false, true] {
         let (y, y_general) = (
             row_major.logsumexp_axes(&[1, 2], keepdims),
