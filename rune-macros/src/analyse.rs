@@ -3,9 +3,10 @@
 
 use std::collections::BTreeSet;
 
-use crate::diag::Errors;
-use crate::ir::{Body, CallArg, Const, List, Operand, OutputElem, PathSeg, Slot, Stmt, Val};
-use crate::lower::CONCRETIZATION;
+use crate::diag::{Errors, CONCRETIZATION};
+use crate::ir::{
+    path_consts, walk, walk_rev, Body, CallArg, Const, List, Operand, OutputElem, Slot, Stmt, Val,
+};
 use crate::ops::{self, Keep, Param, RuleArg};
 
 /// What the analysis found.
@@ -43,48 +44,6 @@ impl Analysis {
     }
     pub fn list_useful(&self, l: List) -> bool {
         self.useful_lists[l.0]
-    }
-}
-
-/// Calls `f` on every statement, depth first, in order.
-pub fn walk<'a>(stmts: &'a [Stmt], f: &mut impl FnMut(&'a Stmt)) {
-    walk_ordered(stmts, false, f);
-}
-
-/// Calls `f` on every statement, depth first, in reverse order (a region's statements from last
-/// to first, after the statement that holds it): usefulness flows from uses back to
-/// definitions, so one such pass settles a straight-line chain.
-pub fn walk_rev<'a>(stmts: &'a [Stmt], f: &mut impl FnMut(&'a Stmt)) {
-    walk_ordered(stmts, true, f);
-}
-
-fn walk_ordered<'a>(stmts: &'a [Stmt], reverse: bool, f: &mut impl FnMut(&'a Stmt)) {
-    let mut visit = |s: &'a Stmt| {
-        f(s);
-        match s {
-            Stmt::Branch { arms, .. } => {
-                for arm in arms {
-                    walk_ordered(arm, reverse, f);
-                }
-            }
-            Stmt::Stages { stages, .. } if reverse => {
-                for stage in stages.iter().rev() {
-                    walk_ordered(stage, reverse, f);
-                }
-            }
-            Stmt::Stages { stages, .. } => {
-                for stage in stages {
-                    walk_ordered(stage, reverse, f);
-                }
-            }
-            Stmt::Loop { body, .. } => walk_ordered(body, reverse, f),
-            _ => {}
-        }
-    };
-    if reverse {
-        stmts.iter().rev().for_each(&mut visit);
-    } else {
-        stmts.iter().for_each(&mut visit);
     }
 }
 
@@ -293,14 +252,6 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
         _ => {}
     });
     a
-}
-
-/// The index constants of a path into a structure parameter.
-pub fn path_consts(path: &[PathSeg]) -> impl Iterator<Item = Const> + '_ {
-    path.iter().filter_map(|s| match s {
-        PathSeg::Index(c) => Some(*c),
-        PathSeg::Field(_) | PathSeg::Some => None,
-    })
 }
 
 /// How configuration argument `index` of `op` is kept.

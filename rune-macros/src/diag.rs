@@ -5,6 +5,12 @@ use proc_macro2::TokenStream;
 use quote::ToTokens;
 use std::fmt::Display;
 
+/// The message for a value read out of a differentiated tensor that reaches the output.
+pub const CONCRETIZATION: &str = "this value is read out of a differentiated tensor, and the \
+    result depends on it: its gradient would be silently lost (JAX reports this as a \
+    concretization error). Compute it from `stop_gradient(&x)` to cut the gradient on purpose, \
+    or keep the computation in tensor ops";
+
 /// The errors found so far.
 #[derive(Default)]
 pub struct Errors {

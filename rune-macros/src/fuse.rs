@@ -597,7 +597,7 @@ pub fn fuse(body: &mut Body, singletons: bool) {
         ints: HashMap::new(),
         comparisons: HashMap::new(),
     };
-    crate::analyse::walk(&body.stmts, &mut |s| {
+    crate::ir::walk(&body.stmts, &mut |s| {
         if let Stmt::Hoist { id, expr, ty, .. } = s {
             let ty = ty.as_ref().map(ToString::to_string);
             let expr = &unborrowed(expr);
@@ -622,7 +622,7 @@ pub fn fuse(body: &mut Body, singletons: bool) {
     // The comparisons a region can compute: read once, by a `where_cond` of their list.
     let mut reads: HashMap<Const, usize> = HashMap::new();
     let mut count = |c: Const| *reads.entry(c).or_default() += 1;
-    crate::analyse::walk(&body.stmts, &mut |s| {
+    crate::ir::walk(&body.stmts, &mut |s| {
         stmt_consts(s, &mut count);
         for t in stmt_tokens(s) {
             named(t, "__rune_c", &mut |n| count(Const(n)));
@@ -691,7 +691,7 @@ fn drop_inlined_literals(stmts: &mut Vec<Stmt>, lits: Literals) {
             *r = true;
         }
     };
-    crate::analyse::walk(stmts, &mut |s| {
+    crate::ir::walk(stmts, &mut |s| {
         stmt_consts(s, &mut mark);
         for t in stmt_tokens(s) {
             named(t, "__rune_c", &mut |n| mark(Const(n)));
@@ -721,9 +721,8 @@ fn stmt_consts(s: &Stmt, f: &mut impl FnMut(Const)) {
             }
         })
     };
-    let path = |p: &[crate::ir::PathSeg], f: &mut dyn FnMut(Const)| {
-        crate::analyse::path_consts(p).for_each(f)
-    };
+    let path =
+        |p: &[crate::ir::PathSeg], f: &mut dyn FnMut(Const)| crate::ir::path_consts(p).for_each(f);
     match s {
         Stmt::Op { inputs, config, .. } => {
             operands(inputs, f);

@@ -397,3 +397,53 @@ pub struct Body {
 pub enum OutputAux {
     Expr(TokenStream),
 }
+
+/// Calls `f` on every statement, depth first, in order.
+pub fn walk<'a>(stmts: &'a [Stmt], f: &mut impl FnMut(&'a Stmt)) {
+    walk_ordered(stmts, false, f);
+}
+
+/// Calls `f` on every statement, depth first, in reverse order (a region's statements from last
+/// to first, after the statement that holds it): usefulness flows from uses back to
+/// definitions, so one such pass settles a straight-line chain.
+pub fn walk_rev<'a>(stmts: &'a [Stmt], f: &mut impl FnMut(&'a Stmt)) {
+    walk_ordered(stmts, true, f);
+}
+
+fn walk_ordered<'a>(stmts: &'a [Stmt], reverse: bool, f: &mut impl FnMut(&'a Stmt)) {
+    let mut visit = |s: &'a Stmt| {
+        f(s);
+        match s {
+            Stmt::Branch { arms, .. } => {
+                for arm in arms {
+                    walk_ordered(arm, reverse, f);
+                }
+            }
+            Stmt::Stages { stages, .. } if reverse => {
+                for stage in stages.iter().rev() {
+                    walk_ordered(stage, reverse, f);
+                }
+            }
+            Stmt::Stages { stages, .. } => {
+                for stage in stages {
+                    walk_ordered(stage, reverse, f);
+                }
+            }
+            Stmt::Loop { body, .. } => walk_ordered(body, reverse, f),
+            _ => {}
+        }
+    };
+    if reverse {
+        stmts.iter().rev().for_each(&mut visit);
+    } else {
+        stmts.iter().for_each(&mut visit);
+    }
+}
+
+/// The index constants of a path into a structure parameter.
+pub fn path_consts(path: &[PathSeg]) -> impl Iterator<Item = Const> + '_ {
+    path.iter().filter_map(|s| match s {
+        PathSeg::Index(c) => Some(*c),
+        PathSeg::Field(_) | PathSeg::Some => None,
+    })
+}

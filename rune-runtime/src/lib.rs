@@ -92,6 +92,7 @@ pub mod optim;
 pub mod parallel;
 mod rng;
 pub mod scalar;
+mod slots;
 mod special;
 mod summation;
 mod tensor;

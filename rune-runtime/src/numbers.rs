@@ -22,7 +22,7 @@ use num_traits::Zero;
 
 use crate::element::Element;
 use crate::fused::FusedOps;
-use crate::generated::TangentSlot;
+use crate::slots::{accumulate, NoTangent, TangentSlot};
 use crate::tensor::Tensor;
 use crate::vmath::{fast_then_exact, Kernels};
 
@@ -178,7 +178,7 @@ pub fn number_or_zero<T: Element>(adjoint: Option<T>, _shape: &NumberShape<T>) -
 }
 
 /// The tangent a caller passed for a number parameter: the number, or zero for
-/// [`NoTangent`](crate::generated::NoTangent).
+/// [`NoTangent`].
 #[inline(always)]
 pub fn number_tangent<T: Element, S: TangentSlot<T>>(slot: S, _primal: &T) -> T {
     slot.number_tangent()
@@ -277,7 +277,7 @@ pub fn accumulate_array_slot<A: NumberArray>(
     grad: A,
 ) {
     for (i, &g) in grad.elements().iter().enumerate() {
-        crate::generated::accumulate(adjoints.slot(i), Tensor::scalar(g));
+        accumulate(adjoints.slot(i), Tensor::scalar(g));
     }
 }
 
@@ -293,7 +293,7 @@ pub fn accumulate_number_array_slot<A: NumberArray>(
 }
 
 /// A tangent passed to an array parameter: an array of the same type, or
-/// [`NoTangent`](crate::generated::NoTangent) (zeros).
+/// [`NoTangent`] (zeros).
 pub trait ArrayTangentSlot<A: NumberArray> {
     /// The tangent.
     fn array_tangent(self) -> A;
@@ -306,7 +306,7 @@ impl<A: NumberArray> ArrayTangentSlot<A> for &A {
     }
 }
 
-impl<A: NumberArray> ArrayTangentSlot<A> for crate::generated::NoTangent {
+impl<A: NumberArray> ArrayTangentSlot<A> for NoTangent {
     #[inline(always)]
     fn array_tangent(self) -> A {
         A::from_elements(|_| A::Elem::zero())
@@ -385,7 +385,7 @@ mod tests {
         // A literal takes the type asked for.
         let y: f32 = number_of(&7.0);
         assert_eq!(y, 7.0);
-        let zero: f64 = number_tangent(crate::generated::NoTangent, &1.0);
+        let zero: f64 = number_tangent(NoTangent, &1.0);
         assert_eq!((zero, number_tangent(&3.0f64, &1.0)), (0.0, 3.0));
     }
 

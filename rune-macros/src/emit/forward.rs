@@ -522,7 +522,7 @@ impl Emitter<'_> {
     pub(super) fn fuses_plain(&self) -> bool {
         let mut fused = false;
         let mut calls = false;
-        crate::analyse::walk(&self.body.stmts, &mut |s| match s {
+        crate::ir::walk(&self.body.stmts, &mut |s| match s {
             Stmt::Fused { .. } => fused = true,
             Stmt::Call { .. } => calls = true,
             _ => {}

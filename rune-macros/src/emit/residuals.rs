@@ -7,7 +7,7 @@ use syn::Ident;
 
 use super::rule::Hoists;
 use super::{list_refs, rt, Emitter};
-use crate::analyse::{path_consts, walk};
+use crate::ir::{path_consts, walk};
 use crate::ir::{CallArg, Const, Operand, Stmt, Val};
 use crate::names::{
     arm_stack_ident, config_ident, const_ident, partials_ident, pullback_ident,

@@ -5,7 +5,8 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
 
 use super::rt;
-use crate::analyse::{config_keep, walk};
+use crate::analyse::config_keep;
+use crate::ir::walk;
 use crate::ir::{Body, Const, Operand, Stmt, Use, Val};
 use crate::names::{
     config_ident, const_ident, residual_ident, shape_ident, sizes_ident, tangent_ident, val_ident,

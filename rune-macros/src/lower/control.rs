@@ -17,7 +17,8 @@ use super::rename::rename_pattern;
 use super::syntax::{
     assignments, collect_pattern_idents, exits, is_path, reached_by, strip, Within,
 };
-use super::{Binding, LoopCtx, Lowered, Lowerer, CONCRETIZATION};
+use super::{Binding, LoopCtx, Lowered, Lowerer};
+use crate::diag::CONCRETIZATION;
 
 /// What the end of a block does with its tail expression.
 #[derive(Clone, Copy)]

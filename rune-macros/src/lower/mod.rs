@@ -465,12 +465,6 @@ impl Lowerer<'_> {
     }
 }
 
-/// The message for a value read out of a differentiated tensor that reaches the output.
-pub const CONCRETIZATION: &str = "this value is read out of a differentiated tensor, and the \
-    result depends on it: its gradient would be silently lost (JAX reports this as a \
-    concretization error). Compute it from `stop_gradient(&x)` to cut the gradient on purpose, \
-    or keep the computation in tensor ops";
-
 /// `root.path` with the forward pass's index constants.
 pub fn path_tokens(root: &Ident, path: &[PathSeg]) -> TokenStream {
     path_place(root.to_token_stream(), path, const_ident, false)
@@ -595,7 +589,7 @@ fn merge_repeated_reads(
     // The repeated reads that constant code does not name go.
     let mut named = std::collections::HashSet::new();
     let mut note = |t: &TokenStream| idents_of(t, &mut named);
-    crate::analyse::walk(stmts, &mut |s| constant_tokens(s, &mut note));
+    crate::ir::walk(stmts, &mut |s| constant_tokens(s, &mut note));
     if let Some(OutputAux::Expr(t)) = aux {
         note(t);
     }
