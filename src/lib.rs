@@ -456,6 +456,27 @@
 //! assert!(value.item().is_finite());
 //! ```
 //!
+//! A loss that also returns something to report (`has_aux`): the first element is
+//! differentiated, the second passed through every entry point untouched.
+//!
+//! ```
+//! use rune_ad::prelude::*;
+//!
+//! #[differentiable(has_aux)]
+//! fn loss_and_residuals(w: &Tensor<f64>, #[nodiff] x: &Tensor<f64>) -> (Tensor<f64>, Tensor<f64>) {
+//!     let r = x * w - 1.0;
+//!     ((&r * &r).sum(), r)
+//! }
+//!
+//! let (w, x) = (Tensor::from_vec(vec![1.0, 2.0], &[2]), Tensor::from_vec(vec![3.0, 0.5], &[2]));
+//! let ((loss, residuals), g) = loss_and_residuals_value_and_grad(&w, &x);
+//! assert_eq!(residuals.to_vec(), vec![2.0, 0.0]);
+//! assert_eq!(loss.item(), 4.0);
+//! assert_eq!(g.to_vec(), vec![12.0, 0.0]); // 2 r x
+//! let (g_again, _residuals) = loss_and_residuals_grad(&w, &x);
+//! assert_eq!(g_again.to_vec(), g.to_vec());
+//! ```
+//!
 //! Reverse over forward: forward mode by dual numbers inside a differentiable function, then
 //! reverse mode through it (the gradient of a directional derivative is a Hessian-vector
 //! product):

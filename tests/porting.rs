@@ -1210,7 +1210,7 @@ fn logged(x: &Tensor<f64>, #[nodiff] step: usize) -> Tensor<f64> {
     let y = x.tanh();
     assert_eq!(y.shape(), x.shape());
     assert!(y.abs().max().item() <= 1.0, "tanh out of range: {y:?}");
-    if step % 100 == 0 {
+    if step.is_multiple_of(100) {
         println!("step {step}: mean activation {}", y.mean().item());
     }
     let energy = dbg!(y.square());

@@ -67,6 +67,7 @@ where
 
 /// Why a gradient check failed.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum GradCheckError {
     /// A derivative came back with the wrong shape, or the wrong number of them.
     Shape {

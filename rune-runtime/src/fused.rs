@@ -1904,7 +1904,7 @@ impl<T: Element, const K: usize> Lanes<T, K> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn push_whole<const B: usize>(&mut self, blocks: &[[T; B]; K], n: usize) {
-        debug_assert!(self.at == 0 && n % self.lane == 0 && self.lane <= SUM_BLOCK);
+        debug_assert!(self.at == 0 && n.is_multiple_of(self.lane) && self.lane <= SUM_BLOCK);
         for (done, block) in self.done.iter_mut().zip(blocks) {
             let values = &block[..n];
             match self.lane {

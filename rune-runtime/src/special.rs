@@ -69,7 +69,7 @@ pub fn polygamma(n: u32, x: f64) -> f64 {
     }
     let nf = factorial(n);
     // (-1)^n n!: the recurrence's term is sign·n!/x^(n+1).
-    let sign = if n % 2 == 0 { 1.0 } else { -1.0 };
+    let sign = if n.is_multiple_of(2) { 1.0 } else { -1.0 };
     let bound = 12.0 + f64::from(n);
     let mut x = x;
     let mut shift = 0.0;

@@ -626,7 +626,7 @@ fn faddeev_leverrier<T: Element>(s: &[T], k: usize) -> (T, Vec<T>) {
             .sum();
         c = -trace / T::from_f64(step as f64);
     }
-    if k % 2 == 0 {
+    if k.is_multiple_of(2) {
         (c, m.into_iter().map(|x| -x).collect())
     } else {
         (-c, m)

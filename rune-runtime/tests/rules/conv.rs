@@ -30,7 +30,7 @@ const X_SHAPE: [usize; 4] = [2, 2, 5, 4];
 /// (finite differences are meaningless at a tie).
 fn distinct<T: Element>(shape: &[usize]) -> Tensor<T> {
     let n: usize = shape.iter().product();
-    assert!(n % 37 != 0);
+    assert!(!n.is_multiple_of(37));
     let values: Vec<f64> = (0..n).map(|i| ((i * 37) % n) as f64 * 0.1 - 2.0).collect();
     tensor(&values, shape)
 }
