@@ -8,7 +8,7 @@
 //! fast kernels, again with the full-range ones only for a block with an argument out of their
 //! range. The `dual_` entries take `Dual<f32>` (value and tangent) through the same loops.
 //!
-//! `cargo bench -p rune-benches --bench kernels`; docs/benchmarks.md ("W3's profile") reads the
+//! `cargo bench -p rune-benches --bench kernels`; docs/benchmark-history.md ("W3's profile") reads the
 //! medians as ns an element (the time divided by 10^6).
 
 use std::hint::black_box;

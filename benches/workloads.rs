@@ -1,9 +1,9 @@
-//! The benchmark workloads of WORKLOADS.md (W1 `mlp`, W2 `small`, W3 `big-elementwise`, W4
+//! The benchmark workloads of docs/WORKLOADS.md (W1 `mlp`, W2 `small`, W3 `big-elementwise`, W4
 //! `rnn`): each loss written once as a `#[differentiable]` function and once by hand on `ndarray`
 //! arrays, timed in the same run so that the ratio rune / hand is what the figures show.
 //!
 //! Before anything is timed, every workload checks that its loss equals the reference value of
-//! WORKLOADS.md and that the generated gradient agrees with the hand-written one (§4): a
+//! docs/WORKLOADS.md and that the generated gradient agrees with the hand-written one (§4): a
 //! benchmark that checks nothing can time a wrong answer.
 //!
 //! Run single-threaded: `cargo bench --bench workloads` (see docs/benchmarks.md).
@@ -19,7 +19,7 @@ use rune_ad::workload_tensor;
 
 // ---- checks ---------------------------------------------------------------------------------
 
-/// `max_i |g_i - r_i| / max_i |r_i|`, the gradient agreement measure of WORKLOADS.md §4.
+/// `max_i |g_i - r_i| / max_i |r_i|`, the gradient agreement measure of docs/WORKLOADS.md §4.
 fn relative_max_error<T: Copy + Into<f64>>(g: &[T], r: &[T]) -> f64 {
     assert_eq!(g.len(), r.len(), "gradients of different lengths");
     let diff = g

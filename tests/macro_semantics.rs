@@ -56,7 +56,7 @@ fn positive(shape: &[usize], seed: u64) -> Tensor<f64> {
     Tensor::rand_uniform(shape, 0.5, 2.0, seed)
 }
 
-// ---- the API.md example ----------------------------------------------------------------------
+// ---- the docs/API.md example ----------------------------------------------------------------------
 
 #[differentiable]
 pub fn loss(

@@ -222,7 +222,7 @@ fn a_fused_block_keeps_only_its_input() {
     }
 }
 
-/// W3 of the benchmarks (WORKLOADS.md): one fused region and a sum.
+/// W3 of the benchmarks (docs/WORKLOADS.md): one fused region and a sum.
 #[differentiable]
 fn big_elementwise(x: &Tensor<f32>) -> Tensor<f32> {
     (x.sin().exp() * x * x + (1.0 + x * x).ln()).sum()

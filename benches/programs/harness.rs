@@ -1,4 +1,4 @@
-//! What every program shares: the gradient checksums of PROGRAMS.md §4, the timing rules of §3
+//! What every program shares: the gradient checksums of docs/PROGRAMS.md §4, the timing rules of §3
 //! and the JSON line of `bench_jax.py`, so that the figures of rune-ad, the hand-written
 //! baselines, JAX and PyTorch read side by side.
 
@@ -29,7 +29,7 @@ impl NamedGrad {
     }
 }
 
-/// A workload of PROGRAMS.md, written once with rune-ad and, for some, once by hand.
+/// A workload of docs/PROGRAMS.md, written once with rune-ad and, for some, once by hand.
 ///
 /// `value_and_grad` returns the gradients as the system hands them over (tensors, structures,
 /// vectors): converting them for the checksums is not part of the timed call.

@@ -1,10 +1,10 @@
-//! The programs W5–W12 of PROGRAMS.md (a transformer, a CNN, an LSTM, an RK4-integrated ODE, an
+//! The programs W5–W12 of docs/PROGRAMS.md (a transformer, a CNN, an LSTM, an RK4-integrated ODE, an
 //! N-body potential, a Gaussian-process likelihood, a Bayesian logistic regression, a Gaussian
 //! mixture), each written as a user writes it with rune-ad, and for W8, W9, W11 and W12 a
 //! hand-written Rust baseline (plain loops, gradients derived by hand).
 //!
 //! The `programs` binary times them as `bench_jax.py` and `bench_torch.py` time JAX and PyTorch;
-//! `tests/programs.rs` checks them against the check values of PROGRAMS.md §5.
+//! `tests/programs.rs` checks them against the check values of docs/PROGRAMS.md §5.
 
 pub mod factor_inputs;
 pub mod harness;

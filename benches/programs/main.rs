@@ -1,4 +1,4 @@
-//! `programs [--only w5,w9] [--system rune-ad|hand] [--grads DIR]`: times W5–W12 of PROGRAMS.md and prints one
+//! `programs [--only w5,w9] [--system rune-ad|hand] [--grads DIR]`: times W5–W12 of docs/PROGRAMS.md and prints one
 //! JSON line per workload in the format of `bench_jax.py` (see docs/benchmarks.md).
 //!
 //! Run it pinned to one core, beside the JAX and PyTorch scripts:

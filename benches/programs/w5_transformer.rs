@@ -2,7 +2,7 @@
 //!
 //! Written as a user ports a PyTorch module: a `Block` structure of parameters with a
 //! `#[differentiable]` forward method, the blocks in a `Vec` of the model, LayerNorm and GELU as
-//! small differentiable functions (the op table has neither: PROGRAMS.md's formulas, composed).
+//! small differentiable functions (the op table has neither: docs/PROGRAMS.md's formulas, composed).
 
 use rune_ad::prelude::*;
 use rune_ad::workload_tensor;
@@ -17,7 +17,7 @@ const DH: usize = D / HEADS;
 const F: usize = 512;
 const LAYERS: usize = 2;
 
-/// The parameters of one block, in the order of PROGRAMS.md's table (seed offsets 0–11).
+/// The parameters of one block, in the order of docs/PROGRAMS.md's table (seed offsets 0–11).
 #[derive(Clone, Differentiable)]
 pub struct Block {
     pub ln1_g: Tensor<f32>,

@@ -1,6 +1,6 @@
 //! W8 `rk4`: Lotka–Volterra integrated with 1,000 RK4 steps of 0.01, fitted to 100 noisy
 //! observations (f64). The state is a 2-element tensor read by slicing and rebuilt with `stack`,
-//! as PROGRAMS.md writes it: per-op cost on tiny tensors is what this workload measures.
+//! as docs/PROGRAMS.md writes it: per-op cost on tiny tensors is what this workload measures.
 
 use rune_ad::prelude::*;
 use rune_ad::workload_tensor;

@@ -1,4 +1,4 @@
-//! W5–W12 against the check values of PROGRAMS.md §5 (JAX's figures, which PyTorch reproduces):
+//! W5–W12 against the check values of docs/PROGRAMS.md §5 (JAX's figures, which PyTorch reproduces):
 //! the loss from the forward and from value+grad, and the gradient checksums of §4, for rune-ad
 //! and for the hand-written baselines. Tolerances are §5's: ~1e-5 relative on f32 workloads,
 //! ~1e-12 on f64 ones; gradient sums, which cancel, relative to the gradient's norm where it is
@@ -25,7 +25,7 @@ fn close(what: &str, got: f64, want: f64, rtol: f64) {
     let rel = (got - want).abs() / want.abs();
     assert!(
         rel <= rtol,
-        "{what}: {got}, PROGRAMS.md says {want} (relative error {rel:e} > {rtol:e})"
+        "{what}: {got}, docs/PROGRAMS.md says {want} (relative error {rel:e} > {rtol:e})"
     );
 }
 
@@ -56,7 +56,7 @@ fn check<P: Program>(who: &str, p: &P, want: &Check, rtol: f64) -> Vec<(String, 
         let err = (c.sum - want.sum).abs();
         assert!(
             err <= rtol * scale,
-            "{id} {who} grad_sum: {}, PROGRAMS.md says {} (error {err:e} > {rtol:e} x {scale})",
+            "{id} {who} grad_sum: {}, docs/PROGRAMS.md says {} (error {err:e} > {rtol:e} x {scale})",
             c.sum,
             want.sum
         );

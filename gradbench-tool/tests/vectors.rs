@@ -33,7 +33,7 @@ fn reproduce(file: &str, min_runs: u64) {
                        "description": w["description"]})
                 .to_string(),
             );
-            // The ode reference gradient is the exact ODE solution's, not RK4's (GRADBENCH.md
+            // The ode reference gradient is the exact ODE solution's, not RK4's (docs/GRADBENCH.md
             // §7.5): the strict check uses the exact derivative of the RK4 scheme.
             let strict = w[part]
                 .get("rk4_float64_output")

@@ -1,4 +1,4 @@
-//! The input generator of the benchmark workloads (WORKLOADS.md §1), reproducible bit for bit
+//! The input generator of the benchmark workloads (docs/WORKLOADS.md §1), reproducible bit for bit
 //! in any language: element `i` is a pure function of the seed and `i`.
 //!
 //! Other AD systems measured on the same workloads build their inputs with the same formula

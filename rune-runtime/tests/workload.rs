@@ -1,4 +1,4 @@
-//! The workload input generator against the check values of WORKLOADS.md §5.
+//! The workload input generator against the check values of docs/WORKLOADS.md §5.
 
 use rune_runtime::workload_tensor;
 

@@ -6,7 +6,7 @@
 //! cargo run --release -p rune-gradbench --bin rune-gradbench-bench -- [EVAL ..] [--min-seconds S] [--published]
 //! ```
 //!
-//! `--published` keeps only the workloads of GRADBENCH.md §10's table. It prints one Markdown
+//! `--published` keeps only the workloads of docs/GRADBENCH.md §10's table. It prints one Markdown
 //! row per workload: mean milliseconds of the primal and of the derivative (wall time, what
 //! GradBench scores), the mean CPU time of a run of each (what the wall time would be on an
 //! idle core), and the numbers of runs.

@@ -64,7 +64,7 @@ pub fn transposed_factor_indices(k: usize, d: usize) -> Tensor<i64> {
     Tensor::from_vec(all, &[k, d * d])
 }
 
-/// The GMM log-posterior (GRADBENCH.md §7.3), maximised, not minimised:
+/// The GMM log-posterior (docs/GRADBENCH.md §7.3), maximised, not minimised:
 ///
 /// ```text
 /// β[k][i]  = α_k + Σ_j q[k][j] − ½ ‖Q_k (x_i − μ_k)‖²

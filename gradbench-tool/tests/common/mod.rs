@@ -80,7 +80,7 @@ pub fn numbers_alike(v: &Value, reference: &Value, at: &str) -> Vec<(f64, f64)> 
     }
 }
 
-/// GradBench's rule (GRADBENCH.md §5): `|a − b| / max(1, |a| + |b|) ≤ 1e-4` for every pair.
+/// GradBench's rule (docs/GRADBENCH.md §5): `|a − b| / max(1, |a| + |b|) ≤ 1e-4` for every pair.
 pub fn assert_gradbench_valid(pairs: &[(f64, f64)], at: &str) {
     for (i, &(a, b)) in pairs.iter().enumerate() {
         assert!(
