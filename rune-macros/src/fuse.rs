@@ -1,9 +1,10 @@
 //! Fusion: trees of elementwise ops become one [`Stmt::Fused`], evaluated in one pass over the
 //! elements (`rune_runtime::fused`), with no tensor for the values inside the tree.
 //!
-//! The elementwise ops: `+ - * /`, unary minus, the unary functions of the registry, the
-//! methods of [`BINARY`], those of [`CONFIGURED`] where their configuration arguments are
-//! literals, and `where_cond`. A `where_cond` reads its mask as an input of the region, unless
+//! The elementwise ops are those the registry gives a [`rune_ops::Fusion`]: `+ - * /`, unary
+//! minus, the unary functions, the functions of two tensors (`pow`, `maximum`, `atan2`, ..),
+//! those with configuration arguments (`clamp`, `powf`, `powi`) where these are literals, and
+//! `where_cond`. A `where_cond` reads its mask as an input of the region, unless
 //! the mask is a comparison (`&a.le(0.5)`, a constant's `let` in the IR) that nothing else
 //! reads: the region then computes the comparison in place, and the `let` goes.
 //!
@@ -37,43 +38,18 @@ use crate::ir::{
     Body, BranchHead, Const, FusedArg, FusedNode, LoopHead, Operand, ReduceAxes, Reduction, Stmt,
     Val,
 };
-use crate::ops::{Form, OpSpec, RuleArg};
+use crate::ops::{Eval, Form, OpSpec, Read};
 
-/// The elementwise methods of two operands that a region evaluates by their scalar forms
-/// (`rune_runtime::generated::elementwise`): the value, and `d` through each input, `_lhs` and
-/// `_rhs`.
-pub const BINARY: &[&str] = &[
-    "maximum",
-    "minimum",
-    "fmax",
-    "fmin",
-    "pow",
-    "logaddexp",
-    "xlogy",
-    "xlog1py",
-    "atan2",
-    "hypot",
-];
-
-/// The elementwise methods of one tensor with number configuration arguments that a region
-/// evaluates by their scalar forms: the value, and `d` through the tensor, `_d`. Fused only
-/// when every configuration argument is a literal: a float for `clamp` and `powf`, an integer
-/// for `powi`.
-pub const CONFIGURED: &[&str] = &["clamp", "powf", "powi"];
-
-/// Whether `op` can be evaluated inside a fused region.
+/// Whether `op` can be evaluated inside a fused region: the registry says how
+/// ([`rune_ops::OpDef::fusion`]).
 fn fusible_op(op: &OpSpec) -> bool {
-    match op.form {
-        Form::Operator => matches!(op.name, "add" | "sub" | "mul" | "div"),
-        Form::Negation => true,
-        Form::Method => {
-            rune_ops::UNARY.iter().any(|u| u.name == op.name)
-                || BINARY.contains(&op.name)
-                || CONFIGURED.contains(&op.name)
-        }
-        Form::Function => op.name == "where_cond",
-        Form::Constructor => false,
-    }
+    op.fusion.is_some()
+}
+
+/// Whether `op` is evaluated by scalar forms that take its configuration arguments as
+/// operands (`clamp`, `powf`, `powi`): it fuses only where they are literals.
+fn configured(op: &OpSpec) -> bool {
+    op.fusion.is_some_and(|f| f.eval == Eval::Scalar) && op.operands() > op.tensor_inputs()
 }
 
 /// A comparison of a value with a value or a float literal, `&__rune_v3.le(0.5)`: a mask
@@ -164,12 +140,12 @@ fn plain_op(stmt: &Stmt) -> Option<(Val, &'static OpSpec, &[Operand], &[Const])>
 
 fn fusible<'s>(stmt: &'s Stmt, lits: &Literals) -> Option<(Val, &'s [Operand])> {
     let (out, op, inputs, config) = plain_op(stmt)?;
-    let configured = match op.name {
+    let literal_config = match op.name {
         "powi" => config.iter().all(|c| lits.ints.contains_key(c)),
         _ => config.iter().all(|c| lits.floats.contains_key(c)),
     };
-    let config_ok = if CONFIGURED.contains(&op.name) {
-        configured
+    let config_ok = if configured(op) {
+        literal_config
     } else {
         // `where_cond`'s mask is an input of the region, or a comparison it computes.
         op.name == "where_cond" || config.is_empty()
@@ -786,8 +762,8 @@ fn stmt_tokens(s: &Stmt) -> Vec<&TokenStream> {
 /// The cotangents of every input that is a value are computed (the analysis makes each of them
 /// useful), and a partial derivative reads only what its formula names: `a + b` nothing, `a * b`
 /// the other operand, `a / b` the divisor and the quotient, a unary function its input or its
-/// output as the registry's rule says. An input whose value is not needed is passed by its shape
-/// alone, so that the forward pass keeps no tensor for it.
+/// output, each as its [`rune_ops::Partial`] in the registry says. An input whose value is not
+/// needed is passed by its shape alone, so that the forward pass keeps no tensor for it.
 pub struct Needs {
     pub inputs: Vec<bool>,
     pub nodes: Vec<bool>,
@@ -806,56 +782,17 @@ impl Needs {
             FusedArg::Node(_) => true,
             FusedArg::Literal(_) | FusedArg::Int(_) => false,
         };
+        // Each partial whose operand has a cotangent reads what the registry says it reads.
+        // A comparison has no fusion entry and no derivative.
         for (j, n) in nodes.iter().enumerate() {
-            let a = n.args[0];
-            match n.op.form {
-                Form::Operator => {
-                    let b = n.args[1];
-                    match n.op.name {
-                        "mul" => {
-                            if wanted(a) {
-                                needs.mark(b);
-                            }
-                            if wanted(b) {
-                                needs.mark(a);
-                            }
-                        }
-                        "div" => {
-                            if wanted(a) || wanted(b) {
-                                needs.mark(b);
-                            }
-                            if wanted(b) {
-                                needs.nodes[j] = true;
-                            }
-                        }
-                        _ => {}
+            let Some(fusion) = n.op.fusion else { continue };
+            for p in fusion.partials.iter().filter(|p| wanted(n.args[p.operand])) {
+                for r in p.reads {
+                    match *r {
+                        Read::Operand(k) => needs.mark(n.args[k]),
+                        Read::Output => needs.nodes[j] = true,
                     }
                 }
-                Form::Negation => {}
-                // A comparison has no derivative; `where_cond`'s reads the mask.
-                _ if n.op.kind == rune_ops::Kind::Comparison => {}
-                _ if n.op.name == "where_cond" && (wanted(n.args[1]) || wanted(n.args[2])) => {
-                    needs.mark(n.args[0]);
-                }
-                _ if n.op.name == "where_cond" => {}
-                // The scalar forms of the other ops read all their operands, and `pow`'s
-                // partial in its exponent reads its value.
-                _ if BINARY.contains(&n.op.name) || CONFIGURED.contains(&n.op.name) => {
-                    if n.args.iter().any(|&a| wanted(a)) {
-                        n.args.iter().for_each(|&a| needs.mark(a));
-                    }
-                    if n.op.name == "pow" && wanted(n.args[1]) {
-                        needs.nodes[j] = true;
-                    }
-                }
-                _ if wanted(a) => {
-                    if crate::ops::rules(n.op).vjp[0].reads(RuleArg::Output) {
-                        needs.nodes[j] = true;
-                    } else {
-                        needs.mark(a);
-                    }
-                }
-                _ => {}
             }
         }
         // An op recomputed needs the values it reads.

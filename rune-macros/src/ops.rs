@@ -5,7 +5,7 @@
 //!
 //! The runtime reads the same registry (`rune_runtime::all_ops()`), so the two cannot drift.
 
-pub use rune_ops::{Form, Keep, OpDef as OpSpec, Param, Rule, RuleArg};
+pub use rune_ops::{Eval, Form, Keep, OpDef as OpSpec, Param, Partial, Read, Rule, RuleArg};
 
 /// Tensor methods that read only shape metadata: always constant, never a concretization.
 pub const METADATA: &[&str] = &["shape", "ndim", "len", "is_empty", "is_some", "is_none"];

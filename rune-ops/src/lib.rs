@@ -147,6 +147,56 @@ pub struct Rules {
     pub vjp: &'static [Rule],
 }
 
+/// How a fused region evaluates an elementwise op (`rune-macros`' `fuse` and `emit::fused`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Eval {
+    /// `+ - * /`, written as Rust's operators on the operands.
+    Arithmetic,
+    /// Unary minus.
+    Negation,
+    /// A function of [`for_each_unary!`], by its scalar form (`rune_runtime::scalar`).
+    Unary,
+    /// By the scalar form named as the op, `rune_runtime::generated::elementwise::<name>`, of
+    /// its operands (configuration arguments among them must be literals for the op to fuse),
+    /// and each partial by the scalar form [`Partial::form`].
+    Scalar,
+    /// `where_cond`: operand 0, the mask, selects operand 1 or operand 2.
+    Select,
+}
+
+/// What a partial derivative reads besides the incoming tangent or cotangent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Read {
+    /// Operand `i` of the op, as written: the receiver of a method or the two sides of an
+    /// operator, then its parameters in order (`where_cond(mask, a, b)`: the mask is 0).
+    Operand(usize),
+    /// The op's value.
+    Output,
+}
+
+/// The partial derivative of a fused op in one of its operands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Partial {
+    /// The operand it is the derivative in.
+    pub operand: usize,
+    /// The scalar form that applies it, called as `form(d, reads..)` (for [`Eval::Scalar`] and
+    /// [`Eval::Select`]); empty where the region writes it inline.
+    pub form: &'static str,
+    /// What it reads, in the order the scalar form takes them. The backward pass of a region
+    /// computes and keeps exactly these: a read left out is a compile error in the scalar
+    /// form's call, a wrong one a wrong derivative that the fused-tree tests catch.
+    pub reads: &'static [Read],
+}
+
+/// How fused regions evaluate an elementwise op, and what each of its partials reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fusion {
+    /// How the value is computed.
+    pub eval: Eval,
+    /// One partial per differentiated operand.
+    pub partials: &'static [Partial],
+}
+
 /// One primitive op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OpDef {
@@ -162,6 +212,8 @@ pub struct OpDef {
     pub rules: Option<Rules>,
     /// The primitive(s) of Rune's `autodiff.ml` this op corresponds to, or `"composite: .."`.
     pub reference: &'static str,
+    /// How fused regions evaluate it: `Some` for exactly the elementwise ops and `where_cond`.
+    pub fusion: Option<Fusion>,
 }
 
 impl OpDef {
@@ -189,6 +241,17 @@ impl OpDef {
     /// Whether the op has derivative rules.
     pub fn differentiable(&self) -> bool {
         self.rules.is_some()
+    }
+
+    /// The number of operands as written ([`Read::Operand`]): the receiver or an operator's
+    /// two sides, then the parameters.
+    pub fn operands(&self) -> usize {
+        let implied = match self.form {
+            Form::Method | Form::Negation => 1,
+            Form::Operator => 2,
+            Form::Function | Form::Constructor => 0,
+        };
+        implied + self.params.len()
     }
 }
 
@@ -269,6 +332,18 @@ macro_rules! __unary_reads {
     };
 }
 
+/// The partial derivative of a unary function that reads `x` (input 0) or `y` (the output).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __unary_partial {
+    (x) => {
+        $crate::Read::Operand(0)
+    };
+    (y) => {
+        $crate::Read::Output
+    };
+}
+
 macro_rules! unary_defs {
     ($($name:ident, $jvp:ident, $vjp:ident, reads $r:ident, $reference:literal, $doc:literal;)*) => {
         &[$(OpDef {
@@ -287,6 +362,14 @@ macro_rules! unary_defs {
                 }],
             }),
             reference: $reference,
+            fusion: Some(Fusion {
+                eval: Eval::Unary,
+                partials: &[Partial {
+                    operand: 0,
+                    form: "",
+                    reads: &[__unary_partial!($r)],
+                }],
+            }),
         }),*]
     };
 }
@@ -391,6 +474,75 @@ mod tests {
                     !(a.name == b.name && a.form == b.form),
                     "{} is declared twice",
                     a.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn fusion_is_declared_for_exactly_the_elementwise_ops_and_where_cond() {
+        for op in all() {
+            let fusible = op.kind == Kind::Elementwise || op.name == "where_cond";
+            assert_eq!(op.fusion.is_some(), fusible, "{}: fusion", op.name);
+        }
+    }
+
+    #[test]
+    fn every_partial_is_of_an_operand_and_reads_what_exists() {
+        for op in all() {
+            let Some(fusion) = op.fusion else { continue };
+            let n = op.operands();
+            let tensors = op.tensor_inputs();
+            assert_eq!(
+                fusion.partials.len(),
+                tensors,
+                "{}: one partial a tensor",
+                op.name
+            );
+            let mut operands: [Option<usize>; 4] = [None; 4];
+            for (i, p) in fusion.partials.iter().enumerate() {
+                assert!(
+                    p.operand < n,
+                    "{}: partial in operand {}",
+                    op.name,
+                    p.operand
+                );
+                assert!(
+                    operands[..i].iter().all(|&o| o != Some(p.operand)),
+                    "{}: two partials in operand {}",
+                    op.name,
+                    p.operand
+                );
+                operands[i] = Some(p.operand);
+                for r in p.reads {
+                    if let Read::Operand(k) = r {
+                        assert!(*k < n, "{}: a partial reads operand {k}", op.name);
+                    }
+                }
+                // A scalar form is named after its op; one written inline has no name.
+                let named = matches!(fusion.eval, Eval::Scalar | Eval::Select);
+                assert_eq!(!p.form.is_empty(), named, "{}: partial form", op.name);
+                if named {
+                    let rest = p
+                        .form
+                        .strip_prefix(op.name)
+                        .and_then(|r| r.strip_prefix('_'));
+                    assert!(rest.is_some(), "{}: partial form {}", op.name, p.form);
+                }
+            }
+            // A unary function's partial reads what its rules read.
+            if fusion.eval == Eval::Unary {
+                let rules = op.rules.expect("a unary function is differentiable");
+                let reads_output = rules.vjp[0].reads(RuleArg::Output);
+                assert_eq!(
+                    fusion.partials[0].reads,
+                    if reads_output {
+                        &[Read::Output][..]
+                    } else {
+                        &[Read::Operand(0)][..]
+                    },
+                    "{}",
+                    op.name
                 );
             }
         }

@@ -5,7 +5,7 @@
 //! without rules are ops whose results AD treats as constants; their `params` are left empty,
 //! since the macro never lowers them to rule calls.
 
-use crate::{Form, Keep, Kind, OpDef, Param, Rule, RuleArg::*, Rules};
+use crate::{Eval, Form, Fusion, Keep, Kind, OpDef, Param, Partial, Read, Rule, RuleArg::*, Rules};
 
 const T: Param = Param::Tensor;
 const LIST: Param = Param::TensorList;
@@ -47,6 +47,21 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "add",
+        fusion: Some(Fusion {
+            eval: Eval::Arithmetic,
+            partials: &[
+                Partial {
+                    operand: 0,
+                    form: "",
+                    reads: &[],
+                },
+                Partial {
+                    operand: 1,
+                    form: "",
+                    reads: &[],
+                },
+            ],
+        }),
     },
     OpDef {
         name: "sub",
@@ -70,6 +85,21 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "add, neg",
+        fusion: Some(Fusion {
+            eval: Eval::Arithmetic,
+            partials: &[
+                Partial {
+                    operand: 0,
+                    form: "",
+                    reads: &[],
+                },
+                Partial {
+                    operand: 1,
+                    form: "",
+                    reads: &[],
+                },
+            ],
+        }),
     },
     OpDef {
         name: "mul",
@@ -93,6 +123,21 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "mul",
+        fusion: Some(Fusion {
+            eval: Eval::Arithmetic,
+            partials: &[
+                Partial {
+                    operand: 0,
+                    form: "",
+                    reads: &[Read::Operand(1)],
+                },
+                Partial {
+                    operand: 1,
+                    form: "",
+                    reads: &[Read::Operand(0)],
+                },
+            ],
+        }),
     },
     OpDef {
         name: "div",
@@ -116,6 +161,21 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "fdiv",
+        fusion: Some(Fusion {
+            eval: Eval::Arithmetic,
+            partials: &[
+                Partial {
+                    operand: 0,
+                    form: "",
+                    reads: &[Read::Operand(1)],
+                },
+                Partial {
+                    operand: 1,
+                    form: "",
+                    reads: &[Read::Operand(1), Read::Output],
+                },
+            ],
+        }),
     },
     OpDef {
         name: "neg",
@@ -133,6 +193,14 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "neg",
+        fusion: Some(Fusion {
+            eval: Eval::Negation,
+            partials: &[Partial {
+                operand: 0,
+                form: "",
+                reads: &[],
+            }],
+        }),
     },
     OpDef {
         name: "clamp",
@@ -150,6 +218,14 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: max, neg",
+        fusion: Some(Fusion {
+            eval: Eval::Scalar,
+            partials: &[Partial {
+                operand: 0,
+                form: "clamp_d",
+                reads: &[Read::Operand(0), Read::Operand(1), Read::Operand(2)],
+            }],
+        }),
     },
     OpDef {
         name: "powf",
@@ -167,6 +243,14 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "pow",
+        fusion: Some(Fusion {
+            eval: Eval::Scalar,
+            partials: &[Partial {
+                operand: 0,
+                form: "powf_d",
+                reads: &[Read::Operand(0), Read::Operand(1)],
+            }],
+        }),
     },
     OpDef {
         name: "pow",
@@ -190,6 +274,21 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "pow",
+        fusion: Some(Fusion {
+            eval: Eval::Scalar,
+            partials: &[
+                Partial {
+                    operand: 0,
+                    form: "pow_lhs",
+                    reads: &[Read::Operand(0), Read::Operand(1)],
+                },
+                Partial {
+                    operand: 1,
+                    form: "pow_rhs",
+                    reads: &[Read::Operand(0), Read::Output],
+                },
+            ],
+        }),
     },
     OpDef {
         name: "logaddexp",
@@ -213,6 +312,21 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "composite: max, add, exp2, log2",
+        fusion: Some(Fusion {
+            eval: Eval::Scalar,
+            partials: &[
+                Partial {
+                    operand: 0,
+                    form: "logaddexp_lhs",
+                    reads: &[Read::Operand(0), Read::Operand(1)],
+                },
+                Partial {
+                    operand: 1,
+                    form: "logaddexp_rhs",
+                    reads: &[Read::Operand(0), Read::Operand(1)],
+                },
+            ],
+        }),
     },
     OpDef {
         name: "xlogy",
@@ -236,6 +350,21 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "composite: mul, log2, where",
+        fusion: Some(Fusion {
+            eval: Eval::Scalar,
+            partials: &[
+                Partial {
+                    operand: 0,
+                    form: "xlogy_lhs",
+                    reads: &[Read::Operand(0), Read::Operand(1)],
+                },
+                Partial {
+                    operand: 1,
+                    form: "xlogy_rhs",
+                    reads: &[Read::Operand(0), Read::Operand(1)],
+                },
+            ],
+        }),
     },
     OpDef {
         name: "xlog1py",
@@ -259,6 +388,21 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "composite: mul, add, log2, where",
+        fusion: Some(Fusion {
+            eval: Eval::Scalar,
+            partials: &[
+                Partial {
+                    operand: 0,
+                    form: "xlog1py_lhs",
+                    reads: &[Read::Operand(0), Read::Operand(1)],
+                },
+                Partial {
+                    operand: 1,
+                    form: "xlog1py_rhs",
+                    reads: &[Read::Operand(0), Read::Operand(1)],
+                },
+            ],
+        }),
     },
     OpDef {
         name: "atan2",
@@ -282,6 +426,21 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "composite: not in the reference",
+        fusion: Some(Fusion {
+            eval: Eval::Scalar,
+            partials: &[
+                Partial {
+                    operand: 0,
+                    form: "atan2_lhs",
+                    reads: &[Read::Operand(0), Read::Operand(1)],
+                },
+                Partial {
+                    operand: 1,
+                    form: "atan2_rhs",
+                    reads: &[Read::Operand(0), Read::Operand(1)],
+                },
+            ],
+        }),
     },
     OpDef {
         name: "hypot",
@@ -305,6 +464,21 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "composite: mul, add, sqrt",
+        fusion: Some(Fusion {
+            eval: Eval::Scalar,
+            partials: &[
+                Partial {
+                    operand: 0,
+                    form: "hypot_lhs",
+                    reads: &[Read::Operand(0), Read::Operand(1)],
+                },
+                Partial {
+                    operand: 1,
+                    form: "hypot_rhs",
+                    reads: &[Read::Operand(0), Read::Operand(1)],
+                },
+            ],
+        }),
     },
     OpDef {
         name: "powi",
@@ -322,6 +496,14 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: mul",
+        fusion: Some(Fusion {
+            eval: Eval::Scalar,
+            partials: &[Partial {
+                operand: 0,
+                form: "powi_d",
+                reads: &[Read::Operand(0), Read::Operand(1)],
+            }],
+        }),
     },
     OpDef {
         name: "dot",
@@ -345,6 +527,7 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "composite: mul, reduce_sum",
+        fusion: None,
     },
     OpDef {
         name: "outer",
@@ -368,6 +551,7 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "composite: reshape, expand, mul",
+        fusion: None,
     },
     OpDef {
         name: "norm",
@@ -385,6 +569,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: mul, reduce_sum, sqrt",
+        fusion: None,
     },
     OpDef {
         name: "trace",
@@ -402,6 +587,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: reduce_sum, mul",
+        fusion: None,
     },
     OpDef {
         name: "diagonal",
@@ -419,6 +605,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: gather, scatter",
+        fusion: None,
     },
     OpDef {
         name: "diag",
@@ -436,6 +623,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: scatter, gather",
+        fusion: None,
     },
     OpDef {
         name: "triu",
@@ -453,6 +641,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: cmplt, where",
+        fusion: None,
     },
     OpDef {
         name: "tril",
@@ -470,6 +659,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: cmplt, where",
+        fusion: None,
     },
     OpDef {
         name: "cholesky",
@@ -487,6 +677,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: not in the reference",
+        fusion: None,
     },
     OpDef {
         name: "solve_triangular",
@@ -517,6 +708,7 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "composite: not in the reference",
+        fusion: None,
     },
     OpDef {
         name: "solve",
@@ -540,6 +732,7 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "composite: not in the reference",
+        fusion: None,
     },
     OpDef {
         name: "inv",
@@ -557,6 +750,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: not in the reference",
+        fusion: None,
     },
     OpDef {
         name: "det",
@@ -574,6 +768,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: not in the reference",
+        fusion: None,
     },
     OpDef {
         name: "logabsdet",
@@ -591,6 +786,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: not in the reference",
+        fusion: None,
     },
     OpDef {
         name: "sign_det",
@@ -608,6 +804,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: not in the reference",
+        fusion: None,
     },
     OpDef {
         name: "cho_solve",
@@ -631,6 +828,7 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "composite: not in the reference",
+        fusion: None,
     },
     OpDef {
         name: "qr_q",
@@ -648,6 +846,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: not in the reference",
+        fusion: None,
     },
     OpDef {
         name: "qr_r",
@@ -665,6 +864,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: not in the reference",
+        fusion: None,
     },
     OpDef {
         name: "eigvalsh",
@@ -682,6 +882,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: not in the reference",
+        fusion: None,
     },
     OpDef {
         name: "eigh_vectors",
@@ -699,6 +900,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: not in the reference",
+        fusion: None,
     },
     OpDef {
         name: "svd_u",
@@ -716,6 +918,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: not in the reference",
+        fusion: None,
     },
     OpDef {
         name: "svdvals",
@@ -733,6 +936,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: not in the reference",
+        fusion: None,
     },
     OpDef {
         name: "svd_vh",
@@ -750,6 +954,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: not in the reference",
+        fusion: None,
     },
     OpDef {
         name: "lstsq",
@@ -773,6 +978,7 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "composite: not in the reference",
+        fusion: None,
     },
     OpDef {
         name: "einsum",
@@ -802,6 +1008,7 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "composite: reshape, permute, reduce_sum, mul",
+        fusion: None,
     },
     OpDef {
         name: "maximum",
@@ -825,6 +1032,21 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "max",
+        fusion: Some(Fusion {
+            eval: Eval::Scalar,
+            partials: &[
+                Partial {
+                    operand: 0,
+                    form: "maximum_lhs",
+                    reads: &[Read::Operand(0), Read::Operand(1)],
+                },
+                Partial {
+                    operand: 1,
+                    form: "maximum_rhs",
+                    reads: &[Read::Operand(0), Read::Operand(1)],
+                },
+            ],
+        }),
     },
     OpDef {
         name: "minimum",
@@ -848,6 +1070,21 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "composite: max, neg",
+        fusion: Some(Fusion {
+            eval: Eval::Scalar,
+            partials: &[
+                Partial {
+                    operand: 0,
+                    form: "minimum_lhs",
+                    reads: &[Read::Operand(0), Read::Operand(1)],
+                },
+                Partial {
+                    operand: 1,
+                    form: "minimum_rhs",
+                    reads: &[Read::Operand(0), Read::Operand(1)],
+                },
+            ],
+        }),
     },
     OpDef {
         name: "fmax",
@@ -871,6 +1108,21 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "composite: max, isnan, where",
+        fusion: Some(Fusion {
+            eval: Eval::Scalar,
+            partials: &[
+                Partial {
+                    operand: 0,
+                    form: "fmax_lhs",
+                    reads: &[Read::Operand(0), Read::Operand(1)],
+                },
+                Partial {
+                    operand: 1,
+                    form: "fmax_rhs",
+                    reads: &[Read::Operand(0), Read::Operand(1)],
+                },
+            ],
+        }),
     },
     OpDef {
         name: "fmin",
@@ -894,6 +1146,21 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "composite: max, neg, isnan, where",
+        fusion: Some(Fusion {
+            eval: Eval::Scalar,
+            partials: &[
+                Partial {
+                    operand: 0,
+                    form: "fmin_lhs",
+                    reads: &[Read::Operand(0), Read::Operand(1)],
+                },
+                Partial {
+                    operand: 1,
+                    form: "fmin_rhs",
+                    reads: &[Read::Operand(0), Read::Operand(1)],
+                },
+            ],
+        }),
     },
     OpDef {
         name: "sum",
@@ -911,6 +1178,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "reduce_sum",
+        fusion: None,
     },
     OpDef {
         name: "sum_axes",
@@ -928,6 +1196,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "reduce_sum",
+        fusion: None,
     },
     OpDef {
         name: "mean",
@@ -945,6 +1214,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: reduce_sum, mul",
+        fusion: None,
     },
     OpDef {
         name: "mean_axes",
@@ -962,6 +1232,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: reduce_sum, mul",
+        fusion: None,
     },
     OpDef {
         name: "max",
@@ -979,6 +1250,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "reduce_max",
+        fusion: None,
     },
     OpDef {
         name: "max_axes",
@@ -996,6 +1268,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "reduce_max",
+        fusion: None,
     },
     OpDef {
         name: "min",
@@ -1013,6 +1286,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: neg, reduce_max",
+        fusion: None,
     },
     OpDef {
         name: "min_axes",
@@ -1030,6 +1304,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: neg, reduce_max",
+        fusion: None,
     },
     OpDef {
         name: "prod",
@@ -1047,6 +1322,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "reduce_prod",
+        fusion: None,
     },
     OpDef {
         name: "prod_axes",
@@ -1064,6 +1340,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "reduce_prod",
+        fusion: None,
     },
     OpDef {
         name: "logsumexp",
@@ -1081,6 +1358,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: reduce_max, add, exp2, reduce_sum, log2",
+        fusion: None,
     },
     OpDef {
         name: "logsumexp_axes",
@@ -1098,6 +1376,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: reduce_max, add, exp2, reduce_sum, log2",
+        fusion: None,
     },
     OpDef {
         name: "softmax",
@@ -1115,6 +1394,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: reduce_max, add, exp2, reduce_sum, fdiv",
+        fusion: None,
     },
     OpDef {
         name: "log_softmax",
@@ -1132,6 +1412,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: reduce_max, add, exp2, reduce_sum, log2",
+        fusion: None,
     },
     OpDef {
         name: "cumsum",
@@ -1149,6 +1430,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "associative_scan sum",
+        fusion: None,
     },
     OpDef {
         name: "cumprod",
@@ -1166,6 +1448,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "associative_scan prod",
+        fusion: None,
     },
     OpDef {
         name: "var",
@@ -1183,6 +1466,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: reduce_sum, add, mul",
+        fusion: None,
     },
     OpDef {
         name: "var_axes",
@@ -1200,6 +1484,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: reduce_sum, add, mul",
+        fusion: None,
     },
     OpDef {
         name: "std",
@@ -1217,6 +1502,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: reduce_sum, add, mul, sqrt",
+        fusion: None,
     },
     OpDef {
         name: "std_axes",
@@ -1241,6 +1527,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: reduce_sum, add, mul, sqrt",
+        fusion: None,
     },
     OpDef {
         name: "logcumsumexp",
@@ -1258,6 +1545,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: max, add, exp2, log2",
+        fusion: None,
     },
     OpDef {
         name: "sort",
@@ -1275,6 +1563,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: cmplt, gather, scatter",
+        fusion: None,
     },
     OpDef {
         name: "reshape",
@@ -1292,6 +1581,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "reshape",
+        fusion: None,
     },
     OpDef {
         name: "permute",
@@ -1309,6 +1599,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "permute",
+        fusion: None,
     },
     OpDef {
         name: "t",
@@ -1326,6 +1617,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "permute",
+        fusion: None,
     },
     OpDef {
         name: "broadcast_to",
@@ -1343,6 +1635,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "reshape, expand",
+        fusion: None,
     },
     OpDef {
         name: "expand_dims",
@@ -1360,6 +1653,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "reshape",
+        fusion: None,
     },
     OpDef {
         name: "squeeze",
@@ -1377,6 +1671,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "reshape",
+        fusion: None,
     },
     OpDef {
         name: "shrink",
@@ -1394,6 +1689,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "shrink",
+        fusion: None,
     },
     OpDef {
         name: "pad",
@@ -1411,6 +1707,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "pad",
+        fusion: None,
     },
     OpDef {
         name: "flip",
@@ -1428,6 +1725,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "flip",
+        fusion: None,
     },
     OpDef {
         name: "unfold",
@@ -1452,6 +1750,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "unfold",
+        fusion: None,
     },
     OpDef {
         name: "fold",
@@ -1476,6 +1775,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "fold",
+        fusion: None,
     },
     OpDef {
         name: "concat",
@@ -1493,6 +1793,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "cat",
+        fusion: None,
     },
     OpDef {
         name: "stack",
@@ -1510,6 +1811,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: reshape, cat",
+        fusion: None,
     },
     OpDef {
         name: "where_cond",
@@ -1533,6 +1835,21 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "where",
+        fusion: Some(Fusion {
+            eval: Eval::Select,
+            partials: &[
+                Partial {
+                    operand: 1,
+                    form: "where_cond_lhs",
+                    reads: &[Read::Operand(0)],
+                },
+                Partial {
+                    operand: 2,
+                    form: "where_cond_rhs",
+                    reads: &[Read::Operand(0)],
+                },
+            ],
+        }),
     },
     OpDef {
         name: "gather",
@@ -1550,6 +1867,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "gather",
+        fusion: None,
     },
     OpDef {
         name: "scatter_add",
@@ -1579,6 +1897,7 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "scatter",
+        fusion: None,
     },
     OpDef {
         name: "matmul",
@@ -1602,6 +1921,7 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "matmul",
+        fusion: None,
     },
     OpDef {
         name: "conv2d",
@@ -1632,6 +1952,7 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "composite: pad, unfold, matmul",
+        fusion: None,
     },
     OpDef {
         name: "max_pool2d",
@@ -1649,6 +1970,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: unfold, reduce_max",
+        fusion: None,
     },
     OpDef {
         name: "avg_pool2d",
@@ -1666,6 +1988,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: unfold, reduce_sum, mul",
+        fusion: None,
     },
     OpDef {
         name: "dual_of",
@@ -1689,6 +2012,7 @@ pub const OTHER: &[OpDef] = &[
             ],
         }),
         reference: "composite: forward mode by dual numbers",
+        fusion: None,
     },
     OpDef {
         name: "tangent_of",
@@ -1706,6 +2030,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: forward mode by dual numbers",
+        fusion: None,
     },
     OpDef {
         name: "primal_of",
@@ -1723,6 +2048,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "composite: forward mode by dual numbers",
+        fusion: None,
     },
     OpDef {
         name: "cast",
@@ -1740,6 +2066,7 @@ pub const OTHER: &[OpDef] = &[
             }],
         }),
         reference: "cast",
+        fusion: None,
     },
     OpDef {
         name: "lt",
@@ -1748,6 +2075,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "cmplt",
+        fusion: None,
     },
     OpDef {
         name: "gt",
@@ -1756,6 +2084,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "cmplt",
+        fusion: None,
     },
     OpDef {
         name: "le",
@@ -1764,6 +2093,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "composite: cmplt, xor",
+        fusion: None,
     },
     OpDef {
         name: "ge",
@@ -1772,6 +2102,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "composite: cmplt, xor",
+        fusion: None,
     },
     OpDef {
         name: "eq",
@@ -1780,6 +2111,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "composite: cmpne, xor",
+        fusion: None,
     },
     OpDef {
         name: "ne",
@@ -1788,6 +2120,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "cmpne",
+        fusion: None,
     },
     OpDef {
         name: "argmax",
@@ -1796,6 +2129,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "composite: reduce_max, cmpne, where",
+        fusion: None,
     },
     OpDef {
         name: "argmin",
@@ -1804,6 +2138,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "composite: neg, reduce_max, cmpne, where",
+        fusion: None,
     },
     OpDef {
         name: "argsort",
@@ -1812,6 +2147,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "composite: cmplt, where",
+        fusion: None,
     },
     OpDef {
         name: "and",
@@ -1820,6 +2156,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "and",
+        fusion: None,
     },
     OpDef {
         name: "or",
@@ -1828,6 +2165,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "or",
+        fusion: None,
     },
     OpDef {
         name: "xor",
@@ -1836,6 +2174,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "xor",
+        fusion: None,
     },
     OpDef {
         name: "not",
@@ -1844,6 +2183,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "composite: xor",
+        fusion: None,
     },
     OpDef {
         name: "int_add",
@@ -1852,6 +2192,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "add",
+        fusion: None,
     },
     OpDef {
         name: "int_sub",
@@ -1860,6 +2201,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "composite: add, neg",
+        fusion: None,
     },
     OpDef {
         name: "int_mul",
@@ -1868,6 +2210,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "mul",
+        fusion: None,
     },
     OpDef {
         name: "int_div",
@@ -1876,6 +2219,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "idiv",
+        fusion: None,
     },
     OpDef {
         name: "int_rem",
@@ -1884,6 +2228,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "mod",
+        fusion: None,
     },
     OpDef {
         name: "stop_gradient",
@@ -1892,6 +2237,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "composite: identity whose result AD treats as a constant",
+        fusion: None,
     },
     OpDef {
         name: "clone",
@@ -1900,6 +2246,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "contiguous, copy",
+        fusion: None,
     },
     OpDef {
         name: "scalar",
@@ -1908,6 +2255,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "const_scalar",
+        fusion: None,
     },
     OpDef {
         name: "full",
@@ -1916,6 +2264,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "const_scalar, expand",
+        fusion: None,
     },
     OpDef {
         name: "eye",
@@ -1924,6 +2273,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "const_array",
+        fusion: None,
     },
     OpDef {
         name: "zeros",
@@ -1932,6 +2282,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "const_scalar, expand",
+        fusion: None,
     },
     OpDef {
         name: "ones",
@@ -1940,6 +2291,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "const_scalar, expand",
+        fusion: None,
     },
     OpDef {
         name: "zeros_like",
@@ -1948,6 +2300,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "const_scalar, expand",
+        fusion: None,
     },
     OpDef {
         name: "ones_like",
@@ -1956,6 +2309,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "const_scalar, expand",
+        fusion: None,
     },
     OpDef {
         name: "from_vec",
@@ -1964,6 +2318,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "const_array",
+        fusion: None,
     },
     OpDef {
         name: "try_from_vec",
@@ -1972,6 +2327,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "const_array",
+        fusion: None,
     },
     OpDef {
         name: "arange",
@@ -1980,6 +2336,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "const_array",
+        fusion: None,
     },
     OpDef {
         name: "arange_step",
@@ -1988,6 +2345,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "const_array",
+        fusion: None,
     },
     OpDef {
         name: "try_arange_step",
@@ -1996,6 +2354,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "const_array",
+        fusion: None,
     },
     OpDef {
         name: "linspace",
@@ -2004,6 +2363,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "const_array",
+        fusion: None,
     },
     OpDef {
         name: "try_linspace",
@@ -2012,6 +2372,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "const_array",
+        fusion: None,
     },
     OpDef {
         name: "rand_uniform",
@@ -2020,6 +2381,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "threefry",
+        fusion: None,
     },
     OpDef {
         name: "rand_normal",
@@ -2028,6 +2390,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "threefry",
+        fusion: None,
     },
     OpDef {
         name: "add_assign",
@@ -2036,6 +2399,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "assign",
+        fusion: None,
     },
     OpDef {
         name: "sub_assign",
@@ -2044,6 +2408,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "assign",
+        fusion: None,
     },
     OpDef {
         name: "mul_assign",
@@ -2052,6 +2417,7 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "assign",
+        fusion: None,
     },
     OpDef {
         name: "div_assign",
@@ -2060,5 +2426,6 @@ pub const OTHER: &[OpDef] = &[
         params: &[],
         rules: None,
         reference: "assign",
+        fusion: None,
     },
 ];

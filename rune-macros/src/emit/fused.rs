@@ -29,7 +29,7 @@ use crate::names::{
     adjoint_ident, config_ident, const_ident, hidden, partials_ident, residual_ident, shape_ident,
     tangent_ident, val_ident,
 };
-use crate::ops::{Form, Keep, RuleArg};
+use crate::ops::{Eval, Form, Keep, OpSpec, Partial, Read};
 
 fn x(i: usize) -> Ident {
     hidden(&format!("x{i}"))
@@ -70,10 +70,14 @@ fn value_ident(v: Value) -> TokenStream {
     }
 }
 
-/// Whether op `name` is evaluated by its scalar forms in `elementwise` (`crate::fuse::BINARY`,
-/// `crate::fuse::CONFIGURED`).
-fn elementwise(name: &str) -> bool {
-    crate::fuse::BINARY.contains(&name) || crate::fuse::CONFIGURED.contains(&name)
+/// Whether `op` is evaluated by its scalar forms in `elementwise` ([`Eval::Scalar`]).
+fn elementwise(op: &OpSpec) -> bool {
+    op.fusion.is_some_and(|f| f.eval == Eval::Scalar)
+}
+
+/// The partials of fused op `op` (none for a comparison).
+fn partials(op: &OpSpec) -> &'static [Partial] {
+    op.fusion.map_or(&[], |f| f.partials)
 }
 
 fn input_tangent(i: usize) -> Ident {
@@ -183,7 +187,7 @@ impl Code<'_> {
                         let b = value_ident(n.args[1].into());
                         quote!(#rt::elementwise::#f(#a, #b))
                     }
-                    _ if elementwise(n.op.name) => {
+                    _ if elementwise(n.op) => {
                         let f = format_ident!("{}", n.op.name);
                         let args = n.args.iter().map(|&a| value_ident(a.into()));
                         quote!(#rt::elementwise::#f(#(#args),*))
@@ -202,8 +206,10 @@ impl Code<'_> {
     fn at(&self, j: usize) -> TokenStream {
         let rt = rt();
         let n = &self.nodes[j];
-        let rules = crate::ops::rules(n.op);
-        if rules.vjp[0].reads(RuleArg::Output) {
+        if partials(n.op)
+            .first()
+            .is_some_and(|p| p.reads == [Read::Output])
+        {
             let y = node(j);
             quote!(#rt::scalar::Output(#y))
         } else {
@@ -212,24 +218,17 @@ impl Code<'_> {
         }
     }
 
-    /// `d` through argument `i` of op `j`, an op of `elementwise`: its `_lhs`/`_rhs` (`_d` for
-    /// an op of one tensor) of `d` and the op's arguments (`pow`'s in its exponent reads its
-    /// base and its value).
-    fn chain(&self, j: usize, i: usize, d: &TokenStream) -> TokenStream {
+    /// `d` through an operand of op `j` by the partial's scalar form in `elementwise`, called
+    /// with what the registry says the partial reads ([`Partial::reads`]).
+    fn chain(&self, j: usize, p: &Partial, d: &TokenStream) -> TokenStream {
         let rt = rt();
         let n = &self.nodes[j];
-        let suffix = match (crate::fuse::BINARY.contains(&n.op.name), i) {
-            (false, _) => "d",
-            (true, 0) => "lhs",
-            (true, _) => "rhs",
-        };
-        let f = format_ident!("{}_{suffix}", n.op.name);
-        let args: Vec<TokenStream> = if n.op.name == "pow" && i == 1 {
-            let (a, y) = (value_ident(n.args[0].into()), node(j));
-            vec![a, y.into_token_stream()]
-        } else {
-            n.args.iter().map(|&a| value_ident(a.into())).collect()
-        };
+        let f = format_ident!("{}", p.form);
+        let args = p.reads.iter().map(|r| match *r {
+            Read::Operand(0) if n.op.fusion.is_some_and(|f| f.eval == Eval::Select) => self.cond(j),
+            Read::Operand(k) => value_ident(n.args[k].into()),
+            Read::Output => node(j).into_token_stream(),
+        });
         quote!(#rt::elementwise::#f(#d, #(#args),*))
     }
 
@@ -325,13 +324,11 @@ impl Code<'_> {
                 }
                 // The sum of the tangents through the operands that have one, as the rules
                 // add them.
-                _ if elementwise(n.op.name) => n
-                    .args
+                _ if elementwise(n.op) => partials(n.op)
                     .iter()
-                    .enumerate()
-                    .filter_map(|(i, &a)| {
-                        let t = tangent(a.into(), &tangents)?;
-                        Some(self.chain(j, i, &t.into_token_stream()))
+                    .filter_map(|p| {
+                        let t = tangent(n.args[p.operand].into(), &tangents)?;
+                        Some(self.chain(j, p, &t.into_token_stream()))
                     })
                     .reduce(|acc, c| quote!(#acc + #c)),
                 _ => {
@@ -444,21 +441,12 @@ impl Code<'_> {
                 }
                 Form::Negation => contributions.push((a, Some(quote!(-#d)))),
                 _ if n.op.kind == rune_ops::Kind::Comparison => {}
-                _ if n.op.name == "where_cond" => {
-                    let c = self.cond(j);
-                    contributions.push((
-                        n.args[1].into(),
-                        Some(quote!(#rt::elementwise::where_cond_lhs(#d, #c))),
-                    ));
-                    contributions.push((
-                        n.args[2].into(),
-                        Some(quote!(#rt::elementwise::where_cond_rhs(#d, #c))),
-                    ));
-                }
-                _ if elementwise(n.op.name) => {
+                // `where_cond` and the ops of `elementwise`: each partial's scalar form.
+                _ if n.op.name == "where_cond" || elementwise(n.op) => {
                     let d = d.to_token_stream();
-                    for (i, &arg) in n.args.iter().enumerate() {
-                        contributions.push((arg.into(), Some(self.chain(j, i, &d))));
+                    for p in partials(n.op) {
+                        let c = self.chain(j, p, &d);
+                        contributions.push((n.args[p.operand].into(), Some(c)));
                     }
                 }
                 _ => {

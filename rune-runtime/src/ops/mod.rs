@@ -56,6 +56,8 @@ pub struct OpInfo {
     pub differentiable: bool,
     /// The primitive(s) of Rune's `autodiff.ml` this op corresponds to, or `"composite"`.
     pub reference: &'static str,
+    /// Whether `#[differentiable]` code evaluates it inside fused elementwise regions.
+    pub fused: bool,
 }
 
 /// Every op of the runtime, as the op registry (`rune-ops`) declares it.
@@ -65,6 +67,7 @@ pub fn all_ops() -> Vec<OpInfo> {
             name: op.name,
             differentiable: op.differentiable(),
             reference: op.reference,
+            fused: op.fusion.is_some(),
         })
         .collect()
 }
