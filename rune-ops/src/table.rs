@@ -23,2409 +23,505 @@ const MASK: Param = Param::Config(None, Keep::Owned);
 const INDICES: Param = Param::Config(None, Keep::Owned);
 const SPEC: Param = Param::Config(Some("&str"), Keep::Owned);
 
-/// Every op but the elementwise functions of one tensor.
+/// One entry of [`OTHER`]: `op!(name, Form, Kind, [params], reference)`, then for a
+/// differentiable op its rules, `jvp "name"(args), vjp ["name"(args), ..]` (one VJP per tensor
+/// input), and for an elementwise op `fusion fusion!(..)`.
+macro_rules! op {
+    ($name:literal, $form:ident, $kind:ident, [$($param:expr),*], $reference:literal
+     $(, jvp $jvp:literal($($ja:expr),*), vjp [$($vjp:literal($($va:expr),*)),* $(,)?])?
+     $(, fusion $fusion:expr)? $(,)?) => {
+        OpDef {
+            name: $name,
+            form: Form::$form,
+            kind: Kind::$kind,
+            params: &[$($param),*],
+            rules: or_none!($(Some(Rules {
+                jvp: Rule { name: $jvp, args: &[$($ja),*] },
+                vjp: &[$(Rule { name: $vjp, args: &[$($va),*] }),*],
+            }))?),
+            reference: $reference,
+            fusion: or_none!($($fusion)?),
+        }
+    };
+}
+
+/// The value given, or `None`.
+macro_rules! or_none {
+    () => {
+        None
+    };
+    ($value:expr) => {
+        $value
+    };
+}
+
+/// `Some(Fusion { .. })`: how fused regions evaluate an elementwise op, then one partial per
+/// differentiated operand, `operand => "scalar form"(reads..)`, where `x0`, `x1`, .. read
+/// operand 0, 1, .. and `y` the op's value.
+macro_rules! fusion {
+    ($eval:ident; $($operand:literal => $form:literal ($($read:ident)*)),* $(,)?) => {
+        Some(Fusion {
+            eval: Eval::$eval,
+            partials: &[$(Partial {
+                operand: $operand,
+                form: $form,
+                reads: &[$(read!($read)),*],
+            }),*],
+        })
+    };
+}
+
+/// What a partial reads, in `fusion!`'s shorthand.
+macro_rules! read {
+    (y) => {
+        Read::Output
+    };
+    (x0) => {
+        Read::Operand(0)
+    };
+    (x1) => {
+        Read::Operand(1)
+    };
+    (x2) => {
+        Read::Operand(2)
+    };
+}
+
+/// Every op but the elementwise functions of one tensor. (rustfmt re-indents some entries
+/// of `op!` and not others; the layout here is one piece of an entry a line.)
+#[rustfmt::skip]
 pub const OTHER: &[OpDef] = &[
-    OpDef {
-        name: "add",
-        form: Form::Operator,
-        kind: Kind::Elementwise,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "add_jvp",
-                args: &[Output, MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "add_vjp_lhs",
-                    args: &[Cotangent, Shape(0)],
-                },
-                Rule {
-                    name: "add_vjp_rhs",
-                    args: &[Cotangent, Shape(1)],
-                },
-            ],
-        }),
-        reference: "add",
-        fusion: Some(Fusion {
-            eval: Eval::Arithmetic,
-            partials: &[
-                Partial {
-                    operand: 0,
-                    form: "",
-                    reads: &[],
-                },
-                Partial {
-                    operand: 1,
-                    form: "",
-                    reads: &[],
-                },
-            ],
-        }),
-    },
-    OpDef {
-        name: "sub",
-        form: Form::Operator,
-        kind: Kind::Elementwise,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "sub_jvp",
-                args: &[Output, MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "sub_vjp_lhs",
-                    args: &[Cotangent, Shape(0)],
-                },
-                Rule {
-                    name: "sub_vjp_rhs",
-                    args: &[Cotangent, Shape(1)],
-                },
-            ],
-        }),
-        reference: "add, neg",
-        fusion: Some(Fusion {
-            eval: Eval::Arithmetic,
-            partials: &[
-                Partial {
-                    operand: 0,
-                    form: "",
-                    reads: &[],
-                },
-                Partial {
-                    operand: 1,
-                    form: "",
-                    reads: &[],
-                },
-            ],
-        }),
-    },
-    OpDef {
-        name: "mul",
-        form: Form::Operator,
-        kind: Kind::Elementwise,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "mul_jvp",
-                args: &[Input(0), Input(1), Output, MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "mul_vjp_lhs",
-                    args: &[Cotangent, Shape(0), Input(1)],
-                },
-                Rule {
-                    name: "mul_vjp_rhs",
-                    args: &[Cotangent, Input(0), Shape(1)],
-                },
-            ],
-        }),
-        reference: "mul",
-        fusion: Some(Fusion {
-            eval: Eval::Arithmetic,
-            partials: &[
-                Partial {
-                    operand: 0,
-                    form: "",
-                    reads: &[Read::Operand(1)],
-                },
-                Partial {
-                    operand: 1,
-                    form: "",
-                    reads: &[Read::Operand(0)],
-                },
-            ],
-        }),
-    },
-    OpDef {
-        name: "div",
-        form: Form::Operator,
-        kind: Kind::Elementwise,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "div_jvp",
-                args: &[Input(1), Output, MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "div_vjp_lhs",
-                    args: &[Cotangent, Shape(0), Input(1)],
-                },
-                Rule {
-                    name: "div_vjp_rhs",
-                    args: &[Cotangent, Input(1), Output],
-                },
-            ],
-        }),
-        reference: "fdiv",
-        fusion: Some(Fusion {
-            eval: Eval::Arithmetic,
-            partials: &[
-                Partial {
-                    operand: 0,
-                    form: "",
-                    reads: &[Read::Operand(1)],
-                },
-                Partial {
-                    operand: 1,
-                    form: "",
-                    reads: &[Read::Operand(1), Read::Output],
-                },
-            ],
-        }),
-    },
-    OpDef {
-        name: "neg",
-        form: Form::Negation,
-        kind: Kind::Elementwise,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "neg_jvp",
-                args: &[Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "neg_vjp",
-                args: &[Cotangent],
-            }],
-        }),
-        reference: "neg",
-        fusion: Some(Fusion {
-            eval: Eval::Negation,
-            partials: &[Partial {
-                operand: 0,
-                form: "",
-                reads: &[],
-            }],
-        }),
-    },
-    OpDef {
-        name: "clamp",
-        form: Form::Method,
-        kind: Kind::Elementwise,
-        params: &[SCALAR, SCALAR],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "clamp_jvp",
-                args: &[Input(0), Config(0), Config(1), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "clamp_vjp",
-                args: &[Cotangent, Input(0), Config(0), Config(1)],
-            }],
-        }),
-        reference: "composite: max, neg",
-        fusion: Some(Fusion {
-            eval: Eval::Scalar,
-            partials: &[Partial {
-                operand: 0,
-                form: "clamp_d",
-                reads: &[Read::Operand(0), Read::Operand(1), Read::Operand(2)],
-            }],
-        }),
-    },
-    OpDef {
-        name: "powf",
-        form: Form::Method,
-        kind: Kind::Elementwise,
-        params: &[SCALAR],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "powf_jvp",
-                args: &[Input(0), Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "powf_vjp",
-                args: &[Cotangent, Input(0), Config(0)],
-            }],
-        }),
-        reference: "pow",
-        fusion: Some(Fusion {
-            eval: Eval::Scalar,
-            partials: &[Partial {
-                operand: 0,
-                form: "powf_d",
-                reads: &[Read::Operand(0), Read::Operand(1)],
-            }],
-        }),
-    },
-    OpDef {
-        name: "pow",
-        form: Form::Method,
-        kind: Kind::Elementwise,
-        params: &[T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "pow_jvp",
-                args: &[Input(0), Input(1), Output, MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "pow_vjp_lhs",
-                    args: &[Cotangent, Input(0), Input(1)],
-                },
-                Rule {
-                    name: "pow_vjp_rhs",
-                    args: &[Cotangent, Input(0), Output, Shape(1)],
-                },
-            ],
-        }),
-        reference: "pow",
-        fusion: Some(Fusion {
-            eval: Eval::Scalar,
-            partials: &[
-                Partial {
-                    operand: 0,
-                    form: "pow_lhs",
-                    reads: &[Read::Operand(0), Read::Operand(1)],
-                },
-                Partial {
-                    operand: 1,
-                    form: "pow_rhs",
-                    reads: &[Read::Operand(0), Read::Output],
-                },
-            ],
-        }),
-    },
-    OpDef {
-        name: "logaddexp",
-        form: Form::Method,
-        kind: Kind::Elementwise,
-        params: &[T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "logaddexp_jvp",
-                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "logaddexp_vjp_lhs",
-                    args: &[Cotangent, Input(0), Input(1)],
-                },
-                Rule {
-                    name: "logaddexp_vjp_rhs",
-                    args: &[Cotangent, Input(0), Input(1)],
-                },
-            ],
-        }),
-        reference: "composite: max, add, exp2, log2",
-        fusion: Some(Fusion {
-            eval: Eval::Scalar,
-            partials: &[
-                Partial {
-                    operand: 0,
-                    form: "logaddexp_lhs",
-                    reads: &[Read::Operand(0), Read::Operand(1)],
-                },
-                Partial {
-                    operand: 1,
-                    form: "logaddexp_rhs",
-                    reads: &[Read::Operand(0), Read::Operand(1)],
-                },
-            ],
-        }),
-    },
-    OpDef {
-        name: "xlogy",
-        form: Form::Method,
-        kind: Kind::Elementwise,
-        params: &[T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "xlogy_jvp",
-                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "xlogy_vjp_lhs",
-                    args: &[Cotangent, Input(0), Input(1)],
-                },
-                Rule {
-                    name: "xlogy_vjp_rhs",
-                    args: &[Cotangent, Input(0), Input(1)],
-                },
-            ],
-        }),
-        reference: "composite: mul, log2, where",
-        fusion: Some(Fusion {
-            eval: Eval::Scalar,
-            partials: &[
-                Partial {
-                    operand: 0,
-                    form: "xlogy_lhs",
-                    reads: &[Read::Operand(0), Read::Operand(1)],
-                },
-                Partial {
-                    operand: 1,
-                    form: "xlogy_rhs",
-                    reads: &[Read::Operand(0), Read::Operand(1)],
-                },
-            ],
-        }),
-    },
-    OpDef {
-        name: "xlog1py",
-        form: Form::Method,
-        kind: Kind::Elementwise,
-        params: &[T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "xlog1py_jvp",
-                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "xlog1py_vjp_lhs",
-                    args: &[Cotangent, Input(0), Input(1)],
-                },
-                Rule {
-                    name: "xlog1py_vjp_rhs",
-                    args: &[Cotangent, Input(0), Input(1)],
-                },
-            ],
-        }),
-        reference: "composite: mul, add, log2, where",
-        fusion: Some(Fusion {
-            eval: Eval::Scalar,
-            partials: &[
-                Partial {
-                    operand: 0,
-                    form: "xlog1py_lhs",
-                    reads: &[Read::Operand(0), Read::Operand(1)],
-                },
-                Partial {
-                    operand: 1,
-                    form: "xlog1py_rhs",
-                    reads: &[Read::Operand(0), Read::Operand(1)],
-                },
-            ],
-        }),
-    },
-    OpDef {
-        name: "atan2",
-        form: Form::Method,
-        kind: Kind::Elementwise,
-        params: &[T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "atan2_jvp",
-                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "atan2_vjp_lhs",
-                    args: &[Cotangent, Input(0), Input(1)],
-                },
-                Rule {
-                    name: "atan2_vjp_rhs",
-                    args: &[Cotangent, Input(0), Input(1)],
-                },
-            ],
-        }),
-        reference: "composite: not in the reference",
-        fusion: Some(Fusion {
-            eval: Eval::Scalar,
-            partials: &[
-                Partial {
-                    operand: 0,
-                    form: "atan2_lhs",
-                    reads: &[Read::Operand(0), Read::Operand(1)],
-                },
-                Partial {
-                    operand: 1,
-                    form: "atan2_rhs",
-                    reads: &[Read::Operand(0), Read::Operand(1)],
-                },
-            ],
-        }),
-    },
-    OpDef {
-        name: "hypot",
-        form: Form::Method,
-        kind: Kind::Elementwise,
-        params: &[T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "hypot_jvp",
-                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "hypot_vjp_lhs",
-                    args: &[Cotangent, Input(0), Input(1)],
-                },
-                Rule {
-                    name: "hypot_vjp_rhs",
-                    args: &[Cotangent, Input(0), Input(1)],
-                },
-            ],
-        }),
-        reference: "composite: mul, add, sqrt",
-        fusion: Some(Fusion {
-            eval: Eval::Scalar,
-            partials: &[
-                Partial {
-                    operand: 0,
-                    form: "hypot_lhs",
-                    reads: &[Read::Operand(0), Read::Operand(1)],
-                },
-                Partial {
-                    operand: 1,
-                    form: "hypot_rhs",
-                    reads: &[Read::Operand(0), Read::Operand(1)],
-                },
-            ],
-        }),
-    },
-    OpDef {
-        name: "powi",
-        form: Form::Method,
-        kind: Kind::Elementwise,
-        params: &[INT],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "powi_jvp",
-                args: &[Input(0), Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "powi_vjp",
-                args: &[Cotangent, Input(0), Config(0)],
-            }],
-        }),
-        reference: "composite: mul",
-        fusion: Some(Fusion {
-            eval: Eval::Scalar,
-            partials: &[Partial {
-                operand: 0,
-                form: "powi_d",
-                reads: &[Read::Operand(0), Read::Operand(1)],
-            }],
-        }),
-    },
-    OpDef {
-        name: "dot",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "dot_jvp",
-                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "dot_vjp_lhs",
-                    args: &[Cotangent, Input(1)],
-                },
-                Rule {
-                    name: "dot_vjp_rhs",
-                    args: &[Cotangent, Input(0)],
-                },
-            ],
-        }),
-        reference: "composite: mul, reduce_sum",
-        fusion: None,
-    },
-    OpDef {
-        name: "outer",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "outer_jvp",
-                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "outer_vjp_lhs",
-                    args: &[Cotangent, Input(1)],
-                },
-                Rule {
-                    name: "outer_vjp_rhs",
-                    args: &[Cotangent, Input(0)],
-                },
-            ],
-        }),
-        reference: "composite: reshape, expand, mul",
-        fusion: None,
-    },
-    OpDef {
-        name: "norm",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "norm_jvp",
-                args: &[Input(0), Output, Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "norm_vjp",
-                args: &[Cotangent, Input(0), Output],
-            }],
-        }),
-        reference: "composite: mul, reduce_sum, sqrt",
-        fusion: None,
-    },
-    OpDef {
-        name: "trace",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "trace_jvp",
-                args: &[Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "trace_vjp",
-                args: &[Cotangent, Shape(0)],
-            }],
-        }),
-        reference: "composite: reduce_sum, mul",
-        fusion: None,
-    },
-    OpDef {
-        name: "diagonal",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "diagonal_jvp",
-                args: &[Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "diagonal_vjp",
-                args: &[Cotangent, Shape(0)],
-            }],
-        }),
-        reference: "composite: gather, scatter",
-        fusion: None,
-    },
-    OpDef {
-        name: "diag",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "diag_jvp",
-                args: &[Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "diag_vjp",
-                args: &[Cotangent],
-            }],
-        }),
-        reference: "composite: scatter, gather",
-        fusion: None,
-    },
-    OpDef {
-        name: "triu",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[OFFSET],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "triu_jvp",
-                args: &[Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "triu_vjp",
-                args: &[Cotangent, Config(0)],
-            }],
-        }),
-        reference: "composite: cmplt, where",
-        fusion: None,
-    },
-    OpDef {
-        name: "tril",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[OFFSET],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "tril_jvp",
-                args: &[Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "tril_vjp",
-                args: &[Cotangent, Config(0)],
-            }],
-        }),
-        reference: "composite: cmplt, where",
-        fusion: None,
-    },
-    OpDef {
-        name: "cholesky",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "cholesky_jvp",
-                args: &[Output, Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "cholesky_vjp",
-                args: &[Cotangent, Output],
-            }],
-        }),
-        reference: "composite: not in the reference",
-        fusion: None,
-    },
-    OpDef {
-        name: "solve_triangular",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[T, FLAG, FLAG],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "solve_triangular_jvp",
-                args: &[
-                    Input(0),
-                    Output,
-                    Config(0),
-                    Config(1),
-                    MaybeTangent(0),
-                    MaybeTangent(1),
-                ],
-            },
-            vjp: &[
-                Rule {
-                    name: "solve_triangular_vjp_lhs",
-                    args: &[Cotangent, Input(0), Output, Config(0), Config(1)],
-                },
-                Rule {
-                    name: "solve_triangular_vjp_rhs",
-                    args: &[Cotangent, Input(0), Shape(1), Config(0), Config(1)],
-                },
-            ],
-        }),
-        reference: "composite: not in the reference",
-        fusion: None,
-    },
-    OpDef {
-        name: "solve",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "solve_jvp",
-                args: &[Input(0), Output, MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "solve_vjp_lhs",
-                    args: &[Cotangent, Input(0), Output],
-                },
-                Rule {
-                    name: "solve_vjp_rhs",
-                    args: &[Cotangent, Input(0), Shape(1)],
-                },
-            ],
-        }),
-        reference: "composite: not in the reference",
-        fusion: None,
-    },
-    OpDef {
-        name: "inv",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "inv_jvp",
-                args: &[Output, Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "inv_vjp",
-                args: &[Cotangent, Output],
-            }],
-        }),
-        reference: "composite: not in the reference",
-        fusion: None,
-    },
-    OpDef {
-        name: "det",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "det_jvp",
-                args: &[Input(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "det_vjp",
-                args: &[Cotangent, Input(0)],
-            }],
-        }),
-        reference: "composite: not in the reference",
-        fusion: None,
-    },
-    OpDef {
-        name: "logabsdet",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "logabsdet_jvp",
-                args: &[Input(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "logabsdet_vjp",
-                args: &[Cotangent, Input(0)],
-            }],
-        }),
-        reference: "composite: not in the reference",
-        fusion: None,
-    },
-    OpDef {
-        name: "sign_det",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "sign_det_jvp",
-                args: &[Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "sign_det_vjp",
-                args: &[Cotangent, Shape(0)],
-            }],
-        }),
-        reference: "composite: not in the reference",
-        fusion: None,
-    },
-    OpDef {
-        name: "cho_solve",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "cho_solve_jvp",
-                args: &[Input(0), Output, MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "cho_solve_vjp_lhs",
-                    args: &[Cotangent, Input(0), Output],
-                },
-                Rule {
-                    name: "cho_solve_vjp_rhs",
-                    args: &[Cotangent, Input(0), Shape(1)],
-                },
-            ],
-        }),
-        reference: "composite: not in the reference",
-        fusion: None,
-    },
-    OpDef {
-        name: "qr_q",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "qr_q_jvp",
-                args: &[Input(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "qr_q_vjp",
-                args: &[Cotangent, Input(0)],
-            }],
-        }),
-        reference: "composite: not in the reference",
-        fusion: None,
-    },
-    OpDef {
-        name: "qr_r",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "qr_r_jvp",
-                args: &[Input(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "qr_r_vjp",
-                args: &[Cotangent, Input(0)],
-            }],
-        }),
-        reference: "composite: not in the reference",
-        fusion: None,
-    },
-    OpDef {
-        name: "eigvalsh",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "eigvalsh_jvp",
-                args: &[Input(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "eigvalsh_vjp",
-                args: &[Cotangent, Input(0)],
-            }],
-        }),
-        reference: "composite: not in the reference",
-        fusion: None,
-    },
-    OpDef {
-        name: "eigh_vectors",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "eigh_vectors_jvp",
-                args: &[Input(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "eigh_vectors_vjp",
-                args: &[Cotangent, Input(0)],
-            }],
-        }),
-        reference: "composite: not in the reference",
-        fusion: None,
-    },
-    OpDef {
-        name: "svd_u",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "svd_u_jvp",
-                args: &[Input(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "svd_u_vjp",
-                args: &[Cotangent, Input(0)],
-            }],
-        }),
-        reference: "composite: not in the reference",
-        fusion: None,
-    },
-    OpDef {
-        name: "svdvals",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "svdvals_jvp",
-                args: &[Input(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "svdvals_vjp",
-                args: &[Cotangent, Input(0)],
-            }],
-        }),
-        reference: "composite: not in the reference",
-        fusion: None,
-    },
-    OpDef {
-        name: "svd_vh",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "svd_vh_jvp",
-                args: &[Input(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "svd_vh_vjp",
-                args: &[Cotangent, Input(0)],
-            }],
-        }),
-        reference: "composite: not in the reference",
-        fusion: None,
-    },
-    OpDef {
-        name: "lstsq",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "lstsq_jvp",
-                args: &[Input(0), Input(1), Output, MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "lstsq_vjp_lhs",
-                    args: &[Cotangent, Input(0), Input(1), Output],
-                },
-                Rule {
-                    name: "lstsq_vjp_rhs",
-                    args: &[Cotangent, Input(0), Shape(1)],
-                },
-            ],
-        }),
-        reference: "composite: not in the reference",
-        fusion: None,
-    },
-    OpDef {
-        name: "einsum",
-        form: Form::Function,
-        kind: Kind::LinearAlgebra,
-        params: &[SPEC, T, T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "einsum_jvp",
-                args: &[
-                    Input(0),
-                    Input(1),
-                    Config(0),
-                    MaybeTangent(0),
-                    MaybeTangent(1),
-                ],
-            },
-            vjp: &[
-                Rule {
-                    name: "einsum_vjp_lhs",
-                    args: &[Cotangent, Shape(0), Input(1), Config(0)],
-                },
-                Rule {
-                    name: "einsum_vjp_rhs",
-                    args: &[Cotangent, Input(0), Shape(1), Config(0)],
-                },
-            ],
-        }),
-        reference: "composite: reshape, permute, reduce_sum, mul",
-        fusion: None,
-    },
-    OpDef {
-        name: "maximum",
-        form: Form::Method,
-        kind: Kind::Elementwise,
-        params: &[T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "maximum_jvp",
-                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "maximum_vjp_lhs",
-                    args: &[Cotangent, Input(0), Input(1)],
-                },
-                Rule {
-                    name: "maximum_vjp_rhs",
-                    args: &[Cotangent, Input(0), Input(1)],
-                },
-            ],
-        }),
-        reference: "max",
-        fusion: Some(Fusion {
-            eval: Eval::Scalar,
-            partials: &[
-                Partial {
-                    operand: 0,
-                    form: "maximum_lhs",
-                    reads: &[Read::Operand(0), Read::Operand(1)],
-                },
-                Partial {
-                    operand: 1,
-                    form: "maximum_rhs",
-                    reads: &[Read::Operand(0), Read::Operand(1)],
-                },
-            ],
-        }),
-    },
-    OpDef {
-        name: "minimum",
-        form: Form::Method,
-        kind: Kind::Elementwise,
-        params: &[T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "minimum_jvp",
-                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "minimum_vjp_lhs",
-                    args: &[Cotangent, Input(0), Input(1)],
-                },
-                Rule {
-                    name: "minimum_vjp_rhs",
-                    args: &[Cotangent, Input(0), Input(1)],
-                },
-            ],
-        }),
-        reference: "composite: max, neg",
-        fusion: Some(Fusion {
-            eval: Eval::Scalar,
-            partials: &[
-                Partial {
-                    operand: 0,
-                    form: "minimum_lhs",
-                    reads: &[Read::Operand(0), Read::Operand(1)],
-                },
-                Partial {
-                    operand: 1,
-                    form: "minimum_rhs",
-                    reads: &[Read::Operand(0), Read::Operand(1)],
-                },
-            ],
-        }),
-    },
-    OpDef {
-        name: "fmax",
-        form: Form::Method,
-        kind: Kind::Elementwise,
-        params: &[T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "fmax_jvp",
-                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "fmax_vjp_lhs",
-                    args: &[Cotangent, Input(0), Input(1)],
-                },
-                Rule {
-                    name: "fmax_vjp_rhs",
-                    args: &[Cotangent, Input(0), Input(1)],
-                },
-            ],
-        }),
-        reference: "composite: max, isnan, where",
-        fusion: Some(Fusion {
-            eval: Eval::Scalar,
-            partials: &[
-                Partial {
-                    operand: 0,
-                    form: "fmax_lhs",
-                    reads: &[Read::Operand(0), Read::Operand(1)],
-                },
-                Partial {
-                    operand: 1,
-                    form: "fmax_rhs",
-                    reads: &[Read::Operand(0), Read::Operand(1)],
-                },
-            ],
-        }),
-    },
-    OpDef {
-        name: "fmin",
-        form: Form::Method,
-        kind: Kind::Elementwise,
-        params: &[T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "fmin_jvp",
-                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "fmin_vjp_lhs",
-                    args: &[Cotangent, Input(0), Input(1)],
-                },
-                Rule {
-                    name: "fmin_vjp_rhs",
-                    args: &[Cotangent, Input(0), Input(1)],
-                },
-            ],
-        }),
-        reference: "composite: max, neg, isnan, where",
-        fusion: Some(Fusion {
-            eval: Eval::Scalar,
-            partials: &[
-                Partial {
-                    operand: 0,
-                    form: "fmin_lhs",
-                    reads: &[Read::Operand(0), Read::Operand(1)],
-                },
-                Partial {
-                    operand: 1,
-                    form: "fmin_rhs",
-                    reads: &[Read::Operand(0), Read::Operand(1)],
-                },
-            ],
-        }),
-    },
-    OpDef {
-        name: "sum",
-        form: Form::Method,
-        kind: Kind::Reduction,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "sum_jvp",
-                args: &[Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "sum_vjp",
-                args: &[Cotangent, Shape(0)],
-            }],
-        }),
-        reference: "reduce_sum",
-        fusion: None,
-    },
-    OpDef {
-        name: "sum_axes",
-        form: Form::Method,
-        kind: Kind::Reduction,
-        params: &[AXES, KEEPDIMS],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "sum_axes_jvp",
-                args: &[Config(0), Config(1), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "sum_axes_vjp",
-                args: &[Cotangent, Shape(0), Config(0), Config(1)],
-            }],
-        }),
-        reference: "reduce_sum",
-        fusion: None,
-    },
-    OpDef {
-        name: "mean",
-        form: Form::Method,
-        kind: Kind::Reduction,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "mean_jvp",
-                args: &[Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "mean_vjp",
-                args: &[Cotangent, Shape(0)],
-            }],
-        }),
-        reference: "composite: reduce_sum, mul",
-        fusion: None,
-    },
-    OpDef {
-        name: "mean_axes",
-        form: Form::Method,
-        kind: Kind::Reduction,
-        params: &[AXES, KEEPDIMS],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "mean_axes_jvp",
-                args: &[Config(0), Config(1), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "mean_axes_vjp",
-                args: &[Cotangent, Shape(0), Config(0), Config(1)],
-            }],
-        }),
-        reference: "composite: reduce_sum, mul",
-        fusion: None,
-    },
-    OpDef {
-        name: "max",
-        form: Form::Method,
-        kind: Kind::Reduction,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "max_jvp",
-                args: &[Input(0), Output, Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "max_vjp",
-                args: &[Cotangent, Input(0), Output],
-            }],
-        }),
-        reference: "reduce_max",
-        fusion: None,
-    },
-    OpDef {
-        name: "max_axes",
-        form: Form::Method,
-        kind: Kind::Reduction,
-        params: &[AXES, KEEPDIMS],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "max_axes_jvp",
-                args: &[Input(0), Output, Config(0), Config(1), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "max_axes_vjp",
-                args: &[Cotangent, Input(0), Output, Config(0), Config(1)],
-            }],
-        }),
-        reference: "reduce_max",
-        fusion: None,
-    },
-    OpDef {
-        name: "min",
-        form: Form::Method,
-        kind: Kind::Reduction,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "min_jvp",
-                args: &[Input(0), Output, Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "min_vjp",
-                args: &[Cotangent, Input(0), Output],
-            }],
-        }),
-        reference: "composite: neg, reduce_max",
-        fusion: None,
-    },
-    OpDef {
-        name: "min_axes",
-        form: Form::Method,
-        kind: Kind::Reduction,
-        params: &[AXES, KEEPDIMS],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "min_axes_jvp",
-                args: &[Input(0), Output, Config(0), Config(1), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "min_axes_vjp",
-                args: &[Cotangent, Input(0), Output, Config(0), Config(1)],
-            }],
-        }),
-        reference: "composite: neg, reduce_max",
-        fusion: None,
-    },
-    OpDef {
-        name: "prod",
-        form: Form::Method,
-        kind: Kind::Reduction,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "prod_jvp",
-                args: &[Input(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "prod_vjp",
-                args: &[Cotangent, Input(0)],
-            }],
-        }),
-        reference: "reduce_prod",
-        fusion: None,
-    },
-    OpDef {
-        name: "prod_axes",
-        form: Form::Method,
-        kind: Kind::Reduction,
-        params: &[AXES, KEEPDIMS],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "prod_axes_jvp",
-                args: &[Input(0), Config(0), Config(1), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "prod_axes_vjp",
-                args: &[Cotangent, Input(0), Config(0), Config(1)],
-            }],
-        }),
-        reference: "reduce_prod",
-        fusion: None,
-    },
-    OpDef {
-        name: "logsumexp",
-        form: Form::Method,
-        kind: Kind::Reduction,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "logsumexp_jvp",
-                args: &[Input(0), Output, Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "logsumexp_vjp",
-                args: &[Cotangent, Input(0), Output],
-            }],
-        }),
-        reference: "composite: reduce_max, add, exp2, reduce_sum, log2",
-        fusion: None,
-    },
-    OpDef {
-        name: "logsumexp_axes",
-        form: Form::Method,
-        kind: Kind::Reduction,
-        params: &[AXES, KEEPDIMS],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "logsumexp_axes_jvp",
-                args: &[Input(0), Output, Config(0), Config(1), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "logsumexp_axes_vjp",
-                args: &[Cotangent, Input(0), Output, Config(0), Config(1)],
-            }],
-        }),
-        reference: "composite: reduce_max, add, exp2, reduce_sum, log2",
-        fusion: None,
-    },
-    OpDef {
-        name: "softmax",
-        form: Form::Method,
-        kind: Kind::Normalization,
-        params: &[AXIS],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "softmax_jvp",
-                args: &[Output, Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "softmax_vjp",
-                args: &[Cotangent, Output, Config(0)],
-            }],
-        }),
-        reference: "composite: reduce_max, add, exp2, reduce_sum, fdiv",
-        fusion: None,
-    },
-    OpDef {
-        name: "log_softmax",
-        form: Form::Method,
-        kind: Kind::Normalization,
-        params: &[AXIS],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "log_softmax_jvp",
-                args: &[Output, Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "log_softmax_vjp",
-                args: &[Cotangent, Output, Config(0)],
-            }],
-        }),
-        reference: "composite: reduce_max, add, exp2, reduce_sum, log2",
-        fusion: None,
-    },
-    OpDef {
-        name: "cumsum",
-        form: Form::Method,
-        kind: Kind::Scan,
-        params: &[AXIS],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "cumsum_jvp",
-                args: &[Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "cumsum_vjp",
-                args: &[Cotangent, Config(0)],
-            }],
-        }),
-        reference: "associative_scan sum",
-        fusion: None,
-    },
-    OpDef {
-        name: "cumprod",
-        form: Form::Method,
-        kind: Kind::Scan,
-        params: &[AXIS],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "cumprod_jvp",
-                args: &[Input(0), Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "cumprod_vjp",
-                args: &[Cotangent, Input(0), Output, Config(0)],
-            }],
-        }),
-        reference: "associative_scan prod",
-        fusion: None,
-    },
-    OpDef {
-        name: "var",
-        form: Form::Method,
-        kind: Kind::Reduction,
-        params: &[USIZE],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "var_jvp",
-                args: &[Input(0), Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "var_vjp",
-                args: &[Cotangent, Input(0), Config(0)],
-            }],
-        }),
-        reference: "composite: reduce_sum, add, mul",
-        fusion: None,
-    },
-    OpDef {
-        name: "var_axes",
-        form: Form::Method,
-        kind: Kind::Reduction,
-        params: &[AXES, KEEPDIMS, USIZE],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "var_axes_jvp",
-                args: &[Input(0), Config(0), Config(1), Config(2), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "var_axes_vjp",
-                args: &[Cotangent, Input(0), Config(0), Config(1), Config(2)],
-            }],
-        }),
-        reference: "composite: reduce_sum, add, mul",
-        fusion: None,
-    },
-    OpDef {
-        name: "std",
-        form: Form::Method,
-        kind: Kind::Reduction,
-        params: &[USIZE],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "std_jvp",
-                args: &[Input(0), Output, Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "std_vjp",
-                args: &[Cotangent, Input(0), Output, Config(0)],
-            }],
-        }),
-        reference: "composite: reduce_sum, add, mul, sqrt",
-        fusion: None,
-    },
-    OpDef {
-        name: "std_axes",
-        form: Form::Method,
-        kind: Kind::Reduction,
-        params: &[AXES, KEEPDIMS, USIZE],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "std_axes_jvp",
-                args: &[
-                    Input(0),
-                    Output,
-                    Config(0),
-                    Config(1),
-                    Config(2),
-                    Tangent(0),
-                ],
-            },
-            vjp: &[Rule {
-                name: "std_axes_vjp",
-                args: &[Cotangent, Input(0), Output, Config(0), Config(1), Config(2)],
-            }],
-        }),
-        reference: "composite: reduce_sum, add, mul, sqrt",
-        fusion: None,
-    },
-    OpDef {
-        name: "logcumsumexp",
-        form: Form::Method,
-        kind: Kind::Scan,
-        params: &[AXIS],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "logcumsumexp_jvp",
-                args: &[Input(0), Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "logcumsumexp_vjp",
-                args: &[Cotangent, Input(0), Config(0)],
-            }],
-        }),
-        reference: "composite: max, add, exp2, log2",
-        fusion: None,
-    },
-    OpDef {
-        name: "sort",
-        form: Form::Method,
-        kind: Kind::Shape,
-        params: &[AXIS],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "sort_jvp",
-                args: &[Input(0), Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "sort_vjp",
-                args: &[Cotangent, Input(0), Config(0)],
-            }],
-        }),
-        reference: "composite: cmplt, gather, scatter",
-        fusion: None,
-    },
-    OpDef {
-        name: "reshape",
-        form: Form::Method,
-        kind: Kind::Shape,
-        params: &[SHAPE],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "reshape_jvp",
-                args: &[Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "reshape_vjp",
-                args: &[Cotangent, Shape(0)],
-            }],
-        }),
-        reference: "reshape",
-        fusion: None,
-    },
-    OpDef {
-        name: "permute",
-        form: Form::Method,
-        kind: Kind::Shape,
-        params: &[SHAPE],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "permute_jvp",
-                args: &[Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "permute_vjp",
-                args: &[Cotangent, Config(0)],
-            }],
-        }),
-        reference: "permute",
-        fusion: None,
-    },
-    OpDef {
-        name: "t",
-        form: Form::Method,
-        kind: Kind::Shape,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "t_jvp",
-                args: &[Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "t_vjp",
-                args: &[Cotangent],
-            }],
-        }),
-        reference: "permute",
-        fusion: None,
-    },
-    OpDef {
-        name: "broadcast_to",
-        form: Form::Method,
-        kind: Kind::Shape,
-        params: &[SHAPE],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "broadcast_to_jvp",
-                args: &[Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "broadcast_to_vjp",
-                args: &[Cotangent, Shape(0)],
-            }],
-        }),
-        reference: "reshape, expand",
-        fusion: None,
-    },
-    OpDef {
-        name: "expand_dims",
-        form: Form::Method,
-        kind: Kind::Shape,
-        params: &[AXIS],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "expand_dims_jvp",
-                args: &[Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "expand_dims_vjp",
-                args: &[Cotangent, Config(0)],
-            }],
-        }),
-        reference: "reshape",
-        fusion: None,
-    },
-    OpDef {
-        name: "squeeze",
-        form: Form::Method,
-        kind: Kind::Shape,
-        params: &[AXIS],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "squeeze_jvp",
-                args: &[Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "squeeze_vjp",
-                args: &[Cotangent, Shape(0)],
-            }],
-        }),
-        reference: "reshape",
-        fusion: None,
-    },
-    OpDef {
-        name: "shrink",
-        form: Form::Method,
-        kind: Kind::Shape,
-        params: &[RANGES],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "shrink_jvp",
-                args: &[Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "shrink_vjp",
-                args: &[Cotangent, Shape(0), Config(0)],
-            }],
-        }),
-        reference: "shrink",
-        fusion: None,
-    },
-    OpDef {
-        name: "pad",
-        form: Form::Method,
-        kind: Kind::Shape,
-        params: &[RANGES, SCALAR],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "pad_jvp",
-                args: &[Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "pad_vjp",
-                args: &[Cotangent, Config(0)],
-            }],
-        }),
-        reference: "pad",
-        fusion: None,
-    },
-    OpDef {
-        name: "flip",
-        form: Form::Method,
-        kind: Kind::Shape,
-        params: &[SHAPE],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "flip_jvp",
-                args: &[Config(0), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "flip_vjp",
-                args: &[Cotangent, Config(0)],
-            }],
-        }),
-        reference: "flip",
-        fusion: None,
-    },
-    OpDef {
-        name: "unfold",
-        form: Form::Method,
-        kind: Kind::Shape,
-        params: &[USIZE, USIZE, USIZE, USIZE],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "unfold_jvp",
-                args: &[Config(0), Config(1), Config(2), Config(3), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "unfold_vjp",
-                args: &[
-                    Cotangent,
-                    Shape(0),
-                    Config(0),
-                    Config(1),
-                    Config(2),
-                    Config(3),
-                ],
-            }],
-        }),
-        reference: "unfold",
-        fusion: None,
-    },
-    OpDef {
-        name: "fold",
-        form: Form::Method,
-        kind: Kind::Shape,
-        params: &[SHAPE, USIZE, USIZE, USIZE, USIZE],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "fold_jvp",
-                args: &[
-                    Config(0),
-                    Config(1),
-                    Config(2),
-                    Config(3),
-                    Config(4),
-                    Tangent(0),
-                ],
-            },
-            vjp: &[Rule {
-                name: "fold_vjp",
-                args: &[Cotangent, Config(1), Config(2), Config(3), Config(4)],
-            }],
-        }),
-        reference: "fold",
-        fusion: None,
-    },
-    OpDef {
-        name: "concat",
-        form: Form::Function,
-        kind: Kind::Combine,
-        params: &[LIST, AXIS],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "concat_jvp",
-                args: &[Inputs, Config(0), MaybeTangents],
-            },
-            vjp: &[Rule {
-                name: "concat_vjp",
-                args: &[Cotangent, ListIndex, ListSizes, Config(0)],
-            }],
-        }),
-        reference: "cat",
-        fusion: None,
-    },
-    OpDef {
-        name: "stack",
-        form: Form::Function,
-        kind: Kind::Combine,
-        params: &[LIST, AXIS],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "stack_jvp",
-                args: &[Inputs, Config(0), MaybeTangents],
-            },
-            vjp: &[Rule {
-                name: "stack_vjp",
-                args: &[Cotangent, ListIndex, Config(0)],
-            }],
-        }),
-        reference: "composite: reshape, cat",
-        fusion: None,
-    },
-    OpDef {
-        name: "where_cond",
-        form: Form::Function,
-        kind: Kind::Combine,
-        params: &[MASK, T, T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "where_cond_jvp",
-                args: &[Config(0), Output, MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "where_cond_vjp_lhs",
-                    args: &[Cotangent, Config(0), Shape(0)],
-                },
-                Rule {
-                    name: "where_cond_vjp_rhs",
-                    args: &[Cotangent, Config(0), Shape(1)],
-                },
-            ],
-        }),
-        reference: "where",
-        fusion: Some(Fusion {
-            eval: Eval::Select,
-            partials: &[
-                Partial {
-                    operand: 1,
-                    form: "where_cond_lhs",
-                    reads: &[Read::Operand(0)],
-                },
-                Partial {
-                    operand: 2,
-                    form: "where_cond_rhs",
-                    reads: &[Read::Operand(0)],
-                },
-            ],
-        }),
-    },
-    OpDef {
-        name: "gather",
-        form: Form::Method,
-        kind: Kind::Indexing,
-        params: &[AXIS, INDICES],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "gather_jvp",
-                args: &[Config(0), Config(1), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "gather_vjp",
-                args: &[Cotangent, Shape(0), Config(0), Config(1)],
-            }],
-        }),
-        reference: "gather",
-        fusion: None,
-    },
-    OpDef {
-        name: "scatter_add",
-        form: Form::Method,
-        kind: Kind::Indexing,
-        params: &[AXIS, INDICES, T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "scatter_add_jvp",
-                args: &[
-                    Output,
-                    Config(0),
-                    Config(1),
-                    MaybeTangent(0),
-                    MaybeTangent(1),
-                ],
-            },
-            vjp: &[
-                Rule {
-                    name: "scatter_add_vjp_input",
-                    args: &[Cotangent],
-                },
-                Rule {
-                    name: "scatter_add_vjp_updates",
-                    args: &[Cotangent, Config(0), Config(1)],
-                },
-            ],
-        }),
-        reference: "scatter",
-        fusion: None,
-    },
-    OpDef {
-        name: "matmul",
-        form: Form::Method,
-        kind: Kind::LinearAlgebra,
-        params: &[T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "matmul_jvp",
-                args: &[Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "matmul_vjp_lhs",
-                    args: &[Cotangent, Shape(0), Input(1)],
-                },
-                Rule {
-                    name: "matmul_vjp_rhs",
-                    args: &[Cotangent, Input(0), Shape(1)],
-                },
-            ],
-        }),
-        reference: "matmul",
-        fusion: None,
-    },
-    OpDef {
-        name: "conv2d",
-        form: Form::Method,
-        kind: Kind::Window,
-        params: &[T, USIZE, USIZE],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "conv2d_jvp",
-                args: &[
-                    Input(0),
-                    Input(1),
-                    Config(0),
-                    Config(1),
-                    MaybeTangent(0),
-                    MaybeTangent(1),
-                ],
-            },
-            vjp: &[
-                Rule {
-                    name: "conv2d_vjp_input",
-                    args: &[Cotangent, Shape(0), Input(1), Config(0), Config(1)],
-                },
-                Rule {
-                    name: "conv2d_vjp_weight",
-                    args: &[Cotangent, Input(0), Shape(1), Config(0), Config(1)],
-                },
-            ],
-        }),
-        reference: "composite: pad, unfold, matmul",
-        fusion: None,
-    },
-    OpDef {
-        name: "max_pool2d",
-        form: Form::Method,
-        kind: Kind::Window,
-        params: &[USIZE, USIZE],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "max_pool2d_jvp",
-                args: &[Input(0), Output, Config(0), Config(1), Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "max_pool2d_vjp",
-                args: &[Cotangent, Input(0), Output, Config(0), Config(1)],
-            }],
-        }),
-        reference: "composite: unfold, reduce_max",
-        fusion: None,
-    },
-    OpDef {
-        name: "avg_pool2d",
-        form: Form::Method,
-        kind: Kind::Window,
-        params: &[USIZE, USIZE],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "avg_pool2d_jvp",
-                args: &[Tangent(0), Config(0), Config(1)],
-            },
-            vjp: &[Rule {
-                name: "avg_pool2d_vjp",
-                args: &[Cotangent, Shape(0), Config(0), Config(1)],
-            }],
-        }),
-        reference: "composite: unfold, reduce_sum, mul",
-        fusion: None,
-    },
-    OpDef {
-        name: "dual_of",
-        form: Form::Function,
-        kind: Kind::Dual,
-        params: &[T, T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "dual_of_jvp",
-                args: &[Output, MaybeTangent(0), MaybeTangent(1)],
-            },
-            vjp: &[
-                Rule {
-                    name: "dual_of_vjp_lhs",
-                    args: &[Cotangent],
-                },
-                Rule {
-                    name: "dual_of_vjp_rhs",
-                    args: &[Cotangent],
-                },
-            ],
-        }),
-        reference: "composite: forward mode by dual numbers",
-        fusion: None,
-    },
-    OpDef {
-        name: "tangent_of",
-        form: Form::Function,
-        kind: Kind::Dual,
-        params: &[T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "tangent_of_jvp",
-                args: &[Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "tangent_of_vjp",
-                args: &[Cotangent],
-            }],
-        }),
-        reference: "composite: forward mode by dual numbers",
-        fusion: None,
-    },
-    OpDef {
-        name: "primal_of",
-        form: Form::Function,
-        kind: Kind::Dual,
-        params: &[T],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "primal_of_jvp",
-                args: &[Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "primal_of_vjp",
-                args: &[Cotangent],
-            }],
-        }),
-        reference: "composite: forward mode by dual numbers",
-        fusion: None,
-    },
-    OpDef {
-        name: "cast",
-        form: Form::Method,
-        kind: Kind::Cast,
-        params: &[],
-        rules: Some(Rules {
-            jvp: Rule {
-                name: "cast_jvp",
-                args: &[Tangent(0)],
-            },
-            vjp: &[Rule {
-                name: "cast_vjp_as",
-                args: &[Cotangent, CastWitness],
-            }],
-        }),
-        reference: "cast",
-        fusion: None,
-    },
-    OpDef {
-        name: "lt",
-        form: Form::Method,
-        kind: Kind::Comparison,
-        params: &[],
-        rules: None,
-        reference: "cmplt",
-        fusion: None,
-    },
-    OpDef {
-        name: "gt",
-        form: Form::Method,
-        kind: Kind::Comparison,
-        params: &[],
-        rules: None,
-        reference: "cmplt",
-        fusion: None,
-    },
-    OpDef {
-        name: "le",
-        form: Form::Method,
-        kind: Kind::Comparison,
-        params: &[],
-        rules: None,
-        reference: "composite: cmplt, xor",
-        fusion: None,
-    },
-    OpDef {
-        name: "ge",
-        form: Form::Method,
-        kind: Kind::Comparison,
-        params: &[],
-        rules: None,
-        reference: "composite: cmplt, xor",
-        fusion: None,
-    },
-    OpDef {
-        name: "eq",
-        form: Form::Method,
-        kind: Kind::Comparison,
-        params: &[],
-        rules: None,
-        reference: "composite: cmpne, xor",
-        fusion: None,
-    },
-    OpDef {
-        name: "ne",
-        form: Form::Method,
-        kind: Kind::Comparison,
-        params: &[],
-        rules: None,
-        reference: "cmpne",
-        fusion: None,
-    },
-    OpDef {
-        name: "argmax",
-        form: Form::Method,
-        kind: Kind::Indexing,
-        params: &[],
-        rules: None,
-        reference: "composite: reduce_max, cmpne, where",
-        fusion: None,
-    },
-    OpDef {
-        name: "argmin",
-        form: Form::Method,
-        kind: Kind::Indexing,
-        params: &[],
-        rules: None,
-        reference: "composite: neg, reduce_max, cmpne, where",
-        fusion: None,
-    },
-    OpDef {
-        name: "argsort",
-        form: Form::Method,
-        kind: Kind::Indexing,
-        params: &[],
-        rules: None,
-        reference: "composite: cmplt, where",
-        fusion: None,
-    },
-    OpDef {
-        name: "and",
-        form: Form::Method,
-        kind: Kind::Discrete,
-        params: &[],
-        rules: None,
-        reference: "and",
-        fusion: None,
-    },
-    OpDef {
-        name: "or",
-        form: Form::Method,
-        kind: Kind::Discrete,
-        params: &[],
-        rules: None,
-        reference: "or",
-        fusion: None,
-    },
-    OpDef {
-        name: "xor",
-        form: Form::Method,
-        kind: Kind::Discrete,
-        params: &[],
-        rules: None,
-        reference: "xor",
-        fusion: None,
-    },
-    OpDef {
-        name: "not",
-        form: Form::Method,
-        kind: Kind::Discrete,
-        params: &[],
-        rules: None,
-        reference: "composite: xor",
-        fusion: None,
-    },
-    OpDef {
-        name: "int_add",
-        form: Form::Operator,
-        kind: Kind::Discrete,
-        params: &[],
-        rules: None,
-        reference: "add",
-        fusion: None,
-    },
-    OpDef {
-        name: "int_sub",
-        form: Form::Operator,
-        kind: Kind::Discrete,
-        params: &[],
-        rules: None,
-        reference: "composite: add, neg",
-        fusion: None,
-    },
-    OpDef {
-        name: "int_mul",
-        form: Form::Operator,
-        kind: Kind::Discrete,
-        params: &[],
-        rules: None,
-        reference: "mul",
-        fusion: None,
-    },
-    OpDef {
-        name: "int_div",
-        form: Form::Operator,
-        kind: Kind::Discrete,
-        params: &[],
-        rules: None,
-        reference: "idiv",
-        fusion: None,
-    },
-    OpDef {
-        name: "int_rem",
-        form: Form::Operator,
-        kind: Kind::Discrete,
-        params: &[],
-        rules: None,
-        reference: "mod",
-        fusion: None,
-    },
-    OpDef {
-        name: "stop_gradient",
-        form: Form::Function,
-        kind: Kind::Cast,
-        params: &[],
-        rules: None,
-        reference: "composite: identity whose result AD treats as a constant",
-        fusion: None,
-    },
-    OpDef {
-        name: "clone",
-        form: Form::Method,
-        kind: Kind::Shape,
-        params: &[],
-        rules: None,
-        reference: "contiguous, copy",
-        fusion: None,
-    },
-    OpDef {
-        name: "scalar",
-        form: Form::Constructor,
-        kind: Kind::Constructor,
-        params: &[],
-        rules: None,
-        reference: "const_scalar",
-        fusion: None,
-    },
-    OpDef {
-        name: "full",
-        form: Form::Constructor,
-        kind: Kind::Constructor,
-        params: &[],
-        rules: None,
-        reference: "const_scalar, expand",
-        fusion: None,
-    },
-    OpDef {
-        name: "eye",
-        form: Form::Constructor,
-        kind: Kind::Constructor,
-        params: &[],
-        rules: None,
-        reference: "const_array",
-        fusion: None,
-    },
-    OpDef {
-        name: "zeros",
-        form: Form::Constructor,
-        kind: Kind::Constructor,
-        params: &[],
-        rules: None,
-        reference: "const_scalar, expand",
-        fusion: None,
-    },
-    OpDef {
-        name: "ones",
-        form: Form::Constructor,
-        kind: Kind::Constructor,
-        params: &[],
-        rules: None,
-        reference: "const_scalar, expand",
-        fusion: None,
-    },
-    OpDef {
-        name: "zeros_like",
-        form: Form::Method,
-        kind: Kind::Constructor,
-        params: &[],
-        rules: None,
-        reference: "const_scalar, expand",
-        fusion: None,
-    },
-    OpDef {
-        name: "ones_like",
-        form: Form::Method,
-        kind: Kind::Constructor,
-        params: &[],
-        rules: None,
-        reference: "const_scalar, expand",
-        fusion: None,
-    },
-    OpDef {
-        name: "from_vec",
-        form: Form::Constructor,
-        kind: Kind::Constructor,
-        params: &[],
-        rules: None,
-        reference: "const_array",
-        fusion: None,
-    },
-    OpDef {
-        name: "try_from_vec",
-        form: Form::Constructor,
-        kind: Kind::Constructor,
-        params: &[],
-        rules: None,
-        reference: "const_array",
-        fusion: None,
-    },
-    OpDef {
-        name: "arange",
-        form: Form::Constructor,
-        kind: Kind::Constructor,
-        params: &[],
-        rules: None,
-        reference: "const_array",
-        fusion: None,
-    },
-    OpDef {
-        name: "arange_step",
-        form: Form::Constructor,
-        kind: Kind::Constructor,
-        params: &[],
-        rules: None,
-        reference: "const_array",
-        fusion: None,
-    },
-    OpDef {
-        name: "try_arange_step",
-        form: Form::Constructor,
-        kind: Kind::Constructor,
-        params: &[],
-        rules: None,
-        reference: "const_array",
-        fusion: None,
-    },
-    OpDef {
-        name: "linspace",
-        form: Form::Constructor,
-        kind: Kind::Constructor,
-        params: &[],
-        rules: None,
-        reference: "const_array",
-        fusion: None,
-    },
-    OpDef {
-        name: "try_linspace",
-        form: Form::Constructor,
-        kind: Kind::Constructor,
-        params: &[],
-        rules: None,
-        reference: "const_array",
-        fusion: None,
-    },
-    OpDef {
-        name: "rand_uniform",
-        form: Form::Constructor,
-        kind: Kind::Constructor,
-        params: &[],
-        rules: None,
-        reference: "threefry",
-        fusion: None,
-    },
-    OpDef {
-        name: "rand_normal",
-        form: Form::Constructor,
-        kind: Kind::Constructor,
-        params: &[],
-        rules: None,
-        reference: "threefry",
-        fusion: None,
-    },
-    OpDef {
-        name: "add_assign",
-        form: Form::Operator,
-        kind: Kind::Assign,
-        params: &[],
-        rules: None,
-        reference: "assign",
-        fusion: None,
-    },
-    OpDef {
-        name: "sub_assign",
-        form: Form::Operator,
-        kind: Kind::Assign,
-        params: &[],
-        rules: None,
-        reference: "assign",
-        fusion: None,
-    },
-    OpDef {
-        name: "mul_assign",
-        form: Form::Operator,
-        kind: Kind::Assign,
-        params: &[],
-        rules: None,
-        reference: "assign",
-        fusion: None,
-    },
-    OpDef {
-        name: "div_assign",
-        form: Form::Operator,
-        kind: Kind::Assign,
-        params: &[],
-        rules: None,
-        reference: "assign",
-        fusion: None,
-    },
+    op!("add", Operator, Elementwise, [], "add",
+        jvp "add_jvp"(Output, MaybeTangent(0), MaybeTangent(1)),
+        vjp ["add_vjp_lhs"(Cotangent, Shape(0)), "add_vjp_rhs"(Cotangent, Shape(1))],
+        fusion fusion!(Arithmetic; 0 => ""(), 1 => ""())),
+    op!("sub", Operator, Elementwise, [], "add, neg",
+        jvp "sub_jvp"(Output, MaybeTangent(0), MaybeTangent(1)),
+        vjp ["sub_vjp_lhs"(Cotangent, Shape(0)), "sub_vjp_rhs"(Cotangent, Shape(1))],
+        fusion fusion!(Arithmetic; 0 => ""(), 1 => ""())),
+    op!("mul", Operator, Elementwise, [], "mul",
+        jvp "mul_jvp"(Input(0), Input(1), Output, MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "mul_vjp_lhs"(Cotangent, Shape(0), Input(1)),
+            "mul_vjp_rhs"(Cotangent, Input(0), Shape(1)),
+        ],
+        fusion fusion!(Arithmetic; 0 => ""(x1), 1 => ""(x0))),
+    op!("div", Operator, Elementwise, [], "fdiv",
+        jvp "div_jvp"(Input(1), Output, MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "div_vjp_lhs"(Cotangent, Shape(0), Input(1)),
+            "div_vjp_rhs"(Cotangent, Input(1), Output),
+        ],
+        fusion fusion!(Arithmetic; 0 => ""(x1), 1 => ""(x1 y))),
+    op!("neg", Negation, Elementwise, [], "neg",
+        jvp "neg_jvp"(Tangent(0)),
+        vjp ["neg_vjp"(Cotangent)],
+        fusion fusion!(Negation; 0 => ""())),
+    op!("clamp", Method, Elementwise, [SCALAR, SCALAR], "composite: max, neg",
+        jvp "clamp_jvp"(Input(0), Config(0), Config(1), Tangent(0)),
+        vjp ["clamp_vjp"(Cotangent, Input(0), Config(0), Config(1))],
+        fusion fusion!(Scalar; 0 => "clamp_d"(x0 x1 x2))),
+    op!("powf", Method, Elementwise, [SCALAR], "pow",
+        jvp "powf_jvp"(Input(0), Config(0), Tangent(0)),
+        vjp ["powf_vjp"(Cotangent, Input(0), Config(0))],
+        fusion fusion!(Scalar; 0 => "powf_d"(x0 x1))),
+    op!("pow", Method, Elementwise, [T], "pow",
+        jvp "pow_jvp"(Input(0), Input(1), Output, MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "pow_vjp_lhs"(Cotangent, Input(0), Input(1)),
+            "pow_vjp_rhs"(Cotangent, Input(0), Output, Shape(1)),
+        ],
+        fusion fusion!(Scalar; 0 => "pow_lhs"(x0 x1), 1 => "pow_rhs"(x0 y))),
+    op!("logaddexp", Method, Elementwise, [T], "composite: max, add, exp2, log2",
+        jvp "logaddexp_jvp"(Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "logaddexp_vjp_lhs"(Cotangent, Input(0), Input(1)),
+            "logaddexp_vjp_rhs"(Cotangent, Input(0), Input(1)),
+        ],
+        fusion fusion!(Scalar; 0 => "logaddexp_lhs"(x0 x1), 1 => "logaddexp_rhs"(x0 x1))),
+    op!("xlogy", Method, Elementwise, [T], "composite: mul, log2, where",
+        jvp "xlogy_jvp"(Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "xlogy_vjp_lhs"(Cotangent, Input(0), Input(1)),
+            "xlogy_vjp_rhs"(Cotangent, Input(0), Input(1)),
+        ],
+        fusion fusion!(Scalar; 0 => "xlogy_lhs"(x0 x1), 1 => "xlogy_rhs"(x0 x1))),
+    op!("xlog1py", Method, Elementwise, [T], "composite: mul, add, log2, where",
+        jvp "xlog1py_jvp"(Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "xlog1py_vjp_lhs"(Cotangent, Input(0), Input(1)),
+            "xlog1py_vjp_rhs"(Cotangent, Input(0), Input(1)),
+        ],
+        fusion fusion!(Scalar; 0 => "xlog1py_lhs"(x0 x1), 1 => "xlog1py_rhs"(x0 x1))),
+    op!("atan2", Method, Elementwise, [T], "composite: not in the reference",
+        jvp "atan2_jvp"(Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "atan2_vjp_lhs"(Cotangent, Input(0), Input(1)),
+            "atan2_vjp_rhs"(Cotangent, Input(0), Input(1)),
+        ],
+        fusion fusion!(Scalar; 0 => "atan2_lhs"(x0 x1), 1 => "atan2_rhs"(x0 x1))),
+    op!("hypot", Method, Elementwise, [T], "composite: mul, add, sqrt",
+        jvp "hypot_jvp"(Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "hypot_vjp_lhs"(Cotangent, Input(0), Input(1)),
+            "hypot_vjp_rhs"(Cotangent, Input(0), Input(1)),
+        ],
+        fusion fusion!(Scalar; 0 => "hypot_lhs"(x0 x1), 1 => "hypot_rhs"(x0 x1))),
+    op!("powi", Method, Elementwise, [INT], "composite: mul",
+        jvp "powi_jvp"(Input(0), Config(0), Tangent(0)),
+        vjp ["powi_vjp"(Cotangent, Input(0), Config(0))],
+        fusion fusion!(Scalar; 0 => "powi_d"(x0 x1))),
+    op!("dot", Method, LinearAlgebra, [T], "composite: mul, reduce_sum",
+        jvp "dot_jvp"(Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)),
+        vjp ["dot_vjp_lhs"(Cotangent, Input(1)), "dot_vjp_rhs"(Cotangent, Input(0))]),
+    op!("outer", Method, LinearAlgebra, [T], "composite: reshape, expand, mul",
+        jvp "outer_jvp"(Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)),
+        vjp ["outer_vjp_lhs"(Cotangent, Input(1)), "outer_vjp_rhs"(Cotangent, Input(0))]),
+    op!("norm", Method, LinearAlgebra, [], "composite: mul, reduce_sum, sqrt",
+        jvp "norm_jvp"(Input(0), Output, Tangent(0)),
+        vjp ["norm_vjp"(Cotangent, Input(0), Output)]),
+    op!("trace", Method, LinearAlgebra, [], "composite: reduce_sum, mul",
+        jvp "trace_jvp"(Tangent(0)),
+        vjp ["trace_vjp"(Cotangent, Shape(0))]),
+    op!("diagonal", Method, LinearAlgebra, [], "composite: gather, scatter",
+        jvp "diagonal_jvp"(Tangent(0)),
+        vjp ["diagonal_vjp"(Cotangent, Shape(0))]),
+    op!("diag", Method, LinearAlgebra, [], "composite: scatter, gather",
+        jvp "diag_jvp"(Tangent(0)),
+        vjp ["diag_vjp"(Cotangent)]),
+    op!("triu", Method, LinearAlgebra, [OFFSET], "composite: cmplt, where",
+        jvp "triu_jvp"(Config(0), Tangent(0)),
+        vjp ["triu_vjp"(Cotangent, Config(0))]),
+    op!("tril", Method, LinearAlgebra, [OFFSET], "composite: cmplt, where",
+        jvp "tril_jvp"(Config(0), Tangent(0)),
+        vjp ["tril_vjp"(Cotangent, Config(0))]),
+    op!("cholesky", Method, LinearAlgebra, [], "composite: not in the reference",
+        jvp "cholesky_jvp"(Output, Tangent(0)),
+        vjp ["cholesky_vjp"(Cotangent, Output)]),
+    op!("solve_triangular", Method, LinearAlgebra, [T, FLAG, FLAG],
+        "composite: not in the reference",
+        jvp "solve_triangular_jvp"(Input(0), Output, Config(0), Config(1), MaybeTangent(0),
+            MaybeTangent(1)),
+        vjp [
+            "solve_triangular_vjp_lhs"(Cotangent, Input(0), Output, Config(0), Config(1)),
+            "solve_triangular_vjp_rhs"(Cotangent, Input(0), Shape(1), Config(0), Config(1)),
+        ]),
+    op!("solve", Method, LinearAlgebra, [T], "composite: not in the reference",
+        jvp "solve_jvp"(Input(0), Output, MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "solve_vjp_lhs"(Cotangent, Input(0), Output),
+            "solve_vjp_rhs"(Cotangent, Input(0), Shape(1)),
+        ]),
+    op!("inv", Method, LinearAlgebra, [], "composite: not in the reference",
+        jvp "inv_jvp"(Output, Tangent(0)),
+        vjp ["inv_vjp"(Cotangent, Output)]),
+    op!("det", Method, LinearAlgebra, [], "composite: not in the reference",
+        jvp "det_jvp"(Input(0), Tangent(0)),
+        vjp ["det_vjp"(Cotangent, Input(0))]),
+    op!("logabsdet", Method, LinearAlgebra, [], "composite: not in the reference",
+        jvp "logabsdet_jvp"(Input(0), Tangent(0)),
+        vjp ["logabsdet_vjp"(Cotangent, Input(0))]),
+    op!("sign_det", Method, LinearAlgebra, [], "composite: not in the reference",
+        jvp "sign_det_jvp"(Tangent(0)),
+        vjp ["sign_det_vjp"(Cotangent, Shape(0))]),
+    op!("cho_solve", Method, LinearAlgebra, [T], "composite: not in the reference",
+        jvp "cho_solve_jvp"(Input(0), Output, MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "cho_solve_vjp_lhs"(Cotangent, Input(0), Output),
+            "cho_solve_vjp_rhs"(Cotangent, Input(0), Shape(1)),
+        ]),
+    op!("qr_q", Method, LinearAlgebra, [], "composite: not in the reference",
+        jvp "qr_q_jvp"(Input(0), Tangent(0)),
+        vjp ["qr_q_vjp"(Cotangent, Input(0))]),
+    op!("qr_r", Method, LinearAlgebra, [], "composite: not in the reference",
+        jvp "qr_r_jvp"(Input(0), Tangent(0)),
+        vjp ["qr_r_vjp"(Cotangent, Input(0))]),
+    op!("eigvalsh", Method, LinearAlgebra, [], "composite: not in the reference",
+        jvp "eigvalsh_jvp"(Input(0), Tangent(0)),
+        vjp ["eigvalsh_vjp"(Cotangent, Input(0))]),
+    op!("eigh_vectors", Method, LinearAlgebra, [], "composite: not in the reference",
+        jvp "eigh_vectors_jvp"(Input(0), Tangent(0)),
+        vjp ["eigh_vectors_vjp"(Cotangent, Input(0))]),
+    op!("svd_u", Method, LinearAlgebra, [], "composite: not in the reference",
+        jvp "svd_u_jvp"(Input(0), Tangent(0)),
+        vjp ["svd_u_vjp"(Cotangent, Input(0))]),
+    op!("svdvals", Method, LinearAlgebra, [], "composite: not in the reference",
+        jvp "svdvals_jvp"(Input(0), Tangent(0)),
+        vjp ["svdvals_vjp"(Cotangent, Input(0))]),
+    op!("svd_vh", Method, LinearAlgebra, [], "composite: not in the reference",
+        jvp "svd_vh_jvp"(Input(0), Tangent(0)),
+        vjp ["svd_vh_vjp"(Cotangent, Input(0))]),
+    op!("lstsq", Method, LinearAlgebra, [T], "composite: not in the reference",
+        jvp "lstsq_jvp"(Input(0), Input(1), Output, MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "lstsq_vjp_lhs"(Cotangent, Input(0), Input(1), Output),
+            "lstsq_vjp_rhs"(Cotangent, Input(0), Shape(1)),
+        ]),
+    op!("einsum", Function, LinearAlgebra, [SPEC, T, T],
+        "composite: reshape, permute, reduce_sum, mul",
+        jvp "einsum_jvp"(Input(0), Input(1), Config(0), MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "einsum_vjp_lhs"(Cotangent, Shape(0), Input(1), Config(0)),
+            "einsum_vjp_rhs"(Cotangent, Input(0), Shape(1), Config(0)),
+        ]),
+    op!("maximum", Method, Elementwise, [T], "max",
+        jvp "maximum_jvp"(Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "maximum_vjp_lhs"(Cotangent, Input(0), Input(1)),
+            "maximum_vjp_rhs"(Cotangent, Input(0), Input(1)),
+        ],
+        fusion fusion!(Scalar; 0 => "maximum_lhs"(x0 x1), 1 => "maximum_rhs"(x0 x1))),
+    op!("minimum", Method, Elementwise, [T], "composite: max, neg",
+        jvp "minimum_jvp"(Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "minimum_vjp_lhs"(Cotangent, Input(0), Input(1)),
+            "minimum_vjp_rhs"(Cotangent, Input(0), Input(1)),
+        ],
+        fusion fusion!(Scalar; 0 => "minimum_lhs"(x0 x1), 1 => "minimum_rhs"(x0 x1))),
+    op!("fmax", Method, Elementwise, [T], "composite: max, isnan, where",
+        jvp "fmax_jvp"(Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "fmax_vjp_lhs"(Cotangent, Input(0), Input(1)),
+            "fmax_vjp_rhs"(Cotangent, Input(0), Input(1)),
+        ],
+        fusion fusion!(Scalar; 0 => "fmax_lhs"(x0 x1), 1 => "fmax_rhs"(x0 x1))),
+    op!("fmin", Method, Elementwise, [T], "composite: max, neg, isnan, where",
+        jvp "fmin_jvp"(Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "fmin_vjp_lhs"(Cotangent, Input(0), Input(1)),
+            "fmin_vjp_rhs"(Cotangent, Input(0), Input(1)),
+        ],
+        fusion fusion!(Scalar; 0 => "fmin_lhs"(x0 x1), 1 => "fmin_rhs"(x0 x1))),
+    op!("sum", Method, Reduction, [], "reduce_sum",
+        jvp "sum_jvp"(Tangent(0)),
+        vjp ["sum_vjp"(Cotangent, Shape(0))]),
+    op!("sum_axes", Method, Reduction, [AXES, KEEPDIMS], "reduce_sum",
+        jvp "sum_axes_jvp"(Config(0), Config(1), Tangent(0)),
+        vjp ["sum_axes_vjp"(Cotangent, Shape(0), Config(0), Config(1))]),
+    op!("mean", Method, Reduction, [], "composite: reduce_sum, mul",
+        jvp "mean_jvp"(Tangent(0)),
+        vjp ["mean_vjp"(Cotangent, Shape(0))]),
+    op!("mean_axes", Method, Reduction, [AXES, KEEPDIMS], "composite: reduce_sum, mul",
+        jvp "mean_axes_jvp"(Config(0), Config(1), Tangent(0)),
+        vjp ["mean_axes_vjp"(Cotangent, Shape(0), Config(0), Config(1))]),
+    op!("max", Method, Reduction, [], "reduce_max",
+        jvp "max_jvp"(Input(0), Output, Tangent(0)),
+        vjp ["max_vjp"(Cotangent, Input(0), Output)]),
+    op!("max_axes", Method, Reduction, [AXES, KEEPDIMS], "reduce_max",
+        jvp "max_axes_jvp"(Input(0), Output, Config(0), Config(1), Tangent(0)),
+        vjp ["max_axes_vjp"(Cotangent, Input(0), Output, Config(0), Config(1))]),
+    op!("min", Method, Reduction, [], "composite: neg, reduce_max",
+        jvp "min_jvp"(Input(0), Output, Tangent(0)),
+        vjp ["min_vjp"(Cotangent, Input(0), Output)]),
+    op!("min_axes", Method, Reduction, [AXES, KEEPDIMS], "composite: neg, reduce_max",
+        jvp "min_axes_jvp"(Input(0), Output, Config(0), Config(1), Tangent(0)),
+        vjp ["min_axes_vjp"(Cotangent, Input(0), Output, Config(0), Config(1))]),
+    op!("prod", Method, Reduction, [], "reduce_prod",
+        jvp "prod_jvp"(Input(0), Tangent(0)),
+        vjp ["prod_vjp"(Cotangent, Input(0))]),
+    op!("prod_axes", Method, Reduction, [AXES, KEEPDIMS], "reduce_prod",
+        jvp "prod_axes_jvp"(Input(0), Config(0), Config(1), Tangent(0)),
+        vjp ["prod_axes_vjp"(Cotangent, Input(0), Config(0), Config(1))]),
+    op!("logsumexp", Method, Reduction, [], "composite: reduce_max, add, exp2, reduce_sum, log2",
+        jvp "logsumexp_jvp"(Input(0), Output, Tangent(0)),
+        vjp ["logsumexp_vjp"(Cotangent, Input(0), Output)]),
+    op!("logsumexp_axes", Method, Reduction, [AXES, KEEPDIMS],
+        "composite: reduce_max, add, exp2, reduce_sum, log2",
+        jvp "logsumexp_axes_jvp"(Input(0), Output, Config(0), Config(1), Tangent(0)),
+        vjp ["logsumexp_axes_vjp"(Cotangent, Input(0), Output, Config(0), Config(1))]),
+    op!("softmax", Method, Normalization, [AXIS],
+        "composite: reduce_max, add, exp2, reduce_sum, fdiv",
+        jvp "softmax_jvp"(Output, Config(0), Tangent(0)),
+        vjp ["softmax_vjp"(Cotangent, Output, Config(0))]),
+    op!("log_softmax", Method, Normalization, [AXIS],
+        "composite: reduce_max, add, exp2, reduce_sum, log2",
+        jvp "log_softmax_jvp"(Output, Config(0), Tangent(0)),
+        vjp ["log_softmax_vjp"(Cotangent, Output, Config(0))]),
+    op!("cumsum", Method, Scan, [AXIS], "associative_scan sum",
+        jvp "cumsum_jvp"(Config(0), Tangent(0)),
+        vjp ["cumsum_vjp"(Cotangent, Config(0))]),
+    op!("cumprod", Method, Scan, [AXIS], "associative_scan prod",
+        jvp "cumprod_jvp"(Input(0), Config(0), Tangent(0)),
+        vjp ["cumprod_vjp"(Cotangent, Input(0), Output, Config(0))]),
+    op!("var", Method, Reduction, [USIZE], "composite: reduce_sum, add, mul",
+        jvp "var_jvp"(Input(0), Config(0), Tangent(0)),
+        vjp ["var_vjp"(Cotangent, Input(0), Config(0))]),
+    op!("var_axes", Method, Reduction, [AXES, KEEPDIMS, USIZE], "composite: reduce_sum, add, mul",
+        jvp "var_axes_jvp"(Input(0), Config(0), Config(1), Config(2), Tangent(0)),
+        vjp ["var_axes_vjp"(Cotangent, Input(0), Config(0), Config(1), Config(2))]),
+    op!("std", Method, Reduction, [USIZE], "composite: reduce_sum, add, mul, sqrt",
+        jvp "std_jvp"(Input(0), Output, Config(0), Tangent(0)),
+        vjp ["std_vjp"(Cotangent, Input(0), Output, Config(0))]),
+    op!("std_axes", Method, Reduction, [AXES, KEEPDIMS, USIZE],
+        "composite: reduce_sum, add, mul, sqrt",
+        jvp "std_axes_jvp"(Input(0), Output, Config(0), Config(1), Config(2), Tangent(0)),
+        vjp ["std_axes_vjp"(Cotangent, Input(0), Output, Config(0), Config(1), Config(2))]),
+    op!("logcumsumexp", Method, Scan, [AXIS], "composite: max, add, exp2, log2",
+        jvp "logcumsumexp_jvp"(Input(0), Config(0), Tangent(0)),
+        vjp ["logcumsumexp_vjp"(Cotangent, Input(0), Config(0))]),
+    op!("sort", Method, Shape, [AXIS], "composite: cmplt, gather, scatter",
+        jvp "sort_jvp"(Input(0), Config(0), Tangent(0)),
+        vjp ["sort_vjp"(Cotangent, Input(0), Config(0))]),
+    op!("reshape", Method, Shape, [SHAPE], "reshape",
+        jvp "reshape_jvp"(Config(0), Tangent(0)),
+        vjp ["reshape_vjp"(Cotangent, Shape(0))]),
+    op!("permute", Method, Shape, [SHAPE], "permute",
+        jvp "permute_jvp"(Config(0), Tangent(0)),
+        vjp ["permute_vjp"(Cotangent, Config(0))]),
+    op!("t", Method, Shape, [], "permute",
+        jvp "t_jvp"(Tangent(0)),
+        vjp ["t_vjp"(Cotangent)]),
+    op!("broadcast_to", Method, Shape, [SHAPE], "reshape, expand",
+        jvp "broadcast_to_jvp"(Config(0), Tangent(0)),
+        vjp ["broadcast_to_vjp"(Cotangent, Shape(0))]),
+    op!("expand_dims", Method, Shape, [AXIS], "reshape",
+        jvp "expand_dims_jvp"(Config(0), Tangent(0)),
+        vjp ["expand_dims_vjp"(Cotangent, Config(0))]),
+    op!("squeeze", Method, Shape, [AXIS], "reshape",
+        jvp "squeeze_jvp"(Config(0), Tangent(0)),
+        vjp ["squeeze_vjp"(Cotangent, Shape(0))]),
+    op!("shrink", Method, Shape, [RANGES], "shrink",
+        jvp "shrink_jvp"(Config(0), Tangent(0)),
+        vjp ["shrink_vjp"(Cotangent, Shape(0), Config(0))]),
+    op!("pad", Method, Shape, [RANGES, SCALAR], "pad",
+        jvp "pad_jvp"(Config(0), Tangent(0)),
+        vjp ["pad_vjp"(Cotangent, Config(0))]),
+    op!("flip", Method, Shape, [SHAPE], "flip",
+        jvp "flip_jvp"(Config(0), Tangent(0)),
+        vjp ["flip_vjp"(Cotangent, Config(0))]),
+    op!("unfold", Method, Shape, [USIZE, USIZE, USIZE, USIZE], "unfold",
+        jvp "unfold_jvp"(Config(0), Config(1), Config(2), Config(3), Tangent(0)),
+        vjp ["unfold_vjp"(Cotangent, Shape(0), Config(0), Config(1), Config(2), Config(3))]),
+    op!("fold", Method, Shape, [SHAPE, USIZE, USIZE, USIZE, USIZE], "fold",
+        jvp "fold_jvp"(Config(0), Config(1), Config(2), Config(3), Config(4), Tangent(0)),
+        vjp ["fold_vjp"(Cotangent, Config(1), Config(2), Config(3), Config(4))]),
+    op!("concat", Function, Combine, [LIST, AXIS], "cat",
+        jvp "concat_jvp"(Inputs, Config(0), MaybeTangents),
+        vjp ["concat_vjp"(Cotangent, ListIndex, ListSizes, Config(0))]),
+    op!("stack", Function, Combine, [LIST, AXIS], "composite: reshape, cat",
+        jvp "stack_jvp"(Inputs, Config(0), MaybeTangents),
+        vjp ["stack_vjp"(Cotangent, ListIndex, Config(0))]),
+    op!("where_cond", Function, Combine, [MASK, T, T], "where",
+        jvp "where_cond_jvp"(Config(0), Output, MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "where_cond_vjp_lhs"(Cotangent, Config(0), Shape(0)),
+            "where_cond_vjp_rhs"(Cotangent, Config(0), Shape(1)),
+        ],
+        fusion fusion!(Select; 1 => "where_cond_lhs"(x0), 2 => "where_cond_rhs"(x0))),
+    op!("gather", Method, Indexing, [AXIS, INDICES], "gather",
+        jvp "gather_jvp"(Config(0), Config(1), Tangent(0)),
+        vjp ["gather_vjp"(Cotangent, Shape(0), Config(0), Config(1))]),
+    op!("scatter_add", Method, Indexing, [AXIS, INDICES, T], "scatter",
+        jvp "scatter_add_jvp"(Output, Config(0), Config(1), MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "scatter_add_vjp_input"(Cotangent),
+            "scatter_add_vjp_updates"(Cotangent, Config(0), Config(1)),
+        ]),
+    op!("matmul", Method, LinearAlgebra, [T], "matmul",
+        jvp "matmul_jvp"(Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "matmul_vjp_lhs"(Cotangent, Shape(0), Input(1)),
+            "matmul_vjp_rhs"(Cotangent, Input(0), Shape(1)),
+        ]),
+    op!("conv2d", Method, Window, [T, USIZE, USIZE], "composite: pad, unfold, matmul",
+        jvp "conv2d_jvp"(Input(0), Input(1), Config(0), Config(1), MaybeTangent(0),
+            MaybeTangent(1)),
+        vjp [
+            "conv2d_vjp_input"(Cotangent, Shape(0), Input(1), Config(0), Config(1)),
+            "conv2d_vjp_weight"(Cotangent, Input(0), Shape(1), Config(0), Config(1)),
+        ]),
+    op!("max_pool2d", Method, Window, [USIZE, USIZE], "composite: unfold, reduce_max",
+        jvp "max_pool2d_jvp"(Input(0), Output, Config(0), Config(1), Tangent(0)),
+        vjp ["max_pool2d_vjp"(Cotangent, Input(0), Output, Config(0), Config(1))]),
+    op!("avg_pool2d", Method, Window, [USIZE, USIZE], "composite: unfold, reduce_sum, mul",
+        jvp "avg_pool2d_jvp"(Tangent(0), Config(0), Config(1)),
+        vjp ["avg_pool2d_vjp"(Cotangent, Shape(0), Config(0), Config(1))]),
+    op!("dual_of", Function, Dual, [T, T], "composite: forward mode by dual numbers",
+        jvp "dual_of_jvp"(Output, MaybeTangent(0), MaybeTangent(1)),
+        vjp ["dual_of_vjp_lhs"(Cotangent), "dual_of_vjp_rhs"(Cotangent)]),
+    op!("tangent_of", Function, Dual, [T], "composite: forward mode by dual numbers",
+        jvp "tangent_of_jvp"(Tangent(0)),
+        vjp ["tangent_of_vjp"(Cotangent)]),
+    op!("primal_of", Function, Dual, [T], "composite: forward mode by dual numbers",
+        jvp "primal_of_jvp"(Tangent(0)),
+        vjp ["primal_of_vjp"(Cotangent)]),
+    op!("cast", Method, Cast, [], "cast",
+        jvp "cast_jvp"(Tangent(0)),
+        vjp ["cast_vjp_as"(Cotangent, CastWitness)]),
+    op!("lt", Method, Comparison, [], "cmplt"),
+    op!("gt", Method, Comparison, [], "cmplt"),
+    op!("le", Method, Comparison, [], "composite: cmplt, xor"),
+    op!("ge", Method, Comparison, [], "composite: cmplt, xor"),
+    op!("eq", Method, Comparison, [], "composite: cmpne, xor"),
+    op!("ne", Method, Comparison, [], "cmpne"),
+    op!(
+        "argmax",
+        Method,
+        Indexing,
+        [],
+        "composite: reduce_max, cmpne, where"
+        ),
+    op!(
+        "argmin",
+        Method,
+        Indexing,
+        [],
+        "composite: neg, reduce_max, cmpne, where"
+        ),
+    op!("argsort", Method, Indexing, [], "composite: cmplt, where"),
+    op!("and", Method, Discrete, [], "and"),
+    op!("or", Method, Discrete, [], "or"),
+    op!("xor", Method, Discrete, [], "xor"),
+    op!("not", Method, Discrete, [], "composite: xor"),
+    op!("int_add", Operator, Discrete, [], "add"),
+    op!("int_sub", Operator, Discrete, [], "composite: add, neg"),
+    op!("int_mul", Operator, Discrete, [], "mul"),
+    op!("int_div", Operator, Discrete, [], "idiv"),
+    op!("int_rem", Operator, Discrete, [], "mod"),
+    op!(
+        "stop_gradient",
+        Function,
+        Cast,
+        [],
+        "composite: identity whose result AD treats as a constant"
+        ),
+    op!("clone", Method, Shape, [], "contiguous, copy"),
+    op!("scalar", Constructor, Constructor, [], "const_scalar"),
+    op!("full", Constructor, Constructor, [], "const_scalar, expand"),
+    op!("eye", Constructor, Constructor, [], "const_array"),
+    op!(
+        "zeros",
+        Constructor,
+        Constructor,
+        [],
+        "const_scalar, expand"
+        ),
+    op!("ones", Constructor, Constructor, [], "const_scalar, expand"),
+    op!(
+        "zeros_like",
+        Method,
+        Constructor,
+        [],
+        "const_scalar, expand"
+        ),
+    op!("ones_like", Method, Constructor, [], "const_scalar, expand"),
+    op!("from_vec", Constructor, Constructor, [], "const_array"),
+    op!("try_from_vec", Constructor, Constructor, [], "const_array"),
+    op!("arange", Constructor, Constructor, [], "const_array"),
+    op!("arange_step", Constructor, Constructor, [], "const_array"),
+    op!(
+        "try_arange_step",
+        Constructor,
+        Constructor,
+        [],
+        "const_array"
+        ),
+    op!("linspace", Constructor, Constructor, [], "const_array"),
+    op!("try_linspace", Constructor, Constructor, [], "const_array"),
+    op!("rand_uniform", Constructor, Constructor, [], "threefry"),
+    op!("rand_normal", Constructor, Constructor, [], "threefry"),
+    op!("add_assign", Operator, Assign, [], "assign"),
+    op!("sub_assign", Operator, Assign, [], "assign"),
+    op!("mul_assign", Operator, Assign, [], "assign"),
+    op!("div_assign", Operator, Assign, [], "assign"),
 ];
