@@ -32,7 +32,7 @@
 
 use std::collections::HashMap;
 
-use proc_macro2::{TokenStream, TokenTree};
+use proc_macro2::{Ident, TokenStream, TokenTree};
 
 use crate::ir::{
     Body, BranchHead, Const, FusedArg, FusedNode, LoopHead, Operand, ReduceAxes, Reduction, Stmt,
@@ -77,11 +77,7 @@ fn comparison(expr: &TokenStream, pos: usize) -> Option<Comparison> {
         }
     }
     let val = |t: &TokenTree| match t {
-        TokenTree::Ident(i) => i
-            .to_string()
-            .strip_prefix("__rune_v")
-            .and_then(|n| n.parse().ok())
-            .map(Val),
+        TokenTree::Ident(i) => crate::names::val_of(i),
         _ => None,
     };
     let [recv, TokenTree::Punct(dot), TokenTree::Ident(name), TokenTree::Group(args)] = tokens
@@ -271,15 +267,13 @@ fn as_f64(expr: &TokenStream) -> TokenStream {
         .collect()
 }
 
-/// Calls `f` with `N` for every identifier `{prefix}N` in `tokens` (`__rune_v3`, `__rune_c7`):
-/// the generated locals that the user's constant code names.
-fn named(tokens: &TokenStream, prefix: &str, f: &mut impl FnMut(usize)) {
+/// Calls `f` on each generated identifier in `tokens` (nested groups too) that `parse` reads.
+fn named<N>(tokens: &TokenStream, parse: fn(&Ident) -> Option<N>, f: &mut impl FnMut(N)) {
     for t in tokens.clone() {
         match t {
-            TokenTree::Group(g) => named(&g.stream(), prefix, f),
+            TokenTree::Group(g) => named(&g.stream(), parse, f),
             TokenTree::Ident(i) => {
-                let s = i.to_string();
-                if let Some(n) = s.strip_prefix(prefix).and_then(|n| n.parse().ok()) {
+                if let Some(n) = parse(&i) {
                     f(n);
                 }
             }
@@ -360,8 +354,8 @@ fn collect(stmts: &[Stmt], next_list: &mut usize, uses: &mut Uses, lits: &Litera
         // wherever the tensor is inside one.
         let literal = matches!(stmt, Stmt::Hoist { id, .. } if lits.floats.contains_key(id));
         for t in stmt_tokens(stmt).into_iter().filter(|_| !literal) {
-            named(t, "__rune_v", &mut |n| {
-                if let Some(e) = uses.escapes.get_mut(n) {
+            named(t, crate::names::val_of, &mut |v| {
+                if let Some(e) = uses.escapes.get_mut(v.0) {
                     *e = true;
                 }
             });
@@ -562,8 +556,8 @@ pub fn fuse(body: &mut Body, singletons: bool) {
     }
     // The aux output of `has_aux` names the values it returns.
     if let Some(crate::ir::OutputAux::Expr(aux)) = &body.aux {
-        named(aux, "__rune_v", &mut |n| {
-            if let Some(e) = uses.escapes.get_mut(n) {
+        named(aux, crate::names::val_of, &mut |v| {
+            if let Some(e) = uses.escapes.get_mut(v.0) {
                 *e = true;
             }
         });
@@ -601,7 +595,7 @@ pub fn fuse(body: &mut Body, singletons: bool) {
     crate::ir::walk(&body.stmts, &mut |s| {
         stmt_consts(s, &mut count);
         for t in stmt_tokens(s) {
-            named(t, "__rune_c", &mut |n| count(Const(n)));
+            named(t, crate::names::const_of, &mut count);
         }
     });
     for out in &body.outputs {
@@ -610,7 +604,7 @@ pub fn fuse(body: &mut Body, singletons: bool) {
         }
     }
     if let Some(crate::ir::OutputAux::Expr(aux)) = &body.aux {
-        named(aux, "__rune_c", &mut |n| count(Const(n)));
+        named(aux, crate::names::const_of, &mut count);
     }
     let mut comparisons = HashMap::new();
     masks(&body.stmts, &lits, &mut comparisons);
@@ -670,7 +664,7 @@ fn drop_inlined_literals(stmts: &mut Vec<Stmt>, lits: Literals) {
     crate::ir::walk(stmts, &mut |s| {
         stmt_consts(s, &mut mark);
         for t in stmt_tokens(s) {
-            named(t, "__rune_c", &mut |n| mark(Const(n)));
+            named(t, crate::names::const_of, &mut mark);
         }
     });
     let inlined = |s: &Stmt| match s {

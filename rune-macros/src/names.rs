@@ -7,9 +7,49 @@ use syn::Ident;
 
 use crate::ir::{Const, List, Slot, Val};
 
+/// The prefix of every generated identifier.
+const PREFIX: &str = "__rune_";
+
 /// A fresh identifier that cannot clash with the user's.
 pub fn hidden(name: &str) -> Ident {
-    Ident::new(&format!("__rune_{name}"), Span::mixed_site())
+    Ident::new(&format!("{PREFIX}{name}"), Span::mixed_site())
+}
+
+/// Whether `ident` is one of the generated identifiers.
+pub fn is_hidden(ident: &Ident) -> bool {
+    ident.to_string().starts_with(PREFIX)
+}
+
+/// The number `n` of a generated identifier `__rune_<kind><n>`.
+fn numbered(ident: &Ident, kind: &str) -> Option<usize> {
+    ident
+        .to_string()
+        .strip_prefix(PREFIX)?
+        .strip_prefix(kind)?
+        .parse()
+        .ok()
+}
+
+/// The value an identifier made by [`val_ident`] holds.
+pub fn val_of(ident: &Ident) -> Option<Val> {
+    numbered(ident, "v").map(Val)
+}
+
+/// The constant an identifier made by [`const_ident`] holds.
+pub fn const_of(ident: &Ident) -> Option<Const> {
+    numbered(ident, "c").map(Const)
+}
+
+/// The local a tuple method's receiver is bound to (`let (q, r) = a.qr();`), with the span of
+/// the user's call.
+pub fn tuple_receiver(span: Span) -> Ident {
+    Ident::new(&format!("{PREFIX}tuple_receiver"), span)
+}
+
+/// The parameter of a generated forward-mode function that takes the tangent of parameter
+/// `index`. Written at the call site: it appears in the entry points' signatures.
+pub fn tangent_param(index: usize) -> Ident {
+    quote::format_ident!("{PREFIX}tangent_{index}")
 }
 
 /// The local holding a differentiated value.

@@ -135,7 +135,7 @@ impl Api<'_> {
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                let slot = format_ident!("__rune_tangent_{}", i);
+                let slot = crate::names::tangent_param(i);
                 match &p.active {
                     Some(a) if a.structure => {
                         let ty = Signature::grad_type(p);
@@ -517,7 +517,7 @@ impl Emitter<'_> {
                 }
                 EntryPoint::DualTangent => {
                     let slot_names: Vec<Ident> = (0..self.sig.params.len())
-                        .map(|i| format_ident!("__rune_tangent_{}", i))
+                        .map(crate::names::tangent_param)
                         .collect();
                     quote!(#tangent_path #turbofish (#(#names,)* #(#slot_names),*))
                 }

@@ -484,7 +484,7 @@ impl Emitter<'_> {
             .iter()
             .position(|p| p.ident == *param)
             .expect("a parameter");
-        format_ident!("__rune_tangent_{}", index)
+        crate::names::tangent_param(index)
     }
 
     /// The array parameter that entered as list `list`, if one did.

@@ -25,7 +25,7 @@ impl Emitter<'_> {
                     .iter()
                     .position(|pv| *pv == Some(*v))
                     .expect("a parameter value");
-                let slot = format_ident!("__rune_tangent_{}", index);
+                let slot = crate::names::tangent_param(index);
                 let t = tangent_ident(*v);
                 let vi = val_ident(*v);
                 if self.numbers {

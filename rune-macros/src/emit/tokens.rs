@@ -178,7 +178,7 @@ fn gather_lets_from(body: TokenStream, long: usize, scalars: bool) -> TokenStrea
         let Some(TokenTree::Ident(name)) = tokens.get(at) else {
             return None;
         };
-        if !name.to_string().starts_with("__rune_") {
+        if !crate::names::is_hidden(name) {
             return None;
         }
         match tokens.get(at + 1) {

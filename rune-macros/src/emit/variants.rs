@@ -3,7 +3,7 @@
 //! the parameters.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::quote;
 use syn::Ident;
 
 use super::{rt, Emitter};
@@ -128,7 +128,7 @@ impl Emitter<'_> {
         let mut resolve = Vec::new();
         for (i, (p, c)) in self.sig.params.iter().zip(&copies).enumerate() {
             let Some(a) = &p.active else { continue };
-            let slot = format_ident!("__rune_tangent_{}", i);
+            let slot = crate::names::tangent_param(i);
             let t = hidden(&format!("rule_tangent{i}"));
             let via = if a.structure {
                 quote!(#rt::StructTangentSlot::tangent_or_zeros(#slot, &#c))

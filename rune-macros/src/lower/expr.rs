@@ -77,7 +77,7 @@ impl Lowerer<'_> {
     fn tuple_method(&mut self, mc: &syn::ExprMethodCall) -> Vec<Lowered> {
         let parts = ops::tuple_parts(&mc.method.to_string()).unwrap_or_default();
         let span = mc.method.span();
-        let hidden = syn::Ident::new("__rune_tuple_receiver", span);
+        let hidden = crate::names::tuple_receiver(span);
         let receiver = self.expr(&mc.receiver);
         self.bind_lowered(&hidden, false, None, receiver, None);
         parts
