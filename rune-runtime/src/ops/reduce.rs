@@ -14,6 +14,10 @@
 //! passes around each group's first element (see `deviations`), so a large common offset cancels
 //! before anything is summed: the variance of `1e8 + [1, 2, 3, 4]` is `1.25` exactly in `f64`,
 //! where `mean(x²) - mean(x)²` gives `0` or worse.
+//!
+//! `logsumexp` and its rules are in `reduce/logsumexp.rs`, `var` and `std` and theirs in
+//! `reduce/statistics.rs`; this file holds the axis checks, the kernels on views the others
+//! share, and the rest.
 
 use ndarray::{
     ArrayD, ArrayView, ArrayView1, ArrayViewD, Axis, Dimension, IxDyn, RemoveAxis, Slice, Zip,
@@ -26,6 +30,11 @@ use crate::ops::lanes::{logsumexp_rows, softmax_rows, trailing_rows};
 use crate::ops::{normalize_axes, normalize_axis};
 use crate::summation::{along_lanes, sum_all, sum_along};
 use crate::tensor::Tensor;
+
+mod logsumexp;
+mod statistics;
+
+use logsumexp::logsumexp_tensor;
 
 // ---- axis checks ----------------------------------------------------------------------------
 
@@ -227,96 +236,6 @@ pub(crate) fn stable_shift<T: Element>(x: ArrayViewD<'_, T>, axes: &[usize]) -> 
     max_view(x, axes, true).mapv_into(|m| if m.is_finite() { m } else { T::zero() })
 }
 
-/// `logsumexp` over `axes`: one vectorised loop over runs of consecutive elements when the
-/// axes are the last ones of a row-major `x` (a mixture's components, a row of logits), the
-/// general path on views otherwise.
-fn logsumexp_tensor<T: Element>(x: &Tensor<T>, axes: &[usize], keepdims: bool) -> Tensor<T> {
-    if axes.is_empty() {
-        return x.clone();
-    }
-    match trailing_rows(x, axes) {
-        Some((xs, n)) => {
-            let mut out = vec![T::zero(); xs.len() / n];
-            logsumexp_rows(xs, n, &mut out);
-            Tensor::from_vec(out, &reduced_shape(x.shape(), axes, keepdims))
-        }
-        None => Tensor::from_array(logsumexp_view(x.view(), axes, keepdims)),
-    }
-}
-
-fn logsumexp_view<T: Element>(x: ArrayViewD<'_, T>, axes: &[usize], keepdims: bool) -> ArrayD<T> {
-    let m = stable_shift(x.view(), axes);
-    let mb = expand_back("logsumexp_axes", m.view(), x.shape(), axes, true);
-    let e = Zip::from(&x)
-        .and_broadcast(&mb)
-        .map_collect(|&v, &m| (v - m).vexp());
-    let s = sum_view(e.view(), axes, true);
-    let y = Zip::from(&m).and(&s).map_collect(|&m, &s| m + s.vln());
-    if keepdims {
-        y
-    } else {
-        let shape = reduced_shape(x.shape(), axes, false);
-        y.into_shape_with_order(IxDyn(&shape))
-            .expect("dropping length-1 axes keeps the element count")
-    }
-}
-
-/// Each element's deviation from its group's mean over `axes` (in `x`'s shape), and the number
-/// of elements in a group.
-///
-/// The mean is taken of `x - k`, with `k` the group's first element: a large common offset
-/// (`1e8 + small`) cancels in that subtraction, exactly when the values are within a factor two
-/// of each other, before any sum rounds it; and a group of equal values has deviations of
-/// exactly zero, so its variance is exactly `0`.
-fn deviations<T: Element>(x: ArrayViewD<'_, T>, axes: &[usize]) -> (ArrayD<T>, usize) {
-    let n: usize = axes.iter().map(|&a| x.shape()[a]).product();
-    if n == 0 {
-        return (ArrayD::zeros(x.raw_dim()), 0);
-    }
-    let first = x.slice_each_axis(|d| {
-        if axes.contains(&d.axis.index()) {
-            Slice::from(0..1)
-        } else {
-            Slice::from(..)
-        }
-    });
-    let mut d = Zip::from(&x)
-        .and_broadcast(&first)
-        .map_collect(|&v, &k| v - k);
-    let count = T::from_f64(n as f64);
-    let mean = sum_view(d.view(), axes, true).mapv_into(|s| s / count);
-    Zip::from(&mut d)
-        .and_broadcast(&mean)
-        .for_each(|d, &m| *d -= m);
-    (d, n)
-}
-
-/// `n - ddof`, or `0` where `ddof >= n`: what `var` divides the sum of squares by.
-fn var_divisor<T: Element>(n: usize, ddof: usize) -> T {
-    T::from_f64(n.saturating_sub(ddof) as f64)
-}
-
-fn var_view<T: Element>(
-    x: ArrayViewD<'_, T>,
-    axes: &[usize],
-    keepdims: bool,
-    ddof: usize,
-) -> ArrayD<T> {
-    let (mut d, n) = deviations(x, axes);
-    d.mapv_inplace(|v| v * v);
-    let c = var_divisor::<T>(n, ddof);
-    sum_view(d.view(), axes, keepdims).mapv_into(|s| s / c)
-}
-
-fn std_view<T: Element>(
-    x: ArrayViewD<'_, T>,
-    axes: &[usize],
-    keepdims: bool,
-    ddof: usize,
-) -> ArrayD<T> {
-    var_view(x, axes, keepdims, ddof).mapv_into(|v| v.sqrt())
-}
-
 /// The product of all the other elements of each element's reduction group, without division:
 /// exact where `x` has zeros. Prefix times suffix products along the flattened reduced axes.
 fn exclusive_prod<T: Element>(x: ArrayViewD<'_, T>, axes: &[usize]) -> ArrayD<T> {
@@ -505,99 +424,6 @@ impl<T: Element> Tensor<T> {
     pub fn prod(&self) -> Tensor<T> {
         Tensor::scalar(self.view().product())
     }
-
-    /// `ln(sum(exp(x)))` over all elements, as a 0-d tensor, computed stably.
-    #[must_use]
-    pub fn logsumexp(&self) -> Tensor<T> {
-        logsumexp_tensor(self, &all_axes(self.ndim()), false)
-    }
-
-    /// The variance over `axes` (`[]` reduces nothing): `sum((x - mean)²) / (n - ddof)` for
-    /// each group of `n` elements (see the module docs for `ddof` and the two-pass algorithm).
-    ///
-    /// ```
-    /// use rune_runtime::Tensor;
-    /// let x = Tensor::from_vec(vec![1.0, 2.0, 3.0, 4.0, 5.0, 9.0], &[2, 3]);
-    /// assert_eq!(x.var_axes(&[1], false, 0).to_vec(), vec![2.0 / 3.0, 14.0 / 3.0]);
-    /// assert_eq!(x.var_axes(&[-1], true, 1).shape(), &[2, 1]);
-    /// ```
-    ///
-    /// # Panics
-    /// When an axis is out of range or repeated; the message names the op and the shape.
-    #[track_caller]
-    #[must_use]
-    pub fn var_axes(&self, axes: &[isize], keepdims: bool, ddof: usize) -> Tensor<T> {
-        self.try_var_axes(axes, keepdims, ddof).or_panic()
-    }
-
-    /// Like [`Tensor::var_axes`], returning an error when an axis is out of range or repeated.
-    pub fn try_var_axes(
-        &self,
-        axes: &[isize],
-        keepdims: bool,
-        ddof: usize,
-    ) -> Result<Tensor<T>, ShapeError> {
-        let axes = checked_axes("var_axes", axes, self.shape())?;
-        Ok(Tensor::from_array(var_view(
-            self.view(),
-            &axes,
-            keepdims,
-            ddof,
-        )))
-    }
-
-    /// The standard deviation over `axes` (`[]` reduces nothing): the square root of
-    /// [`Tensor::var_axes`]. Its derivative where it is `0` (a group of equal values) is taken
-    /// to be `0`, as PyTorch's; JAX's is NaN.
-    ///
-    /// # Panics
-    /// When an axis is out of range or repeated; the message names the op and the shape.
-    #[track_caller]
-    #[must_use]
-    pub fn std_axes(&self, axes: &[isize], keepdims: bool, ddof: usize) -> Tensor<T> {
-        self.try_std_axes(axes, keepdims, ddof).or_panic()
-    }
-
-    /// Like [`Tensor::std_axes`], returning an error when an axis is out of range or repeated.
-    pub fn try_std_axes(
-        &self,
-        axes: &[isize],
-        keepdims: bool,
-        ddof: usize,
-    ) -> Result<Tensor<T>, ShapeError> {
-        let axes = checked_axes("std_axes", axes, self.shape())?;
-        Ok(Tensor::from_array(std_view(
-            self.view(),
-            &axes,
-            keepdims,
-            ddof,
-        )))
-    }
-
-    /// The variance of all elements, as a 0-d tensor: `sum((x - mean)²) / (n - ddof)` (`ddof`
-    /// `0` for the population variance, `1` for the unbiased sample variance; see the module
-    /// docs).
-    ///
-    /// ```
-    /// use rune_runtime::Tensor;
-    /// let x = Tensor::from_vec(vec![1e8 + 1.0, 1e8 + 2.0, 1e8 + 3.0, 1e8 + 4.0], &[4]);
-    /// assert_eq!(x.var(0).item(), 1.25);
-    /// assert_eq!(x.var(1).item(), 5.0 / 3.0);
-    /// ```
-    #[must_use]
-    pub fn var(&self, ddof: usize) -> Tensor<T> {
-        let axes = all_axes(self.ndim());
-        Tensor::from_array(var_view(self.view(), &axes, false, ddof))
-    }
-
-    /// The standard deviation of all elements, as a 0-d tensor: the square root of
-    /// [`Tensor::var`]. Its derivative where it is `0` is taken to be `0` (see
-    /// [`Tensor::std_axes`]).
-    #[must_use]
-    pub fn std(&self, ddof: usize) -> Tensor<T> {
-        let axes = all_axes(self.ndim());
-        Tensor::from_array(std_view(self.view(), &axes, false, ddof))
-    }
 }
 
 // ---- rules ----------------------------------------------------------------------------------
@@ -630,13 +456,17 @@ impl<T: Element> Tensor<T> {
 pub mod rules {
     use super::*;
 
+    pub use super::statistics::rules::*;
+
+    pub use super::logsumexp::rules::*;
+
     #[track_caller]
-    fn axes_of(op: &'static str, axes: &[isize], shape: &[usize]) -> Vec<usize> {
+    pub(super) fn axes_of(op: &'static str, axes: &[isize], shape: &[usize]) -> Vec<usize> {
         checked_axes(op, axes, shape).or_panic()
     }
 
     #[track_caller]
-    fn broadcast_back<T: Element>(
+    pub(super) fn broadcast_back<T: Element>(
         op: &'static str,
         g: &Tensor<T>,
         x_shape: &[usize],
@@ -655,7 +485,7 @@ pub mod rules {
     }
 
     #[track_caller]
-    fn mean_vjp_impl<T: Element>(
+    pub(super) fn mean_vjp_impl<T: Element>(
         op: &'static str,
         g: &Tensor<T>,
         x_shape: &[usize],
@@ -667,7 +497,7 @@ pub mod rules {
     }
 
     #[track_caller]
-    fn chooser_jvp<T: Element>(
+    pub(super) fn chooser_jvp<T: Element>(
         op: &'static str,
         x: &Tensor<T>,
         y: &Tensor<T>,
@@ -690,7 +520,7 @@ pub mod rules {
     }
 
     #[track_caller]
-    fn chooser_vjp<T: Element>(
+    pub(super) fn chooser_vjp<T: Element>(
         op: &'static str,
         g: &Tensor<T>,
         x: &Tensor<T>,
@@ -714,7 +544,7 @@ pub mod rules {
         Tensor::from_array(out)
     }
 
-    fn prod_jvp_impl<T: Element>(
+    pub(super) fn prod_jvp_impl<T: Element>(
         x: &Tensor<T>,
         axes: &[usize],
         keepdims: bool,
@@ -728,7 +558,7 @@ pub mod rules {
     }
 
     #[track_caller]
-    fn prod_vjp_impl<T: Element>(
+    pub(super) fn prod_vjp_impl<T: Element>(
         op: &'static str,
         g: &Tensor<T>,
         x: &Tensor<T>,
@@ -741,75 +571,6 @@ pub mod rules {
             .and_broadcast(&gb)
             .for_each(|o, &g| *o = strong_mul(g, *o));
         Tensor::from_array(others)
-    }
-
-    /// `exp(x - m) / sum(exp(x - m))` over `axes` (keepdims, `m` the shift of
-    /// [`stable_shift`]): the derivative of `logsumexp` over `axes`, computed from `x` alone.
-    ///
-    /// `exp(x - y)` with `y` the rounded result is wrong where `y` is large: `y`'s rounding
-    /// error (half an ulp, 0.5 at 1e7 in f32) becomes a factor `exp(0.5)` on every weight.
-    fn logsumexp_weights<T: Element>(x: &Tensor<T>, axes: &[usize]) -> ArrayD<T> {
-        if let Some((xs, n)) = trailing_rows(x, axes) {
-            let mut out = vec![T::zero(); xs.len()];
-            softmax_rows(xs, &mut out, n, false);
-            return ArrayD::from_shape_vec(x.shape(), out)
-                .expect("the weights have as many elements as x");
-        }
-        let x = x.view();
-        let m = stable_shift(x.view(), axes);
-        let mut e = Zip::from(&x)
-            .and_broadcast(&m)
-            .map_collect(|&v, &m| (v - m).vexp());
-        let s = sum_view(e.view(), axes, true);
-        Zip::from(&mut e)
-            .and_broadcast(&s)
-            .for_each(|e, &s| *e /= s);
-        e
-    }
-
-    #[track_caller]
-    fn logsumexp_jvp_impl<T: Element>(
-        op: &'static str,
-        x: &Tensor<T>,
-        y: &Tensor<T>,
-        axes: &[usize],
-        keepdims: bool,
-        dx: &Tensor<T>,
-    ) -> Tensor<T> {
-        // `y` is only checked: the weights come from `x` (see `logsumexp_weights`).
-        expand_back(op, y.view(), x.shape(), axes, keepdims);
-        let mut t = logsumexp_weights(x, axes);
-        Zip::from(&mut t)
-            .and(dx.view())
-            .for_each(|t, &d| *t = strong_mul(d, *t));
-        Tensor::from_array(sum_view(t.view(), axes, keepdims))
-    }
-
-    #[track_caller]
-    fn logsumexp_vjp_impl<T: Element>(
-        op: &'static str,
-        g: &Tensor<T>,
-        x: &Tensor<T>,
-        y: &Tensor<T>,
-        axes: &[usize],
-        keepdims: bool,
-    ) -> Tensor<T> {
-        expand_back(op, y.view(), x.shape(), axes, keepdims);
-        let gb = expand_back(op, g.view(), x.shape(), axes, keepdims);
-        if let (Some((xs, n)), Some(gs)) = (trailing_rows(x, axes), g.as_slice()) {
-            // One value of `g` a lane, in the lanes' order.
-            let mut w = vec![T::zero(); xs.len()];
-            softmax_rows(xs, &mut w, n, false);
-            for (lane, &g) in w.chunks_exact_mut(n).zip(gs) {
-                lane.iter_mut().for_each(|w| *w = strong_mul(g, *w));
-            }
-            return Tensor::from_vec(w, x.shape());
-        }
-        let mut w = logsumexp_weights(x, axes);
-        Zip::from(&mut w)
-            .and_broadcast(&gb)
-            .for_each(|w, &g| *w = strong_mul(g, *w));
-        Tensor::from_array(w)
     }
 
     /// JVP of `x.sum()`.
@@ -980,218 +741,5 @@ pub mod rules {
     ) -> Tensor<T> {
         let axes = axes_of("prod_axes_vjp", axes, x.shape());
         prod_vjp_impl("prod_axes_vjp", g, x, &axes, keepdims)
-    }
-
-    /// JVP of `y = x.logsumexp()`: `sum(dx * softmax(x))`.
-    #[track_caller]
-    pub fn logsumexp_jvp<T: Element>(x: &Tensor<T>, y: &Tensor<T>, dx: &Tensor<T>) -> Tensor<T> {
-        logsumexp_jvp_impl("logsumexp_jvp", x, y, &all_axes(x.ndim()), false, dx)
-    }
-    /// VJP of `y = x.logsumexp()`: `g * softmax(x)`.
-    #[track_caller]
-    pub fn logsumexp_vjp<T: Element>(g: &Tensor<T>, x: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
-        logsumexp_vjp_impl("logsumexp_vjp", g, x, y, &all_axes(x.ndim()), false)
-    }
-
-    /// JVP of `y = x.logsumexp_axes(axes, keepdims)`: `sum(dx * softmax(x))` over `axes`.
-    #[track_caller]
-    pub fn logsumexp_axes_jvp<T: Element>(
-        x: &Tensor<T>,
-        y: &Tensor<T>,
-        axes: &[isize],
-        keepdims: bool,
-        dx: &Tensor<T>,
-    ) -> Tensor<T> {
-        let axes = axes_of("logsumexp_axes_jvp", axes, x.shape());
-        logsumexp_jvp_impl("logsumexp_axes_jvp", x, y, &axes, keepdims, dx)
-    }
-    /// VJP of `y = x.logsumexp_axes(axes, keepdims)`: `g * softmax(x)`, the softmax over `axes`.
-    #[track_caller]
-    pub fn logsumexp_axes_vjp<T: Element>(
-        g: &Tensor<T>,
-        x: &Tensor<T>,
-        y: &Tensor<T>,
-        axes: &[isize],
-        keepdims: bool,
-    ) -> Tensor<T> {
-        let axes = axes_of("logsumexp_axes_vjp", axes, x.shape());
-        logsumexp_vjp_impl("logsumexp_axes_vjp", g, x, y, &axes, keepdims)
-    }
-
-    #[track_caller]
-    fn var_jvp_impl<T: Element>(
-        x: &Tensor<T>,
-        axes: &[usize],
-        keepdims: bool,
-        ddof: usize,
-        dx: &Tensor<T>,
-    ) -> Tensor<T> {
-        let (mut d, n) = deviations(x.view(), axes);
-        let c = T::from_f64(2.0) / var_divisor::<T>(n, ddof);
-        Zip::from(&mut d)
-            .and(dx.view())
-            .for_each(|d, &t| *d = strong_mul(t, *d));
-        Tensor::from_array(sum_view(d.view(), axes, keepdims).mapv_into(|s| strong_mul(s, c)))
-    }
-
-    #[track_caller]
-    fn var_vjp_impl<T: Element>(
-        op: &'static str,
-        g: &Tensor<T>,
-        x: &Tensor<T>,
-        axes: &[usize],
-        keepdims: bool,
-        ddof: usize,
-    ) -> Tensor<T> {
-        let gb = expand_back(op, g.view(), x.shape(), axes, keepdims);
-        let (mut d, n) = deviations(x.view(), axes);
-        let c = T::from_f64(2.0) / var_divisor::<T>(n, ddof);
-        Zip::from(&mut d)
-            .and_broadcast(&gb)
-            .for_each(|d, &g| *d = strong_mul(g, *d * c));
-        Tensor::from_array(d)
-    }
-
-    /// `1 / ((n - ddof) y)`, the factor `std`'s rules apply to `d`; `0` where `y = 0` (see the
-    /// module's table).
-    fn std_scale<T: Element>(y: T, divisor: T) -> T {
-        if y == T::zero() {
-            T::zero()
-        } else {
-            (divisor * y).recip()
-        }
-    }
-
-    #[track_caller]
-    fn std_jvp_impl<T: Element>(
-        op: &'static str,
-        x: &Tensor<T>,
-        y: &Tensor<T>,
-        axes: &[usize],
-        keepdims: bool,
-        ddof: usize,
-        dx: &Tensor<T>,
-    ) -> Tensor<T> {
-        expand_back(op, y.view(), x.shape(), axes, keepdims);
-        let (mut d, n) = deviations(x.view(), axes);
-        let c = var_divisor::<T>(n, ddof);
-        Zip::from(&mut d)
-            .and(dx.view())
-            .for_each(|d, &t| *d = strong_mul(t, *d));
-        let mut s = sum_view(d.view(), axes, keepdims);
-        Zip::from(&mut s)
-            .and(y.view())
-            .for_each(|s, &y| *s = strong_mul(*s, std_scale(y, c)));
-        Tensor::from_array(s)
-    }
-
-    #[track_caller]
-    fn std_vjp_impl<T: Element>(
-        op: &'static str,
-        g: &Tensor<T>,
-        x: &Tensor<T>,
-        y: &Tensor<T>,
-        axes: &[usize],
-        keepdims: bool,
-        ddof: usize,
-    ) -> Tensor<T> {
-        let yk = expand_back(op, y.view(), x.shape(), axes, keepdims);
-        let gk = expand_back(op, g.view(), x.shape(), axes, keepdims);
-        let (mut d, n) = deviations(x.view(), axes);
-        let c = var_divisor::<T>(n, ddof);
-        let share = Zip::from(&gk)
-            .and(&yk)
-            .map_collect(|&g, &y| strong_mul(g, std_scale(y, c)));
-        Zip::from(&mut d)
-            .and_broadcast(&share)
-            .for_each(|d, &s| *d = strong_mul(s, *d));
-        Tensor::from_array(d)
-    }
-
-    /// JVP of `x.var(ddof)`: `2 sum(dx * (x - mean)) / (n - ddof)`.
-    #[track_caller]
-    pub fn var_jvp<T: Element>(x: &Tensor<T>, ddof: usize, dx: &Tensor<T>) -> Tensor<T> {
-        var_jvp_impl(x, &all_axes(x.ndim()), false, ddof, dx)
-    }
-    /// VJP of `x.var(ddof)`: `2 g (x - mean) / (n - ddof)`.
-    #[track_caller]
-    pub fn var_vjp<T: Element>(g: &Tensor<T>, x: &Tensor<T>, ddof: usize) -> Tensor<T> {
-        var_vjp_impl("var_vjp", g, x, &all_axes(x.ndim()), false, ddof)
-    }
-
-    /// JVP of `x.var_axes(axes, keepdims, ddof)`: per group, `2 sum(dx * (x - mean)) / (n - ddof)`.
-    #[track_caller]
-    pub fn var_axes_jvp<T: Element>(
-        x: &Tensor<T>,
-        axes: &[isize],
-        keepdims: bool,
-        ddof: usize,
-        dx: &Tensor<T>,
-    ) -> Tensor<T> {
-        let axes = axes_of("var_axes_jvp", axes, x.shape());
-        var_jvp_impl(x, &axes, keepdims, ddof, dx)
-    }
-    /// VJP of `x.var_axes(axes, keepdims, ddof)`: `2 g (x - mean) / (n - ddof)`, `g` broadcast
-    /// back over the group.
-    #[track_caller]
-    pub fn var_axes_vjp<T: Element>(
-        g: &Tensor<T>,
-        x: &Tensor<T>,
-        axes: &[isize],
-        keepdims: bool,
-        ddof: usize,
-    ) -> Tensor<T> {
-        let axes = axes_of("var_axes_vjp", axes, x.shape());
-        var_vjp_impl("var_axes_vjp", g, x, &axes, keepdims, ddof)
-    }
-
-    /// JVP of `y = x.std(ddof)`: `sum(dx * (x - mean)) / ((n - ddof) y)`, `0` where `y = 0`.
-    #[track_caller]
-    pub fn std_jvp<T: Element>(
-        x: &Tensor<T>,
-        y: &Tensor<T>,
-        ddof: usize,
-        dx: &Tensor<T>,
-    ) -> Tensor<T> {
-        std_jvp_impl("std_jvp", x, y, &all_axes(x.ndim()), false, ddof, dx)
-    }
-    /// VJP of `y = x.std(ddof)`: `g (x - mean) / ((n - ddof) y)`, `0` where `y = 0`.
-    #[track_caller]
-    pub fn std_vjp<T: Element>(
-        g: &Tensor<T>,
-        x: &Tensor<T>,
-        y: &Tensor<T>,
-        ddof: usize,
-    ) -> Tensor<T> {
-        std_vjp_impl("std_vjp", g, x, y, &all_axes(x.ndim()), false, ddof)
-    }
-
-    /// JVP of `y = x.std_axes(axes, keepdims, ddof)`: per group,
-    /// `sum(dx * (x - mean)) / ((n - ddof) y)`, `0` where `y = 0`.
-    #[track_caller]
-    pub fn std_axes_jvp<T: Element>(
-        x: &Tensor<T>,
-        y: &Tensor<T>,
-        axes: &[isize],
-        keepdims: bool,
-        ddof: usize,
-        dx: &Tensor<T>,
-    ) -> Tensor<T> {
-        let axes = axes_of("std_axes_jvp", axes, x.shape());
-        std_jvp_impl("std_axes_jvp", x, y, &axes, keepdims, ddof, dx)
-    }
-    /// VJP of `y = x.std_axes(axes, keepdims, ddof)`: `g (x - mean) / ((n - ddof) y)`, `g` and
-    /// `y` broadcast back over the group, `0` where `y = 0`.
-    #[track_caller]
-    pub fn std_axes_vjp<T: Element>(
-        g: &Tensor<T>,
-        x: &Tensor<T>,
-        y: &Tensor<T>,
-        axes: &[isize],
-        keepdims: bool,
-        ddof: usize,
-    ) -> Tensor<T> {
-        let axes = axes_of("std_axes_vjp", axes, x.shape());
-        std_vjp_impl("std_axes_vjp", g, x, y, &axes, keepdims, ddof)
     }
 }
