@@ -84,6 +84,9 @@
 //!   unique (`Ā = U diag(s̄) Vᵀ`); the vectors' needs distinct and non-zero singular values.
 //! - `lstsq`, for full column rank: with the residual `r = B - A X`, `dX = (AᵀA)⁻¹ (dAᵀ r + Aᵀ
 //!   (dB - dA X))`; with `Z = (AᵀA)⁻¹ ḡ = R⁻¹ R⁻ᵀ ḡ`, `B̄ = A Z` and `Ā = r Zᵀ - B̄ Xᵀ`.
+//!
+//! The generic kernels are in `factor/kernels.rs`, `svd` and its factors' ops and rules in
+//! `factor/svd.rs`.
 
 use super::rules::symmetric_from_lower;
 use super::{elements, lu_logabsdet, map_indexed, matrices, square, Batched};
@@ -92,384 +95,10 @@ use crate::error::{OrPanic, ShapeError};
 use crate::factorize::LuFactors;
 use crate::tensor::Tensor;
 
-// ---- kernels on one row-major matrix ----------------------------------------------------------
+mod kernels;
+mod svd;
 
-/// The sign of `det A` from faer's partial-pivot LU factors of `A`.
-fn lu_sign_det<T: Element>(f: &LuFactors<T>) -> T {
-    let negatives = f.pivots.iter().filter(|&&p| p < T::zero()).count();
-    if negatives % 2 == 1 {
-        -f.sign
-    } else {
-        f.sign
-    }
-}
-
-/// The sign of `x` with `+1` at zero.
-fn sign_of<T: Element>(x: T) -> T {
-    if x < T::zero() {
-        -T::one()
-    } else {
-        T::one()
-    }
-}
-
-/// `(c, s)` of the Jacobi rotation that annihilates the off-diagonal entry `off` of a symmetric
-/// pair whose diagonal entries differ by `diff = a_qq - a_pp`: `t = s / c` is the smaller root of
-/// `t² + 2ζt - 1 = 0`, `ζ = diff / (2 off)`, written as `t = 2 off sign(diff) / (|diff| +
-/// hypot(diff, 2 off))` so that it neither divides by `off` nor overflows. On dual numbers the
-/// pair's off-diagonal value is often exactly zero while its tangent is not (a diagonal matrix
-/// pushed along a full direction, or two columns that the previous rotation made orthogonal to
-/// the last bit): this form gives `t = 0` with the tangent `off' / diff`, the rotation that
-/// annihilates the tangent, where `ζ = ±∞` gave `t`'s tangent `∞ · 0 = NaN`.
-fn rotation<T: Element>(diff: T, off: T) -> (T, T) {
-    let two_off = off + off;
-    let t = two_off * sign_of(diff) / (diff.abs() + diff.hypot(two_off));
-    let c = T::one() / t.hypot(T::one());
-    (c, c * t)
-}
-
-/// Whether a Jacobi method leaves the pair with off-diagonal entry `off` and diagonal difference
-/// `diff` alone: when `off` is exactly zero (value and tangent, on dual numbers), and when the
-/// values of both are zero, a repeated eigen- or singular value whose pair is already diagonal.
-/// There the rotation that would diagonalise the tangents is not a function of the values (it
-/// is `0 / 0`), and the pair is left as it is: the eigenvalues' tangents are then the diagonal
-/// of `Vᵀ dA V` in the basis returned, as the rule `eigvalsh_jvp` gives.
-fn leave_alone<T: Element>(diff: T, off: T) -> bool {
-    off.is_exact_zero() || (off == T::zero() && diff == T::zero())
-}
-
-/// Rotates columns `p` and `q` of the `rows × cols` matrix `x`: `(xp, xq) ← (c xp - s xq, s xp +
-/// c xq)`.
-fn rotate_columns<T: Element>(x: &mut [T], cols: usize, p: usize, q: usize, c: T, s: T) {
-    for row in x.chunks_mut(cols) {
-        let (xp, xq) = (row[p], row[q]);
-        row[p] = c * xp - s * xq;
-        row[q] = s * xp + c * xq;
-    }
-}
-
-/// The dot product of columns `p` and `q` of `x` (`cols` wide).
-fn column_dot<T: Element>(x: &[T], cols: usize, p: usize, q: usize) -> T {
-    x.chunks(cols).map(|row| row[p] * row[q]).sum()
-}
-
-/// Sweeps of Jacobi methods before giving up on convergence (they converge quadratically, in
-/// under ten sweeps for the matrices they are meant for).
-const MAX_SWEEPS: usize = 60;
-
-/// `Q` (`m × k`) and `R` (`k × n`), `k = min(m, n)`, of the reduced QR factorization, `R` with
-/// a positive diagonal; `Err(j)` when column `j < k` depends on the ones before it. A wide
-/// matrix `[X | Y]` (`X` its first `m` columns) is `Q [R_X | Qᵀ Y]` for `X = Q R_X`.
-fn qr_kernel<T: Element>(a: &[T], m: usize, n: usize) -> Result<(Vec<T>, Vec<T>), usize> {
-    if m < n {
-        let x: Vec<T> = a.chunks(n).flat_map(|row| row[..m].to_vec()).collect();
-        let (q, rx) = qr_kernel(&x, m, m)?;
-        let r = (0..m * n)
-            .map(|idx| {
-                let (i, j) = (idx / n, idx % n);
-                if j < m {
-                    rx[i * m + j]
-                } else {
-                    (0..m).map(|p| q[p * m + i] * a[p * n + j]).sum()
-                }
-            })
-            .collect();
-        return Ok((q, r));
-    }
-    let mut q = a.to_vec();
-    let mut r = vec![T::zero(); n * n];
-    for j in 0..n {
-        for _pass in 0..2 {
-            for i in 0..j {
-                let d = column_dot(&q, n, i, j);
-                r[i * n + j] += d;
-                for row in q.chunks_mut(n) {
-                    let qi = row[i];
-                    row[j] -= d * qi;
-                }
-            }
-        }
-        let norm = column_dot(&q, n, j, j).sqrt();
-        if norm == T::zero() || !norm.is_finite() {
-            return Err(j);
-        }
-        r[j * n + j] = norm;
-        for row in q.chunks_mut(n) {
-            row[j] /= norm;
-        }
-    }
-    debug_assert_eq!(q.len(), m * n);
-    Ok((q, r))
-}
-
-/// [`qr_kernel`]'s factors: faer's for `f32` and `f64` when its `R` has no diagonal entry at or
-/// below `(m + n) ε` times the largest (about Householder QR's backward error: below it, a
-/// column may depend on the ones before it up to rounding), each row of `R` (and column of `Q`) signed so that the diagonal
-/// is positive; the generic kernel's otherwise, which decides whether a column depends on the
-/// ones before it.
-fn qr_factors<T: Element>(a: &[T], m: usize, n: usize) -> Result<(Vec<T>, Vec<T>), usize> {
-    if let Some(kernels) = T::factor_kernels() {
-        let (mut q, mut r) = (kernels.qr)(a, m, n);
-        let k = m.min(n);
-        let largest = (0..k).fold(T::zero(), |x, j| x.max(r[j * n + j].abs()));
-        let floor = T::from_f64((m + n) as f64) * T::epsilon() * largest;
-        if largest.is_finite() && (0..k).all(|j| r[j * n + j].abs() > floor) {
-            for j in 0..k {
-                if r[j * n + j] < T::zero() {
-                    r[j * n..(j + 1) * n].iter_mut().for_each(|x| *x = -*x);
-                    q.chunks_mut(k).for_each(|row| row[j] = -row[j]);
-                }
-            }
-            return Ok((q, r));
-        }
-    }
-    qr_kernel(a, m, n)
-}
-
-/// Orders the columns of `vectors` (`rows × k`) by `values` (ascending or descending), and signs
-/// each so that its largest component is positive, flipping the same column of `partner` (`prows
-/// × k`) with it.
-fn order_and_sign<T: Element>(
-    values: &mut Vec<T>,
-    vectors: &mut Vec<T>,
-    rows: usize,
-    mut partner: Option<(&mut Vec<T>, usize)>,
-    ascending: bool,
-) {
-    let k = values.len();
-    let mut order: Vec<usize> = (0..k).collect();
-    order.sort_by(|&i, &j| {
-        let o = values[i]
-            .partial_cmp(&values[j])
-            .unwrap_or(std::cmp::Ordering::Equal);
-        if ascending {
-            o
-        } else {
-            o.reverse()
-        }
-    });
-    let permute = |x: &[T], rows: usize| -> Vec<T> {
-        (0..rows)
-            .flat_map(|r| order.iter().map(move |&c| x[r * k + c]))
-            .collect()
-    };
-    *values = order.iter().map(|&i| values[i]).collect();
-    *vectors = permute(vectors, rows);
-    if let Some((p, prows)) = partner.as_mut() {
-        **p = permute(p, *prows);
-    }
-    for c in 0..k {
-        let mut big = 0;
-        for r in 1..rows {
-            if vectors[r * k + c].abs() > vectors[big * k + c].abs() {
-                big = r;
-            }
-        }
-        if vectors[big * k + c] < T::zero() {
-            for r in 0..rows {
-                vectors[r * k + c] = -vectors[r * k + c];
-            }
-            if let Some((p, prows)) = partner.as_mut() {
-                for r in 0..*prows {
-                    p[r * k + c] = -p[r * k + c];
-                }
-            }
-        }
-    }
-}
-
-/// Eigenvalues (ascending) and eigenvectors (columns) of the symmetric `n × n` matrix whose
-/// lower triangle is that of `a`, by cyclic Jacobi.
-fn jacobi_eigh<T: Element>(a: &[T], n: usize) -> (Vec<T>, Vec<T>) {
-    let mut s: Vec<T> = (0..n * n)
-        .map(|idx| {
-            let (i, j) = (idx / n, idx % n);
-            if i >= j {
-                a[idx]
-            } else {
-                a[j * n + i]
-            }
-        })
-        .collect();
-    let mut v: Vec<T> = (0..n * n)
-        .map(|idx| {
-            if idx % (n + 1) == 0 {
-                T::one()
-            } else {
-                T::zero()
-            }
-        })
-        .collect();
-    // A pair is rotated while its off-diagonal entry is above `ε √|a_pp a_qq|` (the test that
-    // keeps small eigenvalues accurate); once none is, one more sweep rotates every pair that is
-    // not exactly zero: on dual numbers it annihilates the off-diagonal tangents.
-    let (eps, tiny) = (T::epsilon(), T::min_positive_value());
-    let mut finishing = false;
-    for _ in 0..MAX_SWEEPS {
-        let mut rotated = false;
-        for p in 0..n {
-            for q in p + 1..n {
-                let apq = s[p * n + q];
-                let (app, aqq) = (s[p * n + p], s[q * n + q]);
-                let small = apq.abs() <= eps * (app * aqq).abs().sqrt()
-                    || apq.abs() <= tiny
-                    || apq.is_nan();
-                if leave_alone(aqq - app, apq) || (small && !finishing) {
-                    continue;
-                }
-                rotated |= !small;
-                let (c, sn) = rotation(aqq - app, apq);
-                rotate_columns(&mut s, n, p, q, c, sn);
-                for k in 0..n {
-                    let (sp, sq) = (s[p * n + k], s[q * n + k]);
-                    s[p * n + k] = c * sp - sn * sq;
-                    s[q * n + k] = sn * sp + c * sq;
-                }
-                // The rotation zeroes the pair (its value and, on dual numbers, its tangent).
-                s[p * n + q] = T::zero();
-                s[q * n + p] = T::zero();
-                rotate_columns(&mut v, n, p, q, c, sn);
-            }
-        }
-        if finishing {
-            break;
-        }
-        finishing = !rotated;
-    }
-    let mut w: Vec<T> = (0..n).map(|i| s[i * n + i]).collect();
-    order_and_sign(&mut w, &mut v, n, None, true);
-    (w, v)
-}
-
-/// The thin SVD of the `m × n` matrix `a` with `m >= n`, by one-sided Jacobi: `U` (`m × n`), `s`
-/// (descending) and `V` (`n × n`, columns the right singular vectors).
-fn svd_tall_kernel<T: Element>(a: &[T], m: usize, n: usize) -> (Vec<T>, Vec<T>, Vec<T>) {
-    let mut u = a.to_vec();
-    let mut v: Vec<T> = (0..n * n)
-        .map(|idx| {
-            if idx % (n + 1) == 0 {
-                T::one()
-            } else {
-                T::zero()
-            }
-        })
-        .collect();
-    let eps = T::epsilon();
-    // Once no pair is above the threshold, one more sweep rotates every pair that is not exactly
-    // orthogonal: on dual numbers it annihilates the tangents of the columns' inner products.
-    let mut finishing = false;
-    for _ in 0..MAX_SWEEPS {
-        let mut rotated = false;
-        for p in 0..n {
-            for q in p + 1..n {
-                let alpha = column_dot(&u, n, p, p);
-                let beta = column_dot(&u, n, q, q);
-                let gamma = column_dot(&u, n, p, q);
-                let small = gamma.abs() <= eps * (alpha * beta).sqrt() || gamma.is_nan();
-                if leave_alone(beta - alpha, gamma) || (small && !finishing) {
-                    continue;
-                }
-                rotated |= !small;
-                let (c, s) = rotation(beta - alpha, gamma);
-                rotate_columns(&mut u, n, p, q, c, s);
-                rotate_columns(&mut v, n, p, q, c, s);
-            }
-        }
-        if finishing {
-            break;
-        }
-        finishing = !rotated;
-    }
-    let mut s: Vec<T> = (0..n).map(|j| column_dot(&u, n, j, j).sqrt()).collect();
-    order_and_sign(&mut s, &mut u, m, Some((&mut v, n)), false);
-    // Normalise the columns; those of zero singular values complete an orthonormal set.
-    for j in 0..n {
-        if s[j] > T::zero() {
-            for row in u.chunks_mut(n) {
-                row[j] /= s[j];
-            }
-        } else {
-            complete_column(&mut u, m, n, j);
-        }
-    }
-    (u, s, v)
-}
-
-/// Replaces column `j` of `u` (`m × n`, columns before `j` orthonormal) by a unit vector
-/// orthogonal to them: the first unit basis vector that keeps enough of its length after two
-/// passes of Gram–Schmidt.
-fn complete_column<T: Element>(u: &mut [T], m: usize, n: usize, j: usize) {
-    let threshold = T::from_f64(0.5);
-    let mut best = (T::zero(), vec![T::zero(); m]);
-    for e in 0..m {
-        let mut x: Vec<T> = (0..m)
-            .map(|r| if r == e { T::one() } else { T::zero() })
-            .collect();
-        for _pass in 0..2 {
-            for i in 0..j {
-                let d: T = (0..m).map(|r| u[r * n + i] * x[r]).sum();
-                for r in 0..m {
-                    x[r] -= d * u[r * n + i];
-                }
-            }
-        }
-        let norm = x.iter().map(|&y| y * y).sum::<T>().sqrt();
-        if norm > best.0 {
-            best = (norm, x);
-        }
-        if best.0 > threshold {
-            break;
-        }
-    }
-    let (norm, x) = best;
-    for r in 0..m {
-        u[r * n + j] = x[r] / norm;
-    }
-}
-
-/// The transpose of the `rows × cols` matrix `x`.
-fn transposed<T: Element>(x: &[T], rows: usize, cols: usize) -> Vec<T> {
-    (0..cols)
-        .flat_map(|c| (0..rows).map(move |r| x[r * cols + c]))
-        .collect()
-}
-
-/// The thin SVD of the `m × n` matrix `a` by one-sided Jacobi: `U` (`m × k`), `s` (`k`), `Vh`
-/// (`k × n`).
-fn jacobi_svd<T: Element>(a: &[T], m: usize, n: usize) -> (Vec<T>, Vec<T>, Vec<T>) {
-    if m >= n {
-        let (u, s, v) = svd_tall_kernel(a, m, n);
-        (u, s, transposed(&v, n, n))
-    } else {
-        // Aᵀ = U' S V'ᵀ, so A = V' S U'ᵀ. The largest component of V' (now U) is made positive.
-        let (u2, mut s, mut v2) = svd_tall_kernel(&transposed(a, m, n), n, m);
-        let mut u2 = u2;
-        order_and_sign(&mut s, &mut v2, m, Some((&mut u2, n)), false);
-        (v2, s, transposed(&u2, n, m))
-    }
-}
-
-/// Eigenvalues (ascending) and eigenvectors (columns, signed) of the symmetric `n × n` matrix
-/// whose lower triangle is that of `a`: faer's for `f32` and `f64`, Jacobi's otherwise (or when
-/// faer's does not converge).
-fn eigh_kernel<T: Element>(a: &[T], n: usize) -> (Vec<T>, Vec<T>) {
-    if let Some((mut w, mut v)) = T::factor_kernels().and_then(|k| (k.eigh)(a, n)) {
-        order_and_sign(&mut w, &mut v, n, None, true);
-        return (w, v);
-    }
-    jacobi_eigh(a, n)
-}
-
-/// The thin SVD of the `m × n` matrix `a`, `U` (`m × k`), `s` (`k`, descending), `Vh` (`k × n`),
-/// signed: faer's for `f32` and `f64`, Jacobi's otherwise (or when faer's does not converge).
-fn svd_kernel<T: Element>(a: &[T], m: usize, n: usize) -> (Vec<T>, Vec<T>, Vec<T>) {
-    if let Some((mut u, mut s, mut v)) = T::factor_kernels().and_then(|k| (k.svd)(a, m, n)) {
-        let k = s.len();
-        order_and_sign(&mut s, &mut u, m, Some((&mut v, n)), false);
-        return (u, s, transposed(&v, n, k));
-    }
-    jacobi_svd(a, m, n)
-}
+use kernels::*;
 
 // ---- the ops ----------------------------------------------------------------------------------
 
@@ -727,89 +356,6 @@ impl<T: Element> Tensor<T> {
         Ok(self.eigh_named("eigh_vectors")?.1)
     }
 
-    /// The thin SVD `A = U diag(s) Vh` of each matrix of `[.., m, n]`, `k = min(m, n)`: `U [..,
-    /// m, k]`, the singular values `s [.., k]` descending, `Vh [.., k, n]`; each pair of singular
-    /// vectors signed so that the largest component of the left one is positive.
-    ///
-    /// ```
-    /// use rune_runtime::Tensor;
-    /// let a = Tensor::from_vec(vec![0.0, 2.0, 0.0, 0.0, 0.0, 3.0], &[2, 3]);
-    /// let (u, s, vh) = a.svd();
-    /// assert_eq!(s.to_vec(), vec![3.0, 2.0]);
-    /// assert_eq!(u.to_vec(), vec![0.0, 1.0, 1.0, 0.0]);
-    /// assert_eq!(vh.to_vec(), vec![0.0, 0.0, 1.0, 0.0, 1.0, 0.0]);
-    /// ```
-    ///
-    /// # Panics
-    /// When the tensor has fewer than two axes.
-    #[track_caller]
-    #[must_use]
-    pub fn svd(&self) -> (Tensor<T>, Tensor<T>, Tensor<T>) {
-        self.try_svd().or_panic()
-    }
-
-    /// Like [`Tensor::svd`], returning an error for fewer than two axes.
-    #[allow(clippy::type_complexity)]
-    pub fn try_svd(&self) -> Result<(Tensor<T>, Tensor<T>, Tensor<T>), ShapeError> {
-        self.svd_named("svd")
-    }
-
-    #[allow(clippy::type_complexity)]
-    fn svd_named(&self, op: &'static str) -> Result<(Tensor<T>, Tensor<T>, Tensor<T>), ShapeError> {
-        let (batch, m, n) = matrices(op, self.shape())?;
-        let k = m.min(n);
-        let [u, s, vh] = factor_batch(self, batch, [&[m, k], &[k], &[k, n]], |_, a| {
-            let (u, s, vh) = svd_kernel(a, m, n);
-            Ok([u, s, vh])
-        })?;
-        Ok((u, s, vh))
-    }
-
-    /// `U` of [`Tensor::svd`].
-    ///
-    /// # Panics
-    /// When the tensor has fewer than two axes.
-    #[track_caller]
-    #[must_use]
-    pub fn svd_u(&self) -> Tensor<T> {
-        self.try_svd_u().or_panic()
-    }
-
-    /// Like [`Tensor::svd_u`], returning an error for fewer than two axes.
-    pub fn try_svd_u(&self) -> Result<Tensor<T>, ShapeError> {
-        Ok(self.svd_named("svd_u")?.0)
-    }
-
-    /// The singular values of [`Tensor::svd`], descending.
-    ///
-    /// # Panics
-    /// When the tensor has fewer than two axes.
-    #[track_caller]
-    #[must_use]
-    pub fn svdvals(&self) -> Tensor<T> {
-        self.try_svdvals().or_panic()
-    }
-
-    /// Like [`Tensor::svdvals`], returning an error for fewer than two axes.
-    pub fn try_svdvals(&self) -> Result<Tensor<T>, ShapeError> {
-        Ok(self.svd_named("svdvals")?.1)
-    }
-
-    /// `Vh` of [`Tensor::svd`].
-    ///
-    /// # Panics
-    /// When the tensor has fewer than two axes.
-    #[track_caller]
-    #[must_use]
-    pub fn svd_vh(&self) -> Tensor<T> {
-        self.try_svd_vh().or_panic()
-    }
-
-    /// Like [`Tensor::svd_vh`], returning an error for fewer than two axes.
-    pub fn try_svd_vh(&self) -> Result<Tensor<T>, ShapeError> {
-        Ok(self.svd_named("svd_vh")?.2)
-    }
-
     /// The least-squares solution `X [.., n, k]` minimising `‖A X - B‖` for each full-column-rank
     /// matrix `A` of `[.., m, n]`, `m >= n`, and `B` of `[.., m, k]`, by QR. The leading axes of
     /// `A` and `B` broadcast, as NumPy's and JAX's.
@@ -870,8 +416,10 @@ pub mod rules {
     use crate::broadcast::sum_to_shape;
     use crate::ops::combine::concat;
 
+    pub use super::svd::rules::*;
+
     /// `Fᵢⱼ = 1 / (xⱼ - xᵢ)` off the diagonal, `0` on it, for each vector `x [.., n]`.
-    fn gap_inverses<T: Element>(x: &Tensor<T>) -> Tensor<T> {
+    pub(super) fn gap_inverses<T: Element>(x: &Tensor<T>) -> Tensor<T> {
         let gaps = x.expand_dims(-2) - x.expand_dims(-1);
         map_indexed(
             &gaps,
@@ -886,18 +434,18 @@ pub mod rules {
     }
 
     /// `x - u (uᵀ x)`: `x` projected off the columns of `u`.
-    fn project_off<T: Element>(u: &Tensor<T>, x: &Tensor<T>) -> Tensor<T> {
+    pub(super) fn project_off<T: Element>(u: &Tensor<T>, x: &Tensor<T>) -> Tensor<T> {
         x - &u.matmul(&u.t().matmul(x))
     }
 
     /// `s [.., k]` as `[.., 1, k]`: `X * as_columns(s)` is `X diag(s)`, column `j` scaled by
     /// `sⱼ`.
-    fn as_columns<T: Element>(s: &Tensor<T>) -> Tensor<T> {
+    pub(super) fn as_columns<T: Element>(s: &Tensor<T>) -> Tensor<T> {
         s.expand_dims(-2)
     }
 
     /// `s [.., k]` as `[.., k, 1]`: `X * as_rows(s)` is `diag(s) X`, row `i` scaled by `sᵢ`.
-    fn as_rows<T: Element>(s: &Tensor<T>) -> Tensor<T> {
+    pub(super) fn as_rows<T: Element>(s: &Tensor<T>) -> Tensor<T> {
         s.expand_dims(-1)
     }
 
@@ -958,21 +506,21 @@ pub mod rules {
     }
 
     /// Columns `lo..hi` of each matrix of `x`.
-    fn columns<T: Element>(x: &Tensor<T>, lo: usize, hi: usize) -> Tensor<T> {
+    pub(super) fn columns<T: Element>(x: &Tensor<T>, lo: usize, hi: usize) -> Tensor<T> {
         let mut ranges: Vec<(usize, usize)> = x.shape().iter().map(|&d| (0, d)).collect();
         *ranges.last_mut().expect("a matrix has two axes") = (lo, hi);
         x.shrink(&ranges)
     }
 
     /// The rows and columns of each matrix of `a`.
-    fn matrix_dims<T: Element>(a: &Tensor<T>) -> (usize, usize) {
+    pub(super) fn matrix_dims<T: Element>(a: &Tensor<T>) -> (usize, usize) {
         let s = a.shape();
         (s[s.len() - 2], s[s.len() - 1])
     }
 
     /// `(dQ, dR)` of the QR factorization `Q R` of a matrix with at least as many rows as
     /// columns, along `da`.
-    fn tall_qr_tangents<T: Element>(
+    pub(super) fn tall_qr_tangents<T: Element>(
         q: &Tensor<T>,
         r: &Tensor<T>,
         da: &Tensor<T>,
@@ -989,7 +537,7 @@ pub mod rules {
     /// `(dQ, dR)` of the QR factorization of `a` along `da`; for a wide `a = [X | Y]` (`X`
     /// square), `X`'s and `dR_Y = dQᵀ Y + Qᵀ dY`.
     #[track_caller]
-    fn qr_tangents<T: Element>(a: &Tensor<T>, da: &Tensor<T>) -> (Tensor<T>, Tensor<T>) {
+    pub(super) fn qr_tangents<T: Element>(a: &Tensor<T>, da: &Tensor<T>) -> (Tensor<T>, Tensor<T>) {
         let (q, r) = a.qr();
         let (m, n) = matrix_dims(a);
         if m >= n {
@@ -1002,7 +550,7 @@ pub mod rules {
 
     /// `Ā` of the QR factorization `Q R` of a matrix with at least as many rows as columns, from
     /// the cotangents of `Q` and `R`.
-    fn tall_qr_cotangent<T: Element>(
+    pub(super) fn tall_qr_cotangent<T: Element>(
         q: &Tensor<T>,
         r: &Tensor<T>,
         gq: Option<&Tensor<T>>,
@@ -1027,7 +575,7 @@ pub mod rules {
     /// [X | Y]` (`X` square, `R = [R_X | Qᵀ Y]`), `X̄` is the square factorization's with `Q̄ + Y
     /// R̄_Yᵀ`, and `Ȳ = Q R̄_Y`.
     #[track_caller]
-    fn qr_cotangent<T: Element>(
+    pub(super) fn qr_cotangent<T: Element>(
         a: &Tensor<T>,
         gq: Option<&Tensor<T>>,
         gr: Option<&Tensor<T>>,
@@ -1082,7 +630,7 @@ pub mod rules {
     /// `(V, Vᵀ dA_s V)` for the eigenvectors `V` of `a` and the symmetric tangent `dA_s` of `da`'s
     /// lower triangle.
     #[track_caller]
-    fn eigh_rotated<T: Element>(
+    pub(super) fn eigh_rotated<T: Element>(
         a: &Tensor<T>,
         da: &Tensor<T>,
     ) -> (Tensor<T>, Tensor<T>, Tensor<T>) {
@@ -1124,112 +672,9 @@ pub mod rules {
         fold_onto_lower(&v.matmul(&inner).matmul(&v.t()))
     }
 
-    /// `1 / (sⱼ² - sᵢ²)` off the diagonal.
-    fn svd_gaps<T: Element>(s: &Tensor<T>) -> Tensor<T> {
-        gap_inverses(&(s * s))
-    }
-
-    /// `(dU, ds, dVh)` of the thin SVD of `a` along `da`.
-    #[track_caller]
-    fn svd_tangents<T: Element>(
-        a: &Tensor<T>,
-        da: &Tensor<T>,
-    ) -> (Tensor<T>, Tensor<T>, Tensor<T>) {
-        let (u, s, vh) = a.svd();
-        let v = vh.t();
-        let p = u.t().matmul(da).matmul(&v);
-        let f = svd_gaps(&s);
-        let ds = p.diagonal();
-        // P S scales columns, S P rows.
-        let (ps, sp) = (&p * &as_columns(&s), &p * &as_rows(&s));
-        let du =
-            u.matmul(&(&f * &(&ps + &ps.t()))) + project_off(&u, &da.matmul(&v)) / as_columns(&s);
-        let dv = v.matmul(&(&f * &(&sp + &sp.t())))
-            + project_off(&v, &da.t().matmul(&u)) / as_columns(&s);
-        (du, ds, dv.t())
-    }
-
-    /// `Ā` of the thin SVD of `a` from the cotangents of `U`, `s` and `Vh`.
-    #[track_caller]
-    fn svd_cotangent<T: Element>(
-        a: &Tensor<T>,
-        gu: Option<&Tensor<T>>,
-        gs: Option<&Tensor<T>>,
-        gvh: Option<&Tensor<T>>,
-    ) -> Tensor<T> {
-        let (u, s, vh) = a.svd();
-        let v = vh.t();
-        let f = svd_gaps(&s);
-        let k = s.shape()[s.ndim() - 1];
-        let lead = &s.shape()[..s.ndim() - 1];
-        let mut inner_shape = lead.to_vec();
-        inner_shape.extend([k, k]);
-        let mut inner = Tensor::zeros(&inner_shape);
-        let mut out = Tensor::zeros(a.shape());
-        if let Some(gs) = gs {
-            inner += gs.diag();
-        }
-        if let Some(gu) = gu {
-            let j = u.t().matmul(gu);
-            inner += (&f * &(&j - &j.t())) * as_columns(&s);
-            out += project_off(&u, gu).matmul(&(&vh / &as_rows(&s)));
-        }
-        if let Some(gvh) = gvh {
-            let gv = gvh.t();
-            let j = v.t().matmul(&gv);
-            inner += (&f * &(&j - &j.t())) * as_rows(&s);
-            out += (&u / &as_columns(&s)).matmul(&project_off(&v, &gv).t());
-        }
-        out + u.matmul(&inner).matmul(&vh)
-    }
-
-    /// JVP of [`Tensor::svd_u`], from `a`.
-    #[track_caller]
-    #[must_use]
-    pub fn svd_u_jvp<T: Element>(a: &Tensor<T>, da: &Tensor<T>) -> Tensor<T> {
-        svd_tangents(a, da).0
-    }
-
-    /// VJP of [`Tensor::svd_u`], from `a`.
-    #[track_caller]
-    #[must_use]
-    pub fn svd_u_vjp<T: Element>(g: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
-        svd_cotangent(a, Some(g), None, None)
-    }
-
-    /// JVP of [`Tensor::svdvals`], from `a`: `diag(Uᵀ dA V)`.
-    #[track_caller]
-    #[must_use]
-    pub fn svdvals_jvp<T: Element>(a: &Tensor<T>, da: &Tensor<T>) -> Tensor<T> {
-        let (u, _, vh) = a.svd();
-        u.t().matmul(da).matmul(&vh.t()).diagonal()
-    }
-
-    /// VJP of [`Tensor::svdvals`], from `a`: `U diag(s̄) Vh`.
-    #[track_caller]
-    #[must_use]
-    pub fn svdvals_vjp<T: Element>(g: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
-        let (u, _, vh) = a.svd();
-        (&u * &as_columns(g)).matmul(&vh)
-    }
-
-    /// JVP of [`Tensor::svd_vh`], from `a`.
-    #[track_caller]
-    #[must_use]
-    pub fn svd_vh_jvp<T: Element>(a: &Tensor<T>, da: &Tensor<T>) -> Tensor<T> {
-        svd_tangents(a, da).2
-    }
-
-    /// VJP of [`Tensor::svd_vh`], from `a`.
-    #[track_caller]
-    #[must_use]
-    pub fn svd_vh_vjp<T: Element>(g: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
-        svd_cotangent(a, None, None, Some(g))
-    }
-
     /// `(AᵀA)⁻¹ y = R⁻¹ R⁻ᵀ y` for the `R` of `a`'s QR factorization.
     #[track_caller]
-    fn gram_solve<T: Element>(a: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
+    pub(super) fn gram_solve<T: Element>(a: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
         let r = a.qr_r();
         let z = r.solve_triangular(y, false, true);
         r.solve_triangular(&z, false, false)
