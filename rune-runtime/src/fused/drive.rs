@@ -1,0 +1,510 @@
+//! The loop every region runs: blocks of inputs filled, a closure run on their columns, its
+//! outputs written or summed (`Out`, [`Sink`]), split across threads where that is safe.
+
+use super::*;
+
+/// Calls `body(n, xs, ys)` for each block of `B` of the elements of `range`, in order, `xs[k][..n]`
+/// holding the block's `n` elements of source `xs_from[k]`, and `ys` those of `ys_from` (the
+/// cotangent, or the tangents). The callers write each block's results to their outputs
+/// ([`Out`]), so that no output is filled with zeros first.
+///
+/// The blocks are local arrays of a constant size. The callers evaluate a region over whole
+/// blocks (the elements past `n` of the last one are left from the block before, or zero:
+/// their results are not written), so their loops have a constant trip count, no bounds checks
+/// and no remainder, and LLVM vectorises them completely.
+#[inline(always)]
+pub(super) fn for_blocks<T: Element, const N: usize, const M: usize, const B: usize>(
+    range: Range<usize>,
+    xs_from: &[Source<'_, T>; N],
+    ys_from: &[Source<'_, T>; M],
+    body: impl FnMut(usize, &[[T; B]; N], &[[T; B]; M]),
+) {
+    for_steps(range, B, xs_from, ys_from, body);
+}
+
+/// [`for_blocks`] with `step` (at most `B`) elements a block: the rest of each block is left
+/// as the block before had it. A reduction over short lanes steps by whole lanes.
+#[inline(always)]
+pub(super) fn for_steps<T: Element, const N: usize, const M: usize, const B: usize>(
+    range: Range<usize>,
+    step: usize,
+    xs_from: &[Source<'_, T>; N],
+    ys_from: &[Source<'_, T>; M],
+    mut body: impl FnMut(usize, &[[T; B]; N], &[[T; B]; M]),
+) {
+    debug_assert!(step > 0 && step <= B);
+    let (mut xs, mut ys) = (splats(xs_from), splats(ys_from));
+    let mut start = range.start;
+    while start < range.end {
+        let n = step.min(range.end - start);
+        fill_blocks(&mut xs, xs_from, start, n);
+        fill_blocks(&mut ys, ys_from, start, n);
+        body(n, &xs, &ys);
+        start += n;
+    }
+}
+
+// The helpers of the loops below are generic over the element type and the sizes only, not
+// over a region's closure, so that every region of the same arity shares one copy of each:
+// a debug build of many differentiated functions compiles them once.
+
+/// The blocks of `N` sources, a scalar's filled with it and the others' with zeros.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub(super) fn splats<T: Element, const N: usize, const B: usize>(
+    from: &[Source<'_, T>; N],
+) -> [[T; B]; N] {
+    let mut blocks = [[T::zero(); B]; N];
+    for (b, s) in blocks.iter_mut().zip(from) {
+        if let Source::Splat(v) = s {
+            b.fill(*v);
+        }
+    }
+    blocks
+}
+
+/// Fills the first `n` elements of each block with its source's elements from `start` on
+/// (a scalar's block is filled once, by [`splats`]).
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub(super) fn fill_blocks<T: Element, const N: usize, const B: usize>(
+    blocks: &mut [[T; B]; N],
+    from: &[Source<'_, T>; N],
+    start: usize,
+    n: usize,
+) {
+    for (b, s) in blocks.iter_mut().zip(from) {
+        if !matches!(s, Source::Splat(_)) {
+            s.fill(start, &mut b[..n]);
+        }
+    }
+}
+
+/// Element `e` of each of `N` blocks.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub(super) fn column<T: Element, const N: usize, const B: usize>(
+    blocks: &[[T; B]; N],
+    e: usize,
+) -> [T; N] {
+    let mut c = [T::zero(); N];
+    for (c, b) in c.iter_mut().zip(blocks) {
+        *c = b[e];
+    }
+    c
+}
+
+/// Sets element `e` of each of `K` blocks.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub(super) fn set_column<T: Element, const K: usize, const B: usize>(
+    blocks: &mut [[T; B]; K],
+    e: usize,
+    values: [T; K],
+) {
+    for (b, v) in blocks.iter_mut().zip(values) {
+        b[e] = v;
+    }
+}
+
+/// Writes the first `n` elements of each block to its output.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub(super) fn put_blocks<T: Element, const K: usize, const B: usize>(
+    outs: &mut [Out<'_, T>; K],
+    blocks: &[[T; B]; K],
+    n: usize,
+) {
+    for (o, b) in outs.iter_mut().zip(blocks) {
+        o.put(&b[..n]);
+    }
+}
+
+/// Appends the sum of the first `n` elements of each block to its list of block sums.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub(super) fn push_sums<T: Element, const K: usize, const B: usize>(
+    sums: &mut [BlockSums<T>; K],
+    blocks: &[[T; B]; K],
+    n: usize,
+) {
+    for (s, b) in sums.iter_mut().zip(blocks) {
+        s.push(block_sum(&b[..n]));
+    }
+}
+
+/// Runs `$body` with the const `$b` set to the block size of a loop over `$len` elements:
+/// `$small` for a region of at most [`SMALL`] elements, `$big` otherwise. Debug builds take
+/// `$big` always, which gives the same results (a loop's values do not depend on its block
+/// size, and a region of at most `SMALL` elements is one block either way), with one copy of
+/// the loop instead of two.
+macro_rules! with_block_size {
+    ($len:expr, $small:expr, $big:expr, |$b:ident| $body:expr) => {{
+        #[cfg(not(debug_assertions))]
+        {
+            if $len <= SMALL {
+                const $b: usize = $small;
+                $body
+            } else {
+                const $b: usize = $big;
+                $body
+            }
+        }
+        #[cfg(debug_assertions)]
+        {
+            const _: usize = $small;
+            const $b: usize = $big;
+            $body
+        }
+    }};
+}
+
+/// Where a loop writes one of its outputs: appended to a vector (the whole loop on one
+/// thread), into the part of a zeroed vector that one thread's range covers, or added into a
+/// [`Sink`] (a cotangent summed over the axes its input was broadcast along as it is made).
+pub(super) enum Out<'a, T> {
+    Append(&'a mut Vec<T>),
+    #[cfg(feature = "parallel")]
+    Write(&'a mut [T]),
+    Sink(&'a mut Sink<T>),
+}
+
+impl<T: Element> Out<'_, T> {
+    /// Writes the next elements.
+    #[inline(always)]
+    pub(super) fn put(&mut self, block: &[T]) {
+        match self {
+            Out::Append(v) => v.extend_from_slice(block),
+            Out::Sink(s) => s.add(block),
+            #[cfg(feature = "parallel")]
+            Out::Write(s) => {
+                let (head, tail) = std::mem::take(s).split_at_mut(block.len());
+                head.copy_from_slice(block);
+                *s = tail;
+            }
+        }
+    }
+}
+
+/// Runs a loop over `len` elements that writes `K` outputs of `len` elements and `S` lists of
+/// block sums: `run(range, outs, sums)` runs it over `range`. On one thread (see
+/// [`crate::parallel`]) it is run once over everything, appending to outputs allocated
+/// without zero-fill; split, each range's part runs on the pool, writing into its part of the
+/// outputs, and the ranges' block sums are joined in order. Ranges start at multiples of
+/// `align`, the loop's block.
+pub(super) fn drive<T: Element, const K: usize, const S: usize>(
+    len: usize,
+    align: usize,
+    run: impl Fn(Range<usize>, [Out<'_, T>; K], &mut [BlockSums<T>; S]) + Sync,
+) -> ([Vec<T>; K], [BlockSums<T>; S]) {
+    drive_into(len, align, [None; K], run)
+}
+
+/// [`drive`], with the outputs that `sinks` gives a folding of summed into a [`Sink`] of it
+/// instead of written out: those outputs are the sums, `a * c` elements each. A loop with a
+/// sink runs on one thread, so that its sums are the same bits on any number of threads (a
+/// sink's memory traffic is a fraction of the outputs' it replaces).
+pub(super) fn drive_into<T: Element, const K: usize, const S: usize>(
+    len: usize,
+    align: usize,
+    sinks: [Option<Folding>; K],
+    run: impl Fn(Range<usize>, [Out<'_, T>; K], &mut [BlockSums<T>; S]) + Sync,
+) -> ([Vec<T>; K], [BlockSums<T>; S]) {
+    #[cfg(feature = "parallel")]
+    if sinks.iter().all(Option::is_none) {
+        if let Some(ranges) = crate::parallel::split(len, align) {
+            return drive_split(len, ranges, run);
+        }
+    }
+    let _ = align;
+    let mut outs: [Vec<T>; K] = std::array::from_fn(|k| match sinks[k] {
+        Some(_) => Vec::new(),
+        None => Vec::with_capacity(len),
+    });
+    let mut sink_of = sinks.map(|f| f.map(|f| Sink::new(f, 0)));
+    let mut sums = sums_for(len);
+    run(
+        0..len,
+        outs_of(outs.each_mut().map(Out::Append), &mut sink_of),
+        &mut sums,
+    );
+    for (out, sink) in outs.iter_mut().zip(sink_of) {
+        if let Some(sink) = sink {
+            *out = sink.finish();
+        }
+    }
+    (outs, sums)
+}
+
+/// `outs`, each replaced by its sink where it has one.
+pub(super) fn outs_of<'a, T, const K: usize>(
+    outs: [Out<'a, T>; K],
+    sinks: &'a mut [Option<Sink<T>>; K],
+) -> [Out<'a, T>; K] {
+    let mut sinks = sinks.iter_mut();
+    outs.map(|out| match sinks.next().and_then(Option::as_mut) {
+        Some(sink) => Out::Sink(sink),
+        None => out,
+    })
+}
+
+/// How a region of shape `[a, r, c]` (folded) is summed over its middle axis into `[a, c]`: the
+/// cotangent of an input broadcast along one run of consecutive axes ([`run_folding`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Folding {
+    pub(super) a: usize,
+    pub(super) r: usize,
+    pub(super) c: usize,
+}
+
+impl Folding {
+    /// The folding of the cotangent of an input of shape `t` into a region of `shape` (of
+    /// `len` elements, at least one), when `t` is broadcast along one run of its axes.
+    pub(super) fn of(t: &[usize], shape: &[usize], len: usize) -> Option<Folding> {
+        let (r, c) = run_folding(t, shape)?;
+        (len > 0 && r > 1 && c > 0).then(|| Folding {
+            a: len / (r * c),
+            r,
+            c,
+        })
+    }
+}
+
+/// The sum of a region's elements over the middle axis of its [`Folding`] `[a, r, c]`, added
+/// block by block as a loop makes them, so that a cotangent of an input broadcast along some
+/// axes is never written out at the region's size. Element `(i, j, k)` goes to `acc[i * c + k]`.
+///
+/// The elements of one `i` (a stack of `r` rows of `c`) are added into `wide`, a whole number
+/// `m` of rows at least a block long, each at its position modulo the width, so that a block
+/// is one or two vector adds wherever it starts; `wide` is folded into `acc` (its `m` rows
+/// summed) when the stack ends and every [`SUM_BLOCK`] widths, so that no sum runs over more
+/// than about `SUM_BLOCK` terms in a row.
+pub(super) struct Sink<T> {
+    pub(super) acc: Vec<T>,
+    pub(super) wide: Vec<T>,
+    /// Elements of the region in a stack, `r * c`.
+    pub(super) period: usize,
+    pub(super) c: usize,
+    /// The region's element the next add starts at.
+    pub(super) at: usize,
+    /// The stack `wide` holds elements of.
+    pub(super) stack: usize,
+    /// Elements added into `wide` since it was last folded.
+    pub(super) pending: usize,
+}
+
+impl<T: Element> Sink<T> {
+    /// A sink for the elements from `start` on.
+    pub(super) fn new(Folding { a, r, c }: Folding, start: usize) -> Self {
+        let width = c * BLOCK.div_ceil(c);
+        Sink {
+            acc: vec![T::zero(); a * c],
+            wide: vec![T::zero(); width],
+            period: r * c,
+            c,
+            at: start,
+            stack: start / (r * c),
+            pending: 0,
+        }
+    }
+
+    /// Adds the region's next elements: a call a block, out of line, so that the loops that
+    /// write their outputs out keep their code as it was.
+    #[inline(never)]
+    pub(super) fn add(&mut self, mut values: &[T]) {
+        let width = self.wide.len();
+        while !values.is_empty() {
+            let (stack, within) = (self.at / self.period, self.at % self.period);
+            if stack != self.stack {
+                self.fold();
+                self.stack = stack;
+            }
+            let n = (self.period - within).min(values.len());
+            let (mut p, mut rest) = (within % width, &values[..n]);
+            while !rest.is_empty() {
+                let m = (width - p).min(rest.len());
+                for (w, &v) in self.wide[p..p + m].iter_mut().zip(&rest[..m]) {
+                    *w += v;
+                }
+                rest = &rest[m..];
+                p = 0;
+            }
+            self.pending += n;
+            if self.pending >= SUM_BLOCK * width {
+                self.fold();
+            }
+            self.at += n;
+            values = &values[n..];
+        }
+    }
+
+    /// Adds `wide`'s rows into the stack's sums and clears it.
+    pub(super) fn fold(&mut self) {
+        if self.pending == 0 {
+            return;
+        }
+        let c = self.c;
+        let sums = &mut self.acc[self.stack * c..(self.stack + 1) * c];
+        for row in self.wide.chunks_exact(c) {
+            for (s, &v) in sums.iter_mut().zip(row) {
+                *s += v;
+            }
+        }
+        self.wide.fill(T::zero());
+        self.pending = 0;
+    }
+
+    /// The sums.
+    pub(super) fn finish(mut self) -> Vec<T> {
+        self.fold();
+        self.acc
+    }
+}
+
+/// The sums of `len` elements' blocks: room for one a block.
+pub(super) fn sums_for<T: Copy, const S: usize>(len: usize) -> [BlockSums<T>; S] {
+    std::array::from_fn(|_| BlockSums::for_len(len))
+}
+
+/// The block sums of a loop, in order. A loop of one block (every region of at most
+/// [`SUM_BLOCK`] elements) keeps its one sum inline, without an allocation.
+pub(super) enum BlockSums<T> {
+    /// No sum yet, or the first.
+    Inline(Option<T>),
+    /// The sums of a loop of more than one block.
+    Heap(Vec<T>),
+}
+
+impl<T: Copy> BlockSums<T> {
+    /// Room for the block sums of `len` elements.
+    pub(super) fn for_len(len: usize) -> Self {
+        if len <= SUM_BLOCK {
+            BlockSums::Inline(None)
+        } else {
+            BlockSums::Heap(Vec::with_capacity(len / SUM_BLOCK + 1))
+        }
+    }
+
+    /// Appends the next block's sum.
+    #[inline(always)]
+    pub(super) fn push(&mut self, sum: T) {
+        match self {
+            BlockSums::Inline(slot @ None) => *slot = Some(sum),
+            BlockSums::Inline(Some(first)) => {
+                let first = *first;
+                *self = BlockSums::Heap(vec![first, sum]);
+            }
+            BlockSums::Heap(sums) => sums.push(sum),
+        }
+    }
+
+    /// The sums in order.
+    pub(super) fn as_slice(&self) -> &[T] {
+        match self {
+            BlockSums::Inline(sum) => sum.as_slice(),
+            BlockSums::Heap(sums) => sums,
+        }
+    }
+}
+
+/// [`drive`] split into `ranges` on the thread pool.
+#[cfg(feature = "parallel")]
+pub(super) fn drive_split<T: Element, const K: usize, const S: usize>(
+    len: usize,
+    ranges: Vec<Range<usize>>,
+    run: impl Fn(Range<usize>, [Out<'_, T>; K], &mut [BlockSums<T>; S]) + Sync,
+) -> ([Vec<T>; K], [BlockSums<T>; S]) {
+    let mut outs: [Vec<T>; K] = std::array::from_fn(|_| vec![T::zero(); len]);
+    // Each range with its part of every output.
+    let mut rests: [&mut [T]; K] = outs.each_mut().map(|o| o.as_mut_slice());
+    let mut pieces = Vec::with_capacity(ranges.len());
+    for range in ranges {
+        let parts = rests.each_mut().map(|rest| {
+            let (head, tail) = std::mem::take(rest).split_at_mut(range.len());
+            *rest = tail;
+            head
+        });
+        pieces.push((range, parts));
+    }
+    let piece_sums = crate::parallel::map_items(pieces, |(range, parts)| {
+        let mut sums = sums_for(range.len());
+        run(range, parts.map(Out::Write), &mut sums);
+        sums
+    });
+    let mut sums = sums_for(len);
+    for piece in piece_sums {
+        for (all, part) in sums.iter_mut().zip(piece) {
+            part.as_slice().iter().for_each(|&s| all.push(s));
+        }
+    }
+    (outs, sums)
+}
+
+/// When every present input is a scalar or a tensor of one shape in row-major order (at least
+/// one tensor), that shape and each input's data as a source (zeros for an absent one): no
+/// broadcasting to work out and no copies.
+#[allow(clippy::type_complexity)]
+pub(super) fn same_shape_sources<'a, T: Element, const N: usize>(
+    inputs: &[Option<OperandRef<'a, T>>; N],
+) -> Option<(&'a [usize], [Source<'a, T>; N])> {
+    let mut shape: Option<&'a [usize]> = None;
+    for input in inputs {
+        match input {
+            None | Some(OperandRef::Scalar(_)) => {}
+            Some(OperandRef::Tensor(t)) => match shape {
+                None => shape = Some(t.shape()),
+                Some(s) if same_shape(s, t.shape()) => {}
+                Some(_) => return None,
+            },
+        }
+    }
+    let mut sources: [Source<'a, T>; N] = std::array::from_fn(|_| Source::Splat(T::zero()));
+    for (source, input) in sources.iter_mut().zip(inputs) {
+        match input {
+            Some(OperandRef::Tensor(t)) => *source = Source::Slice(t.as_slice()?),
+            Some(OperandRef::Scalar(v)) => *source = Source::Splat(*v),
+            None => {}
+        }
+    }
+    Some((shape?, sources))
+}
+
+/// The region's shape, each input's shape (`None` for a scalar) and each input's source. An
+/// input given by its shape alone stands for zeros: the closures do not read it.
+#[allow(clippy::type_complexity)]
+pub(super) fn prepare<'a, T: Element, const N: usize>(
+    inputs: &[FusedInput<'a, T>; N],
+    ops: FusedOps,
+) -> Result<(Vec<usize>, [Option<&'a [usize]>; N], [Source<'a, T>; N]), ShapeError> {
+    let shapes = inputs.map(|i| match i {
+        FusedInput::Value(v) => operand_shape(&v),
+        FusedInput::Shape(s) => Some(s),
+    });
+    let shape = region_shape(&shapes, ops)?;
+    let mut sources: [Source<'a, T>; N] = std::array::from_fn(|_| Source::Splat(T::zero()));
+    for (source, input) in sources.iter_mut().zip(inputs) {
+        if let FusedInput::Value(v) = input {
+            *source = operand_source(v, &shape)?;
+        }
+    }
+    Ok((shape, shapes, sources))
+}
+
+/// The region's shape (borrowed from the inputs when they all have it) and its inputs'
+/// sources, for a pass that reads every input's value.
+#[track_caller]
+pub(super) fn value_sources<'a, T: Element, const N: usize>(
+    inputs: &[OperandRef<'a, T>; N],
+    ops: FusedOps,
+) -> (Cow<'a, [usize]>, [Source<'a, T>; N]) {
+    match same_shape_sources(&inputs.map(Some)) {
+        Some((shape, sources)) => (Cow::Borrowed(shape), sources),
+        None => {
+            let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
+            (Cow::Owned(shape), sources)
+        }
+    }
+}
+
+// The regions' closures as debug builds pass them to the loops (see the module's
+// documentation).

@@ -1,0 +1,417 @@
+//! Regions without a reduction: the value (`fused_map`), the cotangents of the inputs
+//! (`fused_vjp`) and the tangent (`fused_jvp`).
+
+use super::*;
+
+/// `f(x, literals, kernels)`: an element's value.
+#[cfg(debug_assertions)]
+pub(super) type ValueFn<'f, T, const N: usize, const L: usize> =
+    dyn Fn([T; N], &[T; L], &Kernels) -> T + Sync + 'f;
+/// `f(x, literals, kernels, g)`: an element's `K` cotangents.
+#[cfg(debug_assertions)]
+pub(super) type CotangentFn<'f, T, const N: usize, const L: usize, const K: usize> =
+    dyn Fn([T; N], &[T; L], &Kernels, T) -> [T; K] + Sync + 'f;
+/// `f(x, literals, kernels, t)`: an element's value and tangent.
+#[cfg(debug_assertions)]
+pub(super) type TangentFn<'f, T, const N: usize, const L: usize, const K: usize> =
+    dyn Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T) + Sync + 'f;
+/// `f(x, literals, kernels, seed)`: an element's value and `K` partials.
+#[cfg(debug_assertions)]
+pub(super) type PartialFn<'f, T, const N: usize, const L: usize, const K: usize> =
+    dyn Fn([T; N], &[T; L], &Kernels, T) -> (T, [T; K]) + Sync + 'f;
+
+/// The value of a fused region: `f` applied to the elements of the inputs, broadcast.
+///
+/// # Panics
+/// When the inputs' shapes do not broadcast, with the error of the op of `ops` that fails.
+#[track_caller]
+pub fn fused_map<T: Element, const N: usize, const L: usize>(
+    ops: FusedOps,
+    inputs: [OperandRef<'_, T>; N],
+    literals: [f64; L],
+    f: impl Fn([T; N], &[T; L], &Kernels) -> T + Sync,
+) -> Tensor<T> {
+    #[cfg(debug_assertions)]
+    let f: &ValueFn<'_, T, N, L> = &f;
+    map_region(ops, inputs, literals, f)
+}
+
+/// [`fused_map`] for the region's closure `f`: a `&dyn Fn` in debug builds (see the module's
+/// documentation).
+#[track_caller]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub(super) fn map_region<T: Element, const N: usize, const L: usize>(
+    ops: FusedOps,
+    inputs: [OperandRef<'_, T>; N],
+    literals: [f64; L],
+    f: impl Fn([T; N], &[T; L], &Kernels) -> T + Sync,
+) -> Tensor<T> {
+    let literals = literals.map(T::from_f64);
+    if let Some((shape, data)) = inline_inputs(&inputs) {
+        let mut out = ArrayVec::new();
+        fast_then_exact(|k| {
+            out.clear();
+            for e in 0..shape.iter().product() {
+                out.push(f(inline_column(&data, e), &literals, k));
+            }
+        });
+        return Tensor::inline(out, shape);
+    }
+    let (shape, sources) = value_sources(&inputs, ops);
+    let shape = &*shape;
+    let len = shape.iter().product();
+    if fits_inline(shape, len) {
+        let mut out = ArrayVec::new();
+        fast_then_exact(|k| {
+            out.clear();
+            for e in 0..len {
+                out.push(f(column_at(&sources, e), &literals, k));
+            }
+        });
+        return Tensor::inline(out, shape);
+    }
+    let ([out], []) = drive(len, BLOCK, |range, [out], _| {
+        with_block_size!(len, SMALL, BLOCK, |B| vectorised(
+            #[inline(always)]
+            || map_blocks::<T, N, L, B>(range, out, &sources, &literals, &f),
+        ))
+    });
+    Tensor::from_parts(out, shape)
+}
+
+/// `fused_map`'s loop, over blocks of `B`.
+#[inline(always)]
+pub(super) fn map_blocks<T: Element, const N: usize, const L: usize, const B: usize>(
+    range: Range<usize>,
+    mut out: Out<'_, T>,
+    sources: &[Source<'_, T>; N],
+    literals: &[T; L],
+    f: &impl Fn([T; N], &[T; L], &Kernels) -> T,
+) {
+    let mut block = [T::zero(); B];
+    for_blocks::<T, N, 0, B>(
+        range,
+        sources,
+        &[],
+        #[inline(always)]
+        |n, x, _| {
+            fast_then_exact(
+                #[inline(always)]
+                |k| {
+                    for (e, b) in block.iter_mut().enumerate() {
+                        *b = f(column(x, e), literals, k);
+                    }
+                },
+            );
+            out.put(&block[..n]);
+        },
+    );
+}
+
+/// An input of a fused region's backward pass: its value, or its shape alone where the
+/// partial derivatives do not read it (the closure then sees zeros for it).
+#[derive(Clone, Copy, Debug)]
+pub enum FusedInput<'a, T> {
+    /// The value.
+    Value(OperandRef<'a, T>),
+    /// The shape of a tensor whose value the backward pass does not read.
+    Shape(&'a [usize]),
+}
+
+/// A value as an input of a fused region's backward pass.
+#[inline]
+pub fn fused_value<T, X: OperandOf<T> + ?Sized>(x: &X) -> FusedInput<'_, T> {
+    FusedInput::Value(x.operand_of())
+}
+
+/// A shape as an input of a fused region's backward pass.
+#[inline]
+pub fn fused_shape<T>(shape: &[usize]) -> FusedInput<'_, T> {
+    FusedInput::Shape(shape)
+}
+
+/// The cotangents of a fused region's inputs (each of its input's shape), from the cotangent
+/// `g` of its value: `f(x, literals, g)` gives `K` cotangents element by element, and each
+/// `(input, k)` of `targets` says that input's is result `k` (inputs of the same cotangent,
+/// such as the operands of `+`, share one).
+///
+/// # Panics
+/// When the inputs' shapes do not broadcast, or `g` does not broadcast to the region's shape.
+#[track_caller]
+pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize, const M: usize>(
+    ops: FusedOps,
+    inputs: [FusedInput<'_, T>; N],
+    literals: [f64; L],
+    targets: [(usize, usize); M],
+    g: &Tensor<T>,
+    f: impl Fn([T; N], &[T; L], &Kernels, T) -> [T; K] + Sync,
+) -> [Tensor<T>; M] {
+    #[cfg(debug_assertions)]
+    let f: &CotangentFn<'_, T, N, L, K> = &f;
+    vjp_region(ops, inputs, literals, targets, g, f)
+}
+
+/// [`fused_vjp`] for the region's closure `f`: a `&dyn Fn` in debug builds (see the module's
+/// documentation).
+#[track_caller]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub(super) fn vjp_region<
+    T: Element,
+    const N: usize,
+    const L: usize,
+    const K: usize,
+    const M: usize,
+>(
+    ops: FusedOps,
+    inputs: [FusedInput<'_, T>; N],
+    literals: [f64; L],
+    targets: [(usize, usize); M],
+    g: &Tensor<T>,
+    f: impl Fn([T; N], &[T; L], &Kernels, T) -> [T; K] + Sync,
+) -> [Tensor<T>; M] {
+    let literals = literals.map(T::from_f64);
+    if let Some((shape, data, gs)) = inline_vjp_inputs(&inputs, g) {
+        let mut outs: [ArrayVec<T, INLINE>; K] = std::array::from_fn(|_| ArrayVec::new());
+        fast_then_exact(|k| {
+            outs.iter_mut().for_each(ArrayVec::clear);
+            for (e, &g) in gs.iter().enumerate() {
+                let x = inline_column(&data, e);
+                for (o, d) in outs.iter_mut().zip(f(x, &literals, k, g)) {
+                    o.push(d);
+                }
+            }
+        });
+        return distribute(
+            outs.map(|o| Tensor::inline(o, shape)),
+            &targets,
+            |i, t| match inputs[i] {
+                FusedInput::Value(OperandRef::Scalar(_)) => sum_to_shape(&t, &[]),
+                _ => t,
+            },
+        );
+    }
+    let values = inputs.map(|i| match i {
+        FusedInput::Value(v) => Some(v),
+        FusedInput::Shape(_) => None,
+    });
+    // Every input and the cotangent of one shape, in row-major order, or scalars: nothing to
+    // broadcast, and nothing to reduce but a scalar's cotangent.
+    let direct = same_shape_sources(&values).and_then(|(shape, sources)| {
+        let shaped = |s: &[usize]| same_shape(s, shape);
+        let all_shaped = inputs.iter().all(|i| match i {
+            FusedInput::Value(_) => true,
+            FusedInput::Shape(s) => shaped(s),
+        });
+        let gs = g.as_slice()?;
+        (all_shaped && shaped(g.shape())).then_some((shape, sources, Source::Slice(gs)))
+    });
+    let (shape, shapes, sources, g_source) = match direct {
+        Some((shape, sources, gs)) => (Cow::Borrowed(shape), None, sources, gs),
+        None => {
+            let (shape, shapes, sources) = prepare(&inputs, ops).or_panic();
+            let gs = source("fused", g, &shape).or_panic();
+            (Cow::Owned(shape), Some(shapes), sources, gs)
+        }
+    };
+    let shape = &*shape;
+    let len = shape.iter().product();
+    let outs = if fits_inline(shape, len) {
+        let mut outs: [ArrayVec<T, INLINE>; K] = std::array::from_fn(|_| ArrayVec::new());
+        fast_then_exact(|k| {
+            outs.iter_mut().for_each(ArrayVec::clear);
+            for e in 0..len {
+                let x = column_at(&sources, e);
+                for (o, d) in outs.iter_mut().zip(f(x, &literals, k, g_source.at(e))) {
+                    o.push(d);
+                }
+            }
+        });
+        outs.map(|o| Tensor::inline(o, shape))
+    } else {
+        // A result read only by inputs of one shape broadcast along a run of axes is summed to
+        // that shape as the loop makes it.
+        let sunk: [Option<&[usize]>; K] = match &shapes {
+            None => [None; K],
+            Some(shapes) => std::array::from_fn(|k| {
+                let mut readers = targets.iter().filter(|&&(_, r)| r == k);
+                let first = shapes[readers.next()?.0].unwrap_or(&[]);
+                readers
+                    .all(|&(i, _)| shapes[i].unwrap_or(&[]) == first)
+                    .then_some(first)
+            }),
+        };
+        let sinks = sunk.map(|t| t.and_then(|t| Folding::of(t, shape, len)));
+        let sources = (&sources, &[g_source]);
+        let (outs, []) = drive_into(len, BLOCK, sinks, |range, outs, _| {
+            with_block_size!(len, SMALL, BLOCK, |B| vectorised(
+                #[inline(always)]
+                || vjp_blocks::<T, N, L, K, B>(range, outs, sources, &literals, &f),
+            ))
+        });
+        let mut k = 0;
+        outs.map(|o| {
+            let out_shape = match (sunk[k], sinks[k]) {
+                (Some(t), Some(_)) => t,
+                _ => shape,
+            };
+            k += 1;
+            Tensor::from_parts(o, out_shape)
+        })
+    };
+    match shapes {
+        // Of the region's shape, but a scalar's: summed to one value.
+        None => distribute(outs, &targets, |i, t| match inputs[i] {
+            FusedInput::Value(OperandRef::Scalar(_)) => sum_to_shape(&t, &[]),
+            _ => t,
+        }),
+        Some(shapes) => distribute(outs, &targets, |i, t| {
+            sum_to_shape(&t, shapes[i].unwrap_or(&[]))
+        }),
+    }
+}
+
+/// The tensor of each target `(input, k)` from the loop's results `outs` (of the region's
+/// shape), passed through `finish(input, result k)`. A result read by one target becomes its
+/// tensor; one read by several (the operands of `+`) is one tensor they share (a copy when it
+/// is held inline).
+pub(super) fn distribute<T: Element, const K: usize, const M: usize>(
+    outs: [Tensor<T>; K],
+    targets: &[(usize, usize); M],
+    mut finish: impl FnMut(usize, Tensor<T>) -> Tensor<T>,
+) -> [Tensor<T>; M] {
+    let mut outs = outs.map(Some);
+    let mut last = [0; K];
+    for (at, &(_, k)) in targets.iter().enumerate() {
+        last[k] = at;
+    }
+    let mut at = 0;
+    targets.map(|(i, k)| {
+        let out = if last[k] == at {
+            outs[k].take()
+        } else {
+            outs[k].clone()
+        };
+        at += 1;
+        finish(i, out.expect("fused: a result read after its last reader"))
+    })
+}
+
+/// `fused_vjp`'s loop, over blocks of `B`: the inputs' and the cotangent's sources.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+pub(super) fn vjp_blocks<
+    T: Element,
+    const N: usize,
+    const L: usize,
+    const K: usize,
+    const B: usize,
+>(
+    range: Range<usize>,
+    mut outs: [Out<'_, T>; K],
+    (sources, g): (&[Source<'_, T>; N], &[Source<'_, T>; 1]),
+    literals: &[T; L],
+    f: &impl Fn([T; N], &[T; L], &Kernels, T) -> [T; K],
+) {
+    let mut block = [[T::zero(); B]; K];
+    for_blocks::<T, N, 1, B>(
+        range,
+        sources,
+        g,
+        #[inline(always)]
+        |n, x, g| {
+            fast_then_exact(
+                #[inline(always)]
+                |k| {
+                    for (e, &g) in g[0].iter().enumerate() {
+                        set_column(&mut block, e, f(column(x, e), literals, k, g));
+                    }
+                },
+            );
+            put_blocks(&mut outs, &block, n);
+        },
+    );
+}
+
+/// The value of a fused region and its tangent, from the tangents of its inputs with tangents:
+/// `f(x, t)` gives both element by element.
+///
+/// # Panics
+/// When the inputs' shapes do not broadcast, or a tangent's does not broadcast to the region's.
+#[track_caller]
+pub fn fused_jvp<T: Element, const N: usize, const L: usize, const K: usize>(
+    ops: FusedOps,
+    inputs: [OperandRef<'_, T>; N],
+    literals: [f64; L],
+    tangents: [&Tensor<T>; K],
+    f: impl Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T) + Sync,
+) -> (Tensor<T>, Tensor<T>) {
+    #[cfg(debug_assertions)]
+    let f: &TangentFn<'_, T, N, L, K> = &f;
+    jvp_region(ops, inputs, literals, tangents, f)
+}
+
+/// [`fused_jvp`] for the region's closure `f`: a `&dyn Fn` in debug builds (see the module's
+/// documentation).
+#[track_caller]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub(super) fn jvp_region<T: Element, const N: usize, const L: usize, const K: usize>(
+    ops: FusedOps,
+    inputs: [OperandRef<'_, T>; N],
+    literals: [f64; L],
+    tangents: [&Tensor<T>; K],
+    f: impl Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T) + Sync,
+) -> (Tensor<T>, Tensor<T>) {
+    let literals = literals.map(T::from_f64);
+    let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
+    let tangent_sources = tangents.map(|t| source("fused", t, &shape).or_panic());
+    let shape = &*shape;
+    let len = shape.iter().product();
+    let sources = (&sources, &tangent_sources);
+    let ([value, tangent], []) = drive(len, BLOCK, |range, outs, _| {
+        with_block_size!(len, SMALL, BLOCK, |B| vectorised(
+            #[inline(always)]
+            || jvp_blocks::<T, N, L, K, B>(range, outs, sources, &literals, &f),
+        ))
+    });
+    (
+        Tensor::from_parts(value, shape),
+        Tensor::from_parts(tangent, shape),
+    )
+}
+
+/// `fused_jvp`'s loop, over blocks of `B`: the inputs' and the tangents' sources.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+pub(super) fn jvp_blocks<
+    T: Element,
+    const N: usize,
+    const L: usize,
+    const K: usize,
+    const B: usize,
+>(
+    range: Range<usize>,
+    mut outs: [Out<'_, T>; 2],
+    (sources, tangents): (&[Source<'_, T>; N], &[Source<'_, T>; K]),
+    literals: &[T; L],
+    f: &impl Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T),
+) {
+    let mut block = [[T::zero(); B]; 2];
+    for_blocks::<T, N, K, B>(
+        range,
+        sources,
+        tangents,
+        #[inline(always)]
+        |n, x, t| {
+            fast_then_exact(
+                #[inline(always)]
+                |k| {
+                    for e in 0..B {
+                        let (y, u) = f(column(x, e), literals, k, column(t, e));
+                        set_column(&mut block, e, [y, u]);
+                    }
+                },
+            );
+            put_blocks(&mut outs, &block, n);
+        },
+    );
+}
