@@ -556,7 +556,7 @@ pub mod prelude {
         add, check_grad, check_hvp, concat, div, dual_of, einsum, grad_fn, hessian,
         hessian_from_grad, hvp_from_grad, jacfwd, jacobian, jacrev, mul, primal_of, stack,
         stop_gradient, sub, tangent_of, where_cond, Differentiable, Dual, Element, FromScalar,
-        GradCheckError, ShapeError, Tensor,
+        GradCheckError, ShapeError, ShapeErrorKind, Tensor,
     };
 }
 

@@ -377,3 +377,40 @@ fn broadcast_systems_and_wide_qr_differentiate_to_second_order() {
         }
     }
 }
+
+/// A matrix of the right shape that cannot be factored is a `Singular` error, named after the
+/// op the user called; shapes that do not fit are `Shape` errors.
+#[test]
+fn singular_matrices_are_their_own_kind_of_error() {
+    let singular = Tensor::from_vec(vec![1.0, 2.0, 2.0, 4.0], &[2, 2]);
+    let indefinite = Tensor::from_vec(vec![1.0, 2.0, 2.0, 1.0], &[2, 2]);
+    let b = Tensor::from_vec(vec![1.0, 1.0], &[2, 1]);
+    let kind = |e: ShapeError| (e.op(), e.kind());
+    let singular_kind = ShapeErrorKind::Singular;
+    assert_eq!(
+        kind(singular.try_solve(&b).unwrap_err()),
+        ("solve", singular_kind)
+    );
+    assert_eq!(
+        kind(singular.try_inv().unwrap_err()),
+        ("inv", singular_kind)
+    );
+    assert_eq!(
+        kind(indefinite.try_cholesky().unwrap_err()),
+        ("cholesky", singular_kind)
+    );
+    assert_eq!(kind(singular.try_qr().unwrap_err()), ("qr", singular_kind));
+    assert_eq!(
+        kind(singular.try_lstsq(&b).unwrap_err()),
+        ("lstsq", singular_kind)
+    );
+    // A singular matrix has a determinant, zero, and no error.
+    assert_eq!(singular.det().item(), 0.0);
+    // Shapes that do not fit.
+    let wide = Tensor::from_vec(vec![1.0, 2.0, 3.0], &[1, 3]);
+    assert_eq!(kind(wide.try_inv().unwrap_err()).1, ShapeErrorKind::Shape);
+    assert_eq!(
+        kind(singular.try_solve(&wide).unwrap_err()),
+        ("solve", ShapeErrorKind::Shape)
+    );
+}

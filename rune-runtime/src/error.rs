@@ -2,22 +2,57 @@
 
 use std::fmt;
 
-/// A shape or index problem found by an op: which op, and what was wrong with which shapes.
+/// A problem an op found with its input: which op, what kind of problem ([`ShapeErrorKind`]),
+/// and what was wrong with which shapes (or with which matrix of a batch).
 ///
 /// The panicking ops print exactly this message; their `try_` twins return it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShapeError {
     op: &'static str,
+    kind: ShapeErrorKind,
     message: String,
 }
 
+/// What kind of problem a [`ShapeError`] reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ShapeErrorKind {
+    /// Shapes, axes, indices or sizes that do not fit the op.
+    Shape,
+    /// A matrix of the right shape that the op cannot factor or invert: singular (`solve`,
+    /// `inv`), not positive definite (`cholesky`), or not of full rank (`qr`, `lstsq`).
+    Singular,
+}
+
 impl ShapeError {
-    /// An error of `op` (`"matmul"`, `"reshape"`, ...) described by `message`.
+    /// An error of `op` (`"matmul"`, `"reshape"`, ...) described by `message`, of kind
+    /// [`ShapeErrorKind::Shape`].
     pub fn new(op: &'static str, message: impl Into<String>) -> Self {
         ShapeError {
             op,
+            kind: ShapeErrorKind::Shape,
             message: message.into(),
         }
+    }
+
+    /// An error of `op` about a matrix it cannot factor or invert
+    /// ([`ShapeErrorKind::Singular`]), described by `message`.
+    pub fn singular(op: &'static str, message: impl Into<String>) -> Self {
+        ShapeError {
+            op,
+            kind: ShapeErrorKind::Singular,
+            message: message.into(),
+        }
+    }
+
+    /// What kind of problem this is.
+    pub fn kind(&self) -> ShapeErrorKind {
+        self.kind
+    }
+
+    /// The same problem, reported by `op` (an op built on another names itself).
+    pub(crate) fn reported_by(self, op: &'static str) -> Self {
+        ShapeError { op, ..self }
     }
 
     /// The op that rejected its input.

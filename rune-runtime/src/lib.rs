@@ -108,7 +108,7 @@ pub use check::{check_grad, check_hvp, grad_fn, GradCheckError, GradFn};
 pub use element::dual::Dual;
 pub use element::operand::{Operand, OperandOf, OperandRef};
 pub use element::{strong_mul, Element, FromScalar, RangeElement, Scalar};
-pub use error::ShapeError;
+pub use error::{ShapeError, ShapeErrorKind};
 pub use jacobian::{hessian, hessian_from_grad, hvp_from_grad, jacfwd, jacobian, jacrev};
 pub use model::Differentiable;
 pub use ops::arith::{add, div, mul, neg, sub, try_add, try_div, try_mul, try_sub};

@@ -657,7 +657,7 @@ fn clearly_invertible<T: Element>(f: &LuFactors<T>) -> bool {
 }
 
 fn singular_error(op: &'static str, b: usize, shape: &[usize]) -> ShapeError {
-    ShapeError::new(
+    ShapeError::singular(
         op,
         format!("matrix {b} of the batch of shape {shape:?} is singular (a zero pivot)"),
     )

@@ -153,7 +153,7 @@ impl<T: Element> Tensor<T> {
 
     /// Like [`Tensor::cho_solve`], returning an error naming both shapes when they do not fit.
     pub fn try_cho_solve(&self, b: &Tensor<T>) -> Result<Tensor<T>, ShapeError> {
-        let rename = |e: ShapeError| ShapeError::new("cho_solve", e.message().to_owned());
+        let rename = |e: ShapeError| e.reported_by("cho_solve");
         let y = self.try_solve_triangular(b, true, false).map_err(rename)?;
         self.try_solve_triangular(&y, true, true).map_err(rename)
     }
@@ -244,7 +244,7 @@ impl<T: Element> Tensor<T> {
         let k = m.min(n);
         let [q, r] = factor_batch(self, batch, [&[m, k], &[k, n]], |b, a| {
             let (q, r) = qr_factors(a, m, n).map_err(|j| {
-                ShapeError::new(
+                ShapeError::singular(
                     op,
                     format!(
                         "matrix {b} of the batch of shape {:?} is rank-deficient (column {j} \

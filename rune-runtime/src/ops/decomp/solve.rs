@@ -35,7 +35,7 @@ impl<T: Element> Tensor<T> {
             }
             // A matrix faer rejects goes through the generic kernel, whose error names the pivot.
             let generic = cholesky_kernel(a, n).map_err(|(j, d)| {
-                ShapeError::new(
+                ShapeError::singular(
                     "cholesky",
                     format!(
                         "matrix {b} of the batch of shape {:?} is not positive definite (pivot \
@@ -191,8 +191,7 @@ impl<T: Element> Tensor<T> {
             return Ok(Tensor::from_vec(out, self.shape()));
         }
         let eye = Tensor::eye(n).broadcast_to(self.shape());
-        self.try_solve(&eye)
-            .map_err(|e| ShapeError::new("inv", e.message().to_owned()))
+        self.try_solve(&eye).map_err(|e| e.reported_by("inv"))
     }
 
     /// The determinant of each matrix of `[.., n, n]`: shape `[..]`. Its gradient, the cofactor
