@@ -1,7 +1,16 @@
 //! The loop every region runs: blocks of inputs filled, a closure run on their columns, its
 //! outputs written or summed (`Out`, [`Sink`]), split across threads where that is safe.
 
+use std::borrow::Cow;
+use std::ops::Range;
+
 use super::*;
+use crate::broadcast::{run_folding, same_shape};
+use crate::element::operand::OperandRef;
+use crate::element::Element;
+use crate::error::OrPanic;
+use crate::error::ShapeError;
+use crate::summation::{block_sum, SUM_BLOCK};
 
 /// Calls `body(n, xs, ys)` for each block of `B` of the elements of `range`, in order, `xs[k][..n]`
 /// holding the block's `n` elements of source `xs_from[k]`, and `ys` those of `ys_from` (the

@@ -1,7 +1,18 @@
 //! Regions without a reduction: the value (`fused_map`), the cotangents of the inputs
 //! (`fused_vjp`) and the tangent (`fused_jvp`).
 
+use std::borrow::Cow;
+use std::ops::Range;
+
+use arrayvec::ArrayVec;
+
 use super::*;
+use crate::broadcast::{same_shape, sum_to_shape};
+use crate::element::operand::{OperandOf, OperandRef};
+use crate::element::Element;
+use crate::error::OrPanic;
+use crate::tensor::{fits_inline, Tensor, INLINE};
+use crate::vmath::{fast_then_exact, vectorised, Kernels};
 
 /// `f(x, literals, kernels)`: an element's value.
 #[cfg(debug_assertions)]

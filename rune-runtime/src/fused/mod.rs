@@ -50,19 +50,8 @@
 //! those that end in one; this file the shared constants, the small helpers the generated code
 //! calls, and the tests.
 
-use std::borrow::Cow;
-use std::ops::Range;
-
-use arrayvec::ArrayVec;
-
-use crate::broadcast::{broadcast_shapes, broadcast_view, run_folding, same_shape, sum_to_shape};
-use crate::element::operand::{OperandOf, OperandRef};
 use crate::element::{strong_mul, Element};
-use crate::error::{OrPanic, ShapeError};
-use crate::ops::reduce::{checked_axes, count, expand_back, reduced_shape};
-use crate::summation::{block_sum, combine_block_sums, SUM_BLOCK};
-use crate::tensor::{fits_inline, Tensor, INLINE};
-use crate::vmath::{fast_then_exact, vectorised, Kernels};
+use crate::tensor::Tensor;
 
 /// The number of elements a fused loop processes at a time.
 pub const BLOCK: usize = 64;
@@ -131,8 +120,12 @@ pub fn fused_zero<T: Element>(_like: T) -> T {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::broadcast::{broadcast_shapes, sum_to_shape};
+    use crate::element::operand::OperandRef;
     use crate::ops::reduce::rules;
     use crate::scalar;
+    use crate::summation::SUM_BLOCK;
+    use crate::vmath::Kernels;
 
     #[test]
     fn cycle_row_repeats_the_row_from_any_element() {

@@ -1,7 +1,17 @@
 //! Regions that end in a reduction: over all axes (`fused_reduce` and its JVP and VJP) and over
 //! the last axes (`fused_reduce_axes` and its JVP and VJP), with the lanes' sums.
 
+use std::ops::Range;
+
 use super::*;
+use crate::broadcast::{same_shape, sum_to_shape};
+use crate::element::operand::OperandRef;
+use crate::element::Element;
+use crate::error::OrPanic;
+use crate::ops::reduce::{checked_axes, count, expand_back, reduced_shape};
+use crate::summation::{block_sum, combine_block_sums, SUM_BLOCK};
+use crate::tensor::Tensor;
+use crate::vmath::{fast_then_exact, vectorised, Kernels};
 
 /// A full reduction that ends a fused region: the sum or the mean of all its elements, added
 /// in the order of the runtime's `sum` (pairwise, `crate::summation`) over the values in

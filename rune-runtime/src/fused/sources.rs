@@ -2,6 +2,12 @@
 //! (a slice, a splat, a repeated row or tile), and the fast paths of inputs of a few elements.
 
 use super::*;
+use crate::broadcast::{broadcast_shapes, broadcast_view, run_folding, same_shape};
+use crate::element::operand::OperandRef;
+use crate::element::Element;
+use crate::error::ShapeError;
+use crate::summation::SUM_BLOCK;
+use crate::tensor::{fits_inline, Tensor};
 
 /// Where a block's elements of one input come from.
 pub(super) enum Source<'a, T> {

@@ -73,7 +73,7 @@ use super::linalg::batch_pairs;
 use crate::broadcast::broadcast_shapes;
 use crate::element::Element;
 use crate::error::{checked_size, OrPanic, ShapeError};
-use crate::factorize::{CholeskyVjpKernel, LuFactors};
+use crate::factorize::LuFactors;
 use crate::tensor::Tensor;
 
 mod einsum;

@@ -19,14 +19,11 @@
 //! `reduce/statistics.rs`; this file holds the axis checks, the kernels on views the others
 //! share, and the rest.
 
-use ndarray::{
-    ArrayD, ArrayView, ArrayView1, ArrayViewD, Axis, Dimension, IxDyn, RemoveAxis, Slice, Zip,
-};
+use ndarray::{ArrayD, ArrayView, ArrayView1, ArrayViewD, Axis, Dimension, IxDyn, RemoveAxis, Zip};
 
 use crate::broadcast::{materialize, same_shape};
 use crate::element::{strong_mul, Element};
 use crate::error::{OrPanic, ShapeError};
-use crate::ops::lanes::{logsumexp_rows, softmax_rows, trailing_rows};
 use crate::ops::{normalize_axes, normalize_axis};
 use crate::summation::{along_lanes, sum_all, sum_along};
 use crate::tensor::Tensor;

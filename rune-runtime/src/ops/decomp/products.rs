@@ -2,6 +2,7 @@
 //! rules.
 
 use super::*;
+use crate::error::OrPanic;
 
 impl<T: Element> Tensor<T> {
     /// The inner product of two vectors of one length: a 0-d tensor.

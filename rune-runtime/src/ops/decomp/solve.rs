@@ -2,6 +2,8 @@
 //! and their rules.
 
 use super::*;
+use crate::error::OrPanic;
+use crate::factorize::CholeskyVjpKernel;
 
 impl<T: Element> Tensor<T> {
     /// The lower Cholesky factor `L` of each symmetric positive-definite matrix `A` of

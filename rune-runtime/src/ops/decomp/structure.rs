@@ -1,6 +1,7 @@
 //! The linear matrix functions: `eye`, `trace`, `diagonal`, `diag`, `triu` and `tril`, and their rules.
 
 use super::*;
+use crate::error::OrPanic;
 
 impl<T: Element> Tensor<T> {
     /// The `n × n` identity matrix.

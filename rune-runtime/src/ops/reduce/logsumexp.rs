@@ -2,6 +2,7 @@
 //! one vectorised loop, any other axes through views.
 
 use super::*;
+use crate::ops::lanes::{logsumexp_rows, softmax_rows, trailing_rows};
 
 /// `logsumexp` over `axes`: one vectorised loop over runs of consecutive elements when the
 /// axes are the last ones of a row-major `x` (a mixture's components, a row of logits), the

@@ -1,5 +1,7 @@
 //! The variance and the standard deviation over all axes or some, and their rules.
 
+use ndarray::Slice;
+
 use super::*;
 
 /// Each element's deviation from its group's mean over `axes` (in `x`'s shape), and the number
