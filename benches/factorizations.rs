@@ -20,7 +20,7 @@ use std::time::Duration;
 use criterion::{BenchmarkGroup, Criterion, SamplingMode};
 use faer::linalg::solvers::{DenseSolveCore, Solve, SolveLstsq};
 use faer::{Mat, Side};
-use rune_ad::rules;
+use rune_ad::__private::rules;
 use rune_ad::Tensor;
 use rune_benches::factor_inputs::{input, random, spd, Scalar};
 

@@ -14,12 +14,12 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use rune_ad::scalar::{cos, exp, sin, tan};
-use rune_ad::vmath::exp_log::{exp_f32, ln_f32, tanh_f32};
-use rune_ad::vmath::trig::{
+use rune_ad::__private::scalar::{cos, exp, sin, tan};
+use rune_ad::__private::vmath::exp_log::{exp_f32, ln_f32, tanh_f32};
+use rune_ad::__private::vmath::trig::{
     cos_f32, sin_cos_f32, sin_cos_f32_fast, sin_f32, sin_f32_fast, tan_f32, tan_f32_fast,
 };
-use rune_ad::vmath::{fast_then_exact, vectorised_at, Kernels, Level};
+use rune_ad::__private::vmath::{fast_then_exact, vectorised_at, Kernels, Level};
 use rune_ad::Dual;
 
 const N: usize = 1_000_000;

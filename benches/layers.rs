@@ -20,7 +20,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use rune_ad::rules::{
+use rune_ad::__private::rules::{
     conv2d_vjp_input, conv2d_vjp_weight, matmul_vjp_lhs, matmul_vjp_rhs, softmax_vjp,
 };
 use rune_ad::Tensor;

@@ -14,8 +14,8 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode};
 use ndarray::linalg::general_mat_mul;
 use ndarray::{s, Array1, Array2, Array3, ArrayView1, Axis, Zip};
+use rune_ad::__private::workload_tensor;
 use rune_ad::prelude::*;
-use rune_ad::workload_tensor;
 
 // ---- checks ---------------------------------------------------------------------------------
 

@@ -547,27 +547,33 @@
 #![warn(missing_docs)]
 
 pub use rune_macros::{differentiable, Differentiable};
-pub use rune_runtime::*;
+pub use rune_runtime::{
+    add, all_ops, broadcast_shapes, check_grad, check_hvp, concat, div, dual_of, einsum, grad_fn,
+    hessian, hessian_from_grad, hvp_from_grad, io, jacfwd, jacobian, jacrev, mul, ndarray, neg,
+    optim, parallel, primal_of, stack, stop_gradient, sub, sum_to_shape, tangent_of, try_add,
+    try_concat, try_div, try_dual_of, try_einsum, try_mul, try_stack, try_sub, try_where_cond,
+    where_cond, ClosureGradFn, CompareRhs, Detach, Differentiable, Dual, Element, FromScalar,
+    GradCheckError, GradFn, OpInfo, Operand, OperandOf, OperandRef, RangeElement, Scalar,
+    ShapeError, ShapeErrorKind, Tensor,
+};
 
 /// Everything a differentiable function usually needs.
 pub mod prelude {
     pub use rune_macros::{differentiable, Differentiable};
     pub use rune_runtime::{
-        add, check_grad, check_hvp, concat, div, dual_of, einsum, grad_fn, hessian,
-        hessian_from_grad, hvp_from_grad, jacfwd, jacobian, jacrev, mul, primal_of, stack,
-        stop_gradient, sub, tangent_of, where_cond, Differentiable, Dual, Element, FromScalar,
-        GradCheckError, ShapeError, ShapeErrorKind, Tensor,
+        add, all_ops, broadcast_shapes, check_grad, check_hvp, concat, div, dual_of, einsum,
+        grad_fn, hessian, hessian_from_grad, hvp_from_grad, jacfwd, jacobian, jacrev, mul, neg,
+        primal_of, stack, stop_gradient, sub, sum_to_shape, tangent_of, try_add, try_concat,
+        try_div, try_dual_of, try_einsum, try_mul, try_stack, try_sub, try_where_cond, where_cond,
+        Differentiable, Dual, Element, FromScalar, GradCheckError, ShapeError, ShapeErrorKind,
+        Tensor,
     };
 }
 
 /// What generated code reaches the runtime through. Not part of the public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use rune_runtime::generated::*;
-    pub use rune_runtime::model::{
-        DifferentiableField, ZeroTangentOfConstant, ZeroTangentOfTensor,
-    };
-    pub use rune_runtime::rules;
+    pub use rune_runtime::__private::*;
     pub use rune_runtime::*;
 }
 

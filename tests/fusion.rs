@@ -957,7 +957,7 @@ both! {
 /// 300 `f32`s (five blocks of the fused loops, the last one partial): small arguments, the
 /// fast kernels' bound and its neighbours, and huge ones alone or among small ones in a block.
 fn trig_arguments() -> Tensor<f32> {
-    let max = rune_ad::vmath::trig::FAST_MAX_F32;
+    let max = rune_ad::__private::vmath::trig::FAST_MAX_F32;
     let above = f32::from_bits(max.to_bits() + 1);
     let mut xs: Vec<f32> = (0..300).map(|i| (i as f32 * 0.731).sin() * 9.0).collect();
     for (i, v) in [
@@ -976,7 +976,7 @@ fn trig_arguments() -> Tensor<f32> {
 
 #[test]
 fn sin_and_cos_of_huge_arguments_in_a_block_of_small_ones_are_full_range() {
-    use rune_ad::vmath::trig::{cos_f32, sin_f32};
+    use rune_ad::__private::vmath::trig::{cos_f32, sin_f32};
     let x = trig_arguments();
     let s = Tensor::ones(&[300]);
     let xv = x.to_vec();

@@ -2,7 +2,7 @@
 //! factor, `cho_solve`, the log-diagonal, and the rules of the backward pass, each the best of
 //! 30 calls. `cargo run --release -p rune-benches --example gp_stages`.
 
-use rune_ad::rules;
+use rune_ad::__private::rules;
 use rune_ad::Tensor;
 use rune_benches::w10_gp::W10;
 use std::time::Instant;

@@ -6,8 +6,8 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
 
+use rune_ad::__private::workload_tensor;
 use rune_ad::prelude::*;
-use rune_ad::workload_tensor;
 use serde_json::{json, Map, Value};
 
 /// One gradient tensor as the checksums read it: its name in the scripts' `grads` field, its

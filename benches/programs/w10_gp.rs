@@ -1,8 +1,8 @@
 //! W10 `gp`: the negative log marginal likelihood of a Gaussian process with an RBF kernel at
 //! n = 500 (Rasmussen & Williams, Algorithm 2.1): `cholesky`, `cho_solve`, the log-diagonal (f64).
 
+use rune_ad::__private::workload_tensor;
 use rune_ad::prelude::*;
-use rune_ad::workload_tensor;
 
 use crate::harness::{NamedGrad, Program};
 

@@ -1,8 +1,8 @@
 //! W11 `logreg`: the log-density of a Bayesian logistic regression, 10,000 × 50 design, a
 //! standard normal prior on the weights (f64).
 
+use rune_ad::__private::workload_tensor;
 use rune_ad::prelude::*;
-use rune_ad::workload_tensor;
 
 use crate::harness::{NamedGrad, Program};
 

@@ -1,8 +1,8 @@
 //! W12 `mixture`: the log-likelihood of 2,000 points under a mixture of 10 diagonal Gaussians in
 //! 8 dimensions (f64).
 
+use rune_ad::__private::workload_tensor;
 use rune_ad::prelude::*;
-use rune_ad::workload_tensor;
 
 use crate::harness::{NamedGrad, Program};
 

@@ -4,8 +4,8 @@
 //! `#[differentiable]` forward method, the blocks in a `Vec` of the model, LayerNorm and GELU as
 //! small differentiable functions (the op table has neither: docs/PROGRAMS.md's formulas, composed).
 
+use rune_ad::__private::workload_tensor;
 use rune_ad::prelude::*;
-use rune_ad::workload_tensor;
 
 use crate::harness::{NamedGrad, Program};
 

@@ -1,8 +1,8 @@
 //! W6 `cnn`: two 3×3 convolutions (padding 1) with ReLU and 2×2 max pooling, a linear layer and
 //! softmax cross-entropy, on 32 images of 3×32×32 (f32).
 
+use rune_ad::__private::workload_tensor;
 use rune_ad::prelude::*;
-use rune_ad::workload_tensor;
 
 use crate::harness::{NamedGrad, Program};
 

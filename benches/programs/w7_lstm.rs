@@ -1,8 +1,8 @@
 //! W7 `lstm`: an LSTM with fused gates (i, f, g, o side by side, as `nn.LSTM`), T 50, B 32,
 //! input 64, hidden 128, and a linear read-out of the last state (f32).
 
+use rune_ad::__private::workload_tensor;
 use rune_ad::prelude::*;
-use rune_ad::workload_tensor;
 
 use crate::harness::{NamedGrad, Program};
 

@@ -2,8 +2,8 @@
 //! observations (f64). The state is a 2-element tensor read by slicing and rebuilt with `stack`,
 //! as docs/PROGRAMS.md writes it: per-op cost on tiny tensors is what this workload measures.
 
+use rune_ad::__private::workload_tensor;
 use rune_ad::prelude::*;
-use rune_ad::workload_tensor;
 
 use crate::harness::{NamedGrad, Program};
 

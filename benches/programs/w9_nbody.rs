@@ -1,8 +1,8 @@
 //! W9 `nbody`: the softened gravitational potential of 512 bodies, pairwise differences by
 //! broadcasting (f64).
 
+use rune_ad::__private::workload_tensor;
 use rune_ad::prelude::*;
-use rune_ad::workload_tensor;
 
 use crate::harness::{NamedGrad, Program};
 

@@ -176,7 +176,7 @@ fn inputs_match_the_check_values() {
     assert_eq!(W11::default().y.sum().item(), 5002.0);
     close_all(
         "checksum weights r",
-        &rune_ad::workload_tensor::<f64>(&[3], 99, -1.0, 1.0).to_vec(),
+        &rune_ad::__private::workload_tensor::<f64>(&[3], 99, -1.0, 1.0).to_vec(),
         &[
             -0.24098314856904168,
             -0.5030702000229601,

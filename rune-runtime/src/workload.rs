@@ -40,7 +40,7 @@ fn unit(seed: u64, i: u64) -> f64 {
 /// computed on its own.
 ///
 /// ```
-/// use rune_runtime::workload_tensor;
+/// use rune_runtime::__private::workload_tensor;
 ///
 /// let x = workload_tensor::<f64>(&[64, 784], 11, 0.0, 1.0);
 /// assert_eq!(x.shape(), &[64, 784]);

@@ -3,7 +3,8 @@
 //! columns, leading, inner and trailing axes, empty tensors, and operands that are not in
 //! standard layout.
 
-use rune_runtime::{rules, sum_to_shape, Tensor};
+use rune_runtime::__private::rules;
+use rune_runtime::{sum_to_shape, Tensor};
 
 /// `g` summed to `shape` the slow, obvious way: every element of `g` added into the element of
 /// the result it broadcast from.

@@ -4,8 +4,9 @@
 use std::f64::consts::{LN_10, LN_2, PI};
 
 use num_traits::{Float, Num, NumCast, One, ToPrimitive, Zero};
-use rune_runtime::rules::{mul_jvp, mul_vjp_lhs, mul_vjp_rhs};
-use rune_runtime::{check_grad, grad_fn, strong_mul, Dual, Element, Tensor};
+use rune_runtime::__private::rules::{mul_jvp, mul_vjp_lhs, mul_vjp_rhs};
+use rune_runtime::__private::strong_mul;
+use rune_runtime::{check_grad, grad_fn, Dual, Element, Tensor};
 
 type Unary<T> = fn(Dual<T>) -> Dual<T>;
 type Binary<T> = fn(Dual<T>, Dual<T>) -> Dual<T>;

@@ -13,7 +13,7 @@
 //! The second part checks the second derivative the same way: nested dual numbers against
 //! central differences of the written derivative, wherever the derivative is smooth.
 
-use rune_runtime::scalar::{self, At};
+use rune_runtime::__private::scalar::{self, At};
 use rune_runtime::{Dual, Element};
 
 /// Points every op is checked at: its kinks, poles and domain ends among them.

@@ -3,7 +3,8 @@
 //! 0-d, empty), against the same function applied to their elements one by one in row-major
 //! order; and their results, row-major whatever the operands' layouts.
 
-use rune_runtime::{concat, rules, where_cond, Tensor};
+use rune_runtime::__private::rules;
+use rune_runtime::{concat, where_cond, Tensor};
 
 fn numbered(shape: &[usize], phase: f64) -> Tensor<f64> {
     let n = shape.iter().product();
@@ -148,7 +149,7 @@ fn strong_zeros_hold_on_the_fast_path() {
 /// passed on): the sum is right whichever buffer it lands in, and the sharer keeps its values.
 #[test]
 fn accumulate_into_a_shared_adjoint() {
-    use rune_runtime::generated::accumulate;
+    use rune_runtime::__private::accumulate;
     for (la, a) in layouts(0.0) {
         for (lc, c) in layouts(1.0) {
             let what = format!("{la} adjoint, {lc} contribution");

@@ -8,13 +8,14 @@
 //! Op by op, each elementwise op writes its result row-major whatever its operands' layouts,
 //! and a row-major tensor is summed in row-major order, the order of the fused loops.
 
-use rune_runtime::generated::{
+use rune_runtime::__private::vmath::Kernels;
+use rune_runtime::__private::{
     fused_jvp, fused_map, fused_reduce, fused_reduce_axes, fused_reduce_axes_jvp,
     fused_reduce_axes_vjp, fused_reduce_jvp, fused_reduce_vjp, FusedInput, Reduction,
 };
+use rune_runtime::__private::{rules, scalar, strong_mul};
 use rune_runtime::ndarray::{s, Array2, Ix2, ShapeBuilder};
-use rune_runtime::vmath::Kernels;
-use rune_runtime::{concat, rules, scalar, strong_mul, Dual, Element, OperandRef, Tensor};
+use rune_runtime::{concat, Dual, Element, OperandRef, Tensor};
 
 /// An element type of the tests: made from two numbers (a dual number's tangent part from the
 /// second) and compared by its bits.

@@ -6,7 +6,7 @@
 //! strides); `matmul_jvp` with both tangents accumulates its second product into the first, and
 //! the VJPs multiply by transposes.
 
-use rune_runtime::rules::{matmul_jvp, matmul_vjp_lhs, matmul_vjp_rhs};
+use rune_runtime::__private::rules::{matmul_jvp, matmul_vjp_lhs, matmul_vjp_rhs};
 use rune_runtime::{Dual, Element, Tensor};
 
 /// `(m, k, n)`: row and column vectors, empty operands, a zero-length contraction, tiny sizes

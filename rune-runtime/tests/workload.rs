@@ -1,6 +1,6 @@
 //! The workload input generator against the check values of docs/WORKLOADS.md §5.
 
-use rune_runtime::workload_tensor;
+use rune_runtime::__private::workload_tensor;
 
 /// Element `i` of the `f64` tensor with the given seed and range.
 fn element(seed: u64, i: usize, lo: f64, hi: f64) -> f64 {

@@ -19,12 +19,12 @@
 //! said `reads y` would pass the output, and that does not compile:
 //!
 //! ```compile_fail,E0308
-//! use rune_runtime::scalar::{tanh, Output};
+//! use rune_runtime::__private::scalar::{tanh, Output};
 //! let _ = tanh::tangent(1.0_f64, Output(0.5));
 //! ```
 //!
 //! ```
-//! use rune_runtime::scalar::{tanh, Input};
+//! use rune_runtime::__private::scalar::{tanh, Input};
 //! // d/dx tanh at 20 is 4e^-40 (to double precision), where 1 - tanh(20)² is exactly 0.
 //! let d = tanh::derivative(Input(20.0_f64));
 //! assert!((d - 4.0 * (-40.0_f64).exp()).abs() <= 1e-15 * d);

@@ -3,7 +3,7 @@
 //!
 //! # Contract
 //!
-//! - Each kernel is `#[inline(always)]` (in release builds; see [`super`]), takes and returns plain
+//! - Each kernel is `#[inline(always)]` (in release builds; see the module `vmath`), takes and returns plain
 //!   floats and is straight-line code: special cases are selects, not branches; no table, no call
 //!   (no libm, no `mul_add`, no `round`). It uses `+ - * /`, comparisons, `abs`, `copysign`,
 //!   `clamp` (which keeps a NaN), and 64-bit integer adds and shifts on `to_bits`/`from_bits`,

@@ -132,7 +132,7 @@ pub fn vectorised_at<R>(level: Level, f: impl FnOnce() -> R) -> R {
 /// the other elements of the block.
 ///
 /// The closures of fused regions take it and hand it to the scalar forms (`value_in` and
-/// `tangent_in` of [`crate::scalar`]'s functions), which hand it to the element methods
+/// `tangent_in` of the functions of `scalar`), which hand it to the element methods
 /// (`Element::vsin_in`, ..): after inlining, each pass's loop sees a constant and has no
 /// branch per element. Dual numbers hand it to their parts (so `Dual<f32>` takes the fast
 /// forms too); other kernels and `f64` ignore it.

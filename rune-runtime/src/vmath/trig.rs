@@ -1,6 +1,6 @@
 //! Branch-free, auto-vectorisable `sin`, `cos`, `tan` and `sin_cos` for `f32` and `f64`.
 //!
-//! Every function is `#[inline(always)]` (in release builds; see [`super`]), takes and returns
+//! Every function is `#[inline(always)]` (in release builds; see the module `vmath`), takes and returns
 //! plain floats and lowers to straight-line arithmetic, integer and bit operations and selects: no
 //! calls, no loops, no table loads with a computed index. An element-wise loop over any of them
 //! vectorises (checked for AVX-512 and AVX2 + FMA: 16 or 8 `f32` lanes, 8 or 4 `f64` lanes). No FMA

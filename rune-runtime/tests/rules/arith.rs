@@ -1,6 +1,6 @@
 //! `+ - * /` and negation, with every broadcasting and scalar combination.
 
-use rune_runtime::rules::*;
+use rune_runtime::__private::rules::*;
 use rune_runtime::{add, div, mul, sub, Element, Tensor};
 
 use crate::common::{assert_close, tensor, uniform, Case};

@@ -1,7 +1,7 @@
 //! `pow`, `maximum`, `minimum`, `fmax`, `fmin`: rules against finite differences on
 //! broadcasting shape pairs, and hand-derived values at ties, at NaN and at a zero base.
 
-use rune_runtime::rules::*;
+use rune_runtime::__private::rules::*;
 use rune_runtime::{Dual, Element, Tensor};
 
 use crate::common::{assert_close, tensor, uniform, Case};

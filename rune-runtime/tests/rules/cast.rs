@@ -1,6 +1,6 @@
 //! `cast` between f32, f64 and dual numbers, and `stop_gradient`.
 
-use rune_runtime::rules::*;
+use rune_runtime::__private::rules::*;
 use rune_runtime::{all_ops, check_grad, grad_fn, stop_gradient, Dual, Element, Tensor};
 
 use crate::common::{tensor, uniform, Case};

@@ -1,6 +1,6 @@
 //! `concat`, `stack`, `where_cond`.
 
-use rune_runtime::rules::*;
+use rune_runtime::__private::rules::*;
 use rune_runtime::{concat, div, stack, where_cond, Element, Tensor};
 
 use crate::common::{assert_close, panic_message, tensor, uniform, Case};

@@ -1,6 +1,6 @@
 //! `conv2d`, `max_pool2d` and `avg_pool2d` on NCHW tensors.
 
-use rune_runtime::rules::*;
+use rune_runtime::__private::rules::*;
 use rune_runtime::{Element, Tensor};
 
 use crate::common::{assert_close, panic_message, tensor, uniform, Case};

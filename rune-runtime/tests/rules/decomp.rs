@@ -2,7 +2,7 @@
 //! dot-product test on single and batched, well-conditioned matrices, and the factorizations
 //! against hand-computed values.
 
-use rune_runtime::rules::*;
+use rune_runtime::__private::rules::*;
 use rune_runtime::{dual_of, einsum, primal_of, tangent_of, Dual, Element, Tensor};
 
 use crate::common::{assert_close, panic_message, shifted, spd, tensor, uniform, Case};

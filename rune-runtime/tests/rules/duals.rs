@@ -1,7 +1,7 @@
 //! `dual_of`, `tangent_of`, `primal_of`: each case goes through a dual tensor and back, with a
 //! nonlinear op on dual numbers between (so forward mode runs inside the checked function).
 
-use rune_runtime::rules::*;
+use rune_runtime::__private::rules::*;
 use rune_runtime::{dual_of, primal_of, tangent_of, Element, Tensor};
 
 use crate::common::{uniform, Case};

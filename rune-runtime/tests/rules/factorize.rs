@@ -7,7 +7,7 @@
 // `check!` clones its inputs into one slice, a single one too.
 #![allow(clippy::cloned_ref_to_slice_refs)]
 
-use rune_runtime::rules::{cho_solve_vjp_lhs, cholesky_vjp, det_vjp, logabsdet_vjp};
+use rune_runtime::__private::rules::{cho_solve_vjp_lhs, cholesky_vjp, det_vjp, logabsdet_vjp};
 use rune_runtime::{dual_of, primal_of, Dual, Element, Tensor};
 
 use crate::common::{shifted, spd, tensor, uniform};

@@ -1,6 +1,6 @@
 //! `gather`, `scatter_add`.
 
-use rune_runtime::rules::*;
+use rune_runtime::__private::rules::*;
 use rune_runtime::{Element, Tensor};
 
 use crate::common::{assert_close, panic_message, tensor, uniform, Case};

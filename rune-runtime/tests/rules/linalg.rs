@@ -1,6 +1,6 @@
 //! `matmul`: 1-D operands, plain and batched products, batch axes broadcast on either side.
 
-use rune_runtime::rules::*;
+use rune_runtime::__private::rules::*;
 use rune_runtime::{Element, Tensor};
 
 use crate::common::{assert_close, tensor, uniform, Case};

@@ -55,7 +55,7 @@ fn all_cases<T: Element>() -> Vec<Case<T>> {
 /// must be exactly zero (which the finite differences along it confirm) and its tangent must
 /// not leak into the output.
 fn unused_input_cases<T: Element>() -> Vec<Case<T>> {
-    use rune_runtime::rules::*;
+    use rune_runtime::__private::rules::*;
     use rune_runtime::{where_cond, Tensor};
     let a = common::uniform::<T>(&[2, 3], 1.0, 2.0, 600);
     let b = common::uniform::<T>(&[3], -2.0, -1.0, 601);

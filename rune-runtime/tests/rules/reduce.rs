@@ -1,7 +1,7 @@
 //! Reductions over all axes and over axis lists (negative axes, keepdims both ways, no axes),
 //! with hand-derived values for ties, zeros in products, and stability.
 
-use rune_runtime::rules::*;
+use rune_runtime::__private::rules::*;
 use rune_runtime::{Element, Tensor};
 
 use crate::common::{assert_close, tensor, uniform, Case};

@@ -1,7 +1,7 @@
 //! `cumsum`, `cumprod` and `logcumsumexp` along each axis, with hand-derived gradients of
 //! `cumprod` at zeros and of `logcumsumexp` at infinities and large magnitudes.
 
-use rune_runtime::rules::*;
+use rune_runtime::__private::rules::*;
 use rune_runtime::{Element, Tensor};
 
 use crate::common::{assert_close, tensor, uniform, Case};

@@ -1,6 +1,6 @@
 //! `reshape`, `permute`, `t`, `broadcast_to`, `expand_dims`, `squeeze`.
 
-use rune_runtime::rules::*;
+use rune_runtime::__private::rules::*;
 use rune_runtime::{Element, Tensor};
 
 use crate::common::{assert_close, panic_message, tensor, uniform, Case};

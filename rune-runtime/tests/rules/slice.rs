@@ -1,6 +1,6 @@
 //! `shrink`, `pad`, `flip`, `unfold`, `fold`.
 
-use rune_runtime::rules::*;
+use rune_runtime::__private::rules::*;
 use rune_runtime::{Element, Tensor};
 
 use crate::common::{assert_close, panic_message, tensor, uniform, Case};

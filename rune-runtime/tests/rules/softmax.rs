@@ -1,6 +1,6 @@
 //! `softmax` and `log_softmax` along each axis, checked against their compositions.
 
-use rune_runtime::rules::*;
+use rune_runtime::__private::rules::*;
 use rune_runtime::{Element, Tensor};
 
 use crate::common::{assert_close, tensor, uniform, Case};

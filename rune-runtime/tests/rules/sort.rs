@@ -1,7 +1,7 @@
 //! `sort` along each axis on well-separated values (no finite-difference step swaps two), with
 //! hand-derived permutations of the cotangent, ties, NaN, and `argsort`.
 
-use rune_runtime::rules::*;
+use rune_runtime::__private::rules::*;
 use rune_runtime::{Element, Tensor};
 
 use crate::common::{assert_close, panic_message, tensor, Case};

@@ -2,7 +2,7 @@
 //! differences on broadcasting shape pairs, and hand-derived values where the naive formulas
 //! break (equal infinities, `x = 0`, the origin).
 
-use rune_runtime::rules::*;
+use rune_runtime::__private::rules::*;
 use rune_runtime::{Element, Tensor};
 
 use crate::common::{assert_close, tensor, uniform, Case};

@@ -1,7 +1,7 @@
 //! `var` and `std` over all axes and over axis lists, with `ddof` 0 and 1; hand-derived values
 //! at large offsets (where a one-pass formula cancels), at zero variance, and where `n <= ddof`.
 
-use rune_runtime::rules::*;
+use rune_runtime::__private::rules::*;
 use rune_runtime::{stack, Element, Tensor};
 
 use crate::common::{assert_close, panic_message, tensor, uniform, Case};

@@ -1,7 +1,7 @@
 //! The unary ops: every op's rules against finite differences away from kinks, and hand-derived
 //! values at the kinks and singular points.
 
-use rune_runtime::rules::*;
+use rune_runtime::__private::rules::*;
 use rune_runtime::{Element, Tensor};
 
 use crate::common::{assert_close, tensor, uniform, Case};
