@@ -90,6 +90,61 @@ impl<T> OrPanic<T> for Result<T, ShapeError> {
     }
 }
 
+/// The panicking form of a `try_` op: the function whose doc comment and signature are given,
+/// marked `#[track_caller]` and `#[must_use]`, calling the `try_` form named after `=>` with its
+/// own arguments and panicking with the error's message ([`OrPanic`]).
+///
+/// ```text
+/// panicking_twin! {
+///     /// The axes reordered: ...
+///     ///
+///     /// # Panics
+///     /// When `perm` is not a permutation of `0..ndim`.
+///     pub fn permute(&self, perm: &[usize]) -> Tensor<T> => self.try_permute
+/// }
+/// ```
+///
+/// A method names its `try_` form `self.try_x`, a free function `try_x`. The signature may
+/// have generics and a where clause; its parameters are `&self` (for a method) and `name: Type`
+/// pairs.
+macro_rules! panicking_twin {
+    ($(#[$attr:meta])* $vis:vis fn $name:ident $($rest:tt)*) => {
+        $crate::error::panicking_twin!(
+            @generics [$(#[$attr])* #[track_caller] #[must_use] $vis fn $name] [] $($rest)*
+        );
+    };
+    // The generics run up to the parameter list, the first group in parentheses, ...
+    (@generics $head:tt [$($generics:tt)*] ($($params:tt)*) $($rest:tt)*) => {
+        $crate::error::panicking_twin!(@tail $head [$($generics)*] ($($params)*) [] $($rest)*);
+    };
+    (@generics $head:tt [$($generics:tt)*] $next:tt $($rest:tt)*) => {
+        $crate::error::panicking_twin!(@generics $head [$($generics)* $next] $($rest)*);
+    };
+    // ... and the return type and where clause up to `=>` and the `try_` form, of a method ...
+    (
+        @tail [$($head:tt)*] [$($generics:tt)*] (&self $(, $arg:ident: $ty:ty)* $(,)?)
+        [$($tail:tt)*] => self.$try_name:ident
+    ) => {
+        $($head)* $($generics)* (&self $(, $arg: $ty)*) $($tail)* {
+            $crate::error::OrPanic::or_panic(self.$try_name($($arg),*))
+        }
+    };
+    // ... or of a free function.
+    (
+        @tail [$($head:tt)*] [$($generics:tt)*] ($($arg:ident: $ty:ty),* $(,)?)
+        [$($tail:tt)*] => $try_name:ident
+    ) => {
+        $($head)* $($generics)* ($($arg: $ty),*) $($tail)* {
+            $crate::error::OrPanic::or_panic($try_name($($arg),*))
+        }
+    };
+    (@tail $head:tt $generics:tt $params:tt [$($tail:tt)*] $next:tt $($rest:tt)*) => {
+        $crate::error::panicking_twin!(@tail $head $generics $params [$($tail)* $next] $($rest)*);
+    };
+}
+
+pub(crate) use panicking_twin;
+
 /// The number of elements of `shape` for a tensor of `T`, or an error of `op` when the shape
 /// holds more than one allocation can: when the product of its axis lengths overflows `usize`,
 /// that of its non-zero lengths exceeds `isize::MAX` (ndarray's bound), or the bytes do.

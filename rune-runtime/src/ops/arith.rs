@@ -13,7 +13,7 @@ use crate::broadcast::{
     broadcast_owned, broadcast_shapes, broadcast_view, same_shape, sum_to_shape, zip_broadcast,
 };
 use crate::element::{strong_mul, Element, FromScalar, Operand, OperandOf, OperandRef, Scalar};
-use crate::error::{OrPanic, ShapeError};
+use crate::error::{panicking_twin, OrPanic, ShapeError};
 use crate::tensor::{row_major, Tensor};
 
 /// Applies `f` elementwise to two operands, broadcasting them against each other.
@@ -83,19 +83,17 @@ fn row_broadcast_map<T: Element>(
 
 macro_rules! binary_fns {
     ($($(#[$doc:meta])* $name:ident, $try_name:ident, $f:expr;)*) => {$(
-        $(#[$doc])*
-        ///
-        /// # Panics
-        /// When the operands' shapes do not broadcast.
-        #[track_caller]
-        #[must_use]
-        pub fn $name<A, B>(a: &A, b: &B) -> Tensor<A::Elem>
-        where
-            A: Operand + ?Sized,
-            A::Elem: Element,
-            B: Operand<Elem = A::Elem> + ?Sized,
-        {
-            $try_name(a, b).or_panic()
+        panicking_twin! {
+            $(#[$doc])*
+            ///
+            /// # Panics
+            /// When the operands' shapes do not broadcast.
+            pub fn $name<A, B>(a: &A, b: &B) -> Tensor<A::Elem>
+            where
+                A: Operand + ?Sized,
+                A::Elem: Element,
+                B: Operand<Elem = A::Elem> + ?Sized,
+            => $try_name
         }
 
         /// Like the op without `try_`, returning an error when the shapes do not broadcast.

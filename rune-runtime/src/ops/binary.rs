@@ -24,7 +24,7 @@ use ndarray::Zip;
 use crate::broadcast::{broadcast_shapes, broadcast_view, sum_to_shape};
 use crate::element::Element;
 use crate::element::{OperandOf, OperandRef};
-use crate::error::{OrPanic, ShapeError};
+use crate::error::{panicking_twin, OrPanic, ShapeError};
 use crate::ops::arith::try_binary_map;
 use crate::tensor::Tensor;
 
@@ -174,14 +174,12 @@ use elementwise::{
 macro_rules! binary_methods {
     ($($(#[$doc:meta])* $name:ident, $try_name:ident, $arg:ident, $kernel:expr;)*) => {
         impl<T: Element> Tensor<T> {$(
-            $(#[$doc])*
-            ///
-            /// # Panics
-            /// When the shapes do not broadcast.
-            #[track_caller]
-            #[must_use]
-            pub fn $name(&self, $arg: &Tensor<T>) -> Tensor<T> {
-                self.$try_name($arg).or_panic()
+            crate::error::panicking_twin! {
+                $(#[$doc])*
+                ///
+                /// # Panics
+                /// When the shapes do not broadcast.
+                pub fn $name(&self, $arg: &Tensor<T>) -> Tensor<T> => self.$try_name
             }
 
             #[doc = concat!("Like [`Tensor::", stringify!($name),
@@ -209,19 +207,17 @@ binary_methods! {
 macro_rules! selection_methods {
     ($($(#[$doc:meta])* $name:ident, $try_name:ident, $kernel:expr;)*) => {
         impl<T: Element> Tensor<T> {$(
-            $(#[$doc])*
-            ///
-            /// `other` is a tensor (owned or borrowed) or a scalar that tensors of `T` take
-            /// ([`FromScalar`](crate::FromScalar)): `T`, or an `f64` for any `T`, so that
-            /// `x.maximum(0.0)` reads in code generic over `T: Element` too. On dual numbers a
-            /// plain float is the constant with a zero tangent.
-            ///
-            /// # Panics
-            /// When the shapes do not broadcast.
-            #[track_caller]
-            #[must_use]
-            pub fn $name<B: OperandOf<T>>(&self, other: B) -> Tensor<T> {
-                self.$try_name(other).or_panic()
+            panicking_twin! {
+                $(#[$doc])*
+                ///
+                /// `other` is a tensor (owned or borrowed) or a scalar that tensors of `T` take
+                /// ([`FromScalar`](crate::FromScalar)): `T`, or an `f64` for any `T`, so that
+                /// `x.maximum(0.0)` reads in code generic over `T: Element` too. On dual numbers a
+                /// plain float is the constant with a zero tangent.
+                ///
+                /// # Panics
+                /// When the shapes do not broadcast.
+                pub fn $name<B: OperandOf<T>>(&self, other: B) -> Tensor<T> => self.$try_name
             }
 
             #[doc = concat!("Like [`Tensor::", stringify!($name),

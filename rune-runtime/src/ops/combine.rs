@@ -19,7 +19,7 @@ use std::borrow::Borrow;
 use crate::broadcast::{broadcast_owned, broadcast_shapes, sum_to_shape};
 use crate::element::Element;
 use crate::element::{OperandOf, OperandRef};
-use crate::error::{checked, checked_size, OrPanic, ShapeError};
+use crate::error::{checked, checked_size, panicking_twin, OrPanic, ShapeError};
 use crate::ops::normalize_axis;
 use crate::tensor::{row_major, small, Tensor};
 
@@ -106,15 +106,14 @@ fn stack_shape<T>(tensors: &[&Tensor<T>], axis: isize) -> Result<(usize, Vec<usi
     Ok((a, shape))
 }
 
-/// The tensors joined along an existing `axis` (NumPy's `concatenate`): a list of references
-/// (`&[&a, &b]`) or of tensors (`&outs` for a `Vec<Tensor<T>>`).
-///
-/// # Panics
-/// When the list is empty, `axis` is out of range, or the shapes differ on another axis.
-#[track_caller]
-#[must_use]
-pub fn concat<T: Clone>(tensors: &[impl Borrow<Tensor<T>>], axis: isize) -> Tensor<T> {
-    try_concat(tensors, axis).or_panic()
+panicking_twin! {
+    /// The tensors joined along an existing `axis` (NumPy's `concatenate`): a list of references
+    /// (`&[&a, &b]`) or of tensors (`&outs` for a `Vec<Tensor<T>>`).
+    ///
+    /// # Panics
+    /// When the list is empty, `axis` is out of range, or the shapes differ on another axis.
+    pub fn concat<T: Clone>(tensors: &[impl Borrow<Tensor<T>>], axis: isize) -> Tensor<T>
+        => try_concat
 }
 
 /// Like [`concat()`], returning an error for bad input.
@@ -133,15 +132,14 @@ pub fn try_concat<T: Clone>(
     Ok(Tensor::from_array(out))
 }
 
-/// The tensors, all of one shape, joined along a new `axis` (NumPy's `stack`); `axis` ranges over
-/// `-ndim-1..=ndim`. The list holds references (`&[&a, &b]`) or tensors (`&outs`).
-///
-/// # Panics
-/// When the list is empty, the shapes differ, or `axis` is out of range.
-#[track_caller]
-#[must_use]
-pub fn stack<T: Clone>(tensors: &[impl Borrow<Tensor<T>>], axis: isize) -> Tensor<T> {
-    try_stack(tensors, axis).or_panic()
+panicking_twin! {
+    /// The tensors, all of one shape, joined along a new `axis` (NumPy's `stack`); `axis` ranges
+    /// over `-ndim-1..=ndim`. The list holds references (`&[&a, &b]`) or tensors (`&outs`).
+    ///
+    /// # Panics
+    /// When the list is empty, the shapes differ, or `axis` is out of range.
+    pub fn stack<T: Clone>(tensors: &[impl Borrow<Tensor<T>>], axis: isize) -> Tensor<T>
+        => try_stack
 }
 
 /// Like [`stack()`], returning an error for bad input.
@@ -160,25 +158,23 @@ pub fn try_stack<T: Clone>(
     Ok(Tensor::from_array(out))
 }
 
-/// `a` where `mask` is true, `b` elsewhere, with `mask`, `a` and `b` broadcast together.
-///
-/// `a` and `b` are tensors of `T` or scalars that such tensors take
-/// ([`FromScalar`](crate::FromScalar)): `where_cond(&m, x, &0.0)` reads for any element type.
-/// When both are scalars, the element type comes from where the result goes.
-///
-/// Gradients flow only to the selected side; the other gets exactly zero (see the module docs).
-///
-/// # Panics
-/// When the three shapes do not broadcast together.
-#[track_caller]
-#[must_use]
-pub fn where_cond<T, A, B>(mask: &Tensor<bool>, a: &A, b: &B) -> Tensor<T>
-where
-    T: Element,
-    A: OperandOf<T> + ?Sized,
-    B: OperandOf<T> + ?Sized,
-{
-    try_where_cond(mask, a, b).or_panic()
+panicking_twin! {
+    /// `a` where `mask` is true, `b` elsewhere, with `mask`, `a` and `b` broadcast together.
+    ///
+    /// `a` and `b` are tensors of `T` or scalars that such tensors take
+    /// ([`FromScalar`](crate::FromScalar)): `where_cond(&m, x, &0.0)` reads for any element type.
+    /// When both are scalars, the element type comes from where the result goes.
+    ///
+    /// Gradients flow only to the selected side; the other gets exactly zero (see the module docs).
+    ///
+    /// # Panics
+    /// When the three shapes do not broadcast together.
+    pub fn where_cond<T, A, B>(mask: &Tensor<bool>, a: &A, b: &B) -> Tensor<T>
+    where
+        T: Element,
+        A: OperandOf<T> + ?Sized,
+        B: OperandOf<T> + ?Sized,
+    => try_where_cond
 }
 
 /// Like [`where_cond`], returning an error when the shapes do not broadcast.

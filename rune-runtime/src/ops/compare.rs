@@ -30,7 +30,7 @@ use ndarray::{Axis, Zip};
 use crate::broadcast::{broadcast_shapes, broadcast_view};
 use crate::element::OperandRef;
 use crate::element::{Element, FromScalar, Scalar};
-use crate::error::{OrPanic, ShapeError};
+use crate::error::{panicking_twin, OrPanic, ShapeError};
 use crate::ops::normalize_axis;
 use crate::tensor::Tensor;
 
@@ -157,16 +157,15 @@ pub mod elementwise {
 macro_rules! comparisons {
     ([$($generics:tt)*] $elem:ty; $($doc:literal $name:ident, $try_name:ident, $op:tt;)*) => {
         impl<$($generics)*> Tensor<$elem> {$(
-            #[doc = concat!("`self ", stringify!($op), " other` elementwise, against a tensor or a \
-                scalar, broadcasting.")]
-            #[doc = $doc]
-            ///
-            /// # Panics
-            /// When the shapes do not broadcast.
-            #[track_caller]
-            #[must_use]
-            pub fn $name<B: CompareRhs<$elem>>(&self, other: B) -> Tensor<bool> {
-                self.$try_name(other).or_panic()
+            panicking_twin! {
+                #[doc = concat!("`self ", stringify!($op), " other` elementwise, against a tensor \
+                    or a scalar, broadcasting.")]
+                #[doc = $doc]
+                ///
+                /// # Panics
+                /// When the shapes do not broadcast.
+                pub fn $name<B: CompareRhs<$elem>>(&self, other: B) -> Tensor<bool>
+                    => self.$try_name
             }
 
             #[doc = concat!("Like [`Tensor::", stringify!($name),
@@ -253,16 +252,14 @@ fn try_arg_select<T: Element>(
 }
 
 impl<T: Element> Tensor<T> {
-    /// The index of the largest element along `axis` (negative counts from the end), which is
-    /// removed from the shape. Ties go to the first index, and a NaN counts as the largest (as in
-    /// NumPy).
-    ///
-    /// # Panics
-    /// When `axis` is out of range or that axis is empty.
-    #[track_caller]
-    #[must_use]
-    pub fn argmax(&self, axis: isize) -> Tensor<i64> {
-        self.try_argmax(axis).or_panic()
+    panicking_twin! {
+        /// The index of the largest element along `axis` (negative counts from the end), which is
+        /// removed from the shape. Ties go to the first index, and a NaN counts as the largest (as
+        /// in NumPy).
+        ///
+        /// # Panics
+        /// When `axis` is out of range or that axis is empty.
+        pub fn argmax(&self, axis: isize) -> Tensor<i64> => self.try_argmax
     }
 
     /// Like [`Tensor::argmax`], returning an error for a bad or empty axis.
@@ -270,16 +267,14 @@ impl<T: Element> Tensor<T> {
         try_arg_select("argmax", self, axis, |v, best| v > best)
     }
 
-    /// The index of the smallest element along `axis` (negative counts from the end), which is
-    /// removed from the shape. Ties go to the first index, and a NaN counts as the smallest (as
-    /// in NumPy).
-    ///
-    /// # Panics
-    /// When `axis` is out of range or that axis is empty.
-    #[track_caller]
-    #[must_use]
-    pub fn argmin(&self, axis: isize) -> Tensor<i64> {
-        self.try_argmin(axis).or_panic()
+    panicking_twin! {
+        /// The index of the smallest element along `axis` (negative counts from the end), which is
+        /// removed from the shape. Ties go to the first index, and a NaN counts as the smallest (as
+        /// in NumPy).
+        ///
+        /// # Panics
+        /// When `axis` is out of range or that axis is empty.
+        pub fn argmin(&self, axis: isize) -> Tensor<i64> => self.try_argmin
     }
 
     /// Like [`Tensor::argmin`], returning an error for a bad or empty axis.
@@ -293,15 +288,13 @@ impl<T: Element> Tensor<T> {
 macro_rules! logic_ops {
     ($($name:ident, $try_name:ident, $trait:ident, $method:ident, $op:tt;)*) => {
         impl Tensor<bool> {$(
-            #[doc = concat!("Elementwise logical `", stringify!($name), "`, broadcasting (also \
-                the `", stringify!($op), "` operator).")]
-            ///
-            /// # Panics
-            /// When the shapes do not broadcast.
-            #[track_caller]
-            #[must_use]
-            pub fn $name(&self, other: &Tensor<bool>) -> Tensor<bool> {
-                self.$try_name(other).or_panic()
+            panicking_twin! {
+                #[doc = concat!("Elementwise logical `", stringify!($name), "`, broadcasting \
+                    (also the `", stringify!($op), "` operator).")]
+                ///
+                /// # Panics
+                /// When the shapes do not broadcast.
+                pub fn $name(&self, other: &Tensor<bool>) -> Tensor<bool> => self.$try_name
             }
 
             #[doc = concat!("Like [`Tensor::", stringify!($name),

@@ -8,7 +8,7 @@
 use ndarray::ArrayView2;
 
 use crate::element::Element;
-use crate::error::{checked, checked_size, OrPanic, ShapeError};
+use crate::error::{checked, checked_size, panicking_twin, OrPanic, ShapeError};
 use crate::ops::linalg::{gemm, is_all_zero};
 use crate::ops::window::{Misfit, Window};
 use crate::tensor::Tensor;
@@ -153,18 +153,17 @@ impl ConvDims {
 }
 
 impl<T: Element> Tensor<T> {
-    /// 2-D cross-correlation of an NCHW input with an OIHW weight, as PyTorch's `F.conv2d`
-    /// without bias: output `[N, O, OH, OW]` with `OH = (H + 2·padding − KH) / stride + 1`
-    /// (rounded down), likewise `OW`; `padding` zeros on all four sides.
-    ///
-    /// # Panics
-    /// When an operand is not 4-D, the channels differ, `stride` is 0, or the kernel is larger
-    /// than the padded image; the message names the shapes. [`Tensor::try_conv2d`] returns the
-    /// error instead.
-    #[track_caller]
-    #[must_use]
-    pub fn conv2d(&self, w: &Tensor<T>, stride: usize, padding: usize) -> Tensor<T> {
-        self.try_conv2d(w, stride, padding).or_panic()
+    panicking_twin! {
+        /// 2-D cross-correlation of an NCHW input with an OIHW weight, as PyTorch's `F.conv2d`
+        /// without bias: output `[N, O, OH, OW]` with `OH = (H + 2·padding − KH) / stride + 1`
+        /// (rounded down), likewise `OW`; `padding` zeros on all four sides.
+        ///
+        /// # Panics
+        /// When an operand is not 4-D, the channels differ, `stride` is 0, or the kernel is larger
+        /// than the padded image; the message names the shapes. [`Tensor::try_conv2d`] returns the
+        /// error instead.
+        pub fn conv2d(&self, w: &Tensor<T>, stride: usize, padding: usize) -> Tensor<T>
+            => self.try_conv2d
     }
 
     /// Like [`Tensor::conv2d`], returning a [`ShapeError`] naming the shapes when they do not

@@ -17,17 +17,15 @@
 
 use crate::element::dual::Dual;
 use crate::element::Element;
-use crate::error::{OrPanic, ShapeError};
+use crate::error::{panicking_twin, ShapeError};
 use crate::tensor::Tensor;
 
-/// The tensor of dual numbers with primal parts `x` and tangent parts `v`.
-///
-/// # Panics
-/// When the shapes differ.
-#[track_caller]
-#[must_use]
-pub fn dual_of<T: Element>(x: &Tensor<T>, v: &Tensor<T>) -> Tensor<Dual<T>> {
-    try_dual_of(x, v).or_panic()
+panicking_twin! {
+    /// The tensor of dual numbers with primal parts `x` and tangent parts `v`.
+    ///
+    /// # Panics
+    /// When the shapes differ.
+    pub fn dual_of<T: Element>(x: &Tensor<T>, v: &Tensor<T>) -> Tensor<Dual<T>> => try_dual_of
 }
 
 /// Like [`dual_of`], returning an error when the shapes differ.

@@ -10,7 +10,7 @@ use std::ops::AddAssign;
 use ndarray::{ArrayD, Axis, IxDyn, Slice, Zip};
 
 use crate::element::Element;
-use crate::error::{OrPanic, ShapeError};
+use crate::error::{panicking_twin, ShapeError};
 use crate::ops::normalize_axis;
 use crate::tensor::Tensor;
 
@@ -60,16 +60,14 @@ fn check_indices(
 }
 
 impl<T: Clone + Default> Tensor<T> {
-    /// Values taken along `axis` at `indices` (`torch.gather`): with `axis = 1` on 3-D data,
-    /// `out[i][j][k] = x[i][indices[i][j][k]][k]`. The result has `indices`' shape.
-    ///
-    /// # Panics
-    /// When `axis` is out of range, `indices` does not have the data's number of axes or is
-    /// longer than the data on another axis, or an index is negative or past the axis' end.
-    #[track_caller]
-    #[must_use]
-    pub fn gather(&self, axis: isize, indices: &Tensor<i64>) -> Tensor<T> {
-        self.try_gather(axis, indices).or_panic()
+    panicking_twin! {
+        /// Values taken along `axis` at `indices` (`torch.gather`): with `axis = 1` on 3-D data,
+        /// `out[i][j][k] = x[i][indices[i][j][k]][k]`. The result has `indices`' shape.
+        ///
+        /// # Panics
+        /// When `axis` is out of range, `indices` does not have the data's number of axes or is
+        /// longer than the data on another axis, or an index is negative or past the axis' end.
+        pub fn gather(&self, axis: isize, indices: &Tensor<i64>) -> Tensor<T> => self.try_gather
     }
 
     /// Like [`Tensor::gather`], returning an error for bad indices.
@@ -99,23 +97,21 @@ impl<T: Clone + Default> Tensor<T> {
 }
 
 impl<T: Clone + AddAssign> Tensor<T> {
-    /// A copy of the tensor with `updates` added along `axis` at `indices`
-    /// (`torch.scatter_add`): with `axis = 0` on 2-D data, `y[indices[i][j]][j] += updates[i][j]`.
-    /// Repeated indices accumulate. `updates` has `indices`' shape.
-    ///
-    /// # Panics
-    /// When `axis` is out of range, `updates` and `indices` differ in shape, `indices` does not
-    /// have the data's number of axes or is longer than the data on another axis, or an index is
-    /// negative or past the axis' end.
-    #[track_caller]
-    #[must_use]
-    pub fn scatter_add(
-        &self,
-        axis: isize,
-        indices: &Tensor<i64>,
-        updates: &Tensor<T>,
-    ) -> Tensor<T> {
-        self.try_scatter_add(axis, indices, updates).or_panic()
+    panicking_twin! {
+        /// A copy of the tensor with `updates` added along `axis` at `indices`
+        /// (`torch.scatter_add`): with `axis = 0` on 2-D data, `y[indices[i][j]][j] +=
+        /// updates[i][j]`. Repeated indices accumulate. `updates` has `indices`' shape.
+        ///
+        /// # Panics
+        /// When `axis` is out of range, `updates` and `indices` differ in shape, `indices` does not
+        /// have the data's number of axes or is longer than the data on another axis, or an index
+        /// is negative or past the axis' end.
+        pub fn scatter_add(
+            &self,
+            axis: isize,
+            indices: &Tensor<i64>,
+            updates: &Tensor<T>,
+        ) -> Tensor<T> => self.try_scatter_add
     }
 
     /// Like [`Tensor::scatter_add`], returning an error for bad indices or shapes.

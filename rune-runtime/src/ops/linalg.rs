@@ -10,7 +10,7 @@ use ndarray::{ArrayView2, ArrayViewD, Axis, CowArray, Ix2, Ix3, Ix4, Order};
 
 use crate::broadcast::{broadcast_shapes, same_shape, sum_to_shape};
 use crate::element::Element;
-use crate::error::{checked_size, OrPanic, ShapeError};
+use crate::error::{checked_size, panicking_twin, OrPanic, ShapeError};
 use crate::gemm::ndarray_gemm;
 use crate::tensor::Tensor;
 
@@ -401,22 +401,21 @@ fn drop_promoted_axis<T: Element>(t: Tensor<T>, shape: &[usize]) -> Tensor<T> {
 }
 
 impl<T: Element> Tensor<T> {
-    /// The matrix product with NumPy `matmul` semantics.
-    ///
-    /// - 1-D · 1-D: the inner product, a 0-d tensor;
-    /// - 1-D `[k]` · N-D `[.., k, n]`: `a` is taken as a `[1, k]` row, the row axis is removed
-    ///   from the result `[.., n]`;
-    /// - N-D `[.., m, k]` · 1-D `[k]`: `b` is taken as a `[k, 1]` column, giving `[.., m]`;
-    /// - otherwise the last two axes are matrices and the leading (batch) axes broadcast:
-    ///   `[2, 1, 3, 4] · [5, 4, 6]` gives `[2, 5, 3, 6]`.
-    ///
-    /// # Panics
-    /// When an operand is 0-d, the contraction axes differ in length, or the batch axes do not
-    /// broadcast; the message names both shapes. [`Tensor::try_matmul`] returns the error instead.
-    #[track_caller]
-    #[must_use]
-    pub fn matmul(&self, other: &Tensor<T>) -> Tensor<T> {
-        self.try_matmul(other).or_panic()
+    panicking_twin! {
+        /// The matrix product with NumPy `matmul` semantics.
+        ///
+        /// - 1-D · 1-D: the inner product, a 0-d tensor;
+        /// - 1-D `[k]` · N-D `[.., k, n]`: `a` is taken as a `[1, k]` row, the row axis is removed
+        ///   from the result `[.., n]`;
+        /// - N-D `[.., m, k]` · 1-D `[k]`: `b` is taken as a `[k, 1]` column, giving `[.., m]`;
+        /// - otherwise the last two axes are matrices and the leading (batch) axes broadcast:
+        ///   `[2, 1, 3, 4] · [5, 4, 6]` gives `[2, 5, 3, 6]`.
+        ///
+        /// # Panics
+        /// When an operand is 0-d, the contraction axes differ in length, or the batch axes do not
+        /// broadcast; the message names both shapes. [`Tensor::try_matmul`] returns the error
+        /// instead.
+        pub fn matmul(&self, other: &Tensor<T>) -> Tensor<T> => self.try_matmul
     }
 
     /// Like [`Tensor::matmul`], returning a [`ShapeError`] naming both shapes when they do not

@@ -3,7 +3,7 @@
 //! Pooling windows have no padding and the output size is rounded down.
 
 use crate::element::{strong_mul, Element};
-use crate::error::{OrPanic, ShapeError};
+use crate::error::{panicking_twin, OrPanic, ShapeError};
 use crate::ops::window::{Misfit, Window};
 use crate::tensor::Tensor;
 
@@ -67,15 +67,13 @@ fn is_max<T: Element>(v: T, m: T) -> bool {
 }
 
 impl<T: Element> Tensor<T> {
-    /// Max pooling of an NCHW input over `kernel × kernel` windows `stride` apart (no padding,
-    /// output size rounded down). A window holding NaN gives NaN.
-    ///
-    /// # Panics
-    /// When the input is not 4-D, `kernel` or `stride` is 0, or `kernel` exceeds the image.
-    #[track_caller]
-    #[must_use]
-    pub fn max_pool2d(&self, kernel: usize, stride: usize) -> Tensor<T> {
-        self.try_max_pool2d(kernel, stride).or_panic()
+    panicking_twin! {
+        /// Max pooling of an NCHW input over `kernel × kernel` windows `stride` apart (no padding,
+        /// output size rounded down). A window holding NaN gives NaN.
+        ///
+        /// # Panics
+        /// When the input is not 4-D, `kernel` or `stride` is 0, or `kernel` exceeds the image.
+        pub fn max_pool2d(&self, kernel: usize, stride: usize) -> Tensor<T> => self.try_max_pool2d
     }
 
     /// Like [`Tensor::max_pool2d`], returning a [`ShapeError`] on bad geometry.
@@ -98,15 +96,13 @@ impl<T: Element> Tensor<T> {
         Ok(Tensor::from_vec(out, &y_shape))
     }
 
-    /// Average pooling of an NCHW input over `kernel × kernel` windows `stride` apart (no
-    /// padding, output size rounded down).
-    ///
-    /// # Panics
-    /// When the input is not 4-D, `kernel` or `stride` is 0, or `kernel` exceeds the image.
-    #[track_caller]
-    #[must_use]
-    pub fn avg_pool2d(&self, kernel: usize, stride: usize) -> Tensor<T> {
-        self.try_avg_pool2d(kernel, stride).or_panic()
+    panicking_twin! {
+        /// Average pooling of an NCHW input over `kernel × kernel` windows `stride` apart (no
+        /// padding, output size rounded down).
+        ///
+        /// # Panics
+        /// When the input is not 4-D, `kernel` or `stride` is 0, or `kernel` exceeds the image.
+        pub fn avg_pool2d(&self, kernel: usize, stride: usize) -> Tensor<T> => self.try_avg_pool2d
     }
 
     /// Like [`Tensor::avg_pool2d`], returning a [`ShapeError`] on bad geometry.

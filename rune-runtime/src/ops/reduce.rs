@@ -23,7 +23,7 @@ use ndarray::{ArrayD, ArrayView, ArrayView1, ArrayViewD, Axis, Dimension, IxDyn,
 
 use crate::broadcast::{materialize, same_shape};
 use crate::element::{strong_mul, Element};
-use crate::error::{OrPanic, ShapeError};
+use crate::error::{panicking_twin, OrPanic, ShapeError};
 use crate::ops::{normalize_axes, normalize_axis};
 use crate::summation::{along_lanes, sum_all, sum_along};
 use crate::tensor::Tensor;
@@ -353,14 +353,12 @@ fn mean_tensor<T: Element>(x: &Tensor<T>, axes: &[usize], keepdims: bool) -> Ten
 
 macro_rules! axes_ops {
     ($($(#[$doc:meta])* $name:ident, $try_name:ident, $kernel:expr;)*) => {$(
-        $(#[$doc])*
-        ///
-        /// # Panics
-        /// When an axis is out of range or repeated; the message names the op and the shape.
-        #[track_caller]
-        #[must_use]
-        pub fn $name(&self, axes: &[isize], keepdims: bool) -> Tensor<T> {
-            self.$try_name(axes, keepdims).or_panic()
+        panicking_twin! {
+            $(#[$doc])*
+            ///
+            /// # Panics
+            /// When an axis is out of range or repeated; the message names the op and the shape.
+            pub fn $name(&self, axes: &[isize], keepdims: bool) -> Tensor<T> => self.$try_name
         }
 
         #[doc = concat!("Like [`Tensor::", stringify!($name), "`], returning an error when an ",

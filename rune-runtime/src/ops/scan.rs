@@ -12,7 +12,7 @@
 use ndarray::{ArrayD, ArrayViewMutD, Axis, RemoveAxis, Zip};
 
 use crate::element::{strong_mul, Element};
-use crate::error::{OrPanic, ShapeError};
+use crate::error::{panicking_twin, OrPanic, ShapeError};
 use crate::ops::reduce::checked_axis;
 use crate::summation::along_lanes;
 use crate::tensor::Tensor;
@@ -80,14 +80,12 @@ fn running_logsumexp<T: Element>(x: &Tensor<T>, axis: Axis) -> (ArrayD<T>, Array
 }
 
 impl<T: Element> Tensor<T> {
-    /// The running sum along `axis`: `y[.., i, ..] = x[.., 0, ..] + ... + x[.., i, ..]`.
-    ///
-    /// # Panics
-    /// When `axis` is out of range; the message names the op and the shape.
-    #[track_caller]
-    #[must_use]
-    pub fn cumsum(&self, axis: isize) -> Tensor<T> {
-        self.try_cumsum(axis).or_panic()
+    panicking_twin! {
+        /// The running sum along `axis`: `y[.., i, ..] = x[.., 0, ..] + ... + x[.., i, ..]`.
+        ///
+        /// # Panics
+        /// When `axis` is out of range; the message names the op and the shape.
+        pub fn cumsum(&self, axis: isize) -> Tensor<T> => self.try_cumsum
     }
 
     /// Like [`Tensor::cumsum`], returning an error when `axis` is out of range.
@@ -96,14 +94,12 @@ impl<T: Element> Tensor<T> {
         Ok(scan(self, axis, |a, b| a + b))
     }
 
-    /// The running product along `axis`: `y[.., i, ..] = x[.., 0, ..] * ... * x[.., i, ..]`.
-    ///
-    /// # Panics
-    /// When `axis` is out of range; the message names the op and the shape.
-    #[track_caller]
-    #[must_use]
-    pub fn cumprod(&self, axis: isize) -> Tensor<T> {
-        self.try_cumprod(axis).or_panic()
+    panicking_twin! {
+        /// The running product along `axis`: `y[.., i, ..] = x[.., 0, ..] * ... * x[.., i, ..]`.
+        ///
+        /// # Panics
+        /// When `axis` is out of range; the message names the op and the shape.
+        pub fn cumprod(&self, axis: isize) -> Tensor<T> => self.try_cumprod
     }
 
     /// Like [`Tensor::cumprod`], returning an error when `axis` is out of range.
@@ -112,24 +108,22 @@ impl<T: Element> Tensor<T> {
         Ok(scan(self, axis, |a, b| a * b))
     }
 
-    /// The running `ln(sum(exp(x)))` along `axis`:
-    /// `y[.., i, ..] = ln(exp(x[.., 0, ..]) + ... + exp(x[.., i, ..]))`, computed stably (see
-    /// the module docs), as JAX's `lax.cumlogsumexp` and PyTorch's `logcumsumexp`.
-    ///
-    /// ```
-    /// use rune_runtime::Tensor;
-    /// let x = Tensor::from_vec(vec![f64::NEG_INFINITY, 1000.0, 1000.0], &[3]);
-    /// let y = x.logcumsumexp(0).to_vec();
-    /// assert_eq!(y[..2], [f64::NEG_INFINITY, 1000.0]);
-    /// assert!((y[2] - (1000.0 + 2f64.ln())).abs() < 1e-12);
-    /// ```
-    ///
-    /// # Panics
-    /// When `axis` is out of range; the message names the op and the shape.
-    #[track_caller]
-    #[must_use]
-    pub fn logcumsumexp(&self, axis: isize) -> Tensor<T> {
-        self.try_logcumsumexp(axis).or_panic()
+    panicking_twin! {
+        /// The running `ln(sum(exp(x)))` along `axis`:
+        /// `y[.., i, ..] = ln(exp(x[.., 0, ..]) + ... + exp(x[.., i, ..]))`, computed stably (see
+        /// the module docs), as JAX's `lax.cumlogsumexp` and PyTorch's `logcumsumexp`.
+        ///
+        /// ```
+        /// use rune_runtime::Tensor;
+        /// let x = Tensor::from_vec(vec![f64::NEG_INFINITY, 1000.0, 1000.0], &[3]);
+        /// let y = x.logcumsumexp(0).to_vec();
+        /// assert_eq!(y[..2], [f64::NEG_INFINITY, 1000.0]);
+        /// assert!((y[2] - (1000.0 + 2f64.ln())).abs() < 1e-12);
+        /// ```
+        ///
+        /// # Panics
+        /// When `axis` is out of range; the message names the op and the shape.
+        pub fn logcumsumexp(&self, axis: isize) -> Tensor<T> => self.try_logcumsumexp
     }
 
     /// Like [`Tensor::logcumsumexp`], returning an error when `axis` is out of range.

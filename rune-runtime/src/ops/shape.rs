@@ -13,7 +13,7 @@ use ndarray::{ArrayViewD, Axis, IxDyn};
 
 use crate::broadcast::{broadcast_view, materialize, same_shape, sum_to_shape};
 use crate::element::Element;
-use crate::error::{checked_size, OrPanic, ShapeError};
+use crate::error::{checked_size, panicking_twin, ShapeError};
 use crate::ops::normalize_axis;
 use crate::tensor::{small, Tensor};
 
@@ -78,18 +78,16 @@ fn inverse_permutation(perm: &[usize]) -> Vec<usize> {
 }
 
 impl<T: Clone> Tensor<T> {
-    /// The same elements (in row-major order) with a new shape of the same size.
-    ///
-    /// Free for a row-major tensor, and for any other whose strides give the new shape as a
-    /// view (an axis of a slice split, axes adjacent in memory merged); a tensor in another
-    /// layout (after `permute`, `t` or `flip`) is copied into row-major order first.
-    ///
-    /// # Panics
-    /// When `shape` holds a different number of elements; the message names both shapes.
-    #[track_caller]
-    #[must_use]
-    pub fn reshape(&self, shape: &[usize]) -> Tensor<T> {
-        self.try_reshape(shape).or_panic()
+    panicking_twin! {
+        /// The same elements (in row-major order) with a new shape of the same size.
+        ///
+        /// Free for a row-major tensor, and for any other whose strides give the new shape as a
+        /// view (an axis of a slice split, axes adjacent in memory merged); a tensor in another
+        /// layout (after `permute`, `t` or `flip`) is copied into row-major order first.
+        ///
+        /// # Panics
+        /// When `shape` holds a different number of elements; the message names both shapes.
+        pub fn reshape(&self, shape: &[usize]) -> Tensor<T> => self.try_reshape
     }
 
     /// Like [`Tensor::reshape`], returning an error when the sizes differ.
@@ -131,14 +129,12 @@ impl<T: Clone> Tensor<T> {
         Ok(Tensor::from_vec(row_major_elements(&data.view()), shape))
     }
 
-    /// The axes reordered: axis `i` of the result is axis `perm[i]` of `self` (a view).
-    ///
-    /// # Panics
-    /// When `perm` is not a permutation of `0..ndim`.
-    #[track_caller]
-    #[must_use]
-    pub fn permute(&self, perm: &[usize]) -> Tensor<T> {
-        self.try_permute(perm).or_panic()
+    panicking_twin! {
+        /// The axes reordered: axis `i` of the result is axis `perm[i]` of `self` (a view).
+        ///
+        /// # Panics
+        /// When `perm` is not a permutation of `0..ndim`.
+        pub fn permute(&self, perm: &[usize]) -> Tensor<T> => self.try_permute
     }
 
     /// Like [`Tensor::permute`], returning an error when `perm` is not a permutation.
@@ -149,14 +145,13 @@ impl<T: Clone> Tensor<T> {
         ))
     }
 
-    /// The last two axes swapped (a view): the transpose of a matrix, of each matrix in a batch.
-    ///
-    /// # Panics
-    /// When the tensor has fewer than two axes.
-    #[track_caller]
-    #[must_use]
-    pub fn t(&self) -> Tensor<T> {
-        self.try_t().or_panic()
+    panicking_twin! {
+        /// The last two axes swapped (a view): the transpose of a matrix, of each matrix in a
+        /// batch.
+        ///
+        /// # Panics
+        /// When the tensor has fewer than two axes.
+        pub fn t(&self) -> Tensor<T> => self.try_t
     }
 
     /// Like [`Tensor::t`], returning an error for a tensor with fewer than two axes.
@@ -176,14 +171,12 @@ impl<T: Clone> Tensor<T> {
         Ok(Tensor::from_shared(data))
     }
 
-    /// The tensor broadcast to `shape` under NumPy's rules (a new row-major tensor).
-    ///
-    /// # Panics
-    /// When the tensor's shape does not broadcast to `shape`.
-    #[track_caller]
-    #[must_use]
-    pub fn broadcast_to(&self, shape: &[usize]) -> Tensor<T> {
-        self.try_broadcast_to(shape).or_panic()
+    panicking_twin! {
+        /// The tensor broadcast to `shape` under NumPy's rules (a new row-major tensor).
+        ///
+        /// # Panics
+        /// When the tensor's shape does not broadcast to `shape`.
+        pub fn broadcast_to(&self, shape: &[usize]) -> Tensor<T> => self.try_broadcast_to
     }
 
     /// Like [`Tensor::broadcast_to`], returning an error when the shapes do not broadcast.
@@ -201,15 +194,13 @@ impl<T: Clone> Tensor<T> {
         )?)))
     }
 
-    /// A new axis of length 1 inserted at `axis` (a view); `axis` ranges over
-    /// `-ndim-1..=ndim`, negative counting from the end of the result's axes.
-    ///
-    /// # Panics
-    /// When `axis` is out of that range.
-    #[track_caller]
-    #[must_use]
-    pub fn expand_dims(&self, axis: isize) -> Tensor<T> {
-        self.try_expand_dims(axis).or_panic()
+    panicking_twin! {
+        /// A new axis of length 1 inserted at `axis` (a view); `axis` ranges over
+        /// `-ndim-1..=ndim`, negative counting from the end of the result's axes.
+        ///
+        /// # Panics
+        /// When `axis` is out of that range.
+        pub fn expand_dims(&self, axis: isize) -> Tensor<T> => self.try_expand_dims
     }
 
     /// Like [`Tensor::expand_dims`], returning an error when `axis` is out of range.
@@ -221,14 +212,12 @@ impl<T: Clone> Tensor<T> {
         Ok(Tensor::from_shared(self.to_shared().insert_axis(Axis(a))))
     }
 
-    /// The length-1 axis `axis` removed (a view).
-    ///
-    /// # Panics
-    /// When `axis` is out of range or its length is not 1.
-    #[track_caller]
-    #[must_use]
-    pub fn squeeze(&self, axis: isize) -> Tensor<T> {
-        self.try_squeeze(axis).or_panic()
+    panicking_twin! {
+        /// The length-1 axis `axis` removed (a view).
+        ///
+        /// # Panics
+        /// When `axis` is out of range or its length is not 1.
+        pub fn squeeze(&self, axis: isize) -> Tensor<T> => self.try_squeeze
     }
 
     /// Like [`Tensor::squeeze`], returning an error for a bad axis.

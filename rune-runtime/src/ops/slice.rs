@@ -8,7 +8,7 @@ use arrayvec::ArrayVec;
 use ndarray::{ArrayD, Axis, IxDyn, Slice};
 
 use crate::element::Element;
-use crate::error::{checked, checked_size, OrPanic, ShapeError};
+use crate::error::{checked, checked_size, panicking_twin, ShapeError};
 use crate::ops::window::{Misfit, Window};
 use crate::tensor::{small, Tensor};
 
@@ -32,15 +32,13 @@ fn check_rank(
 }
 
 impl<T: Clone> Tensor<T> {
-    /// The sub-tensor `ranges[i].0..ranges[i].1` along every axis `i` (a view).
-    ///
-    /// # Panics
-    /// When `ranges` does not have one range per axis, or a range is reversed or runs past its
-    /// axis.
-    #[track_caller]
-    #[must_use]
-    pub fn shrink(&self, ranges: &[(usize, usize)]) -> Tensor<T> {
-        self.try_shrink(ranges).or_panic()
+    panicking_twin! {
+        /// The sub-tensor `ranges[i].0..ranges[i].1` along every axis `i` (a view).
+        ///
+        /// # Panics
+        /// When `ranges` does not have one range per axis, or a range is reversed or runs past its
+        /// axis.
+        pub fn shrink(&self, ranges: &[(usize, usize)]) -> Tensor<T> => self.try_shrink
     }
 
     /// Like [`Tensor::shrink`], returning an error for bad ranges.
@@ -69,15 +67,13 @@ impl<T: Clone> Tensor<T> {
         Ok(Tensor::from_shared(data))
     }
 
-    /// The tensor with `ranges[i].0` elements of `fill` added before and `ranges[i].1` after it
-    /// along every axis `i`.
-    ///
-    /// # Panics
-    /// When `ranges` does not have one pair per axis.
-    #[track_caller]
-    #[must_use]
-    pub fn pad(&self, ranges: &[(usize, usize)], fill: T) -> Tensor<T> {
-        self.try_pad(ranges, fill).or_panic()
+    panicking_twin! {
+        /// The tensor with `ranges[i].0` elements of `fill` added before and `ranges[i].1` after it
+        /// along every axis `i`.
+        ///
+        /// # Panics
+        /// When `ranges` does not have one pair per axis.
+        pub fn pad(&self, ranges: &[(usize, usize)], fill: T) -> Tensor<T> => self.try_pad
     }
 
     /// Like [`Tensor::pad`], returning an error when `ranges` has the wrong length or the padded
@@ -118,14 +114,12 @@ impl<T: Clone> Tensor<T> {
         Ok(Tensor::from_array(out))
     }
 
-    /// The tensor reversed along each of `axes` (a view).
-    ///
-    /// # Panics
-    /// When an axis is out of range or repeated.
-    #[track_caller]
-    #[must_use]
-    pub fn flip(&self, axes: &[usize]) -> Tensor<T> {
-        self.try_flip(axes).or_panic()
+    panicking_twin! {
+        /// The tensor reversed along each of `axes` (a view).
+        ///
+        /// # Panics
+        /// When an axis is out of range or repeated.
+        pub fn flip(&self, axes: &[usize]) -> Tensor<T> => self.try_flip
     }
 
     /// Like [`Tensor::flip`], returning an error for a bad axis.
@@ -200,29 +194,26 @@ fn unfold_window(
 }
 
 impl<T: Element> Tensor<T> {
-    /// im2col on an NCHW tensor, as PyTorch's `F.unfold` with a square `kernel`:
-    /// `[N, C, H, W]` → `[N, C*kernel*kernel, L]`.
-    ///
-    /// Row `c*kernel*kernel + ki*kernel + kj` of the result holds, for each of the `L` window
-    /// positions (row-major over the `out_h x out_w` output grid), the input element
-    /// `x[n, c, oy*stride - padding + ki*dilation, ox*stride - padding + kj*dilation]`, or zero
-    /// where that falls in the padding. `out_h = (H + 2*padding - dilation*(kernel-1) - 1) /
-    /// stride + 1`, likewise `out_w`.
-    ///
-    /// # Panics
-    /// When the tensor is not 4-D, `kernel`, `stride` or `dilation` is 0, or the window is
-    /// larger than the padded input.
-    #[track_caller]
-    #[must_use]
-    pub fn unfold(
-        &self,
-        kernel: usize,
-        stride: usize,
-        dilation: usize,
-        padding: usize,
-    ) -> Tensor<T> {
-        self.try_unfold(kernel, stride, dilation, padding)
-            .or_panic()
+    panicking_twin! {
+        /// im2col on an NCHW tensor, as PyTorch's `F.unfold` with a square `kernel`:
+        /// `[N, C, H, W]` → `[N, C*kernel*kernel, L]`.
+        ///
+        /// Row `c*kernel*kernel + ki*kernel + kj` of the result holds, for each of the `L` window
+        /// positions (row-major over the `out_h x out_w` output grid), the input element
+        /// `x[n, c, oy*stride - padding + ki*dilation, ox*stride - padding + kj*dilation]`, or zero
+        /// where that falls in the padding. `out_h = (H + 2*padding - dilation*(kernel-1) - 1) /
+        /// stride + 1`, likewise `out_w`.
+        ///
+        /// # Panics
+        /// When the tensor is not 4-D, `kernel`, `stride` or `dilation` is 0, or the window is
+        /// larger than the padded input.
+        pub fn unfold(
+            &self,
+            kernel: usize,
+            stride: usize,
+            dilation: usize,
+            padding: usize,
+        ) -> Tensor<T> => self.try_unfold
     }
 
     /// Like [`Tensor::unfold`], returning an error for bad shapes or parameters.
@@ -272,25 +263,22 @@ impl<T: Element> Tensor<T> {
         Ok(Tensor::from_vec(out, &[n, rows, l]))
     }
 
-    /// col2im, the adjoint of [`Tensor::unfold`], as PyTorch's `F.fold` with a square `kernel`:
-    /// `[N, C*kernel*kernel, L]` → `[N, C, H, W]` with `output_size = [H, W]`, summing the values
-    /// of overlapping windows and dropping those that fall in the padding.
-    ///
-    /// # Panics
-    /// When the tensor is not 3-D, its second axis is not a multiple of `kernel*kernel`,
-    /// `output_size` is not `[H, W]`, or `L` is not the number of window positions over it.
-    #[track_caller]
-    #[must_use]
-    pub fn fold(
-        &self,
-        output_size: &[usize],
-        kernel: usize,
-        stride: usize,
-        dilation: usize,
-        padding: usize,
-    ) -> Tensor<T> {
-        self.try_fold(output_size, kernel, stride, dilation, padding)
-            .or_panic()
+    panicking_twin! {
+        /// col2im, the adjoint of [`Tensor::unfold`], as PyTorch's `F.fold` with a square `kernel`:
+        /// `[N, C*kernel*kernel, L]` → `[N, C, H, W]` with `output_size = [H, W]`, summing the
+        /// values of overlapping windows and dropping those that fall in the padding.
+        ///
+        /// # Panics
+        /// When the tensor is not 3-D, its second axis is not a multiple of `kernel*kernel`,
+        /// `output_size` is not `[H, W]`, or `L` is not the number of window positions over it.
+        pub fn fold(
+            &self,
+            output_size: &[usize],
+            kernel: usize,
+            stride: usize,
+            dilation: usize,
+            padding: usize,
+        ) -> Tensor<T> => self.try_fold
     }
 
     /// Like [`Tensor::fold`], returning an error for bad shapes or parameters.

@@ -9,7 +9,7 @@
 use ndarray::{ArrayD, Axis, Zip};
 
 use crate::element::{strong_mul, Element};
-use crate::error::{OrPanic, ShapeError};
+use crate::error::{panicking_twin, OrPanic, ShapeError};
 use crate::ops::lanes::{lane_sum, last_axis_rows, softmax_rows};
 use crate::ops::reduce::{checked_axis, max_of, stable_shift, sum_view};
 use crate::summation::{along_lanes, sum_all};
@@ -63,14 +63,12 @@ fn softmax_along<T: Element>(x: &Tensor<T>, axis: usize, log: bool) -> Tensor<T>
 }
 
 impl<T: Element> Tensor<T> {
-    /// `exp(x) / sum(exp(x))` along `axis`, computed as `exp(x - max)` normalised.
-    ///
-    /// # Panics
-    /// When `axis` is out of range; the message names the op and the shape.
-    #[track_caller]
-    #[must_use]
-    pub fn softmax(&self, axis: isize) -> Tensor<T> {
-        self.try_softmax(axis).or_panic()
+    panicking_twin! {
+        /// `exp(x) / sum(exp(x))` along `axis`, computed as `exp(x - max)` normalised.
+        ///
+        /// # Panics
+        /// When `axis` is out of range; the message names the op and the shape.
+        pub fn softmax(&self, axis: isize) -> Tensor<T> => self.try_softmax
     }
 
     /// Like [`Tensor::softmax`], returning an error when `axis` is out of range.
@@ -79,14 +77,12 @@ impl<T: Element> Tensor<T> {
         Ok(softmax_along(self, axis, false))
     }
 
-    /// `x - logsumexp(x)` along `axis`, computed as `(x - max) - ln(sum(exp(x - max)))`.
-    ///
-    /// # Panics
-    /// When `axis` is out of range; the message names the op and the shape.
-    #[track_caller]
-    #[must_use]
-    pub fn log_softmax(&self, axis: isize) -> Tensor<T> {
-        self.try_log_softmax(axis).or_panic()
+    panicking_twin! {
+        /// `x - logsumexp(x)` along `axis`, computed as `(x - max) - ln(sum(exp(x - max)))`.
+        ///
+        /// # Panics
+        /// When `axis` is out of range; the message names the op and the shape.
+        pub fn log_softmax(&self, axis: isize) -> Tensor<T> => self.try_log_softmax
     }
 
     /// Like [`Tensor::log_softmax`], returning an error when `axis` is out of range.

@@ -16,7 +16,7 @@ use std::cmp::Ordering;
 use ndarray::{ArrayD, ArrayViewD, Axis, Zip};
 
 use crate::element::Element;
-use crate::error::{OrPanic, ShapeError};
+use crate::error::{panicking_twin, OrPanic, ShapeError};
 use crate::ops::reduce::checked_axis;
 use crate::tensor::Tensor;
 
@@ -73,25 +73,23 @@ fn put_along<T: Element>(v: ArrayViewD<'_, T>, perm: &ArrayD<i64>, axis: Axis) -
 }
 
 impl<T: Element> Tensor<T> {
-    /// The elements sorted ascending along `axis` (negative counts from the end; `-1` is JAX's
-    /// default), stably, NaN last.
-    ///
-    /// ```
-    /// use rune_runtime::Tensor;
-    /// let x = Tensor::from_vec(vec![3.0, f64::NAN, -1.0, 2.0, 0.5, 7.0], &[2, 3]);
-    /// let y = x.sort(-1);
-    /// assert_eq!(y.to_vec()[..2], [-1.0, 3.0]);
-    /// assert!(y.to_vec()[2].is_nan());
-    /// assert_eq!(y.to_vec()[3..], [0.5, 2.0, 7.0]);
-    /// assert_eq!(x.sort(0).to_vec()[..1], [2.0]);
-    /// ```
-    ///
-    /// # Panics
-    /// When `axis` is out of range; the message names the op and the shape.
-    #[track_caller]
-    #[must_use]
-    pub fn sort(&self, axis: isize) -> Tensor<T> {
-        self.try_sort(axis).or_panic()
+    panicking_twin! {
+        /// The elements sorted ascending along `axis` (negative counts from the end; `-1` is JAX's
+        /// default), stably, NaN last.
+        ///
+        /// ```
+        /// use rune_runtime::Tensor;
+        /// let x = Tensor::from_vec(vec![3.0, f64::NAN, -1.0, 2.0, 0.5, 7.0], &[2, 3]);
+        /// let y = x.sort(-1);
+        /// assert_eq!(y.to_vec()[..2], [-1.0, 3.0]);
+        /// assert!(y.to_vec()[2].is_nan());
+        /// assert_eq!(y.to_vec()[3..], [0.5, 2.0, 7.0]);
+        /// assert_eq!(x.sort(0).to_vec()[..1], [2.0]);
+        /// ```
+        ///
+        /// # Panics
+        /// When `axis` is out of range; the message names the op and the shape.
+        pub fn sort(&self, axis: isize) -> Tensor<T> => self.try_sort
     }
 
     /// Like [`Tensor::sort`], returning an error when `axis` is out of range.
@@ -101,22 +99,20 @@ impl<T: Element> Tensor<T> {
         Ok(Tensor::from_array(take_along(self.view(), &perm, ax)))
     }
 
-    /// The indices that sort the tensor along `axis`: `x.gather(axis, &x.argsort(axis))` is
-    /// `x.sort(axis)`. Stable (equal elements keep their order), NaN last. The result is an
-    /// index, constant to AD.
-    ///
-    /// ```
-    /// use rune_runtime::Tensor;
-    /// let x = Tensor::from_vec(vec![3.0, 1.0, 2.0, 1.0], &[4]);
-    /// assert_eq!(x.argsort(0).to_vec(), vec![1, 3, 2, 0]);
-    /// ```
-    ///
-    /// # Panics
-    /// When `axis` is out of range; the message names the op and the shape.
-    #[track_caller]
-    #[must_use]
-    pub fn argsort(&self, axis: isize) -> Tensor<i64> {
-        self.try_argsort(axis).or_panic()
+    panicking_twin! {
+        /// The indices that sort the tensor along `axis`: `x.gather(axis, &x.argsort(axis))` is
+        /// `x.sort(axis)`. Stable (equal elements keep their order), NaN last. The result is an
+        /// index, constant to AD.
+        ///
+        /// ```
+        /// use rune_runtime::Tensor;
+        /// let x = Tensor::from_vec(vec![3.0, 1.0, 2.0, 1.0], &[4]);
+        /// assert_eq!(x.argsort(0).to_vec(), vec![1, 3, 2, 0]);
+        /// ```
+        ///
+        /// # Panics
+        /// When `axis` is out of range; the message names the op and the shape.
+        pub fn argsort(&self, axis: isize) -> Tensor<i64> => self.try_argsort
     }
 
     /// Like [`Tensor::argsort`], returning an error when `axis` is out of range.

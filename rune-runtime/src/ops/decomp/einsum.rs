@@ -28,7 +28,7 @@
 use std::collections::BTreeMap;
 
 use crate::element::Element;
-use crate::error::{OrPanic, ShapeError};
+use crate::error::{panicking_twin, OrPanic, ShapeError};
 use crate::tensor::Tensor;
 
 /// A parsed spec: the letters of each operand and of the output, and each letter's size.
@@ -220,23 +220,21 @@ fn contract<T: Element>(
     y
 }
 
-/// The contraction of `a` and `b` written in Einstein notation, `"ij,jk->ik"` (see the module
-/// docs for the spec): NumPy's, JAX's and PyTorch's `einsum` with two operands.
-///
-/// ```
-/// use rune_runtime::{einsum, Tensor};
-/// let a = Tensor::from_vec(vec![1.0, 2.0, 3.0, 4.0], &[2, 2]);
-/// let b = Tensor::from_vec(vec![5.0, 6.0, 7.0, 8.0], &[2, 2]);
-/// assert_eq!(einsum("ij,jk->ik", &a, &b).to_vec(), a.matmul(&b).to_vec());
-/// assert_eq!(einsum("ij,ij->", &a, &b).item(), 70.0);
-/// ```
-///
-/// # Panics
-/// When the spec is malformed or does not fit the shapes.
-#[track_caller]
-#[must_use]
-pub fn einsum<T: Element>(spec: &str, a: &Tensor<T>, b: &Tensor<T>) -> Tensor<T> {
-    try_einsum(spec, a, b).or_panic()
+panicking_twin! {
+    /// The contraction of `a` and `b` written in Einstein notation, `"ij,jk->ik"` (see the module
+    /// docs for the spec): NumPy's, JAX's and PyTorch's `einsum` with two operands.
+    ///
+    /// ```
+    /// use rune_runtime::{einsum, Tensor};
+    /// let a = Tensor::from_vec(vec![1.0, 2.0, 3.0, 4.0], &[2, 2]);
+    /// let b = Tensor::from_vec(vec![5.0, 6.0, 7.0, 8.0], &[2, 2]);
+    /// assert_eq!(einsum("ij,jk->ik", &a, &b).to_vec(), a.matmul(&b).to_vec());
+    /// assert_eq!(einsum("ij,ij->", &a, &b).item(), 70.0);
+    /// ```
+    ///
+    /// # Panics
+    /// When the spec is malformed or does not fit the shapes.
+    pub fn einsum<T: Element>(spec: &str, a: &Tensor<T>, b: &Tensor<T>) -> Tensor<T> => try_einsum
 }
 
 /// Like [`einsum`], returning an error naming the spec and the shapes when the spec is malformed

@@ -91,7 +91,7 @@
 use super::rules::symmetric_from_lower;
 use super::{elements, lu_logabsdet, map_indexed, matrices, square, Batched};
 use crate::element::Element;
-use crate::error::{OrPanic, ShapeError};
+use crate::error::{panicking_twin, ShapeError};
 use crate::factorize::LuFactors;
 use crate::tensor::Tensor;
 
@@ -130,25 +130,23 @@ fn factor_batch<T: Element, const K: usize>(
 }
 
 impl<T: Element> Tensor<T> {
-    /// `X` with `A X = B` for `A = L Lᵀ`, given the lower Cholesky factor `L` of each matrix
-    /// (`self`, `[.., n, n]`, its lower triangle read) and `B` of `[.., n, k]` (SciPy's
-    /// `cho_solve((L, True), B)`). The leading axes of `L` and `B` broadcast, as NumPy's and
-    /// JAX's.
-    ///
-    /// ```
-    /// use rune_runtime::Tensor;
-    /// let a = Tensor::from_vec(vec![4.0, 2.0, 2.0, 5.0], &[2, 2]);
-    /// let b = Tensor::from_vec(vec![6.0, 7.0], &[2, 1]);
-    /// let x = a.cholesky().cho_solve(&b);
-    /// assert_eq!(x.to_vec(), vec![1.0, 1.0]);
-    /// ```
-    ///
-    /// # Panics
-    /// When the shapes are not `[.., n, n]` and `[.., n, k]` with leading axes that broadcast.
-    #[track_caller]
-    #[must_use]
-    pub fn cho_solve(&self, b: &Tensor<T>) -> Tensor<T> {
-        self.try_cho_solve(b).or_panic()
+    panicking_twin! {
+        /// `X` with `A X = B` for `A = L Lᵀ`, given the lower Cholesky factor `L` of each matrix
+        /// (`self`, `[.., n, n]`, its lower triangle read) and `B` of `[.., n, k]` (SciPy's
+        /// `cho_solve((L, True), B)`). The leading axes of `L` and `B` broadcast, as NumPy's and
+        /// JAX's.
+        ///
+        /// ```
+        /// use rune_runtime::Tensor;
+        /// let a = Tensor::from_vec(vec![4.0, 2.0, 2.0, 5.0], &[2, 2]);
+        /// let b = Tensor::from_vec(vec![6.0, 7.0], &[2, 1]);
+        /// let x = a.cholesky().cho_solve(&b);
+        /// assert_eq!(x.to_vec(), vec![1.0, 1.0]);
+        /// ```
+        ///
+        /// # Panics
+        /// When the shapes are not `[.., n, n]` and `[.., n, k]` with leading axes that broadcast.
+        pub fn cho_solve(&self, b: &Tensor<T>) -> Tensor<T> => self.try_cho_solve
     }
 
     /// Like [`Tensor::cho_solve`], returning an error naming both shapes when they do not fit.
@@ -158,18 +156,16 @@ impl<T: Element> Tensor<T> {
         self.try_solve_triangular(&y, true, true).map_err(rename)
     }
 
-    /// `(sign, logabsdet)` of each matrix of `[.., n, n]`, NumPy's `slogdet`: `det A = sign ·
-    /// exp(logabsdet)`, the sign `±1`, or `0` (and `logabsdet` `-inf`) for a singular matrix.
-    ///
-    /// In a `#[differentiable]` function `let (sign, logdet) = a.slogdet();` differentiates
-    /// `logabsdet`; the sign is a constant.
-    ///
-    /// # Panics
-    /// When the matrices are not square.
-    #[track_caller]
-    #[must_use]
-    pub fn slogdet(&self) -> (Tensor<T>, Tensor<T>) {
-        self.try_slogdet().or_panic()
+    panicking_twin! {
+        /// `(sign, logabsdet)` of each matrix of `[.., n, n]`, NumPy's `slogdet`: `det A = sign ·
+        /// exp(logabsdet)`, the sign `±1`, or `0` (and `logabsdet` `-inf`) for a singular matrix.
+        ///
+        /// In a `#[differentiable]` function `let (sign, logdet) = a.slogdet();` differentiates
+        /// `logabsdet`; the sign is a constant.
+        ///
+        /// # Panics
+        /// When the matrices are not square.
+        pub fn slogdet(&self) -> (Tensor<T>, Tensor<T>) => self.try_slogdet
     }
 
     /// Like [`Tensor::slogdet`], returning an error for a shape that is not `[.., n, n]`.
@@ -185,15 +181,13 @@ impl<T: Element> Tensor<T> {
         Ok((Tensor::from_vec(sign, shape), Tensor::from_vec(log, shape)))
     }
 
-    /// The sign of the determinant of each matrix of `[.., n, n]`: `±1`, or `0` for a singular
-    /// matrix (the first result of [`Tensor::slogdet`]); a constant to AD.
-    ///
-    /// # Panics
-    /// When the matrices are not square.
-    #[track_caller]
-    #[must_use]
-    pub fn sign_det(&self) -> Tensor<T> {
-        self.try_sign_det().or_panic()
+    panicking_twin! {
+        /// The sign of the determinant of each matrix of `[.., n, n]`: `±1`, or `0` for a singular
+        /// matrix (the first result of [`Tensor::slogdet`]); a constant to AD.
+        ///
+        /// # Panics
+        /// When the matrices are not square.
+        pub fn sign_det(&self) -> Tensor<T> => self.try_sign_det
     }
 
     /// Like [`Tensor::sign_det`], returning an error for a shape that is not `[.., n, n]`.
@@ -205,32 +199,32 @@ impl<T: Element> Tensor<T> {
         self.pivoted_reduce(op, lu_sign_det, super::Pivoted::sign_det)
     }
 
-    /// The reduced QR factorization `A = Q R` of each matrix of `[.., m, n]` (NumPy's and JAX's
-    /// `mode='reduced'`), `k = min(m, n)`: `Q [.., m, k]` with orthonormal columns and `R [.., k,
-    /// n]` upper triangular with a positive diagonal. A tall or square matrix must have full
-    /// column rank; a wide one `[X | Y]` is factored through its leading square block `X`, which
-    /// must be invertible: `X = Q R_X`, `R = [R_X | Qᵀ Y]`.
-    ///
-    /// ```
-    /// use rune_runtime::Tensor;
-    /// let close = |x: Tensor<f64>, y: &[f64]| x.to_vec().iter().zip(y).all(|(a, b)| (a - b).abs() < 1e-15);
-    /// let a = Tensor::from_vec(vec![3.0, 1.0, 4.0, 2.0], &[2, 2]);
-    /// let (q, r) = a.qr();
-    /// assert!(close(q, &[0.6, -0.8, 0.8, 0.6]));
-    /// assert!(close(r, &[5.0, 2.2, 0.0, 0.4]));
-    /// // Wide: the same Q, and R's last column Qᵀ [2, 5].
-    /// let (q, r) = Tensor::from_vec(vec![3.0, 1.0, 2.0, 4.0, 2.0, 5.0], &[2, 3]).qr();
-    /// assert!(close(q, &[0.6, -0.8, 0.8, 0.6]));
-    /// assert!(close(r, &[5.0, 2.2, 5.2, 0.0, 0.4, 1.4]));
-    /// ```
-    ///
-    /// # Panics
-    /// When the tensor has fewer than two axes, or a matrix does not have full rank in its
-    /// leading `k` columns.
-    #[track_caller]
-    #[must_use]
-    pub fn qr(&self) -> (Tensor<T>, Tensor<T>) {
-        self.try_qr().or_panic()
+    panicking_twin! {
+        /// The reduced QR factorization `A = Q R` of each matrix of `[.., m, n]` (NumPy's and JAX's
+        /// `mode='reduced'`), `k = min(m, n)`: `Q [.., m, k]` with orthonormal columns and `R [..,
+        /// k, n]` upper triangular with a positive diagonal. A tall or square matrix must have full
+        /// column rank; a wide one `[X | Y]` is factored through its leading square block `X`,
+        /// which must be invertible: `X = Q R_X`, `R = [R_X | Qᵀ Y]`.
+        ///
+        /// ```
+        /// use rune_runtime::Tensor;
+        /// let close = |x: Tensor<f64>, y: &[f64]| {
+        ///     x.to_vec().iter().zip(y).all(|(a, b)| (a - b).abs() < 1e-15)
+        /// };
+        /// let a = Tensor::from_vec(vec![3.0, 1.0, 4.0, 2.0], &[2, 2]);
+        /// let (q, r) = a.qr();
+        /// assert!(close(q, &[0.6, -0.8, 0.8, 0.6]));
+        /// assert!(close(r, &[5.0, 2.2, 0.0, 0.4]));
+        /// // Wide: the same Q, and R's last column Qᵀ [2, 5].
+        /// let (q, r) = Tensor::from_vec(vec![3.0, 1.0, 2.0, 4.0, 2.0, 5.0], &[2, 3]).qr();
+        /// assert!(close(q, &[0.6, -0.8, 0.8, 0.6]));
+        /// assert!(close(r, &[5.0, 2.2, 5.2, 0.0, 0.4, 1.4]));
+        /// ```
+        ///
+        /// # Panics
+        /// When the tensor has fewer than two axes, or a matrix does not have full rank in its
+        /// leading `k` columns.
+        pub fn qr(&self) -> (Tensor<T>, Tensor<T>) => self.try_qr
     }
 
     /// Like [`Tensor::qr`], returning an error for fewer than two axes or a rank-deficient
@@ -258,14 +252,12 @@ impl<T: Element> Tensor<T> {
         Ok((q, r))
     }
 
-    /// `Q` of [`Tensor::qr`].
-    ///
-    /// # Panics
-    /// As [`Tensor::qr`].
-    #[track_caller]
-    #[must_use]
-    pub fn qr_q(&self) -> Tensor<T> {
-        self.try_qr_q().or_panic()
+    panicking_twin! {
+        /// `Q` of [`Tensor::qr`].
+        ///
+        /// # Panics
+        /// As [`Tensor::qr`].
+        pub fn qr_q(&self) -> Tensor<T> => self.try_qr_q
     }
 
     /// Like [`Tensor::qr_q`], returning an error as [`Tensor::try_qr`].
@@ -273,14 +265,12 @@ impl<T: Element> Tensor<T> {
         Ok(self.qr_named("qr_q")?.0)
     }
 
-    /// `R` of [`Tensor::qr`].
-    ///
-    /// # Panics
-    /// As [`Tensor::qr`].
-    #[track_caller]
-    #[must_use]
-    pub fn qr_r(&self) -> Tensor<T> {
-        self.try_qr_r().or_panic()
+    panicking_twin! {
+        /// `R` of [`Tensor::qr`].
+        ///
+        /// # Panics
+        /// As [`Tensor::qr`].
+        pub fn qr_r(&self) -> Tensor<T> => self.try_qr_r
     }
 
     /// Like [`Tensor::qr_r`], returning an error as [`Tensor::try_qr`].
@@ -288,28 +278,28 @@ impl<T: Element> Tensor<T> {
         Ok(self.qr_named("qr_r")?.1)
     }
 
-    /// The eigenvalues `w [.., n]` (ascending) and eigenvectors `V [.., n, n]` (columns, each
-    /// signed so that its largest component is positive) of each symmetric matrix of `[.., n,
-    /// n]`, whose lower triangle is read: `A = V diag(w) Vᵀ`.
-    ///
-    /// ```
-    /// use rune_runtime::Tensor;
-    /// let close = |x: Tensor<f64>, y: &[f64]| x.to_vec().iter().zip(y).all(|(a, b)| (a - b).abs() < 1e-15);
-    /// // The upper triangle (here 0) is not read: the matrix is [[2, 2], [2, 5]].
-    /// let a = Tensor::from_vec(vec![2.0, 0.0, 2.0, 5.0], &[2, 2]);
-    /// let (w, v) = a.eigh();
-    /// assert!(close(w, &[1.0, 6.0]));
-    /// // The columns [2, -1] / √5 and [1, 2] / √5.
-    /// let r = 0.2f64.sqrt();
-    /// assert!(close(v, &[2.0 * r, r, -r, 2.0 * r]));
-    /// ```
-    ///
-    /// # Panics
-    /// When the matrices are not square.
-    #[track_caller]
-    #[must_use]
-    pub fn eigh(&self) -> (Tensor<T>, Tensor<T>) {
-        self.try_eigh().or_panic()
+    panicking_twin! {
+        /// The eigenvalues `w [.., n]` (ascending) and eigenvectors `V [.., n, n]` (columns, each
+        /// signed so that its largest component is positive) of each symmetric matrix of `[.., n,
+        /// n]`, whose lower triangle is read: `A = V diag(w) Vᵀ`.
+        ///
+        /// ```
+        /// use rune_runtime::Tensor;
+        /// let close = |x: Tensor<f64>, y: &[f64]| {
+        ///     x.to_vec().iter().zip(y).all(|(a, b)| (a - b).abs() < 1e-15)
+        /// };
+        /// // The upper triangle (here 0) is not read: the matrix is [[2, 2], [2, 5]].
+        /// let a = Tensor::from_vec(vec![2.0, 0.0, 2.0, 5.0], &[2, 2]);
+        /// let (w, v) = a.eigh();
+        /// assert!(close(w, &[1.0, 6.0]));
+        /// // The columns [2, -1] / √5 and [1, 2] / √5.
+        /// let r = 0.2f64.sqrt();
+        /// assert!(close(v, &[2.0 * r, r, -r, 2.0 * r]));
+        /// ```
+        ///
+        /// # Panics
+        /// When the matrices are not square.
+        pub fn eigh(&self) -> (Tensor<T>, Tensor<T>) => self.try_eigh
     }
 
     /// Like [`Tensor::eigh`], returning an error for a shape that is not `[.., n, n]`.
@@ -326,14 +316,12 @@ impl<T: Element> Tensor<T> {
         Ok((w, v))
     }
 
-    /// The eigenvalues of [`Tensor::eigh`], ascending.
-    ///
-    /// # Panics
-    /// When the matrices are not square.
-    #[track_caller]
-    #[must_use]
-    pub fn eigvalsh(&self) -> Tensor<T> {
-        self.try_eigvalsh().or_panic()
+    panicking_twin! {
+        /// The eigenvalues of [`Tensor::eigh`], ascending.
+        ///
+        /// # Panics
+        /// When the matrices are not square.
+        pub fn eigvalsh(&self) -> Tensor<T> => self.try_eigvalsh
     }
 
     /// Like [`Tensor::eigvalsh`], returning an error for a shape that is not `[.., n, n]`.
@@ -341,14 +329,12 @@ impl<T: Element> Tensor<T> {
         Ok(self.eigh_named("eigvalsh")?.0)
     }
 
-    /// The eigenvectors of [`Tensor::eigh`], as the columns of `[.., n, n]`.
-    ///
-    /// # Panics
-    /// When the matrices are not square.
-    #[track_caller]
-    #[must_use]
-    pub fn eigh_vectors(&self) -> Tensor<T> {
-        self.try_eigh_vectors().or_panic()
+    panicking_twin! {
+        /// The eigenvectors of [`Tensor::eigh`], as the columns of `[.., n, n]`.
+        ///
+        /// # Panics
+        /// When the matrices are not square.
+        pub fn eigh_vectors(&self) -> Tensor<T> => self.try_eigh_vectors
     }
 
     /// Like [`Tensor::eigh_vectors`], returning an error for a shape that is not `[.., n, n]`.
@@ -356,26 +342,24 @@ impl<T: Element> Tensor<T> {
         Ok(self.eigh_named("eigh_vectors")?.1)
     }
 
-    /// The least-squares solution `X [.., n, k]` minimising `‖A X - B‖` for each full-column-rank
-    /// matrix `A` of `[.., m, n]`, `m >= n`, and `B` of `[.., m, k]`, by QR. The leading axes of
-    /// `A` and `B` broadcast, as NumPy's and JAX's.
-    ///
-    /// ```
-    /// use rune_runtime::Tensor;
-    /// // The line through (0, 1), (1, 2), (2, 4): intercept 5/6, slope 3/2.
-    /// let a = Tensor::from_vec(vec![1.0, 0.0, 1.0, 1.0, 1.0, 2.0], &[3, 2]);
-    /// let b = Tensor::from_vec(vec![1.0, 2.0, 4.0], &[3, 1]);
-    /// let x: Vec<f64> = a.lstsq(&b).to_vec();
-    /// assert!((x[0] - 5.0 / 6.0).abs() < 1e-14 && (x[1] - 1.5).abs() < 1e-14);
-    /// ```
-    ///
-    /// # Panics
-    /// When the shapes do not fit (or their leading axes do not broadcast), `m < n`, or a matrix
-    /// does not have full column rank.
-    #[track_caller]
-    #[must_use]
-    pub fn lstsq(&self, b: &Tensor<T>) -> Tensor<T> {
-        self.try_lstsq(b).or_panic()
+    panicking_twin! {
+        /// The least-squares solution `X [.., n, k]` minimising `‖A X - B‖` for each
+        /// full-column-rank matrix `A` of `[.., m, n]`, `m >= n`, and `B` of `[.., m, k]`, by QR.
+        /// The leading axes of `A` and `B` broadcast, as NumPy's and JAX's.
+        ///
+        /// ```
+        /// use rune_runtime::Tensor;
+        /// // The line through (0, 1), (1, 2), (2, 4): intercept 5/6, slope 3/2.
+        /// let a = Tensor::from_vec(vec![1.0, 0.0, 1.0, 1.0, 1.0, 2.0], &[3, 2]);
+        /// let b = Tensor::from_vec(vec![1.0, 2.0, 4.0], &[3, 1]);
+        /// let x: Vec<f64> = a.lstsq(&b).to_vec();
+        /// assert!((x[0] - 5.0 / 6.0).abs() < 1e-14 && (x[1] - 1.5).abs() < 1e-14);
+        /// ```
+        ///
+        /// # Panics
+        /// When the shapes do not fit (or their leading axes do not broadcast), `m < n`, or a
+        /// matrix does not have full column rank.
+        pub fn lstsq(&self, b: &Tensor<T>) -> Tensor<T> => self.try_lstsq
     }
 
     /// Like [`Tensor::lstsq`], returning an error when the shapes do not fit, `m < n`, or a

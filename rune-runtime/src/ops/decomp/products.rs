@@ -2,17 +2,15 @@
 //! rules.
 
 use super::*;
-use crate::error::OrPanic;
+use crate::error::panicking_twin;
 
 impl<T: Element> Tensor<T> {
-    /// The inner product of two vectors of one length: a 0-d tensor.
-    ///
-    /// # Panics
-    /// When the two are not vectors of one length.
-    #[track_caller]
-    #[must_use]
-    pub fn dot(&self, b: &Tensor<T>) -> Tensor<T> {
-        self.try_dot(b).or_panic()
+    panicking_twin! {
+        /// The inner product of two vectors of one length: a 0-d tensor.
+        ///
+        /// # Panics
+        /// When the two are not vectors of one length.
+        pub fn dot(&self, b: &Tensor<T>) -> Tensor<T> => self.try_dot
     }
 
     /// Like [`Tensor::dot`], returning an error when the two are not vectors of one length.
@@ -36,14 +34,12 @@ impl<T: Element> Tensor<T> {
         Ok(Tensor::scalar(s))
     }
 
-    /// The outer product of vectors `[m]` and `[n]`: the matrix `[m, n]` of `aᵢ bⱼ`.
-    ///
-    /// # Panics
-    /// When either is not a vector.
-    #[track_caller]
-    #[must_use]
-    pub fn outer(&self, b: &Tensor<T>) -> Tensor<T> {
-        self.try_outer(b).or_panic()
+    panicking_twin! {
+        /// The outer product of vectors `[m]` and `[n]`: the matrix `[m, n]` of `aᵢ bⱼ`.
+        ///
+        /// # Panics
+        /// When either is not a vector.
+        pub fn outer(&self, b: &Tensor<T>) -> Tensor<T> => self.try_outer
     }
 
     /// Like [`Tensor::outer`], returning an error when either is not a vector.

@@ -2,25 +2,23 @@
 //! and their rules.
 
 use super::*;
-use crate::error::OrPanic;
+use crate::error::{panicking_twin, OrPanic};
 use crate::factorize::CholeskyVjpKernel;
 
 impl<T: Element> Tensor<T> {
-    /// The lower Cholesky factor `L` of each symmetric positive-definite matrix `A` of
-    /// `[.., n, n]`, `A = L Lᵀ`, reading only the lower triangle of `A`.
-    ///
-    /// ```
-    /// use rune_runtime::Tensor;
-    /// let a = Tensor::from_vec(vec![4.0, 2.0, 2.0, 5.0], &[2, 2]);
-    /// assert_eq!(a.cholesky().to_vec(), vec![2.0, 0.0, 1.0, 2.0]);
-    /// ```
-    ///
-    /// # Panics
-    /// When the matrices are not square, or one is not positive definite.
-    #[track_caller]
-    #[must_use]
-    pub fn cholesky(&self) -> Tensor<T> {
-        self.try_cholesky().or_panic()
+    panicking_twin! {
+        /// The lower Cholesky factor `L` of each symmetric positive-definite matrix `A` of
+        /// `[.., n, n]`, `A = L Lᵀ`, reading only the lower triangle of `A`.
+        ///
+        /// ```
+        /// use rune_runtime::Tensor;
+        /// let a = Tensor::from_vec(vec![4.0, 2.0, 2.0, 5.0], &[2, 2]);
+        /// assert_eq!(a.cholesky().to_vec(), vec![2.0, 0.0, 1.0, 2.0]);
+        /// ```
+        ///
+        /// # Panics
+        /// When the matrices are not square, or one is not positive definite.
+        pub fn cholesky(&self) -> Tensor<T> => self.try_cholesky
     }
 
     /// Like [`Tensor::cholesky`], returning an error for a shape that is not `[.., n, n]` or a
@@ -51,17 +49,16 @@ impl<T: Element> Tensor<T> {
         Ok(Tensor::from_vec(out, self.shape()))
     }
 
-    /// `X` with `op(T) X = B` for each matrix `A` of `[.., n, n]` and right-hand side `B` of
-    /// `[.., n, k]`, where `T` is the lower (`lower`) or upper triangle of `A` and `op(T)` is
-    /// `Tᵀ` when `transpose` (SciPy's `solve_triangular(a, b, lower, trans)`). The leading axes
-    /// of `A` and `B` broadcast, as JAX's: `[2, 1, 3, 3]` and `[5, 3, 2]` give `[2, 5, 3, 2]`.
-    ///
-    /// # Panics
-    /// When the shapes are not `[.., n, n]` and `[.., n, k]` with leading axes that broadcast.
-    #[track_caller]
-    #[must_use]
-    pub fn solve_triangular(&self, b: &Tensor<T>, lower: bool, transpose: bool) -> Tensor<T> {
-        self.try_solve_triangular(b, lower, transpose).or_panic()
+    panicking_twin! {
+        /// `X` with `op(T) X = B` for each matrix `A` of `[.., n, n]` and right-hand side `B` of
+        /// `[.., n, k]`, where `T` is the lower (`lower`) or upper triangle of `A` and `op(T)` is
+        /// `Tᵀ` when `transpose` (SciPy's `solve_triangular(a, b, lower, trans)`). The leading axes
+        /// of `A` and `B` broadcast, as JAX's: `[2, 1, 3, 3]` and `[5, 3, 2]` give `[2, 5, 3, 2]`.
+        ///
+        /// # Panics
+        /// When the shapes are not `[.., n, n]` and `[.., n, k]` with leading axes that broadcast.
+        pub fn solve_triangular(&self, b: &Tensor<T>, lower: bool, transpose: bool) -> Tensor<T>
+            => self.try_solve_triangular
     }
 
     /// Like [`Tensor::solve_triangular`], returning an error naming both shapes when they do not
@@ -88,24 +85,22 @@ impl<T: Element> Tensor<T> {
         Ok(Tensor::from_vec(x, &shape))
     }
 
-    /// `X = A⁻¹ B` for each matrix `A` of `[.., n, n]` and right-hand side `B` of `[.., n, k]`,
-    /// by LU with partial pivoting. The leading axes of `A` and `B` broadcast, as NumPy's and
-    /// JAX's; each matrix of `A` is factored once.
-    ///
-    /// ```
-    /// use rune_runtime::Tensor;
-    /// // One matrix against a batch of two right-hand sides: X is [2, 2, 1].
-    /// let a = Tensor::from_vec(vec![2.0, 0.0, 0.0, 4.0], &[2, 2]);
-    /// let b = Tensor::from_vec(vec![2.0, 4.0, 6.0, 8.0], &[2, 2, 1]);
-    /// assert_eq!(a.solve(&b).to_vec(), vec![1.0, 1.0, 3.0, 2.0]);
-    /// ```
-    ///
-    /// # Panics
-    /// When the shapes do not fit, or a matrix is singular.
-    #[track_caller]
-    #[must_use]
-    pub fn solve(&self, b: &Tensor<T>) -> Tensor<T> {
-        self.try_solve(b).or_panic()
+    panicking_twin! {
+        /// `X = A⁻¹ B` for each matrix `A` of `[.., n, n]` and right-hand side `B` of `[.., n, k]`,
+        /// by LU with partial pivoting. The leading axes of `A` and `B` broadcast, as NumPy's and
+        /// JAX's; each matrix of `A` is factored once.
+        ///
+        /// ```
+        /// use rune_runtime::Tensor;
+        /// // One matrix against a batch of two right-hand sides: X is [2, 2, 1].
+        /// let a = Tensor::from_vec(vec![2.0, 0.0, 0.0, 4.0], &[2, 2]);
+        /// let b = Tensor::from_vec(vec![2.0, 4.0, 6.0, 8.0], &[2, 2, 1]);
+        /// assert_eq!(a.solve(&b).to_vec(), vec![1.0, 1.0, 3.0, 2.0]);
+        /// ```
+        ///
+        /// # Panics
+        /// When the shapes do not fit, or a matrix is singular.
+        pub fn solve(&self, b: &Tensor<T>) -> Tensor<T> => self.try_solve
     }
 
     /// Like [`Tensor::solve`], returning an error when the shapes do not fit or a matrix is
@@ -164,14 +159,12 @@ impl<T: Element> Tensor<T> {
         Ok(x)
     }
 
-    /// The inverse of each matrix of `[.., n, n]`.
-    ///
-    /// # Panics
-    /// When the matrices are not square, or one is singular.
-    #[track_caller]
-    #[must_use]
-    pub fn inv(&self) -> Tensor<T> {
-        self.try_inv().or_panic()
+    panicking_twin! {
+        /// The inverse of each matrix of `[.., n, n]`.
+        ///
+        /// # Panics
+        /// When the matrices are not square, or one is singular.
+        pub fn inv(&self) -> Tensor<T> => self.try_inv
     }
 
     /// Like [`Tensor::inv`], returning an error for a shape that is not `[.., n, n]` or a
@@ -196,22 +189,20 @@ impl<T: Element> Tensor<T> {
         self.try_solve(&eye).map_err(|e| e.reported_by("inv"))
     }
 
-    /// The determinant of each matrix of `[.., n, n]`: shape `[..]`. Its gradient, the cofactor
-    /// matrix `adj(A)ᵀ`, exists at every matrix, singular ones included: at the rank-one
-    /// `[[1, 2], [3, 6]]` the determinant is 0 and its gradient `[[6, -3], [-2, 1]]`.
-    ///
-    /// ```
-    /// use rune_runtime::Tensor;
-    /// let a = Tensor::from_vec(vec![1.0, 2.0, 3.0, 6.0], &[2, 2]);
-    /// assert_eq!(a.det().item(), 0.0);
-    /// ```
-    ///
-    /// # Panics
-    /// When the matrices are not square.
-    #[track_caller]
-    #[must_use]
-    pub fn det(&self) -> Tensor<T> {
-        self.try_det().or_panic()
+    panicking_twin! {
+        /// The determinant of each matrix of `[.., n, n]`: shape `[..]`. Its gradient, the cofactor
+        /// matrix `adj(A)ᵀ`, exists at every matrix, singular ones included: at the rank-one
+        /// `[[1, 2], [3, 6]]` the determinant is 0 and its gradient `[[6, -3], [-2, 1]]`.
+        ///
+        /// ```
+        /// use rune_runtime::Tensor;
+        /// let a = Tensor::from_vec(vec![1.0, 2.0, 3.0, 6.0], &[2, 2]);
+        /// assert_eq!(a.det().item(), 0.0);
+        /// ```
+        ///
+        /// # Panics
+        /// When the matrices are not square.
+        pub fn det(&self) -> Tensor<T> => self.try_det
     }
 
     /// Like [`Tensor::det`], returning an error for a shape that is not `[.., n, n]`.
@@ -223,17 +214,15 @@ impl<T: Element> Tensor<T> {
         )
     }
 
-    /// `ln |det A|` of each matrix of `[.., n, n]` (`-inf` for a singular one): shape `[..]`;
-    /// the second result of [`Tensor::slogdet`], whose first is [`Tensor::sign_det`]. Its
-    /// gradient `A⁻ᵀ` is not finite at a singular matrix ([`rules::logabsdet_vjp`] says what
-    /// it gives there).
-    ///
-    /// # Panics
-    /// When the matrices are not square.
-    #[track_caller]
-    #[must_use]
-    pub fn logabsdet(&self) -> Tensor<T> {
-        self.try_logabsdet().or_panic()
+    panicking_twin! {
+        /// `ln |det A|` of each matrix of `[.., n, n]` (`-inf` for a singular one): shape `[..]`;
+        /// the second result of [`Tensor::slogdet`], whose first is [`Tensor::sign_det`]. Its
+        /// gradient `A⁻ᵀ` is not finite at a singular matrix ([`rules::logabsdet_vjp`] says what
+        /// it gives there).
+        ///
+        /// # Panics
+        /// When the matrices are not square.
+        pub fn logabsdet(&self) -> Tensor<T> => self.try_logabsdet
     }
 
     /// Like [`Tensor::logabsdet`], returning an error for a shape that is not `[.., n, n]`.

@@ -1,7 +1,7 @@
 //! The linear matrix functions: `eye`, `trace`, `diagonal`, `diag`, `triu` and `tril`, and their rules.
 
 use super::*;
-use crate::error::OrPanic;
+use crate::error::{panicking_twin, OrPanic};
 
 impl<T: Element> Tensor<T> {
     /// The `n × n` identity matrix.
@@ -19,14 +19,12 @@ impl<T: Element> Tensor<T> {
         Tensor::from_vec(data, &[n, n])
     }
 
-    /// The sum of the diagonal of each matrix of `[.., m, n]`: shape `[..]`.
-    ///
-    /// # Panics
-    /// When the tensor has fewer than two axes.
-    #[track_caller]
-    #[must_use]
-    pub fn trace(&self) -> Tensor<T> {
-        self.try_trace().or_panic()
+    panicking_twin! {
+        /// The sum of the diagonal of each matrix of `[.., m, n]`: shape `[..]`.
+        ///
+        /// # Panics
+        /// When the tensor has fewer than two axes.
+        pub fn trace(&self) -> Tensor<T> => self.try_trace
     }
 
     /// Like [`Tensor::trace`], returning an error for fewer than two axes.
@@ -43,15 +41,13 @@ impl<T: Element> Tensor<T> {
         Ok(Tensor::from_vec(sums, &shape[..shape.len() - 1]))
     }
 
-    /// The diagonal of each matrix of `[.., m, n]`: shape `[.., min(m, n)]` (PyTorch's
-    /// `diagonal(dim1=-2, dim2=-1)`).
-    ///
-    /// # Panics
-    /// When the tensor has fewer than two axes.
-    #[track_caller]
-    #[must_use]
-    pub fn diagonal(&self) -> Tensor<T> {
-        self.try_diagonal().or_panic()
+    panicking_twin! {
+        /// The diagonal of each matrix of `[.., m, n]`: shape `[.., min(m, n)]` (PyTorch's
+        /// `diagonal(dim1=-2, dim2=-1)`).
+        ///
+        /// # Panics
+        /// When the tensor has fewer than two axes.
+        pub fn diagonal(&self) -> Tensor<T> => self.try_diagonal
     }
 
     /// Like [`Tensor::diagonal`], returning an error for fewer than two axes.
@@ -68,15 +64,13 @@ impl<T: Element> Tensor<T> {
         Ok(Tensor::from_vec(out, &shape))
     }
 
-    /// The diagonal matrix of each vector of `[.., n]`: shape `[.., n, n]` (PyTorch's
-    /// `diag_embed`; NumPy's `diag` of a vector).
-    ///
-    /// # Panics
-    /// When the tensor is 0-d.
-    #[track_caller]
-    #[must_use]
-    pub fn diag(&self) -> Tensor<T> {
-        self.try_diag().or_panic()
+    panicking_twin! {
+        /// The diagonal matrix of each vector of `[.., n]`: shape `[.., n, n]` (PyTorch's
+        /// `diag_embed`; NumPy's `diag` of a vector).
+        ///
+        /// # Panics
+        /// When the tensor is 0-d.
+        pub fn diag(&self) -> Tensor<T> => self.try_diag
     }
 
     /// Like [`Tensor::diag`], returning an error for a 0-d tensor.
@@ -100,15 +94,13 @@ impl<T: Element> Tensor<T> {
         Ok(Tensor::from_vec(out, &shape))
     }
 
-    /// The entries of each matrix on and above the `k`-th diagonal (`k = 0` the main one, `k > 0`
-    /// above it), zeros elsewhere.
-    ///
-    /// # Panics
-    /// When the tensor has fewer than two axes.
-    #[track_caller]
-    #[must_use]
-    pub fn triu(&self, k: isize) -> Tensor<T> {
-        self.try_triu(k).or_panic()
+    panicking_twin! {
+        /// The entries of each matrix on and above the `k`-th diagonal (`k = 0` the main one, `k >
+        /// 0` above it), zeros elsewhere.
+        ///
+        /// # Panics
+        /// When the tensor has fewer than two axes.
+        pub fn triu(&self, k: isize) -> Tensor<T> => self.try_triu
     }
 
     /// Like [`Tensor::triu`], returning an error for fewer than two axes.
@@ -117,15 +109,13 @@ impl<T: Element> Tensor<T> {
         Ok(keep_columns(self, |i| columns_above(i, k, n)))
     }
 
-    /// The entries of each matrix on and below the `k`-th diagonal (`k = 0` the main one, `k < 0`
-    /// below it), zeros elsewhere.
-    ///
-    /// # Panics
-    /// When the tensor has fewer than two axes.
-    #[track_caller]
-    #[must_use]
-    pub fn tril(&self, k: isize) -> Tensor<T> {
-        self.try_tril(k).or_panic()
+    panicking_twin! {
+        /// The entries of each matrix on and below the `k`-th diagonal (`k = 0` the main one, `k <
+        /// 0` below it), zeros elsewhere.
+        ///
+        /// # Panics
+        /// When the tensor has fewer than two axes.
+        pub fn tril(&self, k: isize) -> Tensor<T> => self.try_tril
     }
 
     /// Like [`Tensor::tril`], returning an error for fewer than two axes.

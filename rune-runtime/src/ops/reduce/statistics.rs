@@ -61,22 +61,21 @@ fn std_view<T: Element>(
 }
 
 impl<T: Element> Tensor<T> {
-    /// The variance over `axes` (`[]` reduces nothing): `sum((x - mean)²) / (n - ddof)` for
-    /// each group of `n` elements (see the module docs for `ddof` and the two-pass algorithm).
-    ///
-    /// ```
-    /// use rune_runtime::Tensor;
-    /// let x = Tensor::from_vec(vec![1.0, 2.0, 3.0, 4.0, 5.0, 9.0], &[2, 3]);
-    /// assert_eq!(x.var_axes(&[1], false, 0).to_vec(), vec![2.0 / 3.0, 14.0 / 3.0]);
-    /// assert_eq!(x.var_axes(&[-1], true, 1).shape(), &[2, 1]);
-    /// ```
-    ///
-    /// # Panics
-    /// When an axis is out of range or repeated; the message names the op and the shape.
-    #[track_caller]
-    #[must_use]
-    pub fn var_axes(&self, axes: &[isize], keepdims: bool, ddof: usize) -> Tensor<T> {
-        self.try_var_axes(axes, keepdims, ddof).or_panic()
+    panicking_twin! {
+        /// The variance over `axes` (`[]` reduces nothing): `sum((x - mean)²) / (n - ddof)` for
+        /// each group of `n` elements (see the module docs for `ddof` and the two-pass algorithm).
+        ///
+        /// ```
+        /// use rune_runtime::Tensor;
+        /// let x = Tensor::from_vec(vec![1.0, 2.0, 3.0, 4.0, 5.0, 9.0], &[2, 3]);
+        /// assert_eq!(x.var_axes(&[1], false, 0).to_vec(), vec![2.0 / 3.0, 14.0 / 3.0]);
+        /// assert_eq!(x.var_axes(&[-1], true, 1).shape(), &[2, 1]);
+        /// ```
+        ///
+        /// # Panics
+        /// When an axis is out of range or repeated; the message names the op and the shape.
+        pub fn var_axes(&self, axes: &[isize], keepdims: bool, ddof: usize) -> Tensor<T>
+            => self.try_var_axes
     }
 
     /// Like [`Tensor::var_axes`], returning an error when an axis is out of range or repeated.
@@ -95,16 +94,15 @@ impl<T: Element> Tensor<T> {
         )))
     }
 
-    /// The standard deviation over `axes` (`[]` reduces nothing): the square root of
-    /// [`Tensor::var_axes`]. Its derivative where it is `0` (a group of equal values) is taken
-    /// to be `0`, as PyTorch's; JAX's is NaN.
-    ///
-    /// # Panics
-    /// When an axis is out of range or repeated; the message names the op and the shape.
-    #[track_caller]
-    #[must_use]
-    pub fn std_axes(&self, axes: &[isize], keepdims: bool, ddof: usize) -> Tensor<T> {
-        self.try_std_axes(axes, keepdims, ddof).or_panic()
+    panicking_twin! {
+        /// The standard deviation over `axes` (`[]` reduces nothing): the square root of
+        /// [`Tensor::var_axes`]. Its derivative where it is `0` (a group of equal values) is taken
+        /// to be `0`, as PyTorch's; JAX's is NaN.
+        ///
+        /// # Panics
+        /// When an axis is out of range or repeated; the message names the op and the shape.
+        pub fn std_axes(&self, axes: &[isize], keepdims: bool, ddof: usize) -> Tensor<T>
+            => self.try_std_axes
     }
 
     /// Like [`Tensor::std_axes`], returning an error when an axis is out of range or repeated.

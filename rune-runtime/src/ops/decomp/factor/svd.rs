@@ -3,25 +3,23 @@
 use super::*;
 
 impl<T: Element> Tensor<T> {
-    /// The thin SVD `A = U diag(s) Vh` of each matrix of `[.., m, n]`, `k = min(m, n)`: `U [..,
-    /// m, k]`, the singular values `s [.., k]` descending, `Vh [.., k, n]`; each pair of singular
-    /// vectors signed so that the largest component of the left one is positive.
-    ///
-    /// ```
-    /// use rune_runtime::Tensor;
-    /// let a = Tensor::from_vec(vec![0.0, 2.0, 0.0, 0.0, 0.0, 3.0], &[2, 3]);
-    /// let (u, s, vh) = a.svd();
-    /// assert_eq!(s.to_vec(), vec![3.0, 2.0]);
-    /// assert_eq!(u.to_vec(), vec![0.0, 1.0, 1.0, 0.0]);
-    /// assert_eq!(vh.to_vec(), vec![0.0, 0.0, 1.0, 0.0, 1.0, 0.0]);
-    /// ```
-    ///
-    /// # Panics
-    /// When the tensor has fewer than two axes.
-    #[track_caller]
-    #[must_use]
-    pub fn svd(&self) -> (Tensor<T>, Tensor<T>, Tensor<T>) {
-        self.try_svd().or_panic()
+    panicking_twin! {
+        /// The thin SVD `A = U diag(s) Vh` of each matrix of `[.., m, n]`, `k = min(m, n)`: `U [..,
+        /// m, k]`, the singular values `s [.., k]` descending, `Vh [.., k, n]`; each pair of
+        /// singular vectors signed so that the largest component of the left one is positive.
+        ///
+        /// ```
+        /// use rune_runtime::Tensor;
+        /// let a = Tensor::from_vec(vec![0.0, 2.0, 0.0, 0.0, 0.0, 3.0], &[2, 3]);
+        /// let (u, s, vh) = a.svd();
+        /// assert_eq!(s.to_vec(), vec![3.0, 2.0]);
+        /// assert_eq!(u.to_vec(), vec![0.0, 1.0, 1.0, 0.0]);
+        /// assert_eq!(vh.to_vec(), vec![0.0, 0.0, 1.0, 0.0, 1.0, 0.0]);
+        /// ```
+        ///
+        /// # Panics
+        /// When the tensor has fewer than two axes.
+        pub fn svd(&self) -> (Tensor<T>, Tensor<T>, Tensor<T>) => self.try_svd
     }
 
     /// Like [`Tensor::svd`], returning an error for fewer than two axes.
@@ -41,14 +39,12 @@ impl<T: Element> Tensor<T> {
         Ok((u, s, vh))
     }
 
-    /// `U` of [`Tensor::svd`].
-    ///
-    /// # Panics
-    /// When the tensor has fewer than two axes.
-    #[track_caller]
-    #[must_use]
-    pub fn svd_u(&self) -> Tensor<T> {
-        self.try_svd_u().or_panic()
+    panicking_twin! {
+        /// `U` of [`Tensor::svd`].
+        ///
+        /// # Panics
+        /// When the tensor has fewer than two axes.
+        pub fn svd_u(&self) -> Tensor<T> => self.try_svd_u
     }
 
     /// Like [`Tensor::svd_u`], returning an error for fewer than two axes.
@@ -56,14 +52,12 @@ impl<T: Element> Tensor<T> {
         Ok(self.svd_named("svd_u")?.0)
     }
 
-    /// The singular values of [`Tensor::svd`], descending.
-    ///
-    /// # Panics
-    /// When the tensor has fewer than two axes.
-    #[track_caller]
-    #[must_use]
-    pub fn svdvals(&self) -> Tensor<T> {
-        self.try_svdvals().or_panic()
+    panicking_twin! {
+        /// The singular values of [`Tensor::svd`], descending.
+        ///
+        /// # Panics
+        /// When the tensor has fewer than two axes.
+        pub fn svdvals(&self) -> Tensor<T> => self.try_svdvals
     }
 
     /// Like [`Tensor::svdvals`], returning an error for fewer than two axes.
@@ -71,14 +65,12 @@ impl<T: Element> Tensor<T> {
         Ok(self.svd_named("svdvals")?.1)
     }
 
-    /// `Vh` of [`Tensor::svd`].
-    ///
-    /// # Panics
-    /// When the tensor has fewer than two axes.
-    #[track_caller]
-    #[must_use]
-    pub fn svd_vh(&self) -> Tensor<T> {
-        self.try_svd_vh().or_panic()
+    panicking_twin! {
+        /// `Vh` of [`Tensor::svd`].
+        ///
+        /// # Panics
+        /// When the tensor has fewer than two axes.
+        pub fn svd_vh(&self) -> Tensor<T> => self.try_svd_vh
     }
 
     /// Like [`Tensor::svd_vh`], returning an error for fewer than two axes.
