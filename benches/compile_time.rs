@@ -2,11 +2,13 @@
 //! without the attribute (docs/guarantees.md, "Long and deep bodies").
 //!
 //! `cargo bench -p rune-benches --bench compile_time` writes a small crate under
-//! `target/compile-time/` holding a chain of `let`s (`let v1 = &v0 * 1.0001 + 0.5;` ..) without
-//! `#[differentiable]`, with it (fused, the default) and with `#[differentiable(fuse = false)]`,
-//! and times `cargo check` of each (incremental compilation off, the dependencies checked
-//! beforehand, the median of three runs). It prints the times and their ratios to the plain
-//! function's for 500 and 2,000 `let`s.
+//! `target/compile-time/` holding a body of `let`s without `#[differentiable]`, with it (fused,
+//! the default) and with `#[differentiable(fuse = false)]`, and times `cargo check` of each
+//! (incremental compilation off, the dependencies checked beforehand, the median of three runs).
+//! It prints the times and their ratios to the plain function's for 500 and 2,000 `let`s, for
+//! two shapes of body: a chain in which each value is read once (`let v1 = &v0 * 1.0001 + 0.5;`
+//! ..: one fused region) and one in which each is read twice
+//! (`let v8 = (&v7 * 0.999 + &v1).sin();` ..: a region a `let`).
 //!
 //! Then it times `cargo build` (debug) of a file of 50 small differentiable functions written the
 //! way users write them (a dense layer's loss, a loop, a branch on a value, a softmax
@@ -27,17 +29,43 @@ const UNFUSED: &str = "#[differentiable(fuse = false)]";
 /// The public entry points of a function on a concrete element type without `hvp`.
 const ENTRY_POINTS: [&str; 5] = ["value_and_grad", "grad", "vjp", "jvp", "pullback"];
 
-/// The chain, under `attribute` (`#[differentiable]`, `#[differentiable(fuse = false)]`) or
-/// none.
-fn source(lets: usize, attribute: Option<&str>) -> String {
+/// The shape of a long body.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// Each value read once, by the next `let`: a tree, one fused region.
+    Chain,
+    /// Each value read twice, by the next `let` and by the one seven on: a region a `let`.
+    ReadTwice,
+}
+
+/// The body of `lets` `let`s of `shape`, under `attribute` (`#[differentiable]`,
+/// `#[differentiable(fuse = false)]`) or none.
+fn source(shape: Shape, lets: usize, attribute: Option<&str>) -> String {
     let mut s = String::from("use rune_ad::prelude::*;\n\n");
     if let Some(attribute) = attribute {
         s.push_str(attribute);
         s.push('\n');
     }
-    s.push_str("pub fn f(x: &Tensor<f64>) -> Tensor<f64> {\n    let v0 = x * 1.0;\n");
-    for i in 1..lets {
-        s.push_str(&format!("    let v{i} = &v{} * 1.0001 + 0.5;\n", i - 1));
+    s.push_str("pub fn f(x: &Tensor<f64>) -> Tensor<f64> {\n");
+    match shape {
+        Shape::Chain => {
+            s.push_str("    let v0 = x * 1.0;\n");
+            for i in 1..lets {
+                s.push_str(&format!("    let v{i} = &v{} * 1.0001 + 0.5;\n", i - 1));
+            }
+        }
+        Shape::ReadTwice => {
+            for i in 0..7 {
+                s.push_str(&format!("    let v{i} = x * 1.{i};\n"));
+            }
+            for i in 7..lets {
+                s.push_str(&format!(
+                    "    let v{i} = (&v{} * 0.999 + &v{}).sin();\n",
+                    i - 1,
+                    i - 7
+                ));
+            }
+        }
     }
     s.push_str(&format!("    v{}\n}}\n", lets - 1));
     s
@@ -176,27 +204,33 @@ fn main() {
     let dir = base.join("probe");
     let target = base.join("target");
     write_crate(&dir, &root);
-    std::fs::write(dir.join("src/lib.rs"), source(2, Some(FUSED))).expect("write lib.rs");
+    let small = source(Shape::Chain, 2, Some(FUSED));
+    std::fs::write(dir.join("src/lib.rs"), &small).expect("write lib.rs");
     check(&dir, &target);
 
-    println!("compile_time: cargo check of a chain of lets, median of {RUNS}");
-    println!(
-        "{:>6} {:>10} {:>10} {:>7} {:>12} {:>7}",
-        "lets", "plain (s)", "fused (s)", "ratio", "unfused (s)", "ratio"
-    );
-    for lets in LENGTHS {
-        let plain = median_check(&dir, &target, &source(lets, None));
-        let fused = median_check(&dir, &target, &source(lets, Some(FUSED)));
-        let unfused = median_check(&dir, &target, &source(lets, Some(UNFUSED)));
+    for (shape, name) in [
+        (Shape::Chain, "a chain of lets (each value read once)"),
+        (Shape::ReadTwice, "lets whose values are each read twice"),
+    ] {
+        println!("compile_time: cargo check of {name}, median of {RUNS}");
         println!(
-            "{lets:>6} {plain:>10.2} {fused:>10.2} {:>7.1} {unfused:>12.2} {:>7.1}",
-            fused / plain,
-            unfused / plain
+            "{:>6} {:>10} {:>10} {:>7} {:>12} {:>7}",
+            "lets", "plain (s)", "fused (s)", "ratio", "unfused (s)", "ratio"
         );
+        for lets in LENGTHS {
+            let plain = median_check(&dir, &target, &source(shape, lets, None));
+            let fused = median_check(&dir, &target, &source(shape, lets, Some(FUSED)));
+            let unfused = median_check(&dir, &target, &source(shape, lets, Some(UNFUSED)));
+            println!(
+                "{lets:>6} {plain:>10.2} {fused:>10.2} {:>7.1} {unfused:>12.2} {:>7.1}",
+                fused / plain,
+                unfused / plain
+            );
+        }
     }
 
     // The 50 functions, built in debug; the dependencies built beforehand.
-    std::fs::write(dir.join("src/lib.rs"), source(2, Some(FUSED))).expect("write lib.rs");
+    std::fs::write(dir.join("src/lib.rs"), &small).expect("write lib.rs");
     cargo(&dir, &target, "build");
     let (plain_src, fused_src) = (fifty(false), fifty(true));
     let plain = median(&dir, &target, &plain_src, "build");

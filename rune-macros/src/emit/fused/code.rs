@@ -1,35 +1,30 @@
-//! Fused regions (`crate::fuse`) in the generated code: the region's scalar code for its value,
-//! its value and tangent, and its input cotangents, each a closure that the runtime's fused
-//! loops (`rune_runtime::fused`) run element by element.
+//! A fused region's scalar code: the body of the fn item the runtime's loop calls for each
+//! element, for the region's value, its value and tangent, or its input cotangents.
 //!
-//! Inside the closures, `__rune_xI` is input `I`'s element, `__rune_nJ` op `J`'s value,
-//! `__rune_lK` literal `K`, and `__rune_u..`/`__rune_d..` their tangents and adjoints.
-//! `__rune_k` is the kernels of the loop's pass (`rune_runtime::vmath::Kernels`), which the
-//! unary functions' scalar forms take (`value_in`, `tangent_in`): the loops run each block
-//! with the fast kernels and, when one met an argument outside its range, again with the
-//! full-range ones. Each op's local derivative is the one its tensor rule applies (`strong_mul`
-//! where the rule scales, `rune_runtime::scalar::<op>::tangent_in` for a unary function, the
-//! scalar forms of `rune_runtime::generated::elementwise` for the others: `maximum_lhs`,
-//! `clamp_d`, `where_cond_rhs`, ..), so the fused and the unfused code compute the same numbers
-//! up to the order of additions. A comparison's value is a `bool`; `where_cond` reads it, or `fused_flag`
+//! Inside, `__rune_xI` is input `I`'s element, `__rune_nJ` op `J`'s value, `__rune_lK` literal
+//! `K`, and `__rune_u..`/`__rune_d..` their tangents and adjoints. `__rune_k` is the kernels of
+//! the loop's pass (`rune_runtime::vmath::Kernels`), which the unary functions' scalar forms take
+//! (`value_in`, `tangent_in`): the loops run each block with the fast kernels and, when one met an
+//! argument outside its range, again with the full-range ones. Each op's local derivative is the
+//! one its tensor rule applies (`strong_mul` where the rule scales,
+//! `rune_runtime::scalar::<op>::tangent_in` for a unary function, the scalar forms of
+//! `rune_runtime::generated::elementwise` for the others: `maximum_lhs`, `clamp_d`,
+//! `where_cond_rhs`, ..), so the fused and the unfused code compute the same numbers up to the
+//! order of additions. A comparison's value is a `bool`; `where_cond` reads it, or `fused_flag`
 //! of a mask input.
 
 use std::collections::HashMap;
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
 use syn::Ident;
 
-use super::tokens::{gather_closure_lets, inline_single_reads, relocate_call};
-use super::{rt, Emitter, Mode};
-use crate::analyse::config_keep;
+use super::super::rt;
+use super::super::tokens::{gather_closure_lets, inline_single_reads};
 use crate::fuse::Needs;
-use crate::ir::{Const, FusedArg, FusedNode, Operand, ReduceAxes, Reduction, Stmt, Val};
-use crate::names::{
-    adjoint_ident, config_ident, const_ident, hidden, partials_ident, residual_ident, shape_ident,
-    tangent_ident, val_ident,
-};
-use crate::ops::{Eval, Form, Keep, OpSpec, Partial, Read};
+use crate::ir::{FusedArg, FusedNode};
+use crate::names::hidden;
+use crate::ops::{Eval, Form, OpSpec, Partial, Read};
 
 fn x(i: usize) -> Ident {
     hidden(&format!("x{i}"))
@@ -80,24 +75,24 @@ fn partials(op: &OpSpec) -> &'static [Partial] {
     op.fusion.map_or(&[], |f| f.partials)
 }
 
-fn input_tangent(i: usize) -> Ident {
+pub(super) fn input_tangent(i: usize) -> Ident {
     hidden(&format!("ux{i}"))
 }
 fn node_tangent(j: usize) -> Ident {
     hidden(&format!("un{j}"))
 }
 
-/// The region's code, shared by its three closures.
-struct Code<'a> {
-    inputs: usize,
-    literals: &'a [TokenStream],
-    nodes: &'a [FusedNode],
+/// The region's code, shared by its three fn items (value, tangent, cotangents).
+pub(super) struct Code<'a> {
+    pub(super) inputs: usize,
+    pub(super) literals: &'a [TokenStream],
+    pub(super) nodes: &'a [FusedNode],
 }
 
 impl Code<'_> {
     /// `"mul 0 1;exp 2"`: each op's name and the values it reads, for shape errors
     /// (`rune_runtime::fused::FusedOps`).
-    fn ops_table(&self) -> TokenStream {
+    pub(super) fn ops_table(&self) -> TokenStream {
         let index = |a: FusedArg| match a {
             FusedArg::Input(i) => i.to_string(),
             FusedArg::Node(j) => (self.inputs + j).to_string(),
@@ -117,7 +112,7 @@ impl Code<'_> {
 
     /// Whether input `i` is the mask of a `where_cond` (made a tensor of the element type by
     /// `fused_mask`).
-    fn is_mask(&self, i: usize) -> bool {
+    pub(super) fn is_mask(&self, i: usize) -> bool {
         self.nodes
             .iter()
             .any(|n| n.op.name == "where_cond" && n.args[0] == FusedArg::Input(i))
@@ -128,9 +123,40 @@ impl Code<'_> {
         quote!([#(#xs),*])
     }
 
+    /// The fn item `__rune_region` that holds the region's scalar code `body`, generic over the
+    /// element type, for the runtime's loop to call where a closure would be: its inputs, its
+    /// literals, the kernels, then `extra` (a tangent array, an element's cotangent), returning
+    /// `ret` (written with the element type `__RuneE`).
+    ///
+    /// Not a closure: rustc keeps each closure's trait obligations pending until the end of the
+    /// enclosing function's type check and goes over the pending ones at every step, so a
+    /// function of n closures took time quadratic in n to check (2,000 regions: 46 s against
+    /// 0.36 s without the attribute). A fn item is checked on its own, in time of its own size.
+    pub(super) fn region_item(
+        &self,
+        extra: TokenStream,
+        ret: TokenStream,
+        body: TokenStream,
+    ) -> TokenStream {
+        let rt = rt();
+        let (params, n, l) = (self.params(), self.inputs, self.literals.len());
+        quote! {
+            #[inline(always)]
+            #[allow(unused, clippy::all, clippy::pedantic, clippy::nursery)]
+            fn __rune_region<__RuneE: #rt::Element>(
+                #params: [__RuneE; #n],
+                __rune_lits: &[__RuneE; #l],
+                __rune_k: &#rt::vmath::Kernels,
+                #extra
+            ) -> #ret {
+                #body
+            }
+        }
+    }
+
     /// The literals as `f64`s, `[1.5f64, ..]`: the runtime converts them to the element type
-    /// once a call and hands the closure `__rune_lits`.
-    fn literal_array(&self) -> TokenStream {
+    /// once a call and hands the region's fn `__rune_lits`.
+    pub(super) fn literal_array(&self) -> TokenStream {
         let lits = self.literals;
         quote!([#(#lits),*])
     }
@@ -249,14 +275,14 @@ impl Code<'_> {
         node(self.nodes.len() - 1)
     }
 
-    /// The value closure's body.
-    fn value_body(&self) -> TokenStream {
+    /// The body of the value's fn.
+    pub(super) fn value_body(&self) -> TokenStream {
         let (lits, lets, root) = (self.literal_lets(None), self.value_lets(None), self.root());
         body(lits, lets, quote!(#root))
     }
 
-    /// The tangent closure's body, for the inputs `with_tangent`.
-    fn tangent_body(&self, with_tangent: &[usize]) -> TokenStream {
+    /// The body of the tangent's fn, for the inputs `with_tangent`.
+    pub(super) fn tangent_body(&self, with_tangent: &[usize]) -> TokenStream {
         let rt = rt();
         // Each node's tangent, where it has one: its own `let`, or the operand's tangent it
         // equals (`a + literal`), which then gets no `let` of its own.
@@ -354,14 +380,18 @@ impl Code<'_> {
         body(lits, values, quote!((#root, #u_root)))
     }
 
-    /// The cotangent closure's body: the input cotangents of `targets` from `__rune_ge`. Each
+    /// The body of the cotangents' fn: the input cotangents of `targets` from `__rune_ge`. Each
     /// partial sum of an adjoint gets a name of its own (`__rune_dK`), so that long bodies'
     /// `let`s can be gathered.
     ///
-    /// Returns the body and, for each target, which of the closure's results is its cotangent:
+    /// Returns the body and, for each target, which of the fn's results is its cotangent:
     /// inputs whose cotangents are the same value (the operands of `+`) share one result, so
     /// that the runtime computes and stores it once.
-    fn adjoint_body(&self, targets: &[usize], needs: &Needs) -> (TokenStream, Vec<usize>) {
+    pub(super) fn adjoint_body(
+        &self,
+        targets: &[usize],
+        needs: &Needs,
+    ) -> (TokenStream, Vec<usize>) {
         let (lets, outs, slots) = self.adjoint_lets(targets);
         let lits = self.literal_lets(Some(&needs.literals));
         let mut values = self.value_lets(Some(&needs.nodes));
@@ -369,10 +399,10 @@ impl Code<'_> {
         (body(lits, values, outs), slots)
     }
 
-    /// The body of a reduced region's closure in the reverse pass: its element's value and the
+    /// The body of a reduced region's fn in the reverse pass: its element's value and the
     /// input cotangents of `targets` from the element's cotangent `__rune_ge`, as `(value,
     /// [cotangents])`; with the slots as [`Self::adjoint_body`] gives them.
-    fn value_and_adjoint_body(&self, targets: &[usize]) -> (TokenStream, Vec<usize>) {
+    pub(super) fn value_and_adjoint_body(&self, targets: &[usize]) -> (TokenStream, Vec<usize>) {
         let (lets, outs, slots) = self.adjoint_lets(targets);
         let (lits, mut values) = (self.literal_lets(None), self.value_lets(None));
         values.extend(lets);
@@ -500,265 +530,7 @@ impl Code<'_> {
     }
 }
 
-/// A closure's body: `prefix`, then `lets` (each read once written into its reader), then `tail`.
+/// A region's body: `prefix`, then `lets` (each read once written into its reader), then `tail`.
 fn body(prefix: TokenStream, lets: Vec<(Ident, TokenStream)>, tail: TokenStream) -> TokenStream {
     gather_closure_lets(inline_single_reads(prefix, lets, tail))
-}
-
-/// A fused region's parts.
-struct Region<'a> {
-    code: Code<'a>,
-    out: Val,
-    inputs: &'a [Operand],
-    span: Span,
-    /// The runtime's `Reduction` that ends the region, if one does.
-    reduce: Option<TokenStream>,
-    /// The axes of that reduction, when it is over some axes.
-    axes: Option<ReduceAxes>,
-}
-
-fn region(stmt: &Stmt) -> Region<'_> {
-    let Stmt::Fused {
-        out,
-        inputs,
-        literals,
-        nodes,
-        span,
-        reduce,
-        axes,
-    } = stmt
-    else {
-        unreachable!("a fused region")
-    };
-    let code = Code {
-        inputs: inputs.len(),
-        literals,
-        nodes,
-    };
-    let rt = rt();
-    let reduce = reduce.map(|r| match r {
-        Reduction::Sum => quote!(#rt::Reduction::Sum),
-        Reduction::Mean => quote!(#rt::Reduction::Mean),
-    });
-    Region {
-        code,
-        out: *out,
-        inputs,
-        span: *span,
-        reduce,
-        axes: *axes,
-    }
-}
-
-/// The arguments `axes, keepdims,` of a reduction over some axes, from the constants of the
-/// forward pass, or from those the backward pass keeps.
-fn axes_args(axes: &ReduceAxes, backward: bool) -> TokenStream {
-    let arg = |c: Const, index: usize| {
-        if !backward {
-            return const_ident(c).into_token_stream();
-        }
-        let k = config_ident(c);
-        match config_keep(axes.op, index) {
-            Some(Keep::Owned) => quote!(&#k),
-            _ => quote!(#k),
-        }
-    };
-    let (a, k) = (arg(axes.axes, 0), arg(axes.keepdims, 1));
-    quote!(#a, #k,)
-}
-
-impl Emitter<'_> {
-    /// The positions of a region's inputs that are differentiated values.
-    fn differentiated(&self, inputs: &[Operand]) -> Vec<usize> {
-        (0..inputs.len())
-            .filter(|&i| inputs[i].val().is_some_and(|v| self.useful(v)))
-            .collect()
-    }
-
-    /// A fused region's inputs as `OperandRef`s, in the forward pass.
-    fn fused_inputs(&self, inputs: &[Operand], code: &Code) -> TokenStream {
-        let rt = rt();
-        let items = inputs.iter().enumerate().map(|(k, o)| {
-            let i = match *o {
-                Operand::Val(v) => val_ident(v),
-                Operand::Const(c) => const_ident(c),
-            };
-            if self.numbers {
-                quote!(#rt::number_of(&#i))
-            } else if code.is_mask(k) {
-                quote!(#rt::OperandOf::operand_of(&#rt::fused_mask(&#i)))
-            } else {
-                quote!(#rt::OperandOf::operand_of(&#i))
-            }
-        });
-        quote!([#(#items),*])
-    }
-
-    /// The forward statement of a fused region: its value, or in forward mode its value and
-    /// tangent.
-    /// In the reverse pass, a reduced region computes its input cotangents for a cotangent of
-    /// one on its result in the same pass as its value, and saves them (see
-    /// [`Self::fused_backward`]).
-    pub(super) fn fused_forward(&self, stmt: &Stmt, mode: Mode) -> TokenStream {
-        let rt = rt();
-        let Region {
-            code,
-            out,
-            inputs,
-            span,
-            reduce,
-            axes,
-        } = region(stmt);
-        let (ops, args, params) = (
-            code.ops_table(),
-            self.fused_inputs(inputs, &code),
-            code.params(),
-        );
-        let lits = code.literal_array();
-        let v = val_ident(out);
-        let useful = self.useful(out);
-        let over = axes.as_ref().map(|a| axes_args(a, false));
-        let call = match (mode, reduce) {
-            (Mode::Tangent, reduce) if useful => {
-                let with_tangent = self.differentiated(inputs);
-                let tangents = with_tangent.iter().map(|&i| {
-                    let t = tangent_ident(inputs[i].val().expect("a value"));
-                    quote!(&#t)
-                });
-                let us = with_tangent.iter().map(|&i| input_tangent(i));
-                let body = code.tangent_body(&with_tangent);
-                let t = tangent_ident(out);
-                let (function, reduce) = match (reduce, &over) {
-                    (Some(r), Some(over)) => {
-                        (quote!(#rt::fused_reduce_axes_jvp), quote!(#r, #over))
-                    }
-                    (Some(r), None) => (quote!(#rt::fused_reduce_jvp), quote!(#r,)),
-                    (None, _) => (self.glue("fused_jvp"), quote!()),
-                };
-                quote! {
-                    let (#v, #t) = #function(#ops, #args, #lits, #reduce [#(#tangents),*], #[inline(always)] |#params, __rune_lits, __rune_k, [#(#us),*]| { #body });
-                }
-            }
-            (_, Some(r)) if over.is_some() => {
-                let body = code.value_body();
-                quote!(let #v = #rt::fused_reduce_axes(#ops, #args, #lits, #r, #over #[inline(always)] |#params, __rune_lits, __rune_k| { #body });)
-            }
-            (Mode::Reverse, Some(r)) if useful => {
-                let targets = self.differentiated(inputs);
-                let (body, slots) = code.value_and_adjoint_body(&targets);
-                let pairs = targets.iter().zip(&slots).map(|(i, k)| quote!((#i, #k)));
-                let p = partials_ident(out);
-                quote! {
-                    let (#v, #p) = #rt::fused_reduce_vjp(#ops, #args, #lits, #r, [#(#pairs),*], #[inline(always)] |#params, __rune_lits, __rune_k, __rune_ge| { #body });
-                }
-            }
-            (_, Some(r)) => {
-                let body = code.value_body();
-                quote!(let #v = #rt::fused_reduce(#ops, #args, #lits, #r, #[inline(always)] |#params, __rune_lits, __rune_k| { #body });)
-            }
-            (_, None) => {
-                let body = code.value_body();
-                let function = self.glue("fused_map");
-                quote!(let #v = #function(#ops, #args, #lits, #[inline(always)] |#params, __rune_lits, __rune_k| { #body });)
-            }
-        };
-        relocate_call(call, span)
-    }
-
-    /// The backward statement of a fused region: every differentiated input's cotangent in one
-    /// pass.
-    ///
-    /// A reduced region's cotangents were computed by the forward pass for a cotangent of one:
-    /// each is scaled by the result's cotangent.
-    pub(super) fn fused_backward(&self, stmt: &Stmt) -> TokenStream {
-        let rt = rt();
-        let Region {
-            code,
-            out,
-            inputs,
-            span,
-            reduce,
-            axes,
-        } = region(stmt);
-        let targets = self.differentiated(inputs);
-        let adj = adjoint_ident(out);
-        if reduce.is_some() && axes.is_none() {
-            let p = partials_ident(out);
-            let accumulate = targets.iter().enumerate().map(|(k, &i)| {
-                let a = adjoint_ident(inputs[i].val().expect("a value"));
-                quote!(#rt::accumulate(&mut #a, #rt::fused_scale(&#p[#k], &__rune_g));)
-            });
-            return relocate_call(
-                quote! {
-                    if let ::core::option::Option::Some(__rune_g) = #adj.take() {
-                        #(#accumulate)*
-                    }
-                },
-                span,
-            );
-        }
-        let needs = Needs::of(inputs, code.literals.len(), code.nodes);
-        let args = inputs
-            .iter()
-            .zip(&needs.inputs)
-            .enumerate()
-            .map(|(k, (o, needed))| match *o {
-                Operand::Val(v) if self.numbers && *needed => {
-                    let v = val_ident(v);
-                    quote!(#rt::number_of(&#v))
-                }
-                Operand::Val(v) if self.numbers => {
-                    let s = shape_ident(v);
-                    quote!(#rt::number_zero(&#s))
-                }
-                Operand::Const(c) if self.numbers => {
-                    let r = residual_ident(c);
-                    quote!(#rt::number_of(&#r))
-                }
-                Operand::Const(c) if code.is_mask(k) => {
-                    let r = residual_ident(c);
-                    quote!(#rt::fused_value(&#rt::fused_mask(&#r)))
-                }
-                Operand::Val(v) if *needed => {
-                    let v = val_ident(v);
-                    quote!(#rt::fused_value(&#v))
-                }
-                Operand::Val(v) => {
-                    let s = shape_ident(v);
-                    quote!(#rt::fused_shape(&#s))
-                }
-                Operand::Const(c) => {
-                    let r = residual_ident(c);
-                    quote!(#rt::fused_value(&#r))
-                }
-            });
-        let args = quote!([#(#args),*]);
-        let (ops, params, lits) = (code.ops_table(), code.params(), code.literal_array());
-        let (body, slots) = code.adjoint_body(&targets, &needs);
-        let pairs = targets.iter().zip(&slots).map(|(i, k)| quote!((#i, #k)));
-        let results: Vec<Ident> = (0..targets.len())
-            .map(|k| hidden(&format!("f{k}")))
-            .collect();
-        let accumulate = self.glue("accumulate");
-        let (function, over) = match (&reduce, &axes) {
-            (Some(r), Some(axes)) => {
-                let axes = axes_args(axes, true);
-                (quote!(#rt::fused_reduce_axes_vjp), quote!(#r, #axes))
-            }
-            _ => (self.glue("fused_vjp"), quote!()),
-        };
-        let accumulate = targets.iter().zip(&results).map(|(&i, r)| {
-            let a = adjoint_ident(inputs[i].val().expect("a value"));
-            quote!(#accumulate(&mut #a, #r);)
-        });
-        relocate_call(
-            quote! {
-                if let ::core::option::Option::Some(__rune_g) = #adj.take() {
-                    let [#(#results),*] = #function(#ops, #args, #lits, #over [#(#pairs),*], &__rune_g, #[inline(always)] |#params, __rune_lits, __rune_k, __rune_ge| { #body });
-                    #(#accumulate)*
-                }
-            },
-            span,
-        )
-    }
 }

@@ -1,0 +1,298 @@
+//! Fused regions (`crate::fuse`) in the generated code: the statement that calls the runtime's
+//! fused loop (`rune_runtime::fused`) for a region's value, its value and tangent, or its input
+//! cotangents, with the region's scalar code (`code`) as a fn item of its own, which the loop
+//! runs element by element.
+
+mod code;
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, ToTokens};
+use syn::Ident;
+
+use self::code::{input_tangent, Code};
+use super::tokens::relocate_call;
+use super::{rt, Emitter, Mode};
+use crate::analyse::config_keep;
+use crate::fuse::Needs;
+use crate::ir::{Const, Operand, ReduceAxes, Reduction, Stmt, Val};
+use crate::names::{
+    adjoint_ident, config_ident, const_ident, hidden, partials_ident, residual_ident, shape_ident,
+    tangent_ident, val_ident,
+};
+use crate::ops::Keep;
+
+/// The length of the cotangent array whose positions `slots` are (targets may share one).
+fn slot_count(slots: &[usize]) -> usize {
+    slots.iter().max().map_or(0, |k| k + 1)
+}
+
+/// A fused region's parts.
+struct Region<'a> {
+    code: Code<'a>,
+    out: Val,
+    inputs: &'a [Operand],
+    span: Span,
+    /// The runtime's `Reduction` that ends the region, if one does.
+    reduce: Option<TokenStream>,
+    /// The axes of that reduction, when it is over some axes.
+    axes: Option<ReduceAxes>,
+}
+
+fn region(stmt: &Stmt) -> Region<'_> {
+    let Stmt::Fused {
+        out,
+        inputs,
+        literals,
+        nodes,
+        span,
+        reduce,
+        axes,
+    } = stmt
+    else {
+        unreachable!("a fused region")
+    };
+    let code = Code {
+        inputs: inputs.len(),
+        literals,
+        nodes,
+    };
+    let rt = rt();
+    let reduce = reduce.map(|r| match r {
+        Reduction::Sum => quote!(#rt::Reduction::Sum),
+        Reduction::Mean => quote!(#rt::Reduction::Mean),
+    });
+    Region {
+        code,
+        out: *out,
+        inputs,
+        span: *span,
+        reduce,
+        axes: *axes,
+    }
+}
+
+/// The arguments `axes, keepdims,` of a reduction over some axes, from the constants of the
+/// forward pass, or from those the backward pass keeps.
+fn axes_args(axes: &ReduceAxes, backward: bool) -> TokenStream {
+    let arg = |c: Const, index: usize| {
+        if !backward {
+            return const_ident(c).into_token_stream();
+        }
+        let k = config_ident(c);
+        match config_keep(axes.op, index) {
+            Some(Keep::Owned) => quote!(&#k),
+            _ => quote!(#k),
+        }
+    };
+    let (a, k) = (arg(axes.axes, 0), arg(axes.keepdims, 1));
+    quote!(#a, #k,)
+}
+
+impl Emitter<'_> {
+    /// The positions of a region's inputs that are differentiated values.
+    fn differentiated(&self, inputs: &[Operand]) -> Vec<usize> {
+        (0..inputs.len())
+            .filter(|&i| inputs[i].val().is_some_and(|v| self.useful(v)))
+            .collect()
+    }
+
+    /// A fused region's inputs as `OperandRef`s, in the forward pass.
+    fn fused_inputs(&self, inputs: &[Operand], code: &Code) -> TokenStream {
+        let rt = rt();
+        let items = inputs.iter().enumerate().map(|(k, o)| {
+            let i = match *o {
+                Operand::Val(v) => val_ident(v),
+                Operand::Const(c) => const_ident(c),
+            };
+            if self.numbers {
+                quote!(#rt::number_of(&#i))
+            } else if code.is_mask(k) {
+                quote!(#rt::OperandOf::operand_of(&#rt::fused_mask(&#i)))
+            } else {
+                quote!(#rt::OperandOf::operand_of(&#i))
+            }
+        });
+        quote!([#(#items),*])
+    }
+
+    /// The forward statement of a fused region: its value, or in forward mode its value and
+    /// tangent.
+    /// In the reverse pass, a reduced region computes its input cotangents for a cotangent of
+    /// one on its result in the same pass as its value, and saves them (see
+    /// [`Self::fused_backward`]).
+    pub(super) fn fused_forward(&self, stmt: &Stmt, mode: Mode) -> TokenStream {
+        let rt = rt();
+        let Region {
+            code,
+            out,
+            inputs,
+            span,
+            reduce,
+            axes,
+        } = region(stmt);
+        let (ops, args, lits) = (
+            code.ops_table(),
+            self.fused_inputs(inputs, &code),
+            code.literal_array(),
+        );
+        let v = val_ident(out);
+        let useful = self.useful(out);
+        let over = axes.as_ref().map(|a| axes_args(a, false));
+        let call = match (mode, reduce) {
+            (Mode::Tangent, reduce) if useful => {
+                let with_tangent = self.differentiated(inputs);
+                let tangents = with_tangent.iter().map(|&i| {
+                    let t = tangent_ident(inputs[i].val().expect("a value"));
+                    quote!(&#t)
+                });
+                let us = with_tangent.iter().map(|&i| input_tangent(i));
+                let body = code.tangent_body(&with_tangent);
+                let t = tangent_ident(out);
+                let (function, reduce) = match (reduce, &over) {
+                    (Some(r), Some(over)) => {
+                        (quote!(#rt::fused_reduce_axes_jvp), quote!(#r, #over))
+                    }
+                    (Some(r), None) => (quote!(#rt::fused_reduce_jvp), quote!(#r,)),
+                    (None, _) => (self.glue("fused_jvp"), quote!()),
+                };
+                let k = with_tangent.len();
+                let item = code.region_item(
+                    quote!([#(#us),*]: [__RuneE; #k]),
+                    quote!((__RuneE, __RuneE)),
+                    body,
+                );
+                quote! {
+                    let (#v, #t) = { #item #function(#ops, #args, #lits, #reduce [#(#tangents),*], __rune_region) };
+                }
+            }
+            (_, Some(r)) if over.is_some() => {
+                let item = code.region_item(quote!(), quote!(__RuneE), code.value_body());
+                quote!(let #v = { #item #rt::fused_reduce_axes(#ops, #args, #lits, #r, #over __rune_region) };)
+            }
+            (Mode::Reverse, Some(r)) if useful => {
+                let targets = self.differentiated(inputs);
+                let (body, slots) = code.value_and_adjoint_body(&targets);
+                let pairs = targets.iter().zip(&slots).map(|(i, k)| quote!((#i, #k)));
+                let p = partials_ident(out);
+                let k = slot_count(&slots);
+                let item = code.region_item(
+                    quote!(__rune_ge: __RuneE),
+                    quote!((__RuneE, [__RuneE; #k])),
+                    body,
+                );
+                quote! {
+                    let (#v, #p) = { #item #rt::fused_reduce_vjp(#ops, #args, #lits, #r, [#(#pairs),*], __rune_region) };
+                }
+            }
+            (_, Some(r)) => {
+                let item = code.region_item(quote!(), quote!(__RuneE), code.value_body());
+                quote!(let #v = { #item #rt::fused_reduce(#ops, #args, #lits, #r, __rune_region) };)
+            }
+            (_, None) => {
+                let item = code.region_item(quote!(), quote!(__RuneE), code.value_body());
+                let function = self.glue("fused_map");
+                quote!(let #v = { #item #function(#ops, #args, #lits, __rune_region) };)
+            }
+        };
+        relocate_call(call, span)
+    }
+
+    /// The backward statement of a fused region: every differentiated input's cotangent in one
+    /// pass.
+    ///
+    /// A reduced region's cotangents were computed by the forward pass for a cotangent of one:
+    /// each is scaled by the result's cotangent.
+    pub(super) fn fused_backward(&self, stmt: &Stmt) -> TokenStream {
+        let rt = rt();
+        let Region {
+            code,
+            out,
+            inputs,
+            span,
+            reduce,
+            axes,
+        } = region(stmt);
+        let targets = self.differentiated(inputs);
+        let adj = adjoint_ident(out);
+        if reduce.is_some() && axes.is_none() {
+            let p = partials_ident(out);
+            let accumulate = targets.iter().enumerate().map(|(k, &i)| {
+                let a = adjoint_ident(inputs[i].val().expect("a value"));
+                quote!(#rt::accumulate(&mut #a, #rt::fused_scale(&#p[#k], &__rune_g));)
+            });
+            return relocate_call(
+                quote! {
+                    if let ::core::option::Option::Some(__rune_g) = #adj.take() {
+                        #(#accumulate)*
+                    }
+                },
+                span,
+            );
+        }
+        let needs = Needs::of(inputs, code.literals.len(), code.nodes);
+        let args = inputs
+            .iter()
+            .zip(&needs.inputs)
+            .enumerate()
+            .map(|(k, (o, needed))| match *o {
+                Operand::Val(v) if self.numbers && *needed => {
+                    let v = val_ident(v);
+                    quote!(#rt::number_of(&#v))
+                }
+                Operand::Val(v) if self.numbers => {
+                    let s = shape_ident(v);
+                    quote!(#rt::number_zero(&#s))
+                }
+                Operand::Const(c) if self.numbers => {
+                    let r = residual_ident(c);
+                    quote!(#rt::number_of(&#r))
+                }
+                Operand::Const(c) if code.is_mask(k) => {
+                    let r = residual_ident(c);
+                    quote!(#rt::fused_value(&#rt::fused_mask(&#r)))
+                }
+                Operand::Val(v) if *needed => {
+                    let v = val_ident(v);
+                    quote!(#rt::fused_value(&#v))
+                }
+                Operand::Val(v) => {
+                    let s = shape_ident(v);
+                    quote!(#rt::fused_shape(&#s))
+                }
+                Operand::Const(c) => {
+                    let r = residual_ident(c);
+                    quote!(#rt::fused_value(&#r))
+                }
+            });
+        let args = quote!([#(#args),*]);
+        let (ops, lits) = (code.ops_table(), code.literal_array());
+        let (body, slots) = code.adjoint_body(&targets, &needs);
+        let pairs = targets.iter().zip(&slots).map(|(i, k)| quote!((#i, #k)));
+        let results: Vec<Ident> = (0..targets.len())
+            .map(|k| hidden(&format!("f{k}")))
+            .collect();
+        let k = slot_count(&slots);
+        let item = code.region_item(quote!(__rune_ge: __RuneE), quote!([__RuneE; #k]), body);
+        let accumulate = self.glue("accumulate");
+        let (function, over) = match (&reduce, &axes) {
+            (Some(r), Some(axes)) => {
+                let axes = axes_args(axes, true);
+                (quote!(#rt::fused_reduce_axes_vjp), quote!(#r, #axes))
+            }
+            _ => (self.glue("fused_vjp"), quote!()),
+        };
+        let accumulate = targets.iter().zip(&results).map(|(&i, r)| {
+            let a = adjoint_ident(inputs[i].val().expect("a value"));
+            quote!(#accumulate(&mut #a, #r);)
+        });
+        relocate_call(
+            quote! {
+                if let ::core::option::Option::Some(__rune_g) = #adj.take() {
+                    let [#(#results),*] = { #item #function(#ops, #args, #lits, #over [#(#pairs),*], &__rune_g, __rune_region) };
+                    #(#accumulate)*
+                }
+            },
+            span,
+        )
+    }
+}
