@@ -57,6 +57,13 @@ pub fn val_ident(v: Val) -> Ident {
     hidden(&format!("v{}", v.0))
 }
 
+/// The fn item holding the scalar code of the fused region whose value is `v`: of its forward
+/// statement (value, or value and tangent), or of its backward one (input cotangents).
+pub fn region_fn_ident(v: Val, backward: bool) -> Ident {
+    let pass = if backward { "bwd" } else { "fwd" };
+    hidden(&format!("{pass}{}", v.0))
+}
+
 /// The local holding hoisted constant `c`.
 pub fn const_ident(c: Const) -> Ident {
     hidden(&format!("c{}", c.0))

@@ -123,17 +123,20 @@ impl Code<'_> {
         quote!([#(#xs),*])
     }
 
-    /// The fn item `__rune_region` that holds the region's scalar code `body`, generic over the
-    /// element type, for the runtime's loop to call where a closure would be: its inputs, its
-    /// literals, the kernels, then `extra` (a tangent array, an element's cotangent), returning
-    /// `ret` (written with the element type `__RuneE`).
+    /// The fn item `name` that holds the region's scalar code `body`, generic over the element
+    /// type, for the runtime's loop to call where a closure would be: its inputs, its literals,
+    /// the kernels, then `extra` (a tangent array, an element's cotangent), returning `ret`
+    /// (written with the element type `__RuneE`).
     ///
     /// Not a closure: rustc keeps each closure's trait obligations pending until the end of the
     /// enclosing function's type check and goes over the pending ones at every step, so a
     /// function of n closures took time quadratic in n to check (2,000 regions: 46 s against
     /// 0.36 s without the attribute). A fn item is checked on its own, in time of its own size.
+    /// It stands beside the statement that calls it, outside the tokens that take the user's
+    /// span (`relocate_call`), which then need not be rebuilt.
     pub(super) fn region_item(
         &self,
+        name: &Ident,
         extra: TokenStream,
         ret: TokenStream,
         body: TokenStream,
@@ -143,7 +146,7 @@ impl Code<'_> {
         quote! {
             #[inline(always)]
             #[allow(unused, clippy::all, clippy::pedantic, clippy::nursery)]
-            fn __rune_region<__RuneE: #rt::Element>(
+            fn #name<__RuneE: #rt::Element>(
                 #params: [__RuneE; #n],
                 __rune_lits: &[__RuneE; #l],
                 __rune_k: &#rt::vmath::Kernels,

@@ -16,8 +16,8 @@ use crate::analyse::config_keep;
 use crate::fuse::Needs;
 use crate::ir::{Const, Operand, ReduceAxes, Reduction, Stmt, Val};
 use crate::names::{
-    adjoint_ident, config_ident, const_ident, hidden, partials_ident, residual_ident, shape_ident,
-    tangent_ident, val_ident,
+    adjoint_ident, config_ident, const_ident, hidden, partials_ident, region_fn_ident,
+    residual_ident, shape_ident, tangent_ident, val_ident,
 };
 use crate::ops::Keep;
 
@@ -138,7 +138,8 @@ impl Emitter<'_> {
         let v = val_ident(out);
         let useful = self.useful(out);
         let over = axes.as_ref().map(|a| axes_args(a, false));
-        let call = match (mode, reduce) {
+        let f = region_fn_ident(out, false);
+        let (item, call) = match (mode, reduce) {
             (Mode::Tangent, reduce) if useful => {
                 let with_tangent = self.differentiated(inputs);
                 let tangents = with_tangent.iter().map(|&i| {
@@ -157,18 +158,20 @@ impl Emitter<'_> {
                 };
                 let k = with_tangent.len();
                 let item = code.region_item(
+                    &f,
                     quote!([#(#us),*]: [__RuneE; #k]),
                     quote!((__RuneE, __RuneE)),
                     body,
                 );
-                quote! {
-                    let (#v, #t) = { #item #function(#ops, #args, #lits, #reduce [#(#tangents),*], __rune_region) };
-                }
+                let call = quote! {
+                    let (#v, #t) = #function(#ops, #args, #lits, #reduce [#(#tangents),*], #f);
+                };
+                (item, call)
             }
-            (_, Some(r)) if over.is_some() => {
-                let item = code.region_item(quote!(), quote!(__RuneE), code.value_body());
-                quote!(let #v = { #item #rt::fused_reduce_axes(#ops, #args, #lits, #r, #over __rune_region) };)
-            }
+            (_, Some(r)) if over.is_some() => (
+                code.region_item(&f, quote!(), quote!(__RuneE), code.value_body()),
+                quote!(let #v = #rt::fused_reduce_axes(#ops, #args, #lits, #r, #over #f);),
+            ),
             (Mode::Reverse, Some(r)) if useful => {
                 let targets = self.differentiated(inputs);
                 let (body, slots) = code.value_and_adjoint_body(&targets);
@@ -176,25 +179,30 @@ impl Emitter<'_> {
                 let p = partials_ident(out);
                 let k = slot_count(&slots);
                 let item = code.region_item(
+                    &f,
                     quote!(__rune_ge: __RuneE),
                     quote!((__RuneE, [__RuneE; #k])),
                     body,
                 );
-                quote! {
-                    let (#v, #p) = { #item #rt::fused_reduce_vjp(#ops, #args, #lits, #r, [#(#pairs),*], __rune_region) };
-                }
+                let call = quote! {
+                    let (#v, #p) = #rt::fused_reduce_vjp(#ops, #args, #lits, #r, [#(#pairs),*], #f);
+                };
+                (item, call)
             }
-            (_, Some(r)) => {
-                let item = code.region_item(quote!(), quote!(__RuneE), code.value_body());
-                quote!(let #v = { #item #rt::fused_reduce(#ops, #args, #lits, #r, __rune_region) };)
-            }
+            (_, Some(r)) => (
+                code.region_item(&f, quote!(), quote!(__RuneE), code.value_body()),
+                quote!(let #v = #rt::fused_reduce(#ops, #args, #lits, #r, #f);),
+            ),
             (_, None) => {
-                let item = code.region_item(quote!(), quote!(__RuneE), code.value_body());
                 let function = self.glue("fused_map");
-                quote!(let #v = { #item #function(#ops, #args, #lits, __rune_region) };)
+                (
+                    code.region_item(&f, quote!(), quote!(__RuneE), code.value_body()),
+                    quote!(let #v = #function(#ops, #args, #lits, #f);),
+                )
             }
         };
-        relocate_call(call, span)
+        let call = relocate_call(call, span);
+        quote!(#item #call)
     }
 
     /// The backward statement of a fused region: every differentiated input's cotangent in one
@@ -272,7 +280,8 @@ impl Emitter<'_> {
             .map(|k| hidden(&format!("f{k}")))
             .collect();
         let k = slot_count(&slots);
-        let item = code.region_item(quote!(__rune_ge: __RuneE), quote!([__RuneE; #k]), body);
+        let f = region_fn_ident(out, true);
+        let item = code.region_item(&f, quote!(__rune_ge: __RuneE), quote!([__RuneE; #k]), body);
         let accumulate = self.glue("accumulate");
         let (function, over) = match (&reduce, &axes) {
             (Some(r), Some(axes)) => {
@@ -285,14 +294,15 @@ impl Emitter<'_> {
             let a = adjoint_ident(inputs[i].val().expect("a value"));
             quote!(#accumulate(&mut #a, #r);)
         });
-        relocate_call(
+        let call = relocate_call(
             quote! {
                 if let ::core::option::Option::Some(__rune_g) = #adj.take() {
-                    let [#(#results),*] = { #item #function(#ops, #args, #lits, #over [#(#pairs),*], &__rune_g, __rune_region) };
+                    let [#(#results),*] = #function(#ops, #args, #lits, #over [#(#pairs),*], &__rune_g, #f);
                     #(#accumulate)*
                 }
             },
             span,
-        )
+        );
+        quote!(#item #call)
     }
 }
