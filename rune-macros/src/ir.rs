@@ -4,10 +4,79 @@
 //! depend on a differentiated parameter stays Rust code, evaluated as written (`Verbatim`,
 //! `Hoist`). Every op keeps the span of the source that produced it.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::ToTokens;
 use syn::Ident;
 
+pub use crate::ids::{Const, List, Slot, Val};
 use crate::ops::OpSpec;
+
+/// Constant code: Rust tokens the generated code holds as written (a `let` of the user's, a
+/// condition, a loop's range), with the values and constants they name, found once when the code
+/// is made. The passes read those, not the tokens: whether a value escapes a fused region,
+/// which constants a statement reads.
+#[derive(Clone)]
+pub struct Code {
+    tokens: TokenStream,
+    vals: Vec<Val>,
+    consts: Vec<Const>,
+}
+
+impl Code {
+    pub fn new(tokens: TokenStream) -> Self {
+        let (mut vals, mut consts) = (Vec::new(), Vec::new());
+        fn scan(t: TokenStream, vals: &mut Vec<Val>, consts: &mut Vec<Const>) {
+            for tt in t {
+                match tt {
+                    TokenTree::Ident(i) => {
+                        vals.extend(crate::names::val_of(&i));
+                        consts.extend(crate::names::const_of(&i));
+                    }
+                    TokenTree::Group(g) => scan(g.stream(), vals, consts),
+                    TokenTree::Punct(_) | TokenTree::Literal(_) => {}
+                }
+            }
+        }
+        scan(tokens.clone(), &mut vals, &mut consts);
+        Code {
+            tokens,
+            vals,
+            consts,
+        }
+    }
+
+    pub fn tokens(&self) -> &TokenStream {
+        &self.tokens
+    }
+
+    /// The values the code names, once for each time it names one.
+    pub fn vals(&self) -> &[Val] {
+        &self.vals
+    }
+
+    /// The constants the code names, once for each time it names one.
+    pub fn consts(&self) -> &[Const] {
+        &self.consts
+    }
+}
+
+impl From<TokenStream> for Code {
+    fn from(tokens: TokenStream) -> Self {
+        Code::new(tokens)
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.tokens.fmt(f)
+    }
+}
+
+impl ToTokens for Code {
+    fn to_tokens(&self, out: &mut TokenStream) {
+        self.tokens.to_tokens(out);
+    }
+}
 
 /// Where a value was read out of a differentiated tensor (`item`, `to_vec`, indexing): the first
 /// and last token of that expression, for an error underlining all of it.
@@ -31,14 +100,6 @@ impl Taint {
         syn::Error::new_spanned(quote::quote!(#a #b), message)
     }
 }
-
-/// A differentiated value: a `Tensor` local of the generated code.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Val(pub usize);
-
-/// A hoisted constant: `let __rune_cN = <expr>;`, usable as an op input or configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Const(pub usize);
 
 /// An op input: a differentiated value or a constant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,12 +147,12 @@ pub enum CallArg {
     /// A differentiated value, passed borrowed or (cloned) owned as the user wrote it.
     Val { val: Val, borrowed: bool },
     /// A constant expression, passed as written.
-    Const(TokenStream),
+    Const(Code),
     /// An array parameter passed whole (`norm(&x)`), as written: the parameter itself, whose
     /// elements are list `list` inside.
     Array {
         list: List,
-        tokens: TokenStream,
+        tokens: Code,
         borrowed: bool,
     },
 }
@@ -99,12 +160,12 @@ pub enum CallArg {
 /// One statement.
 pub enum Stmt {
     /// Constant code, emitted as written (with renamed bindings).
-    Verbatim(TokenStream),
+    Verbatim(Code),
     /// `let __rune_cN[: ty] = expr;`
     Hoist {
         id: Const,
-        expr: TokenStream,
-        ty: Option<TokenStream>,
+        expr: Code,
+        ty: Option<Code>,
         /// How the constant is written in the forward op.
         usage: Use,
     },
@@ -171,7 +232,7 @@ pub enum Stmt {
     Stages {
         id: usize,
         /// True while no flag is set (`!(returned || brk || cont)`).
-        guard: TokenStream,
+        guard: Code,
         stages: Vec<Vec<Stmt>>,
     },
     /// A loop over constants; the backward pass replays its trip count in reverse.
@@ -184,7 +245,7 @@ pub enum Stmt {
     ListNew {
         list: List,
         ident: Ident,
-        init: TokenStream,
+        init: Code,
     },
     /// `ident.push(val)`; `index` holds the list's length before the push.
     ListPush {
@@ -237,6 +298,45 @@ pub enum Stmt {
 }
 
 impl Stmt {
+    /// Calls `f` on each piece of constant code this statement itself holds (not those of the
+    /// statements it holds).
+    pub fn for_each_code(&self, f: &mut impl FnMut(&Code)) {
+        match self {
+            Stmt::Verbatim(c) | Stmt::Stages { guard: c, .. } | Stmt::ListNew { init: c, .. } => {
+                f(c)
+            }
+            Stmt::Hoist { expr, ty, .. } => {
+                f(expr);
+                ty.iter().for_each(f);
+            }
+            Stmt::Branch { head, .. } => match head {
+                BranchHead::If(c) => f(c),
+                BranchHead::Match {
+                    scrutinee,
+                    patterns,
+                } => {
+                    f(scrutinee);
+                    patterns.iter().for_each(f);
+                }
+            },
+            Stmt::Loop {
+                head: LoopHead::For { pattern, iter },
+                ..
+            } => {
+                f(pattern);
+                f(iter);
+            }
+            Stmt::Call { args, .. } => {
+                for a in args {
+                    if let CallArg::Const(c) | CallArg::Array { tokens: c, .. } = a {
+                        f(c);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Calls `f` on each differentiated value this statement itself reads (not those of the
     /// statements it holds).
     pub fn read_vals(&self, f: &mut impl FnMut(Val)) {
@@ -332,36 +432,21 @@ impl Callee {
     }
 }
 
-/// A mutable differentiated variable: one assigned inside a branch or a loop (loop-carried,
-/// or merged after a branch). Reads and writes are explicit statements; the backward pass gives
-/// it one adjoint that reads add to and writes hand over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Slot(pub usize);
-
-/// A local `Vec` of differentiated tensors (`let mut outs = Vec::new(); outs.push(h);`): a
-/// Rust `Vec` in the forward pass, a `Vec` of optional adjoints in the backward pass, a `Vec`
-/// of tangents in forward mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct List(pub usize);
-
 /// How a branch chooses its arm (arm `i` of `arms`).
 pub enum BranchHead {
     /// `if cond { arm 0 } else { arm 1 }`
-    If(TokenStream),
+    If(Code),
     /// `match scrutinee { pattern_i => arm i }` (patterns with their guards)
     Match {
-        scrutinee: TokenStream,
-        patterns: Vec<TokenStream>,
+        scrutinee: Code,
+        patterns: Vec<Code>,
     },
 }
 
 /// How a loop repeats.
 pub enum LoopHead {
     /// `for pattern in iter`
-    For {
-        pattern: TokenStream,
-        iter: TokenStream,
-    },
+    For { pattern: Code, iter: Code },
     /// `loop`
     Loop,
 }
@@ -395,7 +480,7 @@ pub struct Body {
 
 /// The aux value.
 pub enum OutputAux {
-    Expr(TokenStream),
+    Expr(Code),
 }
 
 /// Calls `f` on every statement, depth first, in order.

@@ -19,6 +19,7 @@ mod expand;
 mod fuse;
 #[cfg(test)]
 mod fuzz;
+mod ids;
 mod ir;
 mod lower;
 mod names;

@@ -5,7 +5,7 @@
 use proc_macro2::Span;
 use syn::Ident;
 
-use crate::ir::{Const, List, Slot, Val};
+use crate::ids::{Const, List, Slot, Val};
 
 /// The prefix of every generated identifier.
 const PREFIX: &str = "__rune_";

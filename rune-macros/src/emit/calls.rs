@@ -156,7 +156,7 @@ pub(super) fn call_args(args: &[CallArg], roots: &[Ident]) -> Vec<TokenStream> {
                     quote!(#rt::arg(::core::clone::Clone::clone(&#v)))
                 }
             }
-            CallArg::Const(t) | CallArg::Array { tokens: t, .. } => t.clone(),
+            CallArg::Const(t) | CallArg::Array { tokens: t, .. } => t.tokens().clone(),
         })
         .collect()
 }

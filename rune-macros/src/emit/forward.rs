@@ -83,11 +83,12 @@ impl Emitter<'_> {
     fn forward_stmt(&self, stmt: &Stmt, depth: usize, mode: Mode, hoists: &Hoists) -> TokenStream {
         let rt = rt();
         match stmt {
-            Stmt::Verbatim(t) => t.clone(),
+            Stmt::Verbatim(t) => t.tokens().clone(),
             Stmt::Hoist { id, expr, ty, .. } => {
                 let c = const_ident(*id);
                 // The annotation comes from the op table; a mismatch is the user's argument's.
                 let at = expr
+                    .tokens()
                     .clone()
                     .into_iter()
                     .next()

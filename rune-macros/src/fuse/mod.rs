@@ -34,12 +34,9 @@ mod needs;
 
 use std::collections::HashMap;
 
-use proc_macro2::{Ident, TokenStream, TokenTree};
+use proc_macro2::{TokenStream, TokenTree};
 
-use crate::ir::{
-    Body, BranchHead, Const, FusedArg, FusedNode, LoopHead, Operand, ReduceAxes, Reduction, Stmt,
-    Val,
-};
+use crate::ir::{Body, Const, FusedArg, FusedNode, Operand, ReduceAxes, Reduction, Stmt, Val};
 use crate::ops::{Eval, Form, OpSpec};
 
 pub use needs::Needs;
@@ -271,21 +268,6 @@ fn as_f64(expr: &TokenStream) -> TokenStream {
         .collect()
 }
 
-/// Calls `f` on each generated identifier in `tokens` (nested groups too) that `parse` reads.
-fn named<N>(tokens: &TokenStream, parse: fn(&Ident) -> Option<N>, f: &mut impl FnMut(N)) {
-    for t in tokens.clone() {
-        match t {
-            TokenTree::Group(g) => named(&g.stream(), parse, f),
-            TokenTree::Ident(i) => {
-                if let Some(n) = parse(&i) {
-                    f(n);
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
 /// What the first walk learns about values.
 struct Uses {
     /// Read by something other than a fusible op.
@@ -357,10 +339,12 @@ fn collect(stmts: &[Stmt], next_list: &mut usize, uses: &mut Uses, lits: &Litera
         // op reading the literal is fusible, so a region takes it, and the literal with it,
         // wherever the tensor is inside one.
         let literal = matches!(stmt, Stmt::Hoist { id, .. } if lits.floats.contains_key(id));
-        for t in stmt_tokens(stmt).into_iter().filter(|_| !literal) {
-            named(t, crate::names::val_of, &mut |v| {
-                if let Some(e) = uses.escapes.get_mut(v.0) {
-                    *e = true;
+        if !literal {
+            stmt.for_each_code(&mut |c| {
+                for v in c.vals() {
+                    if let Some(e) = uses.escapes.get_mut(v.0) {
+                        *e = true;
+                    }
                 }
             });
         }
@@ -560,11 +544,11 @@ pub fn fuse(body: &mut Body, singletons: bool) {
     }
     // The aux output of `has_aux` names the values it returns.
     if let Some(crate::ir::OutputAux::Expr(aux)) = &body.aux {
-        named(aux, crate::names::val_of, &mut |v| {
+        for v in aux.vals() {
             if let Some(e) = uses.escapes.get_mut(v.0) {
                 *e = true;
             }
-        });
+        }
     }
     let mut lits = Literals {
         floats: HashMap::new(),
@@ -574,7 +558,7 @@ pub fn fuse(body: &mut Body, singletons: bool) {
     crate::ir::walk(&body.stmts, &mut |s| {
         if let Stmt::Hoist { id, expr, ty, .. } = s {
             let ty = ty.as_ref().map(ToString::to_string);
-            let expr = &unborrowed(expr);
+            let expr = &unborrowed(expr.tokens());
             match ty.as_deref() {
                 None if float_literal(expr) => {
                     lits.floats.insert(*id, as_f64(expr));
@@ -598,9 +582,7 @@ pub fn fuse(body: &mut Body, singletons: bool) {
     let mut count = |c: Const| *reads.entry(c).or_default() += 1;
     crate::ir::walk(&body.stmts, &mut |s| {
         stmt_consts(s, &mut count);
-        for t in stmt_tokens(s) {
-            named(t, crate::names::const_of, &mut count);
-        }
+        s.for_each_code(&mut |c| c.consts().iter().copied().for_each(&mut count));
     });
     for out in &body.outputs {
         if let crate::ir::OutputElem::Const(c) = out {
@@ -608,7 +590,7 @@ pub fn fuse(body: &mut Body, singletons: bool) {
         }
     }
     if let Some(crate::ir::OutputAux::Expr(aux)) = &body.aux {
-        named(aux, crate::names::const_of, &mut count);
+        aux.consts().iter().copied().for_each(&mut count);
     }
     let mut comparisons = HashMap::new();
     masks(&body.stmts, &lits, &mut comparisons);
@@ -629,7 +611,7 @@ fn masks(stmts: &[Stmt], lits: &Literals, found: &mut HashMap<Const, Comparison>
             Stmt::Hoist {
                 id, expr, ty: None, ..
             } => {
-                if let Some(cmp) = comparison(expr, i) {
+                if let Some(cmp) = comparison(expr.tokens(), i) {
                     candidates.insert(*id, cmp);
                 }
             }
@@ -667,9 +649,7 @@ fn drop_inlined_literals(stmts: &mut Vec<Stmt>, lits: Literals) {
     };
     crate::ir::walk(stmts, &mut |s| {
         stmt_consts(s, &mut mark);
-        for t in stmt_tokens(s) {
-            named(t, crate::names::const_of, &mut mark);
-        }
+        s.for_each_code(&mut |c| c.consts().iter().copied().for_each(&mut mark));
     });
     let inlined = |s: &Stmt| match s {
         Stmt::Hoist { id, .. } => literals.contains(id) && !read[id.0],
@@ -730,28 +710,6 @@ fn stmt_consts(s: &Stmt, f: &mut impl FnMut(Const)) {
             }
         }
         _ => {}
-    }
-}
-
-/// The token streams a statement holds.
-fn stmt_tokens(s: &Stmt) -> Vec<&TokenStream> {
-    match s {
-        Stmt::Verbatim(t) | Stmt::Hoist { expr: t, .. } | Stmt::Stages { guard: t, .. } => {
-            vec![t]
-        }
-        Stmt::ListNew { init, .. } => vec![init],
-        Stmt::Branch { head, .. } => match head {
-            BranchHead::If(t) => vec![t],
-            BranchHead::Match {
-                scrutinee,
-                patterns,
-            } => std::iter::once(scrutinee).chain(patterns).collect(),
-        },
-        Stmt::Loop {
-            head: LoopHead::For { pattern, iter },
-            ..
-        } => vec![pattern, iter],
-        _ => Vec::new(),
     }
 }
 

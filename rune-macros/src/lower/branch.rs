@@ -23,7 +23,7 @@ impl Lowerer<'_> {
                 return l;
             }
             if let Lowered::Const { tokens, .. } = l {
-                self.stmts.push(Stmt::Verbatim(quote!(#tokens;)));
+                self.stmts.push(Stmt::Verbatim(quote!(#tokens;).into()));
             }
             return Lowered::constant(quote!(()));
         }
@@ -51,7 +51,7 @@ impl Lowerer<'_> {
                     Some((_, els)) => self.region(|l| l.arm_expr(els, result)),
                     None => Vec::new(),
                 };
-                (BranchHead::If(cond), vec![then, otherwise])
+                (BranchHead::If(cond.into()), vec![then, otherwise])
             }
             Expr::Match(m) => {
                 let lowered = self.expr(&m.expr);
@@ -94,12 +94,12 @@ impl Lowerer<'_> {
                         pattern = quote!(#pat #guard);
                         l.arm_expr(&arm.body, result);
                     });
-                    patterns.push(pattern);
+                    patterns.push(pattern.into());
                     arms.push(body);
                 }
                 (
                     BranchHead::Match {
-                        scrutinee,
+                        scrutinee: scrutinee.into(),
                         patterns,
                     },
                     arms,
@@ -167,7 +167,7 @@ impl Lowerer<'_> {
         let mut patterns = Vec::new();
         let mut arms = Vec::new();
         for (arm, (pattern, name)) in m.arms.iter().zip(heads) {
-            patterns.push(pattern);
+            patterns.push(pattern.into());
             let body = self.region(|l| {
                 if let Some(name) = &name {
                     let mut inner = path.clone();
@@ -181,7 +181,7 @@ impl Lowerer<'_> {
         }
         Some((
             BranchHead::Match {
-                scrutinee: quote!(::core::option::Option::is_some(&#base)),
+                scrutinee: quote!(::core::option::Option::is_some(&#base)).into(),
                 patterns,
             },
             arms,
@@ -227,7 +227,7 @@ impl Lowerer<'_> {
                     let val = self.operand(l, Use::Plain);
                     self.stmts.push(Stmt::SlotWrite { slot, val });
                 } else if let Lowered::Const { tokens, .. } = l {
-                    self.stmts.push(Stmt::Verbatim(quote!(#tokens;)));
+                    self.stmts.push(Stmt::Verbatim(quote!(#tokens;).into()));
                 }
             }
         }

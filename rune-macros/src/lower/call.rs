@@ -229,7 +229,7 @@ impl Lowerer<'_> {
         if let Some(list) = array {
             return CallArg::Array {
                 list,
-                tokens: syn_arg.to_token_stream(),
+                tokens: syn_arg.to_token_stream().into(),
                 borrowed: matches!(strip(syn_arg), Expr::Reference(_)),
             };
         }
@@ -246,7 +246,7 @@ impl Lowerer<'_> {
                 val,
                 borrowed: self.ref_binding(Some(syn_arg)),
             },
-            Lowered::Const { tokens, .. } => CallArg::Const(tokens),
+            Lowered::Const { tokens, .. } => CallArg::Const(tokens.into()),
         }
     }
 
@@ -328,7 +328,7 @@ impl Lowerer<'_> {
                     borrowed: !cloned,
                 }
             }
-            Lowered::Const { tokens, .. } => CallArg::Const(tokens.clone()),
+            Lowered::Const { tokens, .. } => CallArg::Const(tokens.clone().into()),
         };
         let args = std::iter::once(receiver)
             .chain(
@@ -371,7 +371,7 @@ impl Lowerer<'_> {
             let new = self.fresh_const_ident(&name.to_string());
             let ty = ty.map(|t| quote!(: #t));
             self.stmts
-                .push(Stmt::Verbatim(quote!(let #new #ty = #tokens;)));
+                .push(Stmt::Verbatim(quote!(let #new #ty = #tokens;).into()));
             Some(new)
         };
         self.closures.push(ClosureDef {

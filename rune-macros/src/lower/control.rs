@@ -76,7 +76,11 @@ impl Lowerer<'_> {
             stages
         });
         let id = self.new_region();
-        self.stmts.push(Stmt::Stages { id, guard, stages });
+        self.stmts.push(Stmt::Stages {
+            id,
+            guard: guard.into(),
+            stages,
+        });
     }
 
     /// Runs `f` on statements of its own in a scope of its own, for the rest of a block after a
@@ -247,7 +251,7 @@ impl Lowerer<'_> {
                 match self.loops.last() {
                     Some(l) => {
                         let f = if what == "break" { &l.brk } else { &l.cont };
-                        self.stmts.push(Stmt::Verbatim(quote!(#f = true;)));
+                        self.stmts.push(Stmt::Verbatim(quote!(#f = true;).into()));
                     }
                     None => self.errors.at(e, format!("`{what}` outside a loop")),
                 }
@@ -272,7 +276,7 @@ impl Lowerer<'_> {
                         match self.expr(&c.args[0]) {
                             Lowered::Const { tokens, .. } => self.stmts.push(Stmt::Verbatim(quote! {
                                 return ::core::result::Result::Err(::core::convert::From::from(#tokens));
-                            })),
+                            }.into())),
                             Lowered::Val(_) => self.errors.at(
                                 &c.args[0],
                                 "an error cannot hold a differentiated tensor",
@@ -285,7 +289,8 @@ impl Lowerer<'_> {
                 }
                 let mut flags: Vec<Ident> = self.loops.iter().map(|l| l.brk.clone()).collect();
                 flags.extend(self.ret.as_ref().map(|r| r.flag.clone()));
-                self.stmts.push(Stmt::Verbatim(quote!(#(#flags = true;)*)));
+                self.stmts
+                    .push(Stmt::Verbatim(quote!(#(#flags = true;)*).into()));
             }
             Expr::ForLoop(f) => {
                 self.lower_loop(e, f.label.as_ref(), &f.body, Some((&f.pat, &f.expr)))
@@ -428,17 +433,18 @@ impl Lowerer<'_> {
                 _ => {}
             }
             l.stmts.push(Stmt::Verbatim(
-                quote!(let mut #brk = false; let mut #cont = false;),
+                quote!(let mut #brk = false; let mut #cont = false;).into(),
             ));
             match while_cond {
                 Some(c) => {
                     // `while c { body }` runs as `loop { if !c { break } body }`.
                     let cond = l.condition(c);
-                    let stop = l.region(|l| l.stmts.push(Stmt::Verbatim(quote!(#brk = true;))));
+                    let stop =
+                        l.region(|l| l.stmts.push(Stmt::Verbatim(quote!(#brk = true;).into())));
                     let rid = l.new_region();
                     l.stmts.push(Stmt::Branch {
                         id: rid,
-                        head: BranchHead::If(quote!(!(#cond))),
+                        head: BranchHead::If(quote!(!(#cond)).into()),
                         arms: vec![stop, Vec::new()],
                     });
                     // The body is the rest of the loop's block after a statement that may
@@ -451,20 +457,21 @@ impl Lowerer<'_> {
                     let rid = l.new_region();
                     l.stmts.push(Stmt::Stages {
                         id: rid,
-                        guard,
+                        guard: guard.into(),
                         stages,
                     });
                 }
                 None => l.block_stmts(&body.stmts, None),
             }
-            l.stmts
-                .push(Stmt::Verbatim(quote!(let _ = #cont; if #brk { break; })));
+            l.stmts.push(Stmt::Verbatim(
+                quote!(let _ = #cont; if #brk { break; }).into(),
+            ));
         });
         self.loops.pop();
         let head = match iter {
             Some(iter) => LoopHead::For {
-                pattern: hidden(&format!("item{id}")).into_token_stream(),
-                iter,
+                pattern: hidden(&format!("item{id}")).into_token_stream().into(),
+                iter: iter.into(),
             },
             None => LoopHead::Loop,
         };
@@ -493,6 +500,6 @@ impl Lowerer<'_> {
         }
         rename_pattern(&mut renamed, self);
         let item = hidden(&format!("item{id}"));
-        Stmt::Verbatim(quote!(let #renamed = #item;))
+        Stmt::Verbatim(quote!(let #renamed = #item;).into())
     }
 }

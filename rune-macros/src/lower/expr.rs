@@ -367,12 +367,15 @@ impl Lowerer<'_> {
                     let v = val_ident(*v);
                     let text = inner.to_token_stream().to_string();
                     let at = m.mac.path.span();
-                    self.stmts.push(Stmt::Verbatim(quote_spanned! {at=>
-                        ::std::eprintln!(
-                            "[{}:{}:{}] {} = {:#?}",
-                            ::core::file!(), ::core::line!(), ::core::column!(), #text, &#v
-                        );
-                    }));
+                    self.stmts.push(Stmt::Verbatim(
+                        quote_spanned! {at=>
+                            ::std::eprintln!(
+                                "[{}:{}:{}] {} = {:#?}",
+                                ::core::file!(), ::core::line!(), ::core::column!(), #text, &#v
+                            );
+                        }
+                        .into(),
+                    ));
                 }
                 l
             }

@@ -101,7 +101,11 @@ impl Lowerer<'_> {
                 self.const_tokens(&l)
             }
         };
-        self.stmts.push(Stmt::ListNew { list, ident, init });
+        self.stmts.push(Stmt::ListNew {
+            list,
+            ident,
+            init: init.into(),
+        });
         self.bind(&name.to_string(), Binding::List(list));
         for e in &elems {
             let l = self.expr(e);
@@ -243,10 +247,13 @@ impl Lowerer<'_> {
                 }
                 Lowered::Const { tokens, .. } => {
                     let ident = self.fresh_const_ident("elements");
-                    self.stmts.push(Stmt::Verbatim(quote! {
-                        let #ident: ::std::vec::Vec<_> =
-                            ::core::iter::IntoIterator::into_iter(#tokens).collect();
-                    }));
+                    self.stmts.push(Stmt::Verbatim(
+                        quote! {
+                            let #ident: ::std::vec::Vec<_> =
+                                ::core::iter::IntoIterator::into_iter(#tokens).collect();
+                        }
+                        .into(),
+                    ));
                     lengths.push(quote!(#ident.len()));
                     sources.push(Source::Const(ident));
                 }
@@ -413,8 +420,8 @@ impl Lowerer<'_> {
         self.stmts.push(Stmt::Loop {
             id,
             head: LoopHead::For {
-                pattern: trip.into_token_stream(),
-                iter: quote!(0..#n),
+                pattern: trip.into_token_stream().into(),
+                iter: quote!(0..#n).into(),
             },
             body: stmts,
         });
@@ -436,7 +443,7 @@ impl Lowerer<'_> {
         self.stmts.push(Stmt::ListNew {
             list,
             ident,
-            init: quote!(::std::vec::Vec::new()),
+            init: quote!(::std::vec::Vec::new()).into(),
         });
         self.collect_chain(chain, list, e);
         Some(list)

@@ -29,8 +29,8 @@ use syn::{Block, Expr, Ident};
 
 use crate::diag::Errors;
 use crate::ir::{
-    Body, BranchHead, CallArg, Const, List, LoopHead, Operand, OutputAux, OutputElem, PathSeg,
-    Slot, Stmt, Taint, Use, Val,
+    Body, CallArg, Const, List, Operand, OutputAux, OutputElem, PathSeg, Slot, Stmt, Taint, Use,
+    Val,
 };
 use crate::names::{const_ident, hidden, val_ident};
 use crate::parse::{Returns, Signature};
@@ -223,7 +223,8 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
             );
         }
         let flag = hidden("returned");
-        l.stmts.push(Stmt::Verbatim(quote!(let mut #flag = false;)));
+        l.stmts
+            .push(Stmt::Verbatim(quote!(let mut #flag = false;).into()));
         let slots = (0..n_out).map(|_| l.new_optional_slot()).collect();
         l.ret = Some(RetCtx { flag, slots });
     }
@@ -253,7 +254,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
                 Returns::Aux { .. } => match strip(tail) {
                     Expr::Tuple(t) if t.elems.len() == 2 => {
                         let value = l.expr(&t.elems[0]);
-                        aux = Some(OutputAux::Expr(l.aux(&t.elems[1])));
+                        aux = Some(OutputAux::Expr(l.aux(&t.elems[1]).into()));
                         vec![value]
                     }
                     other => {
@@ -382,8 +383,8 @@ impl Lowerer<'_> {
         let item = self.names_item(&expr);
         let hoist = Stmt::Hoist {
             id,
-            expr,
-            ty,
+            expr: expr.into(),
+            ty: ty.map(crate::ir::Code::from),
             usage,
         };
         if item {
@@ -588,15 +589,16 @@ fn merge_repeated_reads(
     }
     // The repeated reads that constant code does not name go.
     let mut named = std::collections::HashSet::new();
-    let mut note = |t: &TokenStream| idents_of(t, &mut named);
-    crate::ir::walk(stmts, &mut |s| constant_tokens(s, &mut note));
-    if let Some(OutputAux::Expr(t)) = aux {
-        note(t);
+    crate::ir::walk(stmts, &mut |s| {
+        s.for_each_code(&mut |c| named.extend(c.vals().iter().copied()))
+    });
+    if let Some(OutputAux::Expr(c)) = aux {
+        named.extend(c.vals().iter().copied());
     }
     let unnamed: std::collections::HashSet<Val> = first
         .keys()
         .copied()
-        .filter(|v| !named.contains(&val_ident(*v).to_string()))
+        .filter(|v| !named.contains(v))
         .collect();
     drop_reads(stmts, &unnamed);
 }
@@ -609,58 +611,6 @@ fn drop_reads(stmts: &mut Vec<Stmt>, vals: &std::collections::HashSet<Val>) {
             Stmt::Branch { arms, .. } => arms.iter_mut().for_each(|a| drop_reads(a, vals)),
             Stmt::Stages { stages, .. } => stages.iter_mut().for_each(|s| drop_reads(s, vals)),
             Stmt::Loop { body, .. } => drop_reads(body, vals),
-            _ => {}
-        }
-    }
-}
-
-/// Calls `f` on each piece of constant code a statement holds (not those of the statements it
-/// holds).
-fn constant_tokens(s: &Stmt, f: &mut impl FnMut(&TokenStream)) {
-    match s {
-        Stmt::Verbatim(t) | Stmt::Stages { guard: t, .. } => f(t),
-        Stmt::Hoist { expr, ty, .. } => {
-            f(expr);
-            ty.iter().for_each(f);
-        }
-        Stmt::Branch { head, .. } => match head {
-            BranchHead::If(t) => f(t),
-            BranchHead::Match {
-                scrutinee,
-                patterns,
-            } => {
-                f(scrutinee);
-                patterns.iter().for_each(f);
-            }
-        },
-        Stmt::Loop {
-            head: LoopHead::For { pattern, iter },
-            ..
-        } => {
-            f(pattern);
-            f(iter);
-        }
-        Stmt::ListNew { init, .. } => f(init),
-        Stmt::Op { turbofish, .. } => turbofish.iter().for_each(f),
-        Stmt::Call { args, .. } => {
-            for a in args {
-                if let CallArg::Const(t) | CallArg::Array { tokens: t, .. } = a {
-                    f(t);
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// The identifiers in `t`, at any depth.
-fn idents_of(t: &TokenStream, out: &mut std::collections::HashSet<String>) {
-    for tt in t.clone() {
-        match tt {
-            proc_macro2::TokenTree::Ident(i) => {
-                out.insert(i.to_string());
-            }
-            proc_macro2::TokenTree::Group(g) => idents_of(&g.stream(), out),
             _ => {}
         }
     }

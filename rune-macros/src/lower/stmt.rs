@@ -18,7 +18,9 @@ impl Lowerer<'_> {
     pub(super) fn stmt(&mut self, stmt: &SynStmt) {
         match stmt {
             SynStmt::Local(local) => self.local(local),
-            SynStmt::Item(item) => self.stmts.push(Stmt::Verbatim(item.to_token_stream())),
+            SynStmt::Item(item) => self
+                .stmts
+                .push(Stmt::Verbatim(item.to_token_stream().into())),
             SynStmt::Macro(m) => {
                 let tokens = self.rewrite_macro_tokens(m.mac.tokens.clone(), &m.mac);
                 let path = &m.mac.path;
@@ -28,7 +30,7 @@ impl Lowerer<'_> {
                     syn::MacroDelimiter::Brace(_) => quote!(#path #bang {#tokens}),
                     syn::MacroDelimiter::Bracket(_) => quote!(#path #bang [#tokens];),
                 };
-                self.stmts.push(Stmt::Verbatim(tokens));
+                self.stmts.push(Stmt::Verbatim(tokens.into()));
             }
             SynStmt::Expr(e, semi) => {
                 if self.control(e) {
@@ -40,7 +42,8 @@ impl Lowerer<'_> {
                 match self.expr(e) {
                     Lowered::Const { tokens, .. } => {
                         let semi = semi.map(|s| s.to_token_stream());
-                        self.stmts.push(Stmt::Verbatim(quote!(#tokens #semi)));
+                        self.stmts
+                            .push(Stmt::Verbatim(quote!(#tokens #semi).into()));
                     }
                     Lowered::Val(_) => {}
                 }
@@ -91,11 +94,13 @@ impl Lowerer<'_> {
                     // `let _ = (a, b);` evaluates and drops each.
                     for e in &t.elems {
                         if let Lowered::Const { tokens, .. } = self.expr(e) {
-                            self.stmts.push(Stmt::Verbatim(quote!(let _ = #tokens;)));
+                            self.stmts
+                                .push(Stmt::Verbatim(quote!(let _ = #tokens;).into()));
                         }
                     }
                 } else if let Lowered::Const { tokens, .. } = self.expr(&init.expr) {
-                    self.stmts.push(Stmt::Verbatim(quote!(let _ = #tokens;)));
+                    self.stmts
+                        .push(Stmt::Verbatim(quote!(let _ = #tokens;).into()));
                 }
             }
             Pat::Tuple(t) if t.elems.is_empty() && self.mentions_active(&init.expr) => {
@@ -210,8 +215,9 @@ impl Lowerer<'_> {
                 let new = self.fresh_const_ident(&ident.to_string());
                 let mutability = mutable.then(|| quote!(mut));
                 let ty = ty.map(|t| quote!(: #t));
-                self.stmts
-                    .push(Stmt::Verbatim(quote!(let #mutability #new #ty = #tokens;)));
+                self.stmts.push(Stmt::Verbatim(
+                    quote!(let #mutability #new #ty = #tokens;).into(),
+                ));
                 self.bind(&ident.to_string(), Binding::Const { ident: new, taint });
             }
         }
@@ -321,8 +327,9 @@ impl Lowerer<'_> {
                         Expr::Binary(b) => b.op.to_token_stream(),
                         _ => unreachable!("compound assignment is binary"),
                     };
-                    self.stmts
-                        .push(Stmt::Verbatim(quote!(#lhs_tokens #op_tokens #rhs_tokens;)));
+                    self.stmts.push(Stmt::Verbatim(
+                        quote!(#lhs_tokens #op_tokens #rhs_tokens;).into(),
+                    ));
                     if let (Some(t), Binding::Const { ident, .. }) = (taint, current) {
                         self.rebind(
                             &name.to_string(),
@@ -361,7 +368,8 @@ impl Lowerer<'_> {
                 self.stmts.push(Stmt::SlotWrite { slot, val });
             }
             (Binding::Const { ident, .. }, Lowered::Const { tokens, taint, .. }) => {
-                self.stmts.push(Stmt::Verbatim(quote!(#ident = #tokens;)));
+                self.stmts
+                    .push(Stmt::Verbatim(quote!(#ident = #tokens;).into()));
                 self.bind(&name.to_string(), Binding::Const { ident, taint });
             }
             (_, _) if outlives_region => self.errors.at(
@@ -381,7 +389,7 @@ impl Lowerer<'_> {
     /// A statement of constant code, printed from its syntax tree with bindings renamed.
     fn verbatim_expr(&mut self, e: &Expr) {
         if let Lowered::Const { tokens, .. } = self.rewrite(e) {
-            self.stmts.push(Stmt::Verbatim(quote!(#tokens;)));
+            self.stmts.push(Stmt::Verbatim(quote!(#tokens;).into()));
         }
     }
 
