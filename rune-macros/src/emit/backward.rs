@@ -85,20 +85,12 @@ impl Emitter<'_> {
                     .map(|o| {
                         let adj = adjoint_ident(*o);
                         let s = shape_ident(*o);
-                        if self.numbers {
-                            let adjoint = if self.useful(*o) {
-                                quote!(#adj.take())
-                            } else {
-                                quote!(::core::option::Option::None)
-                            };
-                            return quote!(&#rt::number_or_zero(#adjoint, &#s));
-                        }
-                        // As the tensor, or its number for a callee returning a number.
-                        if self.useful(*o) {
-                            quote!(&#rt::arg(#rt::adjoint_or_zeros(#adj.take(), &#s)))
+                        let adjoint = if self.useful(*o) {
+                            quote!(#adj.take())
                         } else {
-                            quote!(&#rt::arg(#rt::adjoint_or_zeros(::core::option::Option::None, &#s)))
-                        }
+                            quote!(::core::option::Option::None)
+                        };
+                        self.carrier().callee_cotangent(adjoint, &s)
                     })
                     .collect();
                 let ct = if outs.len() == 1 {
@@ -321,11 +313,7 @@ impl Emitter<'_> {
                     let index = syn::Index::from(i);
                     quote!(__rune_cotangent.#index)
                 };
-                bwd.push(if self.numbers {
-                    quote!(#rt::accumulate_number(&mut #adj, #rt::number_of(#ct));)
-                } else {
-                    quote!(#rt::accumulate(&mut #adj, #rt::IntoCotangent::into_cotangent(#ct));)
-                });
+                bwd.push(self.carrier().seed(&adj, ct));
             }
         }
         bwd.extend(
@@ -375,11 +363,7 @@ impl Emitter<'_> {
                     };
                     let or_zeros = self.glue("adjoint_or_zeros");
                     let grad = quote!(#or_zeros(#adjoint, &#s));
-                    if a.scalar && !self.numbers {
-                        quote!(#grad.item())
-                    } else {
-                        grad
-                    }
+                    self.carrier().grad(grad, a.scalar)
                 }
                 _ => quote!(#rt::NoGrad),
             })

@@ -5,7 +5,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
 use syn::Ident;
 
-use super::{rt, Emitter, Host, Mode};
+use super::{rt, Carrier, Emitter, Host, Mode};
 use crate::ir::{CallArg, Callee, Val};
 use crate::lower::path_tokens;
 use crate::names::{hidden, val_ident};
@@ -29,8 +29,8 @@ fn check_trait(message: &str, label: &str) -> (TokenStream, Ident) {
 /// A stand-in for entry point `entry` of a callee that is not `#[differentiable]`: it takes
 /// the call's arguments (after `&self` for a method) and returns what a real one would, so that
 /// the caller type-checks around the single error of the check. `bounds` are added to its
-/// where-clause. A caller that is a function of numbers (`numbers`) passes and receives numbers
-/// where others pass tensors.
+/// where-clause. Its values are of the caller's `carrier`: a function of numbers passes and
+/// receives numbers where others pass tensors.
 fn fallback_fn(
     entry: &Ident,
     args: &[CallArg],
@@ -38,7 +38,7 @@ fn fallback_fn(
     n_outs: usize,
     mode: Mode,
     bounds: &[TokenStream],
-    numbers: bool,
+    carrier: Carrier,
 ) -> TokenStream {
     let rt = rt();
     let mut generics = Vec::new();
@@ -69,11 +69,7 @@ fn fallback_fn(
         match a {
             CallArg::Val { borrowed, .. } => {
                 generics.push(quote!(#g: #rt::Element));
-                let value = if numbers {
-                    quote!(#g)
-                } else {
-                    quote!(#rt::Tensor<#g>)
-                };
+                let value = carrier.value_type(&quote!(#g));
                 params.push(by_ref(value.clone(), *borrowed));
                 slots.push(value);
                 elem.get_or_insert(quote!(#g));
@@ -98,11 +94,7 @@ fn fallback_fn(
         }
     }
     let elem = elem.expect("a call has a differentiated argument");
-    let tensor = if numbers {
-        elem
-    } else {
-        quote!(#rt::Tensor<#elem>)
-    };
+    let tensor = carrier.value_type(&elem);
     let (value, cotangent) = if n_outs == 1 {
         (tensor.clone(), quote!(&#tensor))
     } else {
@@ -161,13 +153,6 @@ pub(super) fn call_args(args: &[CallArg], roots: &[Ident]) -> Vec<TokenStream> {
         .collect()
 }
 
-/// `let v = into_tensor(v);` for a call's results: a callee returning a number gives its caller
-/// a 0-d tensor.
-pub(super) fn outs_as_tensors(idents: &[Ident]) -> TokenStream {
-    let rt = rt();
-    quote!(#(let #idents = #rt::into_tensor(#idents);)*)
-}
-
 pub(super) fn bind_outs(outs: &[Val], tuple: bool) -> TokenStream {
     let idents: Vec<Ident> = outs.iter().map(|v| val_ident(*v)).collect();
     if tuple {
@@ -221,7 +206,7 @@ impl Emitter<'_> {
                 }
                 let fallback = hidden("not_differentiable");
                 let resolved = hidden("callee");
-                let stand_in = fallback_fn(&entry, args, false, n_outs, mode, &[], self.numbers);
+                let stand_in = fallback_fn(&entry, args, false, n_outs, mode, &[], self.carrier());
                 let check = check.then(|| {
                     let message = format!(
                         "`{name}` is not #[differentiable]: add #[differentiable] to it, or wrap \
@@ -305,7 +290,7 @@ impl Emitter<'_> {
                     (quote!(), vec![])
                 };
                 let stand_in =
-                    fallback_fn(&entry, args, method, n_outs, mode, &bounds, self.numbers);
+                    fallback_fn(&entry, args, method, n_outs, mode, &bounds, self.carrier());
                 let fallback = hidden("Fallback");
                 let x = hidden("X");
                 quote!({

@@ -6,7 +6,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
 use syn::Ident;
 
-use super::calls::{bind_outs, call_args, outs_as_tensors};
+use super::calls::{bind_outs, call_args};
 use super::residuals::Saved;
 use super::rule::{forward_op, Hoists, OpCtx};
 use super::tokens::{relocate, relocate_call};
@@ -19,33 +19,6 @@ use crate::names::{
     tangent_ident, template_ident, trips_ident, trips_stack_ident, val_ident,
 };
 use crate::parse::{Entry, Returns};
-
-/// An operand as an owned tensor (a slot's new value), or as its number in a function of
-/// numbers.
-///
-/// A constant may be a number (`let mut x = 1.0;`): a 0-d tensor, or in a function of numbers
-/// a copy whose type is the variable's, as in the user's code.
-fn owned_tensor(o: Operand, numbers: bool) -> TokenStream {
-    let rt = rt();
-    match o {
-        Operand::Val(v) => {
-            let v = val_ident(v);
-            if numbers {
-                quote!(#rt::number_of(&#v))
-            } else {
-                quote!(::core::clone::Clone::clone(#rt::as_tensor(&#v)))
-            }
-        }
-        Operand::Const(c) => {
-            let c = const_ident(c);
-            if numbers {
-                quote!(#rt::number_of(&#c))
-            } else {
-                quote!(#rt::slot_value(&#c))
-            }
-        }
-    }
-}
 
 impl Emitter<'_> {
     /// The primal statements of one region, in `mode`.
@@ -109,11 +82,8 @@ impl Emitter<'_> {
                     } else {
                         quote!(#ident)
                     };
-                    if self.numbers {
-                        quote!(let #v = #value;)
-                    } else {
-                        quote!(let #v = #rt::Tensor::scalar(#value);)
-                    }
+                    let value = self.carrier().number_param(value);
+                    quote!(let #v = #value;)
                 } else if *borrowed {
                     quote!(let #v = ::core::clone::Clone::clone(#ident);)
                 } else {
@@ -253,7 +223,7 @@ impl Emitter<'_> {
                             quote!(let (#bound, #pb) = #call #question;)
                         };
                         let values: Vec<Ident> = outs.iter().map(|v| val_ident(*v)).collect();
-                        let values = (!self.numbers).then(|| outs_as_tensors(&values));
+                        let values = self.carrier().call_results(&values);
                         relocate(quote!(#call #values), *span)
                     }
                     Mode::Tangent => {
@@ -285,11 +255,10 @@ impl Emitter<'_> {
                             tangents[0].to_token_stream()
                         };
                         let values: Vec<Ident> = outs.iter().map(|v| val_ident(*v)).collect();
-                        let (values, tangents) = if self.numbers {
-                            (quote!(), quote!())
-                        } else {
-                            (outs_as_tensors(&values), outs_as_tensors(&tangents))
-                        };
+                        let (values, tangents) = (
+                            self.carrier().call_results(&values),
+                            self.carrier().call_results(&tangents),
+                        );
                         relocate(
                             quote!(let (#bound, #tbound) = #call #question; #values #tangents),
                             *span,
@@ -299,14 +268,14 @@ impl Emitter<'_> {
             }
             Stmt::SlotInit { slot, init } => {
                 let m = slot_ident(*slot);
-                let value = owned_tensor(*init, self.numbers);
+                let value = self.carrier().owned(*init);
                 quote!(let mut #m = #value;)
             }
             Stmt::ListNew { ident, init, .. } => quote!(let mut #ident = #init;),
             Stmt::ListPush { list, val, .. } => {
                 let ident = &self.body.lists[list.0];
                 let value = match val {
-                    Operand::Val(_) => owned_tensor(*val, self.numbers),
+                    Operand::Val(_) => self.carrier().owned(*val),
                     Operand::Const(c) => const_ident(*c).into_token_stream(),
                 };
                 quote!(#ident.push(#value);)
@@ -341,7 +310,7 @@ impl Emitter<'_> {
             }
             Stmt::SlotWrite { slot, val } => {
                 let m = slot_ident(*slot);
-                let value = owned_tensor(*val, self.numbers);
+                let value = self.carrier().owned(*val);
                 if self.optional(*slot) {
                     quote!(#m = ::core::option::Option::Some(#value);)
                 } else {
@@ -567,19 +536,14 @@ impl Emitter<'_> {
             .outputs
             .iter()
             .map(|o| match o {
-                OutputElem::Val(v) if self.numbers => {
-                    let v = val_ident(*v);
-                    quote!(#rt::number_of(&#v))
-                }
                 // A function returning a number: its 0-d tensor's number.
-                OutputElem::Val(v) if self.sig.scalar_out => {
+                OutputElem::Val(v)
+                    if self.sig.scalar_out && self.carrier() == super::Carrier::Tensors =>
+                {
                     let v = val_ident(*v);
                     quote!(#rt::as_tensor(&#v).item())
                 }
-                OutputElem::Val(v) => {
-                    let v = val_ident(*v);
-                    quote!(::core::clone::Clone::clone(#rt::as_tensor(&#v)))
-                }
+                OutputElem::Val(v) => self.carrier().value(*v),
                 OutputElem::Const(c) => const_ident(*c).into_token_stream(),
             })
             .collect();

@@ -1,6 +1,6 @@
 //! `f_hvp`: the gradient and Hessian-vector products, forward over reverse (the reverse pass run
-//! on dual numbers). The dual-number twin of a function on a concrete element type is made in
-//! `expand`; this runs its gradient.
+//! on dual numbers). The dual-number twin of a function on a concrete element type is made by
+//! its own stage (`crate::twin`); this runs its gradient.
 
 use proc_macro2::Span;
 use proc_macro2::TokenStream;

@@ -21,6 +21,7 @@
 mod api;
 mod backward;
 mod calls;
+mod carrier;
 mod forward;
 mod fused;
 mod hvp;
@@ -34,6 +35,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
 use syn::{Ident, ItemFn};
 
+use self::carrier::Carrier;
 use crate::analyse::Analysis;
 use crate::ir::{Body, PathSeg, Slot, Val};
 use crate::lower::path_place;
@@ -116,25 +118,12 @@ impl<'a> Emitter<'a> {
     /// Runtime function `name` of the tensor form, or in a function of numbers its twin on
     /// numbers (`rune_runtime::generated::number_map` for `fused_map`, ..).
     fn glue(&self, name: &str) -> TokenStream {
-        let rt = rt();
-        let name = match (self.numbers, name) {
-            (false, name) => name,
-            (true, "accumulate") => "accumulate_number",
-            (true, "accumulate_option") => "accumulate_number_option",
-            (true, "accumulate_slot") => "accumulate_number_slot",
-            (true, "adjoint_or_zeros") => "number_or_zero",
-            (true, "fused_map") => "number_map",
-            (true, "fused_jvp") => "number_jvp",
-            (true, "fused_vjp") => "number_vjp",
-            (true, "array_param") => "number_array_param",
-            (true, "array_grad") => "number_array_grad",
-            (true, "array_tangent") => "number_array_tangent",
-            (true, "array_tangent_arg") => "number_array_tangent_arg",
-            (true, "accumulate_array_slot") => "accumulate_number_array_slot",
-            (true, other) => unreachable!("`{other}` has no twin on numbers"),
-        };
-        let name = format_ident!("{name}");
-        quote!(#rt::#name)
+        self.carrier().glue(name)
+    }
+
+    /// What a differentiated value is in this function's generated code.
+    fn carrier(&self) -> Carrier {
+        Carrier::of(self.numbers)
     }
 
     fn optional(&self, s: Slot) -> bool {

@@ -184,22 +184,8 @@ impl Emitter<'_> {
     pub(super) fn save_expr(&self, saved: &Saved, stmt: &Stmt, hoists: &Hoists) -> TokenStream {
         let rt = rt();
         match saved {
-            Saved::Value(v) if self.numbers => {
-                let v = val_ident(*v);
-                quote!(#rt::number_of(&#v))
-            }
-            Saved::Value(v) => {
-                let v = val_ident(*v);
-                quote!(::core::clone::Clone::clone(#rt::as_tensor(&#v)))
-            }
-            Saved::Shape(v) if self.numbers => {
-                let v = val_ident(*v);
-                quote!(#rt::number_shape(&#v))
-            }
-            Saved::Shape(v) => {
-                let v = val_ident(*v);
-                quote!(#rt::shape_of(&#v))
-            }
+            Saved::Value(v) => self.carrier().value(*v),
+            Saved::Shape(v) => self.carrier().shape(*v),
             Saved::ConstResidual(c) | Saved::Config(c) => {
                 let c = const_ident(*c);
                 quote!(#rt::Residual::residual(&#c))

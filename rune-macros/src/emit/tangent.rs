@@ -27,12 +27,8 @@ impl Emitter<'_> {
                     .expect("a parameter value");
                 let slot = crate::names::tangent_param(index);
                 let t = tangent_ident(*v);
-                let vi = val_ident(*v);
-                if self.numbers {
-                    quote!(let #t = #rt::number_tangent(#slot, &#vi);)
-                } else {
-                    quote!(let #t = #rt::TangentSlot::tangent_or_zeros(#slot, &#vi);)
-                }
+                let tangent = self.carrier().param_tangent(&slot, *v);
+                quote!(let #t = #tangent;)
             }
             Stmt::ArrayParam {
                 list,
@@ -154,8 +150,7 @@ impl Emitter<'_> {
                         let t = tangent_ident(*v);
                         quote!(::core::clone::Clone::clone(&#t))
                     }
-                    _ if self.numbers => quote!(#rt::fused_zero(*#m_value)),
-                    _ => quote!(#rt::Tensor::zeros((#m_value).shape())),
+                    _ => self.carrier().zero_like(m_value),
                 };
                 if self.optional(*slot) {
                     quote!(#tm = ::core::option::Option::Some(#value);)
@@ -169,14 +164,12 @@ impl Emitter<'_> {
 
     /// The tangent of a slot's initial value (zeros for a constant).
     fn tangent_operand(&self, o: Operand, m: &Ident) -> TokenStream {
-        let rt = rt();
         match o {
             Operand::Val(v) if self.useful(v) => {
                 let t = tangent_ident(v);
                 quote!(::core::clone::Clone::clone(&#t))
             }
-            _ if self.numbers => quote!(#rt::fused_zero(#m)),
-            _ => quote!(#rt::Tensor::zeros(#m.shape())),
+            _ => self.carrier().zero_like(quote!(&#m)),
         }
     }
 

@@ -98,19 +98,12 @@ impl Emitter<'_> {
 
     /// A fused region's inputs as `OperandRef`s, in the forward pass.
     fn fused_inputs(&self, inputs: &[Operand], code: &Code) -> TokenStream {
-        let rt = rt();
         let items = inputs.iter().enumerate().map(|(k, o)| {
             let i = match *o {
                 Operand::Val(v) => val_ident(v),
                 Operand::Const(c) => const_ident(c),
             };
-            if self.numbers {
-                quote!(#rt::number_of(&#i))
-            } else if code.is_mask(k) {
-                quote!(#rt::OperandOf::operand_of(&#rt::fused_mask(&#i)))
-            } else {
-                quote!(#rt::OperandOf::operand_of(&#i))
-            }
+            self.carrier().fused_input(&i, code.is_mask(k))
         });
         quote!([#(#items),*])
     }
@@ -243,34 +236,12 @@ impl Emitter<'_> {
             .zip(&needs.inputs)
             .enumerate()
             .map(|(k, (o, needed))| match *o {
-                Operand::Val(v) if self.numbers && *needed => {
-                    let v = val_ident(v);
-                    quote!(#rt::number_of(&#v))
-                }
-                Operand::Val(v) if self.numbers => {
-                    let s = shape_ident(v);
-                    quote!(#rt::number_zero(&#s))
-                }
-                Operand::Const(c) if self.numbers => {
-                    let r = residual_ident(c);
-                    quote!(#rt::number_of(&#r))
-                }
-                Operand::Const(c) if code.is_mask(k) => {
-                    let r = residual_ident(c);
-                    quote!(#rt::fused_value(&#rt::fused_mask(&#r)))
-                }
-                Operand::Val(v) if *needed => {
-                    let v = val_ident(v);
-                    quote!(#rt::fused_value(&#v))
-                }
-                Operand::Val(v) => {
-                    let s = shape_ident(v);
-                    quote!(#rt::fused_shape(&#s))
-                }
-                Operand::Const(c) => {
-                    let r = residual_ident(c);
-                    quote!(#rt::fused_value(&#r))
-                }
+                Operand::Val(v) => self
+                    .carrier()
+                    .fused_backward_value(v, *needed, &shape_ident(v)),
+                Operand::Const(c) => self
+                    .carrier()
+                    .fused_backward_const(&residual_ident(c), code.is_mask(k)),
             });
         let args = quote!([#(#args),*]);
         let (ops, lits) = (code.ops_table(), code.literal_array());
