@@ -2,13 +2,12 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
-use syn::visit_mut::VisitMut;
 use syn::{ItemFn, ItemImpl};
 
 use crate::diag::Errors;
-use crate::emit::{self, Emitter, Generated, Host};
+use crate::emit::{self, Emitter, Host};
 use crate::parse::{Options, Signature};
-use crate::{analyse, fuse, lower, numbers, parse};
+use crate::{analyse, fuse, lower, numbers, parse, twin};
 
 /// Expands `#[differentiable(args)] item`: a function (a free one, or a method or associated
 /// function in an `impl` block), or an inherent `impl` block, whose every function it applies to.
@@ -131,19 +130,13 @@ fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
              `custom_jvp`, `checkpoint`, `hvp` or `has_aux` yet",
         );
     }
+    // The stages: lower (which reports the errors), then either the numbers stage, or fusion.
     let mut body = lower::lower(&sig, &func.block, &mut errors);
-    let mut numbers_only = false;
-    if numbers::signature_allows(&sig, &options) {
-        // Lowered again, every elementwise op a region: written on numbers if nothing else is
-        // in the body (the first lowering reports the errors).
-        let mut again = lower::lower(&sig, &func.block, &mut Errors::default());
-        fuse::fuse(&mut again, true);
-        if numbers::body_allows(&again) {
-            body = again;
-            numbers_only = true;
-        }
-    }
-    if options.fuses() && !numbers_only {
+    let on_numbers = numbers::lower_on_numbers(&sig, &func.block, &options);
+    let numbers_only = on_numbers.is_some();
+    if let Some(on_numbers) = on_numbers {
+        body = on_numbers;
+    } else if options.fuses() {
         fuse::fuse(&mut body, false);
     }
     let analysis = analyse::analyse(&body, &mut errors);
@@ -180,7 +173,7 @@ fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
     // The function itself runs its fused regions too.
     let plain = emitter.plain_body();
     if let (Some(elem), true) = (&concrete, options.hvp) {
-        generated.extend(dual_twin(&original, elem, host, options.fuses()));
+        generated.extend(twin::dual_twin(&original, elem, host, options.fuses()));
     }
     let placed = emit::place(&func, host, generated);
     if let Some(body) = plain {
@@ -242,154 +235,5 @@ fn check_hvp_option(
             &func.sig.ident,
             "`f_hvp` needs a function returning one tensor",
         );
-    }
-}
-
-/// The function again on dual numbers (`Tensor<f64>` → `Tensor<Dual<f64>>`), whose hidden
-/// gradient (`f::dual_grad`) is what `f_hvp` runs: forward over reverse.
-fn dual_twin(original: &ItemFn, elem: &syn::Type, host: Host, fuses: bool) -> Option<Generated> {
-    let mut twin = original.clone();
-    twin.attrs.retain(|a| !a.path().is_ident("doc"));
-    let mut rewrite = ToDual {
-        elem: quote!(#elem).to_string(),
-        dual: syn::parse_quote!(::rune_ad::__private::Dual<#elem>),
-    };
-    rewrite.visit_item_fn_mut(&mut twin);
-    let mut errors = Errors::default();
-    let options = Options::default();
-    let mut func = twin;
-    let sig = parse::signature(&mut func, &options, &mut errors)?;
-    let mut body = lower::lower(&sig, &func.block, &mut errors);
-    if fuses {
-        fuse::fuse(&mut body, false);
-    }
-    let analysis = analyse::analyse(&body, &mut errors);
-    if !errors.is_empty() {
-        return None;
-    }
-    // The twin's own plain function is not needed (its body would call the plain callees).
-    Some(
-        Emitter {
-            func: &func,
-            sig: &sig,
-            body: &body,
-            analysis: &analysis,
-            options: &options,
-            hvp_twin: false,
-            is_twin: true,
-            numbers: false,
-            host,
-        }
-        .emit(),
-    )
-}
-
-/// Rewrites the element type `E` to `Dual<E>` where a body names it as a tensor's element:
-/// `Tensor<E>` in types and paths (`let y: Tensor<E>`, `Tensor::<E>::zeros`) and the target of
-/// `cast` (`mask.cast::<E>()`, `Tensor::<bool>::cast::<E>(&mask)`), so that a mask cast to
-/// numbers meets the twin's dual tensors as dual numbers; a cast to the other real type becomes
-/// a cast to its dual numbers. A tensor built from values of `E`
-/// (`Tensor::<E>::from_vec(vec![..], ..)`, `full`, `scalar`, ...) is built as written and cast
-/// to a constant of `Dual<E>`. Scalars of type `E` stay: tensors of `Dual<E>` take them as
-/// constants.
-struct ToDual {
-    elem: String,
-    dual: syn::Type,
-}
-
-/// The constructors of `Tensor<E>` that take values of `E`.
-const FROM_VALUES: &[&str] = &[
-    "from_vec",
-    "scalar",
-    "full",
-    "arange_step",
-    "linspace",
-    "rand_uniform",
-    "rand_normal",
-];
-
-impl ToDual {
-    /// True when the first generic argument is the element type.
-    fn names_elem(&self, args: &syn::AngleBracketedGenericArguments) -> bool {
-        matches!(args.args.first(), Some(syn::GenericArgument::Type(t))
-            if quote!(#t).to_string() == self.elem)
-    }
-
-    /// Replaces the first generic argument by the dual type when it is the element type; true
-    /// if it did.
-    fn retarget(&self, args: &mut syn::AngleBracketedGenericArguments) -> bool {
-        let names = self.names_elem(args);
-        if names {
-            args.args[0] = syn::GenericArgument::Type(self.dual.clone());
-        }
-        names
-    }
-
-    /// Retargets a `cast`'s turbofish: to the dual type for the element type, and to the dual
-    /// numbers of the other real type (`cast::<f32>()` in a function on `f64`), whose tangents
-    /// then survive the cast; a cast to a real type would drop them.
-    fn retarget_cast(&self, args: &mut syn::AngleBracketedGenericArguments) {
-        if self.retarget(args) {
-            return;
-        }
-        if let Some(syn::GenericArgument::Type(t)) = args.args.first_mut() {
-            let name = quote!(#t).to_string();
-            if name == "f32" || name == "f64" {
-                *t = syn::parse_quote!(::rune_ad::__private::Dual<#t>);
-            }
-        }
-    }
-
-    /// True for `Tensor::<E>::ctor` with `ctor` one of [`FROM_VALUES`].
-    fn builds_from_values(&self, func: &syn::Expr) -> bool {
-        let syn::Expr::Path(p) = func else {
-            return false;
-        };
-        let segments: Vec<&syn::PathSegment> = p.path.segments.iter().collect();
-        let [.., tensor, ctor] = segments.as_slice() else {
-            return false;
-        };
-        tensor.ident == "Tensor"
-            && matches!(&tensor.arguments, syn::PathArguments::AngleBracketed(args)
-                if self.names_elem(args))
-            && FROM_VALUES.contains(&ctor.ident.to_string().as_str())
-    }
-}
-
-impl VisitMut for ToDual {
-    fn visit_path_segment_mut(&mut self, seg: &mut syn::PathSegment) {
-        if let syn::PathArguments::AngleBracketed(args) = &mut seg.arguments {
-            if seg.ident == "cast" {
-                self.retarget_cast(args);
-                return;
-            }
-            if seg.ident == "Tensor" && self.retarget(args) {
-                return;
-            }
-        }
-        syn::visit_mut::visit_path_segment_mut(self, seg);
-    }
-
-    fn visit_expr_method_call_mut(&mut self, call: &mut syn::ExprMethodCall) {
-        if call.method == "cast" {
-            if let Some(args) = &mut call.turbofish {
-                self.retarget_cast(args);
-            }
-        }
-        syn::visit_mut::visit_expr_method_call_mut(self, call);
-    }
-
-    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
-        if let syn::Expr::Call(call) = e {
-            if self.builds_from_values(&call.func) {
-                for arg in &mut call.args {
-                    self.visit_expr_mut(arg);
-                }
-                let dual = &self.dual;
-                *e = syn::parse_quote!(#call.cast::<#dual>());
-                return;
-            }
-        }
-        syn::visit_mut::visit_expr_mut(self, e);
     }
 }

@@ -1,11 +1,14 @@
 //! Procedural macros of rune-ad: `#[differentiable]` writes a function's forward- and
 //! reverse-mode derivatives as plain Rust at compile time.
 //!
-//! The pipeline, one module a stage: `parse` (attribute options, signature model) →
-//! `lower` (body → SSA IR of `ir`) → `analyse` (activity, what the backward pass keeps) →
-//! `emit` (the derivative functions); `lower` and `emit` are directories of one file a job.
-//! `ops` is the op table as the macro reads it from the registry crate `rune-ops` (shared with
-//! the runtime); `names` every generated identifier; `diag` collects errors.
+//! The pipeline, one module a stage, run by `expand`: `parse` (attribute options, signature
+//! model) → `lower` (body → SSA IR of `ir`) → `fuse` (elementwise trees as fused regions) or
+//! `numbers` (the function on plain numbers where it can be: every elementwise op a region) →
+//! `analyse` (activity, what the backward pass keeps) → `emit` (the derivative functions);
+//! `twin` runs the same stages again on dual numbers for `#[differentiable(hvp)]`. No stage imports a later one; `lower`,
+//! `fuse` and `emit` are directories of one file a job. `ops` is the op table as the macro
+//! reads it from the registry crate `rune-ops` (shared with the runtime); `ids` and `names`
+//! the numbers and identifiers of generated values; `diag` collects errors.
 //! `derive` writes `#[derive(Differentiable)]`.
 
 #![forbid(unsafe_code)]
@@ -28,6 +31,7 @@ mod ops;
 mod parse;
 #[cfg(test)]
 mod scaling;
+mod twin;
 
 use proc_macro::TokenStream;
 use syn::{parse_macro_input, DeriveInput};

@@ -12,11 +12,24 @@
 //! so that neither pass makes a tensor. Any other function, and any body with another
 //! statement (an op that is not elementwise, a local `Vec`), is written on tensors as before.
 
+use crate::diag::Errors;
 use crate::ir::{Body, Stmt};
 use crate::parse::{Options, Signature};
 
+/// The numbers stage: the function's body lowered again with every elementwise op a fused
+/// region, if the function can be written on numbers (its signature and options allow it, and
+/// nothing else is in that body). Lowering it the first time reports the body's errors.
+pub fn lower_on_numbers(sig: &Signature, block: &syn::Block, options: &Options) -> Option<Body> {
+    if !signature_allows(sig, options) {
+        return None;
+    }
+    let mut body = crate::lower::lower(sig, block, &mut Errors::default());
+    crate::fuse::fuse(&mut body, true);
+    body_allows(&body).then_some(body)
+}
+
 /// Whether the signature and options allow a function of numbers.
-pub fn signature_allows(sig: &Signature, options: &Options) -> bool {
+fn signature_allows(sig: &Signature, options: &Options) -> bool {
     options.fuses()
         && !options.has_aux
         && !options.checkpoint
@@ -30,7 +43,7 @@ pub fn signature_allows(sig: &Signature, options: &Options) -> bool {
 }
 
 /// Whether every statement of a body fused with singletons can be written on numbers.
-pub fn body_allows(body: &Body) -> bool {
+fn body_allows(body: &Body) -> bool {
     fn stmts_allow(stmts: &[Stmt]) -> bool {
         stmts.iter().all(|s| match s {
             Stmt::Verbatim(_)

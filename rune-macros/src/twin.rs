@@ -1,0 +1,168 @@
+//! The dual twin stage: for `#[differentiable(hvp)]` on a function of a concrete element type,
+//! the same function on dual numbers (`Tensor<f64>` → `Tensor<Dual<f64>>`), lowered, fused and
+//! emitted as a function of its own, whose gradient `f_hvp` runs (forward over reverse). A
+//! function generic over its element type needs no twin: `f_hvp` instantiates it with dual
+//! numbers.
+
+use quote::quote;
+use syn::visit_mut::VisitMut;
+use syn::ItemFn;
+
+use crate::diag::Errors;
+use crate::emit::{Emitter, Generated, Host};
+use crate::parse::{self, Options};
+use crate::{analyse, fuse, lower};
+
+/// The function again on dual numbers (`Tensor<f64>` → `Tensor<Dual<f64>>`), whose hidden
+/// gradient (`f::dual_grad`) is what `f_hvp` runs: forward over reverse.
+pub fn dual_twin(
+    original: &ItemFn,
+    elem: &syn::Type,
+    host: Host,
+    fuses: bool,
+) -> Option<Generated> {
+    let mut twin = original.clone();
+    twin.attrs.retain(|a| !a.path().is_ident("doc"));
+    let mut rewrite = ToDual {
+        elem: quote!(#elem).to_string(),
+        dual: syn::parse_quote!(::rune_ad::__private::Dual<#elem>),
+    };
+    rewrite.visit_item_fn_mut(&mut twin);
+    let mut errors = Errors::default();
+    let options = Options::default();
+    let mut func = twin;
+    let sig = parse::signature(&mut func, &options, &mut errors)?;
+    let mut body = lower::lower(&sig, &func.block, &mut errors);
+    if fuses {
+        fuse::fuse(&mut body, false);
+    }
+    let analysis = analyse::analyse(&body, &mut errors);
+    if !errors.is_empty() {
+        return None;
+    }
+    // The twin's own plain function is not needed (its body would call the plain callees).
+    Some(
+        Emitter {
+            func: &func,
+            sig: &sig,
+            body: &body,
+            analysis: &analysis,
+            options: &options,
+            hvp_twin: false,
+            is_twin: true,
+            numbers: false,
+            host,
+        }
+        .emit(),
+    )
+}
+
+/// Rewrites the element type `E` to `Dual<E>` where a body names it as a tensor's element:
+/// `Tensor<E>` in types and paths (`let y: Tensor<E>`, `Tensor::<E>::zeros`) and the target of
+/// `cast` (`mask.cast::<E>()`, `Tensor::<bool>::cast::<E>(&mask)`), so that a mask cast to
+/// numbers meets the twin's dual tensors as dual numbers; a cast to the other real type becomes
+/// a cast to its dual numbers. A tensor built from values of `E`
+/// (`Tensor::<E>::from_vec(vec![..], ..)`, `full`, `scalar`, ...) is built as written and cast
+/// to a constant of `Dual<E>`. Scalars of type `E` stay: tensors of `Dual<E>` take them as
+/// constants.
+struct ToDual {
+    elem: String,
+    dual: syn::Type,
+}
+
+/// The constructors of `Tensor<E>` that take values of `E`.
+const FROM_VALUES: &[&str] = &[
+    "from_vec",
+    "scalar",
+    "full",
+    "arange_step",
+    "linspace",
+    "rand_uniform",
+    "rand_normal",
+];
+
+impl ToDual {
+    /// True when the first generic argument is the element type.
+    fn names_elem(&self, args: &syn::AngleBracketedGenericArguments) -> bool {
+        matches!(args.args.first(), Some(syn::GenericArgument::Type(t))
+            if quote!(#t).to_string() == self.elem)
+    }
+
+    /// Replaces the first generic argument by the dual type when it is the element type; true
+    /// if it did.
+    fn retarget(&self, args: &mut syn::AngleBracketedGenericArguments) -> bool {
+        let names = self.names_elem(args);
+        if names {
+            args.args[0] = syn::GenericArgument::Type(self.dual.clone());
+        }
+        names
+    }
+
+    /// Retargets a `cast`'s turbofish: to the dual type for the element type, and to the dual
+    /// numbers of the other real type (`cast::<f32>()` in a function on `f64`), whose tangents
+    /// then survive the cast; a cast to a real type would drop them.
+    fn retarget_cast(&self, args: &mut syn::AngleBracketedGenericArguments) {
+        if self.retarget(args) {
+            return;
+        }
+        if let Some(syn::GenericArgument::Type(t)) = args.args.first_mut() {
+            let name = quote!(#t).to_string();
+            if name == "f32" || name == "f64" {
+                *t = syn::parse_quote!(::rune_ad::__private::Dual<#t>);
+            }
+        }
+    }
+
+    /// True for `Tensor::<E>::ctor` with `ctor` one of [`FROM_VALUES`].
+    fn builds_from_values(&self, func: &syn::Expr) -> bool {
+        let syn::Expr::Path(p) = func else {
+            return false;
+        };
+        let segments: Vec<&syn::PathSegment> = p.path.segments.iter().collect();
+        let [.., tensor, ctor] = segments.as_slice() else {
+            return false;
+        };
+        tensor.ident == "Tensor"
+            && matches!(&tensor.arguments, syn::PathArguments::AngleBracketed(args)
+                if self.names_elem(args))
+            && FROM_VALUES.contains(&ctor.ident.to_string().as_str())
+    }
+}
+
+impl VisitMut for ToDual {
+    fn visit_path_segment_mut(&mut self, seg: &mut syn::PathSegment) {
+        if let syn::PathArguments::AngleBracketed(args) = &mut seg.arguments {
+            if seg.ident == "cast" {
+                self.retarget_cast(args);
+                return;
+            }
+            if seg.ident == "Tensor" && self.retarget(args) {
+                return;
+            }
+        }
+        syn::visit_mut::visit_path_segment_mut(self, seg);
+    }
+
+    fn visit_expr_method_call_mut(&mut self, call: &mut syn::ExprMethodCall) {
+        if call.method == "cast" {
+            if let Some(args) = &mut call.turbofish {
+                self.retarget_cast(args);
+            }
+        }
+        syn::visit_mut::visit_expr_method_call_mut(self, call);
+    }
+
+    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        if let syn::Expr::Call(call) = e {
+            if self.builds_from_values(&call.func) {
+                for arg in &mut call.args {
+                    self.visit_expr_mut(arg);
+                }
+                let dual = &self.dual;
+                *e = syn::parse_quote!(#call.cast::<#dual>());
+                return;
+            }
+        }
+        syn::visit_mut::visit_expr_mut(self, e);
+    }
+}
