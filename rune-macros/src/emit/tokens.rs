@@ -49,8 +49,8 @@ fn for_each_ident(tokens: impl IntoIterator<Item = TokenTree>, f: &mut impl FnMu
 }
 
 /// `let`s of a fused region's fn over scalars, each read once written into its reader:
-/// `let n0 = a * b; let n1 = n0 + c; n1` becomes `((a * b) + c)`. At most [`INLINE_DEPTH`] levels are nested;
-/// a deeper value, and one read twice, keeps its `let`. Every initializer is a pure expression
+/// `let n0 = a * b; let n1 = n0 + c; n1` becomes `((a * b) + c)`. At most [`INLINE_DEPTH`]
+/// levels are nested; a deeper value, and one read twice, keeps its `let`. Every initializer is a pure expression
 /// over `Copy` scalars, so where it is evaluated does not matter, and the result is the same bit
 /// for bit. Fewer `let`s are fewer tokens and fewer locals for rustc to check (a fused chain of
 /// 2,000 statements: about half the tokens).

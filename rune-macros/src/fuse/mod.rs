@@ -8,13 +8,15 @@
 //! the mask is a comparison (`&a.le(0.5)`, a constant's `let` in the IR) that nothing else
 //! reads: the region then computes the comparison in place, and the `let` goes.
 //!
-//! An op's value is *inside* a region when it is read by exactly one other fusible op of the
-//! same statement list and by nothing else: no other statement, no output, no token of the
-//! user's constant code. Each op whose value is not inside a region is the root of one: the
-//! root and, recursively, the fusible ops whose values only it reads. So a region is a tree with
-//! one result, and the result's shape is the broadcast of all the region's inputs; its backward
-//! pass recomputes the tree from the inputs, so the forward pass saves none of its
-//! intermediates. A root with no op below it stays an ordinary [`Stmt::Op`].
+//! An op's value is *inside* a region when only ops of the region read it: one fusible op of
+//! the same statement list, or several of one region, and nothing else (no other statement, no
+//! output, no token of the user's constant code). Each op whose value is not inside a region is
+//! the root of one: the root and, recursively, the fusible ops whose values only it and the ops
+//! below it read. So a region is a graph with one result in which a value read by several of
+//! its ops is computed once (`let d = a - b; d * d + d.sin()`), and the result's shape is the
+//! broadcast of all the region's inputs; its backward pass recomputes the region from the
+//! inputs, so the forward pass saves none of its intermediates. A root with no op below it
+//! stays an ordinary [`Stmt::Op`].
 //!
 //! A reduction whose input is such a root's value, read by nothing else, ends the region: the
 //! region's result is then the reduction's value, and no tensor holds the tree's values. A full
@@ -276,13 +278,52 @@ struct Uses {
     readers: Vec<Vec<(usize, usize)>>,
     /// Where a fusible op defines it.
     def: Vec<Option<(usize, usize)>>,
+    /// Inside a region ([`settle`]).
+    inside: Vec<bool>,
 }
 
 impl Uses {
     fn inside(&self, v: Val) -> bool {
-        !self.escapes[v.0]
-            && self.readers[v.0].len() == 1
-            && self.def[v.0].is_some_and(|(list, _)| list == self.readers[v.0][0].0)
+        self.inside[v.0]
+    }
+}
+
+/// Decides which values are inside a region, list by list (numbered as [`collect`] numbers
+/// them), each list from its last statement to its first, so that a value's readers are settled
+/// before it: a value defined by a fusible op is inside when nothing but ops of its own list
+/// read it, and either one op does (a fusible op, a reduction that ends the region, a
+/// comparison that the region computes) or several fusible ops of one region do. Otherwise it is
+/// the root of a region of its own.
+fn settle(stmts: &[Stmt], next_list: &mut usize, uses: &mut Uses, lits: &Literals) {
+    let list = *next_list;
+    *next_list += 1;
+    // The position of the root of the region each statement is in.
+    let mut root = vec![usize::MAX; stmts.len()];
+    for i in (0..stmts.len()).rev() {
+        root[i] = i;
+        let Some((out, _)) = fusible(&stmts[i], lits) else {
+            continue;
+        };
+        let readers = &uses.readers[out.0];
+        let Some(&(_, first)) = readers.first() else {
+            continue;
+        };
+        let local = !uses.escapes[out.0]
+            && uses.def[out.0] == Some((list, i))
+            && readers.iter().all(|&(l, _)| l == list);
+        let one_region = readers.len() == 1
+            || readers
+                .iter()
+                .all(|&(_, p)| fusible(&stmts[p], lits).is_some() && root[p] == root[first]);
+        if local && one_region {
+            uses.inside[out.0] = true;
+            root[i] = root[first];
+        }
+    }
+    for stmt in stmts {
+        for inner in nested(stmt) {
+            settle(inner, next_list, uses, lits);
+        }
     }
 }
 
@@ -361,6 +402,8 @@ struct Region {
     /// Each literal's slot, by its text: equal literals share one.
     literal_of: HashMap<String, usize>,
     nodes: Vec<FusedNode>,
+    /// The node of each value inside the region: one, however many of its ops read it.
+    node_of: HashMap<Val, usize>,
 }
 
 impl Region {
@@ -395,9 +438,14 @@ fn operand_arg(
 ) -> FusedArg {
     match o {
         Operand::Val(v) if uses.inside(v) => {
+            if let Some(&node) = region.node_of.get(&v) {
+                return FusedArg::Node(node);
+            }
             let (_, d) = uses.def[v.0].expect("an op inside a region has a definition");
             taken.push(d);
-            FusedArg::Node(build(stmts, d, uses, lits, region, taken))
+            let node = build(stmts, d, uses, lits, region, taken);
+            region.node_of.insert(v, node);
+            FusedArg::Node(node)
         }
         Operand::Const(c) if lits.floats.contains_key(&c) => {
             FusedArg::Literal(region.literal(&lits.floats[&c]))
@@ -478,6 +526,7 @@ fn transform(stmts: &mut Vec<Stmt>, uses: &Uses, lits: &Literals, singletons: bo
             literals: Vec::new(),
             literal_of: HashMap::new(),
             nodes: Vec::new(),
+            node_of: HashMap::new(),
         };
         let mut below = Vec::new();
         build(stmts, top, uses, lits, &mut region, &mut below);
@@ -536,6 +585,7 @@ pub fn fuse(body: &mut Body, singletons: bool) {
         escapes: vec![false; body.values],
         readers: vec![Vec::new(); body.values],
         def: vec![None; body.values],
+        inside: vec![false; body.values],
     };
     for out in &body.outputs {
         if let crate::ir::OutputElem::Val(v) = out {
@@ -597,6 +647,7 @@ pub fn fuse(body: &mut Body, singletons: bool) {
     comparisons.retain(|c, _| reads.get(c) == Some(&1));
     lits.comparisons = comparisons;
     collect(&body.stmts, &mut 0, &mut uses, &lits);
+    settle(&body.stmts, &mut 0, &mut uses, &lits);
     transform(&mut body.stmts, &uses, &lits, singletons);
     drop_inlined_literals(&mut body.stmts, lits);
 }
@@ -754,7 +805,7 @@ mod tests {
 
     #[test]
     #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
-    fn a_value_read_by_two_ops_ends_a_region() {
+    fn a_value_read_by_two_ops_of_a_region_is_computed_once_inside_it() {
         let out = expand(
             "",
             "fn f(x: &Tensor<f64>) -> Tensor<f64> {
@@ -763,9 +814,27 @@ mod tests {
                 b.sum()
             }",
         );
-        // `exp` stays an op of its own: `a` is read twice.
+        // `a` is read by `*` and `sin`, both in the region: it is one node of it, computed
+        // once, and no op of its own.
+        assert!(!out.contains("rules :: exp_vjp"), "{out}");
+        assert_eq!(out.matches("fused_reduce_vjp").count(), 1, "{out}");
+        assert!(out.contains("\"exp 0;mul 1 _;sin 1;add 2 3\""), "{out}");
+    }
+
+    #[test]
+    #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
+    fn a_value_read_inside_and_outside_a_region_ends_it() {
+        let out = expand(
+            "",
+            "fn f(x: &Tensor<f64>) -> Tensor<f64> {
+                let a = x.exp();
+                let b = (&a * 2.0 + a.sin()).sum();
+                b + a.matmul(x)
+            }",
+        );
+        // The product reads `a` too: `exp` stays an op, and the region reads its tensor.
         assert!(out.contains("rules :: exp_vjp"), "{out}");
-        assert_eq!(out.matches("fused_reduce_vjp").count(), 1);
+        assert!(out.contains("\"mul 0 _;sin 0;add 1 2\""), "{out}");
     }
 
     #[test]
