@@ -123,36 +123,44 @@ impl Code<'_> {
         quote!([#(#xs),*])
     }
 
-    /// The fn item `name` that holds the region's scalar code `body`, generic over the element
-    /// type, for the runtime's loop to call where a closure would be: its inputs, its literals,
-    /// the kernels, then `extra` (a tangent array, an element's cotangent), returning `ret`
-    /// (written with the element type `__RuneE`).
+    /// The fn item `name` whose closure holds the region's scalar code `body`, generic over the
+    /// element type, for the runtime's loop to call: its inputs, its literals, the kernels, then
+    /// `extra` (a tangent array, an element's cotangent: a pattern and its type), returning `ret`
+    /// (written with the element type `__RuneE`). The call passes `name()`.
     ///
-    /// Not a closure: rustc keeps each closure's trait obligations pending until the end of the
-    /// enclosing function's type check and goes over the pending ones at every step, so a
-    /// function of n closures took time quadratic in n to check (2,000 regions: 46 s against
-    /// 0.36 s without the attribute). A fn item is checked on its own, in time of its own size.
-    /// It stands beside the statement that calls it, outside the tokens that take the user's
-    /// span (`relocate_call`), which then need not be rebuilt.
+    /// The closure is made inside a fn item of its own, not where the call is: rustc keeps each
+    /// closure's trait obligations pending until the end of the type check of the function the
+    /// closure is written in, and goes over the pending ones at every step, so a function of n
+    /// closures took time quadratic in n to check (2,000 regions: 46 s against 0.36 s without
+    /// the attribute). Made in `name`, it is checked with `name`, and the caller sees an opaque
+    /// `impl Fn + Sync`. It stays a closure, not the fn item itself: the loop calls a fn item
+    /// through its `Fn` shim, which LLVM did not inline into the vectorised loop (a logistic
+    /// regression's gradient took twice as long). The fn item stands beside the statement that
+    /// calls it, outside the tokens that take the user's span (`relocate_call`).
     pub(super) fn region_item(
         &self,
         name: &Ident,
-        extra: TokenStream,
+        extra: Option<(TokenStream, TokenStream)>,
         ret: TokenStream,
         body: TokenStream,
     ) -> TokenStream {
         let rt = rt();
         let (params, n, l) = (self.params(), self.inputs, self.literals.len());
+        let (extra_param, extra_type) = match extra {
+            Some((pattern, ty)) => (quote!(, #pattern), quote!(, #ty)),
+            None => (quote!(), quote!()),
+        };
         quote! {
             #[inline(always)]
             #[allow(unused, clippy::all, clippy::pedantic, clippy::nursery)]
-            fn #name<__RuneE: #rt::Element>(
-                #params: [__RuneE; #n],
-                __rune_lits: &[__RuneE; #l],
-                __rune_k: &#rt::vmath::Kernels,
-                #extra
-            ) -> #ret {
-                #body
+            fn #name<__RuneE: #rt::Element>() -> impl ::core::ops::Fn(
+                [__RuneE; #n],
+                &[__RuneE; #l],
+                &#rt::vmath::Kernels
+                #extra_type
+            ) -> #ret + ::core::marker::Sync {
+                #[inline(always)]
+                |#params, __rune_lits, __rune_k #extra_param| { #body }
             }
         }
     }

@@ -152,18 +152,18 @@ impl Emitter<'_> {
                 let k = with_tangent.len();
                 let item = code.region_item(
                     &f,
-                    quote!([#(#us),*]: [__RuneE; #k]),
+                    Some((quote!([#(#us),*]), quote!([__RuneE; #k]))),
                     quote!((__RuneE, __RuneE)),
                     body,
                 );
                 let call = quote! {
-                    let (#v, #t) = #function(#ops, #args, #lits, #reduce [#(#tangents),*], #f);
+                    let (#v, #t) = #function(#ops, #args, #lits, #reduce [#(#tangents),*], #f());
                 };
                 (item, call)
             }
             (_, Some(r)) if over.is_some() => (
-                code.region_item(&f, quote!(), quote!(__RuneE), code.value_body()),
-                quote!(let #v = #rt::fused_reduce_axes(#ops, #args, #lits, #r, #over #f);),
+                code.region_item(&f, None, quote!(__RuneE), code.value_body()),
+                quote!(let #v = #rt::fused_reduce_axes(#ops, #args, #lits, #r, #over #f());),
             ),
             (Mode::Reverse, Some(r)) if useful => {
                 let targets = self.differentiated(inputs);
@@ -173,24 +173,24 @@ impl Emitter<'_> {
                 let k = slot_count(&slots);
                 let item = code.region_item(
                     &f,
-                    quote!(__rune_ge: __RuneE),
+                    Some((quote!(__rune_ge), quote!(__RuneE))),
                     quote!((__RuneE, [__RuneE; #k])),
                     body,
                 );
                 let call = quote! {
-                    let (#v, #p) = #rt::fused_reduce_vjp(#ops, #args, #lits, #r, [#(#pairs),*], #f);
+                    let (#v, #p) = #rt::fused_reduce_vjp(#ops, #args, #lits, #r, [#(#pairs),*], #f());
                 };
                 (item, call)
             }
             (_, Some(r)) => (
-                code.region_item(&f, quote!(), quote!(__RuneE), code.value_body()),
-                quote!(let #v = #rt::fused_reduce(#ops, #args, #lits, #r, #f);),
+                code.region_item(&f, None, quote!(__RuneE), code.value_body()),
+                quote!(let #v = #rt::fused_reduce(#ops, #args, #lits, #r, #f());),
             ),
             (_, None) => {
                 let function = self.glue("fused_map");
                 (
-                    code.region_item(&f, quote!(), quote!(__RuneE), code.value_body()),
-                    quote!(let #v = #function(#ops, #args, #lits, #f);),
+                    code.region_item(&f, None, quote!(__RuneE), code.value_body()),
+                    quote!(let #v = #function(#ops, #args, #lits, #f());),
                 )
             }
         };
@@ -252,7 +252,12 @@ impl Emitter<'_> {
             .collect();
         let k = slot_count(&slots);
         let f = region_fn_ident(out, true);
-        let item = code.region_item(&f, quote!(__rune_ge: __RuneE), quote!([__RuneE; #k]), body);
+        let item = code.region_item(
+            &f,
+            Some((quote!(__rune_ge), quote!(__RuneE))),
+            quote!([__RuneE; #k]),
+            body,
+        );
         let accumulate = self.glue("accumulate");
         let (function, over) = match (&reduce, &axes) {
             (Some(r), Some(axes)) => {
@@ -268,7 +273,7 @@ impl Emitter<'_> {
         let call = relocate_call(
             quote! {
                 if let ::core::option::Option::Some(__rune_g) = #adj.take() {
-                    let [#(#results),*] = #function(#ops, #args, #lits, #over [#(#pairs),*], &__rune_g, #f);
+                    let [#(#results),*] = #function(#ops, #args, #lits, #over [#(#pairs),*], &__rune_g, #f());
                     #(#accumulate)*
                 }
             },
