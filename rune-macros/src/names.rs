@@ -57,7 +57,7 @@ pub fn val_ident(v: Val) -> Ident {
     hidden(&format!("v{}", v.0))
 }
 
-/// The fn item holding the scalar code of the fused region whose value is `v`: of its forward
+/// The fn item making the closure of the fused region whose value is `v`: of its forward
 /// statement (value, or value and tangent), or of its backward one (input cotangents).
 pub fn region_fn_ident(v: Val, backward: bool) -> Ident {
     let pass = if backward { "bwd" } else { "fwd" };

@@ -48,7 +48,7 @@ fn for_each_ident(tokens: impl IntoIterator<Item = TokenTree>, f: &mut impl FnMu
     }
 }
 
-/// `let`s of a fused region's fn over scalars, each read once written into its reader:
+/// `let`s of a fused region's closure over scalars, each read once written into its reader:
 /// `let n0 = a * b; let n1 = n0 + c; n1` becomes `((a * b) + c)`. At most [`INLINE_DEPTH`]
 /// levels are nested; a deeper value, and one read twice, keeps its `let`. Every initializer is a pure expression
 /// over `Copy` scalars, so where it is evaluated does not matter, and the result is the same bit
@@ -142,7 +142,7 @@ pub(super) fn gather_lets(body: TokenStream) -> TokenStream {
     gather_lets_from(body, 1500, false)
 }
 
-/// [`gather_lets`] for the body of a fused region's fn, from a few dozen `let`s on: an element's
+/// [`gather_lets`] for the body of a fused region's closure, from a few dozen `let`s on: an element's
 /// scalar code is many short `let`s, each a scope of LLVM's debug information.
 pub(super) fn gather_closure_lets(body: TokenStream) -> TokenStream {
     gather_lets_from(body, 64, true)

@@ -1,4 +1,4 @@
-//! A fused region's scalar code: the body of the fn item the runtime's loop calls for each
+//! A fused region's scalar code: the body of the closure the runtime's loop calls for each
 //! element, for the region's value, its value and tangent, or its input cotangents.
 //!
 //! Inside, `__rune_xI` is input `I`'s element, `__rune_nJ` op `J`'s value, `__rune_lK` literal
@@ -82,7 +82,7 @@ fn node_tangent(j: usize) -> Ident {
     hidden(&format!("un{j}"))
 }
 
-/// The region's code, shared by its three fn items (value, tangent, cotangents).
+/// The region's code, shared by its three closures (value, tangent, cotangents).
 pub(super) struct Code<'a> {
     pub(super) inputs: usize,
     pub(super) literals: &'a [TokenStream],
@@ -166,7 +166,7 @@ impl Code<'_> {
     }
 
     /// The literals as `f64`s, `[1.5f64, ..]`: the runtime converts them to the element type
-    /// once a call and hands the region's fn `__rune_lits`.
+    /// once a call and hands the region's closure `__rune_lits`.
     pub(super) fn literal_array(&self) -> TokenStream {
         let lits = self.literals;
         quote!([#(#lits),*])
@@ -286,13 +286,13 @@ impl Code<'_> {
         node(self.nodes.len() - 1)
     }
 
-    /// The body of the value's fn.
+    /// The body of the value's closure.
     pub(super) fn value_body(&self) -> TokenStream {
         let (lits, lets, root) = (self.literal_lets(None), self.value_lets(None), self.root());
         body(lits, lets, quote!(#root))
     }
 
-    /// The body of the tangent's fn, for the inputs `with_tangent`.
+    /// The body of the tangent's closure, for the inputs `with_tangent`.
     pub(super) fn tangent_body(&self, with_tangent: &[usize]) -> TokenStream {
         let rt = rt();
         // Each node's tangent, where it has one: its own `let`, or the operand's tangent it
@@ -391,11 +391,11 @@ impl Code<'_> {
         body(lits, values, quote!((#root, #u_root)))
     }
 
-    /// The body of the cotangents' fn: the input cotangents of `targets` from `__rune_ge`. Each
+    /// The body of the cotangents' closure: the input cotangents of `targets` from `__rune_ge`. Each
     /// partial sum of an adjoint gets a name of its own (`__rune_dK`), so that long bodies'
     /// `let`s can be gathered.
     ///
-    /// Returns the body and, for each target, which of the fn's results is its cotangent:
+    /// Returns the body and, for each target, which of the closure's results is its cotangent:
     /// inputs whose cotangents are the same value (the operands of `+`) share one result, so
     /// that the runtime computes and stores it once.
     pub(super) fn adjoint_body(
@@ -410,7 +410,7 @@ impl Code<'_> {
         (body(lits, values, outs), slots)
     }
 
-    /// The body of a reduced region's fn in the reverse pass: its element's value and the
+    /// The body of a reduced region's closure in the reverse pass: its element's value and the
     /// input cotangents of `targets` from the element's cotangent `__rune_ge`, as `(value,
     /// [cotangents])`; with the slots as [`Self::adjoint_body`] gives them.
     pub(super) fn value_and_adjoint_body(&self, targets: &[usize]) -> (TokenStream, Vec<usize>) {

@@ -1,7 +1,7 @@
 //! Fused regions (`crate::fuse`) in the generated code: the statement that calls the runtime's
 //! fused loop (`rune_runtime::fused`) for a region's value, its value and tangent, or its input
-//! cotangents, with the region's scalar code (`code`) as a fn item of its own, which the loop
-//! runs element by element.
+//! cotangents, with the region's scalar code (`code`) as a closure that a fn item of its own
+//! makes, which the loop runs element by element.
 
 mod code;
 
