@@ -226,6 +226,74 @@ fn inputs_read_twice_and_values_read_outside_a_region_are_differentiated_once_ea
     assert_ulps("the gradient", &g, &shared_unfused_grad(&x, &c, k), 16.0);
 }
 
+#[derive(Clone, Differentiable)]
+struct Shared {
+    layers: Vec<Layer>,
+}
+
+impl Shared {
+    /// Each layer's activation is one region in which `d` is read by three of its ops and `e`
+    /// by two: each is computed once inside the region, and the backward pass sums their
+    /// adjoints over their readers.
+    #[differentiable]
+    fn forward(&self, x: &Tensor<f64>, #[nodiff] damped: bool) -> Tensor<f64> {
+        let mut h = x.clone();
+        for layer in &self.layers {
+            let d = h.matmul(&layer.w) - &layer.b;
+            let e = &d * 0.5;
+            h = if damped {
+                (&e * &d + e.sin() - d.tanh()).tanh()
+            } else {
+                d.sigmoid() * &d + e.exp() * e.cos()
+            };
+        }
+        (&h * &h).mean()
+    }
+
+    #[differentiable(fuse = false)]
+    fn forward_unfused(&self, x: &Tensor<f64>, #[nodiff] damped: bool) -> Tensor<f64> {
+        let mut h = x.clone();
+        for layer in &self.layers {
+            let d = h.matmul(&layer.w) - &layer.b;
+            let e = &d * 0.5;
+            h = if damped {
+                (&e * &d + e.sin() - d.tanh()).tanh()
+            } else {
+                d.sigmoid() * &d + e.exp() * e.cos()
+            };
+        }
+        (&h * &h).mean()
+    }
+}
+
+#[differentiable]
+fn shared_loss(model: &Shared, #[nodiff] x: &Tensor<f64>, #[nodiff] damped: bool) -> Tensor<f64> {
+    model.forward(x, damped)
+}
+
+#[test]
+fn values_read_by_several_ops_of_a_region_in_a_loop_over_layers_are_differentiated_once() {
+    let layer = |seed| Layer {
+        w: Tensor::rand_normal(&[4, 4], 0.0, 0.6, seed),
+        b: Tensor::rand_normal(&[4], 0.0, 0.3, seed + 1),
+    };
+    let model = Shared {
+        layers: vec![layer(71), layer(73), layer(75)],
+    };
+    let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 77);
+    for damped in [true, false] {
+        check_variants!(shared_loss, shared_loss_value_and_grad, shared_loss_grad, shared_loss_vjp, shared_loss_jvp, shared_loss_pullback; [model]; (&model, &x, damped));
+        let (value, (grads, gx)) = model.forward_value_and_grad(&x, damped);
+        let (value_u, (grads_u, gx_u)) = model.forward_unfused_value_and_grad(&x, damped);
+        assert_eq!(value.item().to_bits(), value_u.item().to_bits());
+        assert_ulps("x", &gx, &gx_u, 256.0);
+        for (i, (g, g_u)) in grads.layers.iter().zip(&grads_u.layers).enumerate() {
+            assert_ulps_normwise(&format!("w of layer {i}"), &g.w, &g_u.w, 256.0);
+            assert_ulps_normwise(&format!("b of layer {i}"), &g.b, &g_u.b, 256.0);
+        }
+    }
+}
+
 both! {
     /// Regions inside a loop and inside the arms of a branch.
     fn iterate / iterate_unfused(x: &Tensor<f64>, #[nodiff] steps: usize, #[nodiff] damped: bool) -> Tensor<f64> {
