@@ -168,6 +168,7 @@ fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
         is_twin: false,
         numbers: numbers_only,
         host,
+        value_items: Default::default(),
     };
     let mut generated = vec![emitter.emit()];
     // The function itself runs its fused regions too.

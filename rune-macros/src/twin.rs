@@ -52,6 +52,7 @@ pub fn dual_twin(
             is_twin: true,
             numbers: false,
             host,
+            value_items: Default::default(),
         }
         .emit(),
     )

@@ -31,6 +31,9 @@ mod tangent;
 mod tokens;
 mod variants;
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
 use syn::{Ident, ItemFn};
@@ -77,6 +80,8 @@ pub struct Emitter<'a> {
     pub numbers: bool,
     /// Where the generated items go.
     pub host: Host,
+    /// The text of each fused region's value fn item, once written (`fused::value_item`).
+    pub value_items: RefCell<HashMap<Val, String>>,
 }
 
 /// The place `base.field[index]..` of a path in a structure's tangent (with the forward pass's

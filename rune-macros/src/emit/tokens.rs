@@ -338,3 +338,40 @@ pub(super) fn relocate_call(tokens: TokenStream, span: Span) -> TokenStream {
         })
         .collect()
 }
+
+/// Generated code that holds none of the user's tokens, built by `build` in proc-macro2's own
+/// representation of tokens and handed to rustc as one piece of text.
+///
+/// Inside a proc macro every token proc-macro2 makes, and every step over a stream, is a call
+/// across the bridge to rustc; a fused region's scalar code is thousands of tokens, walked again
+/// by [`inline_single_reads`] and [`gather_closure_lets`]. Built apart, it crosses the bridge
+/// once, as text that rustc lexes ([`lex`]). The text's tokens take the call site's span, as
+/// `quote!`'s do; identifiers made by `names::hidden` (`Span::mixed_site`) become call-site ones,
+/// which is the same for the code's own items and consistent among its locals, all of which
+/// `build` makes. `build` must not take in tokens made outside it (a stream of both kinds panics
+/// in proc-macro2).
+pub(super) fn detached(build: impl FnOnce() -> TokenStream) -> String {
+    /// Returns proc-macro2 to rustc's tokens when dropped, on a panic too.
+    struct Forced;
+    impl Drop for Forced {
+        fn drop(&mut self) {
+            proc_macro2::fallback::unforce();
+        }
+    }
+    proc_macro2::fallback::force();
+    let _forced = Forced;
+    build().to_string()
+}
+
+/// The tokens of `text`, code that [`detached`] wrote.
+///
+/// Inside a proc macro rustc lexes it: proc-macro2's own `parse` would lex it first to check it,
+/// which took as long as the rest of the region's emission.
+pub(super) fn lex(text: &str) -> TokenStream {
+    if proc_macro::is_available() {
+        let tokens: proc_macro::TokenStream = text.parse().expect("generated code lexes");
+        tokens.into()
+    } else {
+        text.parse().expect("generated code lexes")
+    }
+}

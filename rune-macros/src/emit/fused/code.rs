@@ -20,12 +20,17 @@ use quote::{format_ident, quote, ToTokens};
 use syn::Ident;
 
 use super::super::rt;
-use super::super::tokens::{gather_closure_lets, inline_single_reads};
+use super::super::tokens::{detached, gather_closure_lets, inline_single_reads};
 use crate::fuse::Needs;
+use crate::ids::Val;
 use crate::ir::{FusedArg, FusedNode};
-use crate::names::hidden;
+use crate::names::{hidden, region_fn_ident};
 use crate::ops::{Eval, Form, OpSpec, Partial, Read};
 
+/// `rune_ad::__private` inside a region's fn item, which imports it under this name.
+fn short_rt() -> Ident {
+    hidden("rt")
+}
 fn x(i: usize) -> Ident {
     hidden(&format!("x{i}"))
 }
@@ -139,12 +144,15 @@ impl Code<'_> {
     /// calls it, outside the tokens that take the user's span (`relocate_call`).
     pub(super) fn region_item(
         &self,
-        name: &Ident,
+        out: Val,
+        backward: bool,
         extra: Option<(TokenStream, TokenStream)>,
         ret: TokenStream,
         body: TokenStream,
     ) -> TokenStream {
         let rt = rt();
+        let name = region_fn_ident(out, backward);
+        let alias = short_rt();
         let (params, n, l) = (self.params(), self.inputs, self.literals.len());
         let (extra_param, extra_type) = match extra {
             Some((pattern, ty)) => (quote!(, #pattern), quote!(, #ty)),
@@ -159,10 +167,16 @@ impl Code<'_> {
                 &#rt::vmath::Kernels
                 #extra_type
             ) -> #ret + ::core::marker::Sync {
+                use #rt as #alias;
                 #[inline(always)]
                 |#params, __rune_lits, __rune_k #extra_param| { #body }
             }
         }
+    }
+
+    /// [`Self::region_item`] for the region's value alone, as text ([`detached`]).
+    pub(super) fn value_item(&self, out: Val) -> String {
+        detached(|| self.region_item(out, false, None, quote!(__RuneE), self.value_body()))
     }
 
     /// The literals as `f64`s, `[1.5f64, ..]`: the runtime converts them to the element type
@@ -190,7 +204,7 @@ impl Code<'_> {
 
     /// `let __rune_nJ = ..;` for the ops `keep` says (all for `None`), as names and initializers.
     fn value_lets(&self, keep: Option<&[bool]>) -> Vec<(Ident, TokenStream)> {
-        let rt = rt();
+        let rt = short_rt();
         let kept = |j: usize| keep.is_none_or(|keep| keep[j]);
         let lets = self
             .nodes
@@ -241,7 +255,7 @@ impl Code<'_> {
 
     /// Where a unary function's derivative is read: `Input(x)` or `Output(y)`.
     fn at(&self, j: usize) -> TokenStream {
-        let rt = rt();
+        let rt = short_rt();
         let n = &self.nodes[j];
         if partials(n.op)
             .first()
@@ -258,7 +272,7 @@ impl Code<'_> {
     /// `d` through an operand of op `j` by the partial's scalar form in `elementwise`, called
     /// with what the registry says the partial reads ([`Partial::reads`]).
     fn chain(&self, j: usize, p: &Partial, d: &TokenStream) -> TokenStream {
-        let rt = rt();
+        let rt = short_rt();
         let n = &self.nodes[j];
         let f = format_ident!("{}", p.form);
         let args = p.reads.iter().map(|r| match *r {
@@ -272,7 +286,7 @@ impl Code<'_> {
     /// The mask of `where_cond` op `j`, a `bool`: a comparison of the region, or an input made
     /// by `fused_mask`.
     fn cond(&self, j: usize) -> TokenStream {
-        let rt = rt();
+        let rt = short_rt();
         match self.nodes[j].args[0] {
             FusedArg::Input(i) => {
                 let m = x(i);
@@ -294,7 +308,7 @@ impl Code<'_> {
 
     /// The body of the tangent's closure, for the inputs `with_tangent`.
     pub(super) fn tangent_body(&self, with_tangent: &[usize]) -> TokenStream {
-        let rt = rt();
+        let rt = short_rt();
         // Each node's tangent, where it has one: its own `let`, or the operand's tangent it
         // equals (`a + literal`), which then gets no `let` of its own.
         let mut tangents: Vec<Option<Ident>> = vec![None; self.nodes.len()];
@@ -428,7 +442,7 @@ impl Code<'_> {
         &self,
         targets: &[usize],
     ) -> (Vec<(Ident, TokenStream)>, TokenStream, Vec<usize>) {
-        let rt = rt();
+        let rt = short_rt();
         let mut current: HashMap<Value, Ident> = HashMap::new();
         let mut fresh = 0;
         let mut lets = Vec::new();

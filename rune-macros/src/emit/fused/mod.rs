@@ -10,7 +10,7 @@ use quote::{quote, ToTokens};
 use syn::Ident;
 
 use self::code::{input_tangent, Code};
-use super::tokens::relocate_call;
+use super::tokens::{detached, lex, relocate_call};
 use super::{rt, Emitter, Mode};
 use crate::analyse::config_keep;
 use crate::fuse::Needs;
@@ -89,6 +89,18 @@ fn axes_args(axes: &ReduceAxes, backward: bool) -> TokenStream {
 }
 
 impl Emitter<'_> {
+    /// The fn item of region `out`'s value: the same in the plain function and the forward pass,
+    /// so written once and lexed for each.
+    fn value_item(&self, code: &Code, out: Val) -> TokenStream {
+        let text = self
+            .value_items
+            .borrow_mut()
+            .entry(out)
+            .or_insert_with(|| code.value_item(out))
+            .clone();
+        lex(&text)
+    }
+
     /// The positions of a region's inputs that are differentiated values.
     fn differentiated(&self, inputs: &[Operand]) -> Vec<usize> {
         (0..inputs.len())
@@ -139,8 +151,6 @@ impl Emitter<'_> {
                     let t = tangent_ident(inputs[i].val().expect("a value"));
                     quote!(&#t)
                 });
-                let us = with_tangent.iter().map(|&i| input_tangent(i));
-                let body = code.tangent_body(&with_tangent);
                 let t = tangent_ident(out);
                 let (function, reduce) = match (reduce, &over) {
                     (Some(r), Some(over)) => {
@@ -150,46 +160,55 @@ impl Emitter<'_> {
                     (None, _) => (self.glue("fused_jvp"), quote!()),
                 };
                 let k = with_tangent.len();
-                let item = code.region_item(
-                    &f,
-                    Some((quote!([#(#us),*]), quote!([__RuneE; #k]))),
-                    quote!((__RuneE, __RuneE)),
-                    body,
-                );
+                let item = lex(&detached(|| {
+                    let us = with_tangent.iter().map(|&i| input_tangent(i));
+                    code.region_item(
+                        out,
+                        false,
+                        Some((quote!([#(#us),*]), quote!([__RuneE; #k]))),
+                        quote!((__RuneE, __RuneE)),
+                        code.tangent_body(&with_tangent),
+                    )
+                }));
                 let call = quote! {
                     let (#v, #t) = #function(#ops, #args, #lits, #reduce [#(#tangents),*], #f());
                 };
                 (item, call)
             }
             (_, Some(r)) if over.is_some() => (
-                code.region_item(&f, None, quote!(__RuneE), code.value_body()),
+                self.value_item(&code, out),
                 quote!(let #v = #rt::fused_reduce_axes(#ops, #args, #lits, #r, #over #f());),
             ),
             (Mode::Reverse, Some(r)) if useful => {
                 let targets = self.differentiated(inputs);
-                let (body, slots) = code.value_and_adjoint_body(&targets);
+                let mut slots = Vec::new();
+                let item = lex(&detached(|| {
+                    let (body, s) = code.value_and_adjoint_body(&targets);
+                    let k = slot_count(&s);
+                    slots = s;
+                    code.region_item(
+                        out,
+                        false,
+                        Some((quote!(__rune_ge), quote!(__RuneE))),
+                        quote!((__RuneE, [__RuneE; #k])),
+                        body,
+                    )
+                }));
                 let pairs = targets.iter().zip(&slots).map(|(i, k)| quote!((#i, #k)));
                 let p = partials_ident(out);
-                let k = slot_count(&slots);
-                let item = code.region_item(
-                    &f,
-                    Some((quote!(__rune_ge), quote!(__RuneE))),
-                    quote!((__RuneE, [__RuneE; #k])),
-                    body,
-                );
                 let call = quote! {
                     let (#v, #p) = #rt::fused_reduce_vjp(#ops, #args, #lits, #r, [#(#pairs),*], #f());
                 };
                 (item, call)
             }
             (_, Some(r)) => (
-                code.region_item(&f, None, quote!(__RuneE), code.value_body()),
+                self.value_item(&code, out),
                 quote!(let #v = #rt::fused_reduce(#ops, #args, #lits, #r, #f());),
             ),
             (_, None) => {
                 let function = self.glue("fused_map");
                 (
-                    code.region_item(&f, None, quote!(__RuneE), code.value_body()),
+                    self.value_item(&code, out),
                     quote!(let #v = #function(#ops, #args, #lits, #f());),
                 )
             }
@@ -245,19 +264,24 @@ impl Emitter<'_> {
             });
         let args = quote!([#(#args),*]);
         let (ops, lits) = (code.ops_table(), code.literal_array());
-        let (body, slots) = code.adjoint_body(&targets, &needs);
+        let mut slots = Vec::new();
+        let item = lex(&detached(|| {
+            let (body, s) = code.adjoint_body(&targets, &needs);
+            let k = slot_count(&s);
+            slots = s;
+            code.region_item(
+                out,
+                true,
+                Some((quote!(__rune_ge), quote!(__RuneE))),
+                quote!([__RuneE; #k]),
+                body,
+            )
+        }));
         let pairs = targets.iter().zip(&slots).map(|(i, k)| quote!((#i, #k)));
         let results: Vec<Ident> = (0..targets.len())
             .map(|k| hidden(&format!("f{k}")))
             .collect();
-        let k = slot_count(&slots);
         let f = region_fn_ident(out, true);
-        let item = code.region_item(
-            &f,
-            Some((quote!(__rune_ge), quote!(__RuneE))),
-            quote!([__RuneE; #k]),
-            body,
-        );
         let accumulate = self.glue("accumulate");
         let (function, over) = match (&reduce, &axes) {
             (Some(r), Some(axes)) => {
