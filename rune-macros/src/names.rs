@@ -122,6 +122,11 @@ pub fn list_adjoint_ident(l: List) -> Ident {
     hidden(&format!("al{}", l.0))
 }
 
+/// The length of array or list parameter `l`, which its gradient has too.
+pub fn list_len_ident(l: List) -> Ident {
+    hidden(&format!("len{}", l.0))
+}
+
 pub fn list_tangent_ident(l: List) -> Ident {
     hidden(&format!("tl{}", l.0))
 }

@@ -184,22 +184,23 @@ pub fn number_tangent<T: Element, S: TangentSlot<T>>(slot: S, _primal: &T) -> T 
     slot.number_tangent()
 }
 
-/// An array parameter (`[f64; N]`, `&[f32; N]`) of a function returning a number: its elements
-/// are differentiated numbers, read by index; its gradient and tangents are arrays of the same
-/// length. Inside, the array is a list whose elements are the numbers (a function of numbers)
-/// or 0-d tensors (a function written on tensors), and the backward pass adds its elements'
-/// adjoints into an array of `Option`s ([`NumberArray::Adjoints`]), which does not allocate.
-pub trait NumberArray: Copy {
+/// An array parameter (`[f64; N]`, `&[f32; N]`) or a list parameter (`&[f64]`, `Vec<f32>`, which
+/// enter as a `Vec`) of a function returning a number: its elements are differentiated numbers,
+/// read by index; its gradient and tangents are of the same type and length. Inside, the list's
+/// elements are the numbers (a function of numbers) or 0-d tensors (a function written on
+/// tensors), and the backward pass adds its elements' adjoints into a list of `Option`s
+/// ([`NumberArray::Adjoints`]), which for an array does not allocate.
+pub trait NumberArray: Clone {
     /// The element type.
     type Elem: Element;
     /// One optional adjoint an element.
     type Adjoints<U>: AdjointList<U>;
     /// The elements, in order.
     fn elements(&self) -> &[Self::Elem];
-    /// The array of `f(0), f(1), ..`.
-    fn from_elements(f: impl FnMut(usize) -> Self::Elem) -> Self;
-    /// No adjoint yet for any element.
-    fn adjoints<U>() -> Self::Adjoints<U>;
+    /// The list of `f(0), f(1), ..` of `len` elements (an array's own length).
+    fn from_elements(len: usize, f: impl FnMut(usize) -> Self::Elem) -> Self;
+    /// No adjoint yet for any of `len` elements.
+    fn adjoints<U>(len: usize) -> Self::Adjoints<U>;
 }
 
 impl<T: Element, const N: usize> NumberArray for [T; N] {
@@ -210,13 +211,34 @@ impl<T: Element, const N: usize> NumberArray for [T; N] {
         self
     }
     #[inline(always)]
-    fn from_elements(f: impl FnMut(usize) -> T) -> Self {
+    fn from_elements(_len: usize, f: impl FnMut(usize) -> T) -> Self {
         std::array::from_fn(f)
     }
     #[inline(always)]
-    fn adjoints<U>() -> [Option<U>; N] {
+    fn adjoints<U>(_len: usize) -> [Option<U>; N] {
         std::array::from_fn(|_| None)
     }
+}
+
+impl<T: Element> NumberArray for Vec<T> {
+    type Elem = T;
+    type Adjoints<U> = Vec<Option<U>>;
+    #[inline(always)]
+    fn elements(&self) -> &[T] {
+        self
+    }
+    fn from_elements(len: usize, f: impl FnMut(usize) -> T) -> Self {
+        (0..len).map(f).collect()
+    }
+    fn adjoints<U>(len: usize) -> Vec<Option<U>> {
+        (0..len).map(|_| None).collect()
+    }
+}
+
+/// The number of elements of an array or list parameter, which its gradient has too.
+#[inline(always)]
+pub fn array_len<A: NumberArray>(x: &A) -> usize {
+    x.elements().len()
 }
 
 /// The adjoints of a list's elements: a `Vec` that grows to the index asked for (a local
@@ -251,12 +273,13 @@ pub fn array_param<A: NumberArray>(x: &A) -> Vec<Tensor<A::Elem>> {
 /// An array parameter's elements as the numbers a function of numbers reads.
 #[inline(always)]
 pub fn number_array_param<A: NumberArray>(x: &A) -> A {
-    *x
+    x.clone()
 }
 
-/// An array parameter's gradient from its elements' adjoints (zero where none reached).
-pub fn array_grad<A: NumberArray>(mut adjoints: A::Adjoints<Tensor<A::Elem>>) -> A {
-    A::from_elements(|i| {
+/// The gradient of an array parameter of `len` elements from its elements' adjoints (zero where
+/// none reached).
+pub fn array_grad<A: NumberArray>(mut adjoints: A::Adjoints<Tensor<A::Elem>>, len: usize) -> A {
+    A::from_elements(len, |i| {
         adjoints
             .slot(i)
             .take()
@@ -266,8 +289,10 @@ pub fn array_grad<A: NumberArray>(mut adjoints: A::Adjoints<Tensor<A::Elem>>) ->
 
 /// [`array_grad`] in a function of numbers.
 #[inline(always)]
-pub fn number_array_grad<A: NumberArray>(mut adjoints: A::Adjoints<A::Elem>) -> A {
-    A::from_elements(|i| adjoints.slot(i).take().unwrap_or_else(A::Elem::zero))
+pub fn number_array_grad<A: NumberArray>(mut adjoints: A::Adjoints<A::Elem>, len: usize) -> A {
+    A::from_elements(len, |i| {
+        adjoints.slot(i).take().unwrap_or_else(A::Elem::zero)
+    })
 }
 
 /// Adds the gradient of an array a callee returned into the adjoints of the caller's array
@@ -292,50 +317,91 @@ pub fn accumulate_number_array_slot<A: NumberArray>(
     }
 }
 
-/// A tangent passed to an array parameter: an array of the same type, or
+/// A tangent passed to an array or list parameter: one of the same type, a slice for a list, or
 /// [`NoTangent`] (zeros).
 pub trait ArrayTangentSlot<A: NumberArray> {
-    /// The tangent.
-    fn array_tangent(self) -> A;
+    /// The tangent at `primal`.
+    ///
+    /// # Panics
+    /// When a list's tangent has another length than the list.
+    fn array_tangent(self, primal: &A) -> A;
 }
 
 impl<A: NumberArray> ArrayTangentSlot<A> for &A {
     #[inline(always)]
-    fn array_tangent(self) -> A {
-        *self
+    #[track_caller]
+    fn array_tangent(self, primal: &A) -> A {
+        same_length(self.elements(), primal);
+        self.clone()
+    }
+}
+
+impl<T: Element> ArrayTangentSlot<Vec<T>> for &[T] {
+    #[track_caller]
+    fn array_tangent(self, primal: &Vec<T>) -> Vec<T> {
+        same_length(self, primal);
+        self.to_vec()
     }
 }
 
 impl<A: NumberArray> ArrayTangentSlot<A> for NoTangent {
     #[inline(always)]
-    fn array_tangent(self) -> A {
-        A::from_elements(|_| A::Elem::zero())
+    fn array_tangent(self, primal: &A) -> A {
+        A::from_elements(array_len(primal), |_| A::Elem::zero())
     }
 }
 
-/// An array parameter's tangent as the 0-d tensors of its elements.
-pub fn array_tangent<A: NumberArray, S: ArrayTangentSlot<A>>(
-    slot: S,
-    _primal: &A,
-) -> Vec<Tensor<A::Elem>> {
-    array_param(&slot.array_tangent())
+/// Panics unless a list parameter's tangent has the list's length.
+#[inline(always)]
+#[track_caller]
+fn same_length<A: NumberArray>(tangent: &[A::Elem], primal: &A) {
+    assert!(
+        tangent.len() == array_len(primal),
+        "rune-ad: a tangent of {} elements for a list parameter of {} elements (jvp takes a \
+         tangent of the parameter's length)",
+        tangent.len(),
+        array_len(primal)
+    );
 }
 
-/// The tangent of an array parameter passed whole to a callee, from its elements' 0-d tensors.
-pub fn array_tangent_arg<A: NumberArray>(tangents: &[Tensor<A::Elem>]) -> A {
-    A::from_elements(|i| tangents[i].item())
+/// An array parameter's tangent as the 0-d tensors of its elements.
+#[track_caller]
+pub fn array_tangent<A: NumberArray, S: ArrayTangentSlot<A>>(
+    slot: S,
+    primal: &A,
+) -> Vec<Tensor<A::Elem>> {
+    array_param(&slot.array_tangent(primal))
+}
+
+/// The tangent of an array or list passed whole to a callee, from its elements' 0-d tensors:
+/// the callee's parameter type decides whether it becomes an array or a `Vec`.
+pub fn array_tangent_arg<T: Element>(tangents: &[Tensor<T>]) -> ListTangent<T> {
+    ListTangent(tangents.iter().map(Tensor::item).collect())
+}
+
+/// The tangent of an array or list a caller passes whole to a callee ([`array_tangent_arg`]).
+#[derive(Debug)]
+pub struct ListTangent<T>(Vec<T>);
+
+impl<A: NumberArray> ArrayTangentSlot<A> for &ListTangent<A::Elem> {
+    #[track_caller]
+    fn array_tangent(self, primal: &A) -> A {
+        same_length(&self.0, primal);
+        A::from_elements(self.0.len(), |i| self.0[i])
+    }
 }
 
 /// [`array_tangent_arg`] in a function of numbers: the tangent array itself.
 #[inline(always)]
 pub fn number_array_tangent_arg<A: NumberArray>(tangents: &A) -> A {
-    *tangents
+    tangents.clone()
 }
 
 /// An array parameter's tangent in a function of numbers.
 #[inline(always)]
-pub fn number_array_tangent<A: NumberArray, S: ArrayTangentSlot<A>>(slot: S, _primal: &A) -> A {
-    slot.array_tangent()
+#[track_caller]
+pub fn number_array_tangent<A: NumberArray, S: ArrayTangentSlot<A>>(slot: S, primal: &A) -> A {
+    slot.array_tangent(primal)
 }
 
 #[cfg(test)]

@@ -218,8 +218,13 @@ impl Api<'_> {
                 )
             }
             EntryPoint::Jvp if !twin => {
-                let tangent_params = sig.active().map(|(p, _)| {
+                let tangent_params = sig.active().map(|(p, a)| {
                     let t = tangent_param(p);
+                    // A list of numbers `&[f64]` takes its tangent as a slice too.
+                    if a.array && a.entry == crate::parse::Entry::SliceToVec {
+                        let ty = &p.ty;
+                        return quote!(#t: #ty);
+                    }
                     let ty = Signature::grad_type(p);
                     quote!(#t: &#ty)
                 });

@@ -10,8 +10,8 @@ use super::tokens::{declare_before_use, gather_lets, relocate};
 use super::{rt, struct_place, Emitter, Mode};
 use crate::ir::{CallArg, List, Operand, OutputElem, Slot, Stmt, Val};
 use crate::names::{
-    adjoint_ident, arm_ident, arm_stack_ident, config_ident, list_adjoint_ident, pullback_ident,
-    reached_ident, reached_stack_ident, residual_ident, shape_ident, sizes_ident,
+    adjoint_ident, arm_ident, arm_stack_ident, config_ident, list_adjoint_ident, list_len_ident,
+    pullback_ident, reached_ident, reached_stack_ident, residual_ident, shape_ident, sizes_ident,
     slot_adjoint_ident, struct_grad_ident, template_ident, trips_stack_ident,
 };
 use crate::ops::{self, Param};
@@ -288,7 +288,8 @@ impl Emitter<'_> {
                 let empty = match self.array_param_of(l) {
                     Some(p) => {
                         let ty = crate::parse::Signature::grad_type(p);
-                        quote!(<#ty as #rt::NumberArray>::adjoints())
+                        let len = list_len_ident(l);
+                        quote!(<#ty as #rt::NumberArray>::adjoints(#len))
                     }
                     None => quote!(::std::vec::Vec::new()),
                 };
@@ -345,13 +346,14 @@ impl Emitter<'_> {
                     let al = list_adjoint_ident(list);
                     // The array type, named: the pullback does not capture the parameter.
                     let ty = crate::parse::Signature::grad_type(p);
+                    let len = list_len_ident(list);
                     let adjoints = if self.analysis.list_useful(list) {
                         quote!(#al)
                     } else {
-                        quote!(<#ty as #rt::NumberArray>::adjoints())
+                        quote!(<#ty as #rt::NumberArray>::adjoints(#len))
                     };
                     let grad = self.glue("array_grad");
-                    quote!(#grad::<#ty>(#adjoints))
+                    quote!(#grad::<#ty>(#adjoints, #len))
                 }
                 (Some(a), Some(v)) => {
                     let adj = adjoint_ident(v);

@@ -14,9 +14,9 @@ use super::{list_refs, rt, struct_place, Emitter, Mode};
 use crate::ir::{BranchHead, CallArg, List, LoopHead, Operand, OutputAux, OutputElem, Stmt, Val};
 use crate::lower::path_tokens;
 use crate::names::{
-    arm_stack_ident, const_ident, hidden, list_tangent_ident, pullback_ident, reached_ident,
-    reached_stack_ident, slot_ident, slot_tangent_ident, stages_label, struct_tangent_ident,
-    tangent_ident, template_ident, trips_ident, trips_stack_ident, val_ident,
+    arm_stack_ident, const_ident, hidden, list_len_ident, list_tangent_ident, pullback_ident,
+    reached_ident, reached_stack_ident, slot_ident, slot_tangent_ident, stages_label,
+    struct_tangent_ident, tangent_ident, template_ident, trips_ident, trips_stack_ident, val_ident,
 };
 use crate::parse::{Entry, Returns};
 
@@ -102,7 +102,13 @@ impl Emitter<'_> {
                     quote!(&#ident)
                 };
                 let enter = self.glue("array_param");
-                quote!(let #l = #enter(#reference);)
+                let len = list_len_ident(*list);
+                let as_vec = self.entry_conversion(ident);
+                quote! {
+                    #as_vec
+                    let #l = #enter(#reference);
+                    let #len = #rt::array_len(#reference);
+                }
             }
             Stmt::Op {
                 out,
@@ -138,22 +144,7 @@ impl Emitter<'_> {
                 } else {
                     quote!(&#ident)
                 };
-                // A slice (`&[Layer]`) or an optional reference (`Option<&Tensor<T>>`) enters as
-                // the owned `Differentiable` value it copies into.
-                let entry = self
-                    .sig
-                    .params
-                    .iter()
-                    .find(|p| p.ident == *ident)
-                    .and_then(|p| p.active.as_ref())
-                    .map_or(Entry::AsIs, |a| a.entry);
-                let as_vec = match entry {
-                    Entry::SliceToVec => {
-                        Some(quote!(let #ident: &::std::vec::Vec<_> = &<[_]>::to_vec(#ident);))
-                    }
-                    Entry::OptionCloned => Some(quote!(let #ident = #ident.cloned();)),
-                    Entry::AsIs => None,
-                };
+                let as_vec = self.entry_conversion(ident);
                 match mode {
                     Mode::Reverse => {
                         let tpl = template_ident(*root);
@@ -455,6 +446,26 @@ impl Emitter<'_> {
             .position(|p| p.ident == *param)
             .expect("a parameter");
         crate::names::tangent_param(index)
+    }
+
+    /// The statement that makes parameter `ident` the owned value it enters as, if it does not
+    /// enter as it is: a slice (`&[Layer]`, `&[f64]`) copies into a `Vec`, an optional reference
+    /// (`Option<&Tensor<T>>`) into an `Option` of the value.
+    pub(super) fn entry_conversion(&self, ident: &Ident) -> Option<TokenStream> {
+        let entry = self
+            .sig
+            .params
+            .iter()
+            .find(|p| p.ident == *ident)
+            .and_then(|p| p.active.as_ref())
+            .map_or(Entry::AsIs, |a| a.entry);
+        match entry {
+            Entry::SliceToVec => {
+                Some(quote!(let #ident: &::std::vec::Vec<_> = &<[_]>::to_vec(#ident);))
+            }
+            Entry::OptionCloned => Some(quote!(let #ident = #ident.cloned();)),
+            Entry::AsIs => None,
+        }
     }
 
     /// The array parameter that entered as list `list`, if one did.

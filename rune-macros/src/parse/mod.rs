@@ -180,13 +180,19 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                 entry: Entry::AsIs,
             }),
             None if scalar_out && !nodiff && !mutable_ref && is_float_array(inner) => {
+                // A slice enters as the `Vec` its gradient is.
+                let list = Signature::grad_type_of(&ty);
                 Some(Active {
                     passing,
-                    elem: syn::parse_quote!(<#inner as ::rune_ad::__private::NumberArray>::Elem),
+                    elem: syn::parse_quote!(<#list as ::rune_ad::__private::NumberArray>::Elem),
                     structure: false,
                     scalar: true,
                     array: true,
-                    entry: Entry::AsIs,
+                    entry: if matches!(inner, Type::Slice(_)) {
+                        Entry::SliceToVec
+                    } else {
+                        Entry::AsIs
+                    },
                 })
             }
             Some(elem) if !nodiff && !is_nondiff_elem(elem) => {

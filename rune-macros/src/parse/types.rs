@@ -135,10 +135,17 @@ pub(super) fn is_float(ty: &Type) -> bool {
     }
 }
 
-/// `[f32; N]` or `[f64; N]` (through `macro_rules!` groups).
+/// `[f32; N]`, `[f64; N]`, a slice `[f64]` or a `Vec<f64>` (through `macro_rules!` groups).
 pub(super) fn is_float_array(ty: &Type) -> bool {
     match ty {
         Type::Array(a) => is_float(&a.elem),
+        Type::Slice(s) => is_float(&s.elem),
+        Type::Path(p) if p.qself.is_none() => p.path.segments.last().is_some_and(|last| {
+            last.ident == "Vec"
+                && matches!(&last.arguments, syn::PathArguments::AngleBracketed(args)
+                    if args.args.len() == 1
+                        && matches!(&args.args[0], syn::GenericArgument::Type(t) if is_float(t)))
+        }),
         Type::Group(g) => is_float_array(&g.elem),
         Type::Paren(p) => is_float_array(&p.elem),
         _ => false,
