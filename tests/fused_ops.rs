@@ -98,6 +98,7 @@ fused_cases! {
     floor: |a, b, _u| (&a * &b * 3.0).floor() * &b;
     ceil: |a, b, _u| (&a * &b * 3.0).ceil() * &b;
     round: |a, b, _u| (&a * &b * 3.0).round() * &b;
+    round_ties_even: |a, b, _u| (&a * &b * 3.0).round_ties_even() * &b;
 }
 
 /// The cases above name every op the registry fuses.

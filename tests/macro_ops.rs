@@ -287,6 +287,7 @@ ops! {
     gen piecewise_constant ["sign", "floor", "ceil", "round", "mul"] (x: Shifted[2, 3]) {
         x.sign() * x.floor() + x.ceil() * x.round() * x
     }
+    gen round_ties_even ["round_ties_even", "mul"] (x: Shifted[2, 3]) { x.round_ties_even() * x }
     gen unary_chain ["exp", "sin", "square"] (x: Normal[4]) { x.sin().exp().square() }
     real exp_real ["exp"] (x: Normal[2, 3]) { x.exp() }
 

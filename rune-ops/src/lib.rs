@@ -315,7 +315,9 @@ macro_rules! for_each_unary {
             ceil, ceil_jvp, ceil_vjp, reads x, "composite: not in the reference",
                 "The smallest integer not below `x`; its derivative is zero.";
             round, round_jvp, round_vjp, reads x, "composite: not in the reference",
-                "The nearest integer, halves to even (`round(2.5) = 2`, as NumPy); its derivative is zero.";
+                "The nearest integer, halves away from zero (`round(2.5) = 3`, as `f64::round`); its derivative is zero.";
+            round_ties_even, round_ties_even_jvp, round_ties_even_vjp, reads x, "composite: not in the reference",
+                "The nearest integer, halves to even (`round_ties_even(2.5) = 2`, as `f64::round_ties_even`, NumPy's and PyTorch's `round`); its derivative is zero.";
         }
     };
 }

@@ -69,12 +69,25 @@ pub mod ceil {
     zero_derivative!();
 }
 
-/// The nearest integer, halves to even (as NumPy, JAX and PyTorch: `round(2.5) = 2`); the
-/// derivative is zero.
+/// The nearest integer, halves away from zero (as `f64::round`: `round(2.5) = 3`); the derivative
+/// is zero. NumPy's, JAX's and PyTorch's `round` is [`round_ties_even`].
 pub mod round {
     use super::*;
 
-    /// The function.
+    /// The function, `f64::round`.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        Float::round(x)
+    }
+
+    zero_derivative!();
+}
+
+/// The nearest integer, halves to even; the derivative is zero.
+pub mod round_ties_even {
+    use super::*;
+
+    /// The function, `f64::round_ties_even`.
     #[inline]
     pub fn value<T: Element>(x: T) -> T {
         let r = Float::round(x);

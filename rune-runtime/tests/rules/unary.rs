@@ -131,6 +131,12 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
         ("floor", Tensor::floor, floor_jvp, floor_vjp),
         ("ceil", Tensor::ceil, ceil_jvp, ceil_vjp),
         ("round", Tensor::round, round_jvp, round_vjp),
+        (
+            "round_ties_even",
+            Tensor::round_ties_even,
+            round_ties_even_jvp,
+            round_ties_even_vjp,
+        ),
     ] {
         push(
             &mut cases,
@@ -596,10 +602,27 @@ fn special_and_inverse_functions_are_stable_at_extreme_inputs() {
             let got = got.to_real();
             assert!((got - want).abs() <= 1e-5 * want, "{got} vs {want}");
         }
-        // The piecewise-constant ops: halves round to even, sign(0) = 0, NaN kept; their
-        // derivative is zero even against an infinite cotangent.
+        // The piecewise-constant ops: `round` takes halves away from zero as `f64::round`,
+        // `round_ties_even` to even, sign(0) = 0, NaN kept; their derivative is zero even
+        // against an infinite cotangent.
         let x = tensor::<T>(&[2.5, -2.5, 0.5, 1.5, -0.7, 0.0], &[6]);
-        assert_close(&x.round(), &[2.0, -2.0, 0.0, 2.0, -1.0, 0.0], 0.0);
+        assert_close(&x.round(), &[3.0, -3.0, 1.0, 2.0, -1.0, 0.0], 0.0);
+        assert_close(&x.round_ties_even(), &[2.0, -2.0, 0.0, 2.0, -1.0, 0.0], 0.0);
+        let halves = [
+            2.5,
+            -2.5,
+            0.5,
+            1.5,
+            -0.7,
+            0.0,
+            0.49999999999999994,
+            4503599627370497.0,
+        ];
+        for v in halves {
+            let t = tensor::<T>(&[v], &[1]);
+            let v = T::from_f64(v);
+            assert_eq!(t.round().item(), num_traits::Float::round(v), "round({v})");
+        }
         assert_close(&x.floor(), &[2.0, -3.0, 0.0, 1.0, -1.0, 0.0], 0.0);
         assert_close(&x.ceil(), &[3.0, -2.0, 1.0, 2.0, -0.0, 0.0], 0.0);
         assert_close(&x.sign(), &[1.0, -1.0, 1.0, 1.0, -1.0, 0.0], 0.0);
@@ -610,6 +633,7 @@ fn special_and_inverse_functions_are_stable_at_extreme_inputs() {
             floor_vjp(&inf, &x),
             ceil_jvp(&x, &inf),
             round_jvp(&x, &inf),
+            round_ties_even_vjp(&inf, &x),
         ] {
             assert_close(&d, &[0.0; 6], 0.0);
         }
