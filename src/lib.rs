@@ -553,8 +553,8 @@ pub use rune_runtime::{
     optim, parallel, primal_of, stack, stop_gradient, sub, sum_to_shape, tangent_of, try_add,
     try_concat, try_div, try_dual_of, try_einsum, try_mul, try_stack, try_sub, try_where_cond,
     where_cond, ClosureGradFn, CompareRhs, Detach, Differentiable, Dual, Element, FromScalar,
-    GradCheckError, GradFn, OpInfo, Operand, OperandOf, OperandRef, RangeElement, Scalar,
-    ShapeError, ShapeErrorKind, Tensor,
+    GradCheckError, GradFn, NumberMethods, OpInfo, Operand, OperandOf, OperandRef, RangeElement,
+    Scalar, ShapeError, ShapeErrorKind, Tensor,
 };
 
 /// Everything a differentiable function usually needs.
@@ -565,8 +565,8 @@ pub mod prelude {
         grad_fn, hessian, hessian_from_grad, hvp_from_grad, jacfwd, jacobian, jacrev, mul, neg,
         primal_of, stack, stop_gradient, sub, sum_to_shape, tangent_of, try_add, try_concat,
         try_div, try_dual_of, try_einsum, try_mul, try_stack, try_sub, try_where_cond, where_cond,
-        Differentiable, Dual, Element, FromScalar, GradCheckError, ShapeError, ShapeErrorKind,
-        Tensor,
+        Differentiable, Dual, Element, FromScalar, GradCheckError, NumberMethods, ShapeError,
+        ShapeErrorKind, Tensor,
     };
 }
 

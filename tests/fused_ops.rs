@@ -75,6 +75,7 @@ fused_cases! {
     sigmoid: |a, b, _u| (&a - &b).sigmoid();
     relu: |a, b, _u| (&a - &b).relu();
     sqrt: |a, b, _u| (&a * &b).sqrt();
+    cbrt: |a, b, _u| (&a - &b).cbrt();
     recip: |a, b, _u| (&a + &b).recip();
     abs: |a, b, _u| (&a - &b).abs();
     square: |a, b, _u| (&a - &b).square();
@@ -95,6 +96,7 @@ fused_cases! {
     acos: |a, b, u| (&u * &b * 0.4).acos();
     atan: |a, b, _u| (&a - &b).atan();
     sign: |a, b, _u| (&a - &b).sign() * &b;
+    signum: |a, b, _u| (&a - &b).signum() * &b;
     floor: |a, b, _u| (&a * &b * 3.0).floor() * &b;
     ceil: |a, b, _u| (&a * &b * 3.0).ceil() * &b;
     round: |a, b, _u| (&a * &b * 3.0).round() * &b;

@@ -265,6 +265,7 @@ ops! {
     gen sigmoid ["sigmoid"] (x: Normal[2, 3]) { x.sigmoid() }
     gen relu ["relu"] (x: Spread[2, 3]) { x.relu() }
     gen sqrt ["sqrt"] (x: Positive[2, 3]) { x.sqrt() }
+    gen cbrt ["cbrt"] (x: Normal[2, 3]) { x.cbrt() }
     gen recip ["recip"] (x: Positive[2, 3]) { x.recip() }
     gen abs ["abs"] (x: Spread[2, 3]) { x.abs() }
     gen square ["square"] (x: Normal[2, 3]) { x.square() }
@@ -288,6 +289,7 @@ ops! {
         x.sign() * x.floor() + x.ceil() * x.round() * x
     }
     gen round_ties_even ["round_ties_even", "mul"] (x: Shifted[2, 3]) { x.round_ties_even() * x }
+    gen signum ["signum", "mul"] (x: Shifted[2, 3]) { x.signum() * x }
     gen unary_chain ["exp", "sin", "square"] (x: Normal[4]) { x.sin().exp().square() }
     real exp_real ["exp"] (x: Normal[2, 3]) { x.exp() }
 

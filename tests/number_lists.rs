@@ -72,7 +72,8 @@ fn a_polynomial_fit_differentiates_its_coefficient_slice() {
     close(&g, &grad, 1e-12);
     close(&g, &central(|c| poly_loss(c, &xs, &ys), &c, 1e-6), 1e-6);
     // A Vec passes where the slice is taken, and the gradient has its length.
-    let (_, g4) = poly_loss_value_and_grad(&vec![0.5, -1.0, 2.0, 0.0], &xs, &ys);
+    let longer = [0.5, -1.0, 2.0, 0.0].to_vec();
+    let (_, g4) = poly_loss_value_and_grad(&longer, &xs, &ys);
     assert_eq!(g4.len(), 4);
     close(&g4[..3], &grad, 1e-12);
 }

@@ -32,3 +32,153 @@ fn round_rounds_halves_as_rust_does_in_every_variant() {
     // Away from the halves the derivative is zero, as the differences say.
     assert_eq!(central(|a| fee(a, 1.5), 1.3), 0.0);
 }
+
+/// The checks every program below gets: the value is the plain function's and the formula's,
+/// the gradient matches central differences, and `f_jvp` along `u` is the gradient's inner
+/// product with `u`.
+#[track_caller]
+fn check2(
+    f: impl Fn(f64, f64) -> f64,
+    value_and_grad: impl Fn(f64, f64) -> (f64, (f64, f64)),
+    jvp: impl Fn(f64, f64, f64, f64) -> (f64, f64),
+    (a, b): (f64, f64),
+    formula: f64,
+) {
+    let (v, (ga, gb)) = value_and_grad(a, b);
+    assert_eq!(v, f(a, b));
+    assert!(
+        (v - formula).abs() <= 1e-12 * (1.0 + formula.abs()),
+        "{v} {formula}"
+    );
+    let (fa, fb) = (central(|x| f(x, b), a), central(|y| f(a, y), b));
+    assert!((ga - fa).abs() <= 1e-6 * (1.0 + fa.abs()), "{ga} {fa}");
+    assert!((gb - fb).abs() <= 1e-6 * (1.0 + fb.abs()), "{gb} {fb}");
+    let (u, w) = (0.7, -1.3);
+    let (vj, t) = jvp(a, b, u, w);
+    assert_eq!(vj, v);
+    assert!((t - (ga * u + gb * w)).abs() <= 1e-12 * (1.0 + t.abs()));
+}
+
+/// Where a projectile launched at `speed` and `angle` lands, and the bearing of the landing
+/// point from a post at (1, 1): `sin_cos`, `hypot`, `atan2`.
+#[differentiable]
+fn landing(speed: f64, angle: f64) -> f64 {
+    let (s, c) = angle.sin_cos();
+    let range = speed * speed * 2.0 * s * c / 9.81;
+    let dx = range - 1.0;
+    dx.hypot(1.0) + (-1.0f64).atan2(dx)
+}
+
+#[test]
+fn sin_cos_hypot_and_atan2_in_a_projectile() {
+    let (v, a): (f64, f64) = (12.0, 0.6);
+    let range = v * v * (2.0f64 * a).sin() / 9.81;
+    let formula = (range - 1.0).hypot(1.0) + (-1.0f64).atan2(range - 1.0);
+    check2(
+        landing,
+        landing_value_and_grad,
+        |a, b, u, w| landing_jvp(a, b, &u, &w),
+        (v, a),
+        formula,
+    );
+    // By hand, along the speed: d/dv of hypot(r - 1, 1) + atan2(-1, r - 1) is
+    // ((r - 1) / hypot + 1 / ((r - 1)² + 1)) · dr/dv, with dr/dv = 2r / v.
+    let d = range - 1.0;
+    let by_hand = (d / d.hypot(1.0) + 1.0 / (d * d + 1.0)) * 2.0 * range / v;
+    let (_, (gv, _)) = landing_value_and_grad(v, a);
+    assert!((gv - by_hand).abs() < 1e-12 * by_hand.abs());
+}
+
+/// A power law `a x^b` against one data point, the exponent differentiated (`powf`), with Rust's
+/// `ln_1p`, `exp_m1`, `cbrt` and `signum` around it.
+#[differentiable]
+fn power_law(a: f64, b: f64) -> f64 {
+    let y = a * 2.0f64.powf(b);
+    let r = (y - 3.0).cbrt() * (y - 3.0).signum();
+    r.ln_1p() + (0.1 * b).exp_m1()
+}
+
+#[test]
+fn powf_with_a_differentiated_exponent_and_rusts_names() {
+    let (a, b) = (1.25, 1.5);
+    let y = a * 2.0f64.powf(b);
+    let r = (y - 3.0).cbrt() * (y - 3.0).signum();
+    let formula = r.ln_1p() + (0.1 * b).exp_m1();
+    check2(
+        power_law,
+        power_law_value_and_grad,
+        |a, b, u, w| power_law_jvp(a, b, &u, &w),
+        (a, b),
+        formula,
+    );
+    // d/db by hand: 1/(1 + r) · dr/dy · dy/db + 0.1 e^(0.1 b), dr/dy = |y - 3|^(-2/3) / 3 ·
+    // signum, dy/db = y ln 2.
+    let dr = (y - 3.0).abs().powf(-2.0 / 3.0) / 3.0;
+    let by_hand = dr * y * 2.0f64.ln() / (1.0 + r) + 0.1 * (0.1 * b).exp();
+    let (_, (_, gb)) = power_law_value_and_grad(a, b);
+    assert!(
+        (gb - by_hand).abs() < 1e-12 * by_hand.abs(),
+        "{gb} {by_hand}"
+    );
+}
+
+/// A one-feature logistic regression on numbers, with our names of the tensor ops
+/// (`NumberMethods`): `sigmoid`, `log1p`, `softplus`, `square`.
+#[differentiable]
+fn logistic(w: f64, bias: f64) -> f64 {
+    let mut loss = 0.0;
+    for (x, y) in [(0.5, 1.0), (-1.0, 0.0), (2.0, 1.0)] {
+        let p = (w * x + bias).sigmoid();
+        loss += -(y * p.ln() + (1.0 - y) * (-p).log1p());
+    }
+    loss + 0.01 * (w.square() + bias.softplus())
+}
+
+#[test]
+fn our_names_of_the_tensor_ops_on_numbers() {
+    let (w, b) = (0.8, -0.2);
+    let sigmoid = |z: f64| 1.0 / (1.0 + (-z).exp());
+    let data = [(0.5, 1.0), (-1.0, 0.0), (2.0, 1.0)];
+    let loss: f64 = data
+        .iter()
+        .map(|&(x, y)| {
+            let p = sigmoid(w * x + b);
+            -(y * p.ln() + (1.0 - y) * (1.0 - p).ln())
+        })
+        .sum::<f64>()
+        + 0.01 * (w * w + (1.0 + b.exp()).ln());
+    check2(
+        logistic,
+        logistic_value_and_grad,
+        |a, b, u, v| logistic_jvp(a, b, &u, &v),
+        (w, b),
+        loss,
+    );
+    // By hand: dL/dw = sum (p - y) x + 0.02 w.
+    let gw: f64 = data
+        .iter()
+        .map(|&(x, y)| (sigmoid(w * x + b) - y) * x)
+        .sum::<f64>()
+        + 0.02 * w;
+    let (_, (g, _)) = logistic_value_and_grad(w, b);
+    assert!((g - gw).abs() < 1e-12, "{g} {gw}");
+}
+
+/// The same methods in `f32`.
+#[differentiable]
+fn in_f32(x: f32) -> f32 {
+    let (s, c) = x.sin_cos();
+    x.cbrt() + s * c + x.exp_m1().ln_1p() + x.sigmoid()
+}
+
+#[test]
+fn the_methods_in_f32() {
+    let x = 0.4f32;
+    let (v, g) = in_f32_value_and_grad(x);
+    assert_eq!(v, in_f32(x));
+    // d/dx: 1/(3 x^(2/3)) + cos 2x + 1 (ln(1 + e^x - 1) = x) + σ(x)(1 - σ(x)).
+    let sigmoid = 1.0 / (1.0 + (-x).exp());
+    let by_hand =
+        1.0 / (3.0 * x.powf(2.0 / 3.0)) + (2.0 * x).cos() + 1.0 + sigmoid * (1.0 - sigmoid);
+    assert!((g - by_hand).abs() < 1e-5, "{g} {by_hand}");
+}

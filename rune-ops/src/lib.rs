@@ -280,6 +280,8 @@ macro_rules! for_each_unary {
             relu, relu_jvp, relu_vjp, reads x, "composite: max", "`max(x, 0)`; the derivative at 0 is 0.";
             sqrt, sqrt_jvp, sqrt_vjp, reads y, "sqrt", "The square root (NaN below 0).";
             recip, recip_jvp, recip_vjp, reads y, "recip", "`1 / x`.";
+            cbrt, cbrt_jvp, cbrt_vjp, reads y, "composite: not in the reference",
+                "The cube root (negative below 0, as `f64::cbrt`).";
             abs, abs_jvp, abs_vjp, reads x, "composite: cmplt, where, neg", "`|x|`; the derivative at 0 is 0.";
             square, square_jvp, square_vjp, reads x, "composite: mul", "`x * x`.";
             softplus, softplus_jvp, softplus_vjp, reads x, "composite: max, exp2, add, log2",
@@ -310,6 +312,8 @@ macro_rules! for_each_unary {
             atan, atan_jvp, atan_vjp, reads x, "composite: not in the reference", "The inverse tangent.";
             sign, sign_jvp, sign_vjp, reads x, "composite: cmplt, where",
                 "`-1`, `0` or `1` by the sign of `x` (NaN kept); its derivative is zero.";
+            signum, signum_jvp, signum_vjp, reads x, "composite: not in the reference",
+                "`1` for `+0` and above, `-1` for `-0` and below, NaN kept (as `f64::signum`); its derivative is zero.";
             floor, floor_jvp, floor_vjp, reads x, "composite: not in the reference",
                 "The largest integer not above `x`; its derivative is zero.";
             ceil, ceil_jvp, ceil_vjp, reads x, "composite: not in the reference",
@@ -382,14 +386,15 @@ pub const UNARY: &[OpDef] = for_each_unary!(unary_defs);
 mod table;
 pub use table::OTHER;
 
-/// Tensor methods returning a tuple, each of whose results is an op of the registry: in a
-/// `#[differentiable]` function `let (q, r) = a.qr();` is differentiated as `a.qr_q()` and
-/// `a.qr_r()` (the runtime's `qr` factors once; the macro calls each op).
+/// Tensor methods (and `f64::sin_cos`) returning a tuple, each of whose results is an op of the
+/// registry: in a `#[differentiable]` function `let (q, r) = a.qr();` is differentiated as
+/// `a.qr_q()` and `a.qr_r()` (the runtime's `qr` factors once; the macro calls each op).
 pub const TUPLE_METHODS: &[(&str, &[&str])] = &[
     ("slogdet", &["sign_det", "logabsdet"]),
     ("qr", &["qr_q", "qr_r"]),
     ("eigh", &["eigvalsh", "eigh_vectors"]),
     ("svd", &["svd_u", "svdvals", "svd_vh"]),
+    ("sin_cos", &["sin", "cos"]),
 ];
 
 /// Every op of the registry.
@@ -397,8 +402,19 @@ pub fn all() -> impl Iterator<Item = &'static OpDef> {
     UNARY.iter().chain(OTHER)
 }
 
-/// The op named `name` in the given form, if any.
+/// Rust's names of ops that `f32` and `f64` have under another name than the op's: in a function
+/// of numbers, `x.ln_1p()` is the op `log1p`. Each computes what Rust's method computes.
+pub const ALIASES: &[(&str, &str)] = &[("ln_1p", "log1p"), ("exp_m1", "expm1")];
+
+/// The op named `name` (or, as a method, by one of its [`ALIASES`]) in the given form, if any.
 pub fn lookup(name: &str, form: Form) -> Option<&'static OpDef> {
+    let name = match form {
+        Form::Method => ALIASES
+            .iter()
+            .find(|(alias, _)| *alias == name)
+            .map_or(name, |(_, op)| op),
+        _ => name,
+    };
     all().find(|op| op.name == name && op.form == form)
 }
 

@@ -110,6 +110,17 @@ impl Lowerer<'_> {
             f.method = syn::Ident::new(&format!("f{method}"), mc.method.span());
             return self.method_call(&f);
         }
+        // `a.powf(b)` of numbers with a differentiated exponent: the op `pow`, whose exponent is
+        // an operand (`powf`'s is a constant).
+        if self.scalar_out
+            && method == "powf"
+            && mc.args.len() == 1
+            && self.mentions_active(&mc.args[0])
+        {
+            let mut f = mc.clone();
+            f.method = syn::Ident::new("pow", mc.method.span());
+            return self.method_call(&f);
+        }
         let receiver = self.expr(&mc.receiver);
         let receiver_active = matches!(receiver, Lowered::Val(_));
 

@@ -23,6 +23,27 @@ pub mod sqrt {
     chain_rule!(Output);
 }
 
+/// The cube root; the derivative is `1 / (3y²)`.
+pub mod cbrt {
+    use super::*;
+
+    /// The function.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn value<T: Element>(x: T) -> T {
+        x.cbrt()
+    }
+
+    /// Its derivative.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn derivative<T: Element>(Output(y): Output<T>) -> T {
+        (T::from_f64(3.0) * y * y).recip()
+    }
+
+    chain_rule!(Output);
+}
+
 /// `1 / x`; the derivative is `-y²`.
 pub mod recip {
     use super::*;

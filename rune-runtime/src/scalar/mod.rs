@@ -122,14 +122,16 @@ mod activation;
 mod algebraic;
 mod exp_log;
 mod hyperbolic;
+mod methods;
 mod rounding;
 mod special;
 mod trig;
 
 pub use activation::{log_sigmoid, relu, sigmoid, softplus};
-pub use algebraic::{abs, recip, sqrt, square};
+pub use algebraic::{abs, cbrt, recip, sqrt, square};
 pub use exp_log::{exp, exp2, expm1, ln, log1p, log2};
 pub use hyperbolic::{acosh, asinh, atanh, cosh, sinh, tanh};
-pub use rounding::{ceil, floor, round, round_ties_even, sign};
+pub use methods::NumberMethods;
+pub use rounding::{ceil, floor, round, round_ties_even, sign, signum};
 pub use special::{digamma, erf, erfc, erfinv, lgamma};
 pub use trig::{acos, asin, atan, cos, sin, tan};

@@ -43,6 +43,20 @@ pub mod sign {
     zero_derivative!();
 }
 
+/// Rust's sign: `1` for `+0` and above, `-1` for `-0` and below, NaN kept; the derivative is
+/// zero. [`sign`] is NumPy's, `0` at `±0`.
+pub mod signum {
+    use super::*;
+
+    /// The function, `f64::signum`.
+    #[inline]
+    pub fn value<T: Element>(x: T) -> T {
+        Float::signum(x)
+    }
+
+    zero_derivative!();
+}
+
 /// The largest integer not above `x`; the derivative is zero.
 pub mod floor {
     use super::*;

@@ -79,6 +79,7 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
         tanh, tanh_jvp, tanh_vjp, X, -2.0, 2.0;
         sigmoid, sigmoid_jvp, sigmoid_vjp, X, -4.0, 4.0;
         sqrt, sqrt_jvp, sqrt_vjp, Y, 0.5, 3.0;
+        cbrt, cbrt_jvp, cbrt_vjp, Y, -3.0, 3.0;
         recip, recip_jvp, recip_vjp, Y, 0.5, 2.0;
         square, square_jvp, square_vjp, X, -2.0, 2.0;
         softplus, softplus_jvp, softplus_vjp, X, -3.0, 3.0;
@@ -128,6 +129,7 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
             sign_jvp as Rule<T>,
             sign_vjp as Rule<T>,
         ),
+        ("signum", Tensor::signum, signum_jvp, signum_vjp),
         ("floor", Tensor::floor, floor_jvp, floor_vjp),
         ("ceil", Tensor::ceil, ceil_jvp, ceil_vjp),
         ("round", Tensor::round, round_jvp, round_vjp),
@@ -626,6 +628,8 @@ fn special_and_inverse_functions_are_stable_at_extreme_inputs() {
         assert_close(&x.floor(), &[2.0, -3.0, 0.0, 1.0, -1.0, 0.0], 0.0);
         assert_close(&x.ceil(), &[3.0, -2.0, 1.0, 2.0, -0.0, 0.0], 0.0);
         assert_close(&x.sign(), &[1.0, -1.0, 1.0, 1.0, -1.0, 0.0], 0.0);
+        let zeros = tensor::<T>(&[0.0, -0.0, f64::NAN], &[3]).signum().to_vec();
+        assert!(zeros[0] == T::one() && zeros[1] == -T::one() && zeros[2].is_nan());
         assert!(tensor::<T>(&[f64::NAN], &[1]).sign().item().is_nan());
         let inf = Tensor::full(&[6], T::infinity());
         for d in [
