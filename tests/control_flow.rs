@@ -306,3 +306,92 @@ fn early_exits_in_a_method_loop_over_a_vec_field() {
         );
     }
 }
+
+/// An activation chosen per layer: a `#[nodiff]` field that is an enum.
+#[derive(Clone, Copy, Debug)]
+enum Activation {
+    Tanh,
+    Relu,
+    /// A leaky ReLU with its slope.
+    Leaky(f64),
+    None,
+}
+
+#[derive(Clone, Differentiable)]
+struct Dense {
+    w: Tensor<f64>,
+    b: Tensor<f64>,
+    #[nodiff]
+    act: Activation,
+}
+
+#[derive(Clone, Differentiable)]
+struct Stack {
+    layers: Vec<Dense>,
+}
+
+impl Stack {
+    #[differentiable]
+    fn forward(&self, x: &Tensor<f64>) -> Tensor<f64> {
+        let mut h = x.clone();
+        for layer in &self.layers {
+            let z = h.matmul(&layer.w) + &layer.b;
+            h = match layer.act {
+                Activation::Tanh => z.tanh(),
+                Activation::Relu => z.relu(),
+                Activation::Leaky(slope) => where_cond(&z.gt(0.0), &z, &(&z * slope)),
+                Activation::None => z,
+            };
+        }
+        h
+    }
+}
+
+#[differentiable]
+fn stack_loss(model: &Stack, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+    let first = match model.layers[0].act {
+        Activation::None => 1.0,
+        _ => 2.0,
+    };
+    (model.forward(x) * first).square().mean()
+}
+
+#[test]
+fn a_match_on_a_nodiff_enum_field_picks_each_layers_activation() {
+    let acts = [
+        Activation::Tanh,
+        Activation::Leaky(0.1),
+        Activation::Relu,
+        Activation::None,
+    ];
+    let dims = [3, 4, 4, 3, 2];
+    let model = Stack {
+        layers: (0..4)
+            .map(|i| Dense {
+                w: Tensor::rand_normal(&[dims[i], dims[i + 1]], 0.0, 0.7, 40 + i as u64),
+                b: Tensor::rand_normal(&[dims[i + 1]], 0.0, 0.3, 50 + i as u64),
+                act: acts[i],
+            })
+            .collect(),
+    };
+    let x = Tensor::rand_normal(&[5, 3], 0.0, 1.0, 7);
+    check_variants!(
+        stack_loss, stack_loss_value_and_grad, stack_loss_grad, stack_loss_vjp,
+        stack_loss_jvp, stack_loss_pullback;
+        [model];
+        (&model, &x)
+    );
+    // The value by hand, layer by layer.
+    let mut h = x.clone();
+    for layer in &model.layers {
+        let z = h.matmul(&layer.w) + &layer.b;
+        h = match layer.act {
+            Activation::Tanh => z.tanh(),
+            Activation::Relu => z.relu(),
+            Activation::Leaky(s) => z.maximum(&(&z * s)),
+            Activation::None => z,
+        };
+    }
+    let want = (h * 2.0).square().mean().item();
+    assert!((stack_loss(&model, &x).item() - want).abs() < 1e-12);
+}

@@ -80,6 +80,58 @@ pub fn parameter_part<P: ParameterPart>(part: &P) -> &P {
     part
 }
 
+/// What `match` on a field of a structure parameter (`match layer.act { .. }`) needs the field
+/// to be: a constant (`#[nodiff]`), not a differentiated tensor or structure, which a pattern
+/// could only bind as a constant. Chosen by method resolution on `(&&field)`
+/// ([`ScrutineeOfDifferentiable`] first, then [`ScrutineeOfConstant`]) and checked by
+/// [`constant_scrutinee`].
+#[diagnostic::on_unimplemented(
+    message = "`match` cannot inspect a differentiated field of a structure parameter",
+    label = "a differentiated tensor or structure",
+    note = "match on a `#[nodiff]` field, or on a constant read from the value (`x.shape()[0]`)"
+)]
+pub trait ConstantScrutinee {}
+
+/// A differentiated field, which `match` cannot inspect ([`ConstantScrutinee`]).
+#[derive(Debug)]
+pub struct DifferentiatedField;
+
+/// A constant field, which `match` inspects ([`ConstantScrutinee`]).
+#[derive(Debug)]
+pub struct ConstantField;
+
+impl ConstantScrutinee for ConstantField {}
+
+/// The kind of a `Differentiable` field: [`DifferentiatedField`].
+pub trait ScrutineeOfDifferentiable {
+    /// [`DifferentiatedField`].
+    fn __rune_scrutinee(&self) -> DifferentiatedField;
+}
+
+impl<D: crate::Differentiable> ScrutineeOfDifferentiable for &D {
+    #[inline]
+    fn __rune_scrutinee(&self) -> DifferentiatedField {
+        DifferentiatedField
+    }
+}
+
+/// The kind of any other field: [`ConstantField`].
+pub trait ScrutineeOfConstant {
+    /// [`ConstantField`].
+    fn __rune_scrutinee(&self) -> ConstantField;
+}
+
+impl<X> ScrutineeOfConstant for &&X {
+    #[inline]
+    fn __rune_scrutinee(&self) -> ConstantField {
+        ConstantField
+    }
+}
+
+/// Checks that a field a `match` inspects is a constant ([`ConstantScrutinee`]).
+#[inline]
+pub fn constant_scrutinee<K: ConstantScrutinee>(_kind: K) {}
+
 /// `iter`, with the lower bound of its length written to `hint`: a loop of the forward pass
 /// reserves that many entries on the stacks its body pushes on once a trip.
 #[inline]

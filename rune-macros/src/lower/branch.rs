@@ -2,7 +2,8 @@
 //! part of a structure parameter included.
 
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
 use syn::{Block, Expr, Pat};
 
 use crate::ir::{BranchHead, PathSeg, Slot, Stmt, Use};
@@ -54,19 +55,25 @@ impl Lowerer<'_> {
                 (BranchHead::If(cond.into()), vec![then, otherwise])
             }
             Expr::Match(m) => {
-                let lowered = self.expr(&m.expr);
-                if let Some(option) = self.option_match(&lowered, m, result) {
-                    return self.finish_branch(option, result);
-                }
-                let scrutinee = match lowered {
-                    Lowered::Val(_) => {
-                        self.errors.at(
-                            &m.expr,
-                            "`match` cannot inspect a differentiated tensor; match on a constant",
-                        );
-                        quote!(())
+                let scrutinee = match self.constant_field(m) {
+                    Some(place) => place,
+                    None => {
+                        let lowered = self.expr(&m.expr);
+                        if let Some(option) = self.option_match(&lowered, m, result) {
+                            return self.finish_branch(option, result);
+                        }
+                        match lowered {
+                            Lowered::Val(_) => {
+                                self.errors.at(
+                                    &m.expr,
+                                    "`match` cannot inspect a differentiated tensor; match on a \
+                                     constant (a `#[nodiff]` field, a number read with `.item()`)",
+                                );
+                                quote!(())
+                            }
+                            Lowered::Const { tokens, .. } => tokens,
+                        }
                     }
-                    Lowered::Const { tokens, .. } => tokens,
                 };
                 let mut patterns = Vec::new();
                 let mut arms = Vec::new();
@@ -130,6 +137,35 @@ impl Lowerer<'_> {
 
     /// `match opt { Some(x) => .., None => .. }` (and `if let Some(x) = opt`) on an optional
     /// structure parameter or part of one: a branch on `is_some()`, with `x` the value inside.
+    /// The place of a field of a structure parameter that `m` inspects (`match layer.act`,
+    /// `match self.layers[i].kind`), read as a constant: a `#[nodiff]` field, which the generated
+    /// code checks it is (`constant_scrutinee`: a differentiated field is a compile error there).
+    /// `None` for any other scrutinee, and for a match of `Some`/`None` arms, which inspects an
+    /// optional parameter ([`Self::option_match`]).
+    fn constant_field(&mut self, m: &syn::ExprMatch) -> Option<TokenStream> {
+        let Expr::Field(f) = strip(&m.expr) else {
+            return None;
+        };
+        if m.arms.iter().all(|a| is_option_pattern(&a.pat)) || !self.structure_source(&f.base) {
+            return None;
+        }
+        let Lowered::Val(base) = self.expr(&f.base) else {
+            return None;
+        };
+        let (root, mut path) = self.paths.get(&base).cloned()?;
+        path.push(PathSeg::Field(f.member.clone()));
+        let place = path_tokens(&self.roots[root], &path);
+        let rt = quote!(::rune_ad::__private);
+        let check = quote_spanned! {f.member.span()=>
+            #rt::constant_scrutinee({
+                use #rt::{ScrutineeOfConstant as _, ScrutineeOfDifferentiable as _};
+                (&&#place).__rune_scrutinee()
+            });
+        };
+        self.stmts.push(Stmt::Verbatim(check.into()));
+        Some(place)
+    }
+
     fn option_match(
         &mut self,
         scrutinee: &Lowered,
@@ -231,5 +267,16 @@ impl Lowerer<'_> {
                 }
             }
         }
+    }
+}
+
+/// Whether `pat` is `Some(..)`, `None` or `_`: an arm of a match on an `Option`.
+fn is_option_pattern(pat: &Pat) -> bool {
+    match pat {
+        Pat::TupleStruct(t) => t.path.is_ident("Some"),
+        Pat::Ident(pi) => pi.ident == "None",
+        Pat::Path(p) => p.path.is_ident("None"),
+        Pat::Wild(_) => true,
+        _ => false,
     }
 }
