@@ -471,6 +471,25 @@ impl<T: Element> crate::numbers::NumberOf<T> for SumStart {
     }
 }
 
+/// Where a `product` over differentiated elements starts (`xs.iter().product()`): one, as
+/// [`SumStart`] is zero.
+#[derive(Clone, Copy, Debug)]
+pub struct ProductStart;
+
+impl<T: Element> SlotValue<T> for ProductStart {
+    #[inline]
+    fn slot_value(&self) -> Tensor<T> {
+        Tensor::ones(&[])
+    }
+}
+
+impl<T: Element> crate::numbers::NumberOf<T> for ProductStart {
+    #[inline(always)]
+    fn number_of(&self) -> T {
+        T::one()
+    }
+}
+
 /// [`SlotValue`] as a function.
 #[inline]
 pub fn slot_value<T, X: SlotValue<T> + ?Sized>(x: &X) -> Tensor<T> {

@@ -1,6 +1,11 @@
 //! Sequences: local `Vec`s of differentiated tensors (lists), and iterator chains over them or
-//! over a structure parameter's `Vec`s (`iter`, `zip`, `enumerate`, `rev`, `map`), walked by
-//! `for` loops, `fold`, `sum` and `collect`.
+//! over a structure parameter's `Vec`s (`iter`, `zip`, `enumerate`, `rev`, `skip`, `take`,
+//! `step_by`, `map`), walked by `for` loops, `fold`, `sum`, `product` and `collect`.
+//!
+//! A chain is a loop over the positions of its last sequence: each adaptor maps a position in
+//! the sequence it makes to one in the sequence it adapts (`rev` reverses it, `skip(n)` adds
+//! `n`, `step_by(k)` multiplies by `k`), so an element is read by index from its sources, and
+//! `enumerate` numbers the positions where it stands.
 
 use proc_macro2::Span;
 use quote::{quote, quote_spanned, ToTokens};
@@ -20,6 +25,9 @@ const ITERATOR_METHODS: &[&str] = &[
     "zip",
     "rev",
     "enumerate",
+    "skip",
+    "take",
+    "step_by",
     "map",
     "cloned",
     "copied",
@@ -46,12 +54,50 @@ struct ChainSyntax {
 
 #[derive(Clone)]
 enum ChainStep {
-    /// `.zip(source k)`.
-    Zip(usize),
+    /// `.zip(..)` of a source, or of sources zipped together (`.zip(b.iter().zip(c))`).
+    Zip(ZipTree),
     Rev,
     Enumerate,
+    /// `.skip(n)`, `n` a constant expression.
+    Skip(Expr),
+    /// `.take(n)`.
+    Take(Expr),
+    /// `.step_by(k)`.
+    StepBy(Expr),
     /// `.map(f)`, `f` a closure or the name of one.
     Map(Expr),
+}
+
+/// What a `zip` adds to each element: source `k`'s, or a pair of such.
+#[derive(Clone)]
+enum ZipTree {
+    Source(usize),
+    Pair(Box<ZipTree>, Box<ZipTree>),
+}
+
+impl ZipTree {
+    fn offset(self, by: usize) -> Self {
+        match self {
+            ZipTree::Source(k) => ZipTree::Source(k + by),
+            ZipTree::Pair(a, b) => ZipTree::Pair(Box::new(a.offset(by)), Box::new(b.offset(by))),
+        }
+    }
+
+    fn sources(&self, out: &mut Vec<usize>) {
+        match self {
+            ZipTree::Source(k) => out.push(*k),
+            ZipTree::Pair(a, b) => {
+                a.sources(out);
+                b.sources(out);
+            }
+        }
+    }
+}
+
+/// A step as parsed, its zipped sources not yet numbered.
+enum ParsedStep {
+    Zip(ChainSyntax),
+    Step(ChainStep),
 }
 
 /// Where a chain's elements come from, once evaluated.
@@ -67,6 +113,10 @@ enum Source {
 pub(super) struct Chain {
     sources: Vec<Source>,
     steps: Vec<ChainStep>,
+    /// The length of the sequence each step adapts, then `count`.
+    lengths: Vec<Const>,
+    /// The constant argument of each `skip`, `take` and `step_by`, by step.
+    args: Vec<Option<Const>>,
     pub(super) count: Const,
 }
 
@@ -155,25 +205,30 @@ impl Lowerer<'_> {
 
     /// `e` as an iterator chain over sequences, when it is one.
     fn chain_syntax(e: &Expr) -> Option<ChainSyntax> {
-        let mut steps = Vec::new();
-        let mut sources = Vec::new();
+        let mut parsed = Vec::new();
         let mut current = e;
-        loop {
+        let base = loop {
             match strip(current) {
                 Expr::MethodCall(mc) => {
                     let method = mc.method.to_string();
+                    let arg = || mc.args[0].clone();
                     match (method.as_str(), mc.args.len()) {
                         ("iter" | "into_iter" | "cloned" | "copied", 0) => {}
-                        ("rev", 0) => steps.push(ChainStep::Rev),
-                        ("enumerate", 0) => steps.push(ChainStep::Enumerate),
-                        ("map", 1) => steps.push(ChainStep::Map(mc.args[0].clone())),
+                        ("rev", 0) => parsed.push(ParsedStep::Step(ChainStep::Rev)),
+                        ("enumerate", 0) => parsed.push(ParsedStep::Step(ChainStep::Enumerate)),
+                        ("skip", 1) => parsed.push(ParsedStep::Step(ChainStep::Skip(arg()))),
+                        ("take", 1) => parsed.push(ParsedStep::Step(ChainStep::Take(arg()))),
+                        ("step_by", 1) => {
+                            parsed.push(ParsedStep::Step(ChainStep::StepBy(arg())));
+                        }
+                        ("map", 1) => parsed.push(ParsedStep::Step(ChainStep::Map(arg()))),
                         ("zip", 1) => {
                             let other = Self::chain_syntax(&mc.args[0])?;
-                            if other.sources.len() != 1 || !other.steps.is_empty() {
+                            // A zipped chain may zip sources of its own, nothing else.
+                            if !other.steps.iter().all(|s| matches!(s, ChainStep::Zip(_))) {
                                 return None;
                             }
-                            sources.push(other.sources.into_iter().next()?);
-                            steps.push(ChainStep::Zip(0));
+                            parsed.push(ParsedStep::Zip(other));
                         }
                         _ => return None,
                     }
@@ -182,21 +237,28 @@ impl Lowerer<'_> {
                 Expr::Reference(r) => {
                     current = &r.expr;
                 }
-                other => {
-                    sources.push(other.clone());
-                    break;
+                other => break other.clone(),
+            }
+        };
+        // Collected outermost first; sources are numbered innermost first.
+        parsed.reverse();
+        let mut sources = vec![base];
+        let mut steps = Vec::new();
+        for step in parsed {
+            steps.push(match step {
+                ParsedStep::Step(step) => step,
+                ParsedStep::Zip(other) => {
+                    let offset = sources.len();
+                    let mut tree = ZipTree::Source(0);
+                    for step in other.steps {
+                        if let ChainStep::Zip(t) = step {
+                            tree = ZipTree::Pair(Box::new(tree), Box::new(t));
+                        }
+                    }
+                    sources.extend(other.sources);
+                    ChainStep::Zip(tree.offset(offset))
                 }
-            }
-        }
-        // Collected outermost first: the base source is the last one found.
-        sources.reverse();
-        steps.reverse();
-        let mut zips = 0;
-        for step in &mut steps {
-            if let ChainStep::Zip(k) = step {
-                zips += 1;
-                *k = zips;
-            }
+            });
         }
         Some(ChainSyntax { sources, steps })
     }
@@ -259,15 +321,45 @@ impl Lowerer<'_> {
                 }
             }
         }
-        let count = lengths
-            .into_iter()
-            .reduce(|a, b| quote!(::core::cmp::min(#a, #b)))
-            .expect("a chain has a source");
-        let count = self.hoist(count, Some(quote!(usize)), Use::Plain);
+        // The length of each step's sequence: what it adapts, then what it makes.
+        let usize_ty = || Some(quote!(usize));
+        let mut len = self.hoist(lengths[0].clone(), usize_ty(), Use::Plain);
+        let mut step_lengths = Vec::new();
+        let mut args = Vec::new();
+        for step in &syntax.steps {
+            step_lengths.push(len);
+            let n = const_ident(len);
+            let (arg, next) = match step {
+                ChainStep::Zip(tree) => {
+                    let mut ks = Vec::new();
+                    tree.sources(&mut ks);
+                    let others = ks.iter().map(|&k| &lengths[k]);
+                    (None, Some(quote!(#n #(.min(#others))*)))
+                }
+                ChainStep::Skip(e) | ChainStep::Take(e) | ChainStep::StepBy(e) => {
+                    let a = self.chain_arg(e)?;
+                    let k = const_ident(a);
+                    let next = match step {
+                        ChainStep::Skip(_) => quote!(#n.saturating_sub(#k)),
+                        ChainStep::Take(_) => quote!(::core::cmp::min(#n, #k)),
+                        _ => quote!(#n.div_ceil(#k)),
+                    };
+                    (Some(a), Some(next))
+                }
+                _ => (None, None),
+            };
+            args.push(arg);
+            if let Some(next) = next {
+                len = self.hoist(next, usize_ty(), Use::Plain);
+            }
+        }
+        step_lengths.push(len);
         Some(Chain {
             sources,
             steps: syntax.steps,
-            count,
+            lengths: step_lengths,
+            args,
+            count: len,
         })
     }
 
@@ -293,69 +385,109 @@ impl Lowerer<'_> {
         }
     }
 
+    /// The constant argument of `skip`, `take` or `step_by`.
+    fn chain_arg(&mut self, e: &Expr) -> Option<Const> {
+        match self.expr(e) {
+            Lowered::Const { tokens, .. } => {
+                Some(self.hoist(quote!(#tokens), Some(quote!(usize)), Use::Plain))
+            }
+            Lowered::Val(_) => {
+                self.errors.at(
+                    e,
+                    "the argument of `skip`, `take` and `step_by` must be a constant count",
+                );
+                None
+            }
+        }
+    }
+
     /// The element of trip `trip` of a chain's loop (inside its body).
     pub(super) fn chain_item(&mut self, chain: &Chain, trip: &Ident) -> Item {
-        let n = const_ident(chain.count);
-        let reversed = chain
-            .steps
-            .iter()
-            .filter(|s| matches!(s, ChainStep::Rev))
-            .count()
-            % 2
-            == 1;
-        let index = if reversed {
-            quote!(#n - 1 - #trip)
-        } else {
-            quote!(#trip)
-        };
-        let index = self.hoist(index, Some(quote!(usize)), Use::Plain);
-        let element = |l: &mut Self, k: usize| -> Item {
-            let by_ref = !matches!(chain.sources[k], Source::Const(_));
-            let value = match &chain.sources[k] {
-                Source::Structure(root, path) => {
-                    let mut path = path.clone();
-                    path.push(PathSeg::Index(index));
-                    Lowered::Val(l.leaf(*root, path))
-                }
-                Source::List(list) => l.list_get(*list, index),
-                Source::Const(ident) => {
-                    let i = const_ident(index);
-                    Lowered::constant(quote!(::core::clone::Clone::clone(&#ident[#i])))
-                }
-            };
-            Item::Value(value, by_ref)
-        };
-        let mut item = element(self, 0);
-        let mut reversed_here = false;
-        for step in &chain.steps {
-            item = match step {
-                ChainStep::Zip(k) => Item::Tuple(vec![item, element(self, *k)]),
+        // The position in each step's sequence, from the last one (the trip) back to the
+        // sources'.
+        let steps = chain.steps.len();
+        let mut positions = vec![None; steps + 1];
+        let mut position = self.hoist(quote!(#trip), Some(quote!(usize)), Use::Plain);
+        positions[steps] = Some(position);
+        for (j, step) in chain.steps.iter().enumerate().rev() {
+            let p = const_ident(position);
+            let before = match step {
                 ChainStep::Rev => {
-                    reversed_here = !reversed_here;
-                    item
+                    let n = const_ident(chain.lengths[j]);
+                    Some(quote!(#n - 1 - #p))
                 }
+                ChainStep::Skip(_) | ChainStep::StepBy(_) => {
+                    let k = const_ident(chain.args[j].expect("a counted step"));
+                    Some(match step {
+                        ChainStep::Skip(_) => quote!(#p + #k),
+                        _ => quote!(#p * #k),
+                    })
+                }
+                _ => None,
+            };
+            if let Some(before) = before {
+                position = self.hoist(before, Some(quote!(usize)), Use::Plain);
+            }
+            positions[j] = Some(position);
+        }
+        let at = |j: usize| positions[j].expect("every position is set");
+        let mut item = self.chain_element(chain, 0, at(0));
+        for (j, step) in chain.steps.iter().enumerate() {
+            item = match step {
+                ChainStep::Zip(tree) => Item::Tuple(vec![item, self.zipped(chain, tree, at(j))]),
                 ChainStep::Enumerate => {
-                    let i = const_ident(index);
-                    let position = if reversed_here {
-                        quote!(#n - 1 - #i)
-                    } else {
-                        quote!(#i)
-                    };
-                    Item::Tuple(vec![Item::Value(Lowered::constant(position), false), item])
+                    let i = const_ident(at(j));
+                    Item::Tuple(vec![
+                        Item::Value(Lowered::constant(quote!(#i)), false),
+                        item,
+                    ])
                 }
                 ChainStep::Map(f) => self.apply_fn(f, vec![item]),
+                ChainStep::Rev | ChainStep::Skip(_) | ChainStep::Take(_) | ChainStep::StepBy(_) => {
+                    item
+                }
             };
         }
         item
     }
 
-    /// `chain.fold(init, f)` and `chain.sum()` over differentiated elements: a loop carrying
-    /// the accumulator in a slot.
+    /// Element `index` of source `k` of a chain.
+    fn chain_element(&mut self, chain: &Chain, k: usize, index: Const) -> Item {
+        let by_ref = !matches!(chain.sources[k], Source::Const(_));
+        let value = match &chain.sources[k] {
+            Source::Structure(root, path) => {
+                let mut path = path.clone();
+                path.push(PathSeg::Index(index));
+                Lowered::Val(self.leaf(*root, path))
+            }
+            Source::List(list) => self.list_get(*list, index),
+            Source::Const(ident) => {
+                let i = const_ident(index);
+                Lowered::constant(quote!(::core::clone::Clone::clone(&#ident[#i])))
+            }
+        };
+        Item::Value(value, by_ref)
+    }
+
+    /// The elements `index` of the sources a `zip` adds, in its pairs.
+    fn zipped(&mut self, chain: &Chain, tree: &ZipTree, index: Const) -> Item {
+        match tree {
+            ZipTree::Source(k) => self.chain_element(chain, *k, index),
+            ZipTree::Pair(a, b) => Item::Tuple(vec![
+                self.zipped(chain, a, index),
+                self.zipped(chain, b, index),
+            ]),
+        }
+    }
+
+    /// `chain.fold(init, f)` (`f` is `Ok`), `chain.sum()` and `chain.product()` (`Err` of the
+    /// operator's op, `add` or `mul`) over differentiated elements: a loop carrying the
+    /// accumulator in a slot.
     pub(super) fn fold_chain(
         &mut self,
         chain: Chain,
         init: Lowered,
-        f: Option<&Expr>,
+        f: Result<&Expr, &'static str>,
         span: Span,
     ) -> Lowered {
         let slot = self.new_slot();
@@ -366,7 +498,7 @@ impl Lowerer<'_> {
             l.stmts.push(Stmt::SlotRead { out, slot });
             let acc = Lowered::Val(out);
             let next = match f {
-                Some(f) => match l.apply_fn(f, vec![Item::Value(acc, false), item]) {
+                Ok(f) => match l.apply_fn(f, vec![Item::Value(acc, false), item]) {
                     Item::Value(v, _) => v,
                     Item::Tuple(_) => {
                         l.errors
@@ -374,15 +506,16 @@ impl Lowerer<'_> {
                         return;
                     }
                 },
-                None => match item {
+                Err(op) => match item {
                     Item::Value(v, _) => {
-                        let add = ops::lookup("add", Form::Operator).expect("in the table");
-                        l.binary_op(add, acc, v, span)
+                        let op = ops::lookup(op, Form::Operator).expect("in the table");
+                        l.binary_op(op, acc, v, span)
                     }
                     Item::Tuple(_) => {
                         l.errors.at(
                             quote_spanned!(span=> sum),
-                            "`sum` needs one tensor per element; `map` the tuple to one first",
+                            "`sum` and `product` need one tensor per element; `map` the tuple to \
+                             one first",
                         );
                         return;
                     }

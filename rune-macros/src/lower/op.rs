@@ -65,13 +65,19 @@ impl Lowerer<'_> {
                 ("fold", 2) => {
                     if let Some(chain) = self.chain(&mc.receiver) {
                         let init = self.expr(&mc.args[0]);
-                        return self.fold_chain(chain, init, Some(&mc.args[1]), mc.method.span());
+                        return self.fold_chain(chain, init, Ok(&mc.args[1]), mc.method.span());
                     }
                 }
                 ("sum", 0) => {
                     if let Some(chain) = self.chain(&mc.receiver) {
                         let zero = Lowered::constant(quote!(::rune_ad::__private::SumStart));
-                        return self.fold_chain(chain, zero, None, mc.method.span());
+                        return self.fold_chain(chain, zero, Err("add"), mc.method.span());
+                    }
+                }
+                ("product", 0) => {
+                    if let Some(chain) = self.chain(&mc.receiver) {
+                        let one = Lowered::constant(quote!(::rune_ad::__private::ProductStart));
+                        return self.fold_chain(chain, one, Err("mul"), mc.method.span());
                     }
                 }
                 _ => {
@@ -81,8 +87,9 @@ impl Lowerer<'_> {
                             format!(
                                 "`{method}` over differentiated values is not supported; \
                                  supported: `for` loops over the iterator, `fold`, `sum`, \
-                                 `collect::<Vec<_>>()`, with `iter`, `zip`, `enumerate`, `rev` \
-                                 and `map` before them"
+                                 `product`, `collect::<Vec<_>>()`, with `iter`, `zip`, \
+                                 `enumerate`, `rev`, `skip`, `take`, `step_by` and `map` \
+                                 before them"
                             ),
                         );
                         return Lowered::constant(quote!(::core::unreachable!()));
