@@ -37,6 +37,76 @@ pub fn tuple_parts(name: &str) -> Option<&'static [&'static str]> {
         .map(|(_, parts)| *parts)
 }
 
+/// Methods of other array libraries (PyTorch, JAX, NumPy) and what to write here instead.
+const OTHER_SPELLINGS: &[(&str, &str)] = &[
+    ("log", "`ln`"),
+    ("log10", "`ln() / 10f64.ln()`"),
+    ("mm", "`matmul`"),
+    ("bmm", "`matmul` (batch axes broadcast)"),
+    ("view", "`reshape`"),
+    ("unsqueeze", "`expand_dims`"),
+    (
+        "transpose",
+        "`permute(&[..])`, or `t()` for the last two axes",
+    ),
+    (
+        "swapaxes",
+        "`permute(&[..])`, or `t()` for the last two axes",
+    ),
+    ("clip", "`clamp`"),
+    ("amax", "`max_axes`"),
+    ("amin", "`min_axes`"),
+    ("masked_fill", "`where_cond(&mask, &value, &x)`"),
+    ("index_select", "`gather`"),
+    ("silu", "`x * x.sigmoid()`"),
+    (
+        "gelu",
+        "`x * (x * 1.702).sigmoid()` (the sigmoid form) or the `erf` form",
+    ),
+    (
+        "layer_norm",
+        "`mean_axes`, `var_axes` and `sqrt` (docs/porting.md)",
+    ),
+];
+
+/// A hint for an unknown method `name`: how another library's method is written here, or the
+/// supported name nearest by edit distance (a typo).
+pub fn closest_spelling(name: &str) -> Option<String> {
+    if let Some((_, here)) = OTHER_SPELLINGS.iter().find(|(other, _)| *other == name) {
+        return Some(format!("write {here}"));
+    }
+    let candidates = method_names()
+        .into_iter()
+        .chain(METADATA.iter().copied())
+        .chain(NONDIFF.iter().copied())
+        .chain(rune_ops::ALIASES.iter().map(|(alias, _)| *alias))
+        .chain(rune_ops::TUPLE_METHODS.iter().map(|(method, _)| *method));
+    let limit = (name.chars().count() / 3).max(1);
+    candidates
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|&(d, _)| d <= limit)
+        .min()
+        .map(|(_, c)| format!("did you mean `{c}`?"))
+}
+
+/// The Levenshtein distance between `a` and `b`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 /// The differentiable op named `name` in the given form, if any.
 pub fn lookup(name: &str, form: Form) -> Option<&'static OpSpec> {
     rune_ops::lookup(name, form).filter(|op| op.differentiable())
@@ -59,6 +129,20 @@ pub fn method_names() -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unknown_methods_get_the_closest_spelling() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        let hint = |name| closest_spelling(name).unwrap_or_default();
+        assert_eq!(hint("sofmax"), "did you mean `softmax`?");
+        assert_eq!(hint("matmull"), "did you mean `matmul`?");
+        assert_eq!(hint("unsqueeze"), "write `expand_dims`");
+        assert_eq!(closest_spelling("bessel_j0"), None);
+        // Every spelling named for another library's method is a method here, or says how.
+        for (other, _) in OTHER_SPELLINGS {
+            assert!(lookup(other, Form::Method).is_none(), "{other} is an op");
+        }
+    }
 
     /// The methods the macro takes as constants by nature are the registry's comparisons, index
     /// reductions and constructors called on a tensor.

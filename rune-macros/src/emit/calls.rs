@@ -208,10 +208,19 @@ impl Emitter<'_> {
                 let resolved = hidden("callee");
                 let stand_in = fallback_fn(&entry, args, false, n_outs, mode, &[], self.carrier());
                 let check = check.then(|| {
-                    let message = format!(
-                        "`{name}` is not #[differentiable]: add #[differentiable] to it, or wrap \
-                         the differentiated argument in `stop_gradient(..)`"
-                    );
+                    let message = match generated_from(&name.to_string()) {
+                        Some(base) => format!(
+                            "`{name}` is what #[differentiable] generates from `{base}`, and a \
+                             derivative cannot yet be taken inside a differentiated function (a \
+                             gradient penalty, a derivative of a derivative): call `{name}` \
+                             outside it, or wrap the differentiated argument in \
+                             `stop_gradient(..)` to use its value as a constant"
+                        ),
+                        None => format!(
+                            "`{name}` is not #[differentiable]: add #[differentiable] to it, or \
+                             wrap the differentiated argument in `stop_gradient(..)`"
+                        ),
+                    };
                     let (items, bound) = check_trait(&message, "called with differentiated values");
                     let f = hidden("F");
                     let check_fn = hidden("check");
@@ -304,4 +313,20 @@ impl Emitter<'_> {
             }
         }
     }
+}
+
+/// The function whose generated entry point `name` is (`critic` for `critic_grad`), by the
+/// entry points' suffixes.
+fn generated_from(name: &str) -> Option<&str> {
+    [
+        "_value_and_grad",
+        "_grad",
+        "_vjp",
+        "_jvp",
+        "_pullback",
+        "_hvp",
+    ]
+    .iter()
+    .find_map(|suffix| name.strip_suffix(suffix))
+    .filter(|base| !base.is_empty())
 }

@@ -183,12 +183,15 @@ impl Lowerer<'_> {
             } else {
                 let mut names = ops::method_names();
                 names.sort_unstable();
+                let hint = ops::closest_spelling(&method)
+                    .map(|s| format!(" ({s})"))
+                    .unwrap_or_default();
                 self.errors.at(
                     &mc.method,
                     format!(
-                        "`{method}` is not an op #[differentiable] can differentiate; tensor \
-                         methods supported on differentiated values: {}; shape metadata: {}; \
-                         constants: {}",
+                        "`{method}` is not an op #[differentiable] can differentiate{hint}; \
+                         tensor methods supported on differentiated values: {}; shape \
+                         metadata: {}; constants: {}",
                         names.join(", "),
                         ops::METADATA.join(", "),
                         ops::NONDIFF.join(", ")
