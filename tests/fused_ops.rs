@@ -76,6 +76,9 @@ fused_cases! {
     relu: |a, b, _u| (&a - &b).relu();
     sqrt: |a, b, _u| (&a * &b).sqrt();
     cbrt: |a, b, _u| (&a - &b).cbrt();
+    silu: |a, b, _u| (&a * &b).silu() * &b;
+    gelu: |a, b, _u| (&a - &b).gelu() * &a;
+    gelu_tanh: |a, b, _u| (&a * &b).gelu_tanh() + &b;
     recip: |a, b, _u| (&a + &b).recip();
     abs: |a, b, _u| (&a - &b).abs();
     square: |a, b, _u| (&a - &b).square();

@@ -266,6 +266,9 @@ ops! {
     gen relu ["relu"] (x: Spread[2, 3]) { x.relu() }
     gen sqrt ["sqrt"] (x: Positive[2, 3]) { x.sqrt() }
     gen cbrt ["cbrt"] (x: Normal[2, 3]) { x.cbrt() }
+    gen silu ["silu"] (x: Normal[2, 3]) { x.silu() }
+    gen gelu ["gelu"] (x: Normal[2, 3]) { x.gelu() }
+    gen gelu_tanh ["gelu_tanh"] (x: Normal[2, 3]) { x.gelu_tanh() }
     gen recip ["recip"] (x: Positive[2, 3]) { x.recip() }
     gen abs ["abs"] (x: Spread[2, 3]) { x.abs() }
     gen square ["square"] (x: Normal[2, 3]) { x.square() }

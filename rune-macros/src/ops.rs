@@ -58,11 +58,6 @@ const OTHER_SPELLINGS: &[(&str, &str)] = &[
     ("amin", "`min_axes`"),
     ("masked_fill", "`where_cond(&mask, &value, &x)`"),
     ("index_select", "`gather`"),
-    ("silu", "`x * x.sigmoid()`"),
-    (
-        "gelu",
-        "`x * (x * 1.702).sigmoid()` (the sigmoid form) or the `erf` form",
-    ),
     (
         "layer_norm",
         "`mean_axes`, `var_axes` and `sqrt` (docs/porting.md)",

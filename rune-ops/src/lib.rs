@@ -278,6 +278,12 @@ macro_rules! for_each_unary {
             sigmoid, sigmoid_jvp, sigmoid_vjp, reads x, "composite: exp2, add, recip",
                 "The logistic function `1 / (1 + e^-x)`, stable for large `|x|`.";
             relu, relu_jvp, relu_vjp, reads x, "composite: max", "`max(x, 0)`; the derivative at 0 is 0.";
+            silu, silu_jvp, silu_vjp, reads x, "composite: exp2, add, recip, mul",
+                "`x · sigmoid(x)` (SiLU, swish).";
+            gelu, gelu_jvp, gelu_vjp, reads x, "composite: not in the reference",
+                "`x Φ(x) = x (1 + erf(x/√2)) / 2`, the exact GELU (PyTorch's default).";
+            gelu_tanh, gelu_tanh_jvp, gelu_tanh_vjp, reads x, "composite: exp2, add, recip, mul",
+                "GELU's tanh approximation `x (1 + tanh(√(2/π) (x + 0.044715 x³))) / 2` (PyTorch's `approximate='tanh'`, `jax.nn.gelu`'s default).";
             sqrt, sqrt_jvp, sqrt_vjp, reads y, "sqrt", "The square root (NaN below 0).";
             recip, recip_jvp, recip_vjp, reads y, "recip", "`1 / x`.";
             cbrt, cbrt_jvp, cbrt_vjp, reads y, "composite: not in the reference",

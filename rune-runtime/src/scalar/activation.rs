@@ -131,3 +131,88 @@ pub mod log_sigmoid {
 
     chain_rule!(Input);
 }
+
+/// `x · sigmoid(x)` (SiLU, swish); the derivative is `σ(x) (1 + x (1 - σ(x)))`.
+pub mod silu {
+    use super::*;
+
+    /// The function.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn value<T: Element>(x: T) -> T {
+        x * sigmoid::value(x)
+    }
+
+    /// Its derivative.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        let s = sigmoid::value(x);
+        s * (T::one() + x * (T::one() - s))
+    }
+
+    chain_rule!(Input);
+}
+
+/// `x Φ(x) = x (1 + erf(x/√2)) / 2`, the exact GELU (PyTorch's default); the derivative is
+/// `Φ(x) + x φ(x)`, `φ` the standard normal density.
+pub mod gelu {
+    use super::*;
+
+    /// The standard normal distribution function `Φ(x)`.
+    fn cdf<T: Element>(x: T) -> T {
+        let half = T::from_f64(0.5);
+        half * (T::one() + (x * T::from_f64(std::f64::consts::FRAC_1_SQRT_2)).erf())
+    }
+
+    /// The function.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn value<T: Element>(x: T) -> T {
+        x * cdf(x)
+    }
+
+    /// Its derivative.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        // 1/√(2π).
+        let density = T::from_f64(0.398_942_280_401_432_7) * (-(x * x) * T::from_f64(0.5)).vexp();
+        cdf(x) + x * density
+    }
+
+    chain_rule!(Input);
+}
+
+/// GELU's tanh approximation `x (1 + tanh(√(2/π) (x + 0.044715 x³))) / 2` (PyTorch's
+/// `approximate='tanh'`, JAX's default).
+pub mod gelu_tanh {
+    use super::*;
+
+    /// `√(2/π)`.
+    const SCALE: f64 = 0.797_884_560_802_865_4;
+    const CUBIC: f64 = 0.044_715;
+
+    fn inner<T: Element>(x: T) -> T {
+        T::from_f64(SCALE) * (x + T::from_f64(CUBIC) * x * x * x)
+    }
+
+    /// The function.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn value<T: Element>(x: T) -> T {
+        T::from_f64(0.5) * x * (T::one() + tanh::value(inner(x)))
+    }
+
+    /// Its derivative.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
+        let t = tanh::value(inner(x));
+        let half = T::from_f64(0.5);
+        let du = T::from_f64(SCALE) * (T::one() + T::from_f64(3.0 * CUBIC) * x * x);
+        half * (T::one() + t) + half * x * (T::one() - t * t) * du
+    }
+
+    chain_rule!(Input);
+}

@@ -1,7 +1,10 @@
 //! The elementwise functions of [`Tensor`](crate::Tensor) on numbers, under the names `f32` and
 //! `f64` lack.
 
-use super::{digamma, expm1, lgamma, log1p, log_sigmoid, relu, sigmoid, sign, softplus, square};
+use super::{
+    digamma, expm1, gelu, gelu_tanh, lgamma, log1p, log_sigmoid, relu, sigmoid, sign, silu,
+    softplus, square,
+};
 
 /// The elementwise functions of [`Tensor`](crate::Tensor) that `f32` and `f64` lack under these
 /// names, on numbers (in the prelude): `x.log1p()`, `x.sigmoid()`, `x.lgamma()`.. compute what
@@ -29,6 +32,12 @@ pub trait NumberMethods: Copy {
     fn sigmoid(self) -> Self;
     /// `max(x, 0)`; the derivative at 0 is 0.
     fn relu(self) -> Self;
+    /// `x · sigmoid(x)`.
+    fn silu(self) -> Self;
+    /// The exact GELU, `x Φ(x)`.
+    fn gelu(self) -> Self;
+    /// GELU's tanh approximation.
+    fn gelu_tanh(self) -> Self;
     /// `ln(1 + e^x)`, stable for large `|x|`.
     fn softplus(self) -> Self;
     /// `ln(sigmoid(x))`, stable for large `|x|`.
@@ -55,6 +64,12 @@ macro_rules! number_methods {
             fn sigmoid(self) -> Self { sigmoid::value(self) }
             #[inline]
             fn relu(self) -> Self { relu::value(self) }
+            #[inline]
+            fn silu(self) -> Self { silu::value(self) }
+            #[inline]
+            fn gelu(self) -> Self { gelu::value(self) }
+            #[inline]
+            fn gelu_tanh(self) -> Self { gelu_tanh::value(self) }
             #[inline]
             fn softplus(self) -> Self { softplus::value(self) }
             #[inline]

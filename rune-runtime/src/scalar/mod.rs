@@ -127,7 +127,7 @@ mod rounding;
 mod special;
 mod trig;
 
-pub use activation::{log_sigmoid, relu, sigmoid, softplus};
+pub use activation::{gelu, gelu_tanh, log_sigmoid, relu, sigmoid, silu, softplus};
 pub use algebraic::{abs, cbrt, recip, sqrt, square};
 pub use exp_log::{exp, exp2, expm1, ln, log1p, log2};
 pub use hyperbolic::{acosh, asinh, atanh, cosh, sinh, tanh};

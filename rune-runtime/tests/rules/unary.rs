@@ -80,6 +80,9 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
         sigmoid, sigmoid_jvp, sigmoid_vjp, X, -4.0, 4.0;
         sqrt, sqrt_jvp, sqrt_vjp, Y, 0.5, 3.0;
         cbrt, cbrt_jvp, cbrt_vjp, Y, -3.0, 3.0;
+        silu, silu_jvp, silu_vjp, X, -4.0, 4.0;
+        gelu, gelu_jvp, gelu_vjp, X, -4.0, 4.0;
+        gelu_tanh, gelu_tanh_jvp, gelu_tanh_vjp, X, -4.0, 4.0;
         recip, recip_jvp, recip_vjp, Y, 0.5, 2.0;
         square, square_jvp, square_vjp, X, -2.0, 2.0;
         softplus, softplus_jvp, softplus_vjp, X, -3.0, 3.0;
@@ -764,4 +767,38 @@ fn dual_numbers_differentiate_the_special_functions() {
     };
     close(second(log_sigmoid, 0.4), -s(0.4) * s(-0.4));
     close(second(num_traits::Float::atan, 0.4), -0.8 / (1.16 * 1.16));
+}
+
+/// The activations of transformers against values worked out independently: `Φ(1)`, `Φ(-1)` of
+/// the normal distribution, the tanh form at 1, and `1 / (1 + e^-1)`.
+#[test]
+fn gelu_and_silu_values() {
+    let x = Tensor::from_vec(vec![1.0f64, -1.0, 0.0], &[3]);
+    let close = |got: Vec<f64>, want: [f64; 3]| {
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 1e-15, "{got:?} vs {want:?}");
+        }
+    };
+    close(
+        x.gelu().to_vec(),
+        [0.841_344_746_068_542_9, -0.158_655_253_931_457_05, 0.0],
+    );
+    close(
+        x.gelu_tanh().to_vec(),
+        [0.841_191_990_608_276_8, -0.158_808_009_391_723_2, 0.0],
+    );
+    close(
+        x.silu().to_vec(),
+        [0.731_058_578_630_004_9, -0.268_941_421_369_995_1, 0.0],
+    );
+    // The derivatives at 0: Φ(0) = 1/2 for both GELUs, σ(0) = 1/2 for SiLU.
+    let zero = Tensor::from_vec(vec![0.0f64], &[1]);
+    let one = Tensor::ones(&[1]);
+    for d in [
+        gelu_vjp(&one, &zero),
+        gelu_tanh_vjp(&one, &zero),
+        silu_vjp(&one, &zero),
+    ] {
+        assert_eq!(d.item(), 0.5);
+    }
 }
