@@ -182,3 +182,65 @@ fn the_methods_in_f32() {
         1.0 / (3.0 * x.powf(2.0 / 3.0)) + (2.0 * x).cos() + 1.0 + sigmoid * (1.0 - sigmoid);
     assert!((g - by_hand).abs() < 1e-5, "{g} {by_hand}");
 }
+
+/// The right-hand side of Lotka-Volterra: a helper of numbers returning a tuple.
+#[differentiable]
+fn lotka_volterra(prey: f64, predators: f64, birth: f64, death: f64) -> (f64, f64) {
+    (
+        birth * prey - 0.1 * prey * predators,
+        0.075 * prey * predators - death * predators,
+    )
+}
+
+/// A forward-Euler integration calling the helper, over a step count given as a number (`as
+/// usize`), returning the final prey count.
+#[differentiable]
+fn final_prey(prey: f64, predators: f64, birth: f64, death: f64, steps: f64) -> f64 {
+    let (mut x, mut y) = (prey, predators);
+    for _ in 0..steps as usize {
+        let (dx, dy) = lotka_volterra(x, y, birth, death);
+        x += 0.01 * dx;
+        y += 0.01 * dy;
+    }
+    x
+}
+
+#[test]
+fn helpers_returning_tuples_of_numbers() {
+    let (x, y, b, d) = (10.0, 5.0, 1.1, 0.4);
+    // The helper's vjp and jvp against its Jacobian by hand:
+    // [[b - 0.1 y, -0.1 x, x, 0], [0.075 y, 0.075 x - d, 0, -y]].
+    let jacobian = [
+        [b - 0.1 * y, -0.1 * x, x, 0.0],
+        [0.075 * y, 0.075 * x - d, 0.0, -y],
+    ];
+    let (value, (gx, gy, gb, gd)) = lotka_volterra_vjp(x, y, b, d, (&2.0, &-1.0));
+    assert_eq!(value, lotka_volterra(x, y, b, d));
+    let pulled = [gx, gy, gb, gd];
+    for k in 0..4 {
+        let want = 2.0 * jacobian[0][k] - jacobian[1][k];
+        assert!((pulled[k] - want).abs() < 1e-12, "{pulled:?}");
+    }
+    let (_, (tx, ty)) = lotka_volterra_jvp(x, y, b, d, &1.0, &0.0, &0.0, &1.0);
+    assert!((tx - (jacobian[0][0] + jacobian[0][3])).abs() < 1e-12);
+    assert!((ty - (jacobian[1][0] + jacobian[1][3])).abs() < 1e-12);
+
+    // The integration through the helper, its step count a number cast to an integer.
+    let f = |p: [f64; 4]| final_prey(p[0], p[1], p[2], p[3], 50.7);
+    let (v, (g0, g1, g2, g3, g_steps)) = final_prey_value_and_grad(x, y, b, d, 50.7);
+    assert_eq!(v, f([x, y, b, d]));
+    assert_eq!(g_steps, 0.0, "the step count is a constant");
+    let grads = [g0, g1, g2, g3];
+    for k in 0..4 {
+        let along = |t: f64| {
+            let mut p = [x, y, b, d];
+            p[k] = t;
+            f(p)
+        };
+        let fd = central(along, [x, y, b, d][k]);
+        assert!(
+            (grads[k] - fd).abs() < 1e-6 * (1.0 + fd.abs()),
+            "{k}: {grads:?} {fd}"
+        );
+    }
+}

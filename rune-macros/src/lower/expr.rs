@@ -294,9 +294,22 @@ impl Lowerer<'_> {
                             is_ref: false,
                         }
                     }
+                    // A number made an integer (`n as usize`), as `.item()` reads one: a constant
+                    // for control flow, which the result may not depend on otherwise.
+                    Lowered::Val(v) if self.scalar_out && is_integer_type(&c.ty) => {
+                        let (v, ty) = (val_ident(v), &c.ty);
+                        Lowered::Const {
+                            tokens: quote!((::rune_ad::__private::number_of(&#v)) as #ty),
+                            taint: Some(Taint::of(c)),
+                            is_ref: false,
+                        }
+                    }
                     Lowered::Val(_) => {
-                        self.errors
-                            .at(c, "`as` cannot convert a tensor; use `.cast::<U>()`");
+                        self.errors.at(
+                            c,
+                            "`as` cannot convert a tensor; use `.cast::<U>()` (a number may be made \
+                             an integer with `as`, for control flow)",
+                        );
                         Lowered::constant(quote!(::core::unreachable!()))
                     }
                 }
@@ -474,4 +487,20 @@ fn is_comparison(op: &BinOp) -> bool {
         op,
         BinOp::Lt(_) | BinOp::Le(_) | BinOp::Gt(_) | BinOp::Ge(_) | BinOp::Eq(_) | BinOp::Ne(_)
     )
+}
+
+/// Whether `ty` is a primitive integer type (`usize`, `i32`, ..).
+fn is_integer_type(ty: &syn::Type) -> bool {
+    const INTEGERS: &[&str] = &[
+        "usize", "isize", "u8", "u16", "u32", "u64", "u128", "i8", "i16", "i32", "i64", "i128",
+    ];
+    match ty {
+        syn::Type::Path(p) => p
+            .path
+            .get_ident()
+            .is_some_and(|i| INTEGERS.contains(&i.to_string().as_str())),
+        syn::Type::Group(g) => is_integer_type(&g.elem),
+        syn::Type::Paren(p) => is_integer_type(&p.elem),
+        _ => false,
+    }
 }

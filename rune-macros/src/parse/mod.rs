@@ -114,8 +114,17 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
         (None, output) => output.clone(),
     };
     let fallible = fallible.map(|(_, e)| e);
-    // A function returning a number differentiates its number parameters.
-    let scalar_out = matches!(&value_output, ReturnType::Type(_, t) if is_float(t));
+    // A function returning a number, or a tuple of numbers, differentiates its number
+    // parameters.
+    let scalar_out = match &value_output {
+        ReturnType::Type(_, t) => match ungrouped(t) {
+            Type::Tuple(tuple) if !options.has_aux => {
+                !tuple.elems.is_empty() && tuple.elems.iter().all(is_float)
+            }
+            t => is_float(&t),
+        },
+        ReturnType::Default => false,
+    };
     let sig = &mut func.sig;
     for (what, present) in [
         ("async", sig.asyncness.is_some()),
