@@ -395,3 +395,42 @@ fn a_match_on_a_nodiff_enum_field_picks_each_layers_activation() {
     let want = (h * 2.0).square().mean().item();
     assert!((stack_loss(&model, &x).item() - want).abs() < 1e-12);
 }
+
+/// A tensor declared first and given in each arm (`let h;`), in a loop over layers (as users
+/// write it, though clippy prefers `let z = match ..`).
+#[allow(clippy::needless_late_init)]
+#[differentiable]
+fn late_bound(model: &Stack, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+    let mut h = x.clone();
+    for layer in &model.layers {
+        let z;
+        match layer.act {
+            Activation::Tanh => z = h.matmul(&layer.w).tanh(),
+            _ => z = h.matmul(&layer.w) + &layer.b,
+        }
+        h = z;
+    }
+    h.square().sum()
+}
+
+#[test]
+fn a_tensor_assigned_after_its_let_in_each_arm() {
+    let acts = [Activation::Tanh, Activation::Relu, Activation::Tanh];
+    let dims = [3, 4, 4, 2];
+    let model = Stack {
+        layers: (0..3)
+            .map(|i| Dense {
+                w: Tensor::rand_normal(&[dims[i], dims[i + 1]], 0.0, 0.7, 60 + i as u64),
+                b: Tensor::rand_normal(&[dims[i + 1]], 0.0, 0.3, 70 + i as u64),
+                act: acts[i],
+            })
+            .collect(),
+    };
+    let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 8);
+    check_variants!(
+        late_bound, late_bound_value_and_grad, late_bound_grad, late_bound_vjp,
+        late_bound_jvp, late_bound_pullback;
+        [model];
+        (&model, &x)
+    );
+}

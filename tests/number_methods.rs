@@ -244,3 +244,29 @@ fn helpers_returning_tuples_of_numbers() {
         );
     }
 }
+
+/// A value declared first and given in the arms of a branch (`let r;`), and an integer one
+/// beside it that stays plain Rust.
+#[differentiable]
+fn piecewise(x: f64, #[nodiff] threshold: f64) -> f64 {
+    let r;
+    let scale: f64;
+    if x > threshold {
+        r = x * x;
+        scale = 2.0;
+    } else {
+        r = -x;
+        scale = 3.0;
+    }
+    r * scale
+}
+
+#[test]
+fn a_value_assigned_after_its_let() {
+    for (x, want, slope) in [(2.0, 8.0, 8.0), (-1.0, 3.0, -3.0)] {
+        let (v, g) = piecewise_value_and_grad(x, 0.5);
+        assert_eq!((v, g), (want, slope));
+        assert_eq!(piecewise(x, 0.5), want);
+        assert_eq!(piecewise_jvp(x, 0.5, &2.0), (want, 2.0 * slope));
+    }
+}

@@ -53,20 +53,20 @@ impl Lowerer<'_> {
         };
         let leaves = |i: usize| (i + 1 < stmts.len() || tail.is_some()) && exits(&stmts[i], within);
         let Some(first) = (0..stmts.len()).find(|&i| leaves(i)) else {
-            for stmt in stmts {
-                self.stmt(stmt);
+            for k in 0..stmts.len() {
+                self.stmt_of(stmts, k);
             }
             self.block_tail(tail);
             return;
         };
-        for stmt in &stmts[..=first] {
-            self.stmt(stmt);
+        for k in 0..=first {
+            self.stmt_of(stmts, k);
         }
         let guard = self.guard();
         let stages = self.guarded(|l| {
             let mut stages = Vec::new();
-            for (i, stmt) in stmts.iter().enumerate().skip(first + 1) {
-                l.stmt(stmt);
+            for i in first + 1..stmts.len() {
+                l.stmt_of(stmts, i);
                 if leaves(i) {
                     stages.push(std::mem::take(&mut l.stmts));
                 }

@@ -11,7 +11,7 @@ use crate::ir::{Stmt, Use};
 use crate::ops::{self, Form};
 
 use super::iter::Item;
-use super::syntax::{new_vec, paren, split_tail, strip};
+use super::syntax::{assignments, new_vec, paren, reached_by, split_tail, strip};
 use super::{Binding, Lowered, Lowerer};
 
 impl Lowerer<'_> {
@@ -386,6 +386,70 @@ impl Lowerer<'_> {
         true
     }
 
+    /// Statement `k` of `stmts`: a `let` without a value sees the statements after it.
+    pub(super) fn stmt_of(&mut self, stmts: &[SynStmt], k: usize) {
+        match &stmts[k] {
+            SynStmt::Local(local) if local.init.is_none() => {
+                self.deferred_local(local, &stmts[k + 1..]);
+            }
+            s => self.stmt(s),
+        }
+    }
+
+    /// `let r;`, given its value later by assignments in `rest`, the statements after it (in
+    /// the arms of a branch, typically): a slot when one of those values reads a differentiated
+    /// one, plain Rust otherwise. The slot starts from a placeholder that is never read, since
+    /// rustc checks the function as written, where `r` is assigned before any use.
+    fn deferred_local(&mut self, local: &Local, rest: &[SynStmt]) {
+        let (pat, ty) = match &local.pat {
+            Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
+            other => (other, None),
+        };
+        let Pat::Ident(pi) = pat else {
+            self.errors.at(
+                local,
+                "a `let` without a value in a #[differentiable] function binds a name (`let r;`)",
+            );
+            return;
+        };
+        if pi.by_ref.is_some() || pi.subpat.is_some() {
+            self.errors.at(pat, "bind a plain name here (`let r;`)");
+            return;
+        }
+        let name = pi.ident.to_string();
+        let later = Expr::Block(syn::ExprBlock {
+            attrs: Vec::new(),
+            label: None,
+            block: Block {
+                brace_token: Default::default(),
+                stmts: rest.to_vec(),
+            },
+        });
+        let assigned = assignments(&later);
+        if reached_by(self.active_names(), &assigned).contains(&name) {
+            let slot = self.new_slot();
+            let placeholder = self.hoist(quote!(::rune_ad::__private::SumStart), None, Use::Plain);
+            self.stmts.push(Stmt::SlotInit {
+                slot,
+                init: crate::ir::Operand::Const(placeholder),
+            });
+            self.bind(&name, Binding::Slot(slot));
+        } else {
+            let new = self.fresh_const_ident(&name);
+            let mutability = pi.mutability.map(|m| quote!(#m));
+            let ty = ty.map(|t| quote!(: #t));
+            self.stmts
+                .push(Stmt::Verbatim(quote!(let #mutability #new #ty;).into()));
+            self.bind(
+                &name,
+                Binding::Const {
+                    ident: new,
+                    taint: None,
+                },
+            );
+        }
+    }
+
     /// A statement of constant code, printed from its syntax tree with bindings renamed.
     fn verbatim_expr(&mut self, e: &Expr) {
         if let Lowered::Const { tokens, .. } = self.rewrite(e) {
@@ -401,8 +465,8 @@ impl Lowerer<'_> {
     ) -> R {
         self.scopes.push(HashMap::new());
         let (init, last) = split_tail(&block.stmts);
-        for s in init {
-            self.stmt(s);
+        for k in 0..init.len() {
+            self.stmt_of(&block.stmts, k);
         }
         let out = tail(self, last);
         self.scopes.pop();
