@@ -270,3 +270,38 @@ fn a_value_assigned_after_its_let() {
         assert_eq!(piecewise_jvp(x, 0.5, &2.0), (want, 2.0 * slope));
     }
 }
+
+/// Numbers into a matrix, a linear solve, and the solution's sum back into a number: a function
+/// of numbers calling tensor ops (`Tensor::from_vec`, `Tensor::from`, `Tensor::scalar`,
+/// `.item()`).
+#[differentiable]
+fn solved(a: f64, b: f64, c: f64) -> f64 {
+    let m = Tensor::from_vec(vec![a, b, b, c + 2.0], &[2, 2]);
+    let rhs = Tensor::from([1.0, a]).reshape(&[2, 1]);
+    let x = m.solve(&rhs);
+    let s = x.sum().item();
+    s * a + Tensor::scalar(c).item()
+}
+
+#[test]
+fn numbers_into_tensors_and_back() {
+    // By Cramer's rule: x = [(c + 2) - a b, a² - b] / (a (c + 2) - b²).
+    let by_hand = |a: f64, b: f64, c: f64| {
+        let det = a * (c + 2.0) - b * b;
+        ((c + 2.0) - b * a + a * a - b) / det * a + c
+    };
+    let (a, b, c) = (2.0, 0.5, 1.0);
+    let (v, (ga, gb, gc)) = solved_value_and_grad(a, b, c);
+    assert!((v - by_hand(a, b, c)).abs() < 1e-12);
+    assert_eq!(v, solved(a, b, c));
+    let fd = [
+        central(|t| by_hand(t, b, c), a),
+        central(|t| by_hand(a, t, c), b),
+        central(|t| by_hand(a, b, t), c),
+    ];
+    for (g, f) in [ga, gb, gc].iter().zip(fd) {
+        assert!((g - f).abs() < 1e-6, "{g} {f}");
+    }
+    let (_, t) = solved_jvp(a, b, c, &1.0, &-2.0, &0.5);
+    assert!((t - (ga - 2.0 * gb + 0.5 * gc)).abs() < 1e-12);
+}

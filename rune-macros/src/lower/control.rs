@@ -349,7 +349,7 @@ impl Lowerer<'_> {
         // given a value computed from one (items of a loop over a structure parameter included),
         // to a fixed point.
         let assigned = assignments(region);
-        let names = reached_by(self.active_names(), &assigned);
+        let names = reached_by(self.active_names(), &assigned, self.scalar_out);
         for (name, _) in &assigned {
             if !names.contains(name) {
                 continue;

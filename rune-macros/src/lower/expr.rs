@@ -161,7 +161,10 @@ impl Lowerer<'_> {
                 );
                 Lowered::constant(quote!(::core::unreachable!()))
             }
-            Expr::Call(c) => self.call_expr(c),
+            Expr::Call(c) => match self.tensor_of_numbers(c) {
+                Some(l) => l,
+                None => self.call_expr(c),
+            },
             Expr::Binary(b) => {
                 let op = match b.op {
                     BinOp::Add(_) => Some("add"),
@@ -487,6 +490,49 @@ fn is_comparison(op: &BinOp) -> bool {
         op,
         BinOp::Lt(_) | BinOp::Le(_) | BinOp::Gt(_) | BinOp::Ge(_) | BinOp::Eq(_) | BinOp::Ne(_)
     )
+}
+
+impl Lowerer<'_> {
+    /// A tensor made from differentiated numbers in a function of numbers, which holds them as
+    /// 0-d tensors: `Tensor::scalar(a)` is `a`, `Tensor::from([a, b])` their `stack`, and
+    /// `Tensor::from_vec(vec![a, b, ..], &shape)` their `stack` reshaped. `None` for any other
+    /// call.
+    fn tensor_of_numbers(&mut self, c: &syn::ExprCall) -> Option<Lowered> {
+        let Expr::Path(p) = strip(&c.func) else {
+            return None;
+        };
+        let segs: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        let n = segs.len();
+        if !self.scalar_out || n < 2 || segs[n - 2] != "Tensor" {
+            return None;
+        }
+        if !c.args.iter().any(|a| self.mentions_active(a)) {
+            return None;
+        }
+        let stacked = |elems: &[Expr]| -> Expr {
+            syn::parse_quote!(stack(&[#(&::rune_ad::Tensor::scalar(#elems)),*], 0))
+        };
+        let rewritten: Expr = match (segs[n - 1].as_str(), c.args.len()) {
+            ("scalar", 1) => return Some(self.expr(&c.args[0])),
+            ("from", 1) => match strip(&c.args[0]) {
+                Expr::Array(a) => stacked(&a.elems.iter().cloned().collect::<Vec<_>>()),
+                _ => return None,
+            },
+            ("from_vec", 2) => {
+                let elems = super::syntax::new_vec(&c.args[0])?;
+                let shape = &c.args[1];
+                let s = stacked(&elems);
+                syn::parse_quote!(#s.reshape(#shape))
+            }
+            _ => return None,
+        };
+        Some(self.expr(&rewritten))
+    }
 }
 
 /// Whether `ty` is a primitive integer type (`usize`, `i32`, ..).

@@ -439,11 +439,15 @@ impl Lowerer<'_> {
     /// Whether `e` reads a differentiated value (shape metadata does not count).
     fn mentions_active(&self, e: &Expr) -> bool {
         // A lookup a name, not a list of every active name a call: bodies are long.
-        mentions(e, &|name| {
-            self.scopes
-                .iter()
-                .any(|s| s.get(name).is_some_and(|b| self.is_active(b)))
-        })
+        mentions(
+            e,
+            &|name| {
+                self.scopes
+                    .iter()
+                    .any(|s| s.get(name).is_some_and(|b| self.is_active(b)))
+            },
+            self.scalar_out,
+        )
     }
 
     /// Whether a binding holds a differentiated value (or a list, slot or closure of them).

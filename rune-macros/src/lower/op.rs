@@ -117,6 +117,17 @@ impl Lowerer<'_> {
             f.method = syn::Ident::new(&format!("f{method}"), mc.method.span());
             return self.method_call(&f);
         }
+        // In a function of numbers, which holds them as 0-d tensors, `t.item()` of a
+        // differentiated tensor of one element is that element, still differentiated.
+        if self.scalar_out
+            && method == "item"
+            && mc.args.is_empty()
+            && self.mentions_active(&mc.receiver)
+        {
+            let receiver = &mc.receiver;
+            let e: syn::Expr = syn::parse_quote_spanned!(mc.method.span()=> #receiver.reshape(&[]));
+            return self.expr(&e);
+        }
         // `a.powf(b)` of numbers with a differentiated exponent: the op `pow`, whose exponent is
         // an operand (`powf`'s is a constant).
         if self.scalar_out

@@ -426,7 +426,7 @@ impl Lowerer<'_> {
             },
         });
         let assigned = assignments(&later);
-        if reached_by(self.active_names(), &assigned).contains(&name) {
+        if reached_by(self.active_names(), &assigned, self.scalar_out).contains(&name) {
             let slot = self.new_slot();
             let placeholder = self.hoist(quote!(::rune_ad::__private::SumStart), None, Use::Plain);
             self.stmts.push(Stmt::SlotInit {

@@ -167,18 +167,25 @@ pub(super) fn tensor_lists(sig: &Signature, block: &Block) -> Vec<String> {
     reached_by(
         sig.active().map(|(p, _)| p.ident.to_string()).collect(),
         &flows,
+        sig.scalar_out,
     )
 }
 
 /// `names` and every name some flow gives a value read from one of them, to a fixed point.
-pub(super) fn reached_by(mut names: Vec<String>, flows: &[(String, Vec<Expr>)]) -> Vec<String> {
+/// `item_reads`: in a function of numbers `t.item()` reads `t` as a differentiated number
+/// (see [`mentions`]).
+pub(super) fn reached_by(
+    mut names: Vec<String>,
+    flows: &[(String, Vec<Expr>)],
+    item_reads: bool,
+) -> Vec<String> {
     loop {
         let before = names.len();
         for (name, sources) in flows {
             if !names.contains(name)
                 && sources
                     .iter()
-                    .any(|r| mentions(r, &|n| names.iter().any(|m| m == n)))
+                    .any(|r| mentions(r, &|n| names.iter().any(|m| m == n), item_reads))
             {
                 names.push(name.clone());
             }
@@ -347,9 +354,12 @@ fn reads_no_numbers(mc: &syn::ExprMethodCall) -> bool {
 
 /// Whether `e` reads one of `names` as a value (reading only its shape metadata or a
 /// comparison does not count).
-pub(super) fn mentions(e: &Expr, is_name: &dyn Fn(&str) -> bool) -> bool {
+/// `item_reads`: `t.item()` reads `t`'s number as a differentiated one (in a function of
+/// numbers); otherwise it is a concretization, which reads no value that carries a gradient.
+pub(super) fn mentions(e: &Expr, is_name: &dyn Fn(&str) -> bool, item_reads: bool) -> bool {
     struct Finder<'n> {
         is_name: &'n dyn Fn(&str) -> bool,
+        item_reads: bool,
         found: bool,
     }
     impl<'a> syn::visit::Visit<'a> for Finder<'_> {
@@ -362,7 +372,9 @@ pub(super) fn mentions(e: &Expr, is_name: &dyn Fn(&str) -> bool) -> bool {
                         }
                     }
                 }
-                Expr::MethodCall(mc) if reads_no_numbers(mc) => {
+                Expr::MethodCall(mc)
+                    if reads_no_numbers(mc) && !(self.item_reads && mc.method == "item") =>
+                {
                     for a in &mc.args {
                         self.visit_expr(a);
                     }
@@ -382,6 +394,7 @@ pub(super) fn mentions(e: &Expr, is_name: &dyn Fn(&str) -> bool) -> bool {
     }
     let mut f = Finder {
         is_name,
+        item_reads,
         found: false,
     };
     syn::visit::Visit::visit_expr(&mut f, e);

@@ -102,6 +102,13 @@ impl<T: Clone> From<&[T]> for Tensor<T> {
     }
 }
 
+/// An array becomes a 1-d tensor of its elements (`Tensor::from([a, b])`).
+impl<T, const N: usize> From<[T; N]> for Tensor<T> {
+    fn from(data: [T; N]) -> Self {
+        Tensor::from(Vec::from(data))
+    }
+}
+
 /// A tensor's elements in row-major order ([`Tensor::into_vec`]).
 impl<T: Clone> From<Tensor<T>> for Vec<T> {
     fn from(tensor: Tensor<T>) -> Self {
