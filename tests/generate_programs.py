@@ -3,7 +3,9 @@
 write them, each checked by check_variants! (tests/support/mod.rs).
 
 Every program mixes control flow and plain-number code with tensor code: nested `for` loops,
-loops over a `Vec` field of a structure parameter (also inside an outer loop), accumulators
+loops over a `Vec` field of a structure parameter (also inside an outer loop, all of it or some
+layers picked by `skip`, `take`, `step_by` and `rev`), `let y;` given its value in both arms of
+a branch, accumulators
 updated in loops (`total = &total + &h.sum();`, `+=`), `if`/`else` and `match` on plain values
 (`#[nodiff]` flags and counts, loop counters), branches that only assign plain `f64` variables,
 plain arithmetic with parentheses, casts and method calls feeding tensor code, calls of
@@ -446,12 +448,18 @@ class Program:
         item alone, with `items_only`)."""
         outer = self.loop_depth > 0
         self.features.add("vec-field-loop-in-outer-loop" if outer else "vec-field-loop")
+        # All the layers, or some of them picked by iterator adaptors.
+        picks = ["", "", "", ".skip(1)", ".take(2)", ".step_by(2)", ".rev().skip(1)", ".rev()"]
+        pick = self.rng.choice(picks)
+        if pick:
+            self.features.add("iterator-adaptors")
         if self.structure == "net":
-            self.emit("for wl in &net.ws {")
+            self.emit(f"for wl in net.ws.iter(){pick} {{" if pick else "for wl in &net.ws {")
             self.loop_weight = "wl"
             self.loop_bias = None
         else:
-            self.emit("for layer in &stack.layers {")
+            head = f"stack.layers.iter(){pick}" if pick else "&stack.layers"
+            self.emit(f"for layer in {head} {{")
             self.loop_weight = "&layer.w"
             self.loop_bias = "&layer.b"
         self.indent += 1
@@ -512,6 +520,19 @@ class Program:
         self.emit("} else {")
         self.emit(f"    {self.mix(h)}")
         self.emit("};")
+        self.emit(f"h = {self.squash(f'&h * 0.5 + &{y} * 0.5')};")
+
+    def late_let(self):
+        """`let y;` given its value in both arms of a branch on a flag, then used."""
+        self.features.add("late-let")
+        h = Tensor.local("h")
+        y = self.fresh("y")
+        self.emit(f"let {y};")
+        self.emit("if flag {")
+        self.emit(f"    {y} = {self.squash(self.mix(h))};")
+        self.emit("} else {")
+        self.emit(f"    {y} = {self.mix(h)};")
+        self.emit("}")
         self.emit(f"h = {self.squash(f'&h * 0.5 + &{y} * 0.5')};")
 
     def match_plain(self):
@@ -635,7 +656,7 @@ class Program:
         kinds = ["update", "update", "accumulate", "accumulate"]
         kinds += ["plain_if"] * self.plain_if_weight
         if allow_control and depth < 3:
-            kinds += ["range_loop", "if_flag", "match_plain", "let_if"]
+            kinds += ["range_loop", "if_flag", "match_plain", "let_if", "late_let"]
             if self.structure and allow_field:
                 kinds += ["field_loop", "field_loop"]
             if depth < 2:
@@ -659,6 +680,8 @@ class Program:
             self.match_plain()
         elif kind == "let_if":
             self.let_if()
+        elif kind == "late_let":
+            self.late_let()
         elif kind == "field_loop":
             if self.loop_depth > 0 and r.random() < 0.4:
                 self.fresh_state_field_loop(depth)
@@ -868,9 +891,13 @@ HEADER = """\
 //! Each program is a module `pNNN` holding `f`, with a test `pNNN` beside it
 //! (`cargo test --test generated_programs p042`); the comment above each module lists the
 //! constructs it uses.
-// The programs are written as users write them: `total = total + ..` beside `+=`, and many
-// plain parameters.
-#![allow(clippy::assign_op_pattern, clippy::too_many_arguments)]
+// The programs are written as users write them: `total = total + ..` beside `+=`, `let y;`
+// given its value in both arms of a branch, and many plain parameters.
+#![allow(
+    clippy::assign_op_pattern,
+    clippy::needless_late_init,
+    clippy::too_many_arguments
+)]
 
 mod support;
 

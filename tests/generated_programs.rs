@@ -9,9 +9,13 @@
 //! Each program is a module `pNNN` holding `f`, with a test `pNNN` beside it
 //! (`cargo test --test generated_programs p042`); the comment above each module lists the
 //! constructs it uses.
-// The programs are written as users write them: `total = total + ..` beside `+=`, and many
-// plain parameters.
-#![allow(clippy::assign_op_pattern, clippy::too_many_arguments)]
+// The programs are written as users write them: `total = total + ..` beside `+=`, `let y;`
+// given its value in both arms of a branch, and many plain parameters.
+#![allow(
+    clippy::assign_op_pattern,
+    clippy::needless_late_init,
+    clippy::too_many_arguments
+)]
 
 mod support;
 
@@ -149,7 +153,7 @@ fn helper_soft_norm() {
     );
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, field, for, ln, plain-only-if, sigmoid, sin, softmax, tanh, vec-field-loop, while.
+/// Uses: compound-assign, exp, field, iterator-adaptors, late-let, sigmoid, sin, softmax, tanh, vec-field-loop, while.
 mod p001 {
     use super::*;
 
@@ -157,39 +161,35 @@ mod p001 {
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
         net: &Net,
-        #[nodiff] a: f64,
-        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.matmul(&net.ws[0]);
-        let mut total = Tensor::scalar(0.0);
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).tanh();
-            let mut scale1 = a * b;
-            if flag {
-                scale1 = a;
-            }
-            h = (&h * scale1).tanh();
-            for _ in 0..2 {
-                h = (&h * a.sqrt()).tanh();
-                h = (&h / (net.b.square() + 1.0)).sigmoid();
-                h = ((0.5 - &h).square() + 1.0).ln();
-                total -= (h.square() + 1.0).ln().sum() * 0.5;
-            }
+        let total = Tensor::scalar(0.0);
+        let y1;
+        if flag {
+            y1 = (&net.b * &h).sin();
+        } else {
+            y1 = h.matmul(&net.ws[0]) + &net.b;
         }
-        let mut step2 = 0;
-        while step2 < n {
-            h = (&h * b).softmax(-1);
-            step2 += 1;
+        h = (&h * 0.5 + &y1 * 0.5).softmax(-1);
+        let y2;
+        if flag {
+            y2 = (&h - x).sin();
+        } else {
+            y2 = h.matmul(&net.ws[0]);
         }
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
-            total = (h.square().sum() + 1.0).sqrt() + &total * 0.5;
-            h = (&h + &net.b).sin();
+        h = ((&h * 0.5 + &y2 * 0.5) * 0.5).tanh().exp();
+        let mut step3 = 0;
+        while step3 < n {
+            h += (&h / (net.b.square() + 1.0)).tanh() * 0.5;
+            h = h.tanh();
+            step3 += 1;
         }
-        total = (h.square() + 1.0).ln().sum() + &total * 0.5;
-        h.sum() + &total
+        for wl in net.ws.iter().rev() {
+            h = (h.matmul(wl) + &net.b).sigmoid();
+        }
+        h.exp().mean().ln() + &total
     }
 }
 
@@ -197,10 +197,10 @@ mod p001 {
 fn p001() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 1001);
     let net = net(2, 3, 1002);
-    check_variants!(mod p001; [net]; (&x, &net, 0.64, 1.78, 1, false));
+    check_variants!(mod p001; [net]; (&x, &net, 1, false));
 }
 
-/// Uses: accumulate, compound-assign, field, helper, ln, tanh, vec-field-loop, while.
+/// Uses: accumulate, field, iterator-adaptors, ln, match, plain-only-if, plain-parens, sigmoid, sin, vec-field-loop.
 mod p002 {
     use super::*;
 
@@ -208,23 +208,31 @@ mod p002 {
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
         net: &Net,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
-        #[nodiff] n: usize,
+        #[nodiff] b: f64,
         #[nodiff] k: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x * &net.b;
         let mut total = Tensor::<f64>::zeros(&[]);
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
-            let mut step1 = 0;
-            while step1 < n {
-                h = repeat_dense(&h, wl, k);
-                step1 += 1;
+        for wl in net.ws.iter().step_by(2) {
+            h = (h.matmul(wl) + &net.b).sin();
+            let mut scale1 = (b / (a + 1.0)).powi(2) + 0.5;
+            if flag {
+                scale1 = (a - b).abs() + 0.25;
+            } else {
+                scale1 *= 0.5;
             }
-            h = (&h + &net.b).tanh();
+            total += h.mean() * scale1;
         }
-        total += h.exp().mean().ln();
-        total.clone() * a.cbrt() + (h.square().sum() + 1.0).sqrt()
+        let y2 = match k {
+            0 => ((&net.b * &h).square() + 1.0).ln(),
+            1 => (&h + v).sigmoid(),
+            _ => 0.5 - &h,
+        };
+        h = (y2 * 0.5).tanh();
+        &total + &h.mean()
     }
 }
 
@@ -232,7 +240,8 @@ mod p002 {
 fn p002() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 2001);
     let net = net(4, 3, 2002);
-    check_variants!(mod p002; [net]; (&x, &net, 1.53, 2, 3));
+    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 2004);
+    check_variants!(mod p002; [net, v]; (&x, &net, &v, 1.53, 1.42, 3, false));
 }
 
 /// Uses: accumulate, cast, compound-assign, counter-plain, exp, for, helper, if-flag, plain-parens, sigmoid, sin, sum_axes, vector-output.
@@ -278,7 +287,7 @@ fn p003() {
     check_vector_variants!(mod p003; [x, v]; (&x, &w, &v, 1.04, 1.13, 1, 1, true));
 }
 
-/// Uses: compound-assign, ln, plain-let, reshape, sqrt, tanh, while.
+/// Uses: compound-assign, late-let, ln, plain-let, reshape, sin, softmax, sqrt, while.
 mod p004 {
     use super::*;
 
@@ -286,23 +295,30 @@ mod p004 {
     pub fn f(
         x: &Tensor<f64>,
         w: &Tensor<f64>,
+        #[nodiff] v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt();
         let mut h = x.matmul(w);
         let total = h.sum() * 0.0;
         h += (((b.ln().abs() / (h.square() + 1.0)).square() + 0.5).sqrt() - 0.5) * 0.5;
         h = h.tanh();
-        let mut step2 = 0;
-        while step2 < n {
-            h = (&h / b.ln().abs()).tanh();
-            step2 += 1;
+        let y2;
+        if flag {
+            y2 = (s1 / (h.square() + 1.0)).sin();
+        } else {
+            y2 = h.matmul(w) + v;
         }
-        h = ((0.5 - &h).square() + 1.0).ln();
-        h = (&h * s1).tanh();
-        total.clone() * 0.7 + h.reshape(&[8]).sin().sum()
+        h = ((&h * 0.5 + &y2 * 0.5).square() + 1.0).ln();
+        let mut step3 = 0;
+        while step3 < n {
+            h = (&h * x).softmax(-1);
+            step3 += 1;
+        }
+        &total + &h.reshape(&[8]).sin().sum()
     }
 }
 
@@ -310,10 +326,11 @@ mod p004 {
 fn p004() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 4001);
     let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 4003);
-    check_variants!(mod p004; [x, w]; (&x, &w, 1.55, 1.28, 2));
+    let v = Tensor::rand_normal(&[2], 0.0, 0.5, 4004);
+    check_variants!(mod p004; [x, w]; (&x, &w, &v, 1.55, 1.28, 2, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, plain-let, plain-parens, reshape, sigmoid, sin, tanh, tensor-by-value, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, exp, field, for, fresh-state-in-outer-loop, if-flag, iterator-adaptors, nested-for, plain-let, plain-only-if, plain-parens, reshape, tanh, vec-field-loop-in-outer-loop.
 mod p005 {
     use super::*;
 
@@ -322,10 +339,10 @@ mod p005 {
         #[nodiff] x: &Tensor<f64>,
         net: &Net,
         w: &Tensor<f64>,
-        u: Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a * 0.5 + b * 0.25;
@@ -340,19 +357,27 @@ mod p005 {
         let mut acc3 = Tensor::scalar(0.0);
         for i in 0..n {
             let mut g4 = x * ((i as f64 + 1.0).ln() + 0.5);
-            for wl in &net.ws {
-                g4 = (g4.matmul(wl) * ((i as f64 + 1.0).ln() + 0.5)).sigmoid();
-                h = gated(&h, &u);
-                if flag {
+            for wl in net.ws.iter().skip(1) {
+                g4 = ((g4.matmul(wl) * 0.7) * 0.5).tanh().exp();
+                total = h.mean() + &total * 0.5;
+                for j in 0..n {
+                    h = (&h * a.cbrt()).tanh();
                     total += (h.square() + 1.0).ln().sum();
-                } else {
-                    h = (&h / ((a - b).abs() + 0.25)).sin();
+                    let mut scale5 = (j as f64 + 1.0).ln() + 0.5;
+                    if flag {
+                        scale5 = ((j + 1) * k) as f64 * 0.2;
+                    } else {
+                        scale5 *= 0.5;
+                    }
+                    h = (&h * scale5).tanh();
+                    total = &total + &h.reshape(&[4, 3]).matmul(x).mean();
                 }
             }
-            acc3 = &acc3 + &g4.square().mean();
+            acc3 -= g4.sum() * 0.5;
+            h = (&h + &g4).tanh();
         }
-        total += acc3 * 0.5;
-        &total + &h.reshape(&[4, 3]).matmul(x).mean()
+        total = &total + &acc3;
+        h.exp().mean().ln() + &total
     }
 }
 
@@ -361,8 +386,7 @@ fn p005() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 5001);
     let net = net(4, 2, 5002);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 5003);
-    let u = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 5005);
-    check_variants!(mod p005; [net, w, u]; (&x, &net, &w, u.clone(), 1.14, 1.75, 4, false));
+    check_variants!(mod p005; [net, w]; (&x, &net, &w, 1.14, 1.75, 4, 1, false));
 }
 
 /// Uses: accumulate, compound-assign, field, ln, local-vec-push, match, sin, tanh, vec-field-loop.
@@ -404,7 +428,7 @@ fn p006() {
     check_variants!(mod p006; [stack]; (&x, &stack, 1.9, 4));
 }
 
-/// Uses: accumulate, break, compound-assign, for, helper, if-counter, if-flag, ln, plain-let, plain-max-min, reshape, sin, softmax.
+/// Uses: accumulate, break, compound-assign, for, helper, if-counter, if-flag, plain-let, reshape, sin, softmax, while.
 mod p007 {
     use super::*;
 
@@ -415,6 +439,7 @@ mod p007 {
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
@@ -430,24 +455,23 @@ mod p007 {
                 total = h.reshape(&[6]).sin().sum() + &total * 0.5;
             }
             h = gated(&h, x);
-            if flag {
-                h = (v * &h).sin();
-            } else {
-                h = (&h * s2).sin();
-            }
-            if flag && i > 0 {
+            if i == 1 {
                 break;
             }
+            h = (v * &h).sin();
         }
         if flag {
-            h = (&h - x).sin();
-        } else {
-            total = total + soft_norm(&h, a.max(b) - a.min(b) * 0.5) * s2;
+            total += h.reshape(&[3, 2]).matmul(x).mean();
         }
-        h += ((&h - h.sum_axes(&[1], true) * 0.33).square() + 1.0).ln() * 0.5;
-        h = h.tanh();
+        let mut step3 = 0;
+        while step3 < n {
+            h += (a.cbrt() / (h.square() + 1.0)).sin() * 0.5;
+            h = h.tanh();
+            step3 += 1;
+        }
         h = (&h * s1).tanh();
-        total.clone() * s1 + h.square().mean()
+        h = (&h * s2).tanh();
+        h.softmax(-1).ln().mean() + &total
     }
 }
 
@@ -456,7 +480,7 @@ fn p007() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 7001);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 7003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 7004);
-    check_variants!(mod p007; [w, v]; (&x, &w, &v, 1.13, 0.76, 3, false));
+    check_variants!(mod p007; [w, v]; (&x, &w, &v, 1.13, 0.76, 2, 3, false));
 }
 
 /// Uses: accumulate, early-return, helper, plain-let, plain-parens, softmax.
@@ -545,7 +569,7 @@ fn p009() {
     check_variants!(mod p009; [w, v]; (&x, &w, &v, 0.67, 1.26, 3, 2, false));
 }
 
-/// Uses: accumulate, compound-assign, early-return, exp, field, for, match, plain-let, sin, sum_axes, vec-field-loop-in-outer-loop.
+/// Uses: compound-assign, field, helper, if-flag, ln, plain-let, reshape, sigmoid, sin, sqrt, vec-field-loop, while.
 mod p010 {
     use super::*;
 
@@ -553,7 +577,6 @@ mod p010 {
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
         stack: &Stack,
-        w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
@@ -563,26 +586,25 @@ mod p010 {
     ) -> Tensor<f64> {
         let s1 = a * b;
         let mut h = x.matmul(&stack.layers[0].w);
-        let mut total = Tensor::<f64>::zeros(&[]);
-        let y2 = match k {
-            0 => (&h / b).sin(),
-            1 => (h.matmul(w) + v).sin(),
-            _ => &h / (stack.gain.square() + 1.0),
-        };
-        h = (y2 * 0.5).tanh();
-        total -= h.square().mean() * 0.5;
-        for _ in 0..n {
-            for layer in &stack.layers {
-                h = ((h.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
+        let total = Tensor::<f64>::zeros(&[]);
+        let mut step2 = 0;
+        while step2 < n {
+            h = ((&h / (stack.gain.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
+            step2 += 1;
+        }
+        for layer in &stack.layers {
+            h = (h.matmul(&layer.w) + &layer.b).sin();
+            if !flag {
+                h += ((&h - h.sum_axes(&[1], true) * 0.33).square() + 1.0).ln() * 0.5;
+                h = h.tanh();
+            } else {
+                h = scaled_softmax(&h, b.exp() * 0.5);
             }
-            total = &total + &h.sum();
+            h = repeat_dense(&h, &stack.layers[0].w, k);
         }
-        if !flag {
-            return total.clone() * a.cbrt() + h.sum_axes(&[0], false).square().mean();
-        }
-        total = (h.square() + 1.0).ln().sum() + &total * 0.9;
+        h = (v * &h).sigmoid();
         h = (&h * s1).tanh();
-        &total + &h.sum_axes(&[0], false).square().mean()
+        h.reshape(&[3, 2]).matmul(x).mean() + &total
     }
 }
 
@@ -590,12 +612,11 @@ mod p010 {
 fn p010() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 10001);
     let stack = stack(3, 2, 10002);
-    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 10003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 10004);
-    check_variants!(mod p010; [stack, w, v]; (&x, &stack, &w, &v, 1.29, 1.05, 3, 1, true));
+    check_variants!(mod p010; [stack, v]; (&x, &stack, &v, 1.29, 1.05, 3, 1, true));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, match, nested-for, plain-let, plain-only-if, reshape, sin, softmax, sqrt, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, match, plain-let, sin, softmax, sqrt, sum_axes, vec-field-loop-in-outer-loop.
 mod p011 {
     use super::*;
 
@@ -634,26 +655,15 @@ mod p011 {
         for _ in 0..n {
             let mut g4 = Tensor::full(&[3, 4], 0.5);
             for wl in &net.ws {
-                g4 = (g4.matmul(wl) * 1.5).tanh();
-                for _ in 0..n {
-                    let c5 = a * 0.5 + b * 0.25;
-                    h = (&h * c5 + v).tanh();
-                    let mut scale6 = b.exp() * 0.5;
-                    if flag {
-                        scale6 = b.ln().abs();
-                    } else {
-                        scale6 *= 0.5;
-                    }
-                    total += h.mean() * scale6;
-                    total = total + h.mean() * 1.5;
-                    h = (&h - h.sum_axes(&[1], true) * 0.25).sin();
-                }
+                g4 = (g4.matmul(wl) * b.exp()).sin();
+                total = &total + &h.mean();
+                h = (v * &h).sin();
             }
-            acc3 -= (g4.square().sum() + 1.0).sqrt() * 0.5;
+            acc3 = g4.exp().mean().ln() + &acc3 * 0.5;
             h = (&h + &g4).tanh();
         }
-        total += acc3 * 0.5;
-        h.reshape(&[12]).sin().sum() + &total
+        total = &total + &acc3;
+        total.clone() * b + h.sum_axes(&[0], false).square().mean()
     }
 }
 
@@ -714,7 +724,7 @@ fn p012() {
     check_variants!(mod p012; [w, v]; (&x, &w, &v, 0.85, 1.59, 3, 1));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, if-flag, plain-let, plain-parens, reshape, sin, softmax, sqrt, vec-field-loop, while.
+/// Uses: accumulate, cast, compound-assign, exp, field, helper, if-flag, plain-let, plain-parens, reshape, sin, sqrt, vec-field-loop, while.
 mod p013 {
     use super::*;
 
@@ -735,21 +745,24 @@ mod p013 {
         if flag {
             total = total + h.softmax(-1).ln().mean() * ((a + b) * 0.5);
         }
-        total = total + h.exp().mean().ln() * (a.ln() - b.ln()).exp();
         let mut step3 = 0;
         while step3 < n {
-            h += (&h * 0.5).softmax(-1) * 0.5;
+            h += ((&h + &net.b) * 0.5).tanh().exp() * 0.5;
             h = h.tanh();
             step3 += 1;
         }
+        h = (&h - x).sin();
         for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).sin();
-            h = ((&h * ((n * k) as f64).sqrt()).square() + 0.5).sqrt() - 0.5;
-            total -= h.reshape(&[2, 4]).matmul(x).mean() * 0.5;
+            h = ((h.matmul(wl) + &net.b) * 0.5).tanh().exp();
+            if flag {
+                h = ((&h * ((n * k) as f64).sqrt()).square() + 0.5).sqrt() - 0.5;
+            } else {
+                h = gated(&h, x);
+            }
         }
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        &total + &h.mean()
+        &total + &h.reshape(&[8]).sin().sum()
     }
 }
 
@@ -760,7 +773,7 @@ fn p013() {
     check_variants!(mod p013; [net]; (&x, &net, 0.73, 1.0, 1, 1, false));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, exp, field, for, fresh-state-in-outer-loop, match-counter, nested-for, sigmoid, sin, structure-by-value, sum_axes, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, counter-plain, exp, field, for, fresh-state-in-outer-loop, iterator-adaptors, ln, match-counter, nested-for, sigmoid, structure-by-value, tanh, vec-field-loop-in-outer-loop.
 mod p014 {
     use super::*;
 
@@ -795,11 +808,10 @@ mod p014 {
         let mut acc2 = Tensor::scalar(0.0);
         for _ in 0..n {
             let mut g3 = x * a.cbrt();
-            for wl in &net.ws {
-                g3 = (g3.matmul(wl) * 1.5).sin();
+            for wl in net.ws.iter().take(2) {
+                g3 = ((g3.matmul(wl) * b).square() + 1.0).ln();
             }
-            acc2 -= g3.sum_axes(&[0], false).square().mean() * 0.5;
-            h = (&h + &g3).tanh();
+            acc2 += g3.sum();
         }
         total = &total + &acc2;
         &total + &h.sum()
@@ -814,7 +826,7 @@ fn p014() {
     check_variants!(mod p014; [x, net]; (&x, net.clone(), &v, 0.68, 1.4, 1));
 }
 
-/// Uses: accumulate, cast, ln, plain-let, plain-only-if, reshape, vec-field-loop.
+/// Uses: accumulate, cast, early-return, exp, iterator-adaptors, plain-let, plain-only-if, reshape, sum_axes, vec-field-loop.
 mod p015 {
     use super::*;
 
@@ -836,12 +848,15 @@ mod p015 {
             scale3 = s1 * a + 0.1;
         }
         total += h.mean() * scale3;
-        for layer in &stack.layers {
-            h = ((h.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
-            total = &total + &h.sum();
+        for layer in stack.layers.iter().rev() {
+            h = ((h.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
         }
+        if !flag {
+            return total.clone() * a + h.reshape(&[9]).sin().sum();
+        }
+        total = &total + &h.sum_axes(&[0], false).square().mean();
         h = (&h * s2).tanh();
-        &total + &h.reshape(&[3, 3]).matmul(x).mean()
+        &total + &h.softmax(-1).ln().mean()
     }
 }
 
@@ -852,13 +867,14 @@ fn p015() {
     check_variants!(mod p015; [x, stack]; (&x, &stack, 0.64, 1.79, 2, true));
 }
 
-/// Uses: accumulate, plain-let, plain-only-if, sqrt, sum_axes, while.
+/// Uses: accumulate, compound-assign, exp, if-flag, late-let, ln, match, plain-let, reshape, sin, sqrt.
 mod p016 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
+        w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] n: usize,
@@ -867,26 +883,39 @@ mod p016 {
         let s1 = a.cbrt();
         let mut h = x.sin() + v;
         let mut total = Tensor::scalar(0.0);
-        let mut step2 = 0;
-        while step2 < n {
-            h = ((v * &h).square() + 0.5).sqrt() - 0.5;
-            step2 += 1;
-        }
-        total = h.exp().mean().ln() + &total * 0.5;
-        let mut scale3 = s1;
+        let y2;
         if flag {
-            scale3 = a.sqrt();
+            y2 = ((&h / (v.square() + 1.0)) * 0.5).tanh().exp();
+        } else {
+            y2 = &h + v;
         }
-        total += h.mean() * scale3;
-        h.sum_axes(&[0], false).square().mean() + &total
+        h = ((&h * 0.5 + &y2 * 0.5).square() + 0.5).sqrt() - 0.5;
+        let y3 = if flag {
+            ((h.matmul(w) + v).square() + 1.0).ln()
+        } else {
+            &h - h.sum_axes(&[1], true) * 0.33
+        };
+        h = (&h * 0.5 + &y3 * 0.5).sin();
+        match n % 3 {
+            1 => {
+                h = ((&h * s1) * 0.5).tanh().exp();
+            }
+            2 | 3 => {
+                total += h.reshape(&[3, 3]).matmul(x).mean();
+                h = (&h + v).sin();
+            }
+            _ => {}
+        }
+        &total + &(h.square().sum() + 1.0).sqrt()
     }
 }
 
 #[test]
 fn p016() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 16001);
+    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 16003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 16004);
-    check_variants!(mod p016; [v]; (&x, &v, 1.73, 2, true));
+    check_variants!(mod p016; [w, v]; (&x, &w, &v, 1.73, 2, true));
 }
 
 /// Uses: accumulate, ln, match, reshape, sigmoid, tanh.
@@ -921,7 +950,7 @@ fn p017() {
     check_variants!(mod p017; [w]; (&x, &w, 1.6, 3));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, exp, for, helper, if-flag, match, match-counter, nested-for, plain-let, sigmoid, sin, softmax, sqrt, tanh.
+/// Uses: accumulate, break, compound-assign, counter-plain, for, helper, match, match-counter, nested-for, plain-let, reshape, sigmoid, sin, softmax, sqrt, tanh.
 mod p018 {
     use super::*;
 
@@ -933,8 +962,6 @@ mod p018 {
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] k: usize,
-        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt() + b;
         let s2 = s1;
@@ -950,7 +977,7 @@ mod p018 {
                     total -= h.square().mean() * 0.5;
                 }
             }
-            for _ in 0..n {
+            for j in 0..n {
                 let c3 = a.ln().abs() + 0.5;
                 h = (&h * c3 + v).tanh();
                 match n {
@@ -963,30 +990,33 @@ mod p018 {
                     }
                     _ => {}
                 }
-                let y4 = if flag {
-                    (&h * x).softmax(-1)
-                } else {
-                    &h / (v.square() + 1.0)
-                };
-                h = (&h * 0.5 + &y4 * 0.5).softmax(-1);
-                total = &total + &(h.square() + 1.0).ln().sum();
+                if j == 1 {
+                    break;
+                }
+                for l in 0..2 {
+                    match l % 3 {
+                        0 => {
+                            h = (b.exp() * &h).tanh();
+                        }
+                        1 => h = (a.cbrt() / (h.square() + 1.0)).sin(),
+                        _ => {
+                            total -= (h.square() + 1.0).ln().sum() * 0.5;
+                        }
+                    }
+                    h = (s1 / (h.square() + 1.0)).sin();
+                    h = (&h * x).softmax(-1);
+                }
             }
         }
-        if flag {
-            total = &total + &h.exp().mean().ln();
-        }
-        match n % 3 {
-            1 => {
-                h = (&h / (v.square() + 1.0)).sin();
-            }
-            2 | 3 => {
-                total = &total + &soft_norm(&h, k as f64 + a);
-                h = ((&h * a.cbrt()) * 0.5).tanh().exp();
-            }
-            _ => {}
-        }
+        let y4 = match n % 3 {
+            0 => (&h / (v.square() + 1.0)).tanh(),
+            1 => h.matmul(w).sin(),
+            _ => &h * s1,
+        };
+        h = (y4 * 0.5).tanh();
+        total += h.sum();
         h = (&h * s2).tanh();
-        &total + &(h.square().sum() + 1.0).sqrt()
+        &total + &h.reshape(&[3, 3]).matmul(x).mean()
     }
 }
 
@@ -995,10 +1025,10 @@ fn p018() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 18001);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 18003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 18004);
-    check_variants!(mod p018; [x, w, v]; (&x, &w, &v, 1.02, 0.79, 3, 3, true));
+    check_variants!(mod p018; [x, w, v]; (&x, &w, &v, 1.02, 0.79, 3));
 }
 
-/// Uses: accumulate, field, if-flag, plain-max-min, plain-only-if, sigmoid, sin, softmax, vec-field-loop.
+/// Uses: accumulate, field, helper, late-let, match, plain-max-min, plain-only-if, sigmoid, sin, softmax, tanh, vec-field-loop.
 mod p019 {
     use super::*;
 
@@ -1006,8 +1036,10 @@ mod p019 {
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
         net: &Net,
+        w: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.matmul(&net.ws[0]);
@@ -1022,14 +1054,25 @@ mod p019 {
         total += h.mean() * scale1;
         for wl in &net.ws {
             h = (h.matmul(wl) + &net.b).sin();
-            let y2 = if flag {
-                (a.sqrt() / (h.square() + 1.0)).softmax(-1)
+            let y2;
+            if flag {
+                y2 = (&h / (net.b.square() + 1.0)).softmax(-1);
             } else {
-                &h * a.cbrt()
-            };
+                y2 = &h * a.cbrt();
+            }
             h = (&h * 0.5 + &y2 * 0.5).sigmoid();
+            match n % 3 {
+                1 => {
+                    h = (0.5 - &h).sin();
+                }
+                2 | 3 => {
+                    total = soft_norm(&h, a) + &total * 0.9;
+                    h = h.matmul(w).tanh();
+                }
+                _ => {}
+            }
         }
-        total.clone() * a.cbrt() + h.square().mean()
+        &total + &h.sum()
     }
 }
 
@@ -1037,10 +1080,11 @@ mod p019 {
 fn p019() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 19001);
     let net = net(3, 2, 19002);
-    check_variants!(mod p019; [net]; (&x, &net, 1.26, 1.53, true));
+    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 19003);
+    check_variants!(mod p019; [net, w]; (&x, &net, &w, 1.26, 1.53, 3, true));
 }
 
-/// Uses: accumulate, helper, plain-let, plain-parens, sin, softmax.
+/// Uses: accumulate, helper, plain-let, plain-parens, sin, softmax, while.
 mod p020 {
     use super::*;
 
@@ -1051,6 +1095,7 @@ mod p020 {
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
         #[nodiff] k: usize,
     ) -> Tensor<f64> {
         let s1 = (a - b).abs() + 0.25;
@@ -1060,10 +1105,14 @@ mod p020 {
         total = &total + &(h.square().sum() + 1.0).sqrt();
         h = repeat_dense(&h, w, k);
         h = (v * &h).sin();
-        h = (&h / (v.square() + 1.0)).softmax(-1);
+        let mut step3 = 0;
+        while step3 < n {
+            h = h.matmul(w).softmax(-1);
+            step3 += 1;
+        }
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        total.clone() * ((a * 2.0 - b).abs() + 0.1) + h.mean()
+        total.clone() * s2 + h.mean()
     }
 }
 
@@ -1072,10 +1121,10 @@ fn p020() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 20001);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 20003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 20004);
-    check_variants!(mod p020; [x, w, v]; (&x, &w, &v, 0.73, 1.26, 3));
+    check_variants!(mod p020; [x, w, v]; (&x, &w, &v, 0.73, 1.26, 4, 3));
 }
 
-/// Uses: accumulate, exp, if-flag, local-vec-push, plain-let, plain-only-if, plain-parens, sigmoid, vec-field-loop.
+/// Uses: accumulate, exp, if-flag, local-vec-push, plain-let, sigmoid, sqrt, vec-field-loop.
 mod p021 {
     use super::*;
 
@@ -1101,11 +1150,16 @@ mod p021 {
             total = &total + &s.sum();
         }
         total = total + h.sum() * a;
-        let mut scale4 = (a.ln() - b.ln()).exp();
-        if flag {
-            scale4 = s1;
+        let mut saved4 = Vec::new();
+        for _ in 0..2 {
+            h = ((&h * b.ln().abs()).square() + 0.5).sqrt() - 0.5;
+            saved4.push(h.clone());
         }
-        h = (&h * scale4).tanh();
+        for s in &saved4 {
+            total = &total + &s.softmax(-1).ln().mean();
+        }
+        h = (&h + &saved4[0]).tanh();
+        h = (&h * s1).tanh();
         total.clone() * s1 + h.exp().mean().ln()
     }
 }
@@ -1117,7 +1171,7 @@ fn p021() {
     check_variants!(mod p021; [x, stack]; (&x, &stack, 1.35, 1.67, false));
 }
 
-/// Uses: accumulate, break, compound-assign, for, helper, if-flag, local-vec-push, match-counter, plain-only-if, reshape, sigmoid, sin, softmax, sqrt, sum_axes.
+/// Uses: accumulate, compound-assign, exp, for, helper, if-flag, local-vec-push, match-counter, sigmoid, sin, softmax, sum_axes, while.
 mod p022 {
     use super::*;
 
@@ -1150,26 +1204,23 @@ mod p022 {
                 &h - h.sum_axes(&[1], true) * 0.25
             };
             h = (&h * 0.5 + &y1 * 0.5).sigmoid();
-            if i == 1 {
-                break;
+            let mut step2 = 0;
+            while step2 < n {
+                h = ((&h - x) * 0.5).tanh().exp();
+                step2 += 1;
             }
-            h = (&h - x).sigmoid();
+            total = total + (h.square() + 1.0).ln().sum() * b;
         }
-        let mut saved2 = Vec::new();
+        let mut saved3 = Vec::new();
         for _ in 0..2 {
-            h = ((1.0 - &h).square() + 0.5).sqrt() - 0.5;
-            saved2.push(h.clone());
+            h = (&h * a.sqrt()).softmax(-1);
+            saved3.push(h.clone());
         }
-        for s in &saved2 {
-            total = &total + &s.square().mean();
+        for s in &saved3 {
+            total = &total + &s.sum_axes(&[0], false).square().mean();
         }
-        h = (&h + &saved2[0]).tanh();
-        let mut scale3 = a * 0.5 + b * 0.25;
-        if flag {
-            scale3 = b.ln().abs();
-        }
-        h = (&h * scale3).tanh();
-        h.reshape(&[8]).sin().sum() + &total
+        h = (&h * x).sin();
+        total.clone() * 1.5 + soft_norm(&h, a.sqrt())
     }
 }
 
@@ -1181,14 +1232,16 @@ fn p022() {
     check_variants!(mod p022; [x, w, v]; (&x, &w, &v, 0.82, 0.87, 3, true));
 }
 
-/// Uses: cast, exp, helper, local-vec-push, plain-let, sigmoid, while.
+/// Uses: cast, exp, helper, ln, local-vec-push, match, plain-let, reshape, sigmoid, sin.
 mod p023 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
+        w: &Tensor<f64>,
         v: &Tensor<f64>,
+        #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
@@ -1196,63 +1249,66 @@ mod p023 {
         let s1 = n as f64 * k as f64 * 0.1;
         let mut h = x.sin() + v;
         let mut total = Tensor::<f64>::zeros(&[]);
-        let mut step2 = 0;
-        while step2 < n {
-            h = gated(&h, x);
-            step2 += 1;
+        let mut saved2 = Vec::new();
+        for _ in 0..2 {
+            h = (&h / s1).sin();
+            saved2.push(h.clone());
         }
+        for s in &saved2 {
+            total = &total + &s.square().mean();
+        }
+        h = (&h + &saved2[0]).tanh();
         let mut saved3 = Vec::new();
         for _ in 0..2 {
-            h = (&h * b.exp()).sigmoid();
-            saved3.push(h.softmax(-1).ln().mean());
+            h = (h.matmul(w) * 0.5).tanh().exp();
+            saved3.push(soft_norm(&h, a * 0.5 + b * 0.25));
         }
         for s in &saved3 {
             total = &total + s;
         }
-        h = ((&h * b.ln().abs()) * 0.5).tanh().exp();
-        h = (&h * s1).tanh();
-        &total + &h.sum()
+        let y4 = match n {
+            0 => (&h / a.sqrt()).sigmoid(),
+            1 => ((&h * a).square() + 1.0).ln(),
+            _ => &h - h.sum_axes(&[1], true) * 0.25,
+        };
+        h = (y4 * 0.5).tanh();
+        total.clone() * b.exp() + h.reshape(&[12]).sin().sum()
     }
 }
 
 #[test]
 fn p023() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 23001);
+    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 23003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 23004);
-    check_variants!(mod p023; [x, v]; (&x, &v, 1.22, 3, 2));
+    check_variants!(mod p023; [x, w, v]; (&x, &w, &v, 1.63, 1.22, 3, 2));
 }
 
-/// Uses: accumulate, compound-assign, field, if-flag, ln, match, sin, sqrt, tanh, vec-field-loop, vector-output.
+/// Uses: accumulate, compound-assign, field, for, fresh-state-in-outer-loop, ln, sigmoid, sin, vec-field-loop-in-outer-loop, vector-output, while.
 mod p024 {
     use super::*;
 
     #[differentiable]
-    pub fn f(
-        x: &Tensor<f64>,
-        net: &Net,
-        w: &Tensor<f64>,
-        #[nodiff] b: f64,
-        #[nodiff] n: usize,
-        #[nodiff] flag: bool,
-    ) -> Tensor<f64> {
+    pub fn f(x: &Tensor<f64>, net: &Net, #[nodiff] b: f64, #[nodiff] n: usize) -> Tensor<f64> {
         let mut h = x * &net.b;
         let mut total = Tensor::scalar(0.0);
         total += (h.square().sum() + 1.0).sqrt();
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
-            if !flag {
-                h = h.matmul(w).sin();
-            } else {
-                h = (1.0 - &h).tanh();
-            }
+        let mut step1 = 0;
+        while step1 < n {
+            h = (h.matmul(&net.ws[0]) + &net.b).sigmoid();
+            step1 += 1;
         }
-        let y1 = match n % 3 {
-            0 => ((h.matmul(w) + &net.b).square() + 1.0).ln(),
-            1 => (&h * b.ln().abs()).tanh(),
-            _ => &h + &net.b,
-        };
-        h = (y1 * 0.5).tanh();
-        (&h + &net.b).sin() + &total
+        let mut acc2 = Tensor::scalar(0.0);
+        for _ in 0..n {
+            let mut g3 = Tensor::full(&[4, 2], 0.5);
+            for wl in &net.ws {
+                g3 = (g3.matmul(wl) * b.ln().abs()).sin();
+            }
+            acc2 -= g3.sum() * 0.5;
+            h = (&h + &g3).tanh();
+        }
+        total = &total + &acc2;
+        ((&h * x).square() + 1.0).ln() + &total
     }
 }
 
@@ -1260,21 +1316,20 @@ mod p024 {
 fn p024() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 24001);
     let net = net(2, 3, 24002);
-    let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 24003);
-    check_vector_variants!(mod p024; [x, net, w]; (&x, &net, &w, 0.76, 4, false));
+    check_vector_variants!(mod p024; [x, net]; (&x, &net, 0.76, 4));
 }
 
-/// Uses: accumulate, compound-assign, plain-let, softmax, tanh, while.
+/// Uses: accumulate, compound-assign, exp, if-flag, plain-let, plain-only-if, tanh, while.
 mod p025 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        w: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a / b;
         let s2 = s1;
@@ -1283,25 +1338,33 @@ mod p025 {
         total = &total + &h.exp().mean().ln();
         let mut step3 = 0;
         while step3 < n {
-            h = (&h - h.sum_axes(&[1], true) * 0.5).tanh();
+            h = (&h - x).tanh();
             step3 += 1;
         }
-        h += h.matmul(w).softmax(-1) * 0.5;
-        h = h.tanh();
-        total = total + (h.square().sum() + 1.0).sqrt() * s1;
+        total -= h.sum() * 0.5;
+        if flag {
+            h = ((&h - h.sum_axes(&[1], true) * 0.5) * 0.5).tanh().exp();
+        } else {
+            let mut scale4 = a.powi(2) + 0.1;
+            if flag {
+                scale4 = a.cbrt();
+            } else {
+                scale4 *= 1.5;
+            }
+            h = (&h * scale4).tanh();
+        }
         h = (&h * s2).tanh();
-        h.exp().mean().ln() + &total
+        total.clone() * 0.5 + h.mean()
     }
 }
 
 #[test]
 fn p025() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 25001);
-    let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 25003);
-    check_variants!(mod p025; [x, w]; (&x, &w, 1.62, 1.08, 2));
+    check_variants!(mod p025; [x]; (&x, 1.62, 1.08, 2, false));
 }
 
-/// Uses: accumulate, compound-assign, field, helper, match, plain-let, plain-max-min, plain-parens, reshape, sin, sqrt, tanh, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, field, if-flag, match, plain-let, plain-parens, sin, softmax, sqrt, tanh, vec-field-loop.
 mod p026 {
     use super::*;
 
@@ -1309,9 +1372,12 @@ mod p026 {
     pub fn f(
         x: &Tensor<f64>,
         net: &Net,
+        w: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] k: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt() + b;
         let s2 = b.exp();
@@ -1327,19 +1393,23 @@ mod p026 {
             }
             _ => {}
         }
-        let mut step3 = 0;
-        while step3 < n {
-            h += (&h * s1).tanh() * 0.5;
-            h = h.tanh();
-            step3 += 1;
-        }
         for wl in &net.ws {
             h = (h.matmul(wl) + &net.b).sin();
-            h = (&h - h.sum_axes(&[1], true) * 0.33).sin();
-            total = total + h.reshape(&[6]).sin().sum() * ((a + b) * 0.5);
+            if !flag {
+                h = ((h.matmul(&net.ws[0]) + &net.b).square() + 0.5).sqrt() - 0.5;
+            } else {
+                total += (h.square() + 1.0).ln().sum();
+            }
+            let y3 = match k {
+                0 => (&h * ((a * 2.0 - b).abs() + 0.1)).softmax(-1),
+                1 => (&h * s1).softmax(-1),
+                _ => h.matmul(&net.ws[0]),
+            };
+            h = (y3 * 0.5).tanh();
         }
+        h = h.matmul(w).sin();
         h = (&h * s2).tanh();
-        soft_norm(&h, a.max(b) - a.min(b) * 0.5) + &total
+        &total + &h.sum()
     }
 }
 
@@ -1347,10 +1417,11 @@ mod p026 {
 fn p026() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 26001);
     let net = net(3, 2, 26002);
-    check_variants!(mod p026; [x, net]; (&x, &net, 0.76, 1.35, 4));
+    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 26003);
+    check_variants!(mod p026; [x, net, w]; (&x, &net, &w, 0.76, 1.35, 4, 3, false));
 }
 
-/// Uses: accumulate, cast, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, match, plain-let, plain-parens, reshape, sin, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, match, plain-let, plain-parens, reshape, sin, tanh, vec-field-loop-in-outer-loop.
 mod p027 {
     use super::*;
 
@@ -1382,15 +1453,13 @@ mod p027 {
         for i in 0..n {
             let mut g4 = Tensor::full(&[3, 3], i as f64 * 0.25 + 0.1);
             for wl in &net.ws {
-                g4 = (g4.matmul(wl) * s1).sin();
-                total = &total + &h.square().mean();
-                let y5 = if flag { (1.5 * &h).sin() } else { h.matmul(w) };
-                h = (&h * 0.5 + &y5 * 0.5).sin();
+                g4 = (g4.matmul(wl) * 2.0).sin();
             }
-            acc3 = &acc3 + &g4.mean();
+            acc3 += g4.reshape(&[3, 3]).matmul(x).mean();
         }
-        total = &total + &acc3;
-        &total + &h.reshape(&[3, 3]).matmul(x).mean()
+        total += acc3 * 0.5;
+        h = (&h * s1).tanh();
+        total.clone() * ((n * k) as f64).sqrt() + h.mean()
     }
 }
 
@@ -1433,7 +1502,7 @@ fn p028() {
     check_variants!(mod p028; [x]; (&x, 0.79, 3, 1, true));
 }
 
-/// Uses: accumulate, compound-assign, exp, field, helper, if-flag, ln, plain-parens, sin, softmax, sum_axes, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, field, for, if-counter, if-flag, iterator-adaptors, late-let, plain-parens, sigmoid, sin, sqrt, sum_axes, tanh, vec-field-loop, vec-field-loop-in-outer-loop.
 mod p029 {
     use super::*;
 
@@ -1442,27 +1511,44 @@ mod p029 {
         x: &Tensor<f64>,
         net: &Net,
         v: &Tensor<f64>,
-        #[nodiff] a: f64,
-        #[nodiff] b: f64,
+        #[nodiff] n: usize,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.matmul(&net.ws[0]);
         let mut total = Tensor::<f64>::zeros(&[]);
-        for wl in &net.ws {
-            h = (h.matmul(wl) + v).softmax(-1);
-            if flag {
-                total = h.sum_axes(&[0], false).square().mean() + &total * 0.5;
-            } else {
-                total -= soft_norm(&h, a.sqrt() + b) * 0.5;
+        for wl in net.ws.iter().skip(1) {
+            h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
+            for i in 0..3 {
+                if i % 2 == 0 {
+                    h = (&h * x).sin();
+                } else {
+                    total += (h.square() + 1.0).ln().sum();
+                }
+                for wl in &net.ws {
+                    h = (h.matmul(wl) + v).tanh();
+                    total = total + h.softmax(-1).ln().mean() * 0.5;
+                }
+                if flag {
+                    h += (&net.b * &h).tanh() * 0.5;
+                    h = h.tanh();
+                } else {
+                    h += (&h / (v.square() + 1.0)).sin() * 0.5;
+                    h = h.tanh();
+                }
             }
-            h = (&h / (net.b.square() + 1.0)).sin();
         }
-        if flag {
-            h = ((h.matmul(&net.ws[0]) + v) * 0.5).tanh().exp();
-        } else {
-            h = ((((b / (a + 1.0)).powi(2) + 0.5) / (h.square() + 1.0)).square() + 1.0).ln();
+        for wl in &net.ws {
+            h = (h.matmul(wl) + v).sin();
+            let y1;
+            if flag {
+                y1 = (&h + &net.b).tanh();
+            } else {
+                y1 = &h + &net.b;
+            }
+            h = (&h * 0.5 + &y1 * 0.5).sigmoid();
         }
-        h.sum_axes(&[0], false).square().mean() + &total
+        total.clone() * ((n * k) as f64).sqrt() + h.sum_axes(&[0], false).square().mean()
     }
 }
 
@@ -1471,10 +1557,10 @@ fn p029() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 29001);
     let net = net(3, 3, 29002);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 29004);
-    check_variants!(mod p029; [x, net, v]; (&x, &net, &v, 1.76, 0.86, true));
+    check_variants!(mod p029; [x, net, v]; (&x, &net, &v, 3, 3, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, if-flag, plain-let, reshape, sin, tanh, vec-field-loop, while.
+/// Uses: accumulate, cast, compound-assign, early-return, field, helper, late-let, ln, plain-let, plain-parens, reshape, sqrt, sum_axes, vec-field-loop.
 mod p030 {
     use super::*;
 
@@ -1482,7 +1568,6 @@ mod p030 {
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
         stack: &Stack,
-        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
@@ -1490,24 +1575,29 @@ mod p030 {
         let s1 = n as f64 * k as f64 * 0.1;
         let mut h = x.matmul(&stack.layers[0].w);
         let mut total = h.sum() * 0.0;
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).sin();
-            let mut step2 = 0;
-            while step2 < n {
-                h = (&h / b.ln().abs()).tanh();
-                step2 += 1;
-            }
-            if flag {
-                total += h.reshape(&[6]).sin().sum();
-            } else {
-                total = h.mean() + &total * 0.9;
-            }
+        let y2;
+        if flag {
+            y2 = ((&h * s1).square() + 0.5).sqrt() - 0.5;
+        } else {
+            y2 = 0.5 - &h;
         }
-        total = &total + &h.exp().mean().ln();
+        h = ((&h * 0.5 + &y2 * 0.5).square() + 1.0).ln();
+        total = &total + &(h.square().sum() + 1.0).sqrt();
+        let y3;
+        if flag {
+            y3 = ((h.matmul(&stack.layers[0].w) + &stack.gain).square() + 1.0).ln();
+        } else {
+            y3 = &h / (stack.gain.square() + 1.0);
+        }
+        h = ((&h * 0.5 + &y3 * 0.5).square() + 0.5).sqrt() - 0.5;
+        for layer in &stack.layers {
+            h = ((h.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
+        }
+        if !flag {
+            return h.sum_axes(&[0], false).square().mean() + &total;
+        }
         total -= h.reshape(&[6]).sin().sum() * 0.5;
-        total = total + (h.square().sum() + 1.0).sqrt() * b.exp();
-        h = (&h * s1).tanh();
-        h.exp().mean().ln() + &total
+        &total + &soft_norm(&h, ((n + 1) as f64).ln())
     }
 }
 
@@ -1515,10 +1605,10 @@ mod p030 {
 fn p030() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 30001);
     let stack = stack(3, 2, 30002);
-    check_variants!(mod p030; [stack]; (&x, &stack, 1.66, 3, 3, true));
+    check_variants!(mod p030; [stack]; (&x, &stack, 3, 3, true));
 }
 
-/// Uses: accumulate, cast, early-return, plain-only-if, plain-parens, sigmoid, sum_axes, while.
+/// Uses: cast, exp, late-let, plain-only-if, plain-parens, sigmoid, sum_axes, tanh.
 mod p031 {
     use super::*;
 
@@ -1533,7 +1623,7 @@ mod p031 {
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.matmul(w);
-        let mut total = Tensor::<f64>::zeros(&[]);
+        let total = Tensor::<f64>::zeros(&[]);
         let mut scale1 = ((n + 1) as f64).ln();
         if flag {
             scale1 = (a * 2.0 - b).abs() + 0.1;
@@ -1542,16 +1632,14 @@ mod p031 {
         }
         h = (&h * scale1).tanh();
         h = (&h + v).sigmoid();
-        let mut step2 = 0;
-        while step2 < n {
-            h = (&h * x).sigmoid();
-            step2 += 1;
+        let y2;
+        if flag {
+            y2 = (b.ln().abs() / (h.square() + 1.0)).tanh();
+        } else {
+            y2 = ((a - b).abs() + 0.25) * &h;
         }
-        if !flag {
-            return &total + &h.sum_axes(&[0], false).square().mean();
-        }
-        total = &total + &(h.square().sum() + 1.0).sqrt();
-        (h.square() + 1.0).ln().sum() + &total
+        h = ((&h * 0.5 + &y2 * 0.5) * 0.5).tanh().exp();
+        &total + &h.sum_axes(&[0], false).square().mean()
     }
 }
 
@@ -1563,7 +1651,7 @@ fn p031() {
     check_variants!(mod p031; [x, w, v]; (&x, &w, &v, 0.95, 0.91, 4, false));
 }
 
-/// Uses: accumulate, cast, field, for, fresh-state-in-outer-loop, if-flag, plain-let, plain-parens, reshape, sigmoid, sin, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, field, for, fresh-state-in-outer-loop, helper, if-flag, iterator-adaptors, match, plain-let, plain-parens, sin, softmax, sqrt, tanh, vec-field-loop-in-outer-loop.
 mod p032 {
     use super::*;
 
@@ -1572,9 +1660,9 @@ mod p032 {
         x: &Tensor<f64>,
         stack: &Stack,
         v: &Tensor<f64>,
+        #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = b;
@@ -1589,14 +1677,20 @@ mod p032 {
         let mut acc3 = Tensor::scalar(0.0);
         for i in 0..n {
             let mut g4 = x.clone();
-            for layer in &stack.layers {
-                g4 = (g4.matmul(&layer.w) + &layer.b).sigmoid();
+            for layer in stack.layers.iter().skip(1) {
+                g4 = (g4.matmul(&layer.w) + &layer.b).tanh();
+                let y5 = match n % 3 {
+                    0 => (&h / (v.square() + 1.0)).softmax(-1),
+                    1 => ((&h + &stack.gain).square() + 0.5).sqrt() - 0.5,
+                    _ => &h / ((i as f64 + 1.0).ln() + 0.5),
+                };
+                h = (y5 * 0.5).tanh();
             }
-            acc3 = acc3 + (g4.square().sum() + 1.0).sqrt() * (((i + 1) * k) as f64 * 0.2);
+            acc3 -= (g4.square().sum() + 1.0).sqrt() * 0.5;
         }
         total += acc3 * 0.5;
         h = (&h * s1).tanh();
-        total.clone() * 0.3 + h.reshape(&[3, 3]).matmul(x).mean()
+        &total + &soft_norm(&h, (a - b).abs() + 0.25)
     }
 }
 
@@ -1605,10 +1699,10 @@ fn p032() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 32001);
     let stack = stack(3, 2, 32002);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 32004);
-    check_variants!(mod p032; [x, stack, v]; (&x, &stack, &v, 1.14, 4, 3, false));
+    check_variants!(mod p032; [x, stack, v]; (&x, &stack, &v, 1.48, 1.14, 4, false));
 }
 
-/// Uses: accumulate, compound-assign, early-return, field, plain-let, reshape, sigmoid, sin, vec-field-loop.
+/// Uses: accumulate, compound-assign, field, for, fresh-state-in-outer-loop, iterator-adaptors, late-let, match, plain-let, sigmoid, sin, softmax, sqrt, vec-field-loop-in-outer-loop.
 mod p033 {
     use super::*;
 
@@ -1616,8 +1710,10 @@ mod p033 {
     pub fn f(
         x: &Tensor<f64>,
         stack: &Stack,
+        w: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.ln().abs() + 0.5;
@@ -1626,19 +1722,37 @@ mod p033 {
         let mut total = h.sum() * 0.0;
         h += (&h / (stack.gain.square() + 1.0)).sigmoid() * 0.5;
         h = h.tanh();
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).sin();
+        let y3;
+        if flag {
+            y3 = (&h - h.sum_axes(&[1], true) * 0.25).sin();
+        } else {
+            y3 = h.matmul(w);
         }
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).sin();
+        h = (&h * 0.5 + &y3 * 0.5).sigmoid();
+        let mut acc4 = Tensor::scalar(0.0);
+        for i in 0..n {
+            let mut g5 = Tensor::full(&[2, 4], i as f64 * 0.25 + 0.1);
+            for layer in stack.layers.iter().rev().skip(1) {
+                g5 = (g5.matmul(&layer.w) + &layer.b).softmax(-1);
+                let y6;
+                if flag {
+                    y6 = (h.matmul(w) + &stack.gain).sin();
+                } else {
+                    y6 = &h * x;
+                }
+                h = (&h * 0.5 + &y6 * 0.5).sin();
+                let y7 = match n {
+                    0 => (a.cbrt() / (h.square() + 1.0)).sin(),
+                    1 => ((&h * a.sqrt()).square() + 0.5).sqrt() - 0.5,
+                    _ => &h * x,
+                };
+                h = (y7 * 0.5).tanh();
+            }
+            acc4 = acc4 + g5.exp().mean().ln() * s1;
         }
-        if !flag {
-            return &total + &h.exp().mean().ln();
-        }
-        total += h.sum();
-        h = (&h * s1).tanh();
+        total = &total + &acc4;
         h = (&h * s2).tanh();
-        total.clone() * 2.0 + h.reshape(&[4, 2]).matmul(x).mean()
+        total.clone() * a.cbrt() + (h.square() + 1.0).ln().sum()
     }
 }
 
@@ -1646,10 +1760,11 @@ mod p033 {
 fn p033() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 33001);
     let stack = stack(4, 2, 33002);
-    check_variants!(mod p033; [x, stack]; (&x, &stack, 1.85, 0.96, true));
+    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 33003);
+    check_variants!(mod p033; [x, stack, w]; (&x, &stack, &w, 1.85, 0.96, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, helper, if-flag, plain-let, reshape, sigmoid, softmax.
+/// Uses: accumulate, helper, late-let, plain-let, sigmoid, sin, softmax, sum_axes, while.
 mod p034 {
     use super::*;
 
@@ -1659,6 +1774,7 @@ mod p034 {
         w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
+        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.cbrt();
@@ -1666,13 +1782,19 @@ mod p034 {
         let mut total = h.sum() * 0.0;
         total = total + soft_norm(&h, a) * s1;
         total = &total + &h.mean();
-        if flag {
-            h = (v * &h).softmax(-1);
-        } else {
-            h = (&h * x).sigmoid();
+        let mut step2 = 0;
+        while step2 < n {
+            h = (&h - h.sum_axes(&[1], true) * 0.33).sigmoid();
+            step2 += 1;
         }
-        total -= h.reshape(&[3, 2]).matmul(x).mean() * 0.5;
-        h.sum() + &total
+        let y3;
+        if flag {
+            y3 = (v * &h).softmax(-1);
+        } else {
+            y3 = h.matmul(w);
+        }
+        h = (&h * 0.5 + &y3 * 0.5).sin();
+        &total + &h.sum_axes(&[0], false).square().mean()
     }
 }
 
@@ -1681,10 +1803,10 @@ fn p034() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 34001);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 34003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 34004);
-    check_variants!(mod p034; [w, v]; (&x, &w, &v, 0.68, true));
+    check_variants!(mod p034; [w, v]; (&x, &w, &v, 0.68, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, field, for, helper, if-counter, ln, nested-for, plain-only-if, reshape, sin, softmax, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, counter-plain, field, for, if-counter, iterator-adaptors, late-let, ln, nested-for, plain-only-if, reshape, sigmoid, sin, softmax, vec-field-loop.
 mod p035 {
     use super::*;
 
@@ -1699,8 +1821,8 @@ mod p035 {
     ) -> Tensor<f64> {
         let mut h = x.tanh();
         let mut total = Tensor::scalar(0.0);
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).softmax(-1);
+        for wl in net.ws.iter().rev() {
+            h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
             for _ in 0..n {
                 let c1 = a.powi(2) + 0.1;
                 h = (&h * c1 + &net.b).tanh();
@@ -1719,27 +1841,19 @@ mod p035 {
                     total = total + h.softmax(-1).ln().mean() * 0.5;
                 }
             }
-        }
-        let mut step3 = 0;
-        while step3 < n {
-            h = gated(&h, x);
-            step3 += 1;
+            h += (&h * b).sigmoid() * 0.5;
+            h = h.tanh();
         }
         total = &total + &h.reshape(&[3, 2]).matmul(x).mean();
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).softmax(-1);
-            let mut step4 = 0;
-            while step4 < n {
-                h = (&h * a.sqrt()).sin();
-                step4 += 1;
-            }
-            let mut step5 = 0;
-            while step5 < n {
-                h = (0.5 - &h).sin();
-                step5 += 1;
-            }
+        let y3;
+        if flag {
+            y3 = (h.matmul(&net.ws[0]) + &net.b).sin();
+        } else {
+            y3 = &h * b;
         }
-        total.clone() * 2.0 + soft_norm(&h, a * b)
+        h = ((&h * 0.5 + &y3 * 0.5).square() + 1.0).ln();
+        h = (&h * 0.9).softmax(-1);
+        h.exp().mean().ln() + &total
     }
 }
 
@@ -1798,66 +1912,54 @@ fn p036() {
     check_variants!(mod p036; [w, v]; (&x, &w, &v, 0.99, 1.36, 4, 2, false));
 }
 
-/// Uses: accumulate, compound-assign, early-return, for, helper, if-counter, if-flag, match, sin, sum_axes, tanh, while.
+/// Uses: accumulate, compound-assign, exp, if-flag, late-let, match, reshape, sin, sqrt, tanh.
 mod p037 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
+        w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.sin() + v;
         let mut total = Tensor::scalar(0.0);
-        let mut step1 = 0;
-        while step1 < n {
-            h = (v * &h).sin();
-            step1 += 1;
-        }
-        let y2 = if flag {
-            (&h * 0.9).tanh()
+        let y1;
+        if flag {
+            y1 = ((&h + v) * 0.5).tanh().exp();
         } else {
-            &h / (v.square() + 1.0)
-        };
-        h = (&h * 0.5 + &y2 * 0.5).tanh();
-        for i in 0..n {
-            if i % 2 == 0 {
-                h = gated(&h, x);
-            } else {
-                total = &total + &h.square().mean();
-            }
-            if i == 1 {
-                return total.clone() * b + h.sum_axes(&[0], false).square().mean();
-            }
-            total = total + h.mean() * b.ln().abs();
-            match k {
-                1 => {
-                    h = (&h - h.sum_axes(&[1], true) * 0.25).tanh();
-                }
-                2 | 3 => {
-                    total += h.exp().mean().ln();
-                    h = (&h - h.sum_axes(&[1], true) * 0.25).sin();
-                }
-                _ => {}
-            }
+            y1 = h.matmul(w);
         }
-        h = (&h - x).sin();
-        &total + &h.square().mean()
+        h = ((&h * 0.5 + &y1 * 0.5).square() + 0.5).sqrt() - 0.5;
+        total = h.softmax(-1).ln().mean() + &total * 0.5;
+        let y2 = match k {
+            0 => ((&h - h.sum_axes(&[1], true) * 0.25) * 0.5).tanh().exp(),
+            1 => (&h * b).sin(),
+            _ => h.matmul(w) + v,
+        };
+        h = (y2 * 0.5).tanh();
+        if flag {
+            total -= h.reshape(&[12]).sin().sum() * 0.5;
+        } else {
+            h += (&h * x).tanh() * 0.5;
+            h = h.tanh();
+        }
+        total.clone() * 1.5 + h.mean()
     }
 }
 
 #[test]
 fn p037() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 37001);
+    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 37003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 37004);
-    check_variants!(mod p037; [v]; (&x, &v, 0.63, 2, 1, true));
+    check_variants!(mod p037; [w, v]; (&x, &w, &v, 0.63, 1, true));
 }
 
-/// Uses: accumulate, compound-assign, if-flag, plain-only-if, sin, sqrt, structure-by-value, vec-field-loop, while.
+/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, if-flag, iterator-adaptors, plain-only-if, plain-parens, reshape, sin, softmax, sqrt, structure-by-value, vec-field-loop.
 mod p038 {
     use super::*;
 
@@ -1866,26 +1968,23 @@ mod p038 {
         x: &Tensor<f64>,
         net: Net,
         #[nodiff] v: &Tensor<f64>,
-        #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.sin() + v;
         let mut total = Tensor::scalar(0.0);
-        let mut step1 = 0;
-        while step1 < n {
-            h = ((&h / a.sqrt()).square() + 0.5).sqrt() - 0.5;
-            step1 += 1;
-        }
-        if flag {
-            total = total + h.square().mean() * 0.9;
-        } else {
-            let mut scale2 = a.powi(2) + 0.1;
-            if flag {
-                scale2 = b.exp() * 0.5;
+        for wl in &net.ws {
+            h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
+            for i in 0..k + 1 {
+                let c1 = ((i + 1) * k) as f64 * 0.2;
+                h = (&h * c1 + &net.b).tanh();
+                let mut scale2 = b;
+                if i % 2 == 1 {
+                    scale2 = b.exp() * 0.5;
+                }
+                h = (&h * scale2).tanh();
             }
-            h = (&h * scale2).tanh();
         }
         if flag {
             total = total + h.softmax(-1).ln().mean() * 0.3;
@@ -1895,7 +1994,11 @@ mod p038 {
         for wl in &net.ws {
             h = (h.matmul(wl) + v).sin();
         }
-        total.clone() * 0.9 + (h.square().sum() + 1.0).sqrt()
+        for wl in net.ws.iter().step_by(2) {
+            h = (h.matmul(wl) + &net.b).softmax(-1);
+            h = (&h * x).sin();
+        }
+        &total + &h.reshape(&[8]).sin().sum()
     }
 }
 
@@ -1904,10 +2007,10 @@ fn p038() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 38001);
     let net = net(4, 3, 38002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 38004);
-    check_variants!(mod p038; [x, net]; (&x, net.clone(), &v, 1.69, 0.86, 3, true));
+    check_variants!(mod p038; [x, net]; (&x, net.clone(), &v, 0.86, 2, true));
 }
 
-/// Uses: accumulate, cast, field, helper, if-flag, ln, plain-let, plain-only-if, plain-parens, reshape, sigmoid, softmax, tanh, vec-field-loop, while.
+/// Uses: accumulate, cast, field, if-flag, iterator-adaptors, late-let, ln, plain-let, plain-parens, reshape, softmax, sqrt, tanh, vec-field-loop.
 mod p039 {
     use super::*;
 
@@ -1926,12 +2029,10 @@ mod p039 {
         let s2 = (a / b).sqrt();
         let mut h = x * v;
         let mut total = Tensor::scalar(0.0);
-        let mut step3 = 0;
-        while step3 < n {
-            h = dense(&h, &net.ws[0], &net.b);
-            step3 += 1;
-        }
         for wl in &net.ws {
+            h = (h.matmul(wl) + &net.b).tanh();
+        }
+        for wl in net.ws.iter().take(2) {
             h = (h.matmul(wl) + &net.b).tanh();
             if !flag {
                 total = &total + &h.mean();
@@ -1939,22 +2040,23 @@ mod p039 {
                 total = h.reshape(&[2, 4]).matmul(x).mean() + &total * 0.9;
             }
         }
-        for wl in &net.ws {
-            h = (h.matmul(wl) + v).sigmoid();
-            let mut scale4 = n as f64 * k as f64 * 0.1;
-            if flag {
-                scale4 = (s1 + a) * 0.5;
-            }
-            h = (&h * scale4).tanh();
-        }
-        let y5 = if flag {
-            (((a * 2.0 - b).abs() + 0.1) / (h.square() + 1.0)).softmax(-1)
+        let y3;
+        if flag {
+            y3 = (h.matmul(&net.ws[0]) + &net.b).softmax(-1);
         } else {
-            &h * (a.ln() - b.ln()).exp()
-        };
-        h = ((&h * 0.5 + &y5 * 0.5).square() + 1.0).ln();
+            y3 = &h * ((n * k) as f64).sqrt();
+        }
+        h = ((&h * 0.5 + &y3 * 0.5).square() + 0.5).sqrt() - 0.5;
+        let y4;
+        if flag {
+            y4 = ((a / (h.square() + 1.0)).square() + 1.0).ln();
+        } else {
+            y4 = h.matmul(&net.ws[0]);
+        }
+        h = (&h * 0.5 + &y4 * 0.5).softmax(-1);
+        h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        total.clone() * 1.5 + h.sum()
+        &total + &(h.square() + 1.0).ln().sum()
     }
 }
 
@@ -1966,25 +2068,19 @@ fn p039() {
     check_variants!(mod p039; [x, net, v]; (&x, &net, &v, 1.39, 0.61, 1, 1, false));
 }
 
-/// Uses: accumulate, field, helper, reshape, sigmoid, softmax, tensor-by-value, vec-field-loop.
+/// Uses: accumulate, field, reshape, sin, sum_axes, vec-field-loop.
 mod p041 {
     use super::*;
 
     #[differentiable]
-    pub fn f(
-        #[nodiff] x: &Tensor<f64>,
-        net: &Net,
-        u: Tensor<f64>,
-        #[nodiff] b: f64,
-    ) -> Tensor<f64> {
+    pub fn f(#[nodiff] x: &Tensor<f64>, net: &Net) -> Tensor<f64> {
         let mut h = x.matmul(&net.ws[0]);
         let mut total = h.sum() * 0.0;
         total = &total + &h.reshape(&[3, 3]).matmul(x).mean();
         for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).softmax(-1);
-            h = (&h - &u).sigmoid();
+            h = (h.matmul(wl) + &net.b).sin();
         }
-        total.clone() * 1.5 + soft_norm(&h, b)
+        total.clone() * 0.3 + h.sum_axes(&[0], false).square().mean()
     }
 }
 
@@ -1992,11 +2088,10 @@ mod p041 {
 fn p041() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 41001);
     let net = net(3, 2, 41002);
-    let u = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 41005);
-    check_variants!(mod p041; [net, u]; (&x, &net, u.clone(), 1.99));
+    check_variants!(mod p041; [net]; (&x, &net));
 }
 
-/// Uses: accumulate, compound-assign, for, fresh-state-in-outer-loop, helper, if-counter, sin, sum_axes, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, for, fresh-state-in-outer-loop, if-counter, iterator-adaptors, sin, sum_axes, tanh, vec-field-loop-in-outer-loop.
 mod p042 {
     use super::*;
 
@@ -2015,10 +2110,10 @@ mod p042 {
         let mut acc1 = Tensor::scalar(0.0);
         for i in 0..n {
             let mut g2 = Tensor::full(&[3, 4], i as f64 * 0.25 + 0.1);
-            for layer in &stack.layers {
-                g2 = (g2.matmul(&layer.w) + &layer.b).sin();
+            for layer in stack.layers.iter().step_by(2) {
+                g2 = (g2.matmul(&layer.w) + &layer.b).tanh();
             }
-            acc1 += soft_norm(&g2, b.ln().abs());
+            acc1 = acc1 + g2.sum() * 2.0;
         }
         total += acc1 * 0.5;
         &total + &h.sum()
@@ -2062,21 +2157,49 @@ fn p043() {
     check_variants!(mod p043; [x, stack]; (&x, stack.clone(), false));
 }
 
-/// Uses: accumulate, reshape, sin, sqrt, vec-field-loop.
+/// Uses: accumulate, cast, counter-plain, exp, field, for, match, reshape, softmax, sqrt, tanh, vec-field-loop.
 mod p044 {
     use super::*;
 
     #[differentiable]
-    pub fn f(x: &Tensor<f64>, stack: &Stack, #[nodiff] a: f64) -> Tensor<f64> {
+    pub fn f(
+        x: &Tensor<f64>,
+        stack: &Stack,
+        w: &Tensor<f64>,
+        #[nodiff] a: f64,
+        #[nodiff] n: usize,
+    ) -> Tensor<f64> {
         let mut h = x.tanh();
         let mut total = Tensor::<f64>::zeros(&[]);
         h = ((&h * a.sqrt()).square() + 0.5).sqrt() - 0.5;
         for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).sin();
+            h = (h.matmul(&layer.w) + &layer.b).tanh();
         }
-        h = (&h - x).sin();
-        total = &total + &h.reshape(&[3, 2]).matmul(x).mean();
-        (h.square() + 1.0).ln().sum() + &total
+        match n {
+            1 => {
+                h = (&h - x).tanh();
+            }
+            2 | 3 => {
+                total = h.exp().mean().ln() + &total * 0.5;
+                h = ((a.sqrt() / (h.square() + 1.0)) * 0.5).tanh().exp();
+            }
+            _ => {}
+        }
+        for i in 0..n {
+            let c1 = i as f64 * 0.25 + 0.5;
+            h = (&h * c1 + &stack.gain).tanh();
+            match n % 3 {
+                1 => {
+                    h = h.matmul(w).tanh();
+                }
+                2 | 3 => {
+                    total = h.reshape(&[6]).sin().sum() + &total * 0.5;
+                    h = (&h * a.cbrt()).softmax(-1);
+                }
+                _ => {}
+            }
+        }
+        h.exp().mean().ln() + &total
     }
 }
 
@@ -2084,10 +2207,11 @@ mod p044 {
 fn p044() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 44001);
     let stack = stack(3, 3, 44002);
-    check_variants!(mod p044; [x, stack]; (&x, &stack, 1.65));
+    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 44003);
+    check_variants!(mod p044; [x, stack, w]; (&x, &stack, &w, 1.65, 3));
 }
 
-/// Uses: accumulate, cast, field, plain-let, plain-only-if, tanh, vec-field-loop.
+/// Uses: accumulate, cast, for, fresh-state-in-outer-loop, iterator-adaptors, late-let, ln, plain-let, plain-only-if, reshape, sin, tanh, vec-field-loop-in-outer-loop.
 mod p045 {
     use super::*;
 
@@ -2111,12 +2235,25 @@ mod p045 {
             scale3 *= 2.0;
         }
         total += h.mean() * scale3;
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).tanh();
+        let y4;
+        if flag {
+            y4 = (1.0 - &h).tanh();
+        } else {
+            y4 = &h * a;
         }
-        h = (&h / a).tanh();
+        h = ((&h * 0.5 + &y4 * 0.5).square() + 1.0).ln();
+        let mut acc5 = Tensor::scalar(0.0);
+        for i in 0..n {
+            let mut g6 = Tensor::full(&[3, 4], i as f64 * 0.25 + 0.1);
+            for wl in net.ws.iter().rev() {
+                g6 = (g6.matmul(wl) * a.sqrt()).sin();
+            }
+            acc5 = acc5 + g6.exp().mean().ln() * 0.7;
+            h = (&h + &g6).tanh();
+        }
+        total += acc5 * 0.5;
         h = (&h * s2).tanh();
-        total.clone() * 0.5 + (h.square() + 1.0).ln().sum()
+        total.clone() * a.sqrt() + h.reshape(&[4, 3]).matmul(x).mean()
     }
 }
 
@@ -2127,7 +2264,7 @@ fn p045() {
     check_variants!(mod p045; [x, net]; (&x, &net, 1.26, 1.61, 4, false));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, for, fresh-state-in-outer-loop, if-flag, plain-let, plain-only-if, plain-parens, sin, softmax, sqrt, vec-field-loop, vec-field-loop-in-outer-loop, while.
+/// Uses: accumulate, compound-assign, early-return, iterator-adaptors, plain-let, plain-parens, sigmoid, softmax, sum_axes, vec-field-loop, while.
 mod p046 {
     use super::*;
 
@@ -2135,7 +2272,6 @@ mod p046 {
     pub fn f(
         x: &Tensor<f64>,
         stack: &Stack,
-        #[nodiff] w: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
@@ -2144,47 +2280,21 @@ mod p046 {
         let s1 = (a - b).abs() + 0.25;
         let mut h = x.clone();
         let mut total = Tensor::scalar(0.0);
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).sin();
-        }
-        for _ in 0..n {
-            h = (&h * ((a + b) * 0.5)).tanh();
+        for layer in stack.layers.iter().step_by(2) {
+            h = (h.matmul(&layer.w) + &layer.b).sigmoid();
             let mut step2 = 0;
             while step2 < n {
-                h += h.matmul(w).sin() * 0.5;
-                h = h.tanh();
+                h = (&layer.b * &h).softmax(-1);
                 step2 += 1;
             }
-            let mut g3 = x * ((b / (a + 1.0)).powi(2) + 0.5);
-            for layer in &stack.layers {
-                g3 = (g3.matmul(&layer.w) + &layer.b).sin();
-                if flag {
-                    let mut scale4 = (b / (a + 1.0)).powi(2) + 0.5;
-                    if flag {
-                        scale4 = a.cbrt();
-                    } else {
-                        scale4 *= 2.0;
-                    }
-                    h = (&h * scale4).tanh();
-                } else {
-                    total -= h.exp().mean().ln() * 0.5;
-                }
-                h = (2.0 - &h).softmax(-1);
-            }
-            total = total + g3.sum() * ((a * 2.0 - b).abs() + 0.1);
-            h = (&h + &g3).tanh();
-            for layer in &stack.layers {
-                h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
-                let mut scale5 = (a.ln() - b.ln()).exp();
-                if flag {
-                    scale5 = (s1 + a) * 0.5;
-                } else {
-                    scale5 *= 0.5;
-                }
-                total += h.mean() * scale5;
-            }
         }
-        h.exp().mean().ln() + &total
+        total = h.sum_axes(&[0], false).square().mean() + &total * 0.5;
+        if !flag {
+            return h.mean() + &total;
+        }
+        total += (h.square().sum() + 1.0).sqrt();
+        h = (&h * s1).tanh();
+        total.clone() * 0.7 + h.softmax(-1).ln().mean()
     }
 }
 
@@ -2192,11 +2302,10 @@ mod p046 {
 fn p046() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 46001);
     let stack = stack(4, 2, 46002);
-    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 46003);
-    check_variants!(mod p046; [x, stack]; (&x, &stack, &w, 0.84, 1.54, 2, true));
+    check_variants!(mod p046; [x, stack]; (&x, &stack, 0.84, 1.54, 2, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, for, helper, if-flag, ln, plain-let, reshape, sqrt, sum_axes, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, field, for, if-flag, ln, plain-let, reshape, softmax, vec-field-loop-in-outer-loop.
 mod p047 {
     use super::*;
 
@@ -2222,17 +2331,11 @@ mod p047 {
         total = h.reshape(&[4, 3]).matmul(x).mean() + &total * 0.9;
         for _ in 0..n {
             for wl in &net.ws {
-                h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
-                total = total + h.sum_axes(&[0], false).square().mean() * a.cbrt();
-                if flag {
-                    total = &total + &(h.square().sum() + 1.0).sqrt();
-                } else {
-                    total = total + h.sum() * s1;
-                }
+                h = (h.matmul(wl) + &net.b).softmax(-1);
             }
-            total = total + soft_norm(&h, n as f64 * 0.5) * 0.9;
+            total = &total + &h.mean();
         }
-        soft_norm(&h, a.ln().abs() + 0.5) + &total
+        total.clone() * s1 + h.sum()
     }
 }
 
@@ -2243,7 +2346,7 @@ fn p047() {
     check_variants!(mod p047; [x, net]; (&x, &net, 1.58, 1.65, 4, true));
 }
 
-/// Uses: accumulate, exp, field, helper, if-flag, ln, plain-let, plain-only-if, plain-parens, sin, vec-field-loop.
+/// Uses: exp, field, if-flag, iterator-adaptors, ln, plain-let, plain-parens, sin, softmax, vec-field-loop.
 mod p048 {
     use super::*;
 
@@ -2259,23 +2362,19 @@ mod p048 {
         let s1 = (a - b).abs() + 0.25;
         let s2 = (s1 + a) * 0.5;
         let mut h = x.matmul(&net.ws[0]);
-        let mut total = h.sum() * 0.0;
+        let total = h.sum() * 0.0;
         let y3 = if flag {
             ((&h + v).square() + 1.0).ln()
         } else {
             &net.b * &h
         };
         h = ((&h * 0.5 + &y3 * 0.5) * 0.5).tanh().exp();
-        for wl in &net.ws {
-            h = (h.matmul(wl) + v).sin();
-            let mut scale4 = (a - b).abs() + 0.25;
-            if flag {
-                scale4 = 1.0 / (1.0 + (a * b).sqrt());
-            }
-            total += h.mean() * scale4;
+        for wl in net.ws.iter().skip(1) {
+            h = (h.matmul(wl) + &net.b).sin();
+            h = ((a.ln() - b.ln()).exp() * &h).softmax(-1);
         }
         h = (&h * s2).tanh();
-        total.clone() * (1.0 / (1.0 + (a * b).sqrt())) + soft_norm(&h, (a + b) * 0.5)
+        &total + &h.exp().mean().ln()
     }
 }
 
@@ -2287,7 +2386,7 @@ fn p048() {
     check_variants!(mod p048; [net, v]; (&x, &net, &v, 1.46, 1.61, false));
 }
 
-/// Uses: accumulate, early-return, exp, helper, if-flag, plain-let, reshape, sqrt.
+/// Uses: accumulate, early-return, exp, if-flag, plain-let, reshape, while.
 mod p049 {
     use super::*;
 
@@ -2297,19 +2396,24 @@ mod p049 {
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt() + b;
         let mut h = x.sin() + v;
         let mut total = Tensor::scalar(0.0);
         total = h.reshape(&[3, 2]).matmul(x).mean() + &total * 0.9;
-        let y2 = if flag {
-            ((&h * a.cbrt()) * 0.5).tanh().exp()
+        let mut step2 = 0;
+        while step2 < n {
+            h = ((2.0 * &h) * 0.5).tanh().exp();
+            step2 += 1;
+        }
+        let y3 = if flag {
+            ((0.9 * &h) * 0.5).tanh().exp()
         } else {
-            &h - x
+            &h / b.ln().abs()
         };
-        h = ((&h * 0.5 + &y2 * 0.5).square() + 0.5).sqrt() - 0.5;
-        h = gated(&h, x);
+        h = ((&h * 0.5 + &y3 * 0.5) * 0.5).tanh().exp();
         if !flag {
             return h.softmax(-1).ln().mean() + &total;
         }
@@ -2323,10 +2427,10 @@ mod p049 {
 fn p049() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 49001);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 49004);
-    check_variants!(mod p049; [v]; (&x, &v, 1.77, 1.86, false));
+    check_variants!(mod p049; [v]; (&x, &v, 1.77, 1.86, 4, false));
 }
 
-/// Uses: accumulate, compound-assign, exp, helper, match, plain-let, reshape, sum_axes.
+/// Uses: accumulate, compound-assign, counter-plain, exp, for, helper, match, plain-let, sin, softmax, sqrt, while.
 mod p050 {
     use super::*;
 
@@ -2337,6 +2441,7 @@ mod p050 {
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
         #[nodiff] k: usize,
     ) -> Tensor<f64> {
         let s1 = b.ln().abs();
@@ -2352,10 +2457,33 @@ mod p050 {
             }
             _ => {}
         }
-        total -= h.sum_axes(&[0], false).square().mean() * 0.5;
-        total = (h.square().sum() + 1.0).sqrt() + &total * 0.9;
-        total = total + h.sum() * s1;
-        &total + &h.reshape(&[6]).sin().sum()
+        let mut step2 = 0;
+        while step2 < n {
+            h += (a.cbrt() * &h).sin() * 0.5;
+            h = h.tanh();
+            step2 += 1;
+        }
+        for _ in 0..n {
+            h = (&h * b).tanh();
+            let mut step3 = 0;
+            while step3 < n {
+                h = ((&h / (v.square() + 1.0)) * 0.5).tanh().exp();
+                step3 += 1;
+            }
+            match n {
+                1 => {
+                    h = ((1.0 - &h).square() + 0.5).sqrt() - 0.5;
+                }
+                2 | 3 => {
+                    total = h.sum() + &total * 0.5;
+                    h = ((&h + v) * 0.5).tanh().exp();
+                }
+                _ => {}
+            }
+        }
+        h = (v * &h).softmax(-1);
+        h = (&h * s1).tanh();
+        total.clone() * s1 + h.exp().mean().ln()
     }
 }
 
@@ -2364,7 +2492,7 @@ fn p050() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 50001);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 50003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 50004);
-    check_variants!(mod p050; [x, w, v]; (&x, &w, &v, 0.88, 1.13, 1));
+    check_variants!(mod p050; [x, w, v]; (&x, &w, &v, 0.88, 1.13, 1, 1));
 }
 
 /// Uses: accumulate, compound-assign, local-vec-push, plain-let, reshape, sigmoid.
@@ -2395,26 +2523,21 @@ fn p051() {
     check_variants!(mod p051; [x]; (&x, 1.27));
 }
 
-/// Uses: accumulate, field, helper, sigmoid, sqrt, sum_axes, tanh, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, field, helper, ln, reshape, sum_axes, vec-field-loop.
 mod p052 {
     use super::*;
 
     #[differentiable]
-    pub fn f(x: &Tensor<f64>, stack: &Stack, #[nodiff] n: usize) -> Tensor<f64> {
+    pub fn f(x: &Tensor<f64>, stack: &Stack, #[nodiff] k: usize) -> Tensor<f64> {
         let mut h = x * &stack.gain;
         let mut total = h.sum() * 0.0;
         total = h.sum_axes(&[0], false).square().mean() + &total * 0.9;
-        let mut step1 = 0;
-        while step1 < n {
-            h = (&h / (stack.gain.square() + 1.0)).tanh();
-            step1 += 1;
-        }
-        h = (&h / (stack.gain.square() + 1.0)).sigmoid();
         for layer in &stack.layers {
-            h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
-            h = dense(&h, &stack.layers[0].w, &stack.gain);
+            h = ((h.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
         }
-        total.clone() * 0.9 + h.softmax(-1).ln().mean()
+        h = repeat_dense(&h, &stack.layers[0].w, k);
+        total += h.reshape(&[3, 2]).matmul(x).mean();
+        &total + &h.sum()
     }
 }
 
@@ -2422,10 +2545,10 @@ mod p052 {
 fn p052() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 52001);
     let stack = stack(3, 3, 52002);
-    check_variants!(mod p052; [x, stack]; (&x, &stack, 2));
+    check_variants!(mod p052; [x, stack]; (&x, &stack, 1));
 }
 
-/// Uses: exp, helper, if-flag, match, sigmoid, sin, while.
+/// Uses: exp, helper, late-let, ln, reshape, sin, while.
 mod p053 {
     use super::*;
 
@@ -2436,34 +2559,29 @@ mod p053 {
         v: &Tensor<f64>,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.matmul(w);
         let total = Tensor::scalar(0.0);
-        let mut step1 = 0;
-        while step1 < n {
-            h = repeat_dense(&h, w, k);
-            step1 += 1;
-        }
-        let y2 = if flag {
-            (1.5 * &h).sin()
+        let y1;
+        if flag {
+            y1 = ((h.matmul(w) + v).square() + 1.0).ln();
         } else {
-            h.matmul(w) + v
-        };
-        h = (&h * 0.5 + &y2 * 0.5).sin();
-        let y3 = match n {
-            0 => (&h * b).sin(),
-            1 => ((b.exp() / (h.square() + 1.0)) * 0.5).tanh().exp(),
-            _ => 2.0 - &h,
-        };
-        h = (y3 * 0.5).tanh();
-        let mut step4 = 0;
-        while step4 < n {
-            h = h.matmul(w).sigmoid();
-            step4 += 1;
+            y1 = 1.5 * &h;
         }
-        &total + &h.sum()
+        h = (&h * 0.5 + &y1 * 0.5).sin();
+        h = ((&h * b.ln().abs()) * 0.5).tanh().exp();
+        let mut step2 = 0;
+        while step2 < n {
+            h = dense(&h, w, v);
+            step2 += 1;
+        }
+        let mut step3 = 0;
+        while step3 < n {
+            h = ((&h / (v.square() + 1.0)) * 0.5).tanh().exp();
+            step3 += 1;
+        }
+        h.reshape(&[4, 3]).matmul(x).mean() + &total
     }
 }
 
@@ -2472,10 +2590,10 @@ fn p053() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 53001);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 53003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 53004);
-    check_variants!(mod p053; [x, w, v]; (&x, &w, &v, 0.69, 1, 3, false));
+    check_variants!(mod p053; [x, w, v]; (&x, &w, &v, 0.69, 1, false));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, field, for, helper, nested-for, plain-let, sin, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, counter-plain, exp, field, for, helper, iterator-adaptors, nested-for, plain-let, tanh, vec-field-loop-in-outer-loop.
 mod p054 {
     use super::*;
 
@@ -2483,9 +2601,9 @@ mod p054 {
     pub fn f(
         x: &Tensor<f64>,
         net: &Net,
+        #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] k: usize,
     ) -> Tensor<f64> {
         let s1 = b.exp() * 0.5;
         let s2 = s1;
@@ -2494,17 +2612,19 @@ mod p054 {
         total = (h.square().sum() + 1.0).sqrt() + &total * 0.9;
         h = gated(&h, x);
         for _ in 0..n {
-            for wl in &net.ws {
-                h = (h.matmul(wl) + &net.b).sin();
-                for _ in 0..k + 1 {
-                    h = (&h * b.ln().abs()).tanh();
-                    total -= h.softmax(-1).ln().mean() * 0.5;
+            for wl in net.ws.iter().take(2) {
+                h = ((h.matmul(wl) + &net.b) * 0.5).tanh().exp();
+                for _ in 0..n {
+                    let c3 = a;
+                    h = (&h * c3 + &net.b).tanh();
+                    total = total + soft_norm(&h, b.exp()) * b.exp();
+                    h = (b / (h.square() + 1.0)).tanh();
                 }
             }
-            total = &total + &h.exp().mean().ln();
+            total = &total + &h.sum();
         }
         h = (&h * s2).tanh();
-        total.clone() * b.exp() + h.sum()
+        total.clone() * s1 + (h.square() + 1.0).ln().sum()
     }
 }
 
@@ -2512,54 +2632,61 @@ mod p054 {
 fn p054() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 54001);
     let net = net(3, 2, 54002);
-    check_variants!(mod p054; [x, net]; (&x, &net, 1.98, 2, 2));
+    check_variants!(mod p054; [x, net]; (&x, &net, 1.97, 1.98, 2));
 }
 
-/// Uses: accumulate, compound-assign, exp, match, reshape, sin, sqrt, tanh, vector-output, while.
+/// Uses: exp, helper, late-let, ln, match, plain-only-if, sin, sqrt, tanh, vector-output, while.
 mod p055 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
+        #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x * v;
-        let mut total = Tensor::scalar(0.0);
-        total += h.reshape(&[3, 2]).matmul(x).mean();
-        let y1 = match n % 3 {
-            0 => (&h - h.sum_axes(&[1], true) * 0.33).tanh(),
-            1 => h.matmul(w).sin(),
-            _ => &h * a.cbrt(),
-        };
-        h = (y1 * 0.5).tanh();
-        let y2 = match n % 3 {
+        let total = Tensor::scalar(0.0);
+        let mut step1 = 0;
+        while step1 < n {
+            h = scaled_softmax(&h, a / b);
+            step1 += 1;
+        }
+        let mut scale2 = a.sqrt() + b;
+        if flag {
+            scale2 = a.ln().abs() + 0.5;
+        } else {
+            scale2 *= 2.0;
+        }
+        h = (&h * scale2).tanh();
+        let y3 = match n % 3 {
             0 => (&h * 1.5).sin(),
             1 => ((&h / a.sqrt()) * 0.5).tanh().exp(),
             _ => v * &h,
         };
-        h = (y2 * 0.5).tanh();
-        let mut step3 = 0;
-        while step3 < n {
-            h = ((&h / a.cbrt()).square() + 0.5).sqrt() - 0.5;
-            step3 += 1;
+        h = (y3 * 0.5).tanh();
+        let y4;
+        if flag {
+            y4 = ((1.0 - &h).square() + 0.5).sqrt() - 0.5;
+        } else {
+            y4 = &h / a.cbrt();
         }
-        (h.matmul(w) + v).tanh() + &total
+        h = ((&h * 0.5 + &y4 * 0.5).square() + 1.0).ln();
+        (&h - x).tanh() + &total
     }
 }
 
 #[test]
 fn p055() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 55001);
-    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 55003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 55004);
-    check_vector_variants!(mod p055; [x, w, v]; (&x, &w, &v, 1.34, 1));
+    check_vector_variants!(mod p055; [x, v]; (&x, &v, 1.34, 1.21, 1, false));
 }
 
-/// Uses: accumulate, early-return, exp, field, helper, ln, reshape, vec-field-loop, while.
+/// Uses: accumulate, field, helper, iterator-adaptors, late-let, sigmoid, softmax, tanh, vec-field-loop.
 mod p056 {
     use super::*;
 
@@ -2567,30 +2694,32 @@ mod p056 {
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
         net: &Net,
-        w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x * &net.b;
         let mut total = h.sum() * 0.0;
         total = soft_norm(&h, a.sqrt() + b) + &total * 0.9;
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + v).square() + 1.0).ln();
+        let y1;
+        if flag {
+            y1 = h.matmul(&net.ws[0]).tanh();
+        } else {
+            y1 = &h - h.sum_axes(&[1], true) * 0.33;
         }
-        let mut step1 = 0;
-        while step1 < n {
-            h = (h.matmul(w) * 0.5).tanh().exp();
-            step1 += 1;
+        h = (&h * 0.5 + &y1 * 0.5).tanh();
+        let y2;
+        if flag {
+            y2 = (&h - h.sum_axes(&[1], true) * 0.33).tanh();
+        } else {
+            y2 = b / (h.square() + 1.0);
         }
-        total = total + soft_norm(&h, b.exp()) * 0.7;
-        if !flag {
-            return total.clone() * 1.5 + (h.square().sum() + 1.0).sqrt();
+        h = (&h * 0.5 + &y2 * 0.5).softmax(-1);
+        for wl in net.ws.iter().rev() {
+            h = (h.matmul(wl) + v).sigmoid();
         }
-        total = h.reshape(&[6]).sin().sum() + &total * 0.9;
-        total.clone() * 2.0 + (h.square() + 1.0).ln().sum()
+        total.clone() * 1.5 + (h.square().sum() + 1.0).sqrt()
     }
 }
 
@@ -2598,9 +2727,8 @@ mod p056 {
 fn p056() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 56001);
     let net = net(3, 3, 56002);
-    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 56003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 56004);
-    check_variants!(mod p056; [net, w, v]; (&x, &net, &w, &v, 0.98, 1.37, 3, false));
+    check_variants!(mod p056; [net, v]; (&x, &net, &v, 0.98, 1.37, false));
 }
 
 /// Uses: accumulate, cast, exp, helper, if-flag, match, plain-only-if, sqrt.
@@ -2654,7 +2782,7 @@ fn p057() {
     check_variants!(mod p057; [w]; (&x, &w, &v, 1.97, 1.4, 3, 1, true));
 }
 
-/// Uses: counter-plain, for, ln, plain-let, plain-parens, sum_axes, tanh, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, counter-plain, early-return, for, iterator-adaptors, late-let, plain-let, plain-parens, reshape, sin, sqrt, tanh, vec-field-loop-in-outer-loop.
 mod p058 {
     use super::*;
 
@@ -2665,24 +2793,29 @@ mod p058 {
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = (b / (a + 1.0)).powi(2) + 0.5;
         let mut h = x.matmul(&net.ws[0]);
-        let total = h.sum() * 0.0;
+        let mut total = h.sum() * 0.0;
         for _ in 0..3 {
             h = (&h * ((a * 2.0 - b).abs() + 0.1)).tanh();
-            let mut step2 = 0;
-            while step2 < n {
-                h = (&h - x).tanh();
-                step2 += 1;
+            for wl in net.ws.iter().step_by(2) {
+                h = (h.matmul(wl) + v).tanh();
             }
         }
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + v).square() + 1.0).ln();
+        let y2;
+        if flag {
+            y2 = (&h - h.sum_axes(&[1], true) * 0.25).sin();
+        } else {
+            y2 = &h / (v.square() + 1.0);
         }
-        h = (&h * s1).tanh();
-        total.clone() * s1 + h.sum_axes(&[0], false).square().mean()
+        h = ((&h * 0.5 + &y2 * 0.5).square() + 0.5).sqrt() - 0.5;
+        if !flag {
+            return total.clone() * s1 + h.exp().mean().ln();
+        }
+        total += h.softmax(-1).ln().mean();
+        &total + &h.reshape(&[4, 3]).matmul(x).mean()
     }
 }
 
@@ -2691,10 +2824,10 @@ fn p058() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 58001);
     let net = net(4, 2, 58002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 58004);
-    check_variants!(mod p058; [net, v]; (&x, &net, &v, 1.65, 0.97, 3));
+    check_variants!(mod p058; [net, v]; (&x, &net, &v, 1.65, 0.97, true));
 }
 
-/// Uses: accumulate, break, cast, compound-assign, exp, field, for, helper, if-counter, if-flag, ln, match-counter, nested-for, plain-parens, reshape, sigmoid, sin, sqrt, structure-by-value, sum_axes, tanh, vec-field-loop, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, exp, field, helper, if-flag, iterator-adaptors, ln, plain-parens, reshape, sigmoid, sqrt, structure-by-value, tanh, vec-field-loop.
 mod p059 {
     use super::*;
 
@@ -2704,74 +2837,37 @@ mod p059 {
         net: Net,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
-        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.clone();
         let mut total = h.sum() * 0.0;
-        for wl in &net.ws {
+        for wl in net.ws.iter().take(2) {
             h = (h.matmul(wl) + &net.b).sigmoid();
-        }
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).tanh();
-        }
-        let y1 = if flag {
-            (&h * ((n + 1) as f64).ln()).sin()
-        } else {
-            1.0 - &h
-        };
-        h = ((&h * 0.5 + &y1 * 0.5).square() + 1.0).ln();
-        for i in 0..n {
-            if i % 2 == 0 {
-                h += (&h - h.sum_axes(&[1], true) * 0.33).tanh() * 0.5;
-                h = h.tanh();
+            let y1 = if flag {
+                (&h * ((b / (a + 1.0)).powi(2) + 0.5)).sigmoid()
             } else {
-                total += h.sum();
-            }
-            for wl in &net.ws {
-                h = ((h.matmul(wl) + &net.b) * 0.5).tanh().exp();
-                total -= h.square().mean() * 0.5;
-            }
-            for wl in &net.ws {
-                h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
-                for j in 0..2 {
-                    match j % 3 {
-                        0 => {
-                            h = ((0.3 * &h).square() + 1.0).ln();
-                        }
-                        1 => h = ((b * &h).square() + 0.5).sqrt() - 0.5,
-                        _ => {
-                            total += h.square().mean();
-                        }
-                    }
-                    h = (&h + &net.b).sin();
-                    h = (h.matmul(wl) + &net.b).tanh();
-                }
-                total = (h.square().sum() + 1.0).sqrt() + &total * 0.5;
-            }
-            for j in 0..3 {
-                if j % 2 == 0 {
-                    h = ((((n + 1) as f64).ln() / (h.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
-                } else {
-                    total = total + h.sum_axes(&[0], false).square().mean() * 0.9;
-                }
-                h = ((&h / a).square() + 1.0).ln();
-                for l in 0..k + 1 {
-                    if l % 2 == 0 {
-                        h = repeat_dense(&h, &net.ws[0], k);
-                    } else {
-                        total += (h.square() + 1.0).ln().sum();
-                    }
-                    if l == 1 {
-                        break;
-                    }
-                    total += h.reshape(&[3, 2]).matmul(x).mean();
-                    h = ((&h * x).square() + 0.5).sqrt() - 0.5;
-                }
-            }
+                &net.b * &h
+            };
+            h = (&h * 0.5 + &y1 * 0.5).tanh();
+            let y2 = if flag {
+                ((&h + &net.b).square() + 1.0).ln()
+            } else {
+                &net.b * &h
+            };
+            h = (&h * 0.5 + &y2 * 0.5).tanh();
         }
-        &total + &h.reshape(&[3, 2]).matmul(x).mean()
+        for wl in net.ws.iter().skip(1) {
+            h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
+            if flag {
+                h = ((&h - x) * 0.5).tanh().exp();
+            } else {
+                h = ((&h + &net.b) * 0.5).tanh().exp();
+            }
+            total = soft_norm(&h, a.powi(2) + 0.1) + &total * 0.9;
+        }
+        total += h.reshape(&[3, 2]).matmul(x).mean();
+        total += h.reshape(&[6]).sin().sum();
+        h.exp().mean().ln() + &total
     }
 }
 
@@ -2779,10 +2875,10 @@ mod p059 {
 fn p059() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 59001);
     let net = net(3, 2, 59002);
-    check_variants!(mod p059; [x, net]; (&x, net.clone(), 0.71, 1.19, 4, 3, true));
+    check_variants!(mod p059; [x, net]; (&x, net.clone(), 0.71, 1.19, true));
 }
 
-/// Uses: accumulate, compound-assign, if-flag, reshape, softmax, vec-field-loop.
+/// Uses: accumulate, compound-assign, if-flag, iterator-adaptors, reshape, tanh, vec-field-loop.
 mod p060 {
     use super::*;
 
@@ -2795,10 +2891,11 @@ mod p060 {
         } else {
             total = h.reshape(&[8]).sin().sum() + &total * 0.5;
         }
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).softmax(-1);
+        for layer in stack.layers.iter().take(2) {
+            h = (h.matmul(&layer.w) + &layer.b).tanh();
+            total += (h.square() + 1.0).ln().sum();
         }
-        h.square().mean() + &total
+        h.reshape(&[2, 4]).matmul(x).mean() + &total
     }
 }
 
@@ -2809,7 +2906,7 @@ fn p060() {
     check_variants!(mod p060; [x, stack]; (&x, &stack, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, exp, field, helper, if-flag, ln, match, plain-let, plain-only-if, plain-parens, sigmoid, sin, sqrt, tanh, tensor-by-value, vec-field-loop, vector-output.
+/// Uses: cast, exp, field, if-flag, iterator-adaptors, match, plain-let, plain-parens, sigmoid, sin, sqrt, tanh, vec-field-loop, vector-output, while.
 mod p061 {
     use super::*;
 
@@ -2818,16 +2915,14 @@ mod p061 {
         #[nodiff] x: &Tensor<f64>,
         net: &Net,
         #[nodiff] w: &Tensor<f64>,
-        u: Tensor<f64>,
         #[nodiff] a: f64,
-        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = ((n + 1) as f64).ln();
         let mut h = x * &net.b;
-        let mut total = h.sum() * 0.0;
+        let total = h.sum() * 0.0;
         let y2 = match k {
             0 => (&h / ((s1 + a) * 0.5)).tanh(),
             1 => ((h.matmul(&net.ws[0]) + &net.b).square() + 0.5).sqrt() - 0.5,
@@ -2841,20 +2936,21 @@ mod p061 {
             h.matmul(&net.ws[0]) + &net.b
         };
         h = (&h * 0.5 + &y3 * 0.5).tanh();
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).sin();
-            if flag {
-                let mut scale4 = (b / (a + 1.0)).powi(2) + 0.5;
-                if flag {
-                    scale4 = n as f64 * 0.5;
-                }
-                total += h.mean() * scale4;
+        for wl in net.ws.iter().step_by(2) {
+            h = ((h.matmul(wl) + &net.b) * 0.5).tanh().exp();
+            let y4 = if flag {
+                ((&h / ((s1 + a) * 0.5)).square() + 0.5).sqrt() - 0.5
             } else {
-                h = gated(&h, &u);
+                &h - h.sum_axes(&[1], true) * 0.33
+            };
+            h = (&h * 0.5 + &y4 * 0.5).sin();
+            let mut step5 = 0;
+            while step5 < n {
+                h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
+                step5 += 1;
             }
-            total += h.softmax(-1).ln().mean();
         }
-        (h.matmul(&net.ws[0]).square() + 1.0).ln() + &total
+        (&h - x).sin() + &total
     }
 }
 
@@ -2863,8 +2959,7 @@ fn p061() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 61001);
     let net = net(3, 3, 61002);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 61003);
-    let u = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 61005);
-    check_vector_variants!(mod p061; [net, u]; (&x, &net, &w, u.clone(), 0.91, 0.76, 3, 3, false));
+    check_vector_variants!(mod p061; [net]; (&x, &net, &w, 0.91, 3, 3, false));
 }
 
 /// Uses: if-flag, plain-let, sigmoid, softmax, sqrt.
@@ -2901,7 +2996,7 @@ fn p062() {
     check_variants!(mod p062; [v]; (&x, &v, 1.82, true));
 }
 
-/// Uses: accumulate, break, cast, compound-assign, exp, field, for, helper, if-counter, if-flag, ln, local-vec-push, nested-for, plain-let, plain-only-if, sin, sum_axes, tanh, vec-field-loop, while.
+/// Uses: accumulate, cast, field, for, fresh-state-in-outer-loop, iterator-adaptors, ln, local-vec-push, plain-let, reshape, sigmoid, sin, softmax, vec-field-loop-in-outer-loop.
 mod p063 {
     use super::*;
 
@@ -2913,58 +3008,39 @@ mod p063 {
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
-        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = k as f64 + a;
         let mut h = x.sin() + &net.b;
         let mut total = Tensor::scalar(0.0);
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
-            let mut step2 = 0;
-            while step2 < n {
-                h = (s1 / (h.square() + 1.0)).sin();
-                step2 += 1;
-            }
+        let mut saved2 = Vec::new();
+        for _ in 0..2 {
+            h = ((&h / (net.b.square() + 1.0)).square() + 1.0).ln();
+            saved2.push(h.exp().mean().ln());
+        }
+        for s in &saved2 {
+            total = &total + s;
         }
         let mut saved3 = Vec::new();
-        for wl in &net.ws {
-            h = h.matmul(wl).tanh();
+        for _ in 0..2 {
+            h = (b.ln().abs() / (h.square() + 1.0)).softmax(-1);
             saved3.push(h.clone());
         }
         for s in &saved3 {
-            total = &total + &s.square().mean();
+            total = &total + &s.reshape(&[6]).sin().sum();
         }
-        if flag {
-            total = h.sum_axes(&[0], false).square().mean() + &total * 0.9;
-        } else {
-            total = total + soft_norm(&h, b.exp() * 0.5) * b;
+        h = (&h + &saved3[0]).tanh();
+        h = (&h - h.sum_axes(&[1], true) * 0.33).sigmoid();
+        let mut acc4 = Tensor::scalar(0.0);
+        for _ in 0..n {
+            let mut g5 = Tensor::full(&[2, 3], 0.5);
+            for wl in net.ws.iter().step_by(2) {
+                g5 = (g5.matmul(wl) * s1).sin();
+            }
+            acc4 = &acc4 + &g5.mean();
+            h = (&h + &g5).tanh();
         }
-        for i in 0..n {
-            if i % 2 == 0 {
-                h = repeat_dense(&h, &net.ws[0], k);
-            } else {
-                total -= h.exp().mean().ln() * 0.5;
-            }
-            if i == 1 {
-                break;
-            }
-            for j in 0..n {
-                if j % 2 == 0 {
-                    h = ((&h * x) * 0.5).tanh().exp();
-                } else {
-                    total = soft_norm(&h, a.ln().abs() + 0.5) + &total * 0.5;
-                }
-                h = scaled_softmax(&h, j as f64 * b + a);
-            }
-            let mut scale4 = a * b;
-            if i % 2 == 1 {
-                scale4 = a * 0.5 + b * 0.25;
-            } else {
-                scale4 *= 1.5;
-            }
-            total += h.mean() * scale4;
-        }
-        &total + &(h.square() + 1.0).ln().sum()
+        total += acc4 * 0.5;
+        total.clone() * a.sqrt() + (h.square().sum() + 1.0).sqrt()
     }
 }
 
@@ -2972,10 +3048,10 @@ mod p063 {
 fn p063() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 63001);
     let net = net(3, 2, 63002);
-    check_variants!(mod p063; [x, net]; (&x, &net, 1.87, 0.94, 3, 2, false));
+    check_variants!(mod p063; [x, net]; (&x, &net, 1.87, 0.94, 3, 2));
 }
 
-/// Uses: accumulate, compound-assign, ln, match, plain-let, reshape, softmax.
+/// Uses: accumulate, compound-assign, ln, match, plain-let, reshape, softmax, tanh, while.
 mod p064 {
     use super::*;
 
@@ -2985,6 +3061,7 @@ mod p064 {
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
         #[nodiff] k: usize,
     ) -> Tensor<f64> {
         let s1 = a * 0.5 + b * 0.25;
@@ -2998,8 +3075,13 @@ mod p064 {
         };
         h = (y2 * 0.5).tanh();
         total = &total + &h.sum();
-        total += (h.square() + 1.0).ln().sum();
-        h.softmax(-1).ln().mean() + &total
+        let mut step3 = 0;
+        while step3 < n {
+            h += (&h + v).tanh() * 0.5;
+            h = h.tanh();
+            step3 += 1;
+        }
+        total.clone() * s1 + (h.square().sum() + 1.0).sqrt()
     }
 }
 
@@ -3007,72 +3089,97 @@ mod p064 {
 fn p064() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 64001);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 64004);
-    check_variants!(mod p064; [x, v]; (&x, &v, 1.12, 1.73, 2));
+    check_variants!(mod p064; [x, v]; (&x, &v, 1.12, 1.73, 4, 2));
 }
 
-/// Uses: accumulate, compound-assign, early-return, exp, for, if-counter, ln, match, plain-let, sin, while.
+/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, for, late-let, ln, match, match-counter, plain-let, plain-only-if, reshape, sigmoid, sin, softmax, sqrt, sum_axes, tanh, while.
 mod p065 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
+        #[nodiff] w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] k: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a;
         let mut h = x * v;
         let mut total = Tensor::scalar(0.0);
-        let mut step2 = 0;
-        while step2 < n {
-            h = ((&h - x) * 0.5).tanh().exp();
-            step2 += 1;
+        let y2;
+        if flag {
+            y2 = (&h / (v.square() + 1.0)).sin();
+        } else {
+            y2 = h.matmul(w) + v;
         }
+        h = (&h * 0.5 + &y2 * 0.5).sin();
         for i in 0..n {
-            if i % 2 == 0 {
-                h = ((b.exp() * &h) * 0.5).tanh().exp();
+            match i % 3 {
+                0 => {
+                    h += (&h / (v.square() + 1.0)).sin() * 0.5;
+                    h = h.tanh();
+                }
+                1 => h = (&h + v).tanh(),
+                _ => {
+                    total = &total + &h.reshape(&[12]).sin().sum();
+                }
+            }
+            let mut scale3 = i as f64 * b + a;
+            if i % 2 == 1 {
+                scale3 = a * 0.5 + b * 0.25;
             } else {
-                total = &total + &h.sum();
+                scale3 *= 2.0;
             }
-            if i == 1 {
-                return total.clone() * b + h.square().mean();
-            }
-            let y3 = match n {
-                0 => ((&h / (v.square() + 1.0)) * 0.5).tanh().exp(),
-                1 => (s1 / (h.square() + 1.0)).sin(),
-                _ => &h / (v.square() + 1.0),
+            h = (&h * scale3).tanh();
+            let y4 = match k {
+                0 => (h.matmul(w).square() + 0.5).sqrt() - 0.5,
+                1 => (&h - h.sum_axes(&[1], true) * 0.25).sigmoid(),
+                _ => &h * 1.5,
             };
-            h = (y3 * 0.5).tanh();
-        }
-        let mut step4 = 0;
-        while step4 < n {
-            h = (&h / b.exp()).sin();
-            step4 += 1;
-        }
-        match n {
-            1 => {
-                h = ((&h + v).square() + 1.0).ln();
+            h = (y4 * 0.5).tanh();
+            match n {
+                1 => {
+                    h = ((&h / a).square() + 1.0).ln();
+                }
+                2 | 3 => {
+                    total = &total + &(h.square() + 1.0).ln().sum();
+                    h = (&h / a).sin();
+                }
+                _ => {}
             }
-            2 | 3 => {
-                total += h.softmax(-1).ln().mean();
-                h = ((0.9 * &h) * 0.5).tanh().exp();
-            }
-            _ => {}
         }
-        &total + &(h.square() + 1.0).ln().sum()
+        for i in 0..3 {
+            let c5 = i as f64 * 0.25 + 0.5;
+            h = (&h * c5 + v).tanh();
+            h = (&h / (v.square() + 1.0)).softmax(-1);
+            total = h.mean() + &total * 0.5;
+        }
+        let mut step6 = 0;
+        while step6 < n {
+            h = (&h * a.sqrt()).sigmoid();
+            step6 += 1;
+        }
+        if !flag {
+            return h.softmax(-1).ln().mean() + &total;
+        }
+        total = total + h.sum_axes(&[0], false).square().mean() * s1;
+        total.clone() * s1 + h.sum_axes(&[0], false).square().mean()
     }
 }
 
 #[test]
 fn p065() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 65001);
+    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 65003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 65004);
-    check_variants!(mod p065; [x, v]; (&x, &v, 1.32, 1.16, 3));
+    check_variants!(mod p065; [x, v]; (&x, &w, &v, 1.32, 1.16, 3, 1, true));
 }
 
-/// Uses: accumulate, helper, ln, plain-let, reshape, sqrt, structure-by-value, vec-field-loop, vector-output, while.
+/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, if-flag, iterator-adaptors, ln, plain-let, plain-parens, reshape, sqrt, structure-by-value, tanh, vec-field-loop, vector-output.
 mod p066 {
     use super::*;
 
@@ -3080,27 +3187,34 @@ mod p066 {
     pub fn f(
         x: &Tensor<f64>,
         stack: Stack,
-        w: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a / b;
         let mut h = x.tanh();
         let mut total = Tensor::<f64>::zeros(&[]);
         total = &total + &(h.square() + 1.0).ln().sum();
         total = total + h.reshape(&[2, 4]).matmul(x).mean() * s1;
-        for layer in &stack.layers {
-            h = ((h.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
-            let mut step2 = 0;
-            while step2 < n {
-                h = repeat_dense(&h, w, k);
-                step2 += 1;
+        for layer in stack.layers.iter().rev() {
+            h = (h.matmul(&layer.w) + &layer.b).tanh();
+            for i in 0..n {
+                let c2 = ((i + 1) * k) as f64 * 0.2;
+                h = (&h * c2 + &stack.gain).tanh();
+                let y3 = if flag {
+                    ((&stack.gain * &h).square() + 0.5).sqrt() - 0.5
+                } else {
+                    0.5 - &h
+                };
+                h = (&h * 0.5 + &y3 * 0.5).tanh();
+                if flag {
+                    total -= h.reshape(&[8]).sin().sum() * 0.5;
+                }
             }
-            h = ((&h * s1).square() + 0.5).sqrt() - 0.5;
         }
-        ((&h - h.sum_axes(&[1], true) * 0.5).square() + 0.5).sqrt() - 0.5 + &total
+        ((&h + &stack.gain).square() + 1.0).ln() + &total
     }
 }
 
@@ -3108,11 +3222,10 @@ mod p066 {
 fn p066() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 66001);
     let stack = stack(2, 2, 66002);
-    let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 66003);
-    check_vector_variants!(mod p066; [x, stack, w]; (&x, stack.clone(), &w, 1.46, 1.55, 1, 2));
+    check_vector_variants!(mod p066; [x, stack]; (&x, stack.clone(), 1.46, 1.55, 1, 2, false));
 }
 
-/// Uses: cast, exp, field, helper, if-flag, local-vec-push, plain-let, softmax, sqrt, tanh, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, field, helper, late-let, local-vec-push, plain-let, reshape, sigmoid, sin, tanh, vec-field-loop.
 mod p067 {
     use super::*;
 
@@ -3129,26 +3242,29 @@ mod p067 {
         let s2 = k as f64 + a;
         let mut h = x.matmul(&stack.layers[0].w);
         let mut total = Tensor::scalar(0.0);
-        for layer in &stack.layers {
-            h = ((h.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
-        }
-        let mut saved3 = Vec::new();
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).softmax(-1);
-            saved3.push(h.clone());
-        }
-        for s in &saved3 {
-            total = &total + &soft_norm(s, a.sqrt());
-        }
-        let y4 = if flag {
-            ((b.ln().abs() / (h.square() + 1.0)).square() + 0.5).sqrt() - 0.5
+        let y3;
+        if flag {
+            y3 = (&stack.gain * &h).tanh();
         } else {
-            &stack.gain * &h
-        };
-        h = (&h * 0.5 + &y4 * 0.5).tanh();
+            y3 = &stack.gain * &h;
+        }
+        h = (&h * 0.5 + &y3 * 0.5).tanh();
+        let mut saved4 = Vec::new();
+        for _ in 0..2 {
+            h = (&h / b.ln().abs()).sin();
+            saved4.push(h.clone());
+        }
+        for s in &saved4 {
+            total = &total + &soft_norm(s, a.powi(2) + 0.1);
+        }
+        for layer in &stack.layers {
+            h = (h.matmul(&layer.w) + &layer.b).sigmoid();
+            total += h.square().mean();
+            total += h.reshape(&[8]).sin().sum();
+        }
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        &total + &h.square().mean()
+        &total + &h.reshape(&[8]).sin().sum()
     }
 }
 
@@ -3159,7 +3275,7 @@ fn p067() {
     check_variants!(mod p067; [x, stack]; (&x, &stack, 1.36, 1.24, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, field, if-flag, match, plain-let, sin, sqrt, sum_axes, tanh, vec-field-loop.
+/// Uses: accumulate, compound-assign, if-flag, iterator-adaptors, match, plain-let, sin, softmax, sqrt, sum_axes, tanh, vec-field-loop.
 mod p068 {
     use super::*;
 
@@ -3167,6 +3283,7 @@ mod p068 {
     pub fn f(
         x: &Tensor<f64>,
         net: &Net,
+        #[nodiff] v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] k: usize,
@@ -3197,11 +3314,12 @@ mod p068 {
             &h - h.sum_axes(&[1], true) * 0.25
         };
         h = (&h * 0.5 + &y3 * 0.5).tanh();
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).tanh();
+        for wl in net.ws.iter().rev() {
+            h = (h.matmul(wl) + v).softmax(-1);
+            total = (h.square() + 1.0).ln().sum() + &total * 0.5;
             total = (h.square() + 1.0).ln().sum() + &total * 0.5;
         }
-        (h.square() + 1.0).ln().sum() + &total
+        total.clone() * b + h.mean()
     }
 }
 
@@ -3209,7 +3327,8 @@ mod p068 {
 fn p068() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 68001);
     let net = net(4, 2, 68002);
-    check_variants!(mod p068; [x, net]; (&x, &net, 0.7, 0.7, 3, true));
+    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 68004);
+    check_variants!(mod p068; [x, net]; (&x, &net, &v, 0.7, 0.7, 3, true));
 }
 
 /// Uses: cast, exp, if-flag, local-vec-push, plain-let, plain-parens, reshape, sigmoid, sin, softmax, sqrt, tanh, vec-field-loop.
@@ -3264,7 +3383,7 @@ fn p069() {
     check_variants!(mod p069; [x, net, v]; (&x, &net, &v, 1.98, 1.68, 2, 3, false));
 }
 
-/// Uses: accumulate, compound-assign, field, helper, ln, match, plain-parens, sigmoid, sin, structure-by-value, vec-field-loop, vector-output.
+/// Uses: accumulate, cast, compound-assign, exp, field, for, fresh-state-in-outer-loop, late-let, ln, plain-parens, sqrt, structure-by-value, vec-field-loop-in-outer-loop, vector-output.
 mod p070 {
     use super::*;
 
@@ -3275,24 +3394,27 @@ mod p070 {
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.clone();
         let mut total = Tensor::scalar(0.0);
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).sigmoid();
-            match n % 3 {
-                1 => {
-                    h += (&h * b.ln().abs()).sin() * 0.5;
-                    h = h.tanh();
-                }
-                2 | 3 => {
-                    total = &total + &(h.square().sum() + 1.0).sqrt();
-                    h = scaled_softmax(&h, (a.ln() - b.ln()).exp());
-                }
-                _ => {}
-            }
+        let y1;
+        if flag {
+            y1 = ((&h + &net.b) * 0.5).tanh().exp();
+        } else {
+            y1 = &h - h.sum_axes(&[1], true) * 0.33;
         }
-        h = dense(&h, &net.ws[0], &net.b);
+        h = ((&h * 0.5 + &y1 * 0.5).square() + 0.5).sqrt() - 0.5;
+        let mut acc2 = Tensor::scalar(0.0);
+        for _ in 0..n {
+            let mut g3 = Tensor::full(&[3, 3], 0.5);
+            for wl in &net.ws {
+                g3 = ((g3.matmul(wl) * (1.0 / (1.0 + (a * b).sqrt()))).square() + 0.5).sqrt() - 0.5;
+            }
+            acc2 += g3.mean();
+            h = (&h + &g3).tanh();
+        }
+        total = &total + &acc2;
         ((&net.b * &h).square() + 1.0).ln() + &total
     }
 }
@@ -3301,10 +3423,10 @@ mod p070 {
 fn p070() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 70001);
     let net = net(3, 3, 70002);
-    check_vector_variants!(mod p070; [x, net]; (&x, net.clone(), 1.11, 1.9, 2));
+    check_vector_variants!(mod p070; [x, net]; (&x, net.clone(), 1.11, 1.9, 2, true));
 }
 
-/// Uses: accumulate, compound-assign, exp, field, for, helper, match, sigmoid, sin, softmax, vec-field-loop-in-outer-loop, vector-output.
+/// Uses: accumulate, compound-assign, field, for, iterator-adaptors, match, sigmoid, sin, softmax, tanh, vec-field-loop-in-outer-loop, vector-output, while.
 mod p071 {
     use super::*;
 
@@ -3318,22 +3440,25 @@ mod p071 {
     ) -> Tensor<f64> {
         let mut h = x.matmul(&net.ws[0]);
         let mut total = Tensor::scalar(0.0);
-        h = gated(&h, x);
+        let mut step1 = 0;
+        while step1 < n {
+            h = (&h * 2.0).sigmoid();
+            step1 += 1;
+        }
         total += (h.square() + 1.0).ln().sum();
-        let y1 = match k {
+        let y2 = match k {
             0 => (&h * b.exp()).sin(),
             1 => (h.matmul(&net.ws[0]) + &net.b).softmax(-1),
             _ => h.matmul(&net.ws[0]),
         };
-        h = (y1 * 0.5).tanh();
+        h = (y2 * 0.5).tanh();
         for _ in 0..n {
-            for wl in &net.ws {
-                h = (h.matmul(wl) + &net.b).sigmoid();
-                h = ((&net.b * &h) * 0.5).tanh().exp();
+            for wl in net.ws.iter().rev().skip(1) {
+                h = (h.matmul(wl) + &net.b).sin();
             }
-            total = &total + &h.square().mean();
+            total -= (h.square().sum() + 1.0).sqrt() * 0.5;
         }
-        ((&h / (net.b.square() + 1.0)) * 0.5).tanh().exp() + &total
+        (&net.b * &h).tanh() + &total
     }
 }
 
@@ -3378,7 +3503,7 @@ fn p072() {
     check_variants!(mod p072; [x]; (&x, &v, 1.22, 1.79, 3, 2));
 }
 
-/// Uses: exp, field, if-flag, plain-let, sin, sqrt, sum_axes, vec-field-loop.
+/// Uses: compound-assign, field, if-flag, iterator-adaptors, plain-let, sin, softmax, sqrt, tanh, vec-field-loop.
 mod p073 {
     use super::*;
 
@@ -3399,11 +3524,14 @@ mod p073 {
             &h / b.exp()
         };
         h = (&h * 0.5 + &y2 * 0.5).sin();
-        for layer in &stack.layers {
-            h = ((h.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
+        for layer in stack.layers.iter().rev().skip(1) {
+            h = (h.matmul(&layer.w) + &layer.b).tanh();
+            h = (&h - h.sum_axes(&[1], true) * 0.33).softmax(-1);
+            h += (&h + &layer.b).sin() * 0.5;
+            h = h.tanh();
         }
         h = (&h * s1).tanh();
-        total.clone() * 0.5 + h.sum_axes(&[0], false).square().mean()
+        (h.square().sum() + 1.0).sqrt() + &total
     }
 }
 
@@ -3456,7 +3584,7 @@ fn p074() {
     check_variants!(mod p074; [w]; (&x, &w, &v, 1.82, 1.7, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, for, fresh-state-in-outer-loop, helper, if-flag, match, plain-let, reshape, sin, softmax, sqrt, structure-by-value, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, exp, field, for, fresh-state-in-outer-loop, helper, iterator-adaptors, match, plain-let, softmax, structure-by-value, tanh, vec-field-loop-in-outer-loop.
 mod p075 {
     use super::*;
 
@@ -3467,7 +3595,6 @@ mod p075 {
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = b;
         let s2 = a;
@@ -3482,23 +3609,16 @@ mod p075 {
         let mut acc4 = Tensor::scalar(0.0);
         for i in 0..n {
             let mut g5 = Tensor::full(&[2, 3], i as f64 * 0.25 + 0.1);
-            for wl in &net.ws {
-                g5 = ((g5.matmul(wl) * b.ln().abs()).square() + 0.5).sqrt() - 0.5;
-                let y6 = if flag {
-                    (&h / (net.b.square() + 1.0)).sin()
-                } else {
-                    2.0 - &h
-                };
-                h = (&h * 0.5 + &y6 * 0.5).tanh();
-                h = scaled_softmax(&h, i as f64 * 0.25 + 0.5);
+            for wl in net.ws.iter().step_by(2) {
+                g5 = ((g5.matmul(wl) * a.cbrt()) * 0.5).tanh().exp();
             }
-            acc4 += g5.reshape(&[6]).sin().sum();
+            acc4 = acc4 + soft_norm(&g5, a * 0.5 + b * 0.25) * b.exp();
             h = (&h + &g5).tanh();
         }
         total += acc4 * 0.5;
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        &total + &h.mean()
+        h.square().mean() + &total
     }
 }
 
@@ -3506,15 +3626,21 @@ mod p075 {
 fn p075() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 75001);
     let net = net(3, 3, 75002);
-    check_variants!(mod p075; [x, net]; (&x, net.clone(), 0.68, 1.26, 2, true));
+    check_variants!(mod p075; [x, net]; (&x, net.clone(), 0.68, 1.26, 2));
 }
 
-/// Uses: accumulate, cast, field, for, ln, match, plain-parens, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, helper, iterator-adaptors, ln, match, nested-for, plain-parens, sum_axes, tanh, vec-field-loop-in-outer-loop.
 mod p076 {
     use super::*;
 
     #[differentiable]
-    pub fn f(x: &Tensor<f64>, net: &Net, #[nodiff] n: usize, #[nodiff] k: usize) -> Tensor<f64> {
+    pub fn f(
+        x: &Tensor<f64>,
+        net: &Net,
+        #[nodiff] a: f64,
+        #[nodiff] n: usize,
+        #[nodiff] k: usize,
+    ) -> Tensor<f64> {
         let mut h = x.matmul(&net.ws[0]);
         let mut total = h.sum() * 0.0;
         let y1 = match n % 3 {
@@ -3523,13 +3649,21 @@ mod p076 {
             _ => &h / ((n + 1) as f64).ln(),
         };
         h = (y1 * 0.5).tanh();
-        for i in 0..n {
-            for wl in &net.ws {
+        for _ in 0..n {
+            for wl in net.ws.iter().take(2) {
                 h = (h.matmul(wl) + &net.b).tanh();
+                for j in 0..k + 1 {
+                    let c2 = ((j + 1) * k) as f64 * 0.2;
+                    h = (&h * c2 + &net.b).tanh();
+                    h = ((&h * a.sqrt()).square() + 1.0).ln();
+                    h = repeat_dense(&h, &net.ws[0], k);
+                    h = (&h + &net.b).tanh();
+                }
+                total += h.sum();
             }
-            total = total + (h.square() + 1.0).ln().sum() * (((i + 1) * k) as f64 * 0.2);
+            total = &total + &h.exp().mean().ln();
         }
-        h.square().mean() + &total
+        h.sum_axes(&[0], false).square().mean() + &total
     }
 }
 
@@ -3537,10 +3671,10 @@ mod p076 {
 fn p076() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 76001);
     let net = net(2, 2, 76002);
-    check_variants!(mod p076; [x, net]; (&x, &net, 1, 3));
+    check_variants!(mod p076; [x, net]; (&x, &net, 1.72, 1, 3));
 }
 
-/// Uses: accumulate, cast, counter-plain, field, for, helper, if-flag, plain-parens, reshape, sin, softmax, sqrt, structure-by-value, vec-field-loop, while.
+/// Uses: accumulate, cast, counter-plain, exp, field, for, helper, if-flag, iterator-adaptors, ln, plain-only-if, plain-parens, reshape, sin, sqrt, structure-by-value, vec-field-loop-in-outer-loop.
 mod p077 {
     use super::*;
 
@@ -3566,16 +3700,24 @@ mod p077 {
             let c2 = 1.0 / (1.0 + (a * b).sqrt());
             h = (&h * c2 + &stack.gain).tanh();
             total = total + h.reshape(&[12]).sin().sum() * (((i + 1) * k) as f64 * 0.2);
-            let mut step3 = 0;
-            while step3 < n {
-                h = (&h / (a.ln() - b.ln()).exp()).softmax(-1);
-                step3 += 1;
+            for layer in stack.layers.iter().take(2) {
+                h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
+                if flag {
+                    let mut scale3 = a.powi(2) + 0.1;
+                    if i % 2 == 1 {
+                        scale3 = 1.0 / (i as f64 + 1.0);
+                    }
+                    total += h.mean() * scale3;
+                }
             }
         }
-        for layer in &stack.layers {
-            h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
-        }
-        &total + &soft_norm(&h, n as f64 * k as f64 * 0.1)
+        let y4 = if flag {
+            ((&h + &stack.gain).square() + 1.0).ln()
+        } else {
+            &stack.gain * &h
+        };
+        h = ((&h * 0.5 + &y4 * 0.5) * 0.5).tanh().exp();
+        &total + &soft_norm(&h, (b / (a + 1.0)).powi(2) + 0.5)
     }
 }
 
@@ -3631,7 +3773,7 @@ fn p078() {
     check_variants!(mod p078; [x, v]; (&x, &v, 1.88, 1.43, false));
 }
 
-/// Uses: helper, local-vec-push, plain-let, reshape, sigmoid, sqrt, while.
+/// Uses: late-let, local-vec-push, plain-let, reshape, sigmoid, softmax, sqrt, tanh.
 mod p079 {
     use super::*;
 
@@ -3642,7 +3784,7 @@ mod p079 {
         #[nodiff] v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt() + b;
         let mut h = x * v;
@@ -3657,13 +3799,15 @@ mod p079 {
             total = &total + &s.reshape(&[8]).sin().sum();
         }
         h = (&h + &saved2[0]).tanh();
-        let mut step3 = 0;
-        while step3 < n {
-            h = dense(&h, w, v);
-            step3 += 1;
+        let y3;
+        if flag {
+            y3 = h.matmul(w).tanh();
+        } else {
+            y3 = &h / (v.square() + 1.0);
         }
+        h = (&h * 0.5 + &y3 * 0.5).softmax(-1);
         h = (&h * s1).tanh();
-        &total + &h.square().mean()
+        &total + &h.reshape(&[4, 2]).matmul(x).mean()
     }
 }
 
@@ -3672,7 +3816,7 @@ fn p079() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 79001);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 79003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 79004);
-    check_variants!(mod p079; [w]; (&x, &w, &v, 0.73, 1.79, 3));
+    check_variants!(mod p079; [w]; (&x, &w, &v, 0.73, 1.79, true));
 }
 
 /// Uses: exp, match, tanh.
@@ -3709,7 +3853,7 @@ fn p080() {
     check_variants!(mod p080; [w]; (&x, &w, &v, 1.94, 0.56, 1));
 }
 
-/// Uses: accumulate, field, helper, ln, local-vec-push, match, plain-max-min, plain-only-if, plain-parens, tanh, vec-field-loop.
+/// Uses: accumulate, helper, late-let, ln, local-vec-push, plain-parens, tanh, vec-field-loop.
 mod p081 {
     use super::*;
 
@@ -3719,7 +3863,6 @@ mod p081 {
         stack: &Stack,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.clone();
@@ -3733,21 +3876,14 @@ mod p081 {
         for s in &saved1 {
             total = &total + &s.softmax(-1).ln().mean();
         }
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).tanh();
-            let y2 = match k {
-                0 => ((0.5 - &h).square() + 1.0).ln(),
-                1 => (h.matmul(&layer.w) + &stack.gain).tanh(),
-                _ => b.ln().abs() * &h,
-            };
-            h = (y2 * 0.5).tanh();
-            let mut scale3 = a * b;
-            if flag {
-                scale3 = a.max(b) - a.min(b) * 0.5;
-            }
-            h = (&h * scale3).tanh();
+        let y2;
+        if flag {
+            y2 = (h.matmul(&stack.layers[0].w).square() + 1.0).ln();
+        } else {
+            y2 = b.exp() / (h.square() + 1.0);
         }
-        total.clone() * b.exp() + h.square().mean()
+        h = (&h * 0.5 + &y2 * 0.5).tanh();
+        &total + &h.mean()
     }
 }
 
@@ -3755,10 +3891,10 @@ mod p081 {
 fn p081() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 81001);
     let stack = stack(4, 2, 81002);
-    check_variants!(mod p081; [x, stack]; (&x, &stack, 1.58, 0.57, 1, false));
+    check_variants!(mod p081; [x, stack]; (&x, &stack, 1.58, 0.57, false));
 }
 
-/// Uses: accumulate, compound-assign, field, helper, match, plain-let, plain-only-if, plain-parens, sigmoid, sin, softmax, sum_axes, vec-field-loop.
+/// Uses: accumulate, for, fresh-state-in-outer-loop, iterator-adaptors, late-let, match, plain-let, plain-only-if, plain-parens, reshape, sin, sqrt, vec-field-loop-in-outer-loop.
 mod p082 {
     use super::*;
 
@@ -3766,37 +3902,45 @@ mod p082 {
     pub fn f(
         x: &Tensor<f64>,
         net: &Net,
-        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = (a * 2.0 - b).abs() + 0.1;
         let mut h = x.matmul(&net.ws[0]);
         let mut total = Tensor::scalar(0.0);
-        for wl in &net.ws {
-            h = (h.matmul(wl) + v).softmax(-1);
-            let mut scale2 = 1.0 / (1.0 + (a * b).sqrt());
-            if flag {
-                scale2 = a.sqrt();
-            }
-            total += h.mean() * scale2;
-            h += (&h * x).sigmoid() * 0.5;
-            h = h.tanh();
+        let y2;
+        if flag {
+            y2 = h.matmul(&net.ws[0]).sin();
+        } else {
+            y2 = s1 * &h;
         }
-        match k {
-            1 => {
-                h = (&net.b * &h).sin();
+        h = ((&h * 0.5 + &y2 * 0.5).square() + 0.5).sqrt() - 0.5;
+        let mut acc3 = Tensor::scalar(0.0);
+        for _ in 0..n {
+            let mut g4 = x.clone();
+            for wl in net.ws.iter().skip(1) {
+                g4 = ((g4.matmul(wl) * 1.5).square() + 0.5).sqrt() - 0.5;
+                let y5 = match k {
+                    0 => (2.0 - &h).sin(),
+                    1 => (&h * ((b / (a + 1.0)).powi(2) + 0.5)).sin(),
+                    _ => 2.0 - &h,
+                };
+                h = (y5 * 0.5).tanh();
+                let mut scale6 = a * 0.5 + b * 0.25;
+                if flag {
+                    scale6 = (a * 2.0 - b).abs() + 0.1;
+                } else {
+                    scale6 *= 2.0;
+                }
+                h = (&h * scale6).tanh();
             }
-            2 | 3 => {
-                total = total + h.softmax(-1).ln().mean() * ((a + b) * 0.5);
-                h = repeat_dense(&h, &net.ws[0], k);
-            }
-            _ => {}
+            acc3 = (g4.square().sum() + 1.0).sqrt() + &acc3 * 0.5;
         }
-        h = (&h * s1).tanh();
-        &total + &h.sum_axes(&[0], false).square().mean()
+        total = &total + &acc3;
+        h.reshape(&[6]).sin().sum() + &total
     }
 }
 
@@ -3804,16 +3948,22 @@ mod p082 {
 fn p082() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 82001);
     let net = net(3, 2, 82002);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 82004);
-    check_variants!(mod p082; [x, net, v]; (&x, &net, &v, 1.26, 1.83, 2, true));
+    check_variants!(mod p082; [x, net]; (&x, &net, 1.26, 1.83, 1, 2, true));
 }
 
-/// Uses: accumulate, compound-assign, field, for, fresh-state-in-outer-loop, helper, if-flag, plain-parens, reshape, sin, structure-by-value, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, field, for, fresh-state-in-outer-loop, helper, if-flag, iterator-adaptors, match, plain-parens, reshape, sin, softmax, structure-by-value, tanh, vec-field-loop-in-outer-loop.
 mod p083 {
     use super::*;
 
     #[differentiable]
-    pub fn f(x: &Tensor<f64>, net: Net, #[nodiff] n: usize, #[nodiff] flag: bool) -> Tensor<f64> {
+    pub fn f(
+        x: &Tensor<f64>,
+        net: Net,
+        #[nodiff] a: f64,
+        #[nodiff] b: f64,
+        #[nodiff] n: usize,
+        #[nodiff] flag: bool,
+    ) -> Tensor<f64> {
         let mut h = x.sin() + &net.b;
         let mut total = h.sum() * 0.0;
         if !flag {
@@ -3825,15 +3975,29 @@ mod p083 {
         let mut acc1 = Tensor::scalar(0.0);
         for _ in 0..n {
             let mut g2 = x.clone();
-            for wl in &net.ws {
-                g2 = (g2.matmul(wl) * 1.5).sin();
-                total -= h.sum() * 0.5;
+            for wl in net.ws.iter().rev().skip(1) {
+                g2 = (g2.matmul(wl) * 0.9).sin();
+                match n % 3 {
+                    1 => {
+                        h = dense(&h, wl, &net.b);
+                    }
+                    2 | 3 => {
+                        total = h.sum() + &total * 0.9;
+                        h = (a * &h).tanh();
+                    }
+                    _ => {}
+                }
+                let y3 = if flag {
+                    (&net.b * &h).softmax(-1)
+                } else {
+                    h.matmul(wl)
+                };
+                h = (&h * 0.5 + &y3 * 0.5).softmax(-1);
             }
-            acc1 = &acc1 + &g2.square().mean();
-            h = (&h + &g2).tanh();
+            acc1 = soft_norm(&g2, a.ln().abs() + 0.5) + &acc1 * 0.5;
         }
-        total = &total + &acc1;
-        &total + &h.softmax(-1).ln().mean()
+        total += acc1 * 0.5;
+        soft_norm(&h, a.sqrt() + b) + &total
     }
 }
 
@@ -3841,10 +4005,10 @@ mod p083 {
 fn p083() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 83001);
     let net = net(2, 2, 83002);
-    check_variants!(mod p083; [x, net]; (&x, net.clone(), 3, true));
+    check_variants!(mod p083; [x, net]; (&x, net.clone(), 0.84, 1.95, 3, true));
 }
 
-/// Uses: cast, if-flag, plain-let, plain-parens, tanh, while.
+/// Uses: cast, if-flag, late-let, plain-let, plain-parens, sigmoid, tanh.
 mod p084 {
     use super::*;
 
@@ -3864,13 +4028,14 @@ mod p084 {
         } else {
             h = (&h * x).tanh();
         }
-        let mut step2 = 0;
-        while step2 < n {
-            h = (((n * k) as f64).sqrt() / (h.square() + 1.0)).tanh();
-            step2 += 1;
+        let y2;
+        if flag {
+            y2 = (((n * k) as f64).sqrt() / (h.square() + 1.0)).tanh();
+        } else {
+            y2 = &h * s1;
         }
-        h = (&h * s1).tanh();
-        h.exp().mean().ln() + &total
+        h = (&h * 0.5 + &y2 * 0.5).sigmoid();
+        &total + &h.softmax(-1).ln().mean()
     }
 }
 
@@ -3881,7 +4046,7 @@ fn p084() {
     check_variants!(mod p084; [v]; (&x, &v, 1, 2, false));
 }
 
-/// Uses: accumulate, cast, field, helper, if-flag, plain-let, plain-only-if, plain-parens, sin, sqrt, sum_axes, vec-field-loop.
+/// Uses: accumulate, field, iterator-adaptors, late-let, ln, plain-let, plain-only-if, plain-parens, reshape, sigmoid, sin, softmax, vec-field-loop.
 mod p085 {
     use super::*;
 
@@ -3891,31 +4056,34 @@ mod p085 {
         net: &Net,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt() + b;
         let s2 = (s1 + a) * 0.5;
         let mut h = x * &net.b;
         let mut total = h.sum() * 0.0;
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
-        }
-        if flag {
-            total = h.sum_axes(&[0], false).square().mean() + &total * 0.9;
-        } else {
-            let mut scale3 = (s1 + a) * 0.5;
+        for wl in net.ws.iter().step_by(2) {
+            h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
+            let y3;
             if flag {
-                scale3 = 1.0 / (1.0 + (a * b).sqrt());
+                y3 = (&h / (net.b.square() + 1.0)).softmax(-1);
             } else {
-                scale3 *= 0.5;
+                y3 = s1 * &h;
             }
-            total += h.mean() * scale3;
+            h = (&h * 0.5 + &y3 * 0.5).sigmoid();
+            let mut scale4 = 1.0 / (1.0 + (a * b).sqrt());
+            if flag {
+                scale4 = 1.0 / (1.0 + (a * b).sqrt());
+            } else {
+                scale4 *= 1.5;
+            }
+            total += h.mean() * scale4;
         }
-        h = scaled_softmax(&h, k as f64 + a);
+        total = h.reshape(&[4, 3]).matmul(x).mean() + &total * 0.5;
         h = (&h * 0.5).sin();
+        total = total + h.square().mean() * 0.5;
         h = (&h * s2).tanh();
-        &total + &h.sum_axes(&[0], false).square().mean()
+        &total + &(h.square().sum() + 1.0).sqrt()
     }
 }
 
@@ -3923,10 +4091,10 @@ mod p085 {
 fn p085() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 85001);
     let net = net(4, 2, 85002);
-    check_variants!(mod p085; [x, net]; (&x, &net, 0.58, 1.91, 1, false));
+    check_variants!(mod p085; [x, net]; (&x, &net, 0.58, 1.91, false));
 }
 
-/// Uses: accumulate, compound-assign, exp, field, for, fresh-state-in-outer-loop, if-flag, ln, local-vec-push, plain-let, sigmoid, tanh, vec-field-loop-in-outer-loop, vector-output.
+/// Uses: accumulate, exp, for, fresh-state-in-outer-loop, iterator-adaptors, ln, local-vec-push, plain-let, sin, sqrt, tanh, vec-field-loop-in-outer-loop, vector-output.
 mod p086 {
     use super::*;
 
@@ -3938,7 +4106,6 @@ mod p086 {
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a * b;
         let mut h = x.sin() + v;
@@ -3956,20 +4123,15 @@ mod p086 {
         let mut acc3 = Tensor::scalar(0.0);
         for _ in 0..n {
             let mut g4 = x.clone();
-            for layer in &stack.layers {
-                g4 = ((g4.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
-                if flag {
-                    total = &total + &h.square().mean();
-                } else {
-                    total = &total + &h.softmax(-1).ln().mean();
-                }
-                h = (h.matmul(&stack.layers[0].w) + v).tanh();
+            for layer in stack.layers.iter().rev() {
+                g4 = ((g4.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
+                h = (&h - x).sin();
             }
-            acc3 += g4.exp().mean().ln();
+            acc3 = (g4.square() + 1.0).ln().sum() + &acc3 * 0.9;
             h = (&h + &g4).tanh();
         }
-        total += acc3 * 0.5;
-        (&h + &stack.gain).sigmoid() + &total
+        total = &total + &acc3;
+        (h.matmul(&stack.layers[0].w) + v).tanh() + &total
     }
 }
 
@@ -3978,10 +4140,10 @@ fn p086() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 86001);
     let stack = stack(3, 3, 86002);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 86004);
-    check_vector_variants!(mod p086; [x, stack]; (&x, &stack, &v, 1.84, 0.82, 1, true));
+    check_vector_variants!(mod p086; [x, stack]; (&x, &stack, &v, 1.84, 0.82, 1));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, exp, for, if-flag, plain-let, plain-parens, reshape, sigmoid, sin, tanh, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, exp, for, if-flag, late-let, ln, plain-let, plain-parens, sin, softmax, sqrt, tanh, vec-field-loop.
 mod p087 {
     use super::*;
 
@@ -3989,6 +4151,7 @@ mod p087 {
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
         net: &Net,
+        w: &Tensor<f64>,
         #[nodiff] v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
@@ -4001,16 +4164,16 @@ mod p087 {
         let mut h = x.matmul(&net.ws[0]);
         let mut total = h.sum() * 0.0;
         for wl in &net.ws {
-            h = (h.matmul(wl) + v).tanh();
+            h = ((h.matmul(wl) + v) * 0.5).tanh().exp();
             h += (((s2 + a) * 0.5) * &h).tanh() * 0.5;
             h = h.tanh();
-        }
-        for _ in 0..3 {
-            let c3 = a.sqrt() + b;
-            h = (&h * c3 + v).tanh();
-            total = h.softmax(-1).ln().mean() + &total * 0.9;
-            h = (&h * 2.0).sin();
-            total = total + h.sum() * 2.0;
+            for _ in 0..3 {
+                let c3 = a.sqrt() + b;
+                h = (&h * c3 + v).tanh();
+                total = h.softmax(-1).ln().mean() + &total * 0.9;
+                h = (&h * 2.0).sin();
+                total = total + h.sum() * 2.0;
+            }
         }
         let y4 = if flag {
             ((&h - h.sum_axes(&[1], true) * 0.25) * 0.5).tanh().exp()
@@ -4018,10 +4181,21 @@ mod p087 {
             &h * ((n * k) as f64).sqrt()
         };
         h = (&h * 0.5 + &y4 * 0.5).sin();
-        for wl in &net.ws {
-            h = (h.matmul(wl) + v).sigmoid();
+        let y5;
+        if flag {
+            y5 = ((h.matmul(w) + v).square() + 0.5).sqrt() - 0.5;
+        } else {
+            y5 = &h * x;
         }
-        &total + &h.reshape(&[8]).sin().sum()
+        h = ((&h * 0.5 + &y5 * 0.5).square() + 1.0).ln();
+        let y6;
+        if flag {
+            y6 = (&h - h.sum_axes(&[1], true) * 0.25).tanh();
+        } else {
+            y6 = &h - x;
+        }
+        h = (&h * 0.5 + &y6 * 0.5).softmax(-1);
+        total.clone() * s1 + (h.square().sum() + 1.0).sqrt()
     }
 }
 
@@ -4029,20 +4203,21 @@ mod p087 {
 fn p087() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 87001);
     let net = net(4, 3, 87002);
+    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 87003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 87004);
-    check_variants!(mod p087; [net]; (&x, &net, &v, 1.71, 1.84, 3, 3, true));
+    check_variants!(mod p087; [net, w]; (&x, &net, &w, &v, 1.71, 1.84, 3, 3, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, early-return, ln, local-vec-push, plain-let, tanh.
+/// Uses: accumulate, cast, compound-assign, early-return, helper, if-flag, local-vec-push, plain-let, sin, sum_axes, tanh, while.
 mod p088 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
+        w: &Tensor<f64>,
         #[nodiff] v: &Tensor<f64>,
         #[nodiff] a: f64,
-        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
@@ -4058,33 +4233,34 @@ mod p088 {
         for s in &saved2 {
             total = &total + &s.mean();
         }
-        let mut saved3 = Vec::new();
-        for _ in 0..2 {
-            h = ((&h / b.exp()).square() + 1.0).ln();
-            saved3.push(h.clone());
+        let mut step3 = 0;
+        while step3 < n {
+            h = dense(&h, w, v);
+            step3 += 1;
         }
-        for s in &saved3 {
-            total = &total + &s.exp().mean().ln();
-        }
-        h = (&h + &saved3[0]).tanh();
-        total += h.square().mean();
+        let y4 = if flag {
+            (s1 / (h.square() + 1.0)).sin()
+        } else {
+            h.matmul(w) + v
+        };
+        h = (&h * 0.5 + &y4 * 0.5).tanh();
         if !flag {
-            return &total + &h.mean();
+            return &total + &h.softmax(-1).ln().mean();
         }
-        total = &total + &h.mean();
-        h = (&h * s1).tanh();
-        &total + &h.softmax(-1).ln().mean()
+        total += h.sum_axes(&[0], false).square().mean();
+        total.clone() * a + h.sum_axes(&[0], false).square().mean()
     }
 }
 
 #[test]
 fn p088() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 88001);
+    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 88003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 88004);
-    check_variants!(mod p088; [x]; (&x, &v, 1.23, 1.0, 1, 3, false));
+    check_variants!(mod p088; [x, w]; (&x, &w, &v, 1.23, 1, 3, false));
 }
 
-/// Uses: accumulate, plain-only-if, plain-parens, softmax, while.
+/// Uses: accumulate, late-let, plain-only-if, plain-parens, tanh.
 mod p089 {
     use super::*;
 
@@ -4095,7 +4271,6 @@ mod p089 {
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.matmul(w);
@@ -4107,12 +4282,14 @@ mod p089 {
             scale1 *= 0.5;
         }
         total += h.mean() * scale1;
-        let mut step2 = 0;
-        while step2 < n {
-            h = (h.matmul(w) + v).softmax(-1);
-            step2 += 1;
+        let y2;
+        if flag {
+            y2 = (&h / (v.square() + 1.0)).tanh();
+        } else {
+            y2 = &h - h.sum_axes(&[1], true) * 0.33;
         }
-        h.sum() + &total
+        h = (&h * 0.5 + &y2 * 0.5).tanh();
+        total.clone() * (a.ln() - b.ln()).exp() + h.sum()
     }
 }
 
@@ -4121,10 +4298,10 @@ fn p089() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 89001);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 89003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 89004);
-    check_variants!(mod p089; [w, v]; (&x, &w, &v, 1.69, 1.01, 1, true));
+    check_variants!(mod p089; [w, v]; (&x, &w, &v, 1.69, 1.01, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, helper, if-flag, plain-let, plain-only-if, sigmoid, softmax, vector-output.
+/// Uses: accumulate, break, compound-assign, counter-plain, exp, for, if-counter, ln, match, nested-for, plain-let, reshape, sigmoid, softmax, tanh, vector-output, while.
 mod p090 {
     use super::*;
 
@@ -4135,23 +4312,45 @@ mod p090 {
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = b.exp();
         let mut h = x.tanh();
         let mut total = h.sum() * 0.0;
-        total = soft_norm(&h, b) + &total * 0.9;
-        if flag {
-            let mut scale2 = n as f64 * 0.5;
-            if flag {
-                scale2 = s1 * a + 0.1;
-            }
-            total += h.mean() * scale2;
-        } else {
-            h += (&h + v).softmax(-1) * 0.5;
+        let mut step2 = 0;
+        while step2 < n {
+            h += ((&h / a) * 0.5).tanh().exp() * 0.5;
             h = h.tanh();
+            step2 += 1;
         }
-        (s1 * &h).sigmoid() + &total
+        for i in 0..2 {
+            if i % 2 == 0 {
+                h = (&h + v).sigmoid();
+            } else {
+                total = h.softmax(-1).ln().mean() + &total * 0.5;
+            }
+            for j in 0..k + 1 {
+                h = (&h * a.sqrt()).tanh();
+                total -= h.reshape(&[8]).sin().sum() * 0.5;
+                if flag && j > 0 {
+                    break;
+                }
+            }
+            let mut step3 = 0;
+            while step3 < n {
+                h += ((&h * s1).square() + 1.0).ln() * 0.5;
+                h = h.tanh();
+                step3 += 1;
+            }
+            let y4 = match k {
+                0 => (&h + v).softmax(-1),
+                1 => (&h * x).softmax(-1),
+                _ => &h * s1,
+            };
+            h = (y4 * 0.5).tanh();
+        }
+        (&h - x).tanh() + &total
     }
 }
 
@@ -4159,10 +4358,10 @@ mod p090 {
 fn p090() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 90001);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 90004);
-    check_vector_variants!(mod p090; [x]; (&x, &v, 1.02, 1.8, 2, false));
+    check_vector_variants!(mod p090; [x]; (&x, &v, 1.02, 1.8, 2, 2, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, helper, ln, plain-let, plain-parens, reshape, sin, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, exp, helper, if-flag, iterator-adaptors, late-let, plain-let, plain-only-if, plain-parens, sigmoid, sin, sum_axes, vec-field-loop.
 mod p091 {
     use super::*;
 
@@ -4175,20 +4374,35 @@ mod p091 {
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = 1.0 / (1.0 + (a * b).sqrt());
         let s2 = (b / (a + 1.0)).powi(2) + 0.5;
         let mut h = x.clone();
         let mut total = Tensor::scalar(0.0);
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + v).square() + 1.0).ln();
-            h = (2.0 - &h).sin();
-            total -= h.exp().mean().ln() * 0.5;
+        let y3;
+        if flag {
+            y3 = ((&h / ((b / (a + 1.0)).powi(2) + 0.5)) * 0.5).tanh().exp();
+        } else {
+            y3 = &h * x;
         }
-        total += soft_norm(&h, ((n * k) as f64).sqrt());
+        h = (&h * 0.5 + &y3 * 0.5).sin();
+        for wl in net.ws.iter().rev() {
+            h = (h.matmul(wl) + v).sigmoid();
+            if flag {
+                total -= h.sum_axes(&[0], false).square().mean() * 0.5;
+            } else {
+                let mut scale4 = (b / (a + 1.0)).powi(2) + 0.5;
+                if flag {
+                    scale4 = (a + b) * 0.5;
+                }
+                h = (&h * scale4).tanh();
+            }
+            total = h.sum() + &total * 0.5;
+        }
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        total.clone() * s2 + h.reshape(&[12]).sin().sum()
+        soft_norm(&h, ((n * k) as f64).sqrt()) + &total
     }
 }
 
@@ -4197,7 +4411,7 @@ fn p091() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 91001);
     let net = net(4, 3, 91002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 91004);
-    check_variants!(mod p091; [x, net]; (&x, &net, &v, 0.77, 1.06, 3, 3));
+    check_variants!(mod p091; [x, net]; (&x, &net, &v, 0.77, 1.06, 3, 3, false));
 }
 
 /// Uses: accumulate, cast, for, helper, if-counter, match, plain-only-if, plain-parens, sin, sum_axes, tanh.
@@ -4250,7 +4464,7 @@ fn p092() {
     check_variants!(mod p092; [x, w, v]; (&x, &w, &v, 1.29, 1.94, 4));
 }
 
-/// Uses: accumulate, cast, field, helper, plain-let, softmax, sum_axes, tanh, vec-field-loop.
+/// Uses: accumulate, compound-assign, exp, field, if-flag, plain-let, reshape, sigmoid, softmax, sqrt, vec-field-loop.
 mod p093 {
     use super::*;
 
@@ -4260,20 +4474,23 @@ mod p093 {
         stack: &Stack,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
-        #[nodiff] k: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a * 0.5 + b * 0.25;
         let mut h = x.clone();
         let mut total = Tensor::scalar(0.0);
         h = (&h / (stack.gain.square() + 1.0)).softmax(-1);
         for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).tanh();
-            total = h.sum_axes(&[0], false).square().mean() + &total * 0.5;
-            total = h.square().mean() + &total * 0.9;
+            h = (h.matmul(&layer.w) + &layer.b).sigmoid();
+            total += h.square().mean();
+            let y2 = if flag {
+                ((&h * s1).square() + 0.5).sqrt() - 0.5
+            } else {
+                &h - x
+            };
+            h = ((&h * 0.5 + &y2 * 0.5) * 0.5).tanh().exp();
         }
-        h = (&h * s1).tanh();
-        total.clone() * 0.7 + soft_norm(&h, n as f64 * k as f64 * 0.1)
+        &total + &h.reshape(&[8]).sin().sum()
     }
 }
 
@@ -4281,10 +4498,10 @@ mod p093 {
 fn p093() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 93001);
     let stack = stack(2, 3, 93002);
-    check_variants!(mod p093; [x, stack]; (&x, &stack, 0.68, 1.47, 3, 3));
+    check_variants!(mod p093; [x, stack]; (&x, &stack, 0.68, 1.47, false));
 }
 
-/// Uses: accumulate, compound-assign, exp, if-flag, ln, plain-let, reshape, while.
+/// Uses: accumulate, compound-assign, exp, if-flag, late-let, plain-let, reshape, tanh.
 mod p094 {
     use super::*;
 
@@ -4292,9 +4509,9 @@ mod p094 {
     pub fn f(
         x: &Tensor<f64>,
         w: &Tensor<f64>,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = b.ln().abs();
@@ -4309,14 +4526,16 @@ mod p094 {
         total += (h.square().sum() + 1.0).sqrt();
         h += (h.matmul(w) * 0.5).tanh().exp() * 0.5;
         h = h.tanh();
-        let mut step3 = 0;
-        while step3 < n {
-            h = (h.matmul(w).square() + 1.0).ln();
-            step3 += 1;
+        let y3;
+        if flag {
+            y3 = (&h + v).tanh();
+        } else {
+            y3 = &h / b.ln().abs();
         }
+        h = ((&h * 0.5 + &y3 * 0.5) * 0.5).tanh().exp();
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        total.clone() * s2 + h.reshape(&[4, 3]).matmul(x).mean()
+        total.clone() * 0.7 + h.square().mean()
     }
 }
 
@@ -4324,46 +4543,46 @@ mod p094 {
 fn p094() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 94001);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 94003);
-    check_variants!(mod p094; [x, w]; (&x, &w, 1.05, 0.56, 2, false));
+    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 94004);
+    check_variants!(mod p094; [x, w, v]; (&x, &w, &v, 1.05, 0.56, false));
 }
 
-/// Uses: accumulate, compound-assign, early-return, sqrt, sum_axes, while.
+/// Uses: accumulate, cast, compound-assign, helper, late-let, sqrt, tanh.
 mod p095 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
-        #[nodiff] b: f64,
-        #[nodiff] n: usize,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.clone();
         let mut total = h.sum() * 0.0;
         total += h.square().mean();
         total = total + (h.square().sum() + 1.0).sqrt() * a.cbrt();
-        let mut step1 = 0;
-        while step1 < n {
-            h = ((&h * x).square() + 0.5).sqrt() - 0.5;
-            step1 += 1;
+        let y1;
+        if flag {
+            y1 = ((&h + v).square() + 0.5).sqrt() - 0.5;
+        } else {
+            y1 = &h * 0.5;
         }
-        total = total + h.sum() * b.exp();
-        if !flag {
-            return total.clone() * 2.0 + (h.square() + 1.0).ln().sum();
-        }
-        total = &total + &h.softmax(-1).ln().mean();
-        total.clone() * b + h.sum_axes(&[0], false).square().mean()
+        h = (&h * 0.5 + &y1 * 0.5).tanh();
+        total = total + soft_norm(&h, k as f64 + a) * 0.3;
+        &total + &h.softmax(-1).ln().mean()
     }
 }
 
 #[test]
 fn p095() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 95001);
-    check_variants!(mod p095; [x]; (&x, 1.02, 0.9, 2, true));
+    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 95004);
+    check_variants!(mod p095; [x, v]; (&x, &v, 1.02, 2, true));
 }
 
-/// Uses: accumulate, field, local-vec-push, plain-let, plain-parens, reshape, sin, tanh, vec-field-loop, vector-output, while.
+/// Uses: accumulate, counter-plain, field, for, helper, ln, local-vec-push, plain-let, plain-parens, reshape, sin, tanh, vec-field-loop, vector-output.
 mod p096 {
     use super::*;
 
@@ -4388,14 +4607,21 @@ mod p096 {
             total = &total + &s.sum();
         }
         h = (&h + &saved3[0]).tanh();
-        let mut step4 = 0;
-        while step4 < n {
-            h = (h.matmul(&net.ws[0]) + &net.b).tanh();
-            step4 += 1;
+        let mut saved4 = Vec::new();
+        for wl in &net.ws {
+            h = (h.matmul(wl).square() + 1.0).ln();
+            saved4.push(h.reshape(&[3, 3]).matmul(x).mean());
         }
-        total = total + h.reshape(&[9]).sin().sum() * 2.0;
+        for s in &saved4 {
+            total = &total + s;
+        }
+        for _ in 0..n {
+            let c5 = a;
+            h = (&h * c5 + &net.b).tanh();
+            total = &total + &soft_norm(&h, (a / b).sqrt());
+        }
         h = (&h * s2).tanh();
-        (&h * (1.0 / (1.0 + (a * b).sqrt()))).sin() + &total
+        (1.0 - &h).sin() + &total
     }
 }
 
@@ -4406,7 +4632,7 @@ fn p096() {
     check_vector_variants!(mod p096; [x, net]; (&x, &net, 1.27, 0.53, 3));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, ln, local-vec-push, match, plain-let, plain-only-if, plain-parens, reshape, sin, tanh, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, ln, local-vec-push, match, plain-let, plain-parens, sin, softmax, sqrt, vec-field-loop.
 mod p097 {
     use super::*;
 
@@ -4418,7 +4644,6 @@ mod p097 {
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
-        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = ((n + 1) as f64).ln();
         let mut h = x.tanh();
@@ -4431,33 +4656,25 @@ mod p097 {
             total += (h.square() + 1.0).ln().sum();
         }
         for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).sin();
-            let y3 = match k {
-                0 => h.matmul(wl).sin(),
-                1 => ((&h + &net.b).square() + 1.0).ln(),
-                _ => &h / ((a - b).abs() + 0.25),
-            };
-            h = (y3 * 0.5).tanh();
-            let mut scale4 = a.cbrt();
-            if flag {
-                scale4 = s1;
-            }
-            h = (&h * scale4).tanh();
+            h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
+            total += h.sum();
         }
-        let mut saved5 = Vec::new();
-        for wl in &net.ws {
-            h = h.matmul(wl).tanh();
-            saved5.push(h.clone());
+        let mut saved3 = Vec::new();
+        for _ in 0..2 {
+            h = ((&h + &net.b).square() + 1.0).ln();
+            saved3.push((h.square().sum() + 1.0).sqrt());
         }
-        for s in &saved5 {
-            total = &total + &(s.square().sum() + 1.0).sqrt();
+        for s in &saved3 {
+            total = &total + s;
         }
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
-            total = &total + &(h.square() + 1.0).ln().sum();
-            total = h.reshape(&[8]).sin().sum() + &total * 0.5;
-        }
-        total.clone() * 1.5 + h.exp().mean().ln()
+        let y4 = match k {
+            0 => (&h * x).sin(),
+            1 => (&h - h.sum_axes(&[1], true) * 0.5).softmax(-1),
+            _ => ((a * 2.0 - b).abs() + 0.1) / (h.square() + 1.0),
+        };
+        h = (y4 * 0.5).tanh();
+        h = (&h * s1).tanh();
+        h.softmax(-1).ln().mean() + &total
     }
 }
 
@@ -4465,10 +4682,10 @@ mod p097 {
 fn p097() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 97001);
     let net = net(2, 3, 97002);
-    check_variants!(mod p097; [x, net]; (&x, &net, 1.09, 0.82, 2, 1, false));
+    check_variants!(mod p097; [x, net]; (&x, &net, 1.09, 0.82, 2, 1));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, for, helper, ln, match, plain-let, reshape, sin, sqrt, tanh, while.
+/// Uses: accumulate, break, compound-assign, counter-plain, for, helper, ln, match, plain-let, reshape, sin, sqrt, tanh, while.
 mod p098 {
     use super::*;
 
@@ -4479,19 +4696,18 @@ mod p098 {
         v: &Tensor<f64>,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] k: usize,
     ) -> Tensor<f64> {
         let s1 = b.exp();
         let s2 = b;
         let mut h = x.tanh();
         let mut total = h.sum() * 0.0;
-        for _ in 0..n {
+        for i in 0..n {
             h = (&h * b).tanh();
-            total = h.sum() + &total * 0.5;
-            let mut step3 = 0;
-            while step3 < n {
-                h = ((&h / (v.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
-                step3 += 1;
+            if i + 1 >= k {
+                break;
             }
+            h = ((&h / b.ln().abs()).square() + 0.5).sqrt() - 0.5;
             h = ((&h + v).square() + 1.0).ln();
         }
         h += h.matmul(w).sin() * 0.5;
@@ -4506,10 +4722,14 @@ mod p098 {
             }
             _ => {}
         }
-        h = (v * &h).sin();
+        let mut step3 = 0;
+        while step3 < n {
+            h = (h.matmul(w) + v).sin();
+            step3 += 1;
+        }
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        &total + &h.sum()
+        h.sum() + &total
     }
 }
 
@@ -4518,10 +4738,10 @@ fn p098() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 98001);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 98003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 98004);
-    check_variants!(mod p098; [x, w, v]; (&x, &w, &v, 0.96, 2));
+    check_variants!(mod p098; [x, w, v]; (&x, &w, &v, 0.96, 2, 1));
 }
 
-/// Uses: accumulate, break, compound-assign, counter-plain, early-return, exp, for, ln, local-vec-push, match, reshape, sqrt, sum_axes, tanh, while.
+/// Uses: cast, counter-plain, exp, for, if-flag, local-vec-push, plain-parens, softmax, sqrt, tanh, while.
 mod p099 {
     use super::*;
 
@@ -4531,7 +4751,6 @@ mod p099 {
         #[nodiff] w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
-        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
@@ -4546,29 +4765,30 @@ mod p099 {
         for s in &saved1 {
             total = &total + &(s.square() + 1.0).ln().sum();
         }
-        for i in 0..k + 1 {
+        for _ in 0..k + 1 {
             h = (&h * a.cbrt()).tanh();
-            if flag && i > 0 {
-                break;
+            let mut step2 = 0;
+            while step2 < n {
+                h = (&h + v).softmax(-1);
+                step2 += 1;
             }
-            let y2 = match k {
-                0 => ((&h + v) * 0.5).tanh().exp(),
-                1 => ((&h / a).square() + 0.5).sqrt() - 0.5,
-                _ => &h + v,
+            let y3 = if flag {
+                ((&h + v) * 0.5).tanh().exp()
+            } else {
+                &h / a
             };
-            h = (y2 * 0.5).tanh();
+            h = ((&h * 0.5 + &y3 * 0.5).square() + 0.5).sqrt() - 0.5;
         }
-        let mut step3 = 0;
-        while step3 < n {
-            h += ((&h * x).square() + 1.0).ln() * 0.5;
-            h = h.tanh();
-            step3 += 1;
+        for i in 0..3 {
+            h = (&h * ((i as f64 + 1.0).ln() + 0.5)).tanh();
+            let y4 = if flag {
+                ((h.matmul(w) + v).square() + 0.5).sqrt() - 0.5
+            } else {
+                v * &h
+            };
+            h = (&h * 0.5 + &y4 * 0.5).tanh();
         }
-        if !flag {
-            return h.sum_axes(&[0], false).square().mean() + &total;
-        }
-        total = total + h.reshape(&[4, 3]).matmul(x).mean() * b.ln().abs();
-        &total + &h.mean()
+        h.exp().mean().ln() + &total
     }
 }
 
@@ -4577,10 +4797,10 @@ fn p099() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 99001);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 99003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 99004);
-    check_variants!(mod p099; [x, v]; (&x, &w, &v, 0.6, 1.8, 2, 2, false));
+    check_variants!(mod p099; [x, v]; (&x, &w, &v, 0.6, 2, 2, false));
 }
 
-/// Uses: cast, compound-assign, local-vec-push, plain-let, sqrt, sum_axes, tanh.
+/// Uses: cast, ln, local-vec-push, plain-let, tanh.
 mod p100 {
     use super::*;
 
@@ -4605,11 +4825,18 @@ mod p100 {
         for s in &saved3 {
             total = &total + s;
         }
-        h += (((b.ln().abs() * &h).square() + 0.5).sqrt() - 0.5) * 0.5;
-        h = h.tanh();
+        let mut saved4 = Vec::new();
+        for _ in 0..2 {
+            h = ((a / (h.square() + 1.0)).square() + 1.0).ln();
+            saved4.push(h.clone());
+        }
+        for s in &saved4 {
+            total = &total + &s.exp().mean().ln();
+        }
+        h = (&h + &saved4[0]).tanh();
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        h.sum_axes(&[0], false).square().mean() + &total
+        total.clone() * s1 + h.softmax(-1).ln().mean()
     }
 }
 
@@ -4620,7 +4847,7 @@ fn p100() {
     check_variants!(mod p100; [w]; (&x, &w, 1.87, 1.84, 2, 1));
 }
 
-/// Uses: cast, counter-plain, for, if-flag, plain-parens, sin, tanh, vec-field-loop.
+/// Uses: cast, counter-plain, for, helper, if-flag, plain-only-if, plain-parens, sin, sqrt, tanh, vec-field-loop.
 mod p101 {
     use super::*;
 
@@ -4630,6 +4857,7 @@ mod p101 {
         stack: &Stack,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
@@ -4646,8 +4874,14 @@ mod p101 {
         }
         for layer in &stack.layers {
             h = (h.matmul(&layer.w) + &layer.b).tanh();
+            let mut scale2 = b;
+            if flag {
+                scale2 = ((n * k) as f64).sqrt();
+            }
+            h = (&h * scale2).tanh();
+            h = ((&h + &layer.b).square() + 0.5).sqrt() - 0.5;
         }
-        (h.square().sum() + 1.0).sqrt() + &total
+        soft_norm(&h, (a * 2.0 - b).abs() + 0.1) + &total
     }
 }
 
@@ -4655,22 +4889,15 @@ mod p101 {
 fn p101() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 101001);
     let stack = stack(4, 3, 101002);
-    check_variants!(mod p101; [x, stack]; (&x, &stack, 1.31, 0.75, 2, true));
+    check_variants!(mod p101; [x, stack]; (&x, &stack, 1.31, 0.75, 3, 2, true));
 }
 
-/// Uses: accumulate, compound-assign, exp, field, helper, local-vec-push, match, plain-parens, sin, sqrt, vec-field-loop.
+/// Uses: cast, exp, late-let, ln, local-vec-push, plain-parens, sigmoid, vec-field-loop.
 mod p102 {
     use super::*;
 
     #[differentiable]
-    pub fn f(
-        x: &Tensor<f64>,
-        net: &Net,
-        v: &Tensor<f64>,
-        #[nodiff] a: f64,
-        #[nodiff] b: f64,
-        #[nodiff] k: usize,
-    ) -> Tensor<f64> {
+    pub fn f(x: &Tensor<f64>, net: &Net, #[nodiff] n: usize, #[nodiff] flag: bool) -> Tensor<f64> {
         let mut h = x.tanh();
         let mut total = Tensor::scalar(0.0);
         let mut saved1 = Vec::new();
@@ -4681,21 +4908,14 @@ mod p102 {
         for s in &saved1 {
             total = &total + &s.square().mean();
         }
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + v) * 0.5).tanh().exp();
-            total += soft_norm(&h, (a * 2.0 - b).abs() + 0.1);
-            match k {
-                1 => {
-                    h = ((h.matmul(&net.ws[0]) + v).square() + 0.5).sqrt() - 0.5;
-                }
-                2 | 3 => {
-                    total = total + h.sum() * 1.5;
-                    h = (&net.b * &h).sin();
-                }
-                _ => {}
-            }
+        let y2;
+        if flag {
+            y2 = (&h / ((n + 1) as f64).ln()).sigmoid();
+        } else {
+            y2 = 0.7 * &h;
         }
-        total.clone() * ((a - b).abs() + 0.25) + (h.square().sum() + 1.0).sqrt()
+        h = ((&h * 0.5 + &y2 * 0.5).square() + 1.0).ln();
+        (h.square().sum() + 1.0).sqrt() + &total
     }
 }
 
@@ -4703,8 +4923,7 @@ mod p102 {
 fn p102() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 102001);
     let net = net(3, 2, 102002);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 102004);
-    check_variants!(mod p102; [x, net, v]; (&x, &net, &v, 0.9, 0.73, 2));
+    check_variants!(mod p102; [x, net]; (&x, &net, 3, true));
 }
 
 /// Uses: accumulate, compound-assign, helper, if-flag, ln, match, plain-max-min, plain-only-if, plain-parens, sigmoid, sqrt, tensor-by-value, vector-output.
@@ -4761,7 +4980,7 @@ fn p103() {
     check_vector_variants!(mod p103; [x, v, u]; (&x, &v, u.clone(), 1.85, 1.5, 4, false));
 }
 
-/// Uses: exp, if-flag, sigmoid, sin, tanh, tensor-by-value, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, early-return, helper, if-flag, iterator-adaptors, reshape, sin, softmax, tanh, vec-field-loop, while.
 mod p104 {
     use super::*;
 
@@ -4770,24 +4989,35 @@ mod p104 {
         x: &Tensor<f64>,
         stack: &Stack,
         v: &Tensor<f64>,
-        u: Tensor<f64>,
         #[nodiff] a: f64,
+        #[nodiff] b: f64,
+        #[nodiff] n: usize,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x * v;
-        let total = h.sum() * 0.0;
+        let mut total = h.sum() * 0.0;
         let y1 = if flag { (&h * a.sqrt()).tanh() } else { &h - x };
         h = (&h * 0.5 + &y1 * 0.5).sin();
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).sigmoid();
+        for layer in stack.layers.iter().skip(1) {
+            h = (h.matmul(&layer.w) + &layer.b).softmax(-1);
             let y2 = if flag {
-                ((&h * x) * 0.5).tanh().exp()
+                (b * &h).tanh()
             } else {
-                &h - &u
+                &h * b.ln().abs()
             };
-            h = ((&h * 0.5 + &y2 * 0.5) * 0.5).tanh().exp();
+            h = (&h * 0.5 + &y2 * 0.5).sin();
+            let mut step3 = 0;
+            while step3 < n {
+                h = gated(&h, x);
+                step3 += 1;
+            }
         }
-        &total + &h.square().mean()
+        if !flag {
+            return h.reshape(&[6]).sin().sum() + &total;
+        }
+        total -= h.exp().mean().ln() * 0.5;
+        &total + &soft_norm(&h, n as f64 * k as f64 * 0.1)
     }
 }
 
@@ -4796,11 +5026,10 @@ fn p104() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 104001);
     let stack = stack(3, 3, 104002);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 104004);
-    let u = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 104005);
-    check_variants!(mod p104; [x, stack, v, u]; (&x, &stack, &v, u.clone(), 1.49, true));
+    check_variants!(mod p104; [x, stack, v]; (&x, &stack, &v, 1.49, 1.86, 3, 2, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, plain-let, softmax, structure-by-value, tanh, vec-field-loop, vector-output, while.
+/// Uses: accumulate, cast, compound-assign, field, ln, plain-let, reshape, sin, sqrt, structure-by-value, tanh, vec-field-loop, vector-output.
 mod p105 {
     use super::*;
 
@@ -4817,24 +5046,20 @@ mod p105 {
         let mut h = x * &stack.gain;
         let mut total = Tensor::scalar(0.0);
         total -= h.mean() * 0.5;
-        let mut step3 = 0;
-        while step3 < n {
-            h = (&h / (stack.gain.square() + 1.0)).tanh();
-            step3 += 1;
+        for layer in &stack.layers {
+            h = ((h.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
         }
         for layer in &stack.layers {
             h = (h.matmul(&layer.w) + &layer.b).tanh();
             total = (h.square().sum() + 1.0).sqrt() + &total * 0.9;
         }
-        let mut step4 = 0;
-        while step4 < n {
-            h += (&h + &stack.gain).tanh() * 0.5;
-            h = h.tanh();
-            step4 += 1;
+        for layer in &stack.layers {
+            h = (h.matmul(&layer.w) + &layer.b).sin();
+            total = &total + &h.reshape(&[4, 2]).matmul(x).mean();
         }
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        (&stack.gain * &h).softmax(-1) + &total
+        ((&stack.gain * &h).square() + 0.5).sqrt() - 0.5 + &total
     }
 }
 
@@ -5000,7 +5225,7 @@ fn p108() {
     check_variants!(mod p108; [w, v]; (&x, &w, &v, 1.34, 0.71, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, field, for, helper, if-counter, nested-for, plain-let, plain-only-if, reshape, sqrt, sum_axes, tanh, vec-field-loop.
+/// Uses: accumulate, compound-assign, early-return, field, if-flag, iterator-adaptors, late-let, ln, plain-let, reshape, sigmoid, sin, sqrt, vec-field-loop.
 mod p109 {
     use super::*;
 
@@ -5008,41 +5233,37 @@ mod p109 {
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
         stack: &Stack,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt() + b;
         let mut h = x * &stack.gain;
         let mut total = Tensor::scalar(0.0);
         total -= h.softmax(-1).ln().mean() * 0.5;
-        for layer in &stack.layers {
-            h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
-            for _ in 0..n {
-                h = (&h * s1).tanh();
-                for j in 0..3 {
-                    if j % 2 == 0 {
-                        h = (2.0 * &h).tanh();
-                    } else {
-                        total -= h.sum_axes(&[0], false).square().mean() * 0.5;
-                    }
-                    let mut scale2 = a * 0.5 + b * 0.25;
-                    if j % 2 == 1 {
-                        scale2 = a;
-                    }
-                    total += h.mean() * scale2;
-                    total += h.reshape(&[8]).sin().sum();
-                    total += soft_norm(&h, j as f64 * b + a);
-                }
+        for layer in stack.layers.iter().step_by(2) {
+            h = (h.matmul(&layer.w) + &layer.b).sin();
+            let y2 = if flag {
+                (&h / (v.square() + 1.0)).sin()
+            } else {
+                &h / a.cbrt()
+            };
+            h = (&h * 0.5 + &y2 * 0.5).sigmoid();
+            let y3;
+            if flag {
+                y3 = ((a.cbrt() / (h.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
+            } else {
+                y3 = b / (h.square() + 1.0);
             }
-            total = h.softmax(-1).ln().mean() + &total * 0.5;
+            h = ((&h * 0.5 + &y3 * 0.5).square() + 1.0).ln();
         }
         if !flag {
-            return &total + &(h.square() + 1.0).ln().sum();
+            return h.reshape(&[8]).sin().sum() + &total;
         }
-        total = soft_norm(&h, a * b) + &total * 0.5;
-        h.sum() + &total
+        total -= (h.square() + 1.0).ln().sum() * 0.5;
+        h = (&h * s1).tanh();
+        &total + &h.reshape(&[8]).sin().sum()
     }
 }
 
@@ -5050,43 +5271,34 @@ mod p109 {
 fn p109() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 109001);
     let stack = stack(2, 2, 109002);
-    check_variants!(mod p109; [stack]; (&x, &stack, 0.83, 1.63, 3, false));
+    let v = Tensor::rand_normal(&[2], 0.0, 0.5, 109004);
+    check_variants!(mod p109; [stack, v]; (&x, &stack, &v, 0.83, 1.63, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, early-return, field, if-flag, plain-let, plain-parens, reshape, softmax, sqrt, vec-field-loop, while.
+/// Uses: accumulate, cast, compound-assign, field, for, iterator-adaptors, ln, plain-let, plain-parens, reshape, sigmoid, sin, softmax, vec-field-loop-in-outer-loop, while.
 mod p110 {
     use super::*;
 
     #[differentiable]
-    pub fn f(
-        x: &Tensor<f64>,
-        net: &Net,
-        #[nodiff] a: f64,
-        #[nodiff] n: usize,
-        #[nodiff] flag: bool,
-    ) -> Tensor<f64> {
+    pub fn f(x: &Tensor<f64>, net: &Net, #[nodiff] a: f64, #[nodiff] n: usize) -> Tensor<f64> {
         let s1 = a;
         let mut h = x.tanh();
         let mut total = Tensor::scalar(0.0);
         total -= h.reshape(&[3, 3]).matmul(x).mean() * 0.5;
-        if !flag {
-            total += h.sum();
+        let mut step2 = 0;
+        while step2 < n {
+            h = ((&h * s1).square() + 1.0).ln();
+            step2 += 1;
         }
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).softmax(-1);
-            let mut step2 = 0;
-            while step2 < n {
-                h = (h.matmul(&net.ws[0]).square() + 0.5).sqrt() - 0.5;
-                step2 += 1;
+        for _ in 0..n {
+            for wl in net.ws.iter().take(2) {
+                h = (h.matmul(wl) + &net.b).sigmoid();
+                h = (&h * ((n + 1) as f64).ln()).softmax(-1);
+                h = (&h + &net.b).sin();
             }
-            h = (&h * ((n + 1) as f64).ln()).softmax(-1);
+            total = total + h.sum() * s1;
         }
-        if !flag {
-            return (h.square() + 1.0).ln().sum() + &total;
-        }
-        total = h.softmax(-1).ln().mean() + &total * 0.5;
-        h = (&h * s1).tanh();
-        total.clone() * a.sqrt() + h.mean()
+        total.clone() * 0.7 + (h.square().sum() + 1.0).sqrt()
     }
 }
 
@@ -5094,10 +5306,10 @@ mod p110 {
 fn p110() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 110001);
     let net = net(3, 3, 110002);
-    check_variants!(mod p110; [x, net]; (&x, &net, 1.95, 4, false));
+    check_variants!(mod p110; [x, net]; (&x, &net, 1.95, 4));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, if-flag, ln, match, plain-let, plain-parens, reshape, sigmoid, softmax, sqrt, structure-by-value, tanh, vec-field-loop, vector-output.
+/// Uses: accumulate, cast, compound-assign, field, for, iterator-adaptors, plain-let, plain-parens, sigmoid, sin, sqrt, structure-by-value, sum_axes, vec-field-loop-in-outer-loop, vector-output, while.
 mod p111 {
     use super::*;
 
@@ -5106,38 +5318,28 @@ mod p111 {
         x: &Tensor<f64>,
         net: Net,
         v: &Tensor<f64>,
+        #[nodiff] a: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
-        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = ((n * k) as f64).sqrt();
         let mut h = x.clone();
         let mut total = h.sum() * 0.0;
-        for wl in &net.ws {
-            h = (h.matmul(wl) + v).tanh();
-            h = ((&net.b * &h).square() + 0.5).sqrt() - 0.5;
-            if flag {
-                total += (h.square() + 1.0).ln().sum();
-            } else {
-                total += h.reshape(&[8]).sin().sum();
-            }
+        let mut step2 = 0;
+        while step2 < n {
+            h = (h.matmul(&net.ws[0]) + v).sigmoid();
+            step2 += 1;
         }
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).tanh();
-            h += (s1 * &h).softmax(-1) * 0.5;
-            h = h.tanh();
-            match n {
-                1 => {
-                    h = ((&h * x).square() + 1.0).ln();
-                }
-                2 | 3 => {
-                    total = h.softmax(-1).ln().mean() + &total * 0.5;
-                    h = (v * &h).sigmoid();
-                }
-                _ => {}
+        for i in 0..n {
+            for wl in net.ws.iter().rev().skip(1) {
+                h = (h.matmul(wl) + &net.b).sin();
+                total =
+                    total + h.sum_axes(&[0], false).square().mean() * (a * (i as f64 + 2.0)).sqrt();
             }
+            total += h.square().mean();
         }
-        (h.matmul(&net.ws[0]) + &net.b).tanh() + &total
+        h = (&h * s1).tanh();
+        ((0.5 - &h).square() + 0.5).sqrt() - 0.5 + &total
     }
 }
 
@@ -5146,7 +5348,7 @@ fn p111() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 111001);
     let net = net(4, 2, 111002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 111004);
-    check_vector_variants!(mod p111; [x, net, v]; (&x, net.clone(), &v, 1, 3, true));
+    check_vector_variants!(mod p111; [x, net, v]; (&x, net.clone(), &v, 0.96, 1, 3));
 }
 
 /// Uses: accumulate, compound-assign, match, sigmoid, sin, softmax.
@@ -5189,7 +5391,7 @@ fn p112() {
     check_variants!(mod p112; [x, v]; (&x, &v, 1.45, 2));
 }
 
-/// Uses: helper, if-flag, local-vec-push, plain-let, reshape, softmax, sqrt, tanh, while.
+/// Uses: cast, counter-plain, for, helper, if-flag, late-let, local-vec-push, plain-let, reshape, sin, softmax, sqrt.
 mod p113 {
     use super::*;
 
@@ -5201,38 +5403,34 @@ mod p113 {
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = b.exp() * 0.5;
         let mut h = x * v;
         let mut total = h.sum() * 0.0;
-        let mut step2 = 0;
-        while step2 < n {
-            h = gated(&h, x);
-            step2 += 1;
+        let y2;
+        if flag {
+            y2 = (h.matmul(w) + v).sin();
+        } else {
+            y2 = h.matmul(w);
         }
+        h = (&h * 0.5 + &y2 * 0.5).sin();
         let mut saved3 = Vec::new();
         for _ in 0..2 {
-            h = (&h * a.cbrt()).softmax(-1);
-            saved3.push(h.clone());
+            h = ((&h * a.cbrt()).square() + 0.5).sqrt() - 0.5;
+            saved3.push(h.sum());
         }
         for s in &saved3 {
-            total = &total + &(s.square().sum() + 1.0).sqrt();
+            total = &total + s;
         }
-        h = (&h + &saved3[0]).tanh();
-        let mut saved4 = Vec::new();
         for _ in 0..2 {
-            h = (&h - x).tanh();
-            saved4.push(h.clone());
+            let c4 = n as f64 * k as f64 * 0.1;
+            h = (&h * c4 + v).tanh();
+            let y5 = if flag { (1.0 - &h).softmax(-1) } else { &h * x };
+            h = ((&h * 0.5 + &y5 * 0.5).square() + 0.5).sqrt() - 0.5;
         }
-        for s in &saved4 {
-            total = &total + &(s.square().sum() + 1.0).sqrt();
-        }
-        if flag {
-            h = ((h.matmul(w) + v).square() + 0.5).sqrt() - 0.5;
-        } else {
-            h = gated(&h, x);
-        }
+        h = gated(&h, x);
         h = (&h * s1).tanh();
         total.clone() * 1.5 + h.reshape(&[2, 4]).matmul(x).mean()
     }
@@ -5243,7 +5441,7 @@ fn p113() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 113001);
     let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 113003);
     let v = Tensor::rand_normal(&[2], 0.0, 0.5, 113004);
-    check_variants!(mod p113; [x, w]; (&x, &w, &v, 1.4, 1.08, 1, false));
+    check_variants!(mod p113; [x, w]; (&x, &w, &v, 1.4, 1.08, 1, 3, false));
 }
 
 /// Uses: accumulate, exp, if-flag, ln, local-vec-push, match, plain-let, sigmoid, sum_axes, tanh.
@@ -5304,7 +5502,7 @@ fn p114() {
     check_variants!(mod p114; [x, w]; (&x, &w, 1.69, 1.53, 3, 1, false));
 }
 
-/// Uses: accumulate, cast, counter-plain, exp, field, for, if-counter, if-flag, ln, nested-for, plain-only-if, sin, softmax, sqrt, structure-by-value, sum_axes, tanh, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, exp, field, for, fresh-state-in-outer-loop, helper, if-counter, if-flag, iterator-adaptors, late-let, ln, nested-for, reshape, sigmoid, sin, softmax, sqrt, structure-by-value, sum_axes, tanh, vec-field-loop-in-outer-loop.
 mod p115 {
     use super::*;
 
@@ -5315,49 +5513,53 @@ mod p115 {
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.sin() + &net.b;
         let mut total = Tensor::<f64>::zeros(&[]);
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).softmax(-1);
-            total = h.softmax(-1).ln().mean() + &total * 0.5;
-            for i in 0..n {
-                let c1 = b.exp();
-                h = (&h * c1 + &net.b).tanh();
-                h = (&h - h.sum_axes(&[1], true) * 0.5).sin();
-                for j in 0..n {
-                    if j % 2 == 0 {
-                        h = ((h.matmul(&net.ws[0]) + &net.b).square() + 0.5).sqrt() - 0.5;
-                    } else {
-                        total = &total + &h.sum_axes(&[0], false).square().mean();
-                    }
-                    h = (&h - x).tanh();
-                }
-                let mut scale2 = a * 0.5 + b * 0.25;
-                if i % 2 == 1 {
-                    scale2 = k as f64 + a;
-                } else {
-                    scale2 *= 2.0;
-                }
-                h = (&h * scale2).tanh();
-            }
-        }
-        let y3 = if flag {
-            ((&h - h.sum_axes(&[1], true) * 0.5) * 0.5).tanh().exp()
+        let y1;
+        if flag {
+            y1 = ((&h / (net.b.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
         } else {
-            &h - h.sum_axes(&[1], true) * 0.5
-        };
-        h = (&h * 0.5 + &y3 * 0.5).tanh();
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).tanh();
-            if !flag {
-                h = ((&h / (net.b.square() + 1.0)).square() + 1.0).ln();
-            }
-            h = (a.sqrt() * &h).softmax(-1);
+            y1 = 0.9 * &h;
         }
-        total.clone() * a.sqrt() + h.square().mean()
+        h = (&h * 0.5 + &y1 * 0.5).sigmoid();
+        for _ in 0..n {
+            let c2 = b.exp();
+            h = (&h * c2 + &net.b).tanh();
+            h = (&h - h.sum_axes(&[1], true) * 0.5).sin();
+            for j in 0..n {
+                if j % 2 == 0 {
+                    h = ((h.matmul(&net.ws[0]) + &net.b).square() + 0.5).sqrt() - 0.5;
+                } else {
+                    total = &total + &h.sum_axes(&[0], false).square().mean();
+                }
+                let mut g3 = Tensor::full(&[4, 2], 0.5);
+                for wl in net.ws.iter().take(2) {
+                    g3 = (g3.matmul(wl) * a).sin();
+                }
+                total -= soft_norm(&g3, j as f64 * b + a) * 0.5;
+                h = (&h + &g3).tanh();
+            }
+            for wl in &net.ws {
+                h = (h.matmul(wl) + &net.b).tanh();
+                if !flag {
+                    h = ((&h / (net.b.square() + 1.0)).square() + 1.0).ln();
+                }
+                h = (a.sqrt() * &h).softmax(-1);
+            }
+        }
+        let y4 = if flag {
+            ((&net.b * &h) * 0.5).tanh().exp()
+        } else {
+            &h * x
+        };
+        h = (&h * 0.5 + &y4 * 0.5).sin();
+        if !flag {
+            return total.clone() * 0.3 + soft_norm(&h, n as f64 * 0.5);
+        }
+        total -= (h.square() + 1.0).ln().sum() * 0.5;
+        h.reshape(&[2, 4]).matmul(x).mean() + &total
     }
 }
 
@@ -5365,10 +5567,10 @@ mod p115 {
 fn p115() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 115001);
     let net = net(2, 2, 115002);
-    check_variants!(mod p115; [net]; (&x, net.clone(), 1.95, 0.91, 4, 3, true));
+    check_variants!(mod p115; [net]; (&x, net.clone(), 1.95, 0.91, 4, true));
 }
 
-/// Uses: accumulate, field, if-flag, ln, local-vec-push, plain-let, plain-max-min, plain-only-if, plain-parens, tanh, vec-field-loop.
+/// Uses: accumulate, counter-plain, for, late-let, ln, local-vec-push, plain-let, plain-parens, sqrt, sum_axes, tanh, vec-field-loop.
 mod p116 {
     use super::*;
 
@@ -5379,35 +5581,34 @@ mod p116 {
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = (a + b) * 0.5;
         let mut h = x.matmul(&net.ws[0]);
         let mut total = Tensor::scalar(0.0);
+        let y2;
+        if flag {
+            y2 = ((((b / (a + 1.0)).powi(2) + 0.5) * &h).square() + 0.5).sqrt() - 0.5;
+        } else {
+            y2 = &h + v;
+        }
+        h = (&h * 0.5 + &y2 * 0.5).tanh();
+        let mut saved3 = Vec::new();
         for wl in &net.ws {
-            h = ((h.matmul(wl) + v).square() + 1.0).ln();
+            h = (h.matmul(wl).square() + 1.0).ln();
+            saved3.push(h.clone());
         }
-        let mut saved2 = Vec::new();
-        for _ in 0..2 {
-            h = (&h * s1).tanh();
-            saved2.push(h.clone());
+        for s in &saved3 {
+            total = &total + &s.mean();
         }
-        for s in &saved2 {
-            total = &total + &s.softmax(-1).ln().mean();
+        h = (&h + &saved3[0]).tanh();
+        for _ in 0..n {
+            h = (&h * a.sqrt()).tanh();
+            total = h.sum_axes(&[0], false).square().mean() + &total * 0.5;
         }
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).tanh();
-            if flag {
-                total = (h.square() + 1.0).ln().sum() + &total * 0.5;
-            } else {
-                let mut scale3 = a * b;
-                if flag {
-                    scale3 = a.max(b) - a.min(b) * 0.5;
-                }
-                total += h.mean() * scale3;
-            }
-        }
-        h.sum() + &total
+        h = (&h * s1).tanh();
+        (h.square() + 1.0).ln().sum() + &total
     }
 }
 
@@ -5416,10 +5617,10 @@ fn p116() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 116001);
     let net = net(3, 3, 116002);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 116004);
-    check_variants!(mod p116; [net, v]; (&x, &net, &v, 0.75, 0.6, true));
+    check_variants!(mod p116; [net, v]; (&x, &net, &v, 0.75, 0.6, 3, true));
 }
 
-/// Uses: accumulate, cast, if-flag, plain-let, plain-only-if, reshape, sqrt.
+/// Uses: cast, exp, if-flag, plain-let, plain-only-if, sqrt, while.
 mod p117 {
     use super::*;
 
@@ -5427,6 +5628,7 @@ mod p117 {
     pub fn f(
         x: &Tensor<f64>,
         w: &Tensor<f64>,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
@@ -5435,7 +5637,7 @@ mod p117 {
     ) -> Tensor<f64> {
         let s1 = k as f64 + a;
         let mut h = x.matmul(w);
-        let mut total = Tensor::scalar(0.0);
+        let total = Tensor::scalar(0.0);
         if !flag {
             let mut scale2 = a;
             if flag {
@@ -5445,12 +5647,12 @@ mod p117 {
         } else {
             h = ((s1 / (h.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
         }
-        let mut scale3 = a.powi(2) + 0.1;
-        if flag {
-            scale3 = n as f64 * 0.5;
+        let mut step3 = 0;
+        while step3 < n {
+            h = ((v * &h) * 0.5).tanh().exp();
+            step3 += 1;
         }
-        total += h.mean() * scale3;
-        &total + &h.reshape(&[4, 3]).matmul(x).mean()
+        &total + &h.exp().mean().ln()
     }
 }
 
@@ -5458,10 +5660,11 @@ mod p117 {
 fn p117() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 117001);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 117003);
-    check_variants!(mod p117; [x, w]; (&x, &w, 1.58, 0.52, 2, 3, false));
+    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 117004);
+    check_variants!(mod p117; [x, w, v]; (&x, &w, &v, 1.58, 0.52, 2, 3, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, for, helper, ln, match, nested-for, plain-only-if, plain-parens, reshape, sigmoid, sin, while.
+/// Uses: accumulate, compound-assign, for, helper, if-counter, late-let, ln, plain-only-if, plain-parens, softmax, tanh.
 mod p118 {
     use super::*;
 
@@ -5471,68 +5674,33 @@ mod p118 {
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
-        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x * v;
         let mut total = Tensor::scalar(0.0);
-        let mut step1 = 0;
-        while step1 < n {
-            h = ((&h + v).square() + 1.0).ln();
-            step1 += 1;
+        let y1;
+        if flag {
+            y1 = (&h / (v.square() + 1.0)).softmax(-1);
+        } else {
+            y1 = &h / (v.square() + 1.0);
         }
-        for i in 0..n {
-            h = (&h * (a * (i as f64 + 2.0)).sqrt()).tanh();
-            for _ in 0..k + 1 {
-                let c2 = ((n * k) as f64).sqrt();
-                h = (&h * c2 + v).tanh();
-                let y3 = match n {
-                    0 => (&h * (a.ln() - b.ln()).exp()).sigmoid(),
-                    1 => (&h * x).sin(),
-                    _ => &h - h.sum_axes(&[1], true) * 0.25,
-                };
-                h = (y3 * 0.5).tanh();
-                for l in 0..2 {
-                    let c4 = ((n + 1) as f64).ln();
-                    h = (&h * c4 + v).tanh();
-                    h = gated(&h, x);
-                    let mut scale5 = (l as f64 + 1.0).ln() + 0.5;
-                    if l % 2 == 1 {
-                        scale5 = n as f64 * k as f64 * 0.1;
-                    } else {
-                        scale5 *= 2.0;
-                    }
-                    total += h.mean() * scale5;
-                }
+        h = (&h * 0.5 + &y1 * 0.5).tanh();
+        h = (v * &h).softmax(-1);
+        total = total + h.softmax(-1).ln().mean() * 1.5;
+        for i in 0..2 {
+            if i % 2 == 0 {
+                h = (((1.0 / (1.0 + (a * b).sqrt())) / (h.square() + 1.0)).square() + 1.0).ln();
+            } else {
+                total += h.softmax(-1).ln().mean();
             }
-            for j in 0..n {
-                h = (&h * (((j + 1) * k) as f64 * 0.2)).tanh();
-                total += h.square().mean();
-                match n {
-                    1 => {
-                        h = (&h / ((n * k) as f64).sqrt()).sigmoid();
-                    }
-                    2 | 3 => {
-                        total += soft_norm(&h, 1.0 / (j as f64 + 1.0));
-                        h = (&h / b.exp()).sigmoid();
-                    }
-                    _ => {}
-                }
-                for l in 0..n {
-                    h = (&h * (a * (l as f64 + 2.0)).sqrt()).tanh();
-                    total = h.reshape(&[4, 2]).matmul(x).mean() + &total * 0.5;
-                    h = ((&h / ((n + 1) as f64).ln()).square() + 1.0).ln();
-                }
+            let mut scale2 = b.exp();
+            if i % 2 == 1 {
+                scale2 = a.sqrt();
             }
+            h = (&h * scale2).tanh();
+            total = soft_norm(&h, b.exp()) + &total * 0.5;
         }
-        total = total + h.softmax(-1).ln().mean() * (a / b).sqrt();
-        total = &total + &soft_norm(&h, ((n * k) as f64).sqrt());
-        if !flag {
-            return &total + &h.reshape(&[4, 2]).matmul(x).mean();
-        }
-        total = &total + &soft_norm(&h, a * 0.5 + b * 0.25);
-        (h.square() + 1.0).ln().sum() + &total
+        &total + &(h.square().sum() + 1.0).sqrt()
     }
 }
 
@@ -5540,7 +5708,7 @@ mod p118 {
 fn p118() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 118001);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 118004);
-    check_variants!(mod p118; [x, v]; (&x, &v, 1.25, 1.18, 3, 1, true));
+    check_variants!(mod p118; [x, v]; (&x, &v, 1.25, 1.18, true));
 }
 
 /// Uses: accumulate, compound-assign, if-flag, match, plain-let, plain-only-if, plain-parens, sigmoid, sin, sqrt, sum_axes.
@@ -5647,7 +5815,7 @@ fn p120() {
     check_variants!(mod p120; [x]; (&x, &v, 1.18, 0.52, 3, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, for, fresh-state-in-outer-loop, local-vec-push, plain-only-if, plain-parens, reshape, sigmoid, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, field, for, fresh-state-in-outer-loop, iterator-adaptors, local-vec-push, plain-only-if, plain-parens, reshape, sigmoid, tanh, vec-field-loop-in-outer-loop.
 mod p121 {
     use super::*;
 
@@ -5674,8 +5842,8 @@ mod p121 {
         let mut acc2 = Tensor::scalar(0.0);
         for i in 0..n {
             let mut g3 = Tensor::full(&[3, 3], i as f64 * 0.25 + 0.1);
-            for wl in &net.ws {
-                g3 = (g3.matmul(wl) * b).sigmoid();
+            for wl in net.ws.iter().take(2) {
+                g3 = (g3.matmul(wl) * 0.7).sigmoid();
                 let mut scale4 = n as f64 * 0.5;
                 if flag {
                     scale4 = (a * (i as f64 + 2.0)).sqrt();
@@ -5698,7 +5866,7 @@ fn p121() {
     check_variants!(mod p121; [net]; (&x, &net, 0.5, 1.17, 2, true));
 }
 
-/// Uses: accumulate, compound-assign, match, plain-let, reshape, sigmoid, sin, tanh, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, field, late-let, match, plain-let, reshape, sigmoid, sin, tanh, vec-field-loop.
 mod p122 {
     use super::*;
 
@@ -5706,11 +5874,13 @@ mod p122 {
     pub fn f(
         x: &Tensor<f64>,
         net: &Net,
+        w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt();
         let mut h = x.tanh();
@@ -5728,11 +5898,23 @@ mod p122 {
         }
         total = total + h.reshape(&[4, 3]).matmul(x).mean() * a.cbrt();
         for wl in &net.ws {
-            h = (h.matmul(wl) + v).sin();
-            let mut step2 = 0;
-            while step2 < n {
-                h = (b.exp() / (h.square() + 1.0)).tanh();
-                step2 += 1;
+            h = (h.matmul(wl) + &net.b).sin();
+            let y2;
+            if flag {
+                y2 = (h.matmul(wl) + v).sin();
+            } else {
+                y2 = &h - x;
+            }
+            h = (&h * 0.5 + &y2 * 0.5).tanh();
+            match n % 3 {
+                1 => {
+                    h = h.matmul(w).sin();
+                }
+                2 | 3 => {
+                    total = total + h.softmax(-1).ln().mean() * b.exp();
+                    h = h.matmul(w).sigmoid();
+                }
+                _ => {}
             }
         }
         h = (&h * s1).tanh();
@@ -5744,65 +5926,24 @@ mod p122 {
 fn p122() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 122001);
     let net = net(4, 3, 122002);
+    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 122003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 122004);
-    check_variants!(mod p122; [x, net, v]; (&x, &net, &v, 1.85, 0.97, 4, 1));
+    check_variants!(mod p122; [x, net, w, v]; (&x, &net, &w, &v, 1.85, 0.97, 4, 1, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, if-flag, nested-for, plain-only-if, plain-parens, reshape, sin, softmax, vec-field-loop.
+/// Uses: accumulate, compound-assign, exp, field, reshape, vec-field-loop.
 mod p123 {
     use super::*;
 
     #[differentiable]
-    pub fn f(
-        #[nodiff] x: &Tensor<f64>,
-        net: &Net,
-        #[nodiff] a: f64,
-        #[nodiff] b: f64,
-        #[nodiff] n: usize,
-        #[nodiff] k: usize,
-        #[nodiff] flag: bool,
-    ) -> Tensor<f64> {
+    pub fn f(#[nodiff] x: &Tensor<f64>, net: &Net) -> Tensor<f64> {
         let mut h = x * &net.b;
         let mut total = Tensor::<f64>::zeros(&[]);
         total -= h.reshape(&[8]).sin().sum() * 0.5;
         for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).softmax(-1);
-            for _ in 0..n {
-                h = (&h * (1.0 / (1.0 + (a * b).sqrt()))).tanh();
-                let y1 = if flag {
-                    (&h - h.sum_axes(&[1], true) * 0.25).sin()
-                } else {
-                    &h * b.exp()
-                };
-                h = (&h * 0.5 + &y1 * 0.5).sin();
-                total = total + h.softmax(-1).ln().mean() * 0.9;
-            }
-            for i in 0..n {
-                h = (&h * b).tanh();
-                if !flag {
-                    let mut scale2 = a.ln().abs() + 0.5;
-                    if i % 2 == 1 {
-                        scale2 = (a * (i as f64 + 2.0)).sqrt();
-                    }
-                    total += h.mean() * scale2;
-                } else {
-                    total -= h.reshape(&[8]).sin().sum() * 0.5;
-                }
-                for _ in 0..k + 1 {
-                    let c3 = a;
-                    h = (&h * c3 + &net.b).tanh();
-                    total = total + h.exp().mean().ln() * 0.5;
-                    let mut scale4 = n as f64 * k as f64 * 0.1;
-                    if flag {
-                        scale4 = b;
-                    } else {
-                        scale4 *= 0.5;
-                    }
-                    h = (&h * scale4).tanh();
-                }
-            }
+            h = ((h.matmul(wl) + &net.b) * 0.5).tanh().exp();
         }
-        &total + &h.square().mean()
+        &total + &h.mean()
     }
 }
 
@@ -5810,7 +5951,7 @@ mod p123 {
 fn p123() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 123001);
     let net = net(4, 2, 123002);
-    check_variants!(mod p123; [net]; (&x, &net, 1.4, 1.29, 3, 3, false));
+    check_variants!(mod p123; [net]; (&x, &net));
 }
 
 /// Uses: accumulate, compound-assign, early-return, helper, if-flag, plain-let, plain-max-min, reshape, sum_axes, tanh.
@@ -5850,7 +5991,7 @@ fn p124() {
     check_variants!(mod p124; [x]; (&x, &w, 0.8, 1.93, true));
 }
 
-/// Uses: accumulate, cast, plain-let, plain-only-if, plain-parens, reshape, sigmoid, sin, softmax, structure-by-value, vec-field-loop.
+/// Uses: accumulate, cast, helper, if-flag, iterator-adaptors, match, plain-let, plain-only-if, plain-parens, reshape, sigmoid, sin, softmax, sqrt, structure-by-value, vec-field-loop.
 mod p125 {
     use super::*;
 
@@ -5858,6 +5999,7 @@ mod p125 {
     pub fn f(
         x: &Tensor<f64>,
         stack: Stack,
+        w: &Tensor<f64>,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
@@ -5871,13 +6013,22 @@ mod p125 {
             scale2 = ((n * k) as f64).sqrt();
         }
         total += h.mean() * scale2;
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).sigmoid();
-            total = (h.square().sum() + 1.0).sqrt() + &total * 0.9;
-            h = (0.9 * &h).sin();
+        for layer in stack.layers.iter().skip(1) {
+            h = (h.matmul(&layer.w) + &layer.b).sin();
+            if flag {
+                h = (0.9 * &h).sin();
+            } else {
+                total = h.reshape(&[2, 4]).matmul(x).mean() + &total * 0.9;
+            }
+            let y3 = match k {
+                0 => ((&layer.b * &h).square() + 0.5).sqrt() - 0.5,
+                1 => (&h * 0.3).sigmoid(),
+                _ => h.matmul(w) + &layer.b,
+            };
+            h = (y3 * 0.5).tanh();
         }
         h = (&h * s1).tanh();
-        total.clone() * 2.0 + h.reshape(&[2, 4]).matmul(x).mean()
+        soft_norm(&h, ((n + 1) as f64).ln()) + &total
     }
 }
 
@@ -5885,10 +6036,11 @@ mod p125 {
 fn p125() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 125001);
     let stack = stack(2, 2, 125002);
-    check_variants!(mod p125; [x, stack]; (&x, stack.clone(), 4, 2, true));
+    let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 125003);
+    check_variants!(mod p125; [x, stack, w]; (&x, stack.clone(), &w, 4, 2, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, for, helper, if-flag, match, plain-parens, sin, sum_axes, tanh, while.
+/// Uses: accumulate, compound-assign, late-let, ln, match, sin, sum_axes, tanh.
 mod p126 {
     use super::*;
 
@@ -5897,8 +6049,6 @@ mod p126 {
         x: &Tensor<f64>,
         #[nodiff] w: &Tensor<f64>,
         v: &Tensor<f64>,
-        #[nodiff] a: f64,
-        #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
@@ -5916,24 +6066,15 @@ mod p126 {
             }
             _ => {}
         }
-        let mut step1 = 0;
-        while step1 < n {
-            h = (v * &h).sin();
-            step1 += 1;
+        let y1;
+        if flag {
+            y1 = ((&h - x).square() + 1.0).ln();
+        } else {
+            y1 = &h * 0.5;
         }
-        for i in 0..n {
-            let c2 = (a * (i as f64 + 2.0)).sqrt();
-            h = (&h * c2 + v).tanh();
-            let mut step3 = 0;
-            while step3 < n {
-                h = dense(&h, w, v);
-                step3 += 1;
-            }
-            if flag {
-                total = total + h.sum_axes(&[0], false).square().mean() * 1.5;
-            }
-        }
-        total.clone() * a.sqrt() + h.square().mean()
+        h = (&h * 0.5 + &y1 * 0.5).tanh();
+        total = total + (h.square() + 1.0).ln().sum() * 0.5;
+        &total + &h.mean()
     }
 }
 
@@ -5942,10 +6083,10 @@ fn p126() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 126001);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 126003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 126004);
-    check_variants!(mod p126; [x, v]; (&x, &w, &v, 0.68, 2, 2, true));
+    check_variants!(mod p126; [x, v]; (&x, &w, &v, 2, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, if-flag, plain-let, plain-parens, reshape, sigmoid, sin, sqrt, sum_axes, vec-field-loop, while.
+/// Uses: accumulate, cast, compound-assign, for, if-flag, late-let, ln, plain-let, plain-parens, sigmoid, sin, sqrt, sum_axes, vec-field-loop-in-outer-loop.
 mod p127 {
     use super::*;
 
@@ -5964,30 +6105,32 @@ mod p127 {
         let s2 = (a - b).abs() + 0.25;
         let mut h = x.clone();
         let mut total = Tensor::<f64>::zeros(&[]);
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + v).square() + 0.5).sqrt() - 0.5;
-            let mut step3 = 0;
-            while step3 < n {
-                h = ((v * &h).square() + 0.5).sqrt() - 0.5;
-                step3 += 1;
-            }
+        let y3;
+        if flag {
+            y3 = (h.matmul(&net.ws[0]).square() + 0.5).sqrt() - 0.5;
+        } else {
+            y3 = v * &h;
         }
-        for wl in &net.ws {
-            h = (h.matmul(wl) + v).sigmoid();
-            if flag {
-                total = total + h.sum_axes(&[0], false).square().mean() * s1;
-            } else {
-                total = &total + &h.mean();
-            }
-            let y4 = if flag {
-                (s2 / (h.square() + 1.0)).sin()
-            } else {
-                &h * b.ln().abs()
-            };
-            h = (&h * 0.5 + &y4 * 0.5).sigmoid();
+        h = ((&h * 0.5 + &y3 * 0.5).square() + 0.5).sqrt() - 0.5;
+        let y4;
+        if flag {
+            y4 = ((a.ln() - b.ln()).exp() * &h).sin();
+        } else {
+            y4 = s1 * &h;
         }
-        total += h.reshape(&[6]).sin().sum();
-        &total + &h.reshape(&[6]).sin().sum()
+        h = (&h * 0.5 + &y4 * 0.5).sigmoid();
+        for _ in 0..n {
+            for wl in &net.ws {
+                h = ((h.matmul(wl) + v).square() + 1.0).ln();
+                total += (h.square().sum() + 1.0).sqrt();
+                if flag {
+                    total = &total + &h.sum_axes(&[0], false).square().mean();
+                }
+            }
+            total += h.sum_axes(&[0], false).square().mean();
+        }
+        h = (&h * s2).tanh();
+        h.exp().mean().ln() + &total
     }
 }
 
@@ -5999,7 +6142,7 @@ fn p127() {
     check_variants!(mod p127; [x, net, v]; (&x, &net, &v, 1.61, 0.65, 3, 3, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, helper, plain-let, plain-only-if, plain-parens, tanh, while.
+/// Uses: accumulate, cast, compound-assign, helper, late-let, ln, plain-let, plain-only-if, plain-parens, tanh.
 mod p128 {
     use super::*;
 
@@ -6015,11 +6158,13 @@ mod p128 {
         let s2 = a.ln().abs() + 0.5;
         let mut h = x.clone();
         let mut total = Tensor::<f64>::zeros(&[]);
-        let mut step3 = 0;
-        while step3 < n {
-            h = (2.0 - &h).tanh();
-            step3 += 1;
+        let y3;
+        if flag {
+            y3 = ((&h - h.sum_axes(&[1], true) * 0.25).square() + 1.0).ln();
+        } else {
+            y3 = 2.0 - &h;
         }
+        h = (&h * 0.5 + &y3 * 0.5).tanh();
         h = gated(&h, x);
         let mut scale4 = b;
         if flag {
@@ -6041,7 +6186,7 @@ fn p128() {
     check_variants!(mod p128; [x]; (&x, 0.72, 1.01, 2, true));
 }
 
-/// Uses: accumulate, compound-assign, field, for, fresh-state-in-outer-loop, helper, ln, match, plain-let, plain-max-min, reshape, softmax, sqrt, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, field, for, fresh-state-in-outer-loop, helper, iterator-adaptors, ln, match, plain-let, plain-max-min, reshape, softmax, sqrt, vec-field-loop-in-outer-loop.
 mod p129 {
     use super::*;
 
@@ -6072,7 +6217,7 @@ mod p129 {
         let mut acc3 = Tensor::scalar(0.0);
         for _ in 0..n {
             let mut g4 = Tensor::full(&[3, 4], 0.5);
-            for wl in &net.ws {
+            for wl in net.ws.iter().rev().skip(1) {
                 g4 = (g4.matmul(wl) * 0.5).softmax(-1);
                 match k {
                     1 => {
@@ -6100,7 +6245,7 @@ fn p129() {
     check_variants!(mod p129; [x, net]; (&x, &net, 1.42, 1.47, 3, 2));
 }
 
-/// Uses: accumulate, field, for, helper, if-flag, match-counter, plain-parens, reshape, sin, tanh, vec-field-loop.
+/// Uses: accumulate, early-return, field, helper, if-flag, iterator-adaptors, plain-parens, sin, tanh, vec-field-loop, while.
 mod p130 {
     use super::*;
 
@@ -6108,6 +6253,7 @@ mod p130 {
     pub fn f(
         x: &Tensor<f64>,
         net: &Net,
+        w: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
@@ -6120,22 +6266,20 @@ mod p130 {
         } else {
             h = (&h * ((a * 2.0 - b).abs() + 0.1)).sin();
         }
-        for wl in &net.ws {
+        for wl in net.ws.iter().rev() {
             h = (h.matmul(wl) + &net.b).tanh();
+            total = h.softmax(-1).ln().mean() + &total * 0.9;
         }
-        for i in 0..n {
-            match i % 3 {
-                0 => {
-                    h = (&h - h.sum_axes(&[1], true) * 0.25).tanh();
-                }
-                1 => h = (h.matmul(&net.ws[0]) + &net.b).tanh(),
-                _ => {
-                    total = total + (h.square() + 1.0).ln().sum() * a.sqrt();
-                }
-            }
-            h = scaled_softmax(&h, (a / b).sqrt());
+        let mut step1 = 0;
+        while step1 < n {
+            h = (h.matmul(w) + &net.b).sin();
+            step1 += 1;
         }
-        total.clone() * 0.3 + h.reshape(&[4, 2]).matmul(x).mean()
+        if !flag {
+            return total.clone() * b + h.softmax(-1).ln().mean();
+        }
+        total = &total + &h.mean();
+        &total + &soft_norm(&h, a.sqrt() + b)
     }
 }
 
@@ -6143,10 +6287,11 @@ mod p130 {
 fn p130() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 130001);
     let net = net(4, 2, 130002);
-    check_variants!(mod p130; [x, net]; (&x, &net, 0.88, 0.62, 4, true));
+    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 130003);
+    check_variants!(mod p130; [x, net, w]; (&x, &net, &w, 0.88, 0.62, 4, true));
 }
 
-/// Uses: accumulate, field, for, fresh-state-in-outer-loop, helper, if-flag, plain-let, plain-parens, reshape, sigmoid, sin, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, field, for, fresh-state-in-outer-loop, helper, if-flag, iterator-adaptors, plain-let, plain-parens, reshape, sigmoid, sin, vec-field-loop-in-outer-loop.
 mod p131 {
     use super::*;
 
@@ -6172,8 +6317,8 @@ mod p131 {
         let mut acc3 = Tensor::scalar(0.0);
         for i in 0..n {
             let mut g4 = Tensor::full(&[2, 4], i as f64 * 0.25 + 0.1);
-            for wl in &net.ws {
-                g4 = (g4.matmul(wl) * 0.7).sin();
+            for wl in net.ws.iter().rev() {
+                g4 = (g4.matmul(wl) * 0.3).sin();
                 total = &total + &h.mean();
                 if flag {
                     total = &total + &h.exp().mean().ln();
@@ -6196,7 +6341,7 @@ fn p131() {
     check_variants!(mod p131; [x, net]; (&x, &net, 1.22, 1.63, 4, false));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, exp, field, for, if-flag, ln, match-counter, plain-parens, reshape, sigmoid, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, counter-plain, exp, field, for, if-flag, iterator-adaptors, late-let, ln, match-counter, reshape, sigmoid, sin, tanh, vec-field-loop.
 mod p132 {
     use super::*;
 
@@ -6204,7 +6349,6 @@ mod p132 {
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
         net: &Net,
-        #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] flag: bool,
@@ -6233,11 +6377,17 @@ mod p132 {
         for _ in 0..3 {
             h = (&h * b.ln().abs()).tanh();
             total = (h.square() + 1.0).ln().sum() + &total * 0.5;
-            for wl in &net.ws {
-                h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
+            let y1;
+            if flag {
+                y1 = ((&h / (net.b.square() + 1.0)).square() + 1.0).ln();
+            } else {
+                y1 = &h / (net.b.square() + 1.0);
             }
+            h = (&h * 0.5 + &y1 * 0.5).tanh();
         }
-        h = (&h * ((a * 2.0 - b).abs() + 0.1)).tanh();
+        for wl in net.ws.iter().rev() {
+            h = (h.matmul(wl) + &net.b).sin();
+        }
         h.reshape(&[3, 3]).matmul(x).mean() + &total
     }
 }
@@ -6246,7 +6396,7 @@ mod p132 {
 fn p132() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 132001);
     let net = net(3, 3, 132002);
-    check_variants!(mod p132; [net]; (&x, &net, 1.31, 1.74, 3, false));
+    check_variants!(mod p132; [net]; (&x, &net, 1.74, 3, false));
 }
 
 /// Uses: accumulate, compound-assign, early-return, if-flag, plain-let, plain-parens, sin, sum_axes.
@@ -6348,7 +6498,7 @@ fn p134() {
     check_vector_variants!(mod p134; [x, v, u]; (&x, &v, u.clone(), 1.32, 1.81, 3, false));
 }
 
-/// Uses: accumulate, ln, plain-let, plain-parens, sigmoid, tensor-by-value, vec-field-loop, while.
+/// Uses: exp, field, iterator-adaptors, late-let, plain-let, plain-parens, sigmoid, sin, vec-field-loop.
 mod p135 {
     use super::*;
 
@@ -6357,25 +6507,25 @@ mod p135 {
         x: &Tensor<f64>,
         stack: &Stack,
         #[nodiff] v: &Tensor<f64>,
-        u: Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = (b / (a + 1.0)).powi(2) + 0.5;
         let mut h = x.sin() + v;
-        let mut total = Tensor::scalar(0.0);
-        let mut step2 = 0;
-        while step2 < n {
-            h = (&h * &u).sigmoid();
-            step2 += 1;
+        let total = Tensor::scalar(0.0);
+        for layer in stack.layers.iter().rev() {
+            h = ((h.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
         }
-        for layer in &stack.layers {
-            h = ((h.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
-            total = &total + &(h.square() + 1.0).ln().sum();
+        let y2;
+        if flag {
+            y2 = (&h / (stack.gain.square() + 1.0)).sin();
+        } else {
+            y2 = h.matmul(&stack.layers[0].w) + v;
         }
+        h = (&h * 0.5 + &y2 * 0.5).sigmoid();
         h = (&h * s1).tanh();
-        &total + &(h.square().sum() + 1.0).sqrt()
+        h.mean() + &total
     }
 }
 
@@ -6384,8 +6534,7 @@ fn p135() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 135001);
     let stack = stack(2, 3, 135002);
     let v = Tensor::rand_normal(&[2], 0.0, 0.5, 135004);
-    let u = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 135005);
-    check_variants!(mod p135; [x, stack, u]; (&x, &stack, &v, u.clone(), 0.97, 1.99, 3));
+    check_variants!(mod p135; [x, stack]; (&x, &stack, &v, 0.97, 1.99, true));
 }
 
 /// Uses: accumulate, cast, early-return, for, helper, if-flag, ln, match, match-counter, plain-let, plain-parens, reshape, sigmoid, sin, sqrt, tanh.
@@ -6493,7 +6642,7 @@ fn p137() {
     check_variants!(mod p137; [x, w]; (&x, &w, 1.02, 0.52, 2, false));
 }
 
-/// Uses: accumulate, break, cast, compound-assign, for, if-counter, if-flag, plain-let, sigmoid, sqrt, sum_axes, tanh, while.
+/// Uses: accumulate, break, cast, compound-assign, exp, for, helper, if-counter, late-let, ln, plain-let, sin, sqrt, while.
 mod p138 {
     use super::*;
 
@@ -6518,30 +6667,26 @@ mod p138 {
             } else {
                 total = &total + &(h.square().sum() + 1.0).sqrt();
             }
-            if flag && i > 0 {
+            let mut step3 = 0;
+            while step3 < n {
+                h = ((0.5 - &h) * 0.5).tanh().exp();
+                step3 += 1;
+            }
+            if i + 1 >= k {
                 break;
             }
-            if flag {
-                h = (b * &h).tanh();
-            } else {
-                h = (v * &h).tanh();
-            }
-            let y3 = if flag {
-                (&h * x).tanh()
-            } else {
-                &h / (v.square() + 1.0)
-            };
-            h = (&h * 0.5 + &y3 * 0.5).sigmoid();
+            total -= soft_norm(&h, a * 0.5 + b * 0.25) * 0.5;
         }
-        let mut step4 = 0;
-        while step4 < n {
-            h = ((v * &h).square() + 0.5).sqrt() - 0.5;
-            step4 += 1;
+        h = ((&h * 1.5) * 0.5).tanh().exp();
+        let y4;
+        if flag {
+            y4 = ((h.matmul(w) + v).square() + 1.0).ln();
+        } else {
+            y4 = &h * s1;
         }
-        total += h.sum_axes(&[0], false).square().mean();
-        h = (&h * s1).tanh();
+        h = (&h * 0.5 + &y4 * 0.5).sin();
         h = (&h * s2).tanh();
-        total.clone() * b.ln().abs() + (h.square() + 1.0).ln().sum()
+        h.softmax(-1).ln().mean() + &total
     }
 }
 
@@ -6553,19 +6698,12 @@ fn p138() {
     check_variants!(mod p138; [w, v]; (&x, &w, &v, 1.87, 1.26, 2, 2, true));
 }
 
-/// Uses: accumulate, early-return, exp, field, ln, local-vec-push, match, reshape, sin, sqrt, sum_axes, tanh, vec-field-loop.
+/// Uses: accumulate, field, helper, iterator-adaptors, ln, local-vec-push, reshape, tanh, vec-field-loop.
 mod p139 {
     use super::*;
 
     #[differentiable]
-    pub fn f(
-        x: &Tensor<f64>,
-        net: &Net,
-        #[nodiff] a: f64,
-        #[nodiff] b: f64,
-        #[nodiff] n: usize,
-        #[nodiff] flag: bool,
-    ) -> Tensor<f64> {
+    pub fn f(x: &Tensor<f64>, net: &Net, #[nodiff] a: f64, #[nodiff] b: f64) -> Tensor<f64> {
         let mut h = x.matmul(&net.ws[0]);
         let mut total = h.sum() * 0.0;
         let mut saved1 = Vec::new();
@@ -6576,21 +6714,11 @@ mod p139 {
         for s in &saved1 {
             total = &total + s;
         }
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + &net.b) * 0.5).tanh().exp();
-            h = (&h * a).sin();
-            let y2 = match n % 3 {
-                0 => ((b.exp() / (h.square() + 1.0)).square() + 0.5).sqrt() - 0.5,
-                1 => (&h * x).tanh(),
-                _ => &h + &net.b,
-            };
-            h = (y2 * 0.5).tanh();
+        for wl in net.ws.iter().skip(1) {
+            h = (h.matmul(wl) + &net.b).tanh();
+            total = &total + &soft_norm(&h, a * b);
         }
-        if !flag {
-            return total.clone() * 0.3 + h.sum();
-        }
-        total = (h.square().sum() + 1.0).sqrt() + &total * 0.5;
-        &total + &h.sum_axes(&[0], false).square().mean()
+        (h.square().sum() + 1.0).sqrt() + &total
     }
 }
 
@@ -6598,7 +6726,7 @@ mod p139 {
 fn p139() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 139001);
     let net = net(4, 3, 139002);
-    check_variants!(mod p139; [x, net]; (&x, &net, 1.94, 0.6, 4, true));
+    check_variants!(mod p139; [x, net]; (&x, &net, 1.94, 0.6));
 }
 
 /// Uses: accumulate, cast, compound-assign, local-vec-push, plain-let, reshape, sqrt.
@@ -6639,7 +6767,7 @@ fn p140() {
     check_variants!(mod p140; [x, v]; (&x, &v, 1.57, 1.16, 1));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, field, for, fresh-state-in-outer-loop, helper, if-counter, ln, match, plain-let, plain-max-min, reshape, sin, softmax, tanh, vec-field-loop-in-outer-loop, while.
+/// Uses: accumulate, break, compound-assign, counter-plain, early-return, field, for, fresh-state-in-outer-loop, helper, if-counter, late-let, ln, match, match-counter, plain-let, plain-max-min, reshape, sin, softmax, sum_axes, tanh, vec-field-loop-in-outer-loop.
 mod p141 {
     use super::*;
 
@@ -6650,15 +6778,21 @@ mod p141 {
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] k: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt();
         let s2 = a.max(b) - a.min(b) * 0.5;
         let mut h = x.matmul(&stack.layers[0].w);
         let mut total = h.sum() * 0.0;
-        for _ in 0..n {
+        for i in 0..n {
             h = (&h * a).tanh();
-            total -= h.reshape(&[4, 2]).matmul(x).mean() * 0.5;
-            total = &total + &h.softmax(-1).ln().mean();
+            if i + 1 >= k {
+                break;
+            }
+            if flag && i > 0 {
+                return &total + &h.softmax(-1).ln().mean();
+            }
         }
         for _ in 0..2 {
             let c3 = a.max(b) - a.min(b) * 0.5;
@@ -6678,20 +6812,30 @@ mod p141 {
             }
             let mut g5 = Tensor::full(&[2, 4], 0.5);
             for layer in &stack.layers {
-                g5 = (g5.matmul(&layer.w) + &layer.b).tanh();
-                h = (&h * 0.7).tanh();
+                g5 = ((g5.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
             }
-            total = total + g5.sum() * s2;
+            total += g5.sum_axes(&[0], false).square().mean();
         }
-        for _ in 0..n {
-            h = (&h * a).tanh();
-            let mut step6 = 0;
-            while step6 < n {
-                h = (h.matmul(&stack.layers[0].w).square() + 1.0).ln();
-                step6 += 1;
+        for i in 0..n {
+            match i % 3 {
+                0 => {
+                    h = (&h * b.exp()).tanh();
+                }
+                1 => h = ((&h * a).square() + 1.0).ln(),
+                _ => {
+                    total -= h.reshape(&[4, 2]).matmul(x).mean() * 0.5;
+                }
             }
+            let y6;
+            if flag {
+                y6 = h.matmul(&stack.layers[0].w).tanh();
+            } else {
+                y6 = &h + &stack.gain;
+            }
+            h = ((&h * 0.5 + &y6 * 0.5).square() + 1.0).ln();
         }
-        h.sum() + &total
+        h = (&h * s2).tanh();
+        &total + &(h.square().sum() + 1.0).sqrt()
     }
 }
 
@@ -6699,10 +6843,10 @@ mod p141 {
 fn p141() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 141001);
     let stack = stack(4, 2, 141002);
-    check_variants!(mod p141; [x, stack]; (&x, &stack, 1.19, 0.84, 4));
+    check_variants!(mod p141; [x, stack]; (&x, &stack, 1.19, 0.84, 4, 1, false));
 }
 
-/// Uses: accumulate, compound-assign, for, fresh-state-in-outer-loop, if-flag, ln, plain-let, reshape, sigmoid, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, for, fresh-state-in-outer-loop, if-flag, ln, plain-let, reshape, sigmoid, sqrt, vec-field-loop-in-outer-loop.
 mod p142 {
     use super::*;
 
@@ -6725,7 +6869,7 @@ mod p142 {
         for _ in 0..n {
             let mut g4 = x * b.exp();
             for wl in &net.ws {
-                g4 = ((g4.matmul(wl) * 2.0).square() + 1.0).ln();
+                g4 = ((g4.matmul(wl) * 1.5).square() + 0.5).sqrt() - 0.5;
                 if !flag {
                     h = h.matmul(w).sigmoid();
                 } else {
@@ -6749,7 +6893,7 @@ fn p142() {
     check_variants!(mod p142; [net, w]; (&x, &net, &w, 1.86, 0.66, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, early-return, exp, if-flag, ln, match, plain-parens, reshape, sin, sum_axes, tanh, while.
+/// Uses: accumulate, cast, compound-assign, exp, for, helper, if-counter, if-flag, late-let, ln, match, plain-parens, reshape, sigmoid, sin, tanh, tensor-by-value.
 mod p143 {
     use super::*;
 
@@ -6758,36 +6902,49 @@ mod p143 {
         x: &Tensor<f64>,
         w: &Tensor<f64>,
         #[nodiff] v: &Tensor<f64>,
-        #[nodiff] a: f64,
-        #[nodiff] b: f64,
+        u: Tensor<f64>,
         #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.sin() + v;
         let mut total = Tensor::<f64>::zeros(&[]);
-        let mut step1 = 0;
-        while step1 < n {
-            h = ((&h / a.sqrt()) * 0.5).tanh().exp();
-            step1 += 1;
-        }
+        let y1;
         if flag {
-            total = total + h.sum_axes(&[0], false).square().mean() * ((a - b).abs() + 0.25);
+            y1 = (&h * &u).sin();
         } else {
-            h += (&h / b).sin() * 0.5;
-            h = h.tanh();
+            y1 = v * &h;
         }
-        let y2 = match n % 3 {
-            0 => (h.matmul(w) * 0.5).tanh().exp(),
-            1 => ((h.matmul(w) + v).square() + 1.0).ln(),
-            _ => v * &h,
-        };
-        h = (y2 * 0.5).tanh();
-        h = h.matmul(w).tanh();
-        if !flag {
-            return h.mean() + &total;
+        h = ((&h * 0.5 + &y1 * 0.5) * 0.5).tanh().exp();
+        for i in 0..n {
+            if i % 2 == 0 {
+                h += (&h - h.sum_axes(&[1], true) * 0.5).tanh() * 0.5;
+                h = h.tanh();
+            } else {
+                total -= h.square().mean() * 0.5;
+            }
+            total += h.mean();
+            let y2;
+            if flag {
+                y2 = (&h / ((n + 1) as f64).ln()).sigmoid();
+            } else {
+                y2 = &h - x;
+            }
+            h = (&h * 0.5 + &y2 * 0.5).tanh();
+            match n {
+                1 => {
+                    h = ((h.matmul(w) + v).square() + 1.0).ln();
+                }
+                2 | 3 => {
+                    total -= h.reshape(&[2, 4]).matmul(x).mean() * 0.5;
+                    h = h.matmul(w).tanh();
+                }
+                _ => {}
+            }
         }
-        total = h.mean() + &total * 0.5;
-        h.reshape(&[8]).sin().sum() + &total
+        h = dense(&h, w, v);
+        let y3 = if flag { (&h - &u).sin() } else { 0.5 - &h };
+        h = (&h * 0.5 + &y3 * 0.5).tanh();
+        &total + &(h.square().sum() + 1.0).sqrt()
     }
 }
 
@@ -6796,10 +6953,11 @@ fn p143() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 143001);
     let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 143003);
     let v = Tensor::rand_normal(&[2], 0.0, 0.5, 143004);
-    check_variants!(mod p143; [x, w]; (&x, &w, &v, 1.72, 1.37, 4, false));
+    let u = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 143005);
+    check_variants!(mod p143; [x, w, u]; (&x, &w, &v, u.clone(), 4, false));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, field, for, fresh-state-in-outer-loop, if-flag, ln, plain-max-min, plain-only-if, reshape, sigmoid, sin, sum_axes, tanh, vec-field-loop, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, counter-plain, field, for, helper, iterator-adaptors, late-let, ln, match, plain-max-min, sin, softmax, sqrt, vec-field-loop-in-outer-loop.
 mod p144 {
     use super::*;
 
@@ -6807,6 +6965,7 @@ mod p144 {
     pub fn f(
         x: &Tensor<f64>,
         net: &Net,
+        w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
@@ -6815,65 +6974,30 @@ mod p144 {
     ) -> Tensor<f64> {
         let mut h = x.clone();
         let mut total = Tensor::scalar(0.0);
-        for i in 0..n {
+        for _ in 0..n {
             let c1 = a.ln().abs() + 0.5;
             h = (&h * c1 + &net.b).tanh();
-            let mut g2 = Tensor::full(&[2, 4], 0.5);
-            for wl in &net.ws {
-                g2 = (g2.matmul(wl) * a).sigmoid();
-                if flag {
-                    let mut scale3 = b.ln().abs();
-                    if i % 2 == 1 {
-                        scale3 = b;
-                    }
-                    total += h.mean() * scale3;
-                } else {
-                    total += (h.square() + 1.0).ln().sum();
-                }
-                total += (h.square() + 1.0).ln().sum();
+            let y2;
+            if flag {
+                y2 = ((&h - x).square() + 0.5).sqrt() - 0.5;
+            } else {
+                y2 = h.matmul(w);
             }
-            total += (g2.square().sum() + 1.0).sqrt();
+            h = (&h * 0.5 + &y2 * 0.5).sin();
         }
-        for i in 0..2 {
-            let c4 = a.max(b) - a.min(b) * 0.5;
-            h = (&h * c4 + v).tanh();
-            for wl in &net.ws {
-                h = (h.matmul(wl) + &net.b).sin();
-                if flag {
-                    total += h.reshape(&[4, 2]).matmul(x).mean();
-                } else {
-                    let mut scale5 = a * b;
-                    if flag {
-                        scale5 = b.ln().abs();
-                    }
-                    total += h.mean() * scale5;
-                }
-                total = &total + &h.reshape(&[4, 2]).matmul(x).mean();
+        let y3 = match n {
+            0 => (0.3 * &h).softmax(-1),
+            1 => (a.cbrt() / (h.square() + 1.0)).sin(),
+            _ => &h - h.sum_axes(&[1], true) * 0.25,
+        };
+        h = (y3 * 0.5).tanh();
+        for _ in 0..n {
+            for wl in net.ws.iter().rev() {
+                h = ((h.matmul(wl) + v).square() + 1.0).ln();
             }
-            let mut g6 = Tensor::full(&[2, 4], i as f64 * 0.25 + 0.1);
-            for wl in &net.ws {
-                g6 = (g6.matmul(wl) * a.cbrt()).tanh();
-                let mut scale7 = a.powi(2) + 0.1;
-                if flag {
-                    scale7 = b.ln().abs();
-                } else {
-                    scale7 *= 0.5;
-                }
-                total += h.mean() * scale7;
-                let y8 = if flag {
-                    (2.0 - &h).tanh()
-                } else {
-                    a.sqrt() / (h.square() + 1.0)
-                };
-                h = (&h * 0.5 + &y8 * 0.5).sigmoid();
-            }
-            total = &total + &g6.softmax(-1).ln().mean();
-            h = ((&h / b).square() + 1.0).ln();
+            total -= soft_norm(&h, a.max(b) - a.min(b) * 0.5) * 0.5;
         }
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).sin();
-        }
-        h.sum_axes(&[0], false).square().mean() + &total
+        total.clone() * 1.5 + h.exp().mean().ln()
     }
 }
 
@@ -6881,8 +7005,9 @@ mod p144 {
 fn p144() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 144001);
     let net = net(4, 2, 144002);
+    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 144003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 144004);
-    check_variants!(mod p144; [x, net, v]; (&x, &net, &v, 1.33, 1.74, 4, false));
+    check_variants!(mod p144; [x, net, w, v]; (&x, &net, &w, &v, 1.33, 1.74, 4, false));
 }
 
 /// Uses: cast, counter-plain, for, helper, plain-let, plain-only-if, sqrt, vector-output.
@@ -6924,7 +7049,7 @@ fn p145() {
     check_vector_variants!(mod p145; [x, w, v]; (&x, &w, &v, 2.0, 3, 1));
 }
 
-/// Uses: accumulate, early-return, for, fresh-state-in-outer-loop, ln, match, sin, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, early-return, for, fresh-state-in-outer-loop, ln, match, sin, vec-field-loop-in-outer-loop.
 mod p146 {
     use super::*;
 
@@ -6934,7 +7059,6 @@ mod p146 {
         net: &Net,
         #[nodiff] w: &Tensor<f64>,
         v: &Tensor<f64>,
-        #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
@@ -6952,9 +7076,10 @@ mod p146 {
         for _ in 0..n {
             let mut g3 = Tensor::full(&[2, 3], 0.5);
             for wl in &net.ws {
-                g3 = ((g3.matmul(wl) * b.exp()).square() + 1.0).ln();
+                g3 = (g3.matmul(wl) * b.exp()).sin();
+                total = &total + &h.sum();
             }
-            acc2 = acc2 + g3.square().mean() * a.sqrt();
+            acc2 -= g3.softmax(-1).ln().mean() * 0.5;
             h = (&h + &g3).tanh();
         }
         total += acc2 * 0.5;
@@ -6972,10 +7097,10 @@ fn p146() {
     let net = net(3, 3, 146002);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 146003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 146004);
-    check_variants!(mod p146; [net, v]; (&x, &net, &w, &v, 0.69, 1.4, 4, 3, false));
+    check_variants!(mod p146; [net, v]; (&x, &net, &w, &v, 1.4, 4, 3, false));
 }
 
-/// Uses: accumulate, cast, counter-plain, field, for, helper, if-flag, ln, plain-only-if, sin, sqrt, tanh, vec-field-loop, while.
+/// Uses: accumulate, cast, counter-plain, field, for, if-flag, iterator-adaptors, ln, plain-only-if, sin, softmax, sqrt, tanh, vec-field-loop, while.
 mod p147 {
     use super::*;
 
@@ -6986,43 +7111,49 @@ mod p147 {
         w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
-        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.matmul(&net.ws[0]);
         let mut total = Tensor::<f64>::zeros(&[]);
-        let mut step1 = 0;
-        while step1 < n {
-            h = ((v * &h).square() + 0.5).sqrt() - 0.5;
-            step1 += 1;
-        }
-        let y2 = if flag {
-            (&h / (net.b.square() + 1.0)).tanh()
-        } else {
-            &h + &net.b
-        };
-        h = (&h * 0.5 + &y2 * 0.5).sin();
-        for i in 0..k + 1 {
-            let c3 = k as f64 + a;
-            h = (&h * c3 + v).tanh();
-            if flag {
-                h = (h.matmul(w) + &net.b).sin();
+        for wl in net.ws.iter().rev() {
+            h = (h.matmul(wl) + &net.b).tanh();
+            let y1 = if flag {
+                (&h / (net.b.square() + 1.0)).tanh()
             } else {
-                let mut scale4 = n as f64 * 0.5;
-                if i % 2 == 1 {
-                    scale4 = k as f64 + a;
+                &h + &net.b
+            };
+            h = (&h * 0.5 + &y1 * 0.5).sin();
+            for i in 0..k + 1 {
+                let c2 = k as f64 + a;
+                h = (&h * c2 + v).tanh();
+                if flag {
+                    h = (h.matmul(w) + &net.b).sin();
+                } else {
+                    let mut scale3 = n as f64 * 0.5;
+                    if i % 2 == 1 {
+                        scale3 = k as f64 + a;
+                    }
+                    total += h.mean() * scale3;
                 }
-                total += h.mean() * scale4;
             }
         }
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
-            total = h.mean() + &total * 0.9;
-            total = h.square().mean() + &total * 0.9;
+        for wl in net.ws.iter().rev().skip(1) {
+            h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
         }
-        soft_norm(&h, b) + &total
+        let y4 = if flag {
+            (h.matmul(&net.ws[0]) + v).sin()
+        } else {
+            &h - h.sum_axes(&[1], true) * 0.33
+        };
+        h = (&h * 0.5 + &y4 * 0.5).softmax(-1);
+        let mut step5 = 0;
+        while step5 < n {
+            h = ((1.0 - &h).square() + 1.0).ln();
+            step5 += 1;
+        }
+        &total + &h.exp().mean().ln()
     }
 }
 
@@ -7032,10 +7163,10 @@ fn p147() {
     let net = net(3, 2, 147002);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 147003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 147004);
-    check_variants!(mod p147; [x, net, w, v]; (&x, &net, &w, &v, 1.94, 0.73, 1, 1, true));
+    check_variants!(mod p147; [x, net, w, v]; (&x, &net, &w, &v, 1.94, 1, 1, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, early-return, field, for, helper, if-counter, plain-parens, sin, softmax, structure-by-value, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, early-return, field, for, if-counter, iterator-adaptors, late-let, plain-parens, sigmoid, softmax, structure-by-value, tanh, vec-field-loop-in-outer-loop.
 mod p148 {
     use super::*;
 
@@ -7045,7 +7176,6 @@ mod p148 {
         net: Net,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
@@ -7058,21 +7188,21 @@ mod p148 {
                 total += h.exp().mean().ln();
             }
             total = total + h.softmax(-1).ln().mean() * (a / b).sqrt();
-            let mut step1 = 0;
-            while step1 < n {
-                h = (&h - x).softmax(-1);
-                step1 += 1;
+            for wl in net.ws.iter().step_by(2) {
+                h = (h.matmul(wl) + &net.b).softmax(-1);
             }
-            total = &total + &(h.square().sum() + 1.0).sqrt();
+            if i + 1 >= k {
+                return &total + &h.exp().mean().ln();
+            }
         }
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).sin();
+        let y1;
+        if flag {
+            y1 = (&h - x).tanh();
+        } else {
+            y1 = 1.5 * &h;
         }
-        if !flag {
-            return (h.square() + 1.0).ln().sum() + &total;
-        }
-        total -= soft_norm(&h, ((n * k) as f64).sqrt()) * 0.5;
-        &total + &(h.square() + 1.0).ln().sum()
+        h = (&h * 0.5 + &y1 * 0.5).sigmoid();
+        &total + &h.mean()
     }
 }
 
@@ -7080,10 +7210,10 @@ mod p148 {
 fn p148() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 148001);
     let net = net(3, 3, 148002);
-    check_variants!(mod p148; [x, net]; (&x, net.clone(), 0.78, 1.17, 3, 2, false));
+    check_variants!(mod p148; [x, net]; (&x, net.clone(), 0.78, 1.17, 2, false));
 }
 
-/// Uses: accumulate, cast, counter-plain, field, for, if-flag, nested-for, plain-let, plain-only-if, reshape, sin, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, field, for, if-flag, iterator-adaptors, plain-let, plain-only-if, reshape, sin, softmax, tanh, vec-field-loop-in-outer-loop.
 mod p149 {
     use super::*;
 
@@ -7114,21 +7244,14 @@ mod p149 {
         };
         h = (&h * 0.5 + &y4 * 0.5).tanh();
         for _ in 0..n {
-            for wl in &net.ws {
-                h = (h.matmul(wl) + &net.b).tanh();
-                for j in 0..n {
-                    let c5 = j as f64 * 0.25 + 0.5;
-                    h = (&h * c5 + v).tanh();
-                    let mut scale6 = s2;
-                    if flag {
-                        scale6 = n as f64 * 0.5;
-                    }
-                    h = (&h * scale6).tanh();
-                }
+            for wl in net.ws.iter().rev() {
+                h = (h.matmul(wl) + v).softmax(-1);
+                total = total + h.reshape(&[3, 2]).matmul(x).mean() * a;
             }
-            total = total + h.mean() * a.sqrt();
+            total += h.exp().mean().ln();
         }
-        total.clone() * 0.3 + h.reshape(&[6]).sin().sum()
+        h = (&h * s2).tanh();
+        h.reshape(&[6]).sin().sum() + &total
     }
 }
 
@@ -7140,7 +7263,7 @@ fn p149() {
     check_variants!(mod p149; [x, net, v]; (&x, &net, &v, 1.61, 0.65, 2, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, if-flag, plain-let, plain-only-if, plain-parens, reshape, sigmoid, sqrt, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, iterator-adaptors, plain-let, plain-only-if, plain-parens, reshape, sqrt, vec-field-loop, while.
 mod p150 {
     use super::*;
 
@@ -7165,17 +7288,17 @@ mod p150 {
         }
         h = (&h * scale3).tanh();
         h = ((&h - h.sum_axes(&[1], true) * 0.25).square() + 0.5).sqrt() - 0.5;
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).sigmoid();
+        for layer in stack.layers.iter().skip(1) {
+            h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
             total -= h.reshape(&[4, 3]).matmul(x).mean() * 0.5;
-            if flag {
-                total = (h.square() + 1.0).ln().sum() + &total * 0.5;
-            } else {
-                total = &total + &h.square().mean();
+            let mut step4 = 0;
+            while step4 < n {
+                h = ((&h / a.sqrt()).square() + 0.5).sqrt() - 0.5;
+                step4 += 1;
             }
         }
         h = (&h * s2).tanh();
-        total.clone() * ((a + b) * 0.5) + (h.square() + 1.0).ln().sum()
+        &total + &h.square().mean()
     }
 }
 
@@ -7187,7 +7310,7 @@ fn p150() {
     check_variants!(mod p150; [stack, v]; (&x, &stack, &v, 0.73, 0.54, 3, 1, true));
 }
 
-/// Uses: field, plain-let, plain-max-min, sigmoid, sin, structure-by-value, vec-field-loop, while.
+/// Uses: helper, if-flag, iterator-adaptors, plain-let, plain-max-min, sigmoid, sin, sqrt, structure-by-value, sum_axes, vec-field-loop, while.
 mod p151 {
     use super::*;
 
@@ -7195,26 +7318,34 @@ mod p151 {
     pub fn f(
         x: &Tensor<f64>,
         net: Net,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.cbrt();
         let s2 = a.max(b) - a.min(b) * 0.5;
         let mut h = x.matmul(&net.ws[0]);
         let total = h.sum() * 0.0;
         h = (2.0 * &h).sigmoid();
-        let mut step3 = 0;
-        while step3 < n {
-            h = (&h * b).sin();
-            step3 += 1;
+        for wl in net.ws.iter().step_by(2) {
+            h = (h.matmul(wl) + v).sigmoid();
+            let y3 = if flag {
+                (&h / (v.square() + 1.0)).sin()
+            } else {
+                &h * b
+            };
+            h = ((&h * 0.5 + &y3 * 0.5).square() + 0.5).sqrt() - 0.5;
         }
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).sin();
+        let mut step4 = 0;
+        while step4 < n {
+            h = gated(&h, x);
+            step4 += 1;
         }
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        total.clone() * s1 + h.mean()
+        total.clone() * s1 + h.sum_axes(&[0], false).square().mean()
     }
 }
 
@@ -7222,10 +7353,11 @@ mod p151 {
 fn p151() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 151001);
     let net = net(4, 2, 151002);
-    check_variants!(mod p151; [x, net]; (&x, net.clone(), 1.43, 1.67, 3));
+    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 151004);
+    check_variants!(mod p151; [x, net, v]; (&x, net.clone(), &v, 1.43, 1.67, 3, false));
 }
 
-/// Uses: helper, if-flag, ln, local-vec-push, match, sin, sqrt, sum_axes, tanh.
+/// Uses: if-flag, ln, local-vec-push, match, sin, sqrt, sum_axes, tanh, while.
 mod p152 {
     use super::*;
 
@@ -7234,7 +7366,6 @@ mod p152 {
         x: &Tensor<f64>,
         w: &Tensor<f64>,
         v: &Tensor<f64>,
-        #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] flag: bool,
@@ -7261,15 +7392,12 @@ mod p152 {
             &h / (v.square() + 1.0)
         };
         h = (&h * 0.5 + &y3 * 0.5).sin();
-        let mut saved4 = Vec::new();
-        for _ in 0..2 {
-            h = ((&h - x).square() + 1.0).ln();
-            saved4.push((h.square().sum() + 1.0).sqrt());
+        let mut step4 = 0;
+        while step4 < n {
+            h = (v * &h).sin();
+            step4 += 1;
         }
-        for s in &saved4 {
-            total = &total + s;
-        }
-        &total + &soft_norm(&h, a * 0.5 + b * 0.25)
+        total.clone() * 0.3 + h.sum()
     }
 }
 
@@ -7278,10 +7406,10 @@ fn p152() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 152001);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 152003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 152004);
-    check_variants!(mod p152; [x, w, v]; (&x, &w, &v, 1.9, 1.48, 3, false));
+    check_variants!(mod p152; [x, w, v]; (&x, &w, &v, 1.48, 3, false));
 }
 
-/// Uses: accumulate, exp, for, if-counter, if-flag, local-vec-push, plain-let, softmax, sqrt, tanh, tensor-by-value, while.
+/// Uses: accumulate, early-return, exp, for, if-counter, if-flag, late-let, local-vec-push, plain-let, sqrt, tanh, tensor-by-value.
 mod p153 {
     use super::*;
 
@@ -7292,7 +7420,6 @@ mod p153 {
         u: Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt() + b;
@@ -7318,14 +7445,20 @@ mod p153 {
         }
         h = (&h + &saved4[0]).tanh();
         total = total + h.sum() * 0.7;
-        let mut step5 = 0;
-        while step5 < n {
-            h = (&h - x).softmax(-1);
-            step5 += 1;
+        let y5;
+        if flag {
+            y5 = (&h + v).tanh();
+        } else {
+            y5 = 2.0 - &h;
         }
+        h = ((&h * 0.5 + &y5 * 0.5).square() + 0.5).sqrt() - 0.5;
+        if !flag {
+            return h.mean() + &total;
+        }
+        total = h.softmax(-1).ln().mean() + &total * 0.9;
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        total.clone() * s2 + (h.square().sum() + 1.0).sqrt()
+        total.clone() * a + (h.square() + 1.0).ln().sum()
     }
 }
 
@@ -7334,7 +7467,7 @@ fn p153() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 153001);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 153004);
     let u = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 153005);
-    check_variants!(mod p153; [x, u]; (&x, &v, u.clone(), 0.82, 1.93, 3, false));
+    check_variants!(mod p153; [x, u]; (&x, &v, u.clone(), 0.82, 1.93, false));
 }
 
 /// Uses: accumulate, cast, compound-assign, helper, match, plain-parens, softmax, tanh.
@@ -7377,35 +7510,39 @@ fn p154() {
     check_variants!(mod p154; [x, w]; (&x, &w, &v, 0.96, 1.36, 3, 2));
 }
 
-/// Uses: accumulate, compound-assign, exp, field, helper, match, softmax, sqrt, structure-by-value, vec-field-loop, while.
+/// Uses: accumulate, exp, helper, if-flag, iterator-adaptors, reshape, softmax, structure-by-value, tanh, vec-field-loop.
 mod p155 {
     use super::*;
 
     #[differentiable]
-    pub fn f(x: &Tensor<f64>, stack: Stack, #[nodiff] b: f64, #[nodiff] n: usize) -> Tensor<f64> {
+    pub fn f(
+        x: &Tensor<f64>,
+        stack: Stack,
+        v: &Tensor<f64>,
+        #[nodiff] b: f64,
+        #[nodiff] k: usize,
+        #[nodiff] flag: bool,
+    ) -> Tensor<f64> {
         let mut h = x.tanh();
         let mut total = Tensor::scalar(0.0);
-        let mut step1 = 0;
-        while step1 < n {
-            h = (h.matmul(&stack.layers[0].w) + &stack.gain).softmax(-1);
-            step1 += 1;
-        }
-        h = ((2.0 - &h) * 0.5).tanh().exp();
         for layer in &stack.layers {
+            h = (h.matmul(&layer.w) + &layer.b).tanh();
+            let y1 = if flag {
+                ((&h + v) * 0.5).tanh().exp()
+            } else {
+                2.0 - &h
+            };
+            h = ((&h * 0.5 + &y1 * 0.5) * 0.5).tanh().exp();
+        }
+        for layer in stack.layers.iter().rev().skip(1) {
             h = ((h.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
-            h = gated(&h, x);
         }
-        match n {
-            1 => {
-                h = ((&h - x) * 0.5).tanh().exp();
-            }
-            2 | 3 => {
-                total += (h.square() + 1.0).ln().sum();
-                h = ((b / (h.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
-            }
-            _ => {}
+        h = repeat_dense(&h, &stack.layers[0].w, k);
+        for layer in stack.layers.iter().step_by(2) {
+            h = (h.matmul(&layer.w) + &layer.b).softmax(-1);
+            total = total + h.reshape(&[3, 2]).matmul(x).mean() * b;
         }
-        &total + &h.mean()
+        h.reshape(&[6]).sin().sum() + &total
     }
 }
 
@@ -7413,16 +7550,18 @@ mod p155 {
 fn p155() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 155001);
     let stack = stack(3, 3, 155002);
-    check_variants!(mod p155; [x, stack]; (&x, stack.clone(), 1.04, 3));
+    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 155004);
+    check_variants!(mod p155; [x, stack, v]; (&x, stack.clone(), &v, 1.04, 2, true));
 }
 
-/// Uses: break, cast, counter-plain, for, plain-only-if, sin, tanh, while.
+/// Uses: accumulate, break, cast, compound-assign, counter-plain, early-return, exp, for, late-let, ln, match, match-counter, nested-for, plain-only-if, plain-parens, reshape, sigmoid, sin, softmax, sqrt.
 mod p156 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
+        #[nodiff] w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
@@ -7431,39 +7570,99 @@ mod p156 {
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x * v;
-        let total = Tensor::<f64>::zeros(&[]);
+        let mut total = Tensor::<f64>::zeros(&[]);
         for i in 0..k + 1 {
             h = (&h * a).tanh();
-            if i + 1 >= k {
+            if flag && i > 0 {
                 break;
             }
-            let mut step1 = 0;
-            while step1 < n {
-                h = (&h - h.sum_axes(&[1], true) * 0.5).sin();
-                step1 += 1;
+            let y1;
+            if flag {
+                y1 = (v * &h).softmax(-1);
+            } else {
+                y1 = &h - h.sum_axes(&[1], true) * 0.5;
+            }
+            h = ((&h * 0.5 + &y1 * 0.5).square() + 0.5).sqrt() - 0.5;
+        }
+        for _ in 0..3 {
+            let c2 = a * 0.5 + b * 0.25;
+            h = (&h * c2 + v).tanh();
+            for j in 0..n {
+                match j % 3 {
+                    0 => {
+                        h = ((&h * b.ln().abs()) * 0.5).tanh().exp();
+                    }
+                    1 => h = (&h * a.sqrt()).softmax(-1),
+                    _ => {
+                        total = (h.square() + 1.0).ln().sum() + &total * 0.9;
+                    }
+                }
+                match k {
+                    1 => {
+                        h = (h.matmul(w).square() + 0.5).sqrt() - 0.5;
+                    }
+                    2 | 3 => {
+                        total -= h.softmax(-1).ln().mean() * 0.5;
+                        h = (&h * 1.5).sin();
+                    }
+                    _ => {}
+                }
+                if flag && j > 0 {
+                    return &total + &h.reshape(&[8]).sin().sum();
+                }
+                for l in 0..3 {
+                    h = (&h * a).tanh();
+                    if l + 1 >= k {
+                        break;
+                    }
+                    total = total + (h.square() + 1.0).ln().sum() * b;
+                    let mut scale3 = a * b;
+                    if l % 2 == 1 {
+                        scale3 = l as f64 * b + a;
+                    }
+                    h = (&h * scale3).tanh();
+                }
+            }
+            let y4;
+            if flag {
+                y4 = (0.5 - &h).sigmoid();
+            } else {
+                y4 = 1.0 - &h;
+            }
+            h = ((&h * 0.5 + &y4 * 0.5).square() + 1.0).ln();
+            for j in 0..n {
+                h = (&h * (a * (j as f64 + 2.0)).sqrt()).tanh();
+                for l in 0..2 {
+                    h = (&h * a.cbrt()).tanh();
+                    h = ((b.ln().abs() / (h.square() + 1.0)).square() + 1.0).ln();
+                    h = (&h + v).sin();
+                    if flag && l > 0 {
+                        break;
+                    }
+                }
             }
         }
-        let mut scale2 = n as f64 * k as f64 * 0.1;
+        let mut scale5 = a * b;
         if flag {
-            scale2 = a.sqrt() + b;
+            scale5 = a.powi(2) + 0.1;
         } else {
-            scale2 *= 0.5;
+            scale5 *= 2.0;
         }
-        h = (&h * scale2).tanh();
-        let mut step3 = 0;
-        while step3 < n {
-            h = (2.0 - &h).tanh();
-            step3 += 1;
+        h = (&h * scale5).tanh();
+        if !flag {
+            return h.exp().mean().ln() + &total;
         }
-        h.square().mean() + &total
+        total = &total + &h.reshape(&[8]).sin().sum();
+        &total + &h.reshape(&[2, 4]).matmul(x).mean()
     }
 }
 
 #[test]
 fn p156() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 156001);
+    let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 156003);
     let v = Tensor::rand_normal(&[2], 0.0, 0.5, 156004);
-    check_variants!(mod p156; [x, v]; (&x, &v, 1.96, 0.99, 1, 1, true));
+    check_variants!(mod p156; [x, v]; (&x, &w, &v, 1.96, 0.99, 1, 1, true));
 }
 
 /// Uses: exp, field, helper, if-flag, local-vec-push, plain-let, plain-max-min, sin, tanh, vec-field-loop.
@@ -7503,7 +7702,7 @@ fn p157() {
     check_variants!(mod p157; [x, net]; (&x, &net, 1.73, 1.1, false));
 }
 
-/// Uses: accumulate, field, if-flag, match, plain-let, sigmoid, sin, tanh, vec-field-loop, while.
+/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, helper, if-flag, nested-for, plain-let, sqrt, sum_axes, tanh, vec-field-loop.
 mod p158 {
     use super::*;
 
@@ -7513,7 +7712,6 @@ mod p158 {
         net: &Net,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
-        #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
@@ -7527,21 +7725,22 @@ mod p158 {
             total = &total + &h.mean();
         }
         for wl in &net.ws {
-            h = (h.matmul(wl) + v).tanh();
-            let mut step2 = 0;
-            while step2 < n {
-                h = (&h - x).sigmoid();
-                step2 += 1;
+            h = ((h.matmul(wl) + v).square() + 0.5).sqrt() - 0.5;
+            for _ in 0..k + 1 {
+                h = (&h * s1).tanh();
+                for j in 0..k + 1 {
+                    h = (&h * a.sqrt()).tanh();
+                    total -= soft_norm(&h, j as f64 * 0.25 + 0.5) * 0.5;
+                }
+                let y2 = if flag {
+                    ((s1 * &h).square() + 0.5).sqrt() - 0.5
+                } else {
+                    &h - x
+                };
+                h = ((&h * 0.5 + &y2 * 0.5).square() + 0.5).sqrt() - 0.5;
             }
-            let y3 = match k {
-                0 => (a * &h).sin(),
-                1 => (&h / (v.square() + 1.0)).sin(),
-                _ => &h / (net.b.square() + 1.0),
-            };
-            h = (y3 * 0.5).tanh();
         }
-        h = (&h * s1).tanh();
-        &total + &h.softmax(-1).ln().mean()
+        total.clone() * s1 + h.sum_axes(&[0], false).square().mean()
     }
 }
 
@@ -7550,10 +7749,10 @@ fn p158() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 158001);
     let net = net(4, 2, 158002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 158004);
-    check_variants!(mod p158; [x, net, v]; (&x, &net, &v, 0.6, 3, 3, true));
+    check_variants!(mod p158; [x, net, v]; (&x, &net, &v, 0.6, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, ln, match-counter, nested-for, plain-let, reshape, sigmoid, sin, sqrt, sum_axes, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, early-return, field, for, if-flag, ln, match, match-counter, plain-let, sigmoid, sin, sum_axes, vec-field-loop-in-outer-loop.
 mod p159 {
     use super::*;
 
@@ -7561,10 +7760,9 @@ mod p159 {
     pub fn f(
         x: &Tensor<f64>,
         net: &Net,
-        w: &Tensor<f64>,
-        #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = b.ln().abs();
@@ -7582,31 +7780,30 @@ mod p159 {
                     total += h.sum_axes(&[0], false).square().mean();
                 }
             }
-            h = dense(&h, &net.ws[0], &net.b);
-            let mut g3 = Tensor::full(&[4, 2], i as f64 * 0.25 + 0.1);
-            for wl in &net.ws {
-                g3 = ((g3.matmul(wl) * s1) * 0.5).tanh().exp();
-                for _ in 0..n {
-                    let c4 = a;
-                    h = (&h * c4 + &net.b).tanh();
-                    total = total + h.sum_axes(&[0], false).square().mean() * s1;
-                    h = ((&h * a).square() + 0.5).sqrt() - 0.5;
-                    h = (h.matmul(w).square() + 0.5).sqrt() - 0.5;
-                }
-                if flag {
-                    total += h.mean();
-                } else {
-                    total += h.softmax(-1).ln().mean();
-                }
+            if i + 1 >= k {
+                return h.sum() + &total;
             }
-            total += g3.reshape(&[2, 4]).matmul(x).mean();
-            h = (&h + &g3).tanh();
+            let y3 = if flag {
+                ((&h / s1).square() + 1.0).ln()
+            } else {
+                &net.b * &h
+            };
+            h = (&h * 0.5 + &y3 * 0.5).sin();
         }
-        total -= h.square().mean() * 0.5;
-        let y5 = if flag { (s1 * &h).tanh() } else { 1.0 - &h };
-        h = (&h * 0.5 + &y5 * 0.5).sin();
+        let y4 = match n {
+            0 => (h.matmul(&net.ws[0]) + &net.b).sin(),
+            1 => (b.ln().abs() * &h).sin(),
+            _ => &h * b.exp(),
+        };
+        h = (y4 * 0.5).tanh();
+        for _ in 0..n {
+            for wl in &net.ws {
+                h = (h.matmul(wl) + &net.b).sin();
+            }
+            total = &total + &h.square().mean();
+        }
         h = (&h * s2).tanh();
-        total.clone() * s2 + h.sum()
+        h.exp().mean().ln() + &total
     }
 }
 
@@ -7614,11 +7811,10 @@ mod p159 {
 fn p159() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 159001);
     let net = net(2, 2, 159002);
-    let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 159003);
-    check_variants!(mod p159; [x, net, w]; (&x, &net, &w, 0.64, 1.65, 3, false));
+    check_variants!(mod p159; [x, net]; (&x, &net, 1.65, 3, 3, false));
 }
 
-/// Uses: helper, ln, local-vec-push, plain-parens, sigmoid, while.
+/// Uses: accumulate, compound-assign, helper, if-flag, local-vec-push, plain-parens, sigmoid, sin, tanh, while.
 mod p160 {
     use super::*;
 
@@ -7626,36 +7822,34 @@ mod p160 {
     pub fn f(
         x: &Tensor<f64>,
         w: &Tensor<f64>,
-        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.matmul(w);
         let mut total = Tensor::<f64>::zeros(&[]);
-        let mut saved1 = Vec::new();
-        for _ in 0..2 {
-            h = (&h * x).sigmoid();
-            saved1.push(h.softmax(-1).ln().mean());
+        let mut step1 = 0;
+        while step1 < n {
+            h = (&h - h.sum_axes(&[1], true) * 0.33).sin();
+            step1 += 1;
         }
-        for s in &saved1 {
-            total = &total + s;
-        }
-        h = ((&h + v).square() + 1.0).ln();
+        total += soft_norm(&h, (b / (a + 1.0)).powi(2) + 0.5);
         let mut saved2 = Vec::new();
         for _ in 0..2 {
-            h = ((&h - h.sum_axes(&[1], true) * 0.33).square() + 1.0).ln();
-            saved2.push(soft_norm(&h, (a - b).abs() + 0.25));
+            h = h.matmul(w).tanh();
+            saved2.push(h.clone());
         }
         for s in &saved2 {
-            total = &total + s;
+            total = &total + &soft_norm(s, (a - b).abs() + 0.25);
         }
-        let mut step3 = 0;
-        while step3 < n {
-            h = (0.5 - &h).sigmoid();
-            step3 += 1;
-        }
-        &total + &h.square().mean()
+        let y3 = if flag {
+            (&h / b.ln().abs()).sigmoid()
+        } else {
+            &h - h.sum_axes(&[1], true) * 0.33
+        };
+        h = (&h * 0.5 + &y3 * 0.5).tanh();
+        total.clone() * 0.5 + soft_norm(&h, a.sqrt() + b)
     }
 }
 
@@ -7663,11 +7857,10 @@ mod p160 {
 fn p160() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 160001);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 160003);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 160004);
-    check_variants!(mod p160; [x, w, v]; (&x, &w, &v, 0.58, 1.09, 2));
+    check_variants!(mod p160; [x, w]; (&x, &w, 0.58, 1.09, 2, false));
 }
 
-/// Uses: field, if-flag, plain-max-min, plain-only-if, sigmoid, sqrt, sum_axes, tanh, vec-field-loop.
+/// Uses: field, helper, if-flag, plain-max-min, plain-only-if, sqrt, tanh, vec-field-loop.
 mod p161 {
     use super::*;
 
@@ -7695,9 +7888,10 @@ mod p161 {
             h = (&h * scale2).tanh();
         }
         for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).sigmoid();
+            h = (h.matmul(wl) + &net.b).tanh();
+            h = ((0.3 * &h).square() + 0.5).sqrt() - 0.5;
         }
-        &total + &h.sum_axes(&[0], false).square().mean()
+        soft_norm(&h, a / b) + &total
     }
 }
 
@@ -7708,7 +7902,7 @@ fn p161() {
     check_variants!(mod p161; [x, net]; (&x, &net, 1.91, 0.79, false));
 }
 
-/// Uses: helper, if-flag, plain-let, sqrt, while.
+/// Uses: accumulate, compound-assign, early-return, late-let, match, plain-let, reshape, softmax, sqrt, sum_axes.
 mod p162 {
     use super::*;
 
@@ -7718,26 +7912,35 @@ mod p162 {
         w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
-        #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt();
         let mut h = x.matmul(w);
-        let total = h.sum() * 0.0;
-        let mut step2 = 0;
-        while step2 < n {
-            h = repeat_dense(&h, w, k);
-            step2 += 1;
-        }
-        let y3 = if flag {
-            ((&h / (v.square() + 1.0)).square() + 0.5).sqrt() - 0.5
+        let mut total = h.sum() * 0.0;
+        let y2;
+        if flag {
+            y2 = ((h.matmul(w) + v).square() + 0.5).sqrt() - 0.5;
         } else {
-            &h / (v.square() + 1.0)
-        };
-        h = ((&h * 0.5 + &y3 * 0.5).square() + 0.5).sqrt() - 0.5;
+            y2 = &h / (v.square() + 1.0);
+        }
+        h = ((&h * 0.5 + &y2 * 0.5).square() + 0.5).sqrt() - 0.5;
+        match k {
+            1 => {
+                h = (&h + v).softmax(-1);
+            }
+            2 | 3 => {
+                total -= h.mean() * 0.5;
+                h = (&h * a.sqrt()).softmax(-1);
+            }
+            _ => {}
+        }
+        if !flag {
+            return &total + &h.reshape(&[8]).sin().sum();
+        }
+        total = &total + &h.sum_axes(&[0], false).square().mean();
         h = (&h * s1).tanh();
-        &total + &(h.square() + 1.0).ln().sum()
+        h.exp().mean().ln() + &total
     }
 }
 
@@ -7746,10 +7949,10 @@ fn p162() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 162001);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 162003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 162004);
-    check_variants!(mod p162; [x, w, v]; (&x, &w, &v, 1.2, 3, 1, true));
+    check_variants!(mod p162; [x, w, v]; (&x, &w, &v, 1.2, 1, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, exp, helper, if-flag, plain-max-min, plain-only-if, reshape, sin, sqrt, structure-by-value, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, fresh-state-in-outer-loop, helper, iterator-adaptors, late-let, ln, match, reshape, sigmoid, sin, softmax, structure-by-value, vec-field-loop, vec-field-loop-in-outer-loop.
 mod p163 {
     use super::*;
 
@@ -7757,36 +7960,51 @@ mod p163 {
     pub fn f(
         x: &Tensor<f64>,
         stack: Stack,
-        #[nodiff] a: f64,
-        #[nodiff] b: f64,
+        #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.matmul(&stack.layers[0].w);
         let mut total = h.sum() * 0.0;
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).sin();
-            let mut scale1 = a.max(b) - a.min(b) * 0.5;
-            if flag {
-                scale1 = b;
-            }
-            total += h.mean() * scale1;
-            total += soft_norm(&h, b.exp() * 0.5);
-        }
-        let y2 = if flag {
-            ((&h / a.sqrt()) * 0.5).tanh().exp()
-        } else {
-            &h - x
-        };
-        h = ((&h * 0.5 + &y2 * 0.5).square() + 0.5).sqrt() - 0.5;
-        let mut scale3 = k as f64 + a;
+        let y1;
         if flag {
-            scale3 = a * 0.5 + b * 0.25;
+            y1 = (&h * 0.3).softmax(-1);
         } else {
-            scale3 *= 0.5;
+            y1 = &h - x;
         }
-        total += h.mean() * scale3;
-        &total + &h.reshape(&[8]).sin().sum()
+        h = (&h * 0.5 + &y1 * 0.5).sin();
+        let y2;
+        if flag {
+            y2 = (&stack.gain * &h).sin();
+        } else {
+            y2 = &h * 0.5;
+        }
+        h = (&h * 0.5 + &y2 * 0.5).sigmoid();
+        for layer in stack.layers.iter().rev() {
+            h = (h.matmul(&layer.w) + &layer.b).sin();
+            for _ in 0..k + 1 {
+                let c3 = n as f64 * 0.5;
+                h = (&h * c3 + &stack.gain).tanh();
+                let mut g4 = h.clone();
+                for layer in stack.layers.iter().skip(1) {
+                    g4 = ((g4.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
+                    h = (&h - x).sin();
+                }
+                total += g4.sum();
+                h = (&h + &g4).tanh();
+                match k {
+                    1 => {
+                        h = (&stack.gain * &h).sigmoid();
+                    }
+                    2 | 3 => {
+                        total -= h.reshape(&[2, 4]).matmul(x).mean() * 0.5;
+                        h = gated(&h, x);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        h.reshape(&[8]).sin().sum() + &total
     }
 }
 
@@ -7794,10 +8012,10 @@ mod p163 {
 fn p163() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 163001);
     let stack = stack(2, 3, 163002);
-    check_variants!(mod p163; [x, stack]; (&x, stack.clone(), 1.82, 0.67, 3, false));
+    check_variants!(mod p163; [x, stack]; (&x, stack.clone(), 3, 3, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, for, fresh-state-in-outer-loop, ln, match, plain-let, sqrt, sum_axes, tanh, vec-field-loop-in-outer-loop, while.
+/// Uses: accumulate, cast, field, helper, iterator-adaptors, plain-let, sqrt, vec-field-loop.
 mod p164 {
     use super::*;
 
@@ -7808,35 +8026,20 @@ mod p164 {
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] k: usize,
     ) -> Tensor<f64> {
         let s1 = b.exp();
         let s2 = n as f64 * 0.5;
         let mut h = x.sin() + &net.b;
         let mut total = Tensor::<f64>::zeros(&[]);
-        let mut step3 = 0;
-        while step3 < n {
-            h = ((&h - x).square() + 0.5).sqrt() - 0.5;
-            step3 += 1;
+        for wl in net.ws.iter().step_by(2) {
+            h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
         }
-        total += h.sum();
-        let mut acc4 = Tensor::scalar(0.0);
-        for _ in 0..n {
-            let mut g5 = Tensor::full(&[4, 2], 0.5);
-            for wl in &net.ws {
-                g5 = ((g5.matmul(wl) * s2).square() + 1.0).ln();
-                let y6 = match n % 3 {
-                    0 => ((&h * a).square() + 0.5).sqrt() - 0.5,
-                    1 => (h.matmul(&net.ws[0]) + &net.b).tanh(),
-                    _ => &h - h.sum_axes(&[1], true) * 0.5,
-                };
-                h = (y6 * 0.5).tanh();
-            }
-            acc4 = g5.mean() + &acc4 * 0.5;
-            h = (&h + &g5).tanh();
-        }
-        total = &total + &acc4;
+        total = &total + &h.softmax(-1).ln().mean();
+        h = scaled_softmax(&h, k as f64 + a);
         h = (&h * s1).tanh();
-        total.clone() * s1 + h.sum_axes(&[0], false).square().mean()
+        h = (&h * s2).tanh();
+        total.clone() * s2 + h.square().mean()
     }
 }
 
@@ -7844,10 +8047,10 @@ mod p164 {
 fn p164() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 164001);
     let net = net(2, 2, 164002);
-    check_variants!(mod p164; [x, net]; (&x, &net, 1.39, 0.58, 2));
+    check_variants!(mod p164; [x, net]; (&x, &net, 1.39, 0.58, 2, 1));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, for, ln, plain-let, plain-only-if, reshape, softmax, sum_axes, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, exp, field, for, fresh-state-in-outer-loop, if-flag, iterator-adaptors, plain-let, plain-only-if, sigmoid, vec-field-loop-in-outer-loop, while.
 mod p165 {
     use super::*;
 
@@ -7865,35 +8068,33 @@ mod p165 {
         let s2 = s1 * a + 0.1;
         let mut h = x * &net.b;
         let mut total = Tensor::<f64>::zeros(&[]);
-        total -= h.reshape(&[8]).sin().sum() * 0.5;
-        let mut scale3 = b;
-        if flag {
-            scale3 = n as f64 * k as f64 * 0.1;
+        let mut step3 = 0;
+        while step3 < n {
+            h += ((&h / (net.b.square() + 1.0)) * 0.5).tanh().exp() * 0.5;
+            h = h.tanh();
+            step3 += 1;
         }
-        total += h.mean() * scale3;
-        let mut scale4 = a * 0.5 + b * 0.25;
+        let mut scale4 = n as f64 * k as f64 * 0.1;
         if flag {
-            scale4 = b.exp() * 0.5;
+            scale4 = a.sqrt();
         } else {
-            scale4 *= 1.5;
+            scale4 *= 0.5;
         }
-        h = (&h * scale4).tanh();
+        total += h.mean() * scale4;
+        if flag {
+            h = (&net.b * &h).sigmoid();
+        }
+        let mut acc5 = Tensor::scalar(0.0);
         for _ in 0..n {
-            for wl in &net.ws {
-                h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
-                let mut scale5 = a.sqrt() + b;
-                if flag {
-                    scale5 = b.exp() * 0.5;
-                } else {
-                    scale5 *= 2.0;
-                }
-                h = (&h * scale5).tanh();
-                h = (b.exp() / (h.square() + 1.0)).softmax(-1);
+            let mut g6 = x.clone();
+            for wl in net.ws.iter().rev() {
+                g6 = (g6.matmul(wl) * a.cbrt()).sigmoid();
             }
-            total = &total + &(h.square().sum() + 1.0).sqrt();
+            acc5 -= (g6.square() + 1.0).ln().sum() * 0.5;
         }
+        total += acc5 * 0.5;
         h = (&h * s2).tanh();
-        h.sum_axes(&[0], false).square().mean() + &total
+        &total + &(h.square().sum() + 1.0).sqrt()
     }
 }
 
@@ -7904,22 +8105,66 @@ fn p165() {
     check_variants!(mod p165; [x, net]; (&x, &net, 1.27, 0.51, 4, 2, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, exp, field, ln, plain-parens, sin, structure-by-value, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, if-counter, if-flag, late-let, ln, nested-for, plain-only-if, plain-parens, reshape, sin, sqrt, structure-by-value, tanh, vec-field-loop, while.
 mod p166 {
     use super::*;
 
     #[differentiable]
-    pub fn f(x: &Tensor<f64>, net: Net, #[nodiff] n: usize, #[nodiff] k: usize) -> Tensor<f64> {
+    pub fn f(
+        x: &Tensor<f64>,
+        net: Net,
+        v: &Tensor<f64>,
+        #[nodiff] a: f64,
+        #[nodiff] b: f64,
+        #[nodiff] n: usize,
+        #[nodiff] k: usize,
+        #[nodiff] flag: bool,
+    ) -> Tensor<f64> {
         let mut h = x.tanh();
         let mut total = Tensor::scalar(0.0);
-        h = ((&h / ((n * k) as f64).sqrt()) * 0.5).tanh().exp();
-        h += (1.0 - &h).sin() * 0.5;
-        h = h.tanh();
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
-            total = h.softmax(-1).ln().mean() + &total * 0.9;
+        let mut step1 = 0;
+        while step1 < n {
+            h = (h.matmul(&net.ws[0]) + v).sin();
+            step1 += 1;
         }
-        (h.square().sum() + 1.0).sqrt() + &total
+        for _ in 0..n {
+            let c2 = (a - b).abs() + 0.25;
+            h = (&h * c2 + &net.b).tanh();
+            for j in 0..2 {
+                if j % 2 == 0 {
+                    h += (&h * x).sin() * 0.5;
+                    h = h.tanh();
+                } else {
+                    total -= (h.square().sum() + 1.0).sqrt() * 0.5;
+                }
+                let y3;
+                if flag {
+                    y3 = h.matmul(&net.ws[0]).tanh();
+                } else {
+                    y3 = h.matmul(&net.ws[0]);
+                }
+                h = ((&h * 0.5 + &y3 * 0.5).square() + 1.0).ln();
+            }
+            let mut scale4 = ((n + 1) as f64).ln();
+            if flag {
+                scale4 = (a / b).sqrt();
+            }
+            total += h.mean() * scale4;
+        }
+        for wl in &net.ws {
+            h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
+            if flag {
+                total += h.sum();
+            } else {
+                total = total + (h.square() + 1.0).ln().sum() * ((n * k) as f64).sqrt();
+            }
+            if flag {
+                h = ((0.5 * &h).square() + 1.0).ln();
+            } else {
+                total += h.reshape(&[8]).sin().sum();
+            }
+        }
+        &total + &h.reshape(&[8]).sin().sum()
     }
 }
 
@@ -7927,10 +8172,11 @@ mod p166 {
 fn p166() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 166001);
     let net = net(2, 3, 166002);
-    check_variants!(mod p166; [x, net]; (&x, net.clone(), 1, 2));
+    let v = Tensor::rand_normal(&[2], 0.0, 0.5, 166004);
+    check_variants!(mod p166; [x, net, v]; (&x, net.clone(), &v, 1.22, 1.94, 1, 2, true));
 }
 
-/// Uses: accumulate, helper, if-flag, local-vec-push, plain-let, reshape, sin, softmax, tanh, while.
+/// Uses: accumulate, helper, if-flag, late-let, local-vec-push, plain-let, reshape, sin, softmax, sqrt.
 mod p167 {
     use super::*;
 
@@ -7940,7 +8186,6 @@ mod p167 {
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = b.exp() * 0.5;
@@ -7957,13 +8202,15 @@ mod p167 {
         let y3 = if flag { (2.0 - &h).sin() } else { 0.9 * &h };
         h = (&h * 0.5 + &y3 * 0.5).sin();
         total = &total + &h.reshape(&[2, 4]).matmul(x).mean();
-        let mut step4 = 0;
-        while step4 < n {
-            h = (&h - h.sum_axes(&[1], true) * 0.5).tanh();
-            step4 += 1;
+        let y4;
+        if flag {
+            y4 = (&h - x).softmax(-1);
+        } else {
+            y4 = &h - h.sum_axes(&[1], true) * 0.5;
         }
+        h = ((&h * 0.5 + &y4 * 0.5).square() + 0.5).sqrt() - 0.5;
         h = (&h * s1).tanh();
-        h.reshape(&[2, 4]).matmul(x).mean() + &total
+        &total + &h.softmax(-1).ln().mean()
     }
 }
 
@@ -7971,7 +8218,7 @@ mod p167 {
 fn p167() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 167001);
     let v = Tensor::rand_normal(&[2], 0.0, 0.5, 167004);
-    check_variants!(mod p167; [v]; (&x, &v, 1.7, 1.55, 3, true));
+    check_variants!(mod p167; [v]; (&x, &v, 1.7, 1.55, true));
 }
 
 /// Uses: accumulate, cast, plain-only-if.
@@ -8052,79 +8299,75 @@ fn p169() {
     check_variants!(mod p169; [w]; (&x, &w, 0.62, 0.73, 1, false));
 }
 
-/// Uses: accumulate, cast, counter-plain, exp, for, ln, match-counter, nested-for, plain-parens, sin, softmax, sqrt, tanh, vector-output, while.
+/// Uses: break, cast, counter-plain, for, plain-parens, sin, softmax, sqrt, vector-output, while.
 mod p170 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        w: &Tensor<f64>,
         v: &Tensor<f64>,
-        #[nodiff] a: f64,
-        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
     ) -> Tensor<f64> {
         let mut h = x.clone();
-        let mut total = h.sum() * 0.0;
+        let total = h.sum() * 0.0;
         h = (((n * k) as f64).sqrt() / (h.square() + 1.0)).sin();
         for i in 0..n {
             h = (&h * (((i + 1) * k) as f64 * 0.2)).tanh();
-            for j in 0..n {
-                match j % 3 {
-                    0 => {
-                        h = h.matmul(w).tanh();
-                    }
-                    1 => h = (&h / b.exp()).sin(),
-                    _ => {
-                        total = total + (h.square().sum() + 1.0).sqrt() * b.ln().abs();
-                    }
-                }
-                h = ((a.cbrt() / (h.square() + 1.0)).square() + 1.0).ln();
-                h = (&h * x).softmax(-1);
-                h = ((a.cbrt() / (h.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
+            if i == 1 {
+                break;
             }
-            h = (2.0 * &h).sin();
+            let mut step1 = 0;
+            while step1 < n {
+                h = (1.0 - &h).sin();
+                step1 += 1;
+            }
         }
-        let mut step1 = 0;
-        while step1 < n {
-            h = ((&h - x).square() + 1.0).ln();
-            step1 += 1;
-        }
-        ((&h + v) * 0.5).tanh().exp() + &total
+        h = (v * &h).softmax(-1);
+        ((&h * x).square() + 0.5).sqrt() - 0.5 + &total
     }
 }
 
 #[test]
 fn p170() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 170001);
-    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 170003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 170004);
-    check_vector_variants!(mod p170; [x, w, v]; (&x, &w, &v, 1.51, 1.03, 1, 2));
+    check_vector_variants!(mod p170; [x, v]; (&x, &v, 1, 2));
 }
 
-/// Uses: accumulate, compound-assign, field, for, helper, if-counter, ln, softmax, sqrt, vec-field-loop, vector-output.
+/// Uses: accumulate, field, for, fresh-state-in-outer-loop, iterator-adaptors, late-let, ln, sin, tanh, vec-field-loop-in-outer-loop, vector-output.
 mod p171 {
     use super::*;
 
     #[differentiable]
-    pub fn f(x: &Tensor<f64>, net: &Net, #[nodiff] n: usize, #[nodiff] k: usize) -> Tensor<f64> {
+    pub fn f(
+        x: &Tensor<f64>,
+        net: &Net,
+        #[nodiff] b: f64,
+        #[nodiff] n: usize,
+        #[nodiff] flag: bool,
+    ) -> Tensor<f64> {
         let mut h = x.clone();
         let mut total = h.sum() * 0.0;
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
+        let y1;
+        if flag {
+            y1 = ((&h - h.sum_axes(&[1], true) * 0.5).square() + 1.0).ln();
+        } else {
+            y1 = 0.5 - &h;
         }
-        for i in 0..n {
-            if i % 2 == 0 {
-                h = repeat_dense(&h, &net.ws[0], k);
-            } else {
-                total = total + h.mean() * 0.7;
+        h = (&h * 0.5 + &y1 * 0.5).tanh();
+        let mut acc2 = Tensor::scalar(0.0);
+        for _ in 0..n {
+            let mut g3 = h.clone();
+            for wl in net.ws.iter().skip(1) {
+                g3 = (g3.matmul(wl) * b.ln().abs()).tanh();
             }
-            h += ((&h * 0.5).square() + 1.0).ln() * 0.5;
-            h = h.tanh();
+            acc2 = &acc2 + &g3.mean();
+            h = (&h + &g3).tanh();
         }
-        (&h - h.sum_axes(&[1], true) * 0.5).softmax(-1) + &total
+        total = &total + &acc2;
+        (h.matmul(&net.ws[0]) + &net.b).sin() + &total
     }
 }
 
@@ -8132,10 +8375,10 @@ mod p171 {
 fn p171() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 171001);
     let net = net(2, 3, 171002);
-    check_vector_variants!(mod p171; [x, net]; (&x, &net, 2, 3));
+    check_vector_variants!(mod p171; [x, net]; (&x, &net, 1.26, 2, false));
 }
 
-/// Uses: accumulate, cast, field, if-flag, ln, match, plain-parens, sin, tanh, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, for, fresh-state-in-outer-loop, iterator-adaptors, plain-only-if, plain-parens, reshape, sin, tensor-by-value, vec-field-loop-in-outer-loop, while.
 mod p172 {
     use super::*;
 
@@ -8143,33 +8386,36 @@ mod p172 {
     pub fn f(
         x: &Tensor<f64>,
         net: &Net,
+        u: Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.clone();
         let mut total = Tensor::scalar(0.0);
-        let y1 = if flag {
-            (&h + &net.b).tanh()
-        } else {
-            &h * ((a + b) * 0.5)
-        };
-        h = (&h * 0.5 + &y1 * 0.5).sin();
-        match n % 3 {
-            1 => {
-                h = (0.3 * &h).tanh();
-            }
-            2 | 3 => {
-                total = total + (h.square() + 1.0).ln().sum() * ((n + 1) as f64).ln();
-                h = ((1.0 - &h).square() + 1.0).ln();
-            }
-            _ => {}
+        let mut step1 = 0;
+        while step1 < n {
+            h = (&h / (a / b).sqrt()).sin();
+            step1 += 1;
         }
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).sin();
+        h = (&h * &u).sin();
+        let mut acc2 = Tensor::scalar(0.0);
+        for i in 0..n {
+            let mut g3 = x.clone();
+            for wl in net.ws.iter().rev().skip(1) {
+                g3 = (g3.matmul(wl) * 0.5).sin();
+                let mut scale4 = ((i + 1) * k) as f64 * 0.2;
+                if flag {
+                    scale4 = a.sqrt() + b;
+                }
+                total += h.mean() * scale4;
+            }
+            acc2 -= (g3.square().sum() + 1.0).sqrt() * 0.5;
         }
-        total.clone() * 0.5 + h.exp().mean().ln()
+        total += acc2 * 0.5;
+        &total + &h.reshape(&[8]).sin().sum()
     }
 }
 
@@ -8177,10 +8423,11 @@ mod p172 {
 fn p172() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 172001);
     let net = net(2, 2, 172002);
-    check_variants!(mod p172; [x, net]; (&x, &net, 1.72, 1.43, 4, true));
+    let u = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 172005);
+    check_variants!(mod p172; [x, net, u]; (&x, &net, u.clone(), 1.72, 1.43, 4, 2, true));
 }
 
-/// Uses: accumulate, compound-assign, field, if-flag, local-vec-push, plain-let, plain-max-min, reshape, softmax, tanh, vec-field-loop.
+/// Uses: accumulate, helper, if-flag, ln, local-vec-push, plain-let, plain-max-min, softmax, vec-field-loop.
 mod p173 {
     use super::*;
 
@@ -8199,25 +8446,26 @@ mod p173 {
         if flag {
             total = (h.square() + 1.0).ln().sum() + &total * 0.9;
         }
-        if !flag {
-            total = total + h.exp().mean().ln() * s1;
-        }
         let mut saved3 = Vec::new();
-        for _ in 0..2 {
-            h = (&h * s2).tanh();
+        for wl in &net.ws {
+            h = h.matmul(wl).softmax(-1);
             saved3.push(h.clone());
         }
         for s in &saved3 {
-            total = &total + &s.reshape(&[4, 3]).matmul(x).mean();
+            total = &total + &s.exp().mean().ln();
         }
-        h = (&h + &saved3[0]).tanh();
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).softmax(-1);
-            h += (a.sqrt() / (h.square() + 1.0)).tanh() * 0.5;
-            h = h.tanh();
-            total += h.softmax(-1).ln().mean();
+        let mut saved4 = Vec::new();
+        for _ in 0..2 {
+            h = ((0.7 * &h).square() + 1.0).ln();
+            saved4.push(h.mean());
         }
-        total.clone() * s2 + h.reshape(&[12]).sin().sum()
+        for s in &saved4 {
+            total = &total + s;
+        }
+        total = total + h.mean() * 0.9;
+        h = (&h * s1).tanh();
+        h = (&h * s2).tanh();
+        total.clone() * 2.0 + soft_norm(&h, b.exp() * 0.5)
     }
 }
 
@@ -8228,19 +8476,12 @@ fn p173() {
     check_variants!(mod p173; [x, net]; (&x, &net, 0.78, 1.43, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, exp, helper, if-flag, plain-let, reshape, softmax, vec-field-loop.
+/// Uses: accumulate, cast, field, helper, plain-let, reshape, sin, softmax, vec-field-loop.
 mod p174 {
     use super::*;
 
     #[differentiable]
-    pub fn f(
-        x: &Tensor<f64>,
-        net: &Net,
-        v: &Tensor<f64>,
-        #[nodiff] b: f64,
-        #[nodiff] n: usize,
-        #[nodiff] flag: bool,
-    ) -> Tensor<f64> {
+    pub fn f(x: &Tensor<f64>, net: &Net, #[nodiff] b: f64, #[nodiff] n: usize) -> Tensor<f64> {
         let s1 = n as f64 * 0.5;
         let s2 = b;
         let mut h = x.matmul(&net.ws[0]);
@@ -8249,15 +8490,11 @@ mod p174 {
         total = &total + &(h.square().sum() + 1.0).sqrt();
         h = scaled_softmax(&h, b.ln().abs());
         for wl in &net.ws {
-            h = ((h.matmul(wl) + v) * 0.5).tanh().exp();
-            if flag {
-                total += h.reshape(&[9]).sin().sum();
-            }
-            total = h.softmax(-1).ln().mean() + &total * 0.9;
+            h = (h.matmul(wl) + &net.b).sin();
         }
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        &total + &h.mean()
+        h.reshape(&[9]).sin().sum() + &total
     }
 }
 
@@ -8265,25 +8502,37 @@ mod p174 {
 fn p174() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 174001);
     let net = net(3, 3, 174002);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 174004);
-    check_variants!(mod p174; [x, net, v]; (&x, &net, &v, 0.57, 3, true));
+    check_variants!(mod p174; [x, net]; (&x, &net, 0.57, 3));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, plain-let, plain-parens, reshape, tanh, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, early-return, iterator-adaptors, plain-let, plain-parens, reshape, sigmoid, sum_axes, vec-field-loop.
 mod p175 {
     use super::*;
 
     #[differentiable]
-    pub fn f(x: &Tensor<f64>, net: &Net, #[nodiff] n: usize, #[nodiff] k: usize) -> Tensor<f64> {
+    pub fn f(
+        x: &Tensor<f64>,
+        net: &Net,
+        v: &Tensor<f64>,
+        #[nodiff] n: usize,
+        #[nodiff] k: usize,
+        #[nodiff] flag: bool,
+    ) -> Tensor<f64> {
         let s1 = ((n * k) as f64).sqrt();
         let mut h = x.clone();
         let mut total = h.sum() * 0.0;
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).tanh();
+        for wl in net.ws.iter().step_by(2) {
+            h = (h.matmul(wl) + v).sigmoid();
+            total -= h.reshape(&[3, 2]).matmul(x).mean() * 0.5;
+            total = (h.square().sum() + 1.0).sqrt() + &total * 0.9;
         }
-        total -= h.reshape(&[3, 2]).matmul(x).mean() * 0.5;
+        total = &total + &h.softmax(-1).ln().mean();
+        if !flag {
+            return &total + &h.sum_axes(&[0], false).square().mean();
+        }
+        total = h.exp().mean().ln() + &total * 0.9;
         h = (&h * s1).tanh();
-        (h.square().sum() + 1.0).sqrt() + &total
+        total.clone() * s1 + (h.square().sum() + 1.0).sqrt()
     }
 }
 
@@ -8291,10 +8540,11 @@ mod p175 {
 fn p175() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 175001);
     let net = net(3, 2, 175002);
-    check_variants!(mod p175; [x, net]; (&x, &net, 2, 2));
+    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 175004);
+    check_variants!(mod p175; [x, net, v]; (&x, &net, &v, 2, 2, false));
 }
 
-/// Uses: accumulate, compound-assign, exp, field, if-flag, ln, plain-let, plain-only-if, sigmoid, softmax, sum_axes, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, field, for, fresh-state-in-outer-loop, if-counter, iterator-adaptors, late-let, ln, nested-for, plain-let, plain-only-if, reshape, sin, softmax, sum_axes, tanh, vec-field-loop-in-outer-loop.
 mod p176 {
     use super::*;
 
@@ -8302,8 +8552,11 @@ mod p176 {
     pub fn f(
         x: &Tensor<f64>,
         stack: &Stack,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = b;
@@ -8316,16 +8569,66 @@ mod p176 {
             scale3 = a;
         }
         h = (&h * scale3).tanh();
-        for layer in &stack.layers {
-            h = ((h.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
-            let y4 = if flag { (&h * x).softmax(-1) } else { &h - x };
-            h = ((&h * 0.5 + &y4 * 0.5).square() + 1.0).ln();
-            h = (a * &h).sigmoid();
+        let y4;
+        if flag {
+            y4 = (v * &h).softmax(-1);
+        } else {
+            y4 = &h - x;
         }
-        h = ((&stack.gain * &h) * 0.5).tanh().exp();
+        h = ((&h * 0.5 + &y4 * 0.5).square() + 1.0).ln();
+        let mut acc5 = Tensor::scalar(0.0);
+        for _ in 0..n {
+            let mut g6 = Tensor::full(&[2, 4], 0.5);
+            for layer in stack.layers.iter().skip(1) {
+                g6 = (g6.matmul(&layer.w) + &layer.b).tanh();
+                for j in 0..k + 1 {
+                    if j % 2 == 0 {
+                        h = (h.matmul(&layer.w) + &layer.b).sin();
+                    } else {
+                        total -= h.exp().mean().ln() * 0.5;
+                    }
+                    let mut scale7 = b.ln().abs();
+                    if j % 2 == 1 {
+                        scale7 = a * b;
+                    } else {
+                        scale7 *= 2.0;
+                    }
+                    h = (&h * scale7).tanh();
+                    let mut scale8 = b.exp() * 0.5;
+                    if j % 2 == 1 {
+                        scale8 = b.exp();
+                    }
+                    total += h.mean() * scale8;
+                    h = (&h / s2).tanh();
+                }
+                for j in 0..n {
+                    h = (&h * b.exp()).tanh();
+                    let mut scale9 = b.ln().abs();
+                    if j % 2 == 1 {
+                        scale9 = a.ln().abs() + 0.5;
+                    } else {
+                        scale9 *= 1.5;
+                    }
+                    total += h.mean() * scale9;
+                    total = h.reshape(&[8]).sin().sum() + &total * 0.5;
+                    let mut scale10 = j as f64 * 0.25 + 0.5;
+                    if flag {
+                        scale10 = a / b;
+                    } else {
+                        scale10 *= 2.0;
+                    }
+                    h = (&h * scale10).tanh();
+                }
+            }
+            acc5 = &acc5 + &(g6.square().sum() + 1.0).sqrt();
+        }
+        total = &total + &acc5;
+        if !flag {
+            return &total + &(h.square() + 1.0).ln().sum();
+        }
+        total = &total + &h.mean();
         h = (&h * s1).tanh();
-        h = (&h * s2).tanh();
-        total.clone() * s2 + h.exp().mean().ln()
+        total.clone() * 0.7 + h.sum()
     }
 }
 
@@ -8333,10 +8636,11 @@ mod p176 {
 fn p176() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 176001);
     let stack = stack(4, 3, 176002);
-    check_variants!(mod p176; [x, stack]; (&x, &stack, 1.38, 1.81, true));
+    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 176004);
+    check_variants!(mod p176; [x, stack, v]; (&x, &stack, &v, 1.38, 1.81, 3, 3, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, ln, match, match-counter, nested-for, plain-only-if, plain-parens, reshape, sin, softmax, sum_axes, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, field, for, fresh-state-in-outer-loop, helper, iterator-adaptors, late-let, ln, match, match-counter, nested-for, plain-parens, reshape, sin, softmax, sum_axes, vec-field-loop-in-outer-loop.
 mod p177 {
     use super::*;
 
@@ -8377,33 +8681,26 @@ mod p177 {
         }
         h = h.matmul(&net.ws[0]).sin();
         let mut acc3 = Tensor::scalar(0.0);
-        for i in 0..n {
+        for _ in 0..n {
             let mut g4 = Tensor::full(&[3, 4], 0.5);
-            for wl in &net.ws {
-                g4 = ((g4.matmul(wl) * 1.5) * 0.5).tanh().exp();
+            for wl in net.ws.iter().rev().skip(1) {
+                g4 = ((g4.matmul(wl) * 1.5).square() + 1.0).ln();
+                let y5;
                 if flag {
-                    let mut scale5 = a;
-                    if i % 2 == 1 {
-                        scale5 = b.ln().abs();
-                    } else {
-                        scale5 *= 1.5;
-                    }
-                    h = (&h * scale5).tanh();
+                    y5 = (&h * (a.ln() - b.ln()).exp()).sin();
                 } else {
-                    let mut scale6 = a / b;
-                    if flag {
-                        scale6 = n as f64 * k as f64 * 0.1;
-                    } else {
-                        scale6 *= 2.0;
-                    }
-                    h = (&h * scale6).tanh();
+                    y5 = &net.b * &h;
                 }
-                total -= h.exp().mean().ln() * 0.5;
+                h = (&h * 0.5 + &y5 * 0.5).sin();
             }
-            acc3 = g4.mean() + &acc3 * 0.9;
+            acc3 = &acc3 + &(g4.square() + 1.0).ln().sum();
         }
-        total = &total + &acc3;
-        &total + &h.reshape(&[4, 3]).matmul(x).mean()
+        total += acc3 * 0.5;
+        if !flag {
+            return soft_norm(&h, n as f64 * 0.5) + &total;
+        }
+        total = total + soft_norm(&h, (a - b).abs() + 0.25) * ((n * k) as f64).sqrt();
+        total.clone() * ((n + 1) as f64).ln() + h.reshape(&[12]).sin().sum()
     }
 }
 
@@ -8454,7 +8751,7 @@ fn p178() {
     check_variants!(mod p178; [w]; (&x, &w, 1.64, 0.8, false));
 }
 
-/// Uses: accumulate, exp, plain-let, reshape, sqrt, while.
+/// Uses: accumulate, late-let, plain-let, reshape, sin, softmax, sqrt, while.
 mod p179 {
     use super::*;
 
@@ -8466,23 +8763,26 @@ mod p179 {
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt() + b;
         let mut h = x.matmul(w);
         let mut total = Tensor::<f64>::zeros(&[]);
         let mut step2 = 0;
         while step2 < n {
-            h = ((v * &h).square() + 0.5).sqrt() - 0.5;
+            h = ((&h / a.cbrt()).square() + 0.5).sqrt() - 0.5;
             step2 += 1;
         }
         total = &total + &h.reshape(&[8]).sin().sum();
-        let mut step3 = 0;
-        while step3 < n {
-            h = ((&h - h.sum_axes(&[1], true) * 0.5) * 0.5).tanh().exp();
-            step3 += 1;
+        let y3;
+        if flag {
+            y3 = (&h + v).softmax(-1);
+        } else {
+            y3 = &h - x;
         }
+        h = (&h * 0.5 + &y3 * 0.5).sin();
         h = (&h * s1).tanh();
-        total.clone() * 0.7 + h.exp().mean().ln()
+        h.sum() + &total
     }
 }
 
@@ -8491,10 +8791,10 @@ fn p179() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 179001);
     let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 179003);
     let v = Tensor::rand_normal(&[2], 0.0, 0.5, 179004);
-    check_variants!(mod p179; [x, w, v]; (&x, &w, &v, 1.68, 1.58, 3));
+    check_variants!(mod p179; [x, w, v]; (&x, &w, &v, 1.68, 1.58, 3, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, exp, field, for, if-flag, local-vec-push, plain-let, plain-parens, sqrt, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, exp, field, for, if-flag, local-vec-push, nested-for, plain-let, plain-parens, sigmoid, sin, tanh, tensor-by-value, vec-field-loop-in-outer-loop.
 mod p180 {
     use super::*;
 
@@ -8503,6 +8803,8 @@ mod p180 {
         x: &Tensor<f64>,
         net: &Net,
         w: &Tensor<f64>,
+        u: Tensor<f64>,
+        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
@@ -8525,11 +8827,18 @@ mod p180 {
         }
         for _ in 0..n {
             for wl in &net.ws {
-                h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
+                h = ((h.matmul(wl) + &net.b) * 0.5).tanh().exp();
+                for _ in 0..k + 1 {
+                    h = (&h * s1).tanh();
+                    h += (&h * &u).sin() * 0.5;
+                    h = h.tanh();
+                    total = total + (h.square() + 1.0).ln().sum() * 0.5;
+                    h = (&h + &net.b).sigmoid();
+                }
             }
-            total -= h.softmax(-1).ln().mean() * 0.5;
+            total = total + h.square().mean() * b.exp();
         }
-        (h.square() + 1.0).ln().sum() + &total
+        total.clone() * 0.7 + h.softmax(-1).ln().mean()
     }
 }
 
@@ -8538,21 +8847,16 @@ fn p180() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 180001);
     let net = net(4, 3, 180002);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 180003);
-    check_variants!(mod p180; [x, net, w]; (&x, &net, &w, 1, 1, false));
+    let u = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 180005);
+    check_variants!(mod p180; [x, net, w, u]; (&x, &net, &w, u.clone(), 1.62, 1, 1, false));
 }
 
-/// Uses: exp, field, if-flag, ln, local-vec-push, reshape, sin, tanh, vec-field-loop, while.
+/// Uses: exp, field, if-flag, ln, local-vec-push, reshape, sin, tanh, vec-field-loop.
 mod p181 {
     use super::*;
 
     #[differentiable]
-    pub fn f(
-        x: &Tensor<f64>,
-        net: &Net,
-        #[nodiff] a: f64,
-        #[nodiff] n: usize,
-        #[nodiff] flag: bool,
-    ) -> Tensor<f64> {
+    pub fn f(x: &Tensor<f64>, net: &Net, #[nodiff] a: f64, #[nodiff] flag: bool) -> Tensor<f64> {
         let mut h = x.clone();
         let mut total = Tensor::scalar(0.0);
         let mut saved1 = Vec::new();
@@ -8569,10 +8873,13 @@ mod p181 {
             h.matmul(&net.ws[0]) + &net.b
         };
         h = ((&h * 0.5 + &y2 * 0.5) * 0.5).tanh().exp();
-        let mut step3 = 0;
-        while step3 < n {
-            h = (a.cbrt() * &h).sin();
-            step3 += 1;
+        let mut saved3 = Vec::new();
+        for wl in &net.ws {
+            h = h.matmul(wl).sin();
+            saved3.push((h.square().sum() + 1.0).sqrt());
+        }
+        for s in &saved3 {
+            total = &total + s;
         }
         for wl in &net.ws {
             h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
@@ -8585,10 +8892,10 @@ mod p181 {
 fn p181() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 181001);
     let net = net(3, 2, 181002);
-    check_variants!(mod p181; [x, net]; (&x, &net, 1.36, 4, true));
+    check_variants!(mod p181; [x, net]; (&x, &net, 1.36, true));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, field, for, fresh-state-in-outer-loop, ln, match, match-counter, nested-for, plain-let, plain-only-if, sigmoid, softmax, sqrt, tanh, vec-field-loop-in-outer-loop, vector-output.
+/// Uses: accumulate, break, compound-assign, exp, field, for, if-flag, iterator-adaptors, late-let, ln, match-counter, plain-let, sigmoid, sin, softmax, sqrt, tanh, vec-field-loop, vector-output.
 mod p182 {
     use super::*;
 
@@ -8598,7 +8905,7 @@ mod p182 {
         stack: &Stack,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt() + b;
         let mut h = x * &stack.gain;
@@ -8616,41 +8923,25 @@ mod p182 {
             }
             h = ((&h * x).square() + 1.0).ln();
             h = ((&h * x).square() + 0.5).sqrt() - 0.5;
-            match n % 3 {
-                1 => {
-                    h = (&h / a).tanh();
-                }
-                2 | 3 => {
-                    total += h.exp().mean().ln();
-                    h = (h.matmul(&stack.layers[0].w) + &stack.gain).tanh();
-                }
-                _ => {}
+            if i == 1 {
+                break;
             }
         }
-        h = (&h - h.sum_axes(&[1], true) * 0.33).tanh();
-        h = ((&h + &stack.gain).square() + 1.0).ln();
-        let mut acc2 = Tensor::scalar(0.0);
-        for i in 0..n {
-            let mut g3 = Tensor::full(&[3, 3], i as f64 * 0.25 + 0.1);
-            for layer in &stack.layers {
-                g3 = (g3.matmul(&layer.w) + &layer.b).softmax(-1);
-                for j in 0..n {
-                    h = (&h * b.ln().abs()).tanh();
-                    let mut scale4 = b.exp();
-                    if j % 2 == 1 {
-                        scale4 = a.sqrt();
-                    } else {
-                        scale4 *= 2.0;
-                    }
-                    total += h.mean() * scale4;
-                }
-            }
-            acc2 = g3.softmax(-1).ln().mean() + &acc2 * 0.9;
-            h = (&h + &g3).tanh();
+        let y2;
+        if flag {
+            y2 = (a / (h.square() + 1.0)).tanh();
+        } else {
+            y2 = 0.5 * &h;
         }
-        total += acc2 * 0.5;
+        h = (&h * 0.5 + &y2 * 0.5).sin();
+        if !flag {
+            h = (&stack.gain * &h).softmax(-1);
+        }
+        for layer in stack.layers.iter().rev() {
+            h = ((h.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
+        }
         h = (&h * s1).tanh();
-        (b.ln().abs() / (h.square() + 1.0)).tanh() + &total
+        (&h * b).softmax(-1) + &total
     }
 }
 
@@ -8658,10 +8949,10 @@ mod p182 {
 fn p182() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 182001);
     let stack = stack(3, 2, 182002);
-    check_vector_variants!(mod p182; [x, stack]; (&x, &stack, 1.24, 1.5, 1));
+    check_vector_variants!(mod p182; [x, stack]; (&x, &stack, 1.24, 1.5, true));
 }
 
-/// Uses: accumulate, compound-assign, field, ln, match, plain-let, plain-parens, reshape, sigmoid, sin, softmax, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, counter-plain, field, for, if-flag, iterator-adaptors, ln, plain-let, plain-parens, reshape, softmax, tanh, vec-field-loop.
 mod p183 {
     use super::*;
 
@@ -8669,10 +8960,10 @@ mod p183 {
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
         net: &Net,
-        #[nodiff] v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt();
         let s2 = (b / (a + 1.0)).powi(2) + 0.5;
@@ -8680,23 +8971,21 @@ mod p183 {
         let mut total = Tensor::scalar(0.0);
         total -= h.reshape(&[4, 2]).matmul(x).mean() * 0.5;
         total = &total + &h.exp().mean().ln();
-        for wl in &net.ws {
+        for wl in net.ws.iter().rev() {
             h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
-            let y3 = match n {
-                0 => (&h * x).softmax(-1),
-                1 => (&h - x).sigmoid(),
-                _ => &h / (v.square() + 1.0),
-            };
-            h = (y3 * 0.5).tanh();
-            let mut step4 = 0;
-            while step4 < n {
-                h = (&h / (net.b.square() + 1.0)).sin();
-                step4 += 1;
+            total += (h.square() + 1.0).ln().sum();
+            for _ in 0..n {
+                h = (&h * b.ln().abs()).tanh();
+                let y3 = if flag {
+                    (&h - h.sum_axes(&[1], true) * 0.25).softmax(-1)
+                } else {
+                    &h * s1
+                };
+                h = (&h * 0.5 + &y3 * 0.5).tanh();
+                h = (&h * s2).tanh();
             }
         }
-        h = (&h * s1).tanh();
-        h = (&h * s2).tanh();
-        &total + &h.mean()
+        total.clone() * ((s2 + a) * 0.5) + h.exp().mean().ln()
     }
 }
 
@@ -8704,11 +8993,10 @@ mod p183 {
 fn p183() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 183001);
     let net = net(4, 2, 183002);
-    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 183004);
-    check_variants!(mod p183; [net]; (&x, &net, &v, 1.96, 1.9, 3));
+    check_variants!(mod p183; [net]; (&x, &net, 1.96, 1.9, 3, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, for, helper, plain-max-min, plain-only-if, plain-parens, softmax, sqrt, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, field, helper, if-flag, plain-max-min, plain-only-if, plain-parens, reshape, sin, tanh, vec-field-loop, while.
 mod p184 {
     use super::*;
 
@@ -8716,6 +9004,7 @@ mod p184 {
     pub fn f(
         x: &Tensor<f64>,
         net: &Net,
+        w: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
@@ -8724,36 +9013,28 @@ mod p184 {
     ) -> Tensor<f64> {
         let mut h = x.matmul(&net.ws[0]);
         let mut total = h.sum() * 0.0;
-        let mut scale1 = b;
-        if flag {
-            scale1 = a.max(b) - a.min(b) * 0.5;
-        } else {
-            scale1 *= 1.5;
+        let mut step1 = 0;
+        while step1 < n {
+            h = h.matmul(&net.ws[0]).sin();
+            step1 += 1;
         }
-        h = (&h * scale1).tanh();
-        let mut scale2 = n as f64 * k as f64 * 0.1;
+        let mut scale2 = (a * 2.0 - b).abs() + 0.1;
         if flag {
-            scale2 = (a.ln() - b.ln()).exp();
+            scale2 = a.max(b) - a.min(b) * 0.5;
         } else {
-            scale2 *= 0.5;
+            scale2 *= 1.5;
         }
-        total += h.mean() * scale2;
-        for _ in 0..n {
-            for wl in &net.ws {
-                h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
-                let mut scale3 = (a - b).abs() + 0.25;
-                if flag {
-                    scale3 = (a - b).abs() + 0.25;
-                } else {
-                    scale3 *= 2.0;
-                }
-                h = (&h * scale3).tanh();
-                h += (&h * 0.3).softmax(-1) * 0.5;
-                h = h.tanh();
+        h = (&h * scale2).tanh();
+        for wl in &net.ws {
+            h = (h.matmul(wl) + &net.b).tanh();
+            if !flag {
+                total += h.reshape(&[4, 3]).matmul(x).mean();
+            } else {
+                total = total + h.mean() * 0.5;
             }
-            total += (h.square().sum() + 1.0).sqrt();
+            h = repeat_dense(&h, w, k);
         }
-        total.clone() * a + soft_norm(&h, a.max(b) - a.min(b) * 0.5)
+        &total + &h.sum()
     }
 }
 
@@ -8761,7 +9042,8 @@ mod p184 {
 fn p184() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 184001);
     let net = net(4, 2, 184002);
-    check_variants!(mod p184; [x, net]; (&x, &net, 1.78, 0.63, 3, 2, false));
+    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 184003);
+    check_variants!(mod p184; [x, net, w]; (&x, &net, &w, 1.78, 0.63, 3, 2, false));
 }
 
 /// Uses: if-flag, ln, plain-only-if, tanh, tensor-by-value.
@@ -8802,33 +9084,31 @@ fn p185() {
     check_variants!(mod p185; [x, u]; (&x, u.clone(), 1.23, 1.25, true));
 }
 
-/// Uses: exp, field, plain-only-if, plain-parens, reshape, sigmoid, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, field, for, fresh-state-in-outer-loop, ln, plain-parens, sqrt, sum_axes, vec-field-loop-in-outer-loop, while.
 mod p186 {
     use super::*;
 
     #[differentiable]
-    pub fn f(
-        x: &Tensor<f64>,
-        net: &Net,
-        #[nodiff] v: &Tensor<f64>,
-        #[nodiff] a: f64,
-        #[nodiff] b: f64,
-        #[nodiff] flag: bool,
-    ) -> Tensor<f64> {
+    pub fn f(x: &Tensor<f64>, net: &Net, #[nodiff] b: f64, #[nodiff] n: usize) -> Tensor<f64> {
         let mut h = x.sin() + &net.b;
-        let total = Tensor::scalar(0.0);
-        for wl in &net.ws {
-            h = (h.matmul(wl) + v).sigmoid();
+        let mut total = Tensor::scalar(0.0);
+        let mut step1 = 0;
+        while step1 < n {
+            h = ((((n + 1) as f64).ln() * &h).square() + 1.0).ln();
+            step1 += 1;
         }
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + v) * 0.5).tanh().exp();
-            let mut scale1 = 1.0 / (1.0 + (a * b).sqrt());
-            if flag {
-                scale1 = a.sqrt() + b;
+        let mut acc2 = Tensor::scalar(0.0);
+        for i in 0..n {
+            let mut g3 = Tensor::full(&[3, 3], i as f64 * 0.25 + 0.1);
+            for wl in &net.ws {
+                g3 = ((g3.matmul(wl) * 1.5).square() + 0.5).sqrt() - 0.5;
+                total -= (h.square().sum() + 1.0).sqrt() * 0.5;
             }
-            h = (&h * scale1).tanh();
+            acc2 = acc2 + g3.sum() * 0.3;
+            h = (&h + &g3).tanh();
         }
-        h.reshape(&[3, 3]).matmul(x).mean() + &total
+        total += acc2 * 0.5;
+        total.clone() * b + h.sum_axes(&[0], false).square().mean()
     }
 }
 
@@ -8836,11 +9116,10 @@ mod p186 {
 fn p186() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 186001);
     let net = net(3, 3, 186002);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 186004);
-    check_variants!(mod p186; [x, net]; (&x, &net, &v, 1.8, 0.73, false));
+    check_variants!(mod p186; [x, net]; (&x, &net, 0.73, 3));
 }
 
-/// Uses: accumulate, cast, compound-assign, for, helper, if-counter, ln, match, plain-let, plain-parens, reshape, sin, tanh, while.
+/// Uses: accumulate, cast, compound-assign, for, helper, if-counter, late-let, ln, match, plain-let, plain-parens, sin, tanh.
 mod p187 {
     use super::*;
 
@@ -8853,16 +9132,18 @@ mod p187 {
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = ((n + 1) as f64).ln();
         let mut h = x * v;
         let mut total = Tensor::<f64>::zeros(&[]);
-        let mut step2 = 0;
-        while step2 < n {
-            h = repeat_dense(&h, w, k);
-            step2 += 1;
+        let y2;
+        if flag {
+            y2 = h.matmul(w).tanh();
+        } else {
+            y2 = &h * (a / b).sqrt();
         }
-        h = h.matmul(w).tanh();
+        h = (&h * 0.5 + &y2 * 0.5).tanh();
         for i in 0..n {
             if i % 2 == 0 {
                 h = ((((i + 1) * k) as f64 * 0.2) / (h.square() + 1.0)).sin();
@@ -8877,7 +9158,8 @@ mod p187 {
             h = (y3 * 0.5).tanh();
             h = (&h * ((a * 2.0 - b).abs() + 0.1)).tanh();
         }
-        &total + &h.reshape(&[4, 2]).matmul(x).mean()
+        total += h.square().mean();
+        &total + &h.sum()
     }
 }
 
@@ -8886,7 +9168,7 @@ fn p187() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 187001);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 187003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 187004);
-    check_variants!(mod p187; [w, v]; (&x, &w, &v, 1.28, 0.66, 3, 2));
+    check_variants!(mod p187; [w, v]; (&x, &w, &v, 1.28, 0.66, 3, 2, true));
 }
 
 /// Uses: exp, helper, match, tanh.
@@ -8924,21 +9206,50 @@ fn p188() {
     check_variants!(mod p188; [x, w, v]; (&x, &w, &v, 0.75, 2, 1));
 }
 
-/// Uses: field, ln, sin, sum_axes, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, exp, field, for, if-flag, late-let, plain-parens, reshape, sigmoid, sin, softmax, vec-field-loop.
 mod p189 {
     use super::*;
 
     #[differentiable]
-    pub fn f(#[nodiff] x: &Tensor<f64>, stack: &Stack) -> Tensor<f64> {
+    pub fn f(
+        #[nodiff] x: &Tensor<f64>,
+        stack: &Stack,
+        v: &Tensor<f64>,
+        #[nodiff] b: f64,
+        #[nodiff] n: usize,
+        #[nodiff] k: usize,
+        #[nodiff] flag: bool,
+    ) -> Tensor<f64> {
         let mut h = x * &stack.gain;
-        let total = Tensor::<f64>::zeros(&[]);
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).sin();
+        let mut total = Tensor::<f64>::zeros(&[]);
+        let y1;
+        if flag {
+            y1 = (&h * b.exp()).sigmoid();
+        } else {
+            y1 = &h * x;
         }
+        h = (&h * 0.5 + &y1 * 0.5).softmax(-1);
         for layer in &stack.layers {
-            h = ((h.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
+            h = (h.matmul(&layer.w) + &layer.b).sigmoid();
+            total = &total + &(h.square() + 1.0).ln().sum();
+            for _ in 0..n {
+                h = (&h * ((n * k) as f64).sqrt()).tanh();
+                h = (&h - h.sum_axes(&[1], true) * 0.33).softmax(-1);
+                let y2 = if flag {
+                    (&layer.b * &h).sigmoid()
+                } else {
+                    &h + v
+                };
+                h = ((&h * 0.5 + &y2 * 0.5) * 0.5).tanh().exp();
+                if flag {
+                    h += h.matmul(&stack.layers[0].w).sin() * 0.5;
+                    h = h.tanh();
+                } else {
+                    total = &total + &(h.square() + 1.0).ln().sum();
+                }
+            }
         }
-        total.clone() * 0.5 + h.sum_axes(&[0], false).square().mean()
+        &total + &h.reshape(&[3, 2]).matmul(x).mean()
     }
 }
 
@@ -8946,10 +9257,11 @@ mod p189 {
 fn p189() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 189001);
     let stack = stack(3, 2, 189002);
-    check_variants!(mod p189; [stack]; (&x, &stack));
+    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 189004);
+    check_variants!(mod p189; [stack, v]; (&x, &stack, &v, 1.29, 3, 1, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, early-return, for, helper, if-counter, if-flag, match, plain-let, plain-only-if, reshape, sigmoid, softmax, sum_axes, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, for, helper, if-counter, if-flag, match, plain-let, plain-only-if, reshape, sigmoid, sin, softmax, sum_axes, tanh, vec-field-loop-in-outer-loop.
 mod p190 {
     use super::*;
 
@@ -8991,7 +9303,7 @@ mod p190 {
         }
         for _ in 0..n {
             for layer in &stack.layers {
-                h = (h.matmul(&layer.w) + &layer.b).tanh();
+                h = (h.matmul(&layer.w) + &layer.b).sin();
                 match n {
                     1 => {
                         h = h.matmul(&stack.layers[0].w).sigmoid();
@@ -9002,14 +9314,11 @@ mod p190 {
                     }
                     _ => {}
                 }
+                h = (&h * x).sigmoid();
             }
-            total = &total + &(h.square().sum() + 1.0).sqrt();
+            total = (h.square() + 1.0).ln().sum() + &total * 0.5;
         }
-        if !flag {
-            return total.clone() * 2.0 + (h.square() + 1.0).ln().sum();
-        }
-        total += soft_norm(&h, a.cbrt());
-        &total + &h.softmax(-1).ln().mean()
+        h.exp().mean().ln() + &total
     }
 }
 
@@ -9021,7 +9330,7 @@ fn p190() {
     check_variants!(mod p190; [stack, v]; (&x, &stack, &v, 1.63, 0.79, 4, 2, false));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, field, for, helper, if-flag, ln, plain-let, plain-parens, reshape, softmax, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, counter-plain, field, for, helper, if-flag, iterator-adaptors, late-let, ln, plain-let, plain-parens, tanh, vec-field-loop-in-outer-loop.
 mod p192 {
     use super::*;
 
@@ -9047,13 +9356,20 @@ mod p192 {
             }
         }
         for _ in 0..n {
-            for layer in &stack.layers {
-                h = (h.matmul(&layer.w) + &layer.b).softmax(-1);
+            for layer in stack.layers.iter().take(2) {
+                h = (h.matmul(&layer.w) + &layer.b).tanh();
+                let y2;
+                if flag {
+                    y2 = ((&h * a.sqrt()).square() + 1.0).ln();
+                } else {
+                    y2 = &h * x;
+                }
+                h = ((&h * 0.5 + &y2 * 0.5).square() + 1.0).ln();
             }
-            total -= h.reshape(&[2, 4]).matmul(x).mean() * 0.5;
+            total -= h.mean() * 0.5;
         }
         h = (&h * s1).tanh();
-        total.clone() * 0.9 + h.reshape(&[2, 4]).matmul(x).mean()
+        total.clone() * s1 + h.softmax(-1).ln().mean()
     }
 }
 
@@ -9064,7 +9380,7 @@ fn p192() {
     check_variants!(mod p192; [x, stack]; (&x, &stack, 1.02, 0.65, 3, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, exp, for, helper, if-flag, plain-let, plain-only-if, plain-parens, sin, softmax, tanh, vec-field-loop.
+/// Uses: accumulate, cast, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, iterator-adaptors, late-let, plain-let, plain-only-if, plain-parens, sigmoid, sin, sum_axes, tanh, vec-field-loop-in-outer-loop.
 mod p193 {
     use super::*;
 
@@ -9072,7 +9388,6 @@ mod p193 {
     pub fn f(
         x: &Tensor<f64>,
         stack: &Stack,
-        #[nodiff] v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
@@ -9082,34 +9397,36 @@ mod p193 {
         let s1 = ((n * k) as f64).sqrt();
         let mut h = x.matmul(&stack.layers[0].w);
         let mut total = h.sum() * 0.0;
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).softmax(-1);
-            for i in 0..3 {
-                let c2 = k as f64 + a;
-                h = (&h * c2 + v).tanh();
-                if !flag {
-                    h = (&h * s1).tanh();
-                }
-                let mut scale3 = a * 0.5 + b * 0.25;
-                if i % 2 == 1 {
-                    scale3 = (a + b) * 0.5;
-                } else {
-                    scale3 *= 1.5;
-                }
-                h = (&h * scale3).tanh();
-            }
-        }
-        let y4 = if flag {
-            ((&h * s1) * 0.5).tanh().exp()
+        let y2;
+        if flag {
+            y2 = ((&h + &stack.gain) * 0.5).tanh().exp();
         } else {
-            &h * s1
-        };
-        h = (&h * 0.5 + &y4 * 0.5).sin();
-        if !flag {
-            return &total + &soft_norm(&h, ((n * k) as f64).sqrt());
+            y2 = ((n * k) as f64).sqrt() / (h.square() + 1.0);
         }
-        total += h.softmax(-1).ln().mean();
-        &total + &soft_norm(&h, 1.0 / (1.0 + (a * b).sqrt()))
+        h = (&h * 0.5 + &y2 * 0.5).sigmoid();
+        let mut acc3 = Tensor::scalar(0.0);
+        for i in 0..n {
+            let mut g4 = x.clone();
+            for layer in stack.layers.iter().take(2) {
+                g4 = (g4.matmul(&layer.w) + &layer.b).tanh();
+                let mut scale5 = a * 0.5 + b * 0.25;
+                if i % 2 == 1 {
+                    scale5 = (a + b) * 0.5;
+                } else {
+                    scale5 *= 1.5;
+                }
+                h = (&h * scale5).tanh();
+                let y6 = if flag {
+                    ((&h * s1) * 0.5).tanh().exp()
+                } else {
+                    &h * s1
+                };
+                h = (&h * 0.5 + &y6 * 0.5).sin();
+            }
+            acc3 = &acc3 + &soft_norm(&g4, 1.0 / (1.0 + (a * b).sqrt()));
+        }
+        total = &total + &acc3;
+        total.clone() * 0.3 + h.sum_axes(&[0], false).square().mean()
     }
 }
 
@@ -9117,11 +9434,10 @@ mod p193 {
 fn p193() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 193001);
     let stack = stack(3, 2, 193002);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 193004);
-    check_variants!(mod p193; [x, stack]; (&x, &stack, &v, 1.24, 0.64, 2, 1, true));
+    check_variants!(mod p193; [x, stack]; (&x, &stack, 1.24, 0.64, 2, 1, true));
 }
 
-/// Uses: accumulate, plain-let, sigmoid, while.
+/// Uses: late-let, match, plain-let, sigmoid, sin, sqrt.
 mod p194 {
     use super::*;
 
@@ -9132,19 +9448,28 @@ mod p194 {
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a * b;
         let s2 = a;
         let mut h = x.matmul(w);
-        let mut total = h.sum() * 0.0;
-        let mut step3 = 0;
-        while step3 < n {
-            h = (1.0 - &h).sigmoid();
-            step3 += 1;
+        let total = h.sum() * 0.0;
+        let y3;
+        if flag {
+            y3 = (&h * x).sigmoid();
+        } else {
+            y3 = &h * b.ln().abs();
         }
-        total = total + h.sum() * s2;
+        h = (&h * 0.5 + &y3 * 0.5).sin();
+        let y4 = match n {
+            0 => (&h - x).sin(),
+            1 => ((&h - x).square() + 0.5).sqrt() - 0.5,
+            _ => h.matmul(w),
+        };
+        h = (y4 * 0.5).tanh();
         h = (&h * s1).tanh();
-        h.softmax(-1).ln().mean() + &total
+        h = (&h * s2).tanh();
+        total.clone() * 0.5 + h.sum()
     }
 }
 
@@ -9152,10 +9477,10 @@ mod p194 {
 fn p194() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 194001);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 194003);
-    check_variants!(mod p194; [x, w]; (&x, &w, 0.65, 1.69, 4));
+    check_variants!(mod p194; [x, w]; (&x, &w, 0.65, 1.69, 4, true));
 }
 
-/// Uses: compound-assign, exp, if-flag, match, plain-let, sigmoid, sin, sqrt, tanh.
+/// Uses: accumulate, cast, exp, helper, if-flag, plain-let, sin, while.
 mod p195 {
     use super::*;
 
@@ -9163,37 +9488,30 @@ mod p195 {
     pub fn f(
         x: &Tensor<f64>,
         #[nodiff] w: &Tensor<f64>,
-        #[nodiff] v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a / b;
         let s2 = a * b;
         let mut h = x.tanh();
-        let total = Tensor::scalar(0.0);
-        let y3 = match n {
-            0 => (v * &h).tanh(),
-            1 => (&h * a).sin(),
-            _ => h.matmul(w),
-        };
-        h = (y3 * 0.5).tanh();
-        let y4 = if flag {
-            ((&h + v) * 0.5).tanh().exp()
+        let mut total = Tensor::scalar(0.0);
+        let mut step3 = 0;
+        while step3 < n {
+            h = h.matmul(w).sin();
+            step3 += 1;
+        }
+        h = (0.5 * &h).sin();
+        if !flag {
+            h = ((&h - h.sum_axes(&[1], true) * 0.33) * 0.5).tanh().exp();
         } else {
-            h.matmul(w) + v
-        };
-        h = (&h * 0.5 + &y4 * 0.5).sigmoid();
-        if flag {
-            h += (h.matmul(w) + v).tanh() * 0.5;
-            h = h.tanh();
-        } else {
-            h = ((b.ln().abs() / (h.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
+            total = (h.square() + 1.0).ln().sum() + &total * 0.5;
         }
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        &total + &h.square().mean()
+        soft_norm(&h, k as f64 + a) + &total
     }
 }
 
@@ -9201,8 +9519,7 @@ mod p195 {
 fn p195() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 195001);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 195003);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 195004);
-    check_variants!(mod p195; [x]; (&x, &w, &v, 1.48, 1.13, 1, false));
+    check_variants!(mod p195; [x]; (&x, &w, 1.48, 1.13, 1, 3, false));
 }
 
 /// Uses: accumulate, compound-assign, exp, helper, if-flag, match, plain-let, plain-only-if, reshape, sin, tanh.
@@ -9258,7 +9575,7 @@ fn p196() {
     check_variants!(mod p196; [x]; (&x, 1.66, 1.86, 1, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, early-return, ln, plain-let, plain-max-min, plain-only-if, reshape, while.
+/// Uses: if-flag, plain-let, plain-max-min, plain-parens, softmax, tanh, while.
 mod p197 {
     use super::*;
 
@@ -9269,32 +9586,26 @@ mod p197 {
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.max(b) - a.min(b) * 0.5;
         let s2 = a.sqrt();
         let mut h = x * v;
-        let mut total = Tensor::scalar(0.0);
+        let total = Tensor::scalar(0.0);
         let mut step3 = 0;
         while step3 < n {
-            h = ((&h / (v.square() + 1.0)).square() + 1.0).ln();
+            h = (&h / a).softmax(-1);
             step3 += 1;
         }
-        let mut scale4 = a / b;
-        if flag {
-            scale4 = n as f64 * k as f64 * 0.1;
+        let y4 = if flag {
+            (v * &h).tanh()
         } else {
-            scale4 *= 0.5;
-        }
-        total += h.mean() * scale4;
-        if !flag {
-            return (h.square() + 1.0).ln().sum() + &total;
-        }
-        total += (h.square() + 1.0).ln().sum();
+            &h / ((a * 2.0 - b).abs() + 0.1)
+        };
+        h = (&h * 0.5 + &y4 * 0.5).softmax(-1);
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        &total + &h.reshape(&[4, 3]).matmul(x).mean()
+        &total + &(h.square() + 1.0).ln().sum()
     }
 }
 
@@ -9302,10 +9613,10 @@ mod p197 {
 fn p197() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 197001);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 197004);
-    check_variants!(mod p197; [x, v]; (&x, &v, 0.72, 0.76, 3, 3, true));
+    check_variants!(mod p197; [x, v]; (&x, &v, 0.72, 0.76, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, helper, local-vec-push, plain-parens, reshape, sqrt, tanh.
+/// Uses: accumulate, compound-assign, helper, local-vec-push, plain-max-min, reshape, sqrt, tanh, while.
 mod p198 {
     use super::*;
 
@@ -9316,6 +9627,7 @@ mod p198 {
         #[nodiff] v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
     ) -> Tensor<f64> {
         let mut h = x.matmul(w);
         let mut total = Tensor::<f64>::zeros(&[]);
@@ -9328,15 +9640,12 @@ mod p198 {
         for s in &saved1 {
             total = &total + &s.reshape(&[4, 2]).matmul(x).mean();
         }
-        let mut saved2 = Vec::new();
-        for _ in 0..2 {
+        let mut step2 = 0;
+        while step2 < n {
             h = ((&h * x).square() + 0.5).sqrt() - 0.5;
-            saved2.push(h.clone());
+            step2 += 1;
         }
-        for s in &saved2 {
-            total = &total + &soft_norm(s, a.cbrt());
-        }
-        soft_norm(&h, 1.0 / (1.0 + (a * b).sqrt())) + &total
+        soft_norm(&h, a.max(b) - a.min(b) * 0.5) + &total
     }
 }
 
@@ -9345,7 +9654,7 @@ fn p198() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 198001);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 198003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 198004);
-    check_variants!(mod p198; [x, w]; (&x, &w, &v, 1.66, 1.69));
+    check_variants!(mod p198; [x, w]; (&x, &w, &v, 1.66, 1.69, 2));
 }
 
 /// Uses: accumulate, compound-assign, helper, if-flag, plain-let, plain-max-min, plain-only-if, reshape, sigmoid.
@@ -9389,7 +9698,7 @@ fn p199() {
     check_variants!(mod p199; [v]; (&x, &v, 1.13, 1.4, false));
 }
 
-/// Uses: accumulate, for, fresh-state-in-outer-loop, helper, ln, plain-let, reshape, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, for, fresh-state-in-outer-loop, helper, iterator-adaptors, ln, plain-let, reshape, vec-field-loop-in-outer-loop, while.
 mod p200 {
     use super::*;
 
@@ -9407,16 +9716,21 @@ mod p200 {
         let s2 = b.exp() * 0.5;
         let mut h = x.matmul(w);
         let mut total = Tensor::<f64>::zeros(&[]);
-        h = repeat_dense(&h, w, k);
-        let mut acc3 = Tensor::scalar(0.0);
-        for _ in 0..n {
-            let mut g4 = x * b.exp();
-            for wl in &net.ws {
-                g4 = ((g4.matmul(wl) * s1).square() + 1.0).ln();
-            }
-            acc3 = &acc3 + &g4.reshape(&[4, 3]).matmul(x).mean();
+        let mut step3 = 0;
+        while step3 < n {
+            h = repeat_dense(&h, w, k);
+            step3 += 1;
         }
-        total += acc3 * 0.5;
+        let mut acc4 = Tensor::scalar(0.0);
+        for _ in 0..n {
+            let mut g5 = x * b.exp();
+            for wl in net.ws.iter().rev() {
+                g5 = ((g5.matmul(wl) * 0.5).square() + 1.0).ln();
+            }
+            acc4 = &acc4 + &g5.reshape(&[4, 3]).matmul(x).mean();
+        }
+        total += acc4 * 0.5;
+        h = (&h * s1).tanh();
         h = (&h * s2).tanh();
         &total + &h.exp().mean().ln()
     }
@@ -9430,7 +9744,7 @@ fn p200() {
     check_variants!(mod p200; [net, w]; (&x, &net, &w, 1.7, 1.95, 3, 3));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, helper, plain-let, sigmoid, sqrt, vec-field-loop, vector-output, while.
+/// Uses: accumulate, compound-assign, field, helper, iterator-adaptors, plain-let, sigmoid, sqrt, tanh, vec-field-loop, vector-output, while.
 mod p201 {
     use super::*;
 
@@ -9442,7 +9756,6 @@ mod p201 {
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] n: usize,
-        #[nodiff] k: usize,
     ) -> Tensor<f64> {
         let s1 = a.cbrt();
         let s2 = a.sqrt();
@@ -9450,11 +9763,11 @@ mod p201 {
         let mut total = Tensor::<f64>::zeros(&[]);
         h = dense(&h, w, v);
         total = total + h.sum() * a;
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).sigmoid();
+        for wl in net.ws.iter().take(2) {
+            h = (h.matmul(wl) + v).tanh();
             let mut step3 = 0;
             while step3 < n {
-                h = scaled_softmax(&h, n as f64 * k as f64 * 0.1);
+                h = (&h / (net.b.square() + 1.0)).sigmoid();
                 step3 += 1;
             }
             total += h.exp().mean().ln();
@@ -9471,7 +9784,7 @@ fn p201() {
     let net = net(2, 3, 201002);
     let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 201003);
     let v = Tensor::rand_normal(&[2], 0.0, 0.5, 201004);
-    check_vector_variants!(mod p201; [net, w, v]; (&x, &net, &w, &v, 1.9, 2, 1));
+    check_vector_variants!(mod p201; [net, w, v]; (&x, &net, &w, &v, 1.9, 2));
 }
 
 /// Uses: accumulate, compound-assign, match, plain-let, plain-parens, sigmoid, sin, softmax, vector-output.
@@ -9511,7 +9824,7 @@ fn p202() {
     check_vector_variants!(mod p202; [x, w]; (&x, &w, 1.49, 1.36, 2));
 }
 
-/// Uses: cast, local-vec-push, plain-let, plain-parens, reshape, sin, softmax, sqrt, sum_axes, tanh, vec-field-loop, vector-output.
+/// Uses: accumulate, iterator-adaptors, local-vec-push, plain-let, plain-parens, reshape, sin, softmax, tanh, vec-field-loop, vector-output, while.
 mod p203 {
     use super::*;
 
@@ -9519,7 +9832,6 @@ mod p203 {
     pub fn f(
         x: &Tensor<f64>,
         stack: &Stack,
-        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
@@ -9535,28 +9847,17 @@ mod p203 {
         for s in &saved2 {
             total = &total + &s.reshape(&[3, 2]).matmul(x).mean();
         }
-        let mut saved3 = Vec::new();
-        for _ in 0..2 {
-            h = (((n + 1) as f64).ln() / (h.square() + 1.0)).sin();
-            saved3.push(h.clone());
+        let mut step3 = 0;
+        while step3 < n {
+            h = (&h - h.sum_axes(&[1], true) * 0.33).sin();
+            step3 += 1;
         }
-        for s in &saved3 {
-            total = &total + &s.square().mean();
+        for layer in stack.layers.iter().rev().skip(1) {
+            h = (h.matmul(&layer.w) + &layer.b).sin();
         }
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).tanh();
-        }
-        let mut saved4 = Vec::new();
-        for layer in &stack.layers {
-            h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
-            saved4.push(h.clone());
-        }
-        for s in &saved4 {
-            total = &total + &s.sum_axes(&[0], false).square().mean();
-        }
-        h = (&h + &saved4[0]).tanh();
+        total = h.sum() + &total * 0.5;
         h = (&h * s1).tanh();
-        (v * &h).tanh() + &total
+        (&h - h.sum_axes(&[1], true) * 0.33).tanh() + &total
     }
 }
 
@@ -9564,11 +9865,10 @@ mod p203 {
 fn p203() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 203001);
     let stack = stack(3, 2, 203002);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 203004);
-    check_vector_variants!(mod p203; [x, stack, v]; (&x, &stack, &v, 1.49, 1.24, 3));
+    check_vector_variants!(mod p203; [x, stack]; (&x, &stack, 1.49, 1.24, 3));
 }
 
-/// Uses: accumulate, cast, field, helper, if-flag, match, plain-let, plain-only-if, reshape, sigmoid, sin, sqrt, tanh, vec-field-loop.
+/// Uses: exp, field, if-flag, iterator-adaptors, late-let, ln, match, plain-let, plain-only-if, sin, softmax, vec-field-loop.
 mod p204 {
     use super::*;
 
@@ -9577,42 +9877,41 @@ mod p204 {
         x: &Tensor<f64>,
         net: &Net,
         #[nodiff] a: f64,
-        #[nodiff] n: usize,
+        #[nodiff] b: f64,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt();
         let mut h = x.tanh();
-        let mut total = Tensor::<f64>::zeros(&[]);
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).sin();
-            match n {
-                1 => {
-                    h = (&net.b * &h).sin();
-                }
-                2 | 3 => {
-                    total = h.reshape(&[4, 3]).matmul(x).mean() + &total * 0.9;
-                    h = dense(&h, &net.ws[0], &net.b);
-                }
-                _ => {}
-            }
-            h = (0.5 - &h).tanh();
-        }
-        let mut scale2 = s1;
+        let total = Tensor::<f64>::zeros(&[]);
+        let y2;
         if flag {
-            scale2 = n as f64 * k as f64 * 0.1;
+            y2 = ((&h / (net.b.square() + 1.0)).square() + 1.0).ln();
+        } else {
+            y2 = &h - h.sum_axes(&[1], true) * 0.25;
         }
-        total += h.mean() * scale2;
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
+        h = ((&h * 0.5 + &y2 * 0.5).square() + 1.0).ln();
+        if flag {
+            h = ((&h / a.cbrt()) * 0.5).tanh().exp();
+        } else {
+            let mut scale3 = a / b;
             if flag {
-                h = (&h + &net.b).sigmoid();
-            } else {
-                h = (&h * a.cbrt()).sin();
+                scale3 = a / b;
             }
-            total = &total + &h.reshape(&[4, 3]).matmul(x).mean();
+            h = (&h * scale3).tanh();
         }
-        &total + &h.mean()
+        for wl in net.ws.iter().step_by(2) {
+            h = (h.matmul(wl) + &net.b).softmax(-1);
+            h = (&h * b).sin();
+            let y4 = match k {
+                0 => (b / (h.square() + 1.0)).softmax(-1),
+                1 => (&h * a.cbrt()).sin(),
+                _ => a.cbrt() * &h,
+            };
+            h = (y4 * 0.5).tanh();
+        }
+        h = (&h * s1).tanh();
+        h.sum() + &total
     }
 }
 
@@ -9620,7 +9919,7 @@ mod p204 {
 fn p204() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 204001);
     let net = net(4, 2, 204002);
-    check_variants!(mod p204; [x, net]; (&x, &net, 1.19, 3, 1, true));
+    check_variants!(mod p204; [x, net]; (&x, &net, 1.19, 1.68, 1, true));
 }
 
 /// Uses: accumulate, cast, if-flag, plain-let, plain-only-if, plain-parens, tanh, vector-output.
@@ -9670,13 +9969,14 @@ fn p205() {
     check_vector_variants!(mod p205; [x, v]; (&x, &w, &v, 0.69, 1.61, 4, 1, true));
 }
 
-/// Uses: match, plain-let, plain-only-if, sin, sqrt, tanh, while.
+/// Uses: accumulate, compound-assign, early-return, for, helper, ln, match-counter, plain-let, reshape, sin, tanh, while.
 mod p206 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
+        w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
@@ -9686,38 +9986,54 @@ mod p206 {
         let s1 = b.exp();
         let s2 = a;
         let mut h = x * v;
-        let total = Tensor::<f64>::zeros(&[]);
-        h = (&h - h.sum_axes(&[1], true) * 0.33).tanh();
-        let y3 = match n % 3 {
-            0 => (&h - x).sin(),
-            1 => ((1.0 - &h).square() + 0.5).sqrt() - 0.5,
-            _ => &h * a,
-        };
-        h = (y3 * 0.5).tanh();
-        let mut scale4 = b;
-        if flag {
-            scale4 = a * 0.5 + b * 0.25;
+        let mut total = Tensor::<f64>::zeros(&[]);
+        let mut step3 = 0;
+        while step3 < n {
+            h = scaled_softmax(&h, a.cbrt());
+            step3 += 1;
         }
-        h = (&h * scale4).tanh();
-        let mut step5 = 0;
-        while step5 < n {
-            h = (&h / b).tanh();
-            step5 += 1;
+        let mut step4 = 0;
+        while step4 < n {
+            h = (&h / (v.square() + 1.0)).sin();
+            step4 += 1;
         }
+        for i in 0..n {
+            match i % 3 {
+                0 => {
+                    h = (&h - x).tanh();
+                }
+                1 => h = (h.matmul(w) + v).tanh(),
+                _ => {
+                    total = h.mean() + &total * 0.5;
+                }
+            }
+            h = dense(&h, w, v);
+            let mut step5 = 0;
+            while step5 < n {
+                h = ((a.cbrt() * &h).square() + 1.0).ln();
+                step5 += 1;
+            }
+            total -= (h.square() + 1.0).ln().sum() * 0.5;
+        }
+        total = total + h.sum() * s2;
+        if !flag {
+            return h.reshape(&[3, 2]).matmul(x).mean() + &total;
+        }
+        total = h.softmax(-1).ln().mean() + &total * 0.9;
         h = (&h * s1).tanh();
-        h = (&h * s2).tanh();
-        &total + &(h.square().sum() + 1.0).sqrt()
+        h.mean() + &total
     }
 }
 
 #[test]
 fn p206() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 206001);
+    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 206003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 206004);
-    check_variants!(mod p206; [v]; (&x, &v, 1.61, 1.43, 4, true));
+    check_variants!(mod p206; [w, v]; (&x, &w, &v, 1.61, 1.43, 4, true));
 }
 
-/// Uses: accumulate, cast, counter-plain, field, for, helper, if-flag, local-vec-push, plain-let, plain-only-if, sigmoid, sin, softmax, sqrt, sum_axes, vec-field-loop, vector-output.
+/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, fresh-state-in-outer-loop, if-flag, iterator-adaptors, ln, local-vec-push, plain-let, plain-only-if, reshape, sin, sqrt, tanh, vec-field-loop, vec-field-loop-in-outer-loop, vector-output.
 mod p207 {
     use super::*;
 
@@ -9725,45 +10041,56 @@ mod p207 {
     pub fn f(
         x: &Tensor<f64>,
         net: &Net,
+        #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = n as f64 * 0.5;
         let mut h = x * &net.b;
         let mut total = h.sum() * 0.0;
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).sin();
-            h = ((&h + &net.b).square() + 0.5).sqrt() - 0.5;
-            for _ in 0..n {
-                h = (&h * b).tanh();
-                total = total + h.exp().mean().ln() * 0.3;
-            }
-        }
-        let mut saved2 = Vec::new();
-        for _ in 0..2 {
-            h = (&h - x).sin();
-            saved2.push(h.clone());
-        }
-        for s in &saved2 {
-            total = &total + &s.sum_axes(&[0], false).square().mean();
-        }
-        if !flag {
-            h = gated(&h, x);
-        } else {
-            total = &total + &h.sum_axes(&[0], false).square().mean();
-        }
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).sigmoid();
-            let mut scale3 = s1;
+        for wl in net.ws.iter().step_by(2) {
+            h = (h.matmul(wl) + &net.b).tanh();
+            let mut scale2 = b.exp();
             if flag {
-                scale3 = n as f64 * 0.5;
-            } else {
-                scale3 *= 0.5;
+                scale2 = a * 0.5 + b * 0.25;
             }
-            h = (&h * scale3).tanh();
+            total += h.mean() * scale2;
         }
-        (1.0 - &h).softmax(-1) + &total
+        let mut saved3 = Vec::new();
+        for wl in &net.ws {
+            h = h.matmul(wl).sin();
+            saved3.push(h.mean());
+        }
+        for s in &saved3 {
+            total = &total + s;
+        }
+        for wl in net.ws.iter().step_by(2) {
+            h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
+            for _ in 0..k + 1 {
+                h = (&h * a.cbrt()).tanh();
+                total = &total + &h.square().mean();
+                total += h.mean();
+                let mut g4 = h.clone();
+                for wl in net.ws.iter().take(2) {
+                    g4 = (g4.matmul(wl) * a).sin();
+                }
+                total -= g4.reshape(&[12]).sin().sum() * 0.5;
+                h = (&h + &g4).tanh();
+            }
+            total = &total + &h.square().mean();
+        }
+        for wl in net.ws.iter().skip(1) {
+            h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
+            let y5 = if flag {
+                ((s1 * &h).square() + 0.5).sqrt() - 0.5
+            } else {
+                &h * x
+            };
+            h = (&h * 0.5 + &y5 * 0.5).sin();
+        }
+        (&h * x).tanh() + &total
     }
 }
 
@@ -9771,7 +10098,7 @@ mod p207 {
 fn p207() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 207001);
     let net = net(4, 2, 207002);
-    check_vector_variants!(mod p207; [x, net]; (&x, &net, 1.18, 4, false));
+    check_vector_variants!(mod p207; [x, net]; (&x, &net, 1.71, 1.18, 4, 3, false));
 }
 
 /// Uses: accumulate, cast, plain-let, plain-only-if, reshape.
@@ -9814,7 +10141,7 @@ fn p208() {
     check_variants!(mod p208; [x, w]; (&x, &w, 1.69, 1.24, 1, 3, false));
 }
 
-/// Uses: accumulate, compound-assign, exp, ln, match, plain-let, plain-parens, sum_axes, while.
+/// Uses: exp, helper, late-let, plain-let, plain-parens, sigmoid, softmax.
 mod p209 {
     use super::*;
 
@@ -9824,32 +10151,29 @@ mod p209 {
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
-        #[nodiff] k: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = (a * 2.0 - b).abs() + 0.1;
         let s2 = a.ln().abs() + 0.5;
         let mut h = x.sin() + v;
-        let mut total = Tensor::scalar(0.0);
-        let mut step3 = 0;
-        while step3 < n {
-            h = ((&h / (v.square() + 1.0)).square() + 1.0).ln();
-            step3 += 1;
+        let total = Tensor::scalar(0.0);
+        let y3;
+        if flag {
+            y3 = (&h * x).sigmoid();
+        } else {
+            y3 = &h / (v.square() + 1.0);
         }
-        match k {
-            1 => {
-                h += ((&h / (v.square() + 1.0)) * 0.5).tanh().exp() * 0.5;
-                h = h.tanh();
-            }
-            2 | 3 => {
-                total += (h.square().sum() + 1.0).sqrt();
-                h = ((&h * ((a * 2.0 - b).abs() + 0.1)) * 0.5).tanh().exp();
-            }
-            _ => {}
+        h = (&h * 0.5 + &y3 * 0.5).softmax(-1);
+        let y4;
+        if flag {
+            y4 = ((v * &h) * 0.5).tanh().exp();
+        } else {
+            y4 = &h / (v.square() + 1.0);
         }
+        h = ((&h * 0.5 + &y4 * 0.5) * 0.5).tanh().exp();
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        &total + &h.sum_axes(&[0], false).square().mean()
+        total.clone() * ((a * 2.0 - b).abs() + 0.1) + soft_norm(&h, b)
     }
 }
 
@@ -9857,10 +10181,10 @@ mod p209 {
 fn p209() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 209001);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 209004);
-    check_variants!(mod p209; [x, v]; (&x, &v, 2.0, 1.46, 3, 1));
+    check_variants!(mod p209; [x, v]; (&x, &v, 2.0, 1.46, false));
 }
 
-/// Uses: accumulate, compound-assign, helper, if-flag, match, plain-only-if, reshape, sin, tanh.
+/// Uses: accumulate, compound-assign, helper, ln, match, reshape, sqrt, tanh, while.
 mod p210 {
     use super::*;
 
@@ -9873,7 +10197,6 @@ mod p210 {
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
-        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.tanh();
         let mut total = h.sum() * 0.0;
@@ -9889,16 +10212,21 @@ mod p210 {
             }
             _ => {}
         }
-        if !flag {
-            let mut scale1 = a.cbrt();
-            if flag {
-                scale1 = b.exp();
-            } else {
-                scale1 *= 2.0;
-            }
-            h = (&h * scale1).tanh();
+        let mut step1 = 0;
+        while step1 < n {
+            h = ((&h / (v.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
+            step1 += 1;
         }
-        h = (&h * 2.0).sin();
+        match n {
+            1 => {
+                h = ((&h * b.ln().abs()).square() + 1.0).ln();
+            }
+            2 | 3 => {
+                total = total + h.exp().mean().ln() * 1.5;
+                h = (h.matmul(w).square() + 0.5).sqrt() - 0.5;
+            }
+            _ => {}
+        }
         total.clone() * a + h.reshape(&[9]).sin().sum()
     }
 }
@@ -9908,7 +10236,7 @@ fn p210() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 210001);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 210003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 210004);
-    check_variants!(mod p210; [x, w, v]; (&x, &w, &v, 1.69, 0.56, 4, 1, true));
+    check_variants!(mod p210; [x, w, v]; (&x, &w, &v, 1.69, 0.56, 4, 1));
 }
 
 /// Uses: cast, helper, plain-let, plain-only-if.
@@ -9985,7 +10313,7 @@ fn p212() {
     check_variants!(mod p212; [x, v]; (&x, &v, 1));
 }
 
-/// Uses: accumulate, helper, if-flag, local-vec-push, plain-let, plain-parens, sigmoid, tanh, vec-field-loop.
+/// Uses: accumulate, exp, field, for, fresh-state-in-outer-loop, late-let, local-vec-push, plain-let, plain-parens, sin, softmax, sqrt, sum_axes, tanh, vec-field-loop-in-outer-loop.
 mod p213 {
     use super::*;
 
@@ -9996,32 +10324,48 @@ mod p213 {
         #[nodiff] v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = (a + b) * 0.5;
         let mut h = x * v;
         let mut total = Tensor::<f64>::zeros(&[]);
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).sigmoid();
-            if flag {
-                total = h.sum() + &total * 0.9;
-            } else {
-                total = total + h.square().mean() * 0.7;
-            }
-            h = ((1.0 / (1.0 + (a * b).sqrt())) / (h.square() + 1.0)).sigmoid();
+        let y2;
+        if flag {
+            y2 = ((&h * x).square() + 0.5).sqrt() - 0.5;
+        } else {
+            y2 = &stack.gain * &h;
         }
-        total = total + h.sum() * ((s1 + a) * 0.5);
-        let mut saved2 = Vec::new();
+        h = (&h * 0.5 + &y2 * 0.5).sin();
+        let mut saved3 = Vec::new();
         for _ in 0..2 {
-            h = (0.5 * &h).tanh();
-            saved2.push(h.clone());
+            h = (&h * ((b / (a + 1.0)).powi(2) + 0.5)).softmax(-1);
+            saved3.push(h.softmax(-1).ln().mean());
         }
-        for s in &saved2 {
-            total = &total + &(s.square().sum() + 1.0).sqrt();
+        for s in &saved3 {
+            total = &total + s;
         }
-        h = (&h + &saved2[0]).tanh();
-        h = dense(&h, &stack.layers[0].w, v);
-        total.clone() * 1.5 + h.mean()
+        let mut saved4 = Vec::new();
+        for _ in 0..2 {
+            h = (((1.0 / (1.0 + (a * b).sqrt())) * &h) * 0.5).tanh().exp();
+            saved4.push(h.clone());
+        }
+        for s in &saved4 {
+            total = &total + &s.sum_axes(&[0], false).square().mean();
+        }
+        h = (&h + &saved4[0]).tanh();
+        let mut acc5 = Tensor::scalar(0.0);
+        for _ in 0..n {
+            let mut g6 = x.clone();
+            for layer in &stack.layers {
+                g6 = (g6.matmul(&layer.w) + &layer.b).tanh();
+                h = h.matmul(&stack.layers[0].w).tanh();
+            }
+            acc5 = g6.sum_axes(&[0], false).square().mean() + &acc5 * 0.5;
+        }
+        total += acc5 * 0.5;
+        h = (&h * s1).tanh();
+        total.clone() * s1 + h.sum()
     }
 }
 
@@ -10030,7 +10374,7 @@ fn p213() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 213001);
     let stack = stack(3, 2, 213002);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 213004);
-    check_variants!(mod p213; [stack]; (&x, &stack, &v, 1.42, 0.96, true));
+    check_variants!(mod p213; [stack]; (&x, &stack, &v, 1.42, 0.96, 4, true));
 }
 
 /// Uses: accumulate, exp, if-flag, local-vec-push, match, plain-let, plain-only-if, sigmoid, sin.
@@ -10135,17 +10479,12 @@ fn p215() {
     check_variants!(mod p215; [x, v]; (&x, &v, 1.82, 0.92, 1, 1, true));
 }
 
-/// Uses: accumulate, compound-assign, early-return, exp, for, if-counter, sin.
+/// Uses: accumulate, compound-assign, exp, for, if-counter, match, sigmoid, sin, softmax, while.
 mod p216 {
     use super::*;
 
     #[differentiable]
-    pub fn f(
-        #[nodiff] x: &Tensor<f64>,
-        w: &Tensor<f64>,
-        v: &Tensor<f64>,
-        #[nodiff] n: usize,
-    ) -> Tensor<f64> {
+    pub fn f(#[nodiff] x: &Tensor<f64>, w: &Tensor<f64>, #[nodiff] n: usize) -> Tensor<f64> {
         let mut h = x.matmul(w);
         let mut total = h.sum() * 0.0;
         total = &total + &(h.square() + 1.0).ln().sum();
@@ -10156,12 +10495,19 @@ mod p216 {
             } else {
                 total += h.square().mean();
             }
-            if i == 1 {
-                return total.clone() * 1.5 + h.sum();
+            let mut step1 = 0;
+            while step1 < n {
+                h = (&h * x).softmax(-1);
+                step1 += 1;
             }
-            h = ((&h / (v.square() + 1.0)) * 0.5).tanh().exp();
+            let y2 = match n % 3 {
+                0 => h.matmul(w).sigmoid(),
+                1 => ((&h - h.sum_axes(&[1], true) * 0.33) * 0.5).tanh().exp(),
+                _ => &h - x,
+            };
+            h = (y2 * 0.5).tanh();
         }
-        total.clone() * 2.0 + h.exp().mean().ln()
+        total.clone() * 0.5 + h.exp().mean().ln()
     }
 }
 
@@ -10169,11 +10515,10 @@ mod p216 {
 fn p216() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 216001);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 216003);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 216004);
-    check_variants!(mod p216; [w, v]; (&x, &w, &v, 1));
+    check_variants!(mod p216; [w]; (&x, &w, 1));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, helper, ln, match, nested-for, plain-only-if, reshape, softmax, sqrt, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, field, for, helper, if-flag, iterator-adaptors, ln, reshape, sigmoid, sin, tanh, vec-field-loop-in-outer-loop, while.
 mod p217 {
     use super::*;
 
@@ -10182,48 +10527,31 @@ mod p217 {
         #[nodiff] x: &Tensor<f64>,
         net: &Net,
         v: &Tensor<f64>,
-        #[nodiff] a: f64,
-        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.matmul(&net.ws[0]);
         let mut total = Tensor::<f64>::zeros(&[]);
-        let y1 = match n {
-            0 => h.matmul(&net.ws[0]).softmax(-1),
-            1 => ((&net.b * &h).square() + 1.0).ln(),
-            _ => &h / (net.b.square() + 1.0),
-        };
-        h = (y1 * 0.5).tanh();
-        total -= soft_norm(&h, n as f64 * k as f64 * 0.1) * 0.5;
-        h = (&net.b * &h).tanh();
-        for _ in 0..n {
-            for wl in &net.ws {
-                h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
-                total = soft_norm(&h, a.cbrt()) + &total * 0.5;
-                for j in 0..n {
-                    let c2 = k as f64 + a;
-                    h = (&h * c2 + v).tanh();
-                    let mut scale3 = a.sqrt() + b;
-                    if j % 2 == 1 {
-                        scale3 = a.cbrt();
-                    } else {
-                        scale3 *= 1.5;
-                    }
-                    total += h.mean() * scale3;
-                    let mut scale4 = k as f64 + a;
-                    if flag {
-                        scale4 = a.powi(2) + 0.1;
-                    } else {
-                        scale4 *= 0.5;
-                    }
-                    h = (&h * scale4).tanh();
-                }
-            }
-            total = total + h.mean() * b;
+        let mut step1 = 0;
+        while step1 < n {
+            h = (&h - x).sigmoid();
+            step1 += 1;
         }
-        h.reshape(&[3, 3]).matmul(x).mean() + &total
+        let y2 = if flag {
+            ((&h + &net.b).square() + 1.0).ln()
+        } else {
+            &h / (net.b.square() + 1.0)
+        };
+        h = (&h * 0.5 + &y2 * 0.5).sin();
+        total -= soft_norm(&h, n as f64 * k as f64 * 0.1) * 0.5;
+        for _ in 0..n {
+            for wl in net.ws.iter().step_by(2) {
+                h = (h.matmul(wl) + v).tanh();
+            }
+            total = total + h.reshape(&[3, 3]).matmul(x).mean() * 0.7;
+        }
+        h.square().mean() + &total
     }
 }
 
@@ -10232,7 +10560,7 @@ fn p217() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 217001);
     let net = net(3, 2, 217002);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 217004);
-    check_variants!(mod p217; [net, v]; (&x, &net, &v, 1.49, 0.93, 4, 1, true));
+    check_variants!(mod p217; [net, v]; (&x, &net, &v, 4, 1, true));
 }
 
 /// Uses: accumulate, cast, compound-assign, helper, local-vec-push, plain-let, reshape, tanh, vec-field-loop.
@@ -10269,7 +10597,7 @@ fn p218() {
     check_variants!(mod p218; [x, net]; (&x, &net, 0.96, 3));
 }
 
-/// Uses: accumulate, counter-plain, exp, for, if-flag, reshape, sigmoid, sin, tanh, vec-field-loop, vector-output, while.
+/// Uses: accumulate, compound-assign, exp, field, late-let, ln, match, sigmoid, sin, sum_axes, tanh, vec-field-loop, vector-output.
 mod p219 {
     use super::*;
 
@@ -10278,35 +10606,37 @@ mod p219 {
         #[nodiff] x: &Tensor<f64>,
         stack: &Stack,
         v: &Tensor<f64>,
-        #[nodiff] a: f64,
-        #[nodiff] n: usize,
+        #[nodiff] b: f64,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x * v;
         let mut total = h.sum() * 0.0;
         total = total + h.exp().mean().ln() * 0.3;
-        let mut step1 = 0;
-        while step1 < n {
-            h = (&h * x).tanh();
-            step1 += 1;
+        for layer in &stack.layers {
+            h = ((h.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
         }
+        let y1;
+        if flag {
+            y1 = (&h - x).tanh();
+        } else {
+            y1 = &h / (stack.gain.square() + 1.0);
+        }
+        h = (&h * 0.5 + &y1 * 0.5).tanh();
         for layer in &stack.layers {
             h = (h.matmul(&layer.w) + &layer.b).sin();
-            total = &total + &h.reshape(&[8]).sin().sum();
-            let y2 = if flag {
-                (h.matmul(&layer.w) + &layer.b).tanh()
-            } else {
-                &h - x
-            };
-            h = ((&h * 0.5 + &y2 * 0.5) * 0.5).tanh().exp();
-        }
-        for _ in 0..3 {
-            h = (&h * a.cbrt()).tanh();
-            if !flag {
-                h = (&h - h.sum_axes(&[1], true) * 0.25).sigmoid();
+            match k {
+                1 => {
+                    h = (h.matmul(&layer.w) + v).sin();
+                }
+                2 | 3 => {
+                    total += h.sum_axes(&[0], false).square().mean();
+                    h = (&h - h.sum_axes(&[1], true) * 0.25).sigmoid();
+                }
+                _ => {}
             }
         }
-        (&h - h.sum_axes(&[1], true) * 0.25).sin() + &total
+        ((&h / b).square() + 1.0).ln() + &total
     }
 }
 
@@ -10315,10 +10645,10 @@ fn p219() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 219001);
     let stack = stack(4, 2, 219002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 219004);
-    check_vector_variants!(mod p219; [stack, v]; (&x, &stack, &v, 0.75, 4, true));
+    check_vector_variants!(mod p219; [stack, v]; (&x, &stack, &v, 1.99, 2, true));
 }
 
-/// Uses: accumulate, cast, counter-plain, for, helper, plain-let, plain-max-min, sigmoid, sin, vector-output, while.
+/// Uses: accumulate, cast, counter-plain, for, helper, late-let, plain-let, plain-max-min, sigmoid, sin, softmax, tanh, vector-output, while.
 mod p220 {
     use super::*;
 
@@ -10329,27 +10659,33 @@ mod p220 {
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = b.exp();
         let s2 = n as f64 * 0.5;
         let mut h = x.tanh();
         let mut total = Tensor::scalar(0.0);
-        h = scaled_softmax(&h, a.max(b) - a.min(b) * 0.5);
+        let mut step3 = 0;
+        while step3 < n {
+            h = scaled_softmax(&h, a.max(b) - a.min(b) * 0.5);
+            step3 += 1;
+        }
         for _ in 0..n {
-            let c3 = a.cbrt();
-            h = (&h * c3 + v).tanh();
+            let c4 = a.cbrt();
+            h = (&h * c4 + v).tanh();
             total = h.sum() + &total * 0.9;
             h = (&h * x).sigmoid();
         }
         h = (&h / (v.square() + 1.0)).sin();
-        let mut step4 = 0;
-        while step4 < n {
-            h = (&h - x).sin();
-            step4 += 1;
+        let y5;
+        if flag {
+            y5 = (&h / (v.square() + 1.0)).tanh();
+        } else {
+            y5 = &h * s1;
         }
-        h = (&h * s1).tanh();
+        h = (&h * 0.5 + &y5 * 0.5).softmax(-1);
         h = (&h * s2).tanh();
-        (b.exp() / (h.square() + 1.0)).sin() + &total
+        (&h + v).softmax(-1) + &total
     }
 }
 
@@ -10357,15 +10693,23 @@ mod p220 {
 fn p220() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 220001);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 220004);
-    check_vector_variants!(mod p220; [x, v]; (&x, &v, 1.9, 1.39, 3));
+    check_vector_variants!(mod p220; [x, v]; (&x, &v, 1.9, 1.39, 3, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, if-flag, plain-let, plain-parens, sin, structure-by-value, tanh, vec-field-loop, vector-output.
+/// Uses: accumulate, cast, compound-assign, if-flag, iterator-adaptors, plain-let, plain-parens, softmax, structure-by-value, tanh, vec-field-loop, vector-output, while.
 mod p221 {
     use super::*;
 
     #[differentiable]
-    pub fn f(x: &Tensor<f64>, net: Net, #[nodiff] n: usize, #[nodiff] flag: bool) -> Tensor<f64> {
+    pub fn f(
+        x: &Tensor<f64>,
+        net: Net,
+        v: &Tensor<f64>,
+        #[nodiff] a: f64,
+        #[nodiff] b: f64,
+        #[nodiff] n: usize,
+        #[nodiff] flag: bool,
+    ) -> Tensor<f64> {
         let s1 = ((n + 1) as f64).ln();
         let mut h = x.clone();
         let mut total = Tensor::scalar(0.0);
@@ -10374,11 +10718,17 @@ mod p221 {
         } else {
             total += h.exp().mean().ln();
         }
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).tanh();
+        for wl in net.ws.iter().step_by(2) {
+            h = (h.matmul(wl) + v).tanh();
+            total -= h.softmax(-1).ln().mean() * 0.5;
+            let mut step2 = 0;
+            while step2 < n {
+                h = (&h / b.ln().abs()).softmax(-1);
+                step2 += 1;
+            }
         }
         h = (&h * s1).tanh();
-        (&h * 1.5).sin() + &total
+        (((b / (a + 1.0)).powi(2) + 0.5) / (h.square() + 1.0)).softmax(-1) + &total
     }
 }
 
@@ -10386,7 +10736,8 @@ mod p221 {
 fn p221() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 221001);
     let net = net(4, 2, 221002);
-    check_vector_variants!(mod p221; [x, net]; (&x, net.clone(), 2, false));
+    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 221004);
+    check_vector_variants!(mod p221; [x, net, v]; (&x, net.clone(), &v, 1.8, 0.94, 2, false));
 }
 
 /// Uses: accumulate, compound-assign, match, sigmoid.
@@ -10420,7 +10771,7 @@ fn p222() {
     check_variants!(mod p222; [x, v]; (&x, &v, 1));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, exp, field, for, fresh-state-in-outer-loop, ln, reshape, sin, tanh, vec-field-loop-in-outer-loop, while.
+/// Uses: accumulate, counter-plain, field, for, helper, if-flag, iterator-adaptors, late-let, ln, plain-only-if, sigmoid, sin, sqrt, tanh, vec-field-loop.
 mod p223 {
     use super::*;
 
@@ -10428,35 +10779,50 @@ mod p223 {
     pub fn f(
         x: &Tensor<f64>,
         stack: &Stack,
+        w: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.sin() + &stack.gain;
         let mut total = Tensor::<f64>::zeros(&[]);
-        let mut step1 = 0;
-        while step1 < n {
-            h = ((&h / b) * 0.5).tanh().exp();
-            step1 += 1;
-        }
-        h = (&h - x).sin();
-        for _ in 0..3 {
-            let c2 = a * b;
-            h = (&h * c2 + &stack.gain).tanh();
-            h = h.matmul(&stack.layers[0].w).tanh();
-        }
-        let mut acc3 = Tensor::scalar(0.0);
-        for _ in 0..n {
-            let mut g4 = x.clone();
-            for layer in &stack.layers {
-                g4 = ((g4.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
-                total = h.mean() + &total * 0.5;
+        for layer in stack.layers.iter().step_by(2) {
+            h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
+            let y1;
+            if flag {
+                y1 = (&h * b.exp()).sin();
+            } else {
+                y1 = &h - x;
             }
-            acc3 -= g4.sum() * 0.5;
-            h = (&h + &g4).tanh();
+            h = (&h * 0.5 + &y1 * 0.5).sin();
+            for _ in 0..3 {
+                let c2 = a * b;
+                h = (&h * c2 + &layer.b).tanh();
+                h = dense(&h, w, &layer.b);
+                let y3;
+                if flag {
+                    y3 = (a.cbrt() / (h.square() + 1.0)).tanh();
+                } else {
+                    y3 = 0.9 * &h;
+                }
+                h = (&h * 0.5 + &y3 * 0.5).sigmoid();
+            }
         }
-        total += acc3 * 0.5;
-        total.clone() * 1.5 + h.reshape(&[2, 4]).matmul(x).mean()
+        for layer in stack.layers.iter().rev() {
+            h = ((h.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
+        }
+        let y4 = if flag {
+            (h.matmul(w) + &stack.gain).tanh()
+        } else {
+            h.matmul(&stack.layers[0].w)
+        };
+        h = (&h * 0.5 + &y4 * 0.5).tanh();
+        let mut scale5 = b.exp();
+        if flag {
+            scale5 = a.ln().abs() + 0.5;
+        }
+        total += h.mean() * scale5;
+        total.clone() * 0.5 + h.mean()
     }
 }
 
@@ -10464,15 +10830,22 @@ mod p223 {
 fn p223() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 223001);
     let stack = stack(2, 2, 223002);
-    check_variants!(mod p223; [x, stack]; (&x, &stack, 1.23, 1.66, 4));
+    let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 223003);
+    check_variants!(mod p223; [x, stack, w]; (&x, &stack, &w, 1.23, 1.66, true));
 }
 
-/// Uses: accumulate, compound-assign, early-return, field, if-flag, plain-let, reshape, sin, sqrt, sum_axes, tanh, vec-field-loop.
+/// Uses: accumulate, compound-assign, if-flag, iterator-adaptors, plain-let, reshape, tanh, vec-field-loop.
 mod p224 {
     use super::*;
 
     #[differentiable]
-    pub fn f(x: &Tensor<f64>, net: &Net, #[nodiff] a: f64, #[nodiff] flag: bool) -> Tensor<f64> {
+    pub fn f(
+        x: &Tensor<f64>,
+        net: &Net,
+        v: &Tensor<f64>,
+        #[nodiff] a: f64,
+        #[nodiff] flag: bool,
+    ) -> Tensor<f64> {
         let s1 = a;
         let mut h = x.clone();
         let mut total = Tensor::scalar(0.0);
@@ -10481,17 +10854,11 @@ mod p224 {
         } else {
             total = h.exp().mean().ln() + &total * 0.9;
         }
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).sin();
-            h += (((&h / s1).square() + 0.5).sqrt() - 0.5) * 0.5;
-            h = h.tanh();
-            h = (0.5 - &h).tanh();
+        for wl in net.ws.iter().take(2) {
+            h = (h.matmul(wl) + v).tanh();
         }
-        if !flag {
-            return total.clone() * a.cbrt() + h.softmax(-1).ln().mean();
-        }
-        total -= h.sum_axes(&[0], false).square().mean() * 0.5;
-        &total + &h.reshape(&[3, 2]).matmul(x).mean()
+        h = (&h * s1).tanh();
+        total.clone() * 0.7 + h.reshape(&[3, 2]).matmul(x).mean()
     }
 }
 
@@ -10499,10 +10866,11 @@ mod p224 {
 fn p224() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 224001);
     let net = net(3, 3, 224002);
-    check_variants!(mod p224; [x, net]; (&x, &net, 0.55, true));
+    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 224004);
+    check_variants!(mod p224; [x, net, v]; (&x, &net, &v, 0.55, true));
 }
 
-/// Uses: accumulate, compound-assign, field, for, fresh-state-in-outer-loop, helper, reshape, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, exp, field, for, fresh-state-in-outer-loop, helper, reshape, vec-field-loop-in-outer-loop.
 mod p225 {
     use super::*;
 
@@ -10520,14 +10888,12 @@ mod p225 {
         for _ in 0..n {
             let mut g2 = Tensor::full(&[3, 4], 0.5);
             for layer in &stack.layers {
-                g2 = (g2.matmul(&layer.w) + &layer.b).tanh();
-                total = &total + &h.exp().mean().ln();
+                g2 = ((g2.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
             }
-            acc1 -= g2.softmax(-1).ln().mean() * 0.5;
-            h = (&h + &g2).tanh();
+            acc1 = &acc1 + &g2.exp().mean().ln();
         }
         total += acc1 * 0.5;
-        h.reshape(&[12]).sin().sum() + &total
+        total.clone() * 2.0 + h.reshape(&[12]).sin().sum()
     }
 }
 
@@ -10539,7 +10905,7 @@ fn p225() {
     check_variants!(mod p225; [stack, w]; (&x, &stack, &w, 4));
 }
 
-/// Uses: accumulate, cast, counter-plain, exp, field, for, fresh-state-in-outer-loop, if-flag, plain-parens, sin, tanh, vec-field-loop-in-outer-loop, while.
+/// Uses: cast, counter-plain, exp, field, for, if-flag, iterator-adaptors, ln, match, nested-for, plain-parens, sin, tanh, vec-field-loop-in-outer-loop.
 mod p226 {
     use super::*;
 
@@ -10554,7 +10920,7 @@ mod p226 {
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.sin() + &net.b;
-        let mut total = Tensor::<f64>::zeros(&[]);
+        let total = Tensor::<f64>::zeros(&[]);
         let y1 = if flag {
             (((n + 1) as f64).ln() / (h.square() + 1.0)).tanh()
         } else {
@@ -10564,24 +10930,23 @@ mod p226 {
         for i in 0..n {
             let c2 = 1.0 / (i as f64 + 1.0);
             h = (&h * c2 + &net.b).tanh();
-            let mut step3 = 0;
-            while step3 < n {
-                h = (&h * ((a + b) * 0.5)).tanh();
-                step3 += 1;
+            for wl in net.ws.iter().rev().skip(1) {
+                h = (h.matmul(wl) + &net.b).tanh();
             }
-            h = (&h - h.sum_axes(&[1], true) * 0.33).sin();
-        }
-        let mut acc4 = Tensor::scalar(0.0);
-        for i in 0..n {
-            let mut g5 = Tensor::full(&[2, 3], i as f64 * 0.25 + 0.1);
-            for wl in &net.ws {
-                g5 = (g5.matmul(wl) * (1.0 / (1.0 + (a * b).sqrt()))).tanh();
+            for _ in 0..n {
+                let c3 = (a.ln() - b.ln()).exp();
+                h = (&h * c3 + v).tanh();
+                h = (&net.b * &h).sin();
+                let y4 = match n % 3 {
+                    0 => (&h * x).tanh(),
+                    1 => ((&h * x).square() + 1.0).ln(),
+                    _ => 2.0 * &h,
+                };
+                h = (y4 * 0.5).tanh();
             }
-            acc4 = &acc4 + &g5.sum();
-            h = (&h + &g5).tanh();
         }
-        total = &total + &acc4;
-        &total + &h.sum()
+        h = h.matmul(&net.ws[0]).sin();
+        total.clone() * b.ln().abs() + h.softmax(-1).ln().mean()
     }
 }
 
@@ -10706,7 +11071,7 @@ fn p229() {
     check_vector_variants!(mod p229; [w, v]; (&x, &w, &v, 1.54, 1.51, 3));
 }
 
-/// Uses: accumulate, field, plain-let, sigmoid, tanh, vec-field-loop.
+/// Uses: accumulate, compound-assign, field, for, fresh-state-in-outer-loop, iterator-adaptors, late-let, match, plain-let, sigmoid, sum_axes, tanh, vec-field-loop-in-outer-loop.
 mod p230 {
     use super::*;
 
@@ -10714,9 +11079,12 @@ mod p230 {
     pub fn f(
         x: &Tensor<f64>,
         net: &Net,
+        w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt() + b;
         let s2 = b.ln().abs();
@@ -10724,12 +11092,35 @@ mod p230 {
         let mut total = h.sum() * 0.0;
         total = total + h.exp().mean().ln() * 1.5;
         total = &total + &h.square().mean();
-        for wl in &net.ws {
-            h = (h.matmul(wl) + v).sigmoid();
+        let y3;
+        if flag {
+            y3 = (h.matmul(w) + v).tanh();
+        } else {
+            y3 = b.ln().abs() / (h.square() + 1.0);
         }
-        h = (&h * s1).tanh();
+        h = (&h * 0.5 + &y3 * 0.5).sigmoid();
+        let mut acc4 = Tensor::scalar(0.0);
+        for _ in 0..n {
+            let mut g5 = Tensor::full(&[3, 3], 0.5);
+            for wl in net.ws.iter().rev() {
+                g5 = (g5.matmul(wl) * a.cbrt()).tanh();
+                match n {
+                    1 => {
+                        h = (&h * s1).sigmoid();
+                    }
+                    2 | 3 => {
+                        total -= h.sum_axes(&[0], false).square().mean() * 0.5;
+                        h = h.matmul(&net.ws[0]).tanh();
+                    }
+                    _ => {}
+                }
+            }
+            acc4 = acc4 + g5.square().mean() * b;
+            h = (&h + &g5).tanh();
+        }
+        total = &total + &acc4;
         h = (&h * s2).tanh();
-        total.clone() * a + h.mean()
+        h.softmax(-1).ln().mean() + &total
     }
 }
 
@@ -10737,8 +11128,9 @@ mod p230 {
 fn p230() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 230001);
     let net = net(3, 2, 230002);
+    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 230003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 230004);
-    check_variants!(mod p230; [x, net, v]; (&x, &net, &v, 0.54, 1.54));
+    check_variants!(mod p230; [x, net, w, v]; (&x, &net, &w, &v, 0.54, 1.54, 3, false));
 }
 
 /// Uses: accumulate, cast, compound-assign, plain-max-min, plain-only-if, plain-parens, softmax, tanh, vector-output.
@@ -10783,7 +11175,7 @@ fn p231() {
     check_vector_variants!(mod p231; [x]; (&x, &w, &v, 1.44, 1.02, 3, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, for, helper, if-flag, match, reshape, sigmoid, sin, sqrt, tanh, while.
+/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, for, helper, if-flag, late-let, match, reshape, sigmoid, sin, sqrt, tanh.
 mod p232 {
     use super::*;
 
@@ -10802,11 +11194,13 @@ mod p232 {
         let mut total = Tensor::scalar(0.0);
         for _ in 0..2 {
             h = (&h * a.sqrt()).tanh();
-            let mut step1 = 0;
-            while step1 < n {
-                h = ((b.ln().abs() * &h).square() + 0.5).sqrt() - 0.5;
-                step1 += 1;
+            let y1;
+            if flag {
+                y1 = (&h / b).sigmoid();
+            } else {
+                y1 = b.ln().abs() / (h.square() + 1.0);
             }
+            h = ((&h * 0.5 + &y1 * 0.5).square() + 0.5).sqrt() - 0.5;
             total -= h.softmax(-1).ln().mean() * 0.5;
             let y2 = if flag {
                 (&h / (v.square() + 1.0)).sigmoid()
@@ -10843,7 +11237,7 @@ fn p232() {
     check_variants!(mod p232; [x, w, v]; (&x, &w, &v, 1.57, 0.61, 1, 1, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, field, for, helper, if-flag, ln, match, nested-for, plain-let, plain-parens, sin, softmax, sqrt, sum_axes, tanh, tensor-by-value, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, exp, field, for, helper, if-flag, iterator-adaptors, ln, match, nested-for, plain-let, plain-parens, sin, softmax, sqrt, tanh, tensor-by-value, vec-field-loop.
 mod p233 {
     use super::*;
 
@@ -10887,7 +11281,7 @@ mod p233 {
                 h = (h.matmul(&net.ws[0]).square() + 0.5).sqrt() - 0.5;
             }
         }
-        for wl in &net.ws {
+        for wl in net.ws.iter().skip(1) {
             h = (h.matmul(wl) + &net.b).sin();
             for _ in 0..n {
                 let c4 = b.exp() * 0.5;
@@ -10898,13 +11292,10 @@ mod p233 {
                     total = h.square().mean() + &total * 0.5;
                 }
             }
+            h = ((a.sqrt() / (h.square() + 1.0)) * 0.5).tanh().exp();
         }
-        if !flag {
-            return h.exp().mean().ln() + &total;
-        }
-        total = total + h.square().mean() * a;
         h = (&h * s1).tanh();
-        h.sum_axes(&[0], false).square().mean() + &total
+        &total + &h.sum()
     }
 }
 
@@ -10916,7 +11307,7 @@ fn p233() {
     check_variants!(mod p233; [x, net, u]; (&x, &net, u.clone(), 1.99, 0.82, 2, 2, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, for, fresh-state-in-outer-loop, helper, local-vec-push, plain-only-if, reshape, sin, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, for, fresh-state-in-outer-loop, local-vec-push, nested-for, plain-only-if, reshape, sin, sqrt, vec-field-loop-in-outer-loop.
 mod p234 {
     use super::*;
 
@@ -10951,18 +11342,19 @@ mod p234 {
         for _ in 0..n {
             let mut g4 = x * a.sqrt();
             for wl in &net.ws {
-                g4 = (g4.matmul(wl) * 0.7).tanh();
-                let mut scale5 = b.exp() * 0.5;
-                if flag {
-                    scale5 = a * b;
+                g4 = ((g4.matmul(wl) * 0.5).square() + 0.5).sqrt() - 0.5;
+                for _ in 0..2 {
+                    h = (&h * a.cbrt()).tanh();
+                    h = (0.5 * &h).sin();
+                    total += h.mean();
+                    total = h.reshape(&[3, 2]).matmul(x).mean() + &total * 0.5;
                 }
-                h = (&h * scale5).tanh();
-                h = gated(&h, x);
             }
-            acc3 -= g4.exp().mean().ln() * 0.5;
+            acc3 = &acc3 + &g4.softmax(-1).ln().mean();
+            h = (&h + &g4).tanh();
         }
-        total = &total + &acc3;
-        total.clone() * 1.5 + h.reshape(&[6]).sin().sum()
+        total += acc3 * 0.5;
+        total.clone() * a.sqrt() + h.exp().mean().ln()
     }
 }
 
@@ -10973,7 +11365,7 @@ fn p234() {
     check_variants!(mod p234; [net]; (&x, &net, 1.66, 0.68, 3, 1, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, for, helper, if-counter, if-flag, ln, match-counter, nested-for, plain-parens, sigmoid, softmax, sum_axes, tanh, tensor-by-value, vector-output, while.
+/// Uses: accumulate, compound-assign, for, if-counter, late-let, ln, plain-parens, softmax, sqrt, sum_axes, tanh, vector-output, while.
 mod p235 {
     use super::*;
 
@@ -10982,7 +11374,6 @@ mod p235 {
         x: &Tensor<f64>,
         w: &Tensor<f64>,
         v: &Tensor<f64>,
-        u: Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
@@ -10997,37 +11388,21 @@ mod p235 {
             } else {
                 total = h.mean() + &total * 0.5;
             }
-            let mut step1 = 0;
-            while step1 < n {
-                h = dense(&h, w, v);
-                step1 += 1;
+            let y1;
+            if flag {
+                y1 = h.matmul(w).tanh();
+            } else {
+                y1 = h.matmul(w) + v;
             }
-            for _ in 0..2 {
-                h = (&h * (1.0 / (1.0 + (a * b).sqrt()))).tanh();
-                h = dense(&h, w, v);
-                for l in 0..n {
-                    match l % 3 {
-                        0 => {
-                            h = (&h / (v.square() + 1.0)).tanh();
-                        }
-                        1 => h = (&h * ((n + 1) as f64).ln()).sigmoid(),
-                        _ => {
-                            total += h.sum_axes(&[0], false).square().mean();
-                        }
-                    }
-                    h = ((&h * 1.5).square() + 1.0).ln();
-                    total = &total + &h.sum_axes(&[0], false).square().mean();
-                }
-                total -= h.sum_axes(&[0], false).square().mean() * 0.5;
-            }
+            h = ((&h * 0.5 + &y1 * 0.5).square() + 1.0).ln();
+            total += h.sum_axes(&[0], false).square().mean();
         }
-        let y2 = if flag {
-            (2.0 - &h).softmax(-1)
-        } else {
-            h.matmul(w) + v
-        };
-        h = (&h * 0.5 + &y2 * 0.5).sigmoid();
-        (&h - &u).softmax(-1) + &total
+        let mut step2 = 0;
+        while step2 < n {
+            h = h.matmul(w).softmax(-1);
+            step2 += 1;
+        }
+        (((1.0 / (1.0 + (a * b).sqrt())) * &h).square() + 0.5).sqrt() - 0.5 + &total
     }
 }
 
@@ -11036,11 +11411,10 @@ fn p235() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 235001);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 235003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 235004);
-    let u = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 235005);
-    check_vector_variants!(mod p235; [x, w, v, u]; (&x, &w, &v, u.clone(), 0.71, 1.52, 3, true));
+    check_vector_variants!(mod p235; [x, w, v]; (&x, &w, &v, 0.71, 1.52, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, early-return, field, for, ln, match, sin, sqrt, structure-by-value, sum_axes, tanh, vec-field-loop-in-outer-loop, while.
+/// Uses: accumulate, cast, field, helper, iterator-adaptors, ln, plain-only-if, sin, sqrt, structure-by-value, vec-field-loop, while.
 mod p236 {
     use super::*;
 
@@ -11048,36 +11422,32 @@ mod p236 {
     pub fn f(
         x: &Tensor<f64>,
         net: Net,
-        #[nodiff] w: &Tensor<f64>,
-        #[nodiff] a: f64,
+        v: &Tensor<f64>,
+        #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x * &net.b;
         let mut total = Tensor::scalar(0.0);
-        let mut step1 = 0;
-        while step1 < n {
-            h = ((0.5 - &h).square() + 0.5).sqrt() - 0.5;
-            step1 += 1;
-        }
-        let y2 = match n % 3 {
-            0 => ((&h / a.sqrt()).square() + 1.0).ln(),
-            1 => (&h * x).sin(),
-            _ => h.matmul(w),
-        };
-        h = (y2 * 0.5).tanh();
-        for _ in 0..n {
-            for wl in &net.ws {
-                h = (h.matmul(wl) + &net.b).tanh();
-                total += h.square().mean();
+        for wl in net.ws.iter().rev() {
+            h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
+            h = repeat_dense(&h, &net.ws[0], k);
+            let mut step1 = 0;
+            while step1 < n {
+                h = (&h / (v.square() + 1.0)).sin();
+                step1 += 1;
             }
-            total -= (h.square().sum() + 1.0).sqrt() * 0.5;
         }
-        if !flag {
-            return (h.square() + 1.0).ln().sum() + &total;
+        h = ((&h * x).square() + 1.0).ln();
+        let mut scale2 = b;
+        if flag {
+            scale2 = n as f64 * 0.5;
+        } else {
+            scale2 *= 1.5;
         }
-        total = &total + &h.sum_axes(&[0], false).square().mean();
-        total.clone() * a.cbrt() + (h.square() + 1.0).ln().sum()
+        total += h.mean() * scale2;
+        &total + &h.exp().mean().ln()
     }
 }
 
@@ -11085,11 +11455,11 @@ mod p236 {
 fn p236() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 236001);
     let net = net(2, 2, 236002);
-    let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 236003);
-    check_variants!(mod p236; [x, net]; (&x, net.clone(), &w, 1.22, 3, false));
+    let v = Tensor::rand_normal(&[2], 0.0, 0.5, 236004);
+    check_variants!(mod p236; [x, net, v]; (&x, net.clone(), &v, 0.67, 3, 1, false));
 }
 
-/// Uses: accumulate, compound-assign, early-return, exp, field, helper, if-flag, local-vec-push, plain-let, reshape, sin, softmax, vec-field-loop.
+/// Uses: field, if-flag, local-vec-push, plain-let, reshape, sin, sqrt, tanh, vec-field-loop.
 mod p237 {
     use super::*;
 
@@ -11097,7 +11467,6 @@ mod p237 {
     pub fn f(
         x: &Tensor<f64>,
         net: &Net,
-        #[nodiff] w: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] flag: bool,
@@ -11106,31 +11475,34 @@ mod p237 {
         let s2 = a * 0.5 + b * 0.25;
         let mut h = x.clone();
         let mut total = Tensor::<f64>::zeros(&[]);
-        let y3 = if flag {
-            h.matmul(w).sin()
-        } else {
-            &h / (net.b.square() + 1.0)
-        };
-        h = (&h * 0.5 + &y3 * 0.5).softmax(-1);
-        let mut saved4 = Vec::new();
+        let mut saved3 = Vec::new();
         for wl in &net.ws {
-            h = (h.matmul(wl) * 0.5).tanh().exp();
+            h = h.matmul(wl).sin();
+            saved3.push(h.clone());
+        }
+        for s in &saved3 {
+            total = &total + &s.reshape(&[8]).sin().sum();
+        }
+        let mut saved4 = Vec::new();
+        for _ in 0..2 {
+            h = ((a * &h).square() + 0.5).sqrt() - 0.5;
             saved4.push(h.clone());
         }
         for s in &saved4 {
-            total = &total + &s.reshape(&[2, 4]).matmul(x).mean();
+            total = &total + &s.sum();
         }
-        h = (&h + &saved4[0]).tanh();
-        if flag {
-            h = (0.5 - &h).sin();
+        for wl in &net.ws {
+            h = (h.matmul(wl) + &net.b).sin();
+            let y5 = if flag {
+                (b.ln().abs() * &h).sin()
+            } else {
+                1.0 - &h
+            };
+            h = (&h * 0.5 + &y5 * 0.5).tanh();
         }
-        if !flag {
-            return total.clone() * b.ln().abs() + h.square().mean();
-        }
-        total += h.exp().mean().ln();
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        &total + &soft_norm(&h, a.ln().abs() + 0.5)
+        (h.square() + 1.0).ln().sum() + &total
     }
 }
 
@@ -11138,11 +11510,10 @@ mod p237 {
 fn p237() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 237001);
     let net = net(2, 3, 237002);
-    let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 237003);
-    check_variants!(mod p237; [x, net]; (&x, &net, &w, 0.98, 1.01, true));
+    check_variants!(mod p237; [x, net]; (&x, &net, 0.98, 1.01, true));
 }
 
-/// Uses: accumulate, break, counter-plain, early-return, for, helper, if-flag, ln, plain-parens, reshape, sin, softmax, tanh.
+/// Uses: accumulate, counter-plain, for, if-flag, late-let, ln, plain-max-min, plain-only-if, reshape, sin, softmax, tanh, while.
 mod p238 {
     use super::*;
 
@@ -11153,35 +11524,46 @@ mod p238 {
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.matmul(w);
         let mut total = Tensor::<f64>::zeros(&[]);
-        for i in 0..3 {
+        for _ in 0..3 {
             h = (&h * a).tanh();
-            if flag && i > 0 {
-                break;
+            let mut step1 = 0;
+            while step1 < n {
+                h = (&h / a.cbrt()).sin();
+                step1 += 1;
             }
-            let y1 = if flag {
-                (((a + b) * 0.5) / (h.square() + 1.0)).tanh()
-            } else {
-                0.5 - &h
-            };
-            h = (&h * 0.5 + &y1 * 0.5).softmax(-1);
+            let mut scale2 = a.max(b) - a.min(b) * 0.5;
             if flag {
-                h = (&h * 0.3).sin();
+                scale2 = a.powi(2) + 0.1;
             } else {
-                total = h.square().mean() + &total * 0.9;
+                scale2 *= 0.5;
+            }
+            total += h.mean() * scale2;
+            let mut step3 = 0;
+            while step3 < n {
+                h = (&h + v).sin();
+                step3 += 1;
             }
         }
-        h = dense(&h, w, v);
-        let y2 = if flag { (v * &h).tanh() } else { 2.0 - &h };
-        h = ((&h * 0.5 + &y2 * 0.5).square() + 1.0).ln();
-        if !flag {
-            return h.reshape(&[8]).sin().sum() + &total;
+        for _ in 0..n {
+            let c4 = a.sqrt() + b;
+            h = (&h * c4 + v).tanh();
+            let y5 = if flag { (v * &h).tanh() } else { 2.0 - &h };
+            h = ((&h * 0.5 + &y5 * 0.5).square() + 1.0).ln();
+            h = ((&h - h.sum_axes(&[1], true) * 0.25).square() + 1.0).ln();
         }
-        total = h.softmax(-1).ln().mean() + &total * 0.5;
-        h.sum() + &total
+        let y6;
+        if flag {
+            y6 = (&h - x).tanh();
+        } else {
+            y6 = &h / (v.square() + 1.0);
+        }
+        h = (&h * 0.5 + &y6 * 0.5).softmax(-1);
+        h.reshape(&[8]).sin().sum() + &total
     }
 }
 
@@ -11190,10 +11572,10 @@ fn p238() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 238001);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 238003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 238004);
-    check_variants!(mod p238; [x, w, v]; (&x, &w, &v, 1.21, 1.95, false));
+    check_variants!(mod p238; [x, w, v]; (&x, &w, &v, 1.21, 1.95, 4, false));
 }
 
-/// Uses: accumulate, cast, exp, field, plain-let, sin, sqrt, tanh, vec-field-loop, vector-output, while.
+/// Uses: accumulate, cast, compound-assign, field, if-flag, iterator-adaptors, late-let, ln, plain-let, softmax, sqrt, sum_axes, tanh, vec-field-loop, vector-output.
 mod p239 {
     use super::*;
 
@@ -11204,24 +11586,30 @@ mod p239 {
         #[nodiff] v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a;
         let s2 = n as f64 * 0.5;
         let mut h = x * v;
         let mut total = Tensor::scalar(0.0);
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).sin();
-            total = (h.square() + 1.0).ln().sum() + &total * 0.9;
-            h = (&h - x).tanh();
+        let y3;
+        if flag {
+            y3 = (&h * s2).softmax(-1);
+        } else {
+            y3 = h.matmul(&stack.layers[0].w) + &stack.gain;
         }
-        let mut step3 = 0;
-        while step3 < n {
-            h = ((&h * x) * 0.5).tanh().exp();
-            step3 += 1;
+        h = ((&h * 0.5 + &y3 * 0.5).square() + 0.5).sqrt() - 0.5;
+        for layer in stack.layers.iter().skip(1) {
+            h = (h.matmul(&layer.w) + &layer.b).tanh();
+            if flag {
+                total -= h.sum_axes(&[0], false).square().mean() * 0.5;
+            } else {
+                total = h.sum() + &total * 0.5;
+            }
+            total += h.mean();
         }
         h = (&h * s1).tanh();
-        h = (&h * s2).tanh();
-        ((&stack.gain * &h).square() + 0.5).sqrt() - 0.5 + &total
+        ((&h * s1).square() + 1.0).ln() + &total
     }
 }
 
@@ -11230,10 +11618,10 @@ fn p239() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 239001);
     let stack = stack(4, 3, 239002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 239004);
-    check_vector_variants!(mod p239; [x, stack]; (&x, &stack, &v, 0.52, 1));
+    check_vector_variants!(mod p239; [x, stack]; (&x, &stack, &v, 0.52, 1, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, for, if-counter, if-flag, ln, match, plain-let, plain-parens, reshape, sigmoid, sin, structure-by-value, tanh, vec-field-loop, while.
+/// Uses: accumulate, cast, compound-assign, exp, field, for, if-counter, if-flag, late-let, ln, match, plain-let, plain-parens, sigmoid, sin, structure-by-value, tanh, vec-field-loop.
 mod p240 {
     use super::*;
 
@@ -11273,14 +11661,22 @@ mod p240 {
                 };
                 h = (y4 * 0.5).tanh();
             }
+            let y5 = match n {
+                0 => ((&h - x) * 0.5).tanh().exp(),
+                1 => h.matmul(&layer.w).sin(),
+                _ => &h * x,
+            };
+            h = (y5 * 0.5).tanh();
         }
-        let mut step5 = 0;
-        while step5 < n {
-            h = (h.matmul(&stack.layers[0].w) + &stack.gain).sin();
-            step5 += 1;
+        let y6;
+        if flag {
+            y6 = (&h * x).sin();
+        } else {
+            y6 = 2.0 - &h;
         }
+        h = (&h * 0.5 + &y6 * 0.5).tanh();
         h = (&h * s2).tanh();
-        &total + &h.reshape(&[8]).sin().sum()
+        h.softmax(-1).ln().mean() + &total
     }
 }
 
@@ -11323,7 +11719,7 @@ fn p241() {
     check_variants!(mod p241; [x, v]; (&x, &v, 3, 3, false));
 }
 
-/// Uses: accumulate, cast, counter-plain, exp, for, helper, if-flag, ln, match, nested-for, plain-only-if, plain-parens, sin, softmax, sum_axes, tanh, while.
+/// Uses: accumulate, compound-assign, helper, late-let, match, plain-parens, softmax, sqrt.
 mod p243 {
     use super::*;
 
@@ -11334,67 +11730,32 @@ mod p243 {
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.matmul(w);
         let mut total = h.sum() * 0.0;
-        let mut step1 = 0;
-        while step1 < n {
-            h = scaled_softmax(&h, a.sqrt());
-            step1 += 1;
+        let y1;
+        if flag {
+            y1 = ((h.matmul(w) + v).square() + 0.5).sqrt() - 0.5;
+        } else {
+            y1 = v * &h;
         }
-        match n {
+        h = (&h * 0.5 + &y1 * 0.5).softmax(-1);
+        h += (((&h - h.sum_axes(&[1], true) * 0.33).square() + 0.5).sqrt() - 0.5) * 0.5;
+        h = h.tanh();
+        total = total + (h.square().sum() + 1.0).sqrt() * 1.5;
+        match k {
             1 => {
-                h = (&h * 2.0).sin();
+                h = gated(&h, x);
             }
             2 | 3 => {
-                total = total + (h.square().sum() + 1.0).sqrt() * 1.5;
-                h = (&h * ((n * k) as f64).sqrt()).sin();
+                total -= h.exp().mean().ln() * 0.5;
+                h = (((a / b).sqrt() / (h.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
             }
             _ => {}
         }
-        for i in 0..3 {
-            h = (&h * ((i as f64 + 1.0).ln() + 0.5)).tanh();
-            h = ((&h / (v.square() + 1.0)).square() + 1.0).ln();
-            for j in 0..n {
-                h = (&h * ((a + b) * 0.5)).tanh();
-                let y2 = if flag {
-                    (&h / (v.square() + 1.0)).softmax(-1)
-                } else {
-                    &h - h.sum_axes(&[1], true) * 0.33
-                };
-                h = (&h * 0.5 + &y2 * 0.5).softmax(-1);
-                if flag {
-                    total = &total + &soft_norm(&h, 1.0 / (j as f64 + 1.0));
-                }
-            }
-            let y3 = match n % 3 {
-                0 => ((v * &h) * 0.5).tanh().exp(),
-                1 => (&h + v).tanh(),
-                _ => &h * (((i + 1) * k) as f64 * 0.2),
-            };
-            h = (y3 * 0.5).tanh();
-        }
-        for i in 0..k + 1 {
-            let c4 = (a * (i as f64 + 2.0)).sqrt();
-            h = (&h * c4 + v).tanh();
-            let y5 = if flag {
-                (&h - h.sum_axes(&[1], true) * 0.33).tanh()
-            } else {
-                &h / a
-            };
-            h = (&h * 0.5 + &y5 * 0.5).tanh();
-            let mut scale6 = 1.0 / (1.0 + (a * b).sqrt());
-            if flag {
-                scale6 = a / b;
-            } else {
-                scale6 *= 2.0;
-            }
-            h = (&h * scale6).tanh();
-        }
-        h.sum_axes(&[0], false).square().mean() + &total
+        total.clone() * 1.5 + (h.square() + 1.0).ln().sum()
     }
 }
 
@@ -11403,5 +11764,5 @@ fn p243() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 243001);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 243003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 243004);
-    check_variants!(mod p243; [x, w, v]; (&x, &w, &v, 1.06, 0.54, 4, 1, false));
+    check_variants!(mod p243; [x, w, v]; (&x, &w, &v, 1.06, 0.54, 1, false));
 }

@@ -213,3 +213,34 @@ fn product_of_numbers_through_skip_and_step_by() {
     let inner: f64 = (0..5).map(|i| want[i] * u[i]).sum();
     assert!((t - inner).abs() < 1e-12);
 }
+
+/// A loop over the blocks inside a loop over the blocks, both binding `block`: the inner one
+/// shadows the outer (it was taken for an assignment to the outer, a structure).
+#[differentiable]
+fn nested_same_name(model: &Tower, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+    let mut h = (x.matmul(&model.input.w) + &model.input.b).tanh();
+    for block in model.blocks.iter().rev() {
+        h = (h.matmul(&block.w) + &block.b).tanh();
+        let mut g = h.clone();
+        for block in model.blocks.iter().skip(3) {
+            g = (g.matmul(&block.w) + &block.b).sin();
+        }
+        h = &h + &g * 0.5;
+    }
+    h.square().mean()
+}
+
+#[test]
+fn nested_loops_over_one_field_with_one_name() {
+    let model = Tower {
+        input: dense(3, 4, 3),
+        blocks: (0..4).map(|i| dense(4, 4, 30 + i)).collect(),
+    };
+    let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 9);
+    check_variants!(
+        nested_same_name, nested_same_name_value_and_grad, nested_same_name_grad,
+        nested_same_name_vjp, nested_same_name_jvp, nested_same_name_pullback;
+        [model];
+        (&model, &x)
+    );
+}

@@ -15,7 +15,7 @@ use crate::ops::{self, Form};
 
 use super::rename::rename_pattern;
 use super::syntax::{
-    assignments, collect_pattern_idents, exits, is_path, reached_by, strip, Within,
+    assigned_names, assignments, collect_pattern_idents, exits, is_path, reached_by, strip, Within,
 };
 use super::{Binding, LoopCtx, Lowered, Lowerer};
 use crate::diag::CONCRETIZATION;
@@ -350,8 +350,11 @@ impl Lowerer<'_> {
         // to a fixed point.
         let assigned = assignments(region);
         let names = reached_by(self.active_names(), &assigned, self.scalar_out);
+        // A name the region binds anew (`for layer in ..` inside a loop over layers) shadows
+        // the binding outside and needs no slot; one it assigns to does.
+        let changed = assigned_names(region);
         for (name, _) in &assigned {
-            if !names.contains(name) {
+            if !names.contains(name) || !changed.contains(name) {
                 continue;
             }
             let init = match self.lookup(name).cloned() {

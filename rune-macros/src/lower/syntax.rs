@@ -328,6 +328,30 @@ pub(super) fn assignments(e: &Expr) -> Vec<(String, Vec<Expr>)> {
     f.0
 }
 
+/// The names `e` assigns to (`name = ..`, `name op= ..`), as opposed to those it binds anew
+/// (`let`, `for`, `match` arms), which shadow a binding outside rather than change it.
+pub(super) fn assigned_names(e: &Expr) -> Vec<String> {
+    struct Finder(Vec<String>);
+    impl<'a> syn::visit::Visit<'a> for Finder {
+        fn visit_expr(&mut self, e: &'a Expr) {
+            let lhs = match e {
+                Expr::Assign(a) => Some(&*a.left),
+                Expr::Binary(b) if is_compound_assignment(&b.op) => Some(&*b.left),
+                _ => None,
+            };
+            if let Some(Expr::Path(p)) = lhs.map(strip) {
+                if let Some(i) = p.path.get_ident() {
+                    self.0.push(i.to_string());
+                }
+            }
+            syn::visit::visit_expr(self, e);
+        }
+    }
+    let mut f = Finder(Vec::new());
+    syn::visit::Visit::visit_expr(&mut f, e);
+    f.0
+}
+
 /// Whether a call constructs a value (`Some(x)`, `Wrapper(x)`): its path's last segment is
 /// capitalised, as enum variants and tuple structs are.
 pub(super) fn is_constructor(c: &syn::ExprCall) -> bool {
