@@ -18,6 +18,10 @@ pub use crate::fused::{
 use crate::tensor::Tensor;
 
 pub use crate::ops::cast::{cast_differentiated, detach};
+pub use crate::parts::{
+    constant_scrutinee, parameter_part, ConstantField, ConstantScrutinee, DifferentiatedField,
+    ParameterPart, ScrutineeOfConstant, ScrutineeOfDifferentiable,
+};
 pub use crate::slots::{accumulate, NoTangent, TangentSlot};
 
 pub use crate::numbers::{
@@ -63,74 +67,6 @@ impl std::ops::Deref for SavedShape {
 pub fn shape_of<U>(t: &Tensor<U>) -> SavedShape {
     SavedShape(IxDyn(t.shape()))
 }
-
-/// A part of a structure parameter read in a body: a differentiated tensor or structure.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is read from a structure parameter, and #[differentiable] takes what it reads there for a differentiated tensor",
-    label = "a `#[nodiff]` field that is not a tensor",
-    note = "read a constant field with `stop_gradient(&model.field)`, or pass it as a #[nodiff] parameter"
-)]
-pub trait ParameterPart {}
-
-impl<D: crate::Differentiable> ParameterPart for D {}
-
-/// `part` itself, checked to be a [`ParameterPart`].
-#[inline]
-pub fn parameter_part<P: ParameterPart>(part: &P) -> &P {
-    part
-}
-
-/// What `match` on a field of a structure parameter (`match layer.act { .. }`) needs the field
-/// to be: a constant (`#[nodiff]`), not a differentiated tensor or structure, which a pattern
-/// could only bind as a constant. Chosen by method resolution on `(&&field)`
-/// ([`ScrutineeOfDifferentiable`] first, then [`ScrutineeOfConstant`]) and checked by
-/// [`constant_scrutinee`].
-#[diagnostic::on_unimplemented(
-    message = "`match` cannot inspect a differentiated field of a structure parameter",
-    label = "a differentiated tensor or structure",
-    note = "match on a `#[nodiff]` field, or on a constant read from the value (`x.shape()[0]`)"
-)]
-pub trait ConstantScrutinee {}
-
-/// A differentiated field, which `match` cannot inspect ([`ConstantScrutinee`]).
-#[derive(Debug)]
-pub struct DifferentiatedField;
-
-/// A constant field, which `match` inspects ([`ConstantScrutinee`]).
-#[derive(Debug)]
-pub struct ConstantField;
-
-impl ConstantScrutinee for ConstantField {}
-
-/// The kind of a `Differentiable` field: [`DifferentiatedField`].
-pub trait ScrutineeOfDifferentiable {
-    /// [`DifferentiatedField`].
-    fn __rune_scrutinee(&self) -> DifferentiatedField;
-}
-
-impl<D: crate::Differentiable> ScrutineeOfDifferentiable for &D {
-    #[inline]
-    fn __rune_scrutinee(&self) -> DifferentiatedField {
-        DifferentiatedField
-    }
-}
-
-/// The kind of any other field: [`ConstantField`].
-pub trait ScrutineeOfConstant {
-    /// [`ConstantField`].
-    fn __rune_scrutinee(&self) -> ConstantField;
-}
-
-impl<X> ScrutineeOfConstant for &&X {
-    #[inline]
-    fn __rune_scrutinee(&self) -> ConstantField {
-        ConstantField
-    }
-}
-
-/// Checks that a field a `match` inspects is a constant ([`ConstantScrutinee`]).
-#[inline]
-pub fn constant_scrutinee<K: ConstantScrutinee>(_kind: K) {}
 
 /// `iter`, with the lower bound of its length written to `hint`: a loop of the forward pass
 /// reserves that many entries on the stacks its body pushes on once a trip.

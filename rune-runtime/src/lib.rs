@@ -80,6 +80,7 @@ mod numbers;
 mod ops;
 pub mod optim;
 pub mod parallel;
+mod parts;
 mod rng;
 mod scalar;
 mod slots;
