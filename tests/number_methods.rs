@@ -59,49 +59,52 @@ fn check2(
     assert!((t - (ga * u + gb * w)).abs() <= 1e-12 * (1.0 + t.abs()));
 }
 
-/// Where a projectile launched at `speed` and `angle` lands, and the bearing of the landing
-/// point from a post at (1, 1): `sin_cos`, `hypot`, `atan2`.
+/// Where a projectile launched at `speed` and `angle` lands, and the distance and bearing of
+/// the landing point from a post of height `post` at 1: `sin_cos`, `hypot`, `atan2`.
 #[differentiable]
-fn landing(speed: f64, angle: f64) -> f64 {
+fn landing(speed: f64, angle: f64, post: f64) -> f64 {
     let (s, c) = angle.sin_cos();
     let range = speed * speed * 2.0 * s * c / 9.81;
     let dx = range - 1.0;
-    dx.hypot(1.0) + (-1.0f64).atan2(dx)
+    dx.hypot(post) + (-post).atan2(dx)
 }
 
 #[test]
 fn sin_cos_hypot_and_atan2_in_a_projectile() {
-    let (v, a): (f64, f64) = (12.0, 0.6);
-    let range = v * v * (2.0f64 * a).sin() / 9.81;
-    let formula = (range - 1.0).hypot(1.0) + (-1.0f64).atan2(range - 1.0);
+    let (v, a, p): (f64, f64, f64) = (12.0, 0.6, 1.0);
+    let range = v * v * (2.0 * a).sin() / 9.81;
+    let formula = (range - 1.0).hypot(p) + (-p).atan2(range - 1.0);
     check2(
-        landing,
-        landing_value_and_grad,
-        |a, b, u, w| landing_jvp(a, b, &u, &w),
+        |v, a| landing(v, a, p),
+        |v, a| {
+            let (value, (gv, ga, _)) = landing_value_and_grad(v, a, p);
+            (value, (gv, ga))
+        },
+        |v, a, u, w| landing_jvp(v, a, p, &u, &w, &0.0),
         (v, a),
         formula,
     );
-    // By hand, along the speed: d/dv of hypot(r - 1, 1) + atan2(-1, r - 1) is
-    // ((r - 1) / hypot + 1 / ((r - 1)² + 1)) · dr/dv, with dr/dv = 2r / v.
+    // By hand, along the speed: d/dv of hypot(r - 1, p) + atan2(-p, r - 1) is
+    // ((r - 1) / hypot + p / ((r - 1)² + p²)) · dr/dv, with dr/dv = 2r / v.
     let d = range - 1.0;
-    let by_hand = (d / d.hypot(1.0) + 1.0 / (d * d + 1.0)) * 2.0 * range / v;
-    let (_, (gv, _)) = landing_value_and_grad(v, a);
+    let by_hand = (d / d.hypot(p) + p / (d * d + p * p)) * 2.0 * range / v;
+    let (_, (gv, _, _)) = landing_value_and_grad(v, a, p);
     assert!((gv - by_hand).abs() < 1e-12 * by_hand.abs());
 }
 
-/// A power law `a x^b` against one data point, the exponent differentiated (`powf`), with Rust's
+/// A power law `a^b` against one data point, the exponent differentiated (`powf`), with Rust's
 /// `ln_1p`, `exp_m1`, `cbrt` and `signum` around it.
 #[differentiable]
 fn power_law(a: f64, b: f64) -> f64 {
-    let y = a * 2.0f64.powf(b);
+    let y = a.powf(b);
     let r = (y - 3.0).cbrt() * (y - 3.0).signum();
     r.ln_1p() + (0.1 * b).exp_m1()
 }
 
 #[test]
 fn powf_with_a_differentiated_exponent_and_rusts_names() {
-    let (a, b) = (1.25, 1.5);
-    let y = a * 2.0f64.powf(b);
+    let (a, b): (f64, f64) = (1.25, 1.5);
+    let y = a.powf(b);
     let r = (y - 3.0).cbrt() * (y - 3.0).signum();
     let formula = r.ln_1p() + (0.1 * b).exp_m1();
     check2(
@@ -112,9 +115,9 @@ fn powf_with_a_differentiated_exponent_and_rusts_names() {
         formula,
     );
     // d/db by hand: 1/(1 + r) · dr/dy · dy/db + 0.1 e^(0.1 b), dr/dy = |y - 3|^(-2/3) / 3 ·
-    // signum, dy/db = y ln 2.
-    let dr = (y - 3.0).abs().powf(-2.0 / 3.0) / 3.0;
-    let by_hand = dr * y * 2.0f64.ln() / (1.0 + r) + 0.1 * (0.1 * b).exp();
+    // signum, dy/db = y ln a.
+    let dr = (y - 3.0).signum() * (y - 3.0).abs().powf(-2.0 / 3.0) / 3.0;
+    let by_hand = dr * y * a.ln() / (1.0 + r) + 0.1 * (0.1 * b).exp();
     let (_, (_, gb)) = power_law_value_and_grad(a, b);
     assert!(
         (gb - by_hand).abs() < 1e-12 * by_hand.abs(),

@@ -78,6 +78,33 @@ pub fn number_of<T, X: NumberOf<T> + ?Sized>(x: &X) -> T {
     x.number_of()
 }
 
+/// A number or a 0-d tensor as an `f64`, whichever holds a number of a function of numbers:
+/// what `n as usize` of a differentiated number reads.
+pub trait RealOf {
+    /// The number, as an `f64` (exactly, from `f32` too).
+    fn real_of(&self) -> f64;
+}
+
+impl<T: Element> RealOf for T {
+    #[inline(always)]
+    fn real_of(&self) -> f64 {
+        self.to_real()
+    }
+}
+
+impl<T: Element> RealOf for Tensor<T> {
+    #[inline]
+    fn real_of(&self) -> f64 {
+        self.item().to_real()
+    }
+}
+
+/// [`RealOf`] as a function.
+#[inline(always)]
+pub fn real_of<X: RealOf + ?Sized>(x: &X) -> f64 {
+    x.real_of()
+}
+
 /// The shape of a number, saved for the backward pass: nothing but its type.
 #[derive(Debug)]
 pub struct NumberShape<T>(PhantomData<T>);

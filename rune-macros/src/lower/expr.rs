@@ -302,7 +302,7 @@ impl Lowerer<'_> {
                     Lowered::Val(v) if self.scalar_out && is_integer_type(&c.ty) => {
                         let (v, ty) = (val_ident(v), &c.ty);
                         Lowered::Const {
-                            tokens: quote!((::rune_ad::__private::number_of(&#v)) as #ty),
+                            tokens: quote!((::rune_ad::__private::real_of(&#v)) as #ty),
                             taint: Some(Taint::of(c)),
                             is_ref: false,
                         }
@@ -536,7 +536,7 @@ impl Lowerer<'_> {
 }
 
 /// Whether `ty` is a primitive integer type (`usize`, `i32`, ..).
-fn is_integer_type(ty: &syn::Type) -> bool {
+pub(super) fn is_integer_type(ty: &syn::Type) -> bool {
     const INTEGERS: &[&str] = &[
         "usize", "isize", "u8", "u16", "u32", "u64", "u128", "i8", "i16", "i32", "i64", "i128",
     ];

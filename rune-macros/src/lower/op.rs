@@ -129,11 +129,13 @@ impl Lowerer<'_> {
             return self.expr(&e);
         }
         // `a.powf(b)` of numbers with a differentiated exponent: the op `pow`, whose exponent is
-        // an operand (`powf`'s is a constant).
+        // an operand (`powf`'s is a constant). A constant base stays an error: on 0-d tensors
+        // (`fuse = false`) it would be a number where `pow` takes a tensor.
         if self.scalar_out
             && method == "powf"
             && mc.args.len() == 1
             && self.mentions_active(&mc.args[0])
+            && self.mentions_active(&mc.receiver)
         {
             let mut f = mc.clone();
             f.method = syn::Ident::new("pow", mc.method.span());

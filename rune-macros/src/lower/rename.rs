@@ -231,6 +231,19 @@ impl Renamer<'_, '_> {
 
 impl VisitMut for Renamer<'_, '_> {
     fn visit_expr_mut(&mut self, e: &mut Expr) {
+        // `n as usize` of a differentiated number in constant code (a loop bound): read as a
+        // number whether it is held as one or as a 0-d tensor.
+        if let Expr::Cast(c) = e {
+            if self.lowerer.scalar_out
+                && super::expr::is_integer_type(&c.ty)
+                && self.lowerer.mentions_active(&c.expr)
+            {
+                self.visit_expr_mut(&mut c.expr);
+                let inner = &c.expr;
+                *c.expr = syn::parse_quote!(::rune_ad::__private::real_of(&(#inner)));
+                return;
+            }
+        }
         // `x.shape()`, `x.len()`, `x.gt(..)`: reading shape metadata or building a mask is not
         // reading the numbers the gradient flows through.
         if let Expr::MethodCall(mc) = e {

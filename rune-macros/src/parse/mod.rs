@@ -293,8 +293,11 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
     if !params.iter().any(|p| p.active.is_some()) && errors.is_empty() {
         errors.at(
             &sig.ident,
-            "a #[differentiable] function needs at least one differentiated parameter: a \
-             `Tensor<T>`, `&Tensor<T>` or `Differentiable` structure without #[nodiff]",
+            "a #[differentiable] function needs at least one differentiated parameter without \
+             #[nodiff]: a `Tensor<T>`, `&Tensor<T>`, a `Differentiable` structure, or a `Vec`, \
+             slice or `Option` of them; in a function returning a number or a tuple of numbers \
+             also an `f32`/`f64`, an array `[f64; N]`, a slice `&[f64]` or a `Vec<f64>` (a \
+             function returning a tensor takes numbers as constants)",
         );
     }
     let returns = match &value_output {
