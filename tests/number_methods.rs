@@ -308,3 +308,36 @@ fn numbers_into_tensors_and_back() {
     let (_, t) = solved_jvp(a, b, c, &1.0, &-2.0, &0.5);
     assert!((t - (ga - 2.0 * gb + 0.5 * gc)).abs() < 1e-12);
 }
+
+/// Constant numbers where an op takes a tensor input (`hypot(1.0)`, a constant base of
+/// `powf`, a constant `atan2` receiver), on numbers and on 0-d tensors (`fuse = false`).
+#[differentiable]
+fn constant_operands(x: f64, b: f64) -> f64 {
+    x.hypot(1.0) + (-1.0f64).atan2(x) + 2.0f64.powf(b)
+}
+
+#[differentiable(fuse = false)]
+fn constant_operands_tensors(x: f64, b: f64) -> f64 {
+    x.hypot(1.0) + (-1.0f64).atan2(x) + 2.0f64.powf(b)
+}
+
+#[test]
+fn constant_operands_of_ops_taking_tensors() {
+    let (x, b): (f64, f64) = (0.5, 1.5);
+    let value = x.hypot(1.0) + (-1.0f64).atan2(x) + 2.0f64.powf(b);
+    // d/dx hypot(x, 1) = x / hypot, d/dx atan2(-1, x) = 1 / (x² + 1), d/db 2^b = 2^b ln 2.
+    let gx = x / x.hypot(1.0) + 1.0 / (x * x + 1.0);
+    let gb = 2.0f64.powf(b) * 2.0f64.ln();
+    for (v, (dx, db)) in [
+        constant_operands_value_and_grad(x, b),
+        constant_operands_tensors_value_and_grad(x, b),
+    ] {
+        assert!((v - value).abs() < 1e-15, "{v} {value}");
+        assert!(
+            (dx - gx).abs() < 1e-12 && (db - gb).abs() < 1e-12,
+            "{dx} {db}"
+        );
+    }
+    let (_, t) = constant_operands_tensors_jvp(x, b, &1.0, &2.0);
+    assert!((t - (gx + 2.0 * gb)).abs() < 1e-12);
+}

@@ -124,6 +124,9 @@ pub enum Use {
     Plain,
     /// Borrowed: `&__rune_cN`.
     Borrowed,
+    /// A tensor input of an op in a function of numbers (`x.hypot(1.0)`): on 0-d tensors a
+    /// number becomes one (`number_tensor`), borrowed; on numbers it stays a number.
+    NumberOperand,
 }
 
 /// One step of a path into a structure parameter: `.field` or `[index]`.

@@ -105,6 +105,48 @@ pub fn real_of<X: RealOf + ?Sized>(x: &X) -> f64 {
     x.real_of()
 }
 
+/// A constant tensor input of an op in a function of numbers held as 0-d tensors
+/// (`x.hypot(1.0)` under `fuse = false`): a number as a 0-d tensor of the element type, a
+/// tensor as it is.
+pub trait NumberTensor<T> {
+    /// The tensor.
+    fn number_tensor(self) -> Tensor<T>;
+}
+
+impl<T: Element> NumberTensor<T> for f64 {
+    #[inline]
+    fn number_tensor(self) -> Tensor<T> {
+        Tensor::scalar(T::from_f64(self))
+    }
+}
+
+impl<T: Element> NumberTensor<T> for f32 {
+    #[inline]
+    fn number_tensor(self) -> Tensor<T> {
+        Tensor::scalar(T::from_f64(f64::from(self)))
+    }
+}
+
+impl<T> NumberTensor<T> for Tensor<T> {
+    #[inline]
+    fn number_tensor(self) -> Tensor<T> {
+        self
+    }
+}
+
+impl<T: Element> NumberTensor<T> for &Tensor<T> {
+    #[inline]
+    fn number_tensor(self) -> Tensor<T> {
+        self.clone()
+    }
+}
+
+/// [`NumberTensor`] as a function.
+#[inline]
+pub fn number_tensor<T, X: NumberTensor<T>>(x: X) -> Tensor<T> {
+    x.number_tensor()
+}
+
 /// The shape of a number, saved for the backward pass: nothing but its type.
 #[derive(Debug)]
 pub struct NumberShape<T>(PhantomData<T>);

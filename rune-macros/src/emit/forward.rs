@@ -11,7 +11,9 @@ use super::residuals::Saved;
 use super::rule::{forward_op, Hoists, OpCtx};
 use super::tokens::{relocate, relocate_call};
 use super::{list_refs, rt, struct_place, Emitter, Mode};
-use crate::ir::{BranchHead, CallArg, List, LoopHead, Operand, OutputAux, OutputElem, Stmt, Val};
+use crate::ir::{
+    BranchHead, CallArg, List, LoopHead, Operand, OutputAux, OutputElem, Stmt, Use, Val,
+};
 use crate::lower::path_tokens;
 use crate::names::{
     arm_stack_ident, const_ident, hidden, list_len_ident, list_tangent_ident, pullback_ident,
@@ -57,6 +59,15 @@ impl Emitter<'_> {
         let rt = rt();
         match stmt {
             Stmt::Verbatim(t) => t.tokens().clone(),
+            Stmt::Hoist {
+                id,
+                expr,
+                usage: Use::NumberOperand,
+                ..
+            } if self.carrier() == super::Carrier::Tensors => {
+                let c = const_ident(*id);
+                quote!(let #c = #rt::number_tensor(#expr);)
+            }
             Stmt::Hoist { id, expr, ty, .. } => {
                 let c = const_ident(*id);
                 // The annotation comes from the op table; a mismatch is the user's argument's.

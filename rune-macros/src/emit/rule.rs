@@ -44,7 +44,7 @@ impl Hoists {
                 let i = const_ident(c);
                 match self.usage[c.0] {
                     Use::Plain => quote!(#i),
-                    Use::Borrowed => quote!(&#i),
+                    Use::Borrowed | Use::NumberOperand => quote!(&#i),
                 }
             }
         }

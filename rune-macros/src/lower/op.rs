@@ -129,13 +129,11 @@ impl Lowerer<'_> {
             return self.expr(&e);
         }
         // `a.powf(b)` of numbers with a differentiated exponent: the op `pow`, whose exponent is
-        // an operand (`powf`'s is a constant). A constant base stays an error: on 0-d tensors
-        // (`fuse = false`) it would be a number where `pow` takes a tensor.
+        // an operand (`powf`'s is a constant).
         if self.scalar_out
             && method == "powf"
             && mc.args.len() == 1
             && self.mentions_active(&mc.args[0])
-            && self.mentions_active(&mc.receiver)
         {
             let mut f = mc.clone();
             f.method = syn::Ident::new("pow", mc.method.span());
@@ -241,8 +239,14 @@ impl Lowerer<'_> {
         let mut refs: Vec<&Lowered> = args.iter().collect();
         refs.push(&receiver);
         let taint = Self::taint_of(&refs);
+        // In a function of numbers a constant tensor input is a number, which the tensor form of
+        // the op takes as a 0-d tensor.
+        let number_operand = |l: &mut Self, tokens: TokenStream| {
+            Operand::Const(l.hoist(tokens, None, Use::NumberOperand))
+        };
         let mut inputs = vec![match receiver {
             Lowered::Val(v) => Operand::Val(v),
+            Lowered::Const { tokens, .. } if self.scalar_out => number_operand(self, tokens),
             Lowered::Const { tokens, .. } => {
                 Operand::Const(self.hoist(quote!(&(#tokens)), None, Use::Plain))
             }
@@ -251,7 +255,12 @@ impl Lowerer<'_> {
         for ((param, arg), syn_arg) in spec.params.iter().zip(args).zip(&mc.args) {
             match param {
                 Param::Tensor => {
-                    let o = self.operand(arg, Use::Plain);
+                    let o = match arg {
+                        Lowered::Const { tokens, .. } if self.scalar_out => {
+                            number_operand(self, tokens)
+                        }
+                        arg => self.operand(arg, Use::Plain),
+                    };
                     inputs.push(o);
                 }
                 Param::Config(None, crate::ops::Keep::Copy) => {
