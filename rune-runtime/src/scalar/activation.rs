@@ -143,12 +143,25 @@ pub mod silu {
         x * sigmoid::value(x)
     }
 
-    /// Its derivative.
+    /// Its derivative `σ(x) + x σ'(x)`, with `σ'` the quotient rule on `sigmoid`'s formula as
+    /// written, as dual numbers differentiate the value's formula.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
-        let s = sigmoid::value(x);
-        s * (T::one() + x * (T::one() - s))
+        let (s, ds) = if x >= T::zero() {
+            // `1 / (1 + e)`, `e = e^-x`: the quotient rule gives `e q / (1 + e)`.
+            let e = (-x).vexp();
+            let b = T::one() + e;
+            let q = T::one() / b;
+            (q, e * q / b)
+        } else {
+            // `e / (1 + e)`, `e = e^x`: `(e - e q) / (1 + e)`.
+            let e = x.vexp();
+            let b = T::one() + e;
+            let q = e / b;
+            (q, (e - e * q) / b)
+        };
+        s + x * ds
     }
 
     chain_rule!(Input);
@@ -172,12 +185,13 @@ pub mod gelu {
         x * cdf(x)
     }
 
-    /// Its derivative.
+    /// Its derivative `Φ(x) + x φ(x)`, with `φ(x)` written as the chain rule through `erf`
+    /// gives it (`½ · 1/√2 · erf'(x/√2)`), as dual numbers differentiate the value's formula.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
-        // 1/√(2π).
-        let density = T::from_f64(0.398_942_280_401_432_7) * (-(x * x) * T::from_f64(0.5)).vexp();
+        let c = T::from_f64(std::f64::consts::FRAC_1_SQRT_2);
+        let density = T::from_f64(0.5) * (c * super::erf::derivative(Input(x * c)));
         cdf(x) + x * density
     }
 
@@ -204,14 +218,18 @@ pub mod gelu_tanh {
         T::from_f64(0.5) * x * (T::one() + tanh::value(inner(x)))
     }
 
-    /// Its derivative.
+    /// Its derivative, the chain and product rules on the value's formula as written (so that
+    /// dual numbers, which differentiate that formula, give the same numbers, also in the tails
+    /// where `1 + tanh` rounds to 0).
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn derivative<T: Element>(Input(x): Input<T>) -> T {
-        let t = tanh::value(inner(x));
         let half = T::from_f64(0.5);
-        let du = T::from_f64(SCALE) * (T::one() + T::from_f64(3.0 * CUBIC) * x * x);
-        half * (T::one() + t) + half * x * (T::one() - t * t) * du
+        let u = inner(x);
+        // d/dx of `(c x) x · x`: `((c + c) x) ... ` as the product rule builds it.
+        let cx = T::from_f64(CUBIC) * x;
+        let du = T::from_f64(SCALE) * (T::one() + ((cx + cx) * x + cx * x));
+        half * (T::one() + tanh::value(u)) + (half * x) * (du * tanh::derivative(Input(u)))
     }
 
     chain_rule!(Input);
