@@ -498,17 +498,8 @@ impl Lowerer<'_> {
     /// `Tensor::from_vec(vec![a, b, ..], &shape)` their `stack` reshaped. `None` for any other
     /// call.
     fn tensor_of_numbers(&mut self, c: &syn::ExprCall) -> Option<Lowered> {
-        let Expr::Path(p) = strip(&c.func) else {
-            return None;
-        };
-        let segs: Vec<String> = p
-            .path
-            .segments
-            .iter()
-            .map(|s| s.ident.to_string())
-            .collect();
-        let n = segs.len();
-        if !self.scalar_out || n < 2 || segs[n - 2] != "Tensor" {
+        let (ty, f) = super::syntax::associated_fn(c)?;
+        if !self.scalar_out || ty != "Tensor" {
             return None;
         }
         if !c.args.iter().any(|a| self.mentions_active(a)) {
@@ -517,7 +508,7 @@ impl Lowerer<'_> {
         let stacked = |elems: &[Expr]| -> Expr {
             syn::parse_quote!(stack(&[#(&::rune_ad::Tensor::scalar(#elems)),*], 0))
         };
-        let rewritten: Expr = match (segs[n - 1].as_str(), c.args.len()) {
+        let rewritten: Expr = match (f.as_str(), c.args.len()) {
             ("scalar", 1) => return Some(self.expr(&c.args[0])),
             ("from", 1) => match strip(&c.args[0]) {
                 Expr::Array(a) => stacked(&a.elems.iter().cloned().collect::<Vec<_>>()),

@@ -104,24 +104,24 @@ pub(super) fn format_captures(tokens: &TokenStream) -> Vec<Ident> {
         .collect()
 }
 
+/// The type and function a call of an associated function names: `("Vec", "new")` for
+/// `Vec::new()` or `std::vec::Vec::new()`.
+pub(super) fn associated_fn(c: &syn::ExprCall) -> Option<(String, String)> {
+    let Expr::Path(p) = strip(&c.func) else {
+        return None;
+    };
+    let mut segs = p.path.segments.iter().rev();
+    let f = segs.next()?.ident.to_string();
+    let ty = segs.next()?.ident.to_string();
+    Some((ty, f))
+}
+
 /// The elements of a new `Vec` (`Vec::new()`, `Vec::with_capacity(n)`, `vec![]`, `vec![a, b]`).
 pub(super) fn new_vec(e: &Expr) -> Option<Vec<Expr>> {
     match strip(e) {
         Expr::Call(c) => {
-            let Expr::Path(p) = strip(&c.func) else {
-                return None;
-            };
-            let segs: Vec<String> = p
-                .path
-                .segments
-                .iter()
-                .map(|s| s.ident.to_string())
-                .collect();
-            let n = segs.len();
-            (n >= 2
-                && segs[n - 2] == "Vec"
-                && (segs[n - 1] == "new" || segs[n - 1] == "with_capacity"))
-                .then(Vec::new)
+            let (ty, f) = associated_fn(c)?;
+            (ty == "Vec" && (f == "new" || f == "with_capacity")).then(Vec::new)
         }
         Expr::Macro(m) if m.mac.path.is_ident("vec") => {
             let elems = m

@@ -140,12 +140,7 @@ pub(super) fn is_float_array(ty: &Type) -> bool {
     match ty {
         Type::Array(a) => is_float(&a.elem),
         Type::Slice(s) => is_float(&s.elem),
-        Type::Path(p) if p.qself.is_none() => p.path.segments.last().is_some_and(|last| {
-            last.ident == "Vec"
-                && matches!(&last.arguments, syn::PathArguments::AngleBracketed(args)
-                    if args.args.len() == 1
-                        && matches!(&args.args[0], syn::GenericArgument::Type(t) if is_float(t)))
-        }),
+        Type::Path(_) => vec_element(ty).is_some_and(is_float),
         Type::Group(g) => is_float_array(&g.elem),
         Type::Paren(p) => is_float_array(&p.elem),
         _ => false,
@@ -164,25 +159,32 @@ pub fn type_text(ty: &Type) -> String {
         .replace(" ;", ";")
 }
 
+/// `T` of `Vec<T>`.
+fn vec_element(ty: &Type) -> Option<&Type> {
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last().filter(|_| p.qself.is_none())?;
+    match &last.arguments {
+        syn::PathArguments::AngleBracketed(args) if last.ident == "Vec" => {
+            match args.args.first() {
+                Some(syn::GenericArgument::Type(t)) => Some(t),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 /// Whether `ty` is a `Vec` or an array of differentiated tensors or structures: a structure of
 /// parameters too (its gradient is a `Vec` or an array of the same shape).
 pub(super) fn is_collection(ty: &Type, generics: &syn::Generics) -> bool {
     let element = match ty {
         Type::Array(a) => &*a.elem,
         Type::Slice(s) => &*s.elem,
-        Type::Path(p) if p.qself.is_none() => {
-            let Some(last) = p.path.segments.last() else {
+        Type::Path(_) => {
+            let Some(element) = vec_element(ty) else {
                 return false;
             };
-            match &last.arguments {
-                syn::PathArguments::AngleBracketed(args) if last.ident == "Vec" => {
-                    match args.args.first() {
-                        Some(syn::GenericArgument::Type(t)) => t,
-                        _ => return false,
-                    }
-                }
-                _ => return false,
-            }
+            element
         }
         _ => return false,
     };
