@@ -4,7 +4,8 @@
 //!
 //! Before anything is timed, every workload checks that its loss equals the reference value of
 //! docs/WORKLOADS.md and that the generated gradient agrees with the hand-written one (§4): a
-//! benchmark that checks nothing can time a wrong answer.
+//! benchmark that checks nothing can time a wrong answer. W3 also times forward mode (`f_jvp`)
+//! against a hand-written forward pass of the value and its directional derivative.
 //!
 //! Run single-threaded: `cargo bench --bench workloads` (see docs/benchmarks.md).
 
@@ -387,6 +388,21 @@ fn big_elementwise_hand_value_and_grad(x: ArrayView1<'_, f32>) -> (f32, Array1<f
     (loss as f32, grad)
 }
 
+/// W3's value and directional derivative along `t` by hand: forward mode in one pass, the
+/// derivative of each term as in [`big_elementwise_hand_value_and_grad`] times `t`.
+fn big_elementwise_hand_jvp(x: ArrayView1<'_, f32>, t: ArrayView1<'_, f32>) -> (f32, f32) {
+    let (mut loss, mut tangent) = (0.0f64, 0.0f64);
+    Zip::from(&x).and(&t).for_each(|&v, &dv| {
+        let (s, c) = v.sin_cos();
+        let e = s.exp();
+        let v2 = v * v;
+        let one_plus = 1.0 + v2;
+        loss += (e * v2 + one_plus.ln()) as f64;
+        tangent += ((e * (v2 * c + 2.0 * v) + 2.0 * v / one_plus) * dv) as f64;
+    });
+    (loss as f32, tangent as f32)
+}
+
 fn check_big_elementwise(x: &Tensor<f32>, x_hand: &Array1<f32>) {
     const NAME: &str = "W3 big-elementwise";
     const REFERENCE: f64 = 2.67625e6;
@@ -405,6 +421,27 @@ fn check_big_elementwise(x: &Tensor<f32>, x_hand: &Array1<f32>) {
         &grad,
         hand_grad.as_slice().expect("standard layout"),
     );
+    // Forward mode along the direction cos(x): its tangent is the gradient's dot product
+    // with it, and the hand-written forward pass's.
+    let t = x.map(|&v| v.cos());
+    let (jvp_value, jvp_tangent) = big_elementwise_loss_jvp(x, &t);
+    assert_loss(NAME, "rune jvp", jvp_value.item(), REFERENCE, 1e-4);
+    let (_, hand_tangent) = big_elementwise_hand_jvp(x_hand.view(), to_array1(&t).view());
+    let dot: f64 = grad
+        .to_vec()
+        .iter()
+        .zip(t.to_vec())
+        .map(|(g, t)| f64::from(*g) * f64::from(t))
+        .sum();
+    for (what, tangent) in [
+        ("rune jvp", f64::from(jvp_tangent.item())),
+        ("hand jvp", f64::from(hand_tangent)),
+    ] {
+        assert!(
+            (tangent - dot).abs() <= 1e-4 * dot.abs(),
+            "{NAME}: {what} tangent {tangent}, the gradient's dot product {dot}"
+        );
+    }
 }
 
 // ---- W4 rnn ---------------------------------------------------------------------------------
@@ -648,6 +685,22 @@ fn w3_big_elementwise(c: &mut Criterion) {
             black_box(big_elementwise_hand_value_and_grad(black_box(
                 x_hand.view(),
             )))
+        })
+    });
+    group.finish();
+
+    let t = x.map(|&v| v.cos());
+    let t_hand = to_array1(&t);
+    let mut group = slow_group(c, "w3_big_elementwise/jvp");
+    group.bench_function("rune", |b| {
+        b.iter(|| black_box(big_elementwise_loss_jvp(black_box(&x), black_box(&t))))
+    });
+    group.bench_function("hand", |b| {
+        b.iter(|| {
+            black_box(big_elementwise_hand_jvp(
+                black_box(x_hand.view()),
+                black_box(t_hand.view()),
+            ))
         })
     });
     group.finish();

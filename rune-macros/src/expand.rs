@@ -168,11 +168,12 @@ fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
         is_twin: false,
         numbers: numbers_only,
         host,
-        value_items: Default::default(),
+        regions: Default::default(),
     };
     let mut generated = vec![emitter.emit()];
     // The function itself runs its fused regions too.
     let plain = emitter.plain_body();
+    generated.push(emitter.region_items());
     if let (Some(elem), true) = (&concrete, options.hvp) {
         generated.extend(twin::dual_twin(&original, elem, host, options.fuses()));
     }

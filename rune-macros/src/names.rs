@@ -3,6 +3,7 @@
 //! `emit::tokens::gather_lets` relies on the prefix.
 
 use proc_macro2::Span;
+use syn::ext::IdentExt;
 use syn::Ident;
 
 use crate::ids::{Const, List, Slot, Val};
@@ -52,16 +53,20 @@ pub fn tangent_param(index: usize) -> Ident {
     quote::format_ident!("{PREFIX}tangent_{index}")
 }
 
+/// The associated fn item of a fused region (`kind`: `v7`, `d7_0`), hidden among the entry
+/// points: `__rune_v7` beside a free function, `__rune_f_v7` for function `f` of an `impl` block
+/// (`in_impl`), `__rune_dual_v7` in a dual-number twin.
+pub fn region_item(in_impl: Option<&Ident>, twin: bool, kind: &str) -> String {
+    let twin = if twin { "dual_" } else { "" };
+    match in_impl {
+        None => format!("{PREFIX}{twin}{kind}"),
+        Some(f) => format!("{PREFIX}{}_{twin}{kind}", f.unraw()),
+    }
+}
+
 /// The local holding a differentiated value.
 pub fn val_ident(v: Val) -> Ident {
     hidden(&format!("v{}", v.0))
-}
-
-/// The fn item making the closure of the fused region whose value is `v`: of its forward
-/// statement (value, or value and tangent), or of its backward one (input cotangents).
-pub fn region_fn_ident(v: Val, backward: bool) -> Ident {
-    let pass = if backward { "bwd" } else { "fwd" };
-    hidden(&format!("{pass}{}", v.0))
 }
 
 /// The local holding hoisted constant `c`.

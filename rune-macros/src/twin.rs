@@ -41,21 +41,21 @@ pub fn dual_twin(
         return None;
     }
     // The twin's own plain function is not needed (its body would call the plain callees).
-    Some(
-        Emitter {
-            func: &func,
-            sig: &sig,
-            body: &body,
-            analysis: &analysis,
-            options: &options,
-            hvp_twin: false,
-            is_twin: true,
-            numbers: false,
-            host,
-            value_items: Default::default(),
-        }
-        .emit(),
-    )
+    let emitter = Emitter {
+        func: &func,
+        sig: &sig,
+        body: &body,
+        analysis: &analysis,
+        options: &options,
+        hvp_twin: false,
+        is_twin: true,
+        numbers: false,
+        host,
+        regions: Default::default(),
+    };
+    let mut generated = emitter.emit();
+    generated.hidden.extend(emitter.region_items().hidden);
+    Some(generated)
 }
 
 /// Rewrites the element type `E` to `Dual<E>` where a body names it as a tensor's element:

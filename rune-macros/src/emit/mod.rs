@@ -32,7 +32,6 @@ mod tokens;
 mod variants;
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
@@ -80,8 +79,8 @@ pub struct Emitter<'a> {
     pub numbers: bool,
     /// Where the generated items go.
     pub host: Host,
-    /// The text of each fused region's value fn item, once written (`fused::value_item`).
-    pub value_items: RefCell<HashMap<Val, String>>,
+    /// The fused regions' fn items, each written once (see [`Emitter::region_items`]).
+    pub regions: RefCell<fused::RegionItems>,
 }
 
 /// The place `base.field[index]..` of a path in a structure's tangent (with the forward pass's
@@ -193,6 +192,24 @@ impl<'a> Api<'a> {
             Host::Free => {
                 let name = self.name();
                 quote!(#name::#item)
+            }
+            Host::Impl => quote!(Self::#item),
+        }
+    }
+
+    /// The name of the associated fn item of a fused region (`names::region_item`).
+    fn region_name(&self, kind: &str) -> String {
+        let in_impl = (self.host == Host::Impl).then(|| self.name());
+        crate::names::region_item(in_impl, self.is_twin, kind)
+    }
+
+    /// The path that calls region item `name` (see [`Self::region_name`]).
+    fn region_path(&self, name: &str) -> TokenStream {
+        let item = format_ident!("{}", name);
+        match self.host {
+            Host::Free => {
+                let fname = self.name();
+                quote!(#fname::#item)
             }
             Host::Impl => quote!(Self::#item),
         }

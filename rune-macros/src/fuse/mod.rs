@@ -788,11 +788,16 @@ mod tests {
         assert_eq!(out.matches("fused_reduce_jvp").count(), 1);
         assert_eq!(out.matches("fused_scale").count(), 1);
         assert!(!out.contains("fused_map") && !out.contains("rules :: sum_vjp"));
+        // Two fn items hold the region's code: its value (the plain function's), and its value
+        // and cotangents, which forward mode weights by the tangents.
+        assert_eq!(out.matches("fn __rune_").count(), 2, "{out}");
+        assert_eq!(out.matches("scalar :: tanh :: value").count(), 2, "{out}");
         assert_eq!(
-            out.matches("scalar :: tanh :: value").count(),
-            3,
-            "the plain function, value and cotangents, tangent"
+            out.matches("fused_tangent_of (f :: __rune_d").count(),
+            1,
+            "{out}"
         );
+        assert_eq!(out.matches("fused_reduce_vjp (").count(), 1, "{out}");
         assert!(!out.contains("rules :: tanh_vjp"));
     }
 
@@ -915,7 +920,7 @@ mod tests {
 
     #[test]
     #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
-    fn equal_literals_share_a_slot_and_a_tangent_is_one_expression() {
+    fn equal_literals_share_a_slot_and_a_cotangent_is_one_expression() {
         let out = expand(
             "",
             "fn f(x: &Tensor<f64>) -> Tensor<f64> {
@@ -927,10 +932,12 @@ mod tests {
         // function's, the forward and backward passes', forward mode's).
         assert_eq!(out.matches("1.5f64").count(), 4, "{out}");
         assert_eq!(out.matches("0.5f64").count(), 4, "{out}");
-        // `+ 0.5` leaves the tangent as it is, and each value read once is written into its
-        // reader: the tangent is one expression of the three products.
-        let tangent = "(((__rune_ux0 * __rune_l0) * __rune_l0) * __rune_l2)";
-        assert!(out.contains(tangent), "{out}");
+        // `+ 0.5` leaves the cotangent as it is, and each value read once is written into its
+        // reader: the cotangent is one expression of the three products, and so is the value.
+        let cotangent = "[(((__rune_ge * __rune_l2) * __rune_l0) * __rune_l0)]";
+        assert!(out.contains(cotangent), "{out}");
+        let value = "(((__rune_x0 * __rune_l0) + __rune_l1) * __rune_l0) + __rune_l1) * __rune_l2";
+        assert_eq!(out.matches(value).count(), 2, "{out}");
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! A fused region's scalar code: the body of the closure the runtime's loop calls for each
-//! element, for the region's value, its value and tangent, or its input cotangents.
+//! element, for the region's value, or its value and its inputs' cotangents (which forward mode
+//! weights by the inputs' tangents).
 //!
 //! Inside, `__rune_xI` is input `I`'s element, `__rune_nJ` op `J`'s value, `__rune_lK` literal
-//! `K`, and `__rune_u..`/`__rune_d..` their tangents and adjoints. `__rune_k` is the kernels of
+//! `K`, and `__rune_d..` the adjoints. `__rune_k` is the kernels of
 //! the loop's pass (`rune_runtime::vmath::Kernels`), which the unary functions' scalar forms take
 //! (`value_in`, `tangent_in`): the loops run each block with the fast kernels and, when one met an
 //! argument outside its range, again with the full-range ones. Each op's local derivative is the
@@ -10,7 +11,7 @@
 //! `rune_runtime::scalar::<op>::tangent_in` for a unary function, the scalar forms of
 //! `rune_runtime::generated::elementwise` for the others: `maximum_lhs`, `clamp_d`,
 //! `where_cond_rhs`, ..), so the fused and the unfused code compute the same numbers up to the
-//! order of additions. A comparison's value is a `bool`; `where_cond` reads it, or `fused_flag`
+//! order of additions and, in forward mode, of the products of the chain rule. A comparison's value is a `bool`; `where_cond` reads it, or `fused_flag`
 //! of a mask input.
 
 use std::collections::HashMap;
@@ -21,10 +22,8 @@ use syn::Ident;
 
 use super::super::rt;
 use super::super::tokens::{detached, gather_closure_lets, inline_single_reads};
-use crate::fuse::Needs;
-use crate::ids::Val;
 use crate::ir::{FusedArg, FusedNode};
-use crate::names::{hidden, region_fn_ident};
+use crate::names::hidden;
 use crate::ops::{Eval, Form, OpSpec, Partial, Read};
 
 /// `rune_ad::__private` inside a region's fn item, which imports it under this name.
@@ -80,14 +79,7 @@ fn partials(op: &OpSpec) -> &'static [Partial] {
     op.fusion.map_or(&[], |f| f.partials)
 }
 
-pub(super) fn input_tangent(i: usize) -> Ident {
-    hidden(&format!("ux{i}"))
-}
-fn node_tangent(j: usize) -> Ident {
-    hidden(&format!("un{j}"))
-}
-
-/// The region's code, shared by its three closures (value, tangent, cotangents).
+/// The region's code, shared by its two closures (value; value and cotangents).
 pub(super) struct Code<'a> {
     pub(super) inputs: usize,
     pub(super) literals: &'a [TokenStream],
@@ -130,8 +122,8 @@ impl Code<'_> {
 
     /// The fn item `name` whose closure holds the region's scalar code `body`, generic over the
     /// element type, for the runtime's loop to call: its inputs, its literals, the kernels, then
-    /// `extra` (a tangent array, an element's cotangent: a pattern and its type), returning `ret`
-    /// (written with the element type `__RuneE`). The call passes `name()`.
+    /// `extra` (an element's cotangent: a pattern and its type), returning `ret` (written with
+    /// the element type `__RuneE`). The call passes `name()`.
     ///
     /// The closure is made inside a fn item of its own, not where the call is: rustc keeps each
     /// closure's trait obligations pending until the end of the type check of the function the
@@ -140,18 +132,21 @@ impl Code<'_> {
     /// the attribute). Made in `name`, it is checked with `name`, and the caller sees an opaque
     /// `impl Fn + Sync`. It stays a closure, not the fn item itself: the loop calls a fn item
     /// through its `Fn` shim, which LLVM did not inline into the vectorised loop (a logistic
-    /// regression's gradient took twice as long). The fn item stands beside the statement that
-    /// calls it, outside the tokens that take the user's span (`relocate_call`).
+    /// regression's gradient took twice as long). The fn item is an associated function beside
+    /// the entry points (`super::RegionItems`), so that every pass that runs the same code
+    /// calls one item, which rustc checks once. Each call passes its own `__RUNE_CALL`, which
+    /// the code does not read: each call's closure is then a type of its own, and so is the
+    /// runtime's loop it instantiates. Two calls sharing one loop, LLVM inlined it into
+    /// neither, and a small model's RK4 loop took 17% longer.
     pub(super) fn region_item(
         &self,
-        out: Val,
-        backward: bool,
+        name: &str,
         extra: Option<(TokenStream, TokenStream)>,
         ret: TokenStream,
         body: TokenStream,
     ) -> TokenStream {
         let rt = rt();
-        let name = region_fn_ident(out, backward);
+        let name = format_ident!("{}", name);
         let alias = short_rt();
         let (params, n, l) = (self.params(), self.inputs, self.literals.len());
         let (extra_param, extra_type) = match extra {
@@ -159,9 +154,10 @@ impl Code<'_> {
             None => (quote!(), quote!()),
         };
         quote! {
+            #[doc(hidden)]
             #[inline(always)]
             #[allow(unused, clippy::all, clippy::pedantic, clippy::nursery)]
-            fn #name<__RuneE: #rt::Element>() -> impl ::core::ops::Fn(
+            fn #name<__RuneE: #rt::Element, const __RUNE_CALL: usize>() -> impl ::core::ops::Fn(
                 [__RuneE; #n],
                 &[__RuneE; #l],
                 &#rt::vmath::Kernels
@@ -174,9 +170,36 @@ impl Code<'_> {
         }
     }
 
-    /// [`Self::region_item`] for the region's value alone, as text ([`detached`]).
-    pub(super) fn value_item(&self, out: Val) -> String {
-        detached(|| self.region_item(out, false, None, quote!(__RuneE), self.value_body()))
+    /// The fn item `name` of the region's value alone, as text ([`detached`]).
+    pub(super) fn value_item(&self, name: &str) -> String {
+        detached(|| self.region_item(name, None, quote!(__RuneE), self.value_body()))
+    }
+
+    /// The fn item `name` of the region's value and the cotangents of the inputs `targets` for
+    /// an element cotangent `__rune_ge`, `(value, [cotangents])`, as text ([`detached`]); with
+    /// each target's slot in the array (see [`Self::adjoint_lets`]).
+    ///
+    /// Every derivative of the region runs this one item: the backward pass for the cotangents,
+    /// a reduced region's forward pass for its partial derivatives (a cotangent of one), and
+    /// forward mode for the tangent, the partials weighted by the inputs' tangents
+    /// (`rune_runtime::fused::fused_tangent_of`).
+    pub(super) fn partials_item(&self, name: &str, targets: &[usize]) -> (String, Vec<usize>) {
+        let mut slots = Vec::new();
+        let text = detached(|| {
+            let (lets, outs, s) = self.adjoint_lets(targets);
+            let k = slot_count(&s);
+            slots = s;
+            let (lits, mut values) = (self.literal_lets(), self.value_lets());
+            values.extend(lets);
+            let root = self.root();
+            self.region_item(
+                name,
+                Some((quote!(__rune_ge), quote!(__RuneE))),
+                quote!((__RuneE, [__RuneE; #k])),
+                body(lits, values, quote!((#root, #outs))),
+            )
+        });
+        (text, slots)
     }
 
     /// The literals as `f64`s, `[1.5f64, ..]`: the runtime converts them to the element type
@@ -186,70 +209,57 @@ impl Code<'_> {
         quote!([#(#lits),*])
     }
 
-    /// `let [__rune_l0, ..] = *__rune_lits;` for the literals `keep` says (all for `None`).
-    fn literal_lets(&self, keep: Option<&[bool]>) -> TokenStream {
+    /// `let [__rune_l0, ..] = *__rune_lits;`.
+    fn literal_lets(&self) -> TokenStream {
         if self.literals.is_empty() {
             return quote!();
         }
-        let names = (0..self.literals.len()).map(|k| {
-            if keep.is_none_or(|keep| keep[k]) {
-                let l = literal(k);
-                quote!(#l)
-            } else {
-                quote!(_)
-            }
-        });
+        let names = (0..self.literals.len()).map(literal);
         quote!(let [#(#names),*] = *__rune_lits;)
     }
 
-    /// `let __rune_nJ = ..;` for the ops `keep` says (all for `None`), as names and initializers.
-    fn value_lets(&self, keep: Option<&[bool]>) -> Vec<(Ident, TokenStream)> {
+    /// `let __rune_nJ = ..;` for every op, as names and initializers.
+    fn value_lets(&self) -> Vec<(Ident, TokenStream)> {
         let rt = short_rt();
-        let kept = |j: usize| keep.is_none_or(|keep| keep[j]);
-        let lets = self
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| kept(*j))
-            .map(|(j, n)| {
-                let a = value_ident(n.args[0].into());
-                let nj = node(j);
-                let e = match n.op.form {
-                    Form::Operator => {
-                        let b = value_ident(n.args[1].into());
-                        match n.op.name {
-                            "add" => quote!(#a + #b),
-                            "sub" => quote!(#a - #b),
-                            "mul" => quote!(#a * #b),
-                            _ => quote!(#a / #b),
-                        }
+        let lets = self.nodes.iter().enumerate().map(|(j, n)| {
+            let a = value_ident(n.args[0].into());
+            let nj = node(j);
+            let e = match n.op.form {
+                Form::Operator => {
+                    let b = value_ident(n.args[1].into());
+                    match n.op.name {
+                        "add" => quote!(#a + #b),
+                        "sub" => quote!(#a - #b),
+                        "mul" => quote!(#a * #b),
+                        _ => quote!(#a / #b),
                     }
-                    Form::Negation => quote!(-#a),
-                    _ if n.op.name == "where_cond" => {
-                        let (c, a, b) = (
-                            self.cond(j),
-                            value_ident(n.args[1].into()),
-                            value_ident(n.args[2].into()),
-                        );
-                        quote!(#rt::elementwise::where_cond(#c, #a, #b))
-                    }
-                    _ if n.op.kind == rune_ops::Kind::Comparison => {
-                        let f = format_ident!("{}", n.op.name);
-                        let b = value_ident(n.args[1].into());
-                        quote!(#rt::elementwise::#f(#a, #b))
-                    }
-                    _ if elementwise(n.op) => {
-                        let f = format_ident!("{}", n.op.name);
-                        let args = n.args.iter().map(|&a| value_ident(a.into()));
-                        quote!(#rt::elementwise::#f(#(#args),*))
-                    }
-                    _ => {
-                        let f = format_ident!("{}", n.op.name);
-                        quote!(#rt::scalar::#f::value_in(#a, __rune_k))
-                    }
-                };
-                (nj, e)
-            });
+                }
+                Form::Negation => quote!(-#a),
+                _ if n.op.name == "where_cond" => {
+                    let (c, a, b) = (
+                        self.cond(j),
+                        value_ident(n.args[1].into()),
+                        value_ident(n.args[2].into()),
+                    );
+                    quote!(#rt::elementwise::where_cond(#c, #a, #b))
+                }
+                _ if n.op.kind == rune_ops::Kind::Comparison => {
+                    let f = format_ident!("{}", n.op.name);
+                    let b = value_ident(n.args[1].into());
+                    quote!(#rt::elementwise::#f(#a, #b))
+                }
+                _ if elementwise(n.op) => {
+                    let f = format_ident!("{}", n.op.name);
+                    let args = n.args.iter().map(|&a| value_ident(a.into()));
+                    quote!(#rt::elementwise::#f(#(#args),*))
+                }
+                _ => {
+                    let f = format_ident!("{}", n.op.name);
+                    quote!(#rt::scalar::#f::value_in(#a, __rune_k))
+                }
+            };
+            (nj, e)
+        });
         lets.collect()
     }
 
@@ -302,137 +312,8 @@ impl Code<'_> {
 
     /// The body of the value's closure.
     pub(super) fn value_body(&self) -> TokenStream {
-        let (lits, lets, root) = (self.literal_lets(None), self.value_lets(None), self.root());
+        let (lits, lets, root) = (self.literal_lets(), self.value_lets(), self.root());
         body(lits, lets, quote!(#root))
-    }
-
-    /// The body of the tangent's closure, for the inputs `with_tangent`.
-    pub(super) fn tangent_body(&self, with_tangent: &[usize]) -> TokenStream {
-        let rt = short_rt();
-        // Each node's tangent, where it has one: its own `let`, or the operand's tangent it
-        // equals (`a + literal`), which then gets no `let` of its own.
-        let mut tangents: Vec<Option<Ident>> = vec![None; self.nodes.len()];
-        let tangent = |v: Value, tangents: &[Option<Ident>]| match v {
-            Value::Input(i) => with_tangent.contains(&i).then(|| input_tangent(i)),
-            Value::Node(j) => tangents[j].clone(),
-            Value::Literal(_) | Value::Int(_) => None,
-        };
-        let mut lets = Vec::new();
-        for (j, n) in self.nodes.iter().enumerate() {
-            let a: Value = n.args[0].into();
-            let ta = tangent(a, &tangents);
-            let av = value_ident(a);
-            let e = match n.op.form {
-                Form::Operator => {
-                    let b: Value = n.args[1].into();
-                    let tb = tangent(b, &tangents);
-                    let bv = value_ident(b);
-                    let y = node(j);
-                    match (n.op.name, ta, tb) {
-                        (_, None, None) => None,
-                        ("add" | "sub", Some(ta), None) | ("add", None, Some(ta)) => {
-                            tangents[j] = Some(ta);
-                            continue;
-                        }
-                        ("add", Some(ta), Some(tb)) => Some(quote!(#ta + #tb)),
-                        ("sub", Some(ta), Some(tb)) => Some(quote!(#ta - #tb)),
-                        ("sub", None, Some(tb)) => Some(quote!(-#tb)),
-                        ("mul", Some(ta), Some(tb)) => {
-                            Some(quote!(#rt::strong_mul(#ta, #bv) + #rt::strong_mul(#tb, #av)))
-                        }
-                        // A literal is finite: no need of a strong zero.
-                        ("mul", Some(ta), None) if matches!(b, Value::Literal(_)) => {
-                            Some(quote!(#ta * #bv))
-                        }
-                        ("mul", None, Some(tb)) if matches!(a, Value::Literal(_)) => {
-                            Some(quote!(#tb * #av))
-                        }
-                        ("mul", Some(ta), None) => Some(quote!(#rt::strong_mul(#ta, #bv))),
-                        ("mul", None, Some(tb)) => Some(quote!(#rt::strong_mul(#tb, #av))),
-                        (_, Some(ta), Some(tb)) => Some(quote!(#rt::strong_mul(
-                            #ta - #rt::strong_mul(#tb, #y), #rt::fused_recip(#bv)))),
-                        (_, Some(ta), None) => {
-                            Some(quote!(#rt::strong_mul(#ta, #rt::fused_recip(#bv))))
-                        }
-                        (_, None, Some(tb)) => Some(quote!(#rt::strong_mul(
-                            -#rt::strong_mul(#tb, #y), #rt::fused_recip(#bv)))),
-                    }
-                }
-                Form::Negation => ta.map(|ta| quote!(-#ta)),
-                _ if n.op.kind == rune_ops::Kind::Comparison => None,
-                // The tangent of the side selected, as the rule selects it.
-                _ if n.op.name == "where_cond" => {
-                    let ta = tangent(n.args[1].into(), &tangents);
-                    let tb = tangent(n.args[2].into(), &tangents);
-                    let x0 = x(0);
-                    let zero = quote!(#rt::fused_zero(#x0));
-                    let or_zero =
-                        |t: &Option<Ident>| t.as_ref().map_or(zero.clone(), |t| quote!(#t));
-                    (ta.is_some() || tb.is_some()).then(|| {
-                        let (c, ta, tb) = (self.cond(j), or_zero(&ta), or_zero(&tb));
-                        quote!(#rt::elementwise::where_cond(#c, #ta, #tb))
-                    })
-                }
-                // The sum of the tangents through the operands that have one, as the rules
-                // add them.
-                _ if elementwise(n.op) => partials(n.op)
-                    .iter()
-                    .filter_map(|p| {
-                        let t = tangent(n.args[p.operand].into(), &tangents)?;
-                        Some(self.chain(j, p, &t.into_token_stream()))
-                    })
-                    .reduce(|acc, c| quote!(#acc + #c)),
-                _ => {
-                    let f = format_ident!("{}", n.op.name);
-                    let at = self.at(j);
-                    ta.map(|ta| quote!(#rt::scalar::#f::tangent_in(#ta, #at, __rune_k)))
-                }
-            };
-            if let Some(e) = e {
-                let u = node_tangent(j);
-                lets.push((u.clone(), e));
-                tangents[j] = Some(u);
-            }
-        }
-        let root = self.root();
-        let x0 = x(0);
-        let u_root = match &tangents[self.nodes.len() - 1] {
-            Some(u) => quote!(#u),
-            None => quote!(#rt::fused_zero(#x0)),
-        };
-        let (lits, mut values) = (self.literal_lets(None), self.value_lets(None));
-        values.extend(lets);
-        body(lits, values, quote!((#root, #u_root)))
-    }
-
-    /// The body of the cotangents' closure: the input cotangents of `targets` from `__rune_ge`. Each
-    /// partial sum of an adjoint gets a name of its own (`__rune_dK`), so that long bodies'
-    /// `let`s can be gathered.
-    ///
-    /// Returns the body and, for each target, which of the closure's results is its cotangent:
-    /// inputs whose cotangents are the same value (the operands of `+`) share one result, so
-    /// that the runtime computes and stores it once.
-    pub(super) fn adjoint_body(
-        &self,
-        targets: &[usize],
-        needs: &Needs,
-    ) -> (TokenStream, Vec<usize>) {
-        let (lets, outs, slots) = self.adjoint_lets(targets);
-        let lits = self.literal_lets(Some(&needs.literals));
-        let mut values = self.value_lets(Some(&needs.nodes));
-        values.extend(lets);
-        (body(lits, values, outs), slots)
-    }
-
-    /// The body of a reduced region's closure in the reverse pass: its element's value and the
-    /// input cotangents of `targets` from the element's cotangent `__rune_ge`, as `(value,
-    /// [cotangents])`; with the slots as [`Self::adjoint_body`] gives them.
-    pub(super) fn value_and_adjoint_body(&self, targets: &[usize]) -> (TokenStream, Vec<usize>) {
-        let (lets, outs, slots) = self.adjoint_lets(targets);
-        let (lits, mut values) = (self.literal_lets(None), self.value_lets(None));
-        values.extend(lets);
-        let root = self.root();
-        (body(lits, values, quote!((#root, #outs))), slots)
     }
 
     /// The adjoint's `let`s, the array of the cotangents of `targets`, and each target's slot
@@ -553,6 +434,11 @@ impl Code<'_> {
         });
         (lets, quote!([#(#outs),*]), slots)
     }
+}
+
+/// The length of the cotangent array whose positions `slots` are (targets may share one).
+fn slot_count(slots: &[usize]) -> usize {
+    slots.iter().max().map_or(0, |k| k + 1)
 }
 
 /// A region's body: `prefix`, then `lets` (each read once written into its reader), then `tail`.

@@ -1,29 +1,44 @@
 //! Fused regions (`crate::fuse`) in the generated code: the statement that calls the runtime's
 //! fused loop (`rune_runtime::fused`) for a region's value, its value and tangent, or its input
 //! cotangents, with the region's scalar code (`code`) as a closure that a fn item of its own
-//! makes, which the loop runs element by element.
+//! makes, which the loop runs element by element; and those fn items ([`RegionItems`]), one for
+//! each piece of code however many passes run it.
 
 mod code;
 
+use std::collections::HashMap;
+
 use proc_macro2::{Span, TokenStream};
-use quote::{quote, ToTokens};
+use quote::{format_ident, quote, ToTokens};
 use syn::Ident;
 
-use self::code::{input_tangent, Code};
-use super::tokens::{detached, lex, relocate_call};
-use super::{rt, Emitter, Mode};
+use self::code::Code;
+use super::tokens::{lex, relocate_call};
+use super::{rt, Emitter, Generated, Host, Mode};
 use crate::analyse::config_keep;
 use crate::fuse::Needs;
 use crate::ir::{Const, Operand, ReduceAxes, Reduction, Stmt, Val};
 use crate::names::{
-    adjoint_ident, config_ident, const_ident, hidden, partials_ident, region_fn_ident,
-    residual_ident, shape_ident, tangent_ident, val_ident,
+    adjoint_ident, config_ident, const_ident, hidden, partials_ident, residual_ident, shape_ident,
+    tangent_ident, val_ident,
 };
 use crate::ops::Keep;
 
-/// The length of the cotangent array whose positions `slots` are (targets may share one).
-fn slot_count(slots: &[usize]) -> usize {
-    slots.iter().max().map_or(0, |k| k + 1)
+/// A region item's key: the region, and the inputs whose cotangents it gives (`None` for the
+/// value alone).
+type RegionKey = (Val, Option<Vec<usize>>);
+
+/// The fn items of a function's fused regions, each written once, as text, and called by every
+/// pass that runs it: a region's value by the plain function and the forward pass, its value
+/// and cotangents ([`Code::partials_item`]) by the backward pass, by a reduced region's forward
+/// pass and by forward mode. Written into each pass, a long body's scalar code was checked by
+/// rustc four times.
+#[derive(Default)]
+pub struct RegionItems {
+    /// Each item's name, its text, its targets' slots and how many calls of it were written.
+    made: HashMap<RegionKey, (String, String, Vec<usize>, usize)>,
+    /// The items written beside the entry points, in the order they were made.
+    texts: Vec<String>,
 }
 
 /// A fused region's parts.
@@ -71,6 +86,25 @@ fn region(stmt: &Stmt) -> Region<'_> {
     }
 }
 
+/// `(Slot::<0, i0>, Slot::<1, i1>)`, ..: tangent `j` weighting partial `slots[j]`, as a
+/// balanced tree of pairs (`rune_runtime::fused::TangentSlots`).
+fn slot_tree(slots: &[usize]) -> TokenStream {
+    fn tree(slots: &[(usize, usize)]) -> TokenStream {
+        let rt = rt();
+        match slots {
+            [] => quote!(()),
+            [(j, i)] => quote!(#rt::Slot::<#j, #i>),
+            _ => {
+                let (a, b) = slots.split_at(slots.len() / 2);
+                let (a, b) = (tree(a), tree(b));
+                quote!((#a, #b))
+            }
+        }
+    }
+    let pairs: Vec<(usize, usize)> = slots.iter().copied().enumerate().collect();
+    tree(&pairs)
+}
+
 /// The arguments `axes, keepdims,` of a reduction over some axes, from the constants of the
 /// forward pass, or from those the backward pass keeps.
 fn axes_args(axes: &ReduceAxes, backward: bool) -> TokenStream {
@@ -89,16 +123,88 @@ fn axes_args(axes: &ReduceAxes, backward: bool) -> TokenStream {
 }
 
 impl Emitter<'_> {
-    /// The fn item of region `out`'s value: the same in the plain function and the forward pass,
-    /// so written once and lexed for each.
-    fn value_item(&self, code: &Code, out: Val) -> TokenStream {
-        let text = self
-            .value_items
-            .borrow_mut()
-            .entry(out)
-            .or_insert_with(|| code.value_item(out))
-            .clone();
-        lex(&text)
+    /// The call `path::<_, n>()` of a region item, made by `make(name)` the first time `key` is
+    /// asked for, with its targets' slots; and the item itself, to be written before the call,
+    /// where the function's items cannot hold it.
+    ///
+    /// Beside a free function the items are associated functions of its type, which
+    /// [`Self::region_items`] writes once. A method's items are written in each pass that calls
+    /// them, as before: the method may be in a trait impl, which holds no items but the
+    /// trait's.
+    fn region_fn(
+        &self,
+        key: RegionKey,
+        make: impl FnOnce(&str) -> (String, Vec<usize>),
+    ) -> (TokenStream, TokenStream, Vec<usize>) {
+        let mut items = self.regions.borrow_mut();
+        let kind = match &key.1 {
+            None => format!("v{}", key.0 .0),
+            Some(_) => format!(
+                "d{}_{}",
+                key.0 .0,
+                items
+                    .made
+                    .keys()
+                    .filter(|(v, t)| *v == key.0 && t.is_some())
+                    .count()
+            ),
+        };
+        let local = self.host == Host::Impl;
+        let items = &mut *items;
+        let (name, text, slots, calls) = items.made.entry(key).or_insert_with(|| {
+            let name = if local {
+                crate::names::region_item(None, self.is_twin, &kind)
+            } else {
+                self.api().region_name(&kind)
+            };
+            let (text, slots) = make(&name);
+            if !local {
+                items.texts.push(text.clone());
+            }
+            (name, text, slots, 0)
+        });
+        let call = *calls;
+        *calls += 1;
+        if local {
+            let item = format_ident!("{}", name);
+            return (lex(text), quote!(#item::<_, 0>()), slots.clone());
+        }
+        let path = self.api().region_path(name);
+        (
+            TokenStream::new(),
+            quote!(#path::<_, #call>()),
+            slots.clone(),
+        )
+    }
+
+    /// Region `out`'s value item, where it is written with the call, and its call.
+    fn value_fn(&self, code: &Code, out: Val) -> (TokenStream, TokenStream) {
+        let (item, call, _) =
+            self.region_fn((out, None), |name| (code.value_item(name), Vec::new()));
+        (item, call)
+    }
+
+    /// Region `out`'s item of its value and the cotangents of `targets` (where it is written
+    /// with the call), its call, and each target's slot in its array of cotangents.
+    fn partials_fn(
+        &self,
+        code: &Code,
+        out: Val,
+        targets: &[usize],
+    ) -> (TokenStream, TokenStream, Vec<usize>) {
+        self.region_fn((out, Some(targets.to_vec())), |name| {
+            code.partials_item(name, targets)
+        })
+    }
+
+    /// The region items the passes called, as hidden associated functions.
+    pub fn region_items(&self) -> Generated {
+        let texts = &self.regions.borrow().texts;
+        let items = texts.iter().map(|t| lex(t));
+        Generated {
+            hidden: quote!(#(#items)*),
+            public: TokenStream::new(),
+        }
     }
 
     /// The positions of a region's inputs that are differentiated values.
@@ -143,7 +249,6 @@ impl Emitter<'_> {
         let v = val_ident(out);
         let useful = self.useful(out);
         let over = axes.as_ref().map(|a| axes_args(a, false));
-        let f = region_fn_ident(out, false);
         let (item, call) = match (mode, reduce) {
             (Mode::Tangent, reduce) if useful => {
                 let with_tangent = self.differentiated(inputs);
@@ -159,58 +264,41 @@ impl Emitter<'_> {
                     (Some(r), None) => (quote!(#rt::fused_reduce_jvp), quote!(#r,)),
                     (None, _) => (self.glue("fused_jvp"), quote!()),
                 };
-                let k = with_tangent.len();
-                let item = lex(&detached(|| {
-                    let us = with_tangent.iter().map(|&i| input_tangent(i));
-                    code.region_item(
-                        out,
-                        false,
-                        Some((quote!([#(#us),*]), quote!([__RuneE; #k]))),
-                        quote!((__RuneE, __RuneE)),
-                        code.tangent_body(&with_tangent),
-                    )
-                }));
+                let (item, f, slots) = self.partials_fn(&code, out, &with_tangent);
+                let pairs = slot_tree(&slots);
                 let call = quote! {
-                    let (#v, #t) = #function(#ops, #args, #lits, #reduce [#(#tangents),*], #f());
+                    let (#v, #t) = #function(#ops, #args, #lits, #reduce [#(#tangents),*],
+                        #rt::fused_tangent_of(#f, #pairs));
                 };
                 (item, call)
             }
-            (_, Some(r)) if over.is_some() => (
-                self.value_item(&code, out),
-                quote!(let #v = #rt::fused_reduce_axes(#ops, #args, #lits, #r, #over #f());),
-            ),
+            (_, Some(r)) if over.is_some() => {
+                let (item, f) = self.value_fn(&code, out);
+                let call =
+                    quote!(let #v = #rt::fused_reduce_axes(#ops, #args, #lits, #r, #over #f););
+                (item, call)
+            }
             (Mode::Reverse, Some(r)) if useful => {
                 let targets = self.differentiated(inputs);
-                let mut slots = Vec::new();
-                let item = lex(&detached(|| {
-                    let (body, s) = code.value_and_adjoint_body(&targets);
-                    let k = slot_count(&s);
-                    slots = s;
-                    code.region_item(
-                        out,
-                        false,
-                        Some((quote!(__rune_ge), quote!(__RuneE))),
-                        quote!((__RuneE, [__RuneE; #k])),
-                        body,
-                    )
-                }));
+                let (item, f, slots) = self.partials_fn(&code, out, &targets);
                 let pairs = targets.iter().zip(&slots).map(|(i, k)| quote!((#i, #k)));
                 let p = partials_ident(out);
                 let call = quote! {
-                    let (#v, #p) = #rt::fused_reduce_vjp(#ops, #args, #lits, #r, [#(#pairs),*], #f());
+                    let (#v, #p) = #rt::fused_reduce_vjp(#ops, #args, #lits, #r, [#(#pairs),*], #f);
                 };
                 (item, call)
             }
-            (_, Some(r)) => (
-                self.value_item(&code, out),
-                quote!(let #v = #rt::fused_reduce(#ops, #args, #lits, #r, #f());),
-            ),
+            (_, Some(r)) => {
+                let (item, f) = self.value_fn(&code, out);
+                (
+                    item,
+                    quote!(let #v = #rt::fused_reduce(#ops, #args, #lits, #r, #f);),
+                )
+            }
             (_, None) => {
                 let function = self.glue("fused_map");
-                (
-                    self.value_item(&code, out),
-                    quote!(let #v = #function(#ops, #args, #lits, #f());),
-                )
+                let (item, f) = self.value_fn(&code, out);
+                (item, quote!(let #v = #function(#ops, #args, #lits, #f);))
             }
         };
         let call = relocate_call(call, span);
@@ -249,6 +337,9 @@ impl Emitter<'_> {
                 span,
             );
         }
+        // The item computes the region's value too, which the backward pass does not read: an
+        // input only that value reads is passed by its shape (its elements read as zeros), and
+        // the optimiser drops what nothing reads.
         let needs = Needs::of(inputs, code.literals.len(), code.nodes);
         let args = inputs
             .iter()
@@ -264,24 +355,11 @@ impl Emitter<'_> {
             });
         let args = quote!([#(#args),*]);
         let (ops, lits) = (code.ops_table(), code.literal_array());
-        let mut slots = Vec::new();
-        let item = lex(&detached(|| {
-            let (body, s) = code.adjoint_body(&targets, &needs);
-            let k = slot_count(&s);
-            slots = s;
-            code.region_item(
-                out,
-                true,
-                Some((quote!(__rune_ge), quote!(__RuneE))),
-                quote!([__RuneE; #k]),
-                body,
-            )
-        }));
+        let (item, f, slots) = self.partials_fn(&code, out, &targets);
         let pairs = targets.iter().zip(&slots).map(|(i, k)| quote!((#i, #k)));
         let results: Vec<Ident> = (0..targets.len())
             .map(|k| hidden(&format!("f{k}")))
             .collect();
-        let f = region_fn_ident(out, true);
         let accumulate = self.glue("accumulate");
         let (function, over) = match (&reduce, &axes) {
             (Some(r), Some(axes)) => {
@@ -297,7 +375,8 @@ impl Emitter<'_> {
         let call = relocate_call(
             quote! {
                 if let ::core::option::Option::Some(__rune_g) = #adj.take() {
-                    let [#(#results),*] = #function(#ops, #args, #lits, #over [#(#pairs),*], &__rune_g, #f());
+                    let [#(#results),*] = #function(#ops, #args, #lits, #over [#(#pairs),*],
+                        &__rune_g, #rt::fused_cotangents_of(#f));
                     #(#accumulate)*
                 }
             },
