@@ -1441,6 +1441,50 @@ impl Affine {
     }
 }
 
+trait Layer {
+    #[differentiable]
+    fn forward(&self, x: &Tensor<f64>) -> Tensor<f64>;
+}
+
+#[differentiable]
+impl Layer for Affine {
+    fn forward(&self, x: &Tensor<f64>) -> Tensor<f64> {
+        (x.matmul(&self.w) + &self.b).tanh()
+    }
+}
+
+#[differentiable]
+fn layer_mse<M: Layer + Differentiable>(
+    model: &M,
+    #[nodiff] x: &Tensor<f64>,
+    #[nodiff] y: &Tensor<f64>,
+) -> Tensor<f64> {
+    let d = model.forward(x) - y;
+    (&d * &d).mean()
+}
+
+#[test]
+fn layers_through_a_trait() {
+    let model = Affine {
+        w: t64(&[0.5, -0.25], &[2, 1]),
+        b: t64(&[0.1], &[1]),
+    };
+    let (x, y) = (t64(&[1.0, 2.0], &[1, 2]), t64(&[0.5], &[1, 1]));
+    // o = tanh(0.1); d = o - 0.5: ∂/∂b = 2 d (1 - o²), ∂/∂w = x ∂/∂b.
+    let (value, g) = layer_mse_value_and_grad(&model, &x, &y);
+    let o = 0.1f64.tanh();
+    let db = 2.0 * (o - 0.5) * (1.0 - o * o);
+    assert!((value.item() - (o - 0.5).powi(2)).abs() < 1e-12);
+    assert!((g.b.item() - db).abs() < 1e-12);
+    assert!((g.w.to_vec()[0] - db).abs() < 1e-12 && (g.w.to_vec()[1] - 2.0 * db).abs() < 1e-12);
+    // `Affine` also has an inherent `forward` (without `tanh`): the trait's entry points run
+    // the trait's method, not the inherent one of the same name.
+    assert_ne!(Layer::forward(&model, &x).item(), model.forward(&x).item());
+    let (out, (layer_grad, _)) = Layer::forward_vjp(&model, &x, &t64(&[1.0], &[1, 1]));
+    assert_eq!(out.item(), o);
+    assert!((layer_grad.b.item() - (1.0 - o * o)).abs() < 1e-12);
+}
+
 #[test]
 fn modules_as_methods() {
     let model = Affine {

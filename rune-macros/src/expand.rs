@@ -2,10 +2,10 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
-use syn::{ItemFn, ItemImpl};
+use syn::{ItemFn, ItemImpl, ItemTrait, TraitItemFn};
 
 use crate::diag::Errors;
-use crate::emit::{self, Emitter, Host};
+use crate::emit::{self, Emitter, Host, TraitMethod};
 use crate::parse::{Options, Signature};
 use crate::{analyse, fuse, lower, numbers, parse, twin};
 
@@ -19,63 +19,165 @@ pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
         } else {
             Host::Free
         };
-        return function(args, func, host);
+        return function(args, func, host, None);
     }
     if let Ok(block) = syn::parse2::<ItemImpl>(item.clone()) {
         return impl_block(args, block);
     }
+    if let Ok(block) = syn::parse2::<ItemTrait>(item.clone()) {
+        return trait_block(args, block);
+    }
+    // A method declared in a trait, without a body (one with a body parsed as a function).
+    if let Ok(method) = syn::parse2::<TraitItemFn>(item.clone()) {
+        return trait_method(args, method);
+    }
     let mut errors = Errors::default();
     errors.at(
         &item,
-        "#[differentiable] applies to a function (`fn f(x: &Tensor<T>, ..) -> Tensor<T>`) or to \
-         an inherent `impl` block",
+        "#[differentiable] applies to a function (`fn f(x: &Tensor<T>, ..) -> Tensor<T>`), to \
+         an `impl` block or to a trait",
     );
     let errs = errors.to_compile_errors();
     quote!(#errs #item)
 }
 
-/// `#[differentiable(args)]` on an `impl` block: every function in it gets its entry points
-/// beside it, as if it had the attribute itself (one that does keeps its own arguments).
+/// `#[differentiable(args)]` on an `impl` block (inherent, or of a trait whose methods declare
+/// the entry points, see [`trait_method`]): every function in it gets its entry points beside
+/// it, as if it had the attribute itself (one that does keeps its own arguments).
 fn impl_block(args: TokenStream, mut block: ItemImpl) -> TokenStream {
-    if let Some((_, path, _)) = &block.trait_ {
-        let mut errors = Errors::default();
-        errors.at(
-            path,
-            "#[differentiable] applies to inherent `impl` blocks (`impl Model { .. }`); a trait \
-             impl cannot take the generated functions",
-        );
-        let errs = errors.to_compile_errors();
-        return quote!(#errs #block);
-    }
     let items = std::mem::take(&mut block.items);
+    let trait_path = block.trait_.as_ref().map(|(_, path, _)| path.clone());
+    let in_trait_impl = trait_path.is_some();
     for item in items {
         let syn::ImplItem::Fn(method) = item else {
             block.items.push(item);
             continue;
         };
-        let mut attrs = method.attrs;
-        let own = attrs.iter().position(|a| {
-            a.path()
-                .segments
-                .last()
-                .is_some_and(|s| s.ident == "differentiable")
-        });
-        let args = match own.map(|i| attrs.remove(i).meta) {
-            Some(syn::Meta::List(list)) => list.tokens,
-            Some(_) => TokenStream::new(),
-            None => args.clone(),
-        };
+        if in_trait_impl && !returns_values(&method.sig) {
+            block.items.push(syn::ImplItem::Fn(method));
+            continue;
+        }
+        let (attrs, args) = own_arguments(method.attrs, &args);
         let func = ItemFn {
             attrs,
             vis: method.vis,
             sig: method.sig,
             block: Box::new(method.block),
         };
-        block
-            .items
-            .push(syn::ImplItem::Verbatim(function(args, func, Host::Impl)));
+        let trait_method = trait_path
+            .as_ref()
+            .map(|path| TraitMethod::new(Some((path, &block.generics)), &func));
+        block.items.push(syn::ImplItem::Verbatim(function(
+            args,
+            func,
+            Host::Impl,
+            trait_method,
+        )));
     }
     quote!(#block)
+}
+
+/// Whether a method of a trait, or of a trait impl, under `#[differentiable]` returns what a
+/// differentiated function can: not nothing, an integer, a `bool`, a string or a reference.
+/// The others (`fn width(&self) -> usize`) are left as they are, since the trait declares no
+/// entry points for them.
+fn returns_values(sig: &syn::Signature) -> bool {
+    const CONSTANT: &[&str] = &[
+        "bool", "char", "str", "String", "usize", "isize", "u8", "u16", "u32", "u64", "u128", "i8",
+        "i16", "i32", "i64", "i128",
+    ];
+    match &sig.output {
+        syn::ReturnType::Default => false,
+        syn::ReturnType::Type(_, ty) => match &**ty {
+            syn::Type::Reference(_) => false,
+            syn::Type::Path(p) => !p
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| CONSTANT.iter().any(|c| s.ident == c)),
+            _ => true,
+        },
+    }
+}
+
+/// A method's attributes without its own `#[differentiable(..)]`, and the arguments that apply
+/// to it: its own, or else the block's `args`.
+fn own_arguments(
+    mut attrs: Vec<syn::Attribute>,
+    args: &TokenStream,
+) -> (Vec<syn::Attribute>, TokenStream) {
+    let own = attrs.iter().position(|a| {
+        a.path()
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "differentiable")
+    });
+    let args = match own.map(|i| attrs.remove(i).meta) {
+        Some(syn::Meta::List(list)) => list.tokens,
+        Some(_) => TokenStream::new(),
+        None => args.clone(),
+    };
+    (attrs, args)
+}
+
+/// `#[differentiable(args)]` on a trait: every method in it, as if it had the attribute itself.
+fn trait_block(args: TokenStream, mut block: ItemTrait) -> TokenStream {
+    let items = std::mem::take(&mut block.items);
+    for item in items {
+        let syn::TraitItem::Fn(method) = item else {
+            block.items.push(item);
+            continue;
+        };
+        if !returns_values(&method.sig) {
+            block.items.push(syn::TraitItem::Fn(method));
+            continue;
+        }
+        let (attrs, args) = own_arguments(method.attrs, &args);
+        let expanded = match method.default {
+            Some(body) => {
+                let func = ItemFn {
+                    attrs,
+                    vis: syn::Visibility::Inherited,
+                    sig: method.sig,
+                    block: Box::new(body),
+                };
+                let trait_method = TraitMethod::new(None, &func);
+                function(args, func, Host::Impl, Some(trait_method))
+            }
+            None => trait_method(args, TraitItemFn { attrs, ..method }),
+        };
+        block.items.push(syn::TraitItem::Verbatim(expanded));
+    }
+    quote!(#block)
+}
+
+/// `#[differentiable(args)]` on a method declared in a trait without a body: the method, and
+/// the declarations of the entry points each impl's `#[differentiable]` method writes
+/// (`emit::trait_declarations`).
+fn trait_method(args: TokenStream, method: TraitItemFn) -> TokenStream {
+    let mut errors = Errors::default();
+    let options = parse::options(args, &mut errors);
+    if options.custom_vjp.is_some()
+        || options.custom_jvp.is_some()
+        || options.checkpoint
+        || options.hvp
+    {
+        errors.at(
+            &method.sig.ident,
+            "a trait's declaration of a method takes no `custom_vjp`, `custom_jvp`, `checkpoint` \
+             or `hvp`; give `custom_vjp` and `checkpoint` to the method in each impl",
+        );
+    }
+    let mut func = ItemFn {
+        attrs: Vec::new(),
+        vis: syn::Visibility::Inherited,
+        sig: method.sig.clone(),
+        block: Box::new(syn::parse_quote!({})),
+    };
+    let declarations = parse::signature(&mut func, &Options::default(), &mut errors)
+        .map(|sig| emit::trait_declarations(&func, &sig, &mut errors));
+    let errs = errors.to_compile_errors();
+    quote!(#errs #method #declarations)
 }
 
 /// A custom rule named like a generated function (`f_vjp` for `f`) would be defined twice.
@@ -107,7 +209,14 @@ fn check_rule_names(func: &ItemFn, options: &parse::Options, errors: &mut Errors
 }
 
 /// Expands `#[differentiable(args)]` on `func`, whose generated items go to `host`.
-fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
+/// `trait_method`: what the entry points of a method of a trait or of a trait impl capture and
+/// require.
+fn function(
+    args: TokenStream,
+    mut func: ItemFn,
+    host: Host,
+    trait_method: Option<TraitMethod>,
+) -> TokenStream {
     let mut errors = Errors::default();
     let original = func.clone();
     let options = parse::options(args, &mut errors);
@@ -155,7 +264,11 @@ fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
     }
     if !errors.is_empty() {
         let errs = errors.to_compile_errors();
-        let stubs = emit::place(&func, host, vec![Emitter::stubs(&func, &sig, host)]);
+        let stubs = emit::place(
+            &func,
+            host,
+            vec![Emitter::stubs(&func, &sig, host, trait_method.as_ref())],
+        );
         return quote!(#errs #func #stubs);
     }
     let emitter = Emitter {
@@ -168,6 +281,7 @@ fn function(args: TokenStream, mut func: ItemFn, host: Host) -> TokenStream {
         is_twin: false,
         numbers: numbers_only,
         host,
+        trait_method: trait_method.as_ref(),
         regions: Default::default(),
     };
     let mut generated = vec![emitter.emit()];

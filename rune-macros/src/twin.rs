@@ -51,6 +51,7 @@ pub fn dual_twin(
         is_twin: true,
         numbers: false,
         host,
+        trait_method: None,
         regions: Default::default(),
     };
     let mut generated = emitter.emit();

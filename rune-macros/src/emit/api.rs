@@ -12,12 +12,12 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
 use syn::{Ident, ItemFn};
 
-use super::{lints, rt, Api, Emitter, Generated, Host};
+use super::{lints, rt, Api, Emitter, Generated, Host, TraitMethod};
 use crate::parse::{single_ident, Param, Returns, Signature};
 
 /// A generated entry point.
 #[derive(Clone, Copy)]
-enum EntryPoint {
+pub(super) enum EntryPoint {
     /// `fwd` (hidden): the value and a pullback that returns one gradient slot per parameter.
     Fwd,
     /// `dual_fwd` (hidden), of a function generic over its element type: `fwd`, for the
@@ -43,7 +43,7 @@ enum EntryPoint {
 
 impl EntryPoint {
     /// Every entry point, in the order they are written.
-    const ALL: [EntryPoint; 10] = [
+    pub(super) const ALL: [EntryPoint; 10] = [
         EntryPoint::Fwd,
         EntryPoint::DualFwd,
         EntryPoint::DualTangent,
@@ -76,17 +76,19 @@ impl EntryPoint {
 
 /// An entry point's declaration: everything but its body.
 #[derive(Clone)]
-struct Decl {
+pub(super) struct Decl {
     /// Written among the hidden entry points (see [`Generated`]).
-    hidden: bool,
-    /// The doc comment (or `#[doc(hidden)]`), the lints and `#[track_caller]`.
-    attrs: TokenStream,
-    name: Ident,
+    pub(super) hidden: bool,
+    /// The doc comment (or `#[doc(hidden)]`), `#[inline]`, the lints and `#[track_caller]`.
+    pub(super) attrs: TokenStream,
+    /// The same without `#[inline]`, for a declaration without a body (in a trait).
+    pub(super) prototype_attrs: TokenStream,
+    pub(super) name: Ident,
     /// The parameters, as written between the parentheses.
-    params: TokenStream,
-    ret: TokenStream,
+    pub(super) params: TokenStream,
+    pub(super) ret: TokenStream,
     /// A body of the return type that never runs, for the stubs.
-    stub: TokenStream,
+    pub(super) stub: TokenStream,
 }
 
 /// The parameter of `f_jvp` holding the tangent of differentiated parameter `p`.
@@ -101,7 +103,7 @@ fn cotangent() -> Ident {
 
 impl Api<'_> {
     /// The declaration of `entry`, or `None` when this function does not get it.
-    fn declare(&self, entry: EntryPoint) -> Option<Decl> {
+    pub(super) fn declare(&self, entry: EntryPoint) -> Option<Decl> {
         let rt = rt();
         let sig = self.sig;
         // Parameters as declared (without `#[nodiff]`), keeping `mut` only where the body may
@@ -257,28 +259,30 @@ impl Api<'_> {
         };
         let lints = lints();
         // A twin has only what `f_hvp` runs: its gradient, hidden.
-        let (hidden, name, attrs) = match doc.filter(|_| !twin) {
+        let (hidden, name, doc, track_caller) = match doc.filter(|_| !twin) {
             Some(doc) => {
                 let track_caller = matches!(
                     entry,
                     EntryPoint::Hvp | EntryPoint::Vjp | EntryPoint::ValueAndGrad | EntryPoint::Grad
                 )
                 .then(|| quote!(#[track_caller]));
-                let attrs = quote!(#[doc = #doc] #[inline] #lints #track_caller);
-                (false, self.public_name(entry.suffix()), attrs)
+                let name = self.public_name(entry.suffix());
+                (false, name, quote!(#[doc = #doc]), track_caller)
             }
             None => (
                 true,
                 self.hidden_name(entry.suffix()),
-                quote!(#[doc(hidden)] #[inline] #lints),
+                quote!(#[doc(hidden)]),
+                None,
             ),
         };
         Some(Decl {
             hidden,
-            attrs,
+            attrs: quote!(#doc #[inline] #lints #track_caller),
+            prototype_attrs: quote!(#doc #lints #track_caller),
             name,
             params,
-            ret,
+            ret: super::capturing(ret, self.trait_method),
             stub,
         })
     }
@@ -293,7 +297,10 @@ impl Api<'_> {
             ..
         } = decl;
         let vis = &self.func.vis;
-        let generics = &self.func.sig.generics;
+        let generics = match self.trait_method {
+            Some(t) => t.bounded(&self.func.sig.generics),
+            None => self.func.sig.generics.clone(),
+        };
         let where_clause = &generics.where_clause;
         quote! {
             #attrs
@@ -585,13 +592,19 @@ impl Emitter<'_> {
     /// Every entry point's declaration with a body that never runs, emitted beside the errors so
     /// that callers do not see a cascade of missing-function errors. Without the function's
     /// options, a function on a concrete element type gets no `f_hvp` stub.
-    pub fn stubs(func: &ItemFn, sig: &Signature, host: Host) -> Generated {
+    pub fn stubs(
+        func: &ItemFn,
+        sig: &Signature,
+        host: Host,
+        trait_method: Option<&TraitMethod>,
+    ) -> Generated {
         let api = Api {
             func,
             sig,
             host,
             is_twin: false,
             hvp_twin: false,
+            trait_method,
         };
         let mut generated = Generated {
             hidden: TokenStream::new(),

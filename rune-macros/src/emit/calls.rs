@@ -50,9 +50,10 @@ fn fallback_fn(
         if method && i == 0 {
             params.push(quote!(&self));
             if let CallArg::Struct { .. } = a {
-                slots.push(quote!(Self));
-                bounds.push(quote!(Self: #rt::Differentiable));
-                elem.get_or_insert(quote!(<Self as #rt::Differentiable>::Elem));
+                let target = quote!(Self::__rune_Target);
+                slots.push(target.clone());
+                bounds.push(quote!(#target: #rt::Differentiable));
+                elem.get_or_insert(quote!(<#target as #rt::Differentiable>::Elem));
             } else {
                 slots.push(quote!(#rt::NoGrad));
             }
@@ -123,34 +124,59 @@ fn fallback_fn(
     }
 }
 
-pub(super) fn call_args(args: &[CallArg], roots: &[Ident]) -> Vec<TokenStream> {
-    args.iter()
-        .map(|a| match a {
-            CallArg::Struct {
-                root,
-                path,
-                borrowed,
-            } => {
-                let p = path_tokens(&roots[*root], path);
-                if *borrowed {
-                    quote!(&#p)
-                } else {
-                    quote!(::core::clone::Clone::clone(&#p))
+impl Emitter<'_> {
+    /// Whether root `root` is a parameter that is a reference (`model: &M`, `&self`).
+    fn reference_root(&self, root: usize) -> bool {
+        let name = &self.body.roots[root];
+        self.sig
+            .params
+            .iter()
+            .any(|p| p.ident == *name && matches!(p.ty, syn::Type::Reference(_)))
+    }
+
+    /// A call's arguments, as the callee's entry points take them.
+    pub(super) fn call_args(&self, args: &[CallArg]) -> Vec<TokenStream> {
+        args.iter()
+            .map(|a| match a {
+                // A parameter that is a reference is passed as it is: `&model` would be a
+                // `&&M`, which a callee generic over `M` would take for `M = &Model`.
+                CallArg::Struct { root, path, .. }
+                    if path.is_empty() && self.reference_root(*root) =>
+                {
+                    path_tokens(&self.body.roots[*root], path)
                 }
+                a => call_arg(a, &self.body.roots),
+            })
+            .collect()
+    }
+}
+
+fn call_arg(a: &CallArg, roots: &[Ident]) -> TokenStream {
+    match a {
+        CallArg::Struct {
+            root,
+            path,
+            borrowed,
+        } => {
+            let p = path_tokens(&roots[*root], path);
+            if *borrowed {
+                quote!(&#p)
+            } else {
+                quote!(::core::clone::Clone::clone(&#p))
             }
-            // As the tensor, or its number where the callee takes a number.
-            CallArg::Val { val, borrowed } => {
-                let v = val_ident(*val);
-                let rt = rt();
-                if *borrowed {
-                    quote!(#rt::arg(&#v))
-                } else {
-                    quote!(#rt::arg(::core::clone::Clone::clone(&#v)))
-                }
+        }
+        // As the tensor, or its number where the callee takes a number.
+        CallArg::Val { val, borrowed } => {
+            let v = val_ident(*val);
+            let rt = rt();
+            if *borrowed {
+                quote!(#rt::arg(&#v))
+            } else {
+                quote!(#rt::arg(::core::clone::Clone::clone(&#v)))
             }
-            CallArg::Const(t) | CallArg::Array { tokens: t, .. } => t.tokens().clone(),
-        })
-        .collect()
+        }
+        CallArg::Const(t) | CallArg::Array { tokens: t, .. } => t.tokens().clone(),
+    }
 }
 
 pub(super) fn bind_outs(outs: &[Val], tuple: bool) -> TokenStream {
@@ -261,10 +287,14 @@ impl Emitter<'_> {
                                 borrowed,
                             } => {
                                 let p = path_tokens(&self.body.roots[*root], path);
-                                if *borrowed {
-                                    p
-                                } else {
-                                    quote!(::core::clone::Clone::clone(&#p))
+                                match *borrowed {
+                                    // A parameter that is a reference (`m: &M`, `&self`).
+                                    true if path.is_empty() && self.reference_root(*root) => p,
+                                    // A field, an element or an owned parameter, borrowed:
+                                    // the real method takes `&self`, so it is found before
+                                    // the stand-in, which takes `&&self` (see below).
+                                    true => quote!((&#p)),
+                                    false => quote!(::core::clone::Clone::clone(&#p)),
                                 }
                             }
                             CallArg::Const(t) => quote!((#t)),
@@ -278,8 +308,13 @@ impl Emitter<'_> {
                 if recursive {
                     return quote!(#head #turbofish (#(#values),*));
                 }
-                // A trait in scope gives every type the entry point; the type's own (inherent)
-                // one takes precedence where it exists.
+                // A trait in scope gives every type the entry point; the type's own one takes
+                // precedence where it exists. For a structure's method the stand-in is the
+                // trait's on references: the type's own (inherent, or a trait's: `impl Module
+                // for Linear`, `M: Module`), which takes `&self`, matches the receiver `&T` as
+                // it is, before the stand-in, which takes `&&T` and matches only once the
+                // receiver is borrowed again (a trait's method and a stand-in found at the same
+                // step would be ambiguous).
                 let (items, bounds) = if check {
                     let message = if method {
                         format!(
@@ -294,7 +329,7 @@ impl Emitter<'_> {
                         )
                     };
                     let (items, bound) = check_trait(&message, "called with differentiated values");
-                    (items, vec![quote!(Self: #bound)])
+                    (items, vec![quote!(Self::__rune_Target: #bound)])
                 } else {
                     (quote!(), vec![])
                 };
@@ -302,12 +337,24 @@ impl Emitter<'_> {
                     fallback_fn(&entry, args, method, n_outs, mode, &bounds, self.carrier());
                 let fallback = hidden("Fallback");
                 let x = hidden("X");
+                let borrowed_structure =
+                    method && matches!(args[0], CallArg::Struct { borrowed: true, .. });
+                let implementor = if borrowed_structure {
+                    quote!(&#x)
+                } else {
+                    quote!(#x)
+                };
+                // `__rune_Target`: the type whose entry point the stand-in stands for.
                 quote!({
                     #items
+                    #[allow(non_camel_case_types)]
                     trait #fallback {
+                        type __rune_Target: ?::core::marker::Sized;
                         #stand_in
                     }
-                    impl<#x: ?::core::marker::Sized> #fallback for #x {}
+                    impl<#x: ?::core::marker::Sized> #fallback for #implementor {
+                        type __rune_Target = #x;
+                    }
                     #head #turbofish (#(#values),*)
                 })
             }

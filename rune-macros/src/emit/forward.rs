@@ -6,7 +6,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
 use syn::Ident;
 
-use super::calls::{bind_outs, call_args};
+use super::calls::bind_outs;
 use super::residuals::Saved;
 use super::rule::{forward_op, Hoists, OpCtx};
 use super::tokens::{relocate, relocate_call};
@@ -207,7 +207,7 @@ impl Emitter<'_> {
                         unreachable!("the plain function is written from a body without calls")
                     }
                     Mode::Reverse => {
-                        let values = call_args(args, &self.body.roots);
+                        let values = self.call_args(args);
                         let call = self.call_expr(callee, "fwd", args, values, outs.len(), mode);
                         let pb = pullback_ident(outs[0]);
                         let call = if recursive {
@@ -229,7 +229,7 @@ impl Emitter<'_> {
                         relocate(quote!(#call #values), *span)
                     }
                     Mode::Tangent => {
-                        let mut all = call_args(args, &self.body.roots);
+                        let mut all = self.call_args(args);
                         for a in args {
                             all.push(match a {
                                 CallArg::Val { val, .. } if self.useful(*val) => {

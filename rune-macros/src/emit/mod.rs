@@ -29,6 +29,7 @@ mod residuals;
 mod rule;
 mod tangent;
 mod tokens;
+mod traits;
 mod variants;
 
 use std::cell::RefCell;
@@ -38,6 +39,7 @@ use quote::{format_ident, quote, ToTokens};
 use syn::{Ident, ItemFn};
 
 use self::carrier::Carrier;
+pub use self::traits::trait_declarations;
 use crate::analyse::Analysis;
 use crate::ir::{Body, PathSeg, Slot, Val};
 use crate::lower::path_place;
@@ -79,6 +81,8 @@ pub struct Emitter<'a> {
     pub numbers: bool,
     /// Where the generated items go.
     pub host: Host,
+    /// A method of a trait or of a trait impl: what its entry points capture and require.
+    pub trait_method: Option<&'a TraitMethod>,
     /// The fused regions' fn items, each written once (see [`Emitter::region_items`]).
     pub regions: RefCell<fused::RegionItems>,
 }
@@ -142,6 +146,7 @@ impl<'a> Emitter<'a> {
             host: self.host,
             is_twin: self.is_twin,
             hvp_twin: self.hvp_twin,
+            trait_method: self.trait_method,
         }
     }
 }
@@ -158,6 +163,8 @@ struct Api<'a> {
     /// A function on a concrete element type whose `f_hvp` runs its dual-number twin (see
     /// [`Emitter::hvp_twin`]).
     hvp_twin: bool,
+    /// See [`Emitter::trait_method`].
+    trait_method: Option<&'a TraitMethod>,
 }
 
 impl<'a> Api<'a> {
@@ -185,6 +192,15 @@ impl<'a> Api<'a> {
         }
     }
 
+    /// `Self`, or in a trait impl `<Self as Trait>`: a type may have an inherent method of the
+    /// same name (an inherent `forward` beside `Layer::forward`), which `Self::forward` names.
+    fn self_path(&self) -> TokenStream {
+        match self.trait_method.and_then(|t| t.path.as_ref()) {
+            Some(path) => quote!(<Self as #path>),
+            None => quote!(Self),
+        }
+    }
+
     /// The path that calls hidden entry point `kind` (see [`Self::hidden_name`]).
     fn hidden_path(&self, kind: &str) -> TokenStream {
         let item = self.hidden_name(kind);
@@ -193,7 +209,10 @@ impl<'a> Api<'a> {
                 let name = self.name();
                 quote!(#name::#item)
             }
-            Host::Impl => quote!(Self::#item),
+            Host::Impl => {
+                let this = self.self_path();
+                quote!(#this::#item)
+            }
         }
     }
 
@@ -211,7 +230,10 @@ impl<'a> Api<'a> {
                 let fname = self.name();
                 quote!(#fname::#item)
             }
-            Host::Impl => quote!(Self::#item),
+            Host::Impl => {
+                let this = self.self_path();
+                quote!(#this::#item)
+            }
         }
     }
 
@@ -225,7 +247,10 @@ impl<'a> Api<'a> {
         let item = self.public_name(suffix);
         match self.host {
             Host::Free => quote!(#item),
-            Host::Impl => quote!(Self::#item),
+            Host::Impl => {
+                let this = self.self_path();
+                quote!(#this::#item)
+            }
         }
     }
 
@@ -234,7 +259,10 @@ impl<'a> Api<'a> {
         let name = self.name();
         match self.host {
             Host::Free => quote!(#name),
-            Host::Impl => quote!(Self::#name),
+            Host::Impl => {
+                let this = self.self_path();
+                quote!(#this::#name)
+            }
         }
     }
 
@@ -266,6 +294,84 @@ impl<'a> Api<'a> {
             Host::Impl => format!("[`Self::{}`]", self.name()),
         }
     }
+}
+
+/// What the entry points of a method of a trait, or of a trait impl, capture and require.
+pub struct TraitMethod {
+    /// `use<..>`, added to each `impl Trait` they return (a pullback): the impl's type and const
+    /// parameters, or `Self` in the trait itself, and the method's, but none of the lifetimes.
+    /// A pullback owns what it reads; by default the `impl Trait` a trait's method returns
+    /// would capture the lifetime of `&self` and of each borrowed argument, and a caller's
+    /// pullback holding it could not be returned. (Elsewhere a returned `impl Trait` captures
+    /// no lifetime it is not told to.)
+    captures: syn::TypeParamBound,
+    /// The trait, in a trait impl.
+    path: Option<syn::Path>,
+    /// In the trait itself, `Self: Sized`, which keeps the trait dyn-compatible (the entry points
+    /// return `impl Trait`), and `Self: Differentiable` where `self` is differentiated.
+    bounds: Vec<syn::WherePredicate>,
+}
+
+impl TraitMethod {
+    /// `method` of an impl of trait `path` whose generics are `impl_generics`, or of the trait
+    /// itself (`None`).
+    pub fn new(trait_impl: Option<(&syn::Path, &syn::Generics)>, method: &ItemFn) -> TraitMethod {
+        let in_trait = trait_impl.is_none();
+        let impl_generics = trait_impl.map(|(_, g)| g);
+        let params = impl_generics
+            .into_iter()
+            .chain([&method.sig.generics])
+            .flat_map(|g| &g.params)
+            .filter_map(|p| match p {
+                syn::GenericParam::Type(t) => Some(&t.ident),
+                syn::GenericParam::Const(c) => Some(&c.ident),
+                syn::GenericParam::Lifetime(_) => None,
+            });
+        let this = in_trait.then(|| quote!(Self,));
+        let mut bounds = Vec::new();
+        if in_trait {
+            bounds.push(syn::parse_quote!(Self: ::core::marker::Sized));
+            let differentiated = method
+                .sig
+                .receiver()
+                .is_some_and(|r| !r.attrs.iter().any(|a| a.path().is_ident("nodiff")));
+            if differentiated {
+                let rt = rt();
+                bounds.push(syn::parse_quote!(Self: #rt::Differentiable));
+            }
+        }
+        TraitMethod {
+            captures: syn::parse_quote!(use<#this #(#params),*>),
+            path: trait_impl.map(|(p, _)| p.clone()),
+            bounds,
+        }
+    }
+
+    /// `generics` with [`Self::bounds`] added to their where-clause.
+    fn bounded(&self, generics: &syn::Generics) -> syn::Generics {
+        let mut generics = generics.clone();
+        if !self.bounds.is_empty() {
+            let clause = generics.make_where_clause();
+            clause.predicates.extend(self.bounds.iter().cloned());
+        }
+        generics
+    }
+}
+
+/// Return type `ret` with the trait method's captures added to each `impl Trait` in it.
+fn capturing(ret: TokenStream, trait_method: Option<&TraitMethod>) -> TokenStream {
+    struct Add<'a>(&'a syn::TypeParamBound);
+    impl syn::visit_mut::VisitMut for Add<'_> {
+        fn visit_type_impl_trait_mut(&mut self, t: &mut syn::TypeImplTrait) {
+            t.bounds.push(self.0.clone());
+        }
+    }
+    let Some(trait_method) = trait_method else {
+        return ret;
+    };
+    let mut ty: syn::Type = syn::parse2(ret).expect("a return type parses");
+    syn::visit_mut::VisitMut::visit_type_mut(&mut Add(&trait_method.captures), &mut ty);
+    quote!(#ty)
 }
 
 /// The lints generated functions allow.

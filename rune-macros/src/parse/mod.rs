@@ -291,13 +291,32 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
         });
     }
     if !params.iter().any(|p| p.active.is_some()) && errors.is_empty() {
+        // A parameter of a generic type is a structure once bounded by `Differentiable`.
+        let generic = params.iter().find_map(|p| {
+            let Type::Path(t) = ungrouped_ref(&p.ty) else {
+                return None;
+            };
+            let name = t.path.get_ident()?;
+            generics
+                .type_params()
+                .any(|g| g.ident == *name)
+                .then(|| name.clone())
+        });
+        let hint = generic.map_or(String::new(), |g| {
+            format!(
+                "; a parameter of generic type `{g}` is a structure of parameters when `{g}` is \
+                 bounded by `Differentiable` (`{g}: Layer + Differentiable`)"
+            )
+        });
         errors.at(
             &sig.ident,
-            "a #[differentiable] function needs at least one differentiated parameter without \
-             #[nodiff]: a `Tensor<T>`, `&Tensor<T>`, a `Differentiable` structure, or a `Vec`, \
-             slice or `Option` of them; in a function returning a number or a tuple of numbers \
-             also an `f32`/`f64`, an array `[f64; N]`, a slice `&[f64]` or a `Vec<f64>` (a \
-             function returning a tensor takes numbers as constants)",
+            format!(
+                "a #[differentiable] function needs at least one differentiated parameter \
+                 without #[nodiff]: a `Tensor<T>`, `&Tensor<T>`, a `Differentiable` structure, \
+                 or a `Vec`, slice or `Option` of them; in a function returning a number or a \
+                 tuple of numbers also an `f32`/`f64`, an array `[f64; N]`, a slice `&[f64]` or \
+                 a `Vec<f64>` (a function returning a tensor takes numbers as constants){hint}"
+            ),
         );
     }
     let returns = match &value_output {
@@ -441,5 +460,13 @@ impl Signature {
                 None => quote!(::rune_ad::__private::NoGrad),
             })
             .collect()
+    }
+}
+
+/// `ty` behind one reference (`&M` → `M`).
+fn ungrouped_ref(ty: &Type) -> &Type {
+    match ty {
+        Type::Reference(r) => &r.elem,
+        other => other,
     }
 }

@@ -6,8 +6,8 @@ use quote::ToTokens;
 use syn::Type;
 
 /// Whether a parameter of type `ty` (behind any reference) is taken for a `Differentiable`
-/// structure: a named type that is not a number, a tensor of masks or indices, one of the
-/// standard containers, or a generic parameter of the function.
+/// structure: a named type that is not a number, a tensor of masks or indices or one of the
+/// standard containers, or a generic parameter of the function bounded by `Differentiable`.
 pub(super) fn is_structure(ty: &Type, generics: &syn::Generics) -> bool {
     let Type::Path(p) = ty else { return false };
     if p.qself.is_some() {
@@ -52,7 +52,35 @@ pub(super) fn is_structure(ty: &Type, generics: &syn::Generics) -> bool {
         "Dual",
     ];
     let generic = generics.type_params().any(|t| t.ident == name);
-    !constant.contains(&name.as_str()) && !generic
+    if generic {
+        return p.path.segments.len() == 1 && bounded_by_differentiable(&last.ident, generics);
+    }
+    !constant.contains(&name.as_str())
+}
+
+/// Whether generic parameter `param` has a bound `Differentiable` (`M: Module + Differentiable`,
+/// or in the where-clause): a structure whose type the caller chooses.
+fn bounded_by_differentiable(param: &syn::Ident, generics: &syn::Generics) -> bool {
+    let differentiable =
+        |bounds: &syn::punctuated::Punctuated<syn::TypeParamBound, syn::Token![+]>| {
+            bounds.iter().any(|b| {
+                matches!(b, syn::TypeParamBound::Trait(t)
+                if t.path.segments.last().is_some_and(|s| s.ident == "Differentiable"))
+            })
+        };
+    let in_params = generics
+        .type_params()
+        .any(|t| t.ident == *param && differentiable(&t.bounds));
+    let in_where = generics
+        .where_clause
+        .iter()
+        .flat_map(|w| &w.predicates)
+        .any(|p| {
+            matches!(p, syn::WherePredicate::Type(t)
+            if matches!(&t.bounded_ty, Type::Path(tp) if tp.path.is_ident(param))
+                && differentiable(&t.bounds))
+        });
+    in_params || in_where
 }
 
 /// Whether a return type can be a tensor: `Tensor<..>`, or a name the macro cannot see through
