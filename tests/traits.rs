@@ -1,6 +1,7 @@
 //! Layers defined through a trait, the way Rust users write models: `#[differentiable]` on the
 //! trait's method declaration, on the impls (a generic one among them), on a trait with a
-//! provided method, and functions generic over `M: Layer + Differentiable`. Every variant is
+//! provided method and on a trait generic over the element type, and functions generic over
+//! `M: Layer + Differentiable`. Every variant is
 //! checked against finite differences, the dot-product test and the plain functions
 //! (`support::check_variants!`), and one gradient against its formula by hand.
 
@@ -142,6 +143,29 @@ fn scorer_loss(model: &Dense, #[nodiff] x: &Tensor<f64>, #[nodiff] y: &Tensor<f6
     Scorer::loss(model, x, y)
 }
 
+/// A trait generic over the element type, under the attribute on the whole trait.
+#[differentiable]
+pub trait Head<T: Element> {
+    fn logits(&self, x: &Tensor<T>) -> Tensor<T>;
+}
+
+#[differentiable]
+impl Head<f64> for Gated {
+    fn logits(&self, x: &Tensor<f64>) -> Tensor<f64> {
+        (x * &self.g).exp()
+    }
+}
+
+#[differentiable]
+fn head_loss<H: Head<f64> + Differentiable>(head: &H, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+    head.logits(x).sum().ln()
+}
+
+#[differentiable]
+fn gated_head_loss(head: &Gated, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+    head_loss(head, x)
+}
+
 fn dense(seed: u64, inputs: usize, outputs: usize) -> Dense {
     Dense {
         w: Tensor::rand_normal(&[inputs, outputs], 0.0, 0.5, seed),
@@ -279,4 +303,29 @@ fn a_trait_object_runs_the_layer_as_written() {
     let first = dense(31, 3, 3).forward(&x);
     let second = &first * &(&first * &Tensor::rand_normal(&[3], 0.0, 1.0, 33)).sigmoid();
     assert_eq!(h.to_vec(), second.to_vec());
+}
+
+#[test]
+fn a_generic_trait_has_every_variant() {
+    let (x, _) = data();
+    let head = Gated {
+        g: Tensor::rand_normal(&[3], 0.0, 1.0, 41),
+    };
+    check_variants!(
+        gated_head_loss,
+        gated_head_loss_value_and_grad,
+        gated_head_loss_grad,
+        gated_head_loss_vjp,
+        gated_head_loss_jvp,
+        gated_head_loss_pullback;
+        [head];
+        (&head, &x)
+    );
+    // By hand: ln Σ exp(x g) has ∂/∂g_j = Σ_i x_ij exp(x_ij g_j) / Σ exp(x g).
+    let (_, grad) = gated_head_loss_value_and_grad(&head, &x);
+    let e = (&x * &head.g).exp();
+    let by_hand = (&x * &e).sum_axes(&[0], false) / e.sum().item();
+    for (g, h) in grad.g.to_vec().iter().zip(by_hand.to_vec()) {
+        assert!((g - h).abs() <= 1e-12 * h.abs().max(1.0), "{g} against {h}");
+    }
 }

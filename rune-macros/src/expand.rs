@@ -29,7 +29,7 @@ pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
     }
     // A method declared in a trait, without a body (one with a body parsed as a function).
     if let Ok(method) = syn::parse2::<TraitItemFn>(item.clone()) {
-        return trait_method(args, method);
+        return trait_method(args, method, None);
     }
     let mut errors = Errors::default();
     errors.at(
@@ -66,7 +66,7 @@ fn impl_block(args: TokenStream, mut block: ItemImpl) -> TokenStream {
         };
         let trait_method = trait_path
             .as_ref()
-            .map(|path| TraitMethod::new(Some((path, &block.generics)), &func));
+            .map(|path| TraitMethod::new(Some(path), Some(&block.generics), &func));
         block.items.push(syn::ImplItem::Verbatim(function(
             args,
             func,
@@ -141,10 +141,10 @@ fn trait_block(args: TokenStream, mut block: ItemTrait) -> TokenStream {
                     sig: method.sig,
                     block: Box::new(body),
                 };
-                let trait_method = TraitMethod::new(None, &func);
+                let trait_method = TraitMethod::new(None, Some(&block.generics), &func);
                 function(args, func, Host::Impl, Some(trait_method))
             }
-            None => trait_method(args, TraitItemFn { attrs, ..method }),
+            None => trait_method(args, TraitItemFn { attrs, ..method }, Some(&block.generics)),
         };
         block.items.push(syn::TraitItem::Verbatim(expanded));
     }
@@ -154,7 +154,14 @@ fn trait_block(args: TokenStream, mut block: ItemTrait) -> TokenStream {
 /// `#[differentiable(args)]` on a method declared in a trait without a body: the method, and
 /// the declarations of the entry points each impl's `#[differentiable]` method writes
 /// (`emit::trait_declarations`).
-fn trait_method(args: TokenStream, method: TraitItemFn) -> TokenStream {
+///
+/// `trait_generics`: the trait's, known under the attribute on the trait (a generic trait's
+/// method needs it there).
+fn trait_method(
+    args: TokenStream,
+    method: TraitItemFn,
+    trait_generics: Option<&syn::Generics>,
+) -> TokenStream {
     let mut errors = Errors::default();
     let options = parse::options(args, &mut errors);
     if options.custom_vjp.is_some()
@@ -175,7 +182,7 @@ fn trait_method(args: TokenStream, method: TraitItemFn) -> TokenStream {
         block: Box::new(syn::parse_quote!({})),
     };
     let declarations = parse::signature(&mut func, &Options::default(), &mut errors)
-        .map(|sig| emit::trait_declarations(&func, &sig, &mut errors));
+        .map(|sig| emit::trait_declarations(&func, &sig, trait_generics, &mut errors));
     let errs = errors.to_compile_errors();
     quote!(#errs #method #declarations)
 }

@@ -313,12 +313,16 @@ pub struct TraitMethod {
 }
 
 impl TraitMethod {
-    /// `method` of an impl of trait `path` whose generics are `impl_generics`, or of the trait
-    /// itself (`None`).
-    pub fn new(trait_impl: Option<(&syn::Path, &syn::Generics)>, method: &ItemFn) -> TraitMethod {
-        let in_trait = trait_impl.is_none();
-        let impl_generics = trait_impl.map(|(_, g)| g);
-        let params = impl_generics
+    /// `method` of an impl of trait `path` whose generics are `outer` (`Some(path)`), or of the
+    /// trait itself (`None`), whose generics are `outer` where known (under the attribute on the
+    /// trait, not on a method alone).
+    pub fn new(
+        path: Option<&syn::Path>,
+        outer: Option<&syn::Generics>,
+        method: &ItemFn,
+    ) -> TraitMethod {
+        let in_trait = path.is_none();
+        let params = outer
             .into_iter()
             .chain([&method.sig.generics])
             .flat_map(|g| &g.params)
@@ -342,7 +346,7 @@ impl TraitMethod {
         }
         TraitMethod {
             captures: syn::parse_quote!(use<#this #(#params),*>),
-            path: trait_impl.map(|(p, _)| p.clone()),
+            path: path.cloned(),
             bounds,
         }
     }

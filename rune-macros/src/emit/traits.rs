@@ -48,9 +48,15 @@ fn forwarded_args(func: &ItemFn, errors: &mut Errors) -> Vec<TokenStream> {
 
 /// The trait items of method `func` (declared without a body) under `#[differentiable]`: the
 /// declarations of its entry points, and the provided hidden items (see the module's
-/// documentation).
-pub fn trait_declarations(func: &ItemFn, sig: &Signature, errors: &mut Errors) -> TokenStream {
-    let trait_method = TraitMethod::new(None, func);
+/// documentation). `trait_generics`: the trait's, when known (a generic trait's entry points
+/// name its parameters in what they capture).
+pub fn trait_declarations(
+    func: &ItemFn,
+    sig: &Signature,
+    trait_generics: Option<&syn::Generics>,
+    errors: &mut Errors,
+) -> TokenStream {
+    let trait_method = TraitMethod::new(None, trait_generics, func);
     let api = Api {
         func,
         sig,

@@ -106,7 +106,7 @@ pub fn fused_recip<T: Element>(b: T) -> T {
 /// gives the element's value and its inputs' cotangents for a cotangent of one, which are the
 /// element's partial derivatives (an element of the result reads one element of each input),
 /// and the tangent is their sum weighted by the inputs' tangents `u`, as `slots` pairs them
-/// ([`TangentSlots`]). A zero tangent contributes zero, even through an infinite partial.
+/// (`TangentSlots`). A zero tangent contributes zero, even through an infinite partial.
 ///
 /// So forward mode runs the closure that reverse mode runs, and rustc checks a region's
 /// derivative code once. The cost per element is about a forward tangent's: one sweep over the
@@ -130,7 +130,7 @@ where
 
 /// Tangent `J` (of a region's inputs with tangents, in order) weights partial derivative `I` (a
 /// slot of the region's cotangents, which inputs of one cotangent share): a leaf of
-/// [`TangentSlots`].
+/// `TangentSlots`.
 #[derive(Clone, Copy, Debug)]
 pub struct Slot<const J: usize, const I: usize>;
 
