@@ -434,3 +434,38 @@ fn a_tensor_assigned_after_its_let_in_each_arm() {
         (&model, &x)
     );
 }
+
+/// Block statements that update a differentiated variable declared before them: one followed by
+/// `;`, one without, and one shadowing a name inside (the inner `y` ends with its block).
+#[differentiable]
+fn block_statements(x: &Tensor<f64>, w: &Tensor<f64>) -> Tensor<f64> {
+    let mut total = (x * w).sum();
+    let y = x * 2.0;
+    {
+        let y = w * 3.0;
+        let updated = &total + (&y * x).sum();
+        total = updated;
+    };
+    {
+        total += (&y * w).sum();
+    }
+    total * &y.sum()
+}
+
+#[test]
+fn block_statements_update_what_they_assign() {
+    let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 81);
+    let w = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 82);
+    check_variants!(
+        block_statements, block_statements_value_and_grad, block_statements_grad,
+        block_statements_vjp, block_statements_jvp, block_statements_pullback;
+        [x, w];
+        (&x, &w)
+    );
+    // By hand: total = Σxw + 3Σwx + 2Σxw = 6Σxw, times s = 2Σx: ∂/∂w = 12 x Σx.
+    let (_, (_, gw)) = block_statements_value_and_grad(&x, &w);
+    let sx: f64 = x.to_vec().iter().sum();
+    for (g, xi) in gw.to_vec().iter().zip(x.to_vec()) {
+        assert!((g - 12.0 * xi * sx).abs() <= 1e-12 * (12.0 * xi * sx).abs().max(1.0));
+    }
+}

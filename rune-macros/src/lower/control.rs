@@ -314,6 +314,17 @@ impl Lowerer<'_> {
             Expr::If(_) | Expr::Match(_) => {
                 self.branch_expr(e, false);
             }
+            // A block statement (`{ let y = ..; total += y; }`) is a branch always taken: its
+            // assignments to variables declared before it, differentiated or not, go through
+            // as a branch's do. Lowered as a value, its assignments were lost to the
+            // derivatives.
+            Expr::Block(b) if b.label.is_none() => {
+                let block = &b.block;
+                let desugared: Expr = syn::parse_quote_spanned!(block.brace_token.span.join()=>
+                    if true #block
+                );
+                self.branch_expr(&desugared, false);
+            }
             _ => return false,
         }
         true
