@@ -318,7 +318,15 @@ impl Lowerer<'_> {
             // assignments to variables declared before it, differentiated or not, go through
             // as a branch's do. Lowered as a value, its assignments were lost to the
             // derivatives.
-            Expr::Block(b) if b.label.is_none() => {
+            Expr::Block(b) if b.label.is_some() => {
+                self.errors.at(
+                    &b.label,
+                    "a labelled block (`'a: { .. break 'a; .. }`) is not supported in a \
+                     #[differentiable] function; write the exit as an `if` (or a `loop` with \
+                     `break`)",
+                );
+            }
+            Expr::Block(b) => {
                 let block = &b.block;
                 let desugared: Expr = syn::parse_quote_spanned!(block.brace_token.span.join()=>
                     if true #block
