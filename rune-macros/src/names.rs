@@ -3,7 +3,6 @@
 //! `emit::tokens::gather_lets` relies on the prefix.
 
 use proc_macro2::Span;
-use syn::ext::IdentExt;
 use syn::Ident;
 
 use crate::ids::{Const, List, Slot, Val};
@@ -53,15 +52,12 @@ pub fn tangent_param(index: usize) -> Ident {
     quote::format_ident!("{PREFIX}tangent_{index}")
 }
 
-/// The associated fn item of a fused region (`kind`: `v7`, `d7_0`), hidden among the entry
-/// points: `__rune_v7` beside a free function, `__rune_f_v7` for function `f` of an `impl` block
-/// (`in_impl`), `__rune_dual_v7` in a dual-number twin.
-pub fn region_item(in_impl: Option<&Ident>, twin: bool, kind: &str) -> String {
+/// The fn item of a fused region (`kind`: `v7`, `d7_0`): `__rune_v7`, `__rune_dual_v7` in a
+/// dual-number twin. Beside a free function it is an associated function of the function's
+/// type; a method's are written inside each pass, so no method's name is needed.
+pub fn region_item(twin: bool, kind: &str) -> String {
     let twin = if twin { "dual_" } else { "" };
-    match in_impl {
-        None => format!("{PREFIX}{twin}{kind}"),
-        Some(f) => format!("{PREFIX}{}_{twin}{kind}", f.unraw()),
-    }
+    format!("{PREFIX}{twin}{kind}")
 }
 
 /// The local holding a differentiated value.

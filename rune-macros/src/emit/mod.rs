@@ -203,32 +203,16 @@ impl<'a> Api<'a> {
 
     /// The path that calls hidden entry point `kind` (see [`Self::hidden_name`]).
     fn hidden_path(&self, kind: &str) -> TokenStream {
-        let item = self.hidden_name(kind);
+        self.item_path(&self.hidden_name(kind))
+    }
+
+    /// The path of hidden item `item`: beside a free function `f`, `f::item`; in an `impl` block,
+    /// `Self::item` (see [`Self::self_path`]).
+    fn item_path(&self, item: &Ident) -> TokenStream {
         match self.host {
             Host::Free => {
                 let name = self.name();
                 quote!(#name::#item)
-            }
-            Host::Impl => {
-                let this = self.self_path();
-                quote!(#this::#item)
-            }
-        }
-    }
-
-    /// The name of the associated fn item of a fused region (`names::region_item`).
-    fn region_name(&self, kind: &str) -> String {
-        let in_impl = (self.host == Host::Impl).then(|| self.name());
-        crate::names::region_item(in_impl, self.is_twin, kind)
-    }
-
-    /// The path that calls region item `name` (see [`Self::region_name`]).
-    fn region_path(&self, name: &str) -> TokenStream {
-        let item = format_ident!("{}", name);
-        match self.host {
-            Host::Free => {
-                let fname = self.name();
-                quote!(#fname::#item)
             }
             Host::Impl => {
                 let this = self.self_path();

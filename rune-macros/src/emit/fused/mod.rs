@@ -152,11 +152,7 @@ impl Emitter<'_> {
         let local = self.host == Host::Impl;
         let items = &mut *items;
         let (name, text, slots, calls) = items.made.entry(key).or_insert_with(|| {
-            let name = if local {
-                crate::names::region_item(None, self.is_twin, &kind)
-            } else {
-                self.api().region_name(&kind)
-            };
+            let name = crate::names::region_item(self.is_twin, &kind);
             let (text, slots) = make(&name);
             if !local {
                 items.texts.push(text.clone());
@@ -165,11 +161,11 @@ impl Emitter<'_> {
         });
         let call = *calls;
         *calls += 1;
+        let item = format_ident!("{}", name);
         if local {
-            let item = format_ident!("{}", name);
             return (lex(text), quote!(#item::<_, 0>()), slots.clone());
         }
-        let path = self.api().region_path(name);
+        let path = self.api().item_path(&item);
         (
             TokenStream::new(),
             quote!(#path::<_, #call>()),
