@@ -4,7 +4,8 @@ write them, each checked by check_variants! (tests/support/mod.rs).
 
 Every program mixes control flow and plain-number code with tensor code: nested `for` loops,
 loops over a `Vec` field of a structure parameter (also inside an outer loop, all of it or some
-layers picked by `skip`, `take`, `step_by` and `rev`), `let y;` given its value in both arms of
+layers picked by `skip`, `take`, `step_by`, `rev`, `filter`, `take_while` and `chain`, or
+windows and chunks of them), `let y;` given its value in both arms of
 a branch, accumulators
 updated in loops (`total = &total + &h.sum();`, `+=`), `if`/`else` and `match` on plain values
 (`#[nodiff]` flags and counts, loop counters), branches that only assign plain `f64` variables,
@@ -448,12 +449,23 @@ class Program:
         item alone, with `items_only`)."""
         outer = self.loop_depth > 0
         self.features.add("vec-field-loop-in-outer-loop" if outer else "vec-field-loop")
-        # All the layers, or some of them picked by iterator adaptors.
-        picks = ["", "", "", ".skip(1)", ".take(2)", ".step_by(2)", ".rev().skip(1)", ".rev()"]
+        # All the layers, or some of them picked by iterator adaptors, or windows of two.
+        field = "net.ws" if self.structure == "net" else "stack.layers"
+        picks = ["", "", "", ".skip(1)", ".take(2)", ".step_by(2)", ".rev().skip(1)", ".rev()",
+                 ".enumerate().filter(|(i, _)| i % 2 == 0).map(|(_, l)| l)",
+                 f".chain(&{field}).skip(1)", ".take_while(|_| true).skip(1)", "windows", "chunks"]
         pick = self.rng.choice(picks)
         if pick:
             self.features.add("iterator-adaptors")
-        if self.structure == "net":
+        if pick in ("windows", "chunks"):
+            # A window's first element feeds the matmul, its last the bias.
+            self.emit(f"for part in {field}.{pick}(2) {{")
+            last = "part[part.len() - 1]"
+            if self.structure == "net":
+                self.loop_weight, self.loop_bias = "&part[0]", None
+            else:
+                self.loop_weight, self.loop_bias = "&part[0].w", f"&{last}.b"
+        elif self.structure == "net":
             self.emit(f"for wl in net.ws.iter(){pick} {{" if pick else "for wl in &net.ws {")
             self.loop_weight = "wl"
             self.loop_bias = None

@@ -569,7 +569,7 @@ fn p009() {
     check_variants!(mod p009; [w, v]; (&x, &w, &v, 0.67, 1.26, 3, 2, false));
 }
 
-/// Uses: compound-assign, field, helper, if-flag, ln, plain-let, reshape, sigmoid, sin, sqrt, vec-field-loop, while.
+/// Uses: field, iterator-adaptors, plain-let, sqrt, tanh, vec-field-loop, while.
 mod p010 {
     use super::*;
 
@@ -577,12 +577,9 @@ mod p010 {
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
         stack: &Stack,
-        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] k: usize,
-        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a * b;
         let mut h = x.matmul(&stack.layers[0].w);
@@ -592,19 +589,14 @@ mod p010 {
             h = ((&h / (stack.gain.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
             step2 += 1;
         }
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).sin();
-            if !flag {
-                h += ((&h - h.sum_axes(&[1], true) * 0.33).square() + 1.0).ln() * 0.5;
-                h = h.tanh();
-            } else {
-                h = scaled_softmax(&h, b.exp() * 0.5);
-            }
-            h = repeat_dense(&h, &stack.layers[0].w, k);
+        for part in stack.layers.chunks(2) {
+            h = (h.matmul(&part[0].w) + &part[part.len() - 1].b).tanh();
         }
-        h = (v * &h).sigmoid();
+        for layer in stack.layers.iter().step_by(2) {
+            h = (h.matmul(&layer.w) + &layer.b).tanh();
+        }
         h = (&h * s1).tanh();
-        h.reshape(&[3, 2]).matmul(x).mean() + &total
+        total.clone() * 1.5 + h.square().mean()
     }
 }
 
@@ -612,8 +604,7 @@ mod p010 {
 fn p010() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 10001);
     let stack = stack(3, 2, 10002);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 10004);
-    check_variants!(mod p010; [stack, v]; (&x, &stack, &v, 1.29, 1.05, 3, 1, true));
+    check_variants!(mod p010; [stack]; (&x, &stack, 1.29, 1.05, 3));
 }
 
 /// Uses: accumulate, compound-assign, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, match, plain-let, sin, softmax, sqrt, sum_axes, vec-field-loop-in-outer-loop.
@@ -826,7 +817,7 @@ fn p014() {
     check_variants!(mod p014; [x, net]; (&x, net.clone(), &v, 0.68, 1.4, 1));
 }
 
-/// Uses: accumulate, cast, early-return, exp, iterator-adaptors, plain-let, plain-only-if, reshape, sum_axes, vec-field-loop.
+/// Uses: accumulate, cast, iterator-adaptors, ln, plain-let, plain-only-if, reshape, vec-field-loop.
 mod p015 {
     use super::*;
 
@@ -848,15 +839,12 @@ mod p015 {
             scale3 = s1 * a + 0.1;
         }
         total += h.mean() * scale3;
-        for layer in stack.layers.iter().rev() {
-            h = ((h.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
+        for layer in stack.layers.iter().chain(&stack.layers).skip(1) {
+            h = ((h.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
+            total = &total + &h.sum();
         }
-        if !flag {
-            return total.clone() * a + h.reshape(&[9]).sin().sum();
-        }
-        total = &total + &h.sum_axes(&[0], false).square().mean();
         h = (&h * s2).tanh();
-        &total + &h.softmax(-1).ln().mean()
+        &total + &h.reshape(&[3, 3]).matmul(x).mean()
     }
 }
 
@@ -1421,7 +1409,7 @@ fn p026() {
     check_variants!(mod p026; [x, net, w]; (&x, &net, &w, 0.76, 1.35, 4, 3, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, match, plain-let, plain-parens, reshape, sin, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, iterator-adaptors, late-let, match, plain-let, plain-parens, reshape, sin, tanh, vec-field-loop-in-outer-loop.
 mod p027 {
     use super::*;
 
@@ -1432,6 +1420,7 @@ mod p027 {
         #[nodiff] w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
+        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
@@ -1452,14 +1441,21 @@ mod p027 {
         let mut acc3 = Tensor::scalar(0.0);
         for i in 0..n {
             let mut g4 = Tensor::full(&[3, 3], i as f64 * 0.25 + 0.1);
-            for wl in &net.ws {
-                g4 = (g4.matmul(wl) * 2.0).sin();
+            for wl in net.ws.iter().chain(&net.ws).skip(1) {
+                g4 = (g4.matmul(wl) * s1).sin();
+                total = &total + &h.square().mean();
+                let y5;
+                if flag {
+                    y5 = ((&h * s1) * 0.5).tanh().exp();
+                } else {
+                    y5 = &h * ((a - b).abs() + 0.25);
+                }
+                h = (&h * 0.5 + &y5 * 0.5).tanh();
             }
-            acc3 += g4.reshape(&[3, 3]).matmul(x).mean();
+            acc3 += g4.sum();
         }
-        total += acc3 * 0.5;
-        h = (&h * s1).tanh();
-        total.clone() * ((n * k) as f64).sqrt() + h.mean()
+        total = &total + &acc3;
+        total.clone() * 0.7 + h.reshape(&[3, 3]).matmul(x).mean()
     }
 }
 
@@ -1469,7 +1465,7 @@ fn p027() {
     let net = net(3, 2, 27002);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 27003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 27004);
-    check_variants!(mod p027; [x, net, v]; (&x, &net, &w, &v, 0.91, 2, 2, false));
+    check_variants!(mod p027; [x, net, v]; (&x, &net, &w, &v, 0.91, 1.07, 2, 2, false));
 }
 
 /// Uses: accumulate, cast, plain-only-if.
@@ -1502,7 +1498,7 @@ fn p028() {
     check_variants!(mod p028; [x]; (&x, 0.79, 3, 1, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, for, if-counter, if-flag, iterator-adaptors, late-let, plain-parens, sigmoid, sin, sqrt, sum_axes, tanh, vec-field-loop, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, field, for, if-counter, if-flag, iterator-adaptors, reshape, sigmoid, sin, sqrt, tanh, vec-field-loop, vec-field-loop-in-outer-loop, while.
 mod p029 {
     use super::*;
 
@@ -1511,8 +1507,8 @@ mod p029 {
         x: &Tensor<f64>,
         net: &Net,
         v: &Tensor<f64>,
+        #[nodiff] a: f64,
         #[nodiff] n: usize,
-        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.matmul(&net.ws[0]);
@@ -1538,17 +1534,22 @@ mod p029 {
                 }
             }
         }
-        for wl in &net.ws {
-            h = (h.matmul(wl) + v).sin();
-            let y1;
-            if flag {
-                y1 = (&h + &net.b).tanh();
-            } else {
-                y1 = &h + &net.b;
+        for wl in net
+            .ws
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, l)| l)
+        {
+            h = (h.matmul(wl) + v).tanh();
+            total = total + h.reshape(&[3, 2]).matmul(x).mean() * a.sqrt();
+            let mut step1 = 0;
+            while step1 < n {
+                h = (&h + &net.b).sigmoid();
+                step1 += 1;
             }
-            h = (&h * 0.5 + &y1 * 0.5).sigmoid();
         }
-        total.clone() * ((n * k) as f64).sqrt() + h.sum_axes(&[0], false).square().mean()
+        h.square().mean() + &total
     }
 }
 
@@ -1557,7 +1558,7 @@ fn p029() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 29001);
     let net = net(3, 3, 29002);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 29004);
-    check_variants!(mod p029; [x, net, v]; (&x, &net, &v, 3, 3, true));
+    check_variants!(mod p029; [x, net, v]; (&x, &net, &v, 1.76, 3, true));
 }
 
 /// Uses: accumulate, cast, compound-assign, early-return, field, helper, late-let, ln, plain-let, plain-parens, reshape, sqrt, sum_axes, vec-field-loop.
@@ -1702,7 +1703,7 @@ fn p032() {
     check_variants!(mod p032; [x, stack, v]; (&x, &stack, &v, 1.48, 1.14, 4, false));
 }
 
-/// Uses: accumulate, compound-assign, field, for, fresh-state-in-outer-loop, iterator-adaptors, late-let, match, plain-let, sigmoid, sin, softmax, sqrt, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, field, for, fresh-state-in-outer-loop, helper, iterator-adaptors, late-let, match-counter, nested-for, plain-let, sigmoid, sin, sqrt, vec-field-loop-in-outer-loop.
 mod p033 {
     use super::*;
 
@@ -1732,27 +1733,34 @@ mod p033 {
         let mut acc4 = Tensor::scalar(0.0);
         for i in 0..n {
             let mut g5 = Tensor::full(&[2, 4], i as f64 * 0.25 + 0.1);
-            for layer in stack.layers.iter().rev().skip(1) {
-                g5 = (g5.matmul(&layer.w) + &layer.b).softmax(-1);
-                let y6;
-                if flag {
-                    y6 = (h.matmul(w) + &stack.gain).sin();
-                } else {
-                    y6 = &h * x;
+            for layer in stack
+                .layers
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| i % 2 == 0)
+                .map(|(_, l)| l)
+            {
+                g5 = ((g5.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
+                for j in 0..3 {
+                    match j % 3 {
+                        0 => {
+                            h = dense(&h, &stack.layers[0].w, &stack.gain);
+                        }
+                        1 => h = (&h - x).sin(),
+                        _ => {
+                            total -= h.exp().mean().ln() * 0.5;
+                        }
+                    }
+                    total -= h.mean() * 0.5;
                 }
-                h = (&h * 0.5 + &y6 * 0.5).sin();
-                let y7 = match n {
-                    0 => (a.cbrt() / (h.square() + 1.0)).sin(),
-                    1 => ((&h * a.sqrt()).square() + 0.5).sqrt() - 0.5,
-                    _ => &h * x,
-                };
-                h = (y7 * 0.5).tanh();
             }
-            acc4 = acc4 + g5.exp().mean().ln() * s1;
+            acc4 += g5.square().mean();
+            h = (&h + &g5).tanh();
         }
-        total = &total + &acc4;
+        total += acc4 * 0.5;
+        h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        total.clone() * a.cbrt() + (h.square() + 1.0).ln().sum()
+        total.clone() * b.exp() + h.exp().mean().ln()
     }
 }
 
@@ -1959,7 +1967,7 @@ fn p037() {
     check_variants!(mod p037; [w, v]; (&x, &w, &v, 0.63, 1, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, if-flag, iterator-adaptors, plain-only-if, plain-parens, reshape, sin, softmax, sqrt, structure-by-value, vec-field-loop.
+/// Uses: accumulate, compound-assign, counter-plain, field, for, if-flag, iterator-adaptors, ln, match, plain-only-if, reshape, sigmoid, sin, sqrt, structure-by-value, sum_axes, tanh, vec-field-loop, while.
 mod p038 {
     use super::*;
 
@@ -1968,19 +1976,26 @@ mod p038 {
         x: &Tensor<f64>,
         net: Net,
         #[nodiff] v: &Tensor<f64>,
+        #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.sin() + v;
         let mut total = Tensor::scalar(0.0);
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
-            for i in 0..k + 1 {
-                let c1 = ((i + 1) * k) as f64 * 0.2;
-                h = (&h * c1 + &net.b).tanh();
-                let mut scale2 = b;
-                if i % 2 == 1 {
+        for wl in net.ws.iter().chain(&net.ws).skip(1) {
+            h = ((h.matmul(wl) + v).square() + 0.5).sqrt() - 0.5;
+            let mut step1 = 0;
+            while step1 < n {
+                h = ((&h - h.sum_axes(&[1], true) * 0.25).square() + 0.5).sqrt() - 0.5;
+                step1 += 1;
+            }
+            if flag {
+                total = total + h.square().mean() * 0.9;
+            } else {
+                let mut scale2 = a.powi(2) + 0.1;
+                if flag {
                     scale2 = b.exp() * 0.5;
                 }
                 h = (&h * scale2).tanh();
@@ -1994,11 +2009,21 @@ mod p038 {
         for wl in &net.ws {
             h = (h.matmul(wl) + v).sin();
         }
-        for wl in net.ws.iter().step_by(2) {
-            h = (h.matmul(wl) + &net.b).softmax(-1);
-            h = (&h * x).sin();
+        for part in net.ws.chunks(2) {
+            h = ((h.matmul(&part[0]) + &net.b).square() + 1.0).ln();
+            for _ in 0..n {
+                h = (&h * b.exp()).tanh();
+                total = &total + &h.reshape(&[8]).sin().sum();
+                total = h.sum_axes(&[0], false).square().mean() + &total * 0.5;
+                let y3 = match k {
+                    0 => h.matmul(&net.ws[0]).tanh(),
+                    1 => h.matmul(&part[0]).sigmoid(),
+                    _ => &h * 0.7,
+                };
+                h = (y3 * 0.5).tanh();
+            }
         }
-        &total + &h.reshape(&[8]).sin().sum()
+        total.clone() * b.ln().abs() + h.softmax(-1).ln().mean()
     }
 }
 
@@ -2007,10 +2032,10 @@ fn p038() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 38001);
     let net = net(4, 3, 38002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 38004);
-    check_variants!(mod p038; [x, net]; (&x, net.clone(), &v, 0.86, 2, true));
+    check_variants!(mod p038; [x, net]; (&x, net.clone(), &v, 1.69, 0.86, 3, 2, true));
 }
 
-/// Uses: accumulate, cast, field, if-flag, iterator-adaptors, late-let, ln, plain-let, plain-parens, reshape, softmax, sqrt, tanh, vec-field-loop.
+/// Uses: cast, compound-assign, field, iterator-adaptors, plain-let, plain-parens, reshape, softmax, sqrt, tanh, vec-field-loop, while.
 mod p039 {
     use super::*;
 
@@ -2023,40 +2048,34 @@ mod p039 {
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
-        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = ((n * k) as f64).sqrt();
         let s2 = (a / b).sqrt();
         let mut h = x * v;
-        let mut total = Tensor::scalar(0.0);
+        let total = Tensor::scalar(0.0);
         for wl in &net.ws {
             h = (h.matmul(wl) + &net.b).tanh();
         }
-        for wl in net.ws.iter().take(2) {
-            h = (h.matmul(wl) + &net.b).tanh();
-            if !flag {
-                total = &total + &h.mean();
-            } else {
-                total = h.reshape(&[2, 4]).matmul(x).mean() + &total * 0.9;
-            }
+        for wl in net
+            .ws
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, l)| l)
+        {
+            h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
+            h = (&h * 0.3).tanh();
         }
-        let y3;
-        if flag {
-            y3 = (h.matmul(&net.ws[0]) + &net.b).softmax(-1);
-        } else {
-            y3 = &h * ((n * k) as f64).sqrt();
+        h = (&h + &net.b).tanh();
+        let mut step3 = 0;
+        while step3 < n {
+            h += (&h - h.sum_axes(&[1], true) * 0.5).softmax(-1) * 0.5;
+            h = h.tanh();
+            step3 += 1;
         }
-        h = ((&h * 0.5 + &y3 * 0.5).square() + 0.5).sqrt() - 0.5;
-        let y4;
-        if flag {
-            y4 = ((a / (h.square() + 1.0)).square() + 1.0).ln();
-        } else {
-            y4 = h.matmul(&net.ws[0]);
-        }
-        h = (&h * 0.5 + &y4 * 0.5).softmax(-1);
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        &total + &(h.square() + 1.0).ln().sum()
+        total.clone() * 0.5 + h.reshape(&[2, 4]).matmul(x).mean()
     }
 }
 
@@ -2065,7 +2084,7 @@ fn p039() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 39001);
     let net = net(2, 3, 39002);
     let v = Tensor::rand_normal(&[2], 0.0, 0.5, 39004);
-    check_variants!(mod p039; [x, net, v]; (&x, &net, &v, 1.39, 0.61, 1, 1, false));
+    check_variants!(mod p039; [x, net, v]; (&x, &net, &v, 1.39, 0.61, 1, 1));
 }
 
 /// Uses: accumulate, field, reshape, sin, sum_axes, vec-field-loop.
@@ -2211,7 +2230,7 @@ fn p044() {
     check_variants!(mod p044; [x, stack, w]; (&x, &stack, &w, 1.65, 3));
 }
 
-/// Uses: accumulate, cast, for, fresh-state-in-outer-loop, iterator-adaptors, late-let, ln, plain-let, plain-only-if, reshape, sin, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, for, fresh-state-in-outer-loop, helper, iterator-adaptors, late-let, ln, plain-let, plain-only-if, tanh, vec-field-loop-in-outer-loop.
 mod p045 {
     use super::*;
 
@@ -2245,15 +2264,14 @@ mod p045 {
         let mut acc5 = Tensor::scalar(0.0);
         for i in 0..n {
             let mut g6 = Tensor::full(&[3, 4], i as f64 * 0.25 + 0.1);
-            for wl in net.ws.iter().rev() {
-                g6 = (g6.matmul(wl) * a.sqrt()).sin();
+            for wl in net.ws.iter().chain(&net.ws).skip(1) {
+                g6 = ((g6.matmul(wl) * 2.0).square() + 1.0).ln();
             }
-            acc5 = acc5 + g6.exp().mean().ln() * 0.7;
-            h = (&h + &g6).tanh();
+            acc5 = &acc5 + &soft_norm(&g6, a.ln().abs() + 0.5);
         }
-        total += acc5 * 0.5;
+        total = &total + &acc5;
         h = (&h * s2).tanh();
-        total.clone() * a.sqrt() + h.reshape(&[4, 3]).matmul(x).mean()
+        h.mean() + &total
     }
 }
 
@@ -2346,7 +2364,7 @@ fn p047() {
     check_variants!(mod p047; [x, net]; (&x, &net, 1.58, 1.65, 4, true));
 }
 
-/// Uses: exp, field, if-flag, iterator-adaptors, ln, plain-let, plain-parens, sin, softmax, vec-field-loop.
+/// Uses: accumulate, exp, field, helper, if-flag, iterator-adaptors, ln, plain-let, plain-only-if, plain-parens, sin, vec-field-loop.
 mod p048 {
     use super::*;
 
@@ -2362,19 +2380,23 @@ mod p048 {
         let s1 = (a - b).abs() + 0.25;
         let s2 = (s1 + a) * 0.5;
         let mut h = x.matmul(&net.ws[0]);
-        let total = h.sum() * 0.0;
+        let mut total = h.sum() * 0.0;
         let y3 = if flag {
             ((&h + v).square() + 1.0).ln()
         } else {
             &net.b * &h
         };
         h = ((&h * 0.5 + &y3 * 0.5) * 0.5).tanh().exp();
-        for wl in net.ws.iter().skip(1) {
-            h = (h.matmul(wl) + &net.b).sin();
-            h = ((a.ln() - b.ln()).exp() * &h).softmax(-1);
+        for part in net.ws.chunks(2) {
+            h = (h.matmul(&part[0]) + v).sin();
+            let mut scale4 = (a - b).abs() + 0.25;
+            if flag {
+                scale4 = 1.0 / (1.0 + (a * b).sqrt());
+            }
+            total += h.mean() * scale4;
         }
         h = (&h * s2).tanh();
-        &total + &h.exp().mean().ln()
+        total.clone() * (1.0 / (1.0 + (a * b).sqrt())) + soft_norm(&h, (a + b) * 0.5)
     }
 }
 
@@ -2523,21 +2545,27 @@ fn p051() {
     check_variants!(mod p051; [x]; (&x, 1.27));
 }
 
-/// Uses: accumulate, compound-assign, field, helper, ln, reshape, sum_axes, vec-field-loop.
+/// Uses: accumulate, field, helper, iterator-adaptors, ln, match, sin, sum_axes, vec-field-loop.
 mod p052 {
     use super::*;
 
     #[differentiable]
-    pub fn f(x: &Tensor<f64>, stack: &Stack, #[nodiff] k: usize) -> Tensor<f64> {
+    pub fn f(x: &Tensor<f64>, stack: &Stack, #[nodiff] a: f64, #[nodiff] k: usize) -> Tensor<f64> {
         let mut h = x * &stack.gain;
         let mut total = h.sum() * 0.0;
         total = h.sum_axes(&[0], false).square().mean() + &total * 0.9;
-        for layer in &stack.layers {
-            h = ((h.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
+        for layer in stack.layers.iter().chain(&stack.layers).skip(1) {
+            h = (h.matmul(&layer.w) + &layer.b).sin();
+            total = &total + &h.sum();
         }
+        let y1 = match k {
+            0 => ((2.0 * &h).square() + 1.0).ln(),
+            1 => h.matmul(&stack.layers[0].w).sin(),
+            _ => &h / a,
+        };
+        h = (y1 * 0.5).tanh();
         h = repeat_dense(&h, &stack.layers[0].w, k);
-        total += h.reshape(&[3, 2]).matmul(x).mean();
-        &total + &h.sum()
+        &total + &soft_norm(&h, a)
     }
 }
 
@@ -2545,7 +2573,7 @@ mod p052 {
 fn p052() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 52001);
     let stack = stack(3, 3, 52002);
-    check_variants!(mod p052; [x, stack]; (&x, &stack, 1));
+    check_variants!(mod p052; [x, stack]; (&x, &stack, 1.08, 1));
 }
 
 /// Uses: exp, helper, late-let, ln, reshape, sin, while.
@@ -2686,7 +2714,7 @@ fn p055() {
     check_vector_variants!(mod p055; [x, v]; (&x, &v, 1.34, 1.21, 1, false));
 }
 
-/// Uses: accumulate, field, helper, iterator-adaptors, late-let, sigmoid, softmax, tanh, vec-field-loop.
+/// Uses: accumulate, early-return, field, helper, iterator-adaptors, late-let, reshape, softmax, tanh, vec-field-loop.
 mod p056 {
     use super::*;
 
@@ -2694,7 +2722,6 @@ mod p056 {
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
         net: &Net,
-        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] flag: bool,
@@ -2716,10 +2743,14 @@ mod p056 {
             y2 = b / (h.square() + 1.0);
         }
         h = (&h * 0.5 + &y2 * 0.5).softmax(-1);
-        for wl in net.ws.iter().rev() {
-            h = (h.matmul(wl) + v).sigmoid();
+        for part in net.ws.chunks(2) {
+            h = (h.matmul(&part[0]) + &net.b).tanh();
         }
-        total.clone() * 1.5 + (h.square().sum() + 1.0).sqrt()
+        if !flag {
+            return total.clone() * 1.5 + (h.square().sum() + 1.0).sqrt();
+        }
+        total = h.reshape(&[6]).sin().sum() + &total * 0.9;
+        total.clone() * 2.0 + (h.square() + 1.0).ln().sum()
     }
 }
 
@@ -2727,8 +2758,7 @@ mod p056 {
 fn p056() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 56001);
     let net = net(3, 3, 56002);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 56004);
-    check_variants!(mod p056; [net, v]; (&x, &net, &v, 0.98, 1.37, false));
+    check_variants!(mod p056; [net]; (&x, &net, 0.98, 1.37, false));
 }
 
 /// Uses: accumulate, cast, exp, helper, if-flag, match, plain-only-if, sqrt.
@@ -2827,7 +2857,7 @@ fn p058() {
     check_variants!(mod p058; [net, v]; (&x, &net, &v, 1.65, 0.97, true));
 }
 
-/// Uses: accumulate, compound-assign, exp, field, helper, if-flag, iterator-adaptors, ln, plain-parens, reshape, sigmoid, sqrt, structure-by-value, tanh, vec-field-loop.
+/// Uses: accumulate, compound-assign, early-return, exp, field, helper, if-flag, iterator-adaptors, ln, plain-parens, reshape, sigmoid, sqrt, structure-by-value, tanh, vec-field-loop.
 mod p059 {
     use super::*;
 
@@ -2841,21 +2871,25 @@ mod p059 {
     ) -> Tensor<f64> {
         let mut h = x.clone();
         let mut total = h.sum() * 0.0;
-        for wl in net.ws.iter().take(2) {
+        for wl in net
+            .ws
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, l)| l)
+        {
             h = (h.matmul(wl) + &net.b).sigmoid();
-            let y1 = if flag {
-                (&h * ((b / (a + 1.0)).powi(2) + 0.5)).sigmoid()
-            } else {
-                &net.b * &h
-            };
-            h = (&h * 0.5 + &y1 * 0.5).tanh();
-            let y2 = if flag {
-                ((&h + &net.b).square() + 1.0).ln()
-            } else {
-                &net.b * &h
-            };
-            h = (&h * 0.5 + &y2 * 0.5).tanh();
         }
+        for wl in net.ws.iter().rev() {
+            h = (h.matmul(wl) + &net.b).tanh();
+            total -= soft_norm(&h, (a / b).sqrt()) * 0.5;
+        }
+        let y1 = if flag {
+            ((&h + &net.b).square() + 1.0).ln()
+        } else {
+            &net.b * &h
+        };
+        h = (&h * 0.5 + &y1 * 0.5).tanh();
         for wl in net.ws.iter().skip(1) {
             h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
             if flag {
@@ -2865,9 +2899,11 @@ mod p059 {
             }
             total = soft_norm(&h, a.powi(2) + 0.1) + &total * 0.9;
         }
-        total += h.reshape(&[3, 2]).matmul(x).mean();
-        total += h.reshape(&[6]).sin().sum();
-        h.exp().mean().ln() + &total
+        if !flag {
+            return &total + &h.reshape(&[3, 2]).matmul(x).mean();
+        }
+        total += h.square().mean();
+        total.clone() * 2.0 + h.exp().mean().ln()
     }
 }
 
@@ -2906,7 +2942,7 @@ fn p060() {
     check_variants!(mod p060; [x, stack]; (&x, &stack, true));
 }
 
-/// Uses: cast, exp, field, if-flag, iterator-adaptors, match, plain-let, plain-parens, sigmoid, sin, sqrt, tanh, vec-field-loop, vector-output, while.
+/// Uses: accumulate, cast, compound-assign, exp, field, helper, if-flag, iterator-adaptors, ln, match, plain-let, plain-only-if, plain-parens, sigmoid, sin, sqrt, tanh, tensor-by-value, vec-field-loop, vector-output.
 mod p061 {
     use super::*;
 
@@ -2915,14 +2951,16 @@ mod p061 {
         #[nodiff] x: &Tensor<f64>,
         net: &Net,
         #[nodiff] w: &Tensor<f64>,
+        u: Tensor<f64>,
         #[nodiff] a: f64,
+        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = ((n + 1) as f64).ln();
         let mut h = x * &net.b;
-        let total = h.sum() * 0.0;
+        let mut total = h.sum() * 0.0;
         let y2 = match k {
             0 => (&h / ((s1 + a) * 0.5)).tanh(),
             1 => ((h.matmul(&net.ws[0]) + &net.b).square() + 0.5).sqrt() - 0.5,
@@ -2936,21 +2974,26 @@ mod p061 {
             h.matmul(&net.ws[0]) + &net.b
         };
         h = (&h * 0.5 + &y3 * 0.5).tanh();
-        for wl in net.ws.iter().step_by(2) {
-            h = ((h.matmul(wl) + &net.b) * 0.5).tanh().exp();
-            let y4 = if flag {
-                ((&h / ((s1 + a) * 0.5)).square() + 0.5).sqrt() - 0.5
+        for wl in net
+            .ws
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, l)| l)
+        {
+            h = (h.matmul(wl) + &net.b).sin();
+            if flag {
+                let mut scale4 = (b / (a + 1.0)).powi(2) + 0.5;
+                if flag {
+                    scale4 = n as f64 * 0.5;
+                }
+                total += h.mean() * scale4;
             } else {
-                &h - h.sum_axes(&[1], true) * 0.33
-            };
-            h = (&h * 0.5 + &y4 * 0.5).sin();
-            let mut step5 = 0;
-            while step5 < n {
-                h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
-                step5 += 1;
+                h = gated(&h, &u);
             }
+            total += h.softmax(-1).ln().mean();
         }
-        (&h - x).sin() + &total
+        (h.matmul(&net.ws[0]).square() + 1.0).ln() + &total
     }
 }
 
@@ -2959,7 +3002,8 @@ fn p061() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 61001);
     let net = net(3, 3, 61002);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 61003);
-    check_vector_variants!(mod p061; [net]; (&x, &net, &w, 0.91, 3, 3, false));
+    let u = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 61005);
+    check_vector_variants!(mod p061; [net, u]; (&x, &net, &w, u.clone(), 0.91, 0.76, 3, 3, false));
 }
 
 /// Uses: if-flag, plain-let, sigmoid, softmax, sqrt.
@@ -3426,7 +3470,7 @@ fn p070() {
     check_vector_variants!(mod p070; [x, net]; (&x, net.clone(), 1.11, 1.9, 2, true));
 }
 
-/// Uses: accumulate, compound-assign, field, for, iterator-adaptors, match, sigmoid, sin, softmax, tanh, vec-field-loop-in-outer-loop, vector-output, while.
+/// Uses: accumulate, compound-assign, exp, field, for, iterator-adaptors, match, sigmoid, sin, softmax, vec-field-loop-in-outer-loop, vector-output, while.
 mod p071 {
     use super::*;
 
@@ -3453,12 +3497,13 @@ mod p071 {
         };
         h = (y2 * 0.5).tanh();
         for _ in 0..n {
-            for wl in net.ws.iter().rev().skip(1) {
-                h = (h.matmul(wl) + &net.b).sin();
+            for wl in net.ws.iter().chain(&net.ws).skip(1) {
+                h = (h.matmul(wl) + &net.b).sigmoid();
+                h = ((&net.b * &h) * 0.5).tanh().exp();
             }
-            total -= (h.square().sum() + 1.0).sqrt() * 0.5;
+            total = &total + &h.square().mean();
         }
-        (&net.b * &h).tanh() + &total
+        ((&h / (net.b.square() + 1.0)) * 0.5).tanh().exp() + &total
     }
 }
 
@@ -3674,7 +3719,7 @@ fn p076() {
     check_variants!(mod p076; [x, net]; (&x, &net, 1.72, 1, 3));
 }
 
-/// Uses: accumulate, cast, counter-plain, exp, field, for, helper, if-flag, iterator-adaptors, ln, plain-only-if, plain-parens, reshape, sin, sqrt, structure-by-value, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, exp, field, for, helper, if-flag, iterator-adaptors, ln, match, plain-only-if, plain-parens, reshape, sin, softmax, sqrt, structure-by-value, tanh, vec-field-loop-in-outer-loop.
 mod p077 {
     use super::*;
 
@@ -3700,24 +3745,46 @@ mod p077 {
             let c2 = 1.0 / (1.0 + (a * b).sqrt());
             h = (&h * c2 + &stack.gain).tanh();
             total = total + h.reshape(&[12]).sin().sum() * (((i + 1) * k) as f64 * 0.2);
-            for layer in stack.layers.iter().take(2) {
-                h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
-                if flag {
-                    let mut scale3 = a.powi(2) + 0.1;
-                    if i % 2 == 1 {
-                        scale3 = 1.0 / (i as f64 + 1.0);
+            for layer in stack
+                .layers
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| i % 2 == 0)
+                .map(|(_, l)| l)
+            {
+                h = (h.matmul(&layer.w) + &layer.b).softmax(-1);
+                match k {
+                    1 => {
+                        h = (&h / b).sin();
                     }
-                    total += h.mean() * scale3;
+                    2 | 3 => {
+                        total = &total + &h.mean();
+                        h = (&h - h.sum_axes(&[1], true) * 0.25).tanh();
+                    }
+                    _ => {}
                 }
+                let y3 = if flag {
+                    ((&h - x).square() + 1.0).ln()
+                } else {
+                    &h / (layer.b.square() + 1.0)
+                };
+                h = ((&h * 0.5 + &y3 * 0.5) * 0.5).tanh().exp();
             }
         }
-        let y4 = if flag {
-            ((&h + &stack.gain).square() + 1.0).ln()
-        } else {
-            &stack.gain * &h
-        };
-        h = ((&h * 0.5 + &y4 * 0.5) * 0.5).tanh().exp();
-        &total + &soft_norm(&h, (b / (a + 1.0)).powi(2) + 0.5)
+        for i in 0..2 {
+            let c4 = (b / (a + 1.0)).powi(2) + 0.5;
+            h = (&h * c4 + &stack.gain).tanh();
+            let mut scale5 = 1.0 / (i as f64 + 1.0);
+            if i % 2 == 1 {
+                scale5 = (b / (a + 1.0)).powi(2) + 0.5;
+            } else {
+                scale5 *= 0.5;
+            }
+            h = (&h * scale5).tanh();
+            total += soft_norm(&h, (a.ln() - b.ln()).exp());
+            h = (&h / (stack.gain.square() + 1.0)).tanh();
+        }
+        h.reshape(&[12]).sin().sum() + &total
     }
 }
 
@@ -3951,19 +4018,12 @@ fn p082() {
     check_variants!(mod p082; [x, net]; (&x, &net, 1.26, 1.83, 1, 2, true));
 }
 
-/// Uses: accumulate, compound-assign, field, for, fresh-state-in-outer-loop, helper, if-flag, iterator-adaptors, match, plain-parens, reshape, sin, softmax, structure-by-value, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, field, for, fresh-state-in-outer-loop, helper, if-flag, iterator-adaptors, plain-parens, reshape, softmax, structure-by-value, vec-field-loop-in-outer-loop.
 mod p083 {
     use super::*;
 
     #[differentiable]
-    pub fn f(
-        x: &Tensor<f64>,
-        net: Net,
-        #[nodiff] a: f64,
-        #[nodiff] b: f64,
-        #[nodiff] n: usize,
-        #[nodiff] flag: bool,
-    ) -> Tensor<f64> {
+    pub fn f(x: &Tensor<f64>, net: Net, #[nodiff] n: usize, #[nodiff] flag: bool) -> Tensor<f64> {
         let mut h = x.sin() + &net.b;
         let mut total = h.sum() * 0.0;
         if !flag {
@@ -3975,29 +4035,13 @@ mod p083 {
         let mut acc1 = Tensor::scalar(0.0);
         for _ in 0..n {
             let mut g2 = x.clone();
-            for wl in net.ws.iter().rev().skip(1) {
-                g2 = (g2.matmul(wl) * 0.9).sin();
-                match n % 3 {
-                    1 => {
-                        h = dense(&h, wl, &net.b);
-                    }
-                    2 | 3 => {
-                        total = h.sum() + &total * 0.9;
-                        h = (a * &h).tanh();
-                    }
-                    _ => {}
-                }
-                let y3 = if flag {
-                    (&net.b * &h).softmax(-1)
-                } else {
-                    h.matmul(wl)
-                };
-                h = (&h * 0.5 + &y3 * 0.5).softmax(-1);
+            for part in net.ws.windows(2) {
+                g2 = (g2.matmul(&part[0]) * 0.7).softmax(-1);
             }
-            acc1 = soft_norm(&g2, a.ln().abs() + 0.5) + &acc1 * 0.5;
+            acc1 -= g2.sum() * 0.5;
         }
-        total += acc1 * 0.5;
-        soft_norm(&h, a.sqrt() + b) + &total
+        total = &total + &acc1;
+        h.exp().mean().ln() + &total
     }
 }
 
@@ -4005,7 +4049,7 @@ mod p083 {
 fn p083() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 83001);
     let net = net(2, 2, 83002);
-    check_variants!(mod p083; [x, net]; (&x, net.clone(), 0.84, 1.95, 3, true));
+    check_variants!(mod p083; [x, net]; (&x, net.clone(), 3, true));
 }
 
 /// Uses: cast, if-flag, late-let, plain-let, plain-parens, sigmoid, tanh.
@@ -4046,7 +4090,7 @@ fn p084() {
     check_variants!(mod p084; [v]; (&x, &v, 1, 2, false));
 }
 
-/// Uses: accumulate, field, iterator-adaptors, late-let, ln, plain-let, plain-only-if, plain-parens, reshape, sigmoid, sin, softmax, vec-field-loop.
+/// Uses: accumulate, cast, field, helper, if-flag, iterator-adaptors, plain-let, plain-only-if, plain-parens, sin, sqrt, sum_axes, vec-field-loop.
 mod p085 {
     use super::*;
 
@@ -4056,34 +4100,37 @@ mod p085 {
         net: &Net,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt() + b;
         let s2 = (s1 + a) * 0.5;
         let mut h = x * &net.b;
         let mut total = h.sum() * 0.0;
-        for wl in net.ws.iter().step_by(2) {
-            h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
-            let y3;
-            if flag {
-                y3 = (&h / (net.b.square() + 1.0)).softmax(-1);
-            } else {
-                y3 = s1 * &h;
-            }
-            h = (&h * 0.5 + &y3 * 0.5).sigmoid();
-            let mut scale4 = 1.0 / (1.0 + (a * b).sqrt());
-            if flag {
-                scale4 = 1.0 / (1.0 + (a * b).sqrt());
-            } else {
-                scale4 *= 1.5;
-            }
-            total += h.mean() * scale4;
+        for wl in net
+            .ws
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, l)| l)
+        {
+            h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
         }
-        total = h.reshape(&[4, 3]).matmul(x).mean() + &total * 0.5;
+        if flag {
+            total = h.sum_axes(&[0], false).square().mean() + &total * 0.9;
+        } else {
+            let mut scale3 = (s1 + a) * 0.5;
+            if flag {
+                scale3 = 1.0 / (1.0 + (a * b).sqrt());
+            } else {
+                scale3 *= 0.5;
+            }
+            total += h.mean() * scale3;
+        }
+        h = scaled_softmax(&h, k as f64 + a);
         h = (&h * 0.5).sin();
-        total = total + h.square().mean() * 0.5;
         h = (&h * s2).tanh();
-        &total + &(h.square().sum() + 1.0).sqrt()
+        &total + &h.sum_axes(&[0], false).square().mean()
     }
 }
 
@@ -4091,10 +4138,10 @@ mod p085 {
 fn p085() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 85001);
     let net = net(4, 2, 85002);
-    check_variants!(mod p085; [x, net]; (&x, &net, 0.58, 1.91, false));
+    check_variants!(mod p085; [x, net]; (&x, &net, 0.58, 1.91, 1, false));
 }
 
-/// Uses: accumulate, exp, for, fresh-state-in-outer-loop, iterator-adaptors, ln, local-vec-push, plain-let, sin, sqrt, tanh, vec-field-loop-in-outer-loop, vector-output.
+/// Uses: accumulate, compound-assign, exp, field, for, fresh-state-in-outer-loop, if-flag, iterator-adaptors, ln, local-vec-push, plain-let, sigmoid, tanh, vec-field-loop-in-outer-loop, vector-output.
 mod p086 {
     use super::*;
 
@@ -4106,6 +4153,7 @@ mod p086 {
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a * b;
         let mut h = x.sin() + v;
@@ -4123,15 +4171,20 @@ mod p086 {
         let mut acc3 = Tensor::scalar(0.0);
         for _ in 0..n {
             let mut g4 = x.clone();
-            for layer in stack.layers.iter().rev() {
-                g4 = ((g4.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
-                h = (&h - x).sin();
+            for part in stack.layers.windows(2) {
+                g4 = ((g4.matmul(&part[0].w) + &part[part.len() - 1].b).square() + 1.0).ln();
+                if flag {
+                    total = &total + &h.square().mean();
+                } else {
+                    total = &total + &h.softmax(-1).ln().mean();
+                }
+                h = (h.matmul(&stack.layers[0].w) + v).tanh();
             }
-            acc3 = (g4.square() + 1.0).ln().sum() + &acc3 * 0.9;
+            acc3 += g4.exp().mean().ln();
             h = (&h + &g4).tanh();
         }
-        total = &total + &acc3;
-        (h.matmul(&stack.layers[0].w) + v).tanh() + &total
+        total += acc3 * 0.5;
+        (&h + &stack.gain).sigmoid() + &total
     }
 }
 
@@ -4140,10 +4193,10 @@ fn p086() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 86001);
     let stack = stack(3, 3, 86002);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 86004);
-    check_vector_variants!(mod p086; [x, stack]; (&x, &stack, &v, 1.84, 0.82, 1));
+    check_vector_variants!(mod p086; [x, stack]; (&x, &stack, &v, 1.84, 0.82, 1, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, exp, for, if-flag, late-let, ln, plain-let, plain-parens, sin, softmax, sqrt, tanh, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, exp, for, if-flag, iterator-adaptors, late-let, ln, plain-let, plain-parens, sin, sqrt, tanh, vec-field-loop.
 mod p087 {
     use super::*;
 
@@ -4163,17 +4216,17 @@ mod p087 {
         let s2 = s1 * a + 0.1;
         let mut h = x.matmul(&net.ws[0]);
         let mut total = h.sum() * 0.0;
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + v) * 0.5).tanh().exp();
+        for wl in net.ws.iter().take_while(|_| true).skip(1) {
+            h = (h.matmul(wl) + v).tanh();
             h += (((s2 + a) * 0.5) * &h).tanh() * 0.5;
             h = h.tanh();
-            for _ in 0..3 {
-                let c3 = a.sqrt() + b;
-                h = (&h * c3 + v).tanh();
-                total = h.softmax(-1).ln().mean() + &total * 0.9;
-                h = (&h * 2.0).sin();
-                total = total + h.sum() * 2.0;
-            }
+        }
+        for _ in 0..3 {
+            let c3 = a.sqrt() + b;
+            h = (&h * c3 + v).tanh();
+            total = h.softmax(-1).ln().mean() + &total * 0.9;
+            h = (&h * 2.0).sin();
+            total = total + h.sum() * 2.0;
         }
         let y4 = if flag {
             ((&h - h.sum_axes(&[1], true) * 0.25) * 0.5).tanh().exp()
@@ -4188,14 +4241,7 @@ mod p087 {
             y5 = &h * x;
         }
         h = ((&h * 0.5 + &y5 * 0.5).square() + 1.0).ln();
-        let y6;
-        if flag {
-            y6 = (&h - h.sum_axes(&[1], true) * 0.25).tanh();
-        } else {
-            y6 = &h - x;
-        }
-        h = (&h * 0.5 + &y6 * 0.5).softmax(-1);
-        total.clone() * s1 + (h.square().sum() + 1.0).sqrt()
+        &total + &h.softmax(-1).ln().mean()
     }
 }
 
@@ -4847,7 +4893,7 @@ fn p100() {
     check_variants!(mod p100; [w]; (&x, &w, 1.87, 1.84, 2, 1));
 }
 
-/// Uses: cast, counter-plain, for, helper, if-flag, plain-only-if, plain-parens, sin, sqrt, tanh, vec-field-loop.
+/// Uses: cast, counter-plain, for, if-flag, iterator-adaptors, plain-parens, sin, tanh, vec-field-loop.
 mod p101 {
     use super::*;
 
@@ -4857,7 +4903,6 @@ mod p101 {
         stack: &Stack,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
@@ -4872,16 +4917,10 @@ mod p101 {
             };
             h = (&h * 0.5 + &y1 * 0.5).sin();
         }
-        for layer in &stack.layers {
+        for layer in stack.layers.iter().take_while(|_| true).skip(1) {
             h = (h.matmul(&layer.w) + &layer.b).tanh();
-            let mut scale2 = b;
-            if flag {
-                scale2 = ((n * k) as f64).sqrt();
-            }
-            h = (&h * scale2).tanh();
-            h = ((&h + &layer.b).square() + 0.5).sqrt() - 0.5;
         }
-        soft_norm(&h, (a * 2.0 - b).abs() + 0.1) + &total
+        (h.square().sum() + 1.0).sqrt() + &total
     }
 }
 
@@ -4889,7 +4928,7 @@ mod p101 {
 fn p101() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 101001);
     let stack = stack(4, 3, 101002);
-    check_variants!(mod p101; [x, stack]; (&x, &stack, 1.31, 0.75, 3, 2, true));
+    check_variants!(mod p101; [x, stack]; (&x, &stack, 1.31, 0.75, 2, true));
 }
 
 /// Uses: cast, exp, late-let, ln, local-vec-push, plain-parens, sigmoid, vec-field-loop.
@@ -5225,7 +5264,7 @@ fn p108() {
     check_variants!(mod p108; [w, v]; (&x, &w, &v, 1.34, 0.71, true));
 }
 
-/// Uses: accumulate, compound-assign, early-return, field, if-flag, iterator-adaptors, late-let, ln, plain-let, reshape, sigmoid, sin, sqrt, vec-field-loop.
+/// Uses: accumulate, compound-assign, field, iterator-adaptors, plain-let, sigmoid, sqrt, vec-field-loop, while.
 mod p109 {
     use super::*;
 
@@ -5233,37 +5272,29 @@ mod p109 {
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
         stack: &Stack,
-        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] flag: bool,
+        #[nodiff] n: usize,
     ) -> Tensor<f64> {
         let s1 = a.sqrt() + b;
         let mut h = x * &stack.gain;
         let mut total = Tensor::scalar(0.0);
         total -= h.softmax(-1).ln().mean() * 0.5;
-        for layer in stack.layers.iter().step_by(2) {
-            h = (h.matmul(&layer.w) + &layer.b).sin();
-            let y2 = if flag {
-                (&h / (v.square() + 1.0)).sin()
-            } else {
-                &h / a.cbrt()
-            };
-            h = (&h * 0.5 + &y2 * 0.5).sigmoid();
-            let y3;
-            if flag {
-                y3 = ((a.cbrt() / (h.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
-            } else {
-                y3 = b / (h.square() + 1.0);
+        for layer in stack
+            .layers
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, l)| l)
+        {
+            h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
+            let mut step2 = 0;
+            while step2 < n {
+                h = (&h * s1).sigmoid();
+                step2 += 1;
             }
-            h = ((&h * 0.5 + &y3 * 0.5).square() + 1.0).ln();
         }
-        if !flag {
-            return h.reshape(&[8]).sin().sum() + &total;
-        }
-        total -= (h.square() + 1.0).ln().sum() * 0.5;
-        h = (&h * s1).tanh();
-        &total + &h.reshape(&[8]).sin().sum()
+        (h.square().sum() + 1.0).sqrt() + &total
     }
 }
 
@@ -5271,8 +5302,7 @@ mod p109 {
 fn p109() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 109001);
     let stack = stack(2, 2, 109002);
-    let v = Tensor::rand_normal(&[2], 0.0, 0.5, 109004);
-    check_variants!(mod p109; [stack, v]; (&x, &stack, &v, 0.83, 1.63, false));
+    check_variants!(mod p109; [stack]; (&x, &stack, 0.83, 1.63, 3));
 }
 
 /// Uses: accumulate, cast, compound-assign, field, for, iterator-adaptors, ln, plain-let, plain-parens, reshape, sigmoid, sin, softmax, vec-field-loop-in-outer-loop, while.
@@ -5309,7 +5339,7 @@ fn p110() {
     check_variants!(mod p110; [x, net]; (&x, &net, 1.95, 4));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, for, iterator-adaptors, plain-let, plain-parens, sigmoid, sin, sqrt, structure-by-value, sum_axes, vec-field-loop-in-outer-loop, vector-output, while.
+/// Uses: accumulate, cast, compound-assign, field, for, iterator-adaptors, match, plain-let, plain-only-if, plain-parens, sigmoid, sin, softmax, sqrt, structure-by-value, sum_axes, tanh, vec-field-loop-in-outer-loop, vector-output, while.
 mod p111 {
     use super::*;
 
@@ -5319,8 +5349,10 @@ mod p111 {
         net: Net,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
+        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = ((n * k) as f64).sqrt();
         let mut h = x.clone();
@@ -5331,15 +5363,32 @@ mod p111 {
             step2 += 1;
         }
         for i in 0..n {
-            for wl in net.ws.iter().rev().skip(1) {
-                h = (h.matmul(wl) + &net.b).sin();
-                total =
-                    total + h.sum_axes(&[0], false).square().mean() * (a * (i as f64 + 2.0)).sqrt();
+            for wl in net
+                .ws
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| i % 2 == 0)
+                .map(|(_, l)| l)
+            {
+                h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
+                let y3 = match n {
+                    0 => (&h + v).softmax(-1),
+                    1 => ((a * (i as f64 + 2.0)).sqrt() * &h).sin(),
+                    _ => &h * (a.ln() - b.ln()).exp(),
+                };
+                h = (y3 * 0.5).tanh();
+                let mut scale4 = (a.ln() - b.ln()).exp();
+                if flag {
+                    scale4 = a;
+                } else {
+                    scale4 *= 2.0;
+                }
+                total += h.mean() * scale4;
             }
-            total += h.square().mean();
+            total += h.sum_axes(&[0], false).square().mean();
         }
         h = (&h * s1).tanh();
-        ((0.5 - &h).square() + 0.5).sqrt() - 0.5 + &total
+        (h.matmul(&net.ws[0]) + &net.b).tanh() + &total
     }
 }
 
@@ -5348,7 +5397,7 @@ fn p111() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 111001);
     let net = net(4, 2, 111002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 111004);
-    check_vector_variants!(mod p111; [x, net, v]; (&x, net.clone(), &v, 0.96, 1, 3));
+    check_vector_variants!(mod p111; [x, net, v]; (&x, net.clone(), &v, 0.96, 0.79, 1, 3, true));
 }
 
 /// Uses: accumulate, compound-assign, match, sigmoid, sin, softmax.
@@ -5502,7 +5551,7 @@ fn p114() {
     check_variants!(mod p114; [x, w]; (&x, &w, 1.69, 1.53, 3, 1, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, exp, field, for, fresh-state-in-outer-loop, helper, if-counter, if-flag, iterator-adaptors, late-let, ln, nested-for, reshape, sigmoid, sin, softmax, sqrt, structure-by-value, sum_axes, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, fresh-state-in-outer-loop, helper, if-counter, iterator-adaptors, late-let, ln, nested-for, reshape, sigmoid, sin, sqrt, structure-by-value, sum_axes, vec-field-loop-in-outer-loop.
 mod p115 {
     use super::*;
 
@@ -5541,25 +5590,18 @@ mod p115 {
                 total -= soft_norm(&g3, j as f64 * b + a) * 0.5;
                 h = (&h + &g3).tanh();
             }
-            for wl in &net.ws {
-                h = (h.matmul(wl) + &net.b).tanh();
-                if !flag {
-                    h = ((&h / (net.b.square() + 1.0)).square() + 1.0).ln();
-                }
-                h = (a.sqrt() * &h).softmax(-1);
+            for part in net.ws.windows(2) {
+                h = ((h.matmul(&part[0]) + &net.b).square() + 1.0).ln();
             }
         }
-        let y4 = if flag {
-            ((&net.b * &h) * 0.5).tanh().exp()
+        let y4;
+        if flag {
+            y4 = (&net.b * &h).sigmoid();
         } else {
-            &h * x
-        };
-        h = (&h * 0.5 + &y4 * 0.5).sin();
-        if !flag {
-            return total.clone() * 0.3 + soft_norm(&h, n as f64 * 0.5);
+            y4 = &h - h.sum_axes(&[1], true) * 0.5;
         }
-        total -= (h.square() + 1.0).ln().sum() * 0.5;
-        h.reshape(&[2, 4]).matmul(x).mean() + &total
+        h = ((&h * 0.5 + &y4 * 0.5).square() + 1.0).ln();
+        &total + &h.reshape(&[8]).sin().sum()
     }
 }
 
@@ -5866,7 +5908,7 @@ fn p121() {
     check_variants!(mod p121; [net]; (&x, &net, 0.5, 1.17, 2, true));
 }
 
-/// Uses: accumulate, compound-assign, field, late-let, match, plain-let, reshape, sigmoid, sin, tanh, vec-field-loop.
+/// Uses: accumulate, compound-assign, iterator-adaptors, late-let, match, plain-let, reshape, sigmoid, sin, tanh, vec-field-loop.
 mod p122 {
     use super::*;
 
@@ -5874,11 +5916,8 @@ mod p122 {
     pub fn f(
         x: &Tensor<f64>,
         net: &Net,
-        w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
-        #[nodiff] b: f64,
-        #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
@@ -5897,8 +5936,8 @@ mod p122 {
             _ => {}
         }
         total = total + h.reshape(&[4, 3]).matmul(x).mean() * a.cbrt();
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).sin();
+        for wl in net.ws.iter().chain(&net.ws).skip(1) {
+            h = (h.matmul(wl) + v).sin();
             let y2;
             if flag {
                 y2 = (h.matmul(wl) + v).sin();
@@ -5906,16 +5945,6 @@ mod p122 {
                 y2 = &h - x;
             }
             h = (&h * 0.5 + &y2 * 0.5).tanh();
-            match n % 3 {
-                1 => {
-                    h = h.matmul(w).sin();
-                }
-                2 | 3 => {
-                    total = total + h.softmax(-1).ln().mean() * b.exp();
-                    h = h.matmul(w).sigmoid();
-                }
-                _ => {}
-            }
         }
         h = (&h * s1).tanh();
         &total + &h.reshape(&[4, 3]).matmul(x).mean()
@@ -5926,24 +5955,47 @@ mod p122 {
 fn p122() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 122001);
     let net = net(4, 3, 122002);
-    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 122003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 122004);
-    check_variants!(mod p122; [x, net, w, v]; (&x, &net, &w, &v, 1.85, 0.97, 4, 1, false));
+    check_variants!(mod p122; [x, net, v]; (&x, &net, &v, 1.85, 1, false));
 }
 
-/// Uses: accumulate, compound-assign, exp, field, reshape, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, fresh-state-in-outer-loop, if-flag, iterator-adaptors, plain-parens, reshape, sin, softmax, sum_axes, vec-field-loop, vec-field-loop-in-outer-loop.
 mod p123 {
     use super::*;
 
     #[differentiable]
-    pub fn f(#[nodiff] x: &Tensor<f64>, net: &Net) -> Tensor<f64> {
+    pub fn f(
+        #[nodiff] x: &Tensor<f64>,
+        net: &Net,
+        #[nodiff] a: f64,
+        #[nodiff] b: f64,
+        #[nodiff] n: usize,
+        #[nodiff] k: usize,
+        #[nodiff] flag: bool,
+    ) -> Tensor<f64> {
         let mut h = x * &net.b;
         let mut total = Tensor::<f64>::zeros(&[]);
         total -= h.reshape(&[8]).sin().sum() * 0.5;
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + &net.b) * 0.5).tanh().exp();
+        for part in net.ws.chunks(2) {
+            h = (h.matmul(&part[0]) + &net.b).softmax(-1);
+            for i in 0..n {
+                h = (&h * (1.0 / (1.0 + (a * b).sqrt()))).tanh();
+                let y1 = if flag {
+                    (&h - h.sum_axes(&[1], true) * 0.25).sin()
+                } else {
+                    &h * b.exp()
+                };
+                h = (&h * 0.5 + &y1 * 0.5).sin();
+                let mut g2 = h.clone();
+                for wl in net.ws.iter().rev().skip(1) {
+                    g2 = (g2.matmul(wl) * (((i + 1) * k) as f64 * 0.2)).sin();
+                    total += h.reshape(&[4, 2]).matmul(x).mean();
+                }
+                total -= (g2.square().sum() + 1.0).sqrt() * 0.5;
+            }
+            total = total + h.sum() * 0.3;
         }
-        &total + &h.mean()
+        h.sum_axes(&[0], false).square().mean() + &total
     }
 }
 
@@ -5951,7 +6003,7 @@ mod p123 {
 fn p123() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 123001);
     let net = net(4, 2, 123002);
-    check_variants!(mod p123; [net]; (&x, &net));
+    check_variants!(mod p123; [net]; (&x, &net, 1.4, 1.29, 3, 3, false));
 }
 
 /// Uses: accumulate, compound-assign, early-return, helper, if-flag, plain-let, plain-max-min, reshape, sum_axes, tanh.
@@ -5991,7 +6043,7 @@ fn p124() {
     check_variants!(mod p124; [x]; (&x, &w, 0.8, 1.93, true));
 }
 
-/// Uses: accumulate, cast, helper, if-flag, iterator-adaptors, match, plain-let, plain-only-if, plain-parens, reshape, sigmoid, sin, softmax, sqrt, structure-by-value, vec-field-loop.
+/// Uses: accumulate, cast, helper, iterator-adaptors, plain-let, plain-only-if, plain-parens, sigmoid, softmax, structure-by-value, vec-field-loop, while.
 mod p125 {
     use super::*;
 
@@ -6013,22 +6065,17 @@ mod p125 {
             scale2 = ((n * k) as f64).sqrt();
         }
         total += h.mean() * scale2;
-        for layer in stack.layers.iter().skip(1) {
-            h = (h.matmul(&layer.w) + &layer.b).sin();
-            if flag {
-                h = (0.9 * &h).sin();
-            } else {
-                total = h.reshape(&[2, 4]).matmul(x).mean() + &total * 0.9;
+        for layer in stack.layers.iter().take_while(|_| true).skip(1) {
+            h = (h.matmul(&layer.w) + &layer.b).sigmoid();
+            total = (h.square().sum() + 1.0).sqrt() + &total * 0.9;
+            let mut step3 = 0;
+            while step3 < n {
+                h = repeat_dense(&h, w, k);
+                step3 += 1;
             }
-            let y3 = match k {
-                0 => ((&layer.b * &h).square() + 0.5).sqrt() - 0.5,
-                1 => (&h * 0.3).sigmoid(),
-                _ => h.matmul(w) + &layer.b,
-            };
-            h = (y3 * 0.5).tanh();
         }
         h = (&h * s1).tanh();
-        soft_norm(&h, ((n + 1) as f64).ln()) + &total
+        total.clone() * 0.7 + h.sum()
     }
 }
 
@@ -6086,7 +6133,7 @@ fn p126() {
     check_variants!(mod p126; [x, v]; (&x, &w, &v, 2, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, for, if-flag, late-let, ln, plain-let, plain-parens, sigmoid, sin, sqrt, sum_axes, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, for, iterator-adaptors, late-let, plain-let, plain-parens, reshape, sigmoid, sin, sqrt, sum_axes, tanh, vec-field-loop-in-outer-loop.
 mod p127 {
     use super::*;
 
@@ -6120,17 +6167,14 @@ mod p127 {
         }
         h = (&h * 0.5 + &y4 * 0.5).sigmoid();
         for _ in 0..n {
-            for wl in &net.ws {
-                h = ((h.matmul(wl) + v).square() + 1.0).ln();
+            for part in net.ws.windows(2) {
+                h = (h.matmul(&part[0]) + v).tanh();
                 total += (h.square().sum() + 1.0).sqrt();
-                if flag {
-                    total = &total + &h.sum_axes(&[0], false).square().mean();
-                }
             }
-            total += h.sum_axes(&[0], false).square().mean();
+            total = total + h.reshape(&[6]).sin().sum() * 0.7;
         }
         h = (&h * s2).tanh();
-        h.exp().mean().ln() + &total
+        &total + &h.sum_axes(&[0], false).square().mean()
     }
 }
 
@@ -6186,7 +6230,7 @@ fn p128() {
     check_variants!(mod p128; [x]; (&x, 0.72, 1.01, 2, true));
 }
 
-/// Uses: accumulate, compound-assign, field, for, fresh-state-in-outer-loop, helper, iterator-adaptors, ln, match, plain-let, plain-max-min, reshape, softmax, sqrt, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, field, for, fresh-state-in-outer-loop, helper, iterator-adaptors, ln, match, plain-let, plain-only-if, reshape, sqrt, vec-field-loop-in-outer-loop.
 mod p129 {
     use super::*;
 
@@ -6215,26 +6259,21 @@ mod p129 {
         }
         total = total + h.square().mean() * 0.3;
         let mut acc3 = Tensor::scalar(0.0);
-        for _ in 0..n {
+        for i in 0..n {
             let mut g4 = Tensor::full(&[3, 4], 0.5);
-            for wl in net.ws.iter().rev().skip(1) {
-                g4 = (g4.matmul(wl) * 0.5).softmax(-1);
-                match k {
-                    1 => {
-                        h = ((&h * a.cbrt()).square() + 1.0).ln();
-                    }
-                    2 | 3 => {
-                        total = &total + &soft_norm(&h, a.max(b) - a.min(b) * 0.5);
-                        h = ((&h / (net.b.square() + 1.0)).square() + 1.0).ln();
-                    }
-                    _ => {}
+            for part in net.ws.windows(2) {
+                g4 = ((g4.matmul(&part[0]) * a.sqrt()).square() + 1.0).ln();
+                let mut scale5 = n as f64 * k as f64 * 0.1;
+                if i % 2 == 1 {
+                    scale5 = a * 0.5 + b * 0.25;
                 }
+                total += h.mean() * scale5;
             }
-            acc3 += g4.reshape(&[4, 3]).matmul(x).mean();
+            acc3 = acc3 + g4.reshape(&[12]).sin().sum() * s2;
+            h = (&h + &g4).tanh();
         }
         total += acc3 * 0.5;
-        h = (&h * s2).tanh();
-        total.clone() * s2 + h.reshape(&[4, 3]).matmul(x).mean()
+        total.clone() * b.ln().abs() + h.softmax(-1).ln().mean()
     }
 }
 
@@ -6317,8 +6356,8 @@ mod p131 {
         let mut acc3 = Tensor::scalar(0.0);
         for i in 0..n {
             let mut g4 = Tensor::full(&[2, 4], i as f64 * 0.25 + 0.1);
-            for wl in net.ws.iter().rev() {
-                g4 = (g4.matmul(wl) * 0.3).sin();
+            for part in net.ws.windows(2) {
+                g4 = (g4.matmul(&part[0]) * s1).sin();
                 total = &total + &h.mean();
                 if flag {
                     total = &total + &h.exp().mean().ln();
@@ -6767,7 +6806,7 @@ fn p140() {
     check_variants!(mod p140; [x, v]; (&x, &v, 1.57, 1.16, 1));
 }
 
-/// Uses: accumulate, break, compound-assign, counter-plain, early-return, field, for, fresh-state-in-outer-loop, helper, if-counter, late-let, ln, match, match-counter, plain-let, plain-max-min, reshape, sin, softmax, sum_axes, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, break, compound-assign, counter-plain, early-return, field, for, fresh-state-in-outer-loop, helper, if-counter, if-flag, iterator-adaptors, ln, match, plain-let, plain-max-min, sin, softmax, tanh, vec-field-loop-in-outer-loop.
 mod p141 {
     use super::*;
 
@@ -6811,30 +6850,24 @@ mod p141 {
                 total += soft_norm(&h, a.ln().abs() + 0.5);
             }
             let mut g5 = Tensor::full(&[2, 4], 0.5);
+            for part in stack.layers.chunks(2) {
+                g5 = (g5.matmul(&part[0].w) + &part[part.len() - 1].b).tanh();
+                h = (&h * 0.7).tanh();
+            }
+            total = total + g5.sum() * s2;
+        }
+        for _ in 0..n {
+            h = (&h * a).tanh();
             for layer in &stack.layers {
-                g5 = ((g5.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
+                h = ((h.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
+                let y6 = if flag {
+                    (&h * s2).tanh()
+                } else {
+                    &h + &stack.gain
+                };
+                h = ((&h * 0.5 + &y6 * 0.5).square() + 1.0).ln();
             }
-            total += g5.sum_axes(&[0], false).square().mean();
         }
-        for i in 0..n {
-            match i % 3 {
-                0 => {
-                    h = (&h * b.exp()).tanh();
-                }
-                1 => h = ((&h * a).square() + 1.0).ln(),
-                _ => {
-                    total -= h.reshape(&[4, 2]).matmul(x).mean() * 0.5;
-                }
-            }
-            let y6;
-            if flag {
-                y6 = h.matmul(&stack.layers[0].w).tanh();
-            } else {
-                y6 = &h + &stack.gain;
-            }
-            h = ((&h * 0.5 + &y6 * 0.5).square() + 1.0).ln();
-        }
-        h = (&h * s2).tanh();
         &total + &(h.square().sum() + 1.0).sqrt()
     }
 }
@@ -6957,7 +6990,7 @@ fn p143() {
     check_variants!(mod p143; [x, w, u]; (&x, &w, &v, u.clone(), 4, false));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, field, for, helper, iterator-adaptors, late-let, ln, match, plain-max-min, sin, softmax, sqrt, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, counter-plain, field, for, iterator-adaptors, late-let, match, sigmoid, sin, softmax, sqrt, vec-field-loop-in-outer-loop.
 mod p144 {
     use super::*;
 
@@ -6968,7 +7001,6 @@ mod p144 {
         w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
-        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
@@ -6992,12 +7024,13 @@ mod p144 {
         };
         h = (y3 * 0.5).tanh();
         for _ in 0..n {
-            for wl in net.ws.iter().rev() {
-                h = ((h.matmul(wl) + v).square() + 1.0).ln();
+            for part in net.ws.chunks(2) {
+                h = (h.matmul(&part[0]) + &net.b).sigmoid();
+                h = (&h / (v.square() + 1.0)).softmax(-1);
             }
-            total -= soft_norm(&h, a.max(b) - a.min(b) * 0.5) * 0.5;
+            total += h.square().mean();
         }
-        total.clone() * 1.5 + h.exp().mean().ln()
+        &total + &(h.square().sum() + 1.0).sqrt()
     }
 }
 
@@ -7007,7 +7040,7 @@ fn p144() {
     let net = net(4, 2, 144002);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 144003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 144004);
-    check_variants!(mod p144; [x, net, w, v]; (&x, &net, &w, &v, 1.33, 1.74, 4, false));
+    check_variants!(mod p144; [x, net, w, v]; (&x, &net, &w, &v, 1.33, 4, false));
 }
 
 /// Uses: cast, counter-plain, for, helper, plain-let, plain-only-if, sqrt, vector-output.
@@ -7100,7 +7133,7 @@ fn p146() {
     check_variants!(mod p146; [net, v]; (&x, &net, &w, &v, 1.4, 4, 3, false));
 }
 
-/// Uses: accumulate, cast, counter-plain, field, for, if-flag, iterator-adaptors, ln, plain-only-if, sin, softmax, sqrt, tanh, vec-field-loop, while.
+/// Uses: accumulate, cast, counter-plain, field, for, helper, if-flag, iterator-adaptors, ln, plain-only-if, sin, tanh, vec-field-loop, while.
 mod p147 {
     use super::*;
 
@@ -7139,21 +7172,24 @@ mod p147 {
                 }
             }
         }
-        for wl in net.ws.iter().rev().skip(1) {
-            h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
+        for part in net.ws.windows(2) {
+            h = ((h.matmul(&part[0]) + &net.b).square() + 1.0).ln();
+            total = h.mean() + &total * 0.9;
+            total = h.square().mean() + &total * 0.9;
         }
-        let y4 = if flag {
-            (h.matmul(&net.ws[0]) + v).sin()
-        } else {
-            &h - h.sum_axes(&[1], true) * 0.33
-        };
-        h = (&h * 0.5 + &y4 * 0.5).softmax(-1);
-        let mut step5 = 0;
-        while step5 < n {
+        let mut step4 = 0;
+        while step4 < n {
             h = ((1.0 - &h).square() + 1.0).ln();
-            step5 += 1;
+            step4 += 1;
         }
-        &total + &h.exp().mean().ln()
+        if flag {
+            let mut scale5 = n as f64 * 0.5;
+            if flag {
+                scale5 = a.sqrt();
+            }
+            h = (&h * scale5).tanh();
+        }
+        total.clone() * a.cbrt() + soft_norm(&h, a)
     }
 }
 
@@ -7263,7 +7299,7 @@ fn p149() {
     check_variants!(mod p149; [x, net, v]; (&x, &net, &v, 1.61, 0.65, 2, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, iterator-adaptors, plain-let, plain-only-if, plain-parens, reshape, sqrt, vec-field-loop, while.
+/// Uses: cast, compound-assign, if-flag, iterator-adaptors, ln, plain-let, plain-only-if, plain-parens, sigmoid, softmax, sqrt, vec-field-loop, while.
 mod p150 {
     use super::*;
 
@@ -7281,24 +7317,30 @@ mod p150 {
         let s1 = (a / b).sqrt();
         let s2 = (s1 + a) * 0.5;
         let mut h = x * v;
-        let mut total = Tensor::<f64>::zeros(&[]);
+        let total = Tensor::<f64>::zeros(&[]);
         let mut scale3 = (a * 2.0 - b).abs() + 0.1;
         if flag {
             scale3 = ((n * k) as f64).sqrt();
         }
         h = (&h * scale3).tanh();
         h = ((&h - h.sum_axes(&[1], true) * 0.25).square() + 0.5).sqrt() - 0.5;
-        for layer in stack.layers.iter().skip(1) {
-            h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
-            total -= h.reshape(&[4, 3]).matmul(x).mean() * 0.5;
+        for part in stack.layers.chunks(2) {
+            h = (h.matmul(&part[0].w) + &part[part.len() - 1].b).sigmoid();
             let mut step4 = 0;
             while step4 < n {
-                h = ((&h / a.sqrt()).square() + 0.5).sqrt() - 0.5;
+                h += ((&h - h.sum_axes(&[1], true) * 0.25).square() + 1.0).ln() * 0.5;
+                h = h.tanh();
                 step4 += 1;
             }
+            let y5 = if flag {
+                ((2.0 - &h).square() + 0.5).sqrt() - 0.5
+            } else {
+                &h / (part[part.len() - 1].b.square() + 1.0)
+            };
+            h = (&h * 0.5 + &y5 * 0.5).softmax(-1);
         }
         h = (&h * s2).tanh();
-        &total + &h.square().mean()
+        h.softmax(-1).ln().mean() + &total
     }
 }
 
@@ -7510,7 +7552,7 @@ fn p154() {
     check_variants!(mod p154; [x, w]; (&x, &w, &v, 0.96, 1.36, 3, 2));
 }
 
-/// Uses: accumulate, exp, helper, if-flag, iterator-adaptors, reshape, softmax, structure-by-value, tanh, vec-field-loop.
+/// Uses: accumulate, compound-assign, exp, helper, if-flag, iterator-adaptors, match, sin, sqrt, structure-by-value, vec-field-loop.
 mod p155 {
     use super::*;
 
@@ -7518,31 +7560,38 @@ mod p155 {
     pub fn f(
         x: &Tensor<f64>,
         stack: Stack,
-        v: &Tensor<f64>,
         #[nodiff] b: f64,
-        #[nodiff] k: usize,
+        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.tanh();
         let mut total = Tensor::scalar(0.0);
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).tanh();
-            let y1 = if flag {
-                ((&h + v) * 0.5).tanh().exp()
-            } else {
-                2.0 - &h
-            };
-            h = ((&h * 0.5 + &y1 * 0.5) * 0.5).tanh().exp();
+        for layer in stack
+            .layers
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, l)| l)
+        {
+            h = (h.matmul(&layer.w) + &layer.b).sin();
         }
-        for layer in stack.layers.iter().rev().skip(1) {
-            h = ((h.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
+        if flag {
+            total = &total + &(h.square().sum() + 1.0).sqrt();
+        } else {
+            total = (h.square().sum() + 1.0).sqrt() + &total * 0.9;
         }
-        h = repeat_dense(&h, &stack.layers[0].w, k);
-        for layer in stack.layers.iter().step_by(2) {
-            h = (h.matmul(&layer.w) + &layer.b).softmax(-1);
-            total = total + h.reshape(&[3, 2]).matmul(x).mean() * b;
+        h = gated(&h, x);
+        match n {
+            1 => {
+                h = ((&h - x) * 0.5).tanh().exp();
+            }
+            2 | 3 => {
+                total += (h.square() + 1.0).ln().sum();
+                h = ((b / (h.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
+            }
+            _ => {}
         }
-        h.reshape(&[6]).sin().sum() + &total
+        &total + &h.mean()
     }
 }
 
@@ -7550,8 +7599,7 @@ mod p155 {
 fn p155() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 155001);
     let stack = stack(3, 3, 155002);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 155004);
-    check_variants!(mod p155; [x, stack, v]; (&x, stack.clone(), &v, 1.04, 2, true));
+    check_variants!(mod p155; [x, stack]; (&x, stack.clone(), 1.04, 3, true));
 }
 
 /// Uses: accumulate, break, cast, compound-assign, counter-plain, early-return, exp, for, late-let, ln, match, match-counter, nested-for, plain-only-if, plain-parens, reshape, sigmoid, sin, softmax, sqrt.
@@ -8015,7 +8063,7 @@ fn p163() {
     check_variants!(mod p163; [x, stack]; (&x, stack.clone(), 3, 3, false));
 }
 
-/// Uses: accumulate, cast, field, helper, iterator-adaptors, plain-let, sqrt, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, exp, field, for, if-flag, iterator-adaptors, match, plain-let, reshape, sigmoid, sqrt, tanh, vec-field-loop.
 mod p164 {
     use super::*;
 
@@ -8023,23 +8071,44 @@ mod p164 {
     pub fn f(
         x: &Tensor<f64>,
         net: &Net,
+        w: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = b.exp();
         let s2 = n as f64 * 0.5;
         let mut h = x.sin() + &net.b;
         let mut total = Tensor::<f64>::zeros(&[]);
-        for wl in net.ws.iter().step_by(2) {
-            h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
+        for part in net.ws.windows(2) {
+            h = (h.matmul(&part[0]) + &net.b).tanh();
+            total += h.sum();
+            for _ in 0..n {
+                let c3 = n as f64 * k as f64 * 0.1;
+                h = (&h * c3 + &net.b).tanh();
+                total -= h.reshape(&[8]).sin().sum() * 0.5;
+                let y4 = match k {
+                    0 => ((&h * a).square() + 0.5).sqrt() - 0.5,
+                    1 => (h.matmul(&net.ws[0]) + &net.b).tanh(),
+                    _ => &h - h.sum_axes(&[1], true) * 0.5,
+                };
+                h = (y4 * 0.5).tanh();
+            }
         }
-        total = &total + &h.softmax(-1).ln().mean();
-        h = scaled_softmax(&h, k as f64 + a);
+        let y5 = if flag {
+            ((h.matmul(w) + &net.b) * 0.5).tanh().exp()
+        } else {
+            h.matmul(&net.ws[0]) + &net.b
+        };
+        h = (&h * 0.5 + &y5 * 0.5).sigmoid();
+        for wl in net.ws.iter().skip(1) {
+            h = (h.matmul(wl) + &net.b).tanh();
+        }
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        total.clone() * s2 + h.square().mean()
+        &total + &h.sum()
     }
 }
 
@@ -8047,10 +8116,11 @@ mod p164 {
 fn p164() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 164001);
     let net = net(2, 2, 164002);
-    check_variants!(mod p164; [x, net]; (&x, &net, 1.39, 0.58, 2, 1));
+    let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 164003);
+    check_variants!(mod p164; [x, net, w]; (&x, &net, &w, 1.39, 0.58, 2, 1, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, exp, field, for, fresh-state-in-outer-loop, if-flag, iterator-adaptors, plain-let, plain-only-if, sigmoid, vec-field-loop-in-outer-loop, while.
+/// Uses: accumulate, cast, compound-assign, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, iterator-adaptors, plain-let, plain-only-if, reshape, sigmoid, vec-field-loop-in-outer-loop, while.
 mod p165 {
     use super::*;
 
@@ -8087,14 +8157,15 @@ mod p165 {
         let mut acc5 = Tensor::scalar(0.0);
         for _ in 0..n {
             let mut g6 = x.clone();
-            for wl in net.ws.iter().rev() {
-                g6 = (g6.matmul(wl) * a.cbrt()).sigmoid();
+            for wl in net.ws.iter().chain(&net.ws).skip(1) {
+                g6 = (g6.matmul(wl) * 1.5).sigmoid();
             }
-            acc5 -= (g6.square() + 1.0).ln().sum() * 0.5;
+            acc5 -= soft_norm(&g6, b.exp() * 0.5) * 0.5;
+            h = (&h + &g6).tanh();
         }
         total += acc5 * 0.5;
         h = (&h * s2).tanh();
-        &total + &(h.square().sum() + 1.0).sqrt()
+        total.clone() * b.exp() + h.reshape(&[8]).sin().sum()
     }
 }
 
@@ -8544,7 +8615,7 @@ fn p175() {
     check_variants!(mod p175; [x, net, v]; (&x, &net, &v, 2, 2, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, field, for, fresh-state-in-outer-loop, if-counter, iterator-adaptors, late-let, ln, nested-for, plain-let, plain-only-if, reshape, sin, softmax, sum_axes, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, early-return, field, for, fresh-state-in-outer-loop, helper, iterator-adaptors, late-let, ln, plain-let, plain-only-if, sigmoid, softmax, sum_axes, vec-field-loop-in-outer-loop.
 mod p176 {
     use super::*;
 
@@ -8556,7 +8627,6 @@ mod p176 {
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = b;
@@ -8579,56 +8649,20 @@ mod p176 {
         let mut acc5 = Tensor::scalar(0.0);
         for _ in 0..n {
             let mut g6 = Tensor::full(&[2, 4], 0.5);
-            for layer in stack.layers.iter().skip(1) {
-                g6 = (g6.matmul(&layer.w) + &layer.b).tanh();
-                for j in 0..k + 1 {
-                    if j % 2 == 0 {
-                        h = (h.matmul(&layer.w) + &layer.b).sin();
-                    } else {
-                        total -= h.exp().mean().ln() * 0.5;
-                    }
-                    let mut scale7 = b.ln().abs();
-                    if j % 2 == 1 {
-                        scale7 = a * b;
-                    } else {
-                        scale7 *= 2.0;
-                    }
-                    h = (&h * scale7).tanh();
-                    let mut scale8 = b.exp() * 0.5;
-                    if j % 2 == 1 {
-                        scale8 = b.exp();
-                    }
-                    total += h.mean() * scale8;
-                    h = (&h / s2).tanh();
-                }
-                for j in 0..n {
-                    h = (&h * b.exp()).tanh();
-                    let mut scale9 = b.ln().abs();
-                    if j % 2 == 1 {
-                        scale9 = a.ln().abs() + 0.5;
-                    } else {
-                        scale9 *= 1.5;
-                    }
-                    total += h.mean() * scale9;
-                    total = h.reshape(&[8]).sin().sum() + &total * 0.5;
-                    let mut scale10 = j as f64 * 0.25 + 0.5;
-                    if flag {
-                        scale10 = a / b;
-                    } else {
-                        scale10 *= 2.0;
-                    }
-                    h = (&h * scale10).tanh();
-                }
+            for layer in stack.layers.iter().take_while(|_| true).skip(1) {
+                g6 = (g6.matmul(&layer.w) + &layer.b).sigmoid();
             }
-            acc5 = &acc5 + &(g6.square().sum() + 1.0).sqrt();
+            acc5 = (g6.square().sum() + 1.0).sqrt() + &acc5 * 0.9;
+            h = (&h + &g6).tanh();
         }
-        total = &total + &acc5;
+        total += acc5 * 0.5;
         if !flag {
-            return &total + &(h.square() + 1.0).ln().sum();
+            return soft_norm(&h, a) + &total;
         }
-        total = &total + &h.mean();
+        total += soft_norm(&h, a);
         h = (&h * s1).tanh();
-        total.clone() * 0.7 + h.sum()
+        h = (&h * s2).tanh();
+        h.sum() + &total
     }
 }
 
@@ -8637,7 +8671,7 @@ fn p176() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 176001);
     let stack = stack(4, 3, 176002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 176004);
-    check_variants!(mod p176; [x, stack, v]; (&x, &stack, &v, 1.38, 1.81, 3, 3, true));
+    check_variants!(mod p176; [x, stack, v]; (&x, &stack, &v, 1.38, 1.81, 3, true));
 }
 
 /// Uses: accumulate, cast, compound-assign, counter-plain, early-return, field, for, fresh-state-in-outer-loop, helper, iterator-adaptors, late-let, ln, match, match-counter, nested-for, plain-parens, reshape, sin, softmax, sum_axes, vec-field-loop-in-outer-loop.
@@ -8794,7 +8828,7 @@ fn p179() {
     check_variants!(mod p179; [x, w, v]; (&x, &w, &v, 1.68, 1.58, 3, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, exp, field, for, if-flag, local-vec-push, nested-for, plain-let, plain-parens, sigmoid, sin, tanh, tensor-by-value, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, exp, field, for, if-flag, iterator-adaptors, local-vec-push, plain-let, plain-parens, sqrt, tanh, vec-field-loop-in-outer-loop.
 mod p180 {
     use super::*;
 
@@ -8803,8 +8837,6 @@ mod p180 {
         x: &Tensor<f64>,
         net: &Net,
         w: &Tensor<f64>,
-        u: Tensor<f64>,
-        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
@@ -8826,19 +8858,12 @@ mod p180 {
             total = &total + &s.softmax(-1).ln().mean();
         }
         for _ in 0..n {
-            for wl in &net.ws {
-                h = ((h.matmul(wl) + &net.b) * 0.5).tanh().exp();
-                for _ in 0..k + 1 {
-                    h = (&h * s1).tanh();
-                    h += (&h * &u).sin() * 0.5;
-                    h = h.tanh();
-                    total = total + (h.square() + 1.0).ln().sum() * 0.5;
-                    h = (&h + &net.b).sigmoid();
-                }
+            for part in net.ws.windows(2) {
+                h = ((h.matmul(&part[0]) + &net.b).square() + 0.5).sqrt() - 0.5;
             }
-            total = total + h.square().mean() * b.exp();
+            total -= h.softmax(-1).ln().mean() * 0.5;
         }
-        total.clone() * 0.7 + h.softmax(-1).ln().mean()
+        (h.square() + 1.0).ln().sum() + &total
     }
 }
 
@@ -8847,16 +8872,22 @@ fn p180() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 180001);
     let net = net(4, 3, 180002);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 180003);
-    let u = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 180005);
-    check_variants!(mod p180; [x, net, w, u]; (&x, &net, &w, u.clone(), 1.62, 1, 1, false));
+    check_variants!(mod p180; [x, net, w]; (&x, &net, &w, 1, 1, false));
 }
 
-/// Uses: exp, field, if-flag, ln, local-vec-push, reshape, sin, tanh, vec-field-loop.
+/// Uses: accumulate, compound-assign, exp, field, if-flag, iterator-adaptors, late-let, local-vec-push, match, plain-parens, reshape, sigmoid, sin, softmax, tanh, vec-field-loop.
 mod p181 {
     use super::*;
 
     #[differentiable]
-    pub fn f(x: &Tensor<f64>, net: &Net, #[nodiff] a: f64, #[nodiff] flag: bool) -> Tensor<f64> {
+    pub fn f(
+        x: &Tensor<f64>,
+        net: &Net,
+        #[nodiff] a: f64,
+        #[nodiff] b: f64,
+        #[nodiff] n: usize,
+        #[nodiff] flag: bool,
+    ) -> Tensor<f64> {
         let mut h = x.clone();
         let mut total = Tensor::scalar(0.0);
         let mut saved1 = Vec::new();
@@ -8881,8 +8912,26 @@ mod p181 {
         for s in &saved3 {
             total = &total + s;
         }
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
+        for wl in net.ws.iter().chain(&net.ws).skip(1) {
+            h = (h.matmul(wl) + &net.b).tanh();
+            match n % 3 {
+                1 => {
+                    h += (&h / ((a * 2.0 - b).abs() + 0.1)).sigmoid() * 0.5;
+                    h = h.tanh();
+                }
+                2 | 3 => {
+                    total = total + h.square().mean() * 2.0;
+                    h = (&h / (net.b.square() + 1.0)).softmax(-1);
+                }
+                _ => {}
+            }
+            let y4;
+            if flag {
+                y4 = (&h + &net.b).sigmoid();
+            } else {
+                y4 = ((a + b) * 0.5) / (h.square() + 1.0);
+            }
+            h = ((&h * 0.5 + &y4 * 0.5) * 0.5).tanh().exp();
         }
         &total + &h.reshape(&[3, 2]).matmul(x).mean()
     }
@@ -8892,10 +8941,10 @@ mod p181 {
 fn p181() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 181001);
     let net = net(3, 2, 181002);
-    check_variants!(mod p181; [x, net]; (&x, &net, 1.36, true));
+    check_variants!(mod p181; [x, net]; (&x, &net, 1.36, 1.33, 4, true));
 }
 
-/// Uses: accumulate, break, compound-assign, exp, field, for, if-flag, iterator-adaptors, late-let, ln, match-counter, plain-let, sigmoid, sin, softmax, sqrt, tanh, vec-field-loop, vector-output.
+/// Uses: accumulate, break, compound-assign, field, for, if-flag, iterator-adaptors, late-let, ln, match-counter, plain-let, sigmoid, sin, softmax, sqrt, tanh, vec-field-loop, vector-output.
 mod p182 {
     use super::*;
 
@@ -8937,11 +8986,12 @@ mod p182 {
         if !flag {
             h = (&stack.gain * &h).softmax(-1);
         }
-        for layer in stack.layers.iter().rev() {
-            h = ((h.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
+        for layer in stack.layers.iter().chain(&stack.layers).skip(1) {
+            h = ((h.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
+            h = (&h * b).softmax(-1);
         }
         h = (&h * s1).tanh();
-        (&h * b).softmax(-1) + &total
+        ((2.0 * &h).square() + 1.0).ln() + &total
     }
 }
 
@@ -8952,7 +9002,7 @@ fn p182() {
     check_vector_variants!(mod p182; [x, stack]; (&x, &stack, 1.24, 1.5, true));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, field, for, if-flag, iterator-adaptors, ln, plain-let, plain-parens, reshape, softmax, tanh, vec-field-loop.
+/// Uses: accumulate, compound-assign, early-return, field, iterator-adaptors, ln, plain-let, plain-parens, reshape, sin, vec-field-loop, while.
 mod p183 {
     use super::*;
 
@@ -8960,6 +9010,7 @@ mod p183 {
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
         net: &Net,
+        #[nodiff] v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
@@ -8971,21 +9022,21 @@ mod p183 {
         let mut total = Tensor::scalar(0.0);
         total -= h.reshape(&[4, 2]).matmul(x).mean() * 0.5;
         total = &total + &h.exp().mean().ln();
-        for wl in net.ws.iter().rev() {
+        for wl in net.ws.iter().chain(&net.ws).skip(1) {
             h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
-            total += (h.square() + 1.0).ln().sum();
-            for _ in 0..n {
-                h = (&h * b.ln().abs()).tanh();
-                let y3 = if flag {
-                    (&h - h.sum_axes(&[1], true) * 0.25).softmax(-1)
-                } else {
-                    &h * s1
-                };
-                h = (&h * 0.5 + &y3 * 0.5).tanh();
-                h = (&h * s2).tanh();
+            let mut step3 = 0;
+            while step3 < n {
+                h = (&h / (1.0 / (1.0 + (a * b).sqrt()))).sin();
+                step3 += 1;
             }
+            h = ((&h / (v.square() + 1.0)).square() + 1.0).ln();
         }
-        total.clone() * ((s2 + a) * 0.5) + h.exp().mean().ln()
+        if !flag {
+            return total.clone() * s2 + h.exp().mean().ln();
+        }
+        total += h.reshape(&[4, 2]).matmul(x).mean();
+        h = (&h * s1).tanh();
+        &total + &h.mean()
     }
 }
 
@@ -8993,7 +9044,8 @@ mod p183 {
 fn p183() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 183001);
     let net = net(4, 2, 183002);
-    check_variants!(mod p183; [net]; (&x, &net, 1.96, 1.9, 3, false));
+    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 183004);
+    check_variants!(mod p183; [net]; (&x, &net, &v, 1.96, 1.9, 3, false));
 }
 
 /// Uses: accumulate, compound-assign, field, helper, if-flag, plain-max-min, plain-only-if, plain-parens, reshape, sin, tanh, vec-field-loop, while.
@@ -9380,7 +9432,7 @@ fn p192() {
     check_variants!(mod p192; [x, stack]; (&x, &stack, 1.02, 0.65, 3, false));
 }
 
-/// Uses: accumulate, cast, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, iterator-adaptors, late-let, plain-let, plain-only-if, plain-parens, sigmoid, sin, sum_axes, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, exp, field, for, fresh-state-in-outer-loop, iterator-adaptors, late-let, plain-let, plain-parens, sigmoid, softmax, vec-field-loop-in-outer-loop.
 mod p193 {
     use super::*;
 
@@ -9388,8 +9440,6 @@ mod p193 {
     pub fn f(
         x: &Tensor<f64>,
         stack: &Stack,
-        #[nodiff] a: f64,
-        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
@@ -9405,28 +9455,17 @@ mod p193 {
         }
         h = (&h * 0.5 + &y2 * 0.5).sigmoid();
         let mut acc3 = Tensor::scalar(0.0);
-        for i in 0..n {
+        for _ in 0..n {
             let mut g4 = x.clone();
-            for layer in stack.layers.iter().take(2) {
-                g4 = (g4.matmul(&layer.w) + &layer.b).tanh();
-                let mut scale5 = a * 0.5 + b * 0.25;
-                if i % 2 == 1 {
-                    scale5 = (a + b) * 0.5;
-                } else {
-                    scale5 *= 1.5;
-                }
-                h = (&h * scale5).tanh();
-                let y6 = if flag {
-                    ((&h * s1) * 0.5).tanh().exp()
-                } else {
-                    &h * s1
-                };
-                h = (&h * 0.5 + &y6 * 0.5).sin();
+            for layer in stack.layers.iter().take_while(|_| true).skip(1) {
+                g4 = (g4.matmul(&layer.w) + &layer.b).softmax(-1);
             }
-            acc3 = &acc3 + &soft_norm(&g4, 1.0 / (1.0 + (a * b).sqrt()));
+            acc3 = (g4.square() + 1.0).ln().sum() + &acc3 * 0.9;
+            h = (&h + &g4).tanh();
         }
         total = &total + &acc3;
-        total.clone() * 0.3 + h.sum_axes(&[0], false).square().mean()
+        h = (&h * s1).tanh();
+        total.clone() * s1 + (h.square() + 1.0).ln().sum()
     }
 }
 
@@ -9434,7 +9473,7 @@ mod p193 {
 fn p193() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 193001);
     let stack = stack(3, 2, 193002);
-    check_variants!(mod p193; [x, stack]; (&x, &stack, 1.24, 0.64, 2, 1, true));
+    check_variants!(mod p193; [x, stack]; (&x, &stack, 2, 1, true));
 }
 
 /// Uses: late-let, match, plain-let, sigmoid, sin, sqrt.
@@ -9722,15 +9761,20 @@ mod p200 {
             step3 += 1;
         }
         let mut acc4 = Tensor::scalar(0.0);
-        for _ in 0..n {
+        for i in 0..n {
             let mut g5 = x * b.exp();
-            for wl in net.ws.iter().rev() {
-                g5 = ((g5.matmul(wl) * 0.5).square() + 1.0).ln();
+            for wl in net
+                .ws
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| i % 2 == 0)
+                .map(|(_, l)| l)
+            {
+                g5 = ((g5.matmul(wl) * s1).square() + 1.0).ln();
             }
             acc4 = &acc4 + &g5.reshape(&[4, 3]).matmul(x).mean();
         }
         total += acc4 * 0.5;
-        h = (&h * s1).tanh();
         h = (&h * s2).tanh();
         &total + &h.exp().mean().ln()
     }
@@ -9744,7 +9788,7 @@ fn p200() {
     check_variants!(mod p200; [net, w]; (&x, &net, &w, 1.7, 1.95, 3, 3));
 }
 
-/// Uses: accumulate, compound-assign, field, helper, iterator-adaptors, plain-let, sigmoid, sqrt, tanh, vec-field-loop, vector-output, while.
+/// Uses: accumulate, field, helper, iterator-adaptors, ln, plain-let, sigmoid, sin, tanh, vec-field-loop, vector-output, while.
 mod p201 {
     use super::*;
 
@@ -9763,18 +9807,18 @@ mod p201 {
         let mut total = Tensor::<f64>::zeros(&[]);
         h = dense(&h, w, v);
         total = total + h.sum() * a;
-        for wl in net.ws.iter().take(2) {
-            h = (h.matmul(wl) + v).tanh();
+        for part in net.ws.windows(2) {
+            h = (h.matmul(&part[0]) + &net.b).sigmoid();
             let mut step3 = 0;
             while step3 < n {
-                h = (&h / (net.b.square() + 1.0)).sigmoid();
+                h = ((&h - h.sum_axes(&[1], true) * 0.5).square() + 1.0).ln();
                 step3 += 1;
             }
-            total += h.exp().mean().ln();
+            h = (&h - x).sin();
         }
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        (h.matmul(w).square() + 0.5).sqrt() - 0.5 + &total
+        (&h - x).tanh() + &total
     }
 }
 
@@ -9868,7 +9912,7 @@ fn p203() {
     check_vector_variants!(mod p203; [x, stack]; (&x, &stack, 1.49, 1.24, 3));
 }
 
-/// Uses: exp, field, if-flag, iterator-adaptors, late-let, ln, match, plain-let, plain-only-if, sin, softmax, vec-field-loop.
+/// Uses: accumulate, cast, exp, field, helper, if-flag, iterator-adaptors, late-let, ln, plain-let, plain-only-if, reshape, sin, vec-field-loop, while.
 mod p204 {
     use super::*;
 
@@ -9878,12 +9922,13 @@ mod p204 {
         net: &Net,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt();
         let mut h = x.tanh();
-        let total = Tensor::<f64>::zeros(&[]);
+        let mut total = Tensor::<f64>::zeros(&[]);
         let y2;
         if flag {
             y2 = ((&h / (net.b.square() + 1.0)).square() + 1.0).ln();
@@ -9900,18 +9945,23 @@ mod p204 {
             }
             h = (&h * scale3).tanh();
         }
-        for wl in net.ws.iter().step_by(2) {
-            h = (h.matmul(wl) + &net.b).softmax(-1);
-            h = (&h * b).sin();
-            let y4 = match k {
-                0 => (b / (h.square() + 1.0)).softmax(-1),
-                1 => (&h * a.cbrt()).sin(),
-                _ => a.cbrt() * &h,
-            };
-            h = (y4 * 0.5).tanh();
+        for part in net.ws.windows(2) {
+            h = (h.matmul(&part[0]) + &net.b).sin();
+            let mut scale4 = a * 0.5 + b * 0.25;
+            if flag {
+                scale4 = k as f64 + a;
+            } else {
+                scale4 *= 2.0;
+            }
+            total += h.mean() * scale4;
+            let mut step5 = 0;
+            while step5 < n {
+                h = repeat_dense(&h, &part[0], k);
+                step5 += 1;
+            }
         }
         h = (&h * s1).tanh();
-        h.sum() + &total
+        h.reshape(&[4, 3]).matmul(x).mean() + &total
     }
 }
 
@@ -9919,7 +9969,7 @@ mod p204 {
 fn p204() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 204001);
     let net = net(4, 2, 204002);
-    check_variants!(mod p204; [x, net]; (&x, &net, 1.19, 1.68, 1, true));
+    check_variants!(mod p204; [x, net]; (&x, &net, 1.19, 1.68, 3, 1, true));
 }
 
 /// Uses: accumulate, cast, if-flag, plain-let, plain-only-if, plain-parens, tanh, vector-output.
@@ -10033,7 +10083,7 @@ fn p206() {
     check_variants!(mod p206; [w, v]; (&x, &w, &v, 1.61, 1.43, 4, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, fresh-state-in-outer-loop, if-flag, iterator-adaptors, ln, local-vec-push, plain-let, plain-only-if, reshape, sin, sqrt, tanh, vec-field-loop, vec-field-loop-in-outer-loop, vector-output.
+/// Uses: accumulate, cast, counter-plain, field, for, helper, if-flag, iterator-adaptors, late-let, local-vec-push, plain-let, sin, sqrt, sum_axes, tanh, vec-field-loop, vector-output.
 mod p207 {
     use super::*;
 
@@ -10044,53 +10094,41 @@ mod p207 {
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = n as f64 * 0.5;
         let mut h = x * &net.b;
         let mut total = h.sum() * 0.0;
-        for wl in net.ws.iter().step_by(2) {
-            h = (h.matmul(wl) + &net.b).tanh();
-            let mut scale2 = b.exp();
-            if flag {
-                scale2 = a * 0.5 + b * 0.25;
+        for wl in net.ws.iter().chain(&net.ws).skip(1) {
+            h = (h.matmul(wl) + &net.b).sin();
+            h = ((&h + &net.b).square() + 0.5).sqrt() - 0.5;
+            for _ in 0..n {
+                h = (&h * b).tanh();
+                total = total + h.exp().mean().ln() * 0.3;
             }
-            total += h.mean() * scale2;
         }
-        let mut saved3 = Vec::new();
-        for wl in &net.ws {
-            h = h.matmul(wl).sin();
-            saved3.push(h.mean());
+        let mut saved2 = Vec::new();
+        for _ in 0..2 {
+            h = (&h - x).sin();
+            saved2.push(h.clone());
         }
-        for s in &saved3 {
-            total = &total + s;
+        for s in &saved2 {
+            total = &total + &s.sum_axes(&[0], false).square().mean();
         }
-        for wl in net.ws.iter().step_by(2) {
-            h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
-            for _ in 0..k + 1 {
-                h = (&h * a.cbrt()).tanh();
-                total = &total + &h.square().mean();
-                total += h.mean();
-                let mut g4 = h.clone();
-                for wl in net.ws.iter().take(2) {
-                    g4 = (g4.matmul(wl) * a).sin();
-                }
-                total -= g4.reshape(&[12]).sin().sum() * 0.5;
-                h = (&h + &g4).tanh();
-            }
-            total = &total + &h.square().mean();
+        if !flag {
+            h = gated(&h, x);
+        } else {
+            total = &total + &h.sum_axes(&[0], false).square().mean();
         }
-        for wl in net.ws.iter().skip(1) {
-            h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
-            let y5 = if flag {
-                ((s1 * &h).square() + 0.5).sqrt() - 0.5
-            } else {
-                &h * x
-            };
-            h = (&h * 0.5 + &y5 * 0.5).sin();
+        let y3;
+        if flag {
+            y3 = (&h - h.sum_axes(&[1], true) * 0.25).tanh();
+        } else {
+            y3 = b.ln().abs() * &h;
         }
-        (&h * x).tanh() + &total
+        h = ((&h * 0.5 + &y3 * 0.5).square() + 0.5).sqrt() - 0.5;
+        h = (&h * s1).tanh();
+        (a / (h.square() + 1.0)).sin() + &total
     }
 }
 
@@ -10098,7 +10136,7 @@ mod p207 {
 fn p207() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 207001);
     let net = net(4, 2, 207002);
-    check_vector_variants!(mod p207; [x, net]; (&x, &net, 1.71, 1.18, 4, 3, false));
+    check_vector_variants!(mod p207; [x, net]; (&x, &net, 1.71, 1.18, 4, false));
 }
 
 /// Uses: accumulate, cast, plain-let, plain-only-if, reshape.
@@ -10313,7 +10351,7 @@ fn p212() {
     check_variants!(mod p212; [x, v]; (&x, &v, 1));
 }
 
-/// Uses: accumulate, exp, field, for, fresh-state-in-outer-loop, late-let, local-vec-push, plain-let, plain-parens, sin, softmax, sqrt, sum_axes, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, exp, field, for, fresh-state-in-outer-loop, iterator-adaptors, late-let, local-vec-push, plain-let, plain-parens, sin, softmax, sqrt, sum_axes, tanh, vec-field-loop-in-outer-loop.
 mod p213 {
     use super::*;
 
@@ -10357,15 +10395,14 @@ mod p213 {
         let mut acc5 = Tensor::scalar(0.0);
         for _ in 0..n {
             let mut g6 = x.clone();
-            for layer in &stack.layers {
-                g6 = (g6.matmul(&layer.w) + &layer.b).tanh();
-                h = h.matmul(&stack.layers[0].w).tanh();
+            for part in stack.layers.windows(2) {
+                g6 = (g6.matmul(&part[0].w) + &part[part.len() - 1].b).tanh();
             }
-            acc5 = g6.sum_axes(&[0], false).square().mean() + &acc5 * 0.5;
+            acc5 -= g6.sum() * 0.5;
         }
-        total += acc5 * 0.5;
+        total = &total + &acc5;
         h = (&h * s1).tanh();
-        total.clone() * s1 + h.sum()
+        &total + &h.exp().mean().ln()
     }
 }
 
@@ -10518,7 +10555,7 @@ fn p216() {
     check_variants!(mod p216; [w]; (&x, &w, 1));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, for, helper, if-flag, iterator-adaptors, ln, reshape, sigmoid, sin, tanh, vec-field-loop-in-outer-loop, while.
+/// Uses: accumulate, cast, compound-assign, field, for, helper, if-flag, iterator-adaptors, ln, sigmoid, sin, tanh, vec-field-loop-in-outer-loop, while.
 mod p217 {
     use super::*;
 
@@ -10526,7 +10563,6 @@ mod p217 {
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
         net: &Net,
-        v: &Tensor<f64>,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
@@ -10546,10 +10582,10 @@ mod p217 {
         h = (&h * 0.5 + &y2 * 0.5).sin();
         total -= soft_norm(&h, n as f64 * k as f64 * 0.1) * 0.5;
         for _ in 0..n {
-            for wl in net.ws.iter().step_by(2) {
-                h = (h.matmul(wl) + v).tanh();
+            for wl in net.ws.iter().chain(&net.ws).skip(1) {
+                h = (h.matmul(wl) + &net.b).tanh();
             }
-            total = total + h.reshape(&[3, 3]).matmul(x).mean() * 0.7;
+            total = &total + &(h.square() + 1.0).ln().sum();
         }
         h.square().mean() + &total
     }
@@ -10559,8 +10595,7 @@ mod p217 {
 fn p217() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 217001);
     let net = net(3, 2, 217002);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 217004);
-    check_variants!(mod p217; [net, v]; (&x, &net, &v, 4, 1, true));
+    check_variants!(mod p217; [net]; (&x, &net, 4, 1, true));
 }
 
 /// Uses: accumulate, cast, compound-assign, helper, local-vec-push, plain-let, reshape, tanh, vec-field-loop.
@@ -10597,7 +10632,7 @@ fn p218() {
     check_variants!(mod p218; [x, net]; (&x, &net, 0.96, 3));
 }
 
-/// Uses: accumulate, compound-assign, exp, field, late-let, ln, match, sigmoid, sin, sum_axes, tanh, vec-field-loop, vector-output.
+/// Uses: accumulate, if-flag, iterator-adaptors, reshape, sigmoid, tanh, vec-field-loop, vector-output.
 mod p219 {
     use super::*;
 
@@ -10606,37 +10641,23 @@ mod p219 {
         #[nodiff] x: &Tensor<f64>,
         stack: &Stack,
         v: &Tensor<f64>,
-        #[nodiff] b: f64,
-        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x * v;
         let mut total = h.sum() * 0.0;
         total = total + h.exp().mean().ln() * 0.3;
-        for layer in &stack.layers {
-            h = ((h.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
+        for part in stack.layers.chunks(2) {
+            h = (h.matmul(&part[0].w) + &part[part.len() - 1].b).tanh();
+            h = (&h - x).tanh();
         }
-        let y1;
-        if flag {
-            y1 = (&h - x).tanh();
-        } else {
-            y1 = &h / (stack.gain.square() + 1.0);
-        }
+        let y1 = if flag { (&h * x).tanh() } else { 0.5 - &h };
         h = (&h * 0.5 + &y1 * 0.5).tanh();
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).sin();
-            match k {
-                1 => {
-                    h = (h.matmul(&layer.w) + v).sin();
-                }
-                2 | 3 => {
-                    total += h.sum_axes(&[0], false).square().mean();
-                    h = (&h - h.sum_axes(&[1], true) * 0.25).sigmoid();
-                }
-                _ => {}
-            }
+        if flag {
+            total = h.reshape(&[8]).sin().sum() + &total * 0.5;
+        } else {
+            h = (&h - h.sum_axes(&[1], true) * 0.25).sigmoid();
         }
-        ((&h / b).square() + 1.0).ln() + &total
+        (&h - h.sum_axes(&[1], true) * 0.25).sigmoid() + &total
     }
 }
 
@@ -10645,7 +10666,7 @@ fn p219() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 219001);
     let stack = stack(4, 2, 219002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 219004);
-    check_vector_variants!(mod p219; [stack, v]; (&x, &stack, &v, 1.99, 2, true));
+    check_vector_variants!(mod p219; [stack, v]; (&x, &stack, &v, true));
 }
 
 /// Uses: accumulate, cast, counter-plain, for, helper, late-let, plain-let, plain-max-min, sigmoid, sin, softmax, tanh, vector-output, while.
@@ -10905,7 +10926,7 @@ fn p225() {
     check_variants!(mod p225; [stack, w]; (&x, &stack, &w, 4));
 }
 
-/// Uses: cast, counter-plain, exp, field, for, if-flag, iterator-adaptors, ln, match, nested-for, plain-parens, sin, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, exp, field, for, helper, if-counter, if-flag, iterator-adaptors, plain-parens, reshape, sin, softmax, sum_axes, tanh, vec-field-loop-in-outer-loop.
 mod p226 {
     use super::*;
 
@@ -10914,13 +10935,11 @@ mod p226 {
         x: &Tensor<f64>,
         net: &Net,
         v: &Tensor<f64>,
-        #[nodiff] a: f64,
-        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.sin() + &net.b;
-        let total = Tensor::<f64>::zeros(&[]);
+        let mut total = Tensor::<f64>::zeros(&[]);
         let y1 = if flag {
             (((n + 1) as f64).ln() / (h.square() + 1.0)).tanh()
         } else {
@@ -10930,23 +10949,24 @@ mod p226 {
         for i in 0..n {
             let c2 = 1.0 / (i as f64 + 1.0);
             h = (&h * c2 + &net.b).tanh();
-            for wl in net.ws.iter().rev().skip(1) {
-                h = (h.matmul(wl) + &net.b).tanh();
+            for wl in net.ws.iter().chain(&net.ws).skip(1) {
+                h = (h.matmul(wl) + &net.b).softmax(-1);
             }
-            for _ in 0..n {
-                let c3 = (a.ln() - b.ln()).exp();
-                h = (&h * c3 + v).tanh();
-                h = (&net.b * &h).sin();
-                let y4 = match n % 3 {
-                    0 => (&h * x).tanh(),
-                    1 => ((&h * x).square() + 1.0).ln(),
-                    _ => 2.0 * &h,
-                };
-                h = (y4 * 0.5).tanh();
-            }
+            h = (&h - h.sum_axes(&[1], true) * 0.33).sin();
         }
-        h = h.matmul(&net.ws[0]).sin();
-        total.clone() * b.ln().abs() + h.softmax(-1).ln().mean()
+        for i in 0..3 {
+            if i % 2 == 0 {
+                h = dense(&h, &net.ws[0], &net.b);
+            } else {
+                total += h.reshape(&[3, 2]).matmul(x).mean();
+            }
+            total = &total + &h.sum_axes(&[0], false).square().mean();
+        }
+        if !flag {
+            return &total + &h.reshape(&[6]).sin().sum();
+        }
+        total += h.exp().mean().ln();
+        &total + &h.square().mean()
     }
 }
 
@@ -10955,7 +10975,7 @@ fn p226() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 226001);
     let net = net(3, 3, 226002);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 226004);
-    check_variants!(mod p226; [x, net, v]; (&x, &net, &v, 0.83, 0.69, 3, false));
+    check_variants!(mod p226; [x, net, v]; (&x, &net, &v, 3, false));
 }
 
 /// Uses: accumulate, cast, compound-assign, if-flag, ln, plain-let, reshape, sin, tanh.
@@ -11307,7 +11327,7 @@ fn p233() {
     check_variants!(mod p233; [x, net, u]; (&x, &net, u.clone(), 1.99, 0.82, 2, 2, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, for, fresh-state-in-outer-loop, local-vec-push, nested-for, plain-only-if, reshape, sin, sqrt, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, for, fresh-state-in-outer-loop, helper, iterator-adaptors, local-vec-push, plain-only-if, reshape, sin, tanh, vec-field-loop-in-outer-loop.
 mod p234 {
     use super::*;
 
@@ -11341,20 +11361,19 @@ mod p234 {
         let mut acc3 = Tensor::scalar(0.0);
         for _ in 0..n {
             let mut g4 = x * a.sqrt();
-            for wl in &net.ws {
-                g4 = ((g4.matmul(wl) * 0.5).square() + 0.5).sqrt() - 0.5;
-                for _ in 0..2 {
-                    h = (&h * a.cbrt()).tanh();
-                    h = (0.5 * &h).sin();
-                    total += h.mean();
-                    total = h.reshape(&[3, 2]).matmul(x).mean() + &total * 0.5;
+            for wl in net.ws.iter().take_while(|_| true).skip(1) {
+                g4 = (g4.matmul(wl) * 0.7).tanh();
+                let mut scale5 = b.exp() * 0.5;
+                if flag {
+                    scale5 = a * b;
                 }
+                h = (&h * scale5).tanh();
+                h = gated(&h, x);
             }
-            acc3 = &acc3 + &g4.softmax(-1).ln().mean();
-            h = (&h + &g4).tanh();
+            acc3 -= g4.exp().mean().ln() * 0.5;
         }
-        total += acc3 * 0.5;
-        total.clone() * a.sqrt() + h.exp().mean().ln()
+        total = &total + &acc3;
+        total.clone() * 1.5 + h.reshape(&[6]).sin().sum()
     }
 }
 
@@ -11459,7 +11478,7 @@ fn p236() {
     check_variants!(mod p236; [x, net, v]; (&x, net.clone(), &v, 0.67, 3, 1, false));
 }
 
-/// Uses: field, if-flag, local-vec-push, plain-let, reshape, sin, sqrt, tanh, vec-field-loop.
+/// Uses: iterator-adaptors, local-vec-push, plain-let, reshape, sin, sqrt, vec-field-loop.
 mod p237 {
     use super::*;
 
@@ -11467,9 +11486,9 @@ mod p237 {
     pub fn f(
         x: &Tensor<f64>,
         net: &Net,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a * 0.5 + b * 0.25;
         let s2 = a * 0.5 + b * 0.25;
@@ -11491,18 +11510,12 @@ mod p237 {
         for s in &saved4 {
             total = &total + &s.sum();
         }
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).sin();
-            let y5 = if flag {
-                (b.ln().abs() * &h).sin()
-            } else {
-                1.0 - &h
-            };
-            h = (&h * 0.5 + &y5 * 0.5).tanh();
+        for part in net.ws.chunks(2) {
+            h = (h.matmul(&part[0]) + v).sin();
         }
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        (h.square() + 1.0).ln().sum() + &total
+        total.clone() * b.ln().abs() + h.square().mean()
     }
 }
 
@@ -11510,7 +11523,8 @@ mod p237 {
 fn p237() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 237001);
     let net = net(2, 3, 237002);
-    check_variants!(mod p237; [x, net]; (&x, &net, 0.98, 1.01, true));
+    let v = Tensor::rand_normal(&[2], 0.0, 0.5, 237004);
+    check_variants!(mod p237; [x, net, v]; (&x, &net, &v, 0.98, 1.01));
 }
 
 /// Uses: accumulate, counter-plain, for, if-flag, late-let, ln, plain-max-min, plain-only-if, reshape, sin, softmax, tanh, while.
@@ -11575,7 +11589,7 @@ fn p238() {
     check_variants!(mod p238; [x, w, v]; (&x, &w, &v, 1.21, 1.95, 4, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, if-flag, iterator-adaptors, late-let, ln, plain-let, softmax, sqrt, sum_axes, tanh, vec-field-loop, vector-output.
+/// Uses: cast, exp, field, iterator-adaptors, late-let, plain-let, sigmoid, softmax, sqrt, vec-field-loop, vector-output.
 mod p239 {
     use super::*;
 
@@ -11591,7 +11605,7 @@ mod p239 {
         let s1 = a;
         let s2 = n as f64 * 0.5;
         let mut h = x * v;
-        let mut total = Tensor::scalar(0.0);
+        let total = Tensor::scalar(0.0);
         let y3;
         if flag {
             y3 = (&h * s2).softmax(-1);
@@ -11599,17 +11613,17 @@ mod p239 {
             y3 = h.matmul(&stack.layers[0].w) + &stack.gain;
         }
         h = ((&h * 0.5 + &y3 * 0.5).square() + 0.5).sqrt() - 0.5;
-        for layer in stack.layers.iter().skip(1) {
-            h = (h.matmul(&layer.w) + &layer.b).tanh();
-            if flag {
-                total -= h.sum_axes(&[0], false).square().mean() * 0.5;
-            } else {
-                total = h.sum() + &total * 0.5;
-            }
-            total += h.mean();
+        for layer in stack
+            .layers
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, l)| l)
+        {
+            h = (h.matmul(&layer.w) + &layer.b).sigmoid();
         }
         h = (&h * s1).tanh();
-        ((&h * s1).square() + 1.0).ln() + &total
+        ((a.cbrt() / (h.square() + 1.0)) * 0.5).tanh().exp() + &total
     }
 }
 

@@ -1031,6 +1031,51 @@ fn iterator_chains() {
     check_leaves(|m: &Gated| gated(m, &x).item(), &model, &grad);
 }
 
+#[derive(Clone, Differentiable)]
+struct Coder {
+    encoder: Vec<Linear>,
+    decoder: Vec<Linear>,
+}
+
+#[differentiable]
+fn coded(model: &Coder, #[nodiff] x: &Tensor<f64>, #[nodiff] on: &[bool]) -> Tensor<f64> {
+    let mut h = x.clone();
+    // The layers of both halves that `on` switches on.
+    let layers = model.encoder.iter().chain(&model.decoder);
+    for (layer, _) in layers.zip(on).filter(|(_, used)| **used) {
+        h = (h.matmul(&layer.w) + &layer.b).tanh();
+    }
+    // Neighbouring encoder layers kept close, and the last layer's bias.
+    let smooth: Tensor<f64> = model
+        .encoder
+        .windows(2)
+        .map(|pair| (&pair[1].w - &pair[0].w).square().sum())
+        .sum();
+    let head = model.decoder.last().unwrap();
+    h.square().mean() + smooth * 0.1 + head.b.sum()
+}
+
+#[test]
+fn chosen_joined_and_cut_sequences() {
+    let model = Coder {
+        encoder: (0..3).map(|i| linear(3, 3, 70 + i)).collect(),
+        decoder: (0..2).map(|i| linear(3, 3, 80 + i)).collect(),
+    };
+    let x = Tensor::rand_normal(&[4, 3], 0.0, 1.0, 90);
+    let on = [true, false, true, true, false];
+    let (value, grad) = coded_value_and_grad(&model, &x, &on);
+    // By hand: layers 0, 2 (encoder) and 0 (decoder), then the penalties.
+    let mut h = x.clone();
+    for layer in [&model.encoder[0], &model.encoder[2], &model.decoder[0]] {
+        h = (h.matmul(&layer.w) + &layer.b).tanh();
+    }
+    let e = &model.encoder;
+    let smooth = (&e[1].w - &e[0].w).square().sum() + (&e[2].w - &e[1].w).square().sum();
+    let want = h.square().mean() + smooth * 0.1 + model.decoder[1].b.sum();
+    assert!((value.item() - want.item()).abs() < 1e-12);
+    check_leaves(|m: &Coder| coded(m, &x, &on).item(), &model, &grad);
+}
+
 // ---- closures --------------------------------------------------------------------------------
 
 #[differentiable]

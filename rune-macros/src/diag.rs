@@ -15,12 +15,20 @@ pub const CONCRETIZATION: &str = "this value is read out of a differentiated ten
 #[derive(Default)]
 pub struct Errors {
     errors: Vec<syn::Error>,
+    /// Where each error was recorded and what it says: the same error found twice (an
+    /// expression lowered again on another path) is reported once.
+    seen: Vec<String>,
 }
 
 impl Errors {
-    /// Records an error at `tokens`.
+    /// Records an error at `tokens`, unless the same one is recorded there already.
     pub fn at<T: ToTokens, M: Display>(&mut self, tokens: T, message: M) {
-        self.errors.push(syn::Error::new_spanned(tokens, message));
+        let error = syn::Error::new_spanned(tokens, message);
+        let key = format!("{:?} {}", error.span(), error);
+        if !self.seen.contains(&key) {
+            self.seen.push(key);
+            self.errors.push(error);
+        }
     }
 
     /// Records an already built error.

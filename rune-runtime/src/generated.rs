@@ -23,6 +23,10 @@ pub use crate::parts::{
     constant_scrutinee, parameter_part, ConstantField, ConstantScrutinee, DifferentiatedField,
     ParameterPart, ScrutineeOfConstant, ScrutineeOfDifferentiable,
 };
+pub use crate::sequence::{
+    count_while, filter_positions, find_position, max_position_by, max_position_by_key,
+    min_position_by, min_position_by_key, window_size,
+};
 pub use crate::slots::{accumulate, NoTangent, TangentSlot};
 
 pub use crate::numbers::{

@@ -83,6 +83,7 @@ pub mod parallel;
 mod parts;
 mod rng;
 mod scalar;
+mod sequence;
 mod slots;
 mod special;
 mod summation;

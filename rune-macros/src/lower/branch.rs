@@ -118,7 +118,7 @@ impl Lowerer<'_> {
     }
 
     /// Pushes a branch; its value, when it has one.
-    fn finish_branch(
+    pub(super) fn finish_branch(
         &mut self,
         (head, arms): (BranchHead, Vec<Vec<Stmt>>),
         result: Option<Slot>,

@@ -218,7 +218,7 @@ impl Lowerer<'_> {
         };
         let Expr::Path(p) = place else { return None };
         match self.lookup(&p.path.get_ident()?.to_string()) {
-            Some(Binding::List(l)) if self.arrays.contains(l) => Some(*l),
+            Some(Binding::List(l)) if self.array_param(*l).is_some() => Some(*l),
             _ => None,
         }
     }

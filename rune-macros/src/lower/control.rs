@@ -13,6 +13,7 @@ use crate::ir::{BranchHead, LoopHead, Operand, Slot, Stmt, Use};
 use crate::names::{const_ident, hidden};
 use crate::ops::{self, Form};
 
+use super::flat::JOINED;
 use super::rename::rename_pattern;
 use super::syntax::{
     assigned_names, assignments, collect_pattern_idents, exits, is_path, reached_by, strip, Within,
@@ -250,8 +251,13 @@ impl Lowerer<'_> {
                 }
                 match self.loops.last() {
                     Some(l) => {
-                        let f = if what == "break" { &l.brk } else { &l.cont };
-                        self.stmts.push(Stmt::Verbatim(quote!(#f = true;).into()));
+                        let mut flags = vec![if what == "break" { &l.brk } else { &l.cont }];
+                        // A `break` in a flattened loop leaves the loop it is flattened from.
+                        if what == "break" && l.joined {
+                            flags.extend(self.loops.iter().rev().nth(1).map(|outer| &outer.brk));
+                        }
+                        self.stmts
+                            .push(Stmt::Verbatim(quote!(#(#flags = true;)*).into()));
                     }
                     None => self.errors.at(e, format!("`{what}` outside a loop")),
                 }
@@ -293,7 +299,20 @@ impl Lowerer<'_> {
                     .push(Stmt::Verbatim(quote!(#(#flags = true;)*).into()));
             }
             Expr::ForLoop(f) => {
-                self.lower_loop(e, f.label.as_ref(), &f.body, Some((&f.pat, &f.expr)))
+                let iter = self
+                    .inline_iter(&f.expr)
+                    .unwrap_or_else(|| (*f.expr).clone());
+                if self.mentions_active(&iter) {
+                    match self.flat(&iter) {
+                        Some(Ok(flat)) => {
+                            self.flat_for(&flat, &f.pat, &f.body);
+                            return true;
+                        }
+                        Some(Err(_)) => return true,
+                        None => {}
+                    }
+                }
+                self.lower_loop(e, f.label.as_ref(), &f.body, Some((&f.pat, &iter)))
             }
             Expr::While(w) if matches!(strip(&w.cond), Expr::Let(_)) => {
                 // `while let p = e { body }` is `loop { match e { p => body, _ => break } }`.
@@ -384,7 +403,11 @@ impl Lowerer<'_> {
                     Use::Plain,
                 ))),
                 Some(
-                    Binding::Slot(_) | Binding::Local | Binding::Closure(_) | Binding::List(_),
+                    Binding::Slot(_)
+                    | Binding::Local
+                    | Binding::Closure(_)
+                    | Binding::List(_)
+                    | Binding::Iter(_),
                 )
                 | None => None,
             };
@@ -403,7 +426,8 @@ impl Lowerer<'_> {
         body: &Block,
         for_head: Option<(&Pat, &Expr)>,
     ) {
-        if let Some(l) = label {
+        let joined = label.is_some_and(|l| l.name.ident == JOINED);
+        if let Some(l) = label.filter(|_| !joined) {
             self.errors.at(
                 l,
                 "loop labels are not supported in #[differentiable] functions",
@@ -436,17 +460,27 @@ impl Lowerer<'_> {
         self.loops.push(LoopCtx {
             brk: brk.clone(),
             cont: cont.clone(),
+            joined,
         });
         let while_cond = match e {
             Expr::While(w) => Some(&*w.cond),
             _ => None,
         };
         let body_stmts = self.region(|l| {
+            l.stmts.push(Stmt::Verbatim(
+                quote!(let mut #brk = false; let mut #cont = false;).into(),
+            ));
             match (for_head, &chain) {
                 (Some((pat, _)), Some(chain)) => {
                     let trip = hidden(&format!("item{id}"));
-                    let item = l.chain_item(chain, &trip);
-                    l.bind_item(pat, item);
+                    l.chain_body(chain, &trip, |l, item| {
+                        l.bind_item(pat, item);
+                        l.block_stmts(&body.stmts, None);
+                    });
+                    l.stmts.push(Stmt::Verbatim(
+                        quote!(let _ = #cont; if #brk { break; }).into(),
+                    ));
+                    return;
                 }
                 (Some((pat, _)), None) => {
                     let destructure = l.bind_pattern(pat, id);
@@ -454,9 +488,6 @@ impl Lowerer<'_> {
                 }
                 _ => {}
             }
-            l.stmts.push(Stmt::Verbatim(
-                quote!(let mut #brk = false; let mut #cont = false;).into(),
-            ));
             match while_cond {
                 Some(c) => {
                     // `while c { body }` runs as `loop { if !c { break } body }`.

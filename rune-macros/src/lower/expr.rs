@@ -10,6 +10,7 @@ use crate::ir::{Operand, PathSeg, Stmt, Taint, Use};
 use crate::names::val_ident;
 use crate::ops::{self, Form};
 
+use super::flat::ITER_USES;
 use super::syntax::{contains_exit, is_constructor, strip};
 use super::{Binding, Lowered, Lowerer};
 
@@ -145,6 +146,10 @@ impl Lowerer<'_> {
                     Some(Binding::Closure(index)) => self.closure_value(index, ident),
                     Some(Binding::List(list)) => {
                         self.errors.at(ident, self.list_uses(list));
+                        Lowered::constant(quote!(::core::unreachable!()))
+                    }
+                    Some(Binding::Iter(_)) => {
+                        self.errors.at(ident, ITER_USES);
                         Lowered::constant(quote!(::core::unreachable!()))
                     }
                     Some(Binding::Local) | None => Lowered::constant(e.to_token_stream()),

@@ -1,19 +1,24 @@
 //! Sequences: local `Vec`s of differentiated tensors (lists), and iterator chains over them or
 //! over a structure parameter's `Vec`s (`iter`, `zip`, `enumerate`, `rev`, `skip`, `take`,
-//! `step_by`, `map`), walked by `for` loops, `fold`, `sum`, `product` and `collect`.
+//! `step_by`, `map`, `filter`, `take_while`, `skip_while`, `chain`, `windows`, `chunks`), walked
+//! by `for` loops, `fold`, `sum`, `product` and `collect`, or read one element at a time
+//! (`last`, `nth`, `min_by`, .. in `select`).
 //!
 //! A chain is a loop over the positions of its last sequence: each adaptor maps a position in
 //! the sequence it makes to one in the sequence it adapts (`rev` reverses it, `skip(n)` adds
 //! `n`, `step_by(k)` multiplies by `k`), so an element is read by index from its sources, and
-//! `enumerate` numbers the positions where it stands.
+//! `enumerate` numbers the positions where it stands. Where that map depends on the elements
+//! (`filter`, `take_while`, `skip_while`), the chain up to the adaptor is run as written on the
+//! values before the loop, and the positions it keeps are constants (`rune_runtime::sequence`):
+//! the derivative follows the elements chosen, as it follows the branch an `if` takes. `chain`
+//! and `windows`/`chunks` come first in a chain. This module parses a chain and measures it;
+//! `walk` reads its elements and loops over them; `flat` writes `flat_map` as nested loops.
 
-use proc_macro2::Span;
-use quote::{quote, quote_spanned, ToTokens};
+use quote::quote;
 use syn::{Expr, Ident};
 
-use crate::ir::{Const, List, LoopHead, Operand, PathSeg, Stmt, Use};
-use crate::names::{const_ident, hidden};
-use crate::ops::{self, Form};
+use crate::ir::{Const, List, Operand, PathSeg, Stmt, Use};
+use crate::names::const_ident;
 
 use super::syntax::strip;
 use super::{path_tokens, Binding, Lowered, Lowerer};
@@ -31,6 +36,27 @@ const ITERATOR_METHODS: &[&str] = &[
     "map",
     "cloned",
     "copied",
+    "filter",
+    "take_while",
+    "skip_while",
+    "chain",
+    "windows",
+    "chunks",
+    "flat_map",
+    "flatten",
+];
+
+/// Iterator adaptors not supported over differentiated values: recognised, so that a chain
+/// with one is reported as a chain.
+const OTHER_ADAPTORS: &[&str] = &[
+    "scan",
+    "peekable",
+    "inspect",
+    "cycle",
+    "map_while",
+    "filter_map",
+    "fuse",
+    "by_ref",
 ];
 
 /// What a local `Vec` of differentiated tensors supports.
@@ -44,6 +70,16 @@ const ARRAY_USES: &str = "a differentiated array of numbers supports `len`, read
     (`x.iter().map(..).sum()`), and passing it whole to another #[differentiable] function \
     (`norm(&x)`); it cannot be changed or used as a whole otherwise";
 
+/// The error at an iterator chain over differentiated values that `chain_syntax` does not take.
+pub(super) const UNSUPPORTED_CHAIN: &str = "this iterator chain over differentiated values is \
+    not supported: a chain starts at a sequence (`xs.iter()`, `&xs`, `xs.windows(k)`, \
+    `xs.chunks(k)`, `a.iter().chain(&b)`), then adapts it with `zip`, `enumerate`, `rev`, \
+    `skip`, `take`, `step_by`, `map`, `filter`, `take_while` or `skip_while`, and ends in a `for` \
+    loop, `fold`, `sum`, `product`, `collect::<Vec<_>>()`, or one element read with `.unwrap()` \
+    of `last()`, `nth(i)`, `next()`, `find(..)`, `min_by(..)`, `max_by(..)`, `min_by_key(..)` \
+    or `max_by_key(..)`; `flat_map` and `flatten`, followed only by `map`, end in a `for` loop, \
+    `fold`, `sum`, `product` or `collect`";
+
 /// An iterator chain over sequences (`xs.iter().zip(ys.iter()).enumerate().map(f)`), as
 /// written: its sources and its adaptors, innermost first.
 struct ChainSyntax {
@@ -53,7 +89,7 @@ struct ChainSyntax {
 }
 
 #[derive(Clone)]
-enum ChainStep {
+pub(super) enum ChainStep {
     /// `.zip(..)` of a source, or of sources zipped together (`.zip(b.iter().zip(c))`).
     Zip(ZipTree),
     Rev,
@@ -66,11 +102,33 @@ enum ChainStep {
     StepBy(Expr),
     /// `.map(f)`, `f` a closure or the name of one.
     Map(Expr),
+    /// `.filter(f)`, `.take_while(f)` or `.skip_while(f)`: the adaptor's name, its predicate
+    /// and the chain it adapts, as written.
+    Keep(Keeping, Expr, Box<Expr>),
+    /// `.chain(b)` of source `k`, the first step.
+    Chain(usize),
+    /// `.windows(k)` or `.chunks(k)` of the first source, the first step.
+    Slices(Slicing, Expr),
+}
+
+/// What a predicate over elements decides.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Keeping {
+    Filter,
+    TakeWhile,
+    SkipWhile,
+}
+
+/// How a slice is cut into lists.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Slicing {
+    Windows,
+    Chunks,
 }
 
 /// What a `zip` adds to each element: source `k`'s, or a pair of such.
 #[derive(Clone)]
-enum ZipTree {
+pub(super) enum ZipTree {
     Source(usize),
     Pair(Box<ZipTree>, Box<ZipTree>),
 }
@@ -83,7 +141,7 @@ impl ZipTree {
         }
     }
 
-    fn sources(&self, out: &mut Vec<usize>) {
+    pub(super) fn sources(&self, out: &mut Vec<usize>) {
         match self {
             ZipTree::Source(k) => out.push(*k),
             ZipTree::Pair(a, b) => {
@@ -97,11 +155,12 @@ impl ZipTree {
 /// A step as parsed, its zipped sources not yet numbered.
 enum ParsedStep {
     Zip(ChainSyntax),
+    Chain(ChainSyntax),
     Step(ChainStep),
 }
 
 /// Where a chain's elements come from, once evaluated.
-enum Source {
+pub(super) enum Source {
     /// A `Vec` or array of a structure parameter.
     Structure(usize, Vec<PathSeg>),
     List(List),
@@ -111,12 +170,12 @@ enum Source {
 
 /// A chain ready to loop over: `0..count` trips.
 pub(super) struct Chain {
-    sources: Vec<Source>,
-    steps: Vec<ChainStep>,
+    pub(super) sources: Vec<Source>,
+    pub(super) steps: Vec<ChainStep>,
     /// The length of the sequence each step adapts, then `count`.
-    lengths: Vec<Const>,
+    pub(super) lengths: Vec<Const>,
     /// The constant argument of each `skip`, `take` and `step_by`, by step.
-    args: Vec<Option<Const>>,
+    pub(super) args: Vec<Option<Const>>,
     pub(super) count: Const,
 }
 
@@ -126,12 +185,14 @@ pub(super) enum Item {
     /// which decides how it is passed to other differentiable functions.
     Value(Lowered, bool),
     Tuple(Vec<Item>),
+    /// A slice of elements (`windows`, `chunks`), held as a list.
+    List(List),
 }
 
 impl Lowerer<'_> {
     /// What list `list` supports, for an error at a use it does not.
     pub(super) fn list_uses(&self, list: List) -> &'static str {
-        if self.arrays.contains(&list) {
+        if self.array_param(list).is_some() {
             ARRAY_USES
         } else {
             LIST_USES
@@ -175,6 +236,13 @@ impl Lowerer<'_> {
 
     /// `list[index]` as a differentiated value.
     pub(super) fn list_get(&mut self, list: List, index: Const) -> Lowered {
+        if let Some((_, root, path, first)) = self.windows.iter().find(|w| w.0 == list).cloned() {
+            let (i, first) = (const_ident(index), const_ident(first));
+            let at = self.hoist(quote!(#first + #i), Some(quote!(usize)), Use::Plain);
+            let mut path = path;
+            path.push(PathSeg::Index(at));
+            return Lowered::Val(self.leaf(root, path));
+        }
         let out = self.new_val();
         self.stmts.push(Stmt::ListGet { out, list, index });
         Lowered::Val(out)
@@ -222,6 +290,30 @@ impl Lowerer<'_> {
                             parsed.push(ParsedStep::Step(ChainStep::StepBy(arg())));
                         }
                         ("map", 1) => parsed.push(ParsedStep::Step(ChainStep::Map(arg()))),
+                        ("filter" | "take_while" | "skip_while", 1) => {
+                            let keeping = match method.as_str() {
+                                "filter" => Keeping::Filter,
+                                "take_while" => Keeping::TakeWhile,
+                                _ => Keeping::SkipWhile,
+                            };
+                            let step = ChainStep::Keep(keeping, arg(), mc.receiver.clone());
+                            parsed.push(ParsedStep::Step(step));
+                        }
+                        ("windows" | "chunks", 1) => {
+                            let slicing = match method.as_str() {
+                                "windows" => Slicing::Windows,
+                                _ => Slicing::Chunks,
+                            };
+                            parsed.push(ParsedStep::Step(ChainStep::Slices(slicing, arg())));
+                        }
+                        ("chain", 1) => {
+                            let other = Self::chain_syntax(&mc.args[0])?;
+                            // What is chained on is a sequence as a whole.
+                            if !other.steps.is_empty() {
+                                return None;
+                            }
+                            parsed.push(ParsedStep::Chain(other));
+                        }
                         ("zip", 1) => {
                             let other = Self::chain_syntax(&mc.args[0])?;
                             // A zipped chain may zip sources of its own, nothing else.
@@ -244,9 +336,22 @@ impl Lowerer<'_> {
         parsed.reverse();
         let mut sources = vec![base];
         let mut steps = Vec::new();
-        for step in parsed {
+        for (j, step) in parsed.into_iter().enumerate() {
+            // `chain`, `windows` and `chunks` start a chain.
+            if j > 0
+                && matches!(
+                    step,
+                    ParsedStep::Chain(_) | ParsedStep::Step(ChainStep::Slices(..))
+                )
+            {
+                return None;
+            }
             steps.push(match step {
                 ParsedStep::Step(step) => step,
+                ParsedStep::Chain(other) => {
+                    sources.extend(other.sources);
+                    ChainStep::Chain(sources.len() - 1)
+                }
                 ParsedStep::Zip(other) => {
                     let offset = sources.len();
                     let mut tree = ZipTree::Source(0);
@@ -266,14 +371,31 @@ impl Lowerer<'_> {
     /// Whether `e` ends in an iterator method (`xs.iter()`, `.zip(..)`, `.map(..)`): what
     /// `fold`, `sum` and `collect` are called on.
     pub(super) fn is_iterator(e: &Expr) -> bool {
-        matches!(strip(e), Expr::MethodCall(mc) if ITERATOR_METHODS.contains(&mc.method.to_string().as_str()))
+        matches!(strip(e), Expr::MethodCall(mc) if {
+            let method = mc.method.to_string();
+            ITERATOR_METHODS.contains(&method.as_str()) || OTHER_ADAPTORS.contains(&method.as_str())
+        })
     }
 
     /// The chain `e` walks, evaluated where the loop starts, when it walks differentiated
     /// values (a structure's `Vec`, a list) or maps with a closure that reads them; `None` for
     /// constant iteration.
     pub(super) fn chain(&mut self, e: &Expr) -> Option<Chain> {
-        let syntax = Self::chain_syntax(e)?;
+        if let Some(inlined) = self.inline_iter(e) {
+            return self.chain(&inlined);
+        }
+        let Some(syntax) = Self::chain_syntax(e) else {
+            if Self::is_iterator(e) && self.mentions_active(e) {
+                match unsupported_step(e) {
+                    Some(method) => self.errors.at(
+                        method,
+                        format!("`{method}` is not supported here; {UNSUPPORTED_CHAIN}"),
+                    ),
+                    None => self.errors.at(e, UNSUPPORTED_CHAIN),
+                }
+            }
+            return None;
+        };
         let walks_active = syntax.sources.iter().any(|s| {
             self.list_of(s).is_some() || (self.mentions_active(s) && self.structure_source(s))
         }) || syntax.steps.iter().any(|s| match s {
@@ -346,6 +468,50 @@ impl Lowerer<'_> {
                     };
                     (Some(a), Some(next))
                 }
+                ChainStep::Keep(keeping, f, prefix) => {
+                    let prefix = self.rewrite(prefix);
+                    let prefix = self.const_tokens(&prefix);
+                    let f = self.rewrite(f);
+                    let f = self.const_tokens(&f);
+                    let rt = quote!(::rune_ad::__private);
+                    let (value, ty) = match keeping {
+                        Keeping::Filter => (
+                            quote!(#rt::filter_positions(#prefix, #f)),
+                            quote!(::std::vec::Vec<usize>),
+                        ),
+                        _ => (quote!(#rt::count_while(#prefix, #f)), quote!(usize)),
+                    };
+                    let a = self.hoist(value, Some(ty), Use::Plain);
+                    let k = const_ident(a);
+                    let next = match keeping {
+                        Keeping::Filter => quote!(#k.len()),
+                        Keeping::TakeWhile => quote!(#k),
+                        Keeping::SkipWhile => quote!(#n - #k),
+                    };
+                    (Some(a), Some(next))
+                }
+                ChainStep::Chain(k) => {
+                    let other = &lengths[*k];
+                    (None, Some(quote!(#n + #other)))
+                }
+                ChainStep::Slices(slicing, e) => {
+                    let size = self.chain_arg(e)?;
+                    let (k, name) = match slicing {
+                        Slicing::Windows => (const_ident(size), "windows"),
+                        Slicing::Chunks => (const_ident(size), "chunks"),
+                    };
+                    let checked = self.hoist(
+                        quote!(::rune_ad::__private::window_size(#k, #name)),
+                        usize_ty(),
+                        Use::Plain,
+                    );
+                    let k = const_ident(checked);
+                    let next = match slicing {
+                        Slicing::Windows => quote!(#n.saturating_sub(#k - 1)),
+                        Slicing::Chunks => quote!(#n.div_ceil(#k)),
+                    };
+                    (Some(checked), Some(next))
+                }
                 _ => (None, None),
             };
             args.push(arg);
@@ -394,191 +560,26 @@ impl Lowerer<'_> {
             Lowered::Val(_) => {
                 self.errors.at(
                     e,
-                    "the argument of `skip`, `take` and `step_by` must be a constant count",
+                    "the argument of `skip`, `take`, `step_by`, `windows` and `chunks` must be a \
+                     constant count",
                 );
                 None
             }
         }
     }
+}
 
-    /// The element of trip `trip` of a chain's loop (inside its body).
-    pub(super) fn chain_item(&mut self, chain: &Chain, trip: &Ident) -> Item {
-        // The position in each step's sequence, from the last one (the trip) back to the
-        // sources'.
-        let steps = chain.steps.len();
-        let mut positions = vec![None; steps + 1];
-        let mut position = self.hoist(quote!(#trip), Some(quote!(usize)), Use::Plain);
-        positions[steps] = Some(position);
-        for (j, step) in chain.steps.iter().enumerate().rev() {
-            let p = const_ident(position);
-            let before = match step {
-                ChainStep::Rev => {
-                    let n = const_ident(chain.lengths[j]);
-                    Some(quote!(#n - 1 - #p))
-                }
-                ChainStep::Skip(_) | ChainStep::StepBy(_) => {
-                    let k = const_ident(chain.args[j].expect("a counted step"));
-                    Some(match step {
-                        ChainStep::Skip(_) => quote!(#p + #k),
-                        _ => quote!(#p * #k),
-                    })
-                }
-                _ => None,
-            };
-            if let Some(before) = before {
-                position = self.hoist(before, Some(quote!(usize)), Use::Plain);
-            }
-            positions[j] = Some(position);
-        }
-        let at = |j: usize| positions[j].expect("every position is set");
-        let mut item = self.chain_element(chain, 0, at(0));
-        for (j, step) in chain.steps.iter().enumerate() {
-            item = match step {
-                ChainStep::Zip(tree) => Item::Tuple(vec![item, self.zipped(chain, tree, at(j))]),
-                ChainStep::Enumerate => {
-                    let i = const_ident(at(j));
-                    Item::Tuple(vec![
-                        Item::Value(Lowered::constant(quote!(#i)), false),
-                        item,
-                    ])
-                }
-                ChainStep::Map(f) => self.apply_fn(f, vec![item]),
-                ChainStep::Rev | ChainStep::Skip(_) | ChainStep::Take(_) | ChainStep::StepBy(_) => {
-                    item
-                }
-            };
-        }
-        item
+/// The innermost method of an iterator chain that `chain_syntax` takes nowhere, for the error
+/// at a chain it refuses.
+fn unsupported_step(e: &Expr) -> Option<&Ident> {
+    let Expr::MethodCall(mc) = strip(e) else {
+        return None;
+    };
+    if let Some(inner) = unsupported_step(&mc.receiver) {
+        return Some(inner);
     }
-
-    /// Element `index` of source `k` of a chain.
-    fn chain_element(&mut self, chain: &Chain, k: usize, index: Const) -> Item {
-        let by_ref = !matches!(chain.sources[k], Source::Const(_));
-        let value = match &chain.sources[k] {
-            Source::Structure(root, path) => {
-                let mut path = path.clone();
-                path.push(PathSeg::Index(index));
-                Lowered::Val(self.leaf(*root, path))
-            }
-            Source::List(list) => self.list_get(*list, index),
-            Source::Const(ident) => {
-                let i = const_ident(index);
-                Lowered::constant(quote!(::core::clone::Clone::clone(&#ident[#i])))
-            }
-        };
-        Item::Value(value, by_ref)
-    }
-
-    /// The elements `index` of the sources a `zip` adds, in its pairs.
-    fn zipped(&mut self, chain: &Chain, tree: &ZipTree, index: Const) -> Item {
-        match tree {
-            ZipTree::Source(k) => self.chain_element(chain, *k, index),
-            ZipTree::Pair(a, b) => Item::Tuple(vec![
-                self.zipped(chain, a, index),
-                self.zipped(chain, b, index),
-            ]),
-        }
-    }
-
-    /// `chain.fold(init, f)` (`f` is `Ok`), `chain.sum()` and `chain.product()` (`Err` of the
-    /// operator's op, `add` or `mul`) over differentiated elements: a loop carrying the
-    /// accumulator in a slot.
-    pub(super) fn fold_chain(
-        &mut self,
-        chain: Chain,
-        init: Lowered,
-        f: Result<&Expr, &'static str>,
-        span: Span,
-    ) -> Lowered {
-        let slot = self.new_slot();
-        let init = self.operand(init, Use::Plain);
-        self.stmts.push(Stmt::SlotInit { slot, init });
-        self.chain_loop(&chain, |l, item| {
-            let out = l.new_val();
-            l.stmts.push(Stmt::SlotRead { out, slot });
-            let acc = Lowered::Val(out);
-            let next = match f {
-                Ok(f) => match l.apply_fn(f, vec![Item::Value(acc, false), item]) {
-                    Item::Value(v, _) => v,
-                    Item::Tuple(_) => {
-                        l.errors
-                            .at(f, "the accumulator of `fold` here must be one tensor");
-                        return;
-                    }
-                },
-                Err(op) => match item {
-                    Item::Value(v, _) => {
-                        let op = ops::lookup(op, Form::Operator).expect("in the table");
-                        l.binary_op(op, acc, v, span)
-                    }
-                    Item::Tuple(_) => {
-                        l.errors.at(
-                            quote_spanned!(span=> sum),
-                            "`sum` and `product` need one tensor per element; `map` the tuple to \
-                             one first",
-                        );
-                        return;
-                    }
-                },
-            };
-            let val = l.operand(next, Use::Plain);
-            l.stmts.push(Stmt::SlotWrite { slot, val });
-        });
-        let out = self.new_val();
-        self.stmts.push(Stmt::SlotRead { out, slot });
-        Lowered::Val(out)
-    }
-
-    /// `chain.collect::<Vec<_>>()` of differentiated elements into the list `list`.
-    fn collect_chain(&mut self, chain: Chain, list: List, at: &Expr) {
-        self.chain_loop(&chain, |l, item| match item {
-            Item::Value(v, _) => l.list_push(list, v),
-            Item::Tuple(_) => l.errors.at(
-                at,
-                "only a `Vec` of tensors can be collected here; `map` the tuple to one tensor",
-            ),
-        });
-    }
-
-    /// A loop over a chain's elements whose body `body` lowers from each element (for `fold`,
-    /// `sum` and `collect`, which neither `break` nor `continue`).
-    fn chain_loop(&mut self, chain: &Chain, body: impl FnOnce(&mut Self, Item)) {
-        let id = self.new_region();
-        let trip = hidden(&format!("item{id}"));
-        let n = const_ident(chain.count);
-        let stmts = self.region(|l| {
-            let item = l.chain_item(chain, &trip);
-            body(l, item);
-        });
-        self.stmts.push(Stmt::Loop {
-            id,
-            head: LoopHead::For {
-                pattern: trip.into_token_stream().into(),
-                iter: quote!(0..#n).into(),
-            },
-            body: stmts,
-        });
-    }
-
-    /// A new list holding what `e` (an iterator chain ending in `.collect()`) collects, when
-    /// its elements are differentiated.
-    pub(super) fn collected_list(&mut self, e: &Expr, name: &str) -> Option<List> {
-        let Expr::MethodCall(mc) = strip(e) else {
-            return None;
-        };
-        if mc.method != "collect" || !mc.args.is_empty() || !Self::is_iterator(&mc.receiver) {
-            return None;
-        }
-        let chain = self.chain(&mc.receiver)?;
-        let list = List(self.lists.len());
-        let ident = self.fresh_const_ident(name);
-        self.lists.push(ident.clone());
-        self.stmts.push(Stmt::ListNew {
-            list,
-            ident,
-            init: quote!(::std::vec::Vec::new()).into(),
-        });
-        self.collect_chain(chain, list, e);
-        Some(list)
-    }
+    let method = mc.method.to_string();
+    let taken = ITERATOR_METHODS.contains(&method.as_str())
+        && !matches!(method.as_str(), "flat_map" | "flatten");
+    (!taken).then_some(&mc.method)
 }

@@ -15,11 +15,14 @@ mod branch;
 mod call;
 mod control;
 mod expr;
+mod flat;
 mod iter;
 mod op;
 mod rename;
+mod select;
 mod stmt;
 mod syntax;
+mod walk;
 
 use std::collections::HashMap;
 
@@ -59,6 +62,9 @@ enum Binding {
     Closure(usize),
     /// A local `Vec` of differentiated tensors.
     List(List),
+    /// An iterator chain over differentiated values bound with `let` (`let layers =
+    /// a.iter().chain(&b);`): its uses read the chain as written there (`flat::inline_iter`).
+    Iter(Box<Expr>),
 }
 
 /// A closure defined in the body: its syntax and the bindings it sees (captured where it is
@@ -76,6 +82,8 @@ struct ClosureDef {
 struct LoopCtx {
     brk: Ident,
     cont: Ident,
+    /// The inner loop of a flattened `for` loop (`flat`): a `break` leaves the outer one too.
+    joined: bool,
 }
 
 /// Early `return`: the flag it sets and the slots that hold the outputs.
@@ -132,8 +140,12 @@ struct Lowerer<'e> {
     lists: Vec<Ident>,
     /// Names of local `Vec`s that may receive differentiated tensors (found before lowering).
     tensor_lists: Vec<String>,
-    /// The lists that are array parameters (`[f64; N]`), read-only.
-    arrays: Vec<List>,
+    /// The lists that are array parameters (`[f64; N]`), read-only, and the parameters' names
+    /// (what constant code reads: the user's array, whatever the list holds).
+    arrays: Vec<(List, Ident)>,
+    /// Windows of a structure parameter's `Vec` (`windows`, `chunks`): lists whose element `i`
+    /// is the structure's element at the path, `i` past the window's first.
+    windows: Vec<(List, usize, Vec<PathSeg>, Const)>,
     /// Constants that name items, hoisted to the start of the body (`names_item`).
     items: Vec<Stmt>,
     /// The function returns a number.
@@ -164,6 +176,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         lists: Vec::new(),
         tensor_lists: tensor_lists(sig, block),
         arrays: Vec::new(),
+        windows: Vec::new(),
         items: Vec::new(),
         scalar_out: sig.scalar_out,
         fallible: sig.fallible.is_some(),
@@ -186,7 +199,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
                 let list = List(l.lists.len());
                 let ident = l.fresh_const_ident(&p.ident.to_string());
                 l.lists.push(ident);
-                l.arrays.push(list);
+                l.arrays.push((list, p.ident.clone()));
                 l.stmts.push(Stmt::ArrayParam {
                     list,
                     ident: p.ident.clone(),
@@ -450,10 +463,15 @@ impl Lowerer<'_> {
         )
     }
 
+    /// The parameter list `list` is, if it is an array parameter's.
+    fn array_param(&self, list: List) -> Option<&Ident> {
+        self.arrays.iter().find(|(l, _)| *l == list).map(|(_, p)| p)
+    }
+
     /// Whether a binding holds a differentiated value (or a list, slot or closure of them).
     fn is_active(&self, b: &Binding) -> bool {
         match b {
-            Binding::Active(..) | Binding::Slot(_) | Binding::List(_) => true,
+            Binding::Active(..) | Binding::Slot(_) | Binding::List(_) | Binding::Iter(_) => true,
             Binding::Closure(index) => self.closures[*index].constant.is_none(),
             Binding::Const { .. } | Binding::Local => false,
         }

@@ -10,6 +10,7 @@ use crate::ir::{Const, List, Operand, Stmt, Taint, Use};
 use crate::names::{const_ident, val_ident};
 use crate::ops::{self, Form, OpSpec, Param};
 
+use super::iter::UNSUPPORTED_CHAIN;
 use super::syntax::{paren, strip};
 use super::{Lowered, Lowerer};
 
@@ -59,7 +60,37 @@ impl Lowerer<'_> {
 
     pub(super) fn method_call(&mut self, mc: &syn::ExprMethodCall) -> Lowered {
         let method = mc.method.to_string();
+        if let Some(receiver) = self.inline_iter(&mc.receiver) {
+            let mut inlined = mc.clone();
+            *inlined.receiver = receiver;
+            return self.method_call(&inlined);
+        }
+        if matches!(method.as_str(), "unwrap" | "expect") {
+            if let Some(element) = self.selected_value(&Expr::MethodCall(mc.clone())) {
+                return element;
+            }
+        }
         // `fold` and `sum` of an iterator over differentiated values (not the tensor op `fold`).
+        if Self::is_iterator(&mc.receiver) && self.mentions_active(&mc.receiver) {
+            if let Some(flat) = self.flat(&mc.receiver) {
+                let Ok(flat) = flat else {
+                    return Lowered::constant(quote!(::core::unreachable!()));
+                };
+                let (init, step) = match (method.as_str(), mc.args.len()) {
+                    ("fold", 2) => (mc.args[0].to_token_stream(), mc.args[1].to_token_stream()),
+                    ("sum", 0) => (quote!(::rune_ad::__private::SumStart), quote!(|a, b| a + b)),
+                    ("product", 0) => (
+                        quote!(::rune_ad::__private::ProductStart),
+                        quote!(|a, b| a * b),
+                    ),
+                    _ => {
+                        self.errors.at(&mc.method, UNSUPPORTED_CHAIN);
+                        return Lowered::constant(quote!(::core::unreachable!()));
+                    }
+                };
+                return self.flat_fold(&flat, init, step);
+            }
+        }
         if Self::is_iterator(&mc.receiver) {
             match (method.as_str(), mc.args.len()) {
                 ("fold", 2) => {
@@ -82,23 +113,24 @@ impl Lowerer<'_> {
                 }
                 _ => {
                     if self.chain(&mc.receiver).is_some() {
-                        self.errors.at(
-                            &mc.method,
+                        let hint = if super::select::SELECTORS.contains(&method.as_str()) {
+                            let args = if mc.args.is_empty() { "" } else { ".." };
                             format!(
-                                "`{method}` over differentiated values is not supported; \
-                                 supported: `for` loops over the iterator, `fold`, `sum`, \
-                                 `product`, `collect::<Vec<_>>()`, with `iter`, `zip`, \
-                                 `enumerate`, `rev`, `skip`, `take`, `step_by` and `map` \
-                                 before them"
-                            ),
-                        );
+                                "`{method}` of differentiated values gives an `Option`: take \
+                                 the element with `.{method}({args}).unwrap()` (or \
+                                 `.expect(..)`)"
+                            )
+                        } else {
+                            format!("`{method}` is not supported here; {UNSUPPORTED_CHAIN}")
+                        };
+                        self.errors.at(&mc.method, hint);
                         return Lowered::constant(quote!(::core::unreachable!()));
                     }
                 }
             }
         }
         if let Some(list) = self.list_of(&mc.receiver) {
-            if method == "push" && mc.args.len() == 1 && !self.arrays.contains(&list) {
+            if method == "push" && mc.args.len() == 1 && self.array_param(list).is_none() {
                 let value = self.expr(&mc.args[0]);
                 self.list_push(list, value);
                 return Lowered::constant(quote!(()));

@@ -147,6 +147,10 @@ impl Lowerer<'_> {
                 }
             },
             Binding::Local => return None,
+            Binding::Iter(_) => {
+                *active = Some(i.to_string());
+                return None;
+            }
         };
         let mut new = renamed;
         new.set_span(new.span().located_at(i.span()));
@@ -329,7 +333,13 @@ impl VisitMut for Renamer<'_, '_> {
                     }
                     Some(Binding::List(l)) => {
                         self.taint = self.taint.or(Some(Taint::of(&ident)));
-                        let mut new = self.lowerer.lists[l.0].clone();
+                        // An array parameter is read as the user's array; a local list is a
+                        // `Vec` of tensors either way.
+                        let l = *l;
+                        let mut new = match self.lowerer.array_param(l) {
+                            Some(param) => param.clone(),
+                            None => self.lowerer.lists[l.0].clone(),
+                        };
                         new.set_span(new.span().located_at(ident.span()));
                         *e = syn::parse_quote!(#new);
                     }
@@ -340,6 +350,13 @@ impl VisitMut for Renamer<'_, '_> {
                         {
                             *e = syn::parse_quote!(#tokens);
                         }
+                    }
+                    Some(Binding::Iter(chain)) => {
+                        // Constant code reading the iterator reads its chain as written.
+                        self.taint = self.taint.or(Some(Taint::of(&ident)));
+                        let chain = (**chain).clone();
+                        *e = syn::parse_quote!((#chain));
+                        self.visit_expr_mut(e);
                     }
                     Some(Binding::Local) | None => {}
                 }

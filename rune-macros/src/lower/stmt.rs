@@ -76,6 +76,16 @@ impl Lowerer<'_> {
                     self.define_closure(&pi.ident, c, ty);
                     return;
                 }
+                if pi.mutability.is_none() {
+                    if self.bind_iter(&pi.ident, &init.expr) {
+                        return;
+                    }
+                    let inlined = self.inline_iter(&init.expr);
+                    if let Some(item) = self.selection(inlined.as_ref().unwrap_or(&init.expr)) {
+                        self.bind_item(pat, item);
+                        return;
+                    }
+                }
                 if let Some(list) = self.collected_list(&init.expr, &pi.ident.to_string()) {
                     self.bind(&pi.ident.to_string(), Binding::List(list));
                     return;
@@ -110,6 +120,10 @@ impl Lowerer<'_> {
                 );
             }
             Pat::Tuple(_) => {
+                if let Some(item) = self.selection(&init.expr) {
+                    self.bind_item(pat, item);
+                    return;
+                }
                 let item = self.expr_item(&init.expr, pat);
                 self.bind_item(pat, item);
             }
@@ -164,6 +178,11 @@ impl Lowerer<'_> {
             }
             (Pat::Ident(pi), Item::Value(l, _)) if pi.by_ref.is_none() && pi.subpat.is_none() => {
                 self.bind_lowered(&pi.ident, pi.mutability.is_some(), None, l, None);
+            }
+            (Pat::Ident(pi), Item::List(list))
+                if pi.by_ref.is_none() && pi.subpat.is_none() && pi.mutability.is_none() =>
+            {
+                self.bind(&pi.ident.to_string(), Binding::List(list));
             }
             (Pat::Tuple(t), Item::Tuple(items)) if t.elems.len() == items.len() => {
                 for (p, item) in t.elems.iter().zip(items) {
@@ -286,6 +305,14 @@ impl Lowerer<'_> {
             );
             return true;
         }
+        if let Binding::Iter(_) = current {
+            self.errors.at(
+                target,
+                "an iterator over differentiated values cannot be reassigned; bind the new one to \
+                 a new name",
+            );
+            return true;
+        }
         if let Binding::Closure(_) = current {
             self.errors.at(
                 target,
@@ -315,8 +342,11 @@ impl Lowerer<'_> {
                         taint: *taint,
                         is_ref: false,
                     },
-                    Binding::Local | Binding::Closure(_) | Binding::List(_) => {
-                        unreachable!("locals exist only while renaming; closures are refused above")
+                    Binding::Local | Binding::Closure(_) | Binding::List(_) | Binding::Iter(_) => {
+                        unreachable!(
+                            "locals exist only while renaming; closures, lists and iterators are \
+                             refused above"
+                        )
                     }
                 };
                 if matches!((&lhs, &rhs), (Lowered::Const { .. }, Lowered::Const { .. })) {
