@@ -452,7 +452,7 @@ class Program:
         # All the layers, or some of them picked by iterator adaptors, or windows of two.
         field = "net.ws" if self.structure == "net" else "stack.layers"
         picks = ["", "", "", ".skip(1)", ".take(2)", ".step_by(2)", ".rev().skip(1)", ".rev()",
-                 ".enumerate().filter(|(i, _)| i % 2 == 0).map(|(_, l)| l)",
+                 ".enumerate().filter(|(pos, _)| pos % 2 == 0).map(|(_, l)| l)",
                  f".chain(&{field}).skip(1)", ".take_while(|_| true).skip(1)", "windows", "chunks"]
         pick = self.rng.choice(picks)
         if pick:

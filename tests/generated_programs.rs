@@ -1538,7 +1538,7 @@ mod p029 {
             .ws
             .iter()
             .enumerate()
-            .filter(|(i, _)| i % 2 == 0)
+            .filter(|(pos, _)| pos % 2 == 0)
             .map(|(_, l)| l)
         {
             h = (h.matmul(wl) + v).tanh();
@@ -1737,7 +1737,7 @@ mod p033 {
                 .layers
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| i % 2 == 0)
+                .filter(|(pos, _)| pos % 2 == 0)
                 .map(|(_, l)| l)
             {
                 g5 = ((g5.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
@@ -2060,7 +2060,7 @@ mod p039 {
             .ws
             .iter()
             .enumerate()
-            .filter(|(i, _)| i % 2 == 0)
+            .filter(|(pos, _)| pos % 2 == 0)
             .map(|(_, l)| l)
         {
             h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
@@ -2875,7 +2875,7 @@ mod p059 {
             .ws
             .iter()
             .enumerate()
-            .filter(|(i, _)| i % 2 == 0)
+            .filter(|(pos, _)| pos % 2 == 0)
             .map(|(_, l)| l)
         {
             h = (h.matmul(wl) + &net.b).sigmoid();
@@ -2978,7 +2978,7 @@ mod p061 {
             .ws
             .iter()
             .enumerate()
-            .filter(|(i, _)| i % 2 == 0)
+            .filter(|(pos, _)| pos % 2 == 0)
             .map(|(_, l)| l)
         {
             h = (h.matmul(wl) + &net.b).sin();
@@ -3749,7 +3749,7 @@ mod p077 {
                 .layers
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| i % 2 == 0)
+                .filter(|(pos, _)| pos % 2 == 0)
                 .map(|(_, l)| l)
             {
                 h = (h.matmul(&layer.w) + &layer.b).softmax(-1);
@@ -4111,7 +4111,7 @@ mod p085 {
             .ws
             .iter()
             .enumerate()
-            .filter(|(i, _)| i % 2 == 0)
+            .filter(|(pos, _)| pos % 2 == 0)
             .map(|(_, l)| l)
         {
             h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
@@ -5284,7 +5284,7 @@ mod p109 {
             .layers
             .iter()
             .enumerate()
-            .filter(|(i, _)| i % 2 == 0)
+            .filter(|(pos, _)| pos % 2 == 0)
             .map(|(_, l)| l)
         {
             h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
@@ -5367,7 +5367,7 @@ mod p111 {
                 .ws
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| i % 2 == 0)
+                .filter(|(pos, _)| pos % 2 == 0)
                 .map(|(_, l)| l)
             {
                 h = ((h.matmul(wl) + &net.b).square() + 0.5).sqrt() - 0.5;
@@ -7570,7 +7570,7 @@ mod p155 {
             .layers
             .iter()
             .enumerate()
-            .filter(|(i, _)| i % 2 == 0)
+            .filter(|(pos, _)| pos % 2 == 0)
             .map(|(_, l)| l)
         {
             h = (h.matmul(&layer.w) + &layer.b).sin();
@@ -9761,13 +9761,13 @@ mod p200 {
             step3 += 1;
         }
         let mut acc4 = Tensor::scalar(0.0);
-        for i in 0..n {
+        for _ in 0..n {
             let mut g5 = x * b.exp();
             for wl in net
                 .ws
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| i % 2 == 0)
+                .filter(|(pos, _)| pos % 2 == 0)
                 .map(|(_, l)| l)
             {
                 g5 = ((g5.matmul(wl) * s1).square() + 1.0).ln();
@@ -11617,7 +11617,7 @@ mod p239 {
             .layers
             .iter()
             .enumerate()
-            .filter(|(i, _)| i % 2 == 0)
+            .filter(|(pos, _)| pos % 2 == 0)
             .map(|(_, l)| l)
         {
             h = (h.matmul(&layer.w) + &layer.b).sigmoid();

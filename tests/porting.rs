@@ -1469,6 +1469,43 @@ fn a_slice_of_coefficients() {
     assert_eq!(g, vec![16.0, 26.0]);
 }
 
+#[differentiable]
+fn heun_prey(state: [f64; 2], a: f64, b: f64) -> f64 {
+    let mut s = [state[0], state[1]];
+    for _ in 0..20 {
+        let k1 = [a * s[0] - s[0] * s[1], s[0] * s[1] - b * s[1]];
+        let mut guess = [0.0; 2];
+        for j in 0..2 {
+            guess[j] = s[j] + 0.05 * k1[j];
+        }
+        let k2 = [
+            a * guess[0] - guess[0] * guess[1],
+            guess[0] * guess[1] - b * guess[1],
+        ];
+        for j in 0..2 {
+            s[j] += 0.025 * (k1[j] + k2[j]);
+        }
+    }
+    s[0]
+}
+
+#[test]
+fn local_arrays_written_by_index() {
+    let (state, a, b) = ([1.2, 0.8], 1.1, 0.9);
+    let (gs, ga, gb) = heun_prey_grad(state, a, b);
+    let h = 1e-6;
+    let central = |f: &dyn Fn(f64) -> f64| (f(h) - f(-h)) / (2.0 * h);
+    let want = [
+        central(&|e| heun_prey([state[0] + e, state[1]], a, b)),
+        central(&|e| heun_prey([state[0], state[1] + e], a, b)),
+        central(&|e| heun_prey(state, a + e, b)),
+        central(&|e| heun_prey(state, a, b + e)),
+    ];
+    for (got, want) in [gs[0], gs[1], ga, gb].into_iter().zip(want) {
+        assert!((got - want).abs() < 1e-6, "{got} vs {want}");
+    }
+}
+
 #[derive(Clone, Differentiable)]
 struct Affine {
     w: Tensor<f64>,

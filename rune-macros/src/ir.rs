@@ -250,11 +250,13 @@ pub enum Stmt {
         ident: Ident,
         init: Code,
     },
-    /// `ident.push(val)`; `index` holds the list's length before the push.
+    /// `ident.push(val)`, `index` the list's length before the push; or, when `replace`,
+    /// `ident[index] = val` (the element there before is read by no one after).
     ListPush {
         list: List,
         val: Operand,
         index: Const,
+        replace: bool,
     },
     /// `out = ident[index]`.
     ListGet { out: Val, list: List, index: Const },

@@ -88,6 +88,36 @@ pub fn list_slot<U>(adjoints: &mut impl AdjointList<U>, index: usize) -> &mut Op
     adjoints.slot(index)
 }
 
+/// What a local list of differentiated values holds an element as: a tensor, or a number as a
+/// 0-d tensor (`let mut s = [0.0; 2];` in a function of numbers).
+pub trait ListElement<T> {
+    /// The element as a tensor.
+    fn into_element(self) -> Tensor<T>;
+}
+
+impl<T: Element> ListElement<T> for T {
+    fn into_element(self) -> Tensor<T> {
+        Tensor::scalar(self)
+    }
+}
+
+impl<T: Element> ListElement<T> for Tensor<T> {
+    fn into_element(self) -> Tensor<T> {
+        self
+    }
+}
+
+/// A constant as an element of a list.
+#[inline]
+pub fn list_element<T, E: ListElement<T>>(value: E) -> Tensor<T> {
+    value.into_element()
+}
+
+/// The tangents of the elements a list starts with: constants, so zeros.
+pub fn list_zero_tangents<T: Element>(list: &[Tensor<T>]) -> Vec<Tensor<T>> {
+    list.iter().map(|t| Tensor::zeros(t.shape())).collect()
+}
+
 /// The adjoint of element `index` of a list, taken (the push that made the element is undone).
 pub fn list_take<T>(adjoints: &mut [Option<Tensor<T>>], index: usize) -> Option<Tensor<T>> {
     adjoints.get_mut(index).and_then(Option::take)

@@ -141,10 +141,22 @@ impl Emitter<'_> {
                 list,
                 val: Operand::Val(v),
                 index,
+                ..
             } if self.analysis.list_useful(*list) && self.useful(*v) => {
                 let al = list_adjoint_ident(*list);
                 let (a, i) = (adjoint_ident(*v), residual_ident(*index));
                 quote!(#rt::accumulate_option(&mut #a, #rt::list_take(&mut #al, #i));)
+            }
+            // An element written over by a value that carries no gradient: what reached it
+            // reaches nothing written there before.
+            Stmt::ListPush {
+                list,
+                index,
+                replace: true,
+                ..
+            } if self.analysis.list_useful(*list) => {
+                let (al, i) = (list_adjoint_ident(*list), residual_ident(*index));
+                quote!(let _ = #rt::list_take(&mut #al, #i);)
             }
             Stmt::ListGet { out, list, index } if self.useful(*out) => {
                 let al = list_adjoint_ident(*list);

@@ -274,13 +274,23 @@ impl Emitter<'_> {
                 quote!(let mut #m = #value;)
             }
             Stmt::ListNew { ident, init, .. } => quote!(let mut #ident = #init;),
-            Stmt::ListPush { list, val, .. } => {
+            Stmt::ListPush {
+                list,
+                val,
+                index,
+                replace,
+            } => {
                 let ident = &self.body.lists[list.0];
                 let value = match val {
                     Operand::Val(_) => self.carrier().owned(*val),
                     Operand::Const(c) => const_ident(*c).into_token_stream(),
                 };
-                quote!(#ident.push(#value);)
+                if *replace {
+                    let i = const_ident(*index);
+                    quote!(#ident[#i] = #value;)
+                } else {
+                    quote!(#ident.push(#value);)
+                }
             }
             Stmt::ListGet { out, list, index } => {
                 let ident = &self.body.lists[list.0];

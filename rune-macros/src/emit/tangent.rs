@@ -77,10 +77,16 @@ impl Emitter<'_> {
                 quote!(let #t = ::core::clone::Clone::clone(&#p);)
             }
             Stmt::ListNew { list, .. } if self.analysis.list_useful(*list) => {
-                let tl = list_tangent_ident(*list);
-                quote!(let mut #tl = ::std::vec::Vec::new();)
+                // The elements it starts with (`[0.0; 2]`) are constants.
+                let (tl, ident) = (list_tangent_ident(*list), &self.body.lists[list.0]);
+                quote!(let mut #tl = #rt::list_zero_tangents(&#ident);)
             }
-            Stmt::ListPush { list, val, index } if self.analysis.list_useful(*list) => {
+            Stmt::ListPush {
+                list,
+                val,
+                index,
+                replace,
+            } if self.analysis.list_useful(*list) => {
                 let tl = list_tangent_ident(*list);
                 let ident = &self.body.lists[list.0];
                 let i = const_ident(*index);
@@ -91,7 +97,11 @@ impl Emitter<'_> {
                     }
                     _ => quote!(#rt::Tensor::zeros(#ident[#i].shape())),
                 };
-                quote!(#tl.push(#tangent);)
+                if *replace {
+                    quote!(#tl[#i] = #tangent;)
+                } else {
+                    quote!(#tl.push(#tangent);)
+                }
             }
             Stmt::ListGet { out, list, index } if self.useful(*out) => {
                 let tl = list_tangent_ident(*list);

@@ -206,7 +206,14 @@ impl Lowerer<'_> {
         let ident = self.fresh_const_ident(&name.to_string());
         self.lists.push(ident.clone());
         let init = match strip(init) {
-            Expr::Macro(_) => quote!(::std::vec::Vec::new()),
+            // `[v; n]` and `vec![v; n]`: `n` copies of a constant, as elements of the list.
+            Expr::Repeat(r) => self.filled_list(&r.expr, &r.len),
+            // `[a, b]`: its elements are pushed below.
+            Expr::Array(_) => quote!(::std::vec::Vec::new()),
+            Expr::Macro(m) => match super::syntax::vec_repeat(&m.mac) {
+                Some((value, len)) => self.filled_list(&value, &len),
+                None => quote!(::std::vec::Vec::new()),
+            },
             other => {
                 let l = self.rewrite(other);
                 self.const_tokens(&l)
@@ -224,14 +231,55 @@ impl Lowerer<'_> {
         }
     }
 
+    /// The tokens of a list of `len` copies of the constant `value` (a number or a tensor).
+    fn filled_list(&mut self, value: &Expr, len: &Expr) -> proc_macro2::TokenStream {
+        if self.mentions_active(value) {
+            self.errors.at(
+                value,
+                "an array of copies of a differentiated value is not supported; write the \
+                 elements out (`[a, a]`) or push them",
+            );
+        }
+        let value = self.rewrite(value);
+        let value = self.const_tokens(&value);
+        let len = self.rewrite(len);
+        let len = self.const_tokens(&len);
+        quote!(::std::vec![::rune_ad::__private::list_element(#value); #len])
+    }
+
     pub(super) fn list_push(&mut self, list: List, value: Lowered) {
         let ident = &self.lists[list.0];
         let index = self.hoist(quote!(#ident.len()), Some(quote!(usize)), Use::Plain);
-        let val = match value {
+        let val = self.list_operand(value);
+        self.stmts.push(Stmt::ListPush {
+            list,
+            val,
+            index,
+            replace: false,
+        });
+    }
+
+    /// `list[index] = value`, `list` a local list.
+    pub(super) fn list_set(&mut self, list: List, index: Const, value: Lowered) {
+        let val = self.list_operand(value);
+        self.stmts.push(Stmt::ListPush {
+            list,
+            val,
+            index,
+            replace: true,
+        });
+    }
+
+    /// A value as an element of a list: a constant number becomes a tensor.
+    fn list_operand(&mut self, value: Lowered) -> Operand {
+        match value {
             Lowered::Val(v) => Operand::Val(v),
-            Lowered::Const { tokens, .. } => Operand::Const(self.hoist(tokens, None, Use::Plain)),
-        };
-        self.stmts.push(Stmt::ListPush { list, val, index });
+            Lowered::Const { tokens, .. } => Operand::Const(self.hoist(
+                quote!(::rune_ad::__private::list_element(#tokens)),
+                None,
+                Use::Plain,
+            )),
+        }
     }
 
     /// `list[index]` as a differentiated value.

@@ -7,7 +7,7 @@ use quote::{quote, ToTokens};
 use syn::spanned::Spanned;
 use syn::{BinOp, Block, Expr, Ident, Local, Pat, Stmt as SynStmt};
 
-use crate::ir::{Stmt, Use};
+use crate::ir::{List, Stmt, Use};
 use crate::ops::{self, Form};
 
 use super::iter::Item;
@@ -242,6 +242,43 @@ impl Lowerer<'_> {
         }
     }
 
+    /// `v[i] = e` and `v[i] op= e` of a local list (a `Vec` or array given differentiated
+    /// values), `i` a constant.
+    fn element_assignment(
+        &mut self,
+        list: List,
+        ix: &syn::ExprIndex,
+        value: &Expr,
+        op: Option<(&'static str, proc_macro2::Span)>,
+    ) {
+        let index = match self.expr(&ix.index) {
+            Lowered::Const { tokens, .. } => tokens,
+            Lowered::Val(_) => {
+                self.errors.at(&ix.index, "an index must be a constant");
+                return;
+            }
+        };
+        let index = self.hoist(index, Some(quote!(usize)), Use::Plain);
+        let rhs = self.expr(value);
+        let new = match op {
+            None => rhs,
+            Some(("other", _)) => {
+                self.errors.at(
+                    ix,
+                    "only `=`, `+=`, `-=`, `*=` and `/=` write an element of a differentiated list",
+                );
+                return;
+            }
+            Some((op, span)) => {
+                let current = self.list_get(list, index);
+                let spec =
+                    crate::ops::lookup(op, crate::ops::Form::Operator).expect("in the table");
+                self.binary_op(spec, current, rhs, span)
+            }
+        };
+        self.list_set(list, index, new);
+    }
+
     /// Lowers `x = e` and `x op= e`; `false` (nothing lowered) when `e` is not an assignment.
     pub(super) fn assignment(&mut self, e: &Expr) -> bool {
         let (target, value, op) = match e {
@@ -268,6 +305,14 @@ impl Lowerer<'_> {
             Expr::Path(p) if p.path.get_ident().is_some() => p.path.get_ident().cloned(),
             _ => None,
         };
+        if let Expr::Index(ix) = strip(target) {
+            if let Some(list) = self.list_of(&ix.expr) {
+                if self.array_param(list).is_none() {
+                    self.element_assignment(list, ix, value, op);
+                    return true;
+                }
+            }
+        }
         let Some(name) = name else {
             if self.mentions_active(target) {
                 self.errors.at(

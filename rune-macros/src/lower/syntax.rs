@@ -117,12 +117,31 @@ pub(super) fn associated_fn(c: &syn::ExprCall) -> Option<(String, String)> {
 }
 
 /// The elements of a new `Vec` (`Vec::new()`, `Vec::with_capacity(n)`, `vec![]`, `vec![a, b]`).
+/// `vec![value; len]`: the value and the length.
+pub(super) fn vec_repeat(mac: &syn::Macro) -> Option<(Expr, Expr)> {
+    if !mac.path.is_ident("vec") {
+        return None;
+    }
+    mac.parse_body_with(|input: syn::parse::ParseStream| {
+        let value: Expr = input.parse()?;
+        input.parse::<syn::Token![;]>()?;
+        let len: Expr = input.parse()?;
+        Ok((value, len))
+    })
+    .ok()
+}
+
 pub(super) fn new_vec(e: &Expr) -> Option<Vec<Expr>> {
     match strip(e) {
+        // An array written out, or one of copies of a value (`[0.0; 2]`, which `define_list`
+        // fills from the value).
+        Expr::Array(a) => Some(a.elems.iter().cloned().collect()),
+        Expr::Repeat(_) => Some(Vec::new()),
         Expr::Call(c) => {
             let (ty, f) = associated_fn(c)?;
             (ty == "Vec" && (f == "new" || f == "with_capacity")).then(Vec::new)
         }
+        Expr::Macro(m) if vec_repeat(&m.mac).is_some() => Some(Vec::new()),
         Expr::Macro(m) if m.mac.path.is_ident("vec") => {
             let elems = m
                 .mac
@@ -146,9 +165,24 @@ pub(super) fn tensor_lists(sig: &Signature, block: &Block) -> Vec<String> {
         block: block.clone(),
     });
     let mut flows = assignments(&body);
-    // `v.push(x)` gives `v` a value computed from `x`.
+    // `v.push(x)` and `v[i] = x` (or `v[i] += x`) give `v` a value computed from `x`.
     struct Pushes(Vec<(String, Vec<Expr>)>);
     impl<'a> syn::visit::Visit<'a> for Pushes {
+        fn visit_expr(&mut self, e: &'a Expr) {
+            let written = match e {
+                Expr::Assign(a) => Some((&*a.left, &*a.right)),
+                Expr::Binary(b) if is_compound_assignment(&b.op) => Some((&*b.left, &*b.right)),
+                _ => None,
+            };
+            if let Some((Expr::Index(ix), value)) = written.map(|(l, r)| (strip(l), r)) {
+                if let Expr::Path(p) = strip(&ix.expr) {
+                    if let Some(i) = p.path.get_ident() {
+                        self.0.push((i.to_string(), vec![value.clone()]));
+                    }
+                }
+            }
+            syn::visit::visit_expr(self, e);
+        }
         fn visit_expr_method_call(&mut self, mc: &'a syn::ExprMethodCall) {
             if mc.method == "push" {
                 if let Expr::Path(p) = strip(&mc.receiver) {
