@@ -153,3 +153,26 @@ fn hidden_states_written_into_a_vec_of_zeros() {
     let want: f64 = (0..4).map(|i| hs[i].sum().item() * (i as f64 + 1.0)).sum();
     assert!((recurrent(&w, &x, 4).item() - want).abs() < 1e-12);
 }
+
+/// An array of tensors bound with `let`, then joined and read back.
+#[differentiable]
+fn joined(x: &Tensor<f64>) -> Tensor<f64> {
+    let parts = [x, x];
+    let pair = [x.exp(), x.sin()];
+    concat(&parts, 0).square().sum() + stack(&pair, 0).sum() * pair[1].mean()
+}
+
+#[test]
+fn arrays_of_tensors_joined() {
+    let x = Tensor::rand_normal(&[3], 0.0, 1.0, 5);
+    check_variants!(
+        joined, joined_value_and_grad, joined_grad, joined_vjp, joined_jvp, joined_pullback;
+        [x];
+        (&x)
+    );
+    // By hand: 2 Σ x² + (Σ eˣ + Σ sin x) mean(sin x).
+    let v: Vec<f64> = x.to_vec();
+    let sum = |f: &dyn Fn(f64) -> f64| v.iter().map(|&t| f(t)).sum::<f64>();
+    let want = 2.0 * sum(&|t| t * t) + (sum(&f64::exp) + sum(&f64::sin)) * sum(&f64::sin) / 3.0;
+    assert!((joined(&x).item() - want).abs() < 1e-12);
+}
