@@ -1,8 +1,9 @@
 //! Local arrays and `Vec`s written by index (`let mut s = [0.0; 2]; s[0] = x * y;`,
-//! `s[i] += ..`, `vec![0.0; n]`, a `Vec` of tensors made with `vec![zeros; n]`), in a
-//! predator–prey integration and a small recurrent model, as users write them. Each is checked
-//! against derivatives worked out by hand or central differences, and the dot-product test
-//! between `f_jvp` and `f_vjp`.
+//! `s[i] += ..`, `vec![0.0; n]`, a `Vec` of tensors made with `vec![zeros; n]`), and helpers of
+//! numbers returning arrays (`-> [f64; 3]`, read with `let [a, b, c] = f(..)`), in a
+//! predator–prey integration, the Lorenz system and a small recurrent model, as users write
+//! them. Each is checked against derivatives worked out by hand or central differences, and the
+//! dot-product test between `f_jvp` and `f_vjp`.
 
 mod support;
 
@@ -175,4 +176,84 @@ fn arrays_of_tensors_joined() {
     let sum = |f: &dyn Fn(f64) -> f64| v.iter().map(|&t| f(t)).sum::<f64>();
     let want = 2.0 * sum(&|t| t * t) + (sum(&f64::exp) + sum(&f64::sin)) * sum(&f64::sin) / 3.0;
     assert!((joined(&x).item() - want).abs() < 1e-12);
+}
+
+/// The Lorenz system's right-hand side: a helper of numbers returning an array.
+#[differentiable]
+fn lorenz(s: [f64; 3], sigma: f64, rho: f64, beta: f64) -> [f64; 3] {
+    [
+        sigma * (s[1] - s[0]),
+        s[0] * (rho - s[2]) - s[1],
+        s[0] * s[1] - beta * s[2],
+    ]
+}
+
+/// Forward Euler through the helper, its result read with an array pattern.
+#[differentiable]
+fn lorenz_z(s0: [f64; 3], rho: f64, #[nodiff] steps: usize) -> f64 {
+    let [mut x, mut y, mut z] = [s0[0], s0[1], s0[2]];
+    for _ in 0..steps {
+        let [dx, dy, dz] = lorenz([x, y, z], 10.0, rho, 8.0 / 3.0);
+        x += 0.005 * dx;
+        y += 0.005 * dy;
+        z += 0.005 * dz;
+    }
+    z
+}
+
+#[test]
+fn a_helper_returning_an_array() {
+    let (s, sigma, rho, beta) = ([1.0, 2.0, 3.0], 10.0, 28.0, 8.0 / 3.0);
+    assert_eq!(lorenz(s, sigma, rho, beta), [10.0, 23.0, 2.0 - 8.0]);
+    // The Jacobian by hand, rows the outputs, columns s0, s1, s2, sigma, rho, beta.
+    let jacobian = [
+        [-sigma, sigma, 0.0, s[1] - s[0], 0.0, 0.0],
+        [rho - s[2], -1.0, -s[0], 0.0, s[0], 0.0],
+        [s[1], s[0], -beta, 0.0, 0.0, -s[2]],
+    ];
+    let ct = [0.5, -1.0, 2.0];
+    let (value, (gs, g_sigma, g_rho, g_beta)) = lorenz_vjp(s, sigma, rho, beta, &ct);
+    assert_eq!(value, lorenz(s, sigma, rho, beta));
+    let pulled = [gs[0], gs[1], gs[2], g_sigma, g_rho, g_beta];
+    for k in 0..6 {
+        let want: f64 = (0..3).map(|i| ct[i] * jacobian[i][k]).sum();
+        assert!((pulled[k] - want).abs() < 1e-12, "{pulled:?}");
+    }
+    let u = [1.0, 0.5, -0.25];
+    let (value, t) = lorenz_jvp(s, sigma, rho, beta, &u, &0.0, &1.0, &0.0);
+    assert_eq!(value, lorenz(s, sigma, rho, beta));
+    for i in 0..3 {
+        let want: f64 = (0..3).map(|k| jacobian[i][k] * u[k]).sum::<f64>() + jacobian[i][4];
+        assert!((t[i] - want).abs() < 1e-12, "{t:?}");
+    }
+    let (_, pullback) = lorenz_pullback(s, sigma, rho, beta);
+    let (gs, ..) = pullback(&[0.0, 0.0, 1.0]);
+    assert_eq!(gs, [s[1], s[0], -beta]);
+
+    let (s0, rho, steps) = ([1.0, 1.0, 1.0], 28.0, 40);
+    let (v, (g_s0, g_rho)) = lorenz_z_value_and_grad(s0, rho, steps);
+    assert_eq!(v, lorenz_z(s0, rho, steps));
+    let h = 1e-6;
+    let central = |f: &dyn Fn(f64) -> f64| (f(h) - f(-h)) / (2.0 * h);
+    for k in 0..3 {
+        let want = central(&|e| {
+            let mut p = s0;
+            p[k] += e;
+            lorenz_z(p, rho, steps)
+        });
+        assert!(
+            (g_s0[k] - want).abs() < 1e-5 * want.abs().max(1.0),
+            "{k}: {} vs {want}",
+            g_s0[k]
+        );
+    }
+    let want = central(&|e| lorenz_z(s0, rho + e, steps));
+    assert!((g_rho - want).abs() < 1e-5 * want.abs().max(1.0));
+    let (ts, t_rho) = ([0.3, -0.2, 0.1], 0.5);
+    let (_, t) = lorenz_z_jvp(s0, rho, steps, &ts, &t_rho);
+    let inner = (0..3).map(|k| g_s0[k] * ts[k]).sum::<f64>() + g_rho * t_rho;
+    assert!(
+        (t - inner).abs() < 1e-9 * inner.abs().max(1.0),
+        "{t} vs {inner}"
+    );
 }

@@ -1489,6 +1489,42 @@ fn heun_prey(state: [f64; 2], a: f64, b: f64) -> f64 {
     s[0]
 }
 
+#[differentiable]
+fn lorenz(s: [f64; 3], rho: f64) -> [f64; 3] {
+    [
+        10.0 * (s[1] - s[0]),
+        s[0] * (rho - s[2]) - s[1],
+        s[0] * s[1] - 8.0 / 3.0 * s[2],
+    ]
+}
+
+#[differentiable]
+fn lorenz_z(s0: [f64; 3], rho: f64) -> f64 {
+    let [mut x, mut y, mut z] = [s0[0], s0[1], s0[2]];
+    for _ in 0..100 {
+        let [dx, dy, dz] = lorenz([x, y, z], rho);
+        x += 0.005 * dx;
+        y += 0.005 * dy;
+        z += 0.005 * dz;
+    }
+    z
+}
+
+#[test]
+fn helpers_returning_arrays() {
+    // d lorenz / d rho = [0, s0, 0]: the jvp along rho alone.
+    let (_, t) = lorenz_jvp([1.0, 2.0, 3.0], 28.0, &[0.0; 3], &1.0);
+    assert_eq!(t, [0.0, 1.0, 0.0]);
+    let (s0, rho) = ([1.0, 1.0, 1.0], 28.0);
+    let (_, g_rho) = lorenz_z_grad(s0, rho);
+    let h = 1e-6;
+    let want = (lorenz_z(s0, rho + h) - lorenz_z(s0, rho - h)) / (2.0 * h);
+    assert!(
+        (g_rho - want).abs() < 1e-5 * want.abs().max(1.0),
+        "{g_rho} vs {want}"
+    );
+}
+
 #[test]
 fn local_arrays_written_by_index() {
     let (state, a, b) = ([1.2, 0.8], 1.1, 0.9);

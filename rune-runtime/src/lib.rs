@@ -64,10 +64,12 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod arrays;
 mod broadcast;
 mod check;
 mod constructors;
 mod element;
+mod entry;
 mod error;
 mod factorize;
 mod fused;

@@ -160,7 +160,12 @@ impl Api<'_> {
         // A function returning `Result<value, E>`: every generated function returns a `Result`.
         let fwd_ret = self.fallible_type(quote!((#ret, #pullback_ty)));
         let tangent_ret = self.fallible_type(quote!((#ret, #tangent_ty)));
-        let grads_ret = self.fallible_type(quote!((#ret, #grads_ty)));
+        // The public entry points give a function returning an array its value, tangent and
+        // cotangent as arrays; the hidden ones carry tuples.
+        let (entry_ret, entry_cot) = (sig.entry_return_type(), sig.entry_cotangent_type());
+        let entry_tangent = sig.entry_value_type();
+        let jvp_ret = self.fallible_type(quote!((#entry_ret, #entry_tangent)));
+        let grads_ret = self.fallible_type(quote!((#entry_ret, #grads_ty)));
         // A function generic over its element type serves dual-number twins of its callers
         // directly: its dual entry points are its own.
         let generic_elem = sig
@@ -206,14 +211,16 @@ impl Api<'_> {
             }
             EntryPoint::Pullback if !twin => (
                 quote!(#(#params_plain),*),
-                self.fallible_type(quote!((#ret, impl ::core::ops::Fn(#cot_ty) -> #grads_ty))),
-                closure_stub,
+                self.fallible_type(
+                    quote!((#entry_ret, impl ::core::ops::Fn(#entry_cot) -> #grads_ty)),
+                ),
+                self.ok(quote!((::core::unreachable!(), |_: #entry_cot| ::core::unreachable!()))),
                 Some(format!(" The value of {link} and its pullback: a function that takes a cotangent of the value's shape and returns the gradients, callable many times (the forward pass runs once).")),
             ),
             EntryPoint::Vjp if !twin => {
                 let cotangent = cotangent();
                 (
-                    quote!(#(#params_plain,)* #cotangent: #cot_ty),
+                    quote!(#(#params_plain,)* #cotangent: #entry_cot),
                     grads_ret,
                     unreachable,
                     Some(format!(" Reverse mode of {link}: its value and the cotangent pulled back to each differentiated parameter.")),
@@ -232,7 +239,7 @@ impl Api<'_> {
                 });
                 (
                     quote!(#(#params_plain,)* #(#tangent_params),*),
-                    tangent_ret,
+                    jvp_ret,
                     unreachable,
                     Some(format!(" Forward mode of {link}: its value and the directional derivative along the given tangents.")),
                 )
@@ -375,7 +382,21 @@ impl Emitter<'_> {
         let turbofish = ty_generics.as_turbofish();
         let name_str = name.to_string();
         let names: Vec<&Ident> = self.sig.params.iter().map(|p| &p.ident).collect();
-        let cot_ty = self.sig.cotangent_type();
+        let cot_ty = self.sig.entry_cotangent_type();
+        // A function returning an array: its value and tangent from the passes' tuples, its
+        // cotangent into one.
+        let arrays = self.sig.array_out.is_some();
+        let entry_value =
+            arrays.then(|| quote!(let __rune_value = #rt::array_value(__rune_value);));
+        let entry_out = arrays.then(|| {
+            quote!(let __rune_out = (#rt::array_value(__rune_out.0), #rt::array_value(__rune_out.1));)
+        });
+        let cotangent_in = if arrays {
+            let c = cotangent();
+            quote!(#rt::array_cotangent(#c))
+        } else {
+            cotangent().into_token_stream()
+        };
 
         let active_indices: Vec<syn::Index> = self
             .sig
@@ -492,7 +513,7 @@ impl Emitter<'_> {
         let vag_out = api.ok(quote!((__rune_value, __rune_grads)));
         let pullback_out = api.ok(quote! {
             (__rune_value, move |#cotangent: #cot_ty| {
-                let __rune_slots = ::core::clone::Clone::clone(&__rune_pullback)(#cotangent);
+                let __rune_slots = ::core::clone::Clone::clone(&__rune_pullback)(#cotangent_in);
                 #grads_from_slots
             })
         });
@@ -538,20 +559,23 @@ impl Emitter<'_> {
                 EntryPoint::Pullback => quote! {
                     #expected
                     let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*) #question;
+                    #entry_value
                     #check_pullback
                     #pullback_out
                 },
                 EntryPoint::Vjp => quote! {
                     #expected
                     let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*) #question;
+                    #entry_value
                     #check_vjp
                     #rt::check_cotangent(#name_str, #value_of, &#cotangent);
-                    let __rune_slots = __rune_pullback(#cotangent);
+                    let __rune_slots = __rune_pullback(#cotangent_in);
                     #vjp_out
                 },
                 EntryPoint::Jvp => quote! {
                     #expected
                     let __rune_out = #tangent_path #turbofish (#(#names,)* #(#tangent_args),*) #question;
+                    #entry_out
                     #check_jvp
                     #jvp_out
                 },

@@ -549,6 +549,14 @@ impl Emitter<'_> {
         let optionals = self.optional_decls(false);
         let fwd = self.forward_block(&self.body.stmts, 0, Mode::Value, &hoists);
         let value = self.output_value();
+        // A function returning an array returns the array of the passes' tuple.
+        let value = match self.sig.array_out {
+            Some(_) => {
+                let rt = rt();
+                quote!(#rt::array_value(#value))
+            }
+            None => value,
+        };
         let result = self.api().ok(value);
         let lints = super::lints();
         let body = super::tokens::gather_lets(quote!(#optionals #fwd #result));

@@ -204,9 +204,39 @@ impl Lowerer<'_> {
             .into_iter()
             .map(|a| match self.array_arg(a) {
                 Some(list) => (Lowered::constant(a.to_token_stream()), Some(list)),
-                None => (self.expr(a), None),
+                None => match self.literal_array_arg(a) {
+                    Some((tokens, list)) => (Lowered::constant(tokens), Some(list)),
+                    None => (self.expr(a), None),
+                },
             })
             .unzip()
+    }
+
+    /// An array of differentiated numbers written in a call (`f([x, y, z])`, `f(&[x, y])`):
+    /// a list of its elements, passed as the array the callee takes.
+    fn literal_array_arg(&mut self, e: &Expr) -> Option<(TokenStream, List)> {
+        let (array, borrowed) = match strip(e) {
+            Expr::Reference(r) if r.mutability.is_none() => (strip(&r.expr), true),
+            other => (other, false),
+        };
+        let Expr::Array(a) = array else { return None };
+        if !self.scalar_out || !self.mentions_active(array) {
+            return None;
+        }
+        let list = List(self.lists.len());
+        let ident = self.fresh_const_ident("array_arg");
+        self.lists.push(ident.clone());
+        self.stmts.push(Stmt::ListNew {
+            list,
+            ident: ident.clone(),
+            init: quote!(::std::vec::Vec::new()).into(),
+        });
+        for elem in &a.elems {
+            let value = self.expr(elem);
+            self.list_push(list, value);
+        }
+        let value = quote!(::rune_ad::__private::list_number_array(&#ident));
+        Some((if borrowed { quote!(&#value) } else { value }, list))
     }
 
     /// The array parameter an argument passes whole (`x`, `&x`, `*x`).
@@ -229,7 +259,7 @@ impl Lowerer<'_> {
         if let Some(list) = array {
             return CallArg::Array {
                 list,
-                tokens: syn_arg.to_token_stream().into(),
+                tokens: self.const_tokens(&l).into(),
                 borrowed: matches!(strip(syn_arg), Expr::Reference(_)),
             };
         }
@@ -266,6 +296,10 @@ impl Lowerer<'_> {
             ));
         }
         let outs: Vec<Val> = (0..n).map(|_| self.new_val()).collect();
+        if n == 1 {
+            let name = callee.name().to_string();
+            self.call_values.push((outs[0], name));
+        }
         self.stmts.push(Stmt::Call {
             outs: outs.clone(),
             tuple: n > 1,

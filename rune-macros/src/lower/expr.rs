@@ -19,6 +19,8 @@ impl Lowerer<'_> {
     pub(super) fn expr_multi(&mut self, e: &Expr, n: usize) -> Vec<Lowered> {
         match strip(e) {
             Expr::Tuple(t) if t.elems.len() == n => t.elems.iter().map(|e| self.expr(e)).collect(),
+            // A function returning an array of numbers ends with one.
+            Expr::Array(a) if a.elems.len() == n => a.elems.iter().map(|e| self.expr(e)).collect(),
             Expr::Call(c) if self.is_differentiable_call(c) => self.call(c, n),
             Expr::MethodCall(mc)
                 if mc.args.is_empty()
@@ -278,6 +280,21 @@ impl Lowerer<'_> {
                     PathSeg::Index(l.hoist(tokens, Some(quote!(usize)), Use::Plain))
                 }) {
                     return l;
+                }
+                if let Lowered::Val(v) = base {
+                    if let Some(callee) = self.call_values.iter().find(|(c, _)| *c == v) {
+                        let callee = callee.1.clone();
+                        self.errors.at(
+                            ix,
+                            format!(
+                                "this indexes the value of `{callee}(..)`: a #[differentiable] \
+                                 function returning an array or a tuple gives its elements to a \
+                                 pattern, `let [a, b] = {callee}(..);` or `let (a, b) = \
+                                 {callee}(..);`"
+                            ),
+                        );
+                        return Lowered::constant(quote!(::core::unreachable!()));
+                    }
                 }
                 let index = self.expr(&ix.index);
                 let taint = match &base {

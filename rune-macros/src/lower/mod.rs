@@ -143,6 +143,9 @@ struct Lowerer<'e> {
     /// The lists that are array parameters (`[f64; N]`), read-only, and the parameters' names
     /// (what constant code reads: the user's array, whatever the list holds).
     arrays: Vec<(List, Ident)>,
+    /// The values of calls of differentiable functions taken as one value, and the callee's
+    /// name: indexing one is a function returning an array read without a pattern.
+    call_values: Vec<(Val, String)>,
     /// Windows of a structure parameter's `Vec` (`windows`, `chunks`): lists whose element `i`
     /// is the structure's element at the path, `i` past the window's first.
     windows: Vec<(List, usize, Vec<PathSeg>, Const)>,
@@ -177,6 +180,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         tensor_lists: tensor_lists(sig, block),
         arrays: Vec::new(),
         windows: Vec::new(),
+        call_values: Vec::new(),
         items: Vec::new(),
         scalar_out: sig.scalar_out,
         fallible: sig.fallible.is_some(),

@@ -119,6 +119,18 @@ impl Lowerer<'_> {
                     "bind the value here to a name: `()` cannot hold a differentiated tensor",
                 );
             }
+            // `let [a, b] = f(..);` of a function returning an array takes its elements as a
+            // tuple pattern does; of a constant, it is constant code.
+            Pat::Slice(s) if self.mentions_active(&init.expr) => {
+                let tuple = Pat::Tuple(syn::PatTuple {
+                    attrs: Vec::new(),
+                    paren_token: Default::default(),
+                    elems: s.elems.clone(),
+                });
+                let item = self.expr_item(&init.expr, &tuple);
+                self.bind_item(&tuple, item);
+            }
+            Pat::Slice(_) => self.verbatim_let(pat, &init.expr),
             Pat::Tuple(_) => {
                 if let Some(item) = self.selection(&init.expr) {
                     self.bind_item(pat, item);
@@ -523,6 +535,29 @@ impl Lowerer<'_> {
                 },
             );
         }
+    }
+
+    /// `let pat = init;` of constant code: the names the pattern binds are constants.
+    fn verbatim_let(&mut self, pat: &Pat, init: &Expr) {
+        let Lowered::Const { tokens, .. } = self.rewrite(init) else {
+            return;
+        };
+        let mut renamed = pat.clone();
+        let mut idents = Vec::new();
+        super::syntax::collect_pattern_idents(&renamed, &mut idents);
+        for ident in &idents {
+            let new = self.fresh_const_ident(&ident.to_string());
+            self.bind(
+                &ident.to_string(),
+                Binding::Const {
+                    ident: new,
+                    taint: None,
+                },
+            );
+        }
+        super::rename::rename_pattern(&mut renamed, self);
+        self.stmts
+            .push(Stmt::Verbatim(quote!(let #renamed = #tokens;).into()));
     }
 
     /// A statement of constant code, printed from its syntax tree with bindings renamed.

@@ -86,6 +86,9 @@ pub struct Signature {
     pub fallible: Option<Type>,
     /// The function returns a number (`f32`/`f64`): its value, tangent and cotangent are numbers.
     pub scalar_out: bool,
+    /// The function returns an array of numbers (`[f64; 2]`): `returns` is the tuple of its
+    /// elements, which the generated passes carry; the entry points take and give the array.
+    pub array_out: Option<Type>,
 }
 
 /// `ty` without the invisible groups a `macro_rules!` fragment (`$t:ty`) wraps it in, at the
@@ -121,6 +124,7 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
             Type::Tuple(tuple) if !options.has_aux => {
                 !tuple.elems.is_empty() && tuple.elems.iter().all(is_float)
             }
+            Type::Array(a) if !options.has_aux => is_float(&a.elem),
             t => is_float(&t),
         },
         ReturnType::Default => false,
@@ -319,6 +323,7 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
             ),
         );
     }
+    let mut array_out = None;
     let returns = match &value_output {
         ReturnType::Default => {
             errors.at(
@@ -327,7 +332,7 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
             );
             return None;
         }
-        ReturnType::Type(_, ty) => match (&**ty, options.has_aux) {
+        ReturnType::Type(_, ty) => match (&ungrouped(ty), options.has_aux) {
             (Type::Tuple(t), true) if t.elems.len() == 2 => Returns::Aux {
                 value: t.elems[0].clone(),
                 aux: t.elems[1].clone(),
@@ -342,6 +347,30 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
             }
             (Type::Tuple(t), false) if !t.elems.is_empty() => {
                 Returns::Tuple(t.elems.iter().cloned().collect())
+            }
+            (Type::Array(a), false) if scalar_out => {
+                let n = match &a.len {
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Int(n),
+                        ..
+                    }) => n.base10_parse::<usize>().ok(),
+                    _ => None,
+                };
+                match n {
+                    Some(n) if (2..=6).contains(&n) => {
+                        array_out = Some(Type::Array(a.clone()));
+                        Returns::Tuple(vec![(*a.elem).clone(); n])
+                    }
+                    _ => {
+                        errors.at(
+                            &a.len,
+                            "an array returned by a #[differentiable] function has a length \
+                             written as a number from 2 to 6 (`[f64; 3]`); return a tensor for \
+                             more",
+                        );
+                        return None;
+                    }
+                }
             }
             (other, false) => {
                 if !scalar_out && !returns_tensor_like(other, &generics) {
@@ -364,6 +393,7 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
         returns,
         fallible,
         scalar_out,
+        array_out,
     })
 }
 
@@ -397,6 +427,32 @@ impl Signature {
         match &self.returns {
             Returns::Single(t) | Returns::Aux { value: t, .. } => quote!(#t),
             Returns::Tuple(ts) => quote!((#(#ts,)*)),
+        }
+    }
+
+    /// The value's type at the entry points: the array a function returning one returns,
+    /// otherwise [`Self::value_type`].
+    pub fn entry_value_type(&self) -> TokenStream {
+        match &self.array_out {
+            Some(a) => quote!(#a),
+            None => self.value_type(),
+        }
+    }
+
+    /// The return type at the entry points (the array, or [`Self::return_type`]).
+    pub fn entry_return_type(&self) -> TokenStream {
+        match &self.array_out {
+            Some(a) => quote!(#a),
+            None => self.return_type(),
+        }
+    }
+
+    /// The cotangent type at the entry points: `&[f64; N]` for a function returning an array,
+    /// otherwise [`Self::cotangent_type`].
+    pub fn entry_cotangent_type(&self) -> TokenStream {
+        match &self.array_out {
+            Some(a) => quote!(&#a),
+            None => self.cotangent_type(),
         }
     }
 
