@@ -7,8 +7,18 @@
 
 pub use rune_ops::{Eval, Form, Keep, OpDef as OpSpec, Param, Partial, Read, Rule, RuleArg};
 
-/// Tensor methods that read only shape metadata: always constant, never a concretization.
-pub const METADATA: &[&str] = &["shape", "ndim", "len", "is_empty", "is_some", "is_none"];
+/// Methods that read only shape metadata (or which keys a map of parameters has): always
+/// constant, never a concretization.
+pub const METADATA: &[&str] = &[
+    "shape",
+    "ndim",
+    "len",
+    "is_empty",
+    "is_some",
+    "is_none",
+    "keys",
+    "contains_key",
+];
 
 /// Tensor methods whose results are constants by nature (masks, indices, tensors of zeros or
 /// ones shaped like the receiver).

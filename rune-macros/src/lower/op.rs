@@ -37,6 +37,25 @@ impl Lowerer<'_> {
         Lowered::Val(out)
     }
 
+    /// `base.get(key).unwrap()` or `.expect(msg)` of part `base` of a structure parameter: the
+    /// part `base[key]` (a map's by key, a `Vec`'s by position). A `get` whose `Option` the body
+    /// keeps is not read here, and is an error at it when `base` is a map parameter.
+    fn unwrapped_part(&mut self, mc: &syn::ExprMethodCall) -> Option<Lowered> {
+        let unwraps = (mc.method == "unwrap" && mc.args.is_empty())
+            || (mc.method == "expect" && mc.args.len() == 1);
+        let Expr::MethodCall(get) = strip(&mc.receiver) else {
+            return None;
+        };
+        if !unwraps || get.method != "get" || get.args.len() != 1 {
+            return None;
+        }
+        if !self.structure_source(&get.receiver) {
+            return None;
+        }
+        let base = self.expr(&get.receiver);
+        self.part_at(mc.span(), &base, &get.args[0])
+    }
+
     pub(super) fn binary_op(
         &mut self,
         spec: &'static OpSpec,
@@ -59,6 +78,9 @@ impl Lowerer<'_> {
 
     pub(super) fn method_call(&mut self, mc: &syn::ExprMethodCall) -> Lowered {
         let method = mc.method.to_string();
+        if let Some(part) = self.unwrapped_part(mc) {
+            return part;
+        }
         // `fold` and `sum` of an iterator over differentiated values (not the tensor op `fold`).
         if Self::is_iterator(&mc.receiver) {
             match (method.as_str(), mc.args.len()) {
@@ -148,6 +170,12 @@ impl Lowerer<'_> {
         if let Lowered::Val(v) = &receiver {
             if self.paths.contains_key(v) && method == "iter" && mc.args.is_empty() {
                 return receiver;
+            }
+        }
+        if let Lowered::Val(v) = &receiver {
+            if self.is_map_root(*v) && Self::calls_method(mc) {
+                self.errors.at(&mc.method, super::MAP_USES);
+                return Lowered::constant(quote!(::core::unreachable!()));
             }
         }
         if let Some(mut outs) = self.structure_method(mc, &receiver, 1) {
