@@ -86,7 +86,7 @@ fn sum_of_squares(params: &BTreeMap<String, Tensor<f64>>) -> Tensor<f64> {
     let mut total = params["w1"].sum() * 0.0;
     for (name, p) in params {
         let weight = if name.starts_with('w') { 1.0 } else { 2.0 };
-        total = total + (p * p).sum() * weight;
+        total += (p * p).sum() * weight;
     }
     total
 }
@@ -101,7 +101,7 @@ fn keys_then_parts(params: &BTreeMap<String, Tensor<f64>>) -> Tensor<f64> {
     let mut total = params["w1"].sum() * 0.0;
     for k in params.keys() {
         if params.contains_key("b1") && k != "w2" {
-            total = total + params[k].sum();
+            total += params[k].sum();
         }
     }
     total
@@ -186,7 +186,7 @@ fn named_loss(model: &Named, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
     let h = linear(model.layers.get("out").unwrap(), &h);
     let mut out = h * &model.scale;
     for layer in model.layers.values() {
-        out = out + layer.b.sum() * 0.5;
+        out += layer.b.sum() * 0.5;
     }
     (&out * &out).mean()
 }
@@ -202,7 +202,7 @@ fn layers_by_method(layers: &BTreeMap<String, Linear>, #[nodiff] x: &Tensor<f64>
 fn layers_by_loop(layers: &HashMap<String, Linear>, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
     let mut total = (x * 0.0).sum();
     for layer in layers.values() {
-        total = total + linear(layer, &x.shrink(&[(0, 5), (0, layer.w.shape()[0])])).sum();
+        total += linear(layer, &x.shrink(&[(0, 5), (0, layer.w.shape()[0])])).sum();
     }
     total
 }

@@ -327,7 +327,7 @@ fn dict_loss(params: &BTreeMap<String, Tensor<f64>>, #[nodiff] x: &Tensor<f64>) 
     let mut penalty = h.sum() * 0.0;
     for (name, p) in params {
         if name.starts_with('w') {
-            penalty = penalty + p.square().sum();
+            penalty += p.square().sum();
         }
     }
     h.square().mean() + penalty * 0.01

@@ -193,9 +193,7 @@ impl Lowerer<'_> {
             let tokens = quote!(#recv.#m #tf (#(#arg_tokens),*));
             let refs: Vec<&Lowered> = args.iter().collect();
             let arg_taint = Self::taint_of(&refs);
-            return if ops::METADATA.contains(&method.as_str())
-                || ops::NONDIFF.contains(&method.as_str())
-            {
+            return if ops::is_metadata(&method) || ops::NONDIFF.contains(&method.as_str()) {
                 Lowered::Const {
                     tokens,
                     taint: arg_taint,
@@ -350,8 +348,7 @@ impl Lowerer<'_> {
         args: &[Lowered],
     ) -> Vec<TokenStream> {
         let method = mc.method.to_string();
-        let reads_freely =
-            ops::NONDIFF.contains(&method.as_str()) || ops::METADATA.contains(&method.as_str());
+        let reads_freely = ops::NONDIFF.contains(&method.as_str()) || ops::is_metadata(&method);
         args.iter()
             .zip(&mc.args)
             .map(|(a, syn_arg)| match a {
