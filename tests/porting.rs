@@ -2,6 +2,8 @@
 //! compiled here and checked against values derived by hand or central finite differences, so
 //! that the guide cannot drift from what the macro does. Sections follow the guide's.
 
+use std::collections::BTreeMap;
+
 use rune_ad::optim::{Adam, Sgd};
 use rune_ad::prelude::*;
 
@@ -317,6 +319,40 @@ fn nodiff_fields_are_carried_not_differentiated() {
     let grad = named_energy_grad(&model);
     assert_eq!(grad.w.to_vec(), vec![2.0, -4.0]);
     assert_eq!(grad.name, "probe"); // constants are copied into the gradient
+}
+
+#[differentiable]
+fn dict_loss(params: &BTreeMap<String, Tensor<f64>>, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+    let h = (x.matmul(&params["w"]) + params.get("b").unwrap()).tanh();
+    let mut penalty = h.sum() * 0.0;
+    for (name, p) in params {
+        if name.starts_with('w') {
+            penalty += p.square().sum();
+        }
+    }
+    h.square().mean() + penalty * 0.01
+}
+
+#[test]
+fn maps_of_parameters() {
+    let params = BTreeMap::from([
+        ("w".to_owned(), Tensor::rand_normal(&[3, 2], 0.0, 0.5, 1)),
+        ("b".to_owned(), t64(&[0.1, -0.2], &[2])),
+        ("unused".to_owned(), t64(&[1.0], &[1])),
+    ]);
+    let x = Tensor::rand_normal(&[4, 3], 0.0, 1.0, 2);
+    let (value, grad) = dict_loss_value_and_grad(&params, &x);
+    let plain = |p: &BTreeMap<String, Tensor<f64>>| {
+        let h = (x.matmul(&p["w"]) + &p["b"]).tanh();
+        (h.square().mean() + p["w"].square().sum() * 0.01).item()
+    };
+    assert_close(&value, &[plain(&params)], 1e-15);
+    check_leaves(plain, &params, &grad);
+    assert_eq!(grad["unused"].to_vec(), [0.0]);
+    assert_eq!(
+        params.leaf_paths("model"),
+        ["model.b", "model.unused", "model.w"]
+    );
 }
 
 #[differentiable]

@@ -135,6 +135,9 @@ pub enum PathSeg {
     Field(syn::Member),
     /// An index held by a hoisted constant.
     Index(Const),
+    /// A key of a map (`params["w"]`, `params.get(&name).unwrap()`) held by a hoisted constant:
+    /// a reference to the key, which the backward pass keeps owned.
+    Key(Const),
     /// The value inside an `Option` known to be `Some` (an arm of `match opt { Some(x) => .. }`).
     Some,
 }
@@ -533,7 +536,7 @@ fn walk_ordered<'a>(stmts: &'a [Stmt], reverse: bool, f: &mut impl FnMut(&'a Stm
 /// The index constants of a path into a structure parameter.
 pub fn path_consts(path: &[PathSeg]) -> impl Iterator<Item = Const> + '_ {
     path.iter().filter_map(|s| match s {
-        PathSeg::Index(c) => Some(*c),
+        PathSeg::Index(c) | PathSeg::Key(c) => Some(*c),
         PathSeg::Field(_) | PathSeg::Some => None,
     })
 }

@@ -77,6 +77,7 @@ mod gemm;
 mod generated;
 pub mod io;
 mod jacobian;
+mod maps;
 mod model;
 mod numbers;
 mod ops;
@@ -123,6 +124,7 @@ pub use tensor::Tensor;
 pub mod __private {
     pub use crate::element::strong_mul;
     pub use crate::generated::*;
+    pub use crate::maps::{map_part_mut, MapPartMut};
     pub use crate::model::{DifferentiableField, ZeroTangentOfConstant, ZeroTangentOfTensor};
     pub use crate::workload::workload_tensor;
 

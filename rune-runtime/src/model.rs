@@ -6,10 +6,11 @@ use crate::element::Element;
 use crate::tensor::Tensor;
 
 /// A structure of tensors that can be differentiated as a whole: a tensor, a struct deriving
-/// `Differentiable`, or a `Vec`/array of them.
+/// `Differentiable`, or a `Vec`/array of them, or a `BTreeMap`/`HashMap` of them by key.
 ///
 /// Its gradient is a value of the same type. The leaf tensors come in a fixed order (fields in
-/// declaration order, elements in index order), the same for every value of the type, so
+/// declaration order, elements in index order, map entries in key order), the same for every
+/// value of the type with the same keys, so
 /// optimizers can walk parameters, gradients and their own state side by side.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not `Differentiable`, so a #[differentiable] function cannot differentiate it",

@@ -317,7 +317,7 @@ impl Lowerer<'_> {
         let method = mc.method.to_string();
         let m = method.as_str();
         ops::lookup(m, Form::Method).is_none()
-            && !ops::METADATA.contains(&m)
+            && !ops::is_metadata(m)
             && !ops::NONDIFF.contains(&m)
             && !ops::CONCRETIZING.contains(&m)
             && !matches!(m, "clone" | "iter")

@@ -268,17 +268,7 @@ impl Lowerer<'_> {
             }
             Expr::Index(ix) => {
                 let base = self.expr(&ix.expr);
-                if let Some(l) = self.extend_path(ix.span(), &base, |l| {
-                    let index = l.expr(&ix.index);
-                    let tokens = match index {
-                        Lowered::Const { tokens, .. } => tokens,
-                        Lowered::Val(_) => {
-                            l.errors.at(&ix.index, "an index must be a constant");
-                            quote!(0)
-                        }
-                    };
-                    PathSeg::Index(l.hoist(tokens, Some(quote!(usize)), Use::Plain))
-                }) {
+                if let Some(l) = self.part_at(ix.span(), &base, &ix.index) {
                     return l;
                 }
                 if let Lowered::Val(v) = base {

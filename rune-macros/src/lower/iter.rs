@@ -1,8 +1,9 @@
 //! Sequences: local `Vec`s of differentiated tensors (lists), and iterator chains over them or
-//! over a structure parameter's `Vec`s (`iter`, `zip`, `enumerate`, `rev`, `skip`, `take`,
-//! `step_by`, `map`, `filter`, `take_while`, `skip_while`, `chain`, `windows`, `chunks`), walked
-//! by `for` loops, `fold`, `sum`, `product` and `collect`, or read one element at a time
-//! (`last`, `nth`, `min_by`, .. in `select`).
+//! over a structure parameter's `Vec`s and maps (`iter`, `values`, `zip`, `enumerate`, `rev`,
+//! `skip`, `take`, `step_by`, `map`, `filter`, `take_while`, `skip_while`, `chain`, `windows`,
+//! `chunks`), walked by `for` loops, `fold`, `sum`, `product` and `collect`, or read one element
+//! at a time (`last`, `nth`, `min_by`, .. in `select`). A map is walked in the order of its keys
+//! as the primal map gives them, each part read by key.
 //!
 //! A chain is a loop over the positions of its last sequence: each adaptor maps a position in
 //! the sequence it makes to one in the sequence it adapts (`rev` reverses it, `skip(n)` adds
@@ -26,6 +27,7 @@ use super::{path_tokens, Binding, Lowered, Lowerer};
 /// Methods that make an iterator from a sequence or adapt one.
 const ITERATOR_METHODS: &[&str] = &[
     "iter",
+    "values",
     "into_iter",
     "zip",
     "rev",
@@ -163,6 +165,14 @@ enum ParsedStep {
 pub(super) enum Source {
     /// A `Vec` or array of a structure parameter.
     Structure(usize, Vec<PathSeg>),
+    /// A map of a structure parameter, its keys collected before the loop into the local named;
+    /// its elements are `(key, part)` pairs, or the parts alone (`values()`).
+    Map {
+        root: usize,
+        path: Vec<PathSeg>,
+        keys: Ident,
+        values_only: bool,
+    },
     List(List),
     /// Constants, collected before the loop into the local named.
     Const(Ident),
@@ -338,6 +348,8 @@ impl Lowerer<'_> {
                             parsed.push(ParsedStep::Step(ChainStep::StepBy(arg())));
                         }
                         ("map", 1) => parsed.push(ParsedStep::Step(ChainStep::Map(arg()))),
+                        // A map's parts: the source itself, read by key.
+                        ("values", 0) => break Expr::MethodCall(mc.clone()),
                         ("filter" | "take_while" | "skip_while", 1) => {
                             let keeping = match method.as_str() {
                                 "filter" => Keeping::Filter,
@@ -462,7 +474,38 @@ impl Lowerer<'_> {
                 sources.push(Source::List(list));
                 continue;
             }
+            let (values_only, src) = match strip(src) {
+                Expr::MethodCall(mc)
+                    if mc.method == "values"
+                        && mc.args.is_empty()
+                        && self.structure_source(&mc.receiver) =>
+                {
+                    (true, &*mc.receiver)
+                }
+                _ => (false, src),
+            };
             match self.expr(src) {
+                Lowered::Val(v) if values_only || self.is_map_root(v) => {
+                    let Some((root, path)) = self.paths.get(&v).cloned() else {
+                        self.errors.at(src, super::MAP_USES);
+                        return None;
+                    };
+                    let base = path_tokens(&self.roots[root], &path);
+                    let keys = self.fresh_const_ident("keys");
+                    self.stmts.push(Stmt::Verbatim(
+                        quote! {
+                            let #keys: ::std::vec::Vec<_> = (&#base).keys().collect();
+                        }
+                        .into(),
+                    ));
+                    lengths.push(quote!(#keys.len()));
+                    sources.push(Source::Map {
+                        root,
+                        path,
+                        keys,
+                        values_only,
+                    });
+                }
                 Lowered::Val(v) if self.paths.contains_key(&v) => {
                     let (root, path) = self.paths[&v].clone();
                     let base = path_tokens(&self.roots[root], &path);
@@ -585,6 +628,9 @@ impl Lowerer<'_> {
                 Expr::Field(f) => base = strip(&f.base),
                 Expr::Index(ix) => base = strip(&ix.expr),
                 Expr::Reference(r) => base = strip(&r.expr),
+                Expr::MethodCall(mc) if mc.method == "values" && mc.args.is_empty() => {
+                    base = strip(&mc.receiver);
+                }
                 Expr::Path(p) => {
                     return p.path.get_ident().is_some_and(|i| {
                         self.roots.iter().any(|r| r == i)

@@ -115,6 +115,12 @@ impl Lowered {
     }
 }
 
+/// What a map of parameters supports in a #[differentiable] body.
+const MAP_USES: &str = "a map of parameters supports reading a part by key (`params[\"w\"]`, \
+    `&params[&name]`, `params.get(key).unwrap()` or `.expect(..)`), `len`, `keys` and \
+    `contains_key`, `for` loops over it (`for (name, p) in params`, `params.iter()`, \
+    `params.values()`), and passing it whole to another #[differentiable] function";
+
 struct Lowerer<'e> {
     errors: &'e mut Errors,
     stmts: Vec<Stmt>,
@@ -135,6 +141,8 @@ struct Lowerer<'e> {
     paths: HashMap<Val, (usize, Vec<PathSeg>)>,
     /// The identifiers of the structure parameters, by root number.
     roots: Vec<Ident>,
+    /// The roots that are maps (`BTreeMap`, `HashMap`): indexing one reads a part by key.
+    map_roots: Vec<usize>,
     closures: Vec<ClosureDef>,
     /// The lists' identifiers, by number.
     lists: Vec<Ident>,
@@ -175,6 +183,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         outputs: sig.outputs(),
         paths: HashMap::new(),
         roots: Vec::new(),
+        map_roots: Vec::new(),
         closures: Vec::new(),
         lists: Vec::new(),
         tensor_lists: tensor_lists(sig, block),
@@ -190,6 +199,9 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
             Some(a) if a.structure => {
                 let root = l.roots.len();
                 l.roots.push(p.ident.clone());
+                if crate::parse::is_map_type(&p.ty) {
+                    l.map_roots.push(root);
+                }
                 let borrowed = a.passing == crate::parse::Passing::Borrowed;
                 l.stmts.push(Stmt::StructParam {
                     root,
@@ -348,6 +360,42 @@ impl Lowerer<'_> {
         Some(Lowered::Val(self.leaf_at(root, path, span)))
     }
 
+    /// Whether `v` is a map parameter as a whole.
+    fn is_map_root(&self, v: Val) -> bool {
+        self.paths
+            .get(&v)
+            .is_some_and(|(root, path)| path.is_empty() && self.map_roots.contains(root))
+    }
+
+    /// `base[index]` when `base` is part of a structure parameter: a map's part by key when
+    /// `base` is a map parameter or `index` a reference or a string literal (which no `Vec` or
+    /// array takes), an element by position otherwise.
+    fn part_at(&mut self, span: Span, base: &Lowered, index: &Expr) -> Option<Lowered> {
+        let keyed = matches!(base, Lowered::Val(v) if self.is_map_root(*v))
+            || matches!(
+                strip(index),
+                Expr::Reference(_)
+                    | Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(_),
+                        ..
+                    })
+            );
+        self.extend_path(span, base, |l| {
+            let tokens = match l.expr(index) {
+                Lowered::Const { tokens, .. } => tokens,
+                Lowered::Val(_) => {
+                    l.errors.at(index, "an index must be a constant");
+                    quote!(0)
+                }
+            };
+            if keyed {
+                PathSeg::Key(l.hoist(tokens, None, Use::Plain))
+            } else {
+                PathSeg::Index(l.hoist(tokens, Some(quote!(usize)), Use::Plain))
+            }
+        })
+    }
+
     fn new_val(&mut self) -> Val {
         self.values += 1;
         Val(self.values - 1)
@@ -499,29 +547,41 @@ pub fn path_tokens(root: &Ident, path: &[PathSeg]) -> TokenStream {
 
 /// The place `base.field[index]..` names, each index read from the local `index_local` names;
 /// through an `Option` (`Some`) by `as_ref` (`as_mut` when `mutable`). A path ending inside an
-/// `Option` is dereferenced, so that the place is the value itself, as for a field.
+/// `Option` is dereferenced, so that the place is the value itself, as for a field. A map's part
+/// is read by indexing with the key (a reference), and found mutably by the owned key the
+/// backward pass kept.
 pub fn path_place(
     base: TokenStream,
     path: &[PathSeg],
     index_local: fn(Const) -> Ident,
     mutable: bool,
 ) -> TokenStream {
-    let segs = path.iter().map(|s| match s {
-        PathSeg::Field(m) => quote!(.#m),
-        PathSeg::Index(c) => {
-            let c = index_local(*c);
-            quote!([#c])
+    let mut place = base;
+    for (i, seg) in path.iter().enumerate() {
+        place = match seg {
+            PathSeg::Field(m) => quote!(#place.#m),
+            PathSeg::Index(c) => {
+                let c = index_local(*c);
+                quote!(#place[#c])
+            }
+            PathSeg::Key(c) if mutable => {
+                let c = index_local(*c);
+                quote!((*::rune_ad::__private::map_part_mut(&mut #place, &#c)))
+            }
+            PathSeg::Key(c) => {
+                let c = index_local(*c);
+                quote!(#place[#c])
+            }
+            PathSeg::Some if mutable => {
+                quote!(#place.as_mut().expect("rune-ad: the arm taken for `Some`"))
+            }
+            PathSeg::Some => quote!(#place.as_ref().expect("rune-ad: the arm taken for `Some`")),
+        };
+        if matches!(seg, PathSeg::Some) && i + 1 == path.len() {
+            place = quote!((*#place));
         }
-        PathSeg::Some if mutable => {
-            quote!(.as_mut().expect("rune-ad: the arm taken for `Some`"))
-        }
-        PathSeg::Some => quote!(.as_ref().expect("rune-ad: the arm taken for `Some`")),
-    });
-    if matches!(path.last(), Some(PathSeg::Some)) {
-        quote!((*#base #(#segs)*))
-    } else {
-        quote!(#base #(#segs)*)
     }
+    place
 }
 
 /// Reads of a variable that repeat an earlier read of it in the same statement list, with no

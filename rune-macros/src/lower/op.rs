@@ -38,6 +38,25 @@ impl Lowerer<'_> {
         Lowered::Val(out)
     }
 
+    /// `base.get(key).unwrap()` or `.expect(msg)` of part `base` of a structure parameter: the
+    /// part `base[key]` (a map's by key, a `Vec`'s by position). A `get` whose `Option` the body
+    /// keeps is not read here, and is an error at it when `base` is a map parameter.
+    fn unwrapped_part(&mut self, mc: &syn::ExprMethodCall) -> Option<Lowered> {
+        let unwraps = (mc.method == "unwrap" && mc.args.is_empty())
+            || (mc.method == "expect" && mc.args.len() == 1);
+        let Expr::MethodCall(get) = strip(&mc.receiver) else {
+            return None;
+        };
+        if !unwraps || get.method != "get" || get.args.len() != 1 {
+            return None;
+        }
+        if !self.structure_source(&get.receiver) {
+            return None;
+        }
+        let base = self.expr(&get.receiver);
+        self.part_at(mc.span(), &base, &get.args[0])
+    }
+
     pub(super) fn binary_op(
         &mut self,
         spec: &'static OpSpec,
@@ -64,6 +83,9 @@ impl Lowerer<'_> {
             let mut inlined = mc.clone();
             *inlined.receiver = receiver;
             return self.method_call(&inlined);
+        }
+        if let Some(part) = self.unwrapped_part(mc) {
+            return part;
         }
         if matches!(method.as_str(), "unwrap" | "expect") {
             if let Some(element) = self.selected_value(&Expr::MethodCall(mc.clone())) {
@@ -182,6 +204,12 @@ impl Lowerer<'_> {
                 return receiver;
             }
         }
+        if let Lowered::Val(v) = &receiver {
+            if self.is_map_root(*v) && Self::calls_method(mc) {
+                self.errors.at(&mc.method, super::MAP_USES);
+                return Lowered::constant(quote!(::core::unreachable!()));
+            }
+        }
         if let Some(mut outs) = self.structure_method(mc, &receiver, 1) {
             return outs
                 .pop()
@@ -197,9 +225,7 @@ impl Lowerer<'_> {
             let tokens = quote!(#recv.#m #tf (#(#arg_tokens),*));
             let refs: Vec<&Lowered> = args.iter().collect();
             let arg_taint = Self::taint_of(&refs);
-            return if ops::METADATA.contains(&method.as_str())
-                || ops::NONDIFF.contains(&method.as_str())
-            {
+            return if ops::is_metadata(&method) || ops::NONDIFF.contains(&method.as_str()) {
                 Lowered::Const {
                     tokens,
                     taint: arg_taint,
@@ -354,8 +380,7 @@ impl Lowerer<'_> {
         args: &[Lowered],
     ) -> Vec<TokenStream> {
         let method = mc.method.to_string();
-        let reads_freely =
-            ops::NONDIFF.contains(&method.as_str()) || ops::METADATA.contains(&method.as_str());
+        let reads_freely = ops::NONDIFF.contains(&method.as_str()) || ops::is_metadata(&method);
         args.iter()
             .zip(&mc.args)
             .map(|(a, syn_arg)| match a {

@@ -252,7 +252,7 @@ impl VisitMut for Renamer<'_, '_> {
         // reading the numbers the gradient flows through.
         if let Expr::MethodCall(mc) = e {
             let method = mc.method.to_string();
-            if ops::METADATA.contains(&method.as_str()) || ops::NONDIFF.contains(&method.as_str()) {
+            if ops::is_metadata(&method) || ops::NONDIFF.contains(&method.as_str()) {
                 if let Expr::Path(p) = strip(&mc.receiver) {
                     if let Some(ident) = p.path.get_ident().cloned() {
                         let replacement = match self.lowerer.lookup(&ident.to_string()).cloned() {
@@ -275,7 +275,7 @@ impl VisitMut for Renamer<'_, '_> {
                     }
                 }
             }
-            if ops::METADATA.contains(&method.as_str()) || ops::NONDIFF.contains(&method.as_str()) {
+            if ops::is_metadata(&method) || ops::NONDIFF.contains(&method.as_str()) {
                 // Shapes and masks of any expression: no read of the numbers.
                 let outer = self.taint.take();
                 self.visit_expr_mut(&mut mc.receiver);

@@ -405,7 +405,7 @@ pub(super) fn is_path(e: &Expr, name: &str) -> bool {
 fn reads_no_numbers(mc: &syn::ExprMethodCall) -> bool {
     let method = mc.method.to_string();
     let method = method.as_str();
-    ops::METADATA.contains(&method)
+    ops::is_metadata(method)
         || ops::NONDIFF.contains(&method)
         || (ops::CONCRETIZING.contains(&method) && !Lowerer::is_iterator(&mc.receiver))
 }

@@ -223,6 +223,26 @@ impl Lowerer<'_> {
                 path.push(PathSeg::Index(index));
                 Lowered::Val(self.leaf(*root, path))
             }
+            Source::Map {
+                root,
+                path,
+                keys,
+                values_only,
+            } => {
+                let i = const_ident(index);
+                let key = self.hoist(quote!(#keys[#i]), None, Use::Plain);
+                let mut path = path.clone();
+                path.push(PathSeg::Key(key));
+                let part = Item::Value(Lowered::Val(self.leaf(*root, path)), true);
+                if *values_only {
+                    return part;
+                }
+                let key = const_ident(key);
+                return Item::Tuple(vec![
+                    Item::Value(Lowered::constant(quote!(#key)), false),
+                    part,
+                ]);
+            }
             Source::List(list) => self.list_get(*list, index),
             Source::Const(ident) => {
                 let i = const_ident(index);

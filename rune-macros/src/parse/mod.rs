@@ -12,10 +12,10 @@ mod options;
 mod types;
 
 pub use options::{options, Options};
-pub use types::{contains_tensor_of, contains_type, single_ident, type_text};
+pub use types::{contains_tensor_of, contains_type, is_map_type, single_ident, type_text};
 use types::{
-    holds_differentiable, is_collection, is_float, is_float_array, is_nondiff_elem, is_structure,
-    option_inner, option_of_ref, result_parts, returns_tensor_like, tensor_elem,
+    holds_differentiable, is_collection, is_float, is_float_array, is_map, is_nondiff_elem,
+    is_structure, option_inner, option_of_ref, result_parts, returns_tensor_like, tensor_elem,
 };
 
 /// How a parameter is passed.
@@ -227,7 +227,9 @@ pub fn signature(func: &mut ItemFn, options: &Options, errors: &mut Errors) -> O
                 })
             }
             None if !nodiff
-                && (is_structure(inner, &generics) || is_collection(inner, &generics)) =>
+                && (is_structure(inner, &generics)
+                    || is_collection(inner, &generics)
+                    || is_map(inner, &generics)) =>
             {
                 if mutable_ref {
                     errors.at(

@@ -219,7 +219,48 @@ pub(super) fn is_collection(ty: &Type, generics: &syn::Generics) -> bool {
     !matches!(element, Type::Reference(_))
         && (holds_float_tensor(element)
             || is_structure(element, generics)
-            || is_collection(element, generics))
+            || is_collection(element, generics)
+            || is_map(element, generics))
+}
+
+/// `V` of `BTreeMap<K, V>` or `HashMap<K, V>` (`HashMap<K, V, S>`).
+fn map_value(ty: &Type) -> Option<&Type> {
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last().filter(|_| p.qself.is_none())?;
+    if last.ident != "BTreeMap" && last.ident != "HashMap" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    let mut types = args.args.iter().filter_map(|a| match a {
+        syn::GenericArgument::Type(t) => Some(t),
+        _ => None,
+    });
+    types.next()?;
+    types.next()
+}
+
+/// Whether `ty` (behind a reference) is a `BTreeMap` or a `HashMap`: a structure parameter
+/// indexed by key.
+pub fn is_map_type(ty: &Type) -> bool {
+    match ty {
+        Type::Reference(r) => is_map_type(&r.elem),
+        Type::Group(g) => is_map_type(&g.elem),
+        other => map_value(other).is_some(),
+    }
+}
+
+/// Whether `ty` is a `BTreeMap` or `HashMap` of differentiated tensors or structures: a
+/// structure of parameters by name (its gradient is a map with the same keys).
+pub(super) fn is_map(ty: &Type, generics: &syn::Generics) -> bool {
+    map_value(ty).is_some_and(|value| {
+        !matches!(value, Type::Reference(_))
+            && (tensor_elem(value).is_some_and(|e| !is_nondiff_elem(e))
+                || is_structure(value, generics)
+                || is_collection(value, generics)
+                || is_map(value, generics))
+    })
 }
 
 /// Whether a tensor of a differentiable element type or a structure appears anywhere in `ty`

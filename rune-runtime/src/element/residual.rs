@@ -39,6 +39,15 @@ impl Residual for str {
     }
 }
 
+/// A key of a map of parameters (`params[&name]`), which the backward pass reads again.
+impl Residual for String {
+    type Owned = String;
+    #[inline]
+    fn residual(&self) -> String {
+        self.clone()
+    }
+}
+
 /// A slice's elements kept inline up to four (the ranges of a `shrink`, the axes of a
 /// reduction), which a loop's backward pass keeps once an iteration: no allocation for them.
 impl<U: Clone> Residual for [U] {
