@@ -103,7 +103,7 @@ class Program:
 
         # Parameters available to the body; those it does not use are dropped afterwards.
         self.x_diff = rng.random() < 0.75
-        self.structure = rng.choice([None, None, "net", "net", "stack"])
+        self.structure = rng.choice([None, None, "net", "net", "stack", "named"])
         self.struct_by_value = self.structure is not None and rng.random() < 0.15
         self.w_diff = rng.random() < 0.75
         self.v_diff = rng.random() < 0.8
@@ -229,6 +229,8 @@ class Program:
             options.append("net.ws[0]")
         if self.structure == "stack":
             options.append("stack.layers[0].w")
+        if self.structure == "named":
+            options.append('named["l0"].w')
         if self.loop_weight:
             options.append(self.loop_weight)
         if not options:
@@ -248,6 +250,8 @@ class Program:
             options.append("&net.b")
         if self.structure == "stack":
             options.append("&stack.gain")
+        if self.structure == "named":
+            options.append('&named["l1"].b')
         if self.loop_bias:
             options.append(self.loop_bias)
         if not options:
@@ -449,11 +453,15 @@ class Program:
         item alone, with `items_only`)."""
         outer = self.loop_depth > 0
         self.features.add("vec-field-loop-in-outer-loop" if outer else "vec-field-loop")
-        # All the layers, or some of them picked by iterator adaptors, or windows of two.
-        field = "net.ws" if self.structure == "net" else "stack.layers"
+        # All the layers, or some of them picked by iterator adaptors, or windows of two; the
+        # layers of a map by name in the order of their names.
+        field = {"net": "net.ws", "stack": "stack.layers", "named": "named"}[self.structure]
         picks = ["", "", "", ".skip(1)", ".take(2)", ".step_by(2)", ".rev().skip(1)", ".rev()",
                  ".enumerate().filter(|(pos, _)| pos % 2 == 0).map(|(_, l)| l)",
                  f".chain(&{field}).skip(1)", ".take_while(|_| true).skip(1)", "windows", "chunks"]
+        if self.structure == "named":
+            picks = picks[:-4] + [".chain(named.values()).skip(1)", ".take_while(|_| true).skip(1)"]
+            self.features.add("map-of-layers")
         pick = self.rng.choice(picks)
         if pick:
             self.features.add("iterator-adaptors")
@@ -470,13 +478,21 @@ class Program:
             self.loop_weight = "wl"
             self.loop_bias = None
         else:
-            head = f"stack.layers.iter(){pick}" if pick else "&stack.layers"
+            if self.structure == "stack":
+                head = f"stack.layers.iter(){pick}" if pick else "&stack.layers"
+            else:
+                head = f"named.values(){pick}"
             self.emit(f"for layer in {head} {{")
             self.loop_weight = "&layer.w"
             self.loop_bias = "&layer.b"
         self.indent += 1
         self.loop_depth += 1
-        if self.loop_bias:
+        if self.loop_bias == "&layer.b" and self.rng.random() < 0.3:
+            # The layer through a trait: its method, or a function generic over the trait.
+            self.features.add("trait")
+            call = self.rng.choice([f"layer.apply(&{state})", f"through(layer, &{state})"])
+            step = f"{call} * {self.plain_factor()}"
+        elif self.loop_bias:
             step = f"{state}.matmul({self.loop_weight}) + {self.loop_bias}"
         elif items_only:
             step = f"{state}.matmul({self.loop_weight}) * {self.plain_factor()}"
@@ -612,7 +628,8 @@ class Program:
                 self.emit("for wl in &net.ws {")
                 self.emit(f"    h = {self.squash('h.matmul(wl)')};")
             else:
-                self.emit("for layer in &stack.layers {")
+                head = "&stack.layers" if self.structure == "stack" else "named.values()"
+                self.emit(f"for layer in {head} {{")
                 self.emit(f"    h = {self.squash('h.matmul(&layer.w) + &layer.b')};")
         else:
             self.emit("for _ in 0..2 {")
@@ -811,7 +828,7 @@ class Program:
     def params(self):
         """(declaration, argument, (name, initial value) or None, differentiated) for each
         parameter the body reads, in order."""
-        candidates = ("x", "net", "stack", "w", "v", "u", "a", "b", "n", "k", "flag")
+        candidates = ("x", "net", "stack", "named", "w", "v", "u", "a", "b", "n", "k", "flag")
         self.used = {name for name in candidates if self.uses(name)}
         B, D = self.B, self.D
         seed = 1000 * self.index
@@ -828,7 +845,7 @@ class Program:
             out.append(tensor("x", self.x_diff, [B, D], 1.0, 1))
         if self.structure in self.used:
             s = self.structure
-            ty = "Net" if s == "net" else "Stack"
+            ty = {"net": "Net", "stack": "Stack", "named": "BTreeMap<String, Layer>"}[s]
             decl = f"{s}: {ty}" if self.struct_by_value else f"{s}: &{ty}"
             arg = f"{s}.clone()" if self.struct_by_value else f"&{s}"
             if self.struct_by_value:
@@ -913,6 +930,8 @@ HEADER = """\
 
 mod support;
 
+use std::collections::BTreeMap;
+
 use rune_ad::prelude::*;
 use support::{{check_variants, check_vector_variants}};
 
@@ -935,6 +954,35 @@ pub struct Layer {{
 pub struct Stack {{
     pub layers: Vec<Layer>,
     pub gain: Tensor<f64>,
+}}
+
+/// A layer applied through a trait.
+pub trait Block {{
+    #[differentiable]
+    fn apply(&self, h: &Tensor<f64>) -> Tensor<f64>;
+}}
+
+#[differentiable]
+impl Block for Layer {{
+    fn apply(&self, h: &Tensor<f64>) -> Tensor<f64> {{
+        (h.matmul(&self.w) + &self.b).tanh()
+    }}
+}}
+
+/// A function generic over the trait.
+#[differentiable]
+pub fn through<B: Block + Differentiable>(block: &B, h: &Tensor<f64>) -> Tensor<f64> {{
+    block.apply(h) + h * 0.25
+}}
+
+/// Layers by name (`l0`, `l1`, ..), as a map of parameters.
+pub fn named(d: usize, layers: usize, seed: u64) -> BTreeMap<String, Layer> {{
+    stack(d, layers.max(2), seed)
+        .layers
+        .into_iter()
+        .enumerate()
+        .map(|(i, layer)| (format!("l{{i}}"), layer))
+        .collect()
 }}
 
 /// A [`Net`] of `layers` random `[d, d]` weights.

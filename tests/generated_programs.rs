@@ -19,6 +19,8 @@
 
 mod support;
 
+use std::collections::BTreeMap;
+
 use rune_ad::prelude::*;
 use support::{check_variants, check_vector_variants};
 
@@ -41,6 +43,35 @@ pub struct Layer {
 pub struct Stack {
     pub layers: Vec<Layer>,
     pub gain: Tensor<f64>,
+}
+
+/// A layer applied through a trait.
+pub trait Block {
+    #[differentiable]
+    fn apply(&self, h: &Tensor<f64>) -> Tensor<f64>;
+}
+
+#[differentiable]
+impl Block for Layer {
+    fn apply(&self, h: &Tensor<f64>) -> Tensor<f64> {
+        (h.matmul(&self.w) + &self.b).tanh()
+    }
+}
+
+/// A function generic over the trait.
+#[differentiable]
+pub fn through<B: Block + Differentiable>(block: &B, h: &Tensor<f64>) -> Tensor<f64> {
+    block.apply(h) + h * 0.25
+}
+
+/// Layers by name (`l0`, `l1`, ..), as a map of parameters.
+pub fn named(d: usize, layers: usize, seed: u64) -> BTreeMap<String, Layer> {
+    stack(d, layers.max(2), seed)
+        .layers
+        .into_iter()
+        .enumerate()
+        .map(|(i, layer)| (format!("l{i}"), layer))
+        .collect()
 }
 
 /// A [`Net`] of `layers` random `[d, d]` weights.
@@ -200,24 +231,24 @@ fn p001() {
     check_variants!(mod p001; [net]; (&x, &net, 1, false));
 }
 
-/// Uses: accumulate, field, iterator-adaptors, ln, match, plain-only-if, plain-parens, sigmoid, sin, vec-field-loop.
+/// Uses: accumulate, field, iterator-adaptors, ln, map-of-layers, match, plain-only-if, plain-parens, sigmoid, sin, vec-field-loop.
 mod p002 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
-        net: &Net,
+        named: &BTreeMap<String, Layer>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let mut h = x * &net.b;
+        let mut h = x * &named["l1"].b;
         let mut total = Tensor::<f64>::zeros(&[]);
-        for wl in net.ws.iter().step_by(2) {
-            h = (h.matmul(wl) + &net.b).sin();
+        for layer in named.values().step_by(2) {
+            h = (h.matmul(&layer.w) + &layer.b).sin();
             let mut scale1 = (b / (a + 1.0)).powi(2) + 0.5;
             if flag {
                 scale1 = (a - b).abs() + 0.25;
@@ -227,7 +258,7 @@ mod p002 {
             total += h.mean() * scale1;
         }
         let y2 = match k {
-            0 => ((&net.b * &h).square() + 1.0).ln(),
+            0 => ((&named["l1"].b * &h).square() + 1.0).ln(),
             1 => (&h + v).sigmoid(),
             _ => 0.5 - &h,
         };
@@ -239,9 +270,9 @@ mod p002 {
 #[test]
 fn p002() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 2001);
-    let net = net(4, 3, 2002);
+    let named = named(4, 2, 2002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 2004);
-    check_variants!(mod p002; [net, v]; (&x, &net, &v, 1.53, 1.42, 3, false));
+    check_variants!(mod p002; [named, v]; (&x, &named, &v, 1.5, 1.55, 1, false));
 }
 
 /// Uses: accumulate, cast, compound-assign, counter-plain, exp, for, helper, if-flag, plain-parens, sigmoid, sin, sum_axes, vector-output.
@@ -287,18 +318,17 @@ fn p003() {
     check_vector_variants!(mod p003; [x, v]; (&x, &w, &v, 1.04, 1.13, 1, 1, true));
 }
 
-/// Uses: compound-assign, late-let, ln, plain-let, reshape, sin, softmax, sqrt, while.
+/// Uses: compound-assign, field, iterator-adaptors, late-let, ln, map-of-layers, plain-let, sin, softmax, sqrt, vec-field-loop.
 mod p004 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
         w: &Tensor<f64>,
-        #[nodiff] v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt();
@@ -310,35 +340,34 @@ mod p004 {
         if flag {
             y2 = (s1 / (h.square() + 1.0)).sin();
         } else {
-            y2 = h.matmul(w) + v;
+            y2 = h.matmul(w) + &named["l1"].b;
         }
         h = ((&h * 0.5 + &y2 * 0.5).square() + 1.0).ln();
-        let mut step3 = 0;
-        while step3 < n {
-            h = (&h * x).softmax(-1);
-            step3 += 1;
+        for layer in named.values().rev() {
+            h = (h.matmul(&layer.w) + &layer.b).softmax(-1);
         }
-        &total + &h.reshape(&[8]).sin().sum()
+        total.clone() * 2.0 + (h.square() + 1.0).ln().sum()
     }
 }
 
 #[test]
 fn p004() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 4001);
+    let named = named(2, 2, 4002);
     let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 4003);
-    let v = Tensor::rand_normal(&[2], 0.0, 0.5, 4004);
-    check_variants!(mod p004; [x, w]; (&x, &w, &v, 1.55, 1.28, 2, false));
+    check_variants!(mod p004; [x, named, w]; (&x, &named, &w, 1.55, 1.28, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, exp, field, for, fresh-state-in-outer-loop, if-flag, iterator-adaptors, nested-for, plain-let, plain-only-if, plain-parens, reshape, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, exp, for, fresh-state-in-outer-loop, helper, if-flag, iterator-adaptors, map-of-layers, nested-for, plain-let, plain-only-if, plain-parens, reshape, sigmoid, sqrt, sum_axes, tanh, vec-field-loop-in-outer-loop.
 mod p005 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
-        net: &Net,
-        w: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
+        #[nodiff] w: &Tensor<f64>,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
@@ -346,47 +375,54 @@ mod p005 {
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a * 0.5 + b * 0.25;
-        let mut h = x.sin() + &net.b;
+        let mut h = x.sin() + v;
         let mut total = Tensor::scalar(0.0);
         let y2 = if flag {
             ((((s1 + a) * 0.5) / (h.square() + 1.0)) * 0.5).tanh().exp()
         } else {
-            h.matmul(w) + &net.b
+            h.matmul(w) + v
         };
         h = (&h * 0.5 + &y2 * 0.5).tanh();
         let mut acc3 = Tensor::scalar(0.0);
         for i in 0..n {
             let mut g4 = x * ((i as f64 + 1.0).ln() + 0.5);
-            for wl in net.ws.iter().skip(1) {
-                g4 = ((g4.matmul(wl) * 0.7) * 0.5).tanh().exp();
-                total = h.mean() + &total * 0.5;
-                for j in 0..n {
-                    h = (&h * a.cbrt()).tanh();
-                    total += (h.square() + 1.0).ln().sum();
-                    let mut scale5 = (j as f64 + 1.0).ln() + 0.5;
+            for layer in named.values().skip(1) {
+                g4 = (g4.matmul(&layer.w) + &layer.b).sigmoid();
+                if flag {
+                    let mut scale5 = (a * 2.0 - b).abs() + 0.1;
                     if flag {
-                        scale5 = ((j + 1) * k) as f64 * 0.2;
-                    } else {
-                        scale5 *= 0.5;
+                        scale5 = n as f64 * k as f64 * 0.1;
                     }
                     h = (&h * scale5).tanh();
+                } else {
+                    total += soft_norm(&h, 1.0 / (1.0 + (a * b).sqrt()));
+                }
+                for _ in 0..n {
+                    h = (&h * (1.0 / (1.0 + (a * b).sqrt()))).tanh();
                     total = &total + &h.reshape(&[4, 3]).matmul(x).mean();
+                    total = &total + &h.sum_axes(&[0], false).square().mean();
+                    h += (((&h / ((n * k) as f64).sqrt()).square() + 0.5).sqrt() - 0.5) * 0.5;
+                    h = h.tanh();
                 }
             }
-            acc3 -= g4.sum() * 0.5;
-            h = (&h + &g4).tanh();
+            acc3 += g4.mean();
         }
-        total = &total + &acc3;
-        h.exp().mean().ln() + &total
+        total += acc3 * 0.5;
+        if !flag {
+            return &total + &h.exp().mean().ln();
+        }
+        total = total + h.reshape(&[4, 3]).matmul(x).mean() * 0.3;
+        total.clone() * s1 + (h.square().sum() + 1.0).sqrt()
     }
 }
 
 #[test]
 fn p005() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 5001);
-    let net = net(4, 2, 5002);
+    let named = named(4, 2, 5002);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 5003);
-    check_variants!(mod p005; [net, w]; (&x, &net, &w, 1.14, 1.75, 4, 1, false));
+    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 5004);
+    check_variants!(mod p005; [named, v]; (&x, &named, &w, &v, 1.25, 1.14, 4, 1, false));
 }
 
 /// Uses: accumulate, compound-assign, field, ln, local-vec-push, match, sin, tanh, vec-field-loop.
@@ -569,7 +605,7 @@ fn p009() {
     check_variants!(mod p009; [w, v]; (&x, &w, &v, 0.67, 1.26, 3, 2, false));
 }
 
-/// Uses: field, iterator-adaptors, plain-let, sqrt, tanh, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, early-return, exp, field, iterator-adaptors, plain-let, sqrt, tanh, trait, vec-field-loop, while.
 mod p010 {
     use super::*;
 
@@ -580,10 +616,11 @@ mod p010 {
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a * b;
         let mut h = x.matmul(&stack.layers[0].w);
-        let total = Tensor::<f64>::zeros(&[]);
+        let mut total = Tensor::<f64>::zeros(&[]);
         let mut step2 = 0;
         while step2 < n {
             h = ((&h / (stack.gain.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
@@ -593,10 +630,14 @@ mod p010 {
             h = (h.matmul(&part[0].w) + &part[part.len() - 1].b).tanh();
         }
         for layer in stack.layers.iter().step_by(2) {
-            h = (h.matmul(&layer.w) + &layer.b).tanh();
+            h = ((layer.apply(&h) * b.ln().abs()) * 0.5).tanh().exp();
         }
+        if !flag {
+            return (h.square().sum() + 1.0).sqrt() + &total;
+        }
+        total += h.mean();
         h = (&h * s1).tanh();
-        total.clone() * 1.5 + h.square().mean()
+        &total + &h.sum()
     }
 }
 
@@ -604,67 +645,57 @@ mod p010 {
 fn p010() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 10001);
     let stack = stack(3, 2, 10002);
-    check_variants!(mod p010; [stack]; (&x, &stack, 1.29, 1.05, 3));
+    check_variants!(mod p010; [stack]; (&x, &stack, 1.29, 1.05, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, match, plain-let, sin, softmax, sqrt, sum_axes, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, early-return, helper, iterator-adaptors, late-let, map-of-layers, plain-let, plain-only-if, sin, sqrt, sum_axes, tanh, vec-field-loop.
 mod p011 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        net: &Net,
-        w: &Tensor<f64>,
-        v: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let s1 = b;
-        let mut h = x.tanh();
-        let mut total = h.sum() * 0.0;
-        let y2 = if flag {
-            h.matmul(&net.ws[0]).sin()
+        let s1 = a.ln().abs() + 0.5;
+        let mut h = x.matmul(&named["l0"].w);
+        let mut total = Tensor::<f64>::zeros(&[]);
+        let y2;
+        if flag {
+            y2 = (&h / a.sqrt()).tanh();
         } else {
-            h.matmul(&net.ws[0]) + v
-        };
-        h = (&h * 0.5 + &y2 * 0.5).softmax(-1);
-        match n {
-            1 => {
-                h = ((&h * s1).square() + 0.5).sqrt() - 0.5;
-            }
-            2 | 3 => {
-                total -= soft_norm(&h, s1 * a + 0.1) * 0.5;
-                h = scaled_softmax(&h, a.ln().abs() + 0.5);
-            }
-            _ => {}
+            y2 = 2.0 - &h;
         }
-        h = ((h.matmul(w) + &net.b) * 0.5).tanh().exp();
-        let mut acc3 = Tensor::scalar(0.0);
-        for _ in 0..n {
-            let mut g4 = Tensor::full(&[3, 4], 0.5);
-            for wl in &net.ws {
-                g4 = (g4.matmul(wl) * b.exp()).sin();
-                total = &total + &h.mean();
-                h = (v * &h).sin();
+        h = ((&h * 0.5 + &y2 * 0.5).square() + 0.5).sqrt() - 0.5;
+        h = ((&h * b.ln().abs()).square() + 0.5).sqrt() - 0.5;
+        total = h.sum_axes(&[0], false).square().mean() + &total * 0.5;
+        for layer in named.values().take_while(|_| true).skip(1) {
+            h = (h.matmul(&layer.w) + &layer.b).sin();
+            let mut scale3 = s1;
+            if flag {
+                scale3 = a.sqrt();
+            } else {
+                scale3 *= 1.5;
             }
-            acc3 = g4.exp().mean().ln() + &acc3 * 0.5;
-            h = (&h + &g4).tanh();
+            h = (&h * scale3).tanh();
+            total = total + h.square().mean() * b;
         }
-        total = &total + &acc3;
-        total.clone() * b + h.sum_axes(&[0], false).square().mean()
+        if !flag {
+            return total.clone() * s1 + h.softmax(-1).ln().mean();
+        }
+        total += h.mean();
+        &total + &soft_norm(&h, a.cbrt())
     }
 }
 
 #[test]
 fn p011() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 11001);
-    let net = net(4, 2, 11002);
-    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 11003);
-    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 11004);
-    check_variants!(mod p011; [x, net, w, v]; (&x, &net, &w, &v, 1.96, 0.81, 1, true));
+    let named = named(4, 2, 11002);
+    check_variants!(mod p011; [x, named]; (&x, &named, 1.62, 0.64, true));
 }
 
 /// Uses: accumulate, compound-assign, counter-plain, exp, for, ln, match, plain-parens, sin, sum_axes.
@@ -817,42 +848,33 @@ fn p014() {
     check_variants!(mod p014; [x, net]; (&x, net.clone(), &v, 0.68, 1.4, 1));
 }
 
-/// Uses: accumulate, cast, iterator-adaptors, ln, plain-let, plain-only-if, reshape, vec-field-loop.
+/// Uses: ln, map-of-layers, tanh, trait, vec-field-loop.
 mod p015 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        stack: &Stack,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] k: usize,
-        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let s1 = k as f64 + a;
-        let s2 = s1 * a + 0.1;
-        let mut h = x.matmul(&stack.layers[0].w);
-        let mut total = Tensor::scalar(0.0);
-        let mut scale3 = a.sqrt() + b;
-        if flag {
-            scale3 = s1 * a + 0.1;
+        let mut h = x.matmul(&named["l0"].w);
+        let total = Tensor::<f64>::zeros(&[]);
+        h = (&h / b).tanh();
+        for layer in named.values() {
+            h = (layer.apply(&h) * 0.7).tanh();
+            h = ((&h - h.sum_axes(&[1], true) * 0.33).square() + 1.0).ln();
         }
-        total += h.mean() * scale3;
-        for layer in stack.layers.iter().chain(&stack.layers).skip(1) {
-            h = ((h.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
-            total = &total + &h.sum();
-        }
-        h = (&h * s2).tanh();
-        &total + &h.reshape(&[3, 3]).matmul(x).mean()
+        total.clone() * a.sqrt() + h.sum()
     }
 }
 
 #[test]
 fn p015() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 15001);
-    let stack = stack(3, 2, 15002);
-    check_variants!(mod p015; [x, stack]; (&x, &stack, 0.64, 1.79, 2, true));
+    let named = named(3, 2, 15002);
+    check_variants!(mod p015; [x, named]; (&x, &named, 1.59, 0.72));
 }
 
 /// Uses: accumulate, compound-assign, exp, if-flag, late-let, ln, match, plain-let, reshape, sin, sqrt.
@@ -1159,65 +1181,50 @@ fn p021() {
     check_variants!(mod p021; [x, stack]; (&x, &stack, 1.35, 1.67, false));
 }
 
-/// Uses: accumulate, compound-assign, exp, for, helper, if-flag, local-vec-push, match-counter, sigmoid, sin, softmax, sum_axes, while.
+/// Uses: compound-assign, field, helper, iterator-adaptors, local-vec-push, map-of-layers, plain-let, softmax, tanh, vec-field-loop, while.
 mod p022 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        w: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let mut h = x * v;
+        let s1 = a.cbrt();
+        let mut h = x.sin() + v;
         let mut total = h.sum() * 0.0;
-        total = h.sum_axes(&[0], false).square().mean() + &total * 0.5;
-        for i in 0..n {
-            match i % 3 {
-                0 => {
-                    h = scaled_softmax(&h, a.sqrt());
-                }
-                1 => h = (h.matmul(w) + v).sin(),
-                _ => {
-                    total += h.exp().mean().ln();
-                }
-            }
-            let y1 = if flag {
-                (&h * x).softmax(-1)
-            } else {
-                &h - h.sum_axes(&[1], true) * 0.25
-            };
-            h = (&h * 0.5 + &y1 * 0.5).sigmoid();
-            let mut step2 = 0;
-            while step2 < n {
-                h = ((&h - x) * 0.5).tanh().exp();
-                step2 += 1;
-            }
-            total = total + (h.square() + 1.0).ln().sum() * b;
-        }
-        let mut saved3 = Vec::new();
+        let mut saved2 = Vec::new();
         for _ in 0..2 {
-            h = (&h * a.sqrt()).softmax(-1);
-            saved3.push(h.clone());
+            h = (h.matmul(&named["l0"].w) + &named["l1"].b).tanh();
+            saved2.push(h.clone());
         }
-        for s in &saved3 {
-            total = &total + &s.sum_axes(&[0], false).square().mean();
+        for s in &saved2 {
+            total = &total + &soft_norm(s, a.sqrt() + b);
         }
-        h = (&h * x).sin();
-        total.clone() * 1.5 + soft_norm(&h, a.sqrt())
+        for layer in named.values().chain(named.values()).skip(1) {
+            h = (h.matmul(&layer.w) + &layer.b).softmax(-1);
+            let mut step3 = 0;
+            while step3 < n {
+                h += (&h / (named["l1"].b.square() + 1.0)).tanh() * 0.5;
+                h = h.tanh();
+                step3 += 1;
+            }
+        }
+        h = (&h * s1).tanh();
+        total.clone() * 0.7 + h.mean()
     }
 }
 
 #[test]
 fn p022() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 22001);
-    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 22003);
+    let named = named(4, 2, 22002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 22004);
-    check_variants!(mod p022; [x, w, v]; (&x, &w, &v, 0.82, 0.87, 3, true));
+    check_variants!(mod p022; [x, named, v]; (&x, &named, &v, 1.59, 0.59, 4));
 }
 
 /// Uses: cast, exp, helper, ln, local-vec-push, match, plain-let, reshape, sigmoid, sin.
@@ -1561,7 +1568,7 @@ fn p029() {
     check_variants!(mod p029; [x, net, v]; (&x, &net, &v, 1.76, 3, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, early-return, field, helper, late-let, ln, plain-let, plain-parens, reshape, sqrt, sum_axes, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, field, late-let, ln, plain-let, reshape, sqrt, tanh, vec-field-loop.
 mod p030 {
     use super::*;
 
@@ -1569,6 +1576,7 @@ mod p030 {
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
         stack: &Stack,
+        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
@@ -1592,13 +1600,11 @@ mod p030 {
         }
         h = ((&h * 0.5 + &y3 * 0.5).square() + 0.5).sqrt() - 0.5;
         for layer in &stack.layers {
-            h = ((h.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
+            h = (h.matmul(&layer.w) + &layer.b).tanh();
+            total -= h.reshape(&[6]).sin().sum() * 0.5;
+            total = total + (h.square().sum() + 1.0).sqrt() * b.exp();
         }
-        if !flag {
-            return h.sum_axes(&[0], false).square().mean() + &total;
-        }
-        total -= h.reshape(&[6]).sin().sum() * 0.5;
-        &total + &soft_norm(&h, ((n + 1) as f64).ln())
+        h.exp().mean().ln() + &total
     }
 }
 
@@ -1606,7 +1612,7 @@ mod p030 {
 fn p030() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 30001);
     let stack = stack(3, 2, 30002);
-    check_variants!(mod p030; [stack]; (&x, &stack, 3, 3, true));
+    check_variants!(mod p030; [stack]; (&x, &stack, 1.66, 3, 3, true));
 }
 
 /// Uses: cast, exp, late-let, plain-only-if, plain-parens, sigmoid, sum_axes, tanh.
@@ -1652,7 +1658,7 @@ fn p031() {
     check_variants!(mod p031; [x, w, v]; (&x, &w, &v, 0.95, 0.91, 4, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, for, fresh-state-in-outer-loop, helper, if-flag, iterator-adaptors, match, plain-let, plain-parens, sin, softmax, sqrt, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, field, for, fresh-state-in-outer-loop, helper, if-flag, iterator-adaptors, plain-let, plain-parens, sin, softmax, sqrt, tanh, trait, vec-field-loop-in-outer-loop.
 mod p032 {
     use super::*;
 
@@ -1664,6 +1670,7 @@ mod p032 {
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = b;
@@ -1679,13 +1686,13 @@ mod p032 {
         for i in 0..n {
             let mut g4 = x.clone();
             for layer in stack.layers.iter().skip(1) {
-                g4 = (g4.matmul(&layer.w) + &layer.b).tanh();
-                let y5 = match n % 3 {
-                    0 => (&h / (v.square() + 1.0)).softmax(-1),
-                    1 => ((&h + &stack.gain).square() + 0.5).sqrt() - 0.5,
-                    _ => &h / ((i as f64 + 1.0).ln() + 0.5),
+                g4 = (through(layer, &g4) * (((i + 1) * k) as f64 * 0.2)).softmax(-1);
+                let y5 = if flag {
+                    ((0.5 - &h).square() + 0.5).sqrt() - 0.5
+                } else {
+                    &h * 2.0
                 };
-                h = (y5 * 0.5).tanh();
+                h = (&h * 0.5 + &y5 * 0.5).softmax(-1);
             }
             acc3 -= (g4.square().sum() + 1.0).sqrt() * 0.5;
         }
@@ -1700,10 +1707,10 @@ fn p032() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 32001);
     let stack = stack(3, 2, 32002);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 32004);
-    check_variants!(mod p032; [x, stack, v]; (&x, &stack, &v, 1.48, 1.14, 4, false));
+    check_variants!(mod p032; [x, stack, v]; (&x, &stack, &v, 1.48, 1.14, 4, 3, false));
 }
 
-/// Uses: accumulate, compound-assign, field, for, fresh-state-in-outer-loop, helper, iterator-adaptors, late-let, match-counter, nested-for, plain-let, sigmoid, sin, sqrt, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, exp, field, for, fresh-state-in-outer-loop, iterator-adaptors, late-let, plain-let, sigmoid, sin, vec-field-loop-in-outer-loop.
 mod p033 {
     use super::*;
 
@@ -1740,27 +1747,22 @@ mod p033 {
                 .filter(|(pos, _)| pos % 2 == 0)
                 .map(|(_, l)| l)
             {
-                g5 = ((g5.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
-                for j in 0..3 {
-                    match j % 3 {
-                        0 => {
-                            h = dense(&h, &stack.layers[0].w, &stack.gain);
-                        }
-                        1 => h = (&h - x).sin(),
-                        _ => {
-                            total -= h.exp().mean().ln() * 0.5;
-                        }
-                    }
-                    total -= h.mean() * 0.5;
+                g5 = ((g5.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
+                let y6;
+                if flag {
+                    y6 = (h.matmul(w) + &stack.gain).sin();
+                } else {
+                    y6 = &h * x;
                 }
+                h = (&h * 0.5 + &y6 * 0.5).sin();
             }
-            acc4 += g5.square().mean();
+            acc4 -= g5.square().mean() * 0.5;
             h = (&h + &g5).tanh();
         }
-        total += acc4 * 0.5;
+        total = &total + &acc4;
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        total.clone() * b.exp() + h.exp().mean().ln()
+        h.mean() + &total
     }
 }
 
@@ -1814,62 +1816,60 @@ fn p034() {
     check_variants!(mod p034; [w, v]; (&x, &w, &v, 0.68, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, field, for, if-counter, iterator-adaptors, late-let, ln, nested-for, plain-only-if, reshape, sigmoid, sin, softmax, vec-field-loop.
+/// Uses: accumulate, compound-assign, for, fresh-state-in-outer-loop, helper, iterator-adaptors, ln, map-of-layers, match, plain-only-if, plain-parens, sin, sqrt, tensor-by-value, vec-field-loop-in-outer-loop.
 mod p035 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        net: &Net,
+        named: &BTreeMap<String, Layer>,
+        w: &Tensor<f64>,
+        u: Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let mut h = x.tanh();
-        let mut total = Tensor::scalar(0.0);
-        for wl in net.ws.iter().rev() {
-            h = ((h.matmul(wl) + &net.b).square() + 1.0).ln();
-            for _ in 0..n {
-                let c1 = a.powi(2) + 0.1;
-                h = (&h * c1 + &net.b).tanh();
-                for j in 0..n {
-                    if j % 2 == 0 {
-                        h += ((a.cbrt() / (h.square() + 1.0)).square() + 1.0).ln() * 0.5;
-                        h = h.tanh();
-                    } else {
-                        total -= (h.square() + 1.0).ln().sum() * 0.5;
+        let mut h = x.matmul(w);
+        let mut total = h.sum() * 0.0;
+        let mut scale1 = a.cbrt();
+        if flag {
+            scale1 = (a * 2.0 - b).abs() + 0.1;
+        }
+        total += h.mean() * scale1;
+        let mut acc2 = Tensor::scalar(0.0);
+        for _ in 0..n {
+            let mut g3 = x.clone();
+            for layer in named.values().take(2) {
+                g3 = ((g3.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
+                match k {
+                    1 => {
+                        h = (h.matmul(&named["l0"].w).square() + 1.0).ln();
                     }
-                    let mut scale2 = b;
-                    if flag {
-                        scale2 = a.powi(2) + 0.1;
+                    2 | 3 => {
+                        total -= soft_norm(&h, (a / b).sqrt()) * 0.5;
+                        h = (&h - &u).sin();
                     }
-                    h = (&h * scale2).tanh();
-                    total = total + h.softmax(-1).ln().mean() * 0.5;
+                    _ => {}
                 }
             }
-            h += (&h * b).sigmoid() * 0.5;
-            h = h.tanh();
+            acc2 = &acc2 + &g3.mean();
+            h = (&h + &g3).tanh();
         }
-        total = &total + &h.reshape(&[3, 2]).matmul(x).mean();
-        let y3;
-        if flag {
-            y3 = (h.matmul(&net.ws[0]) + &net.b).sin();
-        } else {
-            y3 = &h * b;
-        }
-        h = ((&h * 0.5 + &y3 * 0.5).square() + 1.0).ln();
-        h = (&h * 0.9).softmax(-1);
-        h.exp().mean().ln() + &total
+        total = &total + &acc2;
+        &total + &h.mean()
     }
 }
 
 #[test]
 fn p035() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 35001);
-    let net = net(3, 2, 35002);
-    check_variants!(mod p035; [x, net]; (&x, &net, 1.2, 0.89, 2, true));
+    let named = named(3, 2, 35002);
+    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 35003);
+    let u = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 35005);
+    check_variants!(mod p035; [x, named, w, u]; (&x, &named, &w, u.clone(), 0.66, 1.96, 3, 3, true));
 }
 
 /// Uses: accumulate, cast, if-flag, local-vec-push, plain-let, plain-only-if, plain-parens, reshape, sigmoid, softmax, sqrt.
@@ -2110,12 +2110,19 @@ fn p041() {
     check_variants!(mod p041; [net]; (&x, &net));
 }
 
-/// Uses: accumulate, compound-assign, for, fresh-state-in-outer-loop, if-counter, iterator-adaptors, sin, sum_axes, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, for, fresh-state-in-outer-loop, if-counter, iterator-adaptors, plain-only-if, sigmoid, sin, sum_axes, vec-field-loop-in-outer-loop.
 mod p042 {
     use super::*;
 
     #[differentiable]
-    pub fn f(x: &Tensor<f64>, stack: &Stack, #[nodiff] b: f64, #[nodiff] n: usize) -> Tensor<f64> {
+    pub fn f(
+        x: &Tensor<f64>,
+        stack: &Stack,
+        #[nodiff] a: f64,
+        #[nodiff] b: f64,
+        #[nodiff] n: usize,
+        #[nodiff] flag: bool,
+    ) -> Tensor<f64> {
         let mut h = x.clone();
         let mut total = Tensor::scalar(0.0);
         for i in 0..n {
@@ -2130,12 +2137,21 @@ mod p042 {
         for i in 0..n {
             let mut g2 = Tensor::full(&[3, 4], i as f64 * 0.25 + 0.1);
             for layer in stack.layers.iter().step_by(2) {
-                g2 = (g2.matmul(&layer.w) + &layer.b).tanh();
+                g2 = (g2.matmul(&layer.w) + &layer.b).sigmoid();
+                let mut scale3 = b.ln().abs();
+                if flag {
+                    scale3 = i as f64 * b + a;
+                } else {
+                    scale3 *= 0.5;
+                }
+                total += h.mean() * scale3;
+                total = &total + &h.exp().mean().ln();
             }
-            acc1 = acc1 + g2.sum() * 2.0;
+            acc1 = acc1 + g2.sum_axes(&[0], false).square().mean() * 0.5;
+            h = (&h + &g2).tanh();
         }
         total += acc1 * 0.5;
-        &total + &h.sum()
+        &total + &(h.square() + 1.0).ln().sum()
     }
 }
 
@@ -2143,7 +2159,7 @@ mod p042 {
 fn p042() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 42001);
     let stack = stack(4, 2, 42002);
-    check_variants!(mod p042; [x, stack]; (&x, &stack, 0.66, 4));
+    check_variants!(mod p042; [x, stack]; (&x, &stack, 1.29, 0.66, 4, false));
 }
 
 /// Uses: if-flag, local-vec-push, sqrt, structure-by-value, sum_axes, tanh, vec-field-loop.
@@ -2176,7 +2192,7 @@ fn p043() {
     check_variants!(mod p043; [x, stack]; (&x, stack.clone(), false));
 }
 
-/// Uses: accumulate, cast, counter-plain, exp, field, for, match, reshape, softmax, sqrt, tanh, vec-field-loop.
+/// Uses: accumulate, compound-assign, counter-plain, exp, for, fresh-state-in-outer-loop, helper, iterator-adaptors, late-let, match, reshape, sin, softmax, sqrt, sum_axes, tanh, trait, vec-field-loop, vec-field-loop-in-outer-loop.
 mod p044 {
     use super::*;
 
@@ -2184,41 +2200,47 @@ mod p044 {
     pub fn f(
         x: &Tensor<f64>,
         stack: &Stack,
-        w: &Tensor<f64>,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
+        #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.tanh();
         let mut total = Tensor::<f64>::zeros(&[]);
         h = ((&h * a.sqrt()).square() + 0.5).sqrt() - 0.5;
         for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).tanh();
-        }
-        match n {
-            1 => {
-                h = (&h - x).tanh();
+            h = ((through(layer, &h) * 0.9) * 0.5).tanh().exp();
+            for _ in 0..n {
+                let c1 = b.ln().abs();
+                h = (&h * c1 + &layer.b).tanh();
+                let mut g2 = x * a;
+                for layer in stack.layers.iter().skip(1) {
+                    g2 = (g2.matmul(&layer.w) + &layer.b).softmax(-1);
+                }
+                total -= g2.square().mean() * 0.5;
+                let y3;
+                if flag {
+                    y3 = ((a / (h.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
+                } else {
+                    y3 = &h / (v.square() + 1.0);
+                }
+                h = (&h * 0.5 + &y3 * 0.5).sin();
             }
-            2 | 3 => {
-                total = h.exp().mean().ln() + &total * 0.5;
-                h = ((a.sqrt() / (h.square() + 1.0)) * 0.5).tanh().exp();
-            }
-            _ => {}
-        }
-        for i in 0..n {
-            let c1 = i as f64 * 0.25 + 0.5;
-            h = (&h * c1 + &stack.gain).tanh();
             match n % 3 {
                 1 => {
-                    h = h.matmul(w).tanh();
+                    h = ((0.5 - &h) * 0.5).tanh().exp();
                 }
                 2 | 3 => {
-                    total = h.reshape(&[6]).sin().sum() + &total * 0.5;
-                    h = (&h * a.cbrt()).softmax(-1);
+                    total = total + h.sum_axes(&[0], false).square().mean() * b;
+                    h = (a / (h.square() + 1.0)).tanh();
                 }
                 _ => {}
             }
         }
-        h.exp().mean().ln() + &total
+        total = &total + &h.reshape(&[6]).sin().sum();
+        total = &total + &h.sum_axes(&[0], false).square().mean();
+        soft_norm(&h, b.ln().abs()) + &total
     }
 }
 
@@ -2226,8 +2248,8 @@ mod p044 {
 fn p044() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 44001);
     let stack = stack(3, 3, 44002);
-    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 44003);
-    check_variants!(mod p044; [x, stack, w]; (&x, &stack, &w, 1.65, 3));
+    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 44004);
+    check_variants!(mod p044; [x, stack, v]; (&x, &stack, &v, 1.65, 1.37, 3, true));
 }
 
 /// Uses: accumulate, cast, for, fresh-state-in-outer-loop, helper, iterator-adaptors, late-let, ln, plain-let, plain-only-if, tanh, vec-field-loop-in-outer-loop.
@@ -2282,7 +2304,7 @@ fn p045() {
     check_variants!(mod p045; [x, net]; (&x, &net, 1.26, 1.61, 4, false));
 }
 
-/// Uses: accumulate, compound-assign, early-return, iterator-adaptors, plain-let, plain-parens, sigmoid, softmax, sum_axes, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, helper, iterator-adaptors, plain-let, plain-only-if, plain-parens, sin, vec-field-loop.
 mod p046 {
     use super::*;
 
@@ -2292,27 +2314,24 @@ mod p046 {
         stack: &Stack,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = (a - b).abs() + 0.25;
         let mut h = x.clone();
         let mut total = Tensor::scalar(0.0);
         for layer in stack.layers.iter().step_by(2) {
-            h = (h.matmul(&layer.w) + &layer.b).sigmoid();
-            let mut step2 = 0;
-            while step2 < n {
-                h = (&layer.b * &h).softmax(-1);
-                step2 += 1;
+            h = (h.matmul(&layer.w) + &layer.b).sin();
+            total -= (h.square() + 1.0).ln().sum() * 0.5;
+            let mut scale2 = 1.0 / (1.0 + (a * b).sqrt());
+            if flag {
+                scale2 = (s1 + a) * 0.5;
+            } else {
+                scale2 *= 1.5;
             }
+            total += h.mean() * scale2;
         }
-        total = h.sum_axes(&[0], false).square().mean() + &total * 0.5;
-        if !flag {
-            return h.mean() + &total;
-        }
-        total += (h.square().sum() + 1.0).sqrt();
-        h = (&h * s1).tanh();
-        total.clone() * 0.7 + h.softmax(-1).ln().mean()
+        total = total + h.softmax(-1).ln().mean() * s1;
+        &total + &soft_norm(&h, b.exp() * 0.5)
     }
 }
 
@@ -2320,48 +2339,56 @@ mod p046 {
 fn p046() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 46001);
     let stack = stack(4, 2, 46002);
-    check_variants!(mod p046; [x, stack]; (&x, &stack, 0.84, 1.54, 2, true));
+    check_variants!(mod p046; [x, stack]; (&x, &stack, 0.84, 1.54, true));
 }
 
-/// Uses: accumulate, compound-assign, field, for, if-flag, ln, plain-let, reshape, softmax, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, field, for, helper, if-flag, ln, map-of-layers, plain-let, reshape, sqrt, sum_axes, vec-field-loop-in-outer-loop.
 mod p047 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        net: &Net,
+        named: &BTreeMap<String, Layer>,
+        #[nodiff] v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a * 0.5 + b * 0.25;
-        let mut h = x.sin() + &net.b;
+        let mut h = x.sin() + v;
         let mut total = h.sum() * 0.0;
         let y2 = if flag {
             ((&h * s1).square() + 1.0).ln()
         } else {
-            &h + &net.b
+            &h + &named["l1"].b
         };
         h = ((&h * 0.5 + &y2 * 0.5).square() + 1.0).ln();
         total += (h.square().sum() + 1.0).sqrt();
         total = h.reshape(&[4, 3]).matmul(x).mean() + &total * 0.9;
         for _ in 0..n {
-            for wl in &net.ws {
-                h = (h.matmul(wl) + &net.b).softmax(-1);
+            for layer in named.values() {
+                h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
+                total = total + h.sum_axes(&[0], false).square().mean() * a.cbrt();
+                if flag {
+                    total = &total + &(h.square().sum() + 1.0).sqrt();
+                } else {
+                    total = total + h.sum() * s1;
+                }
             }
-            total = &total + &h.mean();
+            total = total + soft_norm(&h, n as f64 * 0.5) * 0.9;
         }
-        total.clone() * s1 + h.sum()
+        soft_norm(&h, a.ln().abs() + 0.5) + &total
     }
 }
 
 #[test]
 fn p047() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 47001);
-    let net = net(4, 3, 47002);
-    check_variants!(mod p047; [x, net]; (&x, &net, 1.58, 1.65, 4, true));
+    let named = named(4, 2, 47002);
+    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 47004);
+    check_variants!(mod p047; [x, named]; (&x, &named, &v, 1.71, 1.86, 3, true));
 }
 
 /// Uses: accumulate, exp, field, helper, if-flag, iterator-adaptors, ln, plain-let, plain-only-if, plain-parens, sin, vec-field-loop.
@@ -2545,27 +2572,31 @@ fn p051() {
     check_variants!(mod p051; [x]; (&x, 1.27));
 }
 
-/// Uses: accumulate, field, helper, iterator-adaptors, ln, match, sin, sum_axes, vec-field-loop.
+/// Uses: accumulate, compound-assign, early-return, field, iterator-adaptors, ln, plain-parens, reshape, sum_axes, tanh, trait, vec-field-loop.
 mod p052 {
     use super::*;
 
     #[differentiable]
-    pub fn f(x: &Tensor<f64>, stack: &Stack, #[nodiff] a: f64, #[nodiff] k: usize) -> Tensor<f64> {
+    pub fn f(
+        x: &Tensor<f64>,
+        stack: &Stack,
+        #[nodiff] a: f64,
+        #[nodiff] b: f64,
+        #[nodiff] flag: bool,
+    ) -> Tensor<f64> {
         let mut h = x * &stack.gain;
         let mut total = h.sum() * 0.0;
         total = h.sum_axes(&[0], false).square().mean() + &total * 0.9;
         for layer in stack.layers.iter().chain(&stack.layers).skip(1) {
-            h = (h.matmul(&layer.w) + &layer.b).sin();
-            total = &total + &h.sum();
+            h = ((through(layer, &h) * ((a + b) * 0.5)).square() + 1.0).ln();
         }
-        let y1 = match k {
-            0 => ((2.0 * &h).square() + 1.0).ln(),
-            1 => h.matmul(&stack.layers[0].w).sin(),
-            _ => &h / a,
-        };
-        h = (y1 * 0.5).tanh();
-        h = repeat_dense(&h, &stack.layers[0].w, k);
-        &total + &soft_norm(&h, a)
+        total = h.reshape(&[6]).sin().sum() + &total * 0.5;
+        h = (1.0 - &h).tanh();
+        if !flag {
+            return total.clone() * 0.9 + h.softmax(-1).ln().mean();
+        }
+        total += h.mean();
+        (h.square().sum() + 1.0).sqrt() + &total
     }
 }
 
@@ -2573,52 +2604,45 @@ mod p052 {
 fn p052() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 52001);
     let stack = stack(3, 3, 52002);
-    check_variants!(mod p052; [x, stack]; (&x, &stack, 1.08, 1));
+    check_variants!(mod p052; [x, stack]; (&x, &stack, 1.08, 1.28, false));
 }
 
-/// Uses: exp, helper, late-let, ln, reshape, sin, while.
+/// Uses: accumulate, compound-assign, exp, field, if-flag, late-let, ln, map-of-layers, sin, structure-by-value, tanh, vec-field-loop.
 mod p053 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        w: &Tensor<f64>,
-        v: &Tensor<f64>,
+        named: BTreeMap<String, Layer>,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let mut h = x.matmul(w);
-        let total = Tensor::scalar(0.0);
+        let mut h = x.matmul(&named["l0"].w);
+        let mut total = Tensor::scalar(0.0);
         let y1;
         if flag {
-            y1 = ((h.matmul(w) + v).square() + 1.0).ln();
+            y1 = ((h.matmul(&named["l0"].w) + &named["l1"].b).square() + 1.0).ln();
         } else {
             y1 = 1.5 * &h;
         }
         h = (&h * 0.5 + &y1 * 0.5).sin();
         h = ((&h * b.ln().abs()) * 0.5).tanh().exp();
-        let mut step2 = 0;
-        while step2 < n {
-            h = dense(&h, w, v);
-            step2 += 1;
+        for layer in named.values() {
+            h = (h.matmul(&layer.w) + &layer.b).tanh();
         }
-        let mut step3 = 0;
-        while step3 < n {
-            h = ((&h / (v.square() + 1.0)) * 0.5).tanh().exp();
-            step3 += 1;
+        if flag {
+            total -= h.exp().mean().ln() * 0.5;
         }
-        h.reshape(&[4, 3]).matmul(x).mean() + &total
+        (h.square().sum() + 1.0).sqrt() + &total
     }
 }
 
 #[test]
 fn p053() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 53001);
-    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 53003);
-    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 53004);
-    check_variants!(mod p053; [x, w, v]; (&x, &w, &v, 0.69, 1, false));
+    let named = named(4, 3, 53002);
+    check_variants!(mod p053; [x, named]; (&x, named.clone(), 0.69, false));
 }
 
 /// Uses: accumulate, counter-plain, exp, field, for, helper, iterator-adaptors, nested-for, plain-let, tanh, vec-field-loop-in-outer-loop.
@@ -2914,7 +2938,7 @@ fn p059() {
     check_variants!(mod p059; [x, net]; (&x, net.clone(), 0.71, 1.19, true));
 }
 
-/// Uses: accumulate, compound-assign, if-flag, iterator-adaptors, reshape, tanh, vec-field-loop.
+/// Uses: accumulate, compound-assign, if-flag, iterator-adaptors, reshape, sin, vec-field-loop.
 mod p060 {
     use super::*;
 
@@ -2928,10 +2952,9 @@ mod p060 {
             total = h.reshape(&[8]).sin().sum() + &total * 0.5;
         }
         for layer in stack.layers.iter().take(2) {
-            h = (h.matmul(&layer.w) + &layer.b).tanh();
-            total += (h.square() + 1.0).ln().sum();
+            h = (h.matmul(&layer.w) + &layer.b).sin();
         }
-        h.reshape(&[2, 4]).matmul(x).mean() + &total
+        &total + &(h.square() + 1.0).ln().sum()
     }
 }
 
@@ -3006,38 +3029,45 @@ fn p061() {
     check_vector_variants!(mod p061; [net, u]; (&x, &net, &w, u.clone(), 0.91, 0.76, 3, 3, false));
 }
 
-/// Uses: if-flag, plain-let, sigmoid, softmax, sqrt.
+/// Uses: cast, field, iterator-adaptors, late-let, map-of-layers, plain-let, plain-parens, sin, softmax, sqrt, vec-field-loop.
 mod p062 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
-        v: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] a: f64,
+        #[nodiff] b: f64,
+        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let s1 = a.cbrt();
-        let mut h = x.sin() + v;
-        let total = h.sum() * 0.0;
-        let y2 = if flag { (&h * x).sigmoid() } else { &h * 0.3 };
-        h = (&h * 0.5 + &y2 * 0.5).sigmoid();
-        let y3 = if flag {
-            ((&h * x).square() + 0.5).sqrt() - 0.5
+        let s1 = b.ln().abs();
+        let s2 = n as f64 * 0.5;
+        let mut h = x.sin() + &named["l1"].b;
+        let total = Tensor::<f64>::zeros(&[]);
+        let y3;
+        if flag {
+            y3 = ((1.0 - &h).square() + 0.5).sqrt() - 0.5;
         } else {
-            &h - x
-        };
-        h = (&h * 0.5 + &y3 * 0.5).softmax(-1);
+            y3 = &h * x;
+        }
+        h = ((&h * 0.5 + &y3 * 0.5).square() + 0.5).sqrt() - 0.5;
+        for layer in named.values().rev() {
+            h = (h.matmul(&layer.w) + &layer.b).softmax(-1);
+            h = ((1.0 / (1.0 + (a * b).sqrt())) / (h.square() + 1.0)).sin();
+        }
         h = (&h * s1).tanh();
-        total.clone() * a.sqrt() + (h.square().sum() + 1.0).sqrt()
+        h = (&h * s2).tanh();
+        total.clone() * 0.7 + h.exp().mean().ln()
     }
 }
 
 #[test]
 fn p062() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 62001);
-    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 62004);
-    check_variants!(mod p062; [v]; (&x, &v, 1.82, true));
+    let named = named(4, 2, 62002);
+    check_variants!(mod p062; [named]; (&x, &named, 1.6, 0.83, 2, true));
 }
 
 /// Uses: accumulate, cast, field, for, fresh-state-in-outer-loop, iterator-adaptors, ln, local-vec-push, plain-let, reshape, sigmoid, sin, softmax, vec-field-loop-in-outer-loop.
@@ -3136,15 +3166,14 @@ fn p064() {
     check_variants!(mod p064; [x, v]; (&x, &v, 1.12, 1.73, 4, 2));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, for, late-let, ln, match, match-counter, plain-let, plain-only-if, reshape, sigmoid, sin, softmax, sqrt, sum_axes, tanh, while.
+/// Uses: accumulate, cast, compound-assign, counter-plain, exp, field, for, iterator-adaptors, late-let, ln, map-of-layers, match, match-counter, plain-let, plain-only-if, reshape, sigmoid, sin, softmax, sqrt, tanh, vec-field-loop.
 mod p065 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        #[nodiff] w: &Tensor<f64>,
-        v: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
@@ -3152,22 +3181,22 @@ mod p065 {
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a;
-        let mut h = x * v;
+        let mut h = x * &named["l1"].b;
         let mut total = Tensor::scalar(0.0);
         let y2;
         if flag {
-            y2 = (&h / (v.square() + 1.0)).sin();
+            y2 = (&h / (named["l1"].b.square() + 1.0)).sin();
         } else {
-            y2 = h.matmul(w) + v;
+            y2 = h.matmul(&named["l0"].w) + &named["l1"].b;
         }
         h = (&h * 0.5 + &y2 * 0.5).sin();
         for i in 0..n {
             match i % 3 {
                 0 => {
-                    h += (&h / (v.square() + 1.0)).sin() * 0.5;
+                    h += (&h / (named["l1"].b.square() + 1.0)).sin() * 0.5;
                     h = h.tanh();
                 }
-                1 => h = (&h + v).tanh(),
+                1 => h = (&h + &named["l1"].b).tanh(),
                 _ => {
                     total = &total + &h.reshape(&[12]).sin().sum();
                 }
@@ -3180,7 +3209,7 @@ mod p065 {
             }
             h = (&h * scale3).tanh();
             let y4 = match k {
-                0 => (h.matmul(w).square() + 0.5).sqrt() - 0.5,
+                0 => (h.matmul(&named["l0"].w).square() + 0.5).sqrt() - 0.5,
                 1 => (&h - h.sum_axes(&[1], true) * 0.25).sigmoid(),
                 _ => &h * 1.5,
             };
@@ -3198,78 +3227,89 @@ mod p065 {
         }
         for i in 0..3 {
             let c5 = i as f64 * 0.25 + 0.5;
-            h = (&h * c5 + v).tanh();
-            h = (&h / (v.square() + 1.0)).softmax(-1);
+            h = (&h * c5 + &named["l1"].b).tanh();
+            h = (&h / (named["l1"].b.square() + 1.0)).softmax(-1);
             total = h.mean() + &total * 0.5;
         }
-        let mut step6 = 0;
-        while step6 < n {
-            h = (&h * a.sqrt()).sigmoid();
-            step6 += 1;
+        for layer in named.values().rev().skip(1) {
+            h = ((h.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
+            let mut scale6 = a.powi(2) + 0.1;
+            if flag {
+                scale6 = n as f64 * k as f64 * 0.1;
+            }
+            total += h.mean() * scale6;
         }
-        if !flag {
-            return h.softmax(-1).ln().mean() + &total;
-        }
-        total = total + h.sum_axes(&[0], false).square().mean() * s1;
-        total.clone() * s1 + h.sum_axes(&[0], false).square().mean()
+        h = (&h * s1).tanh();
+        h.square().mean() + &total
     }
 }
 
 #[test]
 fn p065() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 65001);
-    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 65003);
-    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 65004);
-    check_variants!(mod p065; [x, v]; (&x, &w, &v, 1.32, 1.16, 3, 1, true));
+    let named = named(4, 3, 65002);
+    check_variants!(mod p065; [x, named]; (&x, &named, 1.32, 1.16, 3, 1, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, if-flag, iterator-adaptors, ln, plain-let, plain-parens, reshape, sqrt, structure-by-value, tanh, vec-field-loop, vector-output.
+/// Uses: accumulate, cast, exp, field, for, fresh-state-in-outer-loop, late-let, map-of-layers, match, plain-let, plain-only-if, plain-parens, softmax, sqrt, tanh, vec-field-loop-in-outer-loop, vector-output.
 mod p066 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        stack: Stack,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let s1 = a / b;
-        let mut h = x.tanh();
+        let s1 = a;
+        let mut h = x.matmul(&named["l0"].w);
         let mut total = Tensor::<f64>::zeros(&[]);
-        total = &total + &(h.square() + 1.0).ln().sum();
-        total = total + h.reshape(&[2, 4]).matmul(x).mean() * s1;
-        for layer in stack.layers.iter().rev() {
-            h = (h.matmul(&layer.w) + &layer.b).tanh();
-            for i in 0..n {
-                let c2 = ((i + 1) * k) as f64 * 0.2;
-                h = (&h * c2 + &stack.gain).tanh();
-                let y3 = if flag {
-                    ((&stack.gain * &h).square() + 0.5).sqrt() - 0.5
-                } else {
-                    0.5 - &h
-                };
-                h = (&h * 0.5 + &y3 * 0.5).tanh();
+        let y2 = match n % 3 {
+            0 => (&h * ((a + b) * 0.5)).tanh(),
+            1 => (&h / (named["l1"].b.square() + 1.0)).softmax(-1),
+            _ => &h - x,
+        };
+        h = (y2 * 0.5).tanh();
+        let mut acc3 = Tensor::scalar(0.0);
+        for i in 0..n {
+            let mut g4 = Tensor::full(&[4, 2], i as f64 * 0.25 + 0.1);
+            for layer in named.values() {
+                g4 = ((g4.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
+                let y5;
                 if flag {
-                    total -= h.reshape(&[8]).sin().sum() * 0.5;
+                    y5 = ((((n + 1) as f64).ln() / (h.square() + 1.0)) * 0.5)
+                        .tanh()
+                        .exp();
+                } else {
+                    y5 = &h / (layer.b.square() + 1.0);
                 }
+                h = (&h * 0.5 + &y5 * 0.5).softmax(-1);
+                let mut scale6 = i as f64 * b + a;
+                if flag {
+                    scale6 = n as f64 * k as f64 * 0.1;
+                }
+                total += h.mean() * scale6;
             }
+            acc3 = g4.exp().mean().ln() + &acc3 * 0.5;
         }
-        ((&h + &stack.gain).square() + 1.0).ln() + &total
+        total += acc3 * 0.5;
+        h = (&h * s1).tanh();
+        (h.matmul(&named["l0"].w).square() + 0.5).sqrt() - 0.5 + &total
     }
 }
 
 #[test]
 fn p066() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 66001);
-    let stack = stack(2, 2, 66002);
-    check_vector_variants!(mod p066; [x, stack]; (&x, stack.clone(), 1.46, 1.55, 1, 2, false));
+    let named = named(2, 2, 66002);
+    check_vector_variants!(mod p066; [x, named]; (&x, &named, 1.9, 1.46, 3, 3, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, helper, late-let, local-vec-push, plain-let, reshape, sigmoid, sin, tanh, vec-field-loop.
+/// Uses: cast, field, helper, late-let, ln, local-vec-push, plain-let, sin, sum_axes, tanh, trait, vec-field-loop.
 mod p067 {
     use super::*;
 
@@ -3302,13 +3342,10 @@ mod p067 {
             total = &total + &soft_norm(s, a.powi(2) + 0.1);
         }
         for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).sigmoid();
-            total += h.square().mean();
-            total += h.reshape(&[8]).sin().sum();
+            h = ((layer.apply(&h) * s1).square() + 1.0).ln();
         }
-        h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        &total + &h.reshape(&[8]).sin().sum()
+        total.clone() * 0.7 + h.sum_axes(&[0], false).square().mean()
     }
 }
 
@@ -3514,28 +3551,41 @@ fn p071() {
     check_vector_variants!(mod p071; [x, net]; (&x, &net, 1.6, 3, 3));
 }
 
-/// Uses: accumulate, cast, compound-assign, ln, plain-let, plain-parens, reshape.
+/// Uses: accumulate, cast, compound-assign, early-return, field, for, fresh-state-in-outer-loop, helper, iterator-adaptors, ln, map-of-layers, plain-let, plain-parens, reshape, structure-by-value, tanh, trait, vec-field-loop-in-outer-loop.
 mod p072 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        #[nodiff] v: &Tensor<f64>,
+        named: BTreeMap<String, Layer>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = ((n * k) as f64).sqrt();
         let s2 = 1.0 / (1.0 + (a * b).sqrt());
-        let mut h = x * v;
+        let mut h = x * &named["l1"].b;
         let mut total = Tensor::scalar(0.0);
         total += h.mean();
-        h = ((v * &h).square() + 1.0).ln();
+        h = ((&named["l1"].b * &h).square() + 1.0).ln();
         total += h.reshape(&[3, 3]).matmul(x).mean();
-        total = h.sum() + &total * 0.5;
-        h = (&h * s1).tanh();
+        let mut acc3 = Tensor::scalar(0.0);
+        for _ in 0..n {
+            let mut g4 = x.clone();
+            for layer in named.values().rev().skip(1) {
+                g4 = (through(layer, &g4) * s1).tanh();
+            }
+            acc3 -= soft_norm(&g4, b.exp() * 0.5) * 0.5;
+            h = (&h + &g4).tanh();
+        }
+        total += acc3 * 0.5;
+        if !flag {
+            return &total + &h.mean();
+        }
+        total = total + h.mean() * ((a * 2.0 - b).abs() + 0.1);
         h = (&h * s2).tanh();
         &total + &h.sum()
     }
@@ -3544,11 +3594,11 @@ mod p072 {
 #[test]
 fn p072() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 72001);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 72004);
-    check_variants!(mod p072; [x]; (&x, &v, 1.22, 1.79, 3, 2));
+    let named = named(3, 2, 72002);
+    check_variants!(mod p072; [x, named]; (&x, named.clone(), 1.11, 1.86, 3, 3, false));
 }
 
-/// Uses: compound-assign, field, if-flag, iterator-adaptors, plain-let, sin, softmax, sqrt, tanh, vec-field-loop.
+/// Uses: field, if-flag, iterator-adaptors, plain-let, sin, softmax, sqrt, trait, vec-field-loop.
 mod p073 {
     use super::*;
 
@@ -3570,13 +3620,10 @@ mod p073 {
         };
         h = (&h * 0.5 + &y2 * 0.5).sin();
         for layer in stack.layers.iter().rev().skip(1) {
-            h = (h.matmul(&layer.w) + &layer.b).tanh();
-            h = (&h - h.sum_axes(&[1], true) * 0.33).softmax(-1);
-            h += (&h + &layer.b).sin() * 0.5;
-            h = h.tanh();
+            h = (layer.apply(&h) * 0.3).softmax(-1);
         }
         h = (&h * s1).tanh();
-        (h.square().sum() + 1.0).sqrt() + &total
+        total.clone() * 0.3 + (h.square() + 1.0).ln().sum()
     }
 }
 
@@ -3587,46 +3634,61 @@ fn p073() {
     check_variants!(mod p073; [x, stack]; (&x, &stack, 1.16, 1.08, true));
 }
 
-/// Uses: helper, local-vec-push, plain-only-if, reshape, sin, tanh.
+/// Uses: cast, exp, if-flag, iterator-adaptors, late-let, local-vec-push, map-of-layers, plain-let, plain-max-min, plain-parens, sigmoid, sin, tanh, vec-field-loop.
 mod p074 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
-        w: &Tensor<f64>,
-        #[nodiff] v: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let mut h = x.matmul(w);
+        let s1 = ((n * k) as f64).sqrt();
+        let s2 = a.max(b) - a.min(b) * 0.5;
+        let mut h = x.matmul(&named["l0"].w);
         let mut total = h.sum() * 0.0;
-        let mut saved1 = Vec::new();
+        h = (&h * ((a - b).abs() + 0.25)).tanh();
+        let mut saved3 = Vec::new();
         for _ in 0..2 {
-            h = (&h * 0.9).tanh();
-            saved1.push(h.clone());
+            h = (h.matmul(&named["l0"].w) * 0.5).tanh().exp();
+            saved3.push((h.square() + 1.0).ln().sum());
         }
-        for s in &saved1 {
-            total = &total + &s.mean();
+        for s in &saved3 {
+            total = &total + s;
         }
-        h = dense(&h, w, v);
-        h = (&h / b).sin();
-        let mut scale2 = a / b;
-        if flag {
-            scale2 = b.exp() * 0.5;
+        let y4 = if flag { (1.0 - &h).sin() } else { &h * x };
+        h = (&h * 0.5 + &y4 * 0.5).tanh();
+        for layer in named.values().skip(1) {
+            h = (h.matmul(&layer.w) + &layer.b).tanh();
+            let y5;
+            if flag {
+                y5 = (&h / s2).tanh();
+            } else {
+                y5 = &h / ((a + b) * 0.5);
+            }
+            h = (&h * 0.5 + &y5 * 0.5).sigmoid();
+            let y6 = if flag {
+                (a.sqrt() / (h.square() + 1.0)).tanh()
+            } else {
+                &h - x
+            };
+            h = ((&h * 0.5 + &y6 * 0.5) * 0.5).tanh().exp();
         }
-        h = (&h * scale2).tanh();
-        total.clone() * 0.7 + h.reshape(&[12]).sin().sum()
+        h = (&h * s1).tanh();
+        h.exp().mean().ln() + &total
     }
 }
 
 #[test]
 fn p074() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 74001);
-    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 74003);
-    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 74004);
-    check_variants!(mod p074; [w]; (&x, &w, &v, 1.82, 1.7, true));
+    let named = named(4, 2, 74002);
+    check_variants!(mod p074; [named]; (&x, &named, 1.22, 1.57, 3, 2, true));
 }
 
 /// Uses: accumulate, exp, field, for, fresh-state-in-outer-loop, helper, iterator-adaptors, match, plain-let, softmax, structure-by-value, tanh, vec-field-loop-in-outer-loop.
@@ -3719,14 +3781,15 @@ fn p076() {
     check_variants!(mod p076; [x, net]; (&x, &net, 1.72, 1, 3));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, exp, field, for, helper, if-flag, iterator-adaptors, ln, match, plain-only-if, plain-parens, reshape, sin, softmax, sqrt, structure-by-value, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, counter-plain, field, for, if-flag, iterator-adaptors, map-of-layers, plain-parens, reshape, sin, sqrt, trait, vec-field-loop-in-outer-loop.
 mod p077 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        stack: Stack,
+        named: &BTreeMap<String, Layer>,
+        w: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
@@ -3738,74 +3801,46 @@ mod p077 {
         let y1 = if flag {
             (&h / a).sin()
         } else {
-            h.matmul(&stack.layers[0].w) + &stack.gain
+            h.matmul(w) + &named["l1"].b
         };
         h = ((&h * 0.5 + &y1 * 0.5).square() + 0.5).sqrt() - 0.5;
         for i in 0..n {
             let c2 = 1.0 / (1.0 + (a * b).sqrt());
-            h = (&h * c2 + &stack.gain).tanh();
+            h = (&h * c2 + &named["l1"].b).tanh();
             total = total + h.reshape(&[12]).sin().sum() * (((i + 1) * k) as f64 * 0.2);
-            for layer in stack
-                .layers
-                .iter()
+            for layer in named
+                .values()
                 .enumerate()
                 .filter(|(pos, _)| pos % 2 == 0)
                 .map(|(_, l)| l)
             {
-                h = (h.matmul(&layer.w) + &layer.b).softmax(-1);
-                match k {
-                    1 => {
-                        h = (&h / b).sin();
-                    }
-                    2 | 3 => {
-                        total = &total + &h.mean();
-                        h = (&h - h.sum_axes(&[1], true) * 0.25).tanh();
-                    }
-                    _ => {}
-                }
-                let y3 = if flag {
-                    ((&h - x).square() + 1.0).ln()
-                } else {
-                    &h / (layer.b.square() + 1.0)
-                };
-                h = ((&h * 0.5 + &y3 * 0.5) * 0.5).tanh().exp();
+                h = ((through(layer, &h) * 0.3).square() + 0.5).sqrt() - 0.5;
             }
         }
-        for i in 0..2 {
-            let c4 = (b / (a + 1.0)).powi(2) + 0.5;
-            h = (&h * c4 + &stack.gain).tanh();
-            let mut scale5 = 1.0 / (i as f64 + 1.0);
-            if i % 2 == 1 {
-                scale5 = (b / (a + 1.0)).powi(2) + 0.5;
-            } else {
-                scale5 *= 0.5;
-            }
-            h = (&h * scale5).tanh();
-            total += soft_norm(&h, (a.ln() - b.ln()).exp());
-            h = (&h / (stack.gain.square() + 1.0)).tanh();
-        }
-        h.reshape(&[12]).sin().sum() + &total
+        total = &total + &h.mean();
+        h.mean() + &total
     }
 }
 
 #[test]
 fn p077() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 77001);
-    let stack = stack(4, 2, 77002);
-    check_variants!(mod p077; [x, stack]; (&x, stack.clone(), 1.16, 1.6, 3, 2, true));
+    let named = named(4, 2, 77002);
+    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 77003);
+    check_variants!(mod p077; [x, named, w]; (&x, &named, &w, 0.71, 1.91, 3, 2, true));
 }
 
-/// Uses: accumulate, compound-assign, if-flag, local-vec-push, plain-let, plain-parens, reshape, sin, tanh.
+/// Uses: accumulate, compound-assign, local-vec-push, match, plain-let, plain-parens, reshape, sigmoid, sin, sqrt, vec-field-loop.
 mod p078 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        v: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] flag: bool,
+        #[nodiff] n: usize,
     ) -> Tensor<f64> {
         let s1 = (a * 2.0 - b).abs() + 0.1;
         let s2 = b.exp();
@@ -3813,31 +3848,31 @@ mod p078 {
         let mut total = h.sum() * 0.0;
         total += h.reshape(&[6]).sin().sum();
         let mut saved3 = Vec::new();
-        for _ in 0..2 {
-            h = (&h + v).sin();
+        for layer in named.values() {
+            h = (h.matmul(&layer.w) + &layer.b).sigmoid();
             saved3.push(h.clone());
         }
         for s in &saved3 {
-            total = &total + &(s.square() + 1.0).ln().sum();
+            total = &total + &s.square().mean();
         }
         h = (&h + &saved3[0]).tanh();
-        let y4 = if flag {
-            (&h / (v.square() + 1.0)).tanh()
-        } else {
-            &h + v
+        let y4 = match n {
+            0 => (h.matmul(&named["l0"].w).square() + 0.5).sqrt() - 0.5,
+            1 => (&h - x).sin(),
+            _ => &h * ((a * 2.0 - b).abs() + 0.1),
         };
-        h = (&h * 0.5 + &y4 * 0.5).tanh();
+        h = (y4 * 0.5).tanh();
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        &total + &h.square().mean()
+        &total + &(h.square() + 1.0).ln().sum()
     }
 }
 
 #[test]
 fn p078() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 78001);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 78004);
-    check_variants!(mod p078; [x, v]; (&x, &v, 1.88, 1.43, false));
+    let named = named(3, 2, 78002);
+    check_variants!(mod p078; [x, named]; (&x, &named, 1.88, 1.43, 3));
 }
 
 /// Uses: late-let, local-vec-push, plain-let, reshape, sigmoid, softmax, sqrt, tanh.
@@ -4052,42 +4087,39 @@ fn p083() {
     check_variants!(mod p083; [x, net]; (&x, net.clone(), 3, true));
 }
 
-/// Uses: cast, if-flag, late-let, plain-let, plain-parens, sigmoid, tanh.
+/// Uses: cast, field, if-flag, iterator-adaptors, map-of-layers, plain-let, plain-parens, tanh, trait, vec-field-loop.
 mod p084 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
-        v: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = ((n * k) as f64).sqrt();
-        let mut h = x * v;
+        let mut h = x * &named["l1"].b;
         let total = Tensor::scalar(0.0);
         if flag {
-            h = (&h + v).tanh();
+            h = (&h + &named["l1"].b).tanh();
         } else {
             h = (&h * x).tanh();
         }
-        let y2;
-        if flag {
-            y2 = (((n * k) as f64).sqrt() / (h.square() + 1.0)).tanh();
-        } else {
-            y2 = &h * s1;
+        for layer in named.values().chain(named.values()).skip(1) {
+            h = (layer.apply(&h) * 0.5).tanh();
         }
-        h = (&h * 0.5 + &y2 * 0.5).sigmoid();
-        &total + &h.softmax(-1).ln().mean()
+        h = (&h * s1).tanh();
+        h.square().mean() + &total
     }
 }
 
 #[test]
 fn p084() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 84001);
-    let v = Tensor::rand_normal(&[2], 0.0, 0.5, 84004);
-    check_variants!(mod p084; [v]; (&x, &v, 1, 2, false));
+    let named = named(2, 2, 84002);
+    check_variants!(mod p084; [named]; (&x, &named, 1, 2, false));
 }
 
 /// Uses: accumulate, cast, field, helper, if-flag, iterator-adaptors, plain-let, plain-only-if, plain-parens, sin, sqrt, sum_axes, vec-field-loop.
@@ -4254,72 +4286,65 @@ fn p087() {
     check_variants!(mod p087; [net, w]; (&x, &net, &w, &v, 1.71, 1.84, 3, 3, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, early-return, helper, if-flag, local-vec-push, plain-let, sin, sum_axes, tanh, while.
+/// Uses: cast, exp, field, late-let, ln, local-vec-push, plain-let, softmax, vec-field-loop.
 mod p088 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        w: &Tensor<f64>,
-        #[nodiff] v: &Tensor<f64>,
-        #[nodiff] a: f64,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = n as f64 * k as f64 * 0.1;
-        let mut h = x.sin() + v;
+        let mut h = x.sin() + &named["l1"].b;
         let mut total = h.sum() * 0.0;
         let mut saved2 = Vec::new();
-        for _ in 0..2 {
-            h = (&h * a.sqrt()).tanh();
+        for layer in named.values() {
+            h = (h.matmul(&layer.w) + &layer.b).softmax(-1);
             saved2.push(h.clone());
         }
         for s in &saved2 {
             total = &total + &s.mean();
         }
-        let mut step3 = 0;
-        while step3 < n {
-            h = dense(&h, w, v);
-            step3 += 1;
-        }
-        let y4 = if flag {
-            (s1 / (h.square() + 1.0)).sin()
+        h = (&h + &saved2[0]).tanh();
+        h = ((&h * x).square() + 1.0).ln();
+        let y3;
+        if flag {
+            y3 = (h.matmul(&named["l0"].w) * 0.5).tanh().exp();
         } else {
-            h.matmul(w) + v
-        };
-        h = (&h * 0.5 + &y4 * 0.5).tanh();
-        if !flag {
-            return &total + &h.softmax(-1).ln().mean();
+            y3 = &h - h.sum_axes(&[1], true) * 0.33;
         }
-        total += h.sum_axes(&[0], false).square().mean();
-        total.clone() * a + h.sum_axes(&[0], false).square().mean()
+        h = ((&h * 0.5 + &y3 * 0.5).square() + 1.0).ln();
+        h = (&h * s1).tanh();
+        total.clone() * s1 + h.square().mean()
     }
 }
 
 #[test]
 fn p088() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 88001);
-    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 88003);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 88004);
-    check_variants!(mod p088; [x, w]; (&x, &w, &v, 1.23, 1, 3, false));
+    let named = named(3, 3, 88002);
+    check_variants!(mod p088; [x, named]; (&x, &named, 1, 3, false));
 }
 
-/// Uses: accumulate, late-let, plain-only-if, plain-parens, tanh.
+/// Uses: accumulate, cast, helper, iterator-adaptors, map-of-layers, plain-only-if, plain-parens, reshape, sqrt, tanh, trait, vec-field-loop, while.
 mod p089 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
-        w: &Tensor<f64>,
-        v: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let mut h = x.matmul(w);
+        let mut h = x.matmul(&named["l0"].w);
         let mut total = h.sum() * 0.0;
         let mut scale1 = (b / (a + 1.0)).powi(2) + 0.5;
         if flag {
@@ -4328,23 +4353,24 @@ mod p089 {
             scale1 *= 0.5;
         }
         total += h.mean() * scale1;
-        let y2;
-        if flag {
-            y2 = (&h / (v.square() + 1.0)).tanh();
-        } else {
-            y2 = &h - h.sum_axes(&[1], true) * 0.33;
+        for layer in named.values().rev() {
+            h = (layer.apply(&h) * ((n * k) as f64).sqrt()).tanh();
+            h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
+            let mut step2 = 0;
+            while step2 < n {
+                h = dense(&h, &named["l0"].w, &layer.b);
+                step2 += 1;
+            }
         }
-        h = (&h * 0.5 + &y2 * 0.5).tanh();
-        total.clone() * (a.ln() - b.ln()).exp() + h.sum()
+        h.reshape(&[3, 2]).matmul(x).mean() + &total
     }
 }
 
 #[test]
 fn p089() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 89001);
-    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 89003);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 89004);
-    check_variants!(mod p089; [w, v]; (&x, &w, &v, 1.69, 1.01, true));
+    let named = named(3, 2, 89002);
+    check_variants!(mod p089; [named]; (&x, &named, 1.69, 1.01, 1, 2, true));
 }
 
 /// Uses: accumulate, break, compound-assign, counter-plain, exp, for, if-counter, ln, match, nested-for, plain-let, reshape, sigmoid, softmax, tanh, vector-output, while.
@@ -4460,83 +4486,66 @@ fn p091() {
     check_variants!(mod p091; [x, net]; (&x, &net, &v, 0.77, 1.06, 3, 3, false));
 }
 
-/// Uses: accumulate, cast, for, helper, if-counter, match, plain-only-if, plain-parens, sin, sum_axes, tanh.
+/// Uses: accumulate, compound-assign, early-return, helper, if-flag, map-of-layers, plain-let, plain-parens, reshape, sin, structure-by-value, sum_axes, trait, vec-field-loop.
 mod p092 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        w: &Tensor<f64>,
-        v: &Tensor<f64>,
+        named: BTreeMap<String, Layer>,
+        #[nodiff] w: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
+        #[nodiff] k: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let mut h = x * v;
+        let s1 = (b / (a + 1.0)).powi(2) + 0.5;
+        let mut h = x.clone();
         let mut total = h.sum() * 0.0;
-        match n {
-            1 => {
-                h = scaled_softmax(&h, a.ln().abs() + 0.5);
-            }
-            2 | 3 => {
-                total = h.mean() + &total * 0.9;
-                h = dense(&h, w, v);
-            }
-            _ => {}
+        for layer in named.values() {
+            h = (through(layer, &h) * (a.ln() - b.ln()).exp()).sin();
         }
-        h = (h.matmul(w) + v).sin();
-        for i in 0..2 {
-            if i % 2 == 0 {
-                h = (a / (h.square() + 1.0)).tanh();
-            } else {
-                total = &total + &soft_norm(&h, a.sqrt() + b);
-            }
-            let mut scale1 = 1.0 / (i as f64 + 1.0);
-            if i % 2 == 1 {
-                scale1 = b.exp() * 0.5;
-            }
-            h = (&h * scale1).tanh();
+        if flag {
+            h = gated(&h, x);
+        } else {
+            total += h.softmax(-1).ln().mean();
         }
-        h.sum_axes(&[0], false).square().mean() + &total
+        if flag {
+            total = h.reshape(&[8]).sin().sum() + &total * 0.5;
+        }
+        h = repeat_dense(&h, w, k);
+        if !flag {
+            return total.clone() * s1 + h.reshape(&[8]).sin().sum();
+        }
+        total = h.sum_axes(&[0], false).square().mean() + &total * 0.5;
+        &total + &h.sum()
     }
 }
 
 #[test]
 fn p092() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 92001);
+    let named = named(4, 3, 92002);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 92003);
-    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 92004);
-    check_variants!(mod p092; [x, w, v]; (&x, &w, &v, 1.29, 1.94, 4));
+    check_variants!(mod p092; [x, named]; (&x, named.clone(), &w, 1.34, 1.76, 1, true));
 }
 
-/// Uses: accumulate, compound-assign, exp, field, if-flag, plain-let, reshape, sigmoid, softmax, sqrt, vec-field-loop.
+/// Uses: field, plain-let, sigmoid, softmax, vec-field-loop.
 mod p093 {
     use super::*;
 
     #[differentiable]
-    pub fn f(
-        x: &Tensor<f64>,
-        stack: &Stack,
-        #[nodiff] a: f64,
-        #[nodiff] b: f64,
-        #[nodiff] flag: bool,
-    ) -> Tensor<f64> {
+    pub fn f(x: &Tensor<f64>, stack: &Stack, #[nodiff] a: f64, #[nodiff] b: f64) -> Tensor<f64> {
         let s1 = a * 0.5 + b * 0.25;
         let mut h = x.clone();
-        let mut total = Tensor::scalar(0.0);
+        let total = Tensor::scalar(0.0);
         h = (&h / (stack.gain.square() + 1.0)).softmax(-1);
         for layer in &stack.layers {
             h = (h.matmul(&layer.w) + &layer.b).sigmoid();
-            total += h.square().mean();
-            let y2 = if flag {
-                ((&h * s1).square() + 0.5).sqrt() - 0.5
-            } else {
-                &h - x
-            };
-            h = ((&h * 0.5 + &y2 * 0.5) * 0.5).tanh().exp();
         }
-        &total + &h.reshape(&[8]).sin().sum()
+        h = (&h * s1).tanh();
+        h.square().mean() + &total
     }
 }
 
@@ -4544,7 +4553,7 @@ mod p093 {
 fn p093() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 93001);
     let stack = stack(2, 3, 93002);
-    check_variants!(mod p093; [x, stack]; (&x, &stack, 0.68, 1.47, false));
+    check_variants!(mod p093; [x, stack]; (&x, &stack, 0.68, 1.47));
 }
 
 /// Uses: accumulate, compound-assign, exp, if-flag, late-let, plain-let, reshape, tanh.
@@ -4846,51 +4855,50 @@ fn p099() {
     check_variants!(mod p099; [x, v]; (&x, &w, &v, 0.6, 2, 2, false));
 }
 
-/// Uses: cast, ln, local-vec-push, plain-let, tanh.
+/// Uses: cast, exp, field, iterator-adaptors, local-vec-push, map-of-layers, match, plain-let, plain-max-min, sigmoid, sqrt, tanh, vec-field-loop.
 mod p100 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
-        w: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
     ) -> Tensor<f64> {
-        let s1 = n as f64 * k as f64 * 0.1;
-        let s2 = a.sqrt() + b;
-        let mut h = x.matmul(w);
-        let mut total = Tensor::<f64>::zeros(&[]);
+        let s1 = a.max(b) - a.min(b) * 0.5;
+        let s2 = k as f64 + a;
+        let mut h = x * &named["l1"].b;
+        let mut total = Tensor::scalar(0.0);
         let mut saved3 = Vec::new();
         for _ in 0..2 {
-            h = (&h * a.sqrt()).tanh();
-            saved3.push(h.exp().mean().ln());
+            h = (&h + &named["l1"].b).sigmoid();
+            saved3.push(h.square().mean());
         }
         for s in &saved3 {
             total = &total + s;
         }
-        let mut saved4 = Vec::new();
-        for _ in 0..2 {
-            h = ((a / (h.square() + 1.0)).square() + 1.0).ln();
-            saved4.push(h.clone());
+        for layer in named.values().chain(named.values()).skip(1) {
+            h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
+            let y4 = match n % 3 {
+                0 => ((&h - x) * 0.5).tanh().exp(),
+                1 => (&h * s2).tanh(),
+                _ => &h / (layer.b.square() + 1.0),
+            };
+            h = (y4 * 0.5).tanh();
         }
-        for s in &saved4 {
-            total = &total + &s.exp().mean().ln();
-        }
-        h = (&h + &saved4[0]).tanh();
         h = (&h * s1).tanh();
-        h = (&h * s2).tanh();
-        total.clone() * s1 + h.softmax(-1).ln().mean()
+        &total + &h.exp().mean().ln()
     }
 }
 
 #[test]
 fn p100() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 100001);
-    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 100003);
-    check_variants!(mod p100; [w]; (&x, &w, 1.87, 1.84, 2, 1));
+    let named = named(3, 2, 100002);
+    check_variants!(mod p100; [named]; (&x, &named, 1.84, 0.85, 3, 3));
 }
 
 /// Uses: cast, counter-plain, for, if-flag, iterator-adaptors, plain-parens, sin, tanh, vec-field-loop.
@@ -4965,61 +4973,49 @@ fn p102() {
     check_variants!(mod p102; [x, net]; (&x, &net, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, helper, if-flag, ln, match, plain-max-min, plain-only-if, plain-parens, sigmoid, sqrt, tensor-by-value, vector-output.
+/// Uses: accumulate, compound-assign, exp, field, iterator-adaptors, late-let, ln, map-of-layers, sigmoid, softmax, vec-field-loop, vector-output, while.
 mod p103 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
         v: &Tensor<f64>,
-        u: Tensor<f64>,
-        #[nodiff] a: f64,
-        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let mut h = x * v;
+        let mut h = x.sin() + v;
         let mut total = h.sum() * 0.0;
-        total = total + h.square().mean() * a.sqrt();
-        match n {
-            1 => {
-                h = ((&h + v).square() + 1.0).ln();
-            }
-            2 | 3 => {
-                total -= h.exp().mean().ln() * 0.5;
-                h = gated(&h, &u);
-            }
-            _ => {}
+        total += h.exp().mean().ln();
+        let mut step1 = 0;
+        while step1 < n {
+            h = ((&h * x) * 0.5).tanh().exp();
+            step1 += 1;
         }
-        if flag {
-            total = &total + &(h.square() + 1.0).ln().sum();
-        } else {
-            let mut scale1 = a.max(b) - a.min(b) * 0.5;
+        for layer in named.values().take(2) {
+            h = ((h.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
+            let y2;
             if flag {
-                scale1 = (a * 2.0 - b).abs() + 0.1;
+                y2 = h.matmul(&named["l0"].w).sigmoid();
             } else {
-                scale1 *= 2.0;
+                y2 = &h / (named["l1"].b.square() + 1.0);
             }
-            h = (&h * scale1).tanh();
+            h = (&h * 0.5 + &y2 * 0.5).softmax(-1);
         }
-        if flag {
-            h += (((&h / b.ln().abs()).square() + 0.5).sqrt() - 0.5) * 0.5;
-            h = h.tanh();
-        }
-        (1.0 - &h).sigmoid() + &total
+        (h.matmul(&named["l0"].w) + &named["l1"].b).softmax(-1) + &total
     }
 }
 
 #[test]
 fn p103() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 103001);
+    let named = named(4, 2, 103002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 103004);
-    let u = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 103005);
-    check_vector_variants!(mod p103; [x, v, u]; (&x, &v, u.clone(), 1.85, 1.5, 4, false));
+    check_vector_variants!(mod p103; [x, named, v]; (&x, &named, &v, 3, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, early-return, helper, if-flag, iterator-adaptors, reshape, sin, softmax, tanh, vec-field-loop, while.
+/// Uses: if-flag, iterator-adaptors, sin, tanh, trait, vec-field-loop.
 mod p104 {
     use super::*;
 
@@ -5030,33 +5026,16 @@ mod p104 {
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
-        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x * v;
-        let mut total = h.sum() * 0.0;
+        let total = h.sum() * 0.0;
         let y1 = if flag { (&h * a.sqrt()).tanh() } else { &h - x };
         h = (&h * 0.5 + &y1 * 0.5).sin();
         for layer in stack.layers.iter().skip(1) {
-            h = (h.matmul(&layer.w) + &layer.b).softmax(-1);
-            let y2 = if flag {
-                (b * &h).tanh()
-            } else {
-                &h * b.ln().abs()
-            };
-            h = (&h * 0.5 + &y2 * 0.5).sin();
-            let mut step3 = 0;
-            while step3 < n {
-                h = gated(&h, x);
-                step3 += 1;
-            }
+            h = (layer.apply(&h) * b).tanh();
         }
-        if !flag {
-            return h.reshape(&[6]).sin().sum() + &total;
-        }
-        total -= h.exp().mean().ln() * 0.5;
-        &total + &soft_norm(&h, n as f64 * k as f64 * 0.1)
+        h.softmax(-1).ln().mean() + &total
     }
 }
 
@@ -5065,91 +5044,100 @@ fn p104() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 104001);
     let stack = stack(3, 3, 104002);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 104004);
-    check_variants!(mod p104; [x, stack, v]; (&x, &stack, &v, 1.49, 1.86, 3, 2, true));
+    check_variants!(mod p104; [x, stack, v]; (&x, &stack, &v, 1.49, 1.86, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, ln, plain-let, reshape, sin, sqrt, structure-by-value, tanh, vec-field-loop, vector-output.
+/// Uses: accumulate, cast, compound-assign, field, iterator-adaptors, ln, map-of-layers, plain-let, plain-only-if, sin, softmax, sqrt, tanh, vec-field-loop, vector-output, while.
 mod p105 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
-        stack: Stack,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] a: f64,
+        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = n as f64 * k as f64 * 0.1;
         let s2 = a.cbrt();
-        let mut h = x * &stack.gain;
+        let mut h = x * &named["l1"].b;
         let mut total = Tensor::scalar(0.0);
         total -= h.mean() * 0.5;
-        for layer in &stack.layers {
-            h = ((h.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
-        }
-        for layer in &stack.layers {
+        for layer in named.values() {
             h = (h.matmul(&layer.w) + &layer.b).tanh();
-            total = (h.square().sum() + 1.0).sqrt() + &total * 0.9;
+            h = (1.5 * &h).softmax(-1);
+            total = total + (h.square() + 1.0).ln().sum() * a.cbrt();
         }
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).sin();
-            total = &total + &h.reshape(&[4, 2]).matmul(x).mean();
+        let mut scale3 = b.exp();
+        if flag {
+            scale3 = a.cbrt();
+        }
+        h = (&h * scale3).tanh();
+        for layer in named.values().step_by(2) {
+            h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
+            let mut step4 = 0;
+            while step4 < n {
+                h += (&h * s2).sin() * 0.5;
+                h = h.tanh();
+                step4 += 1;
+            }
         }
         h = (&h * s1).tanh();
-        h = (&h * s2).tanh();
-        ((&stack.gain * &h).square() + 0.5).sqrt() - 0.5 + &total
+        ((&h - x).square() + 1.0).ln() + &total
     }
 }
 
 #[test]
 fn p105() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 105001);
-    let stack = stack(4, 3, 105002);
-    check_vector_variants!(mod p105; [stack]; (&x, stack.clone(), 0.5, 1, 3));
+    let named = named(4, 3, 105002);
+    check_vector_variants!(mod p105; [named]; (&x, &named, 0.5, 1.75, 1, 3, true));
 }
 
-/// Uses: accumulate, cast, early-return, match, plain-let, plain-only-if, sigmoid, sin.
+/// Uses: accumulate, cast, compound-assign, early-return, for, iterator-adaptors, map-of-layers, plain-let, reshape, sin, vec-field-loop-in-outer-loop, while.
 mod p106 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
-        w: &Tensor<f64>,
-        v: &Tensor<f64>,
-        #[nodiff] b: f64,
+        named: &BTreeMap<String, Layer>,
+        #[nodiff] a: f64,
         #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = n as f64 * 0.5;
-        let mut h = x.matmul(w);
+        let mut h = x.matmul(&named["l0"].w);
         let mut total = h.sum() * 0.0;
-        let mut scale2 = s1;
-        if flag {
-            scale2 = b.exp() * 0.5;
+        let mut step2 = 0;
+        while step2 < n {
+            h = (&h * s1).sin();
+            step2 += 1;
         }
-        h = (&h * scale2).tanh();
-        let y3 = match n {
-            0 => (v * &h).sin(),
-            1 => (&h - h.sum_axes(&[1], true) * 0.33).sigmoid(),
-            _ => &h - x,
-        };
-        h = (y3 * 0.5).tanh();
+        for _ in 0..n {
+            for layer in named.values().skip(1) {
+                h = (h.matmul(&layer.w) + &layer.b).sin();
+                h = (&h / a.cbrt()).sin();
+                total = total + h.exp().mean().ln() * 0.5;
+            }
+            total += h.square().mean();
+        }
         if !flag {
-            return &total + &h.mean();
+            return &total + &h.sum();
         }
-        total = total + h.sum() * b.ln().abs();
-        &total + &h.square().mean()
+        total -= h.square().mean() * 0.5;
+        h.reshape(&[6]).sin().sum() + &total
     }
 }
 
 #[test]
 fn p106() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 106001);
-    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 106003);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 106004);
-    check_variants!(mod p106; [w, v]; (&x, &w, &v, 1.66, 3, true));
+    let named = named(3, 2, 106002);
+    check_variants!(mod p106; [named]; (&x, &named, 0.82, 3, true));
 }
 
 /// Uses: exp, if-flag, plain-let, plain-only-if.
@@ -5264,7 +5252,7 @@ fn p108() {
     check_variants!(mod p108; [w, v]; (&x, &w, &v, 1.34, 0.71, true));
 }
 
-/// Uses: accumulate, compound-assign, field, iterator-adaptors, plain-let, sigmoid, sqrt, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, exp, field, iterator-adaptors, late-let, plain-let, sigmoid, sin, vec-field-loop.
 mod p109 {
     use super::*;
 
@@ -5274,7 +5262,7 @@ mod p109 {
         stack: &Stack,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt() + b;
         let mut h = x * &stack.gain;
@@ -5287,12 +5275,15 @@ mod p109 {
             .filter(|(pos, _)| pos % 2 == 0)
             .map(|(_, l)| l)
         {
-            h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
-            let mut step2 = 0;
-            while step2 < n {
-                h = (&h * s1).sigmoid();
-                step2 += 1;
+            h = (h.matmul(&layer.w) + &layer.b).sin();
+            let y2;
+            if flag {
+                y2 = (&h * s1).sigmoid();
+            } else {
+                y2 = &h - x;
             }
+            h = ((&h * 0.5 + &y2 * 0.5) * 0.5).tanh().exp();
+            total += h.exp().mean().ln();
         }
         (h.square().sum() + 1.0).sqrt() + &total
     }
@@ -5302,7 +5293,7 @@ mod p109 {
 fn p109() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 109001);
     let stack = stack(2, 2, 109002);
-    check_variants!(mod p109; [stack]; (&x, &stack, 0.83, 1.63, 3));
+    check_variants!(mod p109; [stack]; (&x, &stack, 0.83, 1.63, false));
 }
 
 /// Uses: accumulate, cast, compound-assign, field, for, iterator-adaptors, ln, plain-let, plain-parens, reshape, sigmoid, sin, softmax, vec-field-loop-in-outer-loop, while.
@@ -5400,44 +5391,64 @@ fn p111() {
     check_vector_variants!(mod p111; [x, net, v]; (&x, net.clone(), &v, 0.96, 0.79, 1, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, match, sigmoid, sin, softmax.
+/// Uses: accumulate, compound-assign, counter-plain, early-return, exp, field, for, if-counter, if-flag, iterator-adaptors, map-of-layers, plain-let, reshape, softmax, tanh, trait, vec-field-loop, while.
 mod p112 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        v: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
+        w: &Tensor<f64>,
         #[nodiff] a: f64,
+        #[nodiff] b: f64,
+        #[nodiff] n: usize,
         #[nodiff] k: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let mut h = x.tanh();
-        let mut total = h.sum() * 0.0;
-        match k {
-            1 => {
-                h = (&h - h.sum_axes(&[1], true) * 0.5).sigmoid();
+        let s1 = a * 0.5 + b * 0.25;
+        let s2 = a * b;
+        let mut h = x.matmul(w);
+        let mut total = Tensor::scalar(0.0);
+        for layer in named.values().take_while(|_| true).skip(1) {
+            h = (through(layer, &h) * b.ln().abs()).softmax(-1);
+            for i in 0..3 {
+                if i % 2 == 0 {
+                    h = (1.0 - &h).softmax(-1);
+                } else {
+                    total += (h.square() + 1.0).ln().sum();
+                }
+                if flag {
+                    total -= h.sum() * 0.5;
+                }
             }
-            2 | 3 => {
-                total -= (h.square() + 1.0).ln().sum() * 0.5;
-                h = (&h + v).sigmoid();
+            for _ in 0..k + 1 {
+                h = (&h * b.ln().abs()).tanh();
+                h += (&h + &layer.b).softmax(-1) * 0.5;
+                h = h.tanh();
             }
-            _ => {}
         }
-        let y1 = match k {
-            0 => (2.0 - &h).sin(),
-            1 => (a.cbrt() / (h.square() + 1.0)).softmax(-1),
-            _ => &h / a,
-        };
-        h = (y1 * 0.5).tanh();
-        total.clone() * a.sqrt() + (h.square().sum() + 1.0).sqrt()
+        h = (&named["l1"].b * &h).tanh();
+        let mut step3 = 0;
+        while step3 < n {
+            h = ((&h * s2) * 0.5).tanh().exp();
+            step3 += 1;
+        }
+        if !flag {
+            return (h.square() + 1.0).ln().sum() + &total;
+        }
+        total += (h.square() + 1.0).ln().sum();
+        h = (&h * s1).tanh();
+        &total + &h.reshape(&[2, 4]).matmul(x).mean()
     }
 }
 
 #[test]
 fn p112() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 112001);
-    let v = Tensor::rand_normal(&[2], 0.0, 0.5, 112004);
-    check_variants!(mod p112; [x, v]; (&x, &v, 1.45, 2));
+    let named = named(2, 3, 112002);
+    let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 112003);
+    check_variants!(mod p112; [x, named, w]; (&x, &named, &w, 1.54, 1.14, 3, 1, true));
 }
 
 /// Uses: cast, counter-plain, for, helper, if-flag, late-let, local-vec-push, plain-let, reshape, sin, softmax, sqrt.
@@ -5551,65 +5562,72 @@ fn p114() {
     check_variants!(mod p114; [x, w]; (&x, &w, 1.69, 1.53, 3, 1, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, fresh-state-in-outer-loop, helper, if-counter, iterator-adaptors, late-let, ln, nested-for, reshape, sigmoid, sin, sqrt, structure-by-value, sum_axes, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, counter-plain, early-return, field, for, fresh-state-in-outer-loop, if-counter, if-flag, iterator-adaptors, late-let, ln, map-of-layers, nested-for, plain-only-if, sigmoid, sin, sqrt, sum_axes, tanh, vec-field-loop-in-outer-loop.
 mod p115 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
-        net: Net,
+        named: &BTreeMap<String, Layer>,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let mut h = x.sin() + &net.b;
+        let mut h = x.sin() + &named["l1"].b;
         let mut total = Tensor::<f64>::zeros(&[]);
         let y1;
         if flag {
-            y1 = ((&h / (net.b.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
+            y1 = ((&h / (named["l1"].b.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
         } else {
             y1 = 0.9 * &h;
         }
         h = (&h * 0.5 + &y1 * 0.5).sigmoid();
         for _ in 0..n {
             let c2 = b.exp();
-            h = (&h * c2 + &net.b).tanh();
+            h = (&h * c2 + v).tanh();
             h = (&h - h.sum_axes(&[1], true) * 0.5).sin();
             for j in 0..n {
                 if j % 2 == 0 {
-                    h = ((h.matmul(&net.ws[0]) + &net.b).square() + 0.5).sqrt() - 0.5;
+                    h = ((h.matmul(&named["l0"].w) + &named["l1"].b).square() + 0.5).sqrt() - 0.5;
                 } else {
                     total = &total + &h.sum_axes(&[0], false).square().mean();
                 }
                 let mut g3 = Tensor::full(&[4, 2], 0.5);
-                for wl in net.ws.iter().take(2) {
-                    g3 = (g3.matmul(wl) * a).sin();
+                for layer in named.values().take(2) {
+                    g3 = (g3.matmul(&layer.w) + &layer.b).tanh();
                 }
-                total -= soft_norm(&g3, j as f64 * b + a) * 0.5;
-                h = (&h + &g3).tanh();
+                total = &total + &g3.square().mean();
             }
-            for part in net.ws.windows(2) {
-                h = ((h.matmul(&part[0]) + &net.b).square() + 1.0).ln();
+            if flag {
+                let mut scale4 = b.exp();
+                if flag {
+                    scale4 = a.sqrt() + b;
+                }
+                total += h.mean() * scale4;
+            } else {
+                total = &total + &h.exp().mean().ln();
             }
         }
-        let y4;
-        if flag {
-            y4 = (&net.b * &h).sigmoid();
-        } else {
-            y4 = &h - h.sum_axes(&[1], true) * 0.5;
+        if !flag {
+            h = ((&h / (v.square() + 1.0)).square() + 1.0).ln();
         }
-        h = ((&h * 0.5 + &y4 * 0.5).square() + 1.0).ln();
-        &total + &h.reshape(&[8]).sin().sum()
+        if !flag {
+            return h.sum_axes(&[0], false).square().mean() + &total;
+        }
+        total = &total + &(h.square().sum() + 1.0).sqrt();
+        &total + &h.mean()
     }
 }
 
 #[test]
 fn p115() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 115001);
-    let net = net(2, 2, 115002);
-    check_variants!(mod p115; [net]; (&x, net.clone(), 1.95, 0.91, 4, true));
+    let named = named(2, 2, 115002);
+    let v = Tensor::rand_normal(&[2], 0.0, 0.5, 115004);
+    check_variants!(mod p115; [named, v]; (&x, &named, &v, 1.09, 1.29, 2, true));
 }
 
 /// Uses: accumulate, counter-plain, for, late-let, ln, local-vec-push, plain-let, plain-parens, sqrt, sum_axes, tanh, vec-field-loop.
@@ -5806,25 +5824,25 @@ fn p119() {
     check_variants!(mod p119; [x, w, v]; (&x, &w, &v, 0.81, 1.6, 2, false));
 }
 
-/// Uses: accumulate, compound-assign, local-vec-push, match, plain-let, plain-max-min, plain-only-if, sin, tanh.
+/// Uses: accumulate, compound-assign, field, local-vec-push, match, plain-let, plain-max-min, sin, sqrt, tanh, vec-field-loop, while.
 mod p120 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        #[nodiff] v: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.max(b) - a.min(b) * 0.5;
         let mut h = x.tanh();
         let mut total = Tensor::scalar(0.0);
         match n % 3 {
             1 => {
-                h = (&h / (v.square() + 1.0)).tanh();
+                h = (&h / (named["l1"].b.square() + 1.0)).tanh();
             }
             2 | 3 => {
                 total += h.square().mean();
@@ -5833,28 +5851,29 @@ mod p120 {
             _ => {}
         }
         let mut saved2 = Vec::new();
-        for _ in 0..2 {
-            h = (&h - x).sin();
+        for layer in named.values() {
+            h = (h.matmul(&layer.w) + &layer.b).sin();
             saved2.push(h.clone());
         }
         for s in &saved2 {
             total = &total + &(s.square().sum() + 1.0).sqrt();
         }
         h = (&h + &saved2[0]).tanh();
-        let mut scale3 = a * b;
-        if flag {
-            scale3 = a / b;
+        let mut step3 = 0;
+        while step3 < n {
+            h = ((&h + v).square() + 0.5).sqrt() - 0.5;
+            step3 += 1;
         }
-        h = (&h * scale3).tanh();
-        total.clone() * s1 + h.softmax(-1).ln().mean()
+        total.clone() * b.exp() + (h.square() + 1.0).ln().sum()
     }
 }
 
 #[test]
 fn p120() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 120001);
+    let named = named(4, 2, 120002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 120004);
-    check_variants!(mod p120; [x]; (&x, &v, 1.18, 0.52, 3, true));
+    check_variants!(mod p120; [x, named, v]; (&x, &named, &v, 1.25, 1.47, 3));
 }
 
 /// Uses: accumulate, cast, compound-assign, field, for, fresh-state-in-outer-loop, iterator-adaptors, local-vec-push, plain-only-if, plain-parens, reshape, sigmoid, tanh, vec-field-loop-in-outer-loop.
@@ -6043,7 +6062,7 @@ fn p124() {
     check_variants!(mod p124; [x]; (&x, &w, 0.8, 1.93, true));
 }
 
-/// Uses: accumulate, cast, helper, iterator-adaptors, plain-let, plain-only-if, plain-parens, sigmoid, softmax, structure-by-value, vec-field-loop, while.
+/// Uses: accumulate, cast, exp, helper, iterator-adaptors, plain-let, plain-only-if, plain-parens, softmax, structure-by-value, trait, vec-field-loop, while.
 mod p125 {
     use super::*;
 
@@ -6066,8 +6085,7 @@ mod p125 {
         }
         total += h.mean() * scale2;
         for layer in stack.layers.iter().take_while(|_| true).skip(1) {
-            h = (h.matmul(&layer.w) + &layer.b).sigmoid();
-            total = (h.square().sum() + 1.0).sqrt() + &total * 0.9;
+            h = ((layer.apply(&h) * 2.0) * 0.5).tanh().exp();
             let mut step3 = 0;
             while step3 < n {
                 h = repeat_dense(&h, w, k);
@@ -6537,7 +6555,7 @@ fn p134() {
     check_vector_variants!(mod p134; [x, v, u]; (&x, &v, u.clone(), 1.32, 1.81, 3, false));
 }
 
-/// Uses: exp, field, iterator-adaptors, late-let, plain-let, plain-parens, sigmoid, sin, vec-field-loop.
+/// Uses: field, iterator-adaptors, late-let, ln, match, plain-let, plain-parens, reshape, sigmoid, sin, softmax, vec-field-loop.
 mod p135 {
     use super::*;
 
@@ -6548,23 +6566,30 @@ mod p135 {
         #[nodiff] v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = (b / (a + 1.0)).powi(2) + 0.5;
         let mut h = x.sin() + v;
         let total = Tensor::scalar(0.0);
         for layer in stack.layers.iter().rev() {
-            h = ((h.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
+            h = (h.matmul(&layer.w) + &layer.b).sigmoid();
+            let y2 = match k {
+                0 => (&h - h.sum_axes(&[1], true) * 0.5).softmax(-1),
+                1 => (1.0 - &h).sigmoid(),
+                _ => &layer.b * &h,
+            };
+            h = (y2 * 0.5).tanh();
+            h = (&h * s1).sin();
         }
-        let y2;
+        let y3;
         if flag {
-            y2 = (&h / (stack.gain.square() + 1.0)).sin();
+            y3 = ((&h / (stack.gain.square() + 1.0)).square() + 1.0).ln();
         } else {
-            y2 = h.matmul(&stack.layers[0].w) + v;
+            y3 = (1.0 / (1.0 + (a * b).sqrt())) / (h.square() + 1.0);
         }
-        h = (&h * 0.5 + &y2 * 0.5).sigmoid();
-        h = (&h * s1).tanh();
-        h.mean() + &total
+        h = ((&h * 0.5 + &y3 * 0.5).square() + 1.0).ln();
+        total.clone() * s1 + h.reshape(&[2, 4]).matmul(x).mean()
     }
 }
 
@@ -6573,7 +6598,7 @@ fn p135() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 135001);
     let stack = stack(2, 3, 135002);
     let v = Tensor::rand_normal(&[2], 0.0, 0.5, 135004);
-    check_variants!(mod p135; [x, stack]; (&x, &stack, &v, 0.97, 1.99, true));
+    check_variants!(mod p135; [x, stack]; (&x, &stack, &v, 0.97, 1.99, 3, true));
 }
 
 /// Uses: accumulate, cast, early-return, for, helper, if-flag, ln, match, match-counter, plain-let, plain-parens, reshape, sigmoid, sin, sqrt, tanh.
@@ -6879,15 +6904,14 @@ fn p141() {
     check_variants!(mod p141; [x, stack]; (&x, &stack, 1.19, 0.84, 4, 1, false));
 }
 
-/// Uses: accumulate, compound-assign, for, fresh-state-in-outer-loop, if-flag, ln, plain-let, reshape, sigmoid, sqrt, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, for, fresh-state-in-outer-loop, if-flag, ln, map-of-layers, plain-let, reshape, sigmoid, vec-field-loop-in-outer-loop.
 mod p142 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
-        net: &Net,
-        w: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
@@ -6895,16 +6919,16 @@ mod p142 {
     ) -> Tensor<f64> {
         let s1 = a.powi(2) + 0.1;
         let s2 = s1;
-        let mut h = x.matmul(&net.ws[0]);
+        let mut h = x.matmul(&named["l0"].w);
         let mut total = Tensor::<f64>::zeros(&[]);
         total += (h.square().sum() + 1.0).sqrt();
         let mut acc3 = Tensor::scalar(0.0);
         for _ in 0..n {
             let mut g4 = x * b.exp();
-            for wl in &net.ws {
-                g4 = ((g4.matmul(wl) * 1.5).square() + 0.5).sqrt() - 0.5;
+            for layer in named.values() {
+                g4 = ((g4.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
                 if !flag {
-                    h = h.matmul(w).sigmoid();
+                    h = h.matmul(&named["l0"].w).sigmoid();
                 } else {
                     h = ((&h * s2).square() + 1.0).ln();
                 }
@@ -6921,9 +6945,8 @@ mod p142 {
 #[test]
 fn p142() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 142001);
-    let net = net(3, 2, 142002);
-    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 142003);
-    check_variants!(mod p142; [net, w]; (&x, &net, &w, 1.86, 0.66, 3, true));
+    let named = named(3, 2, 142002);
+    check_variants!(mod p142; [named]; (&x, &named, 0.77, 1.09, 3, true));
 }
 
 /// Uses: accumulate, cast, compound-assign, exp, for, helper, if-counter, if-flag, late-let, ln, match, plain-parens, reshape, sigmoid, sin, tanh, tensor-by-value.
@@ -7249,44 +7272,50 @@ fn p148() {
     check_variants!(mod p148; [x, net]; (&x, net.clone(), 0.78, 1.17, 2, false));
 }
 
-/// Uses: accumulate, compound-assign, field, for, if-flag, iterator-adaptors, plain-let, plain-only-if, reshape, sin, softmax, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, field, for, late-let, ln, map-of-layers, match, plain-let, plain-only-if, reshape, softmax, tanh, vec-field-loop-in-outer-loop.
 mod p149 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        net: &Net,
-        v: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
+        w: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let s1 = b.ln().abs();
-        let s2 = b.exp();
-        let mut h = x.sin() + &net.b;
-        let mut total = Tensor::scalar(0.0);
-        total = (h.square() + 1.0).ln().sum() + &total * 0.9;
-        let mut scale3 = b.exp() * 0.5;
+        let s1 = a;
+        let mut h = x.sin() + &named["l1"].b;
+        let mut total = h.sum() * 0.0;
+        let y2;
         if flag {
-            scale3 = a * b;
-        }
-        h = (&h * scale3).tanh();
-        let y4 = if flag {
-            (s1 / (h.square() + 1.0)).sin()
+            y2 = (&h / a.sqrt()).softmax(-1);
         } else {
-            h.matmul(&net.ws[0])
+            y2 = &h / a.sqrt();
+        }
+        h = (&h * 0.5 + &y2 * 0.5).softmax(-1);
+        let mut scale3 = a * 0.5 + b * 0.25;
+        if flag {
+            scale3 = a.powi(2) + 0.1;
+        } else {
+            scale3 *= 2.0;
+        }
+        total += h.mean() * scale3;
+        let y4 = match n % 3 {
+            0 => h.matmul(w).tanh(),
+            1 => ((&h + &named["l1"].b).square() + 1.0).ln(),
+            _ => h.matmul(&named["l0"].w) + &named["l1"].b,
         };
-        h = (&h * 0.5 + &y4 * 0.5).tanh();
+        h = (y4 * 0.5).tanh();
         for _ in 0..n {
-            for wl in net.ws.iter().rev() {
-                h = (h.matmul(wl) + v).softmax(-1);
-                total = total + h.reshape(&[3, 2]).matmul(x).mean() * a;
+            for layer in named.values() {
+                h = (h.matmul(&layer.w) + &layer.b).tanh();
             }
             total += h.exp().mean().ln();
         }
-        h = (&h * s2).tanh();
+        h = (&h * s1).tanh();
         h.reshape(&[6]).sin().sum() + &total
     }
 }
@@ -7294,9 +7323,9 @@ mod p149 {
 #[test]
 fn p149() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 149001);
-    let net = net(3, 2, 149002);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 149004);
-    check_variants!(mod p149; [x, net, v]; (&x, &net, &v, 1.61, 0.65, 2, false));
+    let named = named(3, 2, 149002);
+    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 149003);
+    check_variants!(mod p149; [x, named, w]; (&x, &named, &w, 1.65, 1.92, 1, true));
 }
 
 /// Uses: cast, compound-assign, if-flag, iterator-adaptors, ln, plain-let, plain-only-if, plain-parens, sigmoid, softmax, sqrt, vec-field-loop, while.
@@ -7552,7 +7581,7 @@ fn p154() {
     check_variants!(mod p154; [x, w]; (&x, &w, &v, 0.96, 1.36, 3, 2));
 }
 
-/// Uses: accumulate, compound-assign, exp, helper, if-flag, iterator-adaptors, match, sin, sqrt, structure-by-value, vec-field-loop.
+/// Uses: accumulate, compound-assign, helper, if-flag, iterator-adaptors, ln, reshape, sin, softmax, structure-by-value, tanh, trait, vec-field-loop, while.
 mod p155 {
     use super::*;
 
@@ -7573,25 +7602,24 @@ mod p155 {
             .filter(|(pos, _)| pos % 2 == 0)
             .map(|(_, l)| l)
         {
-            h = (h.matmul(&layer.w) + &layer.b).sin();
+            h = (through(layer, &h) * 0.9).tanh();
+            if flag {
+                total -= h.mean() * 0.5;
+            } else {
+                h = (&h * b.ln().abs()).sin();
+            }
         }
-        if flag {
-            total = &total + &(h.square().sum() + 1.0).sqrt();
-        } else {
-            total = (h.square().sum() + 1.0).sqrt() + &total * 0.9;
+        for part in stack.layers.windows(2) {
+            h = (h.matmul(&part[0].w) + &part[part.len() - 1].b).softmax(-1);
+            total = total + h.reshape(&[3, 2]).matmul(x).mean() * b;
+        }
+        let mut step1 = 0;
+        while step1 < n {
+            h = ((&h - h.sum_axes(&[1], true) * 0.33).square() + 1.0).ln();
+            step1 += 1;
         }
         h = gated(&h, x);
-        match n {
-            1 => {
-                h = ((&h - x) * 0.5).tanh().exp();
-            }
-            2 | 3 => {
-                total += (h.square() + 1.0).ln().sum();
-                h = ((b / (h.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
-            }
-            _ => {}
-        }
-        &total + &h.mean()
+        (h.square().sum() + 1.0).sqrt() + &total
     }
 }
 
@@ -7750,30 +7778,29 @@ fn p157() {
     check_variants!(mod p157; [x, net]; (&x, &net, 1.73, 1.1, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, helper, if-flag, nested-for, plain-let, sqrt, sum_axes, tanh, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, helper, if-flag, map-of-layers, nested-for, plain-let, sqrt, sum_axes, tanh, vec-field-loop.
 mod p158 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        net: &Net,
-        v: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] a: f64,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.sqrt();
-        let mut h = x * &net.b;
+        let mut h = x * &named["l1"].b;
         let mut total = Tensor::scalar(0.0);
-        h = (&net.b * &h).tanh();
+        h = (&named["l1"].b * &h).tanh();
         if flag {
             total = &total + &(h.square().sum() + 1.0).sqrt();
         } else {
             total = &total + &h.mean();
         }
-        for wl in &net.ws {
-            h = ((h.matmul(wl) + v).square() + 0.5).sqrt() - 0.5;
+        for layer in named.values() {
+            h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
             for _ in 0..k + 1 {
                 h = (&h * s1).tanh();
                 for j in 0..k + 1 {
@@ -7795,19 +7822,18 @@ mod p158 {
 #[test]
 fn p158() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 158001);
-    let net = net(4, 2, 158002);
-    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 158004);
-    check_variants!(mod p158; [x, net, v]; (&x, &net, &v, 0.6, 3, true));
+    let named = named(4, 2, 158002);
+    check_variants!(mod p158; [x, named]; (&x, &named, 0.52, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, early-return, field, for, if-flag, ln, match, match-counter, plain-let, sigmoid, sin, sum_axes, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, early-return, field, for, if-flag, ln, map-of-layers, match, match-counter, plain-let, sigmoid, sin, sum_axes, vec-field-loop-in-outer-loop.
 mod p159 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        net: &Net,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
@@ -7823,7 +7849,7 @@ mod p159 {
                 0 => {
                     h = (&h - h.sum_axes(&[1], true) * 0.5).sigmoid();
                 }
-                1 => h = ((h.matmul(&net.ws[0]) + &net.b).square() + 1.0).ln(),
+                1 => h = ((h.matmul(&named["l0"].w) + &named["l1"].b).square() + 1.0).ln(),
                 _ => {
                     total += h.sum_axes(&[0], false).square().mean();
                 }
@@ -7834,19 +7860,19 @@ mod p159 {
             let y3 = if flag {
                 ((&h / s1).square() + 1.0).ln()
             } else {
-                &net.b * &h
+                &named["l1"].b * &h
             };
             h = (&h * 0.5 + &y3 * 0.5).sin();
         }
         let y4 = match n {
-            0 => (h.matmul(&net.ws[0]) + &net.b).sin(),
+            0 => (h.matmul(&named["l0"].w) + &named["l1"].b).sin(),
             1 => (b.ln().abs() * &h).sin(),
             _ => &h * b.exp(),
         };
         h = (y4 * 0.5).tanh();
         for _ in 0..n {
-            for wl in &net.ws {
-                h = (h.matmul(wl) + &net.b).sin();
+            for layer in named.values() {
+                h = (h.matmul(&layer.w) + &layer.b).sin();
             }
             total = &total + &h.square().mean();
         }
@@ -7858,8 +7884,8 @@ mod p159 {
 #[test]
 fn p159() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 159001);
-    let net = net(2, 2, 159002);
-    check_variants!(mod p159; [x, net]; (&x, &net, 1.65, 3, 3, false));
+    let named = named(2, 3, 159002);
+    check_variants!(mod p159; [x, named]; (&x, &named, 0.64, 3, 3, false));
 }
 
 /// Uses: accumulate, compound-assign, helper, if-flag, local-vec-push, plain-parens, sigmoid, sin, tanh, while.
@@ -8000,20 +8026,14 @@ fn p162() {
     check_variants!(mod p162; [x, w, v]; (&x, &w, &v, 1.2, 1, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, fresh-state-in-outer-loop, helper, iterator-adaptors, late-let, ln, match, reshape, sigmoid, sin, softmax, structure-by-value, vec-field-loop, vec-field-loop-in-outer-loop.
+/// Uses: field, iterator-adaptors, late-let, sigmoid, sin, softmax, structure-by-value, trait, vec-field-loop.
 mod p163 {
     use super::*;
 
     #[differentiable]
-    pub fn f(
-        x: &Tensor<f64>,
-        stack: Stack,
-        #[nodiff] n: usize,
-        #[nodiff] k: usize,
-        #[nodiff] flag: bool,
-    ) -> Tensor<f64> {
+    pub fn f(x: &Tensor<f64>, stack: Stack, #[nodiff] a: f64, #[nodiff] flag: bool) -> Tensor<f64> {
         let mut h = x.matmul(&stack.layers[0].w);
-        let mut total = h.sum() * 0.0;
+        let total = h.sum() * 0.0;
         let y1;
         if flag {
             y1 = (&h * 0.3).softmax(-1);
@@ -8029,30 +8049,9 @@ mod p163 {
         }
         h = (&h * 0.5 + &y2 * 0.5).sigmoid();
         for layer in stack.layers.iter().rev() {
-            h = (h.matmul(&layer.w) + &layer.b).sin();
-            for _ in 0..k + 1 {
-                let c3 = n as f64 * 0.5;
-                h = (&h * c3 + &stack.gain).tanh();
-                let mut g4 = h.clone();
-                for layer in stack.layers.iter().skip(1) {
-                    g4 = ((g4.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
-                    h = (&h - x).sin();
-                }
-                total += g4.sum();
-                h = (&h + &g4).tanh();
-                match k {
-                    1 => {
-                        h = (&stack.gain * &h).sigmoid();
-                    }
-                    2 | 3 => {
-                        total -= h.reshape(&[2, 4]).matmul(x).mean() * 0.5;
-                        h = gated(&h, x);
-                    }
-                    _ => {}
-                }
-            }
+            h = (through(layer, &h) * a.sqrt()).sin();
         }
-        h.reshape(&[8]).sin().sum() + &total
+        total.clone() * 0.5 + (h.square().sum() + 1.0).sqrt()
     }
 }
 
@@ -8060,64 +8059,52 @@ mod p163 {
 fn p163() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 163001);
     let stack = stack(2, 3, 163002);
-    check_variants!(mod p163; [x, stack]; (&x, stack.clone(), 3, 3, false));
+    check_variants!(mod p163; [x, stack]; (&x, stack.clone(), 1.82, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, exp, field, for, if-flag, iterator-adaptors, match, plain-let, reshape, sigmoid, sqrt, tanh, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, exp, field, if-flag, iterator-adaptors, late-let, map-of-layers, plain-let, sigmoid, sin, sum_axes, trait, vec-field-loop.
 mod p164 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        net: &Net,
-        w: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = b.exp();
         let s2 = n as f64 * 0.5;
-        let mut h = x.sin() + &net.b;
+        let mut h = x.sin() + &named["l1"].b;
         let mut total = Tensor::<f64>::zeros(&[]);
-        for part in net.ws.windows(2) {
-            h = (h.matmul(&part[0]) + &net.b).tanh();
-            total += h.sum();
-            for _ in 0..n {
-                let c3 = n as f64 * k as f64 * 0.1;
-                h = (&h * c3 + &net.b).tanh();
-                total -= h.reshape(&[8]).sin().sum() * 0.5;
-                let y4 = match k {
-                    0 => ((&h * a).square() + 0.5).sqrt() - 0.5,
-                    1 => (h.matmul(&net.ws[0]) + &net.b).tanh(),
-                    _ => &h - h.sum_axes(&[1], true) * 0.5,
-                };
-                h = (y4 * 0.5).tanh();
+        for layer in named.values().step_by(2) {
+            h = ((layer.apply(&h) * a) * 0.5).tanh().exp();
+            total -= h.sum_axes(&[0], false).square().mean() * 0.5;
+            if flag {
+                total -= h.square().mean() * 0.5;
+            } else {
+                h = (s1 / (h.square() + 1.0)).sin();
             }
         }
-        let y5 = if flag {
-            ((h.matmul(w) + &net.b) * 0.5).tanh().exp()
+        total = h.mean() + &total * 0.5;
+        let y3;
+        if flag {
+            y3 = ((s2 / (h.square() + 1.0)) * 0.5).tanh().exp();
         } else {
-            h.matmul(&net.ws[0]) + &net.b
-        };
-        h = (&h * 0.5 + &y5 * 0.5).sigmoid();
-        for wl in net.ws.iter().skip(1) {
-            h = (h.matmul(wl) + &net.b).tanh();
+            y3 = h.matmul(&named["l0"].w) + &named["l1"].b;
         }
-        h = (&h * s1).tanh();
-        h = (&h * s2).tanh();
-        &total + &h.sum()
+        h = (&h * 0.5 + &y3 * 0.5).sigmoid();
+        &total + &h.sum_axes(&[0], false).square().mean()
     }
 }
 
 #[test]
 fn p164() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 164001);
-    let net = net(2, 2, 164002);
-    let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 164003);
-    check_variants!(mod p164; [x, net, w]; (&x, &net, &w, 1.39, 0.58, 2, 1, true));
+    let named = named(2, 2, 164002);
+    check_variants!(mod p164; [x, named]; (&x, &named, 1.1, 0.8, 2, true));
 }
 
 /// Uses: accumulate, cast, compound-assign, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, iterator-adaptors, plain-let, plain-only-if, reshape, sigmoid, vec-field-loop-in-outer-loop, while.
@@ -8407,15 +8394,14 @@ fn p170() {
     check_vector_variants!(mod p170; [x, v]; (&x, &v, 1, 2));
 }
 
-/// Uses: accumulate, field, for, fresh-state-in-outer-loop, iterator-adaptors, late-let, ln, sin, tanh, vec-field-loop-in-outer-loop, vector-output.
+/// Uses: accumulate, field, for, fresh-state-in-outer-loop, iterator-adaptors, late-let, ln, map-of-layers, sin, tanh, vec-field-loop-in-outer-loop, vector-output.
 mod p171 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        net: &Net,
-        #[nodiff] b: f64,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
@@ -8431,22 +8417,22 @@ mod p171 {
         let mut acc2 = Tensor::scalar(0.0);
         for _ in 0..n {
             let mut g3 = h.clone();
-            for wl in net.ws.iter().skip(1) {
-                g3 = (g3.matmul(wl) * b.ln().abs()).tanh();
+            for layer in named.values().skip(1) {
+                g3 = (g3.matmul(&layer.w) + &layer.b).tanh();
             }
             acc2 = &acc2 + &g3.mean();
             h = (&h + &g3).tanh();
         }
         total = &total + &acc2;
-        (h.matmul(&net.ws[0]) + &net.b).sin() + &total
+        (h.matmul(&named["l0"].w) + &named["l1"].b).sin() + &total
     }
 }
 
 #[test]
 fn p171() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 171001);
-    let net = net(2, 3, 171002);
-    check_vector_variants!(mod p171; [x, net]; (&x, &net, 1.26, 2, false));
+    let named = named(2, 2, 171002);
+    check_vector_variants!(mod p171; [x, named]; (&x, &named, 1, false));
 }
 
 /// Uses: accumulate, cast, compound-assign, for, fresh-state-in-outer-loop, iterator-adaptors, plain-only-if, plain-parens, reshape, sin, tensor-by-value, vec-field-loop-in-outer-loop, while.
@@ -8615,23 +8601,24 @@ fn p175() {
     check_variants!(mod p175; [x, net, v]; (&x, &net, &v, 2, 2, false));
 }
 
-/// Uses: accumulate, compound-assign, early-return, field, for, fresh-state-in-outer-loop, helper, iterator-adaptors, late-let, ln, plain-let, plain-only-if, sigmoid, softmax, sum_axes, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, field, for, fresh-state-in-outer-loop, if-counter, iterator-adaptors, late-let, ln, map-of-layers, nested-for, plain-let, plain-only-if, reshape, sin, softmax, sum_axes, tanh, vec-field-loop-in-outer-loop.
 mod p176 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        stack: &Stack,
+        named: &BTreeMap<String, Layer>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = b;
         let s2 = a * 0.5 + b * 0.25;
-        let mut h = x.sin() + &stack.gain;
+        let mut h = x.sin() + &named["l1"].b;
         let mut total = h.sum() * 0.0;
         total += h.sum_axes(&[0], false).square().mean();
         let mut scale3 = b;
@@ -8649,29 +8636,65 @@ mod p176 {
         let mut acc5 = Tensor::scalar(0.0);
         for _ in 0..n {
             let mut g6 = Tensor::full(&[2, 4], 0.5);
-            for layer in stack.layers.iter().take_while(|_| true).skip(1) {
-                g6 = (g6.matmul(&layer.w) + &layer.b).sigmoid();
+            for layer in named.values().take_while(|_| true).skip(1) {
+                g6 = (g6.matmul(&layer.w) + &layer.b).tanh();
+                for j in 0..k + 1 {
+                    if j % 2 == 0 {
+                        h = (h.matmul(&layer.w) + &layer.b).sin();
+                    } else {
+                        total -= h.exp().mean().ln() * 0.5;
+                    }
+                    let mut scale7 = b.ln().abs();
+                    if j % 2 == 1 {
+                        scale7 = a * b;
+                    } else {
+                        scale7 *= 2.0;
+                    }
+                    h = (&h * scale7).tanh();
+                    let mut scale8 = b.exp() * 0.5;
+                    if j % 2 == 1 {
+                        scale8 = b.exp();
+                    }
+                    total += h.mean() * scale8;
+                    h = (&h / s2).tanh();
+                }
+                for j in 0..n {
+                    h = (&h * b.exp()).tanh();
+                    let mut scale9 = b.ln().abs();
+                    if j % 2 == 1 {
+                        scale9 = a.ln().abs() + 0.5;
+                    } else {
+                        scale9 *= 1.5;
+                    }
+                    total += h.mean() * scale9;
+                    total = h.reshape(&[8]).sin().sum() + &total * 0.5;
+                    let mut scale10 = j as f64 * 0.25 + 0.5;
+                    if flag {
+                        scale10 = a / b;
+                    } else {
+                        scale10 *= 2.0;
+                    }
+                    h = (&h * scale10).tanh();
+                }
             }
-            acc5 = (g6.square().sum() + 1.0).sqrt() + &acc5 * 0.9;
-            h = (&h + &g6).tanh();
+            acc5 = &acc5 + &(g6.square().sum() + 1.0).sqrt();
         }
-        total += acc5 * 0.5;
+        total = &total + &acc5;
         if !flag {
-            return soft_norm(&h, a) + &total;
+            return &total + &(h.square() + 1.0).ln().sum();
         }
-        total += soft_norm(&h, a);
+        total = &total + &h.mean();
         h = (&h * s1).tanh();
-        h = (&h * s2).tanh();
-        h.sum() + &total
+        total.clone() * 0.7 + h.sum()
     }
 }
 
 #[test]
 fn p176() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 176001);
-    let stack = stack(4, 3, 176002);
+    let named = named(4, 3, 176002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 176004);
-    check_variants!(mod p176; [x, stack, v]; (&x, &stack, &v, 1.38, 1.81, 3, true));
+    check_variants!(mod p176; [x, named, v]; (&x, &named, &v, 1.37, 0.88, 3, 2, true));
 }
 
 /// Uses: accumulate, cast, compound-assign, counter-plain, early-return, field, for, fresh-state-in-outer-loop, helper, iterator-adaptors, late-let, ln, match, match-counter, nested-for, plain-parens, reshape, sin, softmax, sum_axes, vec-field-loop-in-outer-loop.
@@ -9258,7 +9281,7 @@ fn p188() {
     check_variants!(mod p188; [x, w, v]; (&x, &w, &v, 0.75, 2, 1));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, exp, field, for, if-flag, late-let, plain-parens, reshape, sigmoid, sin, softmax, vec-field-loop.
+/// Uses: field, late-let, sigmoid, softmax, tanh, trait, vec-field-loop.
 mod p189 {
     use super::*;
 
@@ -9266,14 +9289,11 @@ mod p189 {
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
         stack: &Stack,
-        v: &Tensor<f64>,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
-        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x * &stack.gain;
-        let mut total = Tensor::<f64>::zeros(&[]);
+        let total = Tensor::<f64>::zeros(&[]);
         let y1;
         if flag {
             y1 = (&h * b.exp()).sigmoid();
@@ -9282,26 +9302,9 @@ mod p189 {
         }
         h = (&h * 0.5 + &y1 * 0.5).softmax(-1);
         for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).sigmoid();
-            total = &total + &(h.square() + 1.0).ln().sum();
-            for _ in 0..n {
-                h = (&h * ((n * k) as f64).sqrt()).tanh();
-                h = (&h - h.sum_axes(&[1], true) * 0.33).softmax(-1);
-                let y2 = if flag {
-                    (&layer.b * &h).sigmoid()
-                } else {
-                    &h + v
-                };
-                h = ((&h * 0.5 + &y2 * 0.5) * 0.5).tanh().exp();
-                if flag {
-                    h += h.matmul(&stack.layers[0].w).sin() * 0.5;
-                    h = h.tanh();
-                } else {
-                    total = &total + &(h.square() + 1.0).ln().sum();
-                }
-            }
+            h = (layer.apply(&h) * b).tanh();
         }
-        &total + &h.reshape(&[3, 2]).matmul(x).mean()
+        (h.square() + 1.0).ln().sum() + &total
     }
 }
 
@@ -9309,171 +9312,149 @@ mod p189 {
 fn p189() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 189001);
     let stack = stack(3, 2, 189002);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 189004);
-    check_variants!(mod p189; [stack, v]; (&x, &stack, &v, 1.29, 3, 1, true));
+    check_variants!(mod p189; [stack]; (&x, &stack, 1.29, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, for, helper, if-counter, if-flag, match, plain-let, plain-only-if, reshape, sigmoid, sin, softmax, sum_axes, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, helper, iterator-adaptors, map-of-layers, plain-let, tanh, vec-field-loop.
 mod p190 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
-        stack: &Stack,
-        v: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
-        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a * b;
-        let mut h = x * v;
+        let s2 = k as f64 + a;
+        let mut h = x.matmul(&named["l0"].w);
         let mut total = h.sum() * 0.0;
-        for i in 0..n {
-            if i % 2 == 0 {
-                h = (&h - h.sum_axes(&[1], true) * 0.5).softmax(-1);
-            } else {
-                total = (h.square().sum() + 1.0).sqrt() + &total * 0.5;
-            }
+        for layer in named.values().take(2) {
+            h = (h.matmul(&layer.w) + &layer.b).tanh();
             total = soft_norm(&h, n as f64 * 0.5) + &total * 0.5;
             h = scaled_softmax(&h, a * b);
-            total += h.mean();
         }
-        total = total + h.reshape(&[2, 4]).matmul(x).mean() * 1.5;
-        if flag {
-            total = total + h.mean() * s1;
-        } else {
-            let mut scale2 = b.exp() * 0.5;
-            if flag {
-                scale2 = k as f64 + a;
-            } else {
-                scale2 *= 2.0;
-            }
-            h = (&h * scale2).tanh();
-        }
-        for _ in 0..n {
-            for layer in &stack.layers {
-                h = (h.matmul(&layer.w) + &layer.b).sin();
-                match n {
-                    1 => {
-                        h = h.matmul(&stack.layers[0].w).sigmoid();
-                    }
-                    2 | 3 => {
-                        total -= h.sum_axes(&[0], false).square().mean() * 0.5;
-                        h = (&h * s1).tanh();
-                    }
-                    _ => {}
-                }
-                h = (&h * x).sigmoid();
-            }
-            total = (h.square() + 1.0).ln().sum() + &total * 0.5;
-        }
-        h.exp().mean().ln() + &total
+        total += h.mean();
+        h = (&h * s1).tanh();
+        h = (&h * s2).tanh();
+        soft_norm(&h, a) + &total
     }
 }
 
 #[test]
 fn p190() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 190001);
-    let stack = stack(2, 2, 190002);
-    let v = Tensor::rand_normal(&[2], 0.0, 0.5, 190004);
-    check_variants!(mod p190; [stack, v]; (&x, &stack, &v, 1.63, 0.79, 4, 2, false));
+    let named = named(2, 3, 190002);
+    check_variants!(mod p190; [named]; (&x, &named, 1.67, 0.82, 1, 1));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, field, for, helper, if-flag, iterator-adaptors, late-let, ln, plain-let, plain-parens, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, exp, for, if-flag, iterator-adaptors, ln, map-of-layers, match, plain-let, plain-parens, sin, sqrt, tanh, vec-field-loop.
 mod p192 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        stack: &Stack,
+        named: &BTreeMap<String, Layer>,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let s1 = a * b;
-        let mut h = x.clone();
+        let s1 = ((n + 1) as f64).ln();
+        let mut h = x * v;
         let mut total = Tensor::scalar(0.0);
+        h = ((((s1 + a) * 0.5) * &h).square() + 0.5).sqrt() - 0.5;
         for _ in 0..n {
-            h = (&h * ((a + b) * 0.5)).tanh();
-            total = (h.square() + 1.0).ln().sum() + &total * 0.5;
-            h += (((a.ln() - b.ln()).exp() * &h).square() + 1.0).ln() * 0.5;
-            h = h.tanh();
-            if flag {
-                h = dense(&h, &stack.layers[0].w, &stack.gain);
-            }
-        }
-        for _ in 0..n {
-            for layer in stack.layers.iter().take(2) {
-                h = (h.matmul(&layer.w) + &layer.b).tanh();
-                let y2;
-                if flag {
-                    y2 = ((&h * a.sqrt()).square() + 1.0).ln();
-                } else {
-                    y2 = &h * x;
+            let c2 = ((n + 1) as f64).ln();
+            h = (&h * c2 + v).tanh();
+            let y3 = if flag {
+                (&h * a.cbrt()).tanh()
+            } else {
+                1.0 - &h
+            };
+            h = ((&h * 0.5 + &y3 * 0.5) * 0.5).tanh().exp();
+            total = total + h.square().mean() * 0.5;
+            match n {
+                1 => {
+                    h = ((&h * ((s1 + a) * 0.5)).square() + 1.0).ln();
                 }
-                h = ((&h * 0.5 + &y2 * 0.5).square() + 1.0).ln();
+                2 | 3 => {
+                    total = h.softmax(-1).ln().mean() + &total * 0.9;
+                    h = (2.0 - &h).tanh();
+                }
+                _ => {}
             }
-            total -= h.mean() * 0.5;
         }
-        h = (&h * s1).tanh();
-        total.clone() * s1 + h.softmax(-1).ln().mean()
+        for layer in named.values().step_by(2) {
+            h = ((h.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
+            if flag {
+                h += (&h / (1.0 / (1.0 + (a * b).sqrt()))).tanh() * 0.5;
+                h = h.tanh();
+            } else {
+                h = h.matmul(&named["l0"].w).sin();
+            }
+        }
+        &total + &(h.square() + 1.0).ln().sum()
     }
 }
 
 #[test]
 fn p192() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 192001);
-    let stack = stack(2, 2, 192002);
-    check_variants!(mod p192; [x, stack]; (&x, &stack, 1.02, 0.65, 3, false));
+    let named = named(2, 2, 192002);
+    let v = Tensor::rand_normal(&[2], 0.0, 0.5, 192004);
+    check_variants!(mod p192; [x, named, v]; (&x, &named, &v, 1.94, 1.02, 1, false));
 }
 
-/// Uses: accumulate, cast, exp, field, for, fresh-state-in-outer-loop, iterator-adaptors, late-let, plain-let, plain-parens, sigmoid, softmax, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, for, if-flag, iterator-adaptors, map-of-layers, plain-parens, reshape, sigmoid, softmax, sqrt, vec-field-loop-in-outer-loop.
 mod p193 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        stack: &Stack,
+        named: &BTreeMap<String, Layer>,
+        w: &Tensor<f64>,
+        #[nodiff] a: f64,
+        #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let s1 = ((n * k) as f64).sqrt();
-        let mut h = x.matmul(&stack.layers[0].w);
-        let mut total = h.sum() * 0.0;
-        let y2;
-        if flag {
-            y2 = ((&h + &stack.gain) * 0.5).tanh().exp();
-        } else {
-            y2 = ((n * k) as f64).sqrt() / (h.square() + 1.0);
-        }
-        h = (&h * 0.5 + &y2 * 0.5).sigmoid();
-        let mut acc3 = Tensor::scalar(0.0);
+        let mut h = x.matmul(w);
+        let mut total = Tensor::<f64>::zeros(&[]);
+        h = ((&h * 1.5).square() + 0.5).sqrt() - 0.5;
+        h = (&h - x).softmax(-1);
         for _ in 0..n {
-            let mut g4 = x.clone();
-            for layer in stack.layers.iter().take_while(|_| true).skip(1) {
-                g4 = (g4.matmul(&layer.w) + &layer.b).softmax(-1);
+            for layer in named
+                .values()
+                .enumerate()
+                .filter(|(pos, _)| pos % 2 == 0)
+                .map(|(_, l)| l)
+            {
+                h = (h.matmul(&layer.w) + &layer.b).sigmoid();
+                if !flag {
+                    h = (&h * b.ln().abs()).sigmoid();
+                } else {
+                    total = &total + &h.reshape(&[3, 3]).matmul(x).mean();
+                }
             }
-            acc3 = (g4.square() + 1.0).ln().sum() + &acc3 * 0.9;
-            h = (&h + &g4).tanh();
+            total = total + (h.square().sum() + 1.0).sqrt() * (a.ln() - b.ln()).exp();
         }
-        total = &total + &acc3;
-        h = (&h * s1).tanh();
-        total.clone() * s1 + (h.square() + 1.0).ln().sum()
+        total.clone() * 0.9 + (h.square() + 1.0).ln().sum()
     }
 }
 
 #[test]
 fn p193() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 193001);
-    let stack = stack(3, 2, 193002);
-    check_variants!(mod p193; [x, stack]; (&x, &stack, 2, 1, true));
+    let named = named(3, 2, 193002);
+    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 193003);
+    check_variants!(mod p193; [x, named, w]; (&x, &named, &w, 1.42, 1.7, 3, true));
 }
 
 /// Uses: late-let, match, plain-let, sigmoid, sin, sqrt.
@@ -9737,15 +9718,14 @@ fn p199() {
     check_variants!(mod p199; [v]; (&x, &v, 1.13, 1.4, false));
 }
 
-/// Uses: accumulate, for, fresh-state-in-outer-loop, helper, iterator-adaptors, ln, plain-let, reshape, vec-field-loop-in-outer-loop, while.
+/// Uses: accumulate, compound-assign, for, fresh-state-in-outer-loop, helper, iterator-adaptors, map-of-layers, plain-let, reshape, tanh, vec-field-loop-in-outer-loop, while.
 mod p200 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
-        net: &Net,
-        w: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
@@ -9753,39 +9733,40 @@ mod p200 {
     ) -> Tensor<f64> {
         let s1 = a.sqrt();
         let s2 = b.exp() * 0.5;
-        let mut h = x.matmul(w);
+        let mut h = x.matmul(&named["l0"].w);
         let mut total = Tensor::<f64>::zeros(&[]);
         let mut step3 = 0;
         while step3 < n {
-            h = repeat_dense(&h, w, k);
+            h = repeat_dense(&h, &named["l0"].w, k);
             step3 += 1;
         }
         let mut acc4 = Tensor::scalar(0.0);
         for _ in 0..n {
             let mut g5 = x * b.exp();
-            for wl in net
-                .ws
-                .iter()
+            for layer in named
+                .values()
                 .enumerate()
                 .filter(|(pos, _)| pos % 2 == 0)
                 .map(|(_, l)| l)
             {
-                g5 = ((g5.matmul(wl) * s1).square() + 1.0).ln();
+                g5 = (g5.matmul(&layer.w) + &layer.b).tanh();
+                total = &total + &h.reshape(&[4, 3]).matmul(x).mean();
             }
-            acc4 = &acc4 + &g5.reshape(&[4, 3]).matmul(x).mean();
+            acc4 -= soft_norm(&g5, b.exp()) * 0.5;
+            h = (&h + &g5).tanh();
         }
-        total += acc4 * 0.5;
+        total = &total + &acc4;
+        h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        &total + &h.exp().mean().ln()
+        &total + &(h.square().sum() + 1.0).sqrt()
     }
 }
 
 #[test]
 fn p200() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 200001);
-    let net = net(4, 3, 200002);
-    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 200003);
-    check_variants!(mod p200; [net, w]; (&x, &net, &w, 1.7, 1.95, 3, 3));
+    let named = named(4, 3, 200002);
+    check_variants!(mod p200; [named]; (&x, &named, 1.28, 1.39, 3, 3));
 }
 
 /// Uses: accumulate, field, helper, iterator-adaptors, ln, plain-let, sigmoid, sin, tanh, vec-field-loop, vector-output, while.
@@ -9868,7 +9849,7 @@ fn p202() {
     check_vector_variants!(mod p202; [x, w]; (&x, &w, 1.49, 1.36, 2));
 }
 
-/// Uses: accumulate, iterator-adaptors, local-vec-push, plain-let, plain-parens, reshape, sin, softmax, tanh, vec-field-loop, vector-output, while.
+/// Uses: field, iterator-adaptors, local-vec-push, plain-let, plain-parens, reshape, sin, softmax, vec-field-loop, vector-output, while.
 mod p203 {
     use super::*;
 
@@ -9899,9 +9880,16 @@ mod p203 {
         for layer in stack.layers.iter().rev().skip(1) {
             h = (h.matmul(&layer.w) + &layer.b).sin();
         }
-        total = h.sum() + &total * 0.5;
+        let mut saved4 = Vec::new();
+        for layer in &stack.layers {
+            h = (h.matmul(&layer.w) + &layer.b).sin();
+            saved4.push(h.clone());
+        }
+        for s in &saved4 {
+            total = &total + &s.mean();
+        }
         h = (&h * s1).tanh();
-        (&h - h.sum_axes(&[1], true) * 0.33).tanh() + &total
+        (&h + &stack.gain).softmax(-1) + &total
     }
 }
 
@@ -10792,7 +10780,7 @@ fn p222() {
     check_variants!(mod p222; [x, v]; (&x, &v, 1));
 }
 
-/// Uses: accumulate, counter-plain, field, for, helper, if-flag, iterator-adaptors, late-let, ln, plain-only-if, sigmoid, sin, sqrt, tanh, vec-field-loop.
+/// Uses: accumulate, compound-assign, counter-plain, early-return, field, for, iterator-adaptors, late-let, ln, reshape, sin, tanh, vec-field-loop.
 mod p223 {
     use super::*;
 
@@ -10800,7 +10788,6 @@ mod p223 {
     pub fn f(
         x: &Tensor<f64>,
         stack: &Stack,
-        w: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] flag: bool,
@@ -10808,42 +10795,27 @@ mod p223 {
         let mut h = x.sin() + &stack.gain;
         let mut total = Tensor::<f64>::zeros(&[]);
         for layer in stack.layers.iter().step_by(2) {
-            h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
-            let y1;
-            if flag {
-                y1 = (&h * b.exp()).sin();
-            } else {
-                y1 = &h - x;
-            }
-            h = (&h * 0.5 + &y1 * 0.5).sin();
-            for _ in 0..3 {
-                let c2 = a * b;
-                h = (&h * c2 + &layer.b).tanh();
-                h = dense(&h, w, &layer.b);
-                let y3;
-                if flag {
-                    y3 = (a.cbrt() / (h.square() + 1.0)).tanh();
-                } else {
-                    y3 = 0.9 * &h;
-                }
-                h = (&h * 0.5 + &y3 * 0.5).sigmoid();
-            }
+            h = (h.matmul(&layer.w) + &layer.b).sin();
+            h = (&h - x).sin();
         }
-        for layer in stack.layers.iter().rev() {
-            h = ((h.matmul(&layer.w) + &layer.b).square() + 1.0).ln();
+        for _ in 0..3 {
+            let c1 = a * b;
+            h = (&h * c1 + &stack.gain).tanh();
+            h = h.matmul(&stack.layers[0].w).tanh();
         }
-        let y4 = if flag {
-            (h.matmul(w) + &stack.gain).tanh()
-        } else {
-            h.matmul(&stack.layers[0].w)
-        };
-        h = (&h * 0.5 + &y4 * 0.5).tanh();
-        let mut scale5 = b.exp();
+        total = &total + &h.softmax(-1).ln().mean();
+        let y2;
         if flag {
-            scale5 = a.ln().abs() + 0.5;
+            y2 = ((1.5 * &h).square() + 1.0).ln();
+        } else {
+            y2 = &h * 0.5;
         }
-        total += h.mean() * scale5;
-        total.clone() * 0.5 + h.mean()
+        h = ((&h * 0.5 + &y2 * 0.5).square() + 1.0).ln();
+        if !flag {
+            return total.clone() * 0.9 + h.square().mean();
+        }
+        total -= h.reshape(&[2, 4]).matmul(x).mean() * 0.5;
+        (h.square() + 1.0).ln().sum() + &total
     }
 }
 
@@ -10851,19 +10823,17 @@ mod p223 {
 fn p223() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 223001);
     let stack = stack(2, 2, 223002);
-    let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 223003);
-    check_variants!(mod p223; [x, stack, w]; (&x, &stack, &w, 1.23, 1.66, true));
+    check_variants!(mod p223; [x, stack]; (&x, &stack, 1.23, 1.66, true));
 }
 
-/// Uses: accumulate, compound-assign, if-flag, iterator-adaptors, plain-let, reshape, tanh, vec-field-loop.
+/// Uses: accumulate, compound-assign, early-return, if-flag, iterator-adaptors, map-of-layers, plain-let, reshape, sin, sqrt, sum_axes, tanh, vec-field-loop.
 mod p224 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        net: &Net,
-        v: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
         #[nodiff] a: f64,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
@@ -10875,23 +10845,28 @@ mod p224 {
         } else {
             total = h.exp().mean().ln() + &total * 0.9;
         }
-        for wl in net.ws.iter().take(2) {
-            h = (h.matmul(wl) + v).tanh();
+        for layer in named.values().take(2) {
+            h = (h.matmul(&layer.w) + &layer.b).sin();
+            h += (((&h / s1).square() + 0.5).sqrt() - 0.5) * 0.5;
+            h = h.tanh();
+            h = (0.5 - &h).tanh();
         }
-        h = (&h * s1).tanh();
-        total.clone() * 0.7 + h.reshape(&[3, 2]).matmul(x).mean()
+        if !flag {
+            return total.clone() * a.cbrt() + h.softmax(-1).ln().mean();
+        }
+        total -= h.sum_axes(&[0], false).square().mean() * 0.5;
+        &total + &h.reshape(&[3, 2]).matmul(x).mean()
     }
 }
 
 #[test]
 fn p224() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 224001);
-    let net = net(3, 3, 224002);
-    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 224004);
-    check_variants!(mod p224; [x, net, v]; (&x, &net, &v, 0.55, true));
+    let named = named(3, 3, 224002);
+    check_variants!(mod p224; [x, named]; (&x, &named, 1.48, true));
 }
 
-/// Uses: accumulate, exp, field, for, fresh-state-in-outer-loop, helper, reshape, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, early-return, exp, field, for, fresh-state-in-outer-loop, helper, if-flag, plain-max-min, sin, sqrt, tanh, vec-field-loop-in-outer-loop.
 mod p225 {
     use super::*;
 
@@ -10900,7 +10875,10 @@ mod p225 {
         #[nodiff] x: &Tensor<f64>,
         stack: &Stack,
         w: &Tensor<f64>,
+        #[nodiff] a: f64,
+        #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.matmul(w);
         let mut total = h.sum() * 0.0;
@@ -10909,12 +10887,23 @@ mod p225 {
         for _ in 0..n {
             let mut g2 = Tensor::full(&[3, 4], 0.5);
             for layer in &stack.layers {
-                g2 = ((g2.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
+                g2 = (g2.matmul(&layer.w) + &layer.b).sin();
+                h = ((&h / (stack.gain.square() + 1.0)) * 0.5).tanh().exp();
+                let y3 = if flag {
+                    ((0.5 - &h).square() + 0.5).sqrt() - 0.5
+                } else {
+                    &h / (layer.b.square() + 1.0)
+                };
+                h = (&h * 0.5 + &y3 * 0.5).tanh();
             }
-            acc1 = &acc1 + &g2.exp().mean().ln();
+            acc1 += g2.sum();
         }
-        total += acc1 * 0.5;
-        total.clone() * 2.0 + h.reshape(&[12]).sin().sum()
+        total = &total + &acc1;
+        if !flag {
+            return h.sum() + &total;
+        }
+        total = h.sum() + &total * 0.5;
+        total.clone() * 0.7 + soft_norm(&h, a.max(b) - a.min(b) * 0.5)
     }
 }
 
@@ -10923,7 +10912,7 @@ fn p225() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 225001);
     let stack = stack(4, 2, 225002);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 225003);
-    check_variants!(mod p225; [stack, w]; (&x, &stack, &w, 4));
+    check_variants!(mod p225; [stack, w]; (&x, &stack, &w, 0.71, 1.84, 4, false));
 }
 
 /// Uses: accumulate, cast, compound-assign, counter-plain, early-return, exp, field, for, helper, if-counter, if-flag, iterator-adaptors, plain-parens, reshape, sin, softmax, sum_axes, tanh, vec-field-loop-in-outer-loop.
@@ -11527,115 +11516,115 @@ fn p237() {
     check_variants!(mod p237; [x, net, v]; (&x, &net, &v, 0.98, 1.01));
 }
 
-/// Uses: accumulate, counter-plain, for, if-flag, late-let, ln, plain-max-min, plain-only-if, reshape, sin, softmax, tanh, while.
+/// Uses: accumulate, counter-plain, field, for, helper, if-flag, iterator-adaptors, late-let, ln, map-of-layers, match, plain-only-if, plain-parens, sin, softmax, sqrt, structure-by-value, tanh, vec-field-loop-in-outer-loop.
 mod p238 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        w: &Tensor<f64>,
+        named: BTreeMap<String, Layer>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let mut h = x.matmul(w);
+        let mut h = x.sin() + v;
         let mut total = Tensor::<f64>::zeros(&[]);
-        for _ in 0..3 {
+        for i in 0..3 {
             h = (&h * a).tanh();
-            let mut step1 = 0;
-            while step1 < n {
-                h = (&h / a.cbrt()).sin();
-                step1 += 1;
+            for layer in named
+                .values()
+                .enumerate()
+                .filter(|(pos, _)| pos % 2 == 0)
+                .map(|(_, l)| l)
+            {
+                h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
+                total = total + h.mean() * 0.3;
+                let mut scale1 = a.powi(2) + 0.1;
+                if i % 2 == 1 {
+                    scale1 = (b / (a + 1.0)).powi(2) + 0.5;
+                }
+                h = (&h * scale1).tanh();
             }
-            let mut scale2 = a.max(b) - a.min(b) * 0.5;
-            if flag {
-                scale2 = a.powi(2) + 0.1;
-            } else {
-                scale2 *= 0.5;
-            }
-            total += h.mean() * scale2;
-            let mut step3 = 0;
-            while step3 < n {
-                h = (&h + v).sin();
-                step3 += 1;
+            let y2 = if flag { (&h + v).sin() } else { &h * x };
+            h = (&h * 0.5 + &y2 * 0.5).sin();
+            match n {
+                1 => {
+                    h = (&h + &named["l1"].b).tanh();
+                }
+                2 | 3 => {
+                    total = &total + &soft_norm(&h, a.sqrt() + b);
+                    h = ((&h - h.sum_axes(&[1], true) * 0.25).square() + 1.0).ln();
+                }
+                _ => {}
             }
         }
-        for _ in 0..n {
-            let c4 = a.sqrt() + b;
-            h = (&h * c4 + v).tanh();
-            let y5 = if flag { (v * &h).tanh() } else { 2.0 - &h };
-            h = ((&h * 0.5 + &y5 * 0.5).square() + 1.0).ln();
-            h = ((&h - h.sum_axes(&[1], true) * 0.25).square() + 1.0).ln();
-        }
-        let y6;
+        let y3;
         if flag {
-            y6 = (&h - x).tanh();
+            y3 = (&h - x).tanh();
         } else {
-            y6 = &h / (v.square() + 1.0);
+            y3 = &h / (named["l1"].b.square() + 1.0);
         }
-        h = (&h * 0.5 + &y6 * 0.5).softmax(-1);
-        h.reshape(&[8]).sin().sum() + &total
+        h = (&h * 0.5 + &y3 * 0.5).softmax(-1);
+        match n % 3 {
+            1 => {
+                h = (&h / (named["l1"].b.square() + 1.0)).sin();
+            }
+            2 | 3 => {
+                total = &total + &soft_norm(&h, (b / (a + 1.0)).powi(2) + 0.5);
+                h = (&h * x).softmax(-1);
+            }
+            _ => {}
+        }
+        (h.square().sum() + 1.0).sqrt() + &total
     }
 }
 
 #[test]
 fn p238() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 238001);
-    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 238003);
+    let named = named(4, 2, 238002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 238004);
-    check_variants!(mod p238; [x, w, v]; (&x, &w, &v, 1.21, 1.95, 4, false));
+    check_variants!(mod p238; [x, named, v]; (&x, named.clone(), &v, 1.22, 1.49, 4, true));
 }
 
-/// Uses: cast, exp, field, iterator-adaptors, late-let, plain-let, sigmoid, softmax, sqrt, vec-field-loop, vector-output.
+/// Uses: cast, exp, iterator-adaptors, map-of-layers, plain-let, plain-parens, sin, softmax, tanh, vec-field-loop, vector-output.
 mod p239 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        stack: &Stack,
-        #[nodiff] v: &Tensor<f64>,
+        named: &BTreeMap<String, Layer>,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
-        #[nodiff] n: usize,
-        #[nodiff] flag: bool,
+        #[nodiff] b: f64,
+        #[nodiff] k: usize,
     ) -> Tensor<f64> {
-        let s1 = a;
-        let s2 = n as f64 * 0.5;
+        let s1 = k as f64 + a;
         let mut h = x * v;
         let total = Tensor::scalar(0.0);
-        let y3;
-        if flag {
-            y3 = (&h * s2).softmax(-1);
-        } else {
-            y3 = h.matmul(&stack.layers[0].w) + &stack.gain;
-        }
-        h = ((&h * 0.5 + &y3 * 0.5).square() + 0.5).sqrt() - 0.5;
-        for layer in stack
-            .layers
-            .iter()
-            .enumerate()
-            .filter(|(pos, _)| pos % 2 == 0)
-            .map(|(_, l)| l)
-        {
-            h = (h.matmul(&layer.w) + &layer.b).sigmoid();
+        h = ((1.0 / (1.0 + (a * b).sqrt())) / (h.square() + 1.0)).softmax(-1);
+        h = (&h - x).tanh();
+        for layer in named.values().chain(named.values()).skip(1) {
+            h = ((h.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
         }
         h = (&h * s1).tanh();
-        ((a.cbrt() / (h.square() + 1.0)) * 0.5).tanh().exp() + &total
+        (&h - x).sin() + &total
     }
 }
 
 #[test]
 fn p239() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 239001);
-    let stack = stack(4, 3, 239002);
+    let named = named(4, 2, 239002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 239004);
-    check_vector_variants!(mod p239; [x, stack]; (&x, &stack, &v, 0.52, 1, false));
+    check_vector_variants!(mod p239; [x, named, v]; (&x, &named, &v, 1.54, 1.9, 1));
 }
 
-/// Uses: accumulate, cast, compound-assign, exp, field, for, if-counter, if-flag, late-let, ln, match, plain-let, plain-parens, sigmoid, sin, structure-by-value, tanh, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, field, if-flag, ln, match, plain-let, plain-parens, sigmoid, sin, structure-by-value, vec-field-loop.
 mod p240 {
     use super::*;
 
@@ -11661,36 +11650,21 @@ mod p240 {
         h = (&h * 0.5 + &y3 * 0.5).sigmoid();
         for layer in &stack.layers {
             h = (h.matmul(&layer.w) + &layer.b).sin();
-            for i in 0..2 {
-                if i % 2 == 0 {
-                    h += ((&h * b).square() + 1.0).ln() * 0.5;
-                    h = h.tanh();
-                } else {
-                    total -= (h.square().sum() + 1.0).sqrt() * 0.5;
-                }
-                let y4 = match n {
-                    0 => (&h - h.sum_axes(&[1], true) * 0.5).sin(),
-                    1 => (&h * s1).tanh(),
-                    _ => &h * b,
-                };
-                h = (y4 * 0.5).tanh();
+            if flag {
+                total += (h.square().sum() + 1.0).sqrt();
+            } else {
+                total = &total + &h.softmax(-1).ln().mean();
             }
-            let y5 = match n {
-                0 => ((&h - x) * 0.5).tanh().exp(),
-                1 => h.matmul(&layer.w).sin(),
-                _ => &h * x,
-            };
-            h = (y5 * 0.5).tanh();
         }
-        let y6;
-        if flag {
-            y6 = (&h * x).sin();
-        } else {
-            y6 = 2.0 - &h;
-        }
-        h = (&h * 0.5 + &y6 * 0.5).tanh();
+        let y4 = match k {
+            0 => ((&h * x).square() + 1.0).ln(),
+            1 => (&h - h.sum_axes(&[1], true) * 0.5).sigmoid(),
+            _ => 0.5 - &h,
+        };
+        h = (y4 * 0.5).tanh();
+        h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        h.softmax(-1).ln().mean() + &total
+        total.clone() * 0.5 + h.square().mean()
     }
 }
 

@@ -535,14 +535,21 @@ impl Lowerer<'_> {
         for (pat, arg) in closure.inputs.iter().zip(args) {
             self.bind_item(pat, arg);
         }
+        // A closure handing on a reference it was given (`|(_, l)| l`) gives a reference.
         let result = match strip(&closure.body) {
             Expr::Tuple(t) => Item::Tuple(
                 t.elems
                     .iter()
-                    .map(|e| Item::Value(self.expr(e), false))
+                    .map(|e| {
+                        let by_ref = self.ref_binding(Some(e));
+                        Item::Value(self.expr(e), by_ref)
+                    })
                     .collect(),
             ),
-            body => Item::Value(self.expr(body), false),
+            body => {
+                let by_ref = self.ref_binding(Some(body));
+                Item::Value(self.expr(body), by_ref)
+            }
         };
         self.scopes.pop();
         self.region_floor = floor;
