@@ -125,7 +125,8 @@ impl Lowerer<'_> {
             && self.mentions_active(&mc.receiver)
         {
             let receiver = &mc.receiver;
-            let e: syn::Expr = syn::parse_quote_spanned!(mc.method.span()=> #receiver.reshape(&[]));
+            let e: syn::Expr =
+                syn::parse_quote_spanned!(mc.method.span()=> #receiver.reshape(&[0usize; 0]));
             return self.expr(&e);
         }
         // `a.powf(b)` of numbers with a differentiated exponent: the op `pow`, whose exponent is
