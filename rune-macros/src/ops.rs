@@ -125,6 +125,10 @@ mod tests {
         assert_eq!(hint("matmull"), "did you mean `matmul`?");
         assert_eq!(hint("unsqueeze"), "write `expand_dims`");
         assert_eq!(hint("swapaxes"), "write `transpose(a, b)`");
+        assert_eq!(
+            hint("embedding"),
+            "write `embedding(&ids, &weight)` (a function, as `F.embedding`)"
+        );
         assert_eq!(hint("index_selct"), "did you mean `index_select`?");
         assert_eq!(hint("layernorm"), "did you mean `layer_norm`?");
         assert_eq!(hint("masked_fill_"), "did you mean `masked_fill`?");
