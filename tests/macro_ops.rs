@@ -463,7 +463,7 @@ ops! {
 
     // ---- shape --------------------------------------------------------------------------------
     gen reshape ["reshape"] (x: Normal[2, 3, 4]) { x.reshape(&[4, 6]) }
-    gen reshape_to_scalar ["reshape"] (x: Normal[1, 1]) { x.reshape(&[]) }
+    gen reshape_to_scalar ["reshape"] (x: Normal[1, 1]) { x.reshape(&[0usize; 0]) }
     gen permute ["permute"] (x: Normal[2, 3, 4]) { x.permute(&[2, 0, 1]) }
     gen t_2d ["t"] (x: Normal[2, 3]) { x.t() }
     gen t_batched ["t"] (x: Normal[2, 3, 4]) { x.t() }
@@ -532,6 +532,34 @@ ops! {
     gen scatter_add_into_constant ["scatter_add"] (u: Normal[3, 2]) {
         let idx = Tensor::from_vec(vec![0i64, 3, 3, 3, 1, 0], &[3, 2]);
         Tensor::ones(&[3, 4]).scatter_add(-1, &idx, u)
+    }
+
+    // ---- PyTorch's names ----------------------------------------------------------------------
+    gen index_select ["index_select"] (x: Normal[4, 3]) { x.index_select(0, &[2, 0, 2, 3, 2]) }
+    gen index_select_tensor ["index_select"] (x: Normal[2, 3, 4]) {
+        let ids = Tensor::from_vec(vec![3i64, 3, 1], &[3]);
+        x.index_select(-1, &ids)
+    }
+    gen embedding_rows ["embedding"] (w: Normal[4, 3]) {
+        let ids = Tensor::from_vec(vec![3i64, 0, 3, 1, 3, 2], &[2, 3]);
+        embedding(&ids, w)
+    }
+    gen masked_fill ["masked_fill"] (x: Normal[2, 3]) {
+        let mask = Tensor::from_vec(vec![false, true, false], &[3]);
+        x.masked_fill(&mask, 0.5)
+    }
+    gen masked_fill_computed_mask ["masked_fill", "mul"] (x: Spread[2, 3]) {
+        x.masked_fill(&x.lt(T::zero()), -1.0) * x
+    }
+    gen transpose ["transpose"] (x: Normal[2, 3, 4]) { x.transpose(0, -1) }
+    gen reshape_inferred ["reshape", "transpose"] (x: Normal[2, 3, 4]) {
+        x.transpose(1, 2).reshape(&[-1, 3])
+    }
+    gen layer_norm ["layer_norm"] (x: Normal[3, 4]) { x.layer_norm(&[4], 1e-5) }
+    gen layer_norm_affine ["layer_norm", "mul", "add"] (
+        x: Normal[2, 3, 4], w: Normal[3, 4], b: Normal[4]
+    ) {
+        x.layer_norm(&[3, 4], 0.1) * w + b
     }
 
     // ---- linear algebra and nn ----------------------------------------------------------------

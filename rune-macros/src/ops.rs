@@ -52,23 +52,15 @@ const OTHER_SPELLINGS: &[(&str, &str)] = &[
     ("mm", "`matmul`"),
     ("bmm", "`matmul` (batch axes broadcast)"),
     ("view", "`reshape`"),
+    ("flatten", "`reshape(&[-1])`"),
     ("unsqueeze", "`expand_dims`"),
-    (
-        "transpose",
-        "`permute(&[..])`, or `t()` for the last two axes",
-    ),
-    (
-        "swapaxes",
-        "`permute(&[..])`, or `t()` for the last two axes",
-    ),
+    ("swapaxes", "`transpose(a, b)`"),
     ("clip", "`clamp`"),
     ("amax", "`max_axes`"),
     ("amin", "`min_axes`"),
-    ("masked_fill", "`where_cond(&mask, &value, &x)`"),
-    ("index_select", "`gather`"),
     (
-        "layer_norm",
-        "`mean_axes`, `var_axes` and `sqrt` (docs/porting.md)",
+        "embedding",
+        "`embedding(&ids, &weight)` (a function, as `F.embedding`)",
     ),
 ];
 
@@ -140,6 +132,14 @@ mod tests {
         assert_eq!(hint("sofmax"), "did you mean `softmax`?");
         assert_eq!(hint("matmull"), "did you mean `matmul`?");
         assert_eq!(hint("unsqueeze"), "write `expand_dims`");
+        assert_eq!(hint("swapaxes"), "write `transpose(a, b)`");
+        assert_eq!(
+            hint("embedding"),
+            "write `embedding(&ids, &weight)` (a function, as `F.embedding`)"
+        );
+        assert_eq!(hint("index_selct"), "did you mean `index_select`?");
+        assert_eq!(hint("layernorm"), "did you mean `layer_norm`?");
+        assert_eq!(hint("masked_fill_"), "did you mean `masked_fill`?");
         assert_eq!(closest_spelling("bessel_j0"), None);
         // Every spelling named for another library's method is a method here, or says how.
         for (other, _) in OTHER_SPELLINGS {

@@ -45,7 +45,7 @@ pub enum Kind {
     Reduction,
     /// A running reduction along one axis (`cumsum`, `cumprod`).
     Scan,
-    /// Normalises along one axis (`softmax`, `log_softmax`).
+    /// Normalises along one axis or the last ones (`softmax`, `log_softmax`, `layer_norm`).
     Normalization,
     /// Moves or copies elements without arithmetic (`reshape`, `permute`, `pad`, `unfold`).
     Shape,

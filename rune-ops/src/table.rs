@@ -18,6 +18,9 @@ const INT: Param = Param::Config(Some("i32"), Keep::Copy);
 const OFFSET: Param = Param::Config(Some("isize"), Keep::Copy);
 const FLAG: Param = Param::Config(Some("bool"), Keep::Copy);
 const SHAPE: Param = Param::Config(Some("&[usize]"), Keep::Owned);
+/// `reshape`'s shape: `usize` lengths, or signed ones with a `-1` (`rune_runtime::NewShape`),
+/// so left without a type for untyped literals (`&[2, -1]`) to infer one.
+const NEW_SHAPE: Param = Param::Config(None, Keep::Owned);
 const RANGES: Param = Param::Config(Some("&[(usize, usize)]"), Keep::Owned);
 const MASK: Param = Param::Config(None, Keep::Owned);
 const INDICES: Param = Param::Config(None, Keep::Owned);
@@ -337,6 +340,10 @@ pub const OTHER: &[OpDef] = &[
         "composite: reduce_max, add, exp2, reduce_sum, log2",
         jvp "log_softmax_jvp"(Output, Config(0), Tangent(0)),
         vjp ["log_softmax_vjp"(Cotangent, Output, Config(0))]),
+    op!("layer_norm", Method, Normalization, [SHAPE, SCALAR],
+        "composite: reduce_sum, add, mul, sqrt, fdiv",
+        jvp "layer_norm_jvp"(Input(0), Output, Config(0), Config(1), Tangent(0)),
+        vjp ["layer_norm_vjp"(Cotangent, Input(0), Output, Config(0), Config(1))]),
     op!("cumsum", Method, Scan, [AXIS], "associative_scan sum",
         jvp "cumsum_jvp"(Config(0), Tangent(0)),
         vjp ["cumsum_vjp"(Cotangent, Config(0))]),
@@ -362,12 +369,15 @@ pub const OTHER: &[OpDef] = &[
     op!("sort", Method, Shape, [AXIS], "composite: cmplt, gather, scatter",
         jvp "sort_jvp"(Input(0), Config(0), Tangent(0)),
         vjp ["sort_vjp"(Cotangent, Input(0), Config(0))]),
-    op!("reshape", Method, Shape, [SHAPE], "reshape",
+    op!("reshape", Method, Shape, [NEW_SHAPE], "reshape",
         jvp "reshape_jvp"(Config(0), Tangent(0)),
         vjp ["reshape_vjp"(Cotangent, Shape(0))]),
     op!("permute", Method, Shape, [SHAPE], "permute",
         jvp "permute_jvp"(Config(0), Tangent(0)),
         vjp ["permute_vjp"(Cotangent, Config(0))]),
+    op!("transpose", Method, Shape, [AXIS, AXIS], "permute",
+        jvp "transpose_jvp"(Config(0), Config(1), Tangent(0)),
+        vjp ["transpose_vjp"(Cotangent, Config(0), Config(1))]),
     op!("t", Method, Shape, [], "permute",
         jvp "t_jvp"(Tangent(0)),
         vjp ["t_vjp"(Cotangent)]),
@@ -408,9 +418,18 @@ pub const OTHER: &[OpDef] = &[
             "where_cond_vjp_rhs"(Cotangent, Config(0), Shape(1)),
         ],
         fusion fusion!(Select; 1 => "where_cond_lhs"(x0), 2 => "where_cond_rhs"(x0))),
+    op!("masked_fill", Method, Combine, [MASK, SCALAR], "where",
+        jvp "masked_fill_jvp"(Config(0), Tangent(0)),
+        vjp ["masked_fill_vjp"(Cotangent, Config(0), Shape(0))]),
     op!("gather", Method, Indexing, [AXIS, INDICES], "gather",
         jvp "gather_jvp"(Config(0), Config(1), Tangent(0)),
         vjp ["gather_vjp"(Cotangent, Shape(0), Config(0), Config(1))]),
+    op!("index_select", Method, Indexing, [AXIS, INDICES], "composite: gather, scatter",
+        jvp "index_select_jvp"(Config(0), Config(1), Tangent(0)),
+        vjp ["index_select_vjp"(Cotangent, Shape(0), Config(0), Config(1))]),
+    op!("embedding", Function, Indexing, [INDICES, T], "composite: gather, scatter",
+        jvp "embedding_jvp"(Config(0), Tangent(0)),
+        vjp ["embedding_vjp"(Cotangent, Shape(0), Config(0))]),
     op!("scatter_add", Method, Indexing, [AXIS, INDICES, T], "scatter",
         jvp "scatter_add_jvp"(Output, Config(0), Config(1), MaybeTangent(0), MaybeTangent(1)),
         vjp [

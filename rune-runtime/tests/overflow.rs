@@ -362,8 +362,8 @@ fn reshape_rejects_shapes_that_overflow() {
     let x = Tensor::from_vec(vec![1.0; 4], &[4]);
     expect_err(
         "reshape",
-        x.try_reshape(&[1 << 32, 1 << 32, 4]),
-        || x.reshape(&[1 << 32, 1 << 32, 4]),
+        x.try_reshape(&[1usize << 32, 1 << 32, 4]),
+        || x.reshape(&[1usize << 32, 1 << 32, 4]),
         &["into shape [4294967296, 4294967296, 4] (too many elements)"],
     );
     let empty = Tensor::<f64>::zeros(&[0]);

@@ -179,7 +179,8 @@ impl Lowerer<'_> {
             && self.mentions_active(&mc.receiver)
         {
             let receiver = &mc.receiver;
-            let e: syn::Expr = syn::parse_quote_spanned!(mc.method.span()=> #receiver.reshape(&[]));
+            let e: syn::Expr =
+                syn::parse_quote_spanned!(mc.method.span()=> #receiver.reshape(&[0usize; 0]));
             return self.expr(&e);
         }
         // `a.powf(b)` of numbers with a differentiated exponent: the op `pow`, whose exponent is
@@ -275,10 +276,14 @@ impl Lowerer<'_> {
             return self.rebuild_method(mc, receiver, args);
         };
         if args.len() != spec.params.len() {
+            // `x.sum(-1)`, `x.logsumexp(1)` as in PyTorch: the reduction over chosen axes.
+            let along = ops::lookup(&format!("{method}_axes"), Form::Method)
+                .map(|axes| format!("; over chosen axes, write `{}`", axes.name))
+                .unwrap_or_default();
             self.errors.at(
                 mc,
                 format!(
-                    "`{method}` takes {} argument{}",
+                    "`{method}` takes {} argument{}{along}",
                     spec.params.len(),
                     if spec.params.len() == 1 { "" } else { "s" }
                 ),

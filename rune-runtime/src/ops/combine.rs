@@ -1,4 +1,5 @@
-//! Combining ops: `concat`, `stack`, and the elementwise select `where_cond`.
+//! Combining ops: `concat`, `stack`, the elementwise select `where_cond`, and `masked_fill`, a
+//! `where_cond` with a constant.
 //!
 //! # `where_cond` and NaN gradients
 //!
@@ -18,7 +19,7 @@ use std::borrow::Borrow;
 
 use crate::broadcast::{broadcast_owned, broadcast_shapes, sum_to_shape};
 use crate::element::Element;
-use crate::element::{OperandOf, OperandRef};
+use crate::element::{FromScalar, OperandOf, OperandRef};
 use crate::error::{checked, checked_size, panicking_twin, OrPanic, ShapeError};
 use crate::ops::normalize_axis;
 use crate::tensor::{row_major, small, Tensor};
@@ -185,6 +186,35 @@ where
     B: OperandOf<T> + ?Sized,
 {
     select(mask, a.operand_of(), b.operand_of())
+}
+
+impl<T: Element> Tensor<T> {
+    panicking_twin! {
+        /// `value` where `mask` is true, the tensor's elements elsewhere (PyTorch's
+        /// `x.masked_fill(mask, value)`): `where_cond(mask, &value, self)`, so the gradient is
+        /// exactly zero where the mask is set. The mask broadcasts with the tensor (NumPy's
+        /// rules); `value` is any number `T` converts from, as `clamp`'s bounds.
+        ///
+        /// # Panics
+        /// When the mask's shape does not broadcast with the tensor's.
+        pub fn masked_fill<V>(&self, mask: &Tensor<bool>, value: V) -> Tensor<T>
+        where
+            T: FromScalar<V>,
+        => self.try_masked_fill
+    }
+
+    /// Like [`Tensor::masked_fill`], returning an error when the shapes do not broadcast.
+    pub fn try_masked_fill<V>(&self, mask: &Tensor<bool>, value: V) -> Result<Tensor<T>, ShapeError>
+    where
+        T: FromScalar<V>,
+    {
+        broadcast_shapes("masked_fill", mask.shape(), self.shape())?;
+        select(
+            mask,
+            OperandRef::Scalar(T::from_scalar(value)),
+            OperandRef::Tensor(self),
+        )
+    }
 }
 
 /// A scalar or tensor operand as an array (a 0-d one for a scalar) to broadcast from.
@@ -401,5 +431,21 @@ pub mod rules {
         b_shape: &[usize],
     ) -> Tensor<T> {
         sum_to_shape(&where_cond(mask, &T::zero(), g), b_shape)
+    }
+
+    /// JVP of `x.masked_fill(mask, value)`: `dx` where `mask` is false, exactly zero elsewhere.
+    #[track_caller]
+    pub fn masked_fill_jvp<T: Element>(mask: &Tensor<bool>, dx: &Tensor<T>) -> Tensor<T> {
+        where_cond(mask, &T::zero(), dx)
+    }
+    /// VJP of `x.masked_fill(mask, value)`: `g` where `mask` is false, exactly zero elsewhere,
+    /// summed to `x`'s shape.
+    #[track_caller]
+    pub fn masked_fill_vjp<T: Element>(
+        g: &Tensor<T>,
+        mask: &Tensor<bool>,
+        x_shape: &[usize],
+    ) -> Tensor<T> {
+        where_cond_vjp_rhs(g, mask, x_shape)
     }
 }

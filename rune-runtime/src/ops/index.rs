@@ -1,16 +1,20 @@
 //! Indexing ops: `gather` and `scatter_add` along an axis, with PyTorch's `torch.gather` /
-//! `torch.scatter_add` semantics.
+//! `torch.scatter_add` semantics; `index_select` of whole slices along an axis and the row
+//! lookup `embedding`, as PyTorch's `index_select` and `F.embedding`.
 //!
-//! `indices` is a `Tensor<i64>` with as many axes as the data; along every other axis it may be
-//! shorter than the data (the leading part is used). Indices are not wrapped: a negative or
-//! too-large index is an error naming the op, the index and the shape.
+//! `gather`'s `indices` is a `Tensor<i64>` with as many axes as the data; along every other axis
+//! it may be shorter than the data (the leading part is used). `index_select` and `embedding`
+//! take any [`Indices`]: a `Tensor<i64>` or a list of integers. Indices are not wrapped: a
+//! negative or too-large index is an error naming the op, the index and the shape.
 
+use std::borrow::Cow;
 use std::ops::AddAssign;
 
 use ndarray::{ArrayD, Axis, IxDyn, Slice, Zip};
+use smallvec::SmallVec;
 
 use crate::element::Element;
-use crate::error::{panicking_twin, ShapeError};
+use crate::error::{panicking_twin, OrPanic, ShapeError};
 use crate::ops::normalize_axis;
 use crate::tensor::Tensor;
 
@@ -57,6 +61,192 @@ fn check_indices(
         ));
     }
     Ok(a)
+}
+
+/// The indices of [`Tensor::index_select`] and [`embedding`]: a `Tensor<i64>`, or a slice,
+/// array or `Vec` of `usize`, `isize`, `i32` or `i64` (a 1-D list; untyped literals such as
+/// `&[0, 2, 2]` are `i32`s).
+pub trait Indices {
+    /// The indices as a tensor, a list as a 1-D one.
+    #[doc(hidden)]
+    fn index_tensor(&self) -> Cow<'_, Tensor<i64>>;
+}
+
+impl Indices for Tensor<i64> {
+    fn index_tensor(&self) -> Cow<'_, Tensor<i64>> {
+        Cow::Borrowed(self)
+    }
+}
+
+impl<X: Indices + ?Sized> Indices for &X {
+    fn index_tensor(&self) -> Cow<'_, Tensor<i64>> {
+        (**self).index_tensor()
+    }
+}
+
+macro_rules! index_lists {
+    ($($t:ty),*) => {$(
+        impl Indices for [$t] {
+            fn index_tensor(&self) -> Cow<'_, Tensor<i64>> {
+                // An index past `i64::MAX` is out of range of any axis: `i64::MAX` says so.
+                let list = self.iter().map(|&i| i64::try_from(i).unwrap_or(i64::MAX)).collect();
+                Cow::Owned(Tensor::from_vec(list, &[self.len()]))
+            }
+        }
+        impl<const N: usize> Indices for [$t; N] {
+            fn index_tensor(&self) -> Cow<'_, Tensor<i64>> {
+                self[..].index_tensor()
+            }
+        }
+        impl Indices for Vec<$t> {
+            fn index_tensor(&self) -> Cow<'_, Tensor<i64>> {
+                self[..].index_tensor()
+            }
+        }
+        /// The form in which the backward pass of generated code keeps a slice of indices.
+        impl Indices for SmallVec<[$t; 4]> {
+            fn index_tensor(&self) -> Cow<'_, Tensor<i64>> {
+                self[..].index_tensor()
+            }
+        }
+    )*};
+}
+index_lists!(usize, isize, i32, i64);
+
+/// `indices` as positions along an axis of length `len` (axis `a` of `shape`), or an error of
+/// `op` naming the first index out of range.
+fn positions(
+    op: &'static str,
+    shape: &[usize],
+    a: usize,
+    indices: &Tensor<i64>,
+) -> Result<Vec<usize>, ShapeError> {
+    let len = shape[a];
+    indices
+        .view()
+        .iter()
+        .map(|&i| {
+            if i < 0 || i as u64 >= len as u64 {
+                Err(ShapeError::new(
+                    op,
+                    format!(
+                        "index {i} is out of range for axis {a} (length {len}) of shape {shape:?}"
+                    ),
+                ))
+            } else {
+                Ok(i as usize)
+            }
+        })
+        .collect()
+}
+
+/// The axis and positions of `index_select` on data of shape `shape`: a 1-D (or 0-d) list.
+fn select_positions(
+    shape: &[usize],
+    axis: isize,
+    indices: &Tensor<i64>,
+) -> Result<(usize, Vec<usize>), ShapeError> {
+    let op = "index_select";
+    let a = normalize_axis(op, axis, shape.len()).map_err(|_| {
+        ShapeError::new(
+            op,
+            format!("axis {axis} is out of range for shape {shape:?}"),
+        )
+    })?;
+    if indices.ndim() > 1 {
+        return Err(ShapeError::new(
+            op,
+            format!(
+                "indices of shape {:?} must be a 1-D list (data shape {shape:?}); `embedding` \
+                 takes indices of any shape",
+                indices.shape()
+            ),
+        ));
+    }
+    Ok((a, positions(op, shape, a, indices)?))
+}
+
+/// Zeros of shape `shape` with slice `j` of `g` along axis `a` added at slice `rows[j]`
+/// (repeated rows accumulate): the adjoint of selecting `rows`.
+fn add_rows<T: Element>(g: &Tensor<T>, shape: &[usize], a: usize, rows: &[usize]) -> Tensor<T> {
+    let mut out = ArrayD::from_elem(IxDyn(shape), T::zero());
+    let g = g.view();
+    for (j, &r) in rows.iter().enumerate() {
+        let mut dst = out.index_axis_mut(Axis(a), r);
+        dst += &g.index_axis(Axis(a), j);
+    }
+    Tensor::from_array(out)
+}
+
+impl<T: Clone> Tensor<T> {
+    panicking_twin! {
+        /// The slices at `indices` along `axis` (PyTorch's `x.index_select(axis, indices)`,
+        /// `jnp.take(x, indices, axis)` of a list): the result has the tensor's shape with axis
+        /// `axis` as long as the list. Indices may repeat.
+        ///
+        /// # Panics
+        /// When `axis` is out of range, `indices` has more than one axis, or an index is negative
+        /// or past the axis' end; the message names the op, the index and the shape.
+        pub fn index_select<I: Indices + ?Sized>(&self, axis: isize, indices: &I) -> Tensor<T>
+            => self.try_index_select
+    }
+
+    /// Like [`Tensor::index_select`], returning an error for bad indices.
+    pub fn try_index_select<I: Indices + ?Sized>(
+        &self,
+        axis: isize,
+        indices: &I,
+    ) -> Result<Tensor<T>, ShapeError> {
+        let (a, rows) = select_positions(self.shape(), axis, &indices.index_tensor())?;
+        Ok(Tensor::from_array(self.view().select(Axis(a), &rows)))
+    }
+}
+
+panicking_twin! {
+    /// The rows of `weight` (`[rows, dim]`) at `indices` (PyTorch's `F.embedding(indices,
+    /// weight)`, arguments in its order): the result has shape `indices.shape() + [dim]`, a list
+    /// `[len, dim]`. Indices may repeat; the gradient of a row read twice is the sum of both.
+    ///
+    /// # Panics
+    /// When `weight` is not 2-D or an index is negative or past its rows; the message names the
+    /// op, the index and the shapes.
+    pub fn embedding<T, I>(indices: &I, weight: &Tensor<T>) -> Tensor<T>
+    where
+        T: Clone,
+        I: Indices + ?Sized,
+    => try_embedding
+}
+
+/// Like [`embedding`], returning an error for bad indices or a weight that is not 2-D.
+pub fn try_embedding<T, I>(indices: &I, weight: &Tensor<T>) -> Result<Tensor<T>, ShapeError>
+where
+    T: Clone,
+    I: Indices + ?Sized,
+{
+    let indices = indices.index_tensor();
+    let (rows, shape) = embedding_positions(&indices, weight.shape())?;
+    let picked = weight.view().select(Axis(0), &rows);
+    Ok(Tensor::from_array(picked).reshape(&shape))
+}
+
+/// The rows `embedding` reads and the shape of its result.
+fn embedding_positions(
+    indices: &Tensor<i64>,
+    weight: &[usize],
+) -> Result<(Vec<usize>, Vec<usize>), ShapeError> {
+    if weight.len() != 2 {
+        return Err(ShapeError::new(
+            "embedding",
+            format!(
+                "weight of shape {weight:?} must be 2-D, [rows, dim] (indices of shape {:?})",
+                indices.shape()
+            ),
+        ));
+    }
+    let rows = positions("embedding", weight, 0, indices)?;
+    let mut shape = indices.shape().to_vec();
+    shape.push(weight[1]);
+    Ok((rows, shape))
 }
 
 impl<T: Clone + Default> Tensor<T> {
@@ -159,12 +349,14 @@ impl<T: Clone + AddAssign> Tensor<T> {
 
 // ---- rules ----------------------------------------------------------------------------------
 //
-// Both ops are linear in their data arguments.
+// Every op is linear in its data arguments.
 //
 // | op          | JVP                                       | VJP                                  |
 // |-------------|-------------------------------------------|--------------------------------------|
 // | gather      | dx.gather(axis, indices)                  | zeros(x_shape).scatter_add(.., g)    |
 // | scatter_add | dx.scatter_add(axis, indices, dupdates)   | input: g; updates: g.gather(..)      |
+// | index_select| dx.index_select(axis, indices)            | zeros with g's slices added at them  |
+// | embedding   | embedding(indices, dweight)               | zeros with g's rows added at them    |
 
 /// Rules of the indexing ops (see the module's table).
 pub mod rules {
@@ -216,5 +408,48 @@ pub mod rules {
         indices: &Tensor<i64>,
     ) -> Tensor<T> {
         g.gather(axis, indices)
+    }
+
+    /// JVP of `x.index_select(axis, indices)`.
+    #[track_caller]
+    pub fn index_select_jvp<T: Element, I: Indices + ?Sized>(
+        axis: isize,
+        indices: &I,
+        dx: &Tensor<T>,
+    ) -> Tensor<T> {
+        dx.index_select(axis, indices)
+    }
+    /// VJP of `x.index_select(axis, indices)`: slice `j` of `g` added into zeros of `x`'s
+    /// shape at slice `indices[j]` (repeated indices accumulate).
+    #[track_caller]
+    pub fn index_select_vjp<T: Element, I: Indices + ?Sized>(
+        g: &Tensor<T>,
+        x_shape: &[usize],
+        axis: isize,
+        indices: &I,
+    ) -> Tensor<T> {
+        let (a, rows) = select_positions(x_shape, axis, &indices.index_tensor()).or_panic();
+        add_rows(g, x_shape, a, &rows)
+    }
+
+    /// JVP of `embedding(indices, weight)`.
+    #[track_caller]
+    pub fn embedding_jvp<T: Element, I: Indices + ?Sized>(
+        indices: &I,
+        dweight: &Tensor<T>,
+    ) -> Tensor<T> {
+        embedding(indices, dweight)
+    }
+    /// VJP of `embedding(indices, weight)`: row `j` of `g` (flattened to `[len, dim]`) added into
+    /// zeros of the weight's shape at row `indices[j]` (repeated indices accumulate).
+    #[track_caller]
+    pub fn embedding_vjp<T: Element, I: Indices + ?Sized>(
+        g: &Tensor<T>,
+        weight_shape: &[usize],
+        indices: &I,
+    ) -> Tensor<T> {
+        let (rows, _) = embedding_positions(&indices.index_tensor(), weight_shape).or_panic();
+        let g = g.reshape(&[rows.len(), weight_shape[1]]);
+        add_rows(&g, weight_shape, 0, &rows)
     }
 }

@@ -36,6 +36,7 @@ pub mod duals;
 pub mod index;
 mod lanes;
 pub mod linalg;
+pub mod norm;
 pub mod pool;
 pub mod reduce;
 pub mod scan;

@@ -1,4 +1,4 @@
-//! Shape ops: `reshape`, `permute`, `t`, `broadcast_to`, `expand_dims`, `squeeze`.
+//! Shape ops: `reshape`, `permute`, `transpose`, `t`, `broadcast_to`, `expand_dims`, `squeeze`.
 //!
 //! `permute`, `t`, `expand_dims` and `squeeze` return views of the same storage (no copy); the
 //! result may then have a non-standard memory layout, which every op accepts (an elementwise
@@ -8,6 +8,8 @@
 //! `broadcast_to` materialises the broadcast result.
 //!
 //! The shape ops work on tensors of any element type (`bool` masks and `i64` indices too).
+
+use std::borrow::Cow;
 
 use ndarray::{ArrayViewD, Axis, IxDyn};
 
@@ -68,6 +70,121 @@ fn row_major_elements<T: Clone>(v: &ArrayViewD<'_, T>) -> Vec<T> {
     out
 }
 
+/// The shape argument of [`Tensor::reshape`]: a slice, array or `Vec` of `usize` lengths, or
+/// of signed ones (`isize`, `i32`, `i64`) among which one may be `-1`, PyTorch's length to
+/// infer: the one that keeps the number of elements. Untyped literals such as `&[2, -1]` are
+/// `i32`s; an empty shape needs its type spelled, `&[0usize; 0]`.
+pub trait NewShape {
+    /// The lengths for a tensor of shape `from` with `len` elements (`-1` inferred), or an
+    /// error naming `op` and both shapes.
+    #[doc(hidden)]
+    fn lengths(
+        &self,
+        op: &'static str,
+        from: &[usize],
+        len: usize,
+    ) -> Result<Cow<'_, [usize]>, ShapeError>;
+}
+
+impl<X: NewShape + ?Sized> NewShape for &X {
+    fn lengths(
+        &self,
+        op: &'static str,
+        from: &[usize],
+        len: usize,
+    ) -> Result<Cow<'_, [usize]>, ShapeError> {
+        (**self).lengths(op, from, len)
+    }
+}
+
+macro_rules! unsigned_shape {
+    ($($t:ty),*) => {$(
+        impl NewShape for $t {
+            fn lengths(&self, _: &'static str, _: &[usize], _: usize)
+                -> Result<Cow<'_, [usize]>, ShapeError> {
+                Ok(Cow::Borrowed(&self[..]))
+            }
+        }
+    )*};
+}
+unsigned_shape!([usize], Vec<usize>);
+
+impl<const N: usize> NewShape for [usize; N] {
+    fn lengths(
+        &self,
+        _: &'static str,
+        _: &[usize],
+        _: usize,
+    ) -> Result<Cow<'_, [usize]>, ShapeError> {
+        Ok(Cow::Borrowed(&self[..]))
+    }
+}
+
+macro_rules! signed_shape {
+    ($($t:ty),*) => {$(
+        impl NewShape for [$t] {
+            fn lengths(&self, op: &'static str, from: &[usize], len: usize)
+                -> Result<Cow<'_, [usize]>, ShapeError> {
+                let dims: Vec<i64> = self.iter().map(|&d| d as i64).collect();
+                infer_length(op, &dims, from, len).map(Cow::Owned)
+            }
+        }
+        impl<const N: usize> NewShape for [$t; N] {
+            fn lengths(&self, op: &'static str, from: &[usize], len: usize)
+                -> Result<Cow<'_, [usize]>, ShapeError> {
+                self[..].lengths(op, from, len)
+            }
+        }
+        impl NewShape for Vec<$t> {
+            fn lengths(&self, op: &'static str, from: &[usize], len: usize)
+                -> Result<Cow<'_, [usize]>, ShapeError> {
+                self[..].lengths(op, from, len)
+            }
+        }
+    )*};
+}
+signed_shape!(isize, i32, i64);
+
+/// Signed lengths `dims` as the shape of `len` elements (those of shape `from`): at most one
+/// `-1`, inferred, and no other negative length.
+fn infer_length(
+    op: &'static str,
+    dims: &[i64],
+    from: &[usize],
+    len: usize,
+) -> Result<Vec<usize>, ShapeError> {
+    let fail = |why: String| {
+        Err(ShapeError::new(
+            op,
+            format!("cannot reshape shape {from:?} ({len} elements) into shape {dims:?}: {why}"),
+        ))
+    };
+    if let Some(&bad) = dims.iter().find(|&&d| d < -1) {
+        return fail(format!(
+            "length {bad} is negative (only one -1, to infer, is allowed)"
+        ));
+    }
+    let inferred: Vec<usize> = (0..dims.len()).filter(|&i| dims[i] == -1).collect();
+    if inferred.len() > 1 {
+        return fail("more than one -1".to_string());
+    }
+    let mut out: Vec<usize> = dims.iter().map(|&d| d.max(0) as usize).collect();
+    if let [i] = inferred[..] {
+        let known = out
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != i)
+            .try_fold(1usize, |acc, (_, &d)| acc.checked_mul(d));
+        match known {
+            Some(k) if k != 0 && len.is_multiple_of(k) => out[i] = len / k,
+            Some(0) => return fail("the -1 could be any length next to a length 0".to_string()),
+            Some(k) => return fail(format!("{len} elements do not divide into rows of {k}")),
+            None => return fail("the other lengths overflow".to_string()),
+        }
+    }
+    Ok(out)
+}
+
 /// The permutation that undoes `perm`.
 fn inverse_permutation(perm: &[usize]) -> Vec<usize> {
     let mut inv = vec![0; perm.len()];
@@ -85,13 +202,20 @@ impl<T: Clone> Tensor<T> {
         /// view (an axis of a slice split, axes adjacent in memory merged); a tensor in another
         /// layout (after `permute`, `t` or `flip`) is copied into row-major order first.
         ///
+        /// `shape` may be signed with one `-1` (`x.reshape(&[2, -1])`), the length that keeps
+        /// the number of elements ([`NewShape`]).
+        ///
         /// # Panics
-        /// When `shape` holds a different number of elements; the message names both shapes.
-        pub fn reshape(&self, shape: &[usize]) -> Tensor<T> => self.try_reshape
+        /// When `shape` holds a different number of elements, or its `-1` cannot be inferred (a
+        /// second `-1`, another negative length, a size that does not divide); the message names
+        /// both shapes.
+        pub fn reshape<S: NewShape + ?Sized>(&self, shape: &S) -> Tensor<T> => self.try_reshape
     }
 
     /// Like [`Tensor::reshape`], returning an error when the sizes differ.
-    pub fn try_reshape(&self, shape: &[usize]) -> Result<Tensor<T>, ShapeError> {
+    pub fn try_reshape<S: NewShape + ?Sized>(&self, shape: &S) -> Result<Tensor<T>, ShapeError> {
+        let shape = shape.lengths("reshape", self.shape(), self.len())?;
+        let shape = &shape[..];
         let size = checked_size::<T>("reshape", shape, String::new).ok();
         if size != Some(self.len()) {
             return Err(ShapeError::new(
@@ -143,6 +267,32 @@ impl<T: Clone> Tensor<T> {
         Ok(Tensor::from_shared(
             self.to_shared().permuted_axes(IxDyn(perm)),
         ))
+    }
+
+    panicking_twin! {
+        /// Axes `a` and `b` swapped (a view; negative axes count from the end), PyTorch's
+        /// `x.transpose(a, b)`: a [`Tensor::permute`].
+        ///
+        /// # Panics
+        /// When `a` or `b` is out of range.
+        pub fn transpose(&self, a: isize, b: isize) -> Tensor<T> => self.try_transpose
+    }
+
+    /// Like [`Tensor::transpose`], returning an error for an axis out of range.
+    pub fn try_transpose(&self, a: isize, b: isize) -> Result<Tensor<T>, ShapeError> {
+        let n = self.ndim();
+        let axis = |axis: isize| {
+            normalize_axis("transpose", axis, n).map_err(|_| {
+                ShapeError::new(
+                    "transpose",
+                    format!("axis {axis} is out of range for shape {:?}", self.shape()),
+                )
+            })
+        };
+        let (a, b) = (axis(a)?, axis(b)?);
+        let mut data = self.to_shared();
+        data.swap_axes(a, b);
+        Ok(Tensor::from_shared(data))
     }
 
     panicking_twin! {
@@ -256,6 +406,7 @@ impl<T: Clone> Tensor<T> {
 // |--------------|--------------------------|-------------------------------------|
 // | reshape      | dx.reshape(shape)        | g.reshape(x_shape)                  |
 // | permute      | dx.permute(perm)         | g.permute(inverse(perm))            |
+// | transpose    | dx.transpose(a, b)       | g.transpose(a, b)                   |
 // | t            | dx.t()                   | g.t()                               |
 // | broadcast_to | dx.broadcast_to(shape)   | sum_to_shape(g, x_shape)            |
 // | expand_dims  | dx.expand_dims(axis)     | g.squeeze(axis)                     |
@@ -266,7 +417,7 @@ pub mod rules {
     use super::*;
 
     /// JVP of `x.reshape(shape)`.
-    pub fn reshape_jvp<T: Element>(shape: &[usize], dx: &Tensor<T>) -> Tensor<T> {
+    pub fn reshape_jvp<T: Element, S: NewShape + ?Sized>(shape: &S, dx: &Tensor<T>) -> Tensor<T> {
         dx.reshape(shape)
     }
     /// VJP of `x.reshape(shape)`: `g` back in `x`'s shape.
@@ -281,6 +432,15 @@ pub mod rules {
     /// VJP of `x.permute(perm)`: `g` permuted by the inverse permutation.
     pub fn permute_vjp<T: Element>(g: &Tensor<T>, perm: &[usize]) -> Tensor<T> {
         g.permute(&inverse_permutation(perm))
+    }
+
+    /// JVP of `x.transpose(a, b)`.
+    pub fn transpose_jvp<T: Element>(a: isize, b: isize, dx: &Tensor<T>) -> Tensor<T> {
+        dx.transpose(a, b)
+    }
+    /// VJP of `x.transpose(a, b)`: the same swap, its own inverse.
+    pub fn transpose_vjp<T: Element>(g: &Tensor<T>, a: isize, b: isize) -> Tensor<T> {
+        g.transpose(a, b)
     }
 
     /// JVP of `x.t()`.
