@@ -14,6 +14,26 @@ use super::syntax::strip;
 use super::{Binding, Lowered, Lowerer};
 use crate::ir::List;
 
+/// An iterator chain bound with `let`: the chain, and the names it reads with the count of
+/// bindings when each was bound (`Lowerer::generations`), to tell a name bound again before
+/// the iterator is walked (`let it = xs.iter(); let xs = ..; for x in it`).
+#[derive(Clone)]
+pub(super) struct IterDef {
+    pub(super) chain: Expr,
+    names: Vec<(String, Option<usize>)>,
+}
+
+/// The identifiers in `tokens`.
+fn idents(tokens: TokenStream, out: &mut Vec<String>) {
+    for t in tokens {
+        match t {
+            proc_macro2::TokenTree::Ident(i) => out.push(i.to_string()),
+            proc_macro2::TokenTree::Group(g) => idents(g.stream(), out),
+            _ => {}
+        }
+    }
+}
+
 /// A flattened chain refused, its error reported.
 pub(super) struct Refused;
 
@@ -66,13 +86,27 @@ impl Lowerer<'_> {
             return false;
         }
         let chain = self.inline_iter(init).unwrap_or_else(|| init.clone());
-        self.bind(&name.to_string(), Binding::Iter(Box::new(chain)));
+        let mut names = Vec::new();
+        idents(chain.to_token_stream(), &mut names);
+        names.sort();
+        names.dedup();
+        let names = names
+            .into_iter()
+            .map(|n| {
+                let generation = self.generations.get(&n).copied();
+                (n, generation)
+            })
+            .collect();
+        self.bind(
+            &name.to_string(),
+            Binding::Iter(Box::new(IterDef { chain, names })),
+        );
         true
     }
 
     /// `e` with the iterator bound with `let` at the base of its chain written out, if it has
     /// one (`layers.zip(on)` for `let layers = a.iter().chain(&b);`).
-    pub(super) fn inline_iter(&self, e: &Expr) -> Option<Expr> {
+    pub(super) fn inline_iter(&mut self, e: &Expr) -> Option<Expr> {
         match strip(e) {
             Expr::MethodCall(mc) => {
                 let receiver = self.inline_iter(&mc.receiver)?;
@@ -80,10 +114,27 @@ impl Lowerer<'_> {
                 *mc.receiver = receiver;
                 Some(Expr::MethodCall(mc))
             }
-            Expr::Path(p) => match self.lookup(&p.path.get_ident()?.to_string()) {
-                Some(Binding::Iter(chain)) => Some(syn::parse_quote!((#chain))),
-                _ => None,
-            },
+            Expr::Path(p) => {
+                let ident = p.path.get_ident()?;
+                let Some(Binding::Iter(def)) = self.lookup(&ident.to_string()).cloned() else {
+                    return None;
+                };
+                let rebound = def
+                    .names
+                    .iter()
+                    .find(|(n, generation)| self.generations.get(n).copied() != *generation);
+                if let Some((name, _)) = rebound {
+                    self.errors.at(
+                        ident,
+                        format!(
+                            "`{ident}` reads `{name}`, which is bound again since `{ident}` was \
+                             made: walk the iterator before that, or make it again after"
+                        ),
+                    );
+                }
+                let chain = &def.chain;
+                Some(syn::parse_quote!((#chain)))
+            }
             _ => None,
         }
     }

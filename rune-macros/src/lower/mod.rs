@@ -64,7 +64,7 @@ enum Binding {
     List(List),
     /// An iterator chain over differentiated values bound with `let` (`let layers =
     /// a.iter().chain(&b);`): its uses read the chain as written there (`flat::inline_iter`).
-    Iter(Box<Expr>),
+    Iter(Box<flat::IterDef>),
 }
 
 /// A closure defined in the body: its syntax and the bindings it sees (captured where it is
@@ -151,6 +151,11 @@ struct Lowerer<'e> {
     /// The lists that are array parameters (`[f64; N]`), read-only, and the parameters' names
     /// (what constant code reads: the user's array, whatever the list holds).
     arrays: Vec<(List, Ident)>,
+    /// How many names `bind` has bound, and the count when each name was last bound: an
+    /// iterator bound with `let` is read where it is walked only while the names it reads
+    /// still mean what they meant ([`flat::IterDef`]).
+    binds: usize,
+    generations: HashMap<String, usize>,
     /// The values of calls of differentiable functions taken as one value, and the callee's
     /// name: indexing one is a function returning an array read without a pattern.
     call_values: Vec<(Val, String)>,
@@ -190,6 +195,8 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         arrays: Vec::new(),
         windows: Vec::new(),
         call_values: Vec::new(),
+        binds: 0,
+        generations: HashMap::new(),
         items: Vec::new(),
         scalar_out: sig.scalar_out,
         fallible: sig.fallible.is_some(),
@@ -418,6 +425,8 @@ impl Lowerer<'_> {
     }
 
     fn bind(&mut self, name: &str, b: Binding) {
+        self.binds += 1;
+        self.generations.insert(name.to_owned(), self.binds);
         self.scopes
             .last_mut()
             .expect("a scope is open")

@@ -351,10 +351,10 @@ impl VisitMut for Renamer<'_, '_> {
                             *e = syn::parse_quote!(#tokens);
                         }
                     }
-                    Some(Binding::Iter(chain)) => {
+                    Some(Binding::Iter(def)) => {
                         // Constant code reading the iterator reads its chain as written.
                         self.taint = self.taint.or(Some(Taint::of(&ident)));
-                        let chain = (**chain).clone();
+                        let chain = def.chain.clone();
                         *e = syn::parse_quote!((#chain));
                         self.visit_expr_mut(e);
                     }
