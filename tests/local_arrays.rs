@@ -257,3 +257,24 @@ fn a_helper_returning_an_array() {
         "{t} vs {inner}"
     );
 }
+
+/// A local array of numbers chosen from by value: the positive ones, and the largest.
+#[differentiable]
+fn chosen(x: [f64; 3]) -> f64 {
+    let mut t = [0.0; 3];
+    for i in 0..3 {
+        t[i] = x[i] * x[i] - 1.0;
+    }
+    let positive: f64 = t.iter().filter(|v| **v > 0.0).sum();
+    let largest = t.iter().max_by(|p, q| p.partial_cmp(q).unwrap()).unwrap();
+    positive + largest * 2.0
+}
+
+#[test]
+fn a_local_array_of_numbers_chosen_by_value() {
+    // t = [0, 3, -0.75]: the positive one and the largest are both t[1] = x1² - 1.
+    let x = [1.0, 2.0, 0.5];
+    let (v, g) = chosen_value_and_grad(x);
+    assert_eq!(v, 3.0 + 6.0);
+    assert_eq!(g, [0.0, 3.0 * 2.0 * x[1], 0.0]);
+}

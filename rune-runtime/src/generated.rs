@@ -37,7 +37,7 @@ pub use crate::slots::{accumulate, NoTangent, TangentSlot};
 pub use crate::numbers::{
     accumulate_array_slot, accumulate_number, accumulate_number_array_slot,
     accumulate_number_option, array_grad, array_len, array_param, array_tangent, array_tangent_arg,
-    list_number_array, number_array_grad, number_array_param, number_array_tangent,
+    list_number_array, list_numbers, number_array_grad, number_array_param, number_array_tangent,
     number_array_tangent_arg, number_jvp, number_map, number_of, number_or_zero, number_shape,
     number_tangent, number_tensor, number_vjp, number_zero, real_of, AdjointList, ArrayTangentSlot,
     ListTangent, NumberArray, NumberOf, NumberShape, NumberTensor, RealOf,

@@ -339,6 +339,11 @@ pub fn array_param<A: NumberArray>(x: &A) -> Vec<Tensor<A::Elem>> {
     x.elements().iter().map(|&e| Tensor::scalar(e)).collect()
 }
 
+/// A local array of numbers (0-d tensors), as constant code reads it (`t.iter().filter(..)`).
+pub fn list_numbers<T: Element>(list: &[Tensor<T>]) -> Vec<T> {
+    list.iter().map(Tensor::item).collect()
+}
+
 /// A local list of numbers (0-d tensors) as the array a callee takes (`f([x, y, z])`).
 pub fn list_number_array<A: NumberArray>(list: &[Tensor<A::Elem>]) -> A {
     A::from_elements(list.len(), |i| list[i].item())

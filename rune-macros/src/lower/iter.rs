@@ -215,6 +215,19 @@ impl Lowerer<'_> {
         let list = List(self.lists.len());
         let ident = self.fresh_const_ident(&name.to_string());
         self.lists.push(ident.clone());
+        // `[0.0; n]`: an array of numbers, which constant code reads as numbers.
+        let repeated = match strip(init) {
+            Expr::Repeat(r) => Some((*r.expr).clone()),
+            Expr::Macro(m) => super::syntax::vec_repeat(&m.mac).map(|(v, _)| v),
+            _ => None,
+        };
+        if let Some(Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Float(_),
+            ..
+        })) = repeated.as_ref().map(strip)
+        {
+            self.number_lists.push(list);
+        }
         let init = match strip(init) {
             // `[v; n]` and `vec![v; n]`: `n` copies of a constant, as elements of the list.
             Expr::Repeat(r) => self.filled_list(&r.expr, &r.len),

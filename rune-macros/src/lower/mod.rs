@@ -159,6 +159,9 @@ struct Lowerer<'e> {
     /// The values of calls of differentiable functions taken as one value, and the callee's
     /// name: indexing one is a function returning an array read without a pattern.
     call_values: Vec<(Val, String)>,
+    /// Local lists made as arrays of a number (`[0.0; n]`), which constant code reads as
+    /// numbers (`rune_runtime::list_numbers`).
+    number_lists: Vec<List>,
     /// Windows of a structure parameter's `Vec` (`windows`, `chunks`): lists whose element `i`
     /// is the structure's element at the path, `i` past the window's first.
     windows: Vec<(List, usize, Vec<PathSeg>, Const)>,
@@ -194,6 +197,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         tensor_lists: tensor_lists(sig, block),
         arrays: Vec::new(),
         windows: Vec::new(),
+        number_lists: Vec::new(),
         call_values: Vec::new(),
         binds: 0,
         generations: HashMap::new(),

@@ -333,15 +333,20 @@ impl VisitMut for Renamer<'_, '_> {
                     }
                     Some(Binding::List(l)) => {
                         self.taint = self.taint.or(Some(Taint::of(&ident)));
-                        // An array parameter is read as the user's array; a local list is a
-                        // `Vec` of tensors either way.
+                        // An array parameter is read as the user's array, a local array of
+                        // numbers as its numbers; another local list is a `Vec` of tensors
+                        // either way.
                         let l = *l;
                         let mut new = match self.lowerer.array_param(l) {
                             Some(param) => param.clone(),
                             None => self.lowerer.lists[l.0].clone(),
                         };
                         new.set_span(new.span().located_at(ident.span()));
-                        *e = syn::parse_quote!(#new);
+                        *e = if self.lowerer.number_lists.contains(&l) {
+                            syn::parse_quote!((::rune_ad::__private::list_numbers(&#new)))
+                        } else {
+                            syn::parse_quote!(#new)
+                        };
                     }
                     Some(Binding::Closure(index)) => {
                         let index = *index;
