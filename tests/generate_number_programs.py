@@ -20,8 +20,9 @@ import argparse
 import pathlib
 import random
 import re
-import subprocess
 import sys
+
+from generate_programs import rustfmt
 
 SEED = 20261204
 COUNT = 60
@@ -183,19 +184,6 @@ def program(index, rng):
     )
     lines.append("}")
     return "\n".join(lines)
-
-
-def rustfmt(text):
-    result = subprocess.run(
-        ["rustfmt", "--edition", "2021"],
-        input=text,
-        capture_output=True,
-        text=True,
-        cwd=OUT.parent.parent,
-    )
-    if result.returncode != 0:
-        sys.exit(f"rustfmt failed:\n{result.stderr}")
-    return result.stdout
 
 
 def generate():

@@ -9,8 +9,7 @@ use syn::{Block, Expr, Pat};
 use crate::ir::{BranchHead, PathSeg, Slot, Stmt, Use};
 
 use super::control::BlockTail;
-use super::rename::rename_pattern;
-use super::syntax::{collect_pattern_idents, contains_exit, split_tail, strip};
+use super::syntax::{contains_exit, split_tail, strip};
 use super::{path_tokens, Binding, Lowered, Lowerer};
 
 impl Lowerer<'_> {
@@ -80,20 +79,7 @@ impl Lowerer<'_> {
                 for arm in &m.arms {
                     let mut pattern = TokenStream::new();
                     let body = self.region(|l| {
-                        let mut idents = Vec::new();
-                        collect_pattern_idents(&arm.pat, &mut idents);
-                        for ident in &idents {
-                            let new = l.fresh_const_ident(&ident.to_string());
-                            l.bind(
-                                &ident.to_string(),
-                                Binding::Const {
-                                    ident: new,
-                                    taint: None,
-                                },
-                            );
-                        }
-                        let mut pat = arm.pat.clone();
-                        rename_pattern(&mut pat, l);
+                        let pat = l.constant_pattern(&arm.pat);
                         let guard = arm.guard.as_ref().map(|(_, g)| match l.rewrite(g) {
                             Lowered::Const { tokens, .. } => quote!(if #tokens),
                             Lowered::Val(_) => quote!(),

@@ -14,10 +14,7 @@ use crate::names::{const_ident, hidden};
 use crate::ops::{self, Form};
 
 use super::flat::JOINED;
-use super::rename::rename_pattern;
-use super::syntax::{
-    assigned_names, assignments, collect_pattern_idents, exits, is_path, reached_by, strip, Within,
-};
+use super::syntax::{assigned_names, assignments, exits, is_path, reached_by, strip, Within};
 use super::{Binding, LoopCtx, Lowered, Lowerer};
 use crate::diag::CONCRETIZATION;
 
@@ -538,20 +535,7 @@ impl Lowerer<'_> {
     /// Binds a `for` pattern (names, tuples, `_`) to the loop's item; returns the statement that
     /// destructures it.
     fn bind_pattern(&mut self, pat: &Pat, id: usize) -> Stmt {
-        let mut renamed = pat.clone();
-        let mut idents = Vec::new();
-        collect_pattern_idents(&renamed, &mut idents);
-        for ident in &idents {
-            let new = self.fresh_const_ident(&ident.to_string());
-            self.bind(
-                &ident.to_string(),
-                Binding::Const {
-                    ident: new,
-                    taint: None,
-                },
-            );
-        }
-        rename_pattern(&mut renamed, self);
+        let renamed = self.constant_pattern(pat);
         let item = hidden(&format!("item{id}"));
         Stmt::Verbatim(quote!(let #renamed = #item;).into())
     }

@@ -542,6 +542,13 @@ impl Lowerer<'_> {
         let Lowered::Const { tokens, .. } = self.rewrite(init) else {
             return;
         };
+        let renamed = self.constant_pattern(pat);
+        self.stmts
+            .push(Stmt::Verbatim(quote!(let #renamed = #tokens;).into()));
+    }
+
+    /// `pat` with each name it binds bound to a fresh constant, renamed so.
+    pub(super) fn constant_pattern(&mut self, pat: &Pat) -> Pat {
         let mut renamed = pat.clone();
         let mut idents = Vec::new();
         super::syntax::collect_pattern_idents(&renamed, &mut idents);
@@ -556,8 +563,7 @@ impl Lowerer<'_> {
             );
         }
         super::rename::rename_pattern(&mut renamed, self);
-        self.stmts
-            .push(Stmt::Verbatim(quote!(let #renamed = #tokens;).into()));
+        renamed
     }
 
     /// A statement of constant code, printed from its syntax tree with bindings renamed.

@@ -125,8 +125,7 @@ macro_rules! signed_shape {
         impl NewShape for [$t] {
             fn lengths(&self, op: &'static str, from: &[usize], len: usize)
                 -> Result<Cow<'_, [usize]>, ShapeError> {
-                let dims: Vec<i64> = self.iter().map(|&d| d as i64).collect();
-                infer_length(op, &dims, from, len).map(Cow::Owned)
+                infer_length(op, self, |d| d as i64, from, len).map(Cow::Owned)
             }
         }
         impl<const N: usize> NewShape for [$t; N] {
@@ -147,9 +146,10 @@ signed_shape!(isize, i32, i64);
 
 /// Signed lengths `dims` as the shape of `len` elements (those of shape `from`): at most one
 /// `-1`, inferred, and no other negative length.
-fn infer_length(
+fn infer_length<D: Copy + std::fmt::Debug>(
     op: &'static str,
-    dims: &[i64],
+    dims: &[D],
+    signed: fn(D) -> i64,
     from: &[usize],
     len: usize,
 ) -> Result<Vec<usize>, ShapeError> {
@@ -159,17 +159,24 @@ fn infer_length(
             format!("cannot reshape shape {from:?} ({len} elements) into shape {dims:?}: {why}"),
         ))
     };
-    if let Some(&bad) = dims.iter().find(|&&d| d < -1) {
-        return fail(format!(
-            "length {bad} is negative (only one -1, to infer, is allowed)"
-        ));
+    // One pass: the lengths, and where the `-1` stands (no other allocation on this path,
+    // which untyped literals such as `&[2, 3]` take too).
+    let mut out = Vec::with_capacity(dims.len());
+    let mut inferred = None;
+    for (i, &d) in dims.iter().enumerate() {
+        match signed(d) {
+            -1 if inferred.is_some() => return fail("more than one -1".to_string()),
+            -1 => inferred = Some(i),
+            bad if bad < 0 => {
+                return fail(format!(
+                    "length {bad} is negative (only one -1, to infer, is allowed)"
+                ))
+            }
+            _ => {}
+        }
+        out.push(signed(d).max(0) as usize);
     }
-    let inferred: Vec<usize> = (0..dims.len()).filter(|&i| dims[i] == -1).collect();
-    if inferred.len() > 1 {
-        return fail("more than one -1".to_string());
-    }
-    let mut out: Vec<usize> = dims.iter().map(|&d| d.max(0) as usize).collect();
-    if let [i] = inferred[..] {
+    if let Some(i) = inferred {
         let known = out
             .iter()
             .enumerate()
