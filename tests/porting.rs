@@ -1639,6 +1639,81 @@ fn layers_through_a_trait() {
     assert!((layer_grad.b.item() - (1.0 - o * o)).abs() < 1e-12);
 }
 
+/// A heterogeneous stack of boxed layers (`nn.Sequential`), under its own trait.
+mod sequential {
+    use super::*;
+
+    #[differentiable(dyn)]
+    pub trait Module {
+        fn forward(&self, x: &Tensor<f64>) -> Tensor<f64>;
+    }
+
+    #[derive(Clone, Differentiable)]
+    pub struct Sequential {
+        layers: Vec<Box<dyn Module>>,
+    }
+
+    #[differentiable]
+    fn stack_mse(
+        model: &Sequential,
+        #[nodiff] x: &Tensor<f64>,
+        #[nodiff] y: &Tensor<f64>,
+    ) -> Tensor<f64> {
+        let mut h = x.clone();
+        for layer in &model.layers {
+            h = layer.forward(&h);
+        }
+        let d = h - y;
+        (&d * &d).mean()
+    }
+
+    #[differentiable]
+    impl Module for Affine {
+        fn forward(&self, x: &Tensor<f64>) -> Tensor<f64> {
+            x.matmul(&self.w) + &self.b
+        }
+    }
+
+    #[derive(Clone, Differentiable)]
+    pub struct Scale {
+        s: Tensor<f64>,
+    }
+
+    #[differentiable]
+    impl Module for Scale {
+        fn forward(&self, x: &Tensor<f64>) -> Tensor<f64> {
+            x * &self.s
+        }
+    }
+
+    #[test]
+    fn a_stack_of_boxed_layers() {
+        let model = Sequential {
+            layers: vec![
+                Box::new(Affine {
+                    w: t64(&[0.5, -0.25], &[2, 1]),
+                    b: t64(&[0.1], &[1]),
+                }),
+                Box::new(Scale {
+                    s: t64(&[3.0], &[1]),
+                }),
+            ],
+        };
+        let (x, y) = (t64(&[1.0, 2.0], &[1, 2]), t64(&[0.5], &[1, 1]));
+        // z = 0.5 - 0.5 + 0.1 = 0.1, out = 3 z = 0.3, d = -0.2: ∂/∂s = 2 d z, ∂/∂b = 2 d s,
+        // ∂/∂w = x ∂/∂b.
+        let (value, g) = stack_mse_value_and_grad(&model, &x, &y);
+        assert!((value.item() - 0.04).abs() < 1e-12);
+        let scale = g.layers[1].downcast_ref::<Scale>().expect("a Scale");
+        assert!((scale.s.item() - 2.0 * -0.2 * 0.1).abs() < 1e-12);
+        let affine = g.layers[0].downcast_ref::<Affine>().expect("an Affine");
+        let db = 2.0 * -0.2 * 3.0;
+        assert!((affine.b.item() - db).abs() < 1e-12);
+        assert!((affine.w.to_vec()[1] - 2.0 * db).abs() < 1e-12);
+        assert_eq!(g.leaf_paths("model")[2], "model.layers[1].s");
+    }
+}
+
 #[test]
 fn modules_as_methods() {
     let model = Affine {

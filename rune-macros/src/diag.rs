@@ -36,6 +36,11 @@ impl Errors {
         self.errors.push(error);
     }
 
+    /// How many errors are recorded.
+    pub fn len(&self) -> usize {
+        self.errors.len()
+    }
+
     /// True when nothing went wrong.
     pub fn is_empty(&self) -> bool {
         self.errors.is_empty()

@@ -121,7 +121,14 @@ fn own_arguments(
 }
 
 /// `#[differentiable(args)]` on a trait: every method in it, as if it had the attribute itself.
+/// With `dyn` among the arguments, `Box<dyn Trait>` is differentiable too
+/// ([`emit::object_items`]).
 fn trait_block(args: TokenStream, mut block: ItemTrait) -> TokenStream {
+    let (objects, args) = parse::take_dyn(args);
+    let objects = objects.is_some();
+    let mut errors = Errors::default();
+    let written = objects.then(|| block.clone());
+    let mut methods = Vec::new();
     let items = std::mem::take(&mut block.items);
     for item in items {
         let syn::TraitItem::Fn(method) = item else {
@@ -133,6 +140,18 @@ fn trait_block(args: TokenStream, mut block: ItemTrait) -> TokenStream {
             continue;
         }
         let (attrs, args) = own_arguments(method.attrs, &args);
+        if objects {
+            let mut func = ItemFn {
+                attrs: Vec::new(),
+                vis: syn::Visibility::Inherited,
+                sig: method.sig.clone(),
+                block: Box::new(syn::parse_quote!({})),
+            };
+            let options = parse::options(args.clone(), &mut Errors::default());
+            if let Some(sig) = parse::signature(&mut func, &options, &mut Errors::default()) {
+                methods.push(emit::ObjectMethod { func, sig });
+            }
+        }
         let expanded = match method.default {
             Some(body) => {
                 let func = ItemFn {
@@ -148,7 +167,13 @@ fn trait_block(args: TokenStream, mut block: ItemTrait) -> TokenStream {
         };
         block.items.push(syn::TraitItem::Verbatim(expanded));
     }
-    quote!(#block)
+    let objects = written.and_then(|written| emit::object_items(&written, &methods, &mut errors));
+    if objects.is_some() {
+        let object = emit::object_trait(&block.ident);
+        block.supertraits.push(syn::parse_quote!(#object));
+    }
+    let errs = errors.to_compile_errors();
+    quote!(#errs #block #objects)
 }
 
 /// `#[differentiable(args)]` on a method declared in a trait without a body: the method, and

@@ -80,6 +80,7 @@ mod jacobian;
 mod maps;
 mod model;
 mod numbers;
+mod objects;
 mod ops;
 pub mod optim;
 pub mod parallel;
@@ -128,6 +129,7 @@ pub mod __private {
     pub use crate::generated::*;
     pub use crate::maps::{map_part_mut, MapPartMut};
     pub use crate::model::{DifferentiableField, ZeroTangentOfConstant, ZeroTangentOfTensor};
+    pub use crate::objects::{object_leaves, object_leaves_mut, object_tangent};
     pub use crate::workload::workload_tensor;
 
     /// The derivative rules of every op, by name: `<op>_jvp`, `<op>_vjp`, `<op>_vjp_<input>`.

@@ -295,7 +295,7 @@ impl Api<'_> {
     }
 
     /// The item `decl` with `body`.
-    fn write(&self, decl: &Decl, body: TokenStream) -> TokenStream {
+    pub(super) fn write(&self, decl: &Decl, body: TokenStream) -> TokenStream {
         let Decl {
             attrs,
             name,
@@ -338,12 +338,12 @@ fn is_copy_number(ty: &syn::Type) -> bool {
     single_ident(ty).is_some_and(|i| NUMBERS.iter().any(|n| i == n))
 }
 
-impl Emitter<'_> {
+impl Api<'_> {
     /// `let __rune_expected = ..;`: the plain function's value on the same arguments when values
-    /// are checked (`CHECK_VALUES`, debug builds), for [`check_same_value`]. Nothing is checked
-    /// for a function with a parameter that cannot be passed twice (`&mut`, or owned and not
-    /// known to be `Clone`).
-    fn expected_value(&self, turbofish: &syn::Turbofish) -> Option<TokenStream> {
+    /// are checked (`CHECK_VALUES`, debug builds), for [`check_same_value`], run by `original`.
+    /// Nothing is checked for a function with a parameter that cannot be passed twice (`&mut`,
+    /// or owned and not known to be `Clone`).
+    pub(super) fn expected_value(&self, original: &TokenStream) -> Option<TokenStream> {
         let rt = rt();
         let mut args = Vec::new();
         for p in &self.sig.params {
@@ -357,12 +357,7 @@ impl Emitter<'_> {
             };
             args.push(arg);
         }
-        // The body as written, where the plain function runs the fused code.
-        let original = if self.fuses_plain() {
-            self.api().hidden_path("original")
-        } else {
-            self.api().original_path()
-        };
+        let turbofish = self.turbofish();
         Some(quote! {
             let __rune_expected = if #rt::CHECK_VALUES && ::core::cfg!(debug_assertions) {
                 ::core::option::Option::Some(#original #turbofish (#(#args),*))
@@ -372,15 +367,25 @@ impl Emitter<'_> {
         })
     }
 
-    /// All generated items: the hidden entry points (for a free function, the items of the
-    /// type of its name), then the public ones.
-    pub fn emit(&self) -> Generated {
-        let rt = rt();
-        let api = self.api();
-        let name = api.name();
+    /// `::<T, ..>` of the function's own generic parameters.
+    fn turbofish(&self) -> TokenStream {
         let (_, ty_generics, _) = self.func.sig.generics.split_for_impl();
-        let turbofish = ty_generics.as_turbofish();
-        let name_str = name.to_string();
+        ty_generics.as_turbofish().into_token_stream()
+    }
+
+    /// The body of public entry point `entry` (`f_pullback`, `f_vjp`, `f_jvp`,
+    /// `f_value_and_grad` or `f_grad`; `None` for the others), written around the hidden `fwd`
+    /// and `tangent` that `fwd` and `tangent` call. `expected`: see [`Self::expected_value`].
+    pub(super) fn wrapper_body(
+        &self,
+        entry: EntryPoint,
+        fwd: &TokenStream,
+        tangent: &TokenStream,
+        expected: Option<&TokenStream>,
+    ) -> Option<TokenStream> {
+        let rt = rt();
+        let turbofish = self.turbofish();
+        let name_str = self.name().to_string();
         let names: Vec<&Ident> = self.sig.params.iter().map(|p| &p.ident).collect();
         let cot_ty = self.sig.entry_cotangent_type();
         // A function returning an array: its value and tangent from the passes' tuples, its
@@ -391,13 +396,12 @@ impl Emitter<'_> {
         let entry_out = arrays.then(|| {
             quote!(let __rune_out = (#rt::array_value(__rune_out.0), #rt::array_value(__rune_out.1));)
         });
+        let cotangent = cotangent();
         let cotangent_in = if arrays {
-            let c = cotangent();
-            quote!(#rt::array_cotangent(#c))
+            quote!(#rt::array_cotangent(#cotangent))
         } else {
-            cotangent().into_token_stream()
+            cotangent.to_token_stream()
         };
-
         let active_indices: Vec<syn::Index> = self
             .sig
             .params
@@ -421,54 +425,17 @@ impl Emitter<'_> {
                 None => quote!(#rt::NoTangent),
             })
             .collect();
-
-        let cotangent = cotangent();
-        let reverse = self.reverse_body();
-        let tangent = match &self.options.custom_jvp {
-            Some(rule) => self.custom_tangent_body(rule),
-            None => self.tangent_body(),
-        };
-        let tangent_path = api.hidden_path("tangent");
-        // With a custom VJP or a checkpoint, callers reach this function through `fwd`, whose
-        // pullback runs the rule or recomputes; its own entry points use the derived pass.
-        let derived = if self.options.checkpoint || self.options.custom_vjp.is_some() {
-            "fwd_derived"
-        } else {
-            "fwd"
-        };
-        let derived_path = api.hidden_path(derived);
-        let entry_fwd = if self.options.custom_vjp.is_some() {
-            api.hidden_path("fwd")
-        } else {
-            derived_path.clone()
-        };
-        let question = api.question();
-        let outer_fwd = match (&self.options.custom_vjp, self.options.checkpoint) {
-            (Some(rule), _) => Some(self.custom_pullback_body(rule)),
-            (None, true) => Some(self.checkpoint_body(&derived_path)),
-            (None, false) => None,
-        };
-        // The derivatives stand for the original: it counts as used (a twin has none).
-        let uses_original = (!self.is_twin).then(|| {
-            let original = api.original_path();
-            quote!(let _ = #original #turbofish;)
-        });
+        let question = self.question();
         let has_aux = matches!(self.sig.returns, Returns::Aux { .. });
         let value_of = if has_aux {
             quote!(&__rune_value.0)
         } else {
             quote!(&__rune_value)
         };
-
         // With the `check-values` feature, in debug builds, each public entry point also runs the
         // plain function and checks that it returns exactly its value.
-        // A dual-number twin has no plain function of its own to compare with.
-        let expected = (!self.is_twin)
-            .then(|| self.expected_value(&turbofish))
-            .flatten();
-        let checks = expected.is_some();
         let check = |variant: &str, value: TokenStream| {
-            if !checks {
+            if expected.is_none() {
                 return quote!();
             }
             let value = if has_aux {
@@ -492,33 +459,126 @@ impl Emitter<'_> {
             };
             quote!(#rt::check_same_value(#name_str, #variant, #expected, #value);)
         };
-        let check_vag = check("value_and_grad", quote!(__rune_value));
-        let check_vjp = check("vjp", quote!(__rune_value));
-        let check_pullback = check("pullback", quote!(__rune_value));
-        let check_jvp = check("jvp", quote!(__rune_out.0));
         // The value and the gradients, `(__rune_value, __rune_grads)`.
-        let value_and_grads = quote! {
-            #expected
-            let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*) #question;
-            #check_vag
-            let __rune_seed = #rt::scalar_seed(#name_str, #value_of);
-            let __rune_slots = __rune_pullback(&__rune_seed);
-            let __rune_grads = #grads_from_slots;
+        let value_and_grads = |variant: &str| {
+            let check = check(variant, quote!(__rune_value));
+            quote! {
+                #expected
+                let (__rune_value, __rune_pullback) = #fwd #turbofish (#(#names),*) #question;
+                #check
+                let __rune_seed = #rt::scalar_seed(#name_str, #value_of);
+                let __rune_slots = __rune_pullback(&__rune_seed);
+                let __rune_grads = #grads_from_slots;
+            }
         };
-        let grad_out = api.ok(if has_aux {
-            quote!((__rune_grads, __rune_value.1))
+        Some(match entry {
+            EntryPoint::Pullback => {
+                let check = check("pullback", quote!(__rune_value));
+                let out = self.ok(quote! {
+                    (__rune_value, move |#cotangent: #cot_ty| {
+                        let __rune_slots = ::core::clone::Clone::clone(&__rune_pullback)(#cotangent_in);
+                        #grads_from_slots
+                    })
+                });
+                quote! {
+                    #expected
+                    let (__rune_value, __rune_pullback) = #fwd #turbofish (#(#names),*) #question;
+                    #entry_value
+                    #check
+                    #out
+                }
+            }
+            EntryPoint::Vjp => {
+                let check = check("vjp", quote!(__rune_value));
+                let out = self.ok(quote!((__rune_value, #grads_from_slots)));
+                quote! {
+                    #expected
+                    let (__rune_value, __rune_pullback) = #fwd #turbofish (#(#names),*) #question;
+                    #entry_value
+                    #check
+                    #rt::check_cotangent(#name_str, #value_of, &#cotangent);
+                    let __rune_slots = __rune_pullback(#cotangent_in);
+                    #out
+                }
+            }
+            EntryPoint::Jvp => {
+                let check = check("jvp", quote!(__rune_out.0));
+                let out = self.ok(quote!(__rune_out));
+                quote! {
+                    #expected
+                    let __rune_out = #tangent #turbofish (#(#names,)* #(#tangent_args),*) #question;
+                    #entry_out
+                    #check
+                    #out
+                }
+            }
+            EntryPoint::ValueAndGrad => {
+                let value_and_grads = value_and_grads("value_and_grad");
+                let out = self.ok(quote!((__rune_value, __rune_grads)));
+                quote!(#value_and_grads #out)
+            }
+            EntryPoint::Grad => {
+                let value_and_grads = value_and_grads("value_and_grad");
+                let out = self.ok(if has_aux {
+                    quote!((__rune_grads, __rune_value.1))
+                } else {
+                    quote!(__rune_grads)
+                });
+                quote!(#value_and_grads #out)
+            }
+            _ => return None,
+        })
+    }
+}
+
+impl Emitter<'_> {
+    /// All generated items: the hidden entry points (for a free function, the items of the
+    /// type of its name), then the public ones.
+    pub fn emit(&self) -> Generated {
+        let api = self.api();
+        let turbofish = api.turbofish();
+        let names: Vec<&Ident> = self.sig.params.iter().map(|p| &p.ident).collect();
+        let reverse = self.reverse_body();
+        let tangent = match &self.options.custom_jvp {
+            Some(rule) => self.custom_tangent_body(rule),
+            None => self.tangent_body(),
+        };
+        let tangent_path = api.hidden_path("tangent");
+        // With a custom VJP or a checkpoint, callers reach this function through `fwd`, whose
+        // pullback runs the rule or recomputes; its own entry points use the derived pass.
+        let derived = if self.options.checkpoint || self.options.custom_vjp.is_some() {
+            "fwd_derived"
         } else {
-            quote!(__rune_grads)
+            "fwd"
+        };
+        let derived_path = api.hidden_path(derived);
+        let entry_fwd = if self.options.custom_vjp.is_some() {
+            api.hidden_path("fwd")
+        } else {
+            derived_path.clone()
+        };
+        let outer_fwd = match (&self.options.custom_vjp, self.options.checkpoint) {
+            (Some(rule), _) => Some(self.custom_pullback_body(rule)),
+            (None, true) => Some(self.checkpoint_body(&derived_path)),
+            (None, false) => None,
+        };
+        // The derivatives stand for the original: it counts as used (a twin has none).
+        let uses_original = (!self.is_twin).then(|| {
+            let original = api.original_path();
+            quote!(let _ = #original #turbofish;)
         });
-        let vag_out = api.ok(quote!((__rune_value, __rune_grads)));
-        let pullback_out = api.ok(quote! {
-            (__rune_value, move |#cotangent: #cot_ty| {
-                let __rune_slots = ::core::clone::Clone::clone(&__rune_pullback)(#cotangent_in);
-                #grads_from_slots
+        // A dual-number twin has no plain function of its own to compare with; where the plain
+        // function runs fused code, the body as written is compared.
+        let expected = (!self.is_twin)
+            .then(|| {
+                let original = if self.fuses_plain() {
+                    api.hidden_path("original")
+                } else {
+                    api.original_path()
+                };
+                api.expected_value(&original)
             })
-        });
-        let vjp_out = api.ok(quote!((__rune_value, #grads_from_slots)));
-        let jvp_out = api.ok(quote!(__rune_out));
+            .flatten();
 
         let mut generated = Generated {
             hidden: TokenStream::new(),
@@ -556,37 +616,9 @@ impl Emitter<'_> {
                 }
                 EntryPoint::Tangent => quote!(#uses_original #tangent),
                 EntryPoint::Hvp => self.hvp_body(),
-                EntryPoint::Pullback => quote! {
-                    #expected
-                    let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*) #question;
-                    #entry_value
-                    #check_pullback
-                    #pullback_out
-                },
-                EntryPoint::Vjp => quote! {
-                    #expected
-                    let (__rune_value, __rune_pullback) = #entry_fwd #turbofish (#(#names),*) #question;
-                    #entry_value
-                    #check_vjp
-                    #rt::check_cotangent(#name_str, #value_of, &#cotangent);
-                    let __rune_slots = __rune_pullback(#cotangent_in);
-                    #vjp_out
-                },
-                EntryPoint::Jvp => quote! {
-                    #expected
-                    let __rune_out = #tangent_path #turbofish (#(#names,)* #(#tangent_args),*) #question;
-                    #entry_out
-                    #check_jvp
-                    #jvp_out
-                },
-                EntryPoint::ValueAndGrad => quote! {
-                    #value_and_grads
-                    #vag_out
-                },
-                EntryPoint::Grad => quote! {
-                    #value_and_grads
-                    #grad_out
-                },
+                wrapper => api
+                    .wrapper_body(wrapper, &entry_fwd, &tangent_path, expected.as_ref())
+                    .expect("every other entry point is a wrapper"),
             };
             generated.push(&decl, api.write(&decl, body));
         }

@@ -11,11 +11,13 @@ use crate::diag::Errors;
 mod options;
 mod types;
 
-pub use options::{options, Options};
-pub use types::{contains_tensor_of, contains_type, is_map_type, single_ident, type_text};
+pub use options::{options, take_dyn, Options};
+pub use types::{
+    contains_tensor_of, contains_type, is_map_type, single_ident, tensor_elem, type_text,
+};
 use types::{
     holds_differentiable, is_collection, is_float, is_float_array, is_map, is_nondiff_elem,
-    is_structure, option_inner, option_of_ref, result_parts, returns_tensor_like, tensor_elem,
+    is_structure, option_inner, option_of_ref, result_parts, returns_tensor_like,
 };
 
 /// How a parameter is passed.

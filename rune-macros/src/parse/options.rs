@@ -37,6 +37,15 @@ impl Options {
 /// Parses the attribute's arguments, recording unknown ones.
 pub fn options(args: TokenStream, errors: &mut Errors) -> Options {
     let mut options = Options::default();
+    // `dyn` is a keyword, which `Meta` does not parse; it belongs on a trait.
+    let (found, args) = take_dyn(args);
+    if let Some(token) = found {
+        errors.at(
+            token,
+            "`dyn` goes on a trait, whose every impl it then boxes: \
+             `#[differentiable(dyn)] trait Layer { .. }`",
+        );
+    }
     let metas = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(args) {
         Ok(m) => m,
         Err(e) => {
@@ -75,7 +84,7 @@ pub fn options(args: TokenStream, errors: &mut Errors) -> Options {
             _ => errors.at(
                 &meta,
                 "unknown argument of #[differentiable]; supported: `has_aux`, `checkpoint`, `hvp`, \
-                 `custom_vjp = rule`, `custom_jvp = rule`, `fuse = false`",
+                 `custom_vjp = rule`, `custom_jvp = rule`, `fuse = false`, and `dyn` on a trait",
             ),
         }
     }
@@ -90,4 +99,27 @@ pub fn options(args: TokenStream, errors: &mut Errors) -> Options {
         );
     }
     options
+}
+
+/// The `dyn` among `args`, if there is one, and the other arguments.
+pub fn take_dyn(args: TokenStream) -> (Option<proc_macro2::Ident>, TokenStream) {
+    let mut found = None;
+    let mut rest = Vec::new();
+    let mut after_dyn = false;
+    for tt in args {
+        match &tt {
+            proc_macro2::TokenTree::Ident(i) if i == "dyn" => {
+                found = Some(i.clone());
+                after_dyn = true;
+                continue;
+            }
+            proc_macro2::TokenTree::Punct(p) if p.as_char() == ',' && after_dyn => {
+                after_dyn = false;
+                continue;
+            }
+            _ => after_dyn = false,
+        }
+        rest.push(tt);
+    }
+    (found, rest.into_iter().collect())
 }

@@ -305,7 +305,7 @@ fn holds_float_tensor(ty: &Type) -> bool {
 }
 
 /// `Tensor<E>` → `E`, for a path whose last segment is `Tensor` with one type argument.
-pub(super) fn tensor_elem(ty: &Type) -> Option<&Type> {
+pub fn tensor_elem(ty: &Type) -> Option<&Type> {
     let Type::Path(p) = ty else { return None };
     if p.qself.is_some() {
         return None;
