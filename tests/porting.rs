@@ -1485,6 +1485,33 @@ fn functions_of_numbers() {
     assert!((gb - 200.0 * (b - a * a)).abs() < 1e-12);
 }
 
+#[differentiable(hvp)]
+fn ring(x: &[f64; 3], #[nodiff] k: f64) -> f64 {
+    let mut e = 0.0;
+    for i in 0..3 {
+        let d = x[i] - x[(i + 1) % 3];
+        e += k * d * d + x[i].cos();
+    }
+    e
+}
+
+#[test]
+fn second_derivatives_of_numbers() {
+    let (x, v) = ([0.1, 0.5, -0.3], [1.0, 0.0, 0.0]);
+    let (grad, hv) = ring_hvp(&x, 2.0, &v);
+    assert_eq!(grad, ring_grad(&x, 2.0));
+    let h = hessian_of_numbers(|x, v| ring_hvp(x, 2.0, v).1, &x);
+    // By hand: H = 2k (2 on the diagonal, -1 off it) - diag(cos x).
+    for i in 0..3 {
+        for j in 0..3 {
+            let springs = if i == j { 8.0 } else { -4.0 };
+            let want = springs - if i == j { x[i].cos() } else { 0.0 };
+            assert!((h.to_vec()[i * 3 + j] - want).abs() < 1e-12, "H[{i}][{j}]");
+        }
+        assert!((hv[i] - h.to_vec()[i * 3]).abs() < 1e-12);
+    }
+}
+
 #[differentiable]
 fn poly_loss(c: &[f64], #[nodiff] xs: &[f64], #[nodiff] ys: &[f64]) -> f64 {
     let mut loss = 0.0;

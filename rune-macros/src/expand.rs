@@ -333,8 +333,12 @@ fn function(
 
 /// The element type of a function written for a concrete one (`f32`, `f64`), if it is.
 fn concrete_element(func: &ItemFn, sig: &Signature) -> Option<syn::Type> {
-    let (_, first) = sig.active().find(|(_, a)| !a.structure)?;
-    let elem = &first.elem;
+    let (param, first) = sig.active().find(|(_, a)| !a.structure)?;
+    // An array of numbers names its element as a projection; the twin needs the number type.
+    let elem = match first.array {
+        true => parse::float_element(&param.ty)?,
+        false => &first.elem,
+    };
     let elem_text = quote!(#elem).to_string();
     let generic = func
         .sig
@@ -371,14 +375,9 @@ fn check_hvp_option(
             "`hvp` cannot be combined with `custom_vjp`, `custom_jvp` or `has_aux`",
         );
     }
-    if sig.scalar_out {
-        errors.at(
-            &func.sig.ident,
-            "`hvp` is for functions returning a tensor; return a 0-d tensor (`Tensor::scalar`) \
-             to get `f_hvp`",
-        );
-    }
-    if !matches!(sig.returns, parse::Returns::Single(_)) {
+    // A function of numbers returning several gets no `f_hvp` of its own, but its dual-number
+    // twin, which the `f_hvp` of functions calling it runs.
+    if !matches!(sig.returns, parse::Returns::Single(_)) && !sig.scalar_out {
         errors.at(
             &func.sig.ident,
             "`f_hvp` needs a function returning one tensor",

@@ -35,7 +35,6 @@ fn signature_allows(sig: &Signature, options: &Options) -> bool {
         && !options.checkpoint
         && options.custom_vjp.is_none()
         && options.custom_jvp.is_none()
-        && !options.hvp
         && sig.fallible.is_none()
         && sig.scalar_out
         && sig.active().all(|(_, a)| a.scalar && !a.structure)

@@ -28,6 +28,7 @@ pub fn dual_twin(
         dual: syn::parse_quote!(::rune_ad::__private::Dual<#elem>),
     };
     rewrite.visit_item_fn_mut(&mut twin);
+    numbers_to_dual(&mut twin, &rewrite);
     let mut errors = Errors::default();
     let options = Options::default();
     let mut func = twin;
@@ -57,6 +58,43 @@ pub fn dual_twin(
     let mut generated = emitter.emit();
     generated.hidden.extend(emitter.region_items().hidden);
     Some(generated)
+}
+
+/// In a function of numbers (one returning `f64`, `[f64; N]` or a tuple of them), the numbers of
+/// its signature become dual numbers: each differentiated parameter (`a: f64` → `a:
+/// Dual<f64>`, `x: &[f64]` → `x: &[Dual<f64>]`) and the result. A `#[nodiff]` number stays a
+/// constant of `E`, and so does every number the body makes: tensors of `Dual<E>` take them.
+fn numbers_to_dual(twin: &mut ItemFn, rewrite: &ToDual) {
+    struct Numbers<'a>(&'a ToDual);
+    impl VisitMut for Numbers<'_> {
+        fn visit_type_mut(&mut self, ty: &mut syn::Type) {
+            if let syn::Type::Path(p) = ty {
+                if p.qself.is_none() && p.path.is_ident(&self.0.elem) {
+                    *ty = self.0.dual.clone();
+                    return;
+                }
+            }
+            syn::visit_mut::visit_type_mut(self, ty);
+        }
+    }
+    let syn::ReturnType::Type(_, out) = &mut twin.sig.output else {
+        return;
+    };
+    let returns_numbers = |ty: &syn::Type| {
+        let text = quote!(#ty).to_string();
+        !text.contains("Tensor") && text.contains(&rewrite.elem)
+    };
+    if !returns_numbers(out) {
+        return;
+    }
+    Numbers(rewrite).visit_type_mut(out);
+    for input in &mut twin.sig.inputs {
+        if let syn::FnArg::Typed(t) = input {
+            if !t.attrs.iter().any(|a| a.path().is_ident("nodiff")) {
+                Numbers(rewrite).visit_type_mut(&mut t.ty);
+            }
+        }
+    }
 }
 
 /// Rewrites the element type `E` to `Dual<E>` where a body names it as a tensor's element:

@@ -23,6 +23,7 @@ pub use crate::entry::{
     check_cotangent, check_same_value, scalar_seed, CotangentOf, IntoCotangent, SameValue, Seed,
     CHECK_VALUES,
 };
+pub use crate::hvp::{dual_primal, dual_seed, dual_tangent, DualParts, DualSeed};
 pub use crate::ops::cast::{cast_differentiated, detach};
 pub use crate::parts::{
     constant_scrutinee, parameter_part, ConstantField, ConstantScrutinee, DifferentiatedField,
@@ -109,6 +110,13 @@ impl<T: Element> ListElement<T> for T {
 impl<T: Element> ListElement<T> for Tensor<T> {
     fn into_element(self) -> Tensor<T> {
         self
+    }
+}
+
+/// A constant number in a list of the dual-number twin of a function of numbers (`f_hvp`).
+impl<T: Element> ListElement<crate::Dual<T>> for T {
+    fn into_element(self) -> Tensor<crate::Dual<T>> {
+        Tensor::scalar(crate::Dual::constant(self))
     }
 }
 
@@ -424,6 +432,15 @@ macro_rules! number_slot_values {
                 Tensor::scalar(*self)
             }
         }
+
+        /// A constant number where the dual-number twin of a function of numbers (`f_hvp`)
+        /// starts a slot.
+        impl SlotValue<crate::Dual<$t>> for $t {
+            #[inline]
+            fn slot_value(&self) -> Tensor<crate::Dual<$t>> {
+                Tensor::scalar(crate::Dual::constant(*self))
+            }
+        }
     )*};
 }
 number_slot_values!(f32 f64);
@@ -506,36 +523,6 @@ pub fn adjoint_or_zeros<T: Element>(adjoint: Option<Tensor<T>>, shape: &[usize])
 )]
 pub trait IgnoredTangent {}
 impl IgnoredTangent for NoTangent {}
-
-/// A tensor of dual numbers: primal `x`, tangent `direction` (as `f_hvp` seeds it).
-///
-/// # Panics
-/// When the two shapes differ.
-#[track_caller]
-pub fn dual_tensor<T: Element>(x: &Tensor<T>, direction: &Tensor<T>) -> Tensor<crate::Dual<T>> {
-    assert_eq!(
-        x.shape(),
-        direction.shape(),
-        "hvp: the direction has shape {:?}, the parameter {:?}",
-        direction.shape(),
-        x.shape()
-    );
-    Tensor::from_array(
-        ndarray::Zip::from(x.view())
-            .and(direction.view())
-            .map_collect(|&re, &du| crate::Dual::new(re, du)),
-    )
-}
-
-/// The primal parts of a tensor of dual numbers.
-pub fn dual_primal<T: Element>(t: &Tensor<crate::Dual<T>>) -> Tensor<T> {
-    t.map(|d| d.re)
-}
-
-/// The tangent parts of a tensor of dual numbers.
-pub fn dual_tangent<T: Element>(t: &Tensor<crate::Dual<T>>) -> Tensor<T> {
-    t.map(|d| d.du)
-}
 
 /// What a function on a concrete element type needs for `f_hvp`: nothing implements it, so that
 /// a call of the `f_hvp` written without the `hvp` option is this error.

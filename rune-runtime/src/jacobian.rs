@@ -274,3 +274,52 @@ pub fn hessian_from_grad<T: Element>(
 ) -> Tensor<T> {
     hessian(|x, v| hvp_from_grad(&mut grad, x, v), x)
 }
+
+/// The Hessian of a scalar function of an array of numbers (`[f64; N]`, `Vec<f64>`), from its
+/// Hessian-vector product: one product per element, with the unit directions. The result is
+/// the `n × n` tensor `[i, j] = ∂²f / ∂x[i] ∂x[j]`.
+///
+/// For a function of numbers `f(x: [f64; N], ..) -> f64` under `#[differentiable(hvp)]`,
+/// `hessian_of_numbers(|x, v| f_hvp(x, v).1, &x)` is its Hessian (with constant arguments,
+/// `|x, v| f_hvp(x, a, v).1`):
+///
+/// ```
+/// use rune_runtime::hessian_of_numbers;
+///
+/// // f(x) = x₀² x₁: H = [[2x₁, 2x₀], [2x₀, 0]].
+/// let hvp = |x: &[f64; 2], v: &[f64; 2]| {
+///     [2.0 * x[1] * v[0] + 2.0 * x[0] * v[1], 2.0 * x[0] * v[0]]
+/// };
+/// let h = hessian_of_numbers(hvp, &[3.0, 5.0]);
+/// assert_eq!(h.shape(), &[2, 2]);
+/// assert_eq!(h.to_vec(), [10.0, 6.0, 6.0, 0.0]);
+/// ```
+///
+/// # Panics
+/// When a product does not have `x`'s length.
+#[track_caller]
+#[must_use]
+pub fn hessian_of_numbers<T: Element, A: AsRef<[T]> + AsMut<[T]> + Clone>(
+    mut hvp: impl FnMut(&A, &A) -> A,
+    x: &A,
+) -> Tensor<T> {
+    let n = x.as_ref().len();
+    let mut data = vec![T::zero(); n * n];
+    let mut direction = x.clone();
+    for j in 0..n {
+        let d = direction.as_mut();
+        d.fill(T::zero());
+        d[j] = T::one();
+        let column = hvp(x, &direction);
+        let column = column.as_ref();
+        assert!(
+            column.len() == n,
+            "hessian_of_numbers: the product has {} elements, expected {n}",
+            column.len()
+        );
+        for (i, &v) in column.iter().enumerate() {
+            data[i * n + j] = v;
+        }
+    }
+    Tensor::from_vec(data, &[n, n])
+}

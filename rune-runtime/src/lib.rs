@@ -75,6 +75,7 @@ mod factorize;
 mod fused;
 mod gemm;
 mod generated;
+mod hvp;
 pub mod io;
 mod jacobian;
 mod maps;
@@ -105,7 +106,9 @@ pub use element::dual::Dual;
 pub use element::operand::{Operand, OperandOf, OperandRef};
 pub use element::{Element, FromScalar, RangeElement, Scalar};
 pub use error::{ShapeError, ShapeErrorKind};
-pub use jacobian::{hessian, hessian_from_grad, hvp_from_grad, jacfwd, jacobian, jacrev};
+pub use jacobian::{
+    hessian, hessian_from_grad, hessian_of_numbers, hvp_from_grad, jacfwd, jacobian, jacrev,
+};
 pub use model::Differentiable;
 pub use ops::arith::{add, div, mul, neg, sub, try_add, try_div, try_mul, try_sub};
 pub use ops::cast::{stop_gradient, Detach};

@@ -250,7 +250,7 @@ impl Api<'_> {
                 unreachable,
                 Some(format!(" The value of {link} and its gradient (the value must have one element).")),
             ),
-            EntryPoint::Grad if one_element || twin => {
+            EntryPoint::Grad if one_element => {
                 let grad_ret = match &sig.returns {
                     Returns::Aux { aux, .. } => quote!((#grads_ty, #aux)),
                     _ => grads_ty.clone(),

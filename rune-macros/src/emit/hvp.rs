@@ -219,7 +219,7 @@ impl Emitter<'_> {
             match &p.active {
                 Some(_) => {
                     let d = direction(p);
-                    lifts.push(quote!(let #lifted = #rt::dual_tensor(#reference, #d);));
+                    lifts.push(quote!(let #lifted = #rt::dual_seed(#reference, #d);));
                 }
                 // A scalar of a generic element type is a dual constant; any other type that
                 // names the element (a tensor of it, a concrete scalar) lifts by `Lift`.

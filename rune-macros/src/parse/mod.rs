@@ -13,7 +13,8 @@ mod types;
 
 pub use options::{options, take_dyn, Options};
 pub use types::{
-    contains_tensor_of, contains_type, is_map_type, single_ident, tensor_elem, type_text,
+    contains_tensor_of, contains_type, float_element, is_map_type, single_ident, tensor_elem,
+    type_text,
 };
 use types::{
     holds_differentiable, is_collection, is_float, is_float_array, is_map, is_nondiff_elem,

@@ -152,10 +152,20 @@ pub(super) fn option_of_ref(ty: &Type) -> bool {
         if matches!(args.args.first(), Some(syn::GenericArgument::Type(Type::Reference(_)))))
 }
 
-/// `f32` or `f64`.
+/// `f32` or `f64`, or their dual numbers `Dual<f64>` (as the dual-number twin of a function of
+/// numbers takes them, `crate::twin`).
 pub(super) fn is_float(ty: &Type) -> bool {
     match ty {
-        Type::Path(p) => p.qself.is_none() && (p.path.is_ident("f32") || p.path.is_ident("f64")),
+        Type::Path(p) if p.qself.is_none() => {
+            if p.path.is_ident("f32") || p.path.is_ident("f64") {
+                return true;
+            }
+            let Some(last) = p.path.segments.last().filter(|s| s.ident == "Dual") else {
+                return false;
+            };
+            matches!(&last.arguments, syn::PathArguments::AngleBracketed(args)
+                if matches!(args.args.first(), Some(syn::GenericArgument::Type(t)) if is_float(t)))
+        }
         // A type passed through a `macro_rules!` fragment (`$t:ty`).
         Type::Group(g) => is_float(&g.elem),
         Type::Paren(p) => is_float(&p.elem),
@@ -172,6 +182,19 @@ pub(super) fn is_float_array(ty: &Type) -> bool {
         Type::Group(g) => is_float_array(&g.elem),
         Type::Paren(p) => is_float_array(&p.elem),
         _ => false,
+    }
+}
+
+/// The number type of an array of numbers (`&[f64; 3]`, `&[f32]`, `Vec<f64>` → `f64`).
+pub fn float_element(ty: &Type) -> Option<&Type> {
+    match ty {
+        Type::Reference(r) => float_element(&r.elem),
+        Type::Array(a) => Some(&*a.elem).filter(|e| is_float(e)),
+        Type::Slice(s) => Some(&*s.elem).filter(|e| is_float(e)),
+        Type::Path(_) => vec_element(ty).filter(|e| is_float(e)),
+        Type::Group(g) => float_element(&g.elem),
+        Type::Paren(p) => float_element(&p.elem),
+        _ => None,
     }
 }
 

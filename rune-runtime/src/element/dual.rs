@@ -226,6 +226,38 @@ impl<T: Element> PartialOrd for Dual<T> {
     }
 }
 
+/// A dual number against a real one, on the primal part: the branches of a function of numbers
+/// (`if u > 0.0`) run on dual numbers in its `f_hvp`.
+macro_rules! real_comparisons {
+    ($($t:ty)*) => {$(
+        impl PartialEq<$t> for Dual<$t> {
+            #[inline]
+            fn eq(&self, o: &$t) -> bool {
+                self.re == *o
+            }
+        }
+        impl PartialOrd<$t> for Dual<$t> {
+            #[inline]
+            fn partial_cmp(&self, o: &$t) -> Option<Ordering> {
+                self.re.partial_cmp(o)
+            }
+        }
+        impl PartialEq<Dual<$t>> for $t {
+            #[inline]
+            fn eq(&self, o: &Dual<$t>) -> bool {
+                *self == o.re
+            }
+        }
+        impl PartialOrd<Dual<$t>> for $t {
+            #[inline]
+            fn partial_cmp(&self, o: &Dual<$t>) -> Option<Ordering> {
+                self.partial_cmp(&o.re)
+            }
+        }
+    )*};
+}
+real_comparisons!(f32 f64);
+
 // ---- num-traits -----------------------------------------------------------------------------
 
 impl<T: Element> Zero for Dual<T> {

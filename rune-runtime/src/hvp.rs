@@ -1,0 +1,161 @@
+//! What `f_hvp` (forward over reverse) does at its ends: it seeds each differentiated argument
+//! with its direction as dual numbers ([`dual_seed`]), runs the gradient on them, and splits
+//! each gradient into its primal part, the gradient, and its tangent part, the Hessian times
+//! the directions ([`dual_primal`], [`dual_tangent`]). Tensors, numbers and arrays of numbers
+//! (the parameters of a function of numbers) are seeded and split alike.
+
+use crate::element::Element;
+use crate::tensor::Tensor;
+use crate::Dual;
+
+/// A differentiated argument of `f_hvp`: made dual numbers whose tangents are its direction.
+pub trait DualSeed {
+    /// What the direction is given as: the argument's own type (a `Vec` for a slice).
+    type Direction: ?Sized;
+    /// The argument on dual numbers.
+    type Dual;
+    /// Primal `self`, tangent `direction`.
+    ///
+    /// # Panics
+    /// When the direction's shape (or length) differs from the argument's.
+    fn seed(&self, direction: &Self::Direction) -> Self::Dual;
+}
+
+impl<T: Element> DualSeed for Tensor<T> {
+    type Direction = Tensor<T>;
+    type Dual = Tensor<Dual<T>>;
+    #[track_caller]
+    fn seed(&self, direction: &Tensor<T>) -> Tensor<Dual<T>> {
+        assert_eq!(
+            self.shape(),
+            direction.shape(),
+            "hvp: the direction has shape {:?}, the parameter {:?}",
+            direction.shape(),
+            self.shape()
+        );
+        Tensor::from_array(
+            ndarray::Zip::from(self.view())
+                .and(direction.view())
+                .map_collect(|&re, &du| Dual::new(re, du)),
+        )
+    }
+}
+
+impl<T: Element> DualSeed for [T] {
+    type Direction = [T];
+    type Dual = Vec<Dual<T>>;
+    #[track_caller]
+    fn seed(&self, direction: &[T]) -> Vec<Dual<T>> {
+        assert_eq!(
+            self.len(),
+            direction.len(),
+            "hvp: the direction has {} elements, the parameter {}",
+            direction.len(),
+            self.len()
+        );
+        self.iter()
+            .zip(direction)
+            .map(|(&re, &du)| Dual::new(re, du))
+            .collect()
+    }
+}
+
+impl<T: Element> DualSeed for Vec<T> {
+    type Direction = [T];
+    type Dual = Vec<Dual<T>>;
+    #[track_caller]
+    fn seed(&self, direction: &[T]) -> Vec<Dual<T>> {
+        self.as_slice().seed(direction)
+    }
+}
+
+impl<T: Element, const N: usize> DualSeed for [T; N] {
+    type Direction = [T; N];
+    type Dual = [Dual<T>; N];
+    fn seed(&self, direction: &[T; N]) -> [Dual<T>; N] {
+        std::array::from_fn(|i| Dual::new(self[i], direction[i]))
+    }
+}
+
+macro_rules! seed_numbers {
+    ($($t:ty)*) => {$(
+        impl DualSeed for $t {
+            type Direction = $t;
+            type Dual = Dual<$t>;
+            #[inline]
+            fn seed(&self, direction: &$t) -> Dual<$t> {
+                Dual::new(*self, *direction)
+            }
+        }
+    )*};
+}
+seed_numbers!(f32 f64);
+
+/// `x` with tangent `direction`, as dual numbers (see [`DualSeed`]).
+///
+/// # Panics
+/// When the direction's shape (or length) differs from `x`'s.
+#[track_caller]
+pub fn dual_seed<X: DualSeed + ?Sized>(x: &X, direction: &X::Direction) -> X::Dual {
+    x.seed(direction)
+}
+
+/// A gradient on dual numbers, split into its primal and tangent parts.
+pub trait DualParts {
+    /// The gradient on real numbers.
+    type Real;
+    /// The primal parts.
+    fn primal(&self) -> Self::Real;
+    /// The tangent parts.
+    fn tangent(&self) -> Self::Real;
+}
+
+impl<T: Element> DualParts for Tensor<Dual<T>> {
+    type Real = Tensor<T>;
+    fn primal(&self) -> Tensor<T> {
+        self.map(|d| d.re)
+    }
+    fn tangent(&self) -> Tensor<T> {
+        self.map(|d| d.du)
+    }
+}
+
+impl<T: Element> DualParts for Dual<T> {
+    type Real = T;
+    fn primal(&self) -> T {
+        self.re
+    }
+    fn tangent(&self) -> T {
+        self.du
+    }
+}
+
+impl<T: Element> DualParts for Vec<Dual<T>> {
+    type Real = Vec<T>;
+    fn primal(&self) -> Vec<T> {
+        self.iter().map(|d| d.re).collect()
+    }
+    fn tangent(&self) -> Vec<T> {
+        self.iter().map(|d| d.du).collect()
+    }
+}
+
+impl<T: Element, const N: usize> DualParts for [Dual<T>; N] {
+    type Real = [T; N];
+    fn primal(&self) -> [T; N] {
+        self.map(|d| d.re)
+    }
+    fn tangent(&self) -> [T; N] {
+        self.map(|d| d.du)
+    }
+}
+
+/// The primal parts of a gradient on dual numbers: the gradient.
+pub fn dual_primal<D: DualParts>(dual: &D) -> D::Real {
+    dual.primal()
+}
+
+/// The tangent parts of a gradient on dual numbers: the Hessian times the directions.
+pub fn dual_tangent<D: DualParts>(dual: &D) -> D::Real {
+    dual.tangent()
+}
