@@ -235,6 +235,91 @@ fn a_struct_with_a_map_field() {
     assert_eq!(grad.note, "two layers");
 }
 
+/// The layers run in an order given by name: a map field read by a key held in a variable
+/// (`&str` from a list of names, a `String`'s `as_str()`), and a `Vec` field by a position held in
+/// one, which the macro tells apart by the field's type.
+#[differentiable]
+fn ordered_loss(model: &Named, #[nodiff] order: &[&str], #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+    let mut h = x.clone();
+    for name in order {
+        h = linear(&model.layers[*name], &h);
+    }
+    let last = order[order.len() - 1].to_owned();
+    let bias = model.layers[last.as_str()].b.sum();
+    (&h * &model.scale).square().mean() + bias
+}
+
+#[derive(Clone, Debug, Differentiable)]
+struct Stack {
+    layers: Vec<Linear>,
+}
+
+#[differentiable]
+fn every_other(model: &Stack, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+    let mut h = x.clone();
+    let mut at = 0;
+    while at < model.layers.len() {
+        h = linear(&model.layers[at], &h);
+        at += 2;
+    }
+    h.square().sum()
+}
+
+#[test]
+fn a_map_field_read_by_a_variable_key() {
+    let model = named_model();
+    let x = Tensor::<f64>::rand_uniform(&[5, 3], -1.0, 1.0, 6);
+    let order = ["in", "out"];
+    check_variants!(
+        ordered_loss,
+        ordered_loss_value_and_grad,
+        ordered_loss_grad,
+        ordered_loss_vjp,
+        ordered_loss_jvp,
+        ordered_loss_pullback;
+        [model];
+        (&model, &order, &x)
+    );
+    // The same loss with the keys written out reads the same parts: the same gradient.
+    let grad = ordered_loss_grad(&model, &order, &x);
+    let by_literals = |m: &Named| {
+        let h = linear(&m.layers["out"], &linear(&m.layers["in"], &x));
+        ((&h * &m.scale).square().mean() + m.layers["out"].b.sum()).item()
+    };
+    let eps = 1e-6;
+    let mut moved = model.clone();
+    let b = moved.layers.get_mut("out").unwrap();
+    b.b = &b.b + &Tensor::from_vec(vec![eps, 0.0], &[2]);
+    let difference = (by_literals(&moved) - by_literals(&model)) / eps;
+    let got = grad.layers["out"].b.to_vec()[0];
+    assert!(
+        (got - difference).abs() < 1e-5,
+        "{got} against {difference}"
+    );
+
+    let layer = |seed: u64| Linear {
+        w: Tensor::rand_uniform(&[3, 3], -0.5, 0.5, seed),
+        b: Tensor::rand_uniform(&[3], -0.1, 0.1, seed + 1),
+    };
+    let stack = Stack {
+        layers: vec![layer(30), layer(32), layer(34)],
+    };
+    check_variants!(
+        every_other,
+        every_other_value_and_grad,
+        every_other_grad,
+        every_other_vjp,
+        every_other_jvp,
+        every_other_pullback;
+        [stack];
+        (&stack, &x)
+    );
+    // The layer skipped gets no gradient.
+    let grad = every_other_grad(&stack, &x);
+    assert!(grad.layers[1].w.to_vec().iter().all(|&g| g == 0.0));
+    assert!(grad.layers[2].w.to_vec().iter().any(|&g| g != 0.0));
+}
+
 #[test]
 fn a_map_of_structures() {
     let layers = named_model().layers;

@@ -138,6 +138,10 @@ pub enum PathSeg {
     /// A key of a map (`params["w"]`, `params.get(&name).unwrap()`) held by a hoisted constant:
     /// a reference to the key, which the backward pass keeps owned.
     Key(Const),
+    /// A position or a key, whichever the collection takes (`model.layers[name]`: the macro
+    /// sees the field's name, not whether it is a `Vec` or a map), held by a hoisted constant
+    /// and reached through `rune_runtime::PartAt`.
+    Part(Const),
     /// The value inside an `Option` known to be `Some` (an arm of `match opt { Some(x) => .. }`).
     Some,
 }
@@ -536,7 +540,7 @@ fn walk_ordered<'a>(stmts: &'a [Stmt], reverse: bool, f: &mut impl FnMut(&'a Stm
 /// The index constants of a path into a structure parameter.
 pub fn path_consts(path: &[PathSeg]) -> impl Iterator<Item = Const> + '_ {
     path.iter().filter_map(|s| match s {
-        PathSeg::Index(c) | PathSeg::Key(c) => Some(*c),
+        PathSeg::Index(c) | PathSeg::Key(c) | PathSeg::Part(c) => Some(*c),
         PathSeg::Field(_) | PathSeg::Some => None,
     })
 }

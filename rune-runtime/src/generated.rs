@@ -26,8 +26,8 @@ pub use crate::entry::{
 pub use crate::hvp::{dual_primal, dual_seed, dual_tangent, DualParts, DualSeed};
 pub use crate::ops::cast::{cast_differentiated, detach};
 pub use crate::parts::{
-    constant_scrutinee, parameter_part, ConstantField, ConstantScrutinee, DifferentiatedField,
-    ParameterPart, ScrutineeOfConstant, ScrutineeOfDifferentiable,
+    constant_scrutinee, parameter_part, part_at, part_at_mut, ConstantField, ConstantScrutinee,
+    DifferentiatedField, ParameterPart, PartAt, ScrutineeOfConstant, ScrutineeOfDifferentiable,
 };
 pub use crate::sequence::{
     count_while, filter_positions, find_position, max_position_by, max_position_by_key,

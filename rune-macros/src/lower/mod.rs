@@ -380,8 +380,16 @@ impl Lowerer<'_> {
 
     /// `base[index]` when `base` is part of a structure parameter: a map's part by key when
     /// `base` is a map parameter or `index` a reference or a string literal (which no `Vec` or
-    /// array takes), an element by position otherwise.
+    /// array takes), an element by position for an integer literal, and otherwise
+    /// (`model.layers[name]`) whichever the field's type takes.
     fn part_at(&mut self, span: Span, base: &Lowered, index: &Expr) -> Option<Lowered> {
+        let position = matches!(
+            strip(index),
+            Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(_),
+                ..
+            })
+        );
         let keyed = matches!(base, Lowered::Val(v) if self.is_map_root(*v))
             || matches!(
                 strip(index),
@@ -401,8 +409,10 @@ impl Lowerer<'_> {
             };
             if keyed {
                 PathSeg::Key(l.hoist(tokens, None, Use::Plain))
-            } else {
+            } else if position {
                 PathSeg::Index(l.hoist(tokens, Some(quote!(usize)), Use::Plain))
+            } else {
+                PathSeg::Part(l.hoist(tokens, None, Use::Plain))
             }
         })
     }
@@ -584,6 +594,14 @@ pub fn path_place(
             PathSeg::Key(c) => {
                 let c = index_local(*c);
                 quote!(#place[#c])
+            }
+            PathSeg::Part(c) if mutable => {
+                let c = index_local(*c);
+                quote!((*::rune_ad::__private::part_at_mut(&mut #place, &#c)))
+            }
+            PathSeg::Part(c) => {
+                let c = index_local(*c);
+                quote!((*::rune_ad::__private::part_at(&#place, &#c)))
             }
             PathSeg::Some if mutable => {
                 quote!(#place.as_mut().expect("rune-ad: the arm taken for `Some`"))
