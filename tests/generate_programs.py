@@ -103,7 +103,7 @@ class Program:
 
         # Parameters available to the body; those it does not use are dropped afterwards.
         self.x_diff = rng.random() < 0.75
-        self.structure = rng.choice([None, None, "net", "net", "stack", "named"])
+        self.structure = rng.choice([None, None, "net", "net", "stack", "named", "boxed"])
         self.struct_by_value = self.structure is not None and rng.random() < 0.15
         self.w_diff = rng.random() < 0.75
         self.v_diff = rng.random() < 0.8
@@ -455,13 +455,18 @@ class Program:
         self.features.add("vec-field-loop-in-outer-loop" if outer else "vec-field-loop")
         # All the layers, or some of them picked by iterator adaptors, or windows of two; the
         # layers of a map by name in the order of their names.
-        field = {"net": "net.ws", "stack": "stack.layers", "named": "named"}[self.structure]
+        field = {"net": "net.ws", "stack": "stack.layers", "named": "named",
+                 "boxed": "boxed.layers"}[self.structure]
         picks = ["", "", "", ".skip(1)", ".take(2)", ".step_by(2)", ".rev().skip(1)", ".rev()",
                  ".enumerate().filter(|(pos, _)| pos % 2 == 0).map(|(_, l)| l)",
                  f".chain(&{field}).skip(1)", ".take_while(|_| true).skip(1)", "windows", "chunks"]
         if self.structure == "named":
             picks = picks[:-4] + [".chain(named.values()).skip(1)", ".take_while(|_| true).skip(1)"]
             self.features.add("map-of-layers")
+        if self.structure == "boxed":
+            # Boxed layers of two types, reached through the trait only.
+            picks = picks[:-2]
+            self.features.add("trait-objects")
         pick = self.rng.choice(picks)
         if pick:
             self.features.add("iterator-adaptors")
@@ -477,6 +482,11 @@ class Program:
             self.emit(f"for wl in net.ws.iter(){pick} {{" if pick else "for wl in &net.ws {")
             self.loop_weight = "wl"
             self.loop_bias = None
+        elif self.structure == "boxed":
+            head = f"boxed.layers.iter(){pick}" if pick else "&boxed.layers"
+            self.emit(f"for layer in {head} {{")
+            self.loop_weight = None
+            self.loop_bias = None
         else:
             if self.structure == "stack":
                 head = f"stack.layers.iter(){pick}" if pick else "&stack.layers"
@@ -487,7 +497,10 @@ class Program:
             self.loop_bias = "&layer.b"
         self.indent += 1
         self.loop_depth += 1
-        if self.loop_bias == "&layer.b" and self.rng.random() < 0.3:
+        if self.structure == "boxed":
+            call = self.rng.choice([f"layer.apply(&{state})", f"through(layer, &{state})"])
+            step = f"{call} * {self.plain_factor()}"
+        elif self.loop_bias == "&layer.b" and self.rng.random() < 0.3:
             # The layer through a trait: its method, or a function generic over the trait.
             self.features.add("trait")
             call = self.rng.choice([f"layer.apply(&{state})", f"through(layer, &{state})"])
@@ -627,6 +640,9 @@ class Program:
             if self.structure == "net":
                 self.emit("for wl in &net.ws {")
                 self.emit(f"    h = {self.squash('h.matmul(wl)')};")
+            elif self.structure == "boxed":
+                self.emit("for layer in &boxed.layers {")
+                self.emit(f"    h = {self.squash('layer.apply(&h)')};")
             else:
                 head = "&stack.layers" if self.structure == "stack" else "named.values()"
                 self.emit(f"for layer in {head} {{")
@@ -828,7 +844,7 @@ class Program:
     def params(self):
         """(declaration, argument, (name, initial value) or None, differentiated) for each
         parameter the body reads, in order."""
-        candidates = ("x", "net", "stack", "named", "w", "v", "u", "a", "b", "n", "k", "flag")
+        candidates = ("x", "net", "stack", "named", "boxed", "w", "v", "u", "a", "b", "n", "k", "flag")
         self.used = {name for name in candidates if self.uses(name)}
         B, D = self.B, self.D
         seed = 1000 * self.index
@@ -845,7 +861,8 @@ class Program:
             out.append(tensor("x", self.x_diff, [B, D], 1.0, 1))
         if self.structure in self.used:
             s = self.structure
-            ty = {"net": "Net", "stack": "Stack", "named": "BTreeMap<String, Layer>"}[s]
+            ty = {"net": "Net", "stack": "Stack", "named": "BTreeMap<String, Layer>",
+                  "boxed": "Boxed"}[s]
             decl = f"{s}: {ty}" if self.struct_by_value else f"{s}: &{ty}"
             arg = f"{s}.clone()" if self.struct_by_value else f"&{s}"
             if self.struct_by_value:
@@ -956,9 +973,9 @@ pub struct Stack {{
     pub gain: Tensor<f64>,
 }}
 
-/// A layer applied through a trait.
+/// A layer applied through a trait, whose boxes are layers too.
+#[differentiable(dyn)]
 pub trait Block {{
-    #[differentiable]
     fn apply(&self, h: &Tensor<f64>) -> Tensor<f64>;
 }}
 
@@ -966,6 +983,45 @@ pub trait Block {{
 impl Block for Layer {{
     fn apply(&self, h: &Tensor<f64>) -> Tensor<f64> {{
         (h.matmul(&self.w) + &self.b).tanh()
+    }}
+}}
+
+/// A gate, the other kind of boxed layer.
+#[derive(Clone, Differentiable)]
+pub struct Gate {{
+    pub g: Tensor<f64>,
+}}
+
+#[differentiable]
+impl Block for Gate {{
+    fn apply(&self, h: &Tensor<f64>) -> Tensor<f64> {{
+        h * &(h * &self.g).sigmoid()
+    }}
+}}
+
+/// Layers of two types in one `Vec`, as trait objects.
+#[derive(Clone, Differentiable)]
+pub struct Boxed {{
+    pub layers: Vec<Box<dyn Block>>,
+}}
+
+/// `layers` boxed layers of width `d`, a [`Layer`] then a [`Gate`] in turn.
+pub fn boxed(d: usize, layers: usize, seed: u64) -> Boxed {{
+    Boxed {{
+        layers: (0..layers as u64)
+            .map(|l| -> Box<dyn Block> {{
+                if l % 2 == 0 {{
+                    Box::new(Layer {{
+                        w: Tensor::rand_normal(&[d, d], 0.0, 0.5, seed * 10 + 2 * l),
+                        b: Tensor::rand_normal(&[d], 0.0, 0.3, seed * 10 + 2 * l + 1),
+                    }})
+                }} else {{
+                    Box::new(Gate {{
+                        g: Tensor::rand_normal(&[d], 0.0, 1.0, seed * 10 + 2 * l),
+                    }})
+                }}
+            }})
+            .collect(),
     }}
 }}
 

@@ -45,9 +45,9 @@ pub struct Stack {
     pub gain: Tensor<f64>,
 }
 
-/// A layer applied through a trait.
+/// A layer applied through a trait, whose boxes are layers too.
+#[differentiable(dyn)]
 pub trait Block {
-    #[differentiable]
     fn apply(&self, h: &Tensor<f64>) -> Tensor<f64>;
 }
 
@@ -55,6 +55,45 @@ pub trait Block {
 impl Block for Layer {
     fn apply(&self, h: &Tensor<f64>) -> Tensor<f64> {
         (h.matmul(&self.w) + &self.b).tanh()
+    }
+}
+
+/// A gate, the other kind of boxed layer.
+#[derive(Clone, Differentiable)]
+pub struct Gate {
+    pub g: Tensor<f64>,
+}
+
+#[differentiable]
+impl Block for Gate {
+    fn apply(&self, h: &Tensor<f64>) -> Tensor<f64> {
+        h * &(h * &self.g).sigmoid()
+    }
+}
+
+/// Layers of two types in one `Vec`, as trait objects.
+#[derive(Clone, Differentiable)]
+pub struct Boxed {
+    pub layers: Vec<Box<dyn Block>>,
+}
+
+/// `layers` boxed layers of width `d`, a [`Layer`] then a [`Gate`] in turn.
+pub fn boxed(d: usize, layers: usize, seed: u64) -> Boxed {
+    Boxed {
+        layers: (0..layers as u64)
+            .map(|l| -> Box<dyn Block> {
+                if l % 2 == 0 {
+                    Box::new(Layer {
+                        w: Tensor::rand_normal(&[d, d], 0.0, 0.5, seed * 10 + 2 * l),
+                        b: Tensor::rand_normal(&[d], 0.0, 0.3, seed * 10 + 2 * l + 1),
+                    })
+                } else {
+                    Box::new(Gate {
+                        g: Tensor::rand_normal(&[d], 0.0, 1.0, seed * 10 + 2 * l),
+                    })
+                }
+            })
+            .collect(),
     }
 }
 
@@ -275,18 +314,18 @@ fn p002() {
     check_variants!(mod p002; [named, v]; (&x, &named, &v, 1.5, 1.55, 1, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, exp, for, helper, if-flag, plain-parens, sigmoid, sin, sum_axes, vector-output.
+/// Uses: accumulate, compound-assign, helper, if-flag, iterator-adaptors, ln, plain-parens, sigmoid, sin, sum_axes, trait-objects, vec-field-loop, vector-output.
 mod p003 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
+        boxed: &Boxed,
         #[nodiff] w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
@@ -300,22 +339,20 @@ mod p003 {
         h = (&h * 0.5 + &y1 * 0.5).sin();
         h = repeat_dense(&h, w, k);
         total += h.sum_axes(&[0], false).square().mean();
-        for i in 0..n {
-            let c2 = 1.0 / (i as f64 + 1.0);
-            h = (&h * c2 + v).tanh();
-            total = &total + &h.exp().mean().ln();
-            h = ((&h / (v.square() + 1.0)) * 0.5).tanh().exp();
+        for layer in boxed.layers.iter().rev().skip(1) {
+            h = ((layer.apply(&h) * (1.0 / (1.0 + (a * b).sqrt()))).square() + 1.0).ln();
         }
-        ((h.matmul(w) + v) * 0.5).tanh().exp() + &total
+        (h.matmul(w) + v).sin() + &total
     }
 }
 
 #[test]
 fn p003() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 3001);
+    let boxed = boxed(2, 2, 3002);
     let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 3003);
     let v = Tensor::rand_normal(&[2], 0.0, 0.5, 3004);
-    check_vector_variants!(mod p003; [x, v]; (&x, &w, &v, 1.04, 1.13, 1, 1, true));
+    check_vector_variants!(mod p003; [x, boxed, v]; (&x, &boxed, &w, &v, 1.04, 1.13, 1, true));
 }
 
 /// Uses: compound-assign, field, iterator-adaptors, late-let, ln, map-of-layers, plain-let, sin, softmax, sqrt, vec-field-loop.
@@ -425,43 +462,58 @@ fn p005() {
     check_variants!(mod p005; [named, v]; (&x, &named, &w, &v, 1.25, 1.14, 4, 1, false));
 }
 
-/// Uses: accumulate, compound-assign, field, ln, local-vec-push, match, sin, tanh, vec-field-loop.
+/// Uses: ln, local-vec-push, match, plain-let, plain-parens, sin, sum_axes, tanh, vec-field-loop.
 mod p006 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
-        stack: &Stack,
+        boxed: &Boxed,
+        v: &Tensor<f64>,
+        #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
     ) -> Tensor<f64> {
-        let mut h = x * &stack.gain;
-        let mut total = Tensor::scalar(0.0);
-        total -= h.sum() * 0.5;
-        let mut saved1 = Vec::new();
-        for layer in &stack.layers {
-            h = (h.matmul(&layer.w) + &layer.b).sin();
-            saved1.push(h.clone());
+        let s1 = b;
+        let s2 = (a * 2.0 - b).abs() + 0.1;
+        let mut h = x * v;
+        let mut total = Tensor::<f64>::zeros(&[]);
+        let mut saved3 = Vec::new();
+        for layer in &boxed.layers {
+            h = layer.apply(&h).sin();
+            saved3.push(h.clone());
         }
-        for s in &saved1 {
+        for s in &saved3 {
             total = &total + &s.square().mean();
         }
-        let y2 = match n % 3 {
-            0 => (&stack.gain * &h).tanh(),
+        let y4 = match n % 3 {
+            0 => (v * &h).tanh(),
             1 => ((&h - h.sum_axes(&[1], true) * 0.25).square() + 1.0).ln(),
-            _ => b.ln().abs() * &h,
+            _ => a.sqrt() * &h,
         };
-        h = (y2 * 0.5).tanh();
-        &total + &h.mean()
+        h = (y4 * 0.5).tanh();
+        let mut saved5 = Vec::new();
+        for layer in &boxed.layers {
+            h = layer.apply(&h).sin();
+            saved5.push(h.clone());
+        }
+        for s in &saved5 {
+            total = &total + &s.sum_axes(&[0], false).square().mean();
+        }
+        h = (&h + &saved5[0]).tanh();
+        h = (&h * s1).tanh();
+        h = (&h * s2).tanh();
+        &total + &h.square().mean()
     }
 }
 
 #[test]
 fn p006() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 6001);
-    let stack = stack(4, 3, 6002);
-    check_variants!(mod p006; [stack]; (&x, &stack, 1.9, 4));
+    let boxed = boxed(4, 3, 6002);
+    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 6004);
+    check_variants!(mod p006; [boxed, v]; (&x, &boxed, &v, 1.32, 1.65, 3));
 }
 
 /// Uses: accumulate, break, compound-assign, for, helper, if-counter, if-flag, plain-let, reshape, sin, softmax, while.
@@ -877,55 +929,68 @@ fn p015() {
     check_variants!(mod p015; [x, named]; (&x, &named, 1.59, 0.72));
 }
 
-/// Uses: accumulate, compound-assign, exp, if-flag, late-let, ln, match, plain-let, reshape, sin, sqrt.
+/// Uses: accumulate, cast, compound-assign, exp, for, helper, iterator-adaptors, match, match-counter, sigmoid, softmax, sqrt, tanh, tensor-by-value, trait-objects, vec-field-loop.
 mod p016 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
+        boxed: &Boxed,
         w: &Tensor<f64>,
         v: &Tensor<f64>,
+        u: Tensor<f64>,
         #[nodiff] a: f64,
-        #[nodiff] n: usize,
-        #[nodiff] flag: bool,
+        #[nodiff] b: f64,
+        #[nodiff] k: usize,
     ) -> Tensor<f64> {
-        let s1 = a.cbrt();
-        let mut h = x.sin() + v;
-        let mut total = Tensor::scalar(0.0);
-        let y2;
-        if flag {
-            y2 = ((&h / (v.square() + 1.0)) * 0.5).tanh().exp();
-        } else {
-            y2 = &h + v;
-        }
-        h = ((&h * 0.5 + &y2 * 0.5).square() + 0.5).sqrt() - 0.5;
-        let y3 = if flag {
-            ((h.matmul(w) + v).square() + 1.0).ln()
-        } else {
-            &h - h.sum_axes(&[1], true) * 0.33
-        };
-        h = (&h * 0.5 + &y3 * 0.5).sin();
-        match n % 3 {
-            1 => {
-                h = ((&h * s1) * 0.5).tanh().exp();
+        let mut h = x.matmul(w);
+        let mut total = h.sum() * 0.0;
+        for i in 0..2 {
+            match i % 3 {
+                0 => {
+                    h = ((&h + v).square() + 0.5).sqrt() - 0.5;
+                }
+                1 => h = (a.sqrt() / (h.square() + 1.0)).sigmoid(),
+                _ => {
+                    total -= h.softmax(-1).ln().mean() * 0.5;
+                }
             }
-            2 | 3 => {
-                total += h.reshape(&[3, 3]).matmul(x).mean();
-                h = (&h + v).sin();
+            h = (b.ln().abs() / (h.square() + 1.0)).sigmoid();
+            h = (&h * &u).sigmoid();
+            match k {
+                1 => {
+                    h = (&h - &u).tanh();
+                }
+                2 | 3 => {
+                    total -= soft_norm(&h, i as f64 * b + a) * 0.5;
+                    h = ((&h * a.sqrt()) * 0.5).tanh().exp();
+                }
+                _ => {}
             }
-            _ => {}
         }
-        &total + &(h.square().sum() + 1.0).sqrt()
+        for layer in boxed
+            .layers
+            .iter()
+            .enumerate()
+            .filter(|(pos, _)| pos % 2 == 0)
+            .map(|(_, l)| l)
+        {
+            h = (through(layer, &h) * a.cbrt()).softmax(-1);
+            total -= h.sum() * 0.5;
+        }
+        h.mean() + &total
     }
 }
 
 #[test]
 fn p016() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 16001);
+    let boxed = boxed(3, 2, 16002);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 16003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 16004);
-    check_variants!(mod p016; [w, v]; (&x, &w, &v, 1.73, 2, true));
+    let u = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 16005);
+    check_variants!(mod p016; [boxed, w, v, u]; (&x, &boxed, &w, &v, u.clone(), 1.19, 0.77, 1));
 }
 
 /// Uses: accumulate, ln, match, reshape, sigmoid, tanh.
@@ -1314,13 +1379,14 @@ fn p024() {
     check_vector_variants!(mod p024; [x, net]; (&x, &net, 0.76, 4));
 }
 
-/// Uses: accumulate, compound-assign, exp, if-flag, plain-let, plain-only-if, tanh, while.
+/// Uses: accumulate, compound-assign, exp, if-flag, iterator-adaptors, plain-let, reshape, tanh, trait-objects, vec-field-loop, while.
 mod p025 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
+        boxed: &Boxed,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
@@ -1331,32 +1397,29 @@ mod p025 {
         let mut h = x.tanh();
         let mut total = Tensor::<f64>::zeros(&[]);
         total = &total + &h.exp().mean().ln();
+        for layer in boxed.layers.iter().chain(&boxed.layers).skip(1) {
+            h = (through(layer, &h) * 0.3).tanh();
+        }
+        if !flag {
+            total = (h.square() + 1.0).ln().sum() + &total * 0.5;
+        } else {
+            total += h.exp().mean().ln();
+        }
         let mut step3 = 0;
         while step3 < n {
-            h = (&h - x).tanh();
+            h = ((&h * a) * 0.5).tanh().exp();
             step3 += 1;
         }
-        total -= h.sum() * 0.5;
-        if flag {
-            h = ((&h - h.sum_axes(&[1], true) * 0.5) * 0.5).tanh().exp();
-        } else {
-            let mut scale4 = a.powi(2) + 0.1;
-            if flag {
-                scale4 = a.cbrt();
-            } else {
-                scale4 *= 1.5;
-            }
-            h = (&h * scale4).tanh();
-        }
         h = (&h * s2).tanh();
-        total.clone() * 0.5 + h.mean()
+        total.clone() * s1 + h.reshape(&[8]).sin().sum()
     }
 }
 
 #[test]
 fn p025() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 25001);
-    check_variants!(mod p025; [x]; (&x, 1.62, 1.08, 2, false));
+    let boxed = boxed(2, 2, 25002);
+    check_variants!(mod p025; [x, boxed]; (&x, &boxed, 1.62, 1.08, 2, false));
 }
 
 /// Uses: accumulate, compound-assign, field, if-flag, match, plain-let, plain-parens, sin, softmax, sqrt, tanh, vec-field-loop.
@@ -1816,16 +1879,16 @@ fn p034() {
     check_variants!(mod p034; [w, v]; (&x, &w, &v, 0.68, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, for, fresh-state-in-outer-loop, helper, iterator-adaptors, ln, map-of-layers, match, plain-only-if, plain-parens, sin, sqrt, tensor-by-value, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, for, fresh-state-in-outer-loop, iterator-adaptors, match, plain-only-if, plain-parens, reshape, sigmoid, sin, tanh, trait-objects, vec-field-loop-in-outer-loop.
 mod p035 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        named: &BTreeMap<String, Layer>,
+        boxed: &Boxed,
         w: &Tensor<f64>,
-        u: Tensor<f64>,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
@@ -1842,34 +1905,34 @@ mod p035 {
         let mut acc2 = Tensor::scalar(0.0);
         for _ in 0..n {
             let mut g3 = x.clone();
-            for layer in named.values().take(2) {
-                g3 = ((g3.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
+            for layer in boxed.layers.iter().take(2) {
+                g3 = (through(layer, &g3) * 1.5).tanh();
                 match k {
                     1 => {
-                        h = (h.matmul(&named["l0"].w).square() + 1.0).ln();
+                        h = (&h + v).sin();
                     }
                     2 | 3 => {
-                        total -= soft_norm(&h, (a / b).sqrt()) * 0.5;
-                        h = (&h - &u).sin();
+                        total = total + h.sum() * 0.5;
+                        h += (&h * b).sigmoid() * 0.5;
+                        h = h.tanh();
                     }
                     _ => {}
                 }
             }
-            acc2 = &acc2 + &g3.mean();
-            h = (&h + &g3).tanh();
+            acc2 += g3.mean();
         }
         total = &total + &acc2;
-        &total + &h.mean()
+        h.reshape(&[6]).sin().sum() + &total
     }
 }
 
 #[test]
 fn p035() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 35001);
-    let named = named(3, 2, 35002);
+    let boxed = boxed(3, 2, 35002);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 35003);
-    let u = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 35005);
-    check_variants!(mod p035; [x, named, w, u]; (&x, &named, &w, u.clone(), 0.66, 1.96, 3, 3, true));
+    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 35004);
+    check_variants!(mod p035; [x, boxed, w, v]; (&x, &boxed, &w, &v, 1.95, 0.66, 3, 2, true));
 }
 
 /// Uses: accumulate, cast, if-flag, local-vec-push, plain-let, plain-only-if, plain-parens, reshape, sigmoid, softmax, sqrt.
@@ -1967,72 +2030,65 @@ fn p037() {
     check_variants!(mod p037; [w, v]; (&x, &w, &v, 0.63, 1, true));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, field, for, if-flag, iterator-adaptors, ln, match, plain-only-if, reshape, sigmoid, sin, sqrt, structure-by-value, sum_axes, tanh, vec-field-loop, while.
+/// Uses: cast, counter-plain, for, if-flag, iterator-adaptors, ln, match, plain-let, plain-only-if, plain-parens, sin, sqrt, tanh, tensor-by-value, trait-objects, vec-field-loop.
 mod p038 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        net: Net,
+        boxed: &Boxed,
+        w: &Tensor<f64>,
         #[nodiff] v: &Tensor<f64>,
+        u: Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
+        let s1 = a * 0.5 + b * 0.25;
         let mut h = x.sin() + v;
-        let mut total = Tensor::scalar(0.0);
-        for wl in net.ws.iter().chain(&net.ws).skip(1) {
-            h = ((h.matmul(wl) + v).square() + 0.5).sqrt() - 0.5;
-            let mut step1 = 0;
-            while step1 < n {
-                h = ((&h - h.sum_axes(&[1], true) * 0.25).square() + 0.5).sqrt() - 0.5;
-                step1 += 1;
-            }
-            if flag {
-                total = total + h.square().mean() * 0.9;
-            } else {
-                let mut scale2 = a.powi(2) + 0.1;
-                if flag {
-                    scale2 = b.exp() * 0.5;
-                }
-                h = (&h * scale2).tanh();
-            }
-        }
-        if flag {
-            total = total + h.softmax(-1).ln().mean() * 0.3;
-        } else {
-            total += h.softmax(-1).ln().mean();
-        }
-        for wl in &net.ws {
-            h = (h.matmul(wl) + v).sin();
-        }
-        for part in net.ws.chunks(2) {
-            h = ((h.matmul(&part[0]) + &net.b).square() + 1.0).ln();
-            for _ in 0..n {
-                h = (&h * b.exp()).tanh();
-                total = &total + &h.reshape(&[8]).sin().sum();
-                total = h.sum_axes(&[0], false).square().mean() + &total * 0.5;
-                let y3 = match k {
-                    0 => h.matmul(&net.ws[0]).tanh(),
-                    1 => h.matmul(&part[0]).sigmoid(),
-                    _ => &h * 0.7,
+        let total = Tensor::scalar(0.0);
+        for layer in boxed.layers.iter().chain(&boxed.layers).skip(1) {
+            h = ((layer.apply(&h) * s1).square() + 0.5).sqrt() - 0.5;
+            for i in 0..k + 1 {
+                let c2 = 1.0 / (i as f64 + 1.0);
+                h = (&h * c2 + v).tanh();
+                let y3 = match n {
+                    0 => {
+                        ((((b / (a + 1.0)).powi(2) + 0.5) / (h.square() + 1.0)).square() + 1.0).ln()
+                    }
+                    1 => (h.matmul(w) + v).sin(),
+                    _ => v * &h,
                 };
                 h = (y3 * 0.5).tanh();
+                let mut scale4 = b.exp() * 0.5;
+                if flag {
+                    scale4 = s1 * a + 0.1;
+                }
+                h = (&h * scale4).tanh();
             }
         }
-        total.clone() * b.ln().abs() + h.softmax(-1).ln().mean()
+        if !flag {
+            h = (&h * &u).sin();
+        }
+        h = ((s1 * &h).square() + 0.5).sqrt() - 0.5;
+        for layer in boxed.layers.iter().step_by(2) {
+            h = (through(layer, &h) * s1).tanh();
+        }
+        total.clone() * s1 + (h.square() + 1.0).ln().sum()
     }
 }
 
 #[test]
 fn p038() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 38001);
-    let net = net(4, 3, 38002);
+    let boxed = boxed(4, 2, 38002);
+    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 38003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 38004);
-    check_variants!(mod p038; [x, net]; (&x, net.clone(), &v, 1.69, 0.86, 3, 2, true));
+    let u = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 38005);
+    check_variants!(mod p038; [x, boxed, w, u]; (&x, &boxed, &w, &v, u.clone(), 1.31, 1.69, 2, 2, false));
 }
 
 /// Uses: cast, compound-assign, field, iterator-adaptors, plain-let, plain-parens, reshape, softmax, sqrt, tanh, vec-field-loop, while.
@@ -2342,14 +2398,14 @@ fn p046() {
     check_variants!(mod p046; [x, stack]; (&x, &stack, 0.84, 1.54, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, for, helper, if-flag, ln, map-of-layers, plain-let, reshape, sqrt, sum_axes, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, exp, for, helper, if-flag, ln, plain-let, reshape, trait-objects, vec-field-loop-in-outer-loop.
 mod p047 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        named: &BTreeMap<String, Layer>,
+        boxed: &Boxed,
         #[nodiff] v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
@@ -2362,15 +2418,14 @@ mod p047 {
         let y2 = if flag {
             ((&h * s1).square() + 1.0).ln()
         } else {
-            &h + &named["l1"].b
+            &h + v
         };
         h = ((&h * 0.5 + &y2 * 0.5).square() + 1.0).ln();
         total += (h.square().sum() + 1.0).sqrt();
         total = h.reshape(&[4, 3]).matmul(x).mean() + &total * 0.9;
         for _ in 0..n {
-            for layer in named.values() {
-                h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
-                total = total + h.sum_axes(&[0], false).square().mean() * a.cbrt();
+            for layer in &boxed.layers {
+                h = ((layer.apply(&h) * s1) * 0.5).tanh().exp();
                 if flag {
                     total = &total + &(h.square().sum() + 1.0).sqrt();
                 } else {
@@ -2386,9 +2441,9 @@ mod p047 {
 #[test]
 fn p047() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 47001);
-    let named = named(4, 2, 47002);
+    let boxed = boxed(4, 2, 47002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 47004);
-    check_variants!(mod p047; [x, named]; (&x, &named, &v, 1.71, 1.86, 3, true));
+    check_variants!(mod p047; [x, boxed]; (&x, &boxed, &v, 1.71, 1.86, 3, true));
 }
 
 /// Uses: accumulate, exp, field, helper, if-flag, iterator-adaptors, ln, plain-let, plain-only-if, plain-parens, sin, vec-field-loop.
@@ -2479,46 +2534,37 @@ fn p049() {
     check_variants!(mod p049; [v]; (&x, &v, 1.77, 1.86, 4, false));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, exp, for, helper, match, plain-let, sin, softmax, sqrt, while.
+/// Uses: accumulate, early-return, exp, helper, iterator-adaptors, match, plain-let, reshape, sin, sqrt, structure-by-value, sum_axes, trait-objects, vec-field-loop.
 mod p050 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        w: &Tensor<f64>,
+        boxed: Boxed,
+        #[nodiff] w: &Tensor<f64>,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] k: usize,
+        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = b.ln().abs();
         let mut h = x.clone();
         let mut total = Tensor::scalar(0.0);
-        match k {
-            1 => {
-                h = ((&h * a) * 0.5).tanh().exp();
-            }
-            2 | 3 => {
-                total = h.softmax(-1).ln().mean() + &total * 0.5;
-                h = dense(&h, w, v);
-            }
-            _ => {}
+        for layer in boxed.layers.iter().take_while(|_| true).skip(1) {
+            h = (through(layer, &h) * s1).sin();
         }
-        let mut step2 = 0;
-        while step2 < n {
-            h += (a.cbrt() * &h).sin() * 0.5;
-            h = h.tanh();
-            step2 += 1;
-        }
-        for _ in 0..n {
-            h = (&h * b).tanh();
-            let mut step3 = 0;
-            while step3 < n {
-                h = ((&h / (v.square() + 1.0)) * 0.5).tanh().exp();
-                step3 += 1;
-            }
+        h = dense(&h, w, v);
+        h = dense(&h, w, v);
+        for layer in boxed.layers.iter().skip(1) {
+            h = ((through(layer, &h) * 0.7) * 0.5).tanh().exp();
+            let y2 = match n % 3 {
+                0 => (&h * x).sin(),
+                1 => ((&h * s1).square() + 0.5).sqrt() - 0.5,
+                _ => h.matmul(w),
+            };
+            h = (y2 * 0.5).tanh();
             match n {
                 1 => {
                     h = ((1.0 - &h).square() + 0.5).sqrt() - 0.5;
@@ -2530,18 +2576,21 @@ mod p050 {
                 _ => {}
             }
         }
-        h = (v * &h).softmax(-1);
-        h = (&h * s1).tanh();
-        total.clone() * s1 + h.exp().mean().ln()
+        if !flag {
+            return total.clone() * a.sqrt() + h.sum_axes(&[0], false).square().mean();
+        }
+        total = total + soft_norm(&h, a.cbrt()) * s1;
+        total.clone() * s1 + h.reshape(&[3, 2]).matmul(x).mean()
     }
 }
 
 #[test]
 fn p050() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 50001);
+    let boxed = boxed(3, 3, 50002);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 50003);
     let v = Tensor::rand_normal(&[3], 0.0, 0.5, 50004);
-    check_variants!(mod p050; [x, w, v]; (&x, &w, &v, 0.88, 1.13, 1, 1));
+    check_variants!(mod p050; [x, boxed, v]; (&x, boxed.clone(), &w, &v, 0.88, 1.13, 1, false));
 }
 
 /// Uses: accumulate, compound-assign, local-vec-push, plain-let, reshape, sigmoid.
@@ -3166,89 +3215,88 @@ fn p064() {
     check_variants!(mod p064; [x, v]; (&x, &v, 1.12, 1.73, 4, 2));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, exp, field, for, iterator-adaptors, late-let, ln, map-of-layers, match, match-counter, plain-let, plain-only-if, reshape, sigmoid, sin, softmax, sqrt, tanh, vec-field-loop.
+/// Uses: accumulate, cast, compound-assign, for, if-counter, iterator-adaptors, ln, match, match-counter, nested-for, plain-only-if, reshape, sigmoid, sin, sqrt, sum_axes, tanh, trait-objects, vec-field-loop-in-outer-loop.
 mod p065 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        named: &BTreeMap<String, Layer>,
+        boxed: &Boxed,
+        #[nodiff] w: &Tensor<f64>,
+        #[nodiff] v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let s1 = a;
-        let mut h = x * &named["l1"].b;
-        let mut total = Tensor::scalar(0.0);
-        let y2;
-        if flag {
-            y2 = (&h / (named["l1"].b.square() + 1.0)).sin();
-        } else {
-            y2 = h.matmul(&named["l0"].w) + &named["l1"].b;
-        }
-        h = (&h * 0.5 + &y2 * 0.5).sin();
+        let mut h = x.clone();
+        let mut total = h.sum() * 0.0;
         for i in 0..n {
-            match i % 3 {
-                0 => {
-                    h += (&h / (named["l1"].b.square() + 1.0)).sin() * 0.5;
-                    h = h.tanh();
-                }
-                1 => h = (&h + &named["l1"].b).tanh(),
-                _ => {
-                    total = &total + &h.reshape(&[12]).sin().sum();
-                }
-            }
-            let mut scale3 = i as f64 * b + a;
-            if i % 2 == 1 {
-                scale3 = a * 0.5 + b * 0.25;
+            if i % 2 == 0 {
+                h = (&h - x).tanh();
             } else {
-                scale3 *= 2.0;
+                total -= h.softmax(-1).ln().mean() * 0.5;
             }
-            h = (&h * scale3).tanh();
-            let y4 = match k {
-                0 => (h.matmul(&named["l0"].w).square() + 0.5).sqrt() - 0.5,
-                1 => (&h - h.sum_axes(&[1], true) * 0.25).sigmoid(),
-                _ => &h * 1.5,
-            };
-            h = (y4 * 0.5).tanh();
-            match n {
-                1 => {
-                    h = ((&h / a).square() + 1.0).ln();
+            for j in 0..n {
+                match j % 3 {
+                    0 => {
+                        h += (&h / (v.square() + 1.0)).sin() * 0.5;
+                        h = h.tanh();
+                    }
+                    1 => h = (&h + v).tanh(),
+                    _ => {
+                        total = &total + &h.reshape(&[12]).sin().sum();
+                    }
                 }
-                2 | 3 => {
-                    total = &total + &(h.square() + 1.0).ln().sum();
-                    h = (&h / a).sin();
+                let mut scale1 = n as f64 * k as f64 * 0.1;
+                if j % 2 == 1 {
+                    scale1 = a * 0.5 + b * 0.25;
+                } else {
+                    scale1 *= 1.5;
                 }
-                _ => {}
+                total += h.mean() * scale1;
+                let y2 = match k {
+                    0 => (h.matmul(w).square() + 0.5).sqrt() - 0.5,
+                    1 => (&h - h.sum_axes(&[1], true) * 0.25).sigmoid(),
+                    _ => &h * 1.5,
+                };
+                h = (y2 * 0.5).tanh();
+                match n {
+                    1 => {
+                        h = ((&h / a.cbrt()).square() + 0.5).sqrt() - 0.5;
+                    }
+                    2 | 3 => {
+                        total = &total + &h.square().mean();
+                        h = (&h * b.ln().abs()).tanh();
+                    }
+                    _ => {}
+                }
             }
         }
-        for i in 0..3 {
-            let c5 = i as f64 * 0.25 + 0.5;
-            h = (&h * c5 + &named["l1"].b).tanh();
-            h = (&h / (named["l1"].b.square() + 1.0)).softmax(-1);
-            total = h.mean() + &total * 0.5;
+        let mut scale3 = a / b;
+        if flag {
+            scale3 = n as f64 * 0.5;
         }
-        for layer in named.values().rev().skip(1) {
-            h = ((h.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
-            let mut scale6 = a.powi(2) + 0.1;
-            if flag {
-                scale6 = n as f64 * k as f64 * 0.1;
+        total += h.mean() * scale3;
+        for _ in 0..n {
+            for layer in boxed.layers.iter().step_by(2) {
+                h = ((through(layer, &h) * a.sqrt()).square() + 1.0).ln();
             }
-            total += h.mean() * scale6;
+            total = total + h.sum_axes(&[0], false).square().mean() * 2.0;
         }
-        h = (&h * s1).tanh();
-        h.square().mean() + &total
+        &total + &h.sum()
     }
 }
 
 #[test]
 fn p065() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 65001);
-    let named = named(4, 3, 65002);
-    check_variants!(mod p065; [x, named]; (&x, &named, 1.32, 1.16, 3, 1, true));
+    let boxed = boxed(4, 2, 65002);
+    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 65003);
+    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 65004);
+    check_variants!(mod p065; [x, boxed]; (&x, &boxed, &w, &v, 1.62, 1.77, 3, 2, true));
 }
 
 /// Uses: accumulate, cast, exp, field, for, fresh-state-in-outer-loop, late-let, map-of-layers, match, plain-let, plain-only-if, plain-parens, softmax, sqrt, tanh, vec-field-loop-in-outer-loop, vector-output.
@@ -3691,24 +3739,27 @@ fn p074() {
     check_variants!(mod p074; [named]; (&x, &named, 1.22, 1.57, 3, 2, true));
 }
 
-/// Uses: accumulate, exp, field, for, fresh-state-in-outer-loop, helper, iterator-adaptors, match, plain-let, softmax, structure-by-value, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, exp, for, fresh-state-in-outer-loop, helper, if-counter, iterator-adaptors, match, match-counter, nested-for, plain-let, reshape, sin, softmax, tanh, trait-objects, vec-field-loop-in-outer-loop.
 mod p075 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        net: Net,
+        boxed: &Boxed,
+        w: &Tensor<f64>,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] k: usize,
     ) -> Tensor<f64> {
         let s1 = b;
         let s2 = a;
         let mut h = x.tanh();
         let mut total = h.sum() * 0.0;
         let y3 = match n {
-            0 => (&net.b * &h).softmax(-1),
+            0 => (v * &h).softmax(-1),
             1 => (&h - x).tanh(),
             _ => &h * b,
         };
@@ -3716,24 +3767,47 @@ mod p075 {
         let mut acc4 = Tensor::scalar(0.0);
         for i in 0..n {
             let mut g5 = Tensor::full(&[2, 3], i as f64 * 0.25 + 0.1);
-            for wl in net.ws.iter().step_by(2) {
-                g5 = ((g5.matmul(wl) * a.cbrt()) * 0.5).tanh().exp();
+            for layer in boxed.layers.iter().step_by(2) {
+                g5 = (layer.apply(&g5) * b.ln().abs()).sin();
+                for j in 0..n {
+                    match j % 3 {
+                        0 => {
+                            h = dense(&h, w, v);
+                        }
+                        1 => h = (v * &h).softmax(-1),
+                        _ => {
+                            total += h.reshape(&[6]).sin().sum();
+                        }
+                    }
+                    total -= soft_norm(&h, k as f64 + a) * 0.5;
+                    total = &total + &h.reshape(&[6]).sin().sum();
+                }
+                for j in 0..n {
+                    if j % 2 == 0 {
+                        h = (&h * a).softmax(-1);
+                    } else {
+                        total = &total + &(h.square() + 1.0).ln().sum();
+                    }
+                    h = (h.matmul(w) * 0.5).tanh().exp();
+                }
             }
-            acc4 = acc4 + soft_norm(&g5, a * 0.5 + b * 0.25) * b.exp();
+            acc4 = &acc4 + &g5.reshape(&[3, 2]).matmul(x).mean();
             h = (&h + &g5).tanh();
         }
         total += acc4 * 0.5;
         h = (&h * s1).tanh();
         h = (&h * s2).tanh();
-        h.square().mean() + &total
+        h.sum() + &total
     }
 }
 
 #[test]
 fn p075() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 75001);
-    let net = net(3, 3, 75002);
-    check_variants!(mod p075; [x, net]; (&x, net.clone(), 0.68, 1.26, 2));
+    let boxed = boxed(3, 2, 75002);
+    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 75003);
+    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 75004);
+    check_variants!(mod p075; [x, boxed, w, v]; (&x, &boxed, &w, &v, 1.55, 1.68, 3, 1));
 }
 
 /// Uses: accumulate, cast, compound-assign, counter-plain, field, for, helper, iterator-adaptors, ln, match, nested-for, plain-parens, sum_axes, tanh, vec-field-loop-in-outer-loop.
@@ -3875,15 +3949,15 @@ fn p078() {
     check_variants!(mod p078; [x, named]; (&x, &named, 1.88, 1.43, 3));
 }
 
-/// Uses: late-let, local-vec-push, plain-let, reshape, sigmoid, softmax, sqrt, tanh.
+/// Uses: accumulate, compound-assign, early-return, local-vec-push, plain-let, reshape, sigmoid, structure-by-value, vec-field-loop.
 mod p079 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
-        w: &Tensor<f64>,
-        #[nodiff] v: &Tensor<f64>,
+        boxed: Boxed,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] flag: bool,
@@ -3893,21 +3967,18 @@ mod p079 {
         let mut total = Tensor::<f64>::zeros(&[]);
         h = (&h * a.cbrt()).sigmoid();
         let mut saved2 = Vec::new();
-        for _ in 0..2 {
-            h = ((v * &h).square() + 0.5).sqrt() - 0.5;
+        for layer in &boxed.layers {
+            h = layer.apply(&h).sigmoid();
             saved2.push(h.clone());
         }
         for s in &saved2 {
-            total = &total + &s.reshape(&[8]).sin().sum();
+            total = &total + &s.exp().mean().ln();
         }
-        h = (&h + &saved2[0]).tanh();
-        let y3;
-        if flag {
-            y3 = h.matmul(w).tanh();
-        } else {
-            y3 = &h / (v.square() + 1.0);
+        total += h.exp().mean().ln();
+        if !flag {
+            return &total + &h.reshape(&[8]).sin().sum();
         }
-        h = (&h * 0.5 + &y3 * 0.5).softmax(-1);
+        total = total + (h.square() + 1.0).ln().sum() * b.exp();
         h = (&h * s1).tanh();
         &total + &h.reshape(&[4, 2]).matmul(x).mean()
     }
@@ -3916,43 +3987,56 @@ mod p079 {
 #[test]
 fn p079() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 79001);
-    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 79003);
+    let boxed = boxed(4, 2, 79002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 79004);
-    check_variants!(mod p079; [w]; (&x, &w, &v, 0.73, 1.79, true));
+    check_variants!(mod p079; [boxed, v]; (&x, boxed.clone(), &v, 0.73, 1.79, true));
 }
 
-/// Uses: exp, match, tanh.
+/// Uses: accumulate, cast, compound-assign, exp, for, fresh-state-in-outer-loop, helper, iterator-adaptors, plain-max-min, trait-objects, vec-field-loop-in-outer-loop.
 mod p080 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
-        w: &Tensor<f64>,
-        #[nodiff] v: &Tensor<f64>,
+        boxed: &Boxed,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
+        #[nodiff] k: usize,
     ) -> Tensor<f64> {
-        let mut h = x.matmul(w);
-        let total = h.sum() * 0.0;
-        let y1 = match n % 3 {
-            0 => (&h / (v.square() + 1.0)).tanh(),
-            1 => (&h / b).tanh(),
-            _ => &h + v,
-        };
-        h = (y1 * 0.5).tanh();
-        h = ((a / (h.square() + 1.0)) * 0.5).tanh().exp();
-        (h.square().sum() + 1.0).sqrt() + &total
+        let mut h = x * v;
+        let mut total = Tensor::scalar(0.0);
+        h = scaled_softmax(&h, a.max(b) - a.min(b) * 0.5);
+        let mut acc1 = Tensor::scalar(0.0);
+        for i in 0..n {
+            let mut g2 = Tensor::full(&[3, 4], i as f64 * 0.25 + 0.1);
+            for layer in boxed
+                .layers
+                .iter()
+                .enumerate()
+                .filter(|(pos, _)| pos % 2 == 0)
+                .map(|(_, l)| l)
+            {
+                g2 = ((layer.apply(&g2) * 0.3) * 0.5).tanh().exp();
+                total = total + soft_norm(&h, n as f64 * k as f64 * 0.1) * b.ln().abs();
+                total += (h.square() + 1.0).ln().sum();
+            }
+            acc1 = acc1 + g2.square().mean() * 0.5;
+            h = (&h + &g2).tanh();
+        }
+        total = &total + &acc1;
+        &total + &(h.square() + 1.0).ln().sum()
     }
 }
 
 #[test]
 fn p080() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 80001);
-    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 80003);
+    let boxed = boxed(4, 2, 80002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 80004);
-    check_variants!(mod p080; [w]; (&x, &w, &v, 1.94, 0.56, 1));
+    check_variants!(mod p080; [boxed, v]; (&x, &boxed, &v, 0.56, 0.53, 3, 1));
 }
 
 /// Uses: accumulate, helper, late-let, ln, local-vec-push, plain-parens, tanh, vec-field-loop.
@@ -4228,16 +4312,16 @@ fn p086() {
     check_vector_variants!(mod p086; [x, stack]; (&x, &stack, &v, 1.84, 0.82, 1, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, exp, for, if-flag, iterator-adaptors, late-let, ln, plain-let, plain-parens, sin, sqrt, tanh, vec-field-loop.
+/// Uses: accumulate, cast, exp, for, if-counter, if-flag, iterator-adaptors, late-let, ln, plain-let, plain-parens, sin, sqrt, tanh, trait-objects, vec-field-loop.
 mod p087 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
-        net: &Net,
-        w: &Tensor<f64>,
-        #[nodiff] v: &Tensor<f64>,
+        boxed: &Boxed,
+        #[nodiff] w: &Tensor<f64>,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
@@ -4246,26 +4330,31 @@ mod p087 {
     ) -> Tensor<f64> {
         let s1 = (a + b) * 0.5;
         let s2 = s1 * a + 0.1;
-        let mut h = x.matmul(&net.ws[0]);
+        let mut h = x.matmul(w);
         let mut total = h.sum() * 0.0;
-        for wl in net.ws.iter().take_while(|_| true).skip(1) {
-            h = (h.matmul(wl) + v).tanh();
-            h += (((s2 + a) * 0.5) * &h).tanh() * 0.5;
-            h = h.tanh();
+        for layer in boxed.layers.iter().take_while(|_| true).skip(1) {
+            h = (layer.apply(&h) * s2).tanh();
         }
-        for _ in 0..3 {
-            let c3 = a.sqrt() + b;
-            h = (&h * c3 + v).tanh();
-            total = h.softmax(-1).ln().mean() + &total * 0.9;
-            h = (&h * 2.0).sin();
-            total = total + h.sum() * 2.0;
-        }
-        let y4 = if flag {
-            ((&h - h.sum_axes(&[1], true) * 0.25) * 0.5).tanh().exp()
+        let y3 = if flag {
+            (((s2 + a) * 0.5) * &h).tanh()
         } else {
-            &h * ((n * k) as f64).sqrt()
+            &h + v
         };
-        h = (&h * 0.5 + &y4 * 0.5).sin();
+        h = (&h * 0.5 + &y3 * 0.5).tanh();
+        for i in 0..n {
+            if i % 2 == 0 {
+                h = (&h - x).tanh();
+            } else {
+                total = total + h.square().mean() * 2.0;
+            }
+            total = total + h.sum() * 2.0;
+            let y4 = if flag {
+                ((&h - h.sum_axes(&[1], true) * 0.25) * 0.5).tanh().exp()
+            } else {
+                &h * ((n * k) as f64).sqrt()
+            };
+            h = (&h * 0.5 + &y4 * 0.5).sin();
+        }
         let y5;
         if flag {
             y5 = ((h.matmul(w) + v).square() + 0.5).sqrt() - 0.5;
@@ -4280,30 +4369,32 @@ mod p087 {
 #[test]
 fn p087() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 87001);
-    let net = net(4, 3, 87002);
+    let boxed = boxed(4, 3, 87002);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 87003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 87004);
-    check_variants!(mod p087; [net, w]; (&x, &net, &w, &v, 1.71, 1.84, 3, 3, true));
+    check_variants!(mod p087; [boxed, v]; (&x, &boxed, &w, &v, 1.37, 1.69, 3, 2, true));
 }
 
-/// Uses: cast, exp, field, late-let, ln, local-vec-push, plain-let, softmax, vec-field-loop.
+/// Uses: cast, exp, late-let, ln, local-vec-push, plain-let, softmax, vec-field-loop.
 mod p088 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        named: &BTreeMap<String, Layer>,
+        boxed: &Boxed,
+        #[nodiff] w: &Tensor<f64>,
+        v: &Tensor<f64>,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = n as f64 * k as f64 * 0.1;
-        let mut h = x.sin() + &named["l1"].b;
+        let mut h = x.sin() + v;
         let mut total = h.sum() * 0.0;
         let mut saved2 = Vec::new();
-        for layer in named.values() {
-            h = (h.matmul(&layer.w) + &layer.b).softmax(-1);
+        for layer in &boxed.layers {
+            h = layer.apply(&h).softmax(-1);
             saved2.push(h.clone());
         }
         for s in &saved2 {
@@ -4313,7 +4404,7 @@ mod p088 {
         h = ((&h * x).square() + 1.0).ln();
         let y3;
         if flag {
-            y3 = (h.matmul(&named["l0"].w) * 0.5).tanh().exp();
+            y3 = (h.matmul(w) * 0.5).tanh().exp();
         } else {
             y3 = &h - h.sum_axes(&[1], true) * 0.33;
         }
@@ -4326,8 +4417,10 @@ mod p088 {
 #[test]
 fn p088() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 88001);
-    let named = named(3, 3, 88002);
-    check_variants!(mod p088; [x, named]; (&x, &named, 1, 3, false));
+    let boxed = boxed(3, 2, 88002);
+    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 88003);
+    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 88004);
+    check_variants!(mod p088; [x, boxed, v]; (&x, &boxed, &w, &v, 1, 3, false));
 }
 
 /// Uses: accumulate, cast, helper, iterator-adaptors, map-of-layers, plain-only-if, plain-parens, reshape, sqrt, tanh, trait, vec-field-loop, while.
@@ -4796,63 +4889,61 @@ fn p098() {
     check_variants!(mod p098; [x, w, v]; (&x, &w, &v, 0.96, 2, 1));
 }
 
-/// Uses: cast, counter-plain, exp, for, if-flag, local-vec-push, plain-parens, softmax, sqrt, tanh, while.
+/// Uses: accumulate, early-return, exp, iterator-adaptors, late-let, ln, local-vec-push, reshape, softmax, sqrt, structure-by-value, sum_axes, tanh, trait-objects, vec-field-loop, while.
 mod p099 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
+        boxed: Boxed,
         #[nodiff] w: &Tensor<f64>,
         v: &Tensor<f64>,
-        #[nodiff] a: f64,
+        #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let mut h = x.matmul(w);
+        let mut h = x.sin() + v;
         let mut total = h.sum() * 0.0;
         let mut saved1 = Vec::new();
         for _ in 0..2 {
-            h = (&h - h.sum_axes(&[1], true) * 0.25).tanh();
+            h = (h.matmul(w) + v).softmax(-1);
             saved1.push(h.clone());
         }
         for s in &saved1 {
-            total = &total + &(s.square() + 1.0).ln().sum();
+            total = &total + &s.softmax(-1).ln().mean();
         }
-        for _ in 0..k + 1 {
-            h = (&h * a.cbrt()).tanh();
-            let mut step2 = 0;
-            while step2 < n {
-                h = (&h + v).softmax(-1);
-                step2 += 1;
+        let y2;
+        if flag {
+            y2 = ((&h + v) * 0.5).tanh().exp();
+        } else {
+            y2 = &h * x;
+        }
+        h = ((&h * 0.5 + &y2 * 0.5).square() + 1.0).ln();
+        for layer in boxed.layers.iter().step_by(2) {
+            h = (through(layer, &h) * 2.0).tanh();
+            let mut step3 = 0;
+            while step3 < n {
+                h = ((&h + v).square() + 0.5).sqrt() - 0.5;
+                step3 += 1;
             }
-            let y3 = if flag {
-                ((&h + v) * 0.5).tanh().exp()
-            } else {
-                &h / a
-            };
-            h = ((&h * 0.5 + &y3 * 0.5).square() + 0.5).sqrt() - 0.5;
+            total = h.mean() + &total * 0.9;
         }
-        for i in 0..3 {
-            h = (&h * ((i as f64 + 1.0).ln() + 0.5)).tanh();
-            let y4 = if flag {
-                ((h.matmul(w) + v).square() + 0.5).sqrt() - 0.5
-            } else {
-                v * &h
-            };
-            h = (&h * 0.5 + &y4 * 0.5).tanh();
+        if !flag {
+            return h.sum_axes(&[0], false).square().mean() + &total;
         }
-        h.exp().mean().ln() + &total
+        total = total + h.reshape(&[4, 3]).matmul(x).mean() * b.ln().abs();
+        &total + &h.mean()
     }
 }
 
 #[test]
 fn p099() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 99001);
+    let boxed = boxed(4, 2, 99002);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 99003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 99004);
-    check_variants!(mod p099; [x, v]; (&x, &w, &v, 0.6, 2, 2, false));
+    check_variants!(mod p099; [x, boxed, v]; (&x, boxed.clone(), &w, &v, 0.72, 3, true));
 }
 
 /// Uses: cast, exp, field, iterator-adaptors, local-vec-push, map-of-layers, match, plain-let, plain-max-min, sigmoid, sqrt, tanh, vec-field-loop.
@@ -5047,14 +5138,15 @@ fn p104() {
     check_variants!(mod p104; [x, stack, v]; (&x, &stack, &v, 1.49, 1.86, true));
 }
 
-/// Uses: accumulate, cast, compound-assign, field, iterator-adaptors, ln, map-of-layers, plain-let, plain-only-if, sin, softmax, sqrt, tanh, vec-field-loop, vector-output, while.
+/// Uses: accumulate, cast, compound-assign, exp, if-flag, late-let, plain-let, sigmoid, sin, softmax, sqrt, tanh, trait-objects, vec-field-loop, vector-output.
 mod p105 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
-        named: &BTreeMap<String, Layer>,
+        boxed: &Boxed,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
@@ -5063,38 +5155,40 @@ mod p105 {
     ) -> Tensor<f64> {
         let s1 = n as f64 * k as f64 * 0.1;
         let s2 = a.cbrt();
-        let mut h = x * &named["l1"].b;
+        let mut h = x * v;
         let mut total = Tensor::scalar(0.0);
         total -= h.mean() * 0.5;
-        for layer in named.values() {
-            h = (h.matmul(&layer.w) + &layer.b).tanh();
-            h = (1.5 * &h).softmax(-1);
-            total = total + (h.square() + 1.0).ln().sum() * a.cbrt();
-        }
-        let mut scale3 = b.exp();
-        if flag {
-            scale3 = a.cbrt();
-        }
-        h = (&h * scale3).tanh();
-        for layer in named.values().step_by(2) {
-            h = ((h.matmul(&layer.w) + &layer.b).square() + 0.5).sqrt() - 0.5;
-            let mut step4 = 0;
-            while step4 < n {
-                h += (&h * s2).sin() * 0.5;
-                h = h.tanh();
-                step4 += 1;
+        for layer in &boxed.layers {
+            h = (through(layer, &h) * b).sigmoid();
+            if !flag {
+                h = ((a.cbrt() * &h).square() + 0.5).sqrt() - 0.5;
             }
+            let y3;
+            if flag {
+                y3 = (&h - h.sum_axes(&[1], true) * 0.25).sin();
+            } else {
+                y3 = a.cbrt() / (h.square() + 1.0);
+            }
+            h = (&h * 0.5 + &y3 * 0.5).softmax(-1);
+        }
+        h = ((&h - x).square() + 0.5).sqrt() - 0.5;
+        if flag {
+            h = ((&h + v) * 0.5).tanh().exp();
+        } else {
+            h = (&h / (v.square() + 1.0)).sin();
         }
         h = (&h * s1).tanh();
-        ((&h - x).square() + 1.0).ln() + &total
+        h = (&h * s2).tanh();
+        (&h / b.exp()).tanh() + &total
     }
 }
 
 #[test]
 fn p105() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 105001);
-    let named = named(4, 3, 105002);
-    check_vector_variants!(mod p105; [named]; (&x, &named, 0.5, 1.75, 1, 3, true));
+    let boxed = boxed(4, 3, 105002);
+    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 105004);
+    check_vector_variants!(mod p105; [boxed, v]; (&x, &boxed, &v, 0.5, 1.75, 1, 3, true));
 }
 
 /// Uses: accumulate, cast, compound-assign, early-return, for, iterator-adaptors, map-of-layers, plain-let, reshape, sin, vec-field-loop-in-outer-loop, while.
@@ -5391,64 +5485,59 @@ fn p111() {
     check_vector_variants!(mod p111; [x, net, v]; (&x, net.clone(), &v, 0.96, 0.79, 1, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, early-return, exp, field, for, if-counter, if-flag, iterator-adaptors, map-of-layers, plain-let, reshape, softmax, tanh, trait, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, for, fresh-state-in-outer-loop, iterator-adaptors, match, sigmoid, sin, softmax, tanh, trait-objects, vec-field-loop-in-outer-loop.
 mod p112 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        named: &BTreeMap<String, Layer>,
+        boxed: &Boxed,
         w: &Tensor<f64>,
-        #[nodiff] a: f64,
+        v: &Tensor<f64>,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
-        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let s1 = a * 0.5 + b * 0.25;
-        let s2 = a * b;
-        let mut h = x.matmul(w);
-        let mut total = Tensor::scalar(0.0);
-        for layer in named.values().take_while(|_| true).skip(1) {
-            h = (through(layer, &h) * b.ln().abs()).softmax(-1);
-            for i in 0..3 {
-                if i % 2 == 0 {
-                    h = (1.0 - &h).softmax(-1);
-                } else {
-                    total += (h.square() + 1.0).ln().sum();
-                }
-                if flag {
-                    total -= h.sum() * 0.5;
-                }
+        let mut h = x.tanh();
+        let mut total = h.sum() * 0.0;
+        match k {
+            1 => {
+                h = (&h - h.sum_axes(&[1], true) * 0.5).sigmoid();
             }
-            for _ in 0..k + 1 {
-                h = (&h * b.ln().abs()).tanh();
-                h += (&h + &layer.b).softmax(-1) * 0.5;
-                h = h.tanh();
+            2 | 3 => {
+                total -= (h.square() + 1.0).ln().sum() * 0.5;
+                h = (&h + v).sigmoid();
             }
+            _ => {}
         }
-        h = (&named["l1"].b * &h).tanh();
-        let mut step3 = 0;
-        while step3 < n {
-            h = ((&h * s2) * 0.5).tanh().exp();
-            step3 += 1;
+        let mut acc1 = Tensor::scalar(0.0);
+        for _ in 0..n {
+            let mut g2 = h.clone();
+            for layer in boxed.layers.iter().chain(&boxed.layers).skip(1) {
+                g2 = (through(layer, &g2) * 0.7).tanh();
+                h = (&h + v).sin();
+                let y3 = match n {
+                    0 => h.matmul(w).softmax(-1),
+                    1 => (&h - x).sigmoid(),
+                    _ => b / (h.square() + 1.0),
+                };
+                h = (y3 * 0.5).tanh();
+            }
+            acc1 = &acc1 + &g2.square().mean();
         }
-        if !flag {
-            return (h.square() + 1.0).ln().sum() + &total;
-        }
-        total += (h.square() + 1.0).ln().sum();
-        h = (&h * s1).tanh();
-        &total + &h.reshape(&[2, 4]).matmul(x).mean()
+        total += acc1 * 0.5;
+        &total + &h.exp().mean().ln()
     }
 }
 
 #[test]
 fn p112() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 112001);
-    let named = named(2, 3, 112002);
+    let boxed = boxed(2, 2, 112002);
     let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 112003);
-    check_variants!(mod p112; [x, named, w]; (&x, &named, &w, 1.54, 1.14, 3, 1, true));
+    let v = Tensor::rand_normal(&[2], 0.0, 0.5, 112004);
+    check_variants!(mod p112; [x, boxed, w, v]; (&x, &boxed, &w, &v, 1.32, 1, 2));
 }
 
 /// Uses: cast, counter-plain, for, helper, if-flag, late-let, local-vec-push, plain-let, reshape, sin, softmax, sqrt.
@@ -5978,51 +6067,82 @@ fn p122() {
     check_variants!(mod p122; [x, net, v]; (&x, &net, &v, 1.85, 1, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, field, for, fresh-state-in-outer-loop, if-flag, iterator-adaptors, plain-parens, reshape, sin, softmax, sum_axes, vec-field-loop, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, counter-plain, for, fresh-state-in-outer-loop, if-counter, iterator-adaptors, match, nested-for, plain-let, plain-only-if, plain-parens, reshape, sigmoid, sin, sqrt, trait-objects, vec-field-loop-in-outer-loop.
 mod p123 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         #[nodiff] x: &Tensor<f64>,
-        net: &Net,
+        boxed: &Boxed,
+        #[nodiff] w: &Tensor<f64>,
+        #[nodiff] v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let mut h = x * &net.b;
-        let mut total = Tensor::<f64>::zeros(&[]);
-        total -= h.reshape(&[8]).sin().sum() * 0.5;
-        for part in net.ws.chunks(2) {
-            h = (h.matmul(&part[0]) + &net.b).softmax(-1);
-            for i in 0..n {
-                h = (&h * (1.0 / (1.0 + (a * b).sqrt()))).tanh();
-                let y1 = if flag {
-                    (&h - h.sum_axes(&[1], true) * 0.25).sin()
-                } else {
-                    &h * b.exp()
-                };
-                h = (&h * 0.5 + &y1 * 0.5).sin();
-                let mut g2 = h.clone();
-                for wl in net.ws.iter().rev().skip(1) {
-                    g2 = (g2.matmul(wl) * (((i + 1) * k) as f64 * 0.2)).sin();
-                    total += h.reshape(&[4, 2]).matmul(x).mean();
+        let s1 = b.exp() * 0.5;
+        let s2 = b;
+        let mut h = x.matmul(w);
+        let mut total = Tensor::scalar(0.0);
+        let y3 = match n % 3 {
+            0 => (v * &h).sigmoid(),
+            1 => (&h * b.exp()).sigmoid(),
+            _ => &h / (v.square() + 1.0),
+        };
+        h = (y3 * 0.5).tanh();
+        for i in 0..k + 1 {
+            h = (&h * b).tanh();
+            total += (h.square().sum() + 1.0).sqrt();
+            let mut g4 = Tensor::full(&[2, 4], i as f64 * 0.25 + 0.1);
+            for layer in boxed.layers.iter().take(2) {
+                g4 = (layer.apply(&g4) * s1).sin();
+                for j in 0..2 {
+                    if j % 2 == 0 {
+                        h = (&h / a.cbrt()).sin();
+                    } else {
+                        total = total + (h.square() + 1.0).ln().sum() * s1;
+                    }
+                    let mut scale5 = j as f64 * b + a;
+                    if j % 2 == 1 {
+                        scale5 = (a * 2.0 - b).abs() + 0.1;
+                    } else {
+                        scale5 *= 0.5;
+                    }
+                    total += h.mean() * scale5;
+                    let mut scale6 = (a + b) * 0.5;
+                    if j % 2 == 1 {
+                        scale6 = (s1 + a) * 0.5;
+                    } else {
+                        scale6 *= 0.5;
+                    }
+                    h = (&h * scale6).tanh();
+                    h = ((&h - h.sum_axes(&[1], true) * 0.25).square() + 0.5).sqrt() - 0.5;
                 }
-                total -= (g2.square().sum() + 1.0).sqrt() * 0.5;
+                total -= h.reshape(&[4, 2]).matmul(x).mean() * 0.5;
             }
-            total = total + h.sum() * 0.3;
+            total = total + g4.softmax(-1).ln().mean() * 0.3;
+            h = (&h + &g4).tanh();
         }
-        h.sum_axes(&[0], false).square().mean() + &total
+        let mut scale7 = ((n * k) as f64).sqrt();
+        if flag {
+            scale7 = n as f64 * 0.5;
+        }
+        h = (&h * scale7).tanh();
+        h = (&h * s2).tanh();
+        (h.square().sum() + 1.0).sqrt() + &total
     }
 }
 
 #[test]
 fn p123() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 123001);
-    let net = net(4, 2, 123002);
-    check_variants!(mod p123; [net]; (&x, &net, 1.4, 1.29, 3, 3, false));
+    let boxed = boxed(4, 2, 123002);
+    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 123003);
+    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 123004);
+    check_variants!(mod p123; [boxed]; (&x, &boxed, &w, &v, 1.71, 0.61, 4, 3, false));
 }
 
 /// Uses: accumulate, compound-assign, early-return, helper, if-flag, plain-let, plain-max-min, reshape, sum_axes, tanh.
@@ -6302,50 +6422,57 @@ fn p129() {
     check_variants!(mod p129; [x, net]; (&x, &net, 1.42, 1.47, 3, 2));
 }
 
-/// Uses: accumulate, early-return, field, helper, if-flag, iterator-adaptors, plain-parens, sin, tanh, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, helper, if-flag, iterator-adaptors, plain-parens, reshape, sigmoid, sin, trait-objects, vec-field-loop.
 mod p130 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        net: &Net,
+        boxed: &Boxed,
         w: &Tensor<f64>,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
+        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.tanh();
         let mut total = Tensor::scalar(0.0);
         if flag {
-            h = (&h / (net.b.square() + 1.0)).sin();
+            h = (&h / (v.square() + 1.0)).sin();
         } else {
             h = (&h * ((a * 2.0 - b).abs() + 0.1)).sin();
         }
-        for wl in net.ws.iter().rev() {
-            h = (h.matmul(wl) + &net.b).tanh();
-            total = h.softmax(-1).ln().mean() + &total * 0.9;
+        for layer in boxed.layers.iter().rev() {
+            h = (layer.apply(&h) * 0.9).sigmoid();
+            if flag {
+                h = repeat_dense(&h, w, k);
+            } else {
+                total = total + (h.square() + 1.0).ln().sum() * 0.7;
+            }
+            if !flag {
+                h = (&h / (v.square() + 1.0)).sin();
+            } else {
+                total = total + h.sum() * 0.3;
+            }
         }
-        let mut step1 = 0;
-        while step1 < n {
-            h = (h.matmul(w) + &net.b).sin();
-            step1 += 1;
+        if flag {
+            total -= soft_norm(&h, a) * 0.5;
+        } else {
+            total -= h.reshape(&[4, 2]).matmul(x).mean() * 0.5;
         }
-        if !flag {
-            return total.clone() * b + h.softmax(-1).ln().mean();
-        }
-        total = &total + &h.mean();
-        &total + &soft_norm(&h, a.sqrt() + b)
+        soft_norm(&h, b.exp() * 0.5) + &total
     }
 }
 
 #[test]
 fn p130() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 130001);
-    let net = net(4, 2, 130002);
+    let boxed = boxed(4, 2, 130002);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 130003);
-    check_variants!(mod p130; [x, net, w]; (&x, &net, &w, 0.88, 0.62, 4, true));
+    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 130004);
+    check_variants!(mod p130; [x, boxed, w, v]; (&x, &boxed, &w, &v, 1.22, 0.57, 1, true));
 }
 
 /// Uses: accumulate, field, for, fresh-state-in-outer-loop, helper, if-flag, iterator-adaptors, plain-let, plain-parens, reshape, sigmoid, sin, vec-field-loop-in-outer-loop.
@@ -7013,57 +7140,58 @@ fn p143() {
     check_variants!(mod p143; [x, w, u]; (&x, &w, &v, u.clone(), 4, false));
 }
 
-/// Uses: accumulate, compound-assign, counter-plain, field, for, iterator-adaptors, late-let, match, sigmoid, sin, softmax, sqrt, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, early-return, helper, iterator-adaptors, ln, plain-let, plain-only-if, reshape, sin, sqrt, trait-objects, vec-field-loop, while.
 mod p144 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        net: &Net,
-        w: &Tensor<f64>,
-        v: &Tensor<f64>,
+        boxed: &Boxed,
+        #[nodiff] w: &Tensor<f64>,
         #[nodiff] a: f64,
+        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let mut h = x.clone();
+        let s1 = b.exp();
+        let s2 = s1 * a + 0.1;
+        let mut h = x.matmul(w);
         let mut total = Tensor::scalar(0.0);
-        for _ in 0..n {
-            let c1 = a.ln().abs() + 0.5;
-            h = (&h * c1 + &net.b).tanh();
-            let y2;
-            if flag {
-                y2 = ((&h - x).square() + 0.5).sqrt() - 0.5;
-            } else {
-                y2 = h.matmul(w);
-            }
-            h = (&h * 0.5 + &y2 * 0.5).sin();
+        let mut step3 = 0;
+        while step3 < n {
+            h = ((&h * s2).square() + 0.5).sqrt() - 0.5;
+            step3 += 1;
         }
-        let y3 = match n {
-            0 => (0.3 * &h).softmax(-1),
-            1 => (a.cbrt() / (h.square() + 1.0)).sin(),
-            _ => &h - h.sum_axes(&[1], true) * 0.25,
-        };
-        h = (y3 * 0.5).tanh();
-        for _ in 0..n {
-            for part in net.ws.chunks(2) {
-                h = (h.matmul(&part[0]) + &net.b).sigmoid();
-                h = (&h / (v.square() + 1.0)).softmax(-1);
+        h = scaled_softmax(&h, b.exp() * 0.5);
+        for layer in boxed.layers.iter().take(2) {
+            h = ((through(layer, &h) * 0.3).square() + 1.0).ln();
+            total -= h.sum() * 0.5;
+            let mut step4 = 0;
+            while step4 < n {
+                h = (&h * 0.7).sin();
+                step4 += 1;
             }
-            total += h.square().mean();
         }
-        &total + &(h.square().sum() + 1.0).sqrt()
+        let mut scale5 = a;
+        if flag {
+            scale5 = a / b;
+        }
+        total += h.mean() * scale5;
+        if !flag {
+            return soft_norm(&h, b) + &total;
+        }
+        total -= h.reshape(&[8]).sin().sum() * 0.5;
+        total.clone() * s2 + h.sum()
     }
 }
 
 #[test]
 fn p144() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 144001);
-    let net = net(4, 2, 144002);
+    let boxed = boxed(4, 2, 144002);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 144003);
-    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 144004);
-    check_variants!(mod p144; [x, net, w, v]; (&x, &net, &w, &v, 1.33, 4, false));
+    check_variants!(mod p144; [x, boxed]; (&x, &boxed, &w, 0.53, 1.75, 3, true));
 }
 
 /// Uses: cast, counter-plain, for, helper, plain-let, plain-only-if, sqrt, vector-output.
@@ -7581,44 +7709,47 @@ fn p154() {
     check_variants!(mod p154; [x, w]; (&x, &w, &v, 0.96, 1.36, 3, 2));
 }
 
-/// Uses: accumulate, compound-assign, helper, if-flag, iterator-adaptors, ln, reshape, sin, softmax, structure-by-value, tanh, trait, vec-field-loop, while.
+/// Uses: accumulate, compound-assign, exp, for, if-counter, iterator-adaptors, ln, match, sin, softmax, tanh, trait-objects, vec-field-loop.
 mod p155 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        stack: Stack,
+        boxed: &Boxed,
+        w: &Tensor<f64>,
+        #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.tanh();
         let mut total = Tensor::scalar(0.0);
-        for layer in stack
+        for layer in boxed
             .layers
             .iter()
             .enumerate()
             .filter(|(pos, _)| pos % 2 == 0)
             .map(|(_, l)| l)
         {
-            h = (through(layer, &h) * 0.9).tanh();
-            if flag {
-                total -= h.mean() * 0.5;
+            h = (layer.apply(&h) * b.exp()).softmax(-1);
+        }
+        let y1 = match n {
+            0 => (a / (h.square() + 1.0)).tanh(),
+            1 => h.matmul(w).sin(),
+            _ => &h * b.ln().abs(),
+        };
+        h = (y1 * 0.5).tanh();
+        for layer in boxed.layers.iter().chain(&boxed.layers).skip(1) {
+            h = ((through(layer, &h) * 0.9) * 0.5).tanh().exp();
+        }
+        for i in 0..3 {
+            if i % 2 == 0 {
+                h = ((2.0 * &h).square() + 1.0).ln();
             } else {
-                h = (&h * b.ln().abs()).sin();
+                total = &total + &h.mean();
             }
+            total += h.exp().mean().ln();
         }
-        for part in stack.layers.windows(2) {
-            h = (h.matmul(&part[0].w) + &part[part.len() - 1].b).softmax(-1);
-            total = total + h.reshape(&[3, 2]).matmul(x).mean() * b;
-        }
-        let mut step1 = 0;
-        while step1 < n {
-            h = ((&h - h.sum_axes(&[1], true) * 0.33).square() + 1.0).ln();
-            step1 += 1;
-        }
-        h = gated(&h, x);
         (h.square().sum() + 1.0).sqrt() + &total
     }
 }
@@ -7626,119 +7757,55 @@ mod p155 {
 #[test]
 fn p155() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 155001);
-    let stack = stack(3, 3, 155002);
-    check_variants!(mod p155; [x, stack]; (&x, stack.clone(), 1.04, 3, true));
+    let boxed = boxed(3, 3, 155002);
+    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 155003);
+    check_variants!(mod p155; [x, boxed, w]; (&x, &boxed, &w, 1.16, 1.04, 3));
 }
 
-/// Uses: accumulate, break, cast, compound-assign, counter-plain, early-return, exp, for, late-let, ln, match, match-counter, nested-for, plain-only-if, plain-parens, reshape, sigmoid, sin, softmax, sqrt.
+/// Uses: accumulate, cast, exp, for, if-flag, plain-only-if, plain-parens, sin, trait-objects, vec-field-loop-in-outer-loop.
 mod p156 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        #[nodiff] w: &Tensor<f64>,
-        v: &Tensor<f64>,
+        boxed: &Boxed,
+        w: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let mut h = x * v;
+        let mut h = x.matmul(w);
         let mut total = Tensor::<f64>::zeros(&[]);
-        for i in 0..k + 1 {
-            h = (&h * a).tanh();
-            if flag && i > 0 {
-                break;
-            }
-            let y1;
-            if flag {
-                y1 = (v * &h).softmax(-1);
-            } else {
-                y1 = &h - h.sum_axes(&[1], true) * 0.5;
-            }
-            h = ((&h * 0.5 + &y1 * 0.5).square() + 0.5).sqrt() - 0.5;
-        }
-        for _ in 0..3 {
-            let c2 = a * 0.5 + b * 0.25;
-            h = (&h * c2 + v).tanh();
-            for j in 0..n {
-                match j % 3 {
-                    0 => {
-                        h = ((&h * b.ln().abs()) * 0.5).tanh().exp();
-                    }
-                    1 => h = (&h * a.sqrt()).softmax(-1),
-                    _ => {
-                        total = (h.square() + 1.0).ln().sum() + &total * 0.9;
-                    }
-                }
-                match k {
-                    1 => {
-                        h = (h.matmul(w).square() + 0.5).sqrt() - 0.5;
-                    }
-                    2 | 3 => {
-                        total -= h.softmax(-1).ln().mean() * 0.5;
-                        h = (&h * 1.5).sin();
-                    }
-                    _ => {}
-                }
-                if flag && j > 0 {
-                    return &total + &h.reshape(&[8]).sin().sum();
-                }
-                for l in 0..3 {
-                    h = (&h * a).tanh();
-                    if l + 1 >= k {
-                        break;
-                    }
-                    total = total + (h.square() + 1.0).ln().sum() * b;
-                    let mut scale3 = a * b;
-                    if l % 2 == 1 {
-                        scale3 = l as f64 * b + a;
-                    }
-                    h = (&h * scale3).tanh();
-                }
-            }
-            let y4;
-            if flag {
-                y4 = (0.5 - &h).sigmoid();
-            } else {
-                y4 = 1.0 - &h;
-            }
-            h = ((&h * 0.5 + &y4 * 0.5).square() + 1.0).ln();
-            for j in 0..n {
-                h = (&h * (a * (j as f64 + 2.0)).sqrt()).tanh();
-                for l in 0..2 {
-                    h = (&h * a.cbrt()).tanh();
-                    h = ((b.ln().abs() / (h.square() + 1.0)).square() + 1.0).ln();
-                    h = (&h + v).sin();
-                    if flag && l > 0 {
-                        break;
-                    }
-                }
-            }
-        }
-        let mut scale5 = a * b;
+        let mut scale1 = n as f64 * k as f64 * 0.1;
         if flag {
-            scale5 = a.powi(2) + 0.1;
-        } else {
-            scale5 *= 2.0;
+            scale1 = a / b;
         }
-        h = (&h * scale5).tanh();
-        if !flag {
-            return h.exp().mean().ln() + &total;
+        h = (&h * scale1).tanh();
+        for i in 0..n {
+            for layer in &boxed.layers {
+                h = (through(layer, &h) * 0.3).sin();
+                let y2 = if flag {
+                    (&h - x).sin()
+                } else {
+                    (((i + 1) * k) as f64 * 0.2) / (h.square() + 1.0)
+                };
+                h = ((&h * 0.5 + &y2 * 0.5) * 0.5).tanh().exp();
+            }
+            total = total + h.sum() * 2.0;
         }
-        total = &total + &h.reshape(&[8]).sin().sum();
-        &total + &h.reshape(&[2, 4]).matmul(x).mean()
+        total.clone() * a.cbrt() + (h.square().sum() + 1.0).sqrt()
     }
 }
 
 #[test]
 fn p156() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 156001);
+    let boxed = boxed(2, 3, 156002);
     let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 156003);
-    let v = Tensor::rand_normal(&[2], 0.0, 0.5, 156004);
-    check_variants!(mod p156; [x, v]; (&x, &w, &v, 1.96, 0.99, 1, 1, true));
+    check_variants!(mod p156; [x, boxed, w]; (&x, &boxed, &w, 1.01, 0.88, 3, 1, true));
 }
 
 /// Uses: exp, field, helper, if-flag, local-vec-push, plain-let, plain-max-min, sin, tanh, vec-field-loop.
@@ -7934,58 +8001,89 @@ fn p160() {
     check_variants!(mod p160; [x, w]; (&x, &w, 0.58, 1.09, 2, false));
 }
 
-/// Uses: field, helper, if-flag, plain-max-min, plain-only-if, sqrt, tanh, vec-field-loop.
+/// Uses: accumulate, compound-assign, counter-plain, for, iterator-adaptors, late-let, plain-let, sigmoid, sin, softmax, sqrt, sum_axes, tanh, trait-objects, vec-field-loop, vec-field-loop-in-outer-loop, while.
 mod p161 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        net: &Net,
+        boxed: &Boxed,
+        w: &Tensor<f64>,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
+        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
+        let s1 = b;
         let mut h = x.clone();
-        let total = Tensor::scalar(0.0);
-        let y1 = if flag {
-            (2.0 - &h).tanh()
-        } else {
-            &h / (net.b.square() + 1.0)
-        };
-        h = ((&h * 0.5 + &y1 * 0.5).square() + 0.5).sqrt() - 0.5;
-        if !flag {
-            let mut scale2 = a.sqrt();
-            if flag {
-                scale2 = a.max(b) - a.min(b) * 0.5;
+        let mut total = Tensor::scalar(0.0);
+        for layer in boxed.layers.iter().rev().skip(1) {
+            h = (layer.apply(&h) * a.cbrt()).tanh();
+            let mut step2 = 0;
+            while step2 < n {
+                h = h.matmul(w).softmax(-1);
+                step2 += 1;
             }
-            h = (&h * scale2).tanh();
+            h = (&h * x).tanh();
         }
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).tanh();
-            h = ((0.3 * &h).square() + 0.5).sqrt() - 0.5;
+        total = &total + &h.softmax(-1).ln().mean();
+        let mut step3 = 0;
+        while step3 < n {
+            h = (h.matmul(w) + v).sigmoid();
+            step3 += 1;
         }
-        soft_norm(&h, a / b) + &total
+        for layer in boxed.layers.iter().take_while(|_| true).skip(1) {
+            h = (through(layer, &h) * s1).softmax(-1);
+            let mut step4 = 0;
+            while step4 < n {
+                h = ((0.5 - &h).square() + 0.5).sqrt() - 0.5;
+                step4 += 1;
+            }
+            for _ in 0..n {
+                let c5 = a / b;
+                h = (&h * c5 + v).tanh();
+                total -= h.sum_axes(&[0], false).square().mean() * 0.5;
+                let y6;
+                if flag {
+                    y6 = (&h + v).sigmoid();
+                } else {
+                    y6 = &h * x;
+                }
+                h = (&h * 0.5 + &y6 * 0.5).sin();
+                for layer in boxed.layers.iter().rev().skip(1) {
+                    h = (layer.apply(&h) * s1).sin();
+                    total = &total + &h.exp().mean().ln();
+                }
+            }
+        }
+        total.clone() * a + h.exp().mean().ln()
     }
 }
 
 #[test]
 fn p161() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 161001);
-    let net = net(4, 3, 161002);
-    check_variants!(mod p161; [x, net]; (&x, &net, 1.91, 0.79, false));
+    let boxed = boxed(4, 2, 161002);
+    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 161003);
+    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 161004);
+    check_variants!(mod p161; [x, boxed, w, v]; (&x, &boxed, &w, &v, 1.32, 1.99, 3, false));
 }
 
-/// Uses: accumulate, compound-assign, early-return, late-let, match, plain-let, reshape, softmax, sqrt, sum_axes.
+/// Uses: accumulate, compound-assign, counter-plain, for, fresh-state-in-outer-loop, helper, if-flag, iterator-adaptors, late-let, nested-for, plain-let, plain-max-min, plain-only-if, sin, sqrt, trait-objects, vec-field-loop-in-outer-loop.
 mod p162 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        w: &Tensor<f64>,
-        v: &Tensor<f64>,
+        boxed: &Boxed,
+        #[nodiff] w: &Tensor<f64>,
+        #[nodiff] v: &Tensor<f64>,
         #[nodiff] a: f64,
+        #[nodiff] b: f64,
+        #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
@@ -7999,67 +8097,89 @@ mod p162 {
             y2 = &h / (v.square() + 1.0);
         }
         h = ((&h * 0.5 + &y2 * 0.5).square() + 0.5).sqrt() - 0.5;
-        match k {
-            1 => {
-                h = (&h + v).softmax(-1);
+        let mut acc3 = Tensor::scalar(0.0);
+        for _ in 0..n {
+            let mut g4 = h.clone();
+            for layer in boxed.layers.iter().rev() {
+                g4 = (layer.apply(&g4) * 0.7).sin();
+                if !flag {
+                    total -= (h.square() + 1.0).ln().sum() * 0.5;
+                } else {
+                    h = (s1 * &h).sin();
+                }
+                for _ in 0..k + 1 {
+                    h = (&h * b.exp()).tanh();
+                    let mut scale5 = a.max(b) - a.min(b) * 0.5;
+                    if flag {
+                        scale5 = a.sqrt();
+                    } else {
+                        scale5 *= 0.5;
+                    }
+                    total += h.mean() * scale5;
+                    h = gated(&h, x);
+                }
             }
-            2 | 3 => {
-                total -= h.mean() * 0.5;
-                h = (&h * a.sqrt()).softmax(-1);
-            }
-            _ => {}
+            acc3 = acc3 + soft_norm(&g4, a * 0.5 + b * 0.25) * s1;
+            h = (&h + &g4).tanh();
         }
-        if !flag {
-            return &total + &h.reshape(&[8]).sin().sum();
-        }
-        total = &total + &h.sum_axes(&[0], false).square().mean();
-        h = (&h * s1).tanh();
-        h.exp().mean().ln() + &total
+        total += acc3 * 0.5;
+        &total + &h.sum()
     }
 }
 
 #[test]
 fn p162() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 162001);
+    let boxed = boxed(4, 2, 162002);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 162003);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 162004);
-    check_variants!(mod p162; [x, w, v]; (&x, &w, &v, 1.2, 1, true));
+    check_variants!(mod p162; [x, boxed]; (&x, &boxed, &w, &v, 1.5, 0.56, 3, 1, true));
 }
 
-/// Uses: field, iterator-adaptors, late-let, sigmoid, sin, softmax, structure-by-value, trait, vec-field-loop.
+/// Uses: iterator-adaptors, late-let, sigmoid, sin, softmax, tensor-by-value, trait-objects, vec-field-loop.
 mod p163 {
     use super::*;
 
     #[differentiable]
-    pub fn f(x: &Tensor<f64>, stack: Stack, #[nodiff] a: f64, #[nodiff] flag: bool) -> Tensor<f64> {
-        let mut h = x.matmul(&stack.layers[0].w);
+    pub fn f(
+        x: &Tensor<f64>,
+        boxed: &Boxed,
+        w: &Tensor<f64>,
+        v: &Tensor<f64>,
+        u: Tensor<f64>,
+        #[nodiff] flag: bool,
+    ) -> Tensor<f64> {
+        let mut h = x.matmul(w);
         let total = h.sum() * 0.0;
         let y1;
         if flag {
             y1 = (&h * 0.3).softmax(-1);
         } else {
-            y1 = &h - x;
+            y1 = &h - &u;
         }
         h = (&h * 0.5 + &y1 * 0.5).sin();
         let y2;
         if flag {
-            y2 = (&stack.gain * &h).sin();
+            y2 = (v * &h).sin();
         } else {
             y2 = &h * 0.5;
         }
         h = (&h * 0.5 + &y2 * 0.5).sigmoid();
-        for layer in stack.layers.iter().rev() {
-            h = (through(layer, &h) * a.sqrt()).sin();
+        for layer in boxed.layers.iter().rev() {
+            h = (layer.apply(&h) * 1.5).sin();
         }
-        total.clone() * 0.5 + (h.square().sum() + 1.0).sqrt()
+        &total + &h.square().mean()
     }
 }
 
 #[test]
 fn p163() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 163001);
-    let stack = stack(2, 3, 163002);
-    check_variants!(mod p163; [x, stack]; (&x, stack.clone(), 1.82, false));
+    let boxed = boxed(2, 3, 163002);
+    let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 163003);
+    let v = Tensor::rand_normal(&[2], 0.0, 0.5, 163004);
+    let u = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 163005);
+    check_variants!(mod p163; [x, boxed, w, v, u]; (&x, &boxed, &w, &v, u.clone(), false));
 }
 
 /// Uses: accumulate, cast, compound-assign, exp, field, if-flag, iterator-adaptors, late-let, map-of-layers, plain-let, sigmoid, sin, sum_axes, trait, vec-field-loop.
@@ -8601,24 +8721,23 @@ fn p175() {
     check_variants!(mod p175; [x, net, v]; (&x, &net, &v, 2, 2, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, counter-plain, early-return, field, for, fresh-state-in-outer-loop, if-counter, iterator-adaptors, late-let, ln, map-of-layers, nested-for, plain-let, plain-only-if, reshape, sin, softmax, sum_axes, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, cast, compound-assign, for, fresh-state-in-outer-loop, helper, iterator-adaptors, late-let, ln, plain-let, plain-only-if, sin, softmax, sum_axes, trait-objects, vec-field-loop-in-outer-loop.
 mod p176 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        named: &BTreeMap<String, Layer>,
+        boxed: &Boxed,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = b;
         let s2 = a * 0.5 + b * 0.25;
-        let mut h = x.sin() + &named["l1"].b;
+        let mut h = x.sin() + v;
         let mut total = h.sum() * 0.0;
         total += h.sum_axes(&[0], false).square().mean();
         let mut scale3 = b;
@@ -8634,67 +8753,26 @@ mod p176 {
         }
         h = ((&h * 0.5 + &y4 * 0.5).square() + 1.0).ln();
         let mut acc5 = Tensor::scalar(0.0);
-        for _ in 0..n {
+        for i in 0..n {
             let mut g6 = Tensor::full(&[2, 4], 0.5);
-            for layer in named.values().take_while(|_| true).skip(1) {
-                g6 = (g6.matmul(&layer.w) + &layer.b).tanh();
-                for j in 0..k + 1 {
-                    if j % 2 == 0 {
-                        h = (h.matmul(&layer.w) + &layer.b).sin();
-                    } else {
-                        total -= h.exp().mean().ln() * 0.5;
-                    }
-                    let mut scale7 = b.ln().abs();
-                    if j % 2 == 1 {
-                        scale7 = a * b;
-                    } else {
-                        scale7 *= 2.0;
-                    }
-                    h = (&h * scale7).tanh();
-                    let mut scale8 = b.exp() * 0.5;
-                    if j % 2 == 1 {
-                        scale8 = b.exp();
-                    }
-                    total += h.mean() * scale8;
-                    h = (&h / s2).tanh();
-                }
-                for j in 0..n {
-                    h = (&h * b.exp()).tanh();
-                    let mut scale9 = b.ln().abs();
-                    if j % 2 == 1 {
-                        scale9 = a.ln().abs() + 0.5;
-                    } else {
-                        scale9 *= 1.5;
-                    }
-                    total += h.mean() * scale9;
-                    total = h.reshape(&[8]).sin().sum() + &total * 0.5;
-                    let mut scale10 = j as f64 * 0.25 + 0.5;
-                    if flag {
-                        scale10 = a / b;
-                    } else {
-                        scale10 *= 2.0;
-                    }
-                    h = (&h * scale10).tanh();
-                }
+            for layer in boxed.layers.iter().take_while(|_| true).skip(1) {
+                g6 = (layer.apply(&g6) * a.sqrt()).sin();
             }
-            acc5 = &acc5 + &(g6.square().sum() + 1.0).sqrt();
+            acc5 = soft_norm(&g6, i as f64 * b + a) + &acc5 * 0.5;
         }
         total = &total + &acc5;
-        if !flag {
-            return &total + &(h.square() + 1.0).ln().sum();
-        }
-        total = &total + &h.mean();
         h = (&h * s1).tanh();
-        total.clone() * 0.7 + h.sum()
+        h = (&h * s2).tanh();
+        h.sum() + &total
     }
 }
 
 #[test]
 fn p176() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 176001);
-    let named = named(4, 3, 176002);
+    let boxed = boxed(4, 3, 176002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 176004);
-    check_variants!(mod p176; [x, named, v]; (&x, &named, &v, 1.37, 0.88, 3, 2, true));
+    check_variants!(mod p176; [x, boxed, v]; (&x, &boxed, &v, 1.37, 0.88, 3, true));
 }
 
 /// Uses: accumulate, cast, compound-assign, counter-plain, early-return, field, for, fresh-state-in-outer-loop, helper, iterator-adaptors, late-let, ln, match, match-counter, nested-for, plain-parens, reshape, sin, softmax, sum_axes, vec-field-loop-in-outer-loop.
@@ -8808,15 +8886,15 @@ fn p178() {
     check_variants!(mod p178; [w]; (&x, &w, 1.64, 0.8, false));
 }
 
-/// Uses: accumulate, late-let, plain-let, reshape, sin, softmax, sqrt, while.
+/// Uses: accumulate, compound-assign, exp, helper, if-flag, iterator-adaptors, late-let, ln, plain-let, plain-max-min, sin, structure-by-value, trait-objects, vec-field-loop, while.
 mod p179 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        w: &Tensor<f64>,
-        v: &Tensor<f64>,
+        boxed: Boxed,
+        #[nodiff] w: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
@@ -8827,18 +8905,24 @@ mod p179 {
         let mut total = Tensor::<f64>::zeros(&[]);
         let mut step2 = 0;
         while step2 < n {
-            h = ((&h / a.cbrt()).square() + 0.5).sqrt() - 0.5;
+            h = ((0.5 - &h) * 0.5).tanh().exp();
             step2 += 1;
         }
-        total = &total + &h.reshape(&[8]).sin().sum();
-        let y3;
         if flag {
-            y3 = (&h + v).softmax(-1);
+            h = scaled_softmax(&h, a.max(b) - a.min(b) * 0.5);
         } else {
-            y3 = &h - x;
+            total += h.square().mean();
         }
-        h = (&h * 0.5 + &y3 * 0.5).sin();
-        h = (&h * s1).tanh();
+        for layer in boxed.layers.iter().take_while(|_| true).skip(1) {
+            h = ((layer.apply(&h) * 0.5) * 0.5).tanh().exp();
+            let y3;
+            if flag {
+                y3 = (&h - x).sin();
+            } else {
+                y3 = &h / s1;
+            }
+            h = ((&h * 0.5 + &y3 * 0.5).square() + 1.0).ln();
+        }
         h.sum() + &total
     }
 }
@@ -8846,76 +8930,112 @@ mod p179 {
 #[test]
 fn p179() {
     let x = Tensor::rand_normal(&[4, 2], 0.0, 1.0, 179001);
+    let boxed = boxed(2, 3, 179002);
     let w = Tensor::rand_normal(&[2, 2], 0.0, 0.5, 179003);
-    let v = Tensor::rand_normal(&[2], 0.0, 0.5, 179004);
-    check_variants!(mod p179; [x, w, v]; (&x, &w, &v, 1.68, 1.58, 3, false));
+    check_variants!(mod p179; [x, boxed]; (&x, boxed.clone(), &w, 1.68, 1.58, 3, false));
 }
 
-/// Uses: accumulate, cast, compound-assign, exp, field, for, if-flag, iterator-adaptors, local-vec-push, plain-let, plain-parens, sqrt, tanh, vec-field-loop-in-outer-loop.
+/// Uses: accumulate, compound-assign, counter-plain, for, fresh-state-in-outer-loop, helper, if-flag, iterator-adaptors, late-let, ln, local-vec-push, match, nested-for, plain-parens, sigmoid, sin, softmax, sqrt, tanh, trait-objects, vec-field-loop, vec-field-loop-in-outer-loop.
 mod p180 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        net: &Net,
+        boxed: &Boxed,
         w: &Tensor<f64>,
+        v: &Tensor<f64>,
+        #[nodiff] a: f64,
+        #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let s1 = ((n * k) as f64).sqrt();
-        let mut h = x.matmul(w);
-        let mut total = h.sum() * 0.0;
-        if flag {
-            h = ((s1 * &h) * 0.5).tanh().exp();
-        } else {
-            total -= h.sum() * 0.5;
+        let mut h = x.tanh();
+        let mut total = Tensor::scalar(0.0);
+        let mut saved1 = Vec::new();
+        for layer in &boxed.layers {
+            h = layer.apply(&h).sin();
+            saved1.push(h.clone());
         }
-        let mut saved2 = Vec::new();
-        for _ in 0..2 {
-            h = (&h * x).tanh();
-            saved2.push(h.clone());
+        for s in &saved1 {
+            total = &total + &s.exp().mean().ln();
         }
-        for s in &saved2 {
-            total = &total + &s.softmax(-1).ln().mean();
-        }
-        for _ in 0..n {
-            for part in net.ws.windows(2) {
-                h = ((h.matmul(&part[0]) + &net.b).square() + 0.5).sqrt() - 0.5;
+        h = (&h + &saved1[0]).tanh();
+        for _ in 0..k + 1 {
+            h = (&h * b.exp()).tanh();
+            total = (h.square().sum() + 1.0).sqrt() + &total * 0.9;
+            for j in 0..n {
+                h = (&h * a).tanh();
+                for layer in boxed.layers.iter().skip(1) {
+                    h = (layer.apply(&h) * b.exp()).softmax(-1);
+                    h = (h.matmul(w) + v).softmax(-1);
+                    total = soft_norm(&h, b.exp() * 0.5) + &total * 0.9;
+                }
+                let mut g2 = Tensor::full(&[3, 4], j as f64 * 0.25 + 0.1);
+                for layer in boxed.layers.iter().step_by(2) {
+                    g2 = (through(layer, &g2) * 0.3).softmax(-1);
+                    h = (&h * 0.9).tanh();
+                }
+                total += (g2.square() + 1.0).ln().sum();
+                for _ in 0..k + 1 {
+                    h = (&h * a.sqrt()).tanh();
+                    total = total + h.square().mean() * b.exp();
+                }
             }
-            total -= h.softmax(-1).ln().mean() * 0.5;
         }
-        (h.square() + 1.0).ln().sum() + &total
+        for layer in boxed.layers.iter().rev() {
+            h = (layer.apply(&h) * a.sqrt()).sigmoid();
+            for _ in 0..3 {
+                h = (&h * b).tanh();
+                let y3 = if flag { (v * &h).sin() } else { 0.5 - &h };
+                h = (&h * 0.5 + &y3 * 0.5).tanh();
+                let y4 = match n % 3 {
+                    0 => (0.5 - &h).sin(),
+                    1 => (&h - h.sum_axes(&[1], true) * 0.25).softmax(-1),
+                    _ => &h + v,
+                };
+                h = (y4 * 0.5).tanh();
+            }
+            let y5;
+            if flag {
+                y5 = ((&h / a.cbrt()).square() + 0.5).sqrt() - 0.5;
+            } else {
+                y5 = &h / (v.square() + 1.0);
+            }
+            h = ((&h * 0.5 + &y5 * 0.5).square() + 1.0).ln();
+        }
+        soft_norm(&h, (a + b) * 0.5) + &total
     }
 }
 
 #[test]
 fn p180() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 180001);
-    let net = net(4, 3, 180002);
+    let boxed = boxed(4, 2, 180002);
     let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 180003);
-    check_variants!(mod p180; [x, net, w]; (&x, &net, &w, 1, 1, false));
+    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 180004);
+    check_variants!(mod p180; [x, boxed, w, v]; (&x, &boxed, &w, &v, 0.64, 1.87, 2, 3, true));
 }
 
-/// Uses: accumulate, compound-assign, exp, field, if-flag, iterator-adaptors, late-let, local-vec-push, match, plain-parens, reshape, sigmoid, sin, softmax, tanh, vec-field-loop.
+/// Uses: exp, if-flag, iterator-adaptors, ln, local-vec-push, reshape, sin, tanh, trait-objects, vec-field-loop.
 mod p181 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        net: &Net,
+        boxed: &Boxed,
+        w: &Tensor<f64>,
+        v: &Tensor<f64>,
         #[nodiff] a: f64,
-        #[nodiff] b: f64,
-        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let mut h = x.clone();
         let mut total = Tensor::scalar(0.0);
         let mut saved1 = Vec::new();
         for _ in 0..2 {
-            h = (h.matmul(&net.ws[0]) + &net.b).sin();
+            h = (h.matmul(w) + v).sin();
             saved1.push(h.clone());
         }
         for s in &saved1 {
@@ -8924,37 +9044,19 @@ mod p181 {
         let y2 = if flag {
             (&h * a).tanh()
         } else {
-            h.matmul(&net.ws[0]) + &net.b
+            h.matmul(w) + v
         };
         h = ((&h * 0.5 + &y2 * 0.5) * 0.5).tanh().exp();
         let mut saved3 = Vec::new();
-        for wl in &net.ws {
-            h = h.matmul(wl).sin();
+        for layer in &boxed.layers {
+            h = layer.apply(&h).sin();
             saved3.push((h.square().sum() + 1.0).sqrt());
         }
         for s in &saved3 {
             total = &total + s;
         }
-        for wl in net.ws.iter().chain(&net.ws).skip(1) {
-            h = (h.matmul(wl) + &net.b).tanh();
-            match n % 3 {
-                1 => {
-                    h += (&h / ((a * 2.0 - b).abs() + 0.1)).sigmoid() * 0.5;
-                    h = h.tanh();
-                }
-                2 | 3 => {
-                    total = total + h.square().mean() * 2.0;
-                    h = (&h / (net.b.square() + 1.0)).softmax(-1);
-                }
-                _ => {}
-            }
-            let y4;
-            if flag {
-                y4 = (&h + &net.b).sigmoid();
-            } else {
-                y4 = ((a + b) * 0.5) / (h.square() + 1.0);
-            }
-            h = ((&h * 0.5 + &y4 * 0.5) * 0.5).tanh().exp();
+        for layer in boxed.layers.iter().chain(&boxed.layers).skip(1) {
+            h = ((layer.apply(&h) * 0.5).square() + 1.0).ln();
         }
         &total + &h.reshape(&[3, 2]).matmul(x).mean()
     }
@@ -8963,8 +9065,10 @@ mod p181 {
 #[test]
 fn p181() {
     let x = Tensor::rand_normal(&[2, 3], 0.0, 1.0, 181001);
-    let net = net(3, 2, 181002);
-    check_variants!(mod p181; [x, net]; (&x, &net, 1.36, 1.33, 4, true));
+    let boxed = boxed(3, 2, 181002);
+    let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 181003);
+    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 181004);
+    check_variants!(mod p181; [x, boxed, w, v]; (&x, &boxed, &w, &v, 1.09, true));
 }
 
 /// Uses: accumulate, break, compound-assign, field, for, if-flag, iterator-adaptors, late-let, ln, match-counter, plain-let, sigmoid, sin, softmax, sqrt, tanh, vec-field-loop, vector-output.
@@ -9071,54 +9175,48 @@ fn p183() {
     check_variants!(mod p183; [net]; (&x, &net, &v, 1.96, 1.9, 3, false));
 }
 
-/// Uses: accumulate, compound-assign, field, helper, if-flag, plain-max-min, plain-only-if, plain-parens, reshape, sin, tanh, vec-field-loop, while.
+/// Uses: accumulate, cast, for, fresh-state-in-outer-loop, if-flag, iterator-adaptors, ln, plain-let, plain-parens, softmax, trait-objects, vec-field-loop-in-outer-loop.
 mod p184 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        net: &Net,
-        w: &Tensor<f64>,
+        boxed: &Boxed,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
         #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let mut h = x.matmul(&net.ws[0]);
+        let s1 = n as f64 * k as f64 * 0.1;
+        let mut h = x.tanh();
         let mut total = h.sum() * 0.0;
-        let mut step1 = 0;
-        while step1 < n {
-            h = h.matmul(&net.ws[0]).sin();
-            step1 += 1;
-        }
-        let mut scale2 = (a * 2.0 - b).abs() + 0.1;
-        if flag {
-            scale2 = a.max(b) - a.min(b) * 0.5;
+        let y2 = if flag {
+            ((&h * x).square() + 1.0).ln()
         } else {
-            scale2 *= 1.5;
-        }
-        h = (&h * scale2).tanh();
-        for wl in &net.ws {
-            h = (h.matmul(wl) + &net.b).tanh();
-            if !flag {
-                total += h.reshape(&[4, 3]).matmul(x).mean();
-            } else {
-                total = total + h.mean() * 0.5;
+            &h * x
+        };
+        h = ((&h * 0.5 + &y2 * 0.5).square() + 1.0).ln();
+        let mut acc3 = Tensor::scalar(0.0);
+        for i in 0..n {
+            let mut g4 = Tensor::full(&[3, 4], i as f64 * 0.25 + 0.1);
+            for layer in boxed.layers.iter().take(2) {
+                g4 = (through(layer, &g4) * a.cbrt()).softmax(-1);
             }
-            h = repeat_dense(&h, w, k);
+            acc3 = (g4.square().sum() + 1.0).sqrt() + &acc3 * 0.5;
         }
-        &total + &h.sum()
+        total = &total + &acc3;
+        h = (&h * s1).tanh();
+        total.clone() * (1.0 / (1.0 + (a * b).sqrt())) + h.mean()
     }
 }
 
 #[test]
 fn p184() {
     let x = Tensor::rand_normal(&[3, 4], 0.0, 1.0, 184001);
-    let net = net(4, 2, 184002);
-    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 184003);
-    check_variants!(mod p184; [x, net, w]; (&x, &net, &w, 1.78, 0.63, 3, 2, false));
+    let boxed = boxed(4, 2, 184002);
+    check_variants!(mod p184; [x, boxed]; (&x, &boxed, 1.68, 0.82, 1, 1, false));
 }
 
 /// Uses: if-flag, ln, plain-only-if, tanh, tensor-by-value.
@@ -9500,99 +9598,100 @@ fn p194() {
     check_variants!(mod p194; [x, w]; (&x, &w, 0.65, 1.69, 4, true));
 }
 
-/// Uses: accumulate, cast, exp, helper, if-flag, plain-let, sin, while.
+/// Uses: accumulate, compound-assign, exp, if-flag, late-let, match, plain-let, sigmoid, sin, sqrt, tanh, tensor-by-value, trait-objects, vec-field-loop.
 mod p195 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
+        boxed: &Boxed,
         #[nodiff] w: &Tensor<f64>,
+        #[nodiff] v: &Tensor<f64>,
+        u: Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
         #[nodiff] n: usize,
-        #[nodiff] k: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
-        let s1 = a / b;
-        let s2 = a * b;
-        let mut h = x.tanh();
+        let s1 = a;
+        let s2 = a.sqrt() + b;
+        let mut h = x.clone();
         let mut total = Tensor::scalar(0.0);
-        let mut step3 = 0;
-        while step3 < n {
-            h = h.matmul(w).sin();
-            step3 += 1;
-        }
-        h = (0.5 * &h).sin();
-        if !flag {
-            h = ((&h - h.sum_axes(&[1], true) * 0.33) * 0.5).tanh().exp();
+        let y3 = match n {
+            0 => (v * &h).tanh(),
+            1 => (&h * a).sin(),
+            _ => h.matmul(w),
+        };
+        h = (y3 * 0.5).tanh();
+        let y4 = if flag {
+            ((&h + v) * 0.5).tanh().exp()
         } else {
-            total = (h.square() + 1.0).ln().sum() + &total * 0.5;
+            h.matmul(w) + v
+        };
+        h = (&h * 0.5 + &y4 * 0.5).sigmoid();
+        if flag {
+            h += (h.matmul(w) + v).tanh() * 0.5;
+            h = h.tanh();
+        } else {
+            h = ((b.ln().abs() / (h.square() + 1.0)).square() + 0.5).sqrt() - 0.5;
+        }
+        for layer in &boxed.layers {
+            h = ((layer.apply(&h) * s2).square() + 0.5).sqrt() - 0.5;
+            let y5;
+            if flag {
+                y5 = (&h - h.sum_axes(&[1], true) * 0.33).sin();
+            } else {
+                y5 = &h - &u;
+            }
+            h = (&h * 0.5 + &y5 * 0.5).sigmoid();
+            total += h.sum();
         }
         h = (&h * s1).tanh();
-        h = (&h * s2).tanh();
-        soft_norm(&h, k as f64 + a) + &total
+        h.sum() + &total
     }
 }
 
 #[test]
 fn p195() {
     let x = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 195001);
+    let boxed = boxed(3, 3, 195002);
     let w = Tensor::rand_normal(&[3, 3], 0.0, 0.5, 195003);
-    check_variants!(mod p195; [x]; (&x, &w, 1.48, 1.13, 1, 3, false));
+    let v = Tensor::rand_normal(&[3], 0.0, 0.5, 195004);
+    let u = Tensor::rand_normal(&[3, 3], 0.0, 1.0, 195005);
+    check_variants!(mod p195; [x, boxed, u]; (&x, &boxed, &w, &v, u.clone(), 0.74, 1.86, 3, false));
 }
 
-/// Uses: accumulate, compound-assign, exp, helper, if-flag, match, plain-let, plain-only-if, reshape, sin, tanh.
+/// Uses: compound-assign, iterator-adaptors, reshape, sigmoid, structure-by-value, tanh, trait-objects, vec-field-loop.
 mod p196 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        #[nodiff] a: f64,
-        #[nodiff] b: f64,
-        #[nodiff] n: usize,
-        #[nodiff] flag: bool,
+        boxed: Boxed,
+        w: &Tensor<f64>,
+        #[nodiff] v: &Tensor<f64>,
     ) -> Tensor<f64> {
-        let s1 = b;
-        let mut h = x.tanh();
-        let mut total = Tensor::scalar(0.0);
-        match n % 3 {
-            1 => {
-                h += (0.5 * &h).sin() * 0.5;
-                h = h.tanh();
-            }
-            2 | 3 => {
-                total = &total + &h.reshape(&[4, 2]).matmul(x).mean();
-                h += (&h * x).tanh() * 0.5;
-                h = h.tanh();
-            }
-            _ => {}
+        let mut h = x.sin() + v;
+        let total = Tensor::<f64>::zeros(&[]);
+        for layer in boxed.layers.iter().rev() {
+            h = (layer.apply(&h) * 0.7).sigmoid();
         }
-        total -= soft_norm(&h, b.exp()) * 0.5;
-        if flag {
-            let mut scale2 = a / b;
-            if flag {
-                scale2 = a.cbrt();
-            }
-            h = (&h * scale2).tanh();
-        } else {
-            h = ((&h - h.sum_axes(&[1], true) * 0.25) * 0.5).tanh().exp();
-        }
-        let mut scale3 = a.powi(2) + 0.1;
-        if flag {
-            scale3 = b;
-        }
-        total += h.mean() * scale3;
-        h = (&h * s1).tanh();
-        (h.square().sum() + 1.0).sqrt() + &total
+        h = (h.matmul(w) + v).sigmoid();
+        h += (&h / (v.square() + 1.0)).tanh() * 0.5;
+        h = h.tanh();
+        h.reshape(&[8]).sin().sum() + &total
     }
 }
 
 #[test]
 fn p196() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 196001);
-    check_variants!(mod p196; [x]; (&x, 1.66, 1.86, 1, false));
+    let boxed = boxed(4, 2, 196002);
+    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 196003);
+    let v = Tensor::rand_normal(&[4], 0.0, 0.5, 196004);
+    check_variants!(mod p196; [x, boxed, w]; (&x, boxed.clone(), &w, &v));
 }
 
 /// Uses: if-flag, plain-let, plain-max-min, plain-parens, softmax, tanh, while.
@@ -10402,17 +10501,16 @@ fn p213() {
     check_variants!(mod p213; [stack]; (&x, &stack, &v, 1.42, 0.96, 4, true));
 }
 
-/// Uses: accumulate, exp, if-flag, local-vec-push, match, plain-let, plain-only-if, sigmoid, sin.
+/// Uses: accumulate, helper, if-flag, local-vec-push, plain-let, plain-only-if, softmax, structure-by-value, sum_axes, vec-field-loop.
 mod p214 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        w: &Tensor<f64>,
+        boxed: Boxed,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
-        #[nodiff] n: usize,
         #[nodiff] flag: bool,
     ) -> Tensor<f64> {
         let s1 = a.cbrt();
@@ -10430,29 +10528,24 @@ mod p214 {
             total = h.square().mean() + &total * 0.9;
         }
         let mut saved3 = Vec::new();
-        for _ in 0..2 {
-            h = h.matmul(w).sin();
+        for layer in &boxed.layers {
+            h = layer.apply(&h).softmax(-1);
             saved3.push((h.square() + 1.0).ln().sum());
         }
         for s in &saved3 {
             total = &total + s;
         }
-        let y4 = match n {
-            0 => ((&h - h.sum_axes(&[1], true) * 0.25) * 0.5).tanh().exp(),
-            1 => (b.exp() * &h).sigmoid(),
-            _ => 0.5 - &h,
-        };
-        h = (y4 * 0.5).tanh();
+        total = soft_norm(&h, a) + &total * 0.9;
         h = (&h * s1).tanh();
-        &total + &(h.square().sum() + 1.0).sqrt()
+        total.clone() * s1 + h.sum_axes(&[0], false).square().mean()
     }
 }
 
 #[test]
 fn p214() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 214001);
-    let w = Tensor::rand_normal(&[4, 4], 0.0, 0.5, 214003);
-    check_variants!(mod p214; [x, w]; (&x, &w, 0.58, 1.85, 3, true));
+    let boxed = boxed(4, 3, 214002);
+    check_variants!(mod p214; [x, boxed]; (&x, boxed.clone(), 0.58, 1.85, true));
 }
 
 /// Uses: accumulate, cast, if-flag, plain-max-min, plain-only-if, reshape.
@@ -11590,14 +11683,14 @@ fn p238() {
     check_variants!(mod p238; [x, named, v]; (&x, named.clone(), &v, 1.22, 1.49, 4, true));
 }
 
-/// Uses: cast, exp, iterator-adaptors, map-of-layers, plain-let, plain-parens, sin, softmax, tanh, vec-field-loop, vector-output.
+/// Uses: accumulate, cast, compound-assign, iterator-adaptors, plain-let, plain-parens, sigmoid, sin, softmax, tanh, trait-objects, vec-field-loop, vector-output.
 mod p239 {
     use super::*;
 
     #[differentiable]
     pub fn f(
         x: &Tensor<f64>,
-        named: &BTreeMap<String, Layer>,
+        boxed: &Boxed,
         v: &Tensor<f64>,
         #[nodiff] a: f64,
         #[nodiff] b: f64,
@@ -11605,23 +11698,25 @@ mod p239 {
     ) -> Tensor<f64> {
         let s1 = k as f64 + a;
         let mut h = x * v;
-        let total = Tensor::scalar(0.0);
+        let mut total = Tensor::scalar(0.0);
         h = ((1.0 / (1.0 + (a * b).sqrt())) / (h.square() + 1.0)).softmax(-1);
         h = (&h - x).tanh();
-        for layer in named.values().chain(named.values()).skip(1) {
-            h = ((h.matmul(&layer.w) + &layer.b) * 0.5).tanh().exp();
+        for layer in boxed.layers.iter().chain(&boxed.layers).skip(1) {
+            h = (through(layer, &h) * b.exp()).sin();
+            total += h.mean();
+            total -= h.exp().mean().ln() * 0.5;
         }
         h = (&h * s1).tanh();
-        (&h - x).sin() + &total
+        (&h - h.sum_axes(&[1], true) * 0.25).sigmoid() + &total
     }
 }
 
 #[test]
 fn p239() {
     let x = Tensor::rand_normal(&[2, 4], 0.0, 1.0, 239001);
-    let named = named(4, 2, 239002);
+    let boxed = boxed(4, 2, 239002);
     let v = Tensor::rand_normal(&[4], 0.0, 0.5, 239004);
-    check_vector_variants!(mod p239; [x, named, v]; (&x, &named, &v, 1.54, 1.9, 1));
+    check_vector_variants!(mod p239; [x, boxed, v]; (&x, &boxed, &v, 0.98, 0.52, 1));
 }
 
 /// Uses: accumulate, cast, compound-assign, field, if-flag, ln, match, plain-let, plain-parens, sigmoid, sin, structure-by-value, vec-field-loop.
