@@ -1666,6 +1666,38 @@ fn layers_through_a_trait() {
     assert!((layer_grad.b.item() - (1.0 - o * o)).abs() < 1e-12);
 }
 
+#[differentiable(hvp)]
+fn critic(w: &Tensor<f64>, x: &Tensor<f64>) -> Tensor<f64> {
+    x.matmul(w).tanh().sum()
+}
+
+#[differentiable]
+fn wgan_critic_loss(w: &Tensor<f64>, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+    let (_, gx) = critic_grad(w, x);
+    let norm = gx.square().sum().sqrt();
+    critic(w, x) + (norm - 1.0).square() * 10.0
+}
+
+#[test]
+fn gradients_inside_a_loss() {
+    // One example, one weight: critic = tanh(w x), ∂/∂x = w (1 - t²) with t = tanh(w x).
+    // loss = t + 10 (|w| (1 - t²) - 1)², differentiated in w by hand below.
+    let (w0, x0) = (0.7f64, 1.3f64);
+    let (w, x) = (t64(&[w0], &[1, 1]), t64(&[x0], &[1, 1]));
+    let t = (w0 * x0).tanh();
+    let s = 1.0 - t * t;
+    let dt = x0 * s;
+    let m = w0.abs() * s - 1.0;
+    let dm = w0.signum() * s + w0.abs() * (-2.0 * t * dt);
+    let by_hand = dt + 20.0 * m * dm;
+    let g = wgan_critic_loss_grad(&w, &x);
+    assert!(
+        (g.item() - by_hand).abs() < 1e-12,
+        "{} against {by_hand}",
+        g.item()
+    );
+}
+
 /// A heterogeneous stack of boxed layers (`nn.Sequential`), under its own trait.
 mod sequential {
     use super::*;

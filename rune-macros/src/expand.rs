@@ -323,7 +323,11 @@ fn function(
     if let (Some(elem), true) = (&concrete, options.hvp) {
         generated.extend(twin::dual_twin(&original, elem, host, options.fuses()));
     }
-    let placed = emit::place(&func, host, generated);
+    let mut placed = emit::place(&func, host, generated);
+    if host == Host::Free {
+        // `f_grad` as a function that callers differentiate (see `emit::grad_function`).
+        placed.extend(emit::grad_function(&func, &sig, emitter.hvp_twin));
+    }
     if let Some(body) = plain {
         let span = func.block.brace_token.span;
         *func.block = syn::parse_quote_spanned!(span.join() => { #body });

@@ -605,6 +605,14 @@ impl<T: Element> Lift for crate::Dual<T> {
     }
 }
 
+/// A tuple of constants (`train: &(Tensor<T>, Tensor<T>)`), each lifted.
+impl<A: Lift, B: Lift> Lift for (A, B) {
+    type Lifted = (A::Lifted, B::Lifted);
+    fn lift(&self) -> Self::Lifted {
+        (self.0.lift(), self.1.lift())
+    }
+}
+
 /// `s` as a scalar of `like`'s element type, as the tensor takes it (see [`FromScalar`]): the
 /// constant argument of `powf` or `clamp`, written once for the rules and the forward op.
 #[inline]

@@ -234,13 +234,22 @@ impl Emitter<'_> {
                 let resolved = hidden("callee");
                 let stand_in = fallback_fn(&entry, args, false, n_outs, mode, &[], self.carrier());
                 let check = check.then(|| {
-                    let message = match generated_from(&name.to_string()) {
+                    let text = name.to_string();
+                    let message = match generated_from(&text) {
+                        Some(base) if text.ends_with("_grad") && !text.ends_with("_value_and_grad") => {
+                            format!(
+                                "`{name}` is differentiated when `{base}` has `{base}_hvp`, which its \
+                                 rules run: mark `{base}` `#[differentiable(hvp)]`, or write it \
+                                 generic over its element type (`<T: Element>`); its parameters \
+                                 must be tensors and numbers"
+                            )
+                        }
                         Some(base) => format!(
-                            "`{name}` is what #[differentiable] generates from `{base}`, and a \
-                             derivative cannot yet be taken inside a differentiated function (a \
-                             gradient penalty, a derivative of a derivative): call `{name}` \
-                             outside it, or wrap the differentiated argument in \
-                             `stop_gradient(..)` to use its value as a constant"
+                            "`{name}` is what #[differentiable] generates from `{base}`; of those, \
+                             only `{base}_grad` (of a function with `{base}_hvp`) can be called \
+                             inside a differentiated function so far: call `{name}` outside it, \
+                             or wrap the differentiated argument in `stop_gradient(..)` to use \
+                             its value as a constant"
                         ),
                         None => format!(
                             "`{name}` is not #[differentiable]: add #[differentiable] to it, or \

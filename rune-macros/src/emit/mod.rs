@@ -25,6 +25,7 @@ mod carrier;
 mod forward;
 mod fused;
 mod hvp;
+mod nested;
 mod objects;
 mod residuals;
 mod rule;
@@ -40,6 +41,7 @@ use quote::{format_ident, quote, ToTokens};
 use syn::{Ident, ItemFn};
 
 use self::carrier::Carrier;
+pub use self::nested::grad_function;
 pub use self::objects::{object_items, object_trait, ObjectMethod};
 pub use self::traits::trait_declarations;
 use crate::analyse::Analysis;

@@ -31,6 +31,7 @@ pub enum Passing {
 }
 
 /// One parameter of the function.
+#[derive(Clone)]
 pub struct Param {
     pub ident: Ident,
     /// The parameter's type as written.
@@ -42,6 +43,7 @@ pub struct Param {
 }
 
 /// A differentiated parameter.
+#[derive(Clone)]
 pub struct Active {
     pub passing: Passing,
     /// The element type `E` of `Tensor<E>` (for a struct, its `Differentiable::Elem`).

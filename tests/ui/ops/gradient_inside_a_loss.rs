@@ -1,5 +1,5 @@
-// A generated entry point called inside a differentiated function (a WGAN-GP gradient penalty)
-// says what it is and what to write instead.
+// A gradient called inside a differentiated function (a WGAN-GP gradient penalty), of a function
+// without `_hvp`, says what makes it differentiable.
 use rune_ad::prelude::*;
 
 #[differentiable]

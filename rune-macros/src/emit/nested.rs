@@ -1,0 +1,209 @@
+//! Gradients that are differentiable themselves: for a function `g` with `g_hvp`, the hidden
+//! entry points of `g_grad` as a function (`g_grad::fwd`, `g_grad::tangent`), so that a
+//! `#[differentiable]` function calling `g_grad(..)` (a gradient penalty, a step of inner
+//! gradient descent) is differentiated through it like through any call.
+//!
+//! `g_grad` maps the parameters to the gradient `∇g`. Its derivative is the Hessian `H` of `g`
+//! over all of its differentiated parameters, which is symmetric, so one Hessian-vector product
+//! is both rules: the pullback of a cotangent `ḡ` is `H ḡ`, the tangent along `ṫ` is `H ṫ`.
+//! Both run `g_hvp` (forward over reverse). A function generic over its element type gets the
+//! dual-number entry points too, so a caller with `f_hvp` differentiates `g_grad` once more
+//! (third order, on dual numbers of dual numbers).
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use syn::{Ident, ItemFn};
+
+use super::api::EntryPoint;
+use super::{place, rt, Api, Generated, Host};
+use crate::parse::{Param, Passing, Returns, Signature};
+
+/// The hidden entry points of `g_grad` for function `func` (`g`), or `None` when `g` has no
+/// `g_hvp`, returns numbers, or takes a parameter the pullback cannot own (anything but tensors
+/// and numbers).
+pub fn grad_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<TokenStream> {
+    let api = Api {
+        func,
+        sig,
+        host: Host::Free,
+        is_twin: false,
+        hvp_twin,
+        trait_method: None,
+    };
+    api.hvp_elem()?;
+    // A function of numbers has its gradient in numbers, which its callers do not take yet.
+    if sig.fallible.is_some() || sig.scalar_out || sig.params.iter().any(|p| !ownable(p)) {
+        return None;
+    }
+    let name = &func.sig.ident;
+    let grad_name = format_ident!("{}_grad", name);
+    let hvp_name = format_ident!("{}_hvp", name);
+    // `g_grad` as a function: `g`'s parameters, its gradients returned.
+    let grads: Vec<syn::Type> = sig
+        .active()
+        .map(|(p, _)| syn::parse2(Signature::grad_type(p)).expect("a gradient type parses"))
+        .collect();
+    let returns = match grads.as_slice() {
+        [one] => Returns::Single(one.clone()),
+        _ => Returns::Tuple(grads),
+    };
+    let grad_sig = Signature {
+        params: sig.params.clone(),
+        returns,
+        fallible: None,
+        scalar_out: false,
+        array_out: None,
+    };
+    let mut grad_func = func.clone();
+    grad_func.sig.ident = grad_name.clone();
+    let grad_api = Api {
+        func: &grad_func,
+        sig: &grad_sig,
+        host: Host::Free,
+        is_twin: false,
+        hvp_twin: false,
+        trait_method: None,
+    };
+    let (_, ty_generics, _) = func.sig.generics.split_for_impl();
+    let turbofish = ty_generics.as_turbofish();
+    let names: Vec<&Ident> = sig.params.iter().map(|p| &p.ident).collect();
+    let actives = sig.active().count();
+    // The Hessian-vector products, one a differentiated parameter (`__rune_h` or its fields).
+    let products: Vec<TokenStream> = (0..actives)
+        .map(|k| match actives {
+            1 => quote!(__rune_h),
+            _ => {
+                let k = syn::Index::from(k);
+                quote!(__rune_h.#k)
+            }
+        })
+        .collect();
+    let rt = rt();
+    let mut generated = Generated {
+        hidden: TokenStream::new(),
+        public: TokenStream::new(),
+    };
+    for entry in EntryPoint::ALL {
+        let Some(decl) = grad_api.declare(entry) else {
+            continue;
+        };
+        let body = match entry {
+            EntryPoint::Fwd => {
+                // The pullback owns copies of the arguments (tensors share their buffers).
+                let owned = sig.params.iter().enumerate().map(|(i, p)| {
+                    let ident = &p.ident;
+                    let copy = hidden_copy(i);
+                    if borrowed(p) {
+                        quote!(let #copy = ::core::clone::Clone::clone(#ident);)
+                    } else {
+                        quote!(let #copy = ::core::clone::Clone::clone(&#ident);)
+                    }
+                });
+                let args = sig.params.iter().enumerate().map(|(i, p)| {
+                    let copy = hidden_copy(i);
+                    match p.active.as_ref().map(|a| a.passing) {
+                        Some(Passing::Borrowed) => quote!(&#copy),
+                        Some(Passing::Owned) => quote!(::core::clone::Clone::clone(&#copy)),
+                        None if borrowed(p) => quote!(&#copy),
+                        None => quote!(::core::clone::Clone::clone(&#copy)),
+                    }
+                });
+                let directions: Vec<TokenStream> = (0..actives)
+                    .map(|k| match actives {
+                        1 => quote!(__rune_cotangent),
+                        _ => {
+                            let k = syn::Index::from(k);
+                            quote!(__rune_cotangent.#k)
+                        }
+                    })
+                    .collect();
+                let mut products = products.iter();
+                let slots = sig.params.iter().map(|p| match p.active {
+                    Some(_) => {
+                        let product = products.next().expect("one product a parameter");
+                        quote!(#product)
+                    }
+                    None => quote!(#rt::NoGrad),
+                });
+                let cot = grad_sig.cotangent_type();
+                quote! {
+                    #(#owned)*
+                    let __rune_value = #grad_name #turbofish (#(#names),*);
+                    (__rune_value, move |__rune_cotangent: #cot| {
+                        let (_, __rune_h) = #hvp_name #turbofish (#(#args,)* #(#directions),*);
+                        (#(#slots,)*)
+                    })
+                }
+            }
+            EntryPoint::Tangent => {
+                // The tangents first: an owned parameter moves into the call.
+                let (locals, tangents): (Vec<_>, Vec<_>) = sig
+                    .params
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| p.active.is_some())
+                    .map(|(i, p)| {
+                        let slot = crate::names::tangent_param(i);
+                        let ident = &p.ident;
+                        let primal = match p.active.as_ref().map(|a| a.passing) {
+                            Some(Passing::Owned) => quote!(&#ident),
+                            _ => quote!(#ident),
+                        };
+                        let local = format_ident!("__rune_direction_{}", i);
+                        (
+                            quote!(let #local = #rt::TangentSlot::tangent_or_zeros(#slot, #primal);),
+                            quote!(&#local),
+                        )
+                    })
+                    .unzip();
+                quote! {
+                    #(#locals)*
+                    #hvp_name #turbofish (#(#names,)* #(#tangents),*)
+                }
+            }
+            EntryPoint::DualFwd => {
+                let fwd = grad_api.hidden_path("fwd");
+                quote!(#fwd #turbofish (#(#names),*))
+            }
+            EntryPoint::DualTangent => {
+                let tangent = grad_api.hidden_path("tangent");
+                let slots = (0..sig.params.len()).map(crate::names::tangent_param);
+                quote!(#tangent #turbofish (#(#names,)* #(#slots),*))
+            }
+            // The public entry points of `g_grad` itself are not written (its gradient is
+            // `g_hvp`'s business); a caller's passes reach the hidden ones only.
+            _ => continue,
+        };
+        let item = grad_api.write(&decl, body);
+        generated.hidden.extend(item);
+    }
+    Some(place(&grad_func, Host::Free, vec![generated]))
+}
+
+/// `__rune_own1`: the pullback's copy of parameter 1.
+fn hidden_copy(i: usize) -> Ident {
+    format_ident!("__rune_own{}", i)
+}
+
+/// Whether the parameter is taken by reference.
+fn borrowed(p: &Param) -> bool {
+    matches!(p.ty, syn::Type::Reference(_))
+}
+
+/// Whether the pullback can own a copy of the parameter: a tensor, or a number, `bool` or
+/// `usize` (by value or by reference).
+fn ownable(p: &Param) -> bool {
+    if p.active.as_ref().is_some_and(|a| !a.structure && !a.scalar) {
+        return true;
+    }
+    let inner = match &p.ty {
+        syn::Type::Reference(r) => &*r.elem,
+        ty => ty,
+    };
+    let text = quote!(#inner).to_string();
+    text.starts_with("Tensor <")
+        || matches!(
+            text.as_str(),
+            "f32" | "f64" | "bool" | "usize" | "isize" | "i32" | "i64" | "u32" | "u64"
+        )
+}

@@ -1,0 +1,234 @@
+//! Gradients inside differentiated functions: `g_grad(..)` called in a `#[differentiable]` body
+//! is differentiated through its Hessian (`g_hvp`, forward over reverse). A WGAN-GP gradient
+//! penalty, one MAML step, third derivatives and mixed partials, each checked in every variant
+//! against finite differences and the dot-product test (`support::check_variants!`), and against
+//! the derivatives written out by hand.
+
+mod support;
+
+use rune_ad::prelude::*;
+use support::check_variants;
+
+/// A critic: `v · tanh(W x)` summed over the batch, with its weights as tensors.
+#[differentiable(hvp)]
+fn critic(w: &Tensor<f64>, v: &Tensor<f64>, x: &Tensor<f64>) -> Tensor<f64> {
+    let mut h = x.matmul(w);
+    for _ in 0..2 {
+        h = h.tanh() + &h * 0.1;
+    }
+    h.matmul(v).sum()
+}
+
+/// WGAN-GP: the critic's score plus `λ (‖∇ₓ critic‖ − 1)²`, differentiated with respect to the
+/// critic's weights (the gradient penalty's gradient is a second derivative).
+#[differentiable]
+fn critic_loss(w: &Tensor<f64>, v: &Tensor<f64>, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+    let (_, _, gx) = critic_grad(w, v, x);
+    let norm = (gx.square().sum() + 1e-12).sqrt();
+    critic(w, v, x) + (norm - 1.0).square() * 10.0
+}
+
+#[test]
+fn a_gradient_penalty_has_every_variant() {
+    let w = Tensor::rand_normal(&[3, 4], 0.0, 0.7, 1);
+    let v = Tensor::rand_normal(&[4, 1], 0.0, 0.7, 2);
+    let x = Tensor::rand_normal(&[5, 3], 0.0, 1.0, 3);
+    check_variants!(
+        critic_loss,
+        critic_loss_value_and_grad,
+        critic_loss_grad,
+        critic_loss_vjp,
+        critic_loss_jvp,
+        critic_loss_pullback;
+        [w, v];
+        (&w, &v, &x)
+    );
+}
+
+/// Least squares, `½ mean((X w − y)²)`, generic over the element type.
+#[differentiable]
+fn least_squares<T: Element>(w: &Tensor<T>, x: &Tensor<T>, y: &Tensor<T>) -> Tensor<T> {
+    let r = x.matmul(w) - y;
+    (&r * &r).mean() * T::from_f64(0.5)
+}
+
+/// MAML: one step of gradient descent on the training set, then the loss on the test set.
+#[differentiable]
+fn maml<T: Element>(
+    w: &Tensor<T>,
+    #[nodiff] train: &(Tensor<T>, Tensor<T>),
+    #[nodiff] test: &(Tensor<T>, Tensor<T>),
+) -> Tensor<T> {
+    let (gw, _, _) = least_squares_grad(w, &train.0, &train.1);
+    let adapted = w - gw * T::from_f64(0.3);
+    least_squares(&adapted, &test.0, &test.1)
+}
+
+#[test]
+fn a_maml_meta_gradient_is_the_one_by_hand() {
+    let w = Tensor::rand_normal(&[3, 1], 0.0, 1.0, 11);
+    let train = (
+        Tensor::rand_normal(&[6, 3], 0.0, 1.0, 12),
+        Tensor::rand_normal(&[6, 1], 0.0, 1.0, 13),
+    );
+    let test = (
+        Tensor::rand_normal(&[4, 3], 0.0, 1.0, 14),
+        Tensor::rand_normal(&[4, 1], 0.0, 1.0, 15),
+    );
+    check_variants!(
+        maml,
+        maml_value_and_grad,
+        maml_grad,
+        maml_vjp,
+        maml_jvp,
+        maml_pullback;
+        [w];
+        (&w, &train, &test)
+    );
+    // By hand: ∇L(w) = Xᵀ(X w − y)/n and H = XᵀX/n, so w' = w − α ∇L_train(w) and the
+    // meta-gradient is (I − α H_train) ∇L_test(w').
+    let (xs, ys) = &train;
+    let (xt, yt) = &test;
+    let n = |x: &Tensor<f64>| x.shape()[0] as f64;
+    let adapted = &w - &(xs.t().matmul(&(xs.matmul(&w) - ys)) * (0.3 / n(xs)));
+    let outer = xt.t().matmul(&(xt.matmul(&adapted) - yt)) / n(xt);
+    let by_hand = &outer - &(xs.t().matmul(&xs.matmul(&outer)) * (0.3 / n(xs)));
+    let got = maml_grad(&w, &train, &test);
+    for (g, h) in got.to_vec().iter().zip(by_hand.to_vec()) {
+        assert!((g - h).abs() <= 1e-12 * h.abs().max(1.0), "{g} against {h}");
+    }
+    // The same in f32.
+    let w32 = w.cast::<f32>();
+    let cast = |(a, b): &(Tensor<f64>, Tensor<f64>)| (a.cast::<f32>(), b.cast::<f32>());
+    let got32 = maml_grad(&w32, &cast(&train), &cast(&test));
+    for (g, h) in got32.to_vec().iter().zip(by_hand.to_vec()) {
+        assert!(
+            (f64::from(*g) - h).abs() <= 1e-4 * h.abs().max(1.0),
+            "{g} against {h}"
+        );
+    }
+}
+
+#[differentiable]
+fn quartic<T: Element>(x: &Tensor<T>) -> Tensor<T> {
+    (x * x * x * x).sum()
+}
+
+/// `Σ ∂/∂x Σ x⁴ = Σ 4x³`: a gradient of a gradient.
+#[differentiable]
+fn quartic_slope<T: Element>(x: &Tensor<T>) -> Tensor<T> {
+    quartic_grad(x).sum()
+}
+
+/// `Σ 12x²`: a gradient of a gradient of a gradient.
+#[differentiable]
+fn quartic_curvature<T: Element>(x: &Tensor<T>) -> Tensor<T> {
+    quartic_slope_grad(x).sum()
+}
+
+#[test]
+fn the_third_derivative_of_x4_is_24x() {
+    let x = Tensor::from_vec(vec![2.0, -1.0, 0.5], &[3]);
+    // d/dx Σ 4x³ = 12x², d/dx Σ 12x² = 24x.
+    assert_eq!(quartic_slope_grad(&x).to_vec(), [48.0, 12.0, 3.0]);
+    assert_eq!(quartic_curvature_grad(&x).to_vec(), [48.0, -24.0, 12.0]);
+    // Forward mode through both nested gradients, and f_hvp (the fourth derivative, 24).
+    let (value, tangent) = quartic_curvature_jvp(&x, &Tensor::from_vec(vec![1.0, 0.0, 0.0], &[3]));
+    assert_eq!(value.item(), 12.0 * (4.0 + 1.0 + 0.25));
+    assert_eq!(tangent.item(), 48.0);
+    let (_, fourth) = quartic_curvature_hvp(&x, &Tensor::from_vec(vec![0.0, 1.0, 0.0], &[3]));
+    assert_eq!(fourth.to_vec(), [0.0, 24.0, 0.0]);
+    check_variants!(
+        quartic_curvature,
+        quartic_curvature_value_and_grad,
+        quartic_curvature_grad,
+        quartic_curvature_vjp,
+        quartic_curvature_jvp,
+        quartic_curvature_pullback;
+        [x];
+        (&x)
+    );
+}
+
+/// A function of two tensors with every kind of mixed term.
+#[differentiable]
+fn coupled<T: Element>(a: &Tensor<T>, b: &Tensor<T>) -> Tensor<T> {
+    (a * b).sin().sum() + (a * a * b).sum() + b.exp().sum()
+}
+
+/// `Σ ∂coupled/∂a`, differentiated with respect to `b`: the mixed partials.
+#[differentiable]
+fn slope_in_a<T: Element>(#[nodiff] a: &Tensor<T>, b: &Tensor<T>) -> Tensor<T> {
+    let (ga, _) = coupled_grad(a, b);
+    ga.sum()
+}
+
+#[test]
+fn mixed_partials_agree_with_differences_of_differences() {
+    let a = Tensor::from_vec(vec![0.3, -0.8], &[2]);
+    let b = Tensor::from_vec(vec![1.1, 0.4], &[2]);
+    let got = slope_in_a_grad(&a, &b).to_vec();
+    // ∂²coupled/∂aᵢ∂bᵢ by central differences of central differences.
+    let h = 1e-4;
+    let f = |a: &[f64], b: &[f64]| {
+        coupled(
+            &Tensor::from_vec(a.to_vec(), &[2]),
+            &Tensor::from_vec(b.to_vec(), &[2]),
+        )
+        .item()
+    };
+    for i in 0..2 {
+        let shifted = |da: f64, db: f64| {
+            let mut a2 = a.to_vec();
+            let mut b2 = b.to_vec();
+            a2[i] += da;
+            b2[i] += db;
+            f(&a2, &b2)
+        };
+        let fd =
+            (shifted(h, h) - shifted(h, -h) - shifted(-h, h) + shifted(-h, -h)) / (4.0 * h * h);
+        // By hand: ∂²/∂aᵢ∂bᵢ = cos(aᵢbᵢ) − aᵢbᵢ sin(aᵢbᵢ) + 2aᵢ.
+        let (ai, bi) = (a.to_vec()[i], b.to_vec()[i]);
+        let by_hand = (ai * bi).cos() - ai * bi * (ai * bi).sin() + 2.0 * ai;
+        assert!(
+            (got[i] - by_hand).abs() < 1e-12,
+            "{} against {by_hand}",
+            got[i]
+        );
+        assert!((got[i] - fd).abs() < 1e-6, "{} against {fd}", got[i]);
+    }
+}
+
+/// The gradient of [`coupled`] in `a` as a function of its own, whose Jacobian is a Hessian.
+#[differentiable]
+fn coupled_slope<T: Element>(a: &Tensor<T>, #[nodiff] b: &Tensor<T>) -> Tensor<T> {
+    let (ga, _) = coupled_grad(a, b);
+    ga
+}
+
+/// `coupled` in `a` alone, for its Hessian by forward over reverse.
+#[differentiable]
+fn coupled_in_a<T: Element>(a: &Tensor<T>, #[nodiff] b: &Tensor<T>) -> Tensor<T> {
+    coupled(a, b)
+}
+
+#[test]
+fn a_hessian_by_reverse_mode_of_the_gradient() {
+    let a = Tensor::from_vec(vec![0.3f64, -0.8, 0.5], &[3]);
+    let b = Tensor::from_vec(vec![1.1f64, 0.4, -0.6], &[3]);
+    let reverse = jacrev(|a, w| coupled_slope_vjp(a, &b, w).1, &a, &[3]);
+    let forward = jacfwd(|a, v| coupled_slope_jvp(a, &b, v).1, &a);
+    let over_reverse = hessian(|a, v| coupled_in_a_hvp(a, &b, v).1, &a);
+    // By hand: diagonal, ∂²/∂aᵢ² = −bᵢ² sin(aᵢbᵢ) + 2bᵢ.
+    let mut by_hand = vec![0.0f64; 9];
+    for i in 0..3 {
+        let (ai, bi) = (a.to_vec()[i], b.to_vec()[i]);
+        by_hand[i * 4] = -bi * bi * (ai * bi).sin() + 2.0 * bi;
+    }
+    for h in [reverse, forward, over_reverse] {
+        assert_eq!(h.shape(), &[3, 3]);
+        for (g, w) in h.to_vec().iter().zip(&by_hand) {
+            assert!((g - w).abs() < 1e-12, "{g} against {w}");
+        }
+    }
+}

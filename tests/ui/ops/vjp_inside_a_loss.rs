@@ -1,0 +1,17 @@
+// Of the generated entry points, only `_grad` is differentiated inside another function; a
+// `_vjp` there says so.
+use rune_ad::prelude::*;
+
+#[differentiable]
+fn critic<T: Element>(w: &Tensor<T>, x: &Tensor<T>) -> Tensor<T> {
+    x.matmul(w).tanh()
+}
+
+#[differentiable]
+fn penalty(w: &Tensor<f64>, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+    let ones = Tensor::ones(&[2, 2]);
+    let (value, _) = critic_vjp(w, x, &ones);
+    value.square().sum()
+}
+
+fn main() {}
