@@ -232,3 +232,58 @@ fn a_hessian_by_reverse_mode_of_the_gradient() {
         }
     }
 }
+
+/// The potential of two fixed charges, at `(10, 10 - w)` and `(10, 0)`.
+#[differentiable(hvp)]
+fn potential(x0: f64, x1: f64, w: f64) -> f64 {
+    let d1 = ((x0 - 10.0).powi(2) + (x1 - 10.0 + w).powi(2)).sqrt();
+    let d2 = ((x0 - 10.0).powi(2) + x1.powi(2)).sqrt();
+    1.0 / d1 + 1.0 / d2
+}
+
+/// A charged particle pushed by the potential's gradient (naive Euler, until it crosses the
+/// x-axis), scored by where it crosses: a function of numbers calling a gradient of numbers.
+#[differentiable]
+fn crossing(w: f64) -> f64 {
+    let (mut x0, mut x1) = (0.0, 8.0);
+    let (mut v0, mut v1) = (0.75, 0.0);
+    let dt = 0.1;
+    let mut result = 0.0;
+    let mut flying = true;
+    while flying {
+        let (a0, a1, _) = potential_grad(x0, x1, w);
+        let (n0, n1) = (v0 - dt * a0, v1 - dt * a1);
+        if x1 + dt * n1 <= 0.0 {
+            let xf = x0 - x1 / n1 * n0;
+            result = xf * xf;
+            flying = false;
+        } else {
+            x0 += dt * n0;
+            x1 += dt * n1;
+            v0 = n0;
+            v1 = n1;
+        }
+    }
+    result
+}
+
+#[test]
+fn a_trajectory_through_a_gradient_of_numbers() {
+    for w in [0.0, 0.3] {
+        let (value, g) = crossing_value_and_grad(w);
+        assert_eq!(value, crossing(w));
+        let h = 1e-6;
+        let fd = (crossing(w + h) - crossing(w - h)) / (2.0 * h);
+        assert!(
+            (g - fd).abs() < 1e-6 * fd.abs().max(1.0),
+            "{g} against {fd}"
+        );
+        let (_, tangent) = crossing_jvp(w, &1.0);
+        assert!(
+            (tangent - g).abs() < 1e-12 * g.abs().max(1.0),
+            "{tangent} against {g}"
+        );
+        let (_, pulled) = crossing_vjp(w, &2.0);
+        assert!((pulled - 2.0 * g).abs() < 1e-12 * g.abs().max(1.0));
+    }
+}

@@ -31,8 +31,9 @@ pub fn grad_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<T
         trait_method: None,
     };
     api.hvp_elem()?;
-    // A function of numbers has its gradient in numbers, which its callers do not take yet.
-    if sig.fallible.is_some() || sig.scalar_out || sig.params.iter().any(|p| !ownable(p)) {
+    // A function of numbers takes numbers, not arrays, whose gradients would be arrays.
+    let arrays = sig.active().any(|(_, a)| a.array);
+    if sig.fallible.is_some() || arrays || sig.params.iter().any(|p| !ownable(p)) {
         return None;
     }
     let name = &func.sig.ident;
@@ -51,7 +52,7 @@ pub fn grad_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<T
         params: sig.params.clone(),
         returns,
         fallible: None,
-        scalar_out: false,
+        scalar_out: sig.scalar_out,
         array_out: None,
     };
     let mut grad_func = func.clone();
@@ -150,10 +151,12 @@ pub fn grad_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<T
                             _ => quote!(#ident),
                         };
                         let local = format_ident!("__rune_direction_{}", i);
-                        (
-                            quote!(let #local = #rt::TangentSlot::tangent_or_zeros(#slot, #primal);),
-                            quote!(&#local),
-                        )
+                        let direction = if sig.scalar_out {
+                            quote!(#rt::TangentSlot::number_tangent(#slot))
+                        } else {
+                            quote!(#rt::TangentSlot::tangent_or_zeros(#slot, #primal))
+                        };
+                        (quote!(let #local = #direction;), quote!(&#local))
                     })
                     .unzip();
                 quote! {
