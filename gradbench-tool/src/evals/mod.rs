@@ -12,9 +12,13 @@ pub mod kmeans;
 pub mod llsq;
 pub mod lse;
 pub mod ode;
+pub mod particle;
+pub mod saddle;
 
 /// The modules this tool implements, as `define` names them.
-pub const MODULES: &[&str] = &["hello", "lse", "llsq", "gmm", "kmeans", "ode"];
+pub const MODULES: &[&str] = &[
+    "hello", "lse", "llsq", "gmm", "kmeans", "ode", "particle", "saddle",
+];
 
 /// What an `evaluate` returns: the last run's output and the time of every run.
 #[derive(Debug)]
@@ -37,6 +41,8 @@ pub fn evaluate(module: &str, function: &str, input: &Value) -> Result<Outcome, 
         "gmm" => gmm::evaluate(function, input),
         "kmeans" => kmeans::evaluate(function, input),
         "ode" => ode::evaluate(function, input),
+        "particle" => particle::evaluate(function, input),
+        "saddle" => saddle::evaluate(function, input),
         _ => Err(format!("module {module} not implemented")),
     }
 }
@@ -99,4 +105,40 @@ pub(crate) fn matrix_json(t: &Tensor<f64>) -> Value {
             .map(|row| Value::from(row.to_vec()))
             .collect::<Vec<_>>(),
     )
+}
+
+/// GradBench's gradient descent (`multivariateArgmin` of its reference tools, for `particle`
+/// and `saddle`): steps of `eta` along the negative gradient `g`, `eta` halved after a step
+/// that does not descend and doubled after ten that do, until the gradient or the step is
+/// shorter than `1e-5`.
+pub(crate) fn argmin<const N: usize>(
+    f: impl Fn([f64; N]) -> f64,
+    g: impl Fn([f64; N]) -> [f64; N],
+    x0: [f64; N],
+) -> [f64; N] {
+    let norm = |v: [f64; N]| v.iter().map(|a| a * a).sum::<f64>().sqrt();
+    let (mut x, mut fx, mut gx) = (x0, f(x0), g(x0));
+    let (mut eta, mut i) = (1e-5, 0);
+    loop {
+        if norm(gx) <= 1e-5 {
+            return x;
+        }
+        if i == 10 {
+            eta *= 2.0;
+            i = 0;
+            continue;
+        }
+        let next: [f64; N] = std::array::from_fn(|k| x[k] - eta * gx[k]);
+        if norm(std::array::from_fn(|k| x[k] - next[k])) <= 1e-5 {
+            return x;
+        }
+        let f_next = f(next);
+        if f_next < fx {
+            (x, fx, gx) = (next, f_next, g(next));
+            i += 1;
+        } else {
+            eta /= 2.0;
+            i = 0;
+        }
+    }
 }

@@ -210,3 +210,178 @@ fn ownable(p: &Param) -> bool {
             "f32" | "f64" | "bool" | "usize" | "isize" | "i32" | "i64" | "u32" | "u64"
         )
 }
+
+/// The hidden entry points of `g_jvp` for a function of numbers `g` (numbers in, a number out)
+/// that has `g_hvp`, or `None` for any other function.
+///
+/// `g_jvp(x, t) = (g(x), ∇g·t)`. With `(∇g, H t)` from one `g_hvp(x, t)`, its pullback of
+/// `(c₀, c₁)` is `x̄ = c₀ ∇g + c₁ H t`, `t̄ = c₁ ∇g`, and its tangent along `(u, ṫ)` is
+/// `(∇g·u, u·H t + ∇g·ṫ)`: forward mode inside a differentiated function, as GradBench's
+/// `particle` takes the potential's slope along each axis.
+pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<TokenStream> {
+    let api = Api {
+        func,
+        sig,
+        host: Host::Free,
+        is_twin: false,
+        hvp_twin,
+        trait_method: None,
+    };
+    api.hvp_elem()?;
+    let numbers = sig.active().all(|(_, a)| a.scalar && !a.array);
+    if !sig.scalar_out || !numbers || sig.fallible.is_some() {
+        return None;
+    }
+    if sig.params.iter().any(|p| !ownable(p)) {
+        return None;
+    }
+    let elem = sig.active().next()?.1.elem.clone();
+    let name = &func.sig.ident;
+    let jvp_name = format_ident!("{}_jvp", name);
+    let hvp_name = format_ident!("{}_hvp", name);
+    // `g_jvp` as a function: `g`'s parameters, then a tangent for each differentiated one.
+    let tangent_params: Vec<Param> = sig
+        .active()
+        .map(|(p, a)| Param {
+            ident: format_ident!("{}_tangent", p.ident),
+            ty: syn::parse_quote!(&#elem),
+            mutable: false,
+            active: Some(crate::parse::Active {
+                passing: Passing::Borrowed,
+                ..a.clone()
+            }),
+        })
+        .collect();
+    let mut params = sig.params.clone();
+    params.extend(tangent_params.iter().cloned());
+    let jvp_sig = Signature {
+        params,
+        returns: Returns::Tuple(vec![elem.clone(), elem.clone()]),
+        fallible: None,
+        scalar_out: true,
+        array_out: None,
+    };
+    let mut jvp_func = func.clone();
+    jvp_func.sig.ident = jvp_name.clone();
+    let jvp_api = Api {
+        func: &jvp_func,
+        sig: &jvp_sig,
+        host: Host::Free,
+        is_twin: false,
+        hvp_twin: false,
+        trait_method: None,
+    };
+    let rt = rt();
+    let n = sig.params.len();
+    let actives = sig.active().count();
+    let part = |base: TokenStream, k: usize| match actives {
+        1 => base,
+        _ => {
+            let k = syn::Index::from(k);
+            quote!(#base.#k)
+        }
+    };
+    let owned_copy = |i: usize, p: &Param| {
+        let ident = &p.ident;
+        let copy = hidden_copy(i);
+        if borrowed(p) {
+            quote!(let #copy = ::core::clone::Clone::clone(#ident);)
+        } else {
+            quote!(let #copy = ::core::clone::Clone::clone(&#ident);)
+        }
+    };
+    let copy_arg = |i: usize, p: &Param| {
+        let copy = hidden_copy(i);
+        if borrowed(p) {
+            quote!(&#copy)
+        } else {
+            quote!(#copy)
+        }
+    };
+    let names: Vec<&Ident> = jvp_sig.params.iter().map(|p| &p.ident).collect();
+    let mut generated = Generated {
+        hidden: TokenStream::new(),
+        public: TokenStream::new(),
+    };
+    for entry in [EntryPoint::Fwd, EntryPoint::Tangent] {
+        let decl = jvp_api.declare(entry)?;
+        let body = match entry {
+            EntryPoint::Fwd => {
+                let owned = jvp_sig
+                    .params
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| owned_copy(i, p));
+                let args = jvp_sig
+                    .params
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| copy_arg(i, p));
+                let mut k = 0;
+                let slots = jvp_sig.params.iter().enumerate().map(|(i, p)| {
+                    if p.active.is_none() {
+                        return quote!(#rt::NoGrad);
+                    }
+                    if i >= n {
+                        let g = part(quote!(__rune_g), i - n);
+                        return quote!(__rune_c1 * #g);
+                    }
+                    let (g, h) = (part(quote!(__rune_g), k), part(quote!(__rune_h), k));
+                    k += 1;
+                    quote!(__rune_c0 * #g + __rune_c1 * #h)
+                });
+                quote! {
+                    #(#owned)*
+                    let __rune_value = #jvp_name (#(#names),*);
+                    (__rune_value, move |__rune_cotangent: (&#elem, &#elem)| {
+                        let (__rune_c0, __rune_c1) = (*__rune_cotangent.0, *__rune_cotangent.1);
+                        let (__rune_g, __rune_h) = #hvp_name (#(#args),*);
+                        (#(#slots,)*)
+                    })
+                }
+            }
+            _ => {
+                let directions = jvp_sig.params.iter().enumerate().filter_map(|(i, p)| {
+                    p.active.as_ref()?;
+                    let slot = crate::names::tangent_param(i);
+                    let local = format_ident!("__rune_direction_{}", i);
+                    Some(quote!(let #local = #rt::TangentSlot::number_tangent(#slot);))
+                });
+                // `u`: the directions of `g`'s parameters; `ṫ`: of the tangents.
+                let active_at: Vec<usize> = sig
+                    .params
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| p.active.is_some())
+                    .map(|(i, _)| i)
+                    .collect();
+                let value_tangent = active_at.iter().enumerate().map(|(k, i)| {
+                    let g = part(quote!(__rune_g), k);
+                    let u = format_ident!("__rune_direction_{}", i);
+                    quote!(#g * #u)
+                });
+                let slope_tangent = active_at.iter().enumerate().map(|(k, i)| {
+                    let (g, h) = (part(quote!(__rune_g), k), part(quote!(__rune_h), k));
+                    let u = format_ident!("__rune_direction_{}", i);
+                    let dt = format_ident!("__rune_direction_{}", n + k);
+                    quote!(#u * #h + #g * #dt)
+                });
+                quote! {
+                    #(#directions)*
+                    let __rune_value = #jvp_name (#(#names),*);
+                    let (__rune_g, __rune_h) = #hvp_name (#(#names),*);
+                    let __rune_zero: #elem = 0.0;
+                    (
+                        __rune_value,
+                        (
+                            __rune_zero #(+ #value_tangent)*,
+                            __rune_zero #(+ #slope_tangent)*,
+                        ),
+                    )
+                }
+            }
+        };
+        generated.hidden.extend(jvp_api.write(&decl, body));
+    }
+    Some(place(&jvp_func, Host::Free, vec![generated]))
+}

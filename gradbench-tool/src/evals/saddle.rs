@@ -1,0 +1,206 @@
+//! `saddle`: the saddle point of `f(p₁, p₂) = ‖p₁‖² − ‖p₂‖²`, found as the minimum over `p₁` of
+//! the maximum over `p₂`, each by gradient descent. The cost of `p₁` runs the inner ascent, which
+//! takes `f`'s gradient in `p₂`, and the outer descent differentiates that cost, inner ascent
+//! and all: nested derivatives, in the four orders GradBench asks for (`rr`, `rf`, `fr`, `ff`:
+//! outer mode, then inner mode).
+//!
+//! The inner gradient is `f_grad` (reverse) or two `f_jvp` (forward), differentiable callees of
+//! the cost through `f_hvp`; the outer one is the cost's `_grad` or two of its `_jvp`.
+use rune_ad::prelude::*;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{argmin, decode, timed, unknown_function, Outcome};
+use crate::timing::Runs;
+
+/// `‖p₁‖² − ‖p₂‖²`.
+#[differentiable(hvp)]
+pub fn f(a0: f64, a1: f64, b0: f64, b1: f64) -> f64 {
+    (a0 * a0 + a1 * a1) - (b0 * b0 + b1 * b1)
+}
+
+/// `f(p₁, p₂*)` at the `p₂*` that gradient ascent from `(s0, s1)` reaches (GradBench's
+/// `multivariateMax`), the gradient in `p₂` in reverse mode.
+#[differentiable]
+pub fn cost_reverse(a0: f64, a1: f64, #[nodiff] s0: f64, #[nodiff] s1: f64) -> f64 {
+    let (mut b0, mut b1) = (s0, s1);
+    let mut fx = -f(a0, a1, b0, b1);
+    let (_, _, g0, g1) = f_grad(a0, a1, b0, b1);
+    let (mut d0, mut d1) = (-g0, -g1);
+    let mut eta = 1e-5;
+    let mut i = 0;
+    let mut climbing = true;
+    while climbing {
+        if (d0 * d0 + d1 * d1).sqrt() <= 1e-5 {
+            climbing = false;
+        } else if i == 10 {
+            eta *= 2.0;
+            i = 0;
+        } else {
+            let (n0, n1) = (b0 - eta * d0, b1 - eta * d1);
+            if ((b0 - n0) * (b0 - n0) + (b1 - n1) * (b1 - n1)).sqrt() <= 1e-5 {
+                climbing = false;
+            } else {
+                let f_next = -f(a0, a1, n0, n1);
+                if f_next < fx {
+                    b0 = n0;
+                    b1 = n1;
+                    fx = f_next;
+                    let (_, _, h0, h1) = f_grad(a0, a1, b0, b1);
+                    d0 = -h0;
+                    d1 = -h1;
+                    i += 1;
+                } else {
+                    eta /= 2.0;
+                    i = 0;
+                }
+            }
+        }
+    }
+    f(a0, a1, b0, b1)
+}
+
+/// [`cost_reverse`] with the gradient in `p₂` from two forward-mode slopes.
+#[differentiable]
+pub fn cost_forward(a0: f64, a1: f64, #[nodiff] s0: f64, #[nodiff] s1: f64) -> f64 {
+    let (mut b0, mut b1) = (s0, s1);
+    let mut fx = -f(a0, a1, b0, b1);
+    let (_, g0) = f_jvp(a0, a1, b0, b1, &0.0, &0.0, &1.0, &0.0);
+    let (_, g1) = f_jvp(a0, a1, b0, b1, &0.0, &0.0, &0.0, &1.0);
+    let (mut d0, mut d1) = (-g0, -g1);
+    let mut eta = 1e-5;
+    let mut i = 0;
+    let mut climbing = true;
+    while climbing {
+        if (d0 * d0 + d1 * d1).sqrt() <= 1e-5 {
+            climbing = false;
+        } else if i == 10 {
+            eta *= 2.0;
+            i = 0;
+        } else {
+            let (n0, n1) = (b0 - eta * d0, b1 - eta * d1);
+            if ((b0 - n0) * (b0 - n0) + (b1 - n1) * (b1 - n1)).sqrt() <= 1e-5 {
+                climbing = false;
+            } else {
+                let f_next = -f(a0, a1, n0, n1);
+                if f_next < fx {
+                    b0 = n0;
+                    b1 = n1;
+                    fx = f_next;
+                    let (_, h0) = f_jvp(a0, a1, b0, b1, &0.0, &0.0, &1.0, &0.0);
+                    let (_, h1) = f_jvp(a0, a1, b0, b1, &0.0, &0.0, &0.0, &1.0);
+                    d0 = -h0;
+                    d1 = -h1;
+                    i += 1;
+                } else {
+                    eta /= 2.0;
+                    i = 0;
+                }
+            }
+        }
+    }
+    f(a0, a1, b0, b1)
+}
+
+/// The saddle point `p₁ ++ p₂` from `start`, with the outer derivative in reverse
+/// (`outer_reverse`) or forward mode and the inner one as `inner_reverse` says.
+pub fn solve(start: [f64; 2], outer_reverse: bool, inner_reverse: bool) -> [f64; 4] {
+    let [s0, s1] = start;
+    let cost = |[a0, a1]: [f64; 2]| match inner_reverse {
+        true => cost_reverse(a0, a1, s0, s1),
+        false => cost_forward(a0, a1, s0, s1),
+    };
+    let slope = |[a0, a1]: [f64; 2]| match (outer_reverse, inner_reverse) {
+        (true, true) => {
+            let (g0, g1) = cost_reverse_grad(a0, a1, s0, s1);
+            [g0, g1]
+        }
+        (true, false) => {
+            let (g0, g1) = cost_forward_grad(a0, a1, s0, s1);
+            [g0, g1]
+        }
+        (false, true) => [
+            cost_reverse_jvp(a0, a1, s0, s1, &1.0, &0.0).1,
+            cost_reverse_jvp(a0, a1, s0, s1, &0.0, &1.0).1,
+        ],
+        (false, false) => [
+            cost_forward_jvp(a0, a1, s0, s1, &1.0, &0.0).1,
+            cost_forward_jvp(a0, a1, s0, s1, &0.0, &1.0).1,
+        ],
+    };
+    let p1 = argmin(cost, slope, start);
+    // The maximum over `p₂` at that `p₁`: the descent of `−f`, with `f`'s gradient in `p₂` in
+    // the inner mode.
+    let [a0, a1] = p1;
+    let ascent = |[b0, b1]: [f64; 2]| match inner_reverse {
+        true => {
+            let (_, _, g0, g1) = f_grad(a0, a1, b0, b1);
+            [-g0, -g1]
+        }
+        false => [
+            -f_jvp(a0, a1, b0, b1, &0.0, &0.0, &1.0, &0.0).1,
+            -f_jvp(a0, a1, b0, b1, &0.0, &0.0, &0.0, &1.0).1,
+        ],
+    };
+    let [b0, b1] = argmin(|[b0, b1]| -f(a0, a1, b0, b1), ascent, start);
+    [a0, a1, b0, b1]
+}
+
+#[derive(Deserialize)]
+struct Input {
+    start: [f64; 2],
+    #[serde(flatten)]
+    runs: Runs,
+}
+
+/// Runs `rr`, `rf`, `fr` or `ff` on a `saddle` input.
+pub fn evaluate(function: &str, input: &Value) -> Result<Outcome, String> {
+    let Input { start, runs } = decode("saddle", input)?;
+    let (outer_reverse, inner_reverse) = match function {
+        "rr" => (true, true),
+        "rf" => (true, false),
+        "fr" => (false, true),
+        "ff" => (false, false),
+        _ => return Err(unknown_function("saddle", function)),
+    };
+    Ok(timed(
+        runs,
+        &start,
+        |&start| solve(start, outer_reverse, inner_reverse),
+        |point| Value::from(point.to_vec()),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// GradBench's expected output from `(1, 1)`, every variant.
+    const EXPECTED: f64 = 8.246324826140356e-06;
+
+    #[test]
+    fn every_variant_finds_the_reference_point() {
+        for (outer, inner) in [(true, true), (true, false), (false, true), (false, false)] {
+            let point = solve([1.0, 1.0], outer, inner);
+            for p in point {
+                assert!((p - EXPECTED).abs() < 1e-12, "{outer} {inner}: {point:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_costs_slope_agrees_with_finite_differences() {
+        // The inner ascent ends near p₂ = 0 whatever p₁ is, so the cost is close to ‖p₁‖²; its
+        // derivative through the ascent is checked against central differences of the cost.
+        let h = 1e-5;
+        let (a0, a1) = (0.7, -0.4);
+        let fd =
+            (cost_reverse(a0 + h, a1, 1.0, 1.0) - cost_reverse(a0 - h, a1, 1.0, 1.0)) / (2.0 * h);
+        let (g0, _) = cost_reverse_grad(a0, a1, 1.0, 1.0);
+        let (f0, _) = cost_forward_grad(a0, a1, 1.0, 1.0);
+        let t0 = cost_forward_jvp(a0, a1, 1.0, 1.0, &1.0, &0.0).1;
+        for slope in [g0, f0, t0] {
+            assert!((slope - fd).abs() < 1e-6, "{slope} against {fd}");
+        }
+    }
+}
