@@ -469,3 +469,51 @@ fn block_statements_update_what_they_assign() {
         assert!((g - 12.0 * xi * sx).abs() <= 1e-12 * (12.0 * xi * sx).abs().max(1.0));
     }
 }
+
+/// A body that ends in a `loop` left by `return` once a value crosses a threshold (a fixed
+/// point iteration, a search): the loop is run as a statement and its `return` ends the function.
+#[differentiable]
+fn grow_until(w: &Tensor<f64>) -> Tensor<f64> {
+    let mut x = w.clone();
+    loop {
+        x = x.sin() * 2.0 + w * 0.1;
+        let total = x.sum().item();
+        if total.abs() > 1.0 {
+            return (&x * &x).sum();
+        }
+    }
+}
+
+/// The same on numbers: three steps of `x ← 1.5 x + 0.1`, then `x²`.
+#[differentiable]
+fn three_steps(w: f64) -> f64 {
+    let mut x = w;
+    let mut k = 0;
+    loop {
+        x = x * 1.5 + 0.1;
+        k += 1;
+        if k == 3 {
+            return x * x;
+        }
+    }
+}
+
+#[test]
+fn a_body_ending_in_a_loop_left_by_return() {
+    let w = Tensor::from_vec(vec![0.3, 0.2], &[2]);
+    check_variants!(
+        grow_until,
+        grow_until_value_and_grad,
+        grow_until_grad,
+        grow_until_vjp,
+        grow_until_jvp,
+        grow_until_pullback;
+        [w];
+        (&w)
+    );
+    // By hand: x₃ = 1.5³ w + 0.1 (1.5² + 1.5 + 1), d(x₃²)/dw = 2 x₃ 1.5³.
+    let x3 = 3.375 * 0.5 + 0.1 * (2.25 + 1.5 + 1.0);
+    let (value, grad) = three_steps_value_and_grad(0.5);
+    assert!((value - x3 * x3).abs() < 1e-12);
+    assert!((grad - 2.0 * x3 * 3.375).abs() < 1e-12);
+}

@@ -254,6 +254,11 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
 
     let n_out = sig.outputs();
     let (init, tail) = split_tail(&block.stmts);
+    // A body that ends in a `loop` leaves it by `return`: the loop is a statement.
+    let (init, tail) = match tail {
+        Some(t) if matches!(strip(t), Expr::Loop(_)) => (&block.stmts[..], None),
+        other => (init, other),
+    };
     let early_return = init.iter().any(|s| exits(s, Within::Function));
     if early_return {
         if matches!(sig.returns, Returns::Aux { .. }) {
