@@ -287,3 +287,66 @@ fn a_trajectory_through_a_gradient_of_numbers() {
         assert!((pulled - 2.0 * g).abs() < 1e-12 * g.abs().max(1.0));
     }
 }
+
+/// `Σ k x² + Σ sin x`.
+#[differentiable]
+fn energy<T: Element>(x: &Tensor<T>, k: &Tensor<T>) -> Tensor<T> {
+    (x * x * k).sum() + x.sin().sum()
+}
+
+/// The energy plus its squared slope along `v` in `x` alone: forward mode inside a
+/// differentiated function of tensors.
+#[differentiable]
+fn slope_penalty<T: Element>(x: &Tensor<T>, k: &Tensor<T>, #[nodiff] v: &Tensor<T>) -> Tensor<T> {
+    let still = Tensor::zeros(k.shape());
+    let (e, s) = energy_jvp(x, k, v, &still);
+    e + s.square()
+}
+
+/// The slope along the point itself (`x` and `k` as their own tangents): the tangents are
+/// differentiated too.
+#[differentiable]
+fn radial_slope<T: Element>(x: &Tensor<T>, k: &Tensor<T>) -> Tensor<T> {
+    let (_, s) = energy_jvp(x, k, x, k);
+    s
+}
+
+#[test]
+fn a_forward_derivative_inside_has_every_variant() {
+    let x = Tensor::from_vec(vec![0.3, -0.8, 0.5], &[3]);
+    let k = Tensor::from_vec(vec![1.1, 0.4, -0.6], &[3]);
+    let v = Tensor::from_vec(vec![0.2, 1.0, -0.5], &[3]);
+    check_variants!(
+        slope_penalty,
+        slope_penalty_value_and_grad,
+        slope_penalty_grad,
+        slope_penalty_vjp,
+        slope_penalty_jvp,
+        slope_penalty_pullback;
+        [x, k];
+        (&x, &k, &v)
+    );
+    check_variants!(
+        radial_slope,
+        radial_slope_value_and_grad,
+        radial_slope_grad,
+        radial_slope_vjp,
+        radial_slope_jvp,
+        radial_slope_pullback;
+        [x, k];
+        (&x, &k)
+    );
+    // By hand: the radial slope is Σ (2kx + cos x) x + Σ x² k = Σ 3kx² + x cos x, whose
+    // gradient in k is 3x².
+    let (gx, gk) = radial_slope_grad(&x, &k);
+    for i in 0..3 {
+        let (xi, ki) = (x.to_vec()[i], k.to_vec()[i]);
+        assert!((gk.to_vec()[i] - 3.0 * xi * xi).abs() < 1e-12);
+        let dx = 6.0 * ki * xi + xi.cos() - xi * xi.sin();
+        assert!(
+            (gx.to_vec()[i] - dx).abs() < 1e-12,
+            "{} against {dx}",
+            gx.to_vec()[i]
+        );
+    }
+}

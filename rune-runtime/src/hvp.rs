@@ -159,3 +159,66 @@ pub fn dual_primal<D: DualParts>(dual: &D) -> D::Real {
 pub fn dual_tangent<D: DualParts>(dual: &D) -> D::Real {
     dual.tangent()
 }
+
+/// What the rules of `g_jvp` as a differentiated callee (`rune_macros`' `emit::nested`)
+/// compute with: a gradient's part (a tensor or a number) scaled by a number, added, and
+/// paired with a direction into a number; and the one-element value's cotangent read as a
+/// number, and a number made a value's tangent.
+pub trait JvpPart: Sized {
+    /// The element type.
+    type Number: Element;
+    /// `self · c`.
+    fn scaled(&self, c: Self::Number) -> Self;
+    /// `self + other`.
+    fn plus(self, other: Self) -> Self;
+    /// `Σ self · other`, elementwise.
+    fn inner(&self, other: &Self) -> Self::Number;
+    /// The one element of a cotangent of a one-element value.
+    fn number(&self) -> Self::Number;
+    /// `n` in the shape of `self`, a one-element value.
+    fn like(&self, n: Self::Number) -> Self;
+}
+
+impl<T: Element> JvpPart for Tensor<T> {
+    type Number = T;
+    fn scaled(&self, c: T) -> Self {
+        self * c
+    }
+    fn plus(self, other: Self) -> Self {
+        self + other
+    }
+    fn inner(&self, other: &Self) -> T {
+        (self * other).sum().item()
+    }
+    #[track_caller]
+    fn number(&self) -> T {
+        self.item()
+    }
+    fn like(&self, n: T) -> Self {
+        Tensor::full(self.shape(), n)
+    }
+}
+
+macro_rules! jvp_numbers {
+    ($($t:ty)*) => {$(
+        impl JvpPart for $t {
+            type Number = $t;
+            fn scaled(&self, c: $t) -> $t {
+                self * c
+            }
+            fn plus(self, other: $t) -> $t {
+                self + other
+            }
+            fn inner(&self, other: &$t) -> $t {
+                self * other
+            }
+            fn number(&self) -> $t {
+                *self
+            }
+            fn like(&self, n: $t) -> $t {
+                n
+            }
+        }
+    )*};
+}
+jvp_numbers!(f32 f64);

@@ -236,7 +236,10 @@ impl Emitter<'_> {
                 let check = check.then(|| {
                     let text = name.to_string();
                     let message = match generated_from(&text) {
-                        Some(base) if text.ends_with("_grad") && !text.ends_with("_value_and_grad") => {
+                        Some(base)
+                            if (text.ends_with("_grad") && !text.ends_with("_value_and_grad"))
+                                || text.ends_with("_jvp") =>
+                        {
                             format!(
                                 "`{name}` is differentiated when `{base}` has `{base}_hvp`, which its \
                                  rules run: mark `{base}` `#[differentiable(hvp)]`, or write it \
@@ -246,10 +249,10 @@ impl Emitter<'_> {
                         }
                         Some(base) => format!(
                             "`{name}` is what #[differentiable] generates from `{base}`; of those, \
-                             only `{base}_grad` (of a function with `{base}_hvp`) can be called \
-                             inside a differentiated function so far: call `{name}` outside it, \
-                             or wrap the differentiated argument in `stop_gradient(..)` to use \
-                             its value as a constant"
+                             only `{base}_grad` and `{base}_jvp` (of a function with `{base}_hvp`) \
+                             can be called inside a differentiated function so far: call `{name}` \
+                             outside it, or wrap the differentiated argument in \
+                             `stop_gradient(..)` to use its value as a constant"
                         ),
                         None => format!(
                             "`{name}` is not #[differentiable]: add #[differentiable] to it, or \

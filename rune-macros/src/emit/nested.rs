@@ -211,13 +211,14 @@ fn ownable(p: &Param) -> bool {
         )
 }
 
-/// The hidden entry points of `g_jvp` for a function of numbers `g` (numbers in, a number out)
-/// that has `g_hvp`, or `None` for any other function.
+/// The hidden entry points of `g_jvp` for a function `g` with `g_hvp` (of tensors or of
+/// numbers, one value), or `None` for any other function.
 ///
 /// `g_jvp(x, t) = (g(x), ∇g·t)`. With `(∇g, H t)` from one `g_hvp(x, t)`, its pullback of
 /// `(c₀, c₁)` is `x̄ = c₀ ∇g + c₁ H t`, `t̄ = c₁ ∇g`, and its tangent along `(u, ṫ)` is
 /// `(∇g·u, u·H t + ∇g·ṫ)`: forward mode inside a differentiated function, as GradBench's
-/// `particle` takes the potential's slope along each axis.
+/// `particle` takes the potential's slope along each axis. The value has one element (`g_hvp`
+/// checks it), so `c₀` and `c₁` are numbers (`rune_runtime::JvpPart`).
 pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<TokenStream> {
     let api = Api {
         func,
@@ -228,37 +229,39 @@ pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<To
         trait_method: None,
     };
     api.hvp_elem()?;
-    let numbers = sig.active().all(|(_, a)| a.scalar && !a.array);
-    if !sig.scalar_out || !numbers || sig.fallible.is_some() {
+    let plain = sig.active().all(|(_, a)| !a.array && !a.structure);
+    let Returns::Single(value_ty) = &sig.returns else {
+        return None;
+    };
+    if !plain || sig.fallible.is_some() || sig.params.iter().any(|p| !ownable(p)) {
         return None;
     }
-    if sig.params.iter().any(|p| !ownable(p)) {
-        return None;
-    }
-    let elem = sig.active().next()?.1.elem.clone();
     let name = &func.sig.ident;
     let jvp_name = format_ident!("{}_jvp", name);
     let hvp_name = format_ident!("{}_hvp", name);
     // `g_jvp` as a function: `g`'s parameters, then a tangent for each differentiated one.
     let tangent_params: Vec<Param> = sig
         .active()
-        .map(|(p, a)| Param {
-            ident: format_ident!("{}_tangent", p.ident),
-            ty: syn::parse_quote!(&#elem),
-            mutable: false,
-            active: Some(crate::parse::Active {
-                passing: Passing::Borrowed,
-                ..a.clone()
-            }),
+        .map(|(p, a)| {
+            let grad = Signature::grad_type(p);
+            Param {
+                ident: format_ident!("{}_tangent", p.ident),
+                ty: syn::parse_quote!(&#grad),
+                mutable: false,
+                active: Some(crate::parse::Active {
+                    passing: Passing::Borrowed,
+                    ..a.clone()
+                }),
+            }
         })
         .collect();
     let mut params = sig.params.clone();
     params.extend(tangent_params.iter().cloned());
     let jvp_sig = Signature {
         params,
-        returns: Returns::Tuple(vec![elem.clone(), elem.clone()]),
+        returns: Returns::Tuple(vec![value_ty.clone(), value_ty.clone()]),
         fallible: None,
-        scalar_out: true,
+        scalar_out: sig.scalar_out,
         array_out: None,
     };
     let mut jvp_func = func.clone();
@@ -272,6 +275,8 @@ pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<To
         trait_method: None,
     };
     let rt = rt();
+    let (_, ty_generics, _) = func.sig.generics.split_for_impl();
+    let turbofish = ty_generics.as_turbofish();
     let n = sig.params.len();
     let actives = sig.active().count();
     let part = |base: TokenStream, k: usize| match actives {
@@ -279,23 +284,6 @@ pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<To
         _ => {
             let k = syn::Index::from(k);
             quote!(#base.#k)
-        }
-    };
-    let owned_copy = |i: usize, p: &Param| {
-        let ident = &p.ident;
-        let copy = hidden_copy(i);
-        if borrowed(p) {
-            quote!(let #copy = ::core::clone::Clone::clone(#ident);)
-        } else {
-            quote!(let #copy = ::core::clone::Clone::clone(&#ident);)
-        }
-    };
-    let copy_arg = |i: usize, p: &Param| {
-        let copy = hidden_copy(i);
-        if borrowed(p) {
-            quote!(&#copy)
-        } else {
-            quote!(#copy)
         }
     };
     let names: Vec<&Ident> = jvp_sig.params.iter().map(|p| &p.ident).collect();
@@ -307,16 +295,23 @@ pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<To
         let decl = jvp_api.declare(entry)?;
         let body = match entry {
             EntryPoint::Fwd => {
-                let owned = jvp_sig
-                    .params
-                    .iter()
-                    .enumerate()
-                    .map(|(i, p)| owned_copy(i, p));
-                let args = jvp_sig
-                    .params
-                    .iter()
-                    .enumerate()
-                    .map(|(i, p)| copy_arg(i, p));
+                let owned = jvp_sig.params.iter().enumerate().map(|(i, p)| {
+                    let ident = &p.ident;
+                    let copy = hidden_copy(i);
+                    if borrowed(p) {
+                        quote!(let #copy = ::core::clone::Clone::clone(#ident);)
+                    } else {
+                        quote!(let #copy = ::core::clone::Clone::clone(&#ident);)
+                    }
+                });
+                let args = jvp_sig.params.iter().enumerate().map(|(i, p)| {
+                    let copy = hidden_copy(i);
+                    if borrowed(p) {
+                        quote!(&#copy)
+                    } else {
+                        quote!(::core::clone::Clone::clone(&#copy))
+                    }
+                });
                 let mut k = 0;
                 let slots = jvp_sig.params.iter().enumerate().map(|(i, p)| {
                     if p.active.is_none() {
@@ -324,18 +319,23 @@ pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<To
                     }
                     if i >= n {
                         let g = part(quote!(__rune_g), i - n);
-                        return quote!(__rune_c1 * #g);
+                        return quote!(#rt::JvpPart::scaled(&#g, __rune_c1));
                     }
                     let (g, h) = (part(quote!(__rune_g), k), part(quote!(__rune_h), k));
                     k += 1;
-                    quote!(__rune_c0 * #g + __rune_c1 * #h)
+                    quote!(#rt::JvpPart::plus(
+                        #rt::JvpPart::scaled(&#g, __rune_c0),
+                        #rt::JvpPart::scaled(&#h, __rune_c1),
+                    ))
                 });
+                let cot = jvp_sig.cotangent_type();
                 quote! {
                     #(#owned)*
-                    let __rune_value = #jvp_name (#(#names),*);
-                    (__rune_value, move |__rune_cotangent: (&#elem, &#elem)| {
-                        let (__rune_c0, __rune_c1) = (*__rune_cotangent.0, *__rune_cotangent.1);
-                        let (__rune_g, __rune_h) = #hvp_name (#(#args),*);
+                    let __rune_value = #jvp_name #turbofish (#(#names),*);
+                    (__rune_value, move |__rune_cotangent: #cot| {
+                        let __rune_c0 = #rt::JvpPart::number(__rune_cotangent.0);
+                        let __rune_c1 = #rt::JvpPart::number(__rune_cotangent.1);
+                        let (__rune_g, __rune_h) = #hvp_name #turbofish (#(#args),*);
                         (#(#slots,)*)
                     })
                 }
@@ -345,7 +345,16 @@ pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<To
                     p.active.as_ref()?;
                     let slot = crate::names::tangent_param(i);
                     let local = format_ident!("__rune_direction_{}", i);
-                    Some(quote!(let #local = #rt::TangentSlot::number_tangent(#slot);))
+                    let ident = &p.ident;
+                    let primal = match p.active.as_ref().map(|a| a.passing) {
+                        Some(Passing::Owned) => quote!(&#ident),
+                        _ => quote!(#ident),
+                    };
+                    Some(if sig.scalar_out {
+                        quote!(let #local = #rt::TangentSlot::number_tangent(#slot);)
+                    } else {
+                        quote!(let #local = #rt::TangentSlot::tangent_or_zeros(#slot, #primal);)
+                    })
                 });
                 // `u`: the directions of `g`'s parameters; `ṫ`: of the tangents.
                 let active_at: Vec<usize> = sig
@@ -358,26 +367,29 @@ pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<To
                 let value_tangent = active_at.iter().enumerate().map(|(k, i)| {
                     let g = part(quote!(__rune_g), k);
                     let u = format_ident!("__rune_direction_{}", i);
-                    quote!(#g * #u)
+                    quote!(#rt::JvpPart::inner(&#g, &#u))
                 });
                 let slope_tangent = active_at.iter().enumerate().map(|(k, i)| {
                     let (g, h) = (part(quote!(__rune_g), k), part(quote!(__rune_h), k));
                     let u = format_ident!("__rune_direction_{}", i);
                     let dt = format_ident!("__rune_direction_{}", n + k);
-                    quote!(#u * #h + #g * #dt)
+                    quote!(#rt::JvpPart::inner(&#u, &#h) + #rt::JvpPart::inner(&#g, &#dt))
+                });
+                // The tangents by reference: an owned parameter moves into the calls last.
+                let by_ref = jvp_sig.params.iter().map(|p| {
+                    let ident = &p.ident;
+                    match p.active.as_ref().map(|a| a.passing) {
+                        Some(Passing::Owned) => quote!(::core::clone::Clone::clone(&#ident)),
+                        _ => quote!(#ident),
+                    }
                 });
                 quote! {
                     #(#directions)*
-                    let __rune_value = #jvp_name (#(#names),*);
-                    let (__rune_g, __rune_h) = #hvp_name (#(#names),*);
-                    let __rune_zero: #elem = 0.0;
-                    (
-                        __rune_value,
-                        (
-                            __rune_zero #(+ #value_tangent)*,
-                            __rune_zero #(+ #slope_tangent)*,
-                        ),
-                    )
+                    let (__rune_g, __rune_h) = #hvp_name #turbofish (#(#by_ref),*);
+                    let __rune_value = #jvp_name #turbofish (#(#names),*);
+                    let __rune_first = #rt::JvpPart::like(&__rune_value.0, #(#value_tangent)+*);
+                    let __rune_second = #rt::JvpPart::like(&__rune_value.0, #(#slope_tangent)+*);
+                    (__rune_value, (__rune_first, __rune_second))
                 }
             }
         };

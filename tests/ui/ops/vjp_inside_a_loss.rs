@@ -1,5 +1,5 @@
-// Of the generated entry points, only `_grad` is differentiated inside another function; a
-// `_vjp` there says so.
+// Of the generated entry points, only `_grad` and `_jvp` are differentiated inside another
+// function; a `_vjp` there says so.
 use rune_ad::prelude::*;
 
 #[differentiable]
