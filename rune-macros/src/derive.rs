@@ -61,7 +61,143 @@ pub fn differentiable(input: DeriveInput) -> syn::Result<TokenStream> {
         .filter(|f| !f.nodiff)
         .find_map(|f| written_elem(f.ty))
         .map_or(ElemSource::Field(first), ElemSource::Written);
-    Ok(emit(&input, &fields, &elem))
+    let mut out = emit(&input, &fields, &elem);
+    if let ElemSource::Written(ty) = elem {
+        out.extend(dual_impls(&input, &fields, ty));
+    }
+    Ok(out)
+}
+
+/// For a struct generic over its element type (`Mlp<T>` with `Tensor<T>` fields): how `f_hvp`
+/// seeds it with a direction as `Mlp<Dual<T>>` (`DualSeed`) and splits a gradient on dual
+/// numbers back into two `Mlp<T>` (`DualParts`). Each differentiated field is seeded and split
+/// by its own impls (a field they do not cover leaves the struct without them); a constant
+/// field that names `T` is lifted to dual numbers with zero tangents and split back to its
+/// primal, any other is cloned.
+fn dual_impls(input: &DeriveInput, fields: &[FieldModel<'_>], elem: &Type) -> TokenStream {
+    let Some(t) = input
+        .generics
+        .type_params()
+        .map(|p| &p.ident)
+        .find(|i| matches!(elem, Type::Path(p) if p.qself.is_none() && p.path.is_ident(*i)))
+    else {
+        return TokenStream::new();
+    };
+    let rt = quote!(::rune_ad::__private);
+    let dual: Type = syn::parse_quote!(#rt::Dual<#t>);
+    let on_duals = |ty: &Type| -> Type {
+        struct Swap<'a>(&'a syn::Ident, &'a Type);
+        impl syn::visit_mut::VisitMut for Swap<'_> {
+            fn visit_type_mut(&mut self, ty: &mut Type) {
+                if matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.is_ident(self.0)) {
+                    *ty = self.1.clone();
+                    return;
+                }
+                syn::visit_mut::visit_type_mut(self, ty);
+            }
+        }
+        let mut ty = ty.clone();
+        syn::visit_mut::VisitMut::visit_type_mut(&mut Swap(t, &dual), &mut ty);
+        ty
+    };
+    let names_t = |ty: &Type| {
+        quote!(#ty)
+            .into_iter()
+            .any(|tt| matches!(tt, TokenTree::Ident(ref i) if i == t) || names_group(&tt, t))
+    };
+    let name = &input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let dual_args = input.generics.params.iter().map(|p| match p {
+        syn::GenericParam::Type(tp) if tp.ident == *t => quote!(#dual),
+        syn::GenericParam::Type(tp) => {
+            let i = &tp.ident;
+            quote!(#i)
+        }
+        syn::GenericParam::Lifetime(l) => {
+            let l = &l.lifetime;
+            quote!(#l)
+        }
+        syn::GenericParam::Const(c) => {
+            let i = &c.ident;
+            quote!(#i)
+        }
+    });
+    let dual_self = quote!(#name<#(#dual_args),*>);
+    let existing = where_clause.map(|w| &w.predicates);
+    let separator = existing
+        .filter(|p| !p.empty_or_trailing())
+        .map(|_| quote!(,));
+    let mut seed_bounds = Vec::new();
+    let mut parts_bounds = Vec::new();
+    let mut seeds = Vec::new();
+    let (mut primals, mut tangents) = (Vec::new(), Vec::new());
+    for f in fields {
+        let (member, ty) = (&f.member, f.ty);
+        let dual_ty = on_duals(ty);
+        if f.nodiff {
+            if names_t(ty) {
+                seed_bounds.push(quote!(#ty: #rt::Lift<Lifted = #dual_ty>));
+                parts_bounds.push(quote!(#dual_ty: #rt::DualParts<Real = #ty>));
+                seeds.push(quote!(#member: #rt::Lift::lift(&self.#member)));
+                primals.push(quote!(#member: #rt::DualParts::primal(&self.#member)));
+                tangents.push(quote!(#member: #rt::DualParts::primal(&self.#member)));
+            } else {
+                seed_bounds.push(quote!(#ty: ::core::clone::Clone));
+                parts_bounds.push(quote!(#ty: ::core::clone::Clone));
+                seeds.push(quote!(#member: ::core::clone::Clone::clone(&self.#member)));
+                primals.push(quote!(#member: ::core::clone::Clone::clone(&self.#member)));
+                tangents.push(quote!(#member: ::core::clone::Clone::clone(&self.#member)));
+            }
+        } else {
+            seed_bounds.push(quote!(#ty: #rt::DualSeed<Direction = #ty, Dual = #dual_ty>));
+            parts_bounds.push(quote!(#dual_ty: #rt::DualParts<Real = #ty>));
+            seeds.push(quote!(#member: #rt::DualSeed::seed(&self.#member, &direction.#member)));
+            primals.push(quote!(#member: #rt::DualParts::primal(&self.#member)));
+            tangents.push(quote!(#member: #rt::DualParts::tangent(&self.#member)));
+        }
+    }
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics #rt::DualSeed for #name #ty_generics
+        where
+            #existing #separator
+            #t: #rt::Element,
+            #(#seed_bounds,)*
+        {
+            type Direction = Self;
+            type Dual = #dual_self;
+            fn seed(&self, direction: &Self) -> #dual_self {
+                #name { #(#seeds,)* }
+            }
+        }
+
+        #[automatically_derived]
+        impl #impl_generics #rt::DualParts for #dual_self
+        where
+            #existing #separator
+            #t: #rt::Element,
+            #(#parts_bounds,)*
+        {
+            type Real = #name #ty_generics;
+            fn primal(&self) -> #name #ty_generics {
+                #name { #(#primals,)* }
+            }
+            fn tangent(&self) -> #name #ty_generics {
+                #name { #(#tangents,)* }
+            }
+        }
+    }
+}
+
+/// Whether a group token (`<..>`, `(..)`) holds the identifier `t`.
+fn names_group(tt: &TokenTree, t: &syn::Ident) -> bool {
+    match tt {
+        TokenTree::Group(g) => g
+            .stream()
+            .into_iter()
+            .any(|tt| matches!(tt, TokenTree::Ident(ref i) if i == t) || names_group(&tt, t)),
+        _ => false,
+    }
 }
 
 /// `T` when `ty` is `Tensor<T>`, `Vec<..>` or `[..; N]` of one.

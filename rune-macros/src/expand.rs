@@ -371,7 +371,9 @@ fn check_hvp_option(
     if sig.active().any(|(_, a)| a.structure) {
         errors.at(
             &func.sig.ident,
-            "`f_hvp` takes tensor parameters; pass a structure's tensors separately",
+            "`f_hvp` takes tensor parameters here; make the structure and the function generic \
+             over the element type (`Mlp<T: Element>`), whose `f_hvp` takes the structure, or \
+             pass its tensors separately",
         );
     }
     if options.custom_vjp.is_some() || options.custom_jvp.is_some() || options.has_aux {

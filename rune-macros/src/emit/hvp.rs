@@ -18,28 +18,65 @@ impl<'a> Api<'a> {
     /// over it; `None` when the function gets no `f_hvp`. A function generic over its element
     /// type gets it as it is; a function on a concrete element type through its dual-number
     /// twin.
-    pub(super) fn hvp_elem(&self) -> Option<(&'a syn::Type, bool)> {
+    pub(super) fn hvp_elem(&self) -> Option<(syn::Type, bool)> {
         let (elem, generic) = self.hvp_shape()?;
         if self.is_twin || (!generic && !self.hvp_twin) {
             return None;
         }
-        if generic && cast_off(self.func, elem).is_some() {
+        if generic && cast_off(self.func, &elem).is_some() {
             return None;
         }
         Some((elem, generic))
     }
 
     /// The element type and whether the function is generic over it, for a function whose shape
-    /// allows `f_hvp` (one value, tensor parameters, not a twin), whatever its options.
-    fn hvp_shape(&self) -> Option<(&'a syn::Type, bool)> {
+    /// allows `f_hvp` (one value, not a twin), whatever its options. A structure parameter
+    /// needs a function generic over the element type, which its type names (`m: &Mlp<T>`):
+    /// `f_hvp` runs it on `Mlp<Dual<T>>` (its derive seeds and splits it).
+    fn hvp_shape(&self) -> Option<(syn::Type, bool)> {
         if !matches!(self.sig.returns, Returns::Single(_)) {
             return None;
         }
-        if self.sig.active().any(|(_, a)| a.structure) {
-            return None;
+        let structures = self.sig.active().any(|(_, a)| a.structure);
+        if let Some((_, first)) = self.sig.active().find(|(_, a)| !a.structure) {
+            let generic = self.generic_over(&first.elem);
+            return (generic || !structures).then(|| (first.elem.clone(), generic));
         }
-        let (_, first) = self.sig.active().next()?;
-        Some((&first.elem, self.generic_over(&first.elem)))
+        // The element: a type parameter bounded by `Element` that the structure's type names
+        // among its arguments (not a type parameter that is the structure, `m: &M`).
+        let (p, _) = self.sig.active().next()?;
+        let ty = &p.ty;
+        let named = quote!(#ty).to_string();
+        let generics = &self.func.sig.generics;
+        let element_bound = |ident: &syn::Ident| {
+            let inline = generics
+                .type_params()
+                .filter(|t| t.ident == *ident)
+                .flat_map(|t| &t.bounds);
+            let clauses = generics
+                .where_clause
+                .iter()
+                .flat_map(|w| &w.predicates)
+                .filter_map(|pred| match pred {
+                    syn::WherePredicate::Type(t) if single_ident(&t.bounded_ty) == Some(ident) => {
+                        Some(&t.bounds)
+                    }
+                    _ => None,
+                })
+                .flatten();
+            inline.chain(clauses).any(|b| {
+                matches!(b, syn::TypeParamBound::Trait(t)
+                    if t.path.segments.last().is_some_and(|s| s.ident == "Element"))
+            })
+        };
+        let t = generics.type_params().find(|t| {
+            element_bound(&t.ident)
+                && named
+                    .split(|c: char| !c.is_alphanumeric() && c != '_')
+                    .any(|word| t.ident == word)
+        })?;
+        let ident = &t.ident;
+        Some((syn::parse_quote!(#ident), true))
     }
 
     /// Whether `elem` is one of the function's type parameters.
@@ -64,7 +101,7 @@ impl<'a> Api<'a> {
         }
         let rt = rt();
         let cast = if generic {
-            cast_off(self.func, elem)
+            cast_off(self.func, &elem)
         } else {
             None
         };
@@ -165,6 +202,7 @@ impl Emitter<'_> {
         let rt = rt();
         let api = self.api();
         let (elem, generic) = api.hvp_elem().expect("a function with `f_hvp`");
+        let elem = &elem;
         let elem_ident = single_ident(elem);
         let generics = &self.func.sig.generics;
         let name = api.name();
