@@ -169,3 +169,57 @@ fn a_model_and_a_tensor_together_and_in_f32() {
         assert!((a - b).abs() < 1e-4 * b.abs().max(1.0), "{a} against {b}");
     }
 }
+
+/// Layers in a `Vec`, the way deeper models hold them.
+#[derive(Clone, Differentiable)]
+pub struct Deep<T: Element> {
+    layers: Vec<Dense<T>>,
+    head: Tensor<T>,
+}
+
+#[differentiable]
+fn deep_loss<T: Element>(model: &Deep<T>, #[nodiff] x: &Tensor<T>) -> Tensor<T> {
+    let mut h = x.clone();
+    for layer in &model.layers {
+        h = layer.forward(&h);
+    }
+    h.matmul(&model.head).square().mean()
+}
+
+#[test]
+fn a_vec_of_layers_has_its_hessian_times_a_direction() {
+    let layer = |seed: u64| Dense {
+        w: Tensor::rand_normal(&[3, 3], 0.0, 0.6, seed),
+        b: Tensor::rand_normal(&[3], 0.0, 0.3, seed + 1),
+    };
+    let m = Deep {
+        layers: vec![layer(50), layer(52), layer(54)],
+        head: Tensor::rand_normal(&[3, 1], 0.0, 0.6, 56),
+    };
+    let x = Tensor::rand_normal(&[4, 3], 0.0, 1.0, 57);
+    let mut v = m.zeros_like();
+    for (i, leaf) in v.leaves_mut().into_iter().enumerate() {
+        *leaf = Tensor::rand_normal(leaf.shape(), 0.0, 1.0, 60 + i as u64);
+    }
+    let (_, hv) = deep_loss_hvp(&m, &x, &v);
+    let eps = 1e-5;
+    let step = |s: f64| {
+        let mut moved = m.clone();
+        moved.axpy(s, &v);
+        let g = deep_loss_grad(&moved, &x);
+        g.leaves()
+            .iter()
+            .flat_map(|l| l.to_vec())
+            .collect::<Vec<f64>>()
+    };
+    let (plus, minus) = (step(eps), step(-eps));
+    let got: Vec<f64> = hv.leaves().iter().flat_map(|l| l.to_vec()).collect();
+    assert_eq!(got.len(), plus.len());
+    for (i, h) in got.iter().enumerate() {
+        let fd = (plus[i] - minus[i]) / (2.0 * eps);
+        assert!(
+            (h - fd).abs() < 1e-6 * fd.abs().max(1.0),
+            "element {i}: {h} against {fd}"
+        );
+    }
+}

@@ -10,7 +10,7 @@ use crate::Dual;
 
 /// A differentiated argument of `f_hvp`: made dual numbers whose tangents are its direction.
 pub trait DualSeed {
-    /// What the direction is given as: the argument's own type (a `Vec` for a slice).
+    /// What the direction is given as: the argument's own type (a slice's, a `Vec` coerced).
     type Direction: ?Sized;
     /// The argument on dual numbers.
     type Dual;
@@ -41,11 +41,11 @@ impl<T: Element> DualSeed for Tensor<T> {
     }
 }
 
-impl<T: Element> DualSeed for [T] {
-    type Direction = [T];
-    type Dual = Vec<Dual<T>>;
+impl<D: DualSeed<Direction = D>> DualSeed for [D] {
+    type Direction = [D];
+    type Dual = Vec<D::Dual>;
     #[track_caller]
-    fn seed(&self, direction: &[T]) -> Vec<Dual<T>> {
+    fn seed(&self, direction: &[D]) -> Vec<D::Dual> {
         assert_eq!(
             self.len(),
             direction.len(),
@@ -53,27 +53,24 @@ impl<T: Element> DualSeed for [T] {
             direction.len(),
             self.len()
         );
-        self.iter()
-            .zip(direction)
-            .map(|(&re, &du)| Dual::new(re, du))
-            .collect()
+        self.iter().zip(direction).map(|(x, d)| x.seed(d)).collect()
     }
 }
 
-impl<T: Element> DualSeed for Vec<T> {
-    type Direction = [T];
-    type Dual = Vec<Dual<T>>;
+impl<D: DualSeed<Direction = D>> DualSeed for Vec<D> {
+    type Direction = Vec<D>;
+    type Dual = Vec<D::Dual>;
     #[track_caller]
-    fn seed(&self, direction: &[T]) -> Vec<Dual<T>> {
+    fn seed(&self, direction: &Vec<D>) -> Vec<D::Dual> {
         self.as_slice().seed(direction)
     }
 }
 
-impl<T: Element, const N: usize> DualSeed for [T; N] {
-    type Direction = [T; N];
-    type Dual = [Dual<T>; N];
-    fn seed(&self, direction: &[T; N]) -> [Dual<T>; N] {
-        std::array::from_fn(|i| Dual::new(self[i], direction[i]))
+impl<D: DualSeed<Direction = D>, const N: usize> DualSeed for [D; N] {
+    type Direction = [D; N];
+    type Dual = [D::Dual; N];
+    fn seed(&self, direction: &[D; N]) -> [D::Dual; N] {
+        std::array::from_fn(|i| self[i].seed(&direction[i]))
     }
 }
 
@@ -130,23 +127,23 @@ impl<T: Element> DualParts for Dual<T> {
     }
 }
 
-impl<T: Element> DualParts for Vec<Dual<T>> {
-    type Real = Vec<T>;
-    fn primal(&self) -> Vec<T> {
-        self.iter().map(|d| d.re).collect()
+impl<D: DualParts> DualParts for Vec<D> {
+    type Real = Vec<D::Real>;
+    fn primal(&self) -> Vec<D::Real> {
+        self.iter().map(DualParts::primal).collect()
     }
-    fn tangent(&self) -> Vec<T> {
-        self.iter().map(|d| d.du).collect()
+    fn tangent(&self) -> Vec<D::Real> {
+        self.iter().map(DualParts::tangent).collect()
     }
 }
 
-impl<T: Element, const N: usize> DualParts for [Dual<T>; N] {
-    type Real = [T; N];
-    fn primal(&self) -> [T; N] {
-        self.map(|d| d.re)
+impl<D: DualParts, const N: usize> DualParts for [D; N] {
+    type Real = [D::Real; N];
+    fn primal(&self) -> [D::Real; N] {
+        std::array::from_fn(|i| self[i].primal())
     }
-    fn tangent(&self) -> [T; N] {
-        self.map(|d| d.du)
+    fn tangent(&self) -> [D::Real; N] {
+        std::array::from_fn(|i| self[i].tangent())
     }
 }
 
