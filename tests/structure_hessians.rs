@@ -223,3 +223,27 @@ fn a_vec_of_layers_has_its_hessian_times_a_direction() {
         );
     }
 }
+
+/// A structure whose `Option` field `f_hvp` cannot seed: its functions still compile and
+/// differentiate (their `f_hvp` carries what it needs as bounds, so only a call of it fails).
+#[derive(Clone, Differentiable)]
+pub struct MaybeBiased<T: Element> {
+    w: Tensor<T>,
+    b: Option<Tensor<T>>,
+}
+
+#[differentiable]
+fn maybe_biased<T: Element>(m: &MaybeBiased<T>, #[nodiff] x: &Tensor<T>) -> Tensor<T> {
+    x.matmul(&m.w).square().sum()
+}
+
+#[test]
+fn a_structure_without_dual_seeding_still_differentiates() {
+    let m = MaybeBiased {
+        w: Tensor::from_vec(vec![1.0, 2.0], &[2, 1]),
+        b: None,
+    };
+    let x = Tensor::from_vec(vec![3.0, 4.0], &[1, 2]);
+    // d/dw (x w)² = 2 (x w) x = 2 · 11 · (3, 4).
+    assert_eq!(maybe_biased_grad(&m, &x).w.to_vec(), [66.0, 88.0]);
+}

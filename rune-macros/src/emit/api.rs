@@ -89,6 +89,10 @@ pub(super) struct Decl {
     pub(super) ret: TokenStream,
     /// A body of the return type that never runs, for the stubs.
     pub(super) stub: TokenStream,
+    /// Bounds of this entry point alone, added to the function's where-clause (what `f_hvp`
+    /// needs of a structure parameter, so that a structure without it fails at a call of
+    /// `f_hvp`, not at the function).
+    pub(super) bounds: Vec<syn::WherePredicate>,
 }
 
 /// The parameter of `f_jvp` holding the tangent of differentiated parameter `p`.
@@ -283,7 +287,12 @@ impl Api<'_> {
                 None,
             ),
         };
+        let bounds = match entry {
+            EntryPoint::Hvp => self.hvp_bounds(),
+            _ => Vec::new(),
+        };
         Some(Decl {
+            bounds,
             hidden,
             attrs: quote!(#doc #[inline] #lints #track_caller),
             prototype_attrs: quote!(#doc #lints #track_caller),
@@ -304,10 +313,14 @@ impl Api<'_> {
             ..
         } = decl;
         let vis = &self.func.vis;
-        let generics = match self.trait_method {
+        let mut generics = match self.trait_method {
             Some(t) => t.bounded(&self.func.sig.generics),
             None => self.func.sig.generics.clone(),
         };
+        if !decl.bounds.is_empty() {
+            let clause = generics.make_where_clause();
+            clause.predicates.extend(decl.bounds.iter().cloned());
+        }
         let where_clause = &generics.where_clause;
         quote! {
             #attrs

@@ -79,6 +79,32 @@ impl<'a> Api<'a> {
         Some((syn::parse_quote!(#ident), true))
     }
 
+    /// What `f_hvp` needs of each structure parameter (`m: &Mlp<T>`): to be seeded as
+    /// `Mlp<Dual<T>>` and split back (`#[derive(Differentiable)]` writes both for a structure
+    /// generic over its element type).
+    pub(super) fn hvp_bounds(&self) -> Vec<syn::WherePredicate> {
+        let Some((elem, true)) = self.hvp_elem() else {
+            return Vec::new();
+        };
+        let Some(t) = single_ident(&elem).cloned() else {
+            return Vec::new();
+        };
+        let rt = rt();
+        let dual: syn::Type = syn::parse_quote!(#rt::Dual<#t>);
+        let mut bounds = Vec::new();
+        for (p, _) in self.sig.active().filter(|(_, a)| a.structure) {
+            let ty = match &p.ty {
+                syn::Type::Reference(r) => (*r.elem).clone(),
+                ty => ty.clone(),
+            };
+            let mut on_duals = ty.clone();
+            syn::visit_mut::VisitMut::visit_type_mut(&mut SwapElem(&t, &dual), &mut on_duals);
+            bounds.push(syn::parse_quote!(#ty: #rt::DualSeed<Direction = #ty, Dual = #on_duals>));
+            bounds.push(syn::parse_quote!(#on_duals: #rt::DualParts<Real = #ty>));
+        }
+        bounds
+    }
+
     /// Whether `elem` is one of the function's type parameters.
     pub(super) fn generic_over(&self, elem: &syn::Type) -> bool {
         single_ident(elem)
@@ -301,5 +327,18 @@ impl Emitter<'_> {
             let __rune_dual_grads = #grad_path #call_turbofish (#(#call_args),*);
             (#grads_out, #hvps_out)
         }
+    }
+}
+
+/// Replaces the type parameter `.0` by the type `.1` in a type.
+struct SwapElem<'a>(&'a Ident, &'a syn::Type);
+
+impl syn::visit_mut::VisitMut for SwapElem<'_> {
+    fn visit_type_mut(&mut self, ty: &mut syn::Type) {
+        if matches!(ty, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident(self.0)) {
+            *ty = self.1.clone();
+            return;
+        }
+        syn::visit_mut::visit_type_mut(self, ty);
     }
 }
