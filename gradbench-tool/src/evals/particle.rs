@@ -5,8 +5,8 @@
 //! for (`rr`, `rf`, `fr`, `ff`: outer mode, then inner mode).
 //!
 //! The inner gradient is `potential_grad` (reverse) or two `potential_jvp` (forward), both
-//! differentiable callees of the simulation through `potential_hvp`; the outer derivative is the
-//! simulation's `_grad` (reverse) or `_jvp` (forward).
+//! differentiable callees of the simulation through `potential_hvp`, chosen by a constant
+//! argument; the outer derivative is the simulation's `_grad` (reverse) or `_jvp` (forward).
 use rune_ad::prelude::*;
 use serde::Deserialize;
 use serde_json::Value;
@@ -22,39 +22,29 @@ pub fn potential(x0: f64, x1: f64, w: f64) -> f64 {
     1.0 / d1 + 1.0 / d2
 }
 
-/// Where the particle crosses the x-axis, squared, with the force from the potential's
-/// gradient in reverse mode.
+/// The force's pull `∇ₓp` at `(x0, x1)`: the potential's gradient in reverse mode, or its two
+/// forward-mode slopes along the axes (`forward`).
 #[differentiable]
-pub fn crossing_reverse(w: f64) -> f64 {
-    let (mut x0, mut x1) = (0.0, 8.0);
-    let (mut v0, mut v1) = (0.75, 0.0);
-    let dt = 0.1;
-    let mut flying = true;
-    while flying {
-        let (a0, a1, _) = potential_grad(x0, x1, w);
-        if x1 + dt * v1 > 0.0 {
-            x0 += dt * v0;
-            x1 += dt * v1;
-            v0 -= dt * a0;
-            v1 -= dt * a1;
-        } else {
-            flying = false;
-        }
-    }
-    let xf = x0 - x1 / v1 * v0;
-    xf * xf
-}
-
-/// [`crossing_reverse`] with the force from two forward-mode slopes of the potential.
-#[differentiable]
-pub fn crossing_forward(w: f64) -> f64 {
-    let (mut x0, mut x1) = (0.0, 8.0);
-    let (mut v0, mut v1) = (0.75, 0.0);
-    let dt = 0.1;
-    let mut flying = true;
-    while flying {
+pub fn pull(x0: f64, x1: f64, w: f64, #[nodiff] forward: bool) -> (f64, f64) {
+    if forward {
         let (_, a0) = potential_jvp(x0, x1, w, &1.0, &0.0, &0.0);
         let (_, a1) = potential_jvp(x0, x1, w, &0.0, &1.0, &0.0);
+        return (a0, a1);
+    }
+    let (a0, a1, _) = potential_grad(x0, x1, w);
+    (a0, a1)
+}
+
+/// Where the particle crosses the x-axis, squared, with the inner derivative in forward mode
+/// or not (`inner_forward`).
+#[differentiable]
+pub fn crossing(w: f64, #[nodiff] inner_forward: bool) -> f64 {
+    let (mut x0, mut x1) = (0.0, 8.0);
+    let (mut v0, mut v1) = (0.75, 0.0);
+    let dt = 0.1;
+    let mut flying = true;
+    while flying {
+        let (a0, a1) = pull(x0, x1, w, inner_forward);
         if x1 + dt * v1 > 0.0 {
             x0 += dt * v0;
             x1 += dt * v1;
@@ -71,17 +61,12 @@ pub fn crossing_forward(w: f64) -> f64 {
 /// The control found by gradient descent from `w0`, with the outer derivative in reverse
 /// (`outer_reverse`) or forward mode and the inner one as `inner_reverse` says.
 pub fn solve(w0: f64, outer_reverse: bool, inner_reverse: bool) -> f64 {
-    let f = |w| match inner_reverse {
-        true => crossing_reverse(w),
-        false => crossing_forward(w),
+    let inner_forward = !inner_reverse;
+    let slope = |w| match outer_reverse {
+        true => crossing_grad(w, inner_forward),
+        false => crossing_jvp(w, inner_forward, &1.0).1,
     };
-    let slope = |w| match (outer_reverse, inner_reverse) {
-        (true, true) => crossing_reverse_grad(w),
-        (true, false) => crossing_forward_grad(w),
-        (false, true) => crossing_reverse_jvp(w, &1.0).1,
-        (false, false) => crossing_forward_jvp(w, &1.0).1,
-    };
-    argmin(|[w]| f(w), |[w]| [slope(w)], [w0])[0]
+    argmin(|[w]| crossing(w, inner_forward), |[w]| [slope(w)], [w0])[0]
 }
 
 #[derive(Deserialize)]
@@ -128,17 +113,17 @@ mod tests {
     fn the_slopes_agree_with_finite_differences() {
         let h = 1e-6;
         for w in [0.0, 0.2] {
-            let fd = (crossing_reverse(w + h) - crossing_reverse(w - h)) / (2.0 * h);
-            for slope in [
-                crossing_reverse_grad(w),
-                crossing_forward_grad(w),
-                crossing_reverse_jvp(w, &1.0).1,
-                crossing_forward_jvp(w, &1.0).1,
-            ] {
-                assert!(
-                    (slope - fd).abs() < 1e-6 * fd.abs().max(1.0),
-                    "{slope} against {fd}"
-                );
+            let fd = (crossing(w + h, false) - crossing(w - h, false)) / (2.0 * h);
+            for inner_forward in [false, true] {
+                for slope in [
+                    crossing_grad(w, inner_forward),
+                    crossing_jvp(w, inner_forward, &1.0).1,
+                ] {
+                    assert!(
+                        (slope - fd).abs() < 1e-6 * fd.abs().max(1.0),
+                        "{slope} against {fd}"
+                    );
+                }
             }
         }
     }

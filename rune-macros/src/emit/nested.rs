@@ -91,24 +91,7 @@ pub fn grad_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<T
         let body = match entry {
             EntryPoint::Fwd => {
                 // The pullback owns copies of the arguments (tensors share their buffers).
-                let owned = sig.params.iter().enumerate().map(|(i, p)| {
-                    let ident = &p.ident;
-                    let copy = hidden_copy(i);
-                    if borrowed(p) {
-                        quote!(let #copy = ::core::clone::Clone::clone(#ident);)
-                    } else {
-                        quote!(let #copy = ::core::clone::Clone::clone(&#ident);)
-                    }
-                });
-                let args = sig.params.iter().enumerate().map(|(i, p)| {
-                    let copy = hidden_copy(i);
-                    match p.active.as_ref().map(|a| a.passing) {
-                        Some(Passing::Borrowed) => quote!(&#copy),
-                        Some(Passing::Owned) => quote!(::core::clone::Clone::clone(&#copy)),
-                        None if borrowed(p) => quote!(&#copy),
-                        None => quote!(::core::clone::Clone::clone(&#copy)),
-                    }
-                });
+                let (owned, args) = owned_copies(&sig.params);
                 let directions: Vec<TokenStream> = (0..actives)
                     .map(|k| match actives {
                         1 => quote!(__rune_cotangent),
@@ -183,9 +166,28 @@ pub fn grad_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<T
     Some(place(&grad_func, Host::Free, vec![generated]))
 }
 
-/// `__rune_own1`: the pullback's copy of parameter 1.
-fn hidden_copy(i: usize) -> Ident {
-    format_ident!("__rune_own{}", i)
+/// The pullback's copies of `params` (`let __rune_own1 = x.clone();`, tensors sharing their
+/// buffers), and the arguments that pass them on as the parameters are declared.
+fn owned_copies(params: &[Param]) -> (Vec<TokenStream>, Vec<TokenStream>) {
+    params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let ident = &p.ident;
+            let copy = format_ident!("__rune_own{}", i);
+            if borrowed(p) {
+                (
+                    quote!(let #copy = ::core::clone::Clone::clone(#ident);),
+                    quote!(&#copy),
+                )
+            } else {
+                (
+                    quote!(let #copy = ::core::clone::Clone::clone(&#ident);),
+                    quote!(::core::clone::Clone::clone(&#copy)),
+                )
+            }
+        })
+        .unzip()
 }
 
 /// Whether the parameter is taken by reference.
@@ -295,23 +297,7 @@ pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<To
         let decl = jvp_api.declare(entry)?;
         let body = match entry {
             EntryPoint::Fwd => {
-                let owned = jvp_sig.params.iter().enumerate().map(|(i, p)| {
-                    let ident = &p.ident;
-                    let copy = hidden_copy(i);
-                    if borrowed(p) {
-                        quote!(let #copy = ::core::clone::Clone::clone(#ident);)
-                    } else {
-                        quote!(let #copy = ::core::clone::Clone::clone(&#ident);)
-                    }
-                });
-                let args = jvp_sig.params.iter().enumerate().map(|(i, p)| {
-                    let copy = hidden_copy(i);
-                    if borrowed(p) {
-                        quote!(&#copy)
-                    } else {
-                        quote!(::core::clone::Clone::clone(&#copy))
-                    }
-                });
+                let (owned, args) = owned_copies(&jvp_sig.params);
                 let mut k = 0;
                 let slots = jvp_sig.params.iter().enumerate().map(|(i, p)| {
                     if p.active.is_none() {
