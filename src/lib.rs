@@ -552,10 +552,10 @@ pub use rune_runtime::{
     grad_fn, hessian, hessian_from_grad, hessian_of_numbers, hvp_from_grad, io, jacfwd, jacobian,
     jacrev, mul, ndarray, neg, optim, parallel, primal_of, stack, stop_gradient, sub, sum_to_shape,
     tangent_of, try_add, try_concat, try_div, try_dual_of, try_einsum, try_embedding, try_mul,
-    try_stack, try_sub, try_where_cond, where_cond, ClosureGradFn, CompareRhs, Detach,
+    try_stack, try_sub, try_where_cond, where_cond, Batch, ClosureGradFn, CompareRhs, Detach,
     Differentiable, Dual, Element, FromScalar, GradCheckError, GradFn, Indices, NewShape,
     NumberMethods, OpInfo, Operand, OperandOf, OperandRef, RangeElement, Scalar, ShapeError,
-    ShapeErrorKind, Tensor,
+    ShapeErrorKind, Tensor, VmapArg,
 };
 
 /// Everything a differentiable function usually needs.
@@ -566,8 +566,8 @@ pub mod prelude {
         embedding, grad_fn, hessian, hessian_from_grad, hessian_of_numbers, hvp_from_grad, jacfwd,
         jacobian, jacrev, mul, neg, primal_of, stack, stop_gradient, sub, sum_to_shape, tangent_of,
         try_add, try_concat, try_div, try_dual_of, try_einsum, try_embedding, try_mul, try_stack,
-        try_sub, try_where_cond, where_cond, Differentiable, Dual, Element, FromScalar,
-        GradCheckError, NumberMethods, ShapeError, ShapeErrorKind, Tensor,
+        try_sub, try_where_cond, where_cond, Batch, Differentiable, Dual, Element, FromScalar,
+        GradCheckError, NumberMethods, ShapeError, ShapeErrorKind, Tensor, VmapArg,
     };
 }
 

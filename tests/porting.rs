@@ -1698,6 +1698,36 @@ fn gradients_inside_a_loss() {
     );
 }
 
+#[differentiable(vmap)]
+fn example_loss(
+    w: &Tensor<f64>,
+    #[nodiff] x: &Tensor<f64>,
+    #[nodiff] y: &Tensor<f64>,
+) -> Tensor<f64> {
+    let d = x.matmul(w).tanh() - y;
+    (&d * &d).sum()
+}
+
+#[test]
+fn batching_vmap() {
+    // Per example: t = tanh(x · w), loss = (t - y)², gradient 2 (t - y) (1 - t²) x.
+    let w = t64(&[0.3, -0.8], &[2]);
+    let xs = t64(&[1.0, 2.0, -0.5, 0.25, 0.0, 3.0], &[3, 2]);
+    let ys = t64(&[0.1, -0.4, 0.9], &[3]);
+    let losses = example_loss_vmap(&w, Batch(&xs), Batch(&ys));
+    let grads = example_loss_grad_vmap(&w, Batch(&xs), Batch(&ys));
+    assert_eq!(grads.shape(), &[3, 2]);
+    let (x, y, l, g) = (xs.to_vec(), ys.to_vec(), losses.to_vec(), grads.to_vec());
+    for i in 0..3 {
+        let t = (x[2 * i] * 0.3 - x[2 * i + 1] * 0.8).tanh();
+        assert!((l[i] - (t - y[i]).powi(2)).abs() < 1e-14);
+        for j in 0..2 {
+            let by_hand = 2.0 * (t - y[i]) * (1.0 - t * t) * x[2 * i + j];
+            assert!((g[2 * i + j] - by_hand).abs() < 1e-14, "{i} {j}");
+        }
+    }
+}
+
 /// A heterogeneous stack of boxed layers (`nn.Sequential`), under its own trait.
 mod sequential {
     use super::*;

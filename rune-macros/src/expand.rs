@@ -294,6 +294,17 @@ fn function(
             );
         }
     }
+    let batched = match (options.vmap, host, &trait_method) {
+        (false, ..) => TokenStream::new(),
+        (true, Host::Free, None) => crate::vmap::vmap_items(&original, &sig, &mut errors),
+        (true, ..) => {
+            errors.at(
+                &func.sig.ident,
+                "`vmap` batches free functions; a method cannot be batched yet",
+            );
+            TokenStream::new()
+        }
+    };
     if !errors.is_empty() {
         let errs = errors.to_compile_errors();
         let stubs = emit::place(
@@ -333,7 +344,7 @@ fn function(
         let span = func.block.brace_token.span;
         *func.block = syn::parse_quote_spanned!(span.join() => { #body });
     }
-    quote!(#func #placed)
+    quote!(#func #placed #batched)
 }
 
 /// The element type of a function written for a concrete one (`f32`, `f64`), if it is.

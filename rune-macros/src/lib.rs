@@ -32,6 +32,7 @@ mod parse;
 #[cfg(test)]
 mod scaling;
 mod twin;
+mod vmap;
 
 use proc_macro::TokenStream;
 use syn::{parse_macro_input, DeriveInput};

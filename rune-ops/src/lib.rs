@@ -197,6 +197,53 @@ pub struct Fusion {
     pub partials: &'static [Partial],
 }
 
+/// How `f_vmap` batches an op: the op applied to arguments that carry a leading batch axis
+/// (some of them) computes what it computes on each example. The macro rewrites the op's call
+/// from this and runtime helpers (`rune_runtime::vmap`) that shift its configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Batching {
+    /// No batching rule yet: a `vmap` function using the op is a compile error naming it.
+    Unsupported,
+    /// Elementwise over broadcast operands: a batched operand of lower rank than another gets
+    /// unit axes after its batch axis, so that NumPy's broadcasting aligns examples.
+    Elementwise,
+    /// Reads and writes each example's trailing axes only (`t`, `layer_norm`, `cast`): the
+    /// call is unchanged.
+    Trailing,
+    /// A reduction over every axis: on a batched operand, the op named (its `_axes` form)
+    /// over every axis but the batch axis, without keeping them, then the other configuration.
+    AllAxes(&'static str),
+    /// The configuration arguments at these positions are axes: shifted past the batch axis.
+    Axis(&'static [usize]),
+    /// The configuration argument at this position is a list of axes: each shifted.
+    Axes(usize),
+    /// The configuration argument at this position is the result's shape: the batch length
+    /// goes first.
+    Shape(usize),
+    /// The configuration argument at this position is a permutation of axes: the batch axis
+    /// stays first.
+    Permutation(usize),
+    /// The configuration argument at this position is one range per axis: the batch axis is
+    /// kept whole (`shrink`) or not padded (`pad`).
+    Ranges(usize),
+    /// NumPy's `matmul`: vector operands become matrices, the operands' batch axes are aligned,
+    /// and the added axes are dropped again.
+    Matmul,
+}
+
+impl Batching {
+    /// The rule an op of `kind` has unless its entry says otherwise.
+    pub const fn of_kind(kind: Kind) -> Batching {
+        match kind {
+            Kind::Elementwise | Kind::Comparison | Kind::Discrete | Kind::Assign => {
+                Batching::Elementwise
+            }
+            Kind::Constructor | Kind::Cast => Batching::Trailing,
+            _ => Batching::Unsupported,
+        }
+    }
+}
+
 /// One primitive op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OpDef {
@@ -214,6 +261,8 @@ pub struct OpDef {
     pub reference: &'static str,
     /// How fused regions evaluate it: `Some` for exactly the elementwise ops and `where_cond`.
     pub fusion: Option<Fusion>,
+    /// How `f_vmap` batches it.
+    pub batch: Batching,
 }
 
 impl OpDef {
@@ -374,6 +423,7 @@ macro_rules! unary_defs {
                 }],
             }),
             reference: $reference,
+            batch: Batching::Elementwise,
             fusion: Some(Fusion {
                 eval: Eval::Unary,
                 partials: &[Partial {

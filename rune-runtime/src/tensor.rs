@@ -7,7 +7,7 @@ use std::fmt;
 use arrayvec::ArrayVec;
 use ndarray::{
     ArcArray, Array0, Array1, Array2, ArrayD, ArrayView0, ArrayView1, ArrayView2, ArrayViewD,
-    CowArray, IxDyn, ShapeBuilder,
+    CowArray, Dimension, IxDyn, ShapeBuilder,
 };
 use num_traits::{One, Zero};
 
@@ -45,6 +45,19 @@ const INLINE_AXES: usize = 4;
 enum Repr<T> {
     Shared(ArcArray<T, IxDyn>),
     Inline(Inline<T>),
+    /// `base` broadcast to `shape`, not copied: a value shared by every example of a batch
+    /// (`vmap`'s per-example derivatives give each example a copy of a shared parameter).
+    /// Reading sees the broadcast view; writing, or anything that needs the elements
+    /// contiguous, copies them out first.
+    /// Boxed, so that a tensor stays the size of an `ArcArray` handle.
+    Repeated(Box<Repeated<T>>),
+}
+
+/// A repeated tensor's elements and shape.
+#[derive(Clone)]
+struct Repeated<T> {
+    base: ArcArray<T, IxDyn>,
+    shape: IxDyn,
 }
 
 /// A small tensor's shape and elements, in row-major order.
@@ -108,6 +121,7 @@ impl<T> Tensor<T> {
         match &self.repr {
             Repr::Shared(a) => a.shape(),
             Repr::Inline(i) => i.shape(),
+            Repr::Repeated(r) => r.shape.slice(),
         }
     }
 
@@ -117,6 +131,7 @@ impl<T> Tensor<T> {
         match &self.repr {
             Repr::Shared(a) => a.ndim(),
             Repr::Inline(i) => i.ndim as usize,
+            Repr::Repeated(r) => r.shape.ndim(),
         }
     }
 
@@ -127,6 +142,7 @@ impl<T> Tensor<T> {
         match &self.repr {
             Repr::Shared(a) => a.len(),
             Repr::Inline(i) => i.data.len(),
+            Repr::Repeated(r) => r.shape.size(),
         }
     }
 
@@ -143,6 +159,10 @@ impl<T> Tensor<T> {
                 _ => ArrayViewD::from_shape(IxDyn(i.shape()), &i.data),
             }
             .expect("an inline tensor holds one element per element of its shape"),
+            Repr::Repeated(r) => r
+                .base
+                .broadcast(r.shape.clone())
+                .expect("a repeated tensor's base broadcasts to its shape"),
         }
     }
 
@@ -153,6 +173,7 @@ impl<T> Tensor<T> {
         match &self.repr {
             Repr::Shared(a) => a.as_slice(),
             Repr::Inline(i) => Some(&i.data),
+            Repr::Repeated(_) => None,
         }
     }
 
@@ -163,6 +184,7 @@ impl<T> Tensor<T> {
         match &self.repr {
             Repr::Shared(a) => a.is_standard_layout(),
             Repr::Inline(_) => true,
+            Repr::Repeated(_) => false,
         }
     }
 
@@ -172,6 +194,7 @@ impl<T> Tensor<T> {
         match &self.repr {
             Repr::Shared(a) => a.first(),
             Repr::Inline(i) => i.data.first(),
+            Repr::Repeated(r) => r.base.first().filter(|_| r.shape.size() > 0),
         }
     }
 
@@ -212,6 +235,42 @@ impl<T> Tensor<T> {
                 // A read-only view may repeat elements (the zero strides of broadcast axes).
                 ArrayViewD::from_shape(IxDyn(shape).strides(strides), &i.data).ok()
             }
+            Repr::Repeated(r) => {
+                let (base, own) = (&r.base, &r.shape);
+                // The repeated tensor broadcasts to `shape` when its own shape does; then
+                // the base does too, to the same elements.
+                let lead = shape.len().checked_sub(own.ndim())?;
+                let fits = own
+                    .slice()
+                    .iter()
+                    .zip(&shape[lead..])
+                    .all(|(&d, &s)| d == s || d == 1);
+                if fits {
+                    base.broadcast(IxDyn(shape))
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
+    /// `n` copies of this tensor along a new leading axis, sharing its elements (nothing is
+    /// copied until the result is written to).
+    pub(crate) fn repeated(&self, n: usize) -> Tensor<T>
+    where
+        T: Clone,
+    {
+        let shape = IxDyn(
+            &core::iter::once(n)
+                .chain(self.shape().iter().copied())
+                .collect::<Vec<_>>(),
+        );
+        let base = match &self.repr {
+            Repr::Repeated(r) => r.base.clone(),
+            _ => self.to_shared(),
+        };
+        Tensor {
+            repr: Repr::Repeated(Box::new(Repeated { base, shape })),
         }
     }
 
@@ -228,6 +287,7 @@ impl<T> Tensor<T> {
         match &self.repr {
             Repr::Shared(a) => a.is_unique(),
             Repr::Inline(_) => true,
+            Repr::Repeated(_) => false,
         }
     }
 }
@@ -242,6 +302,7 @@ impl<T: Clone> Tensor<T> {
             Repr::Inline(i) => {
                 ArcArray::from_shape_vec(IxDyn(i.shape()), i.data.to_vec()).expect("inline")
             }
+            Repr::Repeated(_) => self.view().to_owned().into_shared(),
         }
     }
 
@@ -249,12 +310,12 @@ impl<T: Clone> Tensor<T> {
     /// shared, and moves an inline tensor's elements to an array of their own).
     #[inline]
     pub(crate) fn data_mut(&mut self) -> &mut ArcArray<T, IxDyn> {
-        if let Repr::Inline(_) = self.repr {
+        if !matches!(self.repr, Repr::Shared(_)) {
             self.repr = Repr::Shared(self.to_shared());
         }
         match &mut self.repr {
             Repr::Shared(a) => a,
-            Repr::Inline(_) => unreachable!("moved to shared storage above"),
+            _ => unreachable!("moved to shared storage above"),
         }
     }
 
@@ -265,7 +326,7 @@ impl<T: Clone> Tensor<T> {
     pub(crate) fn unique_slice_mut(&mut self) -> Option<&mut [T]> {
         match &mut self.repr {
             Repr::Shared(a) if a.is_unique() && a.is_standard_layout() => a.as_slice_mut(),
-            Repr::Shared(_) => None,
+            Repr::Shared(_) | Repr::Repeated(_) => None,
             Repr::Inline(i) => Some(&mut i.data),
         }
     }

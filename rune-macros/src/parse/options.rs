@@ -22,6 +22,8 @@ pub struct Options {
     /// `hvp`: also generate `f_hvp` for a function on a concrete element type (generic
     /// functions always get it).
     pub hvp: bool,
+    /// `vmap`: also generate the batched entry points (`f_vmap`, `f_grad_vmap`, ..).
+    pub vmap: bool,
     /// `fuse = false`: every op runs as its own runtime call (for debugging and A/B
     /// comparisons); the `no-fusion` feature sets it for every function.
     pub unfused: bool,
@@ -58,6 +60,7 @@ pub fn options(args: TokenStream, errors: &mut Errors) -> Options {
             Meta::Path(p) if p.is_ident("has_aux") => options.has_aux = true,
             Meta::Path(p) if p.is_ident("checkpoint") => options.checkpoint = true,
             Meta::Path(p) if p.is_ident("hvp") => options.hvp = true,
+            Meta::Path(p) if p.is_ident("vmap") => options.vmap = true,
             Meta::NameValue(nv) if nv.path.is_ident("fuse") => match &nv.value {
                 syn::Expr::Lit(syn::ExprLit {
                     lit: syn::Lit::Bool(b),
@@ -84,7 +87,7 @@ pub fn options(args: TokenStream, errors: &mut Errors) -> Options {
             _ => errors.at(
                 &meta,
                 "unknown argument of #[differentiable]; supported: `has_aux`, `checkpoint`, `hvp`, \
-                 `custom_vjp = rule`, `custom_jvp = rule`, `fuse = false`, and `dyn` on a trait",
+                 `vmap`, `custom_vjp = rule`, `custom_jvp = rule`, `fuse = false`, and `dyn` on a trait",
             ),
         }
     }

@@ -39,6 +39,7 @@ impl<T: Clone> Tensor<T> {
                 let shape = IxDyn(i.shape());
                 ArrayD::from_shape_vec(shape, i.data.into_iter().collect()).expect("inline")
             }
+            Repr::Repeated(_) => self.view().to_owned(),
         }
     }
 

@@ -1,0 +1,724 @@
+//! The batched body: each statement of the function rewritten so that tensors may carry a
+//! leading batch axis, each op by its batching rule.
+//!
+//! An expression's rewrite is its tokens and, for a tensor, the tokens of its flag; the
+//! operands an op's rule reshapes or reads the shape of are first bound to variables
+//! (`__vmap_tN`), by statements placed before the statement being rewritten. Conditions of
+//! branches and loops must be constants: a branch on a batched value would differ per example.
+
+use std::collections::{HashMap, HashSet};
+
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+use syn::{BinOp, Expr, ItemFn, Pat, Stmt};
+
+use super::{flag, VmapParam};
+use crate::diag::Errors;
+use crate::ops::{self, Form, Param};
+use rune_ops::Batching;
+
+/// The body of `__vmap_f`.
+pub fn batched_body(func: &ItemFn, params: &[VmapParam], errors: &mut Errors) -> TokenStream {
+    let mut assigned = HashSet::new();
+    find_assigned(&func.block.stmts, &mut assigned);
+    let mut b = Batcher {
+        tensors: vec![params
+            .iter()
+            .map(|p| (p.ident.to_string(), p.tensor.is_some()))
+            .collect()],
+        assigned,
+        pending: Vec::new(),
+        temps: 0,
+        errors,
+    };
+    b.block(&func.block.stmts, true)
+}
+
+struct Batcher<'e> {
+    /// The variables of each scope, innermost last, and whether each is a tensor.
+    tensors: Vec<HashMap<String, bool>>,
+    /// Variables assigned after their `let`: their flags are `mut`.
+    assigned: HashSet<String>,
+    /// Statements binding the operands of the statement being rewritten.
+    pending: Vec<TokenStream>,
+    temps: usize,
+    errors: &'e mut Errors,
+}
+
+/// A rewritten expression: its tokens, and the tokens of its flag if it is a tensor.
+type Rewritten = (TokenStream, Option<TokenStream>);
+
+/// The variables assigned (`x = ..`, `x += ..`) anywhere in `stmts`.
+fn find_assigned(stmts: &[Stmt], out: &mut HashSet<String>) {
+    struct Finder<'a>(&'a mut HashSet<String>);
+    impl<'ast> syn::visit::Visit<'ast> for Finder<'_> {
+        fn visit_expr_assign(&mut self, e: &'ast syn::ExprAssign) {
+            if let Expr::Path(p) = &*e.left {
+                if let Some(i) = p.path.get_ident() {
+                    self.0.insert(i.to_string());
+                }
+            }
+            syn::visit::visit_expr_assign(self, e);
+        }
+        fn visit_expr_binary(&mut self, e: &'ast syn::ExprBinary) {
+            if compound(&e.op).is_some() {
+                if let Expr::Path(p) = &*e.left {
+                    if let Some(i) = p.path.get_ident() {
+                        self.0.insert(i.to_string());
+                    }
+                }
+            }
+            syn::visit::visit_expr_binary(self, e);
+        }
+    }
+    for s in stmts {
+        syn::visit::Visit::visit_stmt(&mut Finder(out), s);
+    }
+}
+
+/// The arithmetic operator of a compound assignment (`+=` → `+`).
+fn compound(op: &BinOp) -> Option<TokenStream> {
+    Some(match op {
+        BinOp::AddAssign(t) => quote_spanned!(t.span()=> +),
+        BinOp::SubAssign(t) => quote_spanned!(t.span()=> -),
+        BinOp::MulAssign(t) => quote_spanned!(t.span()=> *),
+        BinOp::DivAssign(t) => quote_spanned!(t.span()=> /),
+        _ => return None,
+    })
+}
+
+/// `a || b` of two flags.
+fn either(flags: &[TokenStream]) -> TokenStream {
+    if flags.is_empty() {
+        quote!(false)
+    } else {
+        quote!((#(#flags)||*))
+    }
+}
+
+impl Batcher<'_> {
+    fn is_tensor(&self, name: &str) -> bool {
+        self.tensors
+            .iter()
+            .rev()
+            .find_map(|scope| scope.get(name).copied())
+            .unwrap_or(false)
+    }
+
+    /// Records `name` bound in the innermost scope, as a tensor or not (shadowing).
+    fn bind(&mut self, name: &str, tensor: bool) {
+        let scope = self.tensors.last_mut().expect("a scope is open");
+        scope.insert(name.to_string(), tensor);
+    }
+
+    /// Whether the tokens name a tensor variable in scope (for code passed through as written).
+    fn names_tensor(&self, tokens: TokenStream) -> Option<proc_macro2::Ident> {
+        for tt in tokens {
+            match tt {
+                TokenTree::Ident(i) if self.is_tensor(&i.to_string()) => return Some(i),
+                TokenTree::Group(g) => {
+                    if let Some(i) = self.names_tensor(g.stream()) {
+                        return Some(i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
+    fn temp(&mut self) -> syn::Ident {
+        self.temps += 1;
+        format_ident!("__vmap_t{}", self.temps)
+    }
+
+    /// The statements of a block; `result`: its tail (and every `return`) is the function's
+    /// result, batched on the way out.
+    fn block(&mut self, stmts: &[Stmt], result: bool) -> TokenStream {
+        self.tensors.push(HashMap::new());
+        let mut out = TokenStream::new();
+        for (k, s) in stmts.iter().enumerate() {
+            let tail = k + 1 == stmts.len();
+            out.extend(self.stmt(s, tail && result));
+        }
+        self.tensors.pop();
+        out
+    }
+
+    /// `value` leaving the function: broadcast along the batch axis unless it has one.
+    fn output(&mut self, e: &Expr) -> TokenStream {
+        let (tokens, f) = self.expr(e);
+        let pending = std::mem::take(&mut self.pending);
+        let f = f.unwrap_or_else(|| quote!(false));
+        quote! {
+            #(#pending)*
+            let __vmap_out = #tokens;
+            __vmap_out.broadcast_to(&::rune_ad::__private::vmap_out_shape(
+                __vmap_out.shape(), #f, __vmap_n))
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt, result: bool) -> TokenStream {
+        let body = match s {
+            Stmt::Local(local) => self.local(local),
+            Stmt::Expr(e, None) if result => return self.output(e),
+            Stmt::Expr(e, semi) => {
+                let t = self.stmt_expr(e);
+                quote!(#t #semi)
+            }
+            Stmt::Macro(m) => {
+                if let Some(i) = self.names_tensor(m.mac.tokens.clone()) {
+                    self.errors.at(
+                        i,
+                        "`vmap` cannot pass a batched tensor to a macro (it would see every \
+                         example at once)",
+                    );
+                }
+                m.to_token_stream()
+            }
+            Stmt::Item(i) => i.to_token_stream(),
+        };
+        let pending = std::mem::take(&mut self.pending);
+        quote!(#(#pending)* #body)
+    }
+
+    fn local(&mut self, local: &syn::Local) -> TokenStream {
+        let (ident, mutability, ty) = match &local.pat {
+            Pat::Ident(p) if p.subpat.is_none() => (&p.ident, p.mutability, None),
+            Pat::Type(t) => match &*t.pat {
+                Pat::Ident(p) if p.subpat.is_none() => (&p.ident, p.mutability, Some(&t.ty)),
+                _ => return self.constant_local(local),
+            },
+            _ => return self.constant_local(local),
+        };
+        let Some(init) = &local.init else {
+            self.errors.at(
+                local,
+                "`vmap` needs a value in each `let` (`let x = ..;`), to know whether it is batched",
+            );
+            return TokenStream::new();
+        };
+        if let Some((_, diverge)) = &init.diverge {
+            self.errors
+                .at(diverge, "`vmap` does not batch `let .. else`");
+        }
+        let (tokens, f) = self.expr(&init.expr);
+        let ty = ty.map(|t| quote!(: #t));
+        self.bind(&ident.to_string(), f.is_some());
+        let value = quote!(let #mutability #ident #ty = #tokens;);
+        match f {
+            Some(f) => {
+                let fl = flag(ident);
+                let m = self
+                    .assigned
+                    .contains(&ident.to_string())
+                    .then(|| quote!(mut));
+                quote!(#value let #m #fl: bool = #f;)
+            }
+            None => value,
+        }
+    }
+
+    /// A `let` with another pattern: constant code only.
+    fn constant_local(&mut self, local: &syn::Local) -> TokenStream {
+        if let Some(i) = self.names_tensor(local.to_token_stream()) {
+            self.errors.at(
+                i,
+                "`vmap` takes a tensor in a `let` of one name (`let x = ..;`); destructure \
+                 tuples of tensors outside the batched function",
+            );
+        }
+        local.to_token_stream()
+    }
+
+    /// An expression in statement position (`x = ..;`, a loop, a branch).
+    fn stmt_expr(&mut self, e: &Expr) -> TokenStream {
+        match e {
+            Expr::Assign(a) => {
+                let (tokens, f) = self.expr(&a.right);
+                self.assign(&a.left, tokens, f)
+            }
+            Expr::Binary(b) if compound(&b.op).is_some() => {
+                let op = compound(&b.op).expect("a compound assignment");
+                let (tokens, f) = self.elementwise_operator(&b.left, op, &b.right);
+                self.assign(&b.left, tokens, f)
+            }
+            Expr::ForLoop(l) => {
+                let cond = self.condition(&l.expr);
+                let (attrs, label, pat) = (&l.attrs, &l.label, &l.pat);
+                let body = self.block(&l.body.stmts, false);
+                quote!(#(#attrs)* #label for #pat in #cond { #body })
+            }
+            Expr::While(w) => {
+                let cond = self.condition(&w.cond);
+                let (attrs, label) = (&w.attrs, &w.label);
+                let body = self.block(&w.body.stmts, false);
+                quote!(#(#attrs)* #label while #cond { #body })
+            }
+            Expr::Loop(l) => {
+                let (attrs, label) = (&l.attrs, &l.label);
+                let body = self.block(&l.body.stmts, false);
+                quote!(#(#attrs)* #label loop { #body })
+            }
+            Expr::If(i) => self.if_stmt(i),
+            Expr::Block(b) if b.label.is_none() => {
+                let body = self.block(&b.block.stmts, false);
+                quote!({ #body })
+            }
+            Expr::Return(r) => match &r.expr {
+                Some(value) => {
+                    let out = self.output(value);
+                    quote!(return { #out })
+                }
+                None => r.to_token_stream(),
+            },
+            Expr::Break(_) | Expr::Continue(_) => e.to_token_stream(),
+            other => {
+                let (tokens, f) = self.expr(other);
+                if f.is_some() {
+                    self.errors.at(
+                        other,
+                        "`vmap`: this tensor is computed and dropped; bind it with `let`",
+                    );
+                }
+                tokens
+            }
+        }
+    }
+
+    fn if_stmt(&mut self, i: &syn::ExprIf) -> TokenStream {
+        let cond = self.condition(&i.cond);
+        let then = self.block(&i.then_branch.stmts, false);
+        let otherwise = i.else_branch.as_ref().map(|(_, e)| match &**e {
+            Expr::If(nested) => {
+                let nested = self.if_stmt(nested);
+                quote!(else #nested)
+            }
+            Expr::Block(b) => {
+                let body = self.block(&b.block.stmts, false);
+                quote!(else { #body })
+            }
+            other => {
+                self.errors.at(other, "`vmap`: an `else` takes a block");
+                TokenStream::new()
+            }
+        });
+        quote!(if #cond { #then } #otherwise)
+    }
+
+    /// A loop's range or a branch's condition: a constant, the same for every example.
+    fn condition(&mut self, e: &Expr) -> TokenStream {
+        let (tokens, f) = self.expr(e);
+        if f.is_some() {
+            self.errors.at(
+                e,
+                "`vmap` cannot branch or loop on a batched value: each example could go its own \
+                 way. Compute both sides and choose with `where_cond(&mask, &a, &b)`",
+            );
+        }
+        tokens
+    }
+
+    fn assign(&mut self, left: &Expr, tokens: TokenStream, f: Option<TokenStream>) -> TokenStream {
+        let Expr::Path(p) = left else {
+            if f.is_some() {
+                self.errors
+                    .at(left, "`vmap` assigns tensors to variables only");
+            }
+            return quote!(#left = #tokens);
+        };
+        let Some(ident) = p.path.get_ident() else {
+            return quote!(#left = #tokens);
+        };
+        let was_tensor = self.is_tensor(&ident.to_string());
+        match (was_tensor, f) {
+            (true, f) => {
+                let fl = flag(ident);
+                let f = f.unwrap_or_else(|| quote!(false));
+                // The new flag is computed before the assignment, from the old flags.
+                let t = self.temp();
+                quote!(let #t: bool = #f; #ident = #tokens; #fl = #t)
+            }
+            (false, None) => quote!(#ident = #tokens),
+            (false, Some(_)) => {
+                self.errors.at(
+                    left,
+                    "`vmap`: a tensor is assigned to a variable that was not a tensor; start it \
+                     from a tensor (`let mut acc = Tensor::zeros(..);`)",
+                );
+                TokenStream::new()
+            }
+        }
+    }
+
+    /// Binds a tensor operand to a variable unless it is one, giving its name and flag.
+    fn place(&mut self, tokens: TokenStream, f: TokenStream) -> (TokenStream, TokenStream) {
+        let stripped = strip_ref(&tokens);
+        let simple = syn::parse2::<syn::Ident>(stripped.clone()).is_ok();
+        if simple {
+            return (stripped, f);
+        }
+        let (t, tf) = (self.temp(), self.temp());
+        self.pending
+            .push(quote!(let #t = #stripped; let #tf: bool = #f;));
+        (quote!(#t), quote!(#tf))
+    }
+
+    fn expr(&mut self, e: &Expr) -> Rewritten {
+        match e {
+            Expr::Paren(p) => {
+                let (t, f) = self.expr(&p.expr);
+                (quote!((#t)), f)
+            }
+            Expr::Reference(r) => {
+                let (t, f) = self.expr(&r.expr);
+                (quote!(&#t), f)
+            }
+            Expr::Path(p) => {
+                let f = p
+                    .path
+                    .get_ident()
+                    .filter(|i| self.is_tensor(&i.to_string()))
+                    .map(|i| flag(i).to_token_stream());
+                (p.to_token_stream(), f)
+            }
+            Expr::Lit(_) => (e.to_token_stream(), None),
+            Expr::Binary(b) => self.binary(b),
+            Expr::Unary(u) => {
+                let (t, f) = self.expr(&u.expr);
+                if f.is_some() && !matches!(u.op, syn::UnOp::Neg(_)) {
+                    self.errors
+                        .at(u, "`vmap` takes `-` of a tensor, not other unary operators");
+                }
+                let op = &u.op;
+                (quote!(#op #t), f)
+            }
+            Expr::Cast(c) => {
+                let (t, f) = self.expr(&c.expr);
+                if f.is_some() {
+                    self.errors
+                        .at(&c.expr, "`vmap` cannot cast a tensor with `as`; use `cast`");
+                }
+                let ty = &c.ty;
+                (quote!(#t as #ty), None)
+            }
+            Expr::MethodCall(m) => self.method(m),
+            Expr::Call(c) => self.call(c),
+            other => {
+                if let Some(i) = self.names_tensor(other.to_token_stream()) {
+                    self.errors.at(
+                        i,
+                        "`vmap` does not batch this expression yet: it batches `let`, \
+                         assignments, ops of the op table, operators, and loops and branches \
+                         on constants",
+                    );
+                }
+                (other.to_token_stream(), None)
+            }
+        }
+    }
+
+    fn binary(&mut self, b: &syn::ExprBinary) -> Rewritten {
+        let op = match b.op {
+            BinOp::Add(_) | BinOp::Sub(_) | BinOp::Mul(_) | BinOp::Div(_) => b.op.to_token_stream(),
+            _ => {
+                let (l, lf) = self.expr(&b.left);
+                let (r, rf) = self.expr(&b.right);
+                if lf.is_some() || rf.is_some() {
+                    self.errors.at(
+                        b,
+                        "`vmap` batches `+ - * /` on tensors; compare with `lt`, `gt`, .. and \
+                         choose with `where_cond`",
+                    );
+                }
+                let op = &b.op;
+                return (quote!(#l #op #r), None);
+            }
+        };
+        self.elementwise_operator(&b.left, op, &b.right)
+    }
+
+    /// `left op right` for an arithmetic operator.
+    fn elementwise_operator(&mut self, left: &Expr, op: TokenStream, right: &Expr) -> Rewritten {
+        let (l, lf) = self.expr(left);
+        let (r, rf) = self.expr(right);
+        match (lf, rf) {
+            (Some(lf), Some(rf)) => {
+                let aligned = self.align(vec![(l, lf.clone()), (r, rf.clone())]);
+                let (a, b) = (&aligned[0], &aligned[1]);
+                (quote!((&#a #op &#b)), Some(either(&[lf, rf])))
+            }
+            (lf, rf) => (quote!((#l #op #r)), lf.or(rf)),
+        }
+    }
+
+    /// Tensor operands of one elementwise op, each reshaped so that NumPy's broadcasting
+    /// lines up the examples: the variables holding them.
+    fn align(&mut self, operands: Vec<(TokenStream, TokenStream)>) -> Vec<syn::Ident> {
+        let placed: Vec<_> = operands
+            .into_iter()
+            .map(|(t, f)| self.place(t, f))
+            .collect();
+        let rt = quote!(::rune_ad::__private);
+        let mut out = Vec::new();
+        for (k, (name, f)) in placed.iter().enumerate() {
+            let others = placed
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != k)
+                .map(|(_, (n, f))| quote!((#n.shape(), #f)));
+            let a = self.temp();
+            self.pending.push(quote! {
+                let #a = #name.reshape(&#rt::vmap_align(#name.shape(), #f, &[#(#others),*]));
+            });
+            out.push(a);
+        }
+        out
+    }
+
+    fn method(&mut self, m: &syn::ExprMethodCall) -> Rewritten {
+        let name = m.method.to_string();
+        let (recv, rf) = self.expr(&m.receiver);
+        let args: Vec<Rewritten> = m.args.iter().map(|a| self.expr(a)).collect();
+        let any = rf.is_some() || args.iter().any(|a| a.1.is_some());
+        if !any {
+            let a = args.iter().map(|a| &a.0);
+            let (method, turbofish) = (&m.method, &m.turbofish);
+            return (quote!(#recv.#method #turbofish(#(#a),*)), None);
+        }
+        if let Some(rf) = &rf {
+            match name.as_str() {
+                "shape" => {
+                    return (
+                        quote!(::rune_ad::__private::vmap_shape(#recv.shape(), #rf)),
+                        None,
+                    )
+                }
+                "ndim" => return (quote!((#recv.ndim() - #rf as usize)), None),
+                "zeros_like" | "ones_like" => {
+                    let method = &m.method;
+                    return (quote!(#recv.#method()), Some(rf.clone()));
+                }
+                _ => {}
+            }
+        }
+        if ops::CONCRETIZING.contains(&name.as_str()) || ops::is_metadata(&name) {
+            self.errors.at(
+                &m.method,
+                format!(
+                    "`vmap` cannot read a batched tensor with `{name}`: it would see every \
+                     example at once"
+                ),
+            );
+            return (TokenStream::new(), None);
+        }
+        let Some(op) = rune_ops::lookup(&name, Form::Method) else {
+            self.errors.at(
+                &m.method,
+                format!("`vmap` batches the ops of the op table; `{name}` is not one"),
+            );
+            return (TokenStream::new(), None);
+        };
+        let operands = std::iter::once((recv, rf)).chain(args).collect();
+        let call = |operands: &[TokenStream]| {
+            let (recv, args) = (&operands[0], &operands[1..]);
+            let (method, turbofish) = (&m.method, &m.turbofish);
+            quote!(#recv.#method #turbofish(#(#args),*))
+        };
+        self.apply(op, operands, &call, m.method.span())
+    }
+
+    fn call(&mut self, c: &syn::ExprCall) -> Rewritten {
+        let args: Vec<Rewritten> = c.args.iter().map(|a| self.expr(a)).collect();
+        let any = args.iter().any(|a| a.1.is_some());
+        let func = &c.func;
+        let name = match &*c.func {
+            Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+            _ => None,
+        };
+        let constructor = matches!(&*c.func, Expr::Path(p)
+            if p.path.segments.len() == 2 && p.path.segments[0].ident == "Tensor");
+        if !any {
+            let a = args.iter().map(|a| &a.0);
+            let f = constructor.then(|| quote!(false));
+            return (quote!(#func(#(#a),*)), f);
+        }
+        let name = name.unwrap_or_default();
+        let op = if name == "stop_gradient" {
+            None
+        } else {
+            rune_ops::lookup(&name, Form::Function)
+        };
+        if name == "stop_gradient" {
+            let (a, f) = &args[0];
+            return (quote!(#func(#a)), f.clone());
+        }
+        let Some(op) = op else {
+            self.errors.at(
+                &c.func,
+                "`vmap` does not batch calls of other functions yet; write the callee's body \
+                 here, or batch the callee with `#[differentiable(vmap)]` and call its `_vmap` \
+                 outside",
+            );
+            return (TokenStream::new(), None);
+        };
+        let call = |operands: &[TokenStream]| quote!(#func(#(#operands),*));
+        self.apply(op, args, &call, c.func.span())
+    }
+
+    /// An op call by the op's batching rule. `operands`: the receiver (methods) then the
+    /// arguments; `call` writes the call from rewritten operands.
+    fn apply(
+        &mut self,
+        op: &'static rune_ops::OpDef,
+        operands: Vec<Rewritten>,
+        call: &dyn Fn(&[TokenStream]) -> TokenStream,
+        span: Span,
+    ) -> Rewritten {
+        let rt = quote!(::rune_ad::__private);
+        let method = op.form == Form::Method;
+        // The position among `operands` of configuration argument `j`.
+        let config_at = |j: usize| -> usize {
+            let mut seen = 0;
+            for (k, p) in op.params.iter().enumerate() {
+                if matches!(p, Param::Config(..)) {
+                    if seen == j {
+                        return k + method as usize;
+                    }
+                    seen += 1;
+                }
+            }
+            usize::MAX
+        };
+        let config_ty = |j: usize| -> Option<&'static str> {
+            op.params
+                .iter()
+                .filter_map(|p| match p {
+                    Param::Config(ty, _) => Some(*ty),
+                    _ => None,
+                })
+                .nth(j)
+                .flatten()
+        };
+        let flags: Vec<TokenStream> = operands.iter().filter_map(|o| o.1.clone()).collect();
+        let out_flag = either(&flags);
+        let mut tokens: Vec<TokenStream> = operands.iter().map(|o| o.0.clone()).collect();
+        let recv_flag = operands[0].1.clone().unwrap_or_else(|| quote!(false));
+        let n = quote!(__vmap_n);
+        match op.batch {
+            Batching::Unsupported => {
+                self.errors.at(
+                    proc_macro2::Ident::new(op.name, span),
+                    format!(
+                        "`vmap` has no batching rule for `{}` yet; batch the function without \
+                         it, or write the batch axis into the code",
+                        op.name
+                    ),
+                );
+                return (TokenStream::new(), None);
+            }
+            Batching::Elementwise => {
+                let tensor_at: Vec<usize> = (0..operands.len())
+                    .filter(|&k| operands[k].1.is_some())
+                    .collect();
+                if tensor_at.len() >= 2 {
+                    let aligned = self.align(
+                        tensor_at
+                            .iter()
+                            .map(|&k| {
+                                (
+                                    operands[k].0.clone(),
+                                    operands[k].1.clone().expect("a tensor"),
+                                )
+                            })
+                            .collect(),
+                    );
+                    for (k, a) in tensor_at.iter().zip(aligned) {
+                        tokens[*k] = if *k == 0 && method {
+                            quote!(#a)
+                        } else {
+                            quote!(&#a)
+                        };
+                    }
+                }
+            }
+            Batching::Trailing => {}
+            Batching::AllAxes(reduction) => {
+                let (x, f) = self.place(tokens[0].clone(), recv_flag);
+                let reduction = format_ident!("{}", reduction, span = span);
+                let rest = &tokens[1..];
+                let value =
+                    quote!(#x.#reduction(&#rt::vmap_all_axes(#x.ndim(), #f), false #(, #rest)*));
+                return (value, Some(f));
+            }
+            Batching::Axis(js) => {
+                for &j in js {
+                    let k = config_at(j);
+                    let a = &tokens[k];
+                    tokens[k] = quote!(#rt::vmap_axis(#a, #recv_flag));
+                }
+            }
+            Batching::Axes(j) => {
+                let k = config_at(j);
+                let a = &tokens[k];
+                tokens[k] = if config_ty(j) == Some("&[usize]") {
+                    quote!(&#rt::vmap_axes_usize(#a, #recv_flag))
+                } else {
+                    quote!(&#rt::vmap_axes(#a, #recv_flag))
+                };
+            }
+            Batching::Shape(j) => {
+                let k = config_at(j);
+                let a = &tokens[k];
+                tokens[k] = if config_ty(j) == Some("&[usize]") {
+                    quote!(&#rt::vmap_shape_of(#a, #recv_flag, #n))
+                } else {
+                    quote!(&#rt::vmap_new_shape(#a, #recv_flag, #n))
+                };
+            }
+            Batching::Permutation(j) => {
+                let k = config_at(j);
+                let a = &tokens[k];
+                tokens[k] = quote!(&#rt::vmap_permutation(#a, #recv_flag));
+            }
+            Batching::Ranges(j) => {
+                let k = config_at(j);
+                let a = &tokens[k];
+                let name = op.name;
+                tokens[k] = quote!(&#rt::vmap_ranges(#name, #a, #recv_flag, #n));
+            }
+            Batching::Matmul => {
+                let fa = operands[0].1.clone().unwrap_or_else(|| quote!(false));
+                let fb = operands[1].1.clone().unwrap_or_else(|| quote!(false));
+                let (a, fa) = self.place(tokens[0].clone(), fa);
+                let (b, fb) = self.place(tokens[1].clone(), fb);
+                let p = self.temp();
+                let shapes = quote!(#a.shape(), #fa, #b.shape(), #fb);
+                self.pending.push(quote! {
+                    let #p = if #rt::vmap_matmul_swap(#shapes) {
+                        #b.matmul(&#a.t())
+                    } else {
+                        #a.reshape(&#rt::vmap_matmul_lhs(#shapes))
+                            .matmul(&#b.reshape(&#rt::vmap_matmul_rhs(#shapes)))
+                    };
+                });
+                let value = quote!(#p.reshape(&#rt::vmap_matmul_out(#p.shape(), #shapes)));
+                return (value, Some(quote!((#fa || #fb))));
+            }
+        }
+        (call(&tokens), Some(out_flag))
+    }
+}
+
+/// `tokens` without a leading `&`.
+fn strip_ref(tokens: &TokenStream) -> TokenStream {
+    let mut it = tokens.clone().into_iter().peekable();
+    match it.peek() {
+        Some(TokenTree::Punct(p)) if p.as_char() == '&' => {
+            it.next();
+            it.collect()
+        }
+        _ => tokens.clone(),
+    }
+}

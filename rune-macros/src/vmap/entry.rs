@@ -1,0 +1,227 @@
+//! The batched entry points: `f_vmap`, `f_grad_vmap`, `f_value_and_grad_vmap`, `f_vjp_vmap`
+//! and `f_jvp_vmap`, each unpacking its `Batch` arguments and calling the twin `__vmap_f` or
+//! one of its derivatives.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, ToTokens};
+use syn::ItemFn;
+
+use super::{flag, VmapParam};
+
+/// What a batched entry point does with the differentiated arguments before calling.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Broadcast {
+    /// Nothing: they stay as given (`f_vmap`).
+    None,
+    /// Each gets a batch axis, so that each example has its own copy (per-example gradients).
+    Active,
+}
+
+pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
+    let name = &func.sig.ident;
+    let text = name.to_string();
+    let twin = format_ident!("__vmap_{}", name);
+    let rt = quote!(::rune_ad::__private);
+    let vis = &func.vis;
+    let generics = &func.sig.generics;
+    let where_clause = &generics.where_clause;
+    let output = match &func.sig.output {
+        syn::ReturnType::Type(_, t) => quote!(#t),
+        syn::ReturnType::Default => quote!(()),
+    };
+    let declared: Vec<TokenStream> = params
+        .iter()
+        .map(|p| {
+            let ident = &p.ident;
+            match &p.tensor {
+                Some(t) => quote!(#ident: impl ::rune_ad::VmapArg<#t>),
+                None => {
+                    let ty = &p.ty;
+                    quote!(#ident: #ty)
+                }
+            }
+        })
+        .collect();
+    let active: Vec<&VmapParam> = params.iter().filter(|p| p.active).collect();
+    let grads_ty = {
+        let tys: Vec<_> = active.iter().map(|p| p.tensor.clone()).collect();
+        if tys.len() == 1 {
+            quote!(#(#tys)*)
+        } else {
+            quote!((#(#tys),*))
+        }
+    };
+    // Unpacks the tensor arguments, finds the batch length, and batches what `broadcast` says.
+    let prologue = |entry: &str, broadcast: Broadcast, extra: &[TokenStream]| {
+        let mut out = TokenStream::new();
+        let mut sizes = Vec::new();
+        for p in params.iter().filter(|p| p.tensor.is_some()) {
+            let (ident, f) = (&p.ident, flag(&p.ident));
+            out.extend(quote!(let (#ident, #f) = ::rune_ad::VmapArg::vmap_arg(&#ident);));
+            let label = ident.to_string();
+            sizes.push(quote!((#label, #ident.shape(), #f)));
+        }
+        sizes.extend(extra.iter().cloned());
+        let entry = format!("{text}_{entry}");
+        out.extend(quote!(let __vmap_n = #rt::vmap_size(#entry, &[#(#sizes),*]);));
+        if broadcast == Broadcast::Active {
+            for p in params.iter().filter(|p| p.active) {
+                let (ident, f) = (&p.ident, flag(&p.ident));
+                let owned = format_ident!("__vmap_o_{}", ident);
+                out.extend(quote! {
+                    let #owned = #rt::vmap_batched(#ident, #f, __vmap_n);
+                    let #ident = &#owned;
+                    let #f = true;
+                });
+            }
+        }
+        out
+    };
+    let args: Vec<TokenStream> = params
+        .iter()
+        .map(|p| {
+            let ident = &p.ident;
+            match (&p.tensor, p.borrowed) {
+                (Some(_), true) | (None, _) => quote!(#ident),
+                (Some(_), false) => quote!(#ident.clone()),
+            }
+        })
+        .chain(
+            params
+                .iter()
+                .filter(|p| p.tensor.is_some())
+                .map(|p| flag(&p.ident).into_token_stream()),
+        )
+        .chain(std::iter::once(quote!(__vmap_n)))
+        .collect();
+    let pullback = format_ident!("{}_pullback", twin);
+    let jvp = format_ident!("{}_jvp", twin);
+    let (vmap, grad, value_and_grad, vjp, jvp_entry) = (
+        format_ident!("{}_vmap", name),
+        format_ident!("{}_grad_vmap", name),
+        format_ident!("{}_value_and_grad_vmap", name),
+        format_ident!("{}_vjp_vmap", name),
+        format_ident!("{}_jvp_vmap", name),
+    );
+    let plain = prologue("vmap", Broadcast::None, &[]);
+    let batched = prologue("grad_vmap", Broadcast::Active, &[]);
+    let batched_vg = prologue("value_and_grad_vmap", Broadcast::Active, &[]);
+    let ct_size = quote!(("cotangent", __vmap_ct.shape(), __vmap_b_ct));
+    let batched_vjp = prologue("vjp_vmap", Broadcast::Active, &[ct_size]);
+    let one_each = quote! {
+        let __vmap_ct = #rt::vmap_ones_per_example(
+            concat!(#text, "_grad_vmap"), __vmap_value.shape(), __vmap_n);
+    };
+    // Tangents: an argument is batched when it or its tangent is.
+    let tangents: Vec<_> = active
+        .iter()
+        .map(|p| format_ident!("__vmap_d_{}", p.ident))
+        .collect();
+    let tangent_params = active.iter().zip(&tangents).map(|(p, d)| {
+        let t = &p.tensor;
+        quote!(#d: impl ::rune_ad::VmapArg<#t>)
+    });
+    let mut jvp_prologue = TokenStream::new();
+    let mut jvp_sizes = Vec::new();
+    for p in params.iter().filter(|p| p.tensor.is_some()) {
+        let (ident, f) = (&p.ident, flag(&p.ident));
+        jvp_prologue.extend(quote!(let (#ident, #f) = ::rune_ad::VmapArg::vmap_arg(&#ident);));
+        let label = ident.to_string();
+        jvp_sizes.push(quote!((#label, #ident.shape(), #f)));
+    }
+    for (p, d) in active.iter().zip(&tangents) {
+        let df = format_ident!("__vmap_db_{}", p.ident);
+        jvp_prologue.extend(quote!(let (#d, #df) = ::rune_ad::VmapArg::vmap_arg(&#d);));
+        let label = format!("the tangent of {}", p.ident);
+        jvp_sizes.push(quote!((#label, #d.shape(), #df)));
+    }
+    let jvp_entry_name = format!("{text}_jvp_vmap");
+    jvp_prologue
+        .extend(quote!(let __vmap_n = #rt::vmap_size(#jvp_entry_name, &[#(#jvp_sizes),*]);));
+    for (p, d) in active.iter().zip(&tangents) {
+        let (ident, f, df) = (
+            &p.ident,
+            flag(&p.ident),
+            format_ident!("__vmap_db_{}", p.ident),
+        );
+        let (owned, downed) = (
+            format_ident!("__vmap_o_{}", ident),
+            format_ident!("__vmap_do_{}", ident),
+        );
+        jvp_prologue.extend(quote! {
+            let __vmap_both = #f || #df;
+            let #owned = if __vmap_both && !#f {
+                #rt::vmap_batched(#ident, false, __vmap_n)
+            } else {
+                #ident.clone()
+            };
+            let #downed = if __vmap_both && !#df {
+                #rt::vmap_batched(#d, false, __vmap_n)
+            } else {
+                #d.clone()
+            };
+            let #ident = &#owned;
+            let #f = __vmap_both;
+        });
+    }
+    let tangent_args = active.iter().map(|p| {
+        let downed = format_ident!("__vmap_do_{}", p.ident);
+        quote!(&#downed)
+    });
+    let out_ty = &output;
+    let doc = |what: &str| {
+        format!("`{text}`'s {what}, batched over the leading axis of each `Batch` argument (see `#[differentiable(vmap)]`).")
+    };
+    let (d_vmap, d_grad, d_vg, d_vjp, d_jvp) = (
+        doc("value"),
+        doc("per-example gradients"),
+        doc("values and per-example gradients"),
+        doc("per-example VJP"),
+        doc("JVP"),
+    );
+    quote! {
+        #[doc = #d_vmap]
+        #[allow(clippy::too_many_arguments, unused_variables)]
+        #vis fn #vmap #generics (#(#declared),*) -> #output #where_clause {
+            #plain
+            #twin(#(#args),*)
+        }
+
+        #[doc = #d_grad]
+        #[allow(clippy::too_many_arguments, unused_variables)]
+        #vis fn #grad #generics (#(#declared),*) -> #grads_ty #where_clause {
+            #batched
+            let (__vmap_value, __vmap_pullback) = #pullback(#(#args),*);
+            #one_each
+            __vmap_pullback(&__vmap_ct)
+        }
+
+        #[doc = #d_vg]
+        #[allow(clippy::too_many_arguments, unused_variables)]
+        #vis fn #value_and_grad #generics (#(#declared),*) -> (#out_ty, #grads_ty) #where_clause {
+            #batched_vg
+            let (__vmap_value, __vmap_pullback) = #pullback(#(#args),*);
+            #one_each
+            let __vmap_grads = __vmap_pullback(&__vmap_ct);
+            (__vmap_value, __vmap_grads)
+        }
+
+        #[doc = #d_vjp]
+        #[allow(clippy::too_many_arguments, unused_variables)]
+        #vis fn #vjp #generics (#(#declared,)* __vmap_ct: impl ::rune_ad::VmapArg<#out_ty>) -> (#out_ty, #grads_ty) #where_clause {
+            let (__vmap_ct, __vmap_b_ct) = ::rune_ad::VmapArg::vmap_arg(&__vmap_ct);
+            #batched_vjp
+            let (__vmap_value, __vmap_pullback) = #pullback(#(#args),*);
+            let __vmap_ct = #rt::vmap_batched(__vmap_ct, __vmap_b_ct, __vmap_n);
+            let __vmap_grads = __vmap_pullback(&__vmap_ct);
+            (__vmap_value, __vmap_grads)
+        }
+
+        #[doc = #d_jvp]
+        #[allow(clippy::too_many_arguments, unused_variables)]
+        #vis fn #jvp_entry #generics (#(#declared,)* #(#tangent_params),*) -> (#out_ty, #out_ty) #where_clause {
+            #jvp_prologue
+            #jvp(#(#args,)* #(#tangent_args),*)
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! `#[differentiable(vmap)]`: the batched twin of a function and its batched entry points.
+//!
+//! The twin `__vmap_f` is the function's body rewritten (in [`body`]) so that each tensor value
+//! may carry a leading batch axis: beside every tensor variable `x` goes a `bool`
+//! `__vmap_b_x` saying whether it does, and each op becomes ordinary ops of the op table whose
+//! configuration `rune_runtime::vmap` computes from those flags, as the op's batching rule in
+//! the registry (`rune_ops::Batching`) says. The twin takes the flags and the batch length as
+//! `#[nodiff]` parameters and is itself `#[differentiable]`, so its derivatives are derived as
+//! any function's are. The entry points written here ([`entry`]) unpack `Batch` arguments and
+//! call the twin or its derivatives: `f_grad_vmap` is the twin's pullback with every
+//! differentiated argument batched (each example then has its own copy, whose gradient is that
+//! example's), which is `jax.vmap(jax.grad(f))`.
+
+mod body;
+mod entry;
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use syn::{FnArg, ItemFn, Pat};
+
+use crate::diag::Errors;
+use crate::parse::{tensor_elem, Returns, Signature};
+
+/// A parameter of the function, as the batched functions see it.
+pub(crate) struct VmapParam {
+    pub ident: syn::Ident,
+    /// The declared type.
+    pub ty: syn::Type,
+    /// `Tensor<E>` for a tensor parameter (batchable), `None` for a constant passed as it is.
+    pub tensor: Option<syn::Type>,
+    /// Declared by reference (`&Tensor<E>`).
+    pub borrowed: bool,
+    /// Differentiated.
+    pub active: bool,
+}
+
+/// The flag variable of tensor variable `name`.
+pub(crate) fn flag(name: &syn::Ident) -> syn::Ident {
+    format_ident!("__vmap_b_{}", name)
+}
+
+/// The batched twin and the batched entry points of `original` (as written, attributes
+/// included), or the errors saying why the function cannot be batched.
+pub fn vmap_items(original: &ItemFn, sig: &Signature, errors: &mut Errors) -> TokenStream {
+    let before = errors.len();
+    if sig.fallible.is_some() || sig.scalar_out || sig.array_out.is_some() {
+        errors.at(
+            &original.sig.output,
+            "`vmap` batches functions returning one tensor; this one returns another type",
+        );
+    }
+    if !matches!(sig.returns, Returns::Single(_)) {
+        errors.at(
+            &original.sig.output,
+            "`vmap` batches functions returning one tensor, not tuples or `has_aux` pairs yet",
+        );
+    }
+    let mut params = Vec::new();
+    for (input, p) in original.sig.inputs.iter().zip(&sig.params) {
+        let FnArg::Typed(typed) = input else {
+            errors.at(
+                input,
+                "`vmap` batches free functions; a method's `self` cannot be batched yet",
+            );
+            continue;
+        };
+        if !matches!(&*typed.pat, Pat::Ident(_)) {
+            errors.at(
+                &typed.pat,
+                "`vmap` takes parameters named by one identifier",
+            );
+        }
+        let (inner, borrowed) = match &p.ty {
+            syn::Type::Reference(r) => ((*r.elem).clone(), true),
+            other => (other.clone(), false),
+        };
+        let tensor = tensor_elem(&inner).map(|_| inner.clone());
+        let active = p.active.is_some();
+        if active && tensor.is_none() {
+            errors.at(
+                &p.ty,
+                "`vmap` batches tensor parameters; a differentiated structure, number or list \
+                 cannot be batched yet (pass its tensors as parameters)",
+            );
+        }
+        params.push(VmapParam {
+            ident: p.ident.clone(),
+            ty: p.ty.clone(),
+            tensor,
+            borrowed,
+            active,
+        });
+    }
+    if errors.len() > before {
+        return TokenStream::new();
+    }
+    let batched = body::batched_body(original, &params, errors);
+    if errors.len() > before {
+        return TokenStream::new();
+    }
+    let twin = twin_fn(original, &params, batched);
+    let entries = entry::entry_points(original, &params);
+    quote!(#twin #entries)
+}
+
+/// `__vmap_f`: the function with the flags and the batch length added as `#[nodiff]`
+/// parameters and its body batched.
+fn twin_fn(original: &ItemFn, params: &[VmapParam], body: TokenStream) -> TokenStream {
+    let mut sig = original.sig.clone();
+    sig.ident = format_ident!("__vmap_{}", original.sig.ident);
+    for p in params.iter().filter(|p| p.tensor.is_some()) {
+        let f = flag(&p.ident);
+        sig.inputs.push(syn::parse_quote!(#[nodiff] #f: bool));
+    }
+    sig.inputs
+        .push(syn::parse_quote!(#[nodiff] __vmap_n: usize));
+    let vis = &original.vis;
+    quote! {
+        #[::rune_ad::differentiable]
+        #[doc(hidden)]
+        #[allow(clippy::all, unused_parens)]
+        #vis #sig {
+            #body
+        }
+    }
+}

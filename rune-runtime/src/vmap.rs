@@ -1,0 +1,412 @@
+//! Batching: what `f_vmap` and its derivatives take, and the shapes and axes their batched
+//! bodies compute.
+//!
+//! `#[differentiable(vmap)]` writes a batched twin of the function: the same body on tensors
+//! that may carry a leading batch axis, each with a `bool` saying whether it does, and each op
+//! rewritten by its batching rule (`rune_ops::Batching`) into ordinary ops of the op table
+//! whose configuration the helpers here compute from those flags. The twin is itself
+//! `#[differentiable]`, so every derivative of the batched function is derived as any other
+//! function's is, and the batched derivatives (`f_grad_vmap`, ..) are derivatives of the twin
+//! with the differentiated arguments batched.
+
+use crate::{Element, Tensor};
+
+/// An argument batched along its leading axis: `f_vmap(Batch(&xs), &w)` maps `f` over the
+/// rows of `xs` with `w` shared, like `jax.vmap(f, in_axes=(0, None))(xs, w)`.
+#[derive(Clone, Copy, Debug)]
+pub struct Batch<A>(pub A);
+
+/// An argument of a batched function (`f_vmap`, `f_grad_vmap`, ..): a tensor as the function
+/// declares it, shared by every example, or [`Batch`] of one, whose leading axis runs over the
+/// examples.
+pub trait VmapArg<X> {
+    /// The tensor and whether its leading axis is the batch axis.
+    fn vmap_arg(&self) -> (&X, bool);
+}
+
+impl<T> VmapArg<Tensor<T>> for Tensor<T> {
+    fn vmap_arg(&self) -> (&Tensor<T>, bool) {
+        (self, false)
+    }
+}
+
+impl<T> VmapArg<Tensor<T>> for &Tensor<T> {
+    fn vmap_arg(&self) -> (&Tensor<T>, bool) {
+        (self, false)
+    }
+}
+
+impl<T> VmapArg<Tensor<T>> for Batch<Tensor<T>> {
+    fn vmap_arg(&self) -> (&Tensor<T>, bool) {
+        (&self.0, true)
+    }
+}
+
+impl<T> VmapArg<Tensor<T>> for Batch<&Tensor<T>> {
+    fn vmap_arg(&self) -> (&Tensor<T>, bool) {
+        (self.0, true)
+    }
+}
+
+/// The batch length of a call of `function`: the common leading length of the batched
+/// arguments.
+///
+/// # Panics
+/// When no argument is batched, a batched argument is 0-d, or two batched arguments disagree.
+#[track_caller]
+pub fn vmap_size(function: &str, args: &[(&str, &[usize], bool)]) -> usize {
+    let mut size: Option<(&str, usize)> = None;
+    for &(name, shape, _) in args.iter().filter(|a| a.2) {
+        let Some(&len) = shape.first() else {
+            panic!("{function}: `{name}` is batched (`Batch`) but 0-d; it needs a batch axis");
+        };
+        match size {
+            Some((first, n)) if n != len => panic!(
+                "{function}: batched arguments disagree on the batch length: `{first}` has {n} \
+                 examples, `{name}` (shape {shape:?}) has {len}"
+            ),
+            Some(_) => {}
+            None => size = Some((name, len)),
+        }
+    }
+    match size {
+        Some((_, n)) => n,
+        None => panic!(
+            "{function}: no argument is batched; wrap the ones that carry a batch axis in \
+             `Batch(..)`"
+        ),
+    }
+}
+
+/// `x` with a batch axis of length `n`: `x` itself when it has one, else `x` repeated, each
+/// example a copy of it that shares its elements (nothing is copied until written to; a
+/// product with it reads `x` from cache once per example).
+pub fn vmap_batched<T: Element>(x: &Tensor<T>, batched: bool, n: usize) -> Tensor<T> {
+    if batched {
+        x.clone()
+    } else {
+        x.repeated(n)
+    }
+}
+
+/// The cotangent that makes a pullback of the batched function give per-example gradients:
+/// ones, of the value's shape.
+///
+/// # Panics
+/// When an example's value has more than one element (a gradient needs one).
+#[track_caller]
+pub fn vmap_ones_per_example<T: Element>(function: &str, shape: &[usize], n: usize) -> Tensor<T> {
+    let each: usize = shape[1..].iter().product();
+    assert!(
+        shape.first() == Some(&n) && each == 1,
+        "{function}: each example's value must have one element to have a gradient; the \
+         batched value has shape {shape:?}, {n} examples"
+    );
+    Tensor::ones(shape)
+}
+
+/// The shape of one example of a value of shape `shape`.
+pub fn vmap_shape(shape: &[usize], batched: bool) -> &[usize] {
+    &shape[batched as usize..]
+}
+
+/// The shape a result of shape `shape` is broadcast to: with the batch axis first.
+pub fn vmap_out_shape(shape: &[usize], batched: bool, n: usize) -> Vec<usize> {
+    if batched {
+        shape.to_vec()
+    } else {
+        core::iter::once(n).chain(shape.iter().copied()).collect()
+    }
+}
+
+/// The shape an operand of an elementwise op takes so that NumPy's broadcasting aligns its
+/// examples with those of the `others`: a batched operand of fewer axes per example than
+/// another gets unit axes after its batch axis.
+pub fn vmap_align(shape: &[usize], batched: bool, others: &[(&[usize], bool)]) -> Vec<usize> {
+    let rank = shape.len() - batched as usize;
+    let widest = others
+        .iter()
+        .map(|(s, b)| s.len() - *b as usize)
+        .max()
+        .unwrap_or(0);
+    if !batched || rank >= widest {
+        return shape.to_vec();
+    }
+    let mut aligned = vec![shape[0]];
+    aligned.extend(core::iter::repeat_n(1, widest - rank));
+    aligned.extend(&shape[1..]);
+    aligned
+}
+
+/// An axis of one example as an axis of the batched value (negative axes count from the end
+/// and stay).
+pub fn vmap_axis(axis: isize, batched: bool) -> isize {
+    if batched && axis >= 0 {
+        axis + 1
+    } else {
+        axis
+    }
+}
+
+/// Axes of one example as axes of the batched value.
+pub fn vmap_axes(axes: &[isize], batched: bool) -> Vec<isize> {
+    axes.iter().map(|&a| vmap_axis(a, batched)).collect()
+}
+
+/// Axes (as `usize`) of one example as axes of the batched value.
+pub fn vmap_axes_usize(axes: &[usize], batched: bool) -> Vec<usize> {
+    axes.iter().map(|&a| a + batched as usize).collect()
+}
+
+/// Every axis of a value of `ndim` axes but its batch axis.
+pub fn vmap_all_axes(ndim: usize, batched: bool) -> Vec<isize> {
+    (batched as usize..ndim).map(|a| a as isize).collect()
+}
+
+/// A permutation of one example's axes as one of the batched value's.
+pub fn vmap_permutation(perm: &[usize], batched: bool) -> Vec<usize> {
+    if !batched {
+        return perm.to_vec();
+    }
+    core::iter::once(0)
+        .chain(perm.iter().map(|a| a + 1))
+        .collect()
+}
+
+/// One example's new shape (lengths, one of them `-1` at most) as the batched value's.
+pub fn vmap_new_shape<L: Copy + TryInto<isize>>(
+    shape: &[L],
+    batched: bool,
+    n: usize,
+) -> Vec<isize> {
+    let lengths = shape.iter().map(|&l| {
+        l.try_into()
+            .unwrap_or_else(|_| panic!("reshape: a length does not fit in `isize`"))
+    });
+    if batched {
+        core::iter::once(n as isize).chain(lengths).collect()
+    } else {
+        lengths.collect()
+    }
+}
+
+/// One example's shape (`broadcast_to`) as the batched value's.
+pub fn vmap_shape_of(shape: &[usize], batched: bool, n: usize) -> Vec<usize> {
+    if batched {
+        core::iter::once(n).chain(shape.iter().copied()).collect()
+    } else {
+        shape.to_vec()
+    }
+}
+
+/// One example's ranges (`shrink`, `pad`) as the batched value's: the batch axis whole
+/// (`shrink`) or unpadded (`pad`).
+pub fn vmap_ranges(
+    op: &str,
+    ranges: &[(usize, usize)],
+    batched: bool,
+    n: usize,
+) -> Vec<(usize, usize)> {
+    if !batched {
+        return ranges.to_vec();
+    }
+    let first = if op == "pad" { (0, 0) } else { (0, n) };
+    core::iter::once(first)
+        .chain(ranges.iter().copied())
+        .collect()
+}
+
+/// How a batched `a.matmul(b)` is computed: each operand reshaped (a vector to a matrix, unit
+/// batch axes after the batch axis to align the examples' batch axes), then the product
+/// reshaped to drop the axes a vector operand added.
+struct MatmulPlan {
+    lhs: Vec<usize>,
+    rhs: Vec<usize>,
+    /// Whether the left operand is a vector per example (its row axis is dropped).
+    lhs_vector: bool,
+    /// Whether the right operand is a vector per example (its column axis is dropped).
+    rhs_vector: bool,
+}
+
+fn matmul_plan(a: &[usize], a_batched: bool, b: &[usize], b_batched: bool) -> MatmulPlan {
+    let (ea, eb) = (vmap_shape(a, a_batched), vmap_shape(b, b_batched));
+    let (lhs_vector, rhs_vector) = (ea.len() == 1, eb.len() == 1);
+    if !a_batched && !b_batched {
+        return MatmulPlan {
+            lhs: a.to_vec(),
+            rhs: b.to_vec(),
+            lhs_vector: false,
+            rhs_vector: false,
+        };
+    }
+    let ma: Vec<usize> = if lhs_vector {
+        vec![1, ea[0]]
+    } else {
+        ea.to_vec()
+    };
+    let mb: Vec<usize> = if rhs_vector {
+        vec![eb[0], 1]
+    } else {
+        eb.to_vec()
+    };
+    let stack = (ma.len().max(2) - 2).max(mb.len().max(2) - 2);
+    let physical = |m: &[usize], batched: bool, n: usize| -> Vec<usize> {
+        if !batched {
+            return m.to_vec();
+        }
+        let pad = stack + 2 - m.len().max(2).min(stack + 2);
+        core::iter::once(n)
+            .chain(core::iter::repeat_n(1, pad))
+            .chain(m.iter().copied())
+            .collect()
+    };
+    let n = if a_batched { a[0] } else { b[0] };
+    MatmulPlan {
+        lhs: physical(&ma, a_batched, n),
+        rhs: physical(&mb, b_batched, n),
+        lhs_vector,
+        rhs_vector,
+    }
+}
+
+/// Whether a batched `a.matmul(b)` is computed as `b.matmul(&a.t())`: a shared matrix times
+/// a batch of vectors is one matrix product that way, where the batch of matrix-vector
+/// products would be one product per example.
+pub fn vmap_matmul_swap(a: &[usize], a_batched: bool, b: &[usize], b_batched: bool) -> bool {
+    !a_batched && b_batched && a.len() == 2 && b.len() == 2
+}
+
+/// The left operand's shape in a batched `matmul`.
+pub fn vmap_matmul_lhs(a: &[usize], a_batched: bool, b: &[usize], b_batched: bool) -> Vec<usize> {
+    matmul_plan(a, a_batched, b, b_batched).lhs
+}
+
+/// The right operand's shape in a batched `matmul`.
+pub fn vmap_matmul_rhs(a: &[usize], a_batched: bool, b: &[usize], b_batched: bool) -> Vec<usize> {
+    matmul_plan(a, a_batched, b, b_batched).rhs
+}
+
+/// The shape of a batched `matmul`'s result, of shape `product` as computed.
+pub fn vmap_matmul_out(
+    product: &[usize],
+    a: &[usize],
+    a_batched: bool,
+    b: &[usize],
+    b_batched: bool,
+) -> Vec<usize> {
+    if vmap_matmul_swap(a, a_batched, b, b_batched) {
+        return product.to_vec();
+    }
+    let plan = matmul_plan(a, a_batched, b, b_batched);
+    let mut out = product.to_vec();
+    let len = out.len();
+    match (plan.lhs_vector, plan.rhs_vector) {
+        (true, true) => out.truncate(len - 2),
+        (false, true) => out.truncate(len - 1),
+        (true, false) => {
+            out.remove(len - 2);
+        }
+        (false, false) => {}
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each batched product equals the products of its examples.
+    #[test]
+    fn matmul_plans_compute_each_example() {
+        let cases: &[(&[usize], bool, &[usize], bool)] = &[
+            (&[4, 3], true, &[3, 2], false),
+            (&[4, 3], true, &[4, 3, 2], true),
+            (&[3], false, &[4, 3, 2], true),
+            (&[4, 2, 3], true, &[3], false),
+            (&[4, 3], true, &[4, 3], true),
+            (&[2, 3], false, &[4, 3], true),
+            (&[4, 5, 2, 3], true, &[3, 2], false),
+            (&[2, 3], false, &[4, 5, 3, 2], true),
+            (&[4, 2, 3], true, &[5, 3, 2], false),
+            (&[3], false, &[4, 3], true),
+        ];
+        for (k, &(sa, ab, sb, bb)) in cases.iter().enumerate() {
+            let a = Tensor::<f64>::rand_uniform(sa, -1.0, 1.0, k as u64);
+            let b = Tensor::<f64>::rand_uniform(sb, -1.0, 1.0, 100 + k as u64);
+            let y = if vmap_matmul_swap(sa, ab, sb, bb) {
+                b.matmul(&a.t())
+            } else {
+                a.reshape(&vmap_matmul_lhs(sa, ab, sb, bb))
+                    .matmul(&b.reshape(&vmap_matmul_rhs(sa, ab, sb, bb)))
+            };
+            let y = y.reshape(&vmap_matmul_out(y.shape(), sa, ab, sb, bb));
+            for i in 0..4 {
+                let pick = |t: &Tensor<f64>, batched: bool| {
+                    if batched {
+                        t.index_select(0, &[i]).squeeze(0)
+                    } else {
+                        t.clone()
+                    }
+                };
+                let expected = pick(&a, ab).matmul(&pick(&b, bb));
+                let got = y.index_select(0, &[i]).squeeze(0);
+                assert_eq!(got.shape(), expected.shape(), "case {k}");
+                for (g, e) in got.to_vec().iter().zip(expected.to_vec()) {
+                    assert!((g - e).abs() < 1e-12, "case {k}: {g} vs {e}");
+                }
+            }
+        }
+    }
+
+    /// A repeated tensor is, to every op, the tensor its copies would make.
+    #[test]
+    fn a_repeated_tensor_reads_as_its_copies() {
+        let x = Tensor::<f64>::rand_uniform(&[3, 2], -1.0, 1.0, 1);
+        let r = vmap_batched(&x, false, 4);
+        let copies = x.broadcast_to(&[4, 3, 2]);
+        assert_eq!(r.shape(), &[4, 3, 2]);
+        assert_eq!(r.len(), 24);
+        assert_eq!(r, copies);
+        assert_eq!(r.to_vec(), copies.to_vec());
+        assert_eq!(r.clone().into_vec(), copies.to_vec());
+        assert_eq!(
+            r.reshape(&[12, 2]).to_vec(),
+            copies.reshape(&[12, 2]).to_vec()
+        );
+        assert_eq!(r.permute(&[2, 0, 1]), copies.permute(&[2, 0, 1]));
+        assert_eq!((&r * 2.0).to_vec(), (&copies * 2.0).to_vec());
+        assert_eq!(r.tanh(), copies.tanh());
+        assert_eq!(r.sum_axes(&[0], false), copies.sum_axes(&[0], false));
+        let v = Tensor::<f64>::rand_uniform(&[4, 1, 3], -1.0, 1.0, 2);
+        assert_eq!(v.matmul(&r), v.matmul(&copies));
+        assert_eq!(r.t().matmul(&v.t()), copies.t().matmul(&v.t()));
+        let small = vmap_batched(&Tensor::from_vec(vec![1.0f64, 2.0], &[2]), false, 2);
+        assert_eq!(small.to_vec(), vec![1.0, 2.0, 1.0, 2.0]);
+        // Writing copies the elements out: the original is untouched.
+        let mut w = r.clone();
+        w += &Tensor::ones(&[4, 3, 2]);
+        assert_eq!(w.to_vec(), (&copies + 1.0).to_vec());
+        assert_eq!(r, copies);
+        assert_eq!(vmap_batched(&r, true, 4), copies);
+    }
+
+    #[test]
+    fn alignment_puts_unit_axes_after_the_batch_axis() {
+        assert_eq!(
+            vmap_align(&[4, 3], true, &[(&[2, 3], false)]),
+            vec![4, 1, 3]
+        );
+        assert_eq!(
+            vmap_align(&[4, 2, 3], true, &[(&[3], false)]),
+            vec![4, 2, 3]
+        );
+        assert_eq!(vmap_align(&[3], false, &[(&[4, 2, 3], true)]), vec![3]);
+        assert_eq!(vmap_axis(-1, true), -1);
+        assert_eq!(vmap_axis(0, true), 1);
+        assert_eq!(vmap_ranges("pad", &[(1, 2)], true, 4), vec![(0, 0), (1, 2)]);
+        assert_eq!(
+            vmap_ranges("shrink", &[(1, 2)], true, 4),
+            vec![(0, 4), (1, 2)]
+        );
+    }
+}
