@@ -7,7 +7,7 @@
 //! - `w1_batch_grad`: one gradient of the batch's summed loss (W1's gradient, what the
 //!   per-example gradients are measured against);
 //! - `jacrev100_vmap`: the Jacobian of a 100 → 100 function as one batched VJP of the rows of
-//!   the identity (`jax.jacrev`); `jacrev100_loop`: `jacrev`, a loop of 100 VJPs.
+//!   the identity, `jacrev_vmap` (`jax.jacrev`); `jacrev100_loop`: `jacrev`, a loop of 100 VJPs.
 //!
 //! `cargo bench -p rune-benches --bench vmap`, then `python3 benches/vmap_jax.py` (JAX
 //! installed, both pinned with `taskset -c 1`) prints both systems' medians side by side.
@@ -68,9 +68,14 @@ fn vmap(c: &mut Criterion) {
     });
     let a = Tensor::<f64>::rand_uniform(&[100, 100], -0.1, 0.1, 21);
     let x = Tensor::<f64>::rand_uniform(&[100], -1.0, 1.0, 22);
-    let eye = Tensor::<f64>::eye(100);
     group.bench_function("jacrev100_vmap", |b| {
-        b.iter(|| field_vjp_vmap(black_box(&x), &a, Batch(&eye)).1)
+        b.iter(|| {
+            jacrev_vmap(
+                |x, ws| field_vjp_vmap(x, &a, Batch(ws)).1,
+                black_box(&x),
+                &[100],
+            )
+        })
     });
     group.bench_function("jacrev100_loop", |b| {
         b.iter(|| jacrev(|x, ct| field_vjp(x, &a, ct).1, black_box(&x), &[100]))

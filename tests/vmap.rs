@@ -174,6 +174,10 @@ fn jacobians_from_batched_vjp_and_jvp() {
     let loop_jac = jacrev(|x, ct| field_vjp(x, &a, ct).1, &x, &[n]);
     assert_close(&rows, &loop_jac, 1e-12, "jacrev");
     assert_close(&columns.t(), &loop_jac, 1e-12, "jacfwd");
+    let by_rows = jacrev_vmap(|x, ws| field_vjp_vmap(x, &a, Batch(ws)).1, &x, &[n]);
+    let by_columns = jacfwd_vmap(|x, vs| field_jvp_vmap(x, &a, Batch(vs)).1, &x);
+    assert_close(&by_rows, &loop_jac, 1e-12, "jacrev_vmap");
+    assert_close(&by_columns, &loop_jac, 1e-12, "jacfwd_vmap");
     // Finite differences of column 2.
     let eps = 1e-6;
     let mut up = x.to_vec();

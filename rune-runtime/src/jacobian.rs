@@ -135,6 +135,88 @@ pub fn jacrev<T: Element>(
     Tensor::from_vec(data, &joined(out_shape, x.shape()))
 }
 
+/// The Jacobian of a function of one tensor in reverse mode, from one batched vector-Jacobian
+/// product instead of one per output element.
+///
+/// `vjp_vmap(x, ws)` takes a batch of cotangents `ws` (`[m] ++ out_shape`, the standard basis)
+/// and returns each `wᵀ J(x)`, stacked (`[m] ++ x.shape`): what `f_vjp_vmap(x, Batch(ws)).1`
+/// of a `#[differentiable(vmap)]` function returns. The result has shape
+/// `out_shape ++ x.shape`, as [`jacrev`]'s.
+///
+/// ```
+/// use rune_runtime::{jacrev_vmap, Tensor};
+///
+/// // f(x) = A x: the batch of wᵀA is W A.
+/// let a = Tensor::from_vec(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+/// let x = Tensor::from_vec(vec![0.5, -1.0, 2.0], &[3]);
+/// let j = jacrev_vmap(|_x: &Tensor<f64>, ws: &Tensor<f64>| ws.matmul(&a), &x, &[2]);
+/// assert_eq!(j.to_vec(), a.to_vec());
+/// ```
+///
+/// # Panics
+/// When the products do not have shape `[m] ++ x.shape`.
+#[track_caller]
+#[must_use]
+pub fn jacrev_vmap<T: Element>(
+    vjp_vmap: impl FnOnce(&Tensor<T>, &Tensor<T>) -> Tensor<T>,
+    x: &Tensor<T>,
+    out_shape: &[usize],
+) -> Tensor<T> {
+    let m = out_shape.iter().product::<usize>();
+    let ws = Tensor::eye(m).reshape(&joined(&[m], out_shape));
+    let rows = vjp_vmap(x, &ws);
+    expect_shape(
+        "jacrev_vmap",
+        "batch of products",
+        rows.shape(),
+        &joined(&[m], x.shape()),
+    );
+    rows.reshape(&joined(out_shape, x.shape()))
+}
+
+/// The Jacobian of a function of one tensor in forward mode, from one batched Jacobian-vector
+/// product instead of one per input element.
+///
+/// `jvp_vmap(x, vs)` takes a batch of tangents `vs` (`[n] ++ x.shape`, the standard basis) and
+/// returns each `J(x) v`, stacked (`[n] ++ out_shape`): what `f_jvp_vmap(x, Batch(vs)).1` of a
+/// `#[differentiable(vmap)]` function returns. The result has shape `out_shape ++ x.shape`,
+/// as [`jacfwd`]'s.
+///
+/// ```
+/// use rune_runtime::{jacfwd_vmap, Tensor};
+///
+/// // f(x) = A x: the batch of A v is V Aᵀ.
+/// let a = Tensor::from_vec(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+/// let x = Tensor::from_vec(vec![0.5, -1.0, 2.0], &[3]);
+/// let j = jacfwd_vmap(|_x: &Tensor<f64>, vs: &Tensor<f64>| vs.matmul(&a.t()), &x);
+/// assert_eq!(j.to_vec(), a.to_vec());
+/// ```
+///
+/// # Panics
+/// When the products do not have a leading axis of `x.len()`.
+#[track_caller]
+#[must_use]
+pub fn jacfwd_vmap<T: Element>(
+    jvp_vmap: impl FnOnce(&Tensor<T>, &Tensor<T>) -> Tensor<T>,
+    x: &Tensor<T>,
+) -> Tensor<T> {
+    let n = x.len();
+    let vs = Tensor::eye(n).reshape(&joined(&[n], x.shape()));
+    let columns = jvp_vmap(x, &vs);
+    assert!(
+        columns.shape().first() == Some(&n),
+        "jacfwd_vmap: the batch of products has shape {:?}; it needs a leading axis of {n}, \
+         one product per element of x",
+        columns.shape()
+    );
+    let out_shape = columns.shape()[1..].to_vec();
+    let m = out_shape.iter().product::<usize>();
+    columns
+        .reshape(&[n, m])
+        .t()
+        .reshape(&joined(&out_shape, x.shape()))
+}
+
 /// The Jacobian of a function of one tensor, in forward mode when it has no more inputs than
 /// outputs and in reverse mode otherwise (as many products as the smaller side, plus one).
 ///

@@ -108,7 +108,8 @@ pub use element::operand::{Operand, OperandOf, OperandRef};
 pub use element::{Element, FromScalar, RangeElement, Scalar};
 pub use error::{ShapeError, ShapeErrorKind};
 pub use jacobian::{
-    hessian, hessian_from_grad, hessian_of_numbers, hvp_from_grad, jacfwd, jacobian, jacrev,
+    hessian, hessian_from_grad, hessian_of_numbers, hvp_from_grad, jacfwd, jacfwd_vmap, jacobian,
+    jacrev, jacrev_vmap,
 };
 pub use model::Differentiable;
 pub use ops::arith::{add, div, mul, neg, sub, try_add, try_div, try_mul, try_sub};

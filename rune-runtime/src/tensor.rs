@@ -274,6 +274,26 @@ impl<T> Tensor<T> {
         }
     }
 
+    /// For a tensor that repeats one example along its leading axis (`repeated`), that
+    /// example and the number of copies.
+    pub(crate) fn repeated_parts(&self) -> Option<(Tensor<T>, usize)> {
+        let Repr::Repeated(r) = &self.repr else {
+            return None;
+        };
+        let example_shape = &r.shape.slice()[1..];
+        let example = if r.base.shape() == example_shape {
+            Tensor::from_shared(r.base.clone())
+        } else {
+            Tensor {
+                repr: Repr::Repeated(Box::new(Repeated {
+                    base: r.base.clone(),
+                    shape: IxDyn(example_shape),
+                })),
+            }
+        };
+        Some((example, r.shape[0]))
+    }
+
     /// Whether the tensor is held inline.
     #[inline]
     pub(crate) fn is_inline(&self) -> bool {
@@ -473,6 +493,9 @@ impl<T: Clone> Tensor<T> {
     /// vector instructions ([`crate::vmath::vectorised`]), which LLVM vectorises when `f` is
     /// inlined into it (mark the closure `#[inline(always)]`).
     pub(crate) fn map_elems<U: Clone>(&self, f: impl Fn(&T) -> U) -> Tensor<U> {
+        if let Some((example, n)) = self.repeated_parts() {
+            return example.map_elems(f).repeated(n);
+        }
         match self.as_slice() {
             // No more than an inline tensor holds: no loop worth vectorising.
             Some(s) if fits_inline(self.shape(), s.len()) => {
@@ -540,6 +563,9 @@ impl<T: Clone> Tensor<T> {
     /// block of [`KERNEL_BLOCK`] elements runs with the fast kernels, and again with the
     /// full-range ones when one of them met an argument outside its range.
     pub(crate) fn map_elems_in<U: Clone>(&self, f: impl Fn(&T, &Kernels) -> U) -> Tensor<U> {
+        if let Some((example, n)) = self.repeated_parts() {
+            return example.map_elems_in(f).repeated(n);
+        }
         match self.as_slice() {
             Some(s) if fits_inline(self.shape(), s.len()) => {
                 let mut out = ArrayVec::new();

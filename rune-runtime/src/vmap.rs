@@ -390,6 +390,32 @@ mod tests {
         assert_eq!(vmap_batched(&r, true, 4), copies);
     }
 
+    /// Ops of shared values compute one example and repeat it, with the values of the copies.
+    #[test]
+    fn ops_of_repeated_tensors_stay_repeated() {
+        let x = Tensor::<f64>::rand_uniform(&[3, 2], -1.0, 1.0, 3);
+        let (r, copies) = (vmap_batched(&x, false, 5), x.broadcast_to(&[5, 3, 2]));
+        let row = Tensor::<f64>::rand_uniform(&[2], -1.0, 1.0, 4);
+        let m = Tensor::<f64>::rand_uniform(&[2, 4], -1.0, 1.0, 5);
+        let left = Tensor::<f64>::rand_uniform(&[6, 3], -1.0, 1.0, 6);
+        let batch = Tensor::<f64>::rand_uniform(&[5, 3, 2], -1.0, 1.0, 7);
+        let cases = [
+            (r.tanh(), copies.tanh(), true),
+            (&r * 2.0, &copies * 2.0, true),
+            (2.0 - &r, 2.0 - &copies, true),
+            (&r + &row, &copies + &row, true),
+            (&r * &r.exp(), &copies * &copies.exp(), true),
+            (r.matmul(&m), copies.matmul(&m), true),
+            (left.matmul(&r), left.matmul(&copies), true),
+            // A batched operand of as many axes: computed in full.
+            (&r * &batch, &copies * &batch, false),
+        ];
+        for (k, (got, expected, repeated)) in cases.iter().enumerate() {
+            assert_eq!(got, expected, "case {k}");
+            assert_eq!(got.repeated_parts().is_some(), *repeated, "case {k}");
+        }
+    }
+
     #[test]
     fn alignment_puts_unit_axes_after_the_batch_axis() {
         assert_eq!(

@@ -57,6 +57,13 @@ pub(super) fn map_region<T: Element, const N: usize, const L: usize>(
     literals: [f64; L],
     f: impl Fn([T; N], &[T; L], &Kernels) -> T + Sync,
 ) -> Tensor<T> {
+    if let Some((examples, n)) = repeated_inputs(&inputs) {
+        let inputs = core::array::from_fn(|i| match &examples[i] {
+            Some(e) => OperandRef::Tensor(e),
+            None => inputs[i],
+        });
+        return map_region(ops, inputs, literals, f).repeated(n);
+    }
     let literals = literals.map(T::from_f64);
     if let Some((shape, data)) = inline_inputs(&inputs) {
         let mut out = ArrayVec::new();
@@ -88,6 +95,37 @@ pub(super) fn map_region<T: Element, const N: usize, const L: usize>(
         ))
     });
     Tensor::from_parts(out, shape)
+}
+
+/// When some inputs repeat one example along their leading axis (`vmap`'s shared values), all
+/// of those as many times at the most axes of any input, and every other has fewer axes: each
+/// repeated input's example (`None` for the others) and the number of copies. The region's
+/// value is then the region of the examples, repeated.
+fn repeated_inputs<T: Element, const N: usize>(
+    inputs: &[OperandRef<'_, T>; N],
+) -> Option<([Option<Tensor<T>>; N], usize)> {
+    let rank = |o: &OperandRef<'_, T>| match o {
+        OperandRef::Tensor(t) => t.ndim(),
+        OperandRef::Scalar(_) => 0,
+    };
+    let widest = inputs.iter().map(rank).max()?;
+    let mut copies = None;
+    let mut examples: [Option<Tensor<T>>; N] = core::array::from_fn(|_| None);
+    for (k, input) in inputs.iter().enumerate() {
+        let OperandRef::Tensor(t) = input else {
+            continue;
+        };
+        match t.repeated_parts() {
+            Some((e, n)) if t.ndim() == widest && copies.is_none_or(|c| c == n) => {
+                copies = Some(n);
+                examples[k] = Some(e);
+            }
+            Some(_) => return None,
+            None if t.ndim() < widest => {}
+            None => return None,
+        }
+    }
+    copies.map(|n| (examples, n))
 }
 
 /// `fused_map`'s loop, over blocks of `B`.

@@ -26,8 +26,30 @@ pub(crate) fn try_binary_map<T: Element>(
     Ok(match (a, b) {
         (OperandRef::Scalar(x), OperandRef::Scalar(y)) => Tensor::scalar(f(x, y)),
         (OperandRef::Tensor(x), OperandRef::Scalar(y)) => x.map_elems(|&v| f(v, y)),
-        (OperandRef::Scalar(x), OperandRef::Tensor(y)) => y.map(|&v| f(x, v)),
+        (OperandRef::Scalar(x), OperandRef::Tensor(y)) => y.map_elems(|&v| f(x, v)),
         (OperandRef::Tensor(x), OperandRef::Tensor(y)) => {
+            if let Some((xe, ye, n)) = repeated_examples(x, y) {
+                return Ok(try_binary_map(
+                    op,
+                    OperandRef::Tensor(&xe),
+                    OperandRef::Tensor(&ye),
+                    f,
+                )?
+                .repeated(n));
+            }
+            // One operand repeats an example along the other's leading axis: broadcasting the
+            // example is the same, and runs row by row over slices.
+            if same_shape(x.shape(), y.shape()) {
+                match (x.repeated_parts(), y.repeated_parts()) {
+                    (Some((xe, _)), None) => {
+                        return try_binary_map(op, OperandRef::Tensor(&xe), b, f);
+                    }
+                    (None, Some((ye, _))) => {
+                        return try_binary_map(op, a, OperandRef::Tensor(&ye), f);
+                    }
+                    _ => {}
+                }
+            }
             if same_shape(x.shape(), y.shape()) {
                 x.zip_map(y, |&u, &v| f(u, v))
             } else if let Some(t) = row_broadcast_map(x, y, &f) {
@@ -49,6 +71,22 @@ pub(crate) fn try_binary_map<T: Element>(
             }
         }
     })
+}
+
+/// When `x` or `y` repeats one example along its leading axis and the other either repeats
+/// as many at as many axes or has fewer axes (so that broadcasting never reaches that axis),
+/// the operands of one example and the number of copies: the result is the op of those,
+/// repeated.
+pub(crate) fn repeated_examples<T: Element>(
+    x: &Tensor<T>,
+    y: &Tensor<T>,
+) -> Option<(Tensor<T>, Tensor<T>, usize)> {
+    match (x.repeated_parts(), y.repeated_parts()) {
+        (Some((xe, n)), Some((ye, m))) if n == m && x.ndim() == y.ndim() => Some((xe, ye, n)),
+        (Some((xe, n)), None) if y.ndim() < x.ndim() => Some((xe, y.clone(), n)),
+        (None, Some((ye, n))) if x.ndim() < y.ndim() => Some((x.clone(), ye, n)),
+        _ => None,
+    }
 }
 
 /// `f(u, v)` over `full` and a `row` that broadcasts along `full`'s leading axes only (a bias

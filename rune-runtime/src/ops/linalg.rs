@@ -422,6 +422,17 @@ impl<T: Element> Tensor<T> {
     /// fit.
     pub fn try_matmul(&self, other: &Tensor<T>) -> Result<Tensor<T>, ShapeError> {
         let d = MatmulDims::new::<T>(self.shape(), other.shape())?;
+        // An operand repeating one example along a batch axis (its leading axis, which the
+        // other operand does not reach) gives the product of that example, repeated.
+        match (self.repeated_parts(), other.repeated_parts()) {
+            (Some((a, n)), None) if self.ndim() >= 2 && other.ndim() <= 2 => {
+                return Ok(a.try_matmul(other)?.repeated(n));
+            }
+            (None, Some((b, n))) if other.ndim() >= 3 && self.ndim() <= 2 => {
+                return Ok(self.try_matmul(&b)?.repeated(n));
+            }
+            _ => {}
+        }
         let mut out = vec![T::zero(); d.out_len()];
         product_into(&d, self, other, &mut out, false);
         Ok(Tensor::from_vec(out, &d.out_shape()))

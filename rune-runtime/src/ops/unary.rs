@@ -27,7 +27,8 @@ use crate::tensor::Tensor;
 use crate::vmath::Kernels;
 
 /// `rule(d, p)` over a tangent or cotangent `d` and the primal value `p` (input or output) it is
-/// paired with, which must have the same shape.
+/// paired with, which must have the same shape. Every rule is linear in `d` (`d · f'(p)`), so a
+/// `p` that repeats one example (a value a batch shares) costs the slopes of one example.
 #[track_caller]
 fn pair<T: Element>(
     op: &'static str,
@@ -36,6 +37,10 @@ fn pair<T: Element>(
     rule: impl Fn(T, T) -> T,
 ) -> Tensor<T> {
     check_pair(op, d, p);
+    if let Some((example, _)) = p.repeated_parts() {
+        // Linear in `d`: the slope of one example, broadcast along the copies.
+        return d * &example.map_elems(|&pv| rule(T::one(), pv));
+    }
     d.zip_map(
         p,
         #[inline(always)]
@@ -64,6 +69,10 @@ fn pair_in<T: Element>(
     rule: impl Fn(T, T, &Kernels) -> T,
 ) -> Tensor<T> {
     check_pair(op, d, p);
+    if let Some((example, _)) = p.repeated_parts() {
+        // Linear in `d`: the slope of one example, broadcast along the copies.
+        return d * &example.map_elems_in(|&pv, k| rule(T::one(), pv, k));
+    }
     d.zip_map_in(
         p,
         #[inline(always)]

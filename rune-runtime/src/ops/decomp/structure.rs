@@ -7,15 +7,10 @@ impl<T: Element> Tensor<T> {
     /// The `n × n` identity matrix.
     #[must_use]
     pub fn eye(n: usize) -> Tensor<T> {
-        let data = (0..n * n)
-            .map(|i| {
-                if i % (n + 1) == 0 {
-                    T::one()
-                } else {
-                    T::zero()
-                }
-            })
-            .collect();
+        let mut data = vec![T::zero(); n * n];
+        for i in 0..n {
+            data[i * (n + 1)] = T::one();
+        }
         Tensor::from_vec(data, &[n, n])
     }
 
