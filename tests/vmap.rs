@@ -188,3 +188,113 @@ fn jacobians_from_batched_vjp_and_jvp() {
         / (2.0 * eps);
     assert_close(&example(&columns, 2), &fd, 1e-7, "finite differences");
 }
+
+/// A model as a structure: its gradient, per example, is a structure of batched leaves.
+#[derive(Clone, Differentiable)]
+struct Net {
+    w1: Tensor<f32>,
+    b1: Tensor<f32>,
+    w2: Tensor<f32>,
+}
+
+#[differentiable(vmap)]
+fn net_loss(net: &Net, #[nodiff] x: &Tensor<f32>, #[nodiff] y: &Tensor<f32>) -> Tensor<f32> {
+    let mut h = x.clone();
+    for _ in 0..2 {
+        h = (h.matmul(&net.w1) + &net.b1).tanh();
+    }
+    let d = h.matmul(&net.w2) - y;
+    d.square().mean()
+}
+
+fn net(seed: u64) -> Net {
+    Net {
+        w1: Tensor::rand_uniform(&[3, 3], -0.8, 0.8, seed),
+        b1: Tensor::rand_uniform(&[3], -0.1, 0.1, seed + 1),
+        w2: Tensor::rand_uniform(&[3, 2], -0.8, 0.8, seed + 2),
+    }
+}
+
+#[test]
+fn per_example_gradients_of_a_structure() {
+    let model = net(20);
+    let xs = Tensor::<f32>::rand_uniform(&[7, 3], -1.0, 1.0, 30);
+    let ys = Tensor::<f32>::rand_uniform(&[7, 2], -1.0, 1.0, 31);
+    let grads = net_loss_grad_vmap(&model, Batch(&xs), Batch(&ys));
+    assert_eq!(grads.w1.shape(), &[7, 3, 3]);
+    assert_eq!(grads.b1.shape(), &[7, 3]);
+    for i in 0..7 {
+        let g = net_loss_grad(&model, &example(&xs, i), &example(&ys, i));
+        assert_close(&example(&grads.w1, i), &g.w1, 1e-5, "w1");
+        assert_close(&example(&grads.b1, i), &g.b1, 1e-5, "b1");
+        assert_close(&example(&grads.w2, i), &g.w2, 1e-5, "w2");
+    }
+}
+
+/// An ensemble: a batch of models (each leaf stacked) on one shared input.
+#[test]
+fn an_ensemble_of_models_on_one_input() {
+    let members: Vec<Net> = (0..4).map(|k| net(40 + 10 * k)).collect();
+    let stack = |leaf: fn(&Net) -> &Tensor<f32>| {
+        let parts: Vec<&Tensor<f32>> = members.iter().map(leaf).collect();
+        stack(&parts, 0)
+    };
+    let ensemble = Net {
+        w1: stack(|n| &n.w1),
+        b1: stack(|n| &n.b1),
+        w2: stack(|n| &n.w2),
+    };
+    let x = Tensor::<f32>::from_vec(vec![0.3, -0.7, 0.9], &[3]);
+    let y = Tensor::<f32>::from_vec(vec![0.1, 0.2], &[2]);
+    let (losses, grads) = net_loss_value_and_grad_vmap(Batch(&ensemble), &x, &y);
+    assert_eq!(losses.shape(), &[4]);
+    for (k, member) in members.iter().enumerate() {
+        let (v, g) = net_loss_value_and_grad(member, &x, &y);
+        assert_close(&example(&losses, k), &v, 1e-6, "loss");
+        assert_close(&example(&grads.w1, k), &g.w1, 1e-5, "w1");
+        assert_close(&example(&grads.w2, k), &g.w2, 1e-5, "w2");
+    }
+    // Forward mode along a batch of directions for the ensemble.
+    let dirs = Net {
+        w1: Tensor::ones(&[4, 3, 3]),
+        b1: Tensor::zeros(&[4, 3]),
+        w2: Tensor::zeros(&[4, 3, 2]),
+    };
+    let (_, slopes) = net_loss_jvp_vmap(Batch(&ensemble), &x, &y, Batch(&dirs));
+    for (k, member) in members.iter().enumerate() {
+        let d = Net {
+            w1: Tensor::ones(&[3, 3]),
+            b1: Tensor::zeros(&[3]),
+            w2: Tensor::zeros(&[3, 2]),
+        };
+        let (_, slope) = net_loss_jvp(member, &x, &y, &d);
+        assert_close(&example(&slopes, k), &slope, 1e-5, "slope");
+    }
+}
+
+/// A helper batched with its caller: calls of `#[differentiable(vmap)]` functions are batched.
+#[differentiable(vmap)]
+fn layer(h: &Tensor<f64>, w: &Tensor<f64>) -> Tensor<f64> {
+    h.matmul(w).tanh()
+}
+
+#[differentiable(vmap)]
+fn two_layers(w1: &Tensor<f64>, w2: &Tensor<f64>, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+    let h = layer(x, w1);
+    layer(&h, w2).sum()
+}
+
+#[test]
+fn calls_of_batched_functions() {
+    let w1 = Tensor::rand_uniform(&[3, 4], -1.0, 1.0, 50);
+    let w2 = Tensor::rand_uniform(&[4, 2], -1.0, 1.0, 51);
+    let xs = Tensor::rand_uniform(&[5, 3], -1.0, 1.0, 52);
+    let (values, (g1, g2)) = two_layers_value_and_grad_vmap(&w1, &w2, Batch(&xs));
+    for i in 0..5 {
+        let x = example(&xs, i);
+        let (v, (e1, e2)) = two_layers_value_and_grad(&w1, &w2, &x);
+        assert_close(&example(&values, i), &v, 1e-12, "value");
+        assert_close(&example(&g1, i), &e1, 1e-12, "w1");
+        assert_close(&example(&g2, i), &e2, 1e-12, "w2");
+    }
+}

@@ -9,7 +9,7 @@
 //! function's is, and the batched derivatives (`f_grad_vmap`, ..) are derivatives of the twin
 //! with the differentiated arguments batched.
 
-use crate::{Element, Tensor};
+use crate::{Differentiable, Element, Tensor};
 
 /// An argument batched along its leading axis: `f_vmap(Batch(&xs), &w)` maps `f` over the
 /// rows of `xs` with `w` shared, like `jax.vmap(f, in_axes=(0, None))(xs, w)`.
@@ -24,29 +24,89 @@ pub trait VmapArg<X> {
     fn vmap_arg(&self) -> (&X, bool);
 }
 
-impl<T> VmapArg<Tensor<T>> for Tensor<T> {
-    fn vmap_arg(&self) -> (&Tensor<T>, bool) {
+/// Tensors of floats and structures of them ([`Differentiable`]), shared or batched.
+impl<X: Differentiable> VmapArg<X> for X {
+    fn vmap_arg(&self) -> (&X, bool) {
         (self, false)
     }
 }
 
-impl<T> VmapArg<Tensor<T>> for &Tensor<T> {
-    fn vmap_arg(&self) -> (&Tensor<T>, bool) {
+impl<X: Differentiable> VmapArg<X> for &X {
+    fn vmap_arg(&self) -> (&X, bool) {
         (self, false)
     }
 }
 
-impl<T> VmapArg<Tensor<T>> for Batch<Tensor<T>> {
-    fn vmap_arg(&self) -> (&Tensor<T>, bool) {
+impl<X: Differentiable> VmapArg<X> for Batch<X> {
+    fn vmap_arg(&self) -> (&X, bool) {
         (&self.0, true)
     }
 }
 
-impl<T> VmapArg<Tensor<T>> for Batch<&Tensor<T>> {
-    fn vmap_arg(&self) -> (&Tensor<T>, bool) {
+impl<X: Differentiable> VmapArg<X> for Batch<&X> {
+    fn vmap_arg(&self) -> (&X, bool) {
         (self.0, true)
     }
 }
+
+/// Masks and indices, shared or batched.
+macro_rules! constant_tensors {
+    ($($t:ty),*) => {$(
+        impl VmapArg<Tensor<$t>> for Tensor<$t> {
+            fn vmap_arg(&self) -> (&Tensor<$t>, bool) {
+                (self, false)
+            }
+        }
+
+        impl VmapArg<Tensor<$t>> for &Tensor<$t> {
+            fn vmap_arg(&self) -> (&Tensor<$t>, bool) {
+                (self, false)
+            }
+        }
+
+        impl VmapArg<Tensor<$t>> for Batch<Tensor<$t>> {
+            fn vmap_arg(&self) -> (&Tensor<$t>, bool) {
+                (&self.0, true)
+            }
+        }
+
+        impl VmapArg<Tensor<$t>> for Batch<&Tensor<$t>> {
+            fn vmap_arg(&self) -> (&Tensor<$t>, bool) {
+                (self.0, true)
+            }
+        }
+    )*};
+}
+constant_tensors!(bool, i64);
+
+/// The shape whose leading length is a structure's batch length: its first leaf's.
+pub fn vmap_leaf_shape<X: Differentiable>(x: &X) -> &[usize] {
+    x.leaves().first().map_or(&[], |leaf| leaf.shape())
+}
+
+/// A structure with a batch axis of length `n` on every leaf: itself when it has one, else
+/// each leaf repeated (see [`vmap_batched`]).
+pub fn vmap_batched_structure<X: Differentiable + Clone>(x: &X, batched: bool, n: usize) -> X {
+    let mut out = x.clone();
+    if !batched {
+        for leaf in out.leaves_mut() {
+            *leaf = leaf.repeated(n);
+        }
+    }
+    out
+}
+
+/// A function marked `#[differentiable(vmap)]` (implemented for its hidden type): what a call
+/// of it from the body of another such function needs.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no batched form: mark it `#[differentiable(vmap)]` to call it from \
+               a function under `vmap`",
+    label = "called from a batched function"
+)]
+pub trait Batched {}
+
+/// Checks, at compile time, that a function called from a batched body is batched too.
+pub fn vmap_callee<F: Batched>() {}
 
 /// The batch length of a call of `function`: the common leading length of the batched
 /// arguments.

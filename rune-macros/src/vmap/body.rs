@@ -27,6 +27,11 @@ pub fn batched_body(func: &ItemFn, params: &[VmapParam], errors: &mut Errors) ->
             .iter()
             .map(|p| (p.ident.to_string(), p.tensor.is_some()))
             .collect()],
+        structures: params
+            .iter()
+            .filter(|p| p.structure)
+            .map(|p| p.ident.to_string())
+            .collect(),
         assigned,
         pending: Vec::new(),
         temps: 0,
@@ -38,6 +43,8 @@ pub fn batched_body(func: &ItemFn, params: &[VmapParam], errors: &mut Errors) ->
 struct Batcher<'e> {
     /// The variables of each scope, innermost last, and whether each is a tensor.
     tensors: Vec<HashMap<String, bool>>,
+    /// The structure parameters, whose fields are batched with them.
+    structures: HashSet<String>,
     /// Variables assigned after their `let`: their flags are `mut`.
     assigned: HashSet<String>,
     /// Statements binding the operands of the statement being rewritten.
@@ -355,7 +362,17 @@ impl Batcher<'_> {
     /// Binds a tensor operand to a variable unless it is one, giving its name and flag.
     fn place(&mut self, tokens: TokenStream, f: TokenStream) -> (TokenStream, TokenStream) {
         let stripped = strip_ref(&tokens);
-        let simple = syn::parse2::<syn::Ident>(stripped.clone()).is_ok();
+        // A variable or a field of one: read in place, as often as needed.
+        let simple = match syn::parse2::<Expr>(stripped.clone()) {
+            Ok(mut e) => loop {
+                match e {
+                    Expr::Field(f) => e = *f.base,
+                    Expr::Path(p) => break p.path.get_ident().is_some(),
+                    _ => break false,
+                }
+            },
+            Err(_) => false,
+        };
         if simple {
             return (stripped, f);
         }
@@ -384,6 +401,30 @@ impl Batcher<'_> {
                 (p.to_token_stream(), f)
             }
             Expr::Lit(_) => (e.to_token_stream(), None),
+            Expr::Field(f) => {
+                // A leaf (or a part) of a structure parameter: batched with it.
+                let mut base = &*f.base;
+                while let Expr::Field(inner) = base {
+                    base = &inner.base;
+                }
+                let root = match base {
+                    Expr::Path(p) => p
+                        .path
+                        .get_ident()
+                        .filter(|i| self.structures.contains(&i.to_string())),
+                    _ => None,
+                };
+                match root {
+                    Some(root) => (e.to_token_stream(), Some(flag(root).to_token_stream())),
+                    None => {
+                        if let Some(i) = self.names_tensor(e.to_token_stream()) {
+                            self.errors
+                                .at(i, "`vmap` reads fields of structure parameters only");
+                        }
+                        (e.to_token_stream(), None)
+                    }
+                }
+            }
             Expr::Binary(b) => self.binary(b),
             Expr::Unary(u) => {
                 let (t, f) = self.expr(&u.expr);
@@ -555,16 +596,32 @@ impl Batcher<'_> {
             return (quote!(#func(#a)), f.clone());
         }
         let Some(op) = op else {
-            self.errors.at(
-                &c.func,
-                "`vmap` does not batch calls of other functions yet; write the callee's body \
-                 here, or batch the callee with `#[differentiable(vmap)]` and call its `_vmap` \
-                 outside",
-            );
-            return (TokenStream::new(), None);
+            return self.batched_call(c, &args);
         };
         let call = |operands: &[TokenStream]| quote!(#func(#(#operands),*));
         self.apply(op, args, &call, c.func.span())
+    }
+
+    /// A call of another function marked `#[differentiable(vmap)]`: of its batched twin, with
+    /// the flag of each tensor argument; the twin's result is batched.
+    fn batched_call(&mut self, c: &syn::ExprCall, args: &[Rewritten]) -> Rewritten {
+        let Expr::Path(path) = &*c.func else {
+            self.errors
+                .at(&c.func, "`vmap` batches calls of functions named by a path");
+            return (TokenStream::new(), None);
+        };
+        let callee = &path.path;
+        self.pending
+            .push(quote_spanned!(callee.span()=> ::rune_ad::__private::vmap_callee::<#callee>();));
+        let mut path = path.clone();
+        let last = path.path.segments.last_mut().expect("a path has a segment");
+        last.ident = format_ident!("__vmap_{}", last.ident, span = last.ident.span());
+        let values = args.iter().map(|a| &a.0);
+        let flags = args.iter().filter_map(|a| a.1.as_ref());
+        (
+            quote!(#path(#(#values,)* #(#flags,)* __vmap_n)),
+            Some(quote!(true)),
+        )
     }
 
     /// An op call by the op's batching rule. `operands`: the receiver (methods) then the

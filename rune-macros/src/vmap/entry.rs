@@ -59,7 +59,8 @@ pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
             let (ident, f) = (&p.ident, flag(&p.ident));
             out.extend(quote!(let (#ident, #f) = ::rune_ad::VmapArg::vmap_arg(&#ident);));
             let label = ident.to_string();
-            sizes.push(quote!((#label, #ident.shape(), #f)));
+            let shape = lead_shape(p);
+            sizes.push(quote!((#label, #shape, #f)));
         }
         sizes.extend(extra.iter().cloned());
         let entry = format!("{text}_{entry}");
@@ -68,8 +69,9 @@ pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
             for p in params.iter().filter(|p| p.active) {
                 let (ident, f) = (&p.ident, flag(&p.ident));
                 let owned = format_ident!("__vmap_o_{}", ident);
+                let batched = batch_fn(p);
                 out.extend(quote! {
-                    let #owned = #rt::vmap_batched(#ident, #f, __vmap_n);
+                    let #owned = #rt::#batched(#ident, #f, __vmap_n);
                     let #ident = &#owned;
                     let #f = true;
                 });
@@ -127,13 +129,19 @@ pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
         let (ident, f) = (&p.ident, flag(&p.ident));
         jvp_prologue.extend(quote!(let (#ident, #f) = ::rune_ad::VmapArg::vmap_arg(&#ident);));
         let label = ident.to_string();
-        jvp_sizes.push(quote!((#label, #ident.shape(), #f)));
+        let shape = lead_shape(p);
+        jvp_sizes.push(quote!((#label, #shape, #f)));
     }
     for (p, d) in active.iter().zip(&tangents) {
         let df = format_ident!("__vmap_db_{}", p.ident);
         jvp_prologue.extend(quote!(let (#d, #df) = ::rune_ad::VmapArg::vmap_arg(&#d);));
         let label = format!("the tangent of {}", p.ident);
-        jvp_sizes.push(quote!((#label, #d.shape(), #df)));
+        let shape = if p.structure {
+            quote!(#rt::vmap_leaf_shape(#d))
+        } else {
+            quote!(#d.shape())
+        };
+        jvp_sizes.push(quote!((#label, #shape, #df)));
     }
     let jvp_entry_name = format!("{text}_jvp_vmap");
     jvp_prologue
@@ -148,15 +156,16 @@ pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
             format_ident!("__vmap_o_{}", ident),
             format_ident!("__vmap_do_{}", ident),
         );
+        let batched = batch_fn(p);
         jvp_prologue.extend(quote! {
             let __vmap_both = #f || #df;
             let #owned = if __vmap_both && !#f {
-                #rt::vmap_batched(#ident, false, __vmap_n)
+                #rt::#batched(#ident, false, __vmap_n)
             } else {
                 #ident.clone()
             };
             let #downed = if __vmap_both && !#df {
-                #rt::vmap_batched(#d, false, __vmap_n)
+                #rt::#batched(#d, false, __vmap_n)
             } else {
                 #d.clone()
             };
@@ -223,5 +232,24 @@ pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
             #jvp_prologue
             #jvp(#(#args,)* #(#tangent_args),*)
         }
+    }
+}
+
+/// The shape whose leading length is the argument's batch length.
+fn lead_shape(p: &VmapParam) -> TokenStream {
+    let ident = &p.ident;
+    if p.structure {
+        quote!(::rune_ad::__private::vmap_leaf_shape(#ident))
+    } else {
+        quote!(#ident.shape())
+    }
+}
+
+/// The runtime function giving an argument of `p`'s kind a batch axis.
+fn batch_fn(p: &VmapParam) -> syn::Ident {
+    if p.structure {
+        format_ident!("vmap_batched_structure")
+    } else {
+        format_ident!("vmap_batched")
     }
 }

@@ -26,8 +26,11 @@ pub(crate) struct VmapParam {
     pub ident: syn::Ident,
     /// The declared type.
     pub ty: syn::Type,
-    /// `Tensor<E>` for a tensor parameter (batchable), `None` for a constant passed as it is.
+    /// `Tensor<E>` for a tensor parameter, or the structure's type for a differentiated
+    /// structure (both batchable), `None` for a constant passed as it is.
     pub tensor: Option<syn::Type>,
+    /// A differentiated structure (`#[derive(Differentiable)]`), batched on every leaf.
+    pub structure: bool,
     /// Declared by reference (`&Tensor<E>`).
     pub borrowed: bool,
     /// Differentiated.
@@ -74,19 +77,21 @@ pub fn vmap_items(original: &ItemFn, sig: &Signature, errors: &mut Errors) -> To
             syn::Type::Reference(r) => ((*r.elem).clone(), true),
             other => (other.clone(), false),
         };
-        let tensor = tensor_elem(&inner).map(|_| inner.clone());
+        let structure = p.active.as_ref().is_some_and(|a| a.structure);
+        let tensor = (tensor_elem(&inner).is_some() || structure).then(|| inner.clone());
         let active = p.active.is_some();
         if active && tensor.is_none() {
             errors.at(
                 &p.ty,
-                "`vmap` batches tensor parameters; a differentiated structure, number or list \
-                 cannot be batched yet (pass its tensors as parameters)",
+                "`vmap` batches tensors and structures of them; a differentiated number or \
+                 list cannot be batched yet (pass its tensors as parameters)",
             );
         }
         params.push(VmapParam {
             ident: p.ident.clone(),
             ty: p.ty.clone(),
             tensor,
+            structure,
             borrowed,
             active,
         });
@@ -100,7 +105,12 @@ pub fn vmap_items(original: &ItemFn, sig: &Signature, errors: &mut Errors) -> To
     }
     let twin = twin_fn(original, &params, batched);
     let entries = entry::entry_points(original, &params);
-    quote!(#twin #entries)
+    let name = &original.sig.ident;
+    quote! {
+        #twin
+        #entries
+        impl ::rune_ad::__private::Batched for #name {}
+    }
 }
 
 /// `__vmap_f`: the function with the flags and the batch length added as `#[nodiff]`
