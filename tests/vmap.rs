@@ -298,3 +298,69 @@ fn calls_of_batched_functions() {
         assert_close(&example(&g2, i), &e2, 1e-12, "w2");
     }
 }
+
+/// Layers as methods: a model's method calls its layers' methods, each batched.
+mod layers {
+    use super::*;
+
+    #[derive(Clone, Differentiable)]
+    pub struct Dense {
+        pub w: Tensor<f64>,
+        pub b: Tensor<f64>,
+    }
+
+    impl Dense {
+        #[differentiable(vmap)]
+        pub fn forward(&self, x: &Tensor<f64>) -> Tensor<f64> {
+            (x.matmul(&self.w) + &self.b).tanh()
+        }
+    }
+
+    #[derive(Clone, Differentiable)]
+    pub struct Two {
+        pub l1: Dense,
+        pub l2: Dense,
+    }
+
+    #[differentiable]
+    impl Two {
+        #[differentiable(vmap)]
+        pub fn loss(&self, #[nodiff] x: &Tensor<f64>, #[nodiff] y: &Tensor<f64>) -> Tensor<f64> {
+            let h = self.l1.forward(x);
+            (self.l2.forward(&h) - y).square().sum()
+        }
+    }
+}
+
+#[test]
+fn per_example_gradients_through_methods() {
+    use layers::{Dense, Two};
+    let dense = |seed: u64, i: usize, o: usize| Dense {
+        w: Tensor::rand_uniform(&[i, o], -1.0, 1.0, seed),
+        b: Tensor::rand_uniform(&[o], -0.1, 0.1, seed + 1),
+    };
+    let model = Two {
+        l1: dense(60, 3, 4),
+        l2: dense(62, 4, 2),
+    };
+    let xs = Tensor::rand_uniform(&[6, 3], -1.0, 1.0, 64);
+    let ys = Tensor::rand_uniform(&[6, 2], -1.0, 1.0, 65);
+    let (values, grads) = model.loss_value_and_grad_vmap(Batch(&xs), Batch(&ys));
+    assert_eq!(grads.l1.w.shape(), &[6, 3, 4]);
+    for i in 0..6 {
+        let (x, y) = (example(&xs, i), example(&ys, i));
+        let (v, g) = model.loss_value_and_grad(&x, &y);
+        assert_close(&example(&values, i), &v, 1e-12, "value");
+        assert_close(&example(&grads.l1.w, i), &g.l1.w, 1e-12, "l1.w");
+        assert_close(&example(&grads.l2.b, i), &g.l2.b, 1e-12, "l2.b");
+    }
+    let hs = model.l1.forward_vmap(Batch(&xs));
+    for i in 0..6 {
+        assert_close(
+            &example(&hs, i),
+            &model.l1.forward(&example(&xs, i)),
+            1e-12,
+            "layer",
+        );
+    }
+}

@@ -294,13 +294,14 @@ fn function(
             );
         }
     }
-    let batched = match (options.vmap, host, &trait_method) {
-        (false, ..) => TokenStream::new(),
-        (true, Host::Free, None) => crate::vmap::vmap_items(&original, &sig, &mut errors),
-        (true, ..) => {
+    let batched = match (options.vmap, &trait_method) {
+        (false, _) => TokenStream::new(),
+        (true, None) => crate::vmap::vmap_items(&original, &sig, &mut errors),
+        (true, Some(_)) => {
             errors.at(
                 &func.sig.ident,
-                "`vmap` batches free functions; a method cannot be batched yet",
+                "`vmap` batches free functions and inherent methods; a trait's method cannot \
+                 be batched yet",
             );
             TokenStream::new()
         }

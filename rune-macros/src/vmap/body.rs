@@ -8,15 +8,14 @@
 
 use std::collections::{HashMap, HashSet};
 
-use proc_macro2::{Span, TokenStream, TokenTree};
+use proc_macro2::{TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::{BinOp, Expr, ItemFn, Pat, Stmt};
 
 use super::{flag, VmapParam};
 use crate::diag::Errors;
-use crate::ops::{self, Form, Param};
-use rune_ops::Batching;
+use crate::ops::{self, Form};
 
 /// The body of `__vmap_f`.
 pub fn batched_body(func: &ItemFn, params: &[VmapParam], errors: &mut Errors) -> TokenStream {
@@ -40,7 +39,7 @@ pub fn batched_body(func: &ItemFn, params: &[VmapParam], errors: &mut Errors) ->
     b.block(&func.block.stmts, true)
 }
 
-struct Batcher<'e> {
+pub(super) struct Batcher<'e> {
     /// The variables of each scope, innermost last, and whether each is a tensor.
     tensors: Vec<HashMap<String, bool>>,
     /// The structure parameters, whose fields are batched with them.
@@ -48,13 +47,13 @@ struct Batcher<'e> {
     /// Variables assigned after their `let`: their flags are `mut`.
     assigned: HashSet<String>,
     /// Statements binding the operands of the statement being rewritten.
-    pending: Vec<TokenStream>,
+    pub(super) pending: Vec<TokenStream>,
     temps: usize,
-    errors: &'e mut Errors,
+    pub(super) errors: &'e mut Errors,
 }
 
 /// A rewritten expression: its tokens, and the tokens of its flag if it is a tensor.
-type Rewritten = (TokenStream, Option<TokenStream>);
+pub(super) type Rewritten = (TokenStream, Option<TokenStream>);
 
 /// The variables assigned (`x = ..`, `x += ..`) anywhere in `stmts`.
 fn find_assigned(stmts: &[Stmt], out: &mut HashSet<String>) {
@@ -96,7 +95,7 @@ fn compound(op: &BinOp) -> Option<TokenStream> {
 }
 
 /// `a || b` of two flags.
-fn either(flags: &[TokenStream]) -> TokenStream {
+pub(super) fn either(flags: &[TokenStream]) -> TokenStream {
     if flags.is_empty() {
         quote!(false)
     } else {
@@ -135,7 +134,7 @@ impl Batcher<'_> {
         None
     }
 
-    fn temp(&mut self) -> syn::Ident {
+    pub(super) fn temp(&mut self) -> syn::Ident {
         self.temps += 1;
         format_ident!("__vmap_t{}", self.temps)
     }
@@ -359,8 +358,31 @@ impl Batcher<'_> {
         }
     }
 
+    /// Whether `e` is a structure parameter or a field of one (a layer of a model).
+    fn structure_path(&self, e: &Expr) -> bool {
+        let mut e = e;
+        loop {
+            match e {
+                Expr::Field(f) => e = &f.base,
+                Expr::Paren(p) => e = &p.expr,
+                Expr::Reference(r) => e = &r.expr,
+                Expr::Path(p) => {
+                    break p
+                        .path
+                        .get_ident()
+                        .is_some_and(|i| self.structures.contains(&i.to_string()))
+                }
+                _ => break false,
+            }
+        }
+    }
+
     /// Binds a tensor operand to a variable unless it is one, giving its name and flag.
-    fn place(&mut self, tokens: TokenStream, f: TokenStream) -> (TokenStream, TokenStream) {
+    pub(super) fn place(
+        &mut self,
+        tokens: TokenStream,
+        f: TokenStream,
+    ) -> (TokenStream, TokenStream) {
         let stripped = strip_ref(&tokens);
         // A variable or a field of one: read in place, as often as needed.
         let simple = match syn::parse2::<Expr>(stripped.clone()) {
@@ -496,7 +518,7 @@ impl Batcher<'_> {
 
     /// Tensor operands of one elementwise op, each reshaped so that NumPy's broadcasting
     /// lines up the examples: the variables holding them.
-    fn align(&mut self, operands: Vec<(TokenStream, TokenStream)>) -> Vec<syn::Ident> {
+    pub(super) fn align(&mut self, operands: Vec<(TokenStream, TokenStream)>) -> Vec<syn::Ident> {
         let placed: Vec<_> = operands
             .into_iter()
             .map(|(t, f)| self.place(t, f))
@@ -555,6 +577,16 @@ impl Batcher<'_> {
             return (TokenStream::new(), None);
         }
         let Some(op) = rune_ops::lookup(&name, Form::Method) else {
+            if self.structure_path(&m.receiver) {
+                // A method of a structure (a layer): its batched twin, with the flags.
+                let method = format_ident!("__vmap_{}", m.method, span = m.method.span());
+                let values = args.iter().map(|a| &a.0);
+                let flags = rf.iter().chain(args.iter().filter_map(|a| a.1.as_ref()));
+                return (
+                    quote!(#recv.#method(#(#values,)* #(#flags,)* __vmap_n)),
+                    Some(quote!(true)),
+                );
+            }
             self.errors.at(
                 &m.method,
                 format!("`vmap` batches the ops of the op table; `{name}` is not one"),
@@ -622,149 +654,6 @@ impl Batcher<'_> {
             quote!(#path(#(#values,)* #(#flags,)* __vmap_n)),
             Some(quote!(true)),
         )
-    }
-
-    /// An op call by the op's batching rule. `operands`: the receiver (methods) then the
-    /// arguments; `call` writes the call from rewritten operands.
-    fn apply(
-        &mut self,
-        op: &'static rune_ops::OpDef,
-        operands: Vec<Rewritten>,
-        call: &dyn Fn(&[TokenStream]) -> TokenStream,
-        span: Span,
-    ) -> Rewritten {
-        let rt = quote!(::rune_ad::__private);
-        let method = op.form == Form::Method;
-        // The position among `operands` of configuration argument `j`.
-        let config_at = |j: usize| -> usize {
-            let mut seen = 0;
-            for (k, p) in op.params.iter().enumerate() {
-                if matches!(p, Param::Config(..)) {
-                    if seen == j {
-                        return k + method as usize;
-                    }
-                    seen += 1;
-                }
-            }
-            usize::MAX
-        };
-        let config_ty = |j: usize| -> Option<&'static str> {
-            op.params
-                .iter()
-                .filter_map(|p| match p {
-                    Param::Config(ty, _) => Some(*ty),
-                    _ => None,
-                })
-                .nth(j)
-                .flatten()
-        };
-        let flags: Vec<TokenStream> = operands.iter().filter_map(|o| o.1.clone()).collect();
-        let out_flag = either(&flags);
-        let mut tokens: Vec<TokenStream> = operands.iter().map(|o| o.0.clone()).collect();
-        let recv_flag = operands[0].1.clone().unwrap_or_else(|| quote!(false));
-        let n = quote!(__vmap_n);
-        match op.batch {
-            Batching::Unsupported => {
-                self.errors.at(
-                    proc_macro2::Ident::new(op.name, span),
-                    format!(
-                        "`vmap` has no batching rule for `{}` yet; batch the function without \
-                         it, or write the batch axis into the code",
-                        op.name
-                    ),
-                );
-                return (TokenStream::new(), None);
-            }
-            Batching::Elementwise => {
-                let tensor_at: Vec<usize> = (0..operands.len())
-                    .filter(|&k| operands[k].1.is_some())
-                    .collect();
-                if tensor_at.len() >= 2 {
-                    let aligned = self.align(
-                        tensor_at
-                            .iter()
-                            .map(|&k| {
-                                (
-                                    operands[k].0.clone(),
-                                    operands[k].1.clone().expect("a tensor"),
-                                )
-                            })
-                            .collect(),
-                    );
-                    for (k, a) in tensor_at.iter().zip(aligned) {
-                        tokens[*k] = if *k == 0 && method {
-                            quote!(#a)
-                        } else {
-                            quote!(&#a)
-                        };
-                    }
-                }
-            }
-            Batching::Trailing => {}
-            Batching::AllAxes(reduction) => {
-                let (x, f) = self.place(tokens[0].clone(), recv_flag);
-                let reduction = format_ident!("{}", reduction, span = span);
-                let rest = &tokens[1..];
-                let value =
-                    quote!(#x.#reduction(&#rt::vmap_all_axes(#x.ndim(), #f), false #(, #rest)*));
-                return (value, Some(f));
-            }
-            Batching::Axis(js) => {
-                for &j in js {
-                    let k = config_at(j);
-                    let a = &tokens[k];
-                    tokens[k] = quote!(#rt::vmap_axis(#a, #recv_flag));
-                }
-            }
-            Batching::Axes(j) => {
-                let k = config_at(j);
-                let a = &tokens[k];
-                tokens[k] = if config_ty(j) == Some("&[usize]") {
-                    quote!(&#rt::vmap_axes_usize(#a, #recv_flag))
-                } else {
-                    quote!(&#rt::vmap_axes(#a, #recv_flag))
-                };
-            }
-            Batching::Shape(j) => {
-                let k = config_at(j);
-                let a = &tokens[k];
-                tokens[k] = if config_ty(j) == Some("&[usize]") {
-                    quote!(&#rt::vmap_shape_of(#a, #recv_flag, #n))
-                } else {
-                    quote!(&#rt::vmap_new_shape(#a, #recv_flag, #n))
-                };
-            }
-            Batching::Permutation(j) => {
-                let k = config_at(j);
-                let a = &tokens[k];
-                tokens[k] = quote!(&#rt::vmap_permutation(#a, #recv_flag));
-            }
-            Batching::Ranges(j) => {
-                let k = config_at(j);
-                let a = &tokens[k];
-                let name = op.name;
-                tokens[k] = quote!(&#rt::vmap_ranges(#name, #a, #recv_flag, #n));
-            }
-            Batching::Matmul => {
-                let fa = operands[0].1.clone().unwrap_or_else(|| quote!(false));
-                let fb = operands[1].1.clone().unwrap_or_else(|| quote!(false));
-                let (a, fa) = self.place(tokens[0].clone(), fa);
-                let (b, fb) = self.place(tokens[1].clone(), fb);
-                let p = self.temp();
-                let shapes = quote!(#a.shape(), #fa, #b.shape(), #fb);
-                self.pending.push(quote! {
-                    let #p = if #rt::vmap_matmul_swap(#shapes) {
-                        #b.matmul(&#a.t())
-                    } else {
-                        #a.reshape(&#rt::vmap_matmul_lhs(#shapes))
-                            .matmul(&#b.reshape(&#rt::vmap_matmul_rhs(#shapes)))
-                    };
-                });
-                let value = quote!(#p.reshape(&#rt::vmap_matmul_out(#p.shape(), #shapes)));
-                return (value, Some(quote!((#fa || #fb))));
-            }
-        }
-        (call(&tokens), Some(out_flag))
     }
 }
 

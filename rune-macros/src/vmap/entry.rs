@@ -34,6 +34,7 @@ pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
         .map(|p| {
             let ident = &p.ident;
             match &p.tensor {
+                _ if p.receiver => quote!(&self),
                 Some(t) => quote!(#ident: impl ::rune_ad::VmapArg<#t>),
                 None => {
                     let ty = &p.ty;
@@ -56,10 +57,8 @@ pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
         let mut out = TokenStream::new();
         let mut sizes = Vec::new();
         for p in params.iter().filter(|p| p.tensor.is_some()) {
-            let (ident, f) = (&p.ident, flag(&p.ident));
-            out.extend(quote!(let (#ident, #f) = ::rune_ad::VmapArg::vmap_arg(&#ident);));
-            let label = ident.to_string();
-            let shape = lead_shape(p);
+            out.extend(unpack(p));
+            let (label, shape, f) = (p.ident.to_string(), lead_shape(p), flag(&p.ident));
             sizes.push(quote!((#label, #shape, #f)));
         }
         sizes.extend(extra.iter().cloned());
@@ -67,8 +66,8 @@ pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
         out.extend(quote!(let __vmap_n = #rt::vmap_size(#entry, &[#(#sizes),*]);));
         if broadcast == Broadcast::Active {
             for p in params.iter().filter(|p| p.active) {
-                let (ident, f) = (&p.ident, flag(&p.ident));
-                let owned = format_ident!("__vmap_o_{}", ident);
+                let (ident, f) = (local(p), flag(&p.ident));
+                let owned = format_ident!("__vmap_o_{}", p.ident);
                 let batched = batch_fn(p);
                 out.extend(quote! {
                     let #owned = #rt::#batched(#ident, #f, __vmap_n);
@@ -81,8 +80,9 @@ pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
     };
     let args: Vec<TokenStream> = params
         .iter()
+        .filter(|p| !p.receiver)
         .map(|p| {
-            let ident = &p.ident;
+            let ident = local(p);
             match (&p.tensor, p.borrowed) {
                 (Some(_), true) | (None, _) => quote!(#ident),
                 (Some(_), false) => quote!(#ident.clone()),
@@ -96,8 +96,16 @@ pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
         )
         .chain(std::iter::once(quote!(__vmap_n)))
         .collect();
-    let pullback = format_ident!("{}_pullback", twin);
-    let jvp = format_ident!("{}_jvp", twin);
+    let receiver = params.iter().find(|p| p.receiver).map(local);
+    let callee = |f: syn::Ident| match &receiver {
+        Some(r) => quote!(#r.#f),
+        None => quote!(#f),
+    };
+    let (twin, pullback, jvp) = (
+        callee(twin.clone()),
+        callee(format_ident!("{}_pullback", twin)),
+        callee(format_ident!("{}_jvp", twin)),
+    );
     let (vmap, grad, value_and_grad, vjp, jvp_entry) = (
         format_ident!("{}_vmap", name),
         format_ident!("{}_grad_vmap", name),
@@ -126,10 +134,8 @@ pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
     let mut jvp_prologue = TokenStream::new();
     let mut jvp_sizes = Vec::new();
     for p in params.iter().filter(|p| p.tensor.is_some()) {
-        let (ident, f) = (&p.ident, flag(&p.ident));
-        jvp_prologue.extend(quote!(let (#ident, #f) = ::rune_ad::VmapArg::vmap_arg(&#ident);));
-        let label = ident.to_string();
-        let shape = lead_shape(p);
+        jvp_prologue.extend(unpack(p));
+        let (label, shape, f) = (p.ident.to_string(), lead_shape(p), flag(&p.ident));
         jvp_sizes.push(quote!((#label, #shape, #f)));
     }
     for (p, d) in active.iter().zip(&tangents) {
@@ -148,13 +154,13 @@ pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
         .extend(quote!(let __vmap_n = #rt::vmap_size(#jvp_entry_name, &[#(#jvp_sizes),*]);));
     for (p, d) in active.iter().zip(&tangents) {
         let (ident, f, df) = (
-            &p.ident,
+            local(p),
             flag(&p.ident),
             format_ident!("__vmap_db_{}", p.ident),
         );
         let (owned, downed) = (
-            format_ident!("__vmap_o_{}", ident),
-            format_ident!("__vmap_do_{}", ident),
+            format_ident!("__vmap_o_{}", p.ident),
+            format_ident!("__vmap_do_{}", p.ident),
         );
         let batched = batch_fn(p);
         jvp_prologue.extend(quote! {
@@ -235,9 +241,28 @@ pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
     }
 }
 
+/// The variable holding the argument in an entry point: `self`'s is `__vmap_self`.
+fn local(p: &VmapParam) -> syn::Ident {
+    if p.receiver {
+        format_ident!("__vmap_self")
+    } else {
+        p.ident.clone()
+    }
+}
+
+/// Binds the argument and its flag: a receiver is shared by every example.
+fn unpack(p: &VmapParam) -> TokenStream {
+    let (ident, f) = (local(p), flag(&p.ident));
+    if p.receiver {
+        quote!(let (#ident, #f) = (self, false);)
+    } else {
+        quote!(let (#ident, #f) = ::rune_ad::VmapArg::vmap_arg(&#ident);)
+    }
+}
+
 /// The shape whose leading length is the argument's batch length.
 fn lead_shape(p: &VmapParam) -> TokenStream {
-    let ident = &p.ident;
+    let ident = local(p);
     if p.structure {
         quote!(::rune_ad::__private::vmap_leaf_shape(#ident))
     } else {

@@ -13,6 +13,7 @@
 
 mod body;
 mod entry;
+mod rules;
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -31,6 +32,8 @@ pub(crate) struct VmapParam {
     pub tensor: Option<syn::Type>,
     /// A differentiated structure (`#[derive(Differentiable)]`), batched on every leaf.
     pub structure: bool,
+    /// `self`: shared by every example in the entry points.
+    pub receiver: bool,
     /// Declared by reference (`&Tensor<E>`).
     pub borrowed: bool,
     /// Differentiated.
@@ -60,19 +63,22 @@ pub fn vmap_items(original: &ItemFn, sig: &Signature, errors: &mut Errors) -> To
     }
     let mut params = Vec::new();
     for (input, p) in original.sig.inputs.iter().zip(&sig.params) {
-        let FnArg::Typed(typed) = input else {
-            errors.at(
-                input,
-                "`vmap` batches free functions; a method's `self` cannot be batched yet",
-            );
-            continue;
+        let receiver = match input {
+            FnArg::Receiver(r) if r.reference.is_some() && r.mutability.is_none() => true,
+            FnArg::Receiver(r) => {
+                errors.at(r, "`vmap` batches methods taking `&self`");
+                continue;
+            }
+            FnArg::Typed(typed) => {
+                if !matches!(&*typed.pat, Pat::Ident(_)) {
+                    errors.at(
+                        &typed.pat,
+                        "`vmap` takes parameters named by one identifier",
+                    );
+                }
+                false
+            }
         };
-        if !matches!(&*typed.pat, Pat::Ident(_)) {
-            errors.at(
-                &typed.pat,
-                "`vmap` takes parameters named by one identifier",
-            );
-        }
         let (inner, borrowed) = match &p.ty {
             syn::Type::Reference(r) => ((*r.elem).clone(), true),
             other => (other.clone(), false),
@@ -92,6 +98,7 @@ pub fn vmap_items(original: &ItemFn, sig: &Signature, errors: &mut Errors) -> To
             ty: p.ty.clone(),
             tensor,
             structure,
+            receiver,
             borrowed,
             active,
         });
@@ -106,10 +113,15 @@ pub fn vmap_items(original: &ItemFn, sig: &Signature, errors: &mut Errors) -> To
     let twin = twin_fn(original, &params, batched);
     let entries = entry::entry_points(original, &params);
     let name = &original.sig.ident;
+    // A free function's hidden type (`emit::place`) marks it batched for its callers.
+    let marker = params
+        .iter()
+        .all(|p| !p.receiver)
+        .then(|| quote!(impl ::rune_ad::__private::Batched for #name {}));
     quote! {
         #twin
         #entries
-        impl ::rune_ad::__private::Batched for #name {}
+        #marker
     }
 }
 

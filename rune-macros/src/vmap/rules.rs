@@ -1,0 +1,154 @@
+//! Each op's batching rule (`rune_ops::Batching`) as code: the call rewritten into ops of
+//! the op table whose configuration `rune_runtime::vmap` computes from the flags.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+
+use super::body::{either, Batcher, Rewritten};
+use crate::ops::{Form, Param};
+use rune_ops::Batching;
+
+impl Batcher<'_> {
+    /// An op call by the op's batching rule. `operands`: the receiver (methods) then the
+    /// arguments; `call` writes the call from rewritten operands.
+    pub(super) fn apply(
+        &mut self,
+        op: &'static rune_ops::OpDef,
+        operands: Vec<Rewritten>,
+        call: &dyn Fn(&[TokenStream]) -> TokenStream,
+        span: Span,
+    ) -> Rewritten {
+        let rt = quote!(::rune_ad::__private);
+        let method = op.form == Form::Method;
+        // The position among `operands` of configuration argument `j`.
+        let config_at = |j: usize| -> usize {
+            let mut seen = 0;
+            for (k, p) in op.params.iter().enumerate() {
+                if matches!(p, Param::Config(..)) {
+                    if seen == j {
+                        return k + method as usize;
+                    }
+                    seen += 1;
+                }
+            }
+            usize::MAX
+        };
+        let config_ty = |j: usize| -> Option<&'static str> {
+            op.params
+                .iter()
+                .filter_map(|p| match p {
+                    Param::Config(ty, _) => Some(*ty),
+                    _ => None,
+                })
+                .nth(j)
+                .flatten()
+        };
+        let flags: Vec<TokenStream> = operands.iter().filter_map(|o| o.1.clone()).collect();
+        let out_flag = either(&flags);
+        let mut tokens: Vec<TokenStream> = operands.iter().map(|o| o.0.clone()).collect();
+        let recv_flag = operands[0].1.clone().unwrap_or_else(|| quote!(false));
+        let n = quote!(__vmap_n);
+        match op.batch {
+            Batching::Unsupported => {
+                self.errors.at(
+                    proc_macro2::Ident::new(op.name, span),
+                    format!(
+                        "`vmap` has no batching rule for `{}` yet; batch the function without \
+                         it, or write the batch axis into the code",
+                        op.name
+                    ),
+                );
+                return (TokenStream::new(), None);
+            }
+            Batching::Elementwise => {
+                let tensor_at: Vec<usize> = (0..operands.len())
+                    .filter(|&k| operands[k].1.is_some())
+                    .collect();
+                if tensor_at.len() >= 2 {
+                    let aligned = self.align(
+                        tensor_at
+                            .iter()
+                            .map(|&k| {
+                                (
+                                    operands[k].0.clone(),
+                                    operands[k].1.clone().expect("a tensor"),
+                                )
+                            })
+                            .collect(),
+                    );
+                    for (k, a) in tensor_at.iter().zip(aligned) {
+                        tokens[*k] = if *k == 0 && method {
+                            quote!(#a)
+                        } else {
+                            quote!(&#a)
+                        };
+                    }
+                }
+            }
+            Batching::Trailing => {}
+            Batching::AllAxes(reduction) => {
+                let (x, f) = self.place(tokens[0].clone(), recv_flag);
+                let reduction = format_ident!("{}", reduction, span = span);
+                let rest = &tokens[1..];
+                let value =
+                    quote!(#x.#reduction(&#rt::vmap_all_axes(#x.ndim(), #f), false #(, #rest)*));
+                return (value, Some(f));
+            }
+            Batching::Axis(js) => {
+                for &j in js {
+                    let k = config_at(j);
+                    let a = &tokens[k];
+                    tokens[k] = quote!(#rt::vmap_axis(#a, #recv_flag));
+                }
+            }
+            Batching::Axes(j) => {
+                let k = config_at(j);
+                let a = &tokens[k];
+                tokens[k] = if config_ty(j) == Some("&[usize]") {
+                    quote!(&#rt::vmap_axes_usize(#a, #recv_flag))
+                } else {
+                    quote!(&#rt::vmap_axes(#a, #recv_flag))
+                };
+            }
+            Batching::Shape(j) => {
+                let k = config_at(j);
+                let a = &tokens[k];
+                tokens[k] = if config_ty(j) == Some("&[usize]") {
+                    quote!(&#rt::vmap_shape_of(#a, #recv_flag, #n))
+                } else {
+                    quote!(&#rt::vmap_new_shape(#a, #recv_flag, #n))
+                };
+            }
+            Batching::Permutation(j) => {
+                let k = config_at(j);
+                let a = &tokens[k];
+                tokens[k] = quote!(&#rt::vmap_permutation(#a, #recv_flag));
+            }
+            Batching::Ranges(j) => {
+                let k = config_at(j);
+                let a = &tokens[k];
+                let name = op.name;
+                tokens[k] = quote!(&#rt::vmap_ranges(#name, #a, #recv_flag, #n));
+            }
+            Batching::Matmul => {
+                let fa = operands[0].1.clone().unwrap_or_else(|| quote!(false));
+                let fb = operands[1].1.clone().unwrap_or_else(|| quote!(false));
+                let (a, fa) = self.place(tokens[0].clone(), fa);
+                let (b, fb) = self.place(tokens[1].clone(), fb);
+                let p = self.temp();
+                let shapes = quote!(#a.shape(), #fa, #b.shape(), #fb);
+                self.pending.push(quote! {
+                    let #p = if #rt::vmap_matmul_swap(#shapes) {
+                        #b.matmul(&#a.t())
+                    } else {
+                        #a.reshape(&#rt::vmap_matmul_lhs(#shapes))
+                            .matmul(&#b.reshape(&#rt::vmap_matmul_rhs(#shapes)))
+                    };
+                });
+                let value = quote!(#p.reshape(&#rt::vmap_matmul_out(#p.shape(), #shapes)));
+                return (value, Some(quote!((#fa || #fb))));
+            }
+        }
+        (call(&tokens), Some(out_flag))
+    }
+}
