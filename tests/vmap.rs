@@ -364,3 +364,45 @@ fn per_example_gradients_through_methods() {
         );
     }
 }
+
+/// The gradient of a function of a batch: a loss calling the batched `mlp_loss_vmap`.
+#[differentiable]
+fn mean_of_batch(
+    w1: &Tensor<f64>,
+    b1: &Tensor<f64>,
+    w2: &Tensor<f64>,
+    #[nodiff] xs: &Tensor<f64>,
+    #[nodiff] ys: &Tensor<f64>,
+) -> Tensor<f64> {
+    let losses = mlp_loss_vmap(w1, b1, w2, Batch(xs), Batch(ys));
+    losses.mean()
+}
+
+#[test]
+fn gradient_of_a_batched_call() {
+    let m = mlp();
+    let (value, (g1, gb, g2)) = mean_of_batch_value_and_grad(&m.w1, &m.b1, &m.w2, &m.xs, &m.ys);
+    // The same as the mean of the per-example gradients.
+    let (h1, hb, h2) = mlp_loss_grad_vmap(&m.w1, &m.b1, &m.w2, Batch(&m.xs), Batch(&m.ys));
+    let losses = mlp_loss_vmap(&m.w1, &m.b1, &m.w2, Batch(&m.xs), Batch(&m.ys));
+    assert_close(&value, &losses.mean(), 1e-12, "value");
+    assert_close(&g1, &h1.mean_axes(&[0], false), 1e-12, "w1");
+    assert_close(&gb, &hb.mean_axes(&[0], false), 1e-12, "b1");
+    assert_close(&g2, &h2.mean_axes(&[0], false), 1e-12, "w2");
+    // Forward mode through the batched call, against central differences.
+    let dir = Tensor::rand_uniform(&[4, 5], -1.0, 1.0, 70);
+    let (_, slope) = mean_of_batch_jvp(
+        &m.w1,
+        &m.b1,
+        &m.w2,
+        &m.xs,
+        &m.ys,
+        &dir,
+        &Tensor::zeros(&[5]),
+        &Tensor::zeros(&[5, 3]),
+    );
+    let eps = 1e-6;
+    let at = |s: f64| mean_of_batch(&(&m.w1 + &(&dir * s)), &m.b1, &m.w2, &m.xs, &m.ys).item();
+    let fd = (at(eps) - at(-eps)) / (2.0 * eps);
+    assert!((slope.item() - fd).abs() < 1e-7, "{} vs {fd}", slope.item());
+}

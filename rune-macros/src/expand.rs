@@ -272,7 +272,9 @@ fn function(
         );
     }
     // The stages: lower (which reports the errors), then either the numbers stage, or fusion.
-    let mut body = lower::lower(&sig, &func.block, &mut errors);
+    // Calls of batched functions (`g_vmap(Batch(&xs), ..)`) are calls of their twins.
+    let block = crate::vmap::batched_calls(&func.block);
+    let mut body = lower::lower(&sig, &block, &mut errors);
     let on_numbers = numbers::lower_on_numbers(&sig, &func.block, &options);
     let numbers_only = on_numbers.is_some();
     if let Some(on_numbers) = on_numbers {

@@ -79,6 +79,53 @@ macro_rules! constant_tensors {
 }
 constant_tensors!(bool, i64);
 
+/// What `g_vmap(Batch(x), ..)` called inside a `#[differentiable]` function reads of `x`: its
+/// leading length (a tensor's, or a structure's first leaf's).
+pub trait VmapLen {
+    /// The leading length, `None` for a 0-d tensor or a structure without leaves.
+    fn vmap_len(&self) -> Option<usize>;
+}
+
+impl<X: Differentiable> VmapLen for X {
+    fn vmap_len(&self) -> Option<usize> {
+        vmap_leaf_shape(self).first().copied()
+    }
+}
+
+impl VmapLen for Tensor<bool> {
+    fn vmap_len(&self) -> Option<usize> {
+        self.shape().first().copied()
+    }
+}
+
+impl VmapLen for Tensor<i64> {
+    fn vmap_len(&self) -> Option<usize> {
+        self.shape().first().copied()
+    }
+}
+
+/// The batch length of a call of `function` inside a `#[differentiable]` function, from its
+/// `Batch` arguments' leading lengths.
+///
+/// # Panics
+/// When one is 0-d, or two disagree.
+#[track_caller]
+pub fn vmap_call_size(function: &str, lens: &[Option<usize>]) -> usize {
+    let mut size = None;
+    for (k, len) in lens.iter().enumerate() {
+        let Some(len) = *len else {
+            panic!("{function}: `Batch` argument {k} is 0-d; it needs a batch axis");
+        };
+        match size {
+            Some(n) if n != len => {
+                panic!("{function}: `Batch` arguments disagree on the batch length: {n} and {len}")
+            }
+            _ => size = Some(len),
+        }
+    }
+    size.expect("a batched call has a `Batch` argument")
+}
+
 /// The shape whose leading length is a structure's batch length: its first leaf's.
 pub fn vmap_leaf_shape<X: Differentiable>(x: &X) -> &[usize] {
     x.leaves().first().map_or(&[], |leaf| leaf.shape())

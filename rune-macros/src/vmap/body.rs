@@ -581,7 +581,9 @@ impl Batcher<'_> {
                 // A method of a structure (a layer): its batched twin, with the flags.
                 let method = format_ident!("__vmap_{}", m.method, span = m.method.span());
                 let values = args.iter().map(|a| &a.0);
-                let flags = rf.iter().chain(args.iter().filter_map(|a| a.1.as_ref()));
+                let flags = std::iter::once(&rf)
+                    .chain(args.iter().map(|a| &a.1))
+                    .map(|f| f.clone().unwrap_or_else(|| quote!(false)));
                 return (
                     quote!(#recv.#method(#(#values,)* #(#flags,)* __vmap_n)),
                     Some(quote!(true)),
@@ -649,7 +651,9 @@ impl Batcher<'_> {
         let last = path.path.segments.last_mut().expect("a path has a segment");
         last.ident = format_ident!("__vmap_{}", last.ident, span = last.ident.span());
         let values = args.iter().map(|a| &a.0);
-        let flags = args.iter().filter_map(|a| a.1.as_ref());
+        let flags = args
+            .iter()
+            .map(|a| a.1.clone().unwrap_or_else(|| quote!(false)));
         (
             quote!(#path(#(#values,)* #(#flags,)* __vmap_n)),
             Some(quote!(true)),

@@ -88,12 +88,10 @@ pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
                 (Some(_), false) => quote!(#ident.clone()),
             }
         })
-        .chain(
-            params
-                .iter()
-                .filter(|p| p.tensor.is_some())
-                .map(|p| flag(&p.ident).into_token_stream()),
-        )
+        .chain(params.iter().map(|p| match p.tensor {
+            Some(_) => flag(&p.ident).into_token_stream(),
+            None => quote!(false),
+        }))
         .chain(std::iter::once(quote!(__vmap_n)))
         .collect();
     let receiver = params.iter().find(|p| p.receiver).map(local);

@@ -12,8 +12,11 @@
 //! example's), which is `jax.vmap(jax.grad(f))`.
 
 mod body;
+mod calls;
 mod entry;
 mod rules;
+
+pub use calls::batched_calls;
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -130,7 +133,9 @@ pub fn vmap_items(original: &ItemFn, sig: &Signature, errors: &mut Errors) -> To
 fn twin_fn(original: &ItemFn, params: &[VmapParam], body: TokenStream) -> TokenStream {
     let mut sig = original.sig.clone();
     sig.ident = format_ident!("__vmap_{}", original.sig.ident);
-    for p in params.iter().filter(|p| p.tensor.is_some()) {
+    // A flag for every parameter, so that a caller passes one per argument without knowing
+    // which are tensors (a constant's is never read).
+    for p in params {
         let f = flag(&p.ident);
         sig.inputs.push(syn::parse_quote!(#[nodiff] #f: bool));
     }
