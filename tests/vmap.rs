@@ -406,3 +406,27 @@ fn gradient_of_a_batched_call() {
     let fd = (at(eps) - at(-eps)) / (2.0 * eps);
     assert!((slope.item() - fd).abs() < 1e-7, "{} vs {fd}", slope.item());
 }
+
+/// A function generic over its element type, batched in f32 and f64.
+#[differentiable(vmap)]
+fn soft_dot<T: Element>(w: &Tensor<T>, #[nodiff] x: &Tensor<T>) -> Tensor<T> {
+    let z = (x * w).sum();
+    z.tanh() + x.softmax(0).max()
+}
+
+#[test]
+fn a_generic_function_batches_in_both_element_types() {
+    let xs = Tensor::<f64>::rand_uniform(&[4, 3], -1.0, 1.0, 80);
+    let w = Tensor::<f64>::rand_uniform(&[3], -1.0, 1.0, 81);
+    let (values, grads) = soft_dot_value_and_grad_vmap(&w, Batch(&xs));
+    let (values32, grads32) =
+        soft_dot_value_and_grad_vmap(w.cast::<f32>(), Batch(xs.cast::<f32>()));
+    for i in 0..4 {
+        let x = example(&xs, i);
+        let (v, g) = soft_dot_value_and_grad(&w, &x);
+        assert_close(&example(&values, i), &v, 1e-12, "value");
+        assert_close(&example(&grads, i), &g, 1e-12, "grad");
+        assert_close(&example(&values32, i), &v.cast::<f32>(), 1e-5, "value f32");
+        assert_close(&example(&grads32, i), &g.cast::<f32>(), 1e-5, "grad f32");
+    }
+}
