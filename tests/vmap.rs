@@ -430,3 +430,26 @@ fn a_generic_function_batches_in_both_element_types() {
         assert_close(&example(&grads32, i), &g.cast::<f32>(), 1e-5, "grad f32");
     }
 }
+
+/// Lists of tensors: a shared tensor joins batched ones.
+#[differentiable(vmap)]
+fn joined(x: &Tensor<f64>, bias: &Tensor<f64>) -> Tensor<f64> {
+    let both = concat(&[x, bias], 0);
+    let rows = stack(&[&both, &both.tanh()], -1);
+    rows.sum_axes(&[1], false).square().sum()
+}
+
+#[test]
+fn concat_and_stack_batch() {
+    let xs = Tensor::<f64>::rand_uniform(&[3, 2], -1.0, 1.0, 90);
+    let bias = Tensor::<f64>::rand_uniform(&[4], -1.0, 1.0, 91);
+    let (values, (gx, gb)) = joined_value_and_grad_vmap(Batch(&xs), &bias);
+    assert_eq!(gb.shape(), &[3, 4]);
+    for i in 0..3 {
+        let x = example(&xs, i);
+        let (v, (ex, eb)) = joined_value_and_grad(&x, &bias);
+        assert_close(&example(&values, i), &v, 1e-12, "value");
+        assert_close(&example(&gx, i), &ex, 1e-12, "x");
+        assert_close(&example(&gb, i), &eb, 1e-12, "bias");
+    }
+}

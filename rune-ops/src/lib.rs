@@ -226,6 +226,9 @@ pub enum Batching {
     /// The configuration argument at this position is one range per axis: the batch axis is
     /// kept whole (`shrink`) or not padded (`pad`).
     Ranges(usize),
+    /// A list of tensors (`concat`, `stack`) and an axis: every tensor of the list batched
+    /// when one is (the others repeated along the batch axis), the axis shifted past it.
+    List,
     /// NumPy's `matmul`: vector operands become matrices, the operands' batch axes are aligned,
     /// and the added axes are dropped again.
     Matmul,

@@ -404,7 +404,7 @@ impl Batcher<'_> {
         (quote!(#t), quote!(#tf))
     }
 
-    fn expr(&mut self, e: &Expr) -> Rewritten {
+    pub(super) fn expr(&mut self, e: &Expr) -> Rewritten {
         match e {
             Expr::Paren(p) => {
                 let (t, f) = self.expr(&p.expr);
@@ -605,13 +605,20 @@ impl Batcher<'_> {
     }
 
     fn call(&mut self, c: &syn::ExprCall) -> Rewritten {
-        let args: Vec<Rewritten> = c.args.iter().map(|a| self.expr(a)).collect();
-        let any = args.iter().any(|a| a.1.is_some());
-        let func = &c.func;
         let name = match &*c.func {
             Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
             _ => None,
         };
+        if let Some(op) = name
+            .as_deref()
+            .and_then(|n| rune_ops::lookup(n, Form::Function))
+            .filter(|op| op.takes_list())
+        {
+            return self.list_call(c, op);
+        }
+        let args: Vec<Rewritten> = c.args.iter().map(|a| self.expr(a)).collect();
+        let any = args.iter().any(|a| a.1.is_some());
+        let func = &c.func;
         let constructor = matches!(&*c.func, Expr::Path(p)
             if p.path.segments.len() == 2 && p.path.segments[0].ident == "Tensor");
         if !any {

@@ -49,7 +49,8 @@ impl Batcher<'_> {
         let recv_flag = operands[0].1.clone().unwrap_or_else(|| quote!(false));
         let n = quote!(__vmap_n);
         match op.batch {
-            Batching::Unsupported => {
+            // A list op is batched by `list_call`, before its arguments are rewritten one by one.
+            Batching::Unsupported | Batching::List => {
                 self.errors.at(
                     proc_macro2::Ident::new(op.name, span),
                     format!(
@@ -150,5 +151,63 @@ impl Batcher<'_> {
             }
         }
         (call(&tokens), Some(out_flag))
+    }
+
+    /// `concat(&[&a, &b], axis)` and `stack`: when one tensor of the list is batched, every one
+    /// is (the others repeated), and the axis is shifted past the batch axis.
+    pub(super) fn list_call(
+        &mut self,
+        c: &syn::ExprCall,
+        op: &'static rune_ops::OpDef,
+    ) -> Rewritten {
+        let rt = quote!(::rune_ad::__private);
+        let mut list = c.args.first();
+        while let Some(syn::Expr::Reference(r)) = list {
+            list = Some(&r.expr);
+        }
+        let Some(syn::Expr::Array(items)) = list else {
+            self.errors.at(
+                &c.func,
+                format!(
+                    "`vmap` batches `{}` of a list written out: `&[&a, &b]`",
+                    op.name
+                ),
+            );
+            return (TokenStream::new(), None);
+        };
+        let rewritten: Vec<Rewritten> = items.elems.iter().map(|e| self.expr(e)).collect();
+        let flags: Vec<TokenStream> = rewritten.iter().filter_map(|r| r.1.clone()).collect();
+        let rest: Vec<Rewritten> = c.args.iter().skip(1).map(|a| self.expr(a)).collect();
+        if flags.is_empty() {
+            let items = rewritten.iter().map(|r| &r.0);
+            let rest = rest.iter().map(|r| &r.0);
+            let func = &c.func;
+            return (quote!(#func(&[#(#items),*] #(, #rest)*)), None);
+        }
+        let any = self.temp();
+        let any_flag = either(&flags);
+        self.pending.push(quote!(let #any: bool = #any_flag;));
+        let mut placed = Vec::new();
+        for (t, f) in rewritten {
+            let f = f.unwrap_or_else(|| quote!(false));
+            let (name, f) = self.place(t, f);
+            let b = self.temp();
+            self.pending.push(quote! {
+                let #b = #name.broadcast_to(&#rt::vmap_out_shape(#name.shape(), #f || !#any, __vmap_n));
+            });
+            placed.push(b);
+        }
+        let Some((axis, others)) = rest.split_first() else {
+            self.errors
+                .at(&c.func, format!("`{}` takes an axis", op.name));
+            return (TokenStream::new(), None);
+        };
+        let axis = &axis.0;
+        let others = others.iter().map(|r| &r.0);
+        let func = &c.func;
+        (
+            quote!(#func(&[#(&#placed),*], #rt::vmap_axis(#axis, #any) #(, #others)*)),
+            Some(quote!(#any)),
+        )
     }
 }
