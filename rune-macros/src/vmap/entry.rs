@@ -54,13 +54,7 @@ pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
     };
     // Unpacks the tensor arguments, finds the batch length, and batches what `broadcast` says.
     let prologue = |entry: &str, broadcast: Broadcast, extra: &[TokenStream]| {
-        let mut out = TokenStream::new();
-        let mut sizes = Vec::new();
-        for p in params.iter().filter(|p| p.tensor.is_some()) {
-            out.extend(unpack(p));
-            let (label, shape, f) = (p.ident.to_string(), lead_shape(p), flag(&p.ident));
-            sizes.push(quote!((#label, #shape, #f)));
-        }
+        let (mut out, mut sizes) = unpack_all(params);
         sizes.extend(extra.iter().cloned());
         let entry = format!("{text}_{entry}");
         out.extend(quote!(let __vmap_n = #rt::vmap_size(#entry, &[#(#sizes),*]);));
@@ -129,13 +123,7 @@ pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
         let t = &p.tensor;
         quote!(#d: impl ::rune_ad::VmapArg<#t>)
     });
-    let mut jvp_prologue = TokenStream::new();
-    let mut jvp_sizes = Vec::new();
-    for p in params.iter().filter(|p| p.tensor.is_some()) {
-        jvp_prologue.extend(unpack(p));
-        let (label, shape, f) = (p.ident.to_string(), lead_shape(p), flag(&p.ident));
-        jvp_sizes.push(quote!((#label, #shape, #f)));
-    }
+    let (mut jvp_prologue, mut jvp_sizes) = unpack_all(params);
     for (p, d) in active.iter().zip(&tangents) {
         let df = format_ident!("__vmap_db_{}", p.ident);
         jvp_prologue.extend(quote!(let (#d, #df) = ::rune_ad::VmapArg::vmap_arg(&#d);));
@@ -246,6 +234,19 @@ fn local(p: &VmapParam) -> syn::Ident {
     } else {
         p.ident.clone()
     }
+}
+
+/// The statements binding every tensor and structure argument and its flag, and the entries
+/// of `vmap_size` that give the batch length.
+fn unpack_all(params: &[VmapParam]) -> (TokenStream, Vec<TokenStream>) {
+    let mut out = TokenStream::new();
+    let mut sizes = Vec::new();
+    for p in params.iter().filter(|p| p.tensor.is_some()) {
+        out.extend(unpack(p));
+        let (label, shape, f) = (p.ident.to_string(), lead_shape(p), flag(&p.ident));
+        sizes.push(quote!((#label, #shape, #f)));
+    }
+    (out, sizes)
 }
 
 /// Binds the argument and its flag: a receiver is shared by every example.
