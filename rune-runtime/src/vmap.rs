@@ -217,7 +217,9 @@ pub fn vmap_shape(shape: &[usize], batched: bool) -> &[usize] {
     &shape[batched as usize..]
 }
 
-/// The shape a result of shape `shape` is broadcast to: with the batch axis first.
+/// `shape` with the batch length first unless `batched` says it has it: the shape a result
+/// is broadcast to on its way out, and (negated) one example's `broadcast_to` shape as the
+/// batched value's.
 pub fn vmap_out_shape(shape: &[usize], batched: bool, n: usize) -> Vec<usize> {
     if batched {
         shape.to_vec()
@@ -294,15 +296,6 @@ pub fn vmap_new_shape<L: Copy + TryInto<isize>>(
         core::iter::once(n as isize).chain(lengths).collect()
     } else {
         lengths.collect()
-    }
-}
-
-/// One example's shape (`broadcast_to`) as the batched value's.
-pub fn vmap_shape_of(shape: &[usize], batched: bool, n: usize) -> Vec<usize> {
-    if batched {
-        core::iter::once(n).chain(shape.iter().copied()).collect()
-    } else {
-        shape.to_vec()
     }
 }
 

@@ -115,7 +115,7 @@ impl Batcher<'_> {
                 let k = config_at(j);
                 let a = &tokens[k];
                 tokens[k] = if config_ty(j) == Some("&[usize]") {
-                    quote!(&#rt::vmap_shape_of(#a, #recv_flag, #n))
+                    quote!(&#rt::vmap_out_shape(#a, !#recv_flag, #n))
                 } else {
                     quote!(&#rt::vmap_new_shape(#a, #recv_flag, #n))
                 };
