@@ -202,13 +202,16 @@ pub struct Fusion {
 /// from this and runtime helpers (`rune_runtime::vmap`) that shift its configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Batching {
-    /// No batching rule yet: a `vmap` function using the op is a compile error naming it.
-    Unsupported,
-    /// Elementwise over broadcast operands: a batched operand of lower rank than another gets
-    /// unit axes after its batch axis, so that NumPy's broadcasting aligns examples.
+    /// One call per example, the results stacked: the rule of an op that no cheaper rule fits
+    /// (`gather`, `scatter_add`, `norm`, ..). Each call reads its example of every batched
+    /// operand (a shared operand whole) and is differentiated as the op is.
+    Each,
+    /// Over broadcast operands: a batched operand of lower rank than another gets unit axes
+    /// after its batch axis, so that NumPy's broadcasting aligns examples. Elementwise ops, and
+    /// ops over the trailing matrices whose leading axes broadcast (`solve`, `lstsq`).
     Elementwise,
-    /// Reads and writes each example's trailing axes only (`t`, `layer_norm`, `cast`): the
-    /// call is unchanged.
+    /// Reads and writes each example's trailing axes only (`t`, `layer_norm`, `cast`, the
+    /// factorizations of `[.., n, n]`): the call is unchanged.
     Trailing,
     /// A reduction over every axis: on a batched operand, the op named (its `_axes` form)
     /// over every axis but the batch axis, without keeping them, then the other configuration.
@@ -232,6 +235,15 @@ pub enum Batching {
     /// NumPy's `matmul`: vector operands become matrices, the operands' batch axes are aligned,
     /// and the added axes are dropped again.
     Matmul,
+    /// A contraction: `einsum` with a letter for the batch axis added to the batched operands'
+    /// subscripts and put first in the output's. `Some(spec)`: the op is that contraction of
+    /// its two operands (`dot` is `"i,i->"`) and becomes an `einsum`; `None`: the op is
+    /// `einsum`, its spec the first argument.
+    Einsum(Option<&'static str>),
+    /// Maps each slice along its receiver's first axis (the images of `conv2d` and the
+    /// pooling ops): a batched receiver's batch axis is merged into that axis, one call for
+    /// every example, while the other operands are shared; one call per example otherwise.
+    Images,
 }
 
 impl Batching {
@@ -242,7 +254,8 @@ impl Batching {
                 Batching::Elementwise
             }
             Kind::Constructor | Kind::Cast => Batching::Trailing,
-            _ => Batching::Unsupported,
+            Kind::Window => Batching::Images,
+            _ => Batching::Each,
         }
     }
 }

@@ -411,6 +411,128 @@ pub fn vmap_matmul_out(
     out
 }
 
+/// How many calls an op batched one call per example makes: one per example when an operand
+/// is batched (and the images are not merged), else one.
+pub fn vmap_each_len(batched: bool, n: usize) -> usize {
+    if batched {
+        n
+    } else {
+        1
+    }
+}
+
+/// The ranges (`shrink`) that cut example `i` out of a batched value of shape `shape`.
+pub fn vmap_example(shape: &[usize], i: usize) -> Vec<(usize, usize)> {
+    core::iter::once((i, i + 1))
+        .chain(shape[1..].iter().map(|&d| (0, d)))
+        .collect()
+}
+
+/// The shape of an op batched one call per example, from the shape of its calls' results
+/// stacked along a new leading axis: that axis is the batch axis when an operand was batched
+/// (`batched`), dropped when the one call was unbatched, and split into the batch axis and the
+/// images' axis when the call took merged images (`merged`, the receiver `receiver_batched`).
+pub fn vmap_each_out(
+    shape: &[usize],
+    batched: bool,
+    merged: bool,
+    receiver_batched: bool,
+    n: usize,
+) -> Vec<usize> {
+    if merged {
+        vmap_split(&shape[1..], receiver_batched, n)
+    } else {
+        vmap_shape(shape, !batched).to_vec()
+    }
+}
+
+/// A batched receiver of an op over images (`[N, ..]`), its batch axis merged into its first
+/// axis: `[B, N, ..]` as `[B·N, ..]`.
+///
+/// # Panics
+/// When one example is 0-d.
+#[track_caller]
+pub fn vmap_merge(op: &str, shape: &[usize], batched: bool) -> Vec<usize> {
+    if !batched {
+        return shape.to_vec();
+    }
+    assert!(
+        shape.len() >= 2,
+        "{op}: each example must have a leading axis of images; the batched value has shape \
+         {shape:?}"
+    );
+    core::iter::once(shape[0] * shape[1])
+        .chain(shape[2..].iter().copied())
+        .collect()
+}
+
+/// The result of an op over merged images (`vmap_merge`), shape `[B·N, ..]`, with its batch
+/// axis split out again: `[B, N, ..]`.
+fn vmap_split(shape: &[usize], batched: bool, n: usize) -> Vec<usize> {
+    if !batched {
+        return shape.to_vec();
+    }
+    [n, shape[0] / n.max(1)]
+        .into_iter()
+        .chain(shape[1..].iter().copied())
+        .collect()
+}
+
+/// The spec of a batched contraction: one example's spec `spec` (of `op`, `einsum` or the op
+/// that is that contraction) with a letter for the batch axis added to the batched operands and
+/// first in the output.
+///
+/// # Panics
+/// When an operand's examples do not have one axis per letter, naming `op` and the shapes.
+#[track_caller]
+pub fn vmap_einsum(
+    op: &str,
+    spec: &str,
+    a: &[usize],
+    a_batched: bool,
+    b: &[usize],
+    b_batched: bool,
+) -> String {
+    let spec: String = spec.chars().filter(|c| !c.is_whitespace()).collect();
+    let (inputs, out) = match spec.split_once("->") {
+        Some((inputs, out)) => (inputs.to_string(), out.to_string()),
+        None => {
+            // NumPy's implicit output: the letters that appear once, in alphabetical order.
+            let mut once: Vec<char> = spec
+                .chars()
+                .filter(|c| c.is_ascii_alphabetic() && spec.matches(*c).count() == 1)
+                .collect();
+            once.sort_unstable();
+            (spec.clone(), once.into_iter().collect())
+        }
+    };
+    let Some((sa, sb)) = inputs.split_once(',') else {
+        // Malformed: `einsum` itself says how.
+        return spec;
+    };
+    for (s, shape, batched) in [(sa, a, a_batched), (sb, b, b_batched)] {
+        let example = vmap_shape(shape, batched);
+        assert!(
+            s.chars().count() == example.len(),
+            "{op}: the subscripts `{s}` of `{spec}` do not fit an example of shape {example:?} \
+             (the batched operand has shape {shape:?})"
+        );
+    }
+    let letter = ('a'..='z')
+        .chain('A'..='Z')
+        .find(|c| !spec.contains(*c))
+        .unwrap_or_else(|| panic!("{op}: `{spec}` leaves no letter for the batch axis"));
+    let with = |s: &str, batched: bool| {
+        if batched {
+            format!("{letter}{s}")
+        } else {
+            s.to_string()
+        }
+    };
+    let out = with(&out, a_batched || b_batched);
+    format!("{},{}->{out}", with(sa, a_batched), with(sb, b_batched))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -474,6 +596,8 @@ mod tests {
             copies.reshape(&[12, 2]).to_vec()
         );
         assert_eq!(r.permute(&[2, 0, 1]), copies.permute(&[2, 0, 1]));
+        let cut = [(1, 3), (0, 3), (1, 2)];
+        assert_eq!(r.shrink(&cut), copies.shrink(&cut));
         assert_eq!((&r * 2.0).to_vec(), (&copies * 2.0).to_vec());
         assert_eq!(r.tanh(), copies.tanh());
         assert_eq!(r.sum_axes(&[0], false), copies.sum_axes(&[0], false));
@@ -534,5 +658,55 @@ mod tests {
             vmap_ranges("shrink", &[(1, 2)], true, 4),
             vec![(0, 4), (1, 2)]
         );
+    }
+
+    #[test]
+    fn contractions_get_a_letter_for_the_batch_axis() {
+        let spec = |s, a: &[usize], fa, b: &[usize], fb| vmap_einsum("einsum", s, a, fa, b, fb);
+        assert_eq!(
+            spec("ij,jk->ik", &[5, 2, 3], true, &[3, 4], false),
+            "aij,jk->aik"
+        );
+        assert_eq!(spec("a,b", &[2], false, &[5, 3], true), "a,cb->cab");
+        // NumPy's implicit output: the letters that appear once, sorted.
+        assert_eq!(
+            spec("ij, jk", &[5, 2, 3], true, &[5, 3, 4], true),
+            "aij,ajk->aik"
+        );
+        assert_eq!(
+            vmap_einsum("dot", "i,i->", &[4, 3], true, &[3], false),
+            "ai,i->a"
+        );
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "dot: the subscripts `i` of `i,i->` do not fit an example of shape [2, 3]"
+    )]
+    fn a_contraction_names_the_op_of_a_misfit() {
+        vmap_einsum("dot", "i,i->", &[4, 2, 3], true, &[3], false);
+    }
+
+    #[test]
+    fn images_merge_into_one_axis_and_split_again() {
+        assert_eq!(
+            vmap_merge("conv2d", &[4, 2, 3, 8, 8], true),
+            vec![8, 3, 8, 8]
+        );
+        assert_eq!(vmap_merge("conv2d", &[2, 3, 8, 8], false), vec![2, 3, 8, 8]);
+        assert_eq!(
+            vmap_each_out(&[1, 8, 5, 6, 6], true, true, true, 4),
+            vec![4, 2, 5, 6, 6]
+        );
+        assert_eq!(vmap_each_out(&[1, 2, 5], false, true, false, 4), vec![2, 5]);
+        assert_eq!(
+            vmap_each_out(&[4, 2, 5], true, false, false, 4),
+            vec![4, 2, 5]
+        );
+        assert_eq!(
+            vmap_each_out(&[1, 2, 5], false, false, false, 4),
+            vec![2, 5]
+        );
+        assert_eq!(vmap_example(&[4, 2, 5], 3), vec![(3, 4), (0, 2), (0, 5)]);
     }
 }

@@ -50,16 +50,34 @@ impl Batcher<'_> {
         let n = quote!(__vmap_n);
         match op.batch {
             // A list op is batched by `list_call`, before its arguments are rewritten one by one.
-            Batching::Unsupported | Batching::List => {
+            Batching::List => {
                 self.errors.at(
                     proc_macro2::Ident::new(op.name, span),
                     format!(
-                        "`vmap` has no batching rule for `{}` yet; batch the function without \
-                         it, or write the batch axis into the code",
+                        "`vmap` batches `{}` of a list written out: `&[&a, &b]`",
                         op.name
                     ),
                 );
                 return (TokenStream::new(), None);
+            }
+            Batching::Each => return self.each(op, &operands, tokens, call, false, method),
+            Batching::Images => return self.each(op, &operands, tokens, call, true, method),
+            Batching::Einsum(spec) => {
+                let first = spec.is_none() as usize;
+                let flag_of = |k: usize| operands[k].1.clone().unwrap_or_else(|| quote!(false));
+                let (a, fa) = self.place(tokens[first].clone(), flag_of(first));
+                let (b, fb) = self.place(tokens[first + 1].clone(), flag_of(first + 1));
+                let name = op.name;
+                let spec = match spec {
+                    Some(spec) => quote!(#spec),
+                    None => tokens[0].clone(),
+                };
+                let spec =
+                    quote!(&#rt::vmap_einsum(#name, #spec, #a.shape(), #fa, #b.shape(), #fb));
+                return (
+                    quote!(::rune_ad::einsum(#spec, &#a, &#b)),
+                    Some(quote!((#fa || #fb))),
+                );
             }
             Batching::Elementwise => {
                 let tensor_at: Vec<usize> = (0..operands.len())
@@ -151,6 +169,89 @@ impl Batcher<'_> {
             }
         }
         (call(&tokens), Some(out_flag))
+    }
+
+    /// An op called once per example, each call reading its example of every batched operand
+    /// and the whole of every shared one, the results stacked (`Batching::Each`). `images`:
+    /// while only the receiver is batched, its batch axis is merged into its first axis and
+    /// the op called once (`Batching::Images`).
+    fn each(
+        &mut self,
+        op: &'static rune_ops::OpDef,
+        operands: &[Rewritten],
+        mut tokens: Vec<TokenStream>,
+        call: &dyn Fn(&[TokenStream]) -> TokenStream,
+        images: bool,
+        method: bool,
+    ) -> Rewritten {
+        let rt = quote!(::rune_ad::__private);
+        let placed: Vec<_> = operands
+            .iter()
+            .enumerate()
+            .filter_map(|(k, o)| o.1.clone().map(|f| (k, o.0.clone(), f)))
+            .map(|(k, t, f)| {
+                let (name, f) = self.place(t, f);
+                (k, name, f)
+            })
+            .collect();
+        let flags: Vec<TokenStream> = placed.iter().map(|p| p.2.clone()).collect();
+        let (any, merged, outs, i) = (self.temp(), self.temp(), self.temp(), self.temp());
+        let stacked = self.temp();
+        let any_flag = either(&flags);
+        let receiver_flag = match placed.first() {
+            Some((0, _, f)) if images => f.clone(),
+            _ => quote!(false),
+        };
+        let others = either(
+            &placed
+                .iter()
+                .filter(|p| p.0 != 0)
+                .map(|p| p.2.clone())
+                .collect::<Vec<_>>(),
+        );
+        let merge = if images {
+            quote!(!#others)
+        } else {
+            quote!(false)
+        };
+        let name = op.name;
+        let mut examples = Vec::new();
+        for (k, operand, f) in &placed {
+            let x = self.temp();
+            let merged_receiver = (images && *k == 0).then(|| {
+                quote!(if #merged {
+                    #operand.reshape(&#rt::vmap_merge(#name, #operand.shape(), #f))
+                } else)
+            });
+            examples.push(quote! {
+                let #x = #merged_receiver if #f {
+                    #operand.shrink(&#rt::vmap_example(#operand.shape(), #i)).squeeze(0)
+                } else {
+                    #operand.clone()
+                };
+            });
+            tokens[*k] = if *k == 0 && method {
+                quote!(#x)
+            } else {
+                quote!(&#x)
+            };
+        }
+        let value = call(&tokens);
+        self.pending.push(quote! {
+            let #any: bool = #any_flag;
+            let #merged: bool = #merge;
+            let mut #outs = Vec::new();
+            for #i in 0..#rt::vmap_each_len(#any && !#merged, __vmap_n) {
+                #(#examples)*
+                #outs.push(#value);
+            }
+            let #stacked = ::rune_ad::stack(&#outs, 0);
+        });
+        (
+            quote!(#stacked.reshape(&#rt::vmap_each_out(
+                #stacked.shape(), #any, #merged, #receiver_flag, __vmap_n))),
+            Some(quote!(#any)),
+        )
     }
 
     /// `concat(&[&a, &b], axis)` and `stack`: when one tensor of the list is batched, every one

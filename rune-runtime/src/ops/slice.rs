@@ -59,6 +59,15 @@ impl<T: Clone> Tensor<T> {
         if let Some(t) = small::shrink(self, ranges) {
             return Ok(t);
         }
+        if self.repeated_parts().is_some() {
+            // A repeated tensor (`vmap`) is copied out only where it is cut, not whole.
+            let view = self.view();
+            let part = view.slice_each_axis(|ad| {
+                let (start, end) = ranges[ad.axis.index()];
+                Slice::from(start..end)
+            });
+            return Ok(Tensor::from_shared(part.to_owned().into_shared()));
+        }
         let mut data = self.to_shared();
         data.slice_each_axis_inplace(|ad| {
             let (start, end) = ranges[ad.axis.index()];
