@@ -453,3 +453,177 @@ fn concat_and_stack_batch() {
         assert_close(&example(&gb, i), &eb, 1e-12, "bias");
     }
 }
+
+/// A layer of a deep model, batched with the model.
+#[derive(Clone, Differentiable)]
+struct Dense {
+    w: Tensor<f64>,
+    b: Tensor<f64>,
+}
+
+impl Dense {
+    #[differentiable(vmap)]
+    fn forward(&self, h: &Tensor<f64>) -> Tensor<f64> {
+        (h.matmul(&self.w) + &self.b).tanh()
+    }
+}
+
+#[derive(Clone, Differentiable)]
+struct Deep {
+    layers: Vec<Dense>,
+    scales: Vec<Tensor<f64>>,
+}
+
+impl Deep {
+    /// A method looping over its own layers.
+    #[differentiable(vmap)]
+    fn predict(&self, x: &Tensor<f64>) -> Tensor<f64> {
+        let mut h = x.clone();
+        for layer in &self.layers {
+            h = layer.forward(&h);
+        }
+        h
+    }
+}
+
+/// Loops over a model's layers: by reference, zipped, enumerated, reversed and indexed.
+#[differentiable(vmap)]
+fn deep_loss(model: &Deep, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+    let mut h = x.clone();
+    for (i, (layer, scale)) in model.layers.iter().zip(&model.scales).enumerate() {
+        h = layer.forward(&h) * scale + (i as f64) * 0.1;
+    }
+    for layer in model.layers.iter().rev() {
+        h *= layer.b.mean();
+    }
+    let last = &model.layers[model.layers.len() - 1];
+    let mut penalty = last.w.square().sum();
+    for k in 0..model.layers.len() {
+        penalty += model.layers[k].b.square().sum() / (h.len() as f64);
+    }
+    h.square().sum() + penalty
+}
+
+fn deep(seed: u64) -> Deep {
+    let dense = |k: u64| Dense {
+        w: Tensor::rand_uniform(&[3, 3], -0.8, 0.8, seed + 2 * k),
+        b: Tensor::rand_uniform(&[3], 0.2, 0.9, seed + 2 * k + 1),
+    };
+    Deep {
+        layers: (0..3).map(dense).collect(),
+        scales: (0..3)
+            .map(|k| Tensor::rand_uniform(&[3], 0.5, 1.5, seed + 20 + k))
+            .collect(),
+    }
+}
+
+#[test]
+fn loops_over_the_layers_of_a_model() {
+    let model = deep(60);
+    let xs = Tensor::<f64>::rand_uniform(&[5, 3], -1.0, 1.0, 70);
+    let values = deep_loss_vmap(&model, Batch(&xs));
+    let grads = deep_loss_grad_vmap(&model, Batch(&xs));
+    assert_eq!(grads.layers[1].w.shape(), &[5, 3, 3]);
+    for i in 0..5 {
+        let x = example(&xs, i);
+        assert_close(&example(&values, i), &deep_loss(&model, &x), 1e-12, "value");
+        let g = deep_loss_grad(&model, &x);
+        for (got, expected) in grads.layers.iter().zip(&g.layers) {
+            assert_close(&example(&got.w, i), &expected.w, 1e-12, "w");
+            assert_close(&example(&got.b, i), &expected.b, 1e-12, "b");
+        }
+        for (got, expected) in grads.scales.iter().zip(&g.scales) {
+            assert_close(&example(got, i), expected, 1e-12, "scale");
+        }
+        // Central differences of one weight of the middle layer.
+        let eps = 1e-6;
+        let shifted = |d: f64| {
+            let mut m = model.clone();
+            let mut w = m.layers[1].w.to_vec();
+            w[4] += d;
+            m.layers[1].w = Tensor::from_vec(w, &[3, 3]);
+            deep_loss(&m, &x).item()
+        };
+        let fd = (shifted(eps) - shifted(-eps)) / (2.0 * eps);
+        assert!((example(&grads.layers[1].w, i).to_vec()[4] - fd).abs() < 1e-7);
+    }
+    // A method over its own layers, with per-example gradients in the input.
+    let (outs, dx) = model.predict_vjp_vmap(Batch(&xs), Tensor::ones(&[3]));
+    for i in 0..5 {
+        let (out, d) = model.predict_vjp(&example(&xs, i), &Tensor::ones(&[3]));
+        assert_close(&example(&outs, i), &out, 1e-12, "predict");
+        assert_close(&example(&dx.1, i), &d.1, 1e-12, "predict dx");
+        let (got, expected) = (&dx.0.layers[2].w, &d.0.layers[2].w);
+        assert_close(&example(got, i), expected, 1e-12, "predict dw");
+    }
+    // An ensemble of deep models, each leaf stacked.
+    let members: Vec<Deep> = (0..2).map(|k| deep(80 + 40 * k)).collect();
+    let stacked = |leaf: &dyn Fn(&Deep) -> &Tensor<f64>| {
+        stack(&members.iter().map(leaf).collect::<Vec<_>>(), 0)
+    };
+    let ensemble = Deep {
+        layers: (0..3)
+            .map(|k| Dense {
+                w: stacked(&|m| &m.layers[k].w),
+                b: stacked(&|m| &m.layers[k].b),
+            })
+            .collect(),
+        scales: (0..3).map(|k| stacked(&|m| &m.scales[k])).collect(),
+    };
+    let x = example(&xs, 0);
+    let losses = deep_loss_vmap(Batch(&ensemble), &x);
+    for (k, member) in members.iter().enumerate() {
+        assert_close(
+            &example(&losses, k),
+            &deep_loss(member, &x),
+            1e-12,
+            "member",
+        );
+    }
+}
+
+/// Values chosen by branches on a constant, and computed in blocks: a branch may yield a shared
+/// value where another yields a batched one.
+#[differentiable(vmap)]
+fn chosen(x: &Tensor<f64>, w: &Tensor<f64>, #[nodiff] mode: usize) -> Tensor<f64> {
+    let h = if mode == 0 {
+        x.tanh()
+    } else if mode == 1 {
+        let s = x * w;
+        s.exp()
+    } else {
+        w.clone()
+    };
+    let scaled = {
+        let t = &h * 2.0;
+        t + w
+    };
+    if mode == 2 {
+        scaled.square().sum()
+    } else {
+        (scaled * x).sum()
+    }
+}
+
+#[test]
+fn branches_and_blocks_yield_batched_values() {
+    let xs = Tensor::<f64>::rand_uniform(&[4, 3], -1.0, 1.0, 90);
+    let w = Tensor::<f64>::rand_uniform(&[3], -1.0, 1.0, 91);
+    for mode in 0..3 {
+        let values = chosen_vmap(Batch(&xs), &w, mode);
+        let (gx, gw) = chosen_grad_vmap(Batch(&xs), &w, mode);
+        assert_eq!(values.shape(), &[4]);
+        for i in 0..4 {
+            let x = example(&xs, i);
+            assert_close(&example(&values, i), &chosen(&x, &w, mode), 1e-12, "value");
+            let (ex, ew) = chosen_grad(&x, &w, mode);
+            assert_close(&example(&gx, i), &ex, 1e-12, "dx");
+            assert_close(&example(&gw, i), &ew, 1e-12, "dw");
+        }
+    }
+    // By hand, mode 2: the value is Σ (2w + w)² = 9 Σ w², for every example.
+    let expected = w.square().sum().item() * 9.0;
+    for v in chosen_vmap(Batch(&xs), &w, 2).to_vec() {
+        assert!((v - expected).abs() < 1e-12);
+    }
+}

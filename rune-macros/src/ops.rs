@@ -10,12 +10,15 @@ pub use rune_ops::{Eval, Form, Keep, OpDef as OpSpec, Param, Partial, Read, Rule
 /// Tensor methods that read only shape metadata: always constant, never a concretization.
 pub const METADATA: &[&str] = &["shape", "ndim", "len", "is_empty", "is_some", "is_none"];
 
+/// What `vmap`'s batched twins write for `len`: one example's (`rune_runtime::vmap`).
+const VMAP_METADATA: &[&str] = &["example_len"];
+
 /// Methods of a map of parameters that read which keys it has: constants, as shape metadata.
 const MAP_METADATA: &[&str] = &["keys", "contains_key"];
 
 /// Whether `method` reads only metadata: a tensor's shape, or a map's keys.
 pub fn is_metadata(method: &str) -> bool {
-    METADATA.contains(&method) || MAP_METADATA.contains(&method)
+    METADATA.contains(&method) || MAP_METADATA.contains(&method) || VMAP_METADATA.contains(&method)
 }
 
 /// Tensor methods whose results are constants by nature (masks, indices, tensors of zeros or

@@ -411,6 +411,32 @@ pub fn vmap_matmul_out(
     out
 }
 
+/// What `len()` reads in a batched body, where `x.len()` is written `x.example_len(flag)`:
+/// one example's number of elements of a tensor, the number of parts of a list of layers (the
+/// same for every example).
+pub trait ExampleLen {
+    /// The length, for a value batched (`batched`) or not.
+    fn example_len(&self, batched: bool) -> usize;
+}
+
+impl<T> ExampleLen for Tensor<T> {
+    fn example_len(&self, batched: bool) -> usize {
+        vmap_shape(self.shape(), batched).iter().product()
+    }
+}
+
+impl<X> ExampleLen for Vec<X> {
+    fn example_len(&self, _: bool) -> usize {
+        self.len()
+    }
+}
+
+impl<X> ExampleLen for [X] {
+    fn example_len(&self, _: bool) -> usize {
+        self.len()
+    }
+}
+
 /// How many calls an op batched one call per example makes: one per example when an operand
 /// is batched (and the images are not merged), else one.
 pub fn vmap_each_len(batched: bool, n: usize) -> usize {

@@ -13,6 +13,8 @@ use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::{BinOp, Expr, ItemFn, Pat, Stmt};
 
+mod control;
+
 use super::{flag, VmapParam};
 use crate::diag::Errors;
 use crate::ops::{self, Form};
@@ -36,7 +38,12 @@ pub fn batched_body(func: &ItemFn, params: &[VmapParam], errors: &mut Errors) ->
         temps: 0,
         errors,
     };
-    b.block(&func.block.stmts, true)
+    let body = b.block(&func.block.stmts, true);
+    quote! {
+        #[allow(unused_imports)]
+        use ::rune_ad::__private::ExampleLen as _;
+        #body
+    }
 }
 
 pub(super) struct Batcher<'e> {
@@ -84,7 +91,7 @@ fn find_assigned(stmts: &[Stmt], out: &mut HashSet<String>) {
 }
 
 /// The arithmetic operator of a compound assignment (`+=` → `+`).
-fn compound(op: &BinOp) -> Option<TokenStream> {
+pub(super) fn compound(op: &BinOp) -> Option<TokenStream> {
     Some(match op {
         BinOp::AddAssign(t) => quote_spanned!(t.span()=> +),
         BinOp::SubAssign(t) => quote_spanned!(t.span()=> -),
@@ -212,6 +219,11 @@ impl Batcher<'_> {
         let (tokens, f) = self.expr(&init.expr);
         let ty = ty.map(|t| quote!(: #t));
         self.bind(&ident.to_string(), f.is_some());
+        if self.structure_root(&init.expr).is_some() {
+            // A part of a structure (`let last = &model.layers[k];`): its fields and methods
+            // are read as the structure's.
+            self.structures.insert(ident.to_string());
+        }
         let value = quote!(let #mutability #ident #ty = #tokens;);
         match f {
             Some(f) => {
@@ -236,145 +248,6 @@ impl Batcher<'_> {
             );
         }
         local.to_token_stream()
-    }
-
-    /// An expression in statement position (`x = ..;`, a loop, a branch).
-    fn stmt_expr(&mut self, e: &Expr) -> TokenStream {
-        match e {
-            Expr::Assign(a) => {
-                let (tokens, f) = self.expr(&a.right);
-                self.assign(&a.left, tokens, f)
-            }
-            Expr::Binary(b) if compound(&b.op).is_some() => {
-                let op = compound(&b.op).expect("a compound assignment");
-                let (tokens, f) = self.elementwise_operator(&b.left, op, &b.right);
-                self.assign(&b.left, tokens, f)
-            }
-            Expr::ForLoop(l) => {
-                let cond = self.condition(&l.expr);
-                let (attrs, label, pat) = (&l.attrs, &l.label, &l.pat);
-                let body = self.block(&l.body.stmts, false);
-                quote!(#(#attrs)* #label for #pat in #cond { #body })
-            }
-            Expr::While(w) => {
-                let cond = self.condition(&w.cond);
-                let (attrs, label) = (&w.attrs, &w.label);
-                let body = self.block(&w.body.stmts, false);
-                quote!(#(#attrs)* #label while #cond { #body })
-            }
-            Expr::Loop(l) => {
-                let (attrs, label) = (&l.attrs, &l.label);
-                let body = self.block(&l.body.stmts, false);
-                quote!(#(#attrs)* #label loop { #body })
-            }
-            Expr::If(i) => self.if_stmt(i),
-            Expr::Block(b) if b.label.is_none() => {
-                let body = self.block(&b.block.stmts, false);
-                quote!({ #body })
-            }
-            Expr::Return(r) => match &r.expr {
-                Some(value) => {
-                    let out = self.output(value);
-                    quote!(return { #out })
-                }
-                None => r.to_token_stream(),
-            },
-            Expr::Break(_) | Expr::Continue(_) => e.to_token_stream(),
-            other => {
-                let (tokens, f) = self.expr(other);
-                if f.is_some() {
-                    self.errors.at(
-                        other,
-                        "`vmap`: this tensor is computed and dropped; bind it with `let`",
-                    );
-                }
-                tokens
-            }
-        }
-    }
-
-    fn if_stmt(&mut self, i: &syn::ExprIf) -> TokenStream {
-        let cond = self.condition(&i.cond);
-        let then = self.block(&i.then_branch.stmts, false);
-        let otherwise = i.else_branch.as_ref().map(|(_, e)| match &**e {
-            Expr::If(nested) => {
-                let nested = self.if_stmt(nested);
-                quote!(else #nested)
-            }
-            Expr::Block(b) => {
-                let body = self.block(&b.block.stmts, false);
-                quote!(else { #body })
-            }
-            other => {
-                self.errors.at(other, "`vmap`: an `else` takes a block");
-                TokenStream::new()
-            }
-        });
-        quote!(if #cond { #then } #otherwise)
-    }
-
-    /// A loop's range or a branch's condition: a constant, the same for every example.
-    fn condition(&mut self, e: &Expr) -> TokenStream {
-        let (tokens, f) = self.expr(e);
-        if f.is_some() {
-            self.errors.at(
-                e,
-                "`vmap` cannot branch or loop on a batched value: each example could go its own \
-                 way. Compute both sides and choose with `where_cond(&mask, &a, &b)`",
-            );
-        }
-        tokens
-    }
-
-    fn assign(&mut self, left: &Expr, tokens: TokenStream, f: Option<TokenStream>) -> TokenStream {
-        let Expr::Path(p) = left else {
-            if f.is_some() {
-                self.errors
-                    .at(left, "`vmap` assigns tensors to variables only");
-            }
-            return quote!(#left = #tokens);
-        };
-        let Some(ident) = p.path.get_ident() else {
-            return quote!(#left = #tokens);
-        };
-        let was_tensor = self.is_tensor(&ident.to_string());
-        match (was_tensor, f) {
-            (true, f) => {
-                let fl = flag(ident);
-                let f = f.unwrap_or_else(|| quote!(false));
-                // The new flag is computed before the assignment, from the old flags.
-                let t = self.temp();
-                quote!(let #t: bool = #f; #ident = #tokens; #fl = #t)
-            }
-            (false, None) => quote!(#ident = #tokens),
-            (false, Some(_)) => {
-                self.errors.at(
-                    left,
-                    "`vmap`: a tensor is assigned to a variable that was not a tensor; start it \
-                     from a tensor (`let mut acc = Tensor::zeros(..);`)",
-                );
-                TokenStream::new()
-            }
-        }
-    }
-
-    /// Whether `e` is a structure parameter or a field of one (a layer of a model).
-    fn structure_path(&self, e: &Expr) -> bool {
-        let mut e = e;
-        loop {
-            match e {
-                Expr::Field(f) => e = &f.base,
-                Expr::Paren(p) => e = &p.expr,
-                Expr::Reference(r) => e = &r.expr,
-                Expr::Path(p) => {
-                    break p
-                        .path
-                        .get_ident()
-                        .is_some_and(|i| self.structures.contains(&i.to_string()))
-                }
-                _ => break false,
-            }
-        }
     }
 
     /// Binds a tensor operand to a variable unless it is one, giving its name and flag.
@@ -423,21 +296,10 @@ impl Batcher<'_> {
                 (p.to_token_stream(), f)
             }
             Expr::Lit(_) => (e.to_token_stream(), None),
-            Expr::Field(f) => {
+            Expr::Field(_) | Expr::Index(_) => {
                 // A leaf (or a part) of a structure parameter: batched with it.
-                let mut base = &*f.base;
-                while let Expr::Field(inner) = base {
-                    base = &inner.base;
-                }
-                let root = match base {
-                    Expr::Path(p) => p
-                        .path
-                        .get_ident()
-                        .filter(|i| self.structures.contains(&i.to_string())),
-                    _ => None,
-                };
-                match root {
-                    Some(root) => (e.to_token_stream(), Some(flag(root).to_token_stream())),
+                match self.structure_root(e) {
+                    Some(root) => (e.to_token_stream(), Some(flag(&root).to_token_stream())),
                     None => {
                         if let Some(i) = self.names_tensor(e.to_token_stream()) {
                             self.errors
@@ -448,6 +310,37 @@ impl Batcher<'_> {
                 }
             }
             Expr::Binary(b) => self.binary(b),
+            Expr::If(i) if i.else_branch.is_some() => {
+                let outer = std::mem::take(&mut self.pending);
+                let f = self.temp();
+                let value = self.if_value(i, &f);
+                self.pending = outer;
+                self.pending.push(quote!(let mut #f: bool = false;));
+                (value.0, value.1.then(|| quote!(#f)))
+            }
+            Expr::Block(b) if b.label.is_none() => {
+                let outer = std::mem::take(&mut self.pending);
+                let f = self.temp();
+                let (value, tensor) = self.value_block(&b.block.stmts, &f);
+                self.pending = outer;
+                self.pending.push(quote!(let mut #f: bool = false;));
+                (quote!({ #value }), tensor.then(|| quote!(#f)))
+            }
+            Expr::Range(r) => {
+                let mut bound = |e: &Option<Box<Expr>>| {
+                    e.as_ref().map(|e| {
+                        let (t, f) = self.expr(e);
+                        if f.is_some() {
+                            self.errors
+                                .at(e, "`vmap`: a range's bounds are numbers, not tensors");
+                        }
+                        t
+                    })
+                };
+                let (start, end) = (bound(&r.start), bound(&r.end));
+                let limits = &r.limits;
+                (quote!(#start #limits #end), None)
+            }
             Expr::Unary(u) => {
                 let (t, f) = self.expr(&u.expr);
                 if f.is_some() && !matches!(u.op, syn::UnOp::Neg(_)) {
@@ -559,6 +452,8 @@ impl Batcher<'_> {
                     )
                 }
                 "ndim" => return (quote!((#recv.ndim() - #rf as usize)), None),
+                // One example's number of elements, or the number of layers of a list.
+                "len" if m.args.is_empty() => return (quote!(#recv.example_len(#rf)), None),
                 "zeros_like" | "ones_like" => {
                     let method = &m.method;
                     return (quote!(#recv.#method()), Some(rf.clone()));

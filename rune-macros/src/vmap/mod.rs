@@ -86,6 +86,16 @@ pub fn vmap_items(original: &ItemFn, sig: &Signature, errors: &mut Errors) -> To
             syn::Type::Reference(r) => ((*r.elem).clone(), true),
             other => (other.clone(), false),
         };
+        let list = matches!(inner, syn::Type::Slice(_) | syn::Type::Array(_)) || is_vec(&inner);
+        if p.active.is_some() && list {
+            errors.at(
+                &p.ty,
+                "`vmap` batches tensors and structures of them; a list parameter cannot be \
+                 batched yet (hold the tensors in a `#[derive(Differentiable)]` structure with a \
+                 `Vec` field, whose layers a batched body loops over)",
+            );
+            continue;
+        }
         let structure = p.active.as_ref().is_some_and(|a| a.structure);
         let tensor = (tensor_elem(&inner).is_some() || structure).then(|| inner.clone());
         let active = p.active.is_some();
@@ -126,6 +136,12 @@ pub fn vmap_items(original: &ItemFn, sig: &Signature, errors: &mut Errors) -> To
         #entries
         #marker
     }
+}
+
+/// Whether `ty` is a `Vec<..>`.
+fn is_vec(ty: &syn::Type) -> bool {
+    matches!(ty, syn::Type::Path(p)
+        if p.path.segments.last().is_some_and(|s| s.ident == "Vec"))
 }
 
 /// `__vmap_f`: the function with the flags and the batch length added as `#[nodiff]`
