@@ -64,6 +64,79 @@ fn maml<T: Element>(
     least_squares(&adapted, &test.0, &test.1)
 }
 
+/// `least_squares` in its weights alone, the data fixed.
+#[differentiable]
+fn fit<T: Element>(w: &Tensor<T>, #[nodiff] x: &Tensor<T>, #[nodiff] y: &Tensor<T>) -> Tensor<T> {
+    least_squares(w, x, y)
+}
+
+/// A step whose length grows with the training loss, `w' = w − α L(w) ∇L(w)`, scored on the
+/// test set: the loss and its gradient from one `value_and_grad` call, differentiated through.
+#[differentiable]
+fn loss_scaled_step<T: Element>(
+    w: &Tensor<T>,
+    #[nodiff] train: &(Tensor<T>, Tensor<T>),
+    #[nodiff] test: &(Tensor<T>, Tensor<T>),
+) -> Tensor<T> {
+    let (loss, g) = fit_value_and_grad(w, &train.0, &train.1);
+    let adapted = w - g * loss * T::from_f64(0.3);
+    least_squares(&adapted, &test.0, &test.1)
+}
+
+#[test]
+fn a_value_and_grad_inside_a_loss_is_differentiated() {
+    let w = Tensor::rand_normal(&[3, 1], 0.0, 1.0, 21);
+    let train = (
+        Tensor::rand_normal(&[6, 3], 0.0, 1.0, 22),
+        Tensor::rand_normal(&[6, 1], 0.0, 1.0, 23),
+    );
+    let test = (
+        Tensor::rand_normal(&[4, 3], 0.0, 1.0, 24),
+        Tensor::rand_normal(&[4, 1], 0.0, 1.0, 25),
+    );
+    check_variants!(
+        loss_scaled_step,
+        loss_scaled_step_value_and_grad,
+        loss_scaled_step_grad,
+        loss_scaled_step_vjp,
+        loss_scaled_step_jvp,
+        loss_scaled_step_pullback;
+        [w];
+        (&w, &train, &test)
+    );
+    // By hand: with L, ∇L = Xᵀ(X w − y)/n and H = XᵀX/n on the training set, w' = w − α L ∇L
+    // has the Jacobian I − α (∇L ∇Lᵀ + L H), symmetric, so the gradient is
+    // t − α (∇L (∇L · t) + L H t) for t = ∇L_test(w').
+    let (xs, ys) = &train;
+    let (xt, yt) = &test;
+    let n = |x: &Tensor<f64>| x.shape()[0] as f64;
+    let r = xs.matmul(&w) - ys;
+    let loss = r.square().mean().item() * 0.5;
+    let g = xs.t().matmul(&r) / n(xs);
+    let adapted = &w - &(&g * (0.3 * loss));
+    let t = xt.t().matmul(&(xt.matmul(&adapted) - yt)) / n(xt);
+    let gt = (&g * &t).sum().item();
+    let ht = xs.t().matmul(&xs.matmul(&t)) / n(xs);
+    let by_hand = &t - &((&g * gt + &ht * loss) * 0.3);
+    let got = loss_scaled_step_grad(&w, &train, &test);
+    for (g, h) in got.to_vec().iter().zip(by_hand.to_vec()) {
+        assert!((g - h).abs() <= 1e-12 * h.abs().max(1.0), "{g} against {h}");
+    }
+    // Forward mode: the slope along a direction is the gradient's inner product with it.
+    let v = Tensor::rand_normal(&[3, 1], 0.0, 1.0, 26);
+    let (_, slope) = loss_scaled_step_jvp(&w, &train, &test, &v);
+    let expected = (&by_hand * &v).sum().item();
+    assert!((slope.item() - expected).abs() <= 1e-12 * expected.abs().max(1.0));
+    // Third order: the Hessian along `v` against central differences of the gradient.
+    let (_, hv) = loss_scaled_step_hvp(&w, &train, &test, &v);
+    let eps = 1e-5;
+    let at = |d: f64| loss_scaled_step_grad(&(&w + &(&v * d)), &train, &test);
+    let fd = (at(eps) - at(-eps)) / (2.0 * eps);
+    for (h, f) in hv.to_vec().iter().zip(fd.to_vec()) {
+        assert!((h - f).abs() <= 1e-7 * f.abs().max(1.0), "{h} against {f}");
+    }
+}
+
 #[test]
 fn a_maml_meta_gradient_is_the_one_by_hand() {
     let w = Tensor::rand_normal(&[3, 1], 0.0, 1.0, 11);

@@ -342,6 +342,7 @@ fn function(
         // `f_grad` as a function that callers differentiate (see `emit::grad_function`).
         placed.extend(emit::grad_function(&func, &sig, emitter.hvp_twin));
         placed.extend(emit::jvp_function(&func, &sig, emitter.hvp_twin));
+        placed.extend(emit::value_and_grad_function(&func, &sig, emitter.hvp_twin));
     }
     if let Some(body) = plain {
         let span = func.block.brace_token.span;

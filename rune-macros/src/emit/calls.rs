@@ -236,10 +236,14 @@ impl Emitter<'_> {
                 let check = check.then(|| {
                     let text = name.to_string();
                     let message = match generated_from(&text) {
-                        Some(base)
-                            if (text.ends_with("_grad") && !text.ends_with("_value_and_grad"))
-                                || text.ends_with("_jvp") =>
-                        {
+                        Some(base) if text.ends_with("_value_and_grad") => format!(
+                            "`{name}` is differentiated when `{base}` has `{base}_hvp`, which its \
+                             rules run, and one differentiated parameter, a tensor or a number: \
+                             mark `{base}` `#[differentiable(hvp)]` or write it generic over its \
+                             element type, and mark its other parameters `#[nodiff]` (or call \
+                             `{base}` and `{base}_grad`)"
+                        ),
+                        Some(base) if text.ends_with("_grad") || text.ends_with("_jvp") => {
                             format!(
                                 "`{name}` is differentiated when `{base}` has `{base}_hvp`, which its \
                                  rules run: mark `{base}` `#[differentiable(hvp)]`, or write it \
@@ -249,8 +253,9 @@ impl Emitter<'_> {
                         }
                         Some(base) => format!(
                             "`{name}` is what #[differentiable] generates from `{base}`; of those, \
-                             only `{base}_grad` and `{base}_jvp` (of a function with `{base}_hvp`) \
-                             can be called inside a differentiated function so far: call `{name}` \
+                             only `{base}_grad`, `{base}_jvp` and `{base}_value_and_grad` (of a \
+                             function with `{base}_hvp`) can be called inside a differentiated \
+                             function so far: call `{name}` \
                              outside it, or wrap the differentiated argument in \
                              `stop_gradient(..)` to use its value as a constant"
                         ),

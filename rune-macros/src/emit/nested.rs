@@ -383,3 +383,129 @@ pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<To
     }
     Some(place(&jvp_func, Host::Free, vec![generated]))
 }
+
+/// The hidden entry points of `g_value_and_grad` for a function `g` with `g_hvp` of one
+/// differentiated tensor or number, or `None` for any other function.
+///
+/// `g_value_and_grad(x) = (g(x), ∇g)`. With `(∇g, H ḡ)` from one `g_hvp(x, ḡ)`, its pullback
+/// of `(c₀, ḡ)` is `c₀ ∇g + H ḡ`, and its tangent along `u` is `(∇g·u, H u)`: the loss and the
+/// gradient of an inner step (MAML's inner loop, a line search) in one call.
+pub fn value_and_grad_function(
+    func: &ItemFn,
+    sig: &Signature,
+    hvp_twin: bool,
+) -> Option<TokenStream> {
+    let api = Api {
+        func,
+        sig,
+        host: Host::Free,
+        is_twin: false,
+        hvp_twin,
+        trait_method: None,
+    };
+    api.hvp_elem()?;
+    let Returns::Single(value_ty) = &sig.returns else {
+        return None;
+    };
+    let [(active, a)] = sig.active().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    if a.array || a.structure || sig.fallible.is_some() || sig.params.iter().any(|p| !ownable(p)) {
+        return None;
+    }
+    let name = &func.sig.ident;
+    let vg_name = format_ident!("{}_value_and_grad", name);
+    let hvp_name = format_ident!("{}_hvp", name);
+    let grad: syn::Type =
+        syn::parse2(Signature::grad_type(active)).expect("a gradient type parses");
+    let vg_sig = Signature {
+        params: sig.params.clone(),
+        returns: Returns::Tuple(vec![value_ty.clone(), grad]),
+        fallible: None,
+        scalar_out: sig.scalar_out,
+        array_out: None,
+    };
+    let mut vg_func = func.clone();
+    vg_func.sig.ident = vg_name.clone();
+    let vg_api = Api {
+        func: &vg_func,
+        sig: &vg_sig,
+        host: Host::Free,
+        is_twin: false,
+        hvp_twin: false,
+        trait_method: None,
+    };
+    let rt = rt();
+    let (_, ty_generics, _) = func.sig.generics.split_for_impl();
+    let turbofish = ty_generics.as_turbofish();
+    let names: Vec<&Ident> = sig.params.iter().map(|p| &p.ident).collect();
+    let mut generated = Generated {
+        hidden: TokenStream::new(),
+        public: TokenStream::new(),
+    };
+    for entry in [EntryPoint::Fwd, EntryPoint::Tangent] {
+        let decl = vg_api.declare(entry)?;
+        let body = match entry {
+            EntryPoint::Fwd => {
+                let (owned, args) = owned_copies(&sig.params);
+                let slots = sig.params.iter().map(|p| match p.active {
+                    Some(_) => quote!(#rt::JvpPart::plus(
+                        #rt::JvpPart::scaled(&__rune_g, __rune_c0),
+                        __rune_h,
+                    )),
+                    None => quote!(#rt::NoGrad),
+                });
+                let cot = vg_sig.cotangent_type();
+                quote! {
+                    #(#owned)*
+                    let __rune_value = #vg_name #turbofish (#(#names),*);
+                    (__rune_value, move |__rune_cotangent: #cot| {
+                        let __rune_c0 = #rt::JvpPart::number(__rune_cotangent.0);
+                        let (__rune_g, __rune_h) =
+                            #hvp_name #turbofish (#(#args,)* __rune_cotangent.1);
+                        (#(#slots,)*)
+                    })
+                }
+            }
+            _ => {
+                let (i, p) = sig
+                    .params
+                    .iter()
+                    .enumerate()
+                    .find(|(_, p)| p.active.is_some())
+                    .expect("one differentiated parameter");
+                let slot = crate::names::tangent_param(i);
+                let ident = &p.ident;
+                let primal = match p.active.as_ref().map(|a| a.passing) {
+                    Some(Passing::Owned) => quote!(&#ident),
+                    _ => quote!(#ident),
+                };
+                let direction = if sig.scalar_out {
+                    quote!(#rt::TangentSlot::number_tangent(#slot))
+                } else {
+                    quote!(#rt::TangentSlot::tangent_or_zeros(#slot, #primal))
+                };
+                let by_ref = sig.params.iter().map(|p| {
+                    let ident = &p.ident;
+                    match p.active.as_ref().map(|a| a.passing) {
+                        Some(Passing::Owned) => quote!(::core::clone::Clone::clone(&#ident)),
+                        _ => quote!(#ident),
+                    }
+                });
+                quote! {
+                    let __rune_direction = #direction;
+                    let (__rune_g, __rune_h) =
+                        #hvp_name #turbofish (#(#by_ref,)* &__rune_direction);
+                    let __rune_value = #name #turbofish (#(#names),*);
+                    let __rune_slope = #rt::JvpPart::like(
+                        &__rune_value,
+                        #rt::JvpPart::inner(&__rune_g, &__rune_direction),
+                    );
+                    ((__rune_value, __rune_g), (__rune_slope, __rune_h))
+                }
+            }
+        };
+        generated.hidden.extend(vg_api.write(&decl, body));
+    }
+    Some(place(&vg_func, Host::Free, vec![generated]))
+}
