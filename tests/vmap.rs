@@ -627,3 +627,74 @@ fn branches_and_blocks_yield_batched_values() {
         assert!((v - expected).abs() < 1e-12);
     }
 }
+
+/// Two results, the prediction and the squared error, batched together; the second is
+/// shared by every example where `x` is batched and `w` is not.
+#[differentiable(vmap)]
+fn predict_and_error(
+    w: &Tensor<f64>,
+    #[nodiff] x: &Tensor<f64>,
+    #[nodiff] y: &Tensor<f64>,
+) -> (Tensor<f64>, Tensor<f64>) {
+    let p = x.matmul(w).tanh();
+    let e = (&p - y).square().sum() + w.square().sum();
+    (p, e)
+}
+
+#[test]
+fn a_tuple_of_results_batches() {
+    let w = Tensor::<f64>::rand_uniform(&[3, 2], -1.0, 1.0, 100);
+    let xs = Tensor::<f64>::rand_uniform(&[4, 3], -1.0, 1.0, 101);
+    let ys = Tensor::<f64>::rand_uniform(&[4, 2], -1.0, 1.0, 102);
+    let (ps, es) = predict_and_error_vmap(&w, Batch(&xs), Batch(&ys));
+    assert_eq!((ps.shape(), es.shape()), (&[4, 2][..], &[4][..]));
+    // Cotangents: batched for the prediction, one shared for the error.
+    let cps = Tensor::<f64>::rand_uniform(&[4, 2], -1.0, 1.0, 103);
+    let ce = Tensor::scalar(0.5);
+    let (_, gw) = predict_and_error_vjp_vmap(&w, Batch(&xs), Batch(&ys), (Batch(&cps), &ce));
+    let dw = Tensor::<f64>::rand_uniform(&[3, 2], -1.0, 1.0, 104);
+    let (_, (dps, des)) = predict_and_error_jvp_vmap(&w, Batch(&xs), Batch(&ys), &dw);
+    for i in 0..4 {
+        let (x, y) = (example(&xs, i), example(&ys, i));
+        let (p, e) = predict_and_error(&w, &x, &y);
+        assert_close(&example(&ps, i), &p, 1e-12, "prediction");
+        assert_close(&example(&es, i), &e, 1e-12, "error");
+        let (_, g) = predict_and_error_vjp(&w, &x, &y, (&example(&cps, i), &ce));
+        assert_close(&example(&gw, i), &g, 1e-12, "vjp");
+        let (_, (dp, de)) = predict_and_error_jvp(&w, &x, &y, &dw);
+        assert_close(&example(&dps, i), &dp, 1e-12, "jvp prediction");
+        assert_close(&example(&des, i), &de, 1e-12, "jvp error");
+        // The error's slope by central differences.
+        let eps = 1e-6;
+        let at = |d: f64| predict_and_error(&(&w + &(&dw * d)), &x, &y).1.item();
+        let fd = (at(eps) - at(-eps)) / (2.0 * eps);
+        assert!((example(&des, i).item() - fd).abs() < 1e-7);
+    }
+}
+
+/// The mean error of a batch, through the batched function's tuple.
+#[differentiable]
+fn mean_error(
+    w: &Tensor<f64>,
+    #[nodiff] xs: &Tensor<f64>,
+    #[nodiff] ys: &Tensor<f64>,
+) -> Tensor<f64> {
+    let (_, errors) = predict_and_error_vmap(w, Batch(xs), Batch(ys));
+    errors.mean()
+}
+
+#[test]
+fn a_gradient_through_a_batched_tuple() {
+    let w = Tensor::<f64>::rand_uniform(&[3, 2], -1.0, 1.0, 110);
+    let xs = Tensor::<f64>::rand_uniform(&[5, 3], -1.0, 1.0, 111);
+    let ys = Tensor::<f64>::rand_uniform(&[5, 2], -1.0, 1.0, 112);
+    let g = mean_error_grad(&w, &xs, &ys);
+    let mut expected = Tensor::zeros(&[3, 2]);
+    for i in 0..5 {
+        let ones = (Tensor::zeros(&[2]), Tensor::scalar(0.2));
+        let (_, gi) =
+            predict_and_error_vjp(&w, &example(&xs, i), &example(&ys, i), (&ones.0, &ones.1));
+        expected += gi;
+    }
+    assert_close(&g, &expected, 1e-12, "gradient");
+}

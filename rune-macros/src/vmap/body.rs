@@ -20,7 +20,12 @@ use crate::diag::Errors;
 use crate::ops::{self, Form};
 
 /// The body of `__vmap_f`.
-pub fn batched_body(func: &ItemFn, params: &[VmapParam], errors: &mut Errors) -> TokenStream {
+pub fn batched_body(
+    func: &ItemFn,
+    params: &[VmapParam],
+    tuple_out: bool,
+    errors: &mut Errors,
+) -> TokenStream {
     let mut assigned = HashSet::new();
     find_assigned(&func.block.stmts, &mut assigned);
     let mut b = Batcher {
@@ -34,6 +39,7 @@ pub fn batched_body(func: &ItemFn, params: &[VmapParam], errors: &mut Errors) ->
             .map(|p| p.ident.to_string())
             .collect(),
         assigned,
+        tuple_out,
         pending: Vec::new(),
         temps: 0,
         errors,
@@ -53,6 +59,8 @@ pub(super) struct Batcher<'e> {
     structures: HashSet<String>,
     /// Variables assigned after their `let`: their flags are `mut`.
     assigned: HashSet<String>,
+    /// The function returns a tuple of tensors.
+    tuple_out: bool,
     /// Statements binding the operands of the statement being rewritten.
     pub(super) pending: Vec<TokenStream>,
     temps: usize,
@@ -161,6 +169,9 @@ impl Batcher<'_> {
 
     /// `value` leaving the function: broadcast along the batch axis unless it has one.
     fn output(&mut self, e: &Expr) -> TokenStream {
+        if self.tuple_out {
+            return self.tuple_output(e);
+        }
         let (tokens, f) = self.expr(e);
         let pending = std::mem::take(&mut self.pending);
         let f = f.unwrap_or_else(|| quote!(false));
@@ -169,6 +180,40 @@ impl Batcher<'_> {
             let __vmap_out = #tokens;
             __vmap_out.broadcast_to(&::rune_ad::__private::vmap_out_shape(
                 __vmap_out.shape(), #f, __vmap_n))
+        }
+    }
+
+    /// A tuple of tensors leaving the function, each as `output` batches one.
+    fn tuple_output(&mut self, e: &Expr) -> TokenStream {
+        let mut inner = e;
+        while let Expr::Paren(p) = inner {
+            inner = &p.expr;
+        }
+        let Expr::Tuple(t) = inner else {
+            self.errors.at(
+                e,
+                "`vmap` of a function returning a tuple takes the tuple written out as its \
+                 result: `(a, b)`",
+            );
+            return TokenStream::new();
+        };
+        let parts: Vec<Rewritten> = t.elems.iter().map(|e| self.expr(e)).collect();
+        let pending = std::mem::take(&mut self.pending);
+        let names: Vec<syn::Ident> = (0..parts.len())
+            .map(|k| format_ident!("__vmap_out{}", k))
+            .collect();
+        let binds = parts.iter().zip(&names).map(|((tokens, f), name)| {
+            let f = f.clone().unwrap_or_else(|| quote!(false));
+            quote! {
+                let #name = #tokens;
+                let #name = #name.broadcast_to(&::rune_ad::__private::vmap_out_shape(
+                    #name.shape(), #f, __vmap_n));
+            }
+        });
+        quote! {
+            #(#pending)*
+            #(#binds)*
+            (#(#names),*)
         }
     }
 

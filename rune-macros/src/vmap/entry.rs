@@ -17,7 +17,13 @@ enum Broadcast {
     Active,
 }
 
-pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
+/// The entry points of `func`; `outputs`: the tensors of a function returning a tuple, which
+/// has no gradient entry points (a gradient needs one value).
+pub fn entry_points(
+    func: &ItemFn,
+    params: &[VmapParam],
+    outputs: Option<&[syn::Type]>,
+) -> TokenStream {
     let name = &func.sig.ident;
     let text = name.to_string();
     let twin = format_ident!("__vmap_{}", name);
@@ -108,8 +114,51 @@ pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
     let plain = prologue("vmap", Broadcast::None, &[]);
     let batched = prologue("grad_vmap", Broadcast::Active, &[]);
     let batched_vg = prologue("value_and_grad_vmap", Broadcast::Active, &[]);
-    let ct_size = quote!(("cotangent", __vmap_ct.shape(), __vmap_b_ct));
-    let batched_vjp = prologue("vjp_vmap", Broadcast::Active, &[ct_size]);
+    // The cotangent: one `impl VmapArg`, or a tuple of them for a tuple of outputs.
+    let cts: Vec<(syn::Ident, syn::Ident, TokenStream)> = match outputs {
+        None => vec![(
+            format_ident!("__vmap_ct"),
+            format_ident!("__vmap_b_ct"),
+            quote!(&__vmap_ct),
+        )],
+        Some(tys) => (0..tys.len())
+            .map(|k| {
+                let i = syn::Index::from(k);
+                (
+                    format_ident!("__vmap_ct{}", k),
+                    format_ident!("__vmap_b_ct{}", k),
+                    quote!(&__vmap_ct.#i),
+                )
+            })
+            .collect(),
+    };
+    let ct_unpack = cts
+        .iter()
+        .map(|(c, b, from)| quote!(let (#c, #b) = ::rune_ad::VmapArg::vmap_arg(#from);));
+    let ct_sizes: Vec<TokenStream> = cts
+        .iter()
+        .enumerate()
+        .map(|(k, (c, b, _))| {
+            let label = match outputs {
+                None => "cotangent".to_string(),
+                Some(_) => format!("cotangent {k}"),
+            };
+            quote!((#label, #c.shape(), #b))
+        })
+        .collect();
+    let ct_batch = cts
+        .iter()
+        .map(|(c, b, _)| quote!(let #c = #rt::vmap_batched(#c, #b, __vmap_n);));
+    let ct_names: Vec<&syn::Ident> = cts.iter().map(|c| &c.0).collect();
+    let ct_arg = match outputs {
+        None => quote!(&__vmap_ct),
+        Some(_) => quote!((#(&#ct_names,)*)),
+    };
+    let ct_ty = match outputs {
+        None => quote!(impl ::rune_ad::VmapArg<#output>),
+        Some(tys) => quote!((#(impl ::rune_ad::VmapArg<#tys>,)*)),
+    };
+    let batched_vjp = prologue("vjp_vmap", Broadcast::Active, &ct_sizes);
     let one_each = quote! {
         let __vmap_ct = #rt::vmap_ones_per_example(
             concat!(#text, "_grad_vmap"), __vmap_value.shape(), __vmap_n);
@@ -180,6 +229,28 @@ pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
         doc("per-example VJP"),
         doc("JVP"),
     );
+    let gradients = outputs.is_none().then(|| {
+        quote! {
+            #[doc = #d_grad]
+            #[allow(clippy::too_many_arguments, unused_variables)]
+            #vis fn #grad #generics (#(#declared),*) -> #grads_ty #where_clause {
+                #batched
+                let (__vmap_value, __vmap_pullback) = #pullback(#(#args),*);
+                #one_each
+                __vmap_pullback(&__vmap_ct)
+            }
+
+            #[doc = #d_vg]
+            #[allow(clippy::too_many_arguments, unused_variables)]
+            #vis fn #value_and_grad #generics (#(#declared),*) -> (#out_ty, #grads_ty) #where_clause {
+                #batched_vg
+                let (__vmap_value, __vmap_pullback) = #pullback(#(#args),*);
+                #one_each
+                let __vmap_grads = __vmap_pullback(&__vmap_ct);
+                (__vmap_value, __vmap_grads)
+            }
+        }
+    });
     quote! {
         #[doc = #d_vmap]
         #[allow(clippy::too_many_arguments, unused_variables)]
@@ -188,33 +259,16 @@ pub fn entry_points(func: &ItemFn, params: &[VmapParam]) -> TokenStream {
             #twin(#(#args),*)
         }
 
-        #[doc = #d_grad]
-        #[allow(clippy::too_many_arguments, unused_variables)]
-        #vis fn #grad #generics (#(#declared),*) -> #grads_ty #where_clause {
-            #batched
-            let (__vmap_value, __vmap_pullback) = #pullback(#(#args),*);
-            #one_each
-            __vmap_pullback(&__vmap_ct)
-        }
-
-        #[doc = #d_vg]
-        #[allow(clippy::too_many_arguments, unused_variables)]
-        #vis fn #value_and_grad #generics (#(#declared),*) -> (#out_ty, #grads_ty) #where_clause {
-            #batched_vg
-            let (__vmap_value, __vmap_pullback) = #pullback(#(#args),*);
-            #one_each
-            let __vmap_grads = __vmap_pullback(&__vmap_ct);
-            (__vmap_value, __vmap_grads)
-        }
+        #gradients
 
         #[doc = #d_vjp]
         #[allow(clippy::too_many_arguments, unused_variables)]
-        #vis fn #vjp #generics (#(#declared,)* __vmap_ct: impl ::rune_ad::VmapArg<#out_ty>) -> (#out_ty, #grads_ty) #where_clause {
-            let (__vmap_ct, __vmap_b_ct) = ::rune_ad::VmapArg::vmap_arg(&__vmap_ct);
+        #vis fn #vjp #generics (#(#declared,)* __vmap_ct: #ct_ty) -> (#out_ty, #grads_ty) #where_clause {
+            #(#ct_unpack)*
             #batched_vjp
             let (__vmap_value, __vmap_pullback) = #pullback(#(#args),*);
-            let __vmap_ct = #rt::vmap_batched(__vmap_ct, __vmap_b_ct, __vmap_n);
-            let __vmap_grads = __vmap_pullback(&__vmap_ct);
+            #(#ct_batch)*
+            let __vmap_grads = __vmap_pullback(#ct_arg);
             (__vmap_value, __vmap_grads)
         }
 

@@ -55,15 +55,21 @@ pub fn vmap_items(original: &ItemFn, sig: &Signature, errors: &mut Errors) -> To
     if sig.fallible.is_some() || sig.scalar_out || sig.array_out.is_some() {
         errors.at(
             &original.sig.output,
-            "`vmap` batches functions returning one tensor; this one returns another type",
+            "`vmap` batches functions returning a tensor or a tuple of them; this one returns \
+             another type",
         );
     }
-    if !matches!(sig.returns, Returns::Single(_)) {
-        errors.at(
-            &original.sig.output,
-            "`vmap` batches functions returning one tensor, not tuples or `has_aux` pairs yet",
-        );
-    }
+    let outputs = match &sig.returns {
+        Returns::Single(_) => None,
+        Returns::Tuple(types) => Some(types.clone()),
+        Returns::Aux { .. } => {
+            errors.at(
+                &original.sig.output,
+                "`vmap` batches functions returning tensors, not `has_aux` pairs yet",
+            );
+            None
+        }
+    };
     let mut params = Vec::new();
     for (input, p) in original.sig.inputs.iter().zip(&sig.params) {
         let receiver = match input {
@@ -119,12 +125,12 @@ pub fn vmap_items(original: &ItemFn, sig: &Signature, errors: &mut Errors) -> To
     if errors.len() > before {
         return TokenStream::new();
     }
-    let batched = body::batched_body(original, &params, errors);
+    let batched = body::batched_body(original, &params, outputs.is_some(), errors);
     if errors.len() > before {
         return TokenStream::new();
     }
     let twin = twin_fn(original, &params, batched);
-    let entries = entry::entry_points(original, &params);
+    let entries = entry::entry_points(original, &params, outputs.as_deref());
     let name = &original.sig.ident;
     // A free function's hidden type (`emit::place`) marks it batched for its callers.
     let marker = params
