@@ -137,6 +137,69 @@ fn a_value_and_grad_inside_a_loss_is_differentiated() {
     }
 }
 
+/// A vector field `tanh(A x) ⊙ x`, generic over its element type.
+#[differentiable]
+fn swirl<T: Element>(x: &Tensor<T>, #[nodiff] a: &Tensor<T>) -> Tensor<T> {
+    a.matmul(x).tanh() * x
+}
+
+/// A penalty on the field's Jacobian transposed along `c`, plus the field along `c`: a VJP
+/// inside a differentiated function, in both its point and its cotangent.
+#[differentiable]
+fn vjp_penalty<T: Element>(x: &Tensor<T>, c: &Tensor<T>, #[nodiff] a: &Tensor<T>) -> Tensor<T> {
+    let (y, pulled) = swirl_vjp(x, a, c);
+    pulled.square().sum() + (y * c).sum()
+}
+
+#[test]
+fn a_vjp_inside_a_loss_is_differentiated() {
+    let x = Tensor::rand_normal(&[4], 0.0, 1.0, 31);
+    let c = Tensor::rand_normal(&[4], 0.0, 1.0, 32);
+    let a = Tensor::rand_normal(&[4, 4], 0.0, 0.6, 33);
+    check_variants!(
+        vjp_penalty,
+        vjp_penalty_value_and_grad,
+        vjp_penalty_grad,
+        vjp_penalty_vjp,
+        vjp_penalty_jvp,
+        vjp_penalty_pullback;
+        [x, c];
+        (&x, &c, &a)
+    );
+    // By hand: J = diag(t) + diag(x ⊙ (1 − t²)) A for t = tanh(A x), so Jᵀ c = t ⊙ c +
+    // Aᵀ (x ⊙ (1 − t²) ⊙ c), and the value is ‖Jᵀ c‖² + (t ⊙ x) · c.
+    let t = a.matmul(&x).tanh();
+    let pulled = &t * &c + a.t().matmul(&(&x * &(1.0 - t.square()) * &c));
+    let by_hand = pulled.square().sum().item() + (&t * &x * &c).sum().item();
+    let got = vjp_penalty(&x, &c, &a).item();
+    assert!((got - by_hand).abs() <= 1e-12 * by_hand.abs().max(1.0));
+    // The gradient in `c` by hand: the value is quadratic in c, 2 J Jᵀ c + t ⊙ x.
+    let jjt_c = {
+        let d = &x * &(1.0 - t.square());
+        &t * &pulled + &d * &a.matmul(&pulled)
+    };
+    let (_, gc) = vjp_penalty_grad(&x, &c, &a);
+    let expected = jjt_c * 2.0 + &t * &x;
+    for (g, h) in gc.to_vec().iter().zip(expected.to_vec()) {
+        assert!((g - h).abs() <= 1e-12 * h.abs().max(1.0), "{g} against {h}");
+    }
+    // Third order: the Hessian along (u, w) against central differences of the gradient.
+    let (u, w) = (
+        Tensor::rand_normal(&[4], 0.0, 1.0, 34),
+        Tensor::rand_normal(&[4], 0.0, 1.0, 35),
+    );
+    let (_, (hx, hc)) = vjp_penalty_hvp(&x, &c, &a, &u, &w);
+    let eps = 1e-5;
+    let at = |d: f64| vjp_penalty_grad(&(&x + &(&u * d)), &(&c + &(&w * d)), &a);
+    let ((px, pc), (mx, mc)) = (at(eps), at(-eps));
+    for (h, (p, m)) in [(hx, (px, mx)), (hc, (pc, mc))] {
+        let fd = (p - m) / (2.0 * eps);
+        for (h, f) in h.to_vec().iter().zip(fd.to_vec()) {
+            assert!((h - f).abs() <= 1e-7 * f.abs().max(1.0), "{h} against {f}");
+        }
+    }
+}
+
 #[test]
 fn a_maml_meta_gradient_is_the_one_by_hand() {
     let w = Tensor::rand_normal(&[3, 1], 0.0, 1.0, 11);

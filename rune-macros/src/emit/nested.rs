@@ -11,12 +11,12 @@
 //! (third order, on dual numbers of dual numbers).
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, ToTokens};
 use syn::{Ident, ItemFn};
 
 use super::api::EntryPoint;
 use super::{place, rt, Api, Generated, Host};
-use crate::parse::{Param, Passing, Returns, Signature};
+use crate::parse::{contains_type, Param, Passing, Returns, Signature};
 
 /// The hidden entry points of `g_grad` for function `func` (`g`), or `None` when `g` has no
 /// `g_hvp`, returns numbers, or takes a parameter the pullback cannot own (anything but tensors
@@ -508,4 +508,219 @@ pub fn value_and_grad_function(
         generated.hidden.extend(vg_api.write(&decl, body));
     }
     Some(place(&vg_func, Host::Free, vec![generated]))
+}
+
+/// The hidden entry points of `g_vjp` for a function `g` generic over its element type, of
+/// tensors, with one tensor value and one differentiated parameter; `None` for another.
+///
+/// `g_vjp(x, c) = (g(x), Jᵀ c)`. Both rules run `g_vjp` on dual numbers (forward over
+/// reverse): at `x + ε u` and `c + ε ċ` it gives `g(x) + ε J u` and `Jᵀ c + ε (H_c u + Jᵀ ċ)`,
+/// where `H_c` is the Hessian of `c · g`. So the tangent along `(u, ċ)` is one dual call, and
+/// the pullback of `(ȳ, x̄')` is `Jᵀ ȳ + H_c x̄'` for `x` and `J x̄'` for `c`: a plain call and
+/// a dual one along `x̄'`.
+pub fn vjp_function(func: &ItemFn, sig: &Signature) -> Option<TokenStream> {
+    let api = Api {
+        func,
+        sig,
+        host: Host::Free,
+        is_twin: false,
+        hvp_twin: false,
+        trait_method: None,
+    };
+    let (elem, true) = api.hvp_elem()? else {
+        return None;
+    };
+    let Returns::Single(value_ty) = &sig.returns else {
+        return None;
+    };
+    let [(active, a)] = sig.active().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    if a.array || a.structure || a.scalar || sig.scalar_out || sig.fallible.is_some() {
+        return None;
+    }
+    if sig.params.iter().any(|p| !ownable(p)) {
+        return None;
+    }
+    let name = &func.sig.ident;
+    let vjp_name = format_ident!("{}_vjp", name);
+    let grad: syn::Type =
+        syn::parse2(Signature::grad_type(active)).expect("a gradient type parses");
+    let mut params = sig.params.clone();
+    params.push(Param {
+        ident: format_ident!("cotangent"),
+        ty: syn::parse_quote!(&#value_ty),
+        mutable: false,
+        active: Some(crate::parse::Active {
+            passing: Passing::Borrowed,
+            ..a.clone()
+        }),
+    });
+    let vjp_sig = Signature {
+        params,
+        returns: Returns::Tuple(vec![value_ty.clone(), grad]),
+        fallible: None,
+        scalar_out: false,
+        array_out: None,
+    };
+    let mut vjp_func = func.clone();
+    vjp_func.sig.ident = vjp_name.clone();
+    let vjp_api = Api {
+        func: &vjp_func,
+        sig: &vjp_sig,
+        host: Host::Free,
+        is_twin: false,
+        hvp_twin: false,
+        trait_method: None,
+    };
+    let rt = rt();
+    let (_, ty_generics, _) = func.sig.generics.split_for_impl();
+    let turbofish = ty_generics.as_turbofish();
+    let dual_turbofish = dual_turbofish(func, &elem);
+    let names: Vec<&Ident> = vjp_sig.params.iter().map(|p| &p.ident).collect();
+    let n = sig.params.len();
+    // Each argument of the dual call: a differentiated one seeded with its direction, a
+    // constant that names the element type lifted, any other passed on.
+    let dual_args = |value: &dyn Fn(usize) -> TokenStream,
+                     other: &dyn Fn(usize) -> TokenStream,
+                     direction: &dyn Fn(usize) -> Option<TokenStream>|
+     -> (Vec<TokenStream>, Vec<TokenStream>) {
+        let mut lifts = Vec::new();
+        let mut args = Vec::new();
+        for (i, p) in vjp_sig.params.iter().enumerate() {
+            let lifted = format_ident!("__rune_dual{}", i);
+            let v = value(i);
+            let lift = match direction(i) {
+                Some(d) => quote!(#rt::dual_seed(#v, #d)),
+                None if is_elem(&p.ty, &elem) => quote!(#rt::lift_element(#v)),
+                None if contains_type(&p.ty, &elem) => quote!(#rt::Lift::lift(#v)),
+                None => {
+                    args.push(other(i));
+                    continue;
+                }
+            };
+            lifts.push(quote!(let #lifted = #lift;));
+            args.push(if borrowed(p) {
+                quote!(&#lifted)
+            } else {
+                quote!(#lifted)
+            });
+        }
+        (lifts, args)
+    };
+    let active_at = sig
+        .params
+        .iter()
+        .position(|p| p.active.is_some())
+        .expect("one differentiated parameter");
+    let mut generated = Generated {
+        hidden: TokenStream::new(),
+        public: TokenStream::new(),
+    };
+    for entry in [EntryPoint::Fwd, EntryPoint::Tangent] {
+        let decl = vjp_api.declare(entry)?;
+        let body =
+            match entry {
+                EntryPoint::Fwd => {
+                    let (owned, args) = owned_copies(&vjp_sig.params);
+                    let own = |i: usize| {
+                        let copy = format_ident!("__rune_own{}", i);
+                        quote!(&#copy)
+                    };
+                    let pass = |i: usize| args[i].clone();
+                    let (lifts, dual_call) = dual_args(&own, &pass, &|i| {
+                        (i == active_at).then(|| quote!(__rune_cotangent.1))
+                    });
+                    let plain = args[..n].iter();
+                    let slots = vjp_sig.params.iter().enumerate().map(|(i, p)| {
+                        match (p.active.is_some(), i) {
+                            (false, _) => quote!(#rt::NoGrad),
+                            (true, i) if i == n => quote!(#rt::dual_tangent(&__rune_dual_value)),
+                            (true, _) => {
+                                quote!(__rune_plain + #rt::dual_tangent(&__rune_dual_grad))
+                            }
+                        }
+                    });
+                    let cot = vjp_sig.cotangent_type();
+                    quote! {
+                        #(#owned)*
+                        let __rune_value = #vjp_name #turbofish (#(#names),*);
+                        (__rune_value, move |__rune_cotangent: #cot| {
+                            let (_, __rune_plain) =
+                                #vjp_name #turbofish (#(#plain,)* __rune_cotangent.0);
+                            #(#lifts)*
+                            let (__rune_dual_value, __rune_dual_grad) =
+                                #vjp_name #dual_turbofish (#(#dual_call),*);
+                            (#(#slots,)*)
+                        })
+                    }
+                }
+                _ => {
+                    let directions = vjp_sig.params.iter().enumerate().filter_map(|(i, p)| {
+                    p.active.as_ref()?;
+                    let slot = crate::names::tangent_param(i);
+                    let local = format_ident!("__rune_direction_{}", i);
+                    let ident = &p.ident;
+                    let primal = match p.active.as_ref().map(|a| a.passing) {
+                        Some(Passing::Owned) => quote!(&#ident),
+                        _ => quote!(#ident),
+                    };
+                    Some(quote!(let #local = #rt::TangentSlot::tangent_or_zeros(#slot, #primal);))
+                });
+                    let by_ref = |i: usize| {
+                        let ident = &vjp_sig.params[i].ident;
+                        if borrowed(&vjp_sig.params[i]) {
+                            quote!(#ident)
+                        } else {
+                            quote!(&#ident)
+                        }
+                    };
+                    let pass = |i: usize| vjp_sig.params[i].ident.to_token_stream();
+                    let (lifts, dual_call) = dual_args(&by_ref, &pass, &|i| {
+                        vjp_sig.params[i].active.as_ref().map(|_| {
+                            let local = format_ident!("__rune_direction_{}", i);
+                            quote!(&#local)
+                        })
+                    });
+                    // The value from a plain call: the dual call rounds its primal differently.
+                    quote! {
+                        #(#directions)*
+                        #(#lifts)*
+                        let (__rune_dual_value, __rune_dual_grad) =
+                            #vjp_name #dual_turbofish (#(#dual_call),*);
+                        (
+                            #vjp_name #turbofish (#(#names),*),
+                            (
+                                #rt::dual_tangent(&__rune_dual_value),
+                                #rt::dual_tangent(&__rune_dual_grad),
+                            ),
+                        )
+                    }
+                }
+            };
+        generated.hidden.extend(vjp_api.write(&decl, body));
+    }
+    Some(place(&vjp_func, Host::Free, vec![generated]))
+}
+
+/// Whether `ty` (or what it references) is the element type itself.
+fn is_elem(ty: &syn::Type, elem: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Reference(r) => &*r.elem == elem,
+        ty => ty == elem,
+    }
+}
+
+/// The turbofish instantiating `func`'s element type `elem` with its dual numbers.
+fn dual_turbofish(func: &ItemFn, elem: &syn::Type) -> TokenStream {
+    let rt = rt();
+    let args = func.sig.generics.params.iter().filter_map(|g| match g {
+        syn::GenericParam::Type(t) if matches!(elem, syn::Type::Path(p) if p.path.is_ident(&t.ident)) => {
+            Some(quote!(#rt::Dual<#elem>))
+        }
+        syn::GenericParam::Type(t) => Some(t.ident.to_token_stream()),
+        syn::GenericParam::Const(c) => Some(c.ident.to_token_stream()),
+        syn::GenericParam::Lifetime(_) => None,
+    });
+    quote!(::<#(#args),*>)
 }

@@ -1,5 +1,5 @@
-// Of the generated entry points, only `_grad` and `_jvp` are differentiated inside another
-// function; a `_vjp` there says so.
+// A `_vjp` inside another differentiated function, of a function with two differentiated
+// parameters, says what it takes.
 use rune_ad::prelude::*;
 
 #[differentiable]
