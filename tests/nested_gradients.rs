@@ -200,6 +200,72 @@ fn a_vjp_inside_a_loss_is_differentiated() {
     }
 }
 
+/// The curvature of `quartic` along `v` as a penalty: `‖H v‖² + ∇f · v`, a Hessian-vector
+/// product inside a differentiated function.
+#[differentiable]
+fn curvature_penalty<T: Element>(x: &Tensor<T>, v: &Tensor<T>) -> Tensor<T> {
+    let (g, hv) = quartic_hvp(x, v);
+    hv.square().sum() + (g * v).sum()
+}
+
+#[test]
+fn a_hessian_vector_product_inside_a_loss_is_differentiated() {
+    let x = Tensor::from_vec(vec![0.5, -1.0, 1.5], &[3]);
+    let v = Tensor::from_vec(vec![2.0, 0.5, -1.0], &[3]);
+    check_variants!(
+        curvature_penalty,
+        curvature_penalty_value_and_grad,
+        curvature_penalty_grad,
+        curvature_penalty_vjp,
+        curvature_penalty_jvp,
+        curvature_penalty_pullback;
+        [x, v];
+        (&x, &v)
+    );
+    // By hand, for f = Σ x⁴: ∇f = 4x³, H v = 12x² ⊙ v, so the value is Σ 144 x⁴ v² + 4 x³ v,
+    // its gradient in x is 576 x³ v² + 12 x² v, and in v, 288 x⁴ v + 4 x³.
+    let (value, (gx, gv)) = curvature_penalty_value_and_grad(&x, &v);
+    let (xs, vs) = (x.to_vec(), v.to_vec());
+    let by_hand: f64 = xs
+        .iter()
+        .zip(&vs)
+        .map(|(x, v)| 144.0 * x.powi(4) * v * v + 4.0 * x.powi(3) * v)
+        .sum();
+    assert!((value.item() - by_hand).abs() <= 1e-12 * by_hand.abs());
+    for i in 0..3 {
+        let (x, v) = (xs[i], vs[i]);
+        let (ex, ev) = (
+            576.0 * x.powi(3) * v * v + 12.0 * x * x * v,
+            288.0 * x.powi(4) * v + 4.0 * x.powi(3),
+        );
+        assert!((gx.to_vec()[i] - ex).abs() <= 1e-12 * ex.abs().max(1.0));
+        assert!((gv.to_vec()[i] - ev).abs() <= 1e-12 * ev.abs().max(1.0));
+    }
+    // Fourth order: the Hessian of the penalty along (u, w), by hand from the gradient above:
+    // in x, (1728 x² v² + 24 x v) u + (1152 x³ v + 12 x²) w; in v, (1152 x³ v + 12 x²) u + 288 x⁴ w.
+    let (u, w) = (vec![1.0, -0.5, 0.25], vec![0.5, 1.0, -2.0]);
+    let (_, (hx, hv)) = curvature_penalty_hvp(
+        &x,
+        &v,
+        &Tensor::from_vec(u.clone(), &[3]),
+        &Tensor::from_vec(w.clone(), &[3]),
+    );
+    for i in 0..3 {
+        let (x, v) = (xs[i], vs[i]);
+        let ex = (1728.0 * x * x * v * v + 24.0 * x * v) * u[i]
+            + (1152.0 * x.powi(3) * v + 12.0 * x * x) * w[i];
+        let ev = (1152.0 * x.powi(3) * v + 12.0 * x * x) * u[i] + 288.0 * x.powi(4) * w[i];
+        assert!(
+            (hx.to_vec()[i] - ex).abs() <= 1e-10 * ex.abs().max(1.0),
+            "{i}"
+        );
+        assert!(
+            (hv.to_vec()[i] - ev).abs() <= 1e-10 * ev.abs().max(1.0),
+            "{i}"
+        );
+    }
+}
+
 #[test]
 fn a_maml_meta_gradient_is_the_one_by_hand() {
     let w = Tensor::rand_normal(&[3, 1], 0.0, 1.0, 11);

@@ -343,7 +343,8 @@ fn function(
         placed.extend(emit::grad_function(&func, &sig, emitter.hvp_twin));
         placed.extend(emit::jvp_function(&func, &sig, emitter.hvp_twin));
         placed.extend(emit::value_and_grad_function(&func, &sig, emitter.hvp_twin));
-        placed.extend(emit::vjp_function(&func, &sig));
+        placed.extend(emit::dual_callee(&func, &sig, emit::DualCallee::Vjp));
+        placed.extend(emit::dual_callee(&func, &sig, emit::DualCallee::Hvp));
     }
     if let Some(body) = plain {
         let span = func.block.brace_token.span;

@@ -243,7 +243,7 @@ impl Emitter<'_> {
                              element type, and mark its other parameters `#[nodiff]` (or call \
                              `{base}` and `{base}_grad`)"
                         ),
-                        Some(base) if text.ends_with("_vjp") => format!(
+                        Some(base) if text.ends_with("_vjp") || text.ends_with("_hvp") => format!(
                             "`{name}` is differentiated when `{base}` is generic over its element \
                              type (`<T: Element>`), which its rules run on dual numbers, takes \
                              tensors with one differentiated parameter and returns one tensor: \
@@ -261,8 +261,8 @@ impl Emitter<'_> {
                         Some(base) => format!(
                             "`{name}` is what #[differentiable] generates from `{base}`; of those, \
                              only `{base}_grad`, `{base}_jvp`, `{base}_value_and_grad` (of a \
-                             function with `{base}_hvp`) and `{base}_vjp` can be called inside a \
-                             differentiated function so far: call `{name}` \
+                             function with `{base}_hvp`), `{base}_vjp` and `{base}_hvp` can be \
+                             called inside a differentiated function so far: call `{name}` \
                              outside it, or wrap the differentiated argument in \
                              `stop_gradient(..)` to use its value as a constant"
                         ),

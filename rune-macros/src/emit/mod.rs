@@ -41,7 +41,9 @@ use quote::{format_ident, quote, ToTokens};
 use syn::{Ident, ItemFn};
 
 use self::carrier::Carrier;
-pub use self::nested::{grad_function, jvp_function, value_and_grad_function, vjp_function};
+pub use self::nested::{
+    dual_callee, grad_function, jvp_function, value_and_grad_function, DualCallee,
+};
 pub use self::objects::{object_items, object_trait, ObjectMethod};
 pub use self::traits::trait_declarations;
 use crate::analyse::Analysis;

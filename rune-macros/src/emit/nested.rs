@@ -510,15 +510,27 @@ pub fn value_and_grad_function(
     Some(place(&vg_func, Host::Free, vec![generated]))
 }
 
-/// The hidden entry points of `g_vjp` for a function `g` generic over its element type, of
-/// tensors, with one tensor value and one differentiated parameter; `None` for another.
+/// Which entry point [`dual_callee`] writes the rules of.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum DualCallee {
+    /// `g_vjp(x, c) = (g(x), Jᵀ c)`.
+    Vjp,
+    /// `g_hvp(x, v) = (∇g, H v)`.
+    Hvp,
+}
+
+/// The hidden entry points of `g_vjp` or `g_hvp` for a function `g` generic over its element
+/// type, of tensors, with one tensor value and one differentiated parameter; `None` for
+/// another.
 ///
-/// `g_vjp(x, c) = (g(x), Jᵀ c)`. Both rules run `g_vjp` on dual numbers (forward over
-/// reverse): at `x + ε u` and `c + ε ċ` it gives `g(x) + ε J u` and `Jᵀ c + ε (H_c u + Jᵀ ċ)`,
-/// where `H_c` is the Hessian of `c · g`. So the tangent along `(u, ċ)` is one dual call, and
-/// the pullback of `(ȳ, x̄')` is `Jᵀ ȳ + H_c x̄'` for `x` and `J x̄'` for `c`: a plain call and
-/// a dual one along `x̄'`.
-pub fn vjp_function(func: &ItemFn, sig: &Signature) -> Option<TokenStream> {
+/// Both take `x` and a second tensor `c` (the cotangent, the direction) and are linear in `c`:
+/// `(a(x), b(x) c)`, with `b = Jᵀ` and `a = g` for `g_vjp`, `b = H` and `a = ∇g` for `g_hvp`.
+/// Both rules run the entry point on dual numbers (forward over reverse): at `x + ε u` and
+/// `c + ε ċ` it gives `a + ε a' u` and `b c + ε (∂(b c)/∂x u + b ċ)`. So the tangent along
+/// `(u, ċ)` is one dual call, and the pullback of `(ā, b̄)` is `a'ᵀ ā + ∂(b̄ · b c)/∂x` for `x`
+/// (`b ā` from a plain call, since `a'ᵀ = b`, and the second term the tangent of `b c` at
+/// `x + ε b̄`), and `bᵀ b̄` for `c` (the tangent of `a` there: `a' b̄`, as `a' = bᵀ`).
+pub fn dual_callee(func: &ItemFn, sig: &Signature, kind: DualCallee) -> Option<TokenStream> {
     let api = Api {
         func,
         sig,
@@ -543,13 +555,20 @@ pub fn vjp_function(func: &ItemFn, sig: &Signature) -> Option<TokenStream> {
         return None;
     }
     let name = &func.sig.ident;
-    let vjp_name = format_ident!("{}_vjp", name);
     let grad: syn::Type =
         syn::parse2(Signature::grad_type(active)).expect("a gradient type parses");
+    let (vjp_name, second, first_ty) = match kind {
+        DualCallee::Vjp => (
+            format_ident!("{}_vjp", name),
+            value_ty.clone(),
+            value_ty.clone(),
+        ),
+        DualCallee::Hvp => (format_ident!("{}_hvp", name), grad.clone(), grad.clone()),
+    };
     let mut params = sig.params.clone();
     params.push(Param {
-        ident: format_ident!("cotangent"),
-        ty: syn::parse_quote!(&#value_ty),
+        ident: format_ident!("__rune_second"),
+        ty: syn::parse_quote!(&#second),
         mutable: false,
         active: Some(crate::parse::Active {
             passing: Passing::Borrowed,
@@ -558,7 +577,7 @@ pub fn vjp_function(func: &ItemFn, sig: &Signature) -> Option<TokenStream> {
     });
     let vjp_sig = Signature {
         params,
-        returns: Returns::Tuple(vec![value_ty.clone(), grad]),
+        returns: Returns::Tuple(vec![first_ty, grad]),
         fallible: None,
         scalar_out: false,
         array_out: None,
