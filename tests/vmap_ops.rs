@@ -248,3 +248,51 @@ fn gathers_scatters_and_norms_batch() {
         assert!((example(&gx, i).to_vec()[6] - fd).abs() < 1e-7);
     }
 }
+
+/// A loss generic over its element type: `f_hvp`, so also `f_hvp_vmap`.
+#[differentiable(vmap)]
+fn curvy<T: Element>(w: &Tensor<T>, #[nodiff] x: &Tensor<T>) -> Tensor<T> {
+    (x.matmul(w).tanh() * x.matmul(w)).sum()
+}
+
+/// The same on a concrete element type, under `hvp`.
+#[differentiable(vmap, hvp)]
+fn curvy64(w: &Tensor<f64>, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+    (x.matmul(w).tanh() * x.matmul(w)).sum()
+}
+
+#[test]
+fn per_example_hessian_vector_products() {
+    let w = Tensor::<f64>::rand_uniform(&[3, 2], -1.0, 1.0, 50);
+    let xs = Tensor::<f64>::rand_uniform(&[4, 3], -1.0, 1.0, 51);
+    let vs = Tensor::<f64>::rand_uniform(&[4, 3, 2], -1.0, 1.0, 52);
+    let (gs, hvs) = curvy_hvp_vmap(&w, Batch(&xs), Batch(&vs));
+    let (gs64, hvs64) = curvy64_hvp_vmap(&w, Batch(&xs), Batch(&vs));
+    // One direction shared by every example.
+    let v0 = example(&vs, 0);
+    let (_, shared) = curvy_hvp_vmap(&w, Batch(&xs), &v0);
+    assert_eq!(hvs.shape(), &[4, 3, 2]);
+    for i in 0..4 {
+        let (x, v) = (example(&xs, i), example(&vs, i));
+        let (g, hv) = curvy_hvp(&w, &x, &v);
+        assert_close(&example(&gs, i), &g, 1e-12, "gradient");
+        assert_close(&example(&hvs, i), &hv, 1e-12, "hvp");
+        assert_close(&example(&gs64, i), &g, 1e-12, "gradient (hvp option)");
+        assert_close(&example(&hvs64, i), &hv, 1e-12, "hvp (hvp option)");
+        assert_close(
+            &example(&shared, i),
+            &curvy_hvp(&w, &x, &v0).1,
+            1e-12,
+            "shared",
+        );
+        // Against central differences of the gradient along v.
+        let eps = 1e-5;
+        let at = |d: f64| curvy_grad(&(&w + &(&v * d)), &x);
+        let fd = (at(eps) - at(-eps)) / (2.0 * eps);
+        assert_close(&example(&hvs, i), &fd, 1e-7, "differences");
+    }
+    // In f32 too.
+    let (w32, xs32, vs32) = (w.cast::<f32>(), xs.cast::<f32>(), vs.cast::<f32>());
+    let (_, hv32) = curvy_hvp_vmap(&w32, Batch(&xs32), Batch(&vs32));
+    assert_close(&hv32, &hvs.cast::<f32>(), 1e-5, "f32");
+}

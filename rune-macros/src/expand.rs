@@ -298,7 +298,17 @@ fn function(
     }
     let batched = match (options.vmap, &trait_method) {
         (false, _) => TokenStream::new(),
-        (true, None) => crate::vmap::vmap_items(&original, &sig, &mut errors),
+        (true, None) => {
+            // `f_hvp_vmap` where `f_hvp` is sure to exist: under `hvp`, or generic over the
+            // element type without casting it away.
+            let casts = quote!(#original).to_string().contains("cast");
+            let hvp = match (options.hvp, &concrete) {
+                (true, _) => Some(true),
+                (false, None) if !casts => Some(false),
+                _ => None,
+            };
+            crate::vmap::vmap_items(&original, &sig, hvp, &mut errors)
+        }
         (true, Some(_)) => {
             errors.at(
                 &func.sig.ident,

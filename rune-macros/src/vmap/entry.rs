@@ -35,29 +35,9 @@ pub fn entry_points(
         syn::ReturnType::Type(_, t) => quote!(#t),
         syn::ReturnType::Default => quote!(()),
     };
-    let declared: Vec<TokenStream> = params
-        .iter()
-        .map(|p| {
-            let ident = &p.ident;
-            match &p.tensor {
-                _ if p.receiver => quote!(&self),
-                Some(t) => quote!(#ident: impl ::rune_ad::VmapArg<#t>),
-                None => {
-                    let ty = &p.ty;
-                    quote!(#ident: #ty)
-                }
-            }
-        })
-        .collect();
+    let declared = declared(params);
     let active: Vec<&VmapParam> = params.iter().filter(|p| p.active).collect();
-    let grads_ty = {
-        let tys: Vec<_> = active.iter().map(|p| p.tensor.clone()).collect();
-        if tys.len() == 1 {
-            quote!(#(#tys)*)
-        } else {
-            quote!((#(#tys),*))
-        }
-    };
+    let grads_ty = grads_type(params);
     // Unpacks the tensor arguments, finds the batch length, and batches what `broadcast` says.
     let prologue = |entry: &str, broadcast: Broadcast, extra: &[TokenStream]| {
         let (mut out, mut sizes) = unpack_all(params);
@@ -78,22 +58,7 @@ pub fn entry_points(
         }
         out
     };
-    let args: Vec<TokenStream> = params
-        .iter()
-        .filter(|p| !p.receiver)
-        .map(|p| {
-            let ident = local(p);
-            match (&p.tensor, p.borrowed) {
-                (Some(_), true) | (None, _) => quote!(#ident),
-                (Some(_), false) => quote!(#ident.clone()),
-            }
-        })
-        .chain(params.iter().map(|p| match p.tensor {
-            Some(_) => flag(&p.ident).into_token_stream(),
-            None => quote!(false),
-        }))
-        .chain(std::iter::once(quote!(__vmap_n)))
-        .collect();
+    let args = call_args(params);
     let receiver = params.iter().find(|p| p.receiver).map(local);
     let callee = |f: syn::Ident| match &receiver {
         Some(r) => quote!(#r.#f),
@@ -277,6 +242,146 @@ pub fn entry_points(
         #vis fn #jvp_entry #generics (#(#declared,)* #(#tangent_params),*) -> (#out_ty, #out_ty) #where_clause {
             #jvp_prologue
             #jvp(#(#args,)* #(#tangent_args),*)
+        }
+    }
+}
+
+/// Each parameter as a batched entry point declares it: tensors and structures as
+/// `impl VmapArg<X>`, `&self` as itself, constants as declared.
+fn declared(params: &[VmapParam]) -> Vec<TokenStream> {
+    params
+        .iter()
+        .map(|p| {
+            let ident = &p.ident;
+            match &p.tensor {
+                _ if p.receiver => quote!(&self),
+                Some(t) => quote!(#ident: impl ::rune_ad::VmapArg<#t>),
+                None => {
+                    let ty = &p.ty;
+                    quote!(#ident: #ty)
+                }
+            }
+        })
+        .collect()
+}
+
+/// The gradients' type: one differentiated parameter's, or a tuple of them.
+fn grads_type(params: &[VmapParam]) -> TokenStream {
+    let tys: Vec<_> = params
+        .iter()
+        .filter(|p| p.active)
+        .map(|p| p.tensor.clone())
+        .collect();
+    if tys.len() == 1 {
+        quote!(#(#tys)*)
+    } else {
+        quote!((#(#tys),*))
+    }
+}
+
+/// The arguments of a call of the twin (or of a function taking its parameters): each
+/// argument, then each flag, then the batch length.
+fn call_args(params: &[VmapParam]) -> Vec<TokenStream> {
+    params
+        .iter()
+        .filter(|p| !p.receiver)
+        .map(|p| {
+            let ident = local(p);
+            match (&p.tensor, p.borrowed) {
+                (Some(_), true) | (None, _) => quote!(#ident),
+                (Some(_), false) => quote!(#ident.clone()),
+            }
+        })
+        .chain(params.iter().map(|p| match p.tensor {
+            Some(_) => flag(&p.ident).into_token_stream(),
+            None => quote!(false),
+        }))
+        .chain(std::iter::once(quote!(__vmap_n)))
+        .collect()
+}
+
+/// `f_hvp_vmap` of a free function of tensors with `f_hvp`: per-example Hessian-vector
+/// products. It is the HVP of `__vmap_sum_f`, the sum of the batched twin's values, with every
+/// differentiated argument batched: each example differentiates its own copy, so the Hessian
+/// is block diagonal and its product with the batched directions is each example's.
+pub fn hvp_entry(func: &ItemFn, params: &[VmapParam], option: Option<TokenStream>) -> TokenStream {
+    let name = &func.sig.ident;
+    let text = format!("{name}_hvp_vmap");
+    let rt = quote!(::rune_ad::__private);
+    let twin = format_ident!("__vmap_{}", name);
+    let sum = format_ident!("__vmap_sum_{}", name);
+    let sum_hvp = format_ident!("__vmap_sum_{}_hvp", name);
+    let entry = format_ident!("{}_hvp_vmap", name);
+    let vis = &func.vis;
+    let generics = &func.sig.generics;
+    let where_clause = &generics.where_clause;
+    // The sum of the twin's values, over the twin's parameters.
+    let mut sig = func.sig.clone();
+    sig.ident = sum.clone();
+    for p in params {
+        let f = flag(&p.ident);
+        sig.inputs.push(syn::parse_quote!(#[nodiff] #f: bool));
+    }
+    sig.inputs
+        .push(syn::parse_quote!(#[nodiff] __vmap_n: usize));
+    let passed = params
+        .iter()
+        .map(|p| p.ident.to_token_stream())
+        .chain(params.iter().map(|p| flag(&p.ident).into_token_stream()))
+        .chain(std::iter::once(quote!(__vmap_n)));
+    let declared = declared(params);
+    let grads_ty = grads_type(params);
+    let args = call_args(params);
+    let active: Vec<&VmapParam> = params.iter().filter(|p| p.active).collect();
+    let (mut prologue, mut sizes) = unpack_all(params);
+    let mut directions = Vec::new();
+    let mut batch = TokenStream::new();
+    for p in &active {
+        let (d, db) = (
+            format_ident!("__vmap_d_{}", p.ident),
+            format_ident!("__vmap_db_{}", p.ident),
+        );
+        let t = &p.tensor;
+        directions.push(quote!(#d: impl ::rune_ad::VmapArg<#t>));
+        prologue.extend(quote!(let (#d, #db) = ::rune_ad::VmapArg::vmap_arg(&#d);));
+        let label = format!("the direction of {}", p.ident);
+        sizes.push(quote!((#label, #d.shape(), #db)));
+        let (ident, f) = (local(p), flag(&p.ident));
+        let (owned, downed) = (
+            format_ident!("__vmap_o_{}", p.ident),
+            format_ident!("__vmap_do_{}", p.ident),
+        );
+        batch.extend(quote! {
+            let #owned = #rt::vmap_batched(#ident, #f, __vmap_n);
+            let #ident = &#owned;
+            let #f = true;
+            let #downed = #rt::vmap_batched(#d, #db, __vmap_n);
+        });
+    }
+    let downed = active
+        .iter()
+        .map(|p| format_ident!("__vmap_do_{}", p.ident));
+    let doc = format!(
+        "`{name}`'s per-example Hessian-vector products: the gradient and the Hessian times \
+         the direction of each example, batched over the leading axis of each `Batch` argument \
+         (see `#[differentiable(vmap)]`)."
+    );
+    quote! {
+        #[::rune_ad::differentiable #option]
+        #[doc(hidden)]
+        #[allow(clippy::all)]
+        #vis #sig {
+            #twin(#(#passed),*).sum()
+        }
+
+        #[doc = #doc]
+        #[allow(clippy::too_many_arguments, unused_variables)]
+        #vis fn #entry #generics (#(#declared,)* #(#directions),*) -> (#grads_ty, #grads_ty)
+        #where_clause {
+            #prologue
+            let __vmap_n = #rt::vmap_size(#text, &[#(#sizes),*]);
+            #batch
+            #sum_hvp(#(#args,)* #(&#downed),*)
         }
     }
 }

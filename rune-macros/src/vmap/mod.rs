@@ -50,7 +50,16 @@ pub(crate) fn flag(name: &syn::Ident) -> syn::Ident {
 
 /// The batched twin and the batched entry points of `original` (as written, attributes
 /// included), or the errors saying why the function cannot be batched.
-pub fn vmap_items(original: &ItemFn, sig: &Signature, errors: &mut Errors) -> TokenStream {
+///
+/// `hvp`: whether `f_hvp` exists, `Some(true)` under the `hvp` option (which the twins then
+/// take too), `Some(false)` for a function generic over its element type; with it, a free
+/// function of tensors returning one gets `f_hvp_vmap`.
+pub fn vmap_items(
+    original: &ItemFn,
+    sig: &Signature,
+    hvp: Option<bool>,
+    errors: &mut Errors,
+) -> TokenStream {
     let before = errors.len();
     if sig.fallible.is_some() || sig.scalar_out || sig.array_out.is_some() {
         errors.at(
@@ -129,8 +138,16 @@ pub fn vmap_items(original: &ItemFn, sig: &Signature, errors: &mut Errors) -> To
     if errors.len() > before {
         return TokenStream::new();
     }
-    let twin = twin_fn(original, &params, batched);
-    let entries = entry::entry_points(original, &params, outputs.as_deref());
+    let option = (hvp == Some(true)).then(|| quote!((hvp)));
+    let twin = twin_fn(original, &params, batched, option.clone());
+    let mut entries = entry::entry_points(original, &params, outputs.as_deref());
+    let plain = sig
+        .active()
+        .all(|(_, a)| !a.structure && !a.array && !a.scalar);
+    let free = params.iter().all(|p| !p.receiver);
+    if hvp.is_some() && plain && free && outputs.is_none() && !sig.scalar_out {
+        entries.extend(entry::hvp_entry(original, &params, option));
+    }
     let name = &original.sig.ident;
     // A free function's hidden type (`emit::place`) marks it batched for its callers.
     let marker = params
@@ -152,7 +169,12 @@ fn is_vec(ty: &syn::Type) -> bool {
 
 /// `__vmap_f`: the function with the flags and the batch length added as `#[nodiff]`
 /// parameters and its body batched.
-fn twin_fn(original: &ItemFn, params: &[VmapParam], body: TokenStream) -> TokenStream {
+fn twin_fn(
+    original: &ItemFn,
+    params: &[VmapParam],
+    body: TokenStream,
+    option: Option<TokenStream>,
+) -> TokenStream {
     let mut sig = original.sig.clone();
     sig.ident = format_ident!("__vmap_{}", original.sig.ident);
     // A flag for every parameter, so that a caller passes one per argument without knowing
@@ -165,7 +187,7 @@ fn twin_fn(original: &ItemFn, params: &[VmapParam], body: TokenStream) -> TokenS
         .push(syn::parse_quote!(#[nodiff] __vmap_n: usize));
     let vis = &original.vis;
     quote! {
-        #[::rune_ad::differentiable]
+        #[::rune_ad::differentiable #option]
         #[doc(hidden)]
         #[allow(clippy::all, unused_parens)]
         #vis #sig {
