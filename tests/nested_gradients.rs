@@ -127,6 +127,15 @@ fn a_value_and_grad_inside_a_loss_is_differentiated() {
     let (_, slope) = loss_scaled_step_jvp(&w, &train, &test, &v);
     let expected = (&by_hand * &v).sum().item();
     assert!((slope.item() - expected).abs() <= 1e-12 * expected.abs().max(1.0));
+    // The same in f32.
+    let cast = |(a, b): &(Tensor<f64>, Tensor<f64>)| (a.cast::<f32>(), b.cast::<f32>());
+    let got32 = loss_scaled_step_grad(&w.cast::<f32>(), &cast(&train), &cast(&test));
+    for (g, h) in got32.to_vec().iter().zip(by_hand.to_vec()) {
+        assert!(
+            (f64::from(*g) - h).abs() <= 1e-4 * h.abs().max(1.0),
+            "{g} against {h}"
+        );
+    }
     // Third order: the Hessian along `v` against central differences of the gradient.
     let (_, hv) = loss_scaled_step_hvp(&w, &train, &test, &v);
     let eps = 1e-5;
@@ -183,6 +192,13 @@ fn a_vjp_inside_a_loss_is_differentiated() {
     for (g, h) in gc.to_vec().iter().zip(expected.to_vec()) {
         assert!((g - h).abs() <= 1e-12 * h.abs().max(1.0), "{g} against {h}");
     }
+    let (_, gc32) = vjp_penalty_grad(&x.cast::<f32>(), &c.cast::<f32>(), &a.cast::<f32>());
+    for (g, h) in gc32.to_vec().iter().zip(expected.to_vec()) {
+        assert!(
+            (f64::from(*g) - h).abs() <= 1e-4 * h.abs().max(1.0),
+            "{g} against {h}"
+        );
+    }
     // Third order: the Hessian along (u, w) against central differences of the gradient.
     let (u, w) = (
         Tensor::rand_normal(&[4], 0.0, 1.0, 34),
@@ -225,6 +241,7 @@ fn a_hessian_vector_product_inside_a_loss_is_differentiated() {
     // By hand, for f = Σ x⁴: ∇f = 4x³, H v = 12x² ⊙ v, so the value is Σ 144 x⁴ v² + 4 x³ v,
     // its gradient in x is 576 x³ v² + 12 x² v, and in v, 288 x⁴ v + 4 x³.
     let (value, (gx, gv)) = curvature_penalty_value_and_grad(&x, &v);
+    let (gx32, _) = curvature_penalty_grad(&x.cast::<f32>(), &v.cast::<f32>());
     let (xs, vs) = (x.to_vec(), v.to_vec());
     let by_hand: f64 = xs
         .iter()
@@ -240,6 +257,7 @@ fn a_hessian_vector_product_inside_a_loss_is_differentiated() {
         );
         assert!((gx.to_vec()[i] - ex).abs() <= 1e-12 * ex.abs().max(1.0));
         assert!((gv.to_vec()[i] - ev).abs() <= 1e-12 * ev.abs().max(1.0));
+        assert!((f64::from(gx32.to_vec()[i]) - ex).abs() <= 1e-4 * ex.abs().max(1.0));
     }
     // Fourth order: the Hessian of the penalty along (u, w), by hand from the gradient above:
     // in x, (1728 x² v² + 24 x v) u + (1152 x³ v + 12 x²) w; in v, (1152 x³ v + 12 x²) u + 288 x⁴ w.
