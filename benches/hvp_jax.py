@@ -6,15 +6,14 @@ median of each entry in milliseconds, and, when criterion's estimates of the las
 forward over reverse, `jax.jvp(jax.grad(f), (params,), (directions,))`, jitted.
 """
 
-import json
 import os
-import time
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax_side_by_side import median_ms, print_side_by_side
 
 jax.config.update("jax_enable_x64", True)
 
@@ -29,16 +28,6 @@ def mlp(params, x, y):
 def kmeans(c, p):
     d = jnp.sum(p * p, axis=1, keepdims=True) - 2.0 * (p @ c.T) + jnp.sum(c * c, axis=1)
     return jnp.sum(jnp.min(d, axis=1))
-
-
-def median_ms(f, *args, reps=30):
-    jax.block_until_ready(f(*args))
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        jax.block_until_ready(f(*args))
-        times.append(time.perf_counter() - t)
-    return 1e3 * float(np.median(times))
 
 
 def main():
@@ -64,20 +53,7 @@ def main():
         "w1_grad": median_ms(mlp_grad, params, x, y),
         "kmeans_hvp": median_ms(km_hvp, c, ones, pts),
     }
-    here = os.path.dirname(os.path.abspath(__file__))
-    target = os.path.join(here, "..", "target", "criterion", "hvp")
-    print(f"{'entry':14} {'rune-ad ms':>11} {'JAX ms':>9} {'ratio':>7}")
-    for name in ["w1_hvp", "w1_grad", "kmeans_hvp"]:
-        ours = None
-        path = os.path.join(target, name, "new", "estimates.json")
-        if os.path.exists(path):
-            with open(path) as f:
-                ours = json.load(f)["median"]["point_estimate"] / 1e6
-        theirs = jax_ms.get(name)
-        ratio = f"{ours / theirs:7.2f}" if ours and theirs else ""
-        print(f"{name:14} {ours if ours is not None else float('nan'):11.3f} "
-              f"{theirs if theirs is not None else float('nan'):9.3f} {ratio}")
-
+    print_side_by_side("hvp", ["w1_hvp", "w1_grad", "kmeans_hvp"], jax_ms)
 
 if __name__ == "__main__":
     main()

@@ -5,15 +5,14 @@ median of each entry in milliseconds, and, when criterion's estimates of the las
 `cargo bench -p rune-benches --bench vmap` run are there, rune-ad's beside them.
 """
 
-import json
 import os
-import time
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax_side_by_side import median_ms, print_side_by_side
 
 jax.config.update("jax_enable_x64", True)
 
@@ -26,16 +25,6 @@ def loss(w1, b1, w2, b2, x, y):
 
 def field(x, a):
     return jnp.tanh(a @ x) * x
-
-
-def median_ms(f, *args, reps=30):
-    jax.block_until_ready(f(*args))
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        jax.block_until_ready(f(*args))
-        times.append(time.perf_counter() - t)
-    return 1e3 * float(np.median(times))
 
 
 def main():
@@ -57,20 +46,7 @@ def main():
         "w1_batch_grad": median_ms(batch, w1, b1, w2, b2, xs, ys),
         "jacrev100_vmap": median_ms(jac, x, a),
     }
-    here = os.path.dirname(os.path.abspath(__file__))
-    target = os.path.join(here, "..", "target", "criterion", "vmap")
-    print(f"{'entry':24} {'rune-ad ms':>11} {'JAX ms':>9} {'ratio':>7}")
-    for name in ["w1_per_example_vmap", "w1_per_example_loop", "w1_batch_grad", "jacrev100_vmap", "jacrev100_loop"]:
-        ours = None
-        path = os.path.join(target, name, "new", "estimates.json")
-        if os.path.exists(path):
-            with open(path) as f:
-                ours = json.load(f)["median"]["point_estimate"] / 1e6
-        theirs = jax_ms.get(name)
-        ratio = f"{ours / theirs:7.2f}" if ours and theirs else ""
-        print(f"{name:24} {ours if ours is not None else float('nan'):11.3f} "
-              f"{theirs if theirs is not None else float('nan'):9.3f} {ratio}")
-
+    print_side_by_side("vmap", ["w1_per_example_vmap", "w1_per_example_loop", "w1_batch_grad", "jacrev100_vmap", "jacrev100_loop"], jax_ms)
 
 if __name__ == "__main__":
     main()

@@ -3,26 +3,8 @@
 
 use rune_ad::prelude::*;
 
-/// Example `i` of a batched tensor.
-fn example<T: Element>(t: &Tensor<T>, i: usize) -> Tensor<T> {
-    t.index_select(0, &[i]).squeeze(0)
-}
-
-fn assert_close<T: Element + Into<f64>>(
-    got: &Tensor<T>,
-    expected: &Tensor<T>,
-    tol: f64,
-    what: &str,
-) {
-    assert_eq!(got.shape(), expected.shape(), "{what}: shapes");
-    for (k, (g, e)) in got.to_vec().into_iter().zip(expected.to_vec()).enumerate() {
-        let (g, e): (f64, f64) = (g.into(), e.into());
-        assert!(
-            (g - e).abs() <= tol * (1.0 + e.abs()),
-            "{what}[{k}]: {g} vs {e}"
-        );
-    }
-}
+mod support;
+use support::{assert_close, example};
 
 /// One example's squared error of a two-layer network: `x` is one input vector.
 #[differentiable(vmap)]

@@ -6,28 +6,8 @@
 
 use rune_ad::prelude::*;
 
-/// Example `i` of a batched tensor.
-fn example<T: Clone>(t: &Tensor<T>, i: usize) -> Tensor<T> {
-    let mut ranges: Vec<(usize, usize)> = t.shape().iter().map(|&d| (0, d)).collect();
-    ranges[0] = (i, i + 1);
-    t.shrink(&ranges).squeeze(0)
-}
-
-fn assert_close<T: Element + Into<f64>>(
-    got: &Tensor<T>,
-    expected: &Tensor<T>,
-    tol: f64,
-    what: &str,
-) {
-    assert_eq!(got.shape(), expected.shape(), "{what}: shapes");
-    for (k, (g, e)) in got.to_vec().into_iter().zip(expected.to_vec()).enumerate() {
-        let (g, e): (f64, f64) = (g.into(), e.into());
-        assert!(
-            (g - e).abs() <= tol * (1.0 + e.abs()),
-            "{what}[{k}]: {g} vs {e}"
-        );
-    }
-}
+mod support;
+use support::{assert_close, example};
 
 /// The central difference of `f` at `x` along element `k`.
 fn central(f: impl Fn(&Tensor<f64>) -> f64, x: &Tensor<f64>, k: usize) -> f64 {

@@ -74,6 +74,31 @@ fn within(error: f64, tol: f64) -> bool {
     error <= tol
 }
 
+/// Example `i` of a batched tensor (its leading axis the batch axis).
+pub fn example<T: Clone>(t: &Tensor<T>, i: usize) -> Tensor<T> {
+    let mut ranges: Vec<(usize, usize)> = t.shape().iter().map(|&d| (0, d)).collect();
+    ranges[0] = (i, i + 1);
+    t.shrink(&ranges).squeeze(0)
+}
+
+/// `got` against `expected`, element by element, to `tol` relative to `1 + |expected|`; `what`
+/// names the comparison in a failure.
+pub fn assert_close<T: Element + Into<f64>>(
+    got: &Tensor<T>,
+    expected: &Tensor<T>,
+    tol: f64,
+    what: &str,
+) {
+    assert_eq!(got.shape(), expected.shape(), "{what}: shapes");
+    for (k, (g, e)) in got.to_vec().into_iter().zip(expected.to_vec()).enumerate() {
+        let (g, e): (f64, f64) = (g.into(), e.into());
+        assert!(
+            (g - e).abs() <= tol * (1.0 + e.abs()),
+            "{what}[{k}]: {g} vs {e}"
+        );
+    }
+}
+
 /// The leaves of a differentiable value (a tensor or a structure), cloned, in leaf order.
 pub fn leaves_of<D: Differentiable<Elem = f64>>(value: &D) -> Vec<Tensor<f64>> {
     value.leaves().into_iter().cloned().collect()

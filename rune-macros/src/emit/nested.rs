@@ -22,14 +22,7 @@ use crate::parse::{contains_type, Param, Passing, Returns, Signature};
 /// `g_hvp`, returns numbers, or takes a parameter the pullback cannot own (anything but tensors
 /// and numbers).
 pub fn grad_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<TokenStream> {
-    let api = Api {
-        func,
-        sig,
-        host: Host::Free,
-        is_twin: false,
-        hvp_twin,
-        trait_method: None,
-    };
+    let api = free_api(func, sig, hvp_twin);
     api.hvp_elem()?;
     // A function of numbers takes numbers, not arrays, whose gradients would be arrays.
     let arrays = sig.active().any(|(_, a)| a.array);
@@ -55,16 +48,8 @@ pub fn grad_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<T
         scalar_out: sig.scalar_out,
         array_out: None,
     };
-    let mut grad_func = func.clone();
-    grad_func.sig.ident = grad_name.clone();
-    let grad_api = Api {
-        func: &grad_func,
-        sig: &grad_sig,
-        host: Host::Free,
-        is_twin: false,
-        hvp_twin: false,
-        trait_method: None,
-    };
+    let grad_func = renamed(func, &grad_name);
+    let grad_api = free_api(&grad_func, &grad_sig, false);
     let (_, ty_generics, _) = func.sig.generics.split_for_impl();
     let turbofish = ty_generics.as_turbofish();
     let names: Vec<&Ident> = sig.params.iter().map(|p| &p.ident).collect();
@@ -80,10 +65,7 @@ pub fn grad_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<T
         })
         .collect();
     let rt = rt();
-    let mut generated = Generated {
-        hidden: TokenStream::new(),
-        public: TokenStream::new(),
-    };
+    let mut generated = no_items();
     for entry in EntryPoint::ALL {
         let Some(decl) = grad_api.declare(entry) else {
             continue;
@@ -127,18 +109,8 @@ pub fn grad_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<T
                     .enumerate()
                     .filter(|(_, p)| p.active.is_some())
                     .map(|(i, p)| {
-                        let slot = crate::names::tangent_param(i);
-                        let ident = &p.ident;
-                        let primal = match p.active.as_ref().map(|a| a.passing) {
-                            Some(Passing::Owned) => quote!(&#ident),
-                            _ => quote!(#ident),
-                        };
                         let local = format_ident!("__rune_direction_{}", i);
-                        let direction = if sig.scalar_out {
-                            quote!(#rt::TangentSlot::number_tangent(#slot))
-                        } else {
-                            quote!(#rt::TangentSlot::tangent_or_zeros(#slot, #primal))
-                        };
+                        let direction = direction(p, i, sig.scalar_out);
                         (quote!(let #local = #direction;), quote!(&#local))
                     })
                     .unzip();
@@ -222,14 +194,7 @@ fn ownable(p: &Param) -> bool {
 /// `particle` takes the potential's slope along each axis. The value has one element (`g_hvp`
 /// checks it), so `c₀` and `c₁` are numbers (`rune_runtime::JvpPart`).
 pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<TokenStream> {
-    let api = Api {
-        func,
-        sig,
-        host: Host::Free,
-        is_twin: false,
-        hvp_twin,
-        trait_method: None,
-    };
+    let api = free_api(func, sig, hvp_twin);
     api.hvp_elem()?;
     let plain = sig.active().all(|(_, a)| !a.array && !a.structure);
     let Returns::Single(value_ty) = &sig.returns else {
@@ -266,16 +231,8 @@ pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<To
         scalar_out: sig.scalar_out,
         array_out: None,
     };
-    let mut jvp_func = func.clone();
-    jvp_func.sig.ident = jvp_name.clone();
-    let jvp_api = Api {
-        func: &jvp_func,
-        sig: &jvp_sig,
-        host: Host::Free,
-        is_twin: false,
-        hvp_twin: false,
-        trait_method: None,
-    };
+    let jvp_func = renamed(func, &jvp_name);
+    let jvp_api = free_api(&jvp_func, &jvp_sig, false);
     let rt = rt();
     let (_, ty_generics, _) = func.sig.generics.split_for_impl();
     let turbofish = ty_generics.as_turbofish();
@@ -289,10 +246,7 @@ pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<To
         }
     };
     let names: Vec<&Ident> = jvp_sig.params.iter().map(|p| &p.ident).collect();
-    let mut generated = Generated {
-        hidden: TokenStream::new(),
-        public: TokenStream::new(),
-    };
+    let mut generated = no_items();
     for entry in [EntryPoint::Fwd, EntryPoint::Tangent] {
         let decl = jvp_api.declare(entry)?;
         let body = match entry {
@@ -329,18 +283,9 @@ pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<To
             _ => {
                 let directions = jvp_sig.params.iter().enumerate().filter_map(|(i, p)| {
                     p.active.as_ref()?;
-                    let slot = crate::names::tangent_param(i);
                     let local = format_ident!("__rune_direction_{}", i);
-                    let ident = &p.ident;
-                    let primal = match p.active.as_ref().map(|a| a.passing) {
-                        Some(Passing::Owned) => quote!(&#ident),
-                        _ => quote!(#ident),
-                    };
-                    Some(if sig.scalar_out {
-                        quote!(let #local = #rt::TangentSlot::number_tangent(#slot);)
-                    } else {
-                        quote!(let #local = #rt::TangentSlot::tangent_or_zeros(#slot, #primal);)
-                    })
+                    let direction = direction(p, i, sig.scalar_out);
+                    Some(quote!(let #local = #direction;))
                 });
                 // `u`: the directions of `g`'s parameters; `ṫ`: of the tangents.
                 let active_at: Vec<usize> = sig
@@ -362,13 +307,7 @@ pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<To
                     quote!(#rt::JvpPart::inner(&#u, &#h) + #rt::JvpPart::inner(&#g, &#dt))
                 });
                 // The tangents by reference: an owned parameter moves into the calls last.
-                let by_ref = jvp_sig.params.iter().map(|p| {
-                    let ident = &p.ident;
-                    match p.active.as_ref().map(|a| a.passing) {
-                        Some(Passing::Owned) => quote!(::core::clone::Clone::clone(&#ident)),
-                        _ => quote!(#ident),
-                    }
-                });
+                let by_ref = jvp_sig.params.iter().map(keeping);
                 quote! {
                     #(#directions)*
                     let (__rune_g, __rune_h) = #hvp_name #turbofish (#(#by_ref),*);
@@ -395,14 +334,7 @@ pub fn value_and_grad_function(
     sig: &Signature,
     hvp_twin: bool,
 ) -> Option<TokenStream> {
-    let api = Api {
-        func,
-        sig,
-        host: Host::Free,
-        is_twin: false,
-        hvp_twin,
-        trait_method: None,
-    };
+    let api = free_api(func, sig, hvp_twin);
     api.hvp_elem()?;
     let Returns::Single(value_ty) = &sig.returns else {
         return None;
@@ -425,24 +357,13 @@ pub fn value_and_grad_function(
         scalar_out: sig.scalar_out,
         array_out: None,
     };
-    let mut vg_func = func.clone();
-    vg_func.sig.ident = vg_name.clone();
-    let vg_api = Api {
-        func: &vg_func,
-        sig: &vg_sig,
-        host: Host::Free,
-        is_twin: false,
-        hvp_twin: false,
-        trait_method: None,
-    };
+    let vg_func = renamed(func, &vg_name);
+    let vg_api = free_api(&vg_func, &vg_sig, false);
     let rt = rt();
     let (_, ty_generics, _) = func.sig.generics.split_for_impl();
     let turbofish = ty_generics.as_turbofish();
     let names: Vec<&Ident> = sig.params.iter().map(|p| &p.ident).collect();
-    let mut generated = Generated {
-        hidden: TokenStream::new(),
-        public: TokenStream::new(),
-    };
+    let mut generated = no_items();
     for entry in [EntryPoint::Fwd, EntryPoint::Tangent] {
         let decl = vg_api.declare(entry)?;
         let body = match entry {
@@ -474,24 +395,8 @@ pub fn value_and_grad_function(
                     .enumerate()
                     .find(|(_, p)| p.active.is_some())
                     .expect("one differentiated parameter");
-                let slot = crate::names::tangent_param(i);
-                let ident = &p.ident;
-                let primal = match p.active.as_ref().map(|a| a.passing) {
-                    Some(Passing::Owned) => quote!(&#ident),
-                    _ => quote!(#ident),
-                };
-                let direction = if sig.scalar_out {
-                    quote!(#rt::TangentSlot::number_tangent(#slot))
-                } else {
-                    quote!(#rt::TangentSlot::tangent_or_zeros(#slot, #primal))
-                };
-                let by_ref = sig.params.iter().map(|p| {
-                    let ident = &p.ident;
-                    match p.active.as_ref().map(|a| a.passing) {
-                        Some(Passing::Owned) => quote!(::core::clone::Clone::clone(&#ident)),
-                        _ => quote!(#ident),
-                    }
-                });
+                let direction = direction(p, i, sig.scalar_out);
+                let by_ref = sig.params.iter().map(keeping);
                 quote! {
                     let __rune_direction = #direction;
                     let (__rune_g, __rune_h) =
@@ -531,14 +436,7 @@ pub enum DualCallee {
 /// (`b ā` from a plain call, since `a'ᵀ = b`, and the second term the tangent of `b c` at
 /// `x + ε b̄`), and `bᵀ b̄` for `c` (the tangent of `a` there: `a' b̄`, as `a' = bᵀ`).
 pub fn dual_callee(func: &ItemFn, sig: &Signature, kind: DualCallee) -> Option<TokenStream> {
-    let api = Api {
-        func,
-        sig,
-        host: Host::Free,
-        is_twin: false,
-        hvp_twin: false,
-        trait_method: None,
-    };
+    let api = free_api(func, sig, false);
     let (elem, true) = api.hvp_elem()? else {
         return None;
     };
@@ -582,16 +480,8 @@ pub fn dual_callee(func: &ItemFn, sig: &Signature, kind: DualCallee) -> Option<T
         scalar_out: false,
         array_out: None,
     };
-    let mut vjp_func = func.clone();
-    vjp_func.sig.ident = vjp_name.clone();
-    let vjp_api = Api {
-        func: &vjp_func,
-        sig: &vjp_sig,
-        host: Host::Free,
-        is_twin: false,
-        hvp_twin: false,
-        trait_method: None,
-    };
+    let vjp_func = renamed(func, &vjp_name);
+    let vjp_api = free_api(&vjp_func, &vjp_sig, false);
     let rt = rt();
     let (_, ty_generics, _) = func.sig.generics.split_for_impl();
     let turbofish = ty_generics.as_turbofish();
@@ -632,10 +522,7 @@ pub fn dual_callee(func: &ItemFn, sig: &Signature, kind: DualCallee) -> Option<T
         .iter()
         .position(|p| p.active.is_some())
         .expect("one differentiated parameter");
-    let mut generated = Generated {
-        hidden: TokenStream::new(),
-        public: TokenStream::new(),
-    };
+    let mut generated = no_items();
     for entry in [EntryPoint::Fwd, EntryPoint::Tangent] {
         let decl = vjp_api.declare(entry)?;
         let body =
@@ -676,16 +563,11 @@ pub fn dual_callee(func: &ItemFn, sig: &Signature, kind: DualCallee) -> Option<T
                 }
                 _ => {
                     let directions = vjp_sig.params.iter().enumerate().filter_map(|(i, p)| {
-                    p.active.as_ref()?;
-                    let slot = crate::names::tangent_param(i);
-                    let local = format_ident!("__rune_direction_{}", i);
-                    let ident = &p.ident;
-                    let primal = match p.active.as_ref().map(|a| a.passing) {
-                        Some(Passing::Owned) => quote!(&#ident),
-                        _ => quote!(#ident),
-                    };
-                    Some(quote!(let #local = #rt::TangentSlot::tangent_or_zeros(#slot, #primal);))
-                });
+                        p.active.as_ref()?;
+                        let local = format_ident!("__rune_direction_{}", i);
+                        let direction = direction(p, i, false);
+                        Some(quote!(let #local = #direction;))
+                    });
                     let by_ref = |i: usize| {
                         let ident = &vjp_sig.params[i].ident;
                         if borrowed(&vjp_sig.params[i]) {
@@ -742,4 +624,59 @@ fn dual_turbofish(func: &ItemFn, elem: &syn::Type) -> TokenStream {
         syn::GenericParam::Lifetime(_) => None,
     });
     quote!(::<#(#args),*>)
+}
+
+/// An `Api` for a free function that is not a twin.
+fn free_api<'a>(func: &'a ItemFn, sig: &'a Signature, hvp_twin: bool) -> Api<'a> {
+    Api {
+        func,
+        sig,
+        host: Host::Free,
+        is_twin: false,
+        hvp_twin,
+        trait_method: None,
+    }
+}
+
+/// No items yet.
+fn no_items() -> Generated {
+    Generated {
+        hidden: TokenStream::new(),
+        public: TokenStream::new(),
+    }
+}
+
+/// `func` under another name (a generated entry point as a function of its own).
+fn renamed(func: &ItemFn, name: &Ident) -> ItemFn {
+    let mut out = func.clone();
+    out.sig.ident = name.clone();
+    out
+}
+
+/// The direction of differentiated parameter `p` (at position `i`) in a `tangent` entry point:
+/// its tangent slot's tangent, or zeros of the parameter's shape (a number's tangent for a
+/// function of numbers).
+fn direction(p: &Param, i: usize, numbers: bool) -> TokenStream {
+    let rt = rt();
+    let slot = crate::names::tangent_param(i);
+    let ident = &p.ident;
+    let primal = match p.active.as_ref().map(|a| a.passing) {
+        Some(Passing::Owned) => quote!(&#ident),
+        _ => quote!(#ident),
+    };
+    if numbers {
+        quote!(#rt::TangentSlot::number_tangent(#slot))
+    } else {
+        quote!(#rt::TangentSlot::tangent_or_zeros(#slot, #primal))
+    }
+}
+
+/// Parameter `p` passed to a call that comes before a last one taking it: an owned parameter
+/// cloned (it moves into the last call).
+fn keeping(p: &Param) -> TokenStream {
+    let ident = &p.ident;
+    match p.active.as_ref().map(|a| a.passing) {
+        Some(Passing::Owned) => quote!(::core::clone::Clone::clone(&#ident)),
+        _ => quote!(#ident),
+    }
 }
