@@ -276,3 +276,35 @@ fn per_example_hessian_vector_products() {
     let (_, hv32) = curvy_hvp_vmap(&w32, Batch(&xs32), Batch(&vs32));
     assert_close(&hv32, &hvs.cast::<f32>(), 1e-5, "f32");
 }
+
+/// Indices computed in the body (`argmax`, batched one call per example) and used to gather.
+#[differentiable(vmap)]
+fn row_maxima(x: &Tensor<f64>) -> Tensor<f64> {
+    let k = x.argmax(-1);
+    x.gather(1, &k.expand_dims(1)).sum()
+}
+
+#[test]
+fn indices_computed_in_the_body_batch() {
+    let xs = Tensor::<f64>::rand_uniform(&[5, 3, 4], -1.0, 1.0, 60);
+    let values = row_maxima_vmap(Batch(&xs));
+    let grads = row_maxima_grad_vmap(Batch(&xs));
+    for i in 0..5 {
+        let x = example(&xs, i);
+        // By hand: the sum of each row's largest element, whose gradient is one-hot there.
+        let rows: Vec<Vec<f64>> = x.to_vec().chunks(4).map(<[f64]>::to_vec).collect();
+        let by_hand: f64 = rows
+            .iter()
+            .map(|r| r.iter().cloned().fold(f64::MIN, f64::max))
+            .sum();
+        assert!((example(&values, i).item() - by_hand).abs() < 1e-12);
+        let one_hot: Vec<f64> = rows
+            .iter()
+            .flat_map(|r| {
+                let m = r.iter().cloned().fold(f64::MIN, f64::max);
+                r.iter().map(move |&v| if v == m { 1.0 } else { 0.0 })
+            })
+            .collect();
+        assert_eq!(example(&grads, i).to_vec(), one_hot);
+    }
+}
