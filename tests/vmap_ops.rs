@@ -229,16 +229,19 @@ fn gathers_scatters_and_norms_batch() {
     }
 }
 
-/// A loss generic over its element type: `f_hvp`, so also `f_hvp_vmap`.
+/// A loss generic over its element type: `f_hvp`, so also `f_hvp_vmap` (`broadcast_to` is no
+/// cast to another element type).
 #[differentiable(vmap)]
 fn curvy<T: Element>(w: &Tensor<T>, #[nodiff] x: &Tensor<T>) -> Tensor<T> {
-    (x.matmul(w).tanh() * x.matmul(w)).sum()
+    let spread = w.sum_axes(&[0], true).broadcast_to(w.shape());
+    (x.matmul(w).tanh() * x.matmul(w)).sum() + (spread * w).square().sum()
 }
 
 /// The same on a concrete element type, under `hvp`.
 #[differentiable(vmap, hvp)]
 fn curvy64(w: &Tensor<f64>, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
-    (x.matmul(w).tanh() * x.matmul(w)).sum()
+    let spread = w.sum_axes(&[0], true).broadcast_to(w.shape());
+    (x.matmul(w).tanh() * x.matmul(w)).sum() + (spread * w).square().sum()
 }
 
 #[test]

@@ -300,8 +300,11 @@ fn function(
         (false, _) => TokenStream::new(),
         (true, None) => {
             // `f_hvp_vmap` where `f_hvp` is sure to exist: under `hvp`, or generic over the
-            // element type without casting it away.
-            let casts = quote!(#original).to_string().contains("cast");
+            // element type without casting it away (the test `f_hvp` itself makes).
+            let casts = sig
+                .active()
+                .next()
+                .is_some_and(|(_, a)| emit::cast_off(&original, &a.elem).is_some());
             let hvp = match (options.hvp, &concrete) {
                 (true, _) => Some(true),
                 (false, None) if !casts => Some(false),

@@ -181,7 +181,7 @@ impl<'a> Api<'a> {
 
 /// Where `func`'s body first casts a tensor to an element type other than `elem` (`.cast::<f64>()`
 /// or `Tensor::cast::<f64>(..)` in a function generic over `T`), if it does.
-fn cast_off(func: &syn::ItemFn, elem: &syn::Type) -> Option<Span> {
+pub fn cast_off(func: &syn::ItemFn, elem: &syn::Type) -> Option<Span> {
     struct Casts<'e> {
         elem: &'e syn::Type,
         found: Option<Span>,

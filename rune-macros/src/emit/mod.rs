@@ -41,6 +41,7 @@ use quote::{format_ident, quote, ToTokens};
 use syn::{Ident, ItemFn};
 
 use self::carrier::Carrier;
+pub use self::hvp::cast_off;
 pub use self::nested::{
     dual_callee, grad_function, jvp_function, value_and_grad_function, DualCallee,
 };
