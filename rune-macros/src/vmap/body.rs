@@ -268,6 +268,9 @@ impl Batcher<'_> {
             // A part of a structure (`let last = &model.layers[k];`): its fields and methods
             // are read as the structure's.
             self.structures.insert(ident.to_string());
+        } else {
+            // A name bound to anything else is no longer a part (shadowing).
+            self.structures.remove(&ident.to_string());
         }
         let value = quote!(let #mutability #ident #ty = #tokens;);
         match f {
