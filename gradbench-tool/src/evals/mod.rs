@@ -15,9 +15,11 @@ pub mod ode;
 pub mod particle;
 pub mod saddle;
 
+pub mod det;
+
 /// The modules this tool implements, as `define` names them.
 pub const MODULES: &[&str] = &[
-    "hello", "lse", "llsq", "gmm", "kmeans", "ode", "particle", "saddle",
+    "hello", "lse", "llsq", "gmm", "kmeans", "ode", "particle", "saddle", "det",
 ];
 
 /// What an `evaluate` returns: the last run's output and the time of every run.
@@ -43,6 +45,7 @@ pub fn evaluate(module: &str, function: &str, input: &Value) -> Result<Outcome, 
         "ode" => ode::evaluate(function, input),
         "particle" => particle::evaluate(function, input),
         "saddle" => saddle::evaluate(function, input),
+        "det" => det::evaluate(function, input),
         _ => Err(format!("module {module} not implemented")),
     }
 }
