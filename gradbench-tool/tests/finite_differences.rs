@@ -6,7 +6,7 @@ mod common;
 
 use common::vector_file;
 use rune_ad::prelude::*;
-use rune_gradbench::evals::{det, gmm, kmeans, llsq, lse, ode};
+use rune_gradbench::evals::{det, gmm, kmeans, llsq, lse, lstm, ode};
 use serde_json::Value;
 
 /// A primal function of one input tensor.
@@ -246,6 +246,46 @@ fn det_gradient() {
             let ell = w["input"]["ell"].as_u64().unwrap() as usize;
             let at = format!("{file} {}", w["description"]);
             check_det(&at, &a, ell, &some_entries(a.len(), 5));
+        }
+    }
+}
+
+/// Checks `lstm`'s two gradients at `per_parameter` entries each.
+fn check_lstm(at: &str, p: &lstm::Problem, per_parameter: usize) {
+    let (g_main, g_extra) = lstm::objective_grad(&p.main, &p.extra, &p.state, &p.sequence);
+    let f_main = |t: &Tensor<f64>| lstm::objective(t, &p.extra, &p.state, &p.sequence).item();
+    let f_extra = |t: &Tensor<f64>| lstm::objective(&p.main, t, &p.state, &p.sequence).item();
+    let cases: [(&str, Primal, &Tensor<f64>, &Tensor<f64>); 2] = [
+        ("main_params", &f_main, &p.main, &g_main),
+        ("extra_params", &f_extra, &p.extra, &g_extra),
+    ];
+    for (name, f, t, g) in cases {
+        let entries = some_entries(t.len(), per_parameter);
+        check(&format!("{at} {name}"), f, t, g, &entries);
+    }
+}
+
+#[test]
+fn lstm_gradients() {
+    for (l, b, c) in [(1, 2, 3), (2, 3, 4), (3, 7, 6)] {
+        let seed = (l * 100 + b * 10 + c) as u64;
+        let small = lstm::Problem {
+            main: Tensor::rand_uniform(&[2 * l, 4 * b], 0.0, 1.0, seed),
+            extra: Tensor::rand_uniform(&[3, b], 0.0, 1.0, seed + 1),
+            state: Tensor::rand_uniform(&[2 * l, b], 0.0, 1.0, seed + 2),
+            sequence: Tensor::rand_uniform(&[c, b], 0.0, 1.0, seed + 3)
+                .gt(0.5)
+                .cast::<f64>(),
+        };
+        check_lstm(&format!("lstm l={l} b={b} c={c}"), &small, usize::MAX);
+    }
+    for file in [
+        "lstm-small-l1-l2-c21-c30.json",
+        "lstm-default-l2-l4-l6-c1024.json",
+    ] {
+        for w in vector_file(file)["workloads"].as_array().unwrap() {
+            let (p, _) = lstm::prepare(&w["input"]).unwrap();
+            check_lstm(&format!("{file} {}", w["description"]), &p, 4);
         }
     }
 }

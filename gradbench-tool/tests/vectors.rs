@@ -145,6 +145,16 @@ fn det_default_l5_to_l9() {
     reproduce("det-default-l5-to-l9.json", 1);
 }
 
+#[test]
+fn lstm_small_with_one_layer() {
+    reproduce("lstm-small-l1-l2-c21-c30.json", 3);
+}
+
+#[test]
+fn lstm_default_l2_l4_l6_c1024() {
+    reproduce("lstm-default-l2-l4-l6-c1024.json", 1);
+}
+
 /// With the defaults of a real run (`min_runs` 1, `min_seconds` 1), a fast function runs
 /// many times and the runs add up to at least a second.
 #[test]

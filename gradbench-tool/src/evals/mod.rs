@@ -16,10 +16,11 @@ pub mod particle;
 pub mod saddle;
 
 pub mod det;
+pub mod lstm;
 
 /// The modules this tool implements, as `define` names them.
 pub const MODULES: &[&str] = &[
-    "hello", "lse", "llsq", "gmm", "kmeans", "ode", "particle", "saddle", "det",
+    "hello", "lse", "llsq", "gmm", "kmeans", "ode", "particle", "saddle", "det", "lstm",
 ];
 
 /// What an `evaluate` returns: the last run's output and the time of every run.
@@ -46,6 +47,7 @@ pub fn evaluate(module: &str, function: &str, input: &Value) -> Result<Outcome, 
         "particle" => particle::evaluate(function, input),
         "saddle" => saddle::evaluate(function, input),
         "det" => det::evaluate(function, input),
+        "lstm" => lstm::evaluate(function, input),
         _ => Err(format!("module {module} not implemented")),
     }
 }
