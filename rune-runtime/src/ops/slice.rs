@@ -392,6 +392,30 @@ pub mod rules {
         g.pad(&pads, T::zero())
     }
 
+    /// [`shrink_vjp`] added into `x`'s adjoint: into the slice `ranges` of it, in place, when
+    /// the adjoint has its own elements (copied first when shared), so that a loop reading one
+    /// slice a step costs the slice a step in the backward pass, not the whole of `x` and an
+    /// allocation. A first contribution, or a small (inline) adjoint, is padded as before.
+    pub fn shrink_vjp_into<T: Element>(
+        adjoint: &mut Option<Tensor<T>>,
+        g: &Tensor<T>,
+        x_shape: &[usize],
+        ranges: &[(usize, usize)],
+    ) {
+        match adjoint {
+            Some(a) if !a.is_inline() && a.shape() == x_shape => {
+                let g = g.view();
+                let data = a.data_mut();
+                let mut part = data.slice_each_axis_mut(|ad| {
+                    let (start, end) = ranges[ad.axis.index()];
+                    Slice::from(start..end)
+                });
+                part.zip_mut_with(&g, |a, &b| *a += b);
+            }
+            _ => crate::slots::accumulate(adjoint, shrink_vjp(g, x_shape, ranges)),
+        }
+    }
+
     /// JVP of `x.pad(ranges, fill)` (the fill is a constant: the tangent is padded with zeros).
     pub fn pad_jvp<T: Element>(ranges: &[(usize, usize)], dx: &Tensor<T>) -> Tensor<T> {
         dx.pad(ranges, T::zero())

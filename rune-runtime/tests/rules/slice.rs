@@ -133,6 +133,53 @@ fn shrink_pad_flip_values() {
     );
 }
 
+/// `shrink_vjp_into` adds what `shrink_vjp` returns, for a first contribution, an adjoint of
+/// its own (written in place), an adjoint sharing its elements with another tensor (which must
+/// not change) and a small one held inline.
+fn shrink_vjp_into_adds_the_padded_cotangent<T: Element>() {
+    let x_shape = [3, 4];
+    let ranges: Ranges = &[(1, 3), (2, 4)];
+    let g = uniform::<T>(&[2, 2], -1.0, 1.0, 2010);
+    let padded = shrink_vjp(&g, &x_shape, ranges);
+    let mut first = None;
+    shrink_vjp_into(&mut first, &g, &x_shape, ranges);
+    assert_eq!(first.unwrap().to_vec(), padded.to_vec());
+
+    let a = uniform::<T>(&x_shape, -1.0, 1.0, 2011);
+    let want: Vec<f64> = (a.clone() + &padded)
+        .to_vec()
+        .iter()
+        .map(|v| v.to_real())
+        .collect();
+    let mut own = Some(a.clone() + T::zero());
+    shrink_vjp_into(&mut own, &g, &x_shape, ranges);
+    assert_close(&own.unwrap(), &want, 0.0);
+
+    let before = a.to_vec();
+    let mut shared = Some(a.clone());
+    shrink_vjp_into(&mut shared, &g, &x_shape, ranges);
+    assert_close(&shared.unwrap(), &want, 0.0);
+    assert_eq!(
+        a.to_vec(),
+        before,
+        "the tensor sharing the adjoint's elements changed"
+    );
+
+    let small = uniform::<T>(&[3], -1.0, 1.0, 2012);
+    let g1 = uniform::<T>(&[1], -1.0, 1.0, 2013);
+    let mut inline = Some(small.clone());
+    shrink_vjp_into(&mut inline, &g1, &[3], &[(1, 2)]);
+    let s: Vec<f64> = small.to_vec().iter().map(|v| v.to_real()).collect();
+    let d = g1.to_vec()[0].to_real();
+    assert_close(&inline.unwrap(), &[s[0], s[1] + d, s[2]], 0.0);
+}
+
+#[test]
+fn shrink_vjp_into_adds_in_place_what_shrink_vjp_returns() {
+    shrink_vjp_into_adds_the_padded_cotangent::<f64>();
+    shrink_vjp_into_adds_the_padded_cotangent::<f32>();
+}
+
 #[test]
 fn unfold_matches_hand_computed_im2col() {
     // x = [[1, 2, 3], [4, 5, 6], [7, 8, 9]], 2x2 windows at stride 1: positions (0,0), (0,1),
