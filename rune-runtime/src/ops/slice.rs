@@ -404,6 +404,24 @@ pub mod rules {
     ) {
         match adjoint {
             Some(a) if !a.is_inline() && a.shape() == x_shape => {
+                // A cut of the first axis alone is one run of the row-major elements.
+                let first_axis_only = ranges
+                    .iter()
+                    .zip(x_shape)
+                    .skip(1)
+                    .all(|(&(start, end), &len)| start == 0 && end == len);
+                if let (true, Some(g), Some(&(start, end))) =
+                    (first_axis_only, g.as_slice(), ranges.first())
+                {
+                    let row: usize = x_shape[1..].iter().product();
+                    if let Some(data) = a.unique_slice_mut() {
+                        let run = &mut data[start * row..end * row];
+                        for (a, &b) in run.iter_mut().zip(g) {
+                            *a += b;
+                        }
+                        return;
+                    }
+                }
                 let g = g.view();
                 let data = a.data_mut();
                 let mut part = data.slice_each_axis_mut(|ad| {

@@ -137,9 +137,15 @@ fn shrink_pad_flip_values() {
 /// its own (written in place), an adjoint sharing its elements with another tensor (which must
 /// not change) and a small one held inline.
 fn shrink_vjp_into_adds_the_padded_cotangent<T: Element>() {
+    // A block inside, and whole rows (one run of the elements).
+    for (ranges, g_shape) in [(&[(1, 3), (2, 4)], [2, 2]), (&[(1, 3), (0, 4)], [2, 4])] {
+        shrink_vjp_into_adds_the_padded_cotangent_at::<T>(ranges, &g_shape);
+    }
+}
+
+fn shrink_vjp_into_adds_the_padded_cotangent_at<T: Element>(ranges: Ranges, g_shape: &[usize]) {
     let x_shape = [3, 4];
-    let ranges: Ranges = &[(1, 3), (2, 4)];
-    let g = uniform::<T>(&[2, 2], -1.0, 1.0, 2010);
+    let g = uniform::<T>(g_shape, -1.0, 1.0, 2010);
     let padded = shrink_vjp(&g, &x_shape, ranges);
     let mut first = None;
     shrink_vjp_into(&mut first, &g, &x_shape, ranges);
