@@ -113,6 +113,19 @@ impl<T: Clone> Tensor<T> {
         checked_size::<T>("pad", &padded, || {
             format!("padding {ranges:?} of shape {shape:?}")
         })?;
+        // Padding of the first axis alone around row-major elements is three runs: written
+        // once each, where filling everything first writes the inside twice.
+        let first_axis_only = ranges.iter().skip(1).all(|&r| r == (0, 0));
+        if let (true, Some(data), Some(&(before, after))) =
+            (first_axis_only, self.as_slice(), ranges.first())
+        {
+            let row: usize = shape[1..].iter().product();
+            let mut out = Vec::with_capacity(padded.iter().product());
+            out.resize(before * row, fill.clone());
+            out.extend_from_slice(data);
+            out.resize(out.len() + after * row, fill);
+            return Ok(Tensor::from_parts(out, &padded));
+        }
         let mut out = ArrayD::from_elem(IxDyn(&padded), fill);
         out.slice_each_axis_mut(|ad| {
             let i = ad.axis.index();

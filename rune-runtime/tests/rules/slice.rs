@@ -42,10 +42,16 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
     }
 
     let fill = T::from_f64(0.5);
-    let pads: [(Tensor<T>, Ranges); 3] = [
+    let pads: [(Tensor<T>, Ranges); 5] = [
         (x34.clone(), &[(1, 0), (2, 1)]),
         (x234.clone(), &[(0, 0), (1, 1), (0, 3)]),
         (uniform::<T>(&[], -2.0, 2.0, 2002), &[]),
+        // The first axis alone (written as three runs), and a slice of a longer vector.
+        (x234.clone(), &[(1, 2), (0, 0), (0, 0)]),
+        (
+            uniform::<T>(&[9], -2.0, 2.0, 2003).shrink(&[(0, 8)]),
+            &[(1, 0)],
+        ),
     ];
     for (x, ranges) in pads {
         cases.push(Case::new(
@@ -121,6 +127,15 @@ fn shrink_pad_flip_values() {
     assert_close(
         &x.flip(&[1]).reshape(&[12]).shrink(&[(0, 4)]),
         &[3.0, 2.0, 1.0, 0.0],
+        0.0,
+    );
+    // Rows added before and after, around a view that starts inside its buffer.
+    assert_close(
+        &x.shrink(&[(1, 2), (0, 4)]).pad(&[(1, 2), (0, 0)], -1.0),
+        &[
+            -1.0, -1.0, -1.0, -1.0, 4.0, 5.0, 6.0, 7.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0,
+            -1.0,
+        ],
         0.0,
     );
     // The cotangent of `pad` is the middle part; that of `shrink` is padded back with zeros.
