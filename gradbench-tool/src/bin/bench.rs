@@ -226,6 +226,7 @@ fn ode_workloads() -> Vec<Workload> {
 static GLOBAL: rune_gradbench::Allocator = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    rune_gradbench::keep_freed_memory();
     let mut evals = Vec::new();
     let mut runs = Runs {
         min_runs: 1,
