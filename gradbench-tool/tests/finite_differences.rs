@@ -6,7 +6,7 @@ mod common;
 
 use common::vector_file;
 use rune_ad::prelude::*;
-use rune_gradbench::evals::{gmm, kmeans, llsq, lse, ode};
+use rune_gradbench::evals::{ba, gmm, kmeans, llsq, lse, ode};
 use serde_json::Value;
 
 /// A primal function of one input tensor.
@@ -216,6 +216,182 @@ fn ode_gradient() {
                 &ode::last_component_grad(&x, s),
                 &some_entries(x.len(), 5),
             );
+        }
+    }
+}
+
+/// The objective of `problem` in the Jacobian's row order: observation `i`'s x and y errors
+/// at rows `2i` and `2i + 1`, then the weight errors.
+fn ba_rows(problem: &ba::Problem) -> Vec<f64> {
+    let (reprojection, weight_errors) = ba::objective(problem);
+    let p = weight_errors.len();
+    let errors = reprojection.to_vec();
+    let mut rows: Vec<f64> = (0..p).flat_map(|i| [errors[i], errors[p + i]]).collect();
+    rows.extend(weight_errors.to_vec());
+    rows
+}
+
+/// `problem` with parameter `column` (in the Jacobian's column order: the cameras' 11N, the
+/// points' 3M, the weights' P) moved by `delta`.
+fn ba_moved(problem: &ba::Problem, column: usize, delta: f64) -> ba::Problem {
+    let (n, m, _) = problem.sizes();
+    let mut moved = problem.clone();
+    let (cameras, points) = (ba::CAMERA * n, 3 * m);
+    if column < cameras {
+        moved.cameras = self::moved(&problem.cameras, column, delta);
+    } else if column < cameras + points {
+        moved.points = self::moved(&problem.points, column - cameras, delta);
+    } else {
+        moved.weights = self::moved(&problem.weights, column - cameras - points, delta);
+    }
+    moved
+}
+
+/// The central difference of every row of the objective along parameter `column`.
+fn ba_column(problem: &ba::Problem, column: usize) -> Vec<f64> {
+    let parameters = [&problem.cameras, &problem.points, &problem.weights];
+    let value = parameters
+        .iter()
+        .flat_map(|t| t.to_vec())
+        .nth(column)
+        .unwrap();
+    let h = 1e-5 * value.abs().max(1.0);
+    let up = ba_rows(&ba_moved(problem, column, h));
+    let down = ba_rows(&ba_moved(problem, column, -h));
+    up.iter()
+        .zip(&down)
+        .map(|(u, d)| (u - d) / (2.0 * h))
+        .collect()
+}
+
+/// The sparse Jacobian as a dense `[rows][columns]` matrix, every entry placed by its row's
+/// offsets and its column.
+fn ba_dense(j: &ba::SparseMatrix, columns: usize) -> Vec<Vec<f64>> {
+    (0..j.rows.len() - 1)
+        .map(|r| {
+            let mut row = vec![0.0; columns];
+            for e in j.rows[r] as usize..j.rows[r + 1] as usize {
+                assert_eq!(
+                    row[j.cols[e] as usize], 0.0,
+                    "row {r}: column {} twice",
+                    j.cols[e]
+                );
+                row[j.cols[e] as usize] = j.vals[e];
+            }
+            row
+        })
+        .collect()
+}
+
+/// Nine observations of four points by three cameras, each observation's camera and point
+/// drawn at random (each camera and point observed), camera 1 with a zero rotation: the
+/// points lie in front of the cameras, so that the projection is smooth around them.
+fn ba_random_problem() -> ba::Problem {
+    let (n, m, p) = (3, 4, 9);
+    let mut cameras = Vec::new();
+    for c in 0..n {
+        let u = Tensor::<f64>::rand_uniform(&[ba::CAMERA], -1.0, 1.0, 100 + c as u64).to_vec();
+        let rotation = if c == 1 { 0.0 } else { 0.4 };
+        cameras.extend(u[..3].iter().map(|r| r * rotation));
+        cameras.extend(&u[3..6]);
+        cameras.push(2.0 + u[6]);
+        cameras.extend(&u[7..9]);
+        cameras.extend([0.1 * u[9], 0.05 * u[10]]);
+    }
+    let points = Tensor::<f64>::rand_uniform(&[m, 3], -1.0, 1.0, 7).to_vec();
+    let points: Vec<f64> = points
+        .chunks(3)
+        .flat_map(|q| [q[0], q[1], 6.0 + q[2]])
+        .collect();
+    // At random, except that the last observations see every camera and every point.
+    let pick = |modulus: usize, seed: u64| -> Vec<usize> {
+        let drawn = Tensor::<f64>::rand_uniform(&[p], 0.0, modulus as f64, seed).to_vec();
+        (0..p)
+            .map(|i| match i.checked_sub(p - modulus) {
+                Some(k) => k,
+                None => (drawn[i] as usize).min(modulus - 1),
+            })
+            .collect()
+    };
+    ba::Problem {
+        cameras: Tensor::from_vec(cameras, &[n, ba::CAMERA]),
+        points: Tensor::from_vec(points, &[m, 3]),
+        weights: Tensor::rand_uniform(&[p], 0.5, 1.5, 8),
+        features: Tensor::rand_uniform(&[p, 2], -1.0, 1.0, 9),
+        camera_of: pick(n, 10),
+        point_of: pick(m, 11),
+    }
+}
+
+/// Every entry of the Jacobian of a small random problem, the zeros too, against central
+/// differences of the objective, computed in chunks of 4 observations (across chunk ends) and
+/// in one; and the rows' layout, GradBench's: 15 entries for each error, then 1 for each
+/// weight error.
+#[test]
+fn ba_jacobian() {
+    let problem = ba_random_problem();
+    let (n, m, p) = problem.sizes();
+    let columns = ba::CAMERA * n + 3 * m + p;
+    let j = ba::jacobian_in_chunks(&problem, 4);
+    assert_eq!(
+        j,
+        ba::jacobian(&problem),
+        "chunks of 4 and of {}",
+        ba::CHUNK
+    );
+    let expected_rows: Vec<u32> = (0..=2 * p)
+        .map(|r| (r * ba::BLOCK) as u32)
+        .chain((1..=p).map(|i| (2 * p * ba::BLOCK + i) as u32))
+        .collect();
+    assert_eq!(j.rows, expected_rows);
+    let dense = ba_dense(&j, columns);
+    let scale = j.vals.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    for column in 0..columns {
+        let fd = ba_column(&problem, column);
+        for (r, (row, fd)) in dense.iter().zip(&fd).enumerate() {
+            assert!(
+                (row[column] - fd).abs() <= 1e-6 * scale + 1e-9,
+                "entry ({r}, {column}): generated {} against finite differences {fd}",
+                row[column]
+            );
+        }
+    }
+    let (chunked, weight_errors) = ba::objective_in_chunks(&problem, 4);
+    assert_eq!((chunked, weight_errors), ba::objective(&problem));
+}
+
+/// The first observation's two rows of the Jacobian on the vector workloads (default sizes
+/// included) against central differences of the objective along its 15 parameters.
+#[test]
+fn ba_first_block_of_the_vector_workloads() {
+    for file in [
+        "ba-small-p10-p12-zero-rotation.json",
+        "ba-default-ba1-ba2.json",
+    ] {
+        for w in vector_file(file)["workloads"].as_array().unwrap() {
+            let (problem, _) = ba::prepare(&w["input"]).unwrap();
+            let (n, m, _) = problem.sizes();
+            let j = ba::jacobian(&problem);
+            let block: Vec<usize> = (0..ba::CAMERA)
+                .chain([ba::CAMERA * n, ba::CAMERA * n + 1, ba::CAMERA * n + 2])
+                .chain([ba::CAMERA * n + 3 * m])
+                .collect();
+            let scale = j.vals[..2 * ba::BLOCK]
+                .iter()
+                .fold(0.0f64, |a, v| a.max(v.abs()));
+            for (k, &column) in block.iter().enumerate() {
+                let fd = ba_column(&problem, column);
+                for (row, fd) in fd[..2].iter().enumerate() {
+                    let generated = j.vals[row * ba::BLOCK + k];
+                    assert_eq!(j.cols[row * ba::BLOCK + k] as usize, column);
+                    assert!(
+                        (generated - fd).abs() <= 1e-6 * scale,
+                        "{file} {}: entry ({row}, {column}): generated {generated} against \
+                         finite differences {fd}",
+                        w["description"],
+                    );
+                }
+            }
         }
     }
 }

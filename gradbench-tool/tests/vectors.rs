@@ -67,16 +67,20 @@ fn reproduce(file: &str, min_runs: u64) {
         }
         let output = &response["output"];
         assert_gradbench_valid(&numbers_alike(output, &reference, &at), &at);
-        match strict {
-            // gmm's jacobian: each parameter's gradient on its own scale.
-            Value::Object(parts) => {
-                for (key, part) in &parts {
-                    let at = format!("{at}.{key}");
-                    assert_close(&numbers_alike(&output[key], part, &at), RTOL, &at);
-                }
+        assert_strictly_close(output, &strict, &at);
+    }
+}
+
+/// `output` within [`RTOL`] of `strict`, each part of an object (gmm's four gradients, ba's
+/// errors and their count) on its own scale.
+fn assert_strictly_close(output: &Value, strict: &Value, at: &str) {
+    match strict {
+        Value::Object(parts) => {
+            for (key, part) in parts {
+                assert_strictly_close(&output[key], part, &format!("{at}.{key}"));
             }
-            strict => assert_close(&numbers_alike(output, &strict, &at), RTOL, &at),
         }
+        strict => assert_close(&numbers_alike(output, strict, at), RTOL, at),
     }
 }
 
@@ -133,6 +137,16 @@ fn ode_small_where_rk4_and_the_exact_solution_differ() {
 #[test]
 fn ode_default_n1000() {
     reproduce("ode-default-n1000-s1-s10.json", 1);
+}
+
+#[test]
+fn ba_small_with_a_zero_rotation() {
+    reproduce("ba-small-p10-p12-zero-rotation.json", 3);
+}
+
+#[test]
+fn ba_default_ba1_ba2() {
+    reproduce("ba-default-ba1-ba2.json", 1);
 }
 
 /// With the defaults of a real run (`min_runs` 1, `min_seconds` 1), a fast function runs

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::timing::{measure, Runs};
 
+pub mod ba;
 pub mod gmm;
 pub mod hello;
 pub mod kmeans;
@@ -17,7 +18,7 @@ pub mod saddle;
 
 /// The modules this tool implements, as `define` names them.
 pub const MODULES: &[&str] = &[
-    "hello", "lse", "llsq", "gmm", "kmeans", "ode", "particle", "saddle",
+    "hello", "lse", "llsq", "gmm", "kmeans", "ode", "particle", "saddle", "ba",
 ];
 
 /// What an `evaluate` returns: the last run's output and the time of every run.
@@ -43,6 +44,7 @@ pub fn evaluate(module: &str, function: &str, input: &Value) -> Result<Outcome, 
         "ode" => ode::evaluate(function, input),
         "particle" => particle::evaluate(function, input),
         "saddle" => saddle::evaluate(function, input),
+        "ba" => ba::evaluate(function, input),
         _ => Err(format!("module {module} not implemented")),
     }
 }
