@@ -191,3 +191,33 @@ fn an_owned_vec_of_f32_in_every_variant() {
 fn a_tangent_of_another_length_is_refused() {
     let _ = sq_norm_jvp(&[1.0, 2.0, 3.0], &[1.0, 0.0]);
 }
+
+/// The chain's energy, checkpointed: its callers keep the positions and rerun it in their
+/// backward pass. `checkpoint` keeps owned copies of the parameters, and a slice's is a `Vec`
+/// (it used to clone the referent, which a slice is not).
+#[differentiable(checkpoint)]
+fn chain_energy_checkpointed(pos: &[f64], k: f64) -> f64 {
+    chain_energy(pos, k)
+}
+
+/// Two checkpointed energies of the same positions, multiplied.
+#[differentiable]
+fn two_stiffnesses(pos: &[f64], k: f64) -> f64 {
+    chain_energy_checkpointed(pos, k) * chain_energy_checkpointed(pos, k * k)
+}
+
+#[test]
+fn a_checkpointed_function_of_a_slice() {
+    let (pos, k) = ([0.0, 1.5, 2.25, 3.75, 4.5], 2.0);
+    let (e1, (g1, gk1)) = chain_energy_value_and_grad(&pos, k);
+    let (e2, (g2, gk2)) = chain_energy_value_and_grad(&pos, k * k);
+    // By the product rule, from the unchecked function's own derivatives.
+    let (v, (g, gk)) = two_stiffnesses_value_and_grad(&pos, k);
+    assert!((v - e1 * e2).abs() < 1e-12);
+    let by_hand: Vec<f64> = (0..5).map(|i| g1[i] * e2 + e1 * g2[i]).collect();
+    close(&g, &by_hand, 1e-12);
+    assert!((gk - (gk1 * e2 + e1 * gk2 * 2.0 * k)).abs() < 1e-10);
+    close(&g, &central(|p| two_stiffnesses(p, k), &pos, 1e-6), 1e-6);
+    let (_, t) = two_stiffnesses_jvp(&pos, k, &[1.0, 0.0, 0.0, 0.0, -1.0], &0.5);
+    assert!((t - (g[0] - g[4] + 0.5 * gk)).abs() < 1e-10);
+}

@@ -6,7 +6,7 @@ mod common;
 
 use common::vector_file;
 use rune_ad::prelude::*;
-use rune_gradbench::evals::{ba, gmm, kmeans, llsq, lse, ode};
+use rune_gradbench::evals::{ba, det, gmm, kmeans, llsq, lse, ode};
 use serde_json::Value;
 
 /// A primal function of one input tensor.
@@ -392,6 +392,36 @@ fn ba_first_block_of_the_vector_workloads() {
                     );
                 }
             }
+        }
+    }
+}
+
+/// `det`'s gradient at `a` (`ell × ell`) against central differences at `entries`. The
+/// determinant is linear in each entry, so the differences are exact up to rounding.
+fn check_det(at: &str, a: &[f64], ell: usize, entries: &[usize]) {
+    let t = Tensor::from_vec(a.to_vec(), &[a.len()]);
+    let f = |t: &Tensor<f64>| det::det(&t.to_vec(), ell);
+    let gradient = Tensor::from_vec(det::det_grad(a, ell), &[a.len()]);
+    check(at, &f, &t, &gradient, entries);
+}
+
+#[test]
+fn det_gradient() {
+    for ell in 1..=6 {
+        let a = Tensor::rand_uniform(&[ell * ell], -1.0, 1.0, ell as u64).to_vec();
+        check_det(
+            &format!("det ell={ell}"),
+            &a,
+            ell,
+            &some_entries(ell * ell, ell * ell),
+        );
+    }
+    for file in ["det-small-l2-l3-l4.json", "det-default-l5-to-l9.json"] {
+        for w in vector_file(file)["workloads"].as_array().unwrap() {
+            let a = tensor(&w["input"]["A"]).to_vec();
+            let ell = w["input"]["ell"].as_u64().unwrap() as usize;
+            let at = format!("{file} {}", w["description"]);
+            check_det(&at, &a, ell, &some_entries(a.len(), 5));
         }
     }
 }

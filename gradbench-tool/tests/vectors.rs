@@ -149,6 +149,16 @@ fn ba_default_ba1_ba2() {
     reproduce("ba-default-ba1-ba2.json", 1);
 }
 
+#[test]
+fn det_small_by_recursion_alone() {
+    reproduce("det-small-l2-l3-l4.json", 3);
+}
+
+#[test]
+fn det_default_l5_to_l9() {
+    reproduce("det-default-l5-to-l9.json", 1);
+}
+
 /// With the defaults of a real run (`min_runs` 1, `min_seconds` 1), a fast function runs
 /// many times and the runs add up to at least a second.
 #[test]

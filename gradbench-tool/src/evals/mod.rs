@@ -7,6 +7,7 @@ use serde_json::Value;
 use crate::timing::{measure, Runs};
 
 pub mod ba;
+pub mod det;
 pub mod gmm;
 pub mod hello;
 pub mod kmeans;
@@ -18,7 +19,7 @@ pub mod saddle;
 
 /// The modules this tool implements, as `define` names them.
 pub const MODULES: &[&str] = &[
-    "hello", "lse", "llsq", "gmm", "kmeans", "ode", "particle", "saddle", "ba",
+    "hello", "lse", "llsq", "gmm", "kmeans", "ode", "particle", "saddle", "ba", "det",
 ];
 
 /// What an `evaluate` returns: the last run's output and the time of every run.
@@ -45,6 +46,7 @@ pub fn evaluate(module: &str, function: &str, input: &Value) -> Result<Outcome, 
         "particle" => particle::evaluate(function, input),
         "saddle" => saddle::evaluate(function, input),
         "ba" => ba::evaluate(function, input),
+        "det" => det::evaluate(function, input),
         _ => Err(format!("module {module} not implemented")),
     }
 }

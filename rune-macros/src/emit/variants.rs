@@ -24,7 +24,9 @@ impl Emitter<'_> {
             .collect()
     }
 
-    /// Owned copies of every parameter (cheap for tensors), kept by a pullback.
+    /// Owned copies of every parameter (cheap for tensors), kept by a pullback. A reference's
+    /// copy is its `to_owned`: the referent's clone, or a `Vec` for a slice (`&[f64]`, whose
+    /// referent cannot be cloned), passed on as a reference again.
     fn copy_params(&self) -> (Vec<Ident>, TokenStream) {
         let copies: Vec<Ident> = (0..self.sig.params.len())
             .map(|i| hidden(&format!("param{i}")))
@@ -38,7 +40,7 @@ impl Emitter<'_> {
                 let ident = &p.ident;
                 match &p.ty {
                     syn::Type::Reference(_) => {
-                        quote!(let #c = ::core::clone::Clone::clone(#ident);)
+                        quote!(let #c = ::std::borrow::ToOwned::to_owned(#ident);)
                     }
                     _ => quote!(let #c = ::core::clone::Clone::clone(&#ident);),
                 }
