@@ -8,6 +8,7 @@ use crate::timing::{measure, Runs};
 
 pub mod gmm;
 pub mod hello;
+pub mod ht;
 pub mod kmeans;
 pub mod llsq;
 pub mod lse;
@@ -17,7 +18,7 @@ pub mod saddle;
 
 /// The modules this tool implements, as `define` names them.
 pub const MODULES: &[&str] = &[
-    "hello", "lse", "llsq", "gmm", "kmeans", "ode", "particle", "saddle",
+    "hello", "lse", "llsq", "gmm", "kmeans", "ode", "particle", "saddle", "ht",
 ];
 
 /// What an `evaluate` returns: the last run's output and the time of every run.
@@ -43,6 +44,7 @@ pub fn evaluate(module: &str, function: &str, input: &Value) -> Result<Outcome, 
         "ode" => ode::evaluate(function, input),
         "particle" => particle::evaluate(function, input),
         "saddle" => saddle::evaluate(function, input),
+        "ht" => ht::evaluate(function, input),
         _ => Err(format!("module {module} not implemented")),
     }
 }
