@@ -8,14 +8,19 @@
 //! `u`, so two columns hold every point's) and to `θ` in the simple one.
 //!
 //! [`pose_frames`] turns `θ` into one affine map `F` (`[3, 4B + 1]`) that poses any vertex
-//! from its blend row (its skinning weights times its rest position, and a 1). The residuals
-//! are computed coordinate by coordinate, `[3, N]`, and written out point by point:
-//! [`residuals`] poses the vertices the points reach and reads them ([`surface_residuals`]
-//! for the triangles' barycentric points); [`pose_residuals`] writes the same residuals, for a
-//! fixed `us`, as one product `[−F | I] · skinᵀ` with each point's blend row and position, so
-//! that the jacobian's 26 pose columns are one batched forward pass (`pose_residuals_jvp_vmap`)
-//! whose cost is one matrix product. The `u` columns are forward passes of
-//! [`surface_residuals`].
+//! from its blend row (its skinning weights times its rest position, and a 1). [`residuals`]
+//! poses the vertices the points reach and reads them ([`surface_residuals`] for the
+//! triangles' barycentric points). Residuals are computed coordinate by coordinate (`[3, N]`)
+//! and written out point by point when encoded, as manual's column-major jacobian is.
+//!
+//! The jacobian's 26 pose columns come from one forward pass with the unit directions batched
+//! (`pose_residuals_jvp_vmap`): [`pose_residuals`] writes the residuals, for a fixed `us`, as
+//! `[−F | I]` times each point's blend row (barycentric mix of its triangle's) and position,
+//! so the batch costs two matrix products (values and tangents). One `jvp` per direction
+//! through the gathers of [`residuals`] took two to five times manual's time at 51 200
+//! points. The `u₀` and `u₁` columns are two forward passes of [`surface_residuals`], every
+//! point's `u` moved at once. Everything after decoding is timed: the vertices reached and
+//! their blend rows ([`Surface`]) and the points' skin are built on every call.
 use rune_ad::prelude::*;
 use serde::Deserialize;
 use serde_json::Value;
@@ -247,20 +252,20 @@ impl Surface {
         let points = p.points.to_vec();
         let n = p.correspondences.len();
         let mut skin = Vec::with_capacity((width + 3) * n);
-        let mut row = vec![0.0; width];
         for i in 0..n {
-            let weights = match &us {
-                Some(u) => [u[i], u[n + i], 1.0 - u[i] - u[n + i]],
-                None => [1.0, 0.0, 0.0],
+            let row = |k: usize| {
+                let v = corners[k][i] as usize;
+                &blend[v * width..(v + 1) * width]
             };
-            row.fill(0.0);
-            for (c, w) in corners.iter().zip(weights) {
-                let v = c[i] as usize;
-                for (x, b) in row.iter_mut().zip(&blend[v * width..(v + 1) * width]) {
-                    *x += w * b;
+            match &us {
+                Some(u) => {
+                    let (u0, u1) = (u[i], u[n + i]);
+                    let u2 = 1.0 - u0 - u1;
+                    let mixed = row(0).iter().zip(row(1)).zip(row(2));
+                    skin.extend(mixed.map(|((a, b), c)| u0 * a + u1 * b + u2 * c));
                 }
+                None => skin.extend_from_slice(row(0)),
             }
-            skin.extend_from_slice(&row);
             skin.extend((0..3).map(|j| points[j * n + i]));
         }
         Tensor::from_vec(skin, &[n, width + 3])
@@ -313,8 +318,9 @@ pub fn pose_frames(theta: &Tensor<f64>, #[nodiff] model: &Model) -> Tensor<f64> 
     if model.is_mirrored {
         transforms *= &model.mirror;
     }
-    // The global rotation. The norm is kept `[1, 1]` rather than 0-d: batched by `vmap`, a 0-d
-    // value times a matrix does not broadcast.
+    // The global rotation. The norm is kept `[1, 1]`, not 0-d: in the batched twin a 0-d value
+    // times a matrix read from a field of `model` is not aligned on the batch axis (the product
+    // fails, or is wrong when the batch is as long as the matrix's last axis).
     let axis_angle = theta.shrink(&[(0, 3)]);
     let norm = (&axis_angle * &axis_angle)
         .sum_axes(&[0], true)
