@@ -6,8 +6,8 @@ mod common;
 
 use common::vector_file;
 use rune_ad::prelude::*;
-use rune_gradbench::evals::{ba, det, gmm, kmeans, llsq, lse, ode};
-use serde_json::Value;
+use rune_gradbench::evals::{ba, det, gmm, ht, kmeans, llsq, lse, ode};
+use serde_json::{json, Value};
 
 /// A primal function of one input tensor.
 type Primal<'a> = &'a dyn Fn(&Tensor<f64>) -> f64;
@@ -422,6 +422,176 @@ fn det_gradient() {
             let ell = w["input"]["ell"].as_u64().unwrap() as usize;
             let at = format!("{file} {}", w["description"]);
             check_det(&at, &a, ell, &some_entries(a.len(), 5));
+        }
+    }
+}
+
+/// Central differences of the `ht` objective along `moved` (a problem moved by `±h`).
+fn ht_difference(moved: &dyn Fn(f64) -> ht::Problem, h: f64) -> Vec<f64> {
+    let (up, down) = (ht::objective(&moved(h)), ht::objective(&moved(-h)));
+    let (up, down) = (up.to_vec(), down.to_vec());
+    up.iter()
+        .zip(&down)
+        .map(|(u, d)| (u - d) / (2.0 * h))
+        .collect()
+}
+
+/// Every column of the `ht` jacobian, every entry, against central differences of the
+/// objective: along each pose parameter, and (complicated variant) along every point's `u₀`
+/// (or `u₁`) moved at once, which moves each point's residual by its own column entry. Within
+/// `1e-6` of the jacobian's largest entry, plus the differences' rounding error (about
+/// `1e-16 · |p| / h` for points of size `|p|`).
+fn check_ht(at: &str, p: &ht::Problem) {
+    let j = ht::jacobian(p);
+    let n = p.correspondences.len();
+    let pose = j.pose.to_vec();
+    let barycentric: Vec<Vec<f64>> = j.barycentric.iter().map(Tensor::to_vec).collect();
+    assert_eq!(
+        j.pose.shape(),
+        [ht::POSE_PARAMETERS, 3, n],
+        "{at}: pose columns"
+    );
+    assert_eq!(barycentric.len(), if p.us.is_some() { 2 } else { 0 });
+    let all = pose.iter().chain(barycentric.iter().flatten());
+    let scale = all.fold(0.0f64, |m, v| m.max(v.abs()));
+    let size = p.points.to_vec().iter().fold(1.0f64, |m, v| m.max(v.abs()));
+    let close = |what: String, column: &[f64], fd: &[f64], h: f64| {
+        for (i, (c, d)) in column.iter().zip(fd).enumerate() {
+            assert!(
+                (c - d).abs() <= 1e-6 * scale + 1e-14 * size / h,
+                "{at} {what}: entry {i}: generated {c} against finite differences {d}"
+            );
+        }
+    };
+    let theta = p.theta.to_vec();
+    for k in 0..ht::POSE_PARAMETERS {
+        let h = 1e-5 * theta[k].abs().max(1.0);
+        let moved = |delta: f64| {
+            let mut q = p.clone();
+            let mut t = theta.clone();
+            t[k] += delta;
+            q.theta = Tensor::from(t);
+            q
+        };
+        let column = &pose[3 * n * k..3 * n * (k + 1)];
+        close(format!("theta[{k}]"), column, &ht_difference(&moved, h), h);
+    }
+    if let Some(us) = &p.us {
+        for (k, column) in barycentric.iter().enumerate() {
+            let h = 1e-5;
+            let moved = |delta: f64| {
+                let mut q = p.clone();
+                let step = Tensor::<f64>::full(&[1, n], delta).pad(&[(k, 1 - k), (0, 0)], 0.0);
+                q.us = Some(us + step);
+                q
+            };
+            close(format!("u{k}"), column, &ht_difference(&moved, h), h);
+        }
+    }
+}
+
+/// Numbers drawn uniformly from `[lo, hi)`.
+fn uniform(len: usize, lo: f64, hi: f64, seed: u64) -> Vec<f64> {
+    Tensor::rand_uniform(&[len], lo, hi, seed).to_vec()
+}
+
+/// `count` 4×4 affine transforms with random top rows.
+fn affine(count: usize, seed: u64) -> Value {
+    let top = uniform(12 * count, -1.0, 1.0, seed);
+    let matrices: Vec<Vec<Vec<f64>>> = top
+        .chunks(12)
+        .map(|t| {
+            let mut rows: Vec<Vec<f64>> = t.chunks(4).map(<[f64]>::to_vec).collect();
+            rows.push(vec![0.0, 0.0, 0.0, 1.0]);
+            rows
+        })
+        .collect();
+    json!(matrices)
+}
+
+/// A small random `ht` input with GradBench's hand layout (a wrist, five fingers of four
+/// bones, a forearm): 12 vertices, 8 triangles, 7 points.
+fn random_ht(complicated: bool, mirrored: bool, rotation: f64, seed: u64) -> ht::Problem {
+    let (bones, vertices, triangles, n) = (22, 12, 8, 7);
+    let mut parents = vec![-1i64];
+    for _ in 0..5 {
+        let first = parents.len() as i64;
+        parents.extend([0, first, first + 1, first + 2]);
+    }
+    parents.push(0);
+    let positions: Vec<Vec<f64>> = uniform(3 * vertices, -1.0, 1.0, seed + 1)
+        .chunks(3)
+        .map(|p| vec![p[0], p[1], p[2], 1.0])
+        .collect();
+    let weights: Vec<Vec<f64>> = uniform(bones * vertices, -2.0, 1.0, seed + 2)
+        .chunks(bones)
+        .map(|w| w.iter().map(|&x| x.max(0.0)).collect())
+        .collect();
+    let corners: Vec<Vec<usize>> = (0..triangles)
+        .map(|t| vec![t % vertices, (t + 3) % vertices, (t + 7) % vertices])
+        .collect();
+    let bound = if complicated { triangles } else { vertices };
+    let correspondences: Vec<usize> = (0..n).map(|i| (5 * i + 2) % bound).collect();
+    let points: Vec<Vec<f64>> = uniform(3 * n, -1.0, 1.0, seed + 3)
+        .chunks(3)
+        .map(<[f64]>::to_vec)
+        .collect();
+    let us: Vec<Vec<f64>> = if complicated {
+        uniform(2 * n, 0.0, 0.5, seed + 4)
+            .chunks(2)
+            .map(<[f64]>::to_vec)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut theta = uniform(ht::POSE_PARAMETERS, -1.0, 1.0, seed + 5);
+    for t in &mut theta[..3] {
+        *t *= rotation;
+    }
+    let input = json!({
+        "theta": theta,
+        "us": us,
+        "data": {
+            "model": {
+                "bone_count": bones,
+                "bone_names": (0..bones).map(|b| format!("bone{b}")).collect::<Vec<_>>(),
+                "parents": parents,
+                "base_relatives": affine(bones, seed + 6),
+                "inverse_base_absolutes": affine(bones, seed + 7),
+                "base_positions": positions,
+                "weights": weights,
+                "triangles": corners,
+                "is_mirrored": mirrored,
+            },
+            "correspondences": correspondences,
+            "points": points,
+        },
+    });
+    ht::prepare(&input).unwrap().0
+}
+
+#[test]
+fn ht_jacobian() {
+    for (complicated, mirrored, rotation, seed) in [
+        (true, false, 1.0, 10),
+        (true, true, 1.0, 20),
+        (false, false, 1.0, 30),
+        (false, true, 1.0, 40),
+        // A global rotation of norm below 10⁻⁴, taken as the identity on both sides.
+        (true, false, 1e-6, 50),
+    ] {
+        let p = random_ht(complicated, mirrored, rotation, seed);
+        let at = format!("ht complicated={complicated} mirrored={mirrored} rotation={rotation}");
+        check_ht(&at, &p);
+    }
+    for file in [
+        "ht-small-complicated-hand1.json",
+        "ht-small-simple-hand1.json",
+        "ht-default-hand1.json",
+    ] {
+        for w in vector_file(file)["workloads"].as_array().unwrap() {
+            let (p, _) = ht::prepare(&w["input"]).unwrap();
+            check_ht(&format!("{file} {}", w["description"]), &p);
         }
     }
 }

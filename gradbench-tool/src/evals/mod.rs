@@ -10,6 +10,7 @@ pub mod ba;
 pub mod det;
 pub mod gmm;
 pub mod hello;
+pub mod ht;
 pub mod kmeans;
 pub mod llsq;
 pub mod lse;
@@ -19,7 +20,7 @@ pub mod saddle;
 
 /// The modules this tool implements, as `define` names them.
 pub const MODULES: &[&str] = &[
-    "hello", "lse", "llsq", "gmm", "kmeans", "ode", "particle", "saddle", "ba", "det",
+    "hello", "lse", "llsq", "gmm", "kmeans", "ode", "particle", "saddle", "ba", "det", "ht",
 ];
 
 /// What an `evaluate` returns: the last run's output and the time of every run.
@@ -47,6 +48,7 @@ pub fn evaluate(module: &str, function: &str, input: &Value) -> Result<Outcome, 
         "saddle" => saddle::evaluate(function, input),
         "ba" => ba::evaluate(function, input),
         "det" => det::evaluate(function, input),
+        "ht" => ht::evaluate(function, input),
         _ => Err(format!("module {module} not implemented")),
     }
 }
