@@ -107,6 +107,41 @@ fn rnn_over_fifty_steps() {
     );
 }
 
+/// A recurrence over a differentiated sequence, each step reading a window of two rows of it:
+/// every row's gradient gathers from two steps, added in place into the sequence's gradient
+/// (`shrink`'s `vjp_into`) after the first.
+#[differentiable]
+fn windowed_recurrence<T: Element>(xs: &Tensor<T>, w: &Tensor<T>) -> Tensor<T> {
+    let (steps, width) = (xs.shape()[0], xs.shape()[1]);
+    let mut h = Tensor::zeros(&[width]);
+    for t in 0..steps - 1 {
+        let window = xs.shrink(&[(t, t + 2), (0, width)]);
+        h = (h.matmul(w) + window.sum_axes(&[0], false)).tanh();
+    }
+    (&h * &h).sum()
+}
+
+#[test]
+fn a_recurrence_over_windows_of_a_differentiated_sequence() {
+    let xs = Tensor::<f64>::rand_uniform(&[12, 5], -1.0, 1.0, 21);
+    let w = Tensor::<f64>::rand_uniform(&[5, 5], -0.5, 0.5, 22);
+    check_variants!(
+        windowed_recurrence, windowed_recurrence_value_and_grad, windowed_recurrence_grad,
+        windowed_recurrence_vjp, windowed_recurrence_jvp, windowed_recurrence_pullback;
+        [xs, w]; (&xs, &w)
+    );
+    // f32 follows f64 to f32's precision.
+    let (gx, gw) = windowed_recurrence_grad(&xs, &w);
+    let (gx32, gw32) = windowed_recurrence_grad(&xs.cast::<f32>(), &w.cast::<f32>());
+    for (a, b) in [(gx32, gx), (gw32, gw)] {
+        let (a, b) = (a.to_vec(), b.to_vec());
+        assert_eq!(a.len(), b.len());
+        for (a, b) in a.iter().zip(&b) {
+            assert!((f64::from(*a) - b).abs() < 1e-5, "{a} vs {b}");
+        }
+    }
+}
+
 /// Halves until the sum drops below a threshold: the trip count depends on the data.
 #[differentiable]
 fn halve_until_small(x: &Tensor<f64>) -> Tensor<f64> {

@@ -171,6 +171,60 @@ fn jacobians_from_batched_vjp_and_jvp() {
     assert_close(&example(&columns, 2), &fd, 1e-7, "finite differences");
 }
 
+/// Constants of a model that are not differentiated: a frame and a bias.
+struct Frame {
+    axes: Tensor<f64>,
+    bias: Tensor<f64>,
+}
+
+/// Tensors held as written (a `#[nodiff]` structure's fields, a constant made in the body) with
+/// more axes than a batched value's examples: each example's scalar scales the whole `[3, 3]`
+/// frame, by an operator, a method and `where_cond`.
+#[differentiable(vmap)]
+fn scaled_frame(theta: &Tensor<f64>, #[nodiff] frame: &Frame) -> Tensor<f64> {
+    let cos = (theta * theta).sum().sqrt().cos();
+    let eye = Tensor::<f64>::eye(3);
+    let turned = &frame.axes * &cos + &eye * (&cos * 2.0);
+    let shifted = frame.bias.maximum(&cos);
+    where_cond(&turned.gt(0.0), &turned, &shifted) * 2.0
+}
+
+#[test]
+fn shared_tensors_of_more_axes_line_up_with_the_examples() {
+    let frame = Frame {
+        axes: Tensor::rand_uniform(&[3, 3], -1.0, 1.0, 31),
+        bias: Tensor::rand_uniform(&[3, 3], -1.0, 1.0, 32),
+    };
+    // A batch of 3 is the length of the frame's axes, where a misaligned broadcast would not
+    // fail but pair each example with a column.
+    for n in [3, 4] {
+        let thetas = Tensor::rand_uniform(&[n, 2], -2.0, 2.0, 33 + n as u64);
+        let directions = Tensor::rand_uniform(&[n, 2], -1.0, 1.0, 43 + n as u64);
+        let values = scaled_frame_vmap(Batch(&thetas), &frame);
+        let (tangent_values, tangents) =
+            scaled_frame_jvp_vmap(Batch(&thetas), &frame, Batch(&directions));
+        assert_eq!(values.shape(), &[n, 3, 3]);
+        for i in 0..n {
+            let theta = example(&thetas, i);
+            let want = scaled_frame(&theta, &frame);
+            assert_close(&example(&values, i), &want, 1e-12, "f_vmap");
+            assert_close(
+                &example(&tangent_values, i),
+                &want,
+                1e-12,
+                "f_jvp_vmap value",
+            );
+            let (_, tangent) = scaled_frame_jvp(&theta, &frame, &example(&directions, i));
+            assert_close(
+                &example(&tangents, i),
+                &tangent,
+                1e-12,
+                "f_jvp_vmap tangent",
+            );
+        }
+    }
+}
+
 /// A model as a structure: its gradient, per example, is a structure of batched leaves.
 #[derive(Clone, Differentiable)]
 struct Net {

@@ -9,6 +9,7 @@ use std::io;
 static GLOBAL: rune_gradbench::Allocator = mimalloc::MiMalloc;
 
 fn main() -> io::Result<()> {
+    rune_gradbench::keep_freed_memory();
     let stdin = io::stdin().lock();
     let stdout = io::stdout().lock();
     rune_gradbench::protocol::serve(stdin, io::BufWriter::new(stdout))

@@ -6,8 +6,8 @@ mod common;
 
 use common::vector_file;
 use rune_ad::prelude::*;
-use rune_gradbench::evals::{det, gmm, kmeans, llsq, lse, lstm, ode};
-use serde_json::Value;
+use rune_gradbench::evals::{ba, det, gmm, ht, kmeans, llsq, lse, lstm, ode};
+use serde_json::{json, Value};
 
 /// A primal function of one input tensor.
 type Primal<'a> = &'a dyn Fn(&Tensor<f64>) -> f64;
@@ -220,6 +220,182 @@ fn ode_gradient() {
     }
 }
 
+/// The objective of `problem` in the Jacobian's row order: observation `i`'s x and y errors
+/// at rows `2i` and `2i + 1`, then the weight errors.
+fn ba_rows(problem: &ba::Problem) -> Vec<f64> {
+    let (reprojection, weight_errors) = ba::objective(problem);
+    let p = weight_errors.len();
+    let errors = reprojection.to_vec();
+    let mut rows: Vec<f64> = (0..p).flat_map(|i| [errors[i], errors[p + i]]).collect();
+    rows.extend(weight_errors.to_vec());
+    rows
+}
+
+/// `problem` with parameter `column` (in the Jacobian's column order: the cameras' 11N, the
+/// points' 3M, the weights' P) moved by `delta`.
+fn ba_moved(problem: &ba::Problem, column: usize, delta: f64) -> ba::Problem {
+    let (n, m, _) = problem.sizes();
+    let mut moved = problem.clone();
+    let (cameras, points) = (ba::CAMERA * n, 3 * m);
+    if column < cameras {
+        moved.cameras = self::moved(&problem.cameras, column, delta);
+    } else if column < cameras + points {
+        moved.points = self::moved(&problem.points, column - cameras, delta);
+    } else {
+        moved.weights = self::moved(&problem.weights, column - cameras - points, delta);
+    }
+    moved
+}
+
+/// The central difference of every row of the objective along parameter `column`.
+fn ba_column(problem: &ba::Problem, column: usize) -> Vec<f64> {
+    let parameters = [&problem.cameras, &problem.points, &problem.weights];
+    let value = parameters
+        .iter()
+        .flat_map(|t| t.to_vec())
+        .nth(column)
+        .unwrap();
+    let h = 1e-5 * value.abs().max(1.0);
+    let up = ba_rows(&ba_moved(problem, column, h));
+    let down = ba_rows(&ba_moved(problem, column, -h));
+    up.iter()
+        .zip(&down)
+        .map(|(u, d)| (u - d) / (2.0 * h))
+        .collect()
+}
+
+/// The sparse Jacobian as a dense `[rows][columns]` matrix, every entry placed by its row's
+/// offsets and its column.
+fn ba_dense(j: &ba::SparseMatrix, columns: usize) -> Vec<Vec<f64>> {
+    (0..j.rows.len() - 1)
+        .map(|r| {
+            let mut row = vec![0.0; columns];
+            for e in j.rows[r] as usize..j.rows[r + 1] as usize {
+                assert_eq!(
+                    row[j.cols[e] as usize], 0.0,
+                    "row {r}: column {} twice",
+                    j.cols[e]
+                );
+                row[j.cols[e] as usize] = j.vals[e];
+            }
+            row
+        })
+        .collect()
+}
+
+/// Nine observations of four points by three cameras, each observation's camera and point
+/// drawn at random (each camera and point observed), camera 1 with a zero rotation: the
+/// points lie in front of the cameras, so that the projection is smooth around them.
+fn ba_random_problem() -> ba::Problem {
+    let (n, m, p) = (3, 4, 9);
+    let mut cameras = Vec::new();
+    for c in 0..n {
+        let u = Tensor::<f64>::rand_uniform(&[ba::CAMERA], -1.0, 1.0, 100 + c as u64).to_vec();
+        let rotation = if c == 1 { 0.0 } else { 0.4 };
+        cameras.extend(u[..3].iter().map(|r| r * rotation));
+        cameras.extend(&u[3..6]);
+        cameras.push(2.0 + u[6]);
+        cameras.extend(&u[7..9]);
+        cameras.extend([0.1 * u[9], 0.05 * u[10]]);
+    }
+    let points = Tensor::<f64>::rand_uniform(&[m, 3], -1.0, 1.0, 7).to_vec();
+    let points: Vec<f64> = points
+        .chunks(3)
+        .flat_map(|q| [q[0], q[1], 6.0 + q[2]])
+        .collect();
+    // At random, except that the last observations see every camera and every point.
+    let pick = |modulus: usize, seed: u64| -> Vec<usize> {
+        let drawn = Tensor::<f64>::rand_uniform(&[p], 0.0, modulus as f64, seed).to_vec();
+        (0..p)
+            .map(|i| match i.checked_sub(p - modulus) {
+                Some(k) => k,
+                None => (drawn[i] as usize).min(modulus - 1),
+            })
+            .collect()
+    };
+    ba::Problem {
+        cameras: Tensor::from_vec(cameras, &[n, ba::CAMERA]),
+        points: Tensor::from_vec(points, &[m, 3]),
+        weights: Tensor::rand_uniform(&[p], 0.5, 1.5, 8),
+        features: Tensor::rand_uniform(&[p, 2], -1.0, 1.0, 9),
+        camera_of: pick(n, 10),
+        point_of: pick(m, 11),
+    }
+}
+
+/// Every entry of the Jacobian of a small random problem, the zeros too, against central
+/// differences of the objective, computed in chunks of 4 observations (across chunk ends) and
+/// in one; and the rows' layout, GradBench's: 15 entries for each error, then 1 for each
+/// weight error.
+#[test]
+fn ba_jacobian() {
+    let problem = ba_random_problem();
+    let (n, m, p) = problem.sizes();
+    let columns = ba::CAMERA * n + 3 * m + p;
+    let j = ba::jacobian_in_chunks(&problem, 4);
+    assert_eq!(
+        j,
+        ba::jacobian(&problem),
+        "chunks of 4 and of {}",
+        ba::CHUNK
+    );
+    let expected_rows: Vec<u32> = (0..=2 * p)
+        .map(|r| (r * ba::BLOCK) as u32)
+        .chain((1..=p).map(|i| (2 * p * ba::BLOCK + i) as u32))
+        .collect();
+    assert_eq!(j.rows, expected_rows);
+    let dense = ba_dense(&j, columns);
+    let scale = j.vals.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    for column in 0..columns {
+        let fd = ba_column(&problem, column);
+        for (r, (row, fd)) in dense.iter().zip(&fd).enumerate() {
+            assert!(
+                (row[column] - fd).abs() <= 1e-6 * scale + 1e-9,
+                "entry ({r}, {column}): generated {} against finite differences {fd}",
+                row[column]
+            );
+        }
+    }
+    let (chunked, weight_errors) = ba::objective_in_chunks(&problem, 4);
+    assert_eq!((chunked, weight_errors), ba::objective(&problem));
+}
+
+/// The first observation's two rows of the Jacobian on the vector workloads (default sizes
+/// included) against central differences of the objective along its 15 parameters.
+#[test]
+fn ba_first_block_of_the_vector_workloads() {
+    for file in [
+        "ba-small-p10-p12-zero-rotation.json",
+        "ba-default-ba1-ba2.json",
+    ] {
+        for w in vector_file(file)["workloads"].as_array().unwrap() {
+            let (problem, _) = ba::prepare(&w["input"]).unwrap();
+            let (n, m, _) = problem.sizes();
+            let j = ba::jacobian(&problem);
+            let block: Vec<usize> = (0..ba::CAMERA)
+                .chain([ba::CAMERA * n, ba::CAMERA * n + 1, ba::CAMERA * n + 2])
+                .chain([ba::CAMERA * n + 3 * m])
+                .collect();
+            let scale = j.vals[..2 * ba::BLOCK]
+                .iter()
+                .fold(0.0f64, |a, v| a.max(v.abs()));
+            for (k, &column) in block.iter().enumerate() {
+                let fd = ba_column(&problem, column);
+                for (row, fd) in fd[..2].iter().enumerate() {
+                    let generated = j.vals[row * ba::BLOCK + k];
+                    assert_eq!(j.cols[row * ba::BLOCK + k] as usize, column);
+                    assert!(
+                        (generated - fd).abs() <= 1e-6 * scale,
+                        "{file} {}: entry ({row}, {column}): generated {generated} against \
+                         finite differences {fd}",
+                        w["description"],
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// `det`'s gradient at `a` (`ell × ell`) against central differences at `entries`. The
 /// determinant is linear in each entry, so the differences are exact up to rounding.
 fn check_det(at: &str, a: &[f64], ell: usize, entries: &[usize]) {
@@ -286,6 +462,176 @@ fn lstm_gradients() {
         for w in vector_file(file)["workloads"].as_array().unwrap() {
             let (p, _) = lstm::prepare(&w["input"]).unwrap();
             check_lstm(&format!("{file} {}", w["description"]), &p, 4);
+        }
+    }
+}
+
+/// Central differences of the `ht` objective along `moved` (a problem moved by `±h`).
+fn ht_difference(moved: &dyn Fn(f64) -> ht::Problem, h: f64) -> Vec<f64> {
+    let (up, down) = (ht::objective(&moved(h)), ht::objective(&moved(-h)));
+    let (up, down) = (up.to_vec(), down.to_vec());
+    up.iter()
+        .zip(&down)
+        .map(|(u, d)| (u - d) / (2.0 * h))
+        .collect()
+}
+
+/// Every column of the `ht` jacobian, every entry, against central differences of the
+/// objective: along each pose parameter, and (complicated variant) along every point's `u₀`
+/// (or `u₁`) moved at once, which moves each point's residual by its own column entry. Within
+/// `1e-6` of the jacobian's largest entry, plus the differences' rounding error (about
+/// `1e-16 · |p| / h` for points of size `|p|`).
+fn check_ht(at: &str, p: &ht::Problem) {
+    let j = ht::jacobian(p);
+    let n = p.correspondences.len();
+    let pose = j.pose.to_vec();
+    let barycentric: Vec<Vec<f64>> = j.barycentric.iter().map(Tensor::to_vec).collect();
+    assert_eq!(
+        j.pose.shape(),
+        [ht::POSE_PARAMETERS, 3, n],
+        "{at}: pose columns"
+    );
+    assert_eq!(barycentric.len(), if p.us.is_some() { 2 } else { 0 });
+    let all = pose.iter().chain(barycentric.iter().flatten());
+    let scale = all.fold(0.0f64, |m, v| m.max(v.abs()));
+    let size = p.points.to_vec().iter().fold(1.0f64, |m, v| m.max(v.abs()));
+    let close = |what: String, column: &[f64], fd: &[f64], h: f64| {
+        for (i, (c, d)) in column.iter().zip(fd).enumerate() {
+            assert!(
+                (c - d).abs() <= 1e-6 * scale + 1e-14 * size / h,
+                "{at} {what}: entry {i}: generated {c} against finite differences {d}"
+            );
+        }
+    };
+    let theta = p.theta.to_vec();
+    for k in 0..ht::POSE_PARAMETERS {
+        let h = 1e-5 * theta[k].abs().max(1.0);
+        let moved = |delta: f64| {
+            let mut q = p.clone();
+            let mut t = theta.clone();
+            t[k] += delta;
+            q.theta = Tensor::from(t);
+            q
+        };
+        let column = &pose[3 * n * k..3 * n * (k + 1)];
+        close(format!("theta[{k}]"), column, &ht_difference(&moved, h), h);
+    }
+    if let Some(us) = &p.us {
+        for (k, column) in barycentric.iter().enumerate() {
+            let h = 1e-5;
+            let moved = |delta: f64| {
+                let mut q = p.clone();
+                let step = Tensor::<f64>::full(&[1, n], delta).pad(&[(k, 1 - k), (0, 0)], 0.0);
+                q.us = Some(us + step);
+                q
+            };
+            close(format!("u{k}"), column, &ht_difference(&moved, h), h);
+        }
+    }
+}
+
+/// Numbers drawn uniformly from `[lo, hi)`.
+fn uniform(len: usize, lo: f64, hi: f64, seed: u64) -> Vec<f64> {
+    Tensor::rand_uniform(&[len], lo, hi, seed).to_vec()
+}
+
+/// `count` 4×4 affine transforms with random top rows.
+fn affine(count: usize, seed: u64) -> Value {
+    let top = uniform(12 * count, -1.0, 1.0, seed);
+    let matrices: Vec<Vec<Vec<f64>>> = top
+        .chunks(12)
+        .map(|t| {
+            let mut rows: Vec<Vec<f64>> = t.chunks(4).map(<[f64]>::to_vec).collect();
+            rows.push(vec![0.0, 0.0, 0.0, 1.0]);
+            rows
+        })
+        .collect();
+    json!(matrices)
+}
+
+/// A small random `ht` input with GradBench's hand layout (a wrist, five fingers of four
+/// bones, a forearm): 12 vertices, 8 triangles, 7 points.
+fn random_ht(complicated: bool, mirrored: bool, rotation: f64, seed: u64) -> ht::Problem {
+    let (bones, vertices, triangles, n) = (22, 12, 8, 7);
+    let mut parents = vec![-1i64];
+    for _ in 0..5 {
+        let first = parents.len() as i64;
+        parents.extend([0, first, first + 1, first + 2]);
+    }
+    parents.push(0);
+    let positions: Vec<Vec<f64>> = uniform(3 * vertices, -1.0, 1.0, seed + 1)
+        .chunks(3)
+        .map(|p| vec![p[0], p[1], p[2], 1.0])
+        .collect();
+    let weights: Vec<Vec<f64>> = uniform(bones * vertices, -2.0, 1.0, seed + 2)
+        .chunks(bones)
+        .map(|w| w.iter().map(|&x| x.max(0.0)).collect())
+        .collect();
+    let corners: Vec<Vec<usize>> = (0..triangles)
+        .map(|t| vec![t % vertices, (t + 3) % vertices, (t + 7) % vertices])
+        .collect();
+    let bound = if complicated { triangles } else { vertices };
+    let correspondences: Vec<usize> = (0..n).map(|i| (5 * i + 2) % bound).collect();
+    let points: Vec<Vec<f64>> = uniform(3 * n, -1.0, 1.0, seed + 3)
+        .chunks(3)
+        .map(<[f64]>::to_vec)
+        .collect();
+    let us: Vec<Vec<f64>> = if complicated {
+        uniform(2 * n, 0.0, 0.5, seed + 4)
+            .chunks(2)
+            .map(<[f64]>::to_vec)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut theta = uniform(ht::POSE_PARAMETERS, -1.0, 1.0, seed + 5);
+    for t in &mut theta[..3] {
+        *t *= rotation;
+    }
+    let input = json!({
+        "theta": theta,
+        "us": us,
+        "data": {
+            "model": {
+                "bone_count": bones,
+                "bone_names": (0..bones).map(|b| format!("bone{b}")).collect::<Vec<_>>(),
+                "parents": parents,
+                "base_relatives": affine(bones, seed + 6),
+                "inverse_base_absolutes": affine(bones, seed + 7),
+                "base_positions": positions,
+                "weights": weights,
+                "triangles": corners,
+                "is_mirrored": mirrored,
+            },
+            "correspondences": correspondences,
+            "points": points,
+        },
+    });
+    ht::prepare(&input).unwrap().0
+}
+
+#[test]
+fn ht_jacobian() {
+    for (complicated, mirrored, rotation, seed) in [
+        (true, false, 1.0, 10),
+        (true, true, 1.0, 20),
+        (false, false, 1.0, 30),
+        (false, true, 1.0, 40),
+        // A global rotation of norm below 10⁻⁴, taken as the identity on both sides.
+        (true, false, 1e-6, 50),
+    ] {
+        let p = random_ht(complicated, mirrored, rotation, seed);
+        let at = format!("ht complicated={complicated} mirrored={mirrored} rotation={rotation}");
+        check_ht(&at, &p);
+    }
+    for file in [
+        "ht-small-complicated-hand1.json",
+        "ht-small-simple-hand1.json",
+        "ht-default-hand1.json",
+    ] {
+        for w in vector_file(file)["workloads"].as_array().unwrap() {
+            let (p, _) = ht::prepare(&w["input"]).unwrap();
+            check_ht(&format!("{file} {}", w["description"]), &p);
         }
     }
 }

@@ -67,16 +67,20 @@ fn reproduce(file: &str, min_runs: u64) {
         }
         let output = &response["output"];
         assert_gradbench_valid(&numbers_alike(output, &reference, &at), &at);
-        match strict {
-            // gmm's jacobian: each parameter's gradient on its own scale.
-            Value::Object(parts) => {
-                for (key, part) in &parts {
-                    let at = format!("{at}.{key}");
-                    assert_close(&numbers_alike(&output[key], part, &at), RTOL, &at);
-                }
+        assert_strictly_close(output, &strict, &at);
+    }
+}
+
+/// `output` within [`RTOL`] of `strict`, each part of an object (gmm's four gradients, ba's
+/// errors and their count) on its own scale.
+fn assert_strictly_close(output: &Value, strict: &Value, at: &str) {
+    match strict {
+        Value::Object(parts) => {
+            for (key, part) in parts {
+                assert_strictly_close(&output[key], part, &format!("{at}.{key}"));
             }
-            strict => assert_close(&numbers_alike(output, &strict, &at), RTOL, &at),
         }
+        strict => assert_close(&numbers_alike(output, strict, at), RTOL, at),
     }
 }
 
@@ -133,6 +137,77 @@ fn ode_small_where_rk4_and_the_exact_solution_differ() {
 #[test]
 fn ode_default_n1000() {
     reproduce("ode-default-n1000-s1-s10.json", 1);
+}
+
+#[test]
+fn ht_small_complicated() {
+    reproduce("ht-small-complicated-hand1.json", 3);
+}
+
+#[test]
+fn ht_small_simple() {
+    reproduce("ht-small-simple-hand1.json", 3);
+}
+
+#[test]
+fn ht_default_hand1() {
+    reproduce("ht-default-hand1.json", 1);
+}
+
+/// An `ht` input whose fields do not fit is answered with an error naming the field, and the
+/// session goes on.
+#[test]
+fn ht_bad_inputs_name_the_field() {
+    let good = vector_file("ht-small-complicated-hand1.json")["workloads"][0]["input"].clone();
+    let mut cases = Vec::new();
+    let mut short_theta = good.clone();
+    short_theta["theta"].as_array_mut().unwrap().pop();
+    cases.push((short_theta, "theta has 25 entries, expected 26"));
+    let mut short_weights = good.clone();
+    short_weights["data"]["model"]["weights"][3]
+        .as_array_mut()
+        .unwrap()
+        .pop();
+    cases.push((short_weights, "data.model.weights: row 3 has 21 entries"));
+    let mut far_triangle = good.clone();
+    far_triangle["data"]["correspondences"][7] = json!(5000);
+    cases.push((far_triangle, "data.correspondences[7] is 5000"));
+    let mut late_parent = good.clone();
+    late_parent["data"]["model"]["parents"][2] = json!(9);
+    cases.push((late_parent, "data.model.parents[2] is 9"));
+    let mut one_u = good.clone();
+    one_u["us"][4].as_array_mut().unwrap().pop();
+    cases.push((one_u, "us: row 4 has 1 entries, expected 2"));
+    let messages: Vec<String> = cases
+        .iter()
+        .enumerate()
+        .map(|(id, (input, _))| {
+            json!({"id": id, "kind": "evaluate", "module": "ht", "function": "jacobian",
+                   "input": input})
+            .to_string()
+        })
+        .collect();
+    let responses = run_tool(&messages);
+    assert_eq!(responses.len(), cases.len(), "one response per message");
+    for ((_, expected), response) in cases.iter().zip(&responses) {
+        let response: Value = serde_json::from_str(response).unwrap();
+        assert_eq!(response["success"], json!(false), "{response}");
+        let error = response["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("ht: ") && error.contains(expected),
+            "{error}"
+        );
+    }
+}
+
+#[test]
+fn ba_small_with_a_zero_rotation() {
+    reproduce("ba-small-p10-p12-zero-rotation.json", 3);
+}
+
+#[test]
+fn ba_default_ba1_ba2() {
+    reproduce("ba-default-ba1-ba2.json", 1);
 }
 
 #[test]

@@ -145,6 +145,11 @@ pub struct Rules {
     /// One VJP per tensor input, in order (one for a tensor list, called with
     /// [`RuleArg::ListIndex`]).
     pub vjp: &'static [Rule],
+    /// For an op whose VJP is mostly zeros (a slice put back in place): a rule that adds input
+    /// 0's VJP into its adjoint where it is nonzero, called as `name(&mut adjoint, <vjp[0]'s
+    /// arguments>)` in place of `vjp[0]` and a whole-tensor add. A loop that reads one slice a
+    /// step then costs the slice a step in the backward pass, not the whole tensor.
+    pub vjp_into: Option<&'static str>,
 }
 
 /// How a fused region evaluates an elementwise op (`rune-macros`' `fuse` and `emit::fused`).
@@ -437,6 +442,7 @@ macro_rules! unary_defs {
                     name: stringify!($vjp),
                     args: &[RuleArg::Cotangent, __unary_reads!($r)],
                 }],
+                vjp_into: None,
             }),
             reference: $reference,
             batch: Batching::Elementwise,
@@ -504,6 +510,14 @@ mod tests {
                 op.tensor_inputs()
             };
             assert_eq!(rules.vjp.len(), expected, "{}", op.name);
+            if let Some(into) = rules.vjp_into {
+                let name = rules.vjp[0].name;
+                assert!(
+                    into.strip_prefix(name) == Some("_into"),
+                    "{} names {into}",
+                    op.name
+                );
+            }
             let configs = op
                 .params
                 .iter()

@@ -33,7 +33,8 @@ const SPEC: Param = Param::Config(Some("&str"), Keep::Owned);
 /// input), and for an elementwise op `fusion fusion!(..)`.
 macro_rules! op {
     ($name:literal, $form:ident, $kind:ident, [$($param:expr),*], $reference:literal
-     $(, jvp $jvp:literal($($ja:expr),*), vjp [$($vjp:literal($($va:expr),*)),* $(,)?])?
+     $(, jvp $jvp:literal($($ja:expr),*), vjp [$($vjp:literal($($va:expr),*)),* $(,)?]
+       $(, vjp_into $into:literal)?)?
      $(, fusion $fusion:expr)? $(, batch $batch:expr)? $(,)?) => {
         OpDef {
             name: $name,
@@ -43,6 +44,7 @@ macro_rules! op {
             rules: or_none!($(Some(Rules {
                 jvp: Rule { name: $jvp, args: &[$($ja),*] },
                 vjp: &[$(Rule { name: $vjp, args: &[$($va),*] }),*],
+                vjp_into: or_none!($(Some($into))?),
             }))?),
             reference: $reference,
             fusion: or_none!($($fusion)?),
@@ -459,7 +461,7 @@ pub const OTHER: &[OpDef] = &[
         batch Batching::Axis(&[0])),
     op!("shrink", Method, Shape, [RANGES], "shrink",
         jvp "shrink_jvp"(Config(0), Tangent(0)),
-        vjp ["shrink_vjp"(Cotangent, Shape(0), Config(0))],
+        vjp ["shrink_vjp"(Cotangent, Shape(0), Config(0))], vjp_into "shrink_vjp_into",
         batch Batching::Ranges(0)),
     op!("pad", Method, Shape, [RANGES, SCALAR], "pad",
         jvp "pad_jvp"(Config(0), Tangent(0)),

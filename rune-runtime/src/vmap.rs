@@ -247,6 +247,33 @@ pub fn vmap_align(shape: &[usize], batched: bool, others: &[(&[usize], bool)]) -
     aligned
 }
 
+/// The shape of an operand of an elementwise op that a batched function holds as written,
+/// shared by every example (a tensor from a `#[nodiff]` structure's field, a constant made in
+/// the body, a number), for [`vmap_align`] to line the batched operands' examples up with it:
+/// a tensor's own shape, a number's none.
+pub trait VmapOperandShape {
+    /// The operand's shape.
+    fn vmap_operand_shape(&self) -> &[usize];
+}
+
+impl<T> VmapOperandShape for Tensor<T> {
+    fn vmap_operand_shape(&self) -> &[usize] {
+        self.shape()
+    }
+}
+
+impl<T: Element> VmapOperandShape for T {
+    fn vmap_operand_shape(&self) -> &[usize] {
+        &[]
+    }
+}
+
+impl VmapOperandShape for bool {
+    fn vmap_operand_shape(&self) -> &[usize] {
+        &[]
+    }
+}
+
 /// An axis of one example as an axis of the batched value (negative axes count from the end
 /// and stay).
 pub fn vmap_axis(axis: isize, batched: bool) -> isize {

@@ -1,4 +1,4 @@
-//! Times every default workload of the five evals, primal and derivative, through the same
+//! Times every default workload of the six evals, primal and derivative, through the same
 //! timing loop as the tool, on inputs drawn like GradBench's generators (same sizes and
 //! distributions, not the same numbers).
 //!
@@ -13,7 +13,7 @@
 use std::process::ExitCode;
 
 use rune_ad::prelude::*;
-use rune_gradbench::evals::{gmm, kmeans, llsq, lse, ode};
+use rune_gradbench::evals::{ba, gmm, kmeans, llsq, lse, ode};
 use rune_gradbench::timing::{measure, Runs};
 
 /// Times a workload's primal and derivative: the duration of each run of each.
@@ -222,10 +222,57 @@ fn ode_workloads() -> Vec<Workload> {
         .collect()
 }
 
+/// GradBench's default `ba` inputs (its data files ba1 to ba14): their sizes, each with the
+/// camera, point, weight and feature that every one of those files holds.
+fn ba_workloads() -> Vec<Workload> {
+    let sizes = [
+        (49, 7776, 31843),
+        (21, 11315, 36455),
+        (161, 48126, 182072),
+        (372, 47423, 204472),
+        (257, 65132, 225911),
+        (539, 65220, 277273),
+        (93, 61203, 287451),
+        (88, 64298, 383937),
+        (810, 88814, 393775),
+        (1197, 126327, 563734),
+        (1723, 156502, 678718),
+        (253, 163691, 899155),
+        (245, 198739, 1091386),
+        (356, 226730, 1255268),
+    ];
+    sizes
+        .into_iter()
+        .enumerate()
+        .map(|(i, (n, m, p))| {
+            let input = serde_json::json!({
+                "n": n, "m": m, "p": p,
+                "cam": [-0.758453, -1.109613, -0.845551, 34.556073, 39.676747, 53.881673,
+                        419.194514, 5.864426, -8.518870, 0.087812, 0.002739],
+                "x": [7.203245, 0.001144, 3.023326],
+                "w": 0.417022,
+                "feat": [271.760969, 834.209256],
+            });
+            let (problem, _) = ba::prepare(&input).expect("a valid ba input");
+            Workload {
+                eval: "ba",
+                description: format!("ba{}_n{n}_m{m}_p{p}", i + 1),
+                published: false,
+                run: Box::new(move |runs| {
+                    let objective = measure_with_cpu(runs, &problem, ba::objective);
+                    let jacobian = measure_with_cpu(runs, &problem, ba::jacobian);
+                    (objective, jacobian)
+                }),
+            }
+        })
+        .collect()
+}
+
 #[global_allocator]
 static GLOBAL: rune_gradbench::Allocator = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    rune_gradbench::keep_freed_memory();
     let mut evals = Vec::new();
     let mut runs = Runs {
         min_runs: 1,
@@ -251,10 +298,10 @@ fn main() -> ExitCode {
                 }
             }
             "--published" => published_only = true,
-            "lse" | "llsq" | "gmm" | "kmeans" | "ode" => evals.push(arg),
+            "lse" | "llsq" | "gmm" | "kmeans" | "ode" | "ba" => evals.push(arg),
             _ => {
                 eprintln!(
-                    "usage: rune-gradbench-bench [lse|llsq|gmm|kmeans|ode ..] \
+                    "usage: rune-gradbench-bench [lse|llsq|gmm|kmeans|ode|ba ..] \
                      [--min-seconds S] [--min-runs N] [--published]"
                 );
                 return ExitCode::FAILURE;
@@ -262,7 +309,7 @@ fn main() -> ExitCode {
         }
     }
     if evals.is_empty() {
-        evals = ["lse", "llsq", "gmm", "kmeans", "ode"]
+        evals = ["lse", "llsq", "gmm", "kmeans", "ode", "ba"]
             .map(String::from)
             .to_vec();
     }
@@ -276,7 +323,8 @@ fn main() -> ExitCode {
             "llsq" => llsq_workloads(),
             "gmm" => gmm_workloads(),
             "kmeans" => kmeans_workloads(),
-            _ => ode_workloads(),
+            "ode" => ode_workloads(),
+            _ => ba_workloads(),
         };
         for w in workloads.iter().filter(|w| w.published || !published_only) {
             let ((primal, primal_cpu), (derivative, derivative_cpu)) = (w.run)(runs);

@@ -72,11 +72,13 @@ pub fn transposed_factor_indices(k: usize, d: usize) -> Tensor<i64> {
 /// logprior = − Σ_k [ ½ γ² (‖exp(q_k)‖² + ‖l_k‖²) − m Σ_j q[k][j] ]
 /// ```
 ///
-/// plus [`constant_term`]. The residuals `(x_i − μ_k) Q_kᵀ` of all points and components
-/// come from one batched product in homogeneous coordinates, `[x_i, 1] · [Q_kᵀ; −μ_k Q_kᵀ]`
-/// (`[N, D+1] × [K, D+1, D]`): no `[K, N, D]` difference is formed, and since `x` is a
-/// constant the backward pass of that product is a single `[x, 1]ᵀ ḡ`. docs/benchmarks.md
-/// compares it with the direct `x Q_kᵀ − μ_k Q_kᵀ` and with a loop over the components.
+/// plus [`constant_term`]. The residuals `(x_i − μ_k) Q_kᵀ` of each component come from one
+/// product in homogeneous coordinates, `[x_i, 1] · [Q_kᵀ; −μ_k Q_kᵀ]` (`[N, D+1] × [D+1, D]`),
+/// in a loop over the components: no `[K, N, D]` difference or product is formed, only each
+/// component's `[N, D]` residuals and the `[K, N]` squared norms, and since `x` is a constant
+/// the backward pass of each product is a single `[x, 1]ᵀ ḡ`. The components' factors and
+/// means are read with `shrink`, whose gradient the backward pass adds into its component's
+/// rows in place. docs/benchmarks.md compares it with one batched product of all components.
 #[differentiable]
 pub fn objective(
     alpha: &Tensor<f64>,
@@ -94,12 +96,17 @@ pub fn objective(
         .pad(&[(0, 0), (1, 0)], 0.0)
         .gather(1, &transposed_factor_indices(k, d))
         .reshape(&[k, d, d]);
-    let shifts = -mu.expand_dims(1).matmul(&factors_t);
-    let affine = concat(&[&factors_t, &shifts], 1);
     let x_one = x.pad(&[(0, 0), (0, 1)], 1.0);
-    let z = x_one.matmul(&affine);
-    let beta =
-        (alpha + q.sum_axes(&[1], false)).expand_dims(1) - (&z * &z).sum_axes(&[2], false) * 0.5;
+    let mut squared_norms = Vec::with_capacity(k);
+    for j in 0..k {
+        let factor_t = factors_t
+            .shrink(&[(j, j + 1), (0, d), (0, d)])
+            .reshape(&[d, d]);
+        let shift = -mu.shrink(&[(j, j + 1), (0, d)]).matmul(&factor_t);
+        let z = x_one.matmul(&concat(&[&factor_t, &shift], 0));
+        squared_norms.push((&z * &z).sum_axes(&[1], false));
+    }
+    let beta = (alpha + q.sum_axes(&[1], false)).expand_dims(1) - stack(&squared_norms, 0) * 0.5;
     let loglik =
         beta.logsumexp_axes(&[0], false).sum() - alpha.logsumexp_axes(&[0], false) * n as f64;
     let frobenius = (&diagonal * &diagonal).sum() + (l * l).sum();

@@ -6,21 +6,22 @@ use serde_json::Value;
 
 use crate::timing::{measure, Runs};
 
+pub mod ba;
+pub mod det;
 pub mod gmm;
 pub mod hello;
+pub mod ht;
 pub mod kmeans;
 pub mod llsq;
 pub mod lse;
+pub mod lstm;
 pub mod ode;
 pub mod particle;
 pub mod saddle;
 
-pub mod det;
-pub mod lstm;
-
 /// The modules this tool implements, as `define` names them.
 pub const MODULES: &[&str] = &[
-    "hello", "lse", "llsq", "gmm", "kmeans", "ode", "particle", "saddle", "det", "lstm",
+    "hello", "lse", "llsq", "gmm", "kmeans", "ode", "particle", "saddle", "ba", "det", "ht", "lstm",
 ];
 
 /// What an `evaluate` returns: the last run's output and the time of every run.
@@ -46,7 +47,9 @@ pub fn evaluate(module: &str, function: &str, input: &Value) -> Result<Outcome, 
         "ode" => ode::evaluate(function, input),
         "particle" => particle::evaluate(function, input),
         "saddle" => saddle::evaluate(function, input),
+        "ba" => ba::evaluate(function, input),
         "det" => det::evaluate(function, input),
+        "ht" => ht::evaluate(function, input),
         "lstm" => lstm::evaluate(function, input),
         _ => Err(format!("module {module} not implemented")),
     }

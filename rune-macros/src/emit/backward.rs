@@ -5,7 +5,7 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::rule::{rule_call, Hoists, OpCtx, Pass};
+use super::rule::{rule_call, rule_call_into, Hoists, OpCtx, Pass};
 use super::tokens::{declare_before_use, gather_lets, relocate};
 use super::{rt, struct_place, Emitter, Mode};
 use crate::ir::{CallArg, List, Operand, OutputElem, Slot, Stmt, Val};
@@ -62,12 +62,20 @@ impl Emitter<'_> {
                     };
                     let rules = ops::rules(op);
                     let rule = if list { &rules.vjp[0] } else { &rules.vjp[i] };
-                    let call = rule_call(rule, &ctx, Pass::Backward, &|v| self.useful(v));
                     let target = adjoint_ident(*v);
-                    contributions.push(relocate(
-                        quote!(#rt::accumulate(&mut #target, #call);),
-                        *span,
-                    ));
+                    let useful = |v| self.useful(v);
+                    let contribution = match rules.vjp_into {
+                        Some(into) if i == 0 => {
+                            let target = quote!(&mut #target);
+                            let call = rule_call_into(into, rule, &ctx, target, &useful);
+                            quote!(#call;)
+                        }
+                        _ => {
+                            let call = rule_call(rule, &ctx, Pass::Backward, &useful);
+                            quote!(#rt::accumulate(&mut #target, #call);)
+                        }
+                    };
+                    contributions.push(relocate(contribution, *span));
                 }
                 quote! {
                     if let ::core::option::Option::Some(__rune_g) = #adj.take() {

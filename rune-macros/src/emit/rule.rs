@@ -75,7 +75,31 @@ pub(super) fn rule_call(
     pass: Pass,
     useful: &dyn Fn(Val) -> bool,
 ) -> TokenStream {
-    let name = format_ident!("{}", rule.name);
+    call_with(rule.name, None, rule, ctx, pass, useful)
+}
+
+/// The call of an op's `vjp_into` rule `name`, which adds the VJP `rule` would return into
+/// `adjoint` (`&mut __rune_aN`), on `rule`'s arguments.
+pub(super) fn rule_call_into(
+    name: &str,
+    rule: &Rule,
+    ctx: &OpCtx,
+    adjoint: TokenStream,
+    useful: &dyn Fn(Val) -> bool,
+) -> TokenStream {
+    call_with(name, Some(adjoint), rule, ctx, Pass::Backward, useful)
+}
+
+/// The call of runtime rule `name` on `rule`'s arguments, after `first` when given.
+fn call_with(
+    name: &str,
+    first: Option<TokenStream>,
+    rule: &Rule,
+    ctx: &OpCtx,
+    pass: Pass,
+    useful: &dyn Fn(Val) -> bool,
+) -> TokenStream {
+    let name = format_ident!("{}", name);
     let rt = rt();
     let list_tokens = || -> Vec<TokenStream> {
         ctx.inputs
@@ -199,7 +223,8 @@ pub(super) fn rule_call(
         }
         _ => quote!(),
     };
-    quote!(#rt::rules::#name #generics (#(#args),*))
+    let first = first.into_iter();
+    quote!(#rt::rules::#name #generics (#(#first,)* #(#args),*))
 }
 
 /// The forward op as the user wrote it, on the generated locals.

@@ -449,17 +449,51 @@ impl Batcher<'_> {
         let (r, rf) = self.expr(right);
         match (lf, rf) {
             (Some(lf), Some(rf)) => {
-                let aligned = self.align(vec![(l, lf.clone()), (r, rf.clone())]);
+                let aligned = self.align(vec![(l, lf.clone()), (r, rf.clone())], &[]);
                 let (a, b) = (&aligned[0], &aligned[1]);
                 (quote!((&#a #op &#b)), Some(either(&[lf, rf])))
+            }
+            // One operand batched, the other held as written: a tensor of more axes than the
+            // batched operand's examples (a `#[nodiff]` structure's field) must line up with
+            // them; a literal is a number.
+            (Some(lf), None) if !is_literal(&r) => {
+                let (local, shape) = self.shared_operand(r);
+                let aligned = self.align(vec![(l, lf.clone())], &[shape]);
+                let a = &aligned[0];
+                (quote!((&#a #op #local)), Some(lf))
+            }
+            (None, Some(rf)) if !is_literal(&l) => {
+                let (local, shape) = self.shared_operand(l);
+                let aligned = self.align(vec![(r, rf.clone())], &[shape]);
+                let b = &aligned[0];
+                (quote!((#local #op &#b)), Some(rf))
             }
             (lf, rf) => (quote!((#l #op #r)), lf.or(rf)),
         }
     }
 
-    /// Tensor operands of one elementwise op, each reshaped so that NumPy's broadcasting
-    /// lines up the examples: the variables holding them.
-    pub(super) fn align(&mut self, operands: Vec<(TokenStream, TokenStream)>) -> Vec<syn::Ident> {
+    /// An operand held as written (shared by every example) in a local of the type written,
+    /// and the expression of its shape at run time (a number's is none).
+    pub(super) fn shared_operand(&mut self, operand: TokenStream) -> (syn::Ident, TokenStream) {
+        let local = self.temp();
+        self.pending.push(quote!(let #local = #operand;));
+        let rt = quote!(::rune_ad::__private);
+        let shape = quote!({
+            use #rt::VmapOperandShape as _;
+            #local.vmap_operand_shape()
+        });
+        (local, shape)
+    }
+
+    /// The batched operands of an elementwise op (tokens, flag), each reshaped so that NumPy's
+    /// broadcasting lines up its examples with the others' and with the `shared` operands'
+    /// shapes (operands held as written, the same for every example): the variables holding
+    /// them.
+    pub(super) fn align(
+        &mut self,
+        operands: Vec<(TokenStream, TokenStream)>,
+        shared: &[TokenStream],
+    ) -> Vec<syn::Ident> {
         let placed: Vec<_> = operands
             .into_iter()
             .map(|(t, f)| self.place(t, f))
@@ -471,7 +505,8 @@ impl Batcher<'_> {
                 .iter()
                 .enumerate()
                 .filter(|(j, _)| *j != k)
-                .map(|(_, (n, f))| quote!((#n.shape(), #f)));
+                .map(|(_, (n, f))| quote!((#n.shape(), #f)))
+                .chain(shared.iter().map(|s| quote!((#s, false))));
             let a = self.temp();
             self.pending.push(quote! {
                 let #a = #name.reshape(&#rt::vmap_align(#name.shape(), #f, &[#(#others),*]));
@@ -620,5 +655,22 @@ fn strip_ref(tokens: &TokenStream) -> TokenStream {
             it.collect()
         }
         _ => tokens.clone(),
+    }
+}
+
+/// Whether an operand is a literal (`2.0`, `-1.0`, `&0.5`), whose type its use decides.
+pub(super) fn is_literal(tokens: &TokenStream) -> bool {
+    let mut e = match syn::parse2::<syn::Expr>(tokens.clone()) {
+        Ok(e) => e,
+        Err(_) => return false,
+    };
+    loop {
+        e = match e {
+            syn::Expr::Lit(_) => return true,
+            syn::Expr::Reference(r) => *r.expr,
+            syn::Expr::Paren(p) => *p.expr,
+            syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => *u.expr,
+            _ => return false,
+        }
     }
 }

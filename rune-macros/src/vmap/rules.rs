@@ -4,7 +4,7 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
-use super::body::{either, Batcher, Rewritten};
+use super::body::{either, is_literal, Batcher, Rewritten};
 use crate::ops::{Form, Param};
 use rune_ops::Batching;
 
@@ -83,7 +83,27 @@ impl Batcher<'_> {
                 let tensor_at: Vec<usize> = (0..operands.len())
                     .filter(|&k| operands[k].1.is_some())
                     .collect();
-                if tensor_at.len() >= 2 {
+                // Operands held as written, shared by every example: a tensor among them (a
+                // `#[nodiff]` structure's field, a constant of the body) may have more axes
+                // than a batched operand's examples, which must then line up with it. Held in
+                // a local of the type written, whose shape (a number's is none) is read at run
+                // time. A literal is a number and stays where it is.
+                let mut shared = Vec::new();
+                for k in 0..operands.len() {
+                    if operands[k].1.is_none() && !is_literal(&operands[k].0) {
+                        // A receiver is read through a reference, as the method call would.
+                        let operand = &operands[k].0;
+                        let operand = if k == 0 && method {
+                            quote!(&(#operand))
+                        } else {
+                            operand.clone()
+                        };
+                        let (local, shape) = self.shared_operand(operand);
+                        shared.push(shape);
+                        tokens[k] = quote!(#local);
+                    }
+                }
+                if !tensor_at.is_empty() && tensor_at.len() + shared.len() >= 2 {
                     let aligned = self.align(
                         tensor_at
                             .iter()
@@ -94,6 +114,7 @@ impl Batcher<'_> {
                                 )
                             })
                             .collect(),
+                        &shared,
                     );
                     for (k, a) in tensor_at.iter().zip(aligned) {
                         tokens[*k] = if *k == 0 && method {

@@ -300,6 +300,8 @@ pub(super) struct Sink<T> {
     pub(super) stack: usize,
     /// Elements added into `wide` since it was last folded.
     pub(super) pending: usize,
+    /// How far into `wide` those elements reach: the rows a fold adds and clears.
+    pub(super) touched: usize,
 }
 
 impl<T: Element> Sink<T> {
@@ -314,6 +316,7 @@ impl<T: Element> Sink<T> {
             at: start,
             stack: start / (r * c),
             pending: 0,
+            touched: 0,
         }
     }
 
@@ -335,6 +338,7 @@ impl<T: Element> Sink<T> {
                 for (w, &v) in self.wide[p..p + m].iter_mut().zip(&rest[..m]) {
                     *w += v;
                 }
+                self.touched = self.touched.max(p + m);
                 rest = &rest[m..];
                 p = 0;
             }
@@ -354,13 +358,22 @@ impl<T: Element> Sink<T> {
         }
         let c = self.c;
         let sums = &mut self.acc[self.stack * c..(self.stack + 1) * c];
-        for row in self.wide.chunks_exact(c) {
-            for (s, &v) in sums.iter_mut().zip(row) {
-                *s += v;
+        // Only the rows written since the last fold: a region shorter than a block (a small
+        // tensor's sum) folds its length, not the block's.
+        let wide = &mut self.wide[..self.touched.div_ceil(c) * c];
+        if let [sum] = sums {
+            // One sum, kept in a register: the same additions in the same order.
+            *sum = wide.iter().fold(*sum, |s, &v| s + v);
+        } else {
+            for row in wide.chunks_exact(c) {
+                for (s, &v) in sums.iter_mut().zip(row) {
+                    *s += v;
+                }
             }
         }
-        self.wide.fill(T::zero());
+        wide.fill(T::zero());
         self.pending = 0;
+        self.touched = 0;
     }
 
     /// The sums.

@@ -113,6 +113,19 @@ impl<T: Clone> Tensor<T> {
         checked_size::<T>("pad", &padded, || {
             format!("padding {ranges:?} of shape {shape:?}")
         })?;
+        // Padding of the first axis alone around row-major elements is three runs: written
+        // once each, where filling everything first writes the inside twice.
+        let first_axis_only = ranges.iter().skip(1).all(|&r| r == (0, 0));
+        if let (true, Some(data), Some(&(before, after))) =
+            (first_axis_only, self.as_slice(), ranges.first())
+        {
+            let row: usize = shape[1..].iter().product();
+            let mut out = Vec::with_capacity(padded.iter().product());
+            out.resize(before * row, fill.clone());
+            out.extend_from_slice(data);
+            out.resize(out.len() + after * row, fill);
+            return Ok(Tensor::from_parts(out, &padded));
+        }
         let mut out = ArrayD::from_elem(IxDyn(&padded), fill);
         out.slice_each_axis_mut(|ad| {
             let i = ad.axis.index();
@@ -390,6 +403,48 @@ pub mod rules {
         }
         let pads: Vec<(usize, usize)> = ranges.iter().zip(x_shape).map(pad).collect();
         g.pad(&pads, T::zero())
+    }
+
+    /// [`shrink_vjp`] added into `x`'s adjoint: into the slice `ranges` of it, in place, when
+    /// the adjoint has its own elements (copied first when shared), so that a loop reading one
+    /// slice a step costs the slice a step in the backward pass, not the whole of `x` and an
+    /// allocation. A first contribution, or a small (inline) adjoint, is padded as before.
+    pub fn shrink_vjp_into<T: Element>(
+        adjoint: &mut Option<Tensor<T>>,
+        g: &Tensor<T>,
+        x_shape: &[usize],
+        ranges: &[(usize, usize)],
+    ) {
+        match adjoint {
+            Some(a) if !a.is_inline() && a.shape() == x_shape => {
+                // A cut of the first axis alone is one run of the row-major elements.
+                let first_axis_only = ranges
+                    .iter()
+                    .zip(x_shape)
+                    .skip(1)
+                    .all(|(&(start, end), &len)| start == 0 && end == len);
+                if let (true, Some(g), Some(&(start, end))) =
+                    (first_axis_only, g.as_slice(), ranges.first())
+                {
+                    let row: usize = x_shape[1..].iter().product();
+                    if let Some(data) = a.unique_slice_mut() {
+                        let run = &mut data[start * row..end * row];
+                        for (a, &b) in run.iter_mut().zip(g) {
+                            *a += b;
+                        }
+                        return;
+                    }
+                }
+                let g = g.view();
+                let data = a.data_mut();
+                let mut part = data.slice_each_axis_mut(|ad| {
+                    let (start, end) = ranges[ad.axis.index()];
+                    Slice::from(start..end)
+                });
+                part.zip_mut_with(&g, |a, &b| *a += b);
+            }
+            _ => crate::slots::accumulate(adjoint, shrink_vjp(g, x_shape, ranges)),
+        }
     }
 
     /// JVP of `x.pad(ranges, fill)` (the fill is a constant: the tangent is padded with zeros).

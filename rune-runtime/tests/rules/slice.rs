@@ -42,10 +42,16 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
     }
 
     let fill = T::from_f64(0.5);
-    let pads: [(Tensor<T>, Ranges); 3] = [
+    let pads: [(Tensor<T>, Ranges); 5] = [
         (x34.clone(), &[(1, 0), (2, 1)]),
         (x234.clone(), &[(0, 0), (1, 1), (0, 3)]),
         (uniform::<T>(&[], -2.0, 2.0, 2002), &[]),
+        // The first axis alone (written as three runs), and a slice of a longer vector.
+        (x234.clone(), &[(1, 2), (0, 0), (0, 0)]),
+        (
+            uniform::<T>(&[9], -2.0, 2.0, 2003).shrink(&[(0, 8)]),
+            &[(1, 0)],
+        ),
     ];
     for (x, ranges) in pads {
         cases.push(Case::new(
@@ -123,6 +129,15 @@ fn shrink_pad_flip_values() {
         &[3.0, 2.0, 1.0, 0.0],
         0.0,
     );
+    // Rows added before and after, around a view that starts inside its buffer.
+    assert_close(
+        &x.shrink(&[(1, 2), (0, 4)]).pad(&[(1, 2), (0, 0)], -1.0),
+        &[
+            -1.0, -1.0, -1.0, -1.0, 4.0, 5.0, 6.0, 7.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0,
+            -1.0,
+        ],
+        0.0,
+    );
     // The cotangent of `pad` is the middle part; that of `shrink` is padded back with zeros.
     let g = Tensor::<f64>::arange(9).reshape(&[3, 3]);
     assert_close(&pad_vjp(&g, &[(1, 1), (2, 0)]), &[5.0], 0.0);
@@ -131,6 +146,59 @@ fn shrink_pad_flip_values() {
         &[0.0, 0.0, 0.0, 7.0, 0.0, 0.0],
         0.0,
     );
+}
+
+/// `shrink_vjp_into` adds what `shrink_vjp` returns, for a first contribution, an adjoint of
+/// its own (written in place), an adjoint sharing its elements with another tensor (which must
+/// not change) and a small one held inline.
+fn shrink_vjp_into_adds_the_padded_cotangent<T: Element>() {
+    // A block inside, and whole rows (one run of the elements).
+    for (ranges, g_shape) in [(&[(1, 3), (2, 4)], [2, 2]), (&[(1, 3), (0, 4)], [2, 4])] {
+        shrink_vjp_into_adds_the_padded_cotangent_at::<T>(ranges, &g_shape);
+    }
+}
+
+fn shrink_vjp_into_adds_the_padded_cotangent_at<T: Element>(ranges: Ranges, g_shape: &[usize]) {
+    let x_shape = [3, 4];
+    let g = uniform::<T>(g_shape, -1.0, 1.0, 2010);
+    let padded = shrink_vjp(&g, &x_shape, ranges);
+    let mut first = None;
+    shrink_vjp_into(&mut first, &g, &x_shape, ranges);
+    assert_eq!(first.unwrap().to_vec(), padded.to_vec());
+
+    let a = uniform::<T>(&x_shape, -1.0, 1.0, 2011);
+    let want: Vec<f64> = (a.clone() + &padded)
+        .to_vec()
+        .iter()
+        .map(|v| v.to_real())
+        .collect();
+    let mut own = Some(a.clone() + T::zero());
+    shrink_vjp_into(&mut own, &g, &x_shape, ranges);
+    assert_close(&own.unwrap(), &want, 0.0);
+
+    let before = a.to_vec();
+    let mut shared = Some(a.clone());
+    shrink_vjp_into(&mut shared, &g, &x_shape, ranges);
+    assert_close(&shared.unwrap(), &want, 0.0);
+    assert_eq!(
+        a.to_vec(),
+        before,
+        "the tensor sharing the adjoint's elements changed"
+    );
+
+    let small = uniform::<T>(&[3], -1.0, 1.0, 2012);
+    let g1 = uniform::<T>(&[1], -1.0, 1.0, 2013);
+    let mut inline = Some(small.clone());
+    shrink_vjp_into(&mut inline, &g1, &[3], &[(1, 2)]);
+    let s: Vec<f64> = small.to_vec().iter().map(|v| v.to_real()).collect();
+    let d = g1.to_vec()[0].to_real();
+    assert_close(&inline.unwrap(), &[s[0], s[1] + d, s[2]], 0.0);
+}
+
+#[test]
+fn shrink_vjp_into_adds_in_place_what_shrink_vjp_returns() {
+    shrink_vjp_into_adds_the_padded_cotangent::<f64>();
+    shrink_vjp_into_adds_the_padded_cotangent::<f32>();
 }
 
 #[test]
