@@ -182,7 +182,8 @@ struct Frame {
 /// frame, by an operator, a method and `where_cond`.
 #[differentiable(vmap)]
 fn scaled_frame(theta: &Tensor<f64>, #[nodiff] frame: &Frame) -> Tensor<f64> {
-    let cos = (theta * theta).sum().sqrt().cos();
+    let power = 2;
+    let cos = (theta * theta).sum().sqrt().cos().powi(power - 1);
     let eye = Tensor::<f64>::eye(3);
     let turned = &frame.axes * &cos + &eye * (&cos * 2.0);
     let shifted = frame.bias.maximum(&cos);

@@ -88,9 +88,16 @@ impl Batcher<'_> {
                 // than a batched operand's examples, which must then line up with it. Held in
                 // a local of the type written, whose shape (a number's is none) is read at run
                 // time. A literal is a number and stays where it is.
+                // Only a tensor's place (the receiver, a `Param::Tensor` argument) can hold
+                // one; configuration (`powi`'s exponent, `clamp`'s bounds) stays as written.
+                let tensor_place = |k: usize| match (method, k) {
+                    (true, 0) => true,
+                    (true, k) => op.params.get(k - 1) == Some(&Param::Tensor),
+                    (false, k) => op.params.get(k) == Some(&Param::Tensor),
+                };
                 let mut shared = Vec::new();
                 for k in 0..operands.len() {
-                    if operands[k].1.is_none() && !is_literal(&operands[k].0) {
+                    if operands[k].1.is_none() && tensor_place(k) && !is_literal(&operands[k].0) {
                         // A receiver is read through a reference, as the method call would.
                         let operand = &operands[k].0;
                         let operand = if k == 0 && method {
