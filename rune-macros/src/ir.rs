@@ -488,6 +488,10 @@ pub struct Body {
     pub output_slots: Vec<Slot>,
     /// Tainted output constants, for the concretization error.
     pub output_taint: Option<Taint>,
+    /// Results of calls bound to `_` (`let (_, gx) = critic_grad(c, x);`): never read, so they
+    /// stay as the callee returns them (a structure's gradient, too) and their cotangent is a
+    /// zero made from them (`rune_runtime::Discarded`).
+    pub discarded: std::collections::BTreeSet<Val>,
 }
 
 /// The aux value.

@@ -384,6 +384,10 @@ pub fn arg<X, A: ArgFrom<X>>(x: X) -> A {
 
 /// A callee's value or tangent as the tensor the caller works with: a tensor, or a number
 /// returned by a function of numbers.
+#[diagnostic::on_unimplemented(
+    message = "a differentiated function reads a call's results only as tensors and numbers: `{Self}` is kept only when bound to `_` (`let (_, gx) = critic_grad(&model, &x);`)",
+    label = "returns a `{Self}` that the body binds to a name"
+)]
 pub trait IntoTensor<T> {
     /// The value as a tensor.
     fn into_tensor(self) -> Tensor<T>;
@@ -513,6 +517,109 @@ pub fn accumulate_slot<T: Element, S: GradSlot<T>>(adjoint: &mut Option<Tensor<T
 #[inline]
 pub fn adjoint_or_zeros<T: Element>(adjoint: Option<Tensor<T>>, shape: &[usize]) -> Tensor<T> {
     adjoint.unwrap_or_else(|| Tensor::zeros(shape))
+}
+
+/// A callee's result that the caller binds to `_` (`let (_, gx) = critic_grad(&model, &x);`):
+/// kept as the callee returns it, a structure's gradient too, and given a zero cotangent of its
+/// own shape and type in the backward pass.
+#[diagnostic::on_unimplemented(
+    message = "a result bound to `_` must be a tensor, a number or a `Differentiable` structure"
+)]
+pub trait Discarded {
+    /// The cotangent the callee's pullback takes for it (by reference).
+    type Cotangent;
+    /// Zeros shaped like `self`.
+    fn zero_cotangent(&self) -> Self::Cotangent;
+}
+
+impl<D: crate::Differentiable> Discarded for D {
+    type Cotangent = D;
+    #[inline]
+    fn zero_cotangent(&self) -> D {
+        self.zeros_like()
+    }
+}
+
+macro_rules! discarded_numbers {
+    ($($t:ty),*) => {$(
+        impl Discarded for $t {
+            type Cotangent = $t;
+            #[inline]
+            fn zero_cotangent(&self) -> $t {
+                0.0
+            }
+        }
+    )*};
+}
+discarded_numbers!(f32, f64);
+
+impl<T: Element> Discarded for crate::Dual<T> {
+    type Cotangent = Self;
+    #[inline]
+    fn zero_cotangent(&self) -> Self {
+        num_traits::Zero::zero()
+    }
+}
+
+/// What the forward pass keeps of a discarded tensor: its shape (see [`DiscardedResult`]).
+#[derive(Clone, Debug)]
+pub struct DiscardedTensor<T> {
+    shape: SavedShape,
+    elem: std::marker::PhantomData<T>,
+}
+
+impl<T: Element> Discarded for DiscardedTensor<T> {
+    type Cotangent = Tensor<T>;
+    #[inline]
+    fn zero_cotangent(&self) -> Tensor<T> {
+        Tensor::zeros(&self.shape)
+    }
+}
+
+/// A discarded result on its way to the saved residuals: `(&DiscardedResult(&r)).save()` keeps
+/// a tensor's shape ([`SaveDiscardedTensor`], chosen first by method resolution) and anything
+/// else whole ([`SaveDiscarded`]; a structure's leaves share their buffers).
+pub struct DiscardedResult<'a, R>(pub &'a R);
+
+/// Saving a discarded tensor: its shape.
+pub trait SaveDiscardedTensor {
+    /// What is saved.
+    type Saved;
+    /// Saves it.
+    fn save(&self) -> Self::Saved;
+}
+
+impl<T> SaveDiscardedTensor for DiscardedResult<'_, Tensor<T>> {
+    type Saved = DiscardedTensor<T>;
+    #[inline]
+    fn save(&self) -> DiscardedTensor<T> {
+        DiscardedTensor {
+            shape: shape_of(self.0),
+            elem: std::marker::PhantomData,
+        }
+    }
+}
+
+/// Saving any other discarded result: a copy.
+pub trait SaveDiscarded {
+    /// What is saved.
+    type Saved;
+    /// Saves it.
+    fn save(&self) -> Self::Saved;
+}
+
+impl<R: Discarded + Clone> SaveDiscarded for &DiscardedResult<'_, R> {
+    type Saved = R;
+    #[inline]
+    fn save(&self) -> R {
+        self.0.clone()
+    }
+}
+
+/// [`Discarded::zero_cotangent`] as a function.
+#[inline]
+pub fn discarded_cotangent<D: Discarded>(result: &D) -> D::Cotangent {
+    result.zero_cotangent()
 }
 
 /// The tangent slot of a parameter that is not differentiated: only [`NoTangent`] fits, so

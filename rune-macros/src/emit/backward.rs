@@ -93,6 +93,9 @@ impl Emitter<'_> {
                     .map(|o| {
                         let adj = adjoint_ident(*o);
                         let s = shape_ident(*o);
+                        if self.body.discarded.contains(o) {
+                            return quote!(&#rt::discarded_cotangent(&#s));
+                        }
                         let adjoint = if self.useful(*o) {
                             quote!(#adj.take())
                         } else {

@@ -189,6 +189,14 @@ pub(super) fn bind_outs(outs: &[Val], tuple: bool) -> TokenStream {
 }
 
 impl Emitter<'_> {
+    /// A call's results the body reads: all but those bound to `_`, which stay as the callee
+    /// returns them.
+    pub(super) fn read_outs<'o>(&'o self, outs: &'o [Val]) -> impl Iterator<Item = Val> + 'o {
+        outs.iter()
+            .copied()
+            .filter(|o| !self.body.discarded.contains(o))
+    }
+
     /// Whether a call is this function calling itself: `f(..)` in a free function,
     /// `Self::f(..)` or `self.f(..)` in an `impl` block.
     pub(super) fn is_recursive(&self, callee: &Callee, args: &[CallArg]) -> bool {
@@ -255,7 +263,8 @@ impl Emitter<'_> {
                                 "`{name}` is differentiated when `{base}` has `{base}_hvp`, which its \
                                  rules run: mark `{base}` `#[differentiable(hvp)]`, or write it \
                                  generic over its element type (`<T: Element>`); its parameters \
-                                 must be tensors and numbers"
+                                 must be tensors, numbers and structures deriving \
+                                 `Differentiable` (generic over the element type)"
                             )
                         }
                         Some(base) => format!(

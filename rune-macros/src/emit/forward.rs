@@ -224,7 +224,7 @@ impl Emitter<'_> {
                         } else {
                             quote!(let (#bound, #pb) = #call #question;)
                         };
-                        let values: Vec<Ident> = outs.iter().map(|v| val_ident(*v)).collect();
+                        let values: Vec<Ident> = self.read_outs(outs).map(val_ident).collect();
                         let values = self.carrier().call_results(&values);
                         relocate(quote!(#call #values), *span)
                     }
@@ -256,10 +256,13 @@ impl Emitter<'_> {
                         } else {
                             tangents[0].to_token_stream()
                         };
-                        let values: Vec<Ident> = outs.iter().map(|v| val_ident(*v)).collect();
+                        let read: Vec<Val> = self.read_outs(outs).collect();
+                        let values: Vec<Ident> = read.iter().map(|v| val_ident(*v)).collect();
+                        let read_tangents: Vec<Ident> =
+                            read.iter().map(|v| tangent_ident(*v)).collect();
                         let (values, tangents) = (
                             self.carrier().call_results(&values),
-                            self.carrier().call_results(&tangents),
+                            self.carrier().call_results(&read_tangents),
                         );
                         relocate(
                             quote!(let (#bound, #tbound) = #call #question; #values #tangents),

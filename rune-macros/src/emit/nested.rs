@@ -65,11 +65,15 @@ pub fn grad_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<T
         })
         .collect();
     let rt = rt();
+    // What `g_hvp` needs of a structure parameter, carried by each entry point (as by
+    // `g_hvp`), so that a structure `g_hvp` cannot seed fails at a call, not at `g`.
+    let bounds = api.hvp_bounds();
     let mut generated = no_items();
     for entry in EntryPoint::ALL {
-        let Some(decl) = grad_api.declare(entry) else {
+        let Some(mut decl) = grad_api.declare(entry) else {
             continue;
         };
+        decl.bounds.extend(bounds.iter().cloned());
         let body = match entry {
             EntryPoint::Fwd => {
                 // The pullback owns copies of the arguments (tensors share their buffers).
@@ -167,10 +171,10 @@ fn borrowed(p: &Param) -> bool {
     matches!(p.ty, syn::Type::Reference(_))
 }
 
-/// Whether the pullback can own a copy of the parameter: a tensor, or a number, `bool` or
-/// `usize` (by value or by reference).
+/// Whether the pullback can own a copy of the parameter: a tensor, a differentiated structure
+/// (its leaves share their buffers), or a number, `bool` or `usize` (by value or by reference).
 fn ownable(p: &Param) -> bool {
-    if p.active.as_ref().is_some_and(|a| !a.structure && !a.scalar) {
+    if p.active.as_ref().is_some_and(|a| !a.scalar) {
         return true;
     }
     let inner = match &p.ty {
@@ -664,7 +668,9 @@ fn direction(p: &Param, i: usize, numbers: bool) -> TokenStream {
         Some(Passing::Owned) => quote!(&#ident),
         _ => quote!(#ident),
     };
-    if numbers {
+    if p.active.as_ref().is_some_and(|a| a.structure) {
+        quote!(#rt::StructTangentSlot::tangent_or_zeros(#slot, #primal))
+    } else if numbers {
         quote!(#rt::TangentSlot::number_tangent(#slot))
     } else {
         quote!(#rt::TangentSlot::tangent_or_zeros(#slot, #primal))

@@ -185,6 +185,15 @@ impl Emitter<'_> {
         let rt = rt();
         match saved {
             Saved::Value(v) => self.carrier().value(*v),
+            // Of a call's result bound to `_`, what its zero cotangent is made from: a
+            // tensor's shape, anything else (a structure) whole.
+            Saved::Shape(v) if self.body.discarded.contains(v) => {
+                let v = crate::names::val_ident(*v);
+                quote!({
+                    use #rt::{SaveDiscarded as _, SaveDiscardedTensor as _};
+                    (&#rt::DiscardedResult(&#v)).save()
+                })
+            }
             Saved::Shape(v) => self.carrier().shape(*v),
             Saved::ConstResidual(c) | Saved::Config(c) => {
                 let c = const_ident(*c);

@@ -296,6 +296,7 @@ impl Lowerer<'_> {
             ));
         }
         let outs: Vec<Val> = (0..n).map(|_| self.new_val()).collect();
+        self.call_outs.extend(&outs);
         if n == 1 {
             let name = callee.name().to_string();
             self.call_values.push((outs[0], name));

@@ -159,6 +159,9 @@ struct Lowerer<'e> {
     /// The values of calls of differentiable functions taken as one value, and the callee's
     /// name: indexing one is a function returning an array read without a pattern.
     call_values: Vec<(Val, String)>,
+    /// Results of calls bound to `_` ([`Body::discarded`]).
+    call_outs: std::collections::BTreeSet<Val>,
+    discarded: std::collections::BTreeSet<Val>,
     /// Local lists made as arrays of a number (`[0.0; n]`), which constant code reads as
     /// numbers (`rune_runtime::list_numbers`).
     number_lists: Vec<List>,
@@ -199,6 +202,8 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         windows: Vec::new(),
         number_lists: Vec::new(),
         call_values: Vec::new(),
+        call_outs: Default::default(),
+        discarded: Default::default(),
         binds: 0,
         generations: HashMap::new(),
         items: Vec::new(),
@@ -341,6 +346,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         lists: l.lists,
         output_slots: l.optional_slots,
         output_taint,
+        discarded: l.discarded,
     }
 }
 

@@ -182,6 +182,9 @@ impl Lowerer<'_> {
         match (pat, item) {
             (Pat::Type(pt), item) => self.bind_item(&pt.pat, item),
             (Pat::Paren(p), item) => self.bind_item(&p.pat, item),
+            (Pat::Wild(_), Item::Value(Lowered::Val(v), _)) if self.call_outs.contains(&v) => {
+                self.discarded.insert(v);
+            }
             (Pat::Wild(_), _) => {}
             (Pat::Ident(pi), Item::Value(Lowered::Val(v), true))
                 if pi.by_ref.is_none() && pi.subpat.is_none() && pi.mutability.is_none() =>
