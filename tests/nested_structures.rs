@@ -2,9 +2,10 @@
 //! critic written as users write models (layers in a `Vec`, each with a `forward` method, a loop
 //! over them), whose gradient penalty `(‖∇ₓ critic(x̂)‖ − 1)²` is differentiated with respect to
 //! the model: a mixed second derivative, from `critic_grad(&model, &x)` with the model's own
-//! gradient bound to `_`. Checked in every variant against finite differences and the
-//! dot-product test, against the derivative written out by hand for one layer, in `f32` against
-//! `f64`, and to third order (`f_hvp` of the loss) against differences of its gradient.
+//! gradient bound to `_`; and the same as methods of the model, `self.score_grad(x)` inside
+//! `self.loss(..)`. Checked in every variant against finite differences and the dot-product
+//! test, against the derivative written out by hand for one layer, in `f32` against `f64`, and
+//! to third order (`f_hvp` of the loss) against differences of its gradient.
 
 mod support;
 
@@ -214,5 +215,86 @@ fn the_penalty_hessian_times_a_direction_is_the_derivative_of_its_gradient() {
             (h - fd).abs() < 1e-6 * fd.abs().max(1.0),
             "element {i}: {h} against {fd}"
         );
+    }
+}
+
+/// The critic as methods of the model: `#[differentiable]` on the generic `impl` block gives each
+/// method `_hvp`, so `self.score_grad(x)` is differentiated inside `self.loss(..)`.
+#[differentiable]
+impl<T: Element> Critic<T> {
+    fn score(&self, x: &Tensor<T>) -> Tensor<T> {
+        let mut h = x.clone();
+        for layer in &self.layers {
+            h = layer.forward(&h);
+        }
+        h.matmul(&self.head).sum()
+    }
+
+    fn loss(
+        &self,
+        #[nodiff] real: &Tensor<T>,
+        #[nodiff] fake: &Tensor<T>,
+        #[nodiff] mix: &Tensor<T>,
+    ) -> Tensor<T> {
+        let n = T::from_f64(real.shape()[0] as f64);
+        let (_, gx) = self.score_grad(mix);
+        let norms = (gx.square().sum_axes(&[1], false) + T::from_f64(1e-12)).sqrt();
+        let gp = (norms - T::from_f64(1.0)).square().mean();
+        (self.score(fake) - self.score(real)) / n + gp * T::from_f64(10.0)
+    }
+}
+
+#[test]
+fn a_gradient_penalty_as_methods_of_the_model() {
+    let m = model(&[3, 4, 4], 40);
+    let real = Tensor::rand_normal(&[5, 3], 0.0, 1.0, 41);
+    let fake = Tensor::rand_normal(&[5, 3], 0.5, 1.0, 42);
+    let mix = (&real + &fake) * 0.5;
+    check_variants!(
+        Critic::loss,
+        Critic::loss_value_and_grad,
+        Critic::loss_grad,
+        Critic::loss_vjp,
+        Critic::loss_jvp,
+        Critic::loss_pullback;
+        [m];
+        (&m, &real, &fake, &mix)
+    );
+    // The methods compute what the free functions do.
+    let by_method = flat(&m.loss_grad(&real, &fake, &mix));
+    let by_function = flat(&critic_loss_grad(&m, &real, &fake, &mix));
+    for (a, b) in by_method.iter().zip(&by_function) {
+        assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} against {b}");
+    }
+    // The method's own Hessian-vector product (third derivatives of the critic) against
+    // differences of its gradient, in f64, and its gradient in f32.
+    let mut v = m.zeros_like();
+    for (i, leaf) in v.leaves_mut().into_iter().enumerate() {
+        *leaf = Tensor::rand_normal(leaf.shape(), 0.0, 1.0, 50 + i as u64);
+    }
+    let (_, hv) = m.loss_hvp(&real, &fake, &mix, &v);
+    let eps = 1e-5;
+    let step = |s: f64| {
+        let mut moved = m.clone();
+        moved.axpy(s, &v);
+        flat(&moved.loss_grad(&real, &fake, &mix))
+    };
+    let (plus, minus) = (step(eps), step(-eps));
+    for (i, h) in flat(&hv).iter().enumerate() {
+        let fd = (plus[i] - minus[i]) / (2.0 * eps);
+        assert!(
+            (h - fd).abs() < 1e-6 * fd.abs().max(1.0),
+            "element {i}: {h} against {fd}"
+        );
+    }
+    let g32 = to_f32(&m).loss_grad(&real.cast::<f32>(), &fake.cast::<f32>(), &mix.cast::<f32>());
+    let g32: Vec<f64> = g32
+        .leaves()
+        .iter()
+        .flat_map(|l| l.to_vec())
+        .map(f64::from)
+        .collect();
+    for (a, b) in g32.iter().zip(&by_method) {
+        assert!((a - b).abs() < 2e-4 * b.abs().max(1.0), "{a} against {b}");
     }
 }

@@ -1698,6 +1698,53 @@ fn gradients_inside_a_loss() {
     );
 }
 
+#[derive(Clone, Differentiable)]
+pub struct Critic<T: Element> {
+    w: Tensor<T>,
+    v: Tensor<T>,
+}
+
+#[differentiable]
+impl<T: Element> Critic<T> {
+    fn score(&self, x: &Tensor<T>) -> Tensor<T> {
+        x.matmul(&self.w).tanh().matmul(&self.v).sum()
+    }
+
+    fn penalty(&self, #[nodiff] x: &Tensor<T>) -> Tensor<T> {
+        let (_, gx) = self.score_grad(x);
+        (gx.square().sum().sqrt() - T::from_f64(1.0)).square()
+    }
+}
+
+#[test]
+fn gradients_inside_a_loss_of_a_model() {
+    // One example, one unit: score = v tanh(w x), gx = v w s with s = 1 - t², t = tanh(w x);
+    // penalty = (|gx| - 1)², so ∂/∂v = 2 m sign(gx) w s and ∂/∂w = 2 m sign(gx) v (s - 2 w x t s)
+    // with m = |gx| - 1.
+    let (w0, v0, x0) = (0.7f64, -1.9f64, 0.4f64);
+    let critic = Critic {
+        w: t64(&[w0], &[1, 1]),
+        v: t64(&[v0], &[1, 1]),
+    };
+    let t = (w0 * x0).tanh();
+    let s = 1.0 - t * t;
+    let gx = v0 * w0 * s;
+    let m = gx.abs() - 1.0;
+    let dv = 2.0 * m * gx.signum() * w0 * s;
+    let dw = 2.0 * m * gx.signum() * v0 * (s - 2.0 * w0 * x0 * t * s);
+    let g = critic.penalty_grad(&t64(&[x0], &[1, 1]));
+    assert!(
+        (g.v.item() - dv).abs() < 1e-12,
+        "{} against {dv}",
+        g.v.item()
+    );
+    assert!(
+        (g.w.item() - dw).abs() < 1e-12,
+        "{} against {dw}",
+        g.w.item()
+    );
+}
+
 #[differentiable(vmap)]
 fn example_loss(
     w: &Tensor<f64>,

@@ -19,7 +19,7 @@ pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
         } else {
             Host::Free
         };
-        return function(args, func, host, None);
+        return function(args, func, host, None, None);
     }
     if let Ok(block) = syn::parse2::<ItemImpl>(item.clone()) {
         return impl_block(args, block);
@@ -48,6 +48,10 @@ fn impl_block(args: TokenStream, mut block: ItemImpl) -> TokenStream {
     let items = std::mem::take(&mut block.items);
     let trait_path = block.trait_.as_ref().map(|(_, path, _)| path.clone());
     let in_trait_impl = trait_path.is_some();
+    let inherent = (!in_trait_impl).then(|| emit::Inherent {
+        self_ty: (*block.self_ty).clone(),
+        generics: block.generics.clone(),
+    });
     for item in items {
         let syn::ImplItem::Fn(method) = item else {
             block.items.push(item);
@@ -72,6 +76,7 @@ fn impl_block(args: TokenStream, mut block: ItemImpl) -> TokenStream {
             func,
             Host::Impl,
             trait_method,
+            inherent.as_ref(),
         )));
     }
     quote!(#block)
@@ -161,7 +166,7 @@ fn trait_block(args: TokenStream, mut block: ItemTrait) -> TokenStream {
                     block: Box::new(body),
                 };
                 let trait_method = TraitMethod::new(None, Some(&block.generics), &func);
-                function(args, func, Host::Impl, Some(trait_method))
+                function(args, func, Host::Impl, Some(trait_method), None)
             }
             None => trait_method(args, TraitItemFn { attrs, ..method }, Some(&block.generics)),
         };
@@ -248,6 +253,7 @@ fn function(
     mut func: ItemFn,
     host: Host,
     trait_method: Option<TraitMethod>,
+    inherent: Option<&emit::Inherent>,
 ) -> TokenStream {
     let mut errors = Errors::default();
     let original = func.clone();
@@ -326,7 +332,13 @@ fn function(
         let stubs = emit::place(
             &func,
             host,
-            vec![Emitter::stubs(&func, &sig, host, trait_method.as_ref())],
+            vec![Emitter::stubs(
+                &func,
+                &sig,
+                host,
+                trait_method.as_ref(),
+                inherent,
+            )],
         );
         return quote!(#errs #func #stubs);
     }
@@ -341,6 +353,7 @@ fn function(
         numbers: numbers_only,
         host,
         trait_method: trait_method.as_ref(),
+        inherent,
         regions: Default::default(),
     };
     let mut generated = vec![emitter.emit()];
@@ -351,11 +364,27 @@ fn function(
         generated.extend(twin::dual_twin(&original, elem, host, options.fuses()));
     }
     let mut placed = emit::place(&func, host, generated);
+    // `f_grad` as a function that callers differentiate (see `emit::grad_function`), beside a
+    // free function or a method of an inherent `impl` block under the attribute.
+    let site = match (host, inherent) {
+        (Host::Free, _) => Some(emit::Site::FREE),
+        (Host::Impl, Some(inherent)) if trait_method.is_none() => Some(emit::Site {
+            host,
+            inherent: Some(inherent),
+        }),
+        _ => None,
+    };
+    if let Some(site) = site {
+        placed.extend(emit::grad_function(&func, &sig, emitter.hvp_twin, site));
+        placed.extend(emit::jvp_function(&func, &sig, emitter.hvp_twin, site));
+        placed.extend(emit::value_and_grad_function(
+            &func,
+            &sig,
+            emitter.hvp_twin,
+            site,
+        ));
+    }
     if host == Host::Free {
-        // `f_grad` as a function that callers differentiate (see `emit::grad_function`).
-        placed.extend(emit::grad_function(&func, &sig, emitter.hvp_twin));
-        placed.extend(emit::jvp_function(&func, &sig, emitter.hvp_twin));
-        placed.extend(emit::value_and_grad_function(&func, &sig, emitter.hvp_twin));
         placed.extend(emit::dual_callee(&func, &sig, emit::DualCallee::Vjp));
         placed.extend(emit::dual_callee(&func, &sig, emit::DualCallee::Hvp));
     }

@@ -53,6 +53,7 @@ pub fn dual_twin(
         numbers: false,
         host,
         trait_method: None,
+        inherent: None,
         regions: Default::default(),
     };
     let mut generated = emitter.emit();

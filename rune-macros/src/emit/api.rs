@@ -12,7 +12,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
 use syn::{Ident, ItemFn};
 
-use super::{lints, rt, Api, Emitter, Generated, Host, TraitMethod};
+use super::{lints, rt, Api, Emitter, Generated, Host, Inherent, TraitMethod};
 use crate::parse::{single_ident, Param, Returns, Signature};
 
 /// A generated entry point.
@@ -666,6 +666,7 @@ impl Emitter<'_> {
         sig: &Signature,
         host: Host,
         trait_method: Option<&TraitMethod>,
+        inherent: Option<&Inherent>,
     ) -> Generated {
         let api = Api {
             func,
@@ -674,6 +675,7 @@ impl Emitter<'_> {
             is_twin: false,
             hvp_twin: false,
             trait_method,
+            inherent,
         };
         let mut generated = Generated {
             hidden: TokenStream::new(),

@@ -349,17 +349,30 @@ impl Emitter<'_> {
                 // receiver is borrowed again (a trait's method and a stand-in found at the same
                 // step would be ambiguous).
                 let (items, bounds) = if check {
-                    let message = if method {
-                        format!(
+                    let text = name.to_string();
+                    let message = match generated_from(&text) {
+                        Some(base) if text.ends_with("_grad") => format!(
+                            "`{name}` is differentiated when `{base}` is a method of an `impl` \
+                             block under #[differentiable] (not on the method alone), generic \
+                             over its element type (`impl<T: Element> Critic<T>`), which gives \
+                             `{base}` the `{base}_hvp` its rules run"
+                        ),
+                        Some(base) => format!(
+                            "`{name}` is what #[differentiable] generates from `{base}`; of a \
+                             method's, only `{base}_grad` and `{base}_value_and_grad` can be \
+                             called inside a differentiated function so far: call `{name}` \
+                             outside it, or wrap the differentiated argument in \
+                             `stop_gradient(..)`"
+                        ),
+                        None if method => format!(
                             "`{name}` is not a #[differentiable] method of `{{Self}}`: add \
                              #[differentiable] to it or to its `impl` block"
-                        )
-                    } else {
-                        format!(
+                        ),
+                        None => format!(
                             "`{name}` is not a #[differentiable] associated function of \
                              `{{Self}}`: add #[differentiable] to it or to its `impl` block, or \
                              wrap the differentiated argument in `stop_gradient(..)`"
-                        )
+                        ),
                     };
                     let (items, bound) = check_trait(&message, "called with differentiated values");
                     (items, vec![quote!(Self::__rune_Target: #bound)])

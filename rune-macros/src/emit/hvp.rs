@@ -39,23 +39,37 @@ impl<'a> Api<'a> {
         }
         let structures = self.sig.active().any(|(_, a)| a.structure);
         if let Some((_, first)) = self.sig.active().find(|(_, a)| !a.structure) {
-            let generic = self.generic_over(&first.elem);
+            let generic = self.generic_over(&first.elem) || self.block_param(&first.elem);
             return (generic || !structures).then(|| (first.elem.clone(), generic));
         }
         // The element: a type parameter bounded by `Element` that the structure's type names
-        // among its arguments (not a type parameter that is the structure, `m: &M`).
+        // among its arguments (not a type parameter that is the structure, `m: &M`), declared
+        // by the function or by its `impl` block.
         let (p, _) = self.sig.active().next()?;
-        let ty = &p.ty;
+        let ty = self.resolved(&p.ty);
         let named = quote!(#ty).to_string();
-        let generics = &self.func.sig.generics;
+        let block = self.inherent.map(|i| &i.generics);
+        let all = || {
+            self.func
+                .sig
+                .generics
+                .params
+                .iter()
+                .chain(block.into_iter().flat_map(|g| &g.params))
+        };
+        let type_params = || {
+            all().filter_map(|g| match g {
+                syn::GenericParam::Type(t) => Some(t),
+                _ => None,
+            })
+        };
         let element_bound = |ident: &syn::Ident| {
-            let inline = generics
-                .type_params()
+            let inline = type_params()
                 .filter(|t| t.ident == *ident)
                 .flat_map(|t| &t.bounds);
-            let clauses = generics
-                .where_clause
-                .iter()
+            let clauses = std::iter::once(&self.func.sig.generics)
+                .chain(block)
+                .flat_map(|g| &g.where_clause)
                 .flat_map(|w| &w.predicates)
                 .filter_map(|pred| match pred {
                     syn::WherePredicate::Type(t) if single_ident(&t.bounded_ty) == Some(ident) => {
@@ -69,7 +83,7 @@ impl<'a> Api<'a> {
                     if t.path.segments.last().is_some_and(|s| s.ident == "Element"))
             })
         };
-        let t = generics.type_params().find(|t| {
+        let t = type_params().find(|t| {
             element_bound(&t.ident)
                 && named
                     .split(|c: char| !c.is_alphanumeric() && c != '_')
@@ -93,9 +107,9 @@ impl<'a> Api<'a> {
         let dual: syn::Type = syn::parse_quote!(#rt::Dual<#t>);
         let mut bounds = Vec::new();
         for (p, _) in self.sig.active().filter(|(_, a)| a.structure) {
-            let ty = match &p.ty {
+            let ty = match self.resolved(&p.ty) {
                 syn::Type::Reference(r) => (*r.elem).clone(),
-                ty => ty.clone(),
+                ty => ty,
             };
             let mut on_duals = ty.clone();
             syn::visit_mut::VisitMut::visit_type_mut(&mut SwapElem(&t, &dual), &mut on_duals);
@@ -109,6 +123,28 @@ impl<'a> Api<'a> {
     pub(super) fn generic_over(&self, elem: &syn::Type) -> bool {
         single_ident(elem)
             .is_some_and(|e| self.func.sig.generics.type_params().any(|t| t.ident == *e))
+    }
+
+    /// Whether `elem` is a type parameter of the method's inherent `impl` block (see
+    /// [`Inherent`](super::Inherent)).
+    fn block_param(&self, elem: &syn::Type) -> bool {
+        let block = self.inherent.map(|i| &i.generics);
+        single_ident(elem)
+            .is_some_and(|e| block.is_some_and(|g| g.type_params().any(|t| t.ident == *e)))
+    }
+
+    /// `ty` with `Self` written as the inherent `impl` block's type (`&Self` → `&Critic<T>`),
+    /// which a bound can swap the element type of.
+    pub(super) fn resolved(&self, ty: &syn::Type) -> syn::Type {
+        let mut ty = ty.clone();
+        if let Some(inherent) = self.inherent {
+            let this = Ident::new("Self", Span::call_site());
+            syn::visit_mut::VisitMut::visit_type_mut(
+                &mut SwapElem(&this, &inherent.self_ty),
+                &mut ty,
+            );
+        }
+        ty
     }
 
     /// For a function on a concrete element type that would get `f_hvp` with the `hvp` option
@@ -234,10 +270,19 @@ impl Emitter<'_> {
         let name = api.name();
         let (_, ty_generics, _) = generics.split_for_impl();
         // A concrete function's gradient on dual numbers is its twin's.
-        let grad_path = match (generic, self.host) {
-            (true, _) => api.public_path("grad"),
-            (false, Host::Free) => quote!(#name::dual_grad),
-            (false, Host::Impl) => {
+        let grad_path = match (generic, self.host, self.inherent) {
+            // A method of `impl<T: Element> Critic<T>`: the block's type at `Dual<T>`.
+            (true, Host::Impl, Some(inherent)) if !api.generic_over(elem) => {
+                let t = elem_ident.expect("a block's type parameter");
+                let dual: syn::Type = syn::parse_quote!(#rt::Dual<#t>);
+                let mut on_duals = inherent.self_ty.clone();
+                syn::visit_mut::VisitMut::visit_type_mut(&mut SwapElem(t, &dual), &mut on_duals);
+                let item = api.public_name("grad");
+                quote!(<#on_duals>::#item)
+            }
+            (true, _, _) => api.public_path("grad"),
+            (false, Host::Free, _) => quote!(#name::dual_grad),
+            (false, Host::Impl, _) => {
                 let item = format_ident!("{}_dual_grad", name);
                 quote!(Self::#item)
             }
@@ -304,7 +349,9 @@ impl Emitter<'_> {
                 quote!(#lifted)
             });
         }
-        let call_turbofish = if generic {
+        let call_turbofish = if generic && args.is_empty() {
+            TokenStream::new()
+        } else if generic {
             quote!(::<#(#args),*>)
         } else {
             ty_generics.as_turbofish().to_token_stream()

@@ -43,7 +43,7 @@ use syn::{Ident, ItemFn};
 use self::carrier::Carrier;
 pub use self::hvp::cast_off;
 pub use self::nested::{
-    dual_callee, grad_function, jvp_function, value_and_grad_function, DualCallee,
+    dual_callee, grad_function, jvp_function, value_and_grad_function, DualCallee, Site,
 };
 pub use self::objects::{object_items, object_trait, ObjectMethod};
 pub use self::traits::trait_declarations;
@@ -90,6 +90,8 @@ pub struct Emitter<'a> {
     pub host: Host,
     /// A method of a trait or of a trait impl: what its entry points capture and require.
     pub trait_method: Option<&'a TraitMethod>,
+    /// A method of an inherent `impl` block under the attribute (see [`Inherent`]).
+    pub inherent: Option<&'a Inherent>,
     /// The fused regions' fn items, each written once (see [`Emitter::region_items`]).
     pub regions: RefCell<fused::RegionItems>,
 }
@@ -154,8 +156,18 @@ impl<'a> Emitter<'a> {
             is_twin: self.is_twin,
             hvp_twin: self.hvp_twin,
             trait_method: self.trait_method,
+            inherent: self.inherent,
         }
     }
+}
+
+/// An inherent `impl` block under `#[differentiable]`: its type and generics. Its methods are
+/// generic over an element type the block declares (`impl<T: Element> Critic<T>`), so they get
+/// `f_hvp` as generic functions do, run on `Critic<Dual<T>>`; a method under the attribute alone
+/// cannot see the block, and gets none.
+pub struct Inherent {
+    pub self_ty: syn::Type,
+    pub generics: syn::Generics,
 }
 
 /// What a function's entry points are named and declared from: its signature and where its
@@ -172,6 +184,8 @@ struct Api<'a> {
     hvp_twin: bool,
     /// See [`Emitter::trait_method`].
     trait_method: Option<&'a TraitMethod>,
+    /// See [`Emitter::inherent`].
+    inherent: Option<&'a Inherent>,
 }
 
 impl<'a> Api<'a> {

@@ -15,14 +15,19 @@ use quote::{format_ident, quote, ToTokens};
 use syn::{Ident, ItemFn};
 
 use super::api::EntryPoint;
-use super::{place, rt, Api, Generated, Host};
+use super::{place, rt, Api, Generated, Host, Inherent};
 use crate::parse::{contains_type, Param, Passing, Returns, Signature};
 
 /// The hidden entry points of `g_grad` for function `func` (`g`), or `None` when `g` has no
 /// `g_hvp`, returns numbers, or takes a parameter the pullback cannot own (anything but tensors
 /// and numbers).
-pub fn grad_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<TokenStream> {
-    let api = free_api(func, sig, hvp_twin);
+pub fn grad_function(
+    func: &ItemFn,
+    sig: &Signature,
+    hvp_twin: bool,
+    site: Site,
+) -> Option<TokenStream> {
+    let api = site.api(func, sig, hvp_twin);
     api.hvp_elem()?;
     // A function of numbers takes numbers, not arrays, whose gradients would be arrays.
     let arrays = sig.active().any(|(_, a)| a.array);
@@ -31,7 +36,10 @@ pub fn grad_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<T
     }
     let name = &func.sig.ident;
     let grad_name = format_ident!("{}_grad", name);
-    let hvp_name = format_ident!("{}_hvp", name);
+    let (grad_path, hvp_path) = (
+        site.path(&grad_name),
+        site.path(&format_ident!("{}_hvp", name)),
+    );
     // `g_grad` as a function: `g`'s parameters, its gradients returned.
     let grads: Vec<syn::Type> = sig
         .active()
@@ -49,7 +57,7 @@ pub fn grad_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<T
         array_out: None,
     };
     let grad_func = renamed(func, &grad_name);
-    let grad_api = free_api(&grad_func, &grad_sig, false);
+    let grad_api = site.api(&grad_func, &grad_sig, false);
     let (_, ty_generics, _) = func.sig.generics.split_for_impl();
     let turbofish = ty_generics.as_turbofish();
     let names: Vec<&Ident> = sig.params.iter().map(|p| &p.ident).collect();
@@ -98,9 +106,9 @@ pub fn grad_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<T
                 let cot = grad_sig.cotangent_type();
                 quote! {
                     #(#owned)*
-                    let __rune_value = #grad_name #turbofish (#(#names),*);
+                    let __rune_value = #grad_path #turbofish (#(#names),*);
                     (__rune_value, move |__rune_cotangent: #cot| {
-                        let (_, __rune_h) = #hvp_name #turbofish (#(#args,)* #(#directions),*);
+                        let (_, __rune_h) = #hvp_path #turbofish (#(#args,)* #(#directions),*);
                         (#(#slots,)*)
                     })
                 }
@@ -120,7 +128,7 @@ pub fn grad_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<T
                     .unzip();
                 quote! {
                     #(#locals)*
-                    #hvp_name #turbofish (#(#names,)* #(#tangents),*)
+                    #hvp_path #turbofish (#(#names,)* #(#tangents),*)
                 }
             }
             EntryPoint::DualFwd => {
@@ -139,7 +147,7 @@ pub fn grad_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<T
         let item = grad_api.write(&decl, body);
         generated.hidden.extend(item);
     }
-    Some(place(&grad_func, Host::Free, vec![generated]))
+    Some(place(&grad_func, site.host, vec![generated]))
 }
 
 /// The pullback's copies of `params` (`let __rune_own1 = x.clone();`, tensors sharing their
@@ -197,8 +205,13 @@ fn ownable(p: &Param) -> bool {
 /// `(∇g·u, u·H t + ∇g·ṫ)`: forward mode inside a differentiated function, as GradBench's
 /// `particle` takes the potential's slope along each axis. The value has one element (`g_hvp`
 /// checks it), so `c₀` and `c₁` are numbers (`rune_runtime::JvpPart`).
-pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<TokenStream> {
-    let api = free_api(func, sig, hvp_twin);
+pub fn jvp_function(
+    func: &ItemFn,
+    sig: &Signature,
+    hvp_twin: bool,
+    site: Site,
+) -> Option<TokenStream> {
+    let api = site.api(func, sig, hvp_twin);
     api.hvp_elem()?;
     let plain = sig.active().all(|(_, a)| !a.array && !a.structure);
     let Returns::Single(value_ty) = &sig.returns else {
@@ -209,7 +222,10 @@ pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<To
     }
     let name = &func.sig.ident;
     let jvp_name = format_ident!("{}_jvp", name);
-    let hvp_name = format_ident!("{}_hvp", name);
+    let (jvp_path, hvp_path) = (
+        site.path(&jvp_name),
+        site.path(&format_ident!("{}_hvp", name)),
+    );
     // `g_jvp` as a function: `g`'s parameters, then a tangent for each differentiated one.
     let tangent_params: Vec<Param> = sig
         .active()
@@ -236,7 +252,7 @@ pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<To
         array_out: None,
     };
     let jvp_func = renamed(func, &jvp_name);
-    let jvp_api = free_api(&jvp_func, &jvp_sig, false);
+    let jvp_api = site.api(&jvp_func, &jvp_sig, false);
     let rt = rt();
     let (_, ty_generics, _) = func.sig.generics.split_for_impl();
     let turbofish = ty_generics.as_turbofish();
@@ -275,11 +291,11 @@ pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<To
                 let cot = jvp_sig.cotangent_type();
                 quote! {
                     #(#owned)*
-                    let __rune_value = #jvp_name #turbofish (#(#names),*);
+                    let __rune_value = #jvp_path #turbofish (#(#names),*);
                     (__rune_value, move |__rune_cotangent: #cot| {
                         let __rune_c0 = #rt::JvpPart::number(__rune_cotangent.0);
                         let __rune_c1 = #rt::JvpPart::number(__rune_cotangent.1);
-                        let (__rune_g, __rune_h) = #hvp_name #turbofish (#(#args),*);
+                        let (__rune_g, __rune_h) = #hvp_path #turbofish (#(#args),*);
                         (#(#slots,)*)
                     })
                 }
@@ -314,8 +330,8 @@ pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<To
                 let by_ref = jvp_sig.params.iter().map(keeping);
                 quote! {
                     #(#directions)*
-                    let (__rune_g, __rune_h) = #hvp_name #turbofish (#(#by_ref),*);
-                    let __rune_value = #jvp_name #turbofish (#(#names),*);
+                    let (__rune_g, __rune_h) = #hvp_path #turbofish (#(#by_ref),*);
+                    let __rune_value = #jvp_path #turbofish (#(#names),*);
                     let __rune_first = #rt::JvpPart::like(&__rune_value.0, #(#value_tangent)+*);
                     let __rune_second = #rt::JvpPart::like(&__rune_value.0, #(#slope_tangent)+*);
                     (__rune_value, (__rune_first, __rune_second))
@@ -324,7 +340,7 @@ pub fn jvp_function(func: &ItemFn, sig: &Signature, hvp_twin: bool) -> Option<To
         };
         generated.hidden.extend(jvp_api.write(&decl, body));
     }
-    Some(place(&jvp_func, Host::Free, vec![generated]))
+    Some(place(&jvp_func, site.host, vec![generated]))
 }
 
 /// The hidden entry points of `g_value_and_grad` for a function `g` with `g_hvp` of one
@@ -337,8 +353,9 @@ pub fn value_and_grad_function(
     func: &ItemFn,
     sig: &Signature,
     hvp_twin: bool,
+    site: Site,
 ) -> Option<TokenStream> {
-    let api = free_api(func, sig, hvp_twin);
+    let api = site.api(func, sig, hvp_twin);
     api.hvp_elem()?;
     let Returns::Single(value_ty) = &sig.returns else {
         return None;
@@ -351,7 +368,11 @@ pub fn value_and_grad_function(
     }
     let name = &func.sig.ident;
     let vg_name = format_ident!("{}_value_and_grad", name);
-    let hvp_name = format_ident!("{}_hvp", name);
+    let (vg_path, hvp_path) = (
+        site.path(&vg_name),
+        site.path(&format_ident!("{}_hvp", name)),
+    );
+    let plain_path = site.path(name);
     let grad: syn::Type =
         syn::parse2(Signature::grad_type(active)).expect("a gradient type parses");
     let vg_sig = Signature {
@@ -362,7 +383,7 @@ pub fn value_and_grad_function(
         array_out: None,
     };
     let vg_func = renamed(func, &vg_name);
-    let vg_api = free_api(&vg_func, &vg_sig, false);
+    let vg_api = site.api(&vg_func, &vg_sig, false);
     let rt = rt();
     let (_, ty_generics, _) = func.sig.generics.split_for_impl();
     let turbofish = ty_generics.as_turbofish();
@@ -383,11 +404,11 @@ pub fn value_and_grad_function(
                 let cot = vg_sig.cotangent_type();
                 quote! {
                     #(#owned)*
-                    let __rune_value = #vg_name #turbofish (#(#names),*);
+                    let __rune_value = #vg_path #turbofish (#(#names),*);
                     (__rune_value, move |__rune_cotangent: #cot| {
                         let __rune_c0 = #rt::JvpPart::number(__rune_cotangent.0);
                         let (__rune_g, __rune_h) =
-                            #hvp_name #turbofish (#(#args,)* __rune_cotangent.1);
+                            #hvp_path #turbofish (#(#args,)* __rune_cotangent.1);
                         (#(#slots,)*)
                     })
                 }
@@ -404,8 +425,8 @@ pub fn value_and_grad_function(
                 quote! {
                     let __rune_direction = #direction;
                     let (__rune_g, __rune_h) =
-                        #hvp_name #turbofish (#(#by_ref,)* &__rune_direction);
-                    let __rune_value = #name #turbofish (#(#names),*);
+                        #hvp_path #turbofish (#(#by_ref,)* &__rune_direction);
+                    let __rune_value = #plain_path #turbofish (#(#names),*);
                     let __rune_slope = #rt::JvpPart::like(
                         &__rune_value,
                         #rt::JvpPart::inner(&__rune_g, &__rune_direction),
@@ -416,7 +437,7 @@ pub fn value_and_grad_function(
         };
         generated.hidden.extend(vg_api.write(&decl, body));
     }
-    Some(place(&vg_func, Host::Free, vec![generated]))
+    Some(place(&vg_func, site.host, vec![generated]))
 }
 
 /// Which entry point [`dual_callee`] writes the rules of.
@@ -630,16 +651,46 @@ fn dual_turbofish(func: &ItemFn, elem: &syn::Type) -> TokenStream {
     quote!(::<#(#args),*>)
 }
 
+/// Where a function with nested entry points is: free, or a method of an inherent `impl` block
+/// under the attribute (whose `f_hvp` is generated, see [`Inherent`]).
+#[derive(Clone, Copy)]
+pub struct Site<'a> {
+    pub host: Host,
+    pub inherent: Option<&'a Inherent>,
+}
+
+impl<'a> Site<'a> {
+    /// A free function.
+    pub const FREE: Site<'static> = Site {
+        host: Host::Free,
+        inherent: None,
+    };
+
+    /// The `Api` of `func` here, not a twin.
+    fn api(self, func: &'a ItemFn, sig: &'a Signature, hvp_twin: bool) -> Api<'a> {
+        Api {
+            func,
+            sig,
+            host: self.host,
+            is_twin: false,
+            hvp_twin,
+            trait_method: None,
+            inherent: self.inherent,
+        }
+    }
+
+    /// The path calling function `name` defined here: `name`, or `Self::name` in a block.
+    fn path(self, name: &Ident) -> TokenStream {
+        match self.host {
+            Host::Free => quote!(#name),
+            Host::Impl => quote!(Self::#name),
+        }
+    }
+}
+
 /// An `Api` for a free function that is not a twin.
 fn free_api<'a>(func: &'a ItemFn, sig: &'a Signature, hvp_twin: bool) -> Api<'a> {
-    Api {
-        func,
-        sig,
-        host: Host::Free,
-        is_twin: false,
-        hvp_twin,
-        trait_method: None,
-    }
+    Site::FREE.api(func, sig, hvp_twin)
 }
 
 /// No items yet.

@@ -373,6 +373,7 @@ fn box_entry_points(
         is_twin: false,
         hvp_twin: false,
         trait_method: Some(&trait_method),
+        inherent: None,
     };
     let rest = &sig.params[1..];
     let args: Vec<&Ident> = rest.iter().map(|p| &p.ident).collect();

@@ -64,6 +64,7 @@ pub fn trait_declarations(
         is_twin: false,
         hvp_twin: false,
         trait_method: Some(&trait_method),
+        inherent: None,
     };
     let generics = trait_method.bounded(&func.sig.generics);
     let where_clause = &generics.where_clause;
