@@ -298,8 +298,9 @@ pub enum Stmt {
     /// A call of another `#[differentiable]` function.
     Call {
         outs: Vec<Val>,
-        /// Whether the callee returns a tuple.
-        tuple: bool,
+        /// How the results nest (`outs` are its leaves in order): one value, a tuple, or a
+        /// tuple holding tuples (`let (loss, (gw, gb)) = g_value_and_grad(w, b);`).
+        shape: OutShape,
         callee: Callee,
         /// The arguments; a method's receiver comes first.
         args: Vec<CallArg>,
@@ -407,6 +408,61 @@ pub enum FusedArg {
 pub struct FusedNode {
     pub op: &'static OpSpec,
     pub args: Vec<FusedArg>,
+}
+
+/// How a call's results nest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OutShape {
+    /// One value.
+    One,
+    /// A tuple of these.
+    Tuple(Vec<OutShape>),
+}
+
+impl OutShape {
+    /// `n` values: one, or a flat tuple.
+    pub fn flat(n: usize) -> Self {
+        match n {
+            1 => OutShape::One,
+            n => OutShape::Tuple(vec![OutShape::One; n]),
+        }
+    }
+
+    /// The number of values.
+    pub fn leaves(&self) -> usize {
+        match self {
+            OutShape::One => 1,
+            OutShape::Tuple(parts) => parts.iter().map(OutShape::leaves).sum(),
+        }
+    }
+
+    /// Each value's position: the tuple indices leading to it (`[1, 0]` for `gw` above).
+    pub fn paths(&self) -> Vec<Vec<usize>> {
+        match self {
+            OutShape::One => vec![Vec::new()],
+            OutShape::Tuple(parts) => parts
+                .iter()
+                .enumerate()
+                .flat_map(|(i, part)| {
+                    part.paths().into_iter().map(move |mut p| {
+                        p.insert(0, i);
+                        p
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// `leaves` (one token stream a value, in order) arranged in this shape.
+    pub fn arrange(&self, leaves: &mut impl Iterator<Item = TokenStream>) -> TokenStream {
+        match self {
+            OutShape::One => leaves.next().expect("a value for each leaf"),
+            OutShape::Tuple(parts) => {
+                let parts = parts.iter().map(|p| p.arrange(leaves));
+                quote::quote!((#(#parts,)*))
+            }
+        }
+    }
 }
 
 /// The function a [`Stmt::Call`] calls, which decides where its entry points are.

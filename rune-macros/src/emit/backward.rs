@@ -5,6 +5,7 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
+use super::calls::cotangent_of;
 use super::rule::{rule_call, rule_call_into, Hoists, OpCtx, Pass};
 use super::tokens::{declare_before_use, gather_lets, relocate};
 use super::{rt, struct_place, Emitter, Mode};
@@ -85,7 +86,11 @@ impl Emitter<'_> {
             }
             Stmt::Fused { out, .. } if self.useful(*out) => self.fused_backward(stmt),
             Stmt::Call {
-                outs, args, span, ..
+                outs,
+                args,
+                span,
+                shape,
+                ..
             } if outs.iter().any(|o| self.useful(*o)) => {
                 let pb = pullback_ident(outs[0]);
                 let cts: Vec<TokenStream> = outs
@@ -94,7 +99,7 @@ impl Emitter<'_> {
                         let adj = adjoint_ident(*o);
                         let s = shape_ident(*o);
                         if self.body.discarded.contains(o) {
-                            return quote!(&#rt::discarded_cotangent(&#s));
+                            return quote!(#rt::discarded_cotangent(&#s));
                         }
                         let adjoint = if self.useful(*o) {
                             quote!(#adj.take())
@@ -104,11 +109,7 @@ impl Emitter<'_> {
                         self.carrier().callee_cotangent(adjoint, &s)
                     })
                     .collect();
-                let ct = if outs.len() == 1 {
-                    cts[0].clone()
-                } else {
-                    quote!((#(#cts),*))
-                };
+                let ct = cotangent_of(shape, &mut cts.into_iter());
                 let slots: Vec<TokenStream> = args
                     .iter()
                     .enumerate()

@@ -6,7 +6,7 @@ use quote::{format_ident, quote, ToTokens};
 use syn::Ident;
 
 use super::{rt, Carrier, Emitter, Host, Mode};
-use crate::ir::{CallArg, Callee, Val};
+use crate::ir::{CallArg, Callee, OutShape, Val};
 use crate::lower::path_tokens;
 use crate::names::{hidden, val_ident};
 
@@ -35,7 +35,7 @@ fn fallback_fn(
     entry: &Ident,
     args: &[CallArg],
     method: bool,
-    n_outs: usize,
+    shape: &OutShape,
     mode: Mode,
     bounds: &[TokenStream],
     carrier: Carrier,
@@ -96,13 +96,9 @@ fn fallback_fn(
     }
     let elem = elem.expect("a call has a differentiated argument");
     let tensor = carrier.value_type(&elem);
-    let (value, cotangent) = if n_outs == 1 {
-        (tensor.clone(), quote!(&#tensor))
-    } else {
-        let values = (0..n_outs).map(|_| &tensor);
-        let cotangents = (0..n_outs).map(|_| quote!(&#tensor));
-        (quote!((#(#values,)*)), quote!((#(#cotangents,)*)))
-    };
+    let tensors = || std::iter::repeat(tensor.clone());
+    let value = shape.arrange(&mut tensors());
+    let cotangent = cotangent_of(shape, &mut tensors());
     let (ret, body) = match mode {
         // A function pointer is a pullback (`FnOnce + Clone`) of a type that names no bound.
         Mode::Reverse => (
@@ -179,12 +175,29 @@ fn call_arg(a: &CallArg, roots: &[Ident]) -> TokenStream {
     }
 }
 
-pub(super) fn bind_outs(outs: &[Val], tuple: bool) -> TokenStream {
-    let idents: Vec<Ident> = outs.iter().map(|v| val_ident(*v)).collect();
-    if tuple {
-        quote!((#(#idents),*))
-    } else {
-        idents[0].to_token_stream()
+pub(super) fn bind_outs(idents: &[Ident], shape: &OutShape) -> TokenStream {
+    shape.arrange(&mut idents.iter().map(|i| i.to_token_stream()))
+}
+
+/// The cotangent a callee's pullback takes for results that nest as `shape`, from one owned
+/// cotangent (or its type) a value: each result by reference, a result that is a tuple
+/// (`(gw, gb)` of `g_value_and_grad`) as a reference to the tuple of its cotangents.
+pub(super) fn cotangent_of(
+    shape: &OutShape,
+    leaves: &mut impl Iterator<Item = TokenStream>,
+) -> TokenStream {
+    match shape {
+        OutShape::One => {
+            let leaf = shape.arrange(leaves);
+            quote!(&#leaf)
+        }
+        OutShape::Tuple(parts) => {
+            let parts = parts.iter().map(|p| {
+                let part = p.arrange(leaves);
+                quote!(&#part)
+            });
+            quote!((#(#parts,)*))
+        }
     }
 }
 
@@ -225,7 +238,7 @@ impl Emitter<'_> {
         kind: &str,
         args: &[CallArg],
         mut values: Vec<TokenStream>,
-        n_outs: usize,
+        shape: &OutShape,
         mode: Mode,
     ) -> TokenStream {
         let kind = self.api().kind(kind);
@@ -240,16 +253,15 @@ impl Emitter<'_> {
                 }
                 let fallback = hidden("not_differentiable");
                 let resolved = hidden("callee");
-                let stand_in = fallback_fn(&entry, args, false, n_outs, mode, &[], self.carrier());
+                let stand_in = fallback_fn(&entry, args, false, shape, mode, &[], self.carrier());
                 let check = check.then(|| {
                     let text = name.to_string();
                     let message = match generated_from(&text) {
                         Some(base) if text.ends_with("_value_and_grad") => format!(
                             "`{name}` is differentiated when `{base}` has `{base}_hvp`, which its \
-                             rules run, and one differentiated parameter, a tensor or a number: \
-                             mark `{base}` `#[differentiable(hvp)]` or write it generic over its \
-                             element type, and mark its other parameters `#[nodiff]` (or call \
-                             `{base}` and `{base}_grad`)"
+                             rules run, and its differentiated parameters are tensors and \
+                             numbers: mark `{base}` `#[differentiable(hvp)]` or write it generic \
+                             over its element type (or call `{base}` and `{base}_grad`)"
                         ),
                         Some(base) if text.ends_with("_vjp") || text.ends_with("_hvp") => format!(
                             "`{name}` is differentiated when `{base}` is generic over its element \
@@ -380,7 +392,7 @@ impl Emitter<'_> {
                     (quote!(), vec![])
                 };
                 let stand_in =
-                    fallback_fn(&entry, args, method, n_outs, mode, &bounds, self.carrier());
+                    fallback_fn(&entry, args, method, shape, mode, &bounds, self.carrier());
                 let fallback = hidden("Fallback");
                 let x = hidden("X");
                 let borrowed_structure =

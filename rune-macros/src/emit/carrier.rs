@@ -122,14 +122,14 @@ impl Carrier {
         }
     }
 
-    /// The cotangent a callee's pullback gets for an output whose adjoint is `adjoint` (an
-    /// `Option`) and whose shape is saved as `shape`.
+    /// The cotangent a callee's pullback gets (owned; it takes it by reference) for an output
+    /// whose adjoint is `adjoint` (an `Option`) and whose shape is saved as `shape`.
     pub(super) fn callee_cotangent(self, adjoint: TokenStream, shape: &Ident) -> TokenStream {
         let rt = rt();
         match self {
             // As the tensor, or its number for a callee returning a number.
-            Carrier::Tensors => quote!(&#rt::arg(#rt::adjoint_or_zeros(#adjoint, &#shape))),
-            Carrier::Numbers => quote!(&#rt::number_or_zero(#adjoint, &#shape)),
+            Carrier::Tensors => quote!(#rt::arg(#rt::adjoint_or_zeros(#adjoint, &#shape))),
+            Carrier::Numbers => quote!(#rt::number_or_zero(#adjoint, &#shape)),
         }
     }
 

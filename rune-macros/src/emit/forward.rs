@@ -193,14 +193,15 @@ impl Emitter<'_> {
             }
             Stmt::Call {
                 outs,
-                tuple,
+                shape,
                 callee,
                 args,
                 span,
                 fallible,
             } => {
                 let question = fallible.then(|| quote!(?));
-                let bound = bind_outs(outs, *tuple);
+                let idents: Vec<Ident> = outs.iter().map(|v| val_ident(*v)).collect();
+                let bound = bind_outs(&idents, shape);
                 let recursive = self.is_recursive(callee, args);
                 match mode {
                     Mode::Value => {
@@ -208,7 +209,7 @@ impl Emitter<'_> {
                     }
                     Mode::Reverse => {
                         let values = self.call_args(args);
-                        let call = self.call_expr(callee, "fwd", args, values, outs.len(), mode);
+                        let call = self.call_expr(callee, "fwd", args, values, shape, mode);
                         let pb = pullback_ident(outs[0]);
                         let call = if recursive {
                             // A pullback that holds its own type: boxed, behind a reference count
@@ -249,13 +250,9 @@ impl Emitter<'_> {
                                 _ => quote!(#rt::NoTangent),
                             });
                         }
-                        let call = self.call_expr(callee, "tangent", args, all, outs.len(), mode);
+                        let call = self.call_expr(callee, "tangent", args, all, shape, mode);
                         let tangents: Vec<Ident> = outs.iter().map(|v| tangent_ident(*v)).collect();
-                        let tbound = if *tuple {
-                            quote!((#(#tangents),*))
-                        } else {
-                            tangents[0].to_token_stream()
-                        };
+                        let tbound = bind_outs(&tangents, shape);
                         let read: Vec<Val> = self.read_outs(outs).collect();
                         let values: Vec<Ident> = read.iter().map(|v| val_ident(*v)).collect();
                         let read_tangents: Vec<Ident> =

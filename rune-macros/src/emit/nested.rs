@@ -343,12 +343,15 @@ pub fn jvp_function(
     Some(place(&jvp_func, site.host, vec![generated]))
 }
 
-/// The hidden entry points of `g_value_and_grad` for a function `g` with `g_hvp` of one
-/// differentiated tensor or number, or `None` for any other function.
+/// The hidden entry points of `g_value_and_grad` for a function `g` with `g_hvp` of tensors and
+/// numbers, or `None` for any other function.
 ///
 /// `g_value_and_grad(x) = (g(x), ∇g)`. With `(∇g, H ḡ)` from one `g_hvp(x, ḡ)`, its pullback
 /// of `(c₀, ḡ)` is `c₀ ∇g + H ḡ`, and its tangent along `u` is `(∇g·u, H u)`: the loss and the
-/// gradient of an inner step (MAML's inner loop, a line search) in one call.
+/// gradient of an inner step (MAML's inner loop, a line search) in one call. With several
+/// differentiated parameters the gradient is a tuple (`let (loss, (gw, gb)) =
+/// fit_value_and_grad(w, b, ..);`), whose cotangent is a reference to a tuple, and `∇g·u` sums
+/// over them.
 pub fn value_and_grad_function(
     func: &ItemFn,
     sig: &Signature,
@@ -360,10 +363,8 @@ pub fn value_and_grad_function(
     let Returns::Single(value_ty) = &sig.returns else {
         return None;
     };
-    let [(active, a)] = sig.active().collect::<Vec<_>>()[..] else {
-        return None;
-    };
-    if a.array || a.structure || sig.fallible.is_some() || sig.params.iter().any(|p| !ownable(p)) {
+    let plain = sig.active().all(|(_, a)| !a.array && !a.structure);
+    if !plain || sig.fallible.is_some() || sig.params.iter().any(|p| !ownable(p)) {
         return None;
     }
     let name = &func.sig.ident;
@@ -373,11 +374,10 @@ pub fn value_and_grad_function(
         site.path(&format_ident!("{}_hvp", name)),
     );
     let plain_path = site.path(name);
-    let grad: syn::Type =
-        syn::parse2(Signature::grad_type(active)).expect("a gradient type parses");
+    let grads: syn::Type = syn::parse2(sig.grads_type()).expect("a gradient type parses");
     let vg_sig = Signature {
         params: sig.params.clone(),
-        returns: Returns::Tuple(vec![value_ty.clone(), grad]),
+        returns: Returns::Tuple(vec![value_ty.clone(), grads]),
         fallible: None,
         scalar_out: sig.scalar_out,
         array_out: None,
@@ -388,18 +388,39 @@ pub fn value_and_grad_function(
     let (_, ty_generics, _) = func.sig.generics.split_for_impl();
     let turbofish = ty_generics.as_turbofish();
     let names: Vec<&Ident> = sig.params.iter().map(|p| &p.ident).collect();
+    let actives = sig.active().count();
+    let part = |base: TokenStream, k: usize| match actives {
+        1 => base,
+        _ => {
+            let k = syn::Index::from(k);
+            quote!(#base.#k)
+        }
+    };
+    let bounds = api.hvp_bounds();
     let mut generated = no_items();
     for entry in [EntryPoint::Fwd, EntryPoint::Tangent] {
-        let decl = vg_api.declare(entry)?;
+        let mut decl = vg_api.declare(entry)?;
+        decl.bounds.extend(bounds.iter().cloned());
         let body = match entry {
             EntryPoint::Fwd => {
                 let (owned, args) = owned_copies(&sig.params);
-                let slots = sig.params.iter().map(|p| match p.active {
-                    Some(_) => quote!(#rt::JvpPart::plus(
-                        #rt::JvpPart::scaled(&__rune_g, __rune_c0),
-                        __rune_h,
-                    )),
-                    None => quote!(#rt::NoGrad),
+                let directions: Vec<TokenStream> = (0..actives)
+                    .map(|k| match actives {
+                        1 => quote!(__rune_cotangent.1),
+                        _ => {
+                            let k = syn::Index::from(k);
+                            quote!(&__rune_cotangent.1.#k)
+                        }
+                    })
+                    .collect();
+                let mut k = 0;
+                let slots = sig.params.iter().map(|p| {
+                    if p.active.is_none() {
+                        return quote!(#rt::NoGrad);
+                    }
+                    let (g, h) = (part(quote!(__rune_g), k), part(quote!(__rune_h), k));
+                    k += 1;
+                    quote!(#rt::JvpPart::plus(#rt::JvpPart::scaled(&#g, __rune_c0), #h))
                 });
                 let cot = vg_sig.cotangent_type();
                 quote! {
@@ -408,29 +429,37 @@ pub fn value_and_grad_function(
                     (__rune_value, move |__rune_cotangent: #cot| {
                         let __rune_c0 = #rt::JvpPart::number(__rune_cotangent.0);
                         let (__rune_g, __rune_h) =
-                            #hvp_path #turbofish (#(#args,)* __rune_cotangent.1);
+                            #hvp_path #turbofish (#(#args,)* #(#directions),*);
                         (#(#slots,)*)
                     })
                 }
             }
             _ => {
-                let (i, p) = sig
+                let active_at: Vec<(usize, &Param)> = sig
                     .params
                     .iter()
                     .enumerate()
-                    .find(|(_, p)| p.active.is_some())
-                    .expect("one differentiated parameter");
-                let direction = direction(p, i, sig.scalar_out);
+                    .filter(|(_, p)| p.active.is_some())
+                    .collect();
+                let locals: Vec<Ident> = active_at
+                    .iter()
+                    .map(|(i, _)| format_ident!("__rune_direction_{}", i))
+                    .collect();
+                let directions = active_at.iter().zip(&locals).map(|((i, p), local)| {
+                    let direction = direction(p, *i, sig.scalar_out);
+                    quote!(let #local = #direction;)
+                });
+                let slope = locals.iter().enumerate().map(|(k, u)| {
+                    let g = part(quote!(__rune_g), k);
+                    quote!(#rt::JvpPart::inner(&#g, &#u))
+                });
                 let by_ref = sig.params.iter().map(keeping);
                 quote! {
-                    let __rune_direction = #direction;
+                    #(#directions)*
                     let (__rune_g, __rune_h) =
-                        #hvp_path #turbofish (#(#by_ref,)* &__rune_direction);
+                        #hvp_path #turbofish (#(#by_ref,)* #(&#locals),*);
                     let __rune_value = #plain_path #turbofish (#(#names),*);
-                    let __rune_slope = #rt::JvpPart::like(
-                        &__rune_value,
-                        #rt::JvpPart::inner(&__rune_g, &__rune_direction),
-                    );
+                    let __rune_slope = #rt::JvpPart::like(&__rune_value, #(#slope)+*);
                     ((__rune_value, __rune_g), (__rune_slope, __rune_h))
                 }
             }

@@ -9,7 +9,7 @@ use quote::{quote, ToTokens};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, Pat, Stmt as SynStmt};
 
-use crate::ir::{CallArg, Callee, List, Stmt, Taint, Val};
+use crate::ir::{CallArg, Callee, List, OutShape, Stmt, Taint, Val};
 use crate::names::val_ident;
 use crate::ops::{self, Form};
 
@@ -98,6 +98,12 @@ impl Lowerer<'_> {
 
     /// A call of another `#[differentiable]` function returning `n` values.
     pub(super) fn call(&mut self, c: &syn::ExprCall, n: usize) -> Vec<Lowered> {
+        self.shaped_call(c, OutShape::flat(n))
+    }
+
+    /// A call of another `#[differentiable]` function whose results nest as `shape`: its
+    /// values, in order.
+    pub(super) fn shaped_call(&mut self, c: &syn::ExprCall, shape: OutShape) -> Vec<Lowered> {
         let (args, arrays) = self.lower_args(&c.args);
         let refs: Vec<&Lowered> = args.iter().collect();
         let taint = Self::taint_of(&refs);
@@ -106,24 +112,18 @@ impl Lowerer<'_> {
             let func = &c.func;
             let tokens: Vec<TokenStream> = args.iter().map(|a| self.const_tokens(a)).collect();
             let whole = quote!(#func(#(#tokens),*));
-            return if n == 1 {
-                vec![Lowered::Const {
-                    tokens: whole,
-                    taint,
-                    is_ref: false,
-                }]
-            } else {
-                (0..n)
-                    .map(|i| {
-                        let index = syn::Index::from(i);
-                        Lowered::Const {
-                            tokens: quote!((#whole).#index),
-                            taint,
-                            is_ref: false,
-                        }
-                    })
-                    .collect()
-            };
+            return shape
+                .paths()
+                .into_iter()
+                .map(|path| {
+                    let path = path.into_iter().map(syn::Index::from);
+                    Lowered::Const {
+                        tokens: quote!((#whole)#(.#path)*),
+                        taint,
+                        is_ref: false,
+                    }
+                })
+                .collect();
         }
         let callee = match strip(&c.func) {
             Expr::Path(p) if p.qself.is_none() => self.callee(&p.path),
@@ -144,7 +144,7 @@ impl Lowerer<'_> {
             .zip(arrays)
             .map(|((l, syn_arg), array)| self.call_arg(l, syn_arg, array))
             .collect();
-        self.push_call(callee, args, taint, n, c.span())
+        self.push_call(callee, args, taint, shape, c.span())
     }
 
     /// What a call of `path` calls: an associated function when the segment before the name is
@@ -280,15 +280,16 @@ impl Lowerer<'_> {
         }
     }
 
-    /// Records a call of `callee`, returning its `n` results.
+    /// Records a call of `callee`, returning its results, which nest as `shape`.
     fn push_call(
         &mut self,
         callee: Callee,
         args: Vec<CallArg>,
         taint: Option<Taint>,
-        n: usize,
+        shape: OutShape,
         span: Span,
     ) -> Vec<Lowered> {
+        let n = shape.leaves();
         if let Some(t) = taint {
             self.errors.push(t.error(
                 "this value is read out of a differentiated tensor, so no gradient can flow \
@@ -303,7 +304,7 @@ impl Lowerer<'_> {
         }
         self.stmts.push(Stmt::Call {
             outs: outs.clone(),
-            tuple: n > 1,
+            shape,
             callee,
             args,
             span,
@@ -324,7 +325,7 @@ impl Lowerer<'_> {
             && !matches!(m, "clone" | "iter")
     }
 
-    /// A call of a `#[differentiable]` method returning `n` values: on (a part of) a structure
+    /// A call of a `#[differentiable]` method whose values nest as `shape`: on (a part of) a structure
     /// parameter (`self.l1.forward(&h)`, `layer.forward(&h)` in a loop over `self.layers`), or on
     /// a constant with differentiated arguments. The receiver is the call's first argument; `None`
     /// when `mc` is not such a call.
@@ -332,7 +333,7 @@ impl Lowerer<'_> {
         &mut self,
         mc: &syn::ExprMethodCall,
         receiver: &Lowered,
-        n: usize,
+        shape: OutShape,
     ) -> Option<Vec<Lowered>> {
         if !Self::calls_method(mc) {
             return None;
@@ -377,7 +378,7 @@ impl Lowerer<'_> {
             name: mc.method.clone(),
             turbofish: mc.turbofish.as_ref().map(|t| t.to_token_stream()),
         };
-        Some(self.push_call(callee, args, taint, n, mc.method.span()))
+        Some(self.push_call(callee, args, taint, shape, mc.method.span()))
     }
 
     /// `let name = |params| body;`: recorded for inlining where it is called with

@@ -6,7 +6,7 @@ use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::{BinOp, Expr, UnOp};
 
-use crate::ir::{Operand, PathSeg, Stmt, Taint, Use};
+use crate::ir::{Operand, OutShape, PathSeg, Stmt, Taint, Use};
 use crate::names::val_ident;
 use crate::ops::{self, Form};
 
@@ -15,6 +15,35 @@ use super::syntax::{contains_exit, is_constructor, strip};
 use super::{Binding, Lowered, Lowerer};
 
 impl Lowerer<'_> {
+    /// Lowers a call whose results a nested tuple pattern binds (`let (loss, (gw, gb)) =
+    /// fit_value_and_grad(w, b);`): its values, in order; anything else is an error there.
+    pub(super) fn expr_shaped(&mut self, e: &Expr, shape: OutShape) -> Vec<Lowered> {
+        match strip(e) {
+            Expr::Call(c) if self.is_differentiable_call(c) => self.shaped_call(c, shape),
+            Expr::MethodCall(mc)
+                if Self::calls_method(mc)
+                    && std::iter::once(&*mc.receiver)
+                        .chain(&mc.args)
+                        .any(|e| self.mentions_active(e)) =>
+            {
+                let receiver = self.expr(&mc.receiver);
+                self.structure_method(mc, &receiver, shape)
+                    .unwrap_or_else(|| self.nested_pattern_error(e))
+            }
+            other => self.nested_pattern_error(other),
+        }
+    }
+
+    fn nested_pattern_error(&mut self, e: &Expr) -> Vec<Lowered> {
+        self.errors.at(
+            e,
+            "a tuple pattern holding tuples takes the results of a call \
+             (`let (loss, (gw, gb)) = fit_value_and_grad(w, b);`); bind a tuple expression \
+             one level at a time",
+        );
+        vec![]
+    }
+
     /// Lowers an expression expected to produce `n` results (a tuple pattern or tuple output).
     pub(super) fn expr_multi(&mut self, e: &Expr, n: usize) -> Vec<Lowered> {
         match strip(e) {
@@ -36,7 +65,7 @@ impl Lowerer<'_> {
                         .any(|e| self.mentions_active(e)) =>
             {
                 let receiver = self.expr(&mc.receiver);
-                self.structure_method(mc, &receiver, n).unwrap_or_else(|| {
+                self.structure_method(mc, &receiver, OutShape::flat(n)).unwrap_or_else(|| {
                     self.errors.at(
                         mc,
                         format!("expected {n} values here (a tuple expression or a call returning a tuple)"),

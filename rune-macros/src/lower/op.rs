@@ -6,7 +6,7 @@ use quote::{quote, ToTokens};
 use syn::spanned::Spanned;
 use syn::Expr;
 
-use crate::ir::{Const, List, Operand, Stmt, Taint, Use};
+use crate::ir::{Const, List, Operand, OutShape, Stmt, Taint, Use};
 use crate::names::{const_ident, val_ident};
 use crate::ops::{self, Form, OpSpec, Param};
 
@@ -211,7 +211,7 @@ impl Lowerer<'_> {
                 return Lowered::constant(quote!(::core::unreachable!()));
             }
         }
-        if let Some(mut outs) = self.structure_method(mc, &receiver, 1) {
+        if let Some(mut outs) = self.structure_method(mc, &receiver, OutShape::One) {
             return outs
                 .pop()
                 .unwrap_or_else(|| Lowered::constant(quote!(::core::unreachable!())));

@@ -7,7 +7,7 @@ use quote::{quote, ToTokens};
 use syn::spanned::Spanned;
 use syn::{BinOp, Block, Expr, Ident, Local, Pat, Stmt as SynStmt};
 
-use crate::ir::{List, Stmt, Use};
+use crate::ir::{List, OutShape, Stmt, Use};
 use crate::ops::{self, Form};
 
 use super::iter::Item;
@@ -162,6 +162,18 @@ impl Lowerer<'_> {
                     .map(|(e, p)| self.expr_item(e, p))
                     .collect(),
             ),
+            (e, Pat::Tuple(p))
+                if p.elems
+                    .iter()
+                    .any(|q| matches!(unwrapped(q), Pat::Tuple(_))) =>
+            {
+                let shape = pattern_shape(pat);
+                let mut items = self.expr_shaped(e, shape.clone()).into_iter();
+                if items.len() != shape.leaves() {
+                    return Item::Tuple(Vec::new());
+                }
+                shaped_item(&shape, &mut items)
+            }
             (e, Pat::Tuple(p)) => {
                 let n = p.elems.len();
                 let items = self.expr_multi(e, n);
@@ -590,5 +602,32 @@ impl Lowerer<'_> {
         let out = tail(self, last);
         self.scopes.pop();
         out
+    }
+}
+
+/// `pat` without a type ascription or parentheses.
+fn unwrapped(pat: &Pat) -> &Pat {
+    match pat {
+        Pat::Type(pt) => unwrapped(&pt.pat),
+        Pat::Paren(p) => unwrapped(&p.pat),
+        other => other,
+    }
+}
+
+/// How a tuple pattern nests: a tuple for each tuple pattern, one value for anything else.
+fn pattern_shape(pat: &Pat) -> OutShape {
+    match unwrapped(pat) {
+        Pat::Tuple(t) => OutShape::Tuple(t.elems.iter().map(pattern_shape).collect()),
+        _ => OutShape::One,
+    }
+}
+
+/// Values arranged as `shape` for a pattern to bind.
+fn shaped_item(shape: &OutShape, values: &mut impl Iterator<Item = Lowered>) -> Item {
+    match shape {
+        OutShape::One => Item::Value(values.next().expect("a value for each leaf"), false),
+        OutShape::Tuple(parts) => {
+            Item::Tuple(parts.iter().map(|p| shaped_item(p, values)).collect())
+        }
     }
 }
