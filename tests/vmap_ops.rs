@@ -311,3 +311,48 @@ fn indices_computed_in_the_body_batch() {
         assert_eq!(example(&grads, i).to_vec(), one_hot);
     }
 }
+
+/// The squares of the elements an index list picks from one example (an index twice counts
+/// twice), batched one call per example.
+#[differentiable(vmap)]
+fn picked(x: &Tensor<f64>, #[nodiff] idx: &Tensor<i64>) -> Tensor<f64> {
+    x.gather(0, idx).square().sum()
+}
+
+/// A weighted sum over a batch whose examples are themselves differentiated: `Batch(x)` of a
+/// parameter inside a differentiated function.
+#[differentiable]
+fn weighted_picks(
+    x: &Tensor<f64>,
+    #[nodiff] idx: &Tensor<i64>,
+    #[nodiff] weights: &Tensor<f64>,
+) -> Tensor<f64> {
+    (picked_vmap(Batch(x), idx) * weights).sum()
+}
+
+#[test]
+fn a_differentiated_batch_inside_a_loss() {
+    let x = Tensor::rand_normal(&[4, 5], 0.0, 1.0, 90);
+    let idx = Tensor::<i64>::from_vec(vec![0, 2, 2, 4], &[4]);
+    let weights = Tensor::from_vec(vec![1.0, -0.5, 2.0, 0.25], &[4]);
+    support::check_variants!(
+        weighted_picks,
+        weighted_picks_value_and_grad,
+        weighted_picks_grad,
+        weighted_picks_vjp,
+        weighted_picks_jvp,
+        weighted_picks_pullback;
+        [x];
+        (&x, &idx, &weights)
+    );
+    // By hand: ∂/∂x[b, j] = 2 w[b] x[b, j] times how often `j` is picked.
+    let counts = [1.0, 0.0, 2.0, 0.0, 1.0];
+    let (xs, ws) = (x.to_vec(), weights.to_vec());
+    let got = weighted_picks_grad(&x, &idx, &weights).to_vec();
+    for b in 0..4 {
+        for j in 0..5 {
+            let expected = 2.0 * ws[b] * xs[b * 5 + j] * counts[j];
+            assert!((got[b * 5 + j] - expected).abs() < 1e-12, "[{b}, {j}]");
+        }
+    }
+}

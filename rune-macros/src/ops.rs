@@ -10,8 +10,10 @@ pub use rune_ops::{Eval, Form, Keep, OpDef as OpSpec, Param, Partial, Read, Rule
 /// Tensor methods that read only shape metadata: always constant, never a concretization.
 pub const METADATA: &[&str] = &["shape", "ndim", "len", "is_empty", "is_some", "is_none"];
 
-/// What `vmap`'s batched twins write for `len`: one example's (`rune_runtime::vmap`).
-const VMAP_METADATA: &[&str] = &["example_len"];
+/// What `vmap`'s batched twins write for `len`: one example's (`rune_runtime::vmap`); and what
+/// a call of a batched function inside a differentiated one reads of a `Batch` argument, its
+/// number of examples (`crate::vmap::batched_calls`).
+const VMAP_METADATA: &[&str] = &["example_len", "vmap_len"];
 
 /// Methods of a map of parameters that read which keys it has: constants, as shape metadata.
 const MAP_METADATA: &[&str] = &["keys", "contains_key"];
