@@ -305,6 +305,52 @@ fn a_vjp_inside_a_loss_is_differentiated() {
     }
 }
 
+/// `vjp_penalty` through a pullback, called twice: `pb(&c)` is `swirl_vjp(x, a, &c)`, so the
+/// last term, linear in the cotangent, is zero with a zero derivative.
+#[differentiable]
+fn pullback_penalty<T: Element>(
+    x: &Tensor<T>,
+    c: &Tensor<T>,
+    #[nodiff] a: &Tensor<T>,
+) -> Tensor<T> {
+    let (y, pb) = swirl_pullback(x, a);
+    let pulled = pb(c);
+    let twice = pb(&(c * T::from_f64(2.0)));
+    pulled.square().sum() + (y * c).sum() + (twice - &pulled * T::from_f64(2.0)).square().sum()
+}
+
+#[test]
+fn a_pullback_inside_a_loss_is_a_vjp() {
+    let x = Tensor::rand_normal(&[4], 0.0, 1.0, 36);
+    let c = Tensor::rand_normal(&[4], 0.0, 1.0, 37);
+    let a = Tensor::rand_normal(&[4, 4], 0.0, 0.6, 38);
+    check_variants!(
+        pullback_penalty,
+        pullback_penalty_value_and_grad,
+        pullback_penalty_grad,
+        pullback_penalty_vjp,
+        pullback_penalty_jvp,
+        pullback_penalty_pullback;
+        [x, c];
+        (&x, &c, &a)
+    );
+    // The same derivatives as `vjp_penalty`'s, checked by hand above.
+    let (gx, gc) = pullback_penalty_grad(&x, &c, &a);
+    let (ex, ec) = vjp_penalty_grad(&x, &c, &a);
+    for (g, e) in [(gx, ex), (gc, ec)] {
+        for (g, e) in g.to_vec().iter().zip(e.to_vec()) {
+            assert!((g - e).abs() <= 1e-12 * e.abs().max(1.0), "{g} against {e}");
+        }
+    }
+    let (_, (hx, hc)) = pullback_penalty_hvp(&x, &c, &a, &c, &x);
+    let (_, (kx, kc)) = vjp_penalty_hvp(&x, &c, &a, &c, &x);
+    for (h, k) in [(hx, kx), (hc, kc)] {
+        for (h, k) in h.to_vec().iter().zip(k.to_vec()) {
+            assert!((h - k).abs() <= 1e-10 * k.abs().max(1.0), "{h} against {k}");
+        }
+    }
+}
+
 /// The curvature of `quartic` along `v` as a penalty: `‖H v‖² + ∇f · v`, a Hessian-vector
 /// product inside a differentiated function.
 #[differentiable]

@@ -147,6 +147,7 @@ pub enum PathSeg {
 }
 
 /// An argument of a call to another differentiable function.
+#[derive(Clone)]
 pub enum CallArg {
     /// A (part of a) structure parameter, passed borrowed or (cloned) owned.
     Struct {
@@ -466,6 +467,7 @@ impl OutShape {
 }
 
 /// The function a [`Stmt::Call`] calls, which decides where its entry points are.
+#[derive(Clone)]
 pub enum Callee {
     /// A function named by a path (`f`, `layers::dense`): its entry points are associated
     /// functions of the type of the same name beside it (`layers::dense::fwd`).

@@ -282,10 +282,11 @@ impl Emitter<'_> {
                         Some(base) => format!(
                             "`{name}` is what #[differentiable] generates from `{base}`; of those, \
                              only `{base}_grad`, `{base}_jvp`, `{base}_value_and_grad` (of a \
-                             function with `{base}_hvp`), `{base}_vjp` and `{base}_hvp` can be \
-                             called inside a differentiated function so far: call `{name}` \
-                             outside it, or wrap the differentiated argument in \
-                             `stop_gradient(..)` to use its value as a constant"
+                             function with `{base}_hvp`), `{base}_vjp`, `{base}_hvp` and \
+                             `let (y, pb) = {base}_pullback(..)` can be called inside a \
+                             differentiated function so far: call `{name}` outside it, or wrap \
+                             the differentiated argument in `stop_gradient(..)` to use its value \
+                             as a constant"
                         ),
                         None => format!(
                             "`{name}` is not #[differentiable]: add #[differentiable] to it, or \

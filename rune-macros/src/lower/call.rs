@@ -17,7 +17,95 @@ use super::iter::Item;
 use super::syntax::{contains_try, exits, path_is_param, strip, Within};
 use super::{Binding, ClosureDef, Lowered, Lowerer};
 
+/// What a pullback bound inside a differentiated function may be used for.
+pub(super) const PULLBACK_USES: &str = "a pullback bound from `g_pullback(..)` inside a \
+     #[differentiable] function can only be called, `pb(&cotangent)` (a call of `g_vjp` with \
+     the same arguments); to pass it on or keep it, call `g_pullback` outside the function";
+
 impl Lowerer<'_> {
+    /// `let (y, pb) = g_pullback(args);` calling a differentiable `g`: `y` is `g(args)`, and `pb`
+    /// a pullback each call of which, `pb(&c)`, is a call of `g_vjp(args, &c)` (its value
+    /// unread), the arguments as they were here (constants held in locals, as the pullback
+    /// holds them). `false` when `init` is no such call.
+    pub(super) fn bind_pullback(&mut self, pat: &syn::PatTuple, init: &Expr) -> bool {
+        let [value_pat, Pat::Ident(pb)] = pat.elems.iter().collect::<Vec<_>>()[..] else {
+            return false;
+        };
+        let Expr::Call(c) = strip(init) else {
+            return false;
+        };
+        let Expr::Path(p) = strip(&c.func) else {
+            return false;
+        };
+        let Some(last) = p.path.segments.last() else {
+            return false;
+        };
+        let name = last.ident.to_string();
+        let Some(base) = name.strip_suffix("_pullback").filter(|b| !b.is_empty()) else {
+            return false;
+        };
+        if pb.by_ref.is_some() || pb.subpat.is_some() || !self.is_differentiable_call(c) {
+            return false;
+        }
+        let renamed = |suffix: &str| {
+            let mut path = p.path.clone();
+            let last = path.segments.last_mut().expect("a path has a segment");
+            last.ident = syn::Ident::new(&format!("{base}{suffix}"), last.ident.span());
+            path
+        };
+        let (Some(value_callee), Some(vjp)) =
+            (self.callee(&renamed("")), self.callee(&renamed("_vjp")))
+        else {
+            return true;
+        };
+        let (args, arrays) = self.lower_args(&c.args);
+        let refs: Vec<&Lowered> = args.iter().collect();
+        let taint = Self::taint_of(&refs);
+        let args: Vec<CallArg> = args
+            .into_iter()
+            .zip(&c.args)
+            .zip(arrays)
+            .map(
+                |((l, syn_arg), array)| match self.call_arg(l, syn_arg, array) {
+                    CallArg::Const(code) => {
+                        let id = self.hoist(code.tokens().clone(), None, crate::ir::Use::Plain);
+                        CallArg::Const(crate::names::const_ident(id).to_token_stream().into())
+                    }
+                    other => other,
+                },
+            )
+            .collect();
+        let value = self.push_call(value_callee, args.clone(), taint, OutShape::One, c.span());
+        let value = value.into_iter().next().expect("one value");
+        self.bind_item(value_pat, super::iter::Item::Value(value, false));
+        self.pullbacks.push(super::PullbackDef { vjp, args, taint });
+        let index = self.pullbacks.len() - 1;
+        self.bind(&pb.ident.to_string(), Binding::Pullback(index));
+        true
+    }
+
+    /// `pb(&c)` of a pullback bound by [`Self::bind_pullback`]: the gradients of `g_vjp`, as
+    /// `shape` binds them.
+    fn call_pullback(&mut self, index: usize, c: &syn::ExprCall, shape: OutShape) -> Vec<Lowered> {
+        let def = self.pullbacks[index].clone();
+        if c.args.len() != 1 {
+            self.errors
+                .at(c, "a pullback takes one argument, the cotangent: `pb(&c)`");
+            return vec![];
+        }
+        let (mut cot, mut arrays) = self.lower_args(&c.args);
+        let taint = def.taint.or(Self::taint_of(&[&cot[0]]));
+        let cot = self.call_arg(cot.remove(0), &c.args[0], arrays.remove(0));
+        let mut args = def.args;
+        args.push(cot);
+        let shape = OutShape::Tuple(vec![OutShape::One, shape]);
+        let mut outs = self.push_call(def.vjp, args, taint, shape, c.span());
+        if let Lowered::Val(v) = outs.remove(0) {
+            self.discarded.insert(v);
+        }
+        outs
+    }
+
     pub(super) fn function_op_name(c: &syn::ExprCall) -> Option<String> {
         match strip(&c.func) {
             Expr::Path(p) if p.qself.is_none() => {
@@ -27,7 +115,21 @@ impl Lowerer<'_> {
         }
     }
 
+    /// The pullback `c` calls, if it calls one bound by [`Self::bind_pullback`].
+    fn pullback_called(&self, c: &syn::ExprCall) -> Option<usize> {
+        let Expr::Path(p) = strip(&c.func) else {
+            return None;
+        };
+        match self.lookup(&p.path.get_ident()?.to_string()) {
+            Some(Binding::Pullback(index)) => Some(*index),
+            _ => None,
+        }
+    }
+
     pub(super) fn is_differentiable_call(&self, c: &syn::ExprCall) -> bool {
+        if self.pullback_called(c).is_some() {
+            return true;
+        }
         let name = Self::function_op_name(c);
         let is_op = name
             .as_deref()
@@ -38,8 +140,15 @@ impl Lowerer<'_> {
     pub(super) fn call_expr(&mut self, c: &syn::ExprCall) -> Lowered {
         if let Expr::Path(p) = strip(&c.func) {
             if let Some(ident) = p.path.get_ident() {
-                if let Some(Binding::Closure(index)) = self.lookup(&ident.to_string()).cloned() {
-                    return self.inline_closure(index, c);
+                match self.lookup(&ident.to_string()).cloned() {
+                    Some(Binding::Closure(index)) => return self.inline_closure(index, c),
+                    Some(Binding::Pullback(index)) => {
+                        return self
+                            .call_pullback(index, c, OutShape::One)
+                            .pop()
+                            .unwrap_or_else(|| Lowered::constant(quote!(::core::unreachable!())));
+                    }
+                    _ => {}
                 }
             }
         }
@@ -104,6 +213,9 @@ impl Lowerer<'_> {
     /// A call of another `#[differentiable]` function whose results nest as `shape`: its
     /// values, in order.
     pub(super) fn shaped_call(&mut self, c: &syn::ExprCall, shape: OutShape) -> Vec<Lowered> {
+        if let Some(index) = self.pullback_called(c) {
+            return self.call_pullback(index, c, shape);
+        }
         let (args, arrays) = self.lower_args(&c.args);
         let refs: Vec<&Lowered> = args.iter().collect();
         let taint = Self::taint_of(&refs);

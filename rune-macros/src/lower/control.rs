@@ -404,7 +404,8 @@ impl Lowerer<'_> {
                     | Binding::Local
                     | Binding::Closure(_)
                     | Binding::List(_)
-                    | Binding::Iter(_),
+                    | Binding::Iter(_)
+                    | Binding::Pullback(_),
                 )
                 | None => None,
             };

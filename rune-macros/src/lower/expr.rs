@@ -183,6 +183,10 @@ impl Lowerer<'_> {
                         self.errors.at(ident, ITER_USES);
                         Lowered::constant(quote!(::core::unreachable!()))
                     }
+                    Some(Binding::Pullback(_)) => {
+                        self.errors.at(ident, super::call::PULLBACK_USES);
+                        Lowered::constant(quote!(::core::unreachable!()))
+                    }
                     Some(Binding::Local) | None => Lowered::constant(e.to_token_stream()),
                 }
             }

@@ -32,8 +32,8 @@ use syn::{Block, Expr, Ident};
 
 use crate::diag::Errors;
 use crate::ir::{
-    Body, CallArg, Const, List, Operand, OutputAux, OutputElem, PathSeg, Slot, Stmt, Taint, Use,
-    Val,
+    Body, CallArg, Callee, Const, List, Operand, OutputAux, OutputElem, PathSeg, Slot, Stmt, Taint,
+    Use, Val,
 };
 use crate::names::{const_ident, hidden, val_ident};
 use crate::parse::{Returns, Signature};
@@ -65,6 +65,18 @@ enum Binding {
     /// An iterator chain over differentiated values bound with `let` (`let layers =
     /// a.iter().chain(&b);`): its uses read the chain as written there (`flat::inline_iter`).
     Iter(Box<flat::IterDef>),
+    /// The pullback of `let (y, pb) = g_pullback(..);` (number in `Lowerer::pullbacks`): a
+    /// call `pb(&c)` is a call of `g_vjp` with the same arguments.
+    Pullback(usize),
+}
+
+/// What `pb(&c)` calls for a pullback bound from `g_pullback(args)`: `g_vjp(args, &c)`, with the
+/// arguments as they were at `g_pullback` (values, and constants held in locals there).
+#[derive(Clone)]
+struct PullbackDef {
+    vjp: Callee,
+    args: Vec<CallArg>,
+    taint: Option<Taint>,
 }
 
 /// A closure defined in the body: its syntax and the bindings it sees (captured where it is
@@ -144,6 +156,7 @@ struct Lowerer<'e> {
     /// The roots that are maps (`BTreeMap`, `HashMap`): indexing one reads a part by key.
     map_roots: Vec<usize>,
     closures: Vec<ClosureDef>,
+    pullbacks: Vec<PullbackDef>,
     /// The lists' identifiers, by number.
     lists: Vec<Ident>,
     /// Names of local `Vec`s that may receive differentiated tensors (found before lowering).
@@ -196,6 +209,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         roots: Vec::new(),
         map_roots: Vec::new(),
         closures: Vec::new(),
+        pullbacks: Vec::new(),
         lists: Vec::new(),
         tensor_lists: tensor_lists(sig, block),
         arrays: Vec::new(),
@@ -557,7 +571,11 @@ impl Lowerer<'_> {
     /// Whether a binding holds a differentiated value (or a list, slot or closure of them).
     fn is_active(&self, b: &Binding) -> bool {
         match b {
-            Binding::Active(..) | Binding::Slot(_) | Binding::List(_) | Binding::Iter(_) => true,
+            Binding::Active(..)
+            | Binding::Slot(_)
+            | Binding::List(_)
+            | Binding::Iter(_)
+            | Binding::Pullback(_) => true,
             Binding::Closure(index) => self.closures[*index].constant.is_none(),
             Binding::Const { .. } | Binding::Local => false,
         }

@@ -14,6 +14,7 @@ use crate::ir::{Stmt, Taint};
 use crate::names::val_ident;
 use crate::ops;
 
+use super::call::PULLBACK_USES;
 use super::syntax::{collect_pattern_idents, format_captures, is_compound_assignment, strip};
 use super::{Binding, Lowered, Lowerer};
 
@@ -147,7 +148,7 @@ impl Lowerer<'_> {
                 }
             },
             Binding::Local => return None,
-            Binding::Iter(_) => {
+            Binding::Iter(_) | Binding::Pullback(_) => {
                 *active = Some(i.to_string());
                 return None;
             }
@@ -362,6 +363,9 @@ impl VisitMut for Renamer<'_, '_> {
                         let chain = def.chain.clone();
                         *e = syn::parse_quote!((#chain));
                         self.visit_expr_mut(e);
+                    }
+                    Some(Binding::Pullback(_)) => {
+                        self.lowerer.errors.at(&ident, PULLBACK_USES);
                     }
                     Some(Binding::Local) | None => {}
                 }

@@ -131,6 +131,7 @@ impl Lowerer<'_> {
                 self.bind_item(&tuple, item);
             }
             Pat::Slice(_) => self.verbatim_let(pat, &init.expr),
+            Pat::Tuple(t) if self.bind_pullback(t, &init.expr) => {}
             Pat::Tuple(_) => {
                 if let Some(item) = self.selection(&init.expr) {
                     self.bind_item(pat, item);
@@ -385,7 +386,7 @@ impl Lowerer<'_> {
             );
             return true;
         }
-        if let Binding::Closure(_) = current {
+        if let Binding::Closure(_) | Binding::Pullback(_) = current {
             self.errors.at(
                 target,
                 "a variable holding a closure cannot be reassigned in a #[differentiable] \
@@ -414,7 +415,11 @@ impl Lowerer<'_> {
                         taint: *taint,
                         is_ref: false,
                     },
-                    Binding::Local | Binding::Closure(_) | Binding::List(_) | Binding::Iter(_) => {
+                    Binding::Local
+                    | Binding::Closure(_)
+                    | Binding::List(_)
+                    | Binding::Iter(_)
+                    | Binding::Pullback(_) => {
                         unreachable!(
                             "locals exist only while renaming; closures, lists and iterators are \
                              refused above"
