@@ -166,16 +166,55 @@ fn select_positions(
     Ok((a, positions(op, shape, a, indices)?))
 }
 
-/// Zeros of shape `shape` with slice `j` of `g` along axis `a` added at slice `rows[j]`
-/// (repeated rows accumulate): the adjoint of selecting `rows`.
-fn add_rows<T: Element>(g: &Tensor<T>, shape: &[usize], a: usize, rows: &[usize]) -> Tensor<T> {
-    let mut out = ArrayD::from_elem(IxDyn(shape), T::zero());
-    let g = g.view();
-    for (j, &r) in rows.iter().enumerate() {
-        let mut dst = out.index_axis_mut(Axis(a), r);
-        dst += &g.index_axis(Axis(a), j);
+/// The slices at `rows` along axis `a` of data `x`, as [`Tensor::index_select`] returns them.
+/// Row-major data is copied a run at a time: for every position before the axis, each selected
+/// slice is one contiguous run of the elements after it.
+fn select_rows<T: Clone>(x: &Tensor<T>, a: usize, rows: &[usize]) -> Tensor<T> {
+    let shape = x.shape();
+    let mut out_shape = shape.to_vec();
+    out_shape[a] = rows.len();
+    let Some(src) = x.as_slice() else {
+        return Tensor::from_array(x.view().select(Axis(a), rows));
+    };
+    let inner: usize = shape[a + 1..].iter().product();
+    let (len, outer) = (shape[a], shape[..a].iter().product::<usize>());
+    let mut out = Vec::with_capacity(outer * rows.len() * inner);
+    for o in 0..outer {
+        let block = &src[o * len * inner..(o + 1) * len * inner];
+        for &r in rows {
+            out.extend_from_slice(&block[r * inner..(r + 1) * inner]);
+        }
     }
-    Tensor::from_array(out)
+    Tensor::from_vec(out, &out_shape)
+}
+
+/// Zeros of shape `shape` with slice `j` of `g` along axis `a` added at slice `rows[j]`
+/// (repeated rows accumulate): the adjoint of selecting `rows`. A row-major `g` is added a run
+/// at a time, as [`select_rows`] copies.
+fn add_rows<T: Element>(g: &Tensor<T>, shape: &[usize], a: usize, rows: &[usize]) -> Tensor<T> {
+    let Some(src) = g.as_slice() else {
+        let mut out = ArrayD::from_elem(IxDyn(shape), T::zero());
+        let g = g.view();
+        for (j, &r) in rows.iter().enumerate() {
+            let mut dst = out.index_axis_mut(Axis(a), r);
+            dst += &g.index_axis(Axis(a), j);
+        }
+        return Tensor::from_array(out);
+    };
+    let inner: usize = shape[a + 1..].iter().product();
+    let (len, outer) = (shape[a], shape[..a].iter().product::<usize>());
+    let mut out = vec![T::zero(); outer * len * inner];
+    for o in 0..outer {
+        let block = &mut out[o * len * inner..(o + 1) * len * inner];
+        let from = &src[o * rows.len() * inner..(o + 1) * rows.len() * inner];
+        for (j, &r) in rows.iter().enumerate() {
+            let dst = &mut block[r * inner..(r + 1) * inner];
+            for (d, &s) in dst.iter_mut().zip(&from[j * inner..(j + 1) * inner]) {
+                *d += s;
+            }
+        }
+    }
+    Tensor::from_vec(out, shape)
 }
 
 impl<T: Clone> Tensor<T> {
@@ -198,7 +237,7 @@ impl<T: Clone> Tensor<T> {
         indices: &I,
     ) -> Result<Tensor<T>, ShapeError> {
         let (a, rows) = select_positions(self.shape(), axis, &indices.index_tensor())?;
-        Ok(Tensor::from_array(self.view().select(Axis(a), &rows)))
+        Ok(select_rows(self, a, &rows))
     }
 }
 
@@ -225,8 +264,7 @@ where
 {
     let indices = indices.index_tensor();
     let (rows, shape) = embedding_positions(&indices, weight.shape())?;
-    let picked = weight.view().select(Axis(0), &rows);
-    Ok(Tensor::from_array(picked).reshape(&shape))
+    Ok(select_rows(weight, 0, &rows).reshape(&shape))
 }
 
 /// The rows `embedding` reads and the shape of its result.
@@ -262,6 +300,25 @@ impl<T: Clone + Default> Tensor<T> {
 
     /// Like [`Tensor::gather`], returning an error for bad indices.
     pub fn try_gather(&self, axis: isize, indices: &Tensor<i64>) -> Result<Tensor<T>, ShapeError> {
+        // A list taken from a list: one pass, each index checked as it is read.
+        if let (Some(src), Some(idx), 1, 1, 0 | -1) = (
+            self.as_slice(),
+            indices.as_slice(),
+            self.ndim(),
+            indices.ndim(),
+            axis,
+        ) {
+            let out = idx
+                .iter()
+                .map(|&i| usize::try_from(i).ok().and_then(|i| src.get(i)).cloned())
+                .collect::<Option<Vec<T>>>();
+            return match out {
+                Some(out) => Ok(Tensor::from_vec(out, indices.shape())),
+                // The index out of range, named as the general path names it.
+                None => Err(check_indices("gather", self.shape(), axis, indices)
+                    .expect_err("an index out of range was found")),
+            };
+        }
         let a = check_indices("gather", self.shape(), axis, indices)?;
         let is = indices.shape();
         let view = self.view();
@@ -376,6 +433,29 @@ pub mod rules {
         axis: isize,
         indices: &Tensor<i64>,
     ) -> Tensor<T> {
+        // A list taken from a list: added into zeros in one pass, each index checked as read.
+        if let (Some(upd), Some(idx), 1, 1, 1, 0 | -1) = (
+            g.as_slice(),
+            indices.as_slice(),
+            x_shape.len(),
+            g.ndim(),
+            indices.ndim(),
+            axis,
+        ) {
+            if upd.len() == idx.len() {
+                let mut out = vec![T::zero(); x_shape[0]];
+                let mut all_in = true;
+                for (&i, &u) in idx.iter().zip(upd) {
+                    match usize::try_from(i).ok().and_then(|i| out.get_mut(i)) {
+                        Some(o) => *o += u,
+                        None => all_in = false,
+                    }
+                }
+                if all_in {
+                    return Tensor::from_vec(out, x_shape);
+                }
+            }
+        }
         Tensor::zeros(x_shape).scatter_add(axis, indices, g)
     }
 

@@ -12,8 +12,10 @@ fn idx(values: &[i64], shape: &[usize]) -> Tensor<i64> {
 pub fn cases<T: Element>() -> Vec<Case<T>> {
     let mut cases = Vec::new();
     // (data shape, axis, indices): repeated indices, indices shorter than the data on another
-    // axis, a negative axis on 3-D data.
-    let gathers: [(&[usize], isize, Tensor<i64>); 4] = [
+    // axis, a negative axis on 3-D data; a list from a list (one pass), with axis -1 too.
+    let gathers: [(&[usize], isize, Tensor<i64>); 6] = [
+        (&[5], 0, idx(&[4, 0, 4, 2, 1, 4, 3], &[7])),
+        (&[3], -1, idx(&[2, 2], &[2])),
         (&[3, 4], 1, idx(&[0, 3, 3, 1, 2, 0], &[3, 2])),
         (&[3, 4], 0, idx(&[2, 0, 1, 2, 2, 2], &[2, 3])),
         (
@@ -172,6 +174,20 @@ fn bad_indices_name_the_op_index_and_shape() {
     );
     assert!(x.try_gather(2, &idx(&[0], &[1, 1])).is_err());
     assert!(x.try_gather(0, &idx(&[0], &[1])).is_err());
+    // A list from a list: the same errors.
+    let v = Tensor::<f64>::zeros(&[3]);
+    let err = v.try_gather(0, &idx(&[0, 5], &[2])).unwrap_err();
+    assert!(
+        err.op() == "gather" && err.message().contains("index 5") && err.message().contains("[3]"),
+        "{err}"
+    );
+    assert!(v.try_gather(1, &idx(&[0], &[1])).is_err());
+    let msg =
+        panic_message(|| gather_vjp(&Tensor::<f64>::ones(&[2]), &[3], 0, &idx(&[1, 3], &[2])));
+    assert!(
+        msg.starts_with("scatter_add:") && msg.contains("index 3"),
+        "{msg}"
+    );
 
     let msg = panic_message(|| x.scatter_add(0, &idx(&[2], &[1, 1]), &Tensor::zeros(&[1, 1])));
     assert!(

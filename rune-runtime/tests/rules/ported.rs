@@ -153,6 +153,13 @@ fn index_select_and_embedding_match_torch() {
     assert_eq!(cols.shape(), &[3, 2]);
     assert_close(&cols, &[3., 0., 7., 4., 11., 8.], 0.0);
     assert_eq!(x.index_select(1, &Vec::<usize>::new()).shape(), &[3, 0]);
+    // A transposed (not row-major) source, and its gradient from a transposed cotangent:
+    // x.t()[i][j] = x[j][i].
+    let picked = x.t().index_select(0, &[1, 3]);
+    assert_close(&picked, &[1., 5., 9., 3., 7., 11.], 0.0);
+    let g = Tensor::<f64>::arange(6).reshape(&[3, 2]).t();
+    let gx = index_select_vjp(&g, &[4, 3], 0, &[1, 3]);
+    assert_close(&gx, &[0., 0., 0., 0., 2., 4., 0., 0., 0., 1., 3., 5.], 0.0);
     // F.embedding(ids, weight): ids of any shape, result ids.shape + [dim].
     let w = Tensor::<f64>::arange(6).reshape(&[3, 2]);
     let e = embedding(&idx(&[2, 0, 1, 2], &[2, 2]), &w);
