@@ -108,6 +108,14 @@ fn flat(m: &Critic<f64>) -> Vec<f64> {
     m.leaves().iter().flat_map(|l| l.to_vec()).collect()
 }
 
+fn flat32(m: &Critic<f32>) -> Vec<f64> {
+    m.leaves()
+        .iter()
+        .flat_map(|l| l.to_vec())
+        .map(f64::from)
+        .collect()
+}
+
 #[test]
 fn a_gradient_penalty_of_a_model_has_every_variant() {
     let m = model(&[3, 5, 4], 1);
@@ -135,13 +143,7 @@ fn a_gradient_penalty_of_a_model_has_every_variant() {
         &fake.cast::<f32>(),
         &mix.cast::<f32>(),
     );
-    let g32: Vec<f64> = g32
-        .leaves()
-        .iter()
-        .flat_map(|l| l.to_vec())
-        .map(f64::from)
-        .collect();
-    for (a, b) in g32.iter().zip(&g64) {
+    for (a, b) in flat32(&g32).iter().zip(&g64) {
         assert!((a - b).abs() < 2e-4 * b.abs().max(1.0), "{a} against {b}");
     }
 }
@@ -288,13 +290,7 @@ fn a_gradient_penalty_as_methods_of_the_model() {
         );
     }
     let g32 = to_f32(&m).loss_grad(&real.cast::<f32>(), &fake.cast::<f32>(), &mix.cast::<f32>());
-    let g32: Vec<f64> = g32
-        .leaves()
-        .iter()
-        .flat_map(|l| l.to_vec())
-        .map(f64::from)
-        .collect();
-    for (a, b) in g32.iter().zip(&by_method) {
+    for (a, b) in flat32(&g32).iter().zip(&by_method) {
         assert!((a - b).abs() < 2e-4 * b.abs().max(1.0), "{a} against {b}");
     }
 }

@@ -20,18 +20,22 @@ impl Lowerer<'_> {
     pub(super) fn expr_shaped(&mut self, e: &Expr, shape: OutShape) -> Vec<Lowered> {
         match strip(e) {
             Expr::Call(c) if self.is_differentiable_call(c) => self.shaped_call(c, shape),
-            Expr::MethodCall(mc)
-                if Self::calls_method(mc)
-                    && std::iter::once(&*mc.receiver)
-                        .chain(&mc.args)
-                        .any(|e| self.mentions_active(e)) =>
-            {
+            Expr::MethodCall(mc) if self.differentiated_method_call(mc) => {
                 let receiver = self.expr(&mc.receiver);
                 self.structure_method(mc, &receiver, shape)
                     .unwrap_or_else(|| self.nested_pattern_error(e))
             }
             other => self.nested_pattern_error(other),
         }
+    }
+
+    /// Whether `mc` calls a method outside the op table with a differentiated receiver or
+    /// argument (a `#[differentiable]` method, [`Self::structure_method`]).
+    fn differentiated_method_call(&self, mc: &syn::ExprMethodCall) -> bool {
+        Self::calls_method(mc)
+            && std::iter::once(&*mc.receiver)
+                .chain(&mc.args)
+                .any(|e| self.mentions_active(e))
     }
 
     fn nested_pattern_error(&mut self, e: &Expr) -> Vec<Lowered> {
@@ -58,12 +62,7 @@ impl Lowerer<'_> {
             {
                 self.tuple_method(mc)
             }
-            Expr::MethodCall(mc)
-                if Self::calls_method(mc)
-                    && std::iter::once(&*mc.receiver)
-                        .chain(&mc.args)
-                        .any(|e| self.mentions_active(e)) =>
-            {
+            Expr::MethodCall(mc) if self.differentiated_method_call(mc) => {
                 let receiver = self.expr(&mc.receiver);
                 self.structure_method(mc, &receiver, OutShape::flat(n)).unwrap_or_else(|| {
                     self.errors.at(
