@@ -305,6 +305,43 @@ fn a_vjp_inside_a_loss_is_differentiated() {
     }
 }
 
+/// `swirl` on `f64` under `hvp`: its `swirl_f64_vjp` inside a loss runs on its dual-number twin.
+#[differentiable(hvp)]
+fn swirl_f64(x: &Tensor<f64>, #[nodiff] a: &Tensor<f64>) -> Tensor<f64> {
+    a.matmul(x).tanh() * x
+}
+
+#[differentiable]
+fn vjp_penalty_f64(x: &Tensor<f64>, c: &Tensor<f64>, #[nodiff] a: &Tensor<f64>) -> Tensor<f64> {
+    let (y, pulled) = swirl_f64_vjp(x, a, c);
+    pulled.square().sum() + (y * c).sum()
+}
+
+#[test]
+fn a_vjp_of_a_concrete_function_inside_a_loss() {
+    let x = Tensor::rand_normal(&[4], 0.0, 1.0, 41);
+    let c = Tensor::rand_normal(&[4], 0.0, 1.0, 42);
+    let a = Tensor::rand_normal(&[4, 4], 0.0, 0.6, 43);
+    check_variants!(
+        vjp_penalty_f64,
+        vjp_penalty_f64_value_and_grad,
+        vjp_penalty_f64_grad,
+        vjp_penalty_f64_vjp,
+        vjp_penalty_f64_jvp,
+        vjp_penalty_f64_pullback;
+        [x, c];
+        (&x, &c, &a)
+    );
+    // The generic function's derivatives, checked by hand above.
+    let (gx, gc) = vjp_penalty_f64_grad(&x, &c, &a);
+    let (ex, ec) = vjp_penalty_grad(&x, &c, &a);
+    for (g, e) in [(gx, ex), (gc, ec)] {
+        for (g, e) in g.to_vec().iter().zip(e.to_vec()) {
+            assert!((g - e).abs() <= 1e-12 * e.abs().max(1.0), "{g} against {e}");
+        }
+    }
+}
+
 /// `vjp_penalty` through a pullback, called twice: `pb(&c)` is `swirl_vjp(x, a, &c)`, so the
 /// last term, linear in the cotangent, is zero with a zero derivative.
 #[differentiable]

@@ -385,8 +385,9 @@ fn function(
         ));
     }
     if host == Host::Free {
-        placed.extend(emit::dual_callee(&func, &sig, emit::DualCallee::Vjp));
-        placed.extend(emit::dual_callee(&func, &sig, emit::DualCallee::Hvp));
+        let twin = emitter.hvp_twin;
+        placed.extend(emit::dual_callee(&func, &sig, emit::DualCallee::Vjp, twin));
+        placed.extend(emit::dual_callee(&func, &sig, emit::DualCallee::Hvp, twin));
     }
     if let Some(body) = plain {
         let span = func.block.brace_token.span;

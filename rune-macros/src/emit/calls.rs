@@ -263,7 +263,14 @@ impl Emitter<'_> {
                              numbers: mark `{base}` `#[differentiable(hvp)]` or write it generic \
                              over its element type (or call `{base}` and `{base}_grad`)"
                         ),
-                        Some(base) if text.ends_with("_vjp") || text.ends_with("_hvp") => format!(
+                        Some(base) if text.ends_with("_vjp") => format!(
+                            "`{name}` is differentiated when `{base}` has `{base}_hvp` (generic \
+                             over its element type, or marked `#[differentiable(hvp)]`), whose \
+                             dual numbers its rules run, takes tensors with one differentiated \
+                             parameter and returns one tensor: write `{base}` so, or call \
+                             `{name}` outside the differentiated function"
+                        ),
+                        Some(base) if text.ends_with("_hvp") => format!(
                             "`{name}` is differentiated when `{base}` is generic over its element \
                              type (`<T: Element>`), which its rules run on dual numbers, takes \
                              tensors with one differentiated parameter and returns one tensor: \

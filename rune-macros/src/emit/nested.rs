@@ -16,7 +16,7 @@ use syn::{Ident, ItemFn};
 
 use super::api::EntryPoint;
 use super::{place, rt, Api, Generated, Host, Inherent};
-use crate::parse::{contains_type, Param, Passing, Returns, Signature};
+use crate::parse::{contains_tensor_of, contains_type, Param, Passing, Returns, Signature};
 
 /// The hidden entry points of `g_grad` for function `func` (`g`), or `None` when `g` has no
 /// `g_hvp`, returns numbers, or takes a parameter the pullback cannot own (anything but tensors
@@ -489,11 +489,19 @@ pub enum DualCallee {
 /// `(u, ċ)` is one dual call, and the pullback of `(ā, b̄)` is `a'ᵀ ā + ∂(b̄ · b c)/∂x` for `x`
 /// (`b ā` from a plain call, since `a'ᵀ = b`, and the second term the tangent of `b c` at
 /// `x + ε b̄`), and `bᵀ b̄` for `c` (the tangent of `a` there: `a' b̄`, as `a' = bᵀ`).
-pub fn dual_callee(func: &ItemFn, sig: &Signature, kind: DualCallee) -> Option<TokenStream> {
-    let api = free_api(func, sig, false);
-    let (elem, true) = api.hvp_elem()? else {
+pub fn dual_callee(
+    func: &ItemFn,
+    sig: &Signature,
+    kind: DualCallee,
+    hvp_twin: bool,
+) -> Option<TokenStream> {
+    let api = free_api(func, sig, hvp_twin);
+    // A function on a concrete element type runs `g_vjp` on dual numbers through its twin;
+    // `g_hvp` there would need the twin's own second derivatives (dual numbers of dual numbers).
+    let (elem, generic) = api.hvp_elem()?;
+    if !generic && kind == DualCallee::Hvp {
         return None;
-    };
+    }
     let Returns::Single(value_ty) = &sig.returns else {
         return None;
     };
@@ -553,10 +561,15 @@ pub fn dual_callee(func: &ItemFn, sig: &Signature, kind: DualCallee) -> Option<T
         for (i, p) in vjp_sig.params.iter().enumerate() {
             let lifted = format_ident!("__rune_dual{}", i);
             let v = value(i);
+            // Generic: every parameter naming the element is lifted. Concrete: the twin takes
+            // `Tensor<Dual<E>>` where the function takes `Tensor<E>`, and plain numbers.
             let lift = match direction(i) {
                 Some(d) => quote!(#rt::dual_seed(#v, #d)),
-                None if is_elem(&p.ty, &elem) => quote!(#rt::lift_element(#v)),
-                None if contains_type(&p.ty, &elem) => quote!(#rt::Lift::lift(#v)),
+                None if generic && is_elem(&p.ty, &elem) => quote!(#rt::lift_element(#v)),
+                None if generic && contains_type(&p.ty, &elem) => quote!(#rt::Lift::lift(#v)),
+                None if !generic && contains_tensor_of(&p.ty, &elem) => {
+                    quote!(#rt::Lift::lift(#v))
+                }
                 None => {
                     args.push(other(i));
                     continue;
@@ -576,6 +589,19 @@ pub fn dual_callee(func: &ItemFn, sig: &Signature, kind: DualCallee) -> Option<T
         .iter()
         .position(|p| p.active.is_some())
         .expect("one differentiated parameter");
+    // `g_vjp` on dual numbers: generic, itself; concrete, the twin's forward pass and its
+    // pullback (whose slot of the differentiated parameter is the gradient).
+    let dual_vjp = |args: &[TokenStream]| match generic {
+        true => quote!(#vjp_name #dual_turbofish (#(#args),*)),
+        false => {
+            let (params, cotangent) = (&args[..n], &args[n]);
+            let slot = syn::Index::from(active_at);
+            quote!({
+                let (__rune_value, __rune_pullback) = #name::dual_fwd(#(#params),*);
+                (__rune_value, __rune_pullback(#cotangent).#slot)
+            })
+        }
+    };
     let mut generated = no_items();
     for entry in [EntryPoint::Fwd, EntryPoint::Tangent] {
         let decl = vjp_api.declare(entry)?;
@@ -592,6 +618,7 @@ pub fn dual_callee(func: &ItemFn, sig: &Signature, kind: DualCallee) -> Option<T
                         (i == active_at).then(|| quote!(__rune_cotangent.1))
                     });
                     let plain = args[..n].iter();
+                    let dual = dual_vjp(&dual_call);
                     let slots = vjp_sig.params.iter().enumerate().map(|(i, p)| {
                         match (p.active.is_some(), i) {
                             (false, _) => quote!(#rt::NoGrad),
@@ -609,8 +636,7 @@ pub fn dual_callee(func: &ItemFn, sig: &Signature, kind: DualCallee) -> Option<T
                             let (_, __rune_plain) =
                                 #vjp_name #turbofish (#(#plain,)* __rune_cotangent.0);
                             #(#lifts)*
-                            let (__rune_dual_value, __rune_dual_grad) =
-                                #vjp_name #dual_turbofish (#(#dual_call),*);
+                            let (__rune_dual_value, __rune_dual_grad) = #dual;
                             (#(#slots,)*)
                         })
                     }
@@ -637,12 +663,12 @@ pub fn dual_callee(func: &ItemFn, sig: &Signature, kind: DualCallee) -> Option<T
                             quote!(&#local)
                         })
                     });
+                    let dual = dual_vjp(&dual_call);
                     // The value from a plain call: the dual call rounds its primal differently.
                     quote! {
                         #(#directions)*
                         #(#lifts)*
-                        let (__rune_dual_value, __rune_dual_grad) =
-                            #vjp_name #dual_turbofish (#(#dual_call),*);
+                        let (__rune_dual_value, __rune_dual_grad) = #dual;
                         (
                             #vjp_name #turbofish (#(#names),*),
                             (
