@@ -294,3 +294,64 @@ fn a_gradient_penalty_as_methods_of_the_model() {
         assert!((a - b).abs() < 2e-4 * b.abs().max(1.0), "{a} against {b}");
     }
 }
+
+/// The critic's score and its input gradient from one call, the model's gradient bound to `_`
+/// inside the nested pattern.
+#[differentiable]
+fn score_times_slope<T: Element>(model: &Critic<T>, #[nodiff] x: &Tensor<T>) -> Tensor<T> {
+    let (score, (_, gx)) = critic_value_and_grad(model, x);
+    score * gx.square().sum()
+}
+
+/// The critic's score and its slope along the model itself and a direction `u` of the input.
+#[differentiable]
+fn score_times_jvp<T: Element>(
+    model: &Critic<T>,
+    #[nodiff] x: &Tensor<T>,
+    #[nodiff] u: &Tensor<T>,
+) -> Tensor<T> {
+    let (score, slope) = critic_jvp(model, x, model, u);
+    score * slope
+}
+
+#[test]
+fn a_value_and_grad_and_a_jvp_of_a_model_inside_a_loss() {
+    let m = model(&[3, 4], 60);
+    let x = Tensor::rand_normal(&[5, 3], 0.0, 1.0, 61);
+    let u = Tensor::rand_normal(&[5, 3], 0.0, 1.0, 62);
+    check_variants!(
+        score_times_slope,
+        score_times_slope_value_and_grad,
+        score_times_slope_grad,
+        score_times_slope_vjp,
+        score_times_slope_jvp,
+        score_times_slope_pullback;
+        [m];
+        (&m, &x)
+    );
+    check_variants!(
+        score_times_jvp,
+        score_times_jvp_value_and_grad,
+        score_times_jvp_grad,
+        score_times_jvp_vjp,
+        score_times_jvp_jvp,
+        score_times_jvp_pullback;
+        [m];
+        (&m, &x, &u)
+    );
+    // The value itself: the slope is the critic's derivative along the model and `u` at once,
+    // against a central difference of the critic moved along both.
+    let eps = 1e-6;
+    let moved = |s: f64| {
+        let mut at = m.clone();
+        at.axpy(s, &m);
+        critic(&at, &(&x + &(&u * s))).item()
+    };
+    let slope = (moved(eps) - moved(-eps)) / (2.0 * eps);
+    let expected = critic(&m, &x).item() * slope;
+    let got = score_times_jvp(&m, &x, &u).item();
+    assert!(
+        (got - expected).abs() < 1e-7 * expected.abs().max(1.0),
+        "{got} against {expected}"
+    );
+}

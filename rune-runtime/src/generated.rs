@@ -23,7 +23,9 @@ pub use crate::entry::{
     check_cotangent, check_same_value, scalar_seed, CotangentOf, IntoCotangent, SameValue, Seed,
     CHECK_VALUES,
 };
-pub use crate::hvp::{dual_primal, dual_seed, dual_tangent, DualParts, DualSeed, JvpPart};
+pub use crate::hvp::{
+    dual_primal, dual_seed, dual_tangent, DualParts, DualSeed, GradPart, JvpPart,
+};
 pub use crate::ops::cast::{cast_differentiated, detach};
 pub use crate::parts::{
     constant_scrutinee, parameter_part, part_at, part_at_mut, ConstantField, ConstantScrutinee,

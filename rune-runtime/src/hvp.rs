@@ -157,19 +157,43 @@ pub fn dual_tangent<D: DualParts>(dual: &D) -> D::Real {
     dual.tangent()
 }
 
-/// What the rules of `g_jvp` as a differentiated callee (`rune_macros`' `emit::nested`)
-/// compute with: a gradient's part (a tensor or a number) scaled by a number, added, and
-/// paired with a direction into a number; and the one-element value's cotangent read as a
-/// number, and a number made a value's tangent.
-pub trait JvpPart: Sized {
+/// What the rules of `g_jvp` and `g_value_and_grad` as differentiated callees
+/// (`rune_macros`' `emit::nested`) compute with, of a gradient's part (a tensor, a number, or a
+/// structure's gradient): scaled by a number, added, and paired with a direction into a number.
+pub trait GradPart: Sized {
     /// The element type.
     type Number: Element;
     /// `self · c`.
     fn scaled(&self, c: Self::Number) -> Self;
     /// `self + other`.
     fn plus(self, other: Self) -> Self;
-    /// `Σ self · other`, elementwise.
+    /// `Σ self · other`, elementwise (over every leaf).
     fn inner(&self, other: &Self) -> Self::Number;
+}
+
+impl<D: crate::Differentiable> GradPart for D {
+    type Number = D::Elem;
+    fn scaled(&self, c: D::Elem) -> Self {
+        self.scale(c)
+    }
+    fn plus(self, other: Self) -> Self {
+        self.add(&other)
+    }
+    fn inner(&self, other: &Self) -> D::Elem {
+        self.leaves()
+            .iter()
+            .zip(other.leaves())
+            .fold(num_traits::Zero::zero(), |acc: D::Elem, (a, b)| {
+                acc + (*a * b).sum().item()
+            })
+    }
+}
+
+/// A one-element value of such a callee: its cotangent read as a number, and a number made its
+/// tangent.
+pub trait JvpPart: Sized {
+    /// The element type.
+    type Number: Element;
     /// The one element of a cotangent of a one-element value.
     fn number(&self) -> Self::Number;
     /// `n` in the shape of `self`, a one-element value.
@@ -178,15 +202,6 @@ pub trait JvpPart: Sized {
 
 impl<T: Element> JvpPart for Tensor<T> {
     type Number = T;
-    fn scaled(&self, c: T) -> Self {
-        self * c
-    }
-    fn plus(self, other: Self) -> Self {
-        self + other
-    }
-    fn inner(&self, other: &Self) -> T {
-        (self * other).sum().item()
-    }
     #[track_caller]
     fn number(&self) -> T {
         self.item()
@@ -198,7 +213,7 @@ impl<T: Element> JvpPart for Tensor<T> {
 
 macro_rules! jvp_numbers {
     ($($t:ty)*) => {$(
-        impl JvpPart for $t {
+        impl GradPart for $t {
             type Number = $t;
             fn scaled(&self, c: $t) -> $t {
                 self * c
@@ -209,6 +224,9 @@ macro_rules! jvp_numbers {
             fn inner(&self, other: &$t) -> $t {
                 self * other
             }
+        }
+        impl JvpPart for $t {
+            type Number = $t;
             fn number(&self) -> $t {
                 *self
             }

@@ -213,7 +213,7 @@ pub fn jvp_function(
 ) -> Option<TokenStream> {
     let api = site.api(func, sig, hvp_twin);
     api.hvp_elem()?;
-    let plain = sig.active().all(|(_, a)| !a.array && !a.structure);
+    let plain = sig.active().all(|(_, a)| !a.array);
     let Returns::Single(value_ty) = &sig.returns else {
         return None;
     };
@@ -266,9 +266,11 @@ pub fn jvp_function(
         }
     };
     let names: Vec<&Ident> = jvp_sig.params.iter().map(|p| &p.ident).collect();
+    let bounds = api.hvp_bounds();
     let mut generated = no_items();
     for entry in [EntryPoint::Fwd, EntryPoint::Tangent] {
-        let decl = jvp_api.declare(entry)?;
+        let mut decl = jvp_api.declare(entry)?;
+        decl.bounds.extend(bounds.iter().cloned());
         let body = match entry {
             EntryPoint::Fwd => {
                 let (owned, args) = owned_copies(&jvp_sig.params);
@@ -279,13 +281,13 @@ pub fn jvp_function(
                     }
                     if i >= n {
                         let g = part(quote!(__rune_g), i - n);
-                        return quote!(#rt::JvpPart::scaled(&#g, __rune_c1));
+                        return quote!(#rt::GradPart::scaled(&#g, __rune_c1));
                     }
                     let (g, h) = (part(quote!(__rune_g), k), part(quote!(__rune_h), k));
                     k += 1;
-                    quote!(#rt::JvpPart::plus(
-                        #rt::JvpPart::scaled(&#g, __rune_c0),
-                        #rt::JvpPart::scaled(&#h, __rune_c1),
+                    quote!(#rt::GradPart::plus(
+                        #rt::GradPart::scaled(&#g, __rune_c0),
+                        #rt::GradPart::scaled(&#h, __rune_c1),
                     ))
                 });
                 let cot = jvp_sig.cotangent_type();
@@ -318,13 +320,13 @@ pub fn jvp_function(
                 let value_tangent = active_at.iter().enumerate().map(|(k, i)| {
                     let g = part(quote!(__rune_g), k);
                     let u = format_ident!("__rune_direction_{}", i);
-                    quote!(#rt::JvpPart::inner(&#g, &#u))
+                    quote!(#rt::GradPart::inner(&#g, &#u))
                 });
                 let slope_tangent = active_at.iter().enumerate().map(|(k, i)| {
                     let (g, h) = (part(quote!(__rune_g), k), part(quote!(__rune_h), k));
                     let u = format_ident!("__rune_direction_{}", i);
                     let dt = format_ident!("__rune_direction_{}", n + k);
-                    quote!(#rt::JvpPart::inner(&#u, &#h) + #rt::JvpPart::inner(&#g, &#dt))
+                    quote!(#rt::GradPart::inner(&#u, &#h) + #rt::GradPart::inner(&#g, &#dt))
                 });
                 // The tangents by reference: an owned parameter moves into the calls last.
                 let by_ref = jvp_sig.params.iter().map(keeping);
@@ -363,7 +365,7 @@ pub fn value_and_grad_function(
     let Returns::Single(value_ty) = &sig.returns else {
         return None;
     };
-    let plain = sig.active().all(|(_, a)| !a.array && !a.structure);
+    let plain = sig.active().all(|(_, a)| !a.array);
     if !plain || sig.fallible.is_some() || sig.params.iter().any(|p| !ownable(p)) {
         return None;
     }
@@ -420,7 +422,7 @@ pub fn value_and_grad_function(
                     }
                     let (g, h) = (part(quote!(__rune_g), k), part(quote!(__rune_h), k));
                     k += 1;
-                    quote!(#rt::JvpPart::plus(#rt::JvpPart::scaled(&#g, __rune_c0), #h))
+                    quote!(#rt::GradPart::plus(#rt::GradPart::scaled(&#g, __rune_c0), #h))
                 });
                 let cot = vg_sig.cotangent_type();
                 quote! {
@@ -451,7 +453,7 @@ pub fn value_and_grad_function(
                 });
                 let slope = locals.iter().enumerate().map(|(k, u)| {
                     let g = part(quote!(__rune_g), k);
-                    quote!(#rt::JvpPart::inner(&#g, &#u))
+                    quote!(#rt::GradPart::inner(&#g, &#u))
                 });
                 let by_ref = sig.params.iter().map(keeping);
                 quote! {
