@@ -108,6 +108,29 @@ fn flat(m: &Critic<f64>) -> Vec<f64> {
     m.leaves().iter().flat_map(|l| l.to_vec()).collect()
 }
 
+/// `hv`, a Hessian of the model times `v`, against central differences of `grad` along `v`.
+fn assert_hvp(
+    m: &Critic<f64>,
+    v: &Critic<f64>,
+    hv: &Critic<f64>,
+    grad: impl Fn(&Critic<f64>) -> Critic<f64>,
+) {
+    let eps = 1e-5;
+    let step = |s: f64| {
+        let mut moved = m.clone();
+        moved.axpy(s, v);
+        flat(&grad(&moved))
+    };
+    let (plus, minus) = (step(eps), step(-eps));
+    for (i, h) in flat(hv).iter().enumerate() {
+        let fd = (plus[i] - minus[i]) / (2.0 * eps);
+        assert!(
+            (h - fd).abs() < 1e-6 * fd.abs().max(1.0),
+            "element {i}: {h} against {fd}"
+        );
+    }
+}
+
 fn flat32(m: &Critic<f32>) -> Vec<f64> {
     m.leaves()
         .iter()
@@ -204,20 +227,7 @@ fn the_penalty_hessian_times_a_direction_is_the_derivative_of_its_gradient() {
     for (a, b) in flat(&g).iter().zip(flat(&penalty_grad(&m, &mix))) {
         assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} against {b}");
     }
-    let eps = 1e-5;
-    let step = |s: f64| {
-        let mut moved = m.clone();
-        moved.axpy(s, &v);
-        flat(&penalty_grad(&moved, &mix))
-    };
-    let (plus, minus) = (step(eps), step(-eps));
-    for (i, h) in flat(&hv).iter().enumerate() {
-        let fd = (plus[i] - minus[i]) / (2.0 * eps);
-        assert!(
-            (h - fd).abs() < 1e-6 * fd.abs().max(1.0),
-            "element {i}: {h} against {fd}"
-        );
-    }
+    assert_hvp(&m, &v, &hv, |moved| penalty_grad(moved, &mix));
 }
 
 /// The critic as methods of the model: `#[differentiable]` on the generic `impl` block gives each
@@ -275,20 +285,7 @@ fn a_gradient_penalty_as_methods_of_the_model() {
         *leaf = Tensor::rand_normal(leaf.shape(), 0.0, 1.0, 50 + i as u64);
     }
     let (_, hv) = m.loss_hvp(&real, &fake, &mix, &v);
-    let eps = 1e-5;
-    let step = |s: f64| {
-        let mut moved = m.clone();
-        moved.axpy(s, &v);
-        flat(&moved.loss_grad(&real, &fake, &mix))
-    };
-    let (plus, minus) = (step(eps), step(-eps));
-    for (i, h) in flat(&hv).iter().enumerate() {
-        let fd = (plus[i] - minus[i]) / (2.0 * eps);
-        assert!(
-            (h - fd).abs() < 1e-6 * fd.abs().max(1.0),
-            "element {i}: {h} against {fd}"
-        );
-    }
+    assert_hvp(&m, &v, &hv, |moved| moved.loss_grad(&real, &fake, &mix));
     let g32 = to_f32(&m).loss_grad(&real.cast::<f32>(), &fake.cast::<f32>(), &mix.cast::<f32>());
     for (a, b) in flat32(&g32).iter().zip(&by_method) {
         assert!((a - b).abs() < 2e-4 * b.abs().max(1.0), "{a} against {b}");
