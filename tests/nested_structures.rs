@@ -254,6 +254,12 @@ impl<T: Element> Critic<T> {
         let gp = (norms - T::from_f64(1.0)).square().mean();
         (self.score(fake) - self.score(real)) / n + gp * T::from_f64(10.0)
     }
+
+    /// `score_times_jvp` as a method: `self.score_jvp(..)` inside it.
+    fn along(&self, #[nodiff] x: &Tensor<T>, #[nodiff] u: &Tensor<T>) -> Tensor<T> {
+        let (score, slope) = self.score_jvp(x, self, u);
+        score * slope
+    }
 }
 
 #[test]
@@ -351,4 +357,13 @@ fn a_value_and_grad_and_a_jvp_of_a_model_inside_a_loss() {
         (got - expected).abs() < 1e-7 * expected.abs().max(1.0),
         "{got} against {expected}"
     );
+    // The method computes what the free function does, its gradient too.
+    assert_eq!(m.along(&x, &u).item(), got);
+    let (by_method, by_function) = (
+        flat(&m.along_grad(&x, &u)),
+        flat(&score_times_jvp_grad(&m, &x, &u)),
+    );
+    for (a, b) in by_method.iter().zip(&by_function) {
+        assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} against {b}");
+    }
 }

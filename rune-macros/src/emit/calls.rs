@@ -379,9 +379,9 @@ impl Emitter<'_> {
                         ),
                         Some(base) => format!(
                             "`{name}` is what #[differentiable] generates from `{base}`; of a \
-                             method's, only `{base}_grad` and `{base}_value_and_grad` can be \
-                             called inside a differentiated function so far: call `{name}` \
-                             outside it, or wrap the differentiated argument in \
+                             method's, only `{base}_grad`, `{base}_value_and_grad` and \
+                             `{base}_jvp` can be called inside a differentiated function so far: \
+                             call `{name}` outside it, or wrap the differentiated argument in \
                              `stop_gradient(..)`"
                         ),
                         None if method => format!(
