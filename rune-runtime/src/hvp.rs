@@ -176,8 +176,12 @@ impl<D: crate::Differentiable> GradPart for D {
     fn scaled(&self, c: D::Elem) -> Self {
         self.scale(c)
     }
-    fn plus(self, other: Self) -> Self {
-        self.add(&other)
+    fn plus(mut self, other: Self) -> Self {
+        // In place, leaf by leaf (`Differentiable::add` would copy `self` and scale `other`).
+        for (leaf, o) in self.leaves_mut().into_iter().zip(other.leaves()) {
+            *leaf += o;
+        }
+        self
     }
     fn inner(&self, other: &Self) -> D::Elem {
         self.leaves()

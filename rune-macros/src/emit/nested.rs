@@ -497,7 +497,7 @@ pub fn dual_callee(
     kind: DualCallee,
     hvp_twin: bool,
 ) -> Option<TokenStream> {
-    let api = free_api(func, sig, hvp_twin);
+    let api = Site::FREE.api(func, sig, hvp_twin);
     // A function on a concrete element type runs `g_vjp` on dual numbers through its twin;
     // `g_hvp` there would need the twin's own second derivatives (dual numbers of dual numbers).
     let (elem, generic) = api.hvp_elem()?;
@@ -545,7 +545,7 @@ pub fn dual_callee(
         array_out: None,
     };
     let vjp_func = renamed(func, &vjp_name);
-    let vjp_api = free_api(&vjp_func, &vjp_sig, false);
+    let vjp_api = Site::FREE.api(&vjp_func, &vjp_sig, false);
     let rt = rt();
     let (_, ty_generics, _) = func.sig.generics.split_for_impl();
     let turbofish = ty_generics.as_turbofish();
@@ -743,11 +743,6 @@ impl<'a> Site<'a> {
             Host::Impl => quote!(Self::#name),
         }
     }
-}
-
-/// An `Api` for a free function that is not a twin.
-fn free_api<'a>(func: &'a ItemFn, sig: &'a Signature, hvp_twin: bool) -> Api<'a> {
-    Site::FREE.api(func, sig, hvp_twin)
 }
 
 /// No items yet.
