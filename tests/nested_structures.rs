@@ -255,6 +255,41 @@ impl<T: Element> Critic<T> {
         (self.score(fake) - self.score(real)) / n + gp * T::from_f64(10.0)
     }
 
+    /// The output per example, as `features`.
+    fn column(&self, #[nodiff] x: &Tensor<T>) -> Tensor<T> {
+        let mut h = x.clone();
+        for layer in &self.layers {
+            h = layer.forward(&h);
+        }
+        h.matmul(&self.head)
+    }
+
+    /// `vjp_penalty` as a method: `self.column_vjp(..)` inside it.
+    fn vjp_loss(&self, #[nodiff] x: &Tensor<T>, #[nodiff] c: &Tensor<T>) -> Tensor<T> {
+        let (y, g) = self.column_vjp(x, c);
+        y.square().sum() + g.head.square().sum() + g.layers[0].w.square().sum()
+    }
+
+    /// `pullback_penalty` as a method: `self.column_pullback(..)` inside it.
+    fn pullback_loss(&self, #[nodiff] x: &Tensor<T>, #[nodiff] c: &Tensor<T>) -> Tensor<T> {
+        let (y, pb) = self.column_pullback(x);
+        let g = pb(c);
+        let twice = pb(&(c * T::from_f64(2.0)));
+        y.square().sum()
+            + g.head.square().sum()
+            + twice.layers[0].w.square().sum() * T::from_f64(0.25)
+    }
+
+    /// The score of the model alone, and `curvature` as a method: `self.total_hvp(..)`.
+    fn total(&self, #[nodiff] x: &Tensor<T>) -> Tensor<T> {
+        self.column(x).sum()
+    }
+
+    fn curvature_loss(&self, #[nodiff] x: &Tensor<T>, #[nodiff] v: &Critic<T>) -> Tensor<T> {
+        let (g, hv) = self.total_hvp(x, v);
+        hv.head.square().sum() + hv.layers[1].b.square().sum() + g.head.sum()
+    }
+
     /// `score_times_jvp` as a method: `self.score_jvp(..)` inside it.
     fn along(&self, #[nodiff] x: &Tensor<T>, #[nodiff] u: &Tensor<T>) -> Tensor<T> {
         let (score, slope) = self.score_jvp(x, self, u);
@@ -366,4 +401,182 @@ fn a_value_and_grad_and_a_jvp_of_a_model_inside_a_loss() {
     for (a, b) in by_method.iter().zip(&by_function) {
         assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} against {b}");
     }
+}
+
+/// The critic's output per example (a column): a function of the model alone.
+#[differentiable]
+fn features<T: Element>(model: &Critic<T>, #[nodiff] x: &Tensor<T>) -> Tensor<T> {
+    let mut h = x.clone();
+    for layer in &model.layers {
+        h = layer.forward(&h);
+    }
+    h.matmul(&model.head)
+}
+
+/// `features_vjp` inside a loss: its value and the model's part `Jᵀc`, read by its parts.
+#[differentiable]
+fn vjp_penalty<T: Element>(
+    model: &Critic<T>,
+    #[nodiff] x: &Tensor<T>,
+    #[nodiff] c: &Tensor<T>,
+) -> Tensor<T> {
+    let (y, g) = features_vjp(model, x, c);
+    y.square().sum() + g.head.square().sum() + g.layers[0].w.square().sum()
+}
+
+/// The same through `features_pullback`, its pullback called twice.
+#[differentiable]
+fn pullback_penalty<T: Element>(
+    model: &Critic<T>,
+    #[nodiff] x: &Tensor<T>,
+    #[nodiff] c: &Tensor<T>,
+) -> Tensor<T> {
+    let (y, pb) = features_pullback(model, x);
+    let g = pb(c);
+    let twice = pb(&(c * T::from_f64(2.0)));
+    y.square().sum() + g.head.square().sum() + twice.layers[0].w.square().sum() * T::from_f64(0.25)
+}
+
+/// The critic's total score, of the model alone.
+#[differentiable]
+fn score<T: Element>(model: &Critic<T>, #[nodiff] x: &Tensor<T>) -> Tensor<T> {
+    features(model, x).sum()
+}
+
+/// A curvature penalty `‖H v‖²` over two of the model's parts, from `score_hvp` with a
+/// direction `v` of the model's type.
+#[differentiable]
+fn curvature<T: Element>(
+    model: &Critic<T>,
+    #[nodiff] x: &Tensor<T>,
+    #[nodiff] v: &Critic<T>,
+) -> Tensor<T> {
+    let (g, hv) = score_hvp(model, x, v);
+    hv.head.square().sum() + hv.layers[1].b.square().sum() + g.head.sum()
+}
+
+fn direction_like(m: &Critic<f64>, seed: u64) -> Critic<f64> {
+    let mut v = m.zeros_like();
+    for (i, leaf) in v.leaves_mut().into_iter().enumerate() {
+        *leaf = Tensor::rand_normal(leaf.shape(), 0.0, 1.0, seed + i as u64);
+    }
+    v
+}
+
+#[test]
+fn a_vjp_a_pullback_and_an_hvp_of_a_model_inside_a_loss() {
+    let m = model(&[3, 4, 3], 80);
+    let x = Tensor::rand_normal(&[5, 3], 0.0, 1.0, 81);
+    let c = Tensor::rand_normal(&[5, 1], 0.0, 1.0, 82);
+    let v = direction_like(&m, 90);
+    check_variants!(
+        vjp_penalty,
+        vjp_penalty_value_and_grad,
+        vjp_penalty_grad,
+        vjp_penalty_vjp,
+        vjp_penalty_jvp,
+        vjp_penalty_pullback;
+        [m];
+        (&m, &x, &c)
+    );
+    check_variants!(
+        pullback_penalty,
+        pullback_penalty_value_and_grad,
+        pullback_penalty_grad,
+        pullback_penalty_vjp,
+        pullback_penalty_jvp,
+        pullback_penalty_pullback;
+        [m];
+        (&m, &x, &c)
+    );
+    check_variants!(
+        curvature,
+        curvature_value_and_grad,
+        curvature_grad,
+        curvature_vjp,
+        curvature_jvp,
+        curvature_pullback;
+        [m];
+        (&m, &x, &v)
+    );
+    // The values from the first-order entry points: `Jᵀc` from `features_vjp` called
+    // directly, and `H v` against differences of `score_grad`.
+    let (_, jtc) = features_vjp(&m, &x, &c);
+    let y = features(&m, &x);
+    let expected = y.square().sum().item()
+        + jtc.head.square().sum().item()
+        + jtc.layers[0].w.square().sum().item();
+    let got = vjp_penalty(&m, &x, &c).item();
+    assert!(
+        (got - expected).abs() <= 1e-12 * expected.abs(),
+        "{got} against {expected}"
+    );
+    let (_, hv) = score_hvp(&m, &x, &v);
+    assert_hvp(&m, &v, &hv, |moved| score_grad(moved, &x));
+    // Third order: the curvature penalty's own Hessian times a direction.
+    let u = direction_like(&m, 120);
+    let (_, hu) = curvature_hvp(&m, &x, &v, &u);
+    assert_hvp(&m, &u, &hu, |moved| curvature_grad(moved, &x, &v));
+}
+
+#[test]
+fn a_vjp_a_pullback_and_an_hvp_as_methods_of_the_model() {
+    let m = model(&[3, 4, 3], 140);
+    let x = Tensor::rand_normal(&[5, 3], 0.0, 1.0, 141);
+    let c = Tensor::rand_normal(&[5, 1], 0.0, 1.0, 142);
+    let v = direction_like(&m, 150);
+    check_variants!(
+        Critic::vjp_loss,
+        Critic::vjp_loss_value_and_grad,
+        Critic::vjp_loss_grad,
+        Critic::vjp_loss_vjp,
+        Critic::vjp_loss_jvp,
+        Critic::vjp_loss_pullback;
+        [m];
+        (&m, &x, &c)
+    );
+    check_variants!(
+        Critic::pullback_loss,
+        Critic::pullback_loss_value_and_grad,
+        Critic::pullback_loss_grad,
+        Critic::pullback_loss_vjp,
+        Critic::pullback_loss_jvp,
+        Critic::pullback_loss_pullback;
+        [m];
+        (&m, &x, &c)
+    );
+    check_variants!(
+        Critic::curvature_loss,
+        Critic::curvature_loss_value_and_grad,
+        Critic::curvature_loss_grad,
+        Critic::curvature_loss_vjp,
+        Critic::curvature_loss_jvp,
+        Critic::curvature_loss_pullback;
+        [m];
+        (&m, &x, &v)
+    );
+    // The methods compute what the free functions do.
+    let pairs = [
+        (
+            flat(&m.vjp_loss_grad(&x, &c)),
+            flat(&vjp_penalty_grad(&m, &x, &c)),
+        ),
+        (
+            flat(&m.pullback_loss_grad(&x, &c)),
+            flat(&pullback_penalty_grad(&m, &x, &c)),
+        ),
+        (
+            flat(&m.curvature_loss_grad(&x, &v)),
+            flat(&curvature_grad(&m, &x, &v)),
+        ),
+    ];
+    for (by_method, by_function) in pairs {
+        for (a, b) in by_method.iter().zip(&by_function) {
+            assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} against {b}");
+        }
+    }
+    // Third order through the method's own `_hvp`.
+    let u = direction_like(&m, 160);
+    let (_, hu) = m.curvature_loss_hvp(&x, &v, &u);
+    assert_hvp(&m, &u, &hu, |moved| moved.curvature_loss_grad(&x, &v));
 }

@@ -1745,6 +1745,66 @@ fn gradients_inside_a_loss_of_a_model() {
     );
 }
 
+#[derive(Clone, Differentiable)]
+pub struct Regressor<T: Element> {
+    w: Tensor<T>,
+    b: Tensor<T>,
+}
+
+#[differentiable]
+fn task_loss<T: Element>(
+    m: &Regressor<T>,
+    #[nodiff] x: &Tensor<T>,
+    #[nodiff] y: &Tensor<T>,
+) -> Tensor<T> {
+    (x.matmul(&m.w) + &m.b - y).square().mean()
+}
+
+#[differentiable]
+fn maml_loss<T: Element>(
+    m: &Regressor<T>,
+    #[nodiff] xs: &Tensor<T>,
+    #[nodiff] ys: &Tensor<T>,
+    #[nodiff] xq: &Tensor<T>,
+    #[nodiff] yq: &Tensor<T>,
+) -> Tensor<T> {
+    let alpha = T::from_f64(0.1);
+    let g = task_loss_grad(m, xs, ys);
+    let w = &m.w - &(&g.w * alpha);
+    let b = &m.b - &(&g.b * alpha);
+    (xq.matmul(&w) + b - yq).square().mean()
+}
+
+#[test]
+fn a_maml_step_on_a_model() {
+    // One example each, scalars: support loss (w xs + b − ys)², so the adapted parameters are
+    // w' = w − 2α r xs, b' = b − 2α r with r = w xs + b − ys; the query loss is q² with
+    // q = w' xq + b' − yq, and its gradient through the step is
+    // ∂/∂w = 2q (xq (1 − 2α xs²) − 2α xs), ∂/∂b = 2q (1 − 2α − 2α xs xq).
+    let (w0, b0, xs, ys, xq, yq, alpha) = (0.8f64, -0.3f64, 1.5, 0.2, -0.7, 0.9, 0.1);
+    let m = Regressor {
+        w: t64(&[w0], &[1, 1]),
+        b: t64(&[b0], &[1]),
+    };
+    let r = w0 * xs + b0 - ys;
+    let (w1, b1) = (w0 - 2.0 * alpha * r * xs, b0 - 2.0 * alpha * r);
+    let q = w1 * xq + b1 - yq;
+    let dw = 2.0 * q * (xq * (1.0 - 2.0 * alpha * xs * xs) - 2.0 * alpha * xs);
+    let db = 2.0 * q * (1.0 - 2.0 * alpha - 2.0 * alpha * xs * xq);
+    let one = |v: f64| t64(&[v], &[1, 1]);
+    let g = maml_loss_grad(&m, &one(xs), &one(ys), &one(xq), &one(yq));
+    assert!(
+        (g.w.item() - dw).abs() < 1e-12,
+        "{} against {dw}",
+        g.w.item()
+    );
+    assert!(
+        (g.b.item() - db).abs() < 1e-12,
+        "{} against {db}",
+        g.b.item()
+    );
+}
+
 #[differentiable(vmap)]
 fn example_loss(
     w: &Tensor<f64>,

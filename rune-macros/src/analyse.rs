@@ -78,8 +78,18 @@ pub fn analyse(body: &Body, errors: &mut Errors) -> Analysis {
                     match a {
                         CallArg::Val { val, .. } => mark(&mut useful, val.0),
                         CallArg::Array { list, .. } => mark(&mut useful_lists, list.0),
-                        _ => {}
+                        CallArg::Struct { root, .. } => {
+                            if let Some(v) = body.call_roots.get(root) {
+                                mark(&mut useful, v.0);
+                            }
+                        }
+                        CallArg::Const(_) => {}
                     }
+                }
+            }
+            Stmt::Leaf { out, root, .. } if useful[out.0] => {
+                if let Some(v) = body.call_roots.get(root) {
+                    mark(&mut useful, v.0);
                 }
             }
             Stmt::SlotRead { out, slot } if useful[out.0] => mark(&mut useful_slots, slot.0),

@@ -73,7 +73,8 @@ pub fn differentiable(input: DeriveInput) -> syn::Result<TokenStream> {
 /// numbers back into two `Mlp<T>` (`DualParts`). Each differentiated field is seeded and split
 /// by its own impls (a field they do not cover leaves the struct without them); a constant
 /// field that names `T` is lifted to dual numbers with zero tangents and split back to its
-/// primal, any other is cloned.
+/// primal, any other is cloned. The struct as a constant on dual numbers (`Lift`: zero
+/// tangents everywhere) is what `f_hvp` passes for a `#[nodiff]` parameter of its type.
 fn dual_impls(input: &DeriveInput, fields: &[FieldModel<'_>], elem: &Type) -> TokenStream {
     let Some(t) = input
         .generics
@@ -129,11 +130,20 @@ fn dual_impls(input: &DeriveInput, fields: &[FieldModel<'_>], elem: &Type) -> To
         .map(|_| quote!(,));
     let mut seed_bounds = Vec::new();
     let mut parts_bounds = Vec::new();
+    let mut lift_bounds = Vec::new();
+    let mut lifts = Vec::new();
     let mut seeds = Vec::new();
     let (mut primals, mut tangents) = (Vec::new(), Vec::new());
     for f in fields {
         let (member, ty) = (&f.member, f.ty);
         let dual_ty = on_duals(ty);
+        if names_t(ty) {
+            lift_bounds.push(quote!(#ty: #rt::Lift<Lifted = #dual_ty>));
+            lifts.push(quote!(#member: #rt::Lift::lift(&self.#member)));
+        } else {
+            lift_bounds.push(quote!(#ty: ::core::clone::Clone));
+            lifts.push(quote!(#member: ::core::clone::Clone::clone(&self.#member)));
+        }
         if f.nodiff {
             if names_t(ty) {
                 seed_bounds.push(quote!(#ty: #rt::Lift<Lifted = #dual_ty>));
@@ -168,6 +178,19 @@ fn dual_impls(input: &DeriveInput, fields: &[FieldModel<'_>], elem: &Type) -> To
             type Dual = #dual_self;
             fn seed(&self, direction: &Self) -> #dual_self {
                 #name { #(#seeds,)* }
+            }
+        }
+
+        #[automatically_derived]
+        impl #impl_generics #rt::Lift for #name #ty_generics
+        where
+            #existing #separator
+            #t: #rt::Element,
+            #(#lift_bounds,)*
+        {
+            type Lifted = #dual_self;
+            fn lift(&self) -> #dual_self {
+                #name { #(#lifts,)* }
             }
         }
 

@@ -375,6 +375,21 @@ fn function(
         _ => None,
     };
     if let Some(site) = site {
+        let twin = emitter.hvp_twin;
+        placed.extend(emit::dual_callee(
+            &func,
+            &sig,
+            emit::DualCallee::Vjp,
+            twin,
+            site,
+        ));
+        placed.extend(emit::dual_callee(
+            &func,
+            &sig,
+            emit::DualCallee::Hvp,
+            twin,
+            site,
+        ));
         placed.extend(emit::grad_function(&func, &sig, emitter.hvp_twin, site));
         placed.extend(emit::jvp_function(&func, &sig, emitter.hvp_twin, site));
         placed.extend(emit::value_and_grad_function(
@@ -383,11 +398,6 @@ fn function(
             emitter.hvp_twin,
             site,
         ));
-    }
-    if host == Host::Free {
-        let twin = emitter.hvp_twin;
-        placed.extend(emit::dual_callee(&func, &sig, emit::DualCallee::Vjp, twin));
-        placed.extend(emit::dual_callee(&func, &sig, emit::DualCallee::Hvp, twin));
     }
     if let Some(body) = plain {
         let span = func.block.brace_token.span;

@@ -550,6 +550,26 @@ pub struct Body {
     /// stay as the callee returns them (a structure's gradient, too) and their cotangent is a
     /// zero made from them (`rune_runtime::Discarded`).
     pub discarded: std::collections::BTreeSet<Val>,
+    /// Roots that are a call's result read as a structure (`g.w` of `let g =
+    /// loss_grad(&model, x);`), and the result: `roots[root]` is its value's identifier, its
+    /// leaves are read by path as a parameter's are, and the cotangent they gather is the
+    /// one the callee's pullback gets for it.
+    pub call_roots: std::collections::BTreeMap<usize, Val>,
+}
+
+impl Body {
+    /// Whether call result `v` stays as the callee returns it (not made a tensor): bound to `_`,
+    /// or read as a structure.
+    pub fn kept_whole(&self, v: Val) -> bool {
+        self.discarded.contains(&v) || self.call_roots.values().any(|o| *o == v)
+    }
+
+    /// The root a call result `v` is read through, if it is read as a structure.
+    pub fn call_root_of(&self, v: Val) -> Option<usize> {
+        self.call_roots
+            .iter()
+            .find_map(|(root, o)| (*o == v).then_some(*root))
+    }
 }
 
 /// The aux value.

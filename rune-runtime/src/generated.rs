@@ -387,7 +387,7 @@ pub fn arg<X, A: ArgFrom<X>>(x: X) -> A {
 /// A callee's value or tangent as the tensor the caller works with: a tensor, or a number
 /// returned by a function of numbers.
 #[diagnostic::on_unimplemented(
-    message = "a differentiated function reads a call's results only as tensors and numbers: `{Self}` is kept only when bound to `_` (`let (_, gx) = critic_grad(&model, &x);`)",
+    message = "a differentiated function reads a call's results as tensors and numbers, and a structure such as `{Self}` by its parts (`g.w`, `for l in &g.layers`) or bound to `_` (`let (_, gx) = critic_grad(&model, &x);`), not whole",
     label = "returns a `{Self}` that the body binds to a name"
 )]
 pub trait IntoTensor<T> {
@@ -618,6 +618,23 @@ impl<R: Discarded + Clone> SaveDiscarded for &DiscardedResult<'_, R> {
     }
 }
 
+/// The gradient of a call's result read as a structure (`g.w` of `let g =
+/// loss_grad(&model, x);`) while the backward pass fills it: started from the result, as a
+/// parameter's is from its template, where the first cotangent of a leaf arrives.
+#[inline]
+pub fn call_root_grad<'g, D: crate::Differentiable>(g: &'g mut Option<D>, result: &D) -> &'g mut D {
+    g.get_or_insert_with(|| struct_grad_start(result))
+}
+
+/// The cotangent the callee's pullback gets for a call's result read as a structure: what its
+/// leaves gathered, zeros for the leaves nothing reached.
+pub fn call_root_cotangent<D: crate::Differentiable>(g: Option<D>, result: &D) -> D {
+    match g {
+        Some(g) => struct_grad_finish(g, result),
+        None => result.zeros_like(),
+    }
+}
+
 /// [`Discarded::zero_cotangent`] as a function.
 #[inline]
 pub fn discarded_cotangent<D: Discarded>(result: &D) -> D::Cotangent {
@@ -685,6 +702,28 @@ impl<T: Element> Lift for Tensor<T> {
     type Lifted = Tensor<crate::Dual<T>>;
     fn lift(&self) -> Tensor<crate::Dual<T>> {
         self.map(|&v| crate::Dual::constant(v))
+    }
+}
+
+/// The elements lifted (a structure's `Vec` of layers).
+impl<X: Lift> Lift for Vec<X> {
+    type Lifted = Vec<X::Lifted>;
+    fn lift(&self) -> Vec<X::Lifted> {
+        self.iter().map(Lift::lift).collect()
+    }
+}
+
+impl<X: Lift, const N: usize> Lift for [X; N] {
+    type Lifted = [X::Lifted; N];
+    fn lift(&self) -> [X::Lifted; N] {
+        std::array::from_fn(|i| self[i].lift())
+    }
+}
+
+impl<X: Lift> Lift for Option<X> {
+    type Lifted = Option<X::Lifted>;
+    fn lift(&self) -> Option<X::Lifted> {
+        self.as_ref().map(Lift::lift)
     }
 }
 

@@ -18,6 +18,22 @@ use crate::names::{
 use crate::ops::{self, Param};
 
 impl Emitter<'_> {
+    /// The place of the gradient of structure `root` at `path`, in the backward pass: of a
+    /// call's result read as a structure, inside its gradient started from the result (saved as
+    /// its shape) where the first cotangent arrives.
+    fn struct_grad_place(&self, root: usize, path: &[crate::ir::PathSeg]) -> TokenStream {
+        let g = struct_grad_ident(root);
+        match self.body.call_roots.get(&root) {
+            Some(out) => {
+                let rt = rt();
+                let s = shape_ident(*out);
+                let base = quote!((*#rt::call_root_grad(&mut #g, &#s)));
+                crate::lower::path_place(base, path, crate::names::residual_ident, true)
+            }
+            None => struct_place(&g, path, true),
+        }
+    }
+
     /// The backward replay of one region: pops what it saved, then each statement reversed.
     fn backward_block(&self, stmts: &[Stmt], depth: usize) -> TokenStream {
         let mut out = Vec::new();
@@ -98,6 +114,10 @@ impl Emitter<'_> {
                     .map(|o| {
                         let adj = adjoint_ident(*o);
                         let s = shape_ident(*o);
+                        if let Some(root) = self.body.call_root_of(*o) {
+                            let g = struct_grad_ident(root);
+                            return quote!(#rt::call_root_cotangent(#g.take(), &#s));
+                        }
                         if self.body.discarded.contains(o) {
                             return quote!(#rt::discarded_cotangent(&#s));
                         }
@@ -127,8 +147,7 @@ impl Emitter<'_> {
                             Some(quote!(#accumulate(&mut #al, __rune_slots.#index);))
                         }
                         CallArg::Struct { root, path, .. } => {
-                            let g = struct_grad_ident(*root);
-                            let p = struct_place(&g, path, true);
+                            let p = self.struct_grad_place(*root, path);
                             let index = syn::Index::from(i);
                             Some(quote!(#rt::accumulate_struct_slot(&mut #p, __rune_slots.#index);))
                         }
@@ -215,8 +234,7 @@ impl Emitter<'_> {
                 out, root, path, ..
             } if self.useful(*out) => {
                 let a = adjoint_ident(*out);
-                let g = struct_grad_ident(*root);
-                let p = struct_place(&g, path, true);
+                let p = self.struct_grad_place(*root, path);
                 quote! {
                     if let ::core::option::Option::Some(__rune_g) = #a.take() {
                         #rt::accumulate_leaf(&mut #p, __rune_g);
@@ -304,7 +322,13 @@ impl Emitter<'_> {
         for root in 0..self.body.roots.len() {
             let g = struct_grad_ident(root);
             let tpl = template_ident(root);
-            bwd.push(quote!(let mut #g = #rt::struct_grad_start(&#tpl);));
+            bwd.push(if self.body.call_roots.contains_key(&root) {
+                // Started from the call's result where a leaf's cotangent first arrives, and
+                // taken by the call's pullback (once per pass of a loop).
+                quote!(let mut #g = ::core::option::Option::None;)
+            } else {
+                quote!(let mut #g = #rt::struct_grad_start(&#tpl);)
+            });
         }
         for l in (0..self.body.lists.len()).map(List) {
             if self.analysis.list_useful(l) {

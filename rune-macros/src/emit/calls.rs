@@ -202,12 +202,10 @@ pub(super) fn cotangent_of(
 }
 
 impl Emitter<'_> {
-    /// A call's results the body reads: all but those bound to `_`, which stay as the callee
-    /// returns them.
+    /// A call's results the body reads as tensors: all but those kept whole (bound to `_`, or
+    /// a structure read by its parts), which stay as the callee returns them.
     pub(super) fn read_outs<'o>(&'o self, outs: &'o [Val]) -> impl Iterator<Item = Val> + 'o {
-        outs.iter()
-            .copied()
-            .filter(|o| !self.body.discarded.contains(o))
+        outs.iter().copied().filter(|o| !self.body.kept_whole(*o))
     }
 
     /// Whether a call is this function calling itself: `f(..)` in a free function,
@@ -266,16 +264,17 @@ impl Emitter<'_> {
                         Some(base) if text.ends_with("_vjp") => format!(
                             "`{name}` is differentiated when `{base}` has `{base}_hvp` (generic \
                              over its element type, or marked `#[differentiable(hvp)]`), whose \
-                             dual numbers its rules run, takes tensors with one differentiated \
-                             parameter and returns one tensor: write `{base}` so, or call \
-                             `{name}` outside the differentiated function"
+                             dual numbers its rules run, has one differentiated parameter (a \
+                             tensor, or a structure when `{base}` is generic) and returns one \
+                             tensor: write `{base}` so, or call `{name}` outside the \
+                             differentiated function"
                         ),
                         Some(base) if text.ends_with("_hvp") => format!(
                             "`{name}` is differentiated when `{base}` is generic over its element \
-                             type (`<T: Element>`), which its rules run on dual numbers, takes \
-                             tensors with one differentiated parameter and returns one tensor: \
-                             write `{base}` so, or call `{name}` outside the differentiated \
-                             function"
+                             type (`<T: Element>`), which its rules run on dual numbers, has \
+                             one differentiated parameter (a tensor or a structure) and returns \
+                             one tensor: write `{base}` so, or call `{name}` outside the \
+                             differentiated function"
                         ),
                         Some(base) if text.ends_with("_grad") || text.ends_with("_jvp") => {
                             format!(
@@ -371,18 +370,27 @@ impl Emitter<'_> {
                 let (items, bounds) = if check {
                     let text = name.to_string();
                     let message = match generated_from(&text) {
-                        Some(base) if text.ends_with("_grad") => format!(
-                            "`{name}` is differentiated when `{base}` is a method of an `impl` \
-                             block under #[differentiable] (not on the method alone), generic \
-                             over its element type (`impl<T: Element> Critic<T>`), which gives \
-                             `{base}` the `{base}_hvp` its rules run"
-                        ),
+                        Some(base)
+                            if ["_grad", "_jvp", "_vjp", "_hvp"]
+                                .iter()
+                                .any(|kind| text.ends_with(kind)) =>
+                        {
+                            format!(
+                                "`{name}` is differentiated when `{base}` is a method of an \
+                                 `impl` block under #[differentiable] (not on the method alone), \
+                                 generic over its element type (`impl<T: Element> Critic<T>`), \
+                                 which gives `{base}` the `{base}_hvp` its rules run (`_vjp` and \
+                                 `_hvp`: of a method with one differentiated parameter, returning \
+                                 one tensor)"
+                            )
+                        }
                         Some(base) => format!(
                             "`{name}` is what #[differentiable] generates from `{base}`; of a \
-                             method's, only `{base}_grad`, `{base}_value_and_grad` and \
-                             `{base}_jvp` can be called inside a differentiated function so far: \
-                             call `{name}` outside it, or wrap the differentiated argument in \
-                             `stop_gradient(..)`"
+                             method's, only `{base}_grad`, `{base}_value_and_grad`, \
+                             `{base}_jvp`, `{base}_vjp`, `{base}_hvp` and `let (y, pb) = \
+                             self.{base}_pullback(..)` can be called inside a differentiated \
+                             function so far: call `{name}` outside it, or wrap the \
+                             differentiated argument in `stop_gradient(..)`"
                         ),
                         None if method => format!(
                             "`{name}` is not a #[differentiable] method of `{{Self}}`: add \

@@ -238,7 +238,7 @@ impl Emitter<'_> {
                                     quote!(&#t)
                                 }
                                 CallArg::Struct { root, path, .. } => {
-                                    let ts = struct_tangent_ident(*root);
+                                    let ts = self.struct_tangent_base(*root);
                                     let p = struct_place(&ts, path, false);
                                     quote!(&#p)
                                 }

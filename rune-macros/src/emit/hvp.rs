@@ -119,6 +119,24 @@ impl<'a> Api<'a> {
         bounds
     }
 
+    /// [`Self::hvp_bounds`] one level of dual numbers up (`Mlp<Dual<T>>` seeded as
+    /// `Mlp<Dual<Dual<T>>>`): what running `f_hvp` itself on dual numbers needs.
+    pub(super) fn hvp_bounds_on_duals(&self) -> Vec<syn::WherePredicate> {
+        let Some((elem, true)) = self.hvp_elem() else {
+            return Vec::new();
+        };
+        let Some(t) = single_ident(&elem).cloned() else {
+            return Vec::new();
+        };
+        let rt = rt();
+        let dual: syn::Type = syn::parse_quote!(#rt::Dual<#t>);
+        let mut bounds = self.hvp_bounds();
+        for bound in &mut bounds {
+            syn::visit_mut::VisitMut::visit_where_predicate_mut(&mut SwapElem(&t, &dual), bound);
+        }
+        bounds
+    }
+
     /// Whether `elem` is one of the function's type parameters.
     pub(super) fn generic_over(&self, elem: &syn::Type) -> bool {
         single_ident(elem)
@@ -131,6 +149,22 @@ impl<'a> Api<'a> {
         let block = self.inherent.map(|i| &i.generics);
         single_ident(elem)
             .is_some_and(|e| block.is_some_and(|g| g.type_params().any(|t| t.ident == *e)))
+    }
+
+    /// For a method of an inherent block generic over the element type `elem`
+    /// (`impl<T: Element> Critic<T>`), the block's type on dual numbers (`Critic<Dual<T>>`),
+    /// whose methods run this one on them.
+    pub(super) fn block_on_duals(&self, elem: &syn::Type) -> Option<syn::Type> {
+        let inherent = self.inherent.filter(|_| self.host == Host::Impl)?;
+        if self.generic_over(elem) {
+            return None;
+        }
+        let t = single_ident(elem)?;
+        let rt = rt();
+        let dual: syn::Type = syn::parse_quote!(#rt::Dual<#t>);
+        let mut on_duals = inherent.self_ty.clone();
+        syn::visit_mut::VisitMut::visit_type_mut(&mut SwapElem(t, &dual), &mut on_duals);
+        Some(on_duals)
     }
 
     /// `ty` with `Self` written as the inherent `impl` block's type (`&Self` → `&Critic<T>`),
@@ -270,19 +304,15 @@ impl Emitter<'_> {
         let name = api.name();
         let (_, ty_generics, _) = generics.split_for_impl();
         // A concrete function's gradient on dual numbers is its twin's.
-        let grad_path = match (generic, self.host, self.inherent) {
+        let grad_path = match (generic, api.block_on_duals(elem)) {
             // A method of `impl<T: Element> Critic<T>`: the block's type at `Dual<T>`.
-            (true, Host::Impl, Some(inherent)) if !api.generic_over(elem) => {
-                let t = elem_ident.expect("a block's type parameter");
-                let dual: syn::Type = syn::parse_quote!(#rt::Dual<#t>);
-                let mut on_duals = inherent.self_ty.clone();
-                syn::visit_mut::VisitMut::visit_type_mut(&mut SwapElem(t, &dual), &mut on_duals);
+            (true, Some(on_duals)) => {
                 let item = api.public_name("grad");
                 quote!(<#on_duals>::#item)
             }
-            (true, _, _) => api.public_path("grad"),
-            (false, Host::Free, _) => quote!(#name::dual_grad),
-            (false, Host::Impl, _) => {
+            (true, None) => api.public_path("grad"),
+            (false, _) if self.host == Host::Free => quote!(#name::dual_grad),
+            (false, _) => {
                 let item = format_ident!("{}_dual_grad", name);
                 quote!(Self::#item)
             }

@@ -22,6 +22,7 @@ mod api;
 mod backward;
 mod calls;
 mod carrier;
+mod dual_callee;
 mod forward;
 mod fused;
 mod hvp;
@@ -41,10 +42,9 @@ use quote::{format_ident, quote, ToTokens};
 use syn::{Ident, ItemFn};
 
 use self::carrier::Carrier;
+pub use self::dual_callee::{dual_callee, DualCallee};
 pub use self::hvp::cast_off;
-pub use self::nested::{
-    dual_callee, grad_function, jvp_function, value_and_grad_function, DualCallee, Site,
-};
+pub use self::nested::{grad_function, jvp_function, value_and_grad_function, Site};
 pub use self::objects::{object_items, object_trait, ObjectMethod};
 pub use self::traits::trait_declarations;
 use crate::analyse::Analysis;
@@ -128,6 +128,15 @@ enum Mode {
 }
 
 impl<'a> Emitter<'a> {
+    /// The tangent of structure `root` in forward mode: a parameter's, or the tangent the
+    /// callee returned for a call's result read as a structure.
+    fn struct_tangent_base(&self, root: usize) -> Ident {
+        match self.body.call_roots.get(&root) {
+            Some(out) => crate::names::tangent_ident(*out),
+            None => crate::names::struct_tangent_ident(root),
+        }
+    }
+
     fn useful(&self, v: Val) -> bool {
         self.analysis.is_useful(v)
     }

@@ -11,12 +11,12 @@
 //! (third order, on dual numbers of dual numbers).
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, ToTokens};
+use quote::{format_ident, quote};
 use syn::{Ident, ItemFn};
 
 use super::api::EntryPoint;
 use super::{place, rt, Api, Generated, Host, Inherent};
-use crate::parse::{contains_tensor_of, contains_type, Param, Passing, Returns, Signature};
+use crate::parse::{Param, Passing, Returns, Signature};
 
 /// The hidden entry points of `g_grad` for function `func` (`g`), or `None` when `g` has no
 /// `g_hvp`, returns numbers, or takes a parameter the pullback cannot own (anything but tensors
@@ -152,7 +152,7 @@ pub fn grad_function(
 
 /// The pullback's copies of `params` (`let __rune_own1 = x.clone();`, tensors sharing their
 /// buffers), and the arguments that pass them on as the parameters are declared.
-fn owned_copies(params: &[Param]) -> (Vec<TokenStream>, Vec<TokenStream>) {
+pub(super) fn owned_copies(params: &[Param]) -> (Vec<TokenStream>, Vec<TokenStream>) {
     params
         .iter()
         .enumerate()
@@ -175,13 +175,13 @@ fn owned_copies(params: &[Param]) -> (Vec<TokenStream>, Vec<TokenStream>) {
 }
 
 /// Whether the parameter is taken by reference.
-fn borrowed(p: &Param) -> bool {
+pub(super) fn borrowed(p: &Param) -> bool {
     matches!(p.ty, syn::Type::Reference(_))
 }
 
 /// Whether the pullback can own a copy of the parameter: a tensor, a differentiated structure
 /// (its leaves share their buffers), or a number, `bool` or `usize` (by value or by reference).
-fn ownable(p: &Param) -> bool {
+pub(super) fn ownable(p: &Param) -> bool {
     if p.active.as_ref().is_some_and(|a| !a.scalar) {
         return true;
     }
@@ -471,243 +471,6 @@ pub fn value_and_grad_function(
     Some(place(&vg_func, site.host, vec![generated]))
 }
 
-/// Which entry point [`dual_callee`] writes the rules of.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum DualCallee {
-    /// `g_vjp(x, c) = (g(x), Jᵀ c)`.
-    Vjp,
-    /// `g_hvp(x, v) = (∇g, H v)`.
-    Hvp,
-}
-
-/// The hidden entry points of `g_vjp` or `g_hvp` for a function `g` generic over its element
-/// type, of tensors, with one tensor value and one differentiated parameter; `None` for
-/// another.
-///
-/// Both take `x` and a second tensor `c` (the cotangent, the direction) and are linear in `c`:
-/// `(a(x), b(x) c)`, with `b = Jᵀ` and `a = g` for `g_vjp`, `b = H` and `a = ∇g` for `g_hvp`.
-/// Both rules run the entry point on dual numbers (forward over reverse): at `x + ε u` and
-/// `c + ε ċ` it gives `a + ε a' u` and `b c + ε (∂(b c)/∂x u + b ċ)`. So the tangent along
-/// `(u, ċ)` is one dual call, and the pullback of `(ā, b̄)` is `a'ᵀ ā + ∂(b̄ · b c)/∂x` for `x`
-/// (`b ā` from a plain call, since `a'ᵀ = b`, and the second term the tangent of `b c` at
-/// `x + ε b̄`), and `bᵀ b̄` for `c` (the tangent of `a` there: `a' b̄`, as `a' = bᵀ`).
-pub fn dual_callee(
-    func: &ItemFn,
-    sig: &Signature,
-    kind: DualCallee,
-    hvp_twin: bool,
-) -> Option<TokenStream> {
-    let api = Site::FREE.api(func, sig, hvp_twin);
-    // A function on a concrete element type runs `g_vjp` on dual numbers through its twin;
-    // `g_hvp` there would need the twin's own second derivatives (dual numbers of dual numbers).
-    let (elem, generic) = api.hvp_elem()?;
-    if !generic && kind == DualCallee::Hvp {
-        return None;
-    }
-    let Returns::Single(value_ty) = &sig.returns else {
-        return None;
-    };
-    let [(active, a)] = sig.active().collect::<Vec<_>>()[..] else {
-        return None;
-    };
-    if a.array || a.structure || a.scalar || sig.scalar_out || sig.fallible.is_some() {
-        return None;
-    }
-    if sig.params.iter().any(|p| !ownable(p)) {
-        return None;
-    }
-    let name = &func.sig.ident;
-    let grad: syn::Type =
-        syn::parse2(Signature::grad_type(active)).expect("a gradient type parses");
-    let (vjp_name, second, first_ty) = match kind {
-        DualCallee::Vjp => (
-            format_ident!("{}_vjp", name),
-            value_ty.clone(),
-            value_ty.clone(),
-        ),
-        DualCallee::Hvp => (format_ident!("{}_hvp", name), grad.clone(), grad.clone()),
-    };
-    let mut params = sig.params.clone();
-    params.push(Param {
-        ident: format_ident!("__rune_second"),
-        ty: syn::parse_quote!(&#second),
-        mutable: false,
-        active: Some(crate::parse::Active {
-            passing: Passing::Borrowed,
-            ..a.clone()
-        }),
-    });
-    let vjp_sig = Signature {
-        params,
-        returns: Returns::Tuple(vec![first_ty, grad]),
-        fallible: None,
-        scalar_out: false,
-        array_out: None,
-    };
-    let vjp_func = renamed(func, &vjp_name);
-    let vjp_api = Site::FREE.api(&vjp_func, &vjp_sig, false);
-    let rt = rt();
-    let (_, ty_generics, _) = func.sig.generics.split_for_impl();
-    let turbofish = ty_generics.as_turbofish();
-    let dual_turbofish = dual_turbofish(func, &elem);
-    let names: Vec<&Ident> = vjp_sig.params.iter().map(|p| &p.ident).collect();
-    let n = sig.params.len();
-    // Each argument of the dual call: a differentiated one seeded with its direction, a
-    // constant that names the element type lifted, any other passed on.
-    let dual_args = |value: &dyn Fn(usize) -> TokenStream,
-                     other: &dyn Fn(usize) -> TokenStream,
-                     direction: &dyn Fn(usize) -> Option<TokenStream>|
-     -> (Vec<TokenStream>, Vec<TokenStream>) {
-        let mut lifts = Vec::new();
-        let mut args = Vec::new();
-        for (i, p) in vjp_sig.params.iter().enumerate() {
-            let lifted = format_ident!("__rune_dual{}", i);
-            let v = value(i);
-            // Generic: every parameter naming the element is lifted. Concrete: the twin takes
-            // `Tensor<Dual<E>>` where the function takes `Tensor<E>`, and plain numbers.
-            let lift = match direction(i) {
-                Some(d) => quote!(#rt::dual_seed(#v, #d)),
-                None if generic && is_elem(&p.ty, &elem) => quote!(#rt::lift_element(#v)),
-                None if generic && contains_type(&p.ty, &elem) => quote!(#rt::Lift::lift(#v)),
-                None if !generic && contains_tensor_of(&p.ty, &elem) => {
-                    quote!(#rt::Lift::lift(#v))
-                }
-                None => {
-                    args.push(other(i));
-                    continue;
-                }
-            };
-            lifts.push(quote!(let #lifted = #lift;));
-            args.push(if borrowed(p) {
-                quote!(&#lifted)
-            } else {
-                quote!(#lifted)
-            });
-        }
-        (lifts, args)
-    };
-    let active_at = sig
-        .params
-        .iter()
-        .position(|p| p.active.is_some())
-        .expect("one differentiated parameter");
-    // `g_vjp` on dual numbers: generic, itself; concrete, the twin's forward pass and its
-    // pullback (whose slot of the differentiated parameter is the gradient).
-    let dual_vjp = |args: &[TokenStream]| match generic {
-        true => quote!(#vjp_name #dual_turbofish (#(#args),*)),
-        false => {
-            let (params, cotangent) = (&args[..n], &args[n]);
-            let slot = syn::Index::from(active_at);
-            quote!({
-                let (__rune_value, __rune_pullback) = #name::dual_fwd(#(#params),*);
-                (__rune_value, __rune_pullback(#cotangent).#slot)
-            })
-        }
-    };
-    let mut generated = no_items();
-    for entry in [EntryPoint::Fwd, EntryPoint::Tangent] {
-        let decl = vjp_api.declare(entry)?;
-        let body =
-            match entry {
-                EntryPoint::Fwd => {
-                    let (owned, args) = owned_copies(&vjp_sig.params);
-                    let own = |i: usize| {
-                        let copy = format_ident!("__rune_own{}", i);
-                        quote!(&#copy)
-                    };
-                    let pass = |i: usize| args[i].clone();
-                    let (lifts, dual_call) = dual_args(&own, &pass, &|i| {
-                        (i == active_at).then(|| quote!(__rune_cotangent.1))
-                    });
-                    let plain = args[..n].iter();
-                    let dual = dual_vjp(&dual_call);
-                    let slots = vjp_sig.params.iter().enumerate().map(|(i, p)| {
-                        match (p.active.is_some(), i) {
-                            (false, _) => quote!(#rt::NoGrad),
-                            (true, i) if i == n => quote!(#rt::dual_tangent(&__rune_dual_value)),
-                            (true, _) => {
-                                quote!(__rune_plain + #rt::dual_tangent(&__rune_dual_grad))
-                            }
-                        }
-                    });
-                    let cot = vjp_sig.cotangent_type();
-                    quote! {
-                        #(#owned)*
-                        let __rune_value = #vjp_name #turbofish (#(#names),*);
-                        (__rune_value, move |__rune_cotangent: #cot| {
-                            let (_, __rune_plain) =
-                                #vjp_name #turbofish (#(#plain,)* __rune_cotangent.0);
-                            #(#lifts)*
-                            let (__rune_dual_value, __rune_dual_grad) = #dual;
-                            (#(#slots,)*)
-                        })
-                    }
-                }
-                _ => {
-                    let directions = vjp_sig.params.iter().enumerate().filter_map(|(i, p)| {
-                        p.active.as_ref()?;
-                        let local = format_ident!("__rune_direction_{}", i);
-                        let direction = direction(p, i, false);
-                        Some(quote!(let #local = #direction;))
-                    });
-                    let by_ref = |i: usize| {
-                        let ident = &vjp_sig.params[i].ident;
-                        if borrowed(&vjp_sig.params[i]) {
-                            quote!(#ident)
-                        } else {
-                            quote!(&#ident)
-                        }
-                    };
-                    let pass = |i: usize| vjp_sig.params[i].ident.to_token_stream();
-                    let (lifts, dual_call) = dual_args(&by_ref, &pass, &|i| {
-                        vjp_sig.params[i].active.as_ref().map(|_| {
-                            let local = format_ident!("__rune_direction_{}", i);
-                            quote!(&#local)
-                        })
-                    });
-                    let dual = dual_vjp(&dual_call);
-                    // The value from a plain call: the dual call rounds its primal differently.
-                    quote! {
-                        #(#directions)*
-                        #(#lifts)*
-                        let (__rune_dual_value, __rune_dual_grad) = #dual;
-                        (
-                            #vjp_name #turbofish (#(#names),*),
-                            (
-                                #rt::dual_tangent(&__rune_dual_value),
-                                #rt::dual_tangent(&__rune_dual_grad),
-                            ),
-                        )
-                    }
-                }
-            };
-        generated.hidden.extend(vjp_api.write(&decl, body));
-    }
-    Some(place(&vjp_func, Host::Free, vec![generated]))
-}
-
-/// Whether `ty` (or what it references) is the element type itself.
-fn is_elem(ty: &syn::Type, elem: &syn::Type) -> bool {
-    match ty {
-        syn::Type::Reference(r) => &*r.elem == elem,
-        ty => ty == elem,
-    }
-}
-
-/// The turbofish instantiating `func`'s element type `elem` with its dual numbers.
-fn dual_turbofish(func: &ItemFn, elem: &syn::Type) -> TokenStream {
-    let rt = rt();
-    let args = func.sig.generics.params.iter().filter_map(|g| match g {
-        syn::GenericParam::Type(t) if matches!(elem, syn::Type::Path(p) if p.path.is_ident(&t.ident)) => {
-            Some(quote!(#rt::Dual<#elem>))
-        }
-        syn::GenericParam::Type(t) => Some(t.ident.to_token_stream()),
-        syn::GenericParam::Const(c) => Some(c.ident.to_token_stream()),
-        syn::GenericParam::Lifetime(_) => None,
-    });
-    quote!(::<#(#args),*>)
-}
-
 /// Where a function with nested entry points is: free, or a method of an inherent `impl` block
 /// under the attribute (whose `f_hvp` is generated, see [`Inherent`]).
 #[derive(Clone, Copy)]
@@ -724,7 +487,7 @@ impl<'a> Site<'a> {
     };
 
     /// The `Api` of `func` here, not a twin.
-    fn api(self, func: &'a ItemFn, sig: &'a Signature, hvp_twin: bool) -> Api<'a> {
+    pub(super) fn api(self, func: &'a ItemFn, sig: &'a Signature, hvp_twin: bool) -> Api<'a> {
         Api {
             func,
             sig,
@@ -737,7 +500,7 @@ impl<'a> Site<'a> {
     }
 
     /// The path calling function `name` defined here: `name`, or `Self::name` in a block.
-    fn path(self, name: &Ident) -> TokenStream {
+    pub(super) fn path(self, name: &Ident) -> TokenStream {
         match self.host {
             Host::Free => quote!(#name),
             Host::Impl => quote!(Self::#name),
@@ -746,7 +509,7 @@ impl<'a> Site<'a> {
 }
 
 /// No items yet.
-fn no_items() -> Generated {
+pub(super) fn no_items() -> Generated {
     Generated {
         hidden: TokenStream::new(),
         public: TokenStream::new(),
@@ -754,7 +517,7 @@ fn no_items() -> Generated {
 }
 
 /// `func` under another name (a generated entry point as a function of its own).
-fn renamed(func: &ItemFn, name: &Ident) -> ItemFn {
+pub(super) fn renamed(func: &ItemFn, name: &Ident) -> ItemFn {
     let mut out = func.clone();
     out.sig.ident = name.clone();
     out
@@ -763,7 +526,7 @@ fn renamed(func: &ItemFn, name: &Ident) -> ItemFn {
 /// The direction of differentiated parameter `p` (at position `i`) in a `tangent` entry point:
 /// its tangent slot's tangent, or zeros of the parameter's shape (a number's tangent for a
 /// function of numbers).
-fn direction(p: &Param, i: usize, numbers: bool) -> TokenStream {
+pub(super) fn direction(p: &Param, i: usize, numbers: bool) -> TokenStream {
     let rt = rt();
     let slot = crate::names::tangent_param(i);
     let ident = &p.ident;

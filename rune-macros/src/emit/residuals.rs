@@ -185,9 +185,9 @@ impl Emitter<'_> {
         let rt = rt();
         match saved {
             Saved::Value(v) => self.carrier().value(*v),
-            // Of a call's result bound to `_`, what its zero cotangent is made from: a
-            // tensor's shape, anything else (a structure) whole.
-            Saved::Shape(v) if self.body.discarded.contains(v) => {
+            // Of a call's result kept whole (bound to `_`, or read as a structure), what its
+            // cotangent is made from: a tensor's shape, anything else (a structure) whole.
+            Saved::Shape(v) if self.body.kept_whole(*v) => {
                 let v = crate::names::val_ident(*v);
                 quote!({
                     use #rt::{SaveDiscarded as _, SaveDiscardedTensor as _};

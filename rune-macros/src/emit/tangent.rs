@@ -9,8 +9,7 @@ use super::tokens::{gather_lets, relocate};
 use super::{list_refs, rt, struct_place, Emitter, Mode};
 use crate::ir::{Operand, OutputElem, Stmt};
 use crate::names::{
-    const_ident, list_tangent_ident, slot_ident, slot_tangent_ident, struct_tangent_ident,
-    tangent_ident, val_ident,
+    const_ident, list_tangent_ident, slot_ident, slot_tangent_ident, tangent_ident, val_ident,
 };
 use crate::ops;
 
@@ -72,8 +71,7 @@ impl Emitter<'_> {
                 out, root, path, ..
             } if self.useful(*out) => {
                 let t = tangent_ident(*out);
-                let ts = struct_tangent_ident(*root);
-                let p = struct_place(&ts, path, false);
+                let p = struct_place(&self.struct_tangent_base(*root), path, false);
                 quote!(let #t = ::core::clone::Clone::clone(&#p);)
             }
             Stmt::ListNew { list, .. } if self.analysis.list_useful(*list) => {

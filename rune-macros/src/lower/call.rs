@@ -31,39 +31,81 @@ impl Lowerer<'_> {
         let [value_pat, Pat::Ident(pb)] = pat.elems.iter().collect::<Vec<_>>()[..] else {
             return false;
         };
-        let Expr::Call(c) = strip(init) else {
-            return false;
-        };
-        let Expr::Path(p) = strip(&c.func) else {
-            return false;
-        };
-        let Some(last) = p.path.segments.last() else {
-            return false;
-        };
-        let name = last.ident.to_string();
-        let Some(base) = name.strip_suffix("_pullback").filter(|b| !b.is_empty()) else {
-            return false;
-        };
-        if pb.by_ref.is_some() || pb.subpat.is_some() || !self.is_differentiable_call(c) {
+        if pb.by_ref.is_some() || pb.subpat.is_some() {
             return false;
         }
-        let renamed = |suffix: &str| {
-            let mut path = p.path.clone();
-            let last = path.segments.last_mut().expect("a path has a segment");
-            last.ident = syn::Ident::new(&format!("{base}{suffix}"), last.ident.span());
-            path
+        let base_of = |name: &Ident| {
+            let name = name.to_string();
+            name.strip_suffix("_pullback")
+                .filter(|b| !b.is_empty())
+                .map(str::to_owned)
         };
-        let (Some(value_callee), Some(vjp)) =
-            (self.callee(&renamed("")), self.callee(&renamed("_vjp")))
-        else {
-            return true;
+        // The callees of the value and of `g_vjp`, the receiver of a method, and the
+        // arguments.
+        let (value_callee, vjp, receiver, syn_args, span) = match strip(init) {
+            Expr::Call(c) => {
+                let Expr::Path(p) = strip(&c.func) else {
+                    return false;
+                };
+                let Some(last) = p.path.segments.last() else {
+                    return false;
+                };
+                let Some(base) = base_of(&last.ident) else {
+                    return false;
+                };
+                if !self.is_differentiable_call(c) {
+                    return false;
+                }
+                let renamed = |suffix: &str| {
+                    let mut path = p.path.clone();
+                    let last = path.segments.last_mut().expect("a path has a segment");
+                    last.ident = Ident::new(&format!("{base}{suffix}"), last.ident.span());
+                    path
+                };
+                let (Some(value_callee), Some(vjp)) =
+                    (self.callee(&renamed("")), self.callee(&renamed("_vjp")))
+                else {
+                    return true;
+                };
+                (value_callee, vjp, None, &c.args, c.span())
+            }
+            // `self.score_pullback(x)`, `model.critic.score_pullback(x)`: a method of a
+            // structure parameter (or its part).
+            Expr::MethodCall(mc) if self.structure_source(&mc.receiver) => {
+                let Some(base) = base_of(&mc.method) else {
+                    return false;
+                };
+                let Lowered::Val(v) = self.expr(&mc.receiver) else {
+                    return false;
+                };
+                let Some((root, path)) = self.paths.get(&v).cloned() else {
+                    return false;
+                };
+                let method = |suffix: &str| Callee::Method {
+                    name: Ident::new(&format!("{base}{suffix}"), mc.method.span()),
+                    turbofish: mc.turbofish.as_ref().map(|t| t.to_token_stream()),
+                };
+                let receiver = CallArg::Struct {
+                    root,
+                    path,
+                    borrowed: true,
+                };
+                (
+                    method(""),
+                    method("_vjp"),
+                    Some(receiver),
+                    &mc.args,
+                    mc.method.span(),
+                )
+            }
+            _ => return false,
         };
-        let (args, arrays) = self.lower_args(&c.args);
+        let (args, arrays) = self.lower_args(syn_args);
         let refs: Vec<&Lowered> = args.iter().collect();
         let taint = Self::taint_of(&refs);
-        let args: Vec<CallArg> = args
+        let lowered: Vec<CallArg> = args
             .into_iter()
-            .zip(&c.args)
+            .zip(syn_args)
             .zip(arrays)
             .map(
                 |((l, syn_arg), array)| match self.call_arg(l, syn_arg, array) {
@@ -75,7 +117,8 @@ impl Lowerer<'_> {
                 },
             )
             .collect();
-        let value = self.push_call(value_callee, args.clone(), taint, OutShape::One, c.span());
+        let args: Vec<CallArg> = receiver.into_iter().chain(lowered).collect();
+        let value = self.push_call(value_callee, args.clone(), taint, OutShape::One, span);
         let value = value.into_iter().next().expect("one value");
         self.bind_item(value_pat, super::iter::Item::Value(value, false));
         self.pullbacks.push(super::PullbackDef { vjp, args, taint });

@@ -373,6 +373,12 @@ impl Lowerer<'_> {
                     }
                 }
                 let base = self.expr(&f.base);
+                // A call's result whose field is read is a structure (`g.w`).
+                if let Lowered::Val(v) = base {
+                    if !self.paths.contains_key(&v) {
+                        self.call_root(v);
+                    }
+                }
                 if let Some(l) =
                     self.extend_path(f.span(), &base, |_| PathSeg::Field(f.member.clone()))
                 {
@@ -391,7 +397,8 @@ impl Lowerer<'_> {
                         self.errors.at(
                             f,
                             "a tensor has no fields (fields are read from `Differentiable` \
-                             structure parameters)",
+                             structure parameters, and from the structures that calls of \
+                             differentiable functions return)",
                         );
                         Lowered::constant(quote!(::core::unreachable!()))
                     }

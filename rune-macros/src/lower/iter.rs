@@ -636,9 +636,14 @@ impl Lowerer<'_> {
     /// Whether a chain's source names (part of) a structure parameter.
     pub(super) fn structure_source(&self, e: &Expr) -> bool {
         let mut base = strip(e);
+        // A call's result is a structure when a part of it is read (`&g.layers`).
+        let mut part = false;
         loop {
             match base {
-                Expr::Field(f) => base = strip(&f.base),
+                Expr::Field(f) => {
+                    part = true;
+                    base = strip(&f.base);
+                }
                 Expr::Index(ix) => base = strip(&ix.expr),
                 Expr::Reference(r) => base = strip(&r.expr),
                 Expr::MethodCall(mc) if mc.method == "values" && mc.args.is_empty() => {
@@ -650,6 +655,7 @@ impl Lowerer<'_> {
                             || matches!(
                                 self.lookup(&i.to_string()),
                                 Some(Binding::Active(v, _)) if self.paths.contains_key(v)
+                                    || (part && self.call_outs.contains(v))
                             )
                     })
                 }

@@ -175,6 +175,8 @@ struct Lowerer<'e> {
     /// Results of calls bound to `_` ([`Body::discarded`]).
     call_outs: std::collections::BTreeSet<Val>,
     discarded: std::collections::BTreeSet<Val>,
+    /// [`Body::call_roots`].
+    call_roots: std::collections::BTreeMap<usize, Val>,
     /// Local lists made as arrays of a number (`[0.0; n]`), which constant code reads as
     /// numbers (`rune_runtime::list_numbers`).
     number_lists: Vec<List>,
@@ -218,6 +220,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         call_values: Vec::new(),
         call_outs: Default::default(),
         discarded: Default::default(),
+        call_roots: Default::default(),
         binds: 0,
         generations: HashMap::new(),
         items: Vec::new(),
@@ -361,6 +364,7 @@ pub fn lower(sig: &Signature, block: &Block, errors: &mut Errors) -> Body {
         output_slots: l.optional_slots,
         output_taint,
         discarded: l.discarded,
+        call_roots: l.call_roots,
     }
 }
 
@@ -394,6 +398,19 @@ impl Lowerer<'_> {
         let (root, mut path) = self.paths.get(v).cloned()?;
         path.push(seg(self));
         Some(Lowered::Val(self.leaf_at(root, path, span)))
+    }
+
+    /// A call's result whose part is read (`g.w` of `let g = loss_grad(&model, x);`): a
+    /// structure from here on, a root of its own ([`Body::call_roots`]).
+    pub(super) fn call_root(&mut self, v: Val) -> Option<(usize, Vec<PathSeg>)> {
+        if !self.call_outs.contains(&v) || self.discarded.contains(&v) {
+            return None;
+        }
+        let root = self.roots.len();
+        self.roots.push(crate::names::val_ident(v));
+        self.call_roots.insert(root, v);
+        self.paths.insert(v, (root, Vec::new()));
+        Some((root, Vec::new()))
     }
 
     /// Whether `v` is a map parameter as a whole.

@@ -1,5 +1,6 @@
-// A model's gradient returned by a call inside a differentiated function can only be discarded:
-// a name bound to it is an error at the call, which says to bind it to `_`.
+// A model's gradient returned by a call inside a differentiated function is read by its parts
+// (`gm.w`) or bound to `_`: a name bound to it and never read by a part is an error at the call,
+// which says so.
 use rune_ad::prelude::*;
 
 #[derive(Clone, Differentiable)]
