@@ -282,3 +282,53 @@ fn a_maml_step_as_methods_of_the_model() {
         assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} against {b}");
     }
 }
+
+/// The model's gradient taken in a loop, at three scalings of the batch, each read by its parts
+/// in a loop of its own: the gradient read in one pass of the loop is that pass's.
+#[differentiable]
+fn gradient_alignment<T: Element>(
+    model: &Mlp<T>,
+    #[nodiff] x: &Tensor<T>,
+    #[nodiff] y: &Tensor<T>,
+) -> Tensor<T> {
+    let mut total = model.head.sum() * T::from_f64(0.0);
+    for k in 0..3 {
+        let scaled = x * T::from_f64(1.0 + 0.5 * k as f64);
+        let g = inner_loss_grad(model, &scaled, y);
+        for (layer, step) in model.layers.iter().zip(&g.layers) {
+            total = total + (&layer.w * &step.w).sum();
+        }
+        total = total + g.head.square().sum() * T::from_f64(k as f64 + 1.0);
+    }
+    total
+}
+
+#[test]
+fn gradients_taken_in_a_loop_and_read_in_a_loop() {
+    let m = model(&[2, 3, 3], 90);
+    let Task { xs, ys, .. } = task(91);
+    check_variants!(
+        gradient_alignment,
+        gradient_alignment_value_and_grad,
+        gradient_alignment_grad,
+        gradient_alignment_vjp,
+        gradient_alignment_jvp,
+        gradient_alignment_pullback;
+        [m];
+        (&m, &xs, &ys)
+    );
+    // The value from first-order gradients called outside.
+    let mut expected = 0.0;
+    for k in 0..3 {
+        let g = inner_loss_grad(&m, &(&xs * (1.0 + 0.5 * k as f64)), &ys);
+        for (layer, step) in m.layers.iter().zip(&g.layers) {
+            expected += (&layer.w * &step.w).sum().item();
+        }
+        expected += g.head.square().sum().item() * (k as f64 + 1.0);
+    }
+    let got = gradient_alignment(&m, &xs, &ys).item();
+    assert!(
+        (got - expected).abs() <= 1e-12 * expected.abs(),
+        "{got} against {expected}"
+    );
+}
