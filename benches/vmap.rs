@@ -11,11 +11,18 @@
 //!
 //! `cargo bench -p rune-benches --bench vmap`, then `python3 benches/vmap_jax.py` (JAX
 //! installed, both pinned with `taskset -c 1`) prints both systems' medians side by side.
+//!
+//! The bench runs on mimalloc, as a program making per-example gradients should: they are 64
+//! copies of W1's parameters (51 MB), which glibc's allocator maps afresh and faults in page by
+//! page on every call, 5× the time of the rest (docs/benchmarks.md, "Batched derivatives").
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use rune_ad::prelude::*;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// One example's loss: `x` `[784]`, `y` `[10]`.
 #[differentiable(vmap)]
