@@ -296,9 +296,9 @@ fn gradient_alignment<T: Element>(
         let scaled = x * T::from_f64(1.0 + 0.5 * k as f64);
         let g = inner_loss_grad(model, &scaled, y);
         for (layer, step) in model.layers.iter().zip(&g.layers) {
-            total = total + (&layer.w * &step.w).sum();
+            total += (&layer.w * &step.w).sum();
         }
-        total = total + g.head.square().sum() * T::from_f64(k as f64 + 1.0);
+        total += g.head.square().sum() * T::from_f64(k as f64 + 1.0);
     }
     total
 }
