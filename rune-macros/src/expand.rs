@@ -71,6 +71,10 @@ fn impl_block(args: TokenStream, mut block: ItemImpl) -> TokenStream {
         let trait_method = trait_path
             .as_ref()
             .map(|path| TraitMethod::new(Some(path), Some(&block.generics), &func));
+        // A method of a trait impl under `vmap`: its batched twin, a method the trait declares.
+        let twin = trait_path
+            .as_ref()
+            .and_then(|path| vmap_twin(&args, &func).map(|twin| (path, twin)));
         block.items.push(syn::ImplItem::Verbatim(function(
             args,
             func,
@@ -78,8 +82,31 @@ fn impl_block(args: TokenStream, mut block: ItemImpl) -> TokenStream {
             trait_method,
             inherent.as_ref(),
         )));
+        if let Some((path, twin)) = twin {
+            let trait_method = TraitMethod::new(Some(path), Some(&block.generics), &twin);
+            block.items.push(syn::ImplItem::Verbatim(function(
+                TokenStream::new(),
+                twin,
+                Host::Impl,
+                Some(trait_method),
+                None,
+            )));
+        }
     }
     quote!(#block)
+}
+
+/// The batched twin of a trait impl's method whose arguments ask for `vmap`
+/// (`crate::vmap::impl_twin`); `None` without `vmap`, or when it cannot be batched (the
+/// method's own expansion reports why).
+fn vmap_twin(args: &TokenStream, func: &ItemFn) -> Option<ItemFn> {
+    let mut quiet = Errors::default();
+    let options = parse::options(args.clone(), &mut quiet);
+    if !options.vmap {
+        return None;
+    }
+    let sig = parse::signature(&mut func.clone(), &options, &mut quiet)?;
+    crate::vmap::impl_twin(func, &sig, &mut quiet).filter(|_| quiet.is_empty())
 }
 
 /// Whether a method of a trait, or of a trait impl, under `#[differentiable]` returns what a
@@ -145,6 +172,13 @@ fn trait_block(args: TokenStream, mut block: ItemTrait) -> TokenStream {
             continue;
         }
         let (attrs, args) = own_arguments(method.attrs, &args);
+        if objects && parse::options(args.clone(), &mut Errors::default()).vmap {
+            errors.at(
+                &method.sig.ident,
+                "`vmap` batches the methods of a trait without `dyn`: a `Box<dyn Trait>` has no \
+                 batched twin to call; batch through a trait without `dyn`, or a free function",
+            );
+        }
         if objects {
             let mut func = ItemFn {
                 attrs: Vec::new(),
@@ -211,10 +245,32 @@ fn trait_method(
         sig: method.sig.clone(),
         block: Box::new(syn::parse_quote!({})),
     };
-    let declarations = parse::signature(&mut func, &Options::default(), &mut errors)
-        .map(|sig| emit::trait_declarations(&func, &sig, trait_generics, &mut errors));
+    let original = func.clone();
+    let sig = parse::signature(&mut func, &Options::default(), &mut errors);
+    let declarations = sig
+        .as_ref()
+        .map(|sig| emit::trait_declarations(&func, sig, trait_generics, &mut errors));
+    // Under `vmap`: the batched twin, declared as the method is (each impl's method writes it),
+    // and the batched entry points, provided.
+    let batched = match (options.vmap, &sig) {
+        (true, Some(sig)) => {
+            crate::vmap::trait_items(&original, sig, &mut errors).map(|(mut twin, entries)| {
+                let twin_sig = parse::signature(&mut twin, &Options::default(), &mut errors);
+                let declarations = twin_sig.map(|twin_sig| {
+                    emit::trait_declarations(&twin, &twin_sig, trait_generics, &mut errors)
+                });
+                let (attrs, sig) = (&twin.attrs, &twin.sig);
+                quote! {
+                    #(#attrs)* #sig;
+                    #declarations
+                    #entries
+                }
+            })
+        }
+        _ => None,
+    };
     let errs = errors.to_compile_errors();
-    quote!(#errs #method #declarations)
+    quote!(#errs #method #declarations #batched)
 }
 
 /// A custom rule named like a generated function (`f_vjp` for `f`) would be defined twice.
@@ -318,11 +374,18 @@ fn function(
             };
             crate::vmap::vmap_items(&original, &sig, hvp, &mut errors)
         }
+        // In a trait impl under the attribute on the block, the block writes the twin (see
+        // `impl_block`), and the trait provides the batched entry points.
+        (true, Some(tm)) if tm.in_impl() => {
+            crate::vmap::impl_twin(&original, &sig, &mut errors);
+            TokenStream::new()
+        }
         (true, Some(_)) => {
             errors.at(
                 &func.sig.ident,
-                "`vmap` batches free functions and inherent methods; a trait's method cannot \
-                 be batched yet",
+                "`vmap` batches free functions, inherent methods, and methods a trait declares \
+                 under `#[differentiable(vmap)]` implemented in an impl under \
+                 `#[differentiable]`; a trait's provided method cannot be batched yet",
             );
             TokenStream::new()
         }

@@ -327,6 +327,11 @@ pub struct TraitMethod {
 }
 
 impl TraitMethod {
+    /// Whether the method is in an impl of the trait (not the trait's own provided method).
+    pub fn in_impl(&self) -> bool {
+        self.path.is_some()
+    }
+
     /// `method` of an impl of trait `path` whose generics are `outer` (`Some(path)`), or of the
     /// trait itself (`None`), whose generics are `outer` where known (under the attribute on the
     /// trait, not on a method alone).

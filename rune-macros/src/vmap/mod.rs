@@ -61,6 +61,85 @@ pub fn vmap_items(
     errors: &mut Errors,
 ) -> TokenStream {
     let before = errors.len();
+    let Some((params, outputs)) = vmap_params(original, sig, errors) else {
+        return TokenStream::new();
+    };
+    let batched = body::batched_body(original, &params, outputs.is_some(), errors);
+    if errors.len() > before {
+        return TokenStream::new();
+    }
+    let option = (hvp == Some(true)).then(|| quote!((hvp)));
+    let twin = twin_fn(original, &params, batched);
+    let mut entries = entry::entry_points(original, &params, outputs.as_deref());
+    let plain = sig
+        .active()
+        .all(|(_, a)| !a.structure && !a.array && !a.scalar);
+    let free = params.iter().all(|p| !p.receiver);
+    if hvp.is_some() && plain && free && outputs.is_none() && !sig.scalar_out {
+        entries.extend(entry::hvp_entry(original, &params, option.clone()));
+    }
+    let name = &original.sig.ident;
+    // A free function's hidden type (`emit::place`) marks it batched for its callers.
+    let marker = params
+        .iter()
+        .all(|p| !p.receiver)
+        .then(|| quote!(impl ::rune_ad::__private::Batched for #name {}));
+    quote! {
+        #[::rune_ad::differentiable #option]
+        #twin
+        #entries
+        #marker
+    }
+}
+
+/// For a method declared in a trait under `#[differentiable(vmap)]`: the declaration of its
+/// batched twin `__vmap_f` (which each impl's method under the attribute writes, see
+/// [`impl_twin`]), and the batched entry points as provided methods calling the twin and its
+/// derivatives (`where Self: Sized`, as the other generated methods, which keeps the trait
+/// dyn-compatible). Returns the twin's declaration as a function (without a body), whose
+/// entry points the caller declares as any method's, and the provided methods.
+pub fn trait_items(
+    decl: &ItemFn,
+    sig: &Signature,
+    errors: &mut Errors,
+) -> Option<(ItemFn, TokenStream)> {
+    let before = errors.len();
+    let (params, outputs) = vmap_params(decl, sig, errors)?;
+    if errors.len() > before {
+        return None;
+    }
+    let mut sized = decl.clone();
+    let predicates = &mut sized.sig.generics.make_where_clause().predicates;
+    predicates.push(syn::parse_quote!(Self: ::core::marker::Sized));
+    if params.iter().any(|p| p.receiver && p.active) {
+        predicates.push(syn::parse_quote!(Self: ::rune_ad::__private::Differentiable));
+    }
+    let entries = entry::entry_points(&sized, &params, outputs.as_deref());
+    let twin = twin_fn(decl, &params, quote!());
+    Some((syn::parse2(twin).expect("a twin parses"), entries))
+}
+
+/// For a method of a trait impl under `#[differentiable(vmap)]`: its batched twin `__vmap_f`,
+/// which the trait declares ([`trait_items`]) and the caller differentiates as a method of the
+/// impl; the batched entry points are the trait's.
+pub fn impl_twin(original: &ItemFn, sig: &Signature, errors: &mut Errors) -> Option<ItemFn> {
+    let before = errors.len();
+    let (params, outputs) = vmap_params(original, sig, errors)?;
+    let batched = body::batched_body(original, &params, outputs.is_some(), errors);
+    if errors.len() > before {
+        return None;
+    }
+    Some(syn::parse2(twin_fn(original, &params, batched)).expect("a twin parses"))
+}
+
+/// The parameters as the batched functions see them, and the tensors of a function returning
+/// a tuple; `None` (with the errors reported) for a function `vmap` cannot batch.
+fn vmap_params(
+    original: &ItemFn,
+    sig: &Signature,
+    errors: &mut Errors,
+) -> Option<(Vec<VmapParam>, Option<Vec<syn::Type>>)> {
+    let before = errors.len();
     if sig.fallible.is_some() || sig.scalar_out || sig.array_out.is_some() {
         errors.at(
             &original.sig.output,
@@ -131,34 +210,7 @@ pub fn vmap_items(
             active,
         });
     }
-    if errors.len() > before {
-        return TokenStream::new();
-    }
-    let batched = body::batched_body(original, &params, outputs.is_some(), errors);
-    if errors.len() > before {
-        return TokenStream::new();
-    }
-    let option = (hvp == Some(true)).then(|| quote!((hvp)));
-    let twin = twin_fn(original, &params, batched, option.clone());
-    let mut entries = entry::entry_points(original, &params, outputs.as_deref());
-    let plain = sig
-        .active()
-        .all(|(_, a)| !a.structure && !a.array && !a.scalar);
-    let free = params.iter().all(|p| !p.receiver);
-    if hvp.is_some() && plain && free && outputs.is_none() && !sig.scalar_out {
-        entries.extend(entry::hvp_entry(original, &params, option));
-    }
-    let name = &original.sig.ident;
-    // A free function's hidden type (`emit::place`) marks it batched for its callers.
-    let marker = params
-        .iter()
-        .all(|p| !p.receiver)
-        .then(|| quote!(impl ::rune_ad::__private::Batched for #name {}));
-    quote! {
-        #twin
-        #entries
-        #marker
-    }
+    (errors.len() == before).then_some((params, outputs))
 }
 
 /// Whether `ty` is a `Vec<..>`.
@@ -168,13 +220,8 @@ fn is_vec(ty: &syn::Type) -> bool {
 }
 
 /// `__vmap_f`: the function with the flags and the batch length added as `#[nodiff]`
-/// parameters and its body batched.
-fn twin_fn(
-    original: &ItemFn,
-    params: &[VmapParam],
-    body: TokenStream,
-    option: Option<TokenStream>,
-) -> TokenStream {
+/// parameters and its body batched (without the `#[differentiable]` it is given).
+fn twin_fn(original: &ItemFn, params: &[VmapParam], body: TokenStream) -> TokenStream {
     let mut sig = original.sig.clone();
     sig.ident = format_ident!("__vmap_{}", original.sig.ident);
     // A flag for every parameter, so that a caller passes one per argument without knowing
@@ -187,7 +234,6 @@ fn twin_fn(
         .push(syn::parse_quote!(#[nodiff] __vmap_n: usize));
     let vis = &original.vis;
     quote! {
-        #[::rune_ad::differentiable #option]
         #[doc(hidden)]
         #[allow(clippy::all, unused_parens)]
         #vis #sig {

@@ -1,3 +1,5 @@
+// `vmap` on a trait impl's method needs the trait's declaration under `vmap` too, which
+// declares the batched twin each impl writes: without it the twin is not a member of the trait.
 use rune_ad::prelude::*;
 
 #[derive(Clone, Differentiable)]
