@@ -307,7 +307,7 @@ mod resuming {
         load_checkpoint(&mut resumed, &mut adam, &path).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert_eq!((adam.lr, adam.beta1, adam.beta2), (0.01, 0.8, 0.99));
-        assert_eq!(adam.numbers()[4], 7.0, "the step count");
+        assert_eq!(adam.numbers()[5], 7.0, "the step count");
         train(&mut resumed, &mut |m, g| adam.step(m, g), 7..15);
         assert_eq!(bits(&resumed), bits(&straight));
     }
@@ -371,9 +371,13 @@ mod resuming {
                 "`optimizer.beta1`: missing from the file (the optimizer has F64 of shape [])",
                 "`optimizer.beta2`: missing from the file (the optimizer has F64 of shape [])",
                 "`optimizer.eps`: missing from the file (the optimizer has F64 of shape [])",
-                "`optimizer.step`: missing from the file (the optimizer has F64 of shape [])",
+                "`optimizer.momentum`: in the file (F64 of shape []) but not in the optimizer",
             ]
         );
+        assert!(problems.contains(
+            &"`optimizer.nesterov`: in the file (F64 of shape []) but not in the optimizer"
+                .to_owned()
+        ));
         assert!(problems.contains(
             &"`optimizer.momentum`: in the file (F64 of shape []) but not in the optimizer"
                 .to_owned()
@@ -590,7 +594,7 @@ mod serde_formats {
         let json = serde_json::to_string(&adam).unwrap();
         assert!(
             json.starts_with(
-                r#"{"lr":0.01,"beta1":0.9,"beta2":0.999,"eps":1e-8,"state":{"steps":8,"#
+                r#"{"lr":0.01,"beta1":0.9,"beta2":0.999,"eps":1e-8,"weight_decay":0.0,"schedule":null,"state":{"steps":8,"#
             ),
             "{json}"
         );

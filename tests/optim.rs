@@ -1,7 +1,9 @@
-//! `optim::{Sgd, Adam}` on derived parameter structs: single steps against hand-computed
-//! updates, and Adam fitting a linear regression whose gradients come from `#[differentiable]`.
+//! `optim` on derived parameter structs: single steps of `Sgd` (momentum, Nesterov, weight
+//! decay), `Adam` and `AdamW` against updates computed by hand from PyTorch's formulas,
+//! learning-rate schedules against their formulas, gradient clipping, and Adam fitting a linear
+//! regression whose gradients come from `#[differentiable]`.
 
-use rune_ad::optim::{Adam, Sgd};
+use rune_ad::optim::{clip_grad_norm, clip_grad_value, Adam, AdamW, OptimizerState, Schedule, Sgd};
 use rune_ad::prelude::*;
 
 #[derive(Clone, Debug, Differentiable)]
@@ -174,4 +176,144 @@ fn adam_fits_a_linear_regression() {
     assert!(loss < 1e-16, "loss after 500 Adam steps: {loss}");
     assert_close(&params.w, &[1.5, -2.0, 0.5], 1e-6);
     assert_close(&params.b, &[0.75], 1e-6);
+}
+
+#[test]
+fn sgd_with_nesterov_and_weight_decay_matches_hand_computed_steps() {
+    // PyTorch: g' = g + wd p, v = μ v + g', p = p - lr (g' + μ v); lr 0.1, μ 0.9, wd 0.01.
+    let mut params = linear(&[1.0, -2.0], 0.5);
+    let mut opt = Sgd::new(0.1).momentum(0.9).nesterov().weight_decay(0.01);
+    // Step 1, g = ([0.5, 1], -2): g' = ([0.51, 0.98], -1.995) = v; the step is 1.9 g'.
+    opt.step(&mut params, &linear(&[0.5, 1.0], -2.0));
+    assert_close(&params.w, &[0.9031, -2.1862], 1e-14);
+    assert_close(&params.b, &[0.87905], 1e-14);
+    // Step 2, g = ([1, 0], 1): g' = ([1.009031, -0.021862], 1.0087905),
+    // v = ([1.468031, 0.860138], -0.7867095), g' + 0.9 v = ([2.3302589, 0.7522622], 0.30075195).
+    opt.step(&mut params, &linear(&[1.0, 0.0], 1.0));
+    assert_close(&params.w, &[0.67007411, -2.26142622], 1e-13);
+    assert_close(&params.b, &[0.848974805], 1e-13);
+    assert_eq!(opt.steps(), 2);
+}
+
+#[test]
+fn adamw_decays_the_parameters_apart_from_the_moments() {
+    // PyTorch's AdamW on one element: p ← p (1 − lr wd), then Adam's step on g.
+    let (lr, wd, b1, b2, eps) = (0.1_f64, 0.1, 0.9, 0.999, 1e-8);
+    let mut p = Tensor::from_vec(vec![1.0_f64], &[1]);
+    let mut opt = AdamW::new(lr).weight_decay(wd);
+    let (mut m, mut v, mut expected) = (0.0_f64, 0.0_f64, 1.0_f64);
+    for (t, g) in [0.5_f64, -0.25, 2.0].into_iter().enumerate() {
+        let t = (t + 1) as i32;
+        expected *= 1.0 - lr * wd;
+        m = b1 * m + (1.0 - b1) * g;
+        v = b2 * v + (1.0 - b2) * g * g;
+        let (m_hat, v_hat) = (m / (1.0 - b1.powi(t)), v / (1.0 - b2.powi(t)));
+        expected -= lr * m_hat / (v_hat.sqrt() + eps);
+        opt.step(&mut p, &Tensor::from_vec(vec![g], &[1]));
+        assert!(
+            (p.item() - expected).abs() < 1e-15,
+            "step {t}: {} against {expected}",
+            p.item()
+        );
+    }
+    // Adam with an L2 penalty instead: the first step moves by about lr against g + wd p.
+    let mut q = Tensor::from_vec(vec![1.0_f64], &[1]);
+    Adam::new(0.1)
+        .weight_decay(1.0)
+        .step(&mut q, &Tensor::from_vec(vec![-0.5], &[1]));
+    // g + wd p = 0.5 > 0, so the parameter goes down by lr (to within eps).
+    assert!((q.item() - 0.9).abs() < 1e-8, "{}", q.item());
+}
+
+#[test]
+fn schedules_follow_their_formulas() {
+    let step = Schedule::step(0.1, 3, 0.5);
+    assert_eq!(
+        [step.lr(0), step.lr(2), step.lr(3), step.lr(7)],
+        [0.1, 0.1, 0.05, 0.025]
+    );
+    let exp = Schedule::exponential(2.0, 0.5);
+    assert_eq!([exp.lr(0), exp.lr(1), exp.lr(3)], [2.0, 1.0, 0.25]);
+    // Cosine from 1 to 0.1 over 4 steps: 0.1 + 0.9 (1 + cos(π t / 4)) / 2.
+    let cos = Schedule::cosine(1.0, 0.1, 4);
+    let by_hand = |t: f64| 0.1 + 0.9 * (1.0 + (std::f64::consts::PI * t / 4.0).cos()) / 2.0;
+    for t in 0..6 {
+        let want = by_hand((t as f64).min(4.0));
+        assert!((cos.lr(t) - want).abs() < 1e-15, "cosine at {t}");
+    }
+    // Warm-up over 4 steps to 1: 0.25, 0.5, 0.75, 1; then the cosine to 0 over 4 more.
+    let warm = Schedule::warmup_cosine(1.0, 0.0, 4, 8);
+    let got: Vec<f64> = (0..9).map(|t| warm.lr(t)).collect();
+    let half = (1.0 + (std::f64::consts::PI / 2.0).cos()) / 2.0;
+    let want = [
+        0.25,
+        0.5,
+        0.75,
+        1.0,
+        1.0,
+        0.8535533905932737,
+        half,
+        0.14644660940672627,
+        0.0,
+    ];
+    for (g, w) in got.iter().zip(want) {
+        assert!((g - w).abs() < 1e-15, "{got:?}");
+    }
+    // OneCycle to 1 over 10 steps: from 1/25 up to 1 at step 2 (0.3·10 − 1), down to
+    // 1/(25·10⁴) at step 9; halfway up at step 1.
+    let cycle = Schedule::one_cycle(1.0, 10);
+    let want = [(0, 0.04), (1, 0.52), (2, 1.0), (9, 4e-6)];
+    for (t, w) in want {
+        assert!(
+            (cycle.lr(t) - w).abs() < 1e-15,
+            "one cycle at {t}: {}",
+            cycle.lr(t)
+        );
+    }
+}
+
+#[test]
+fn an_optimizer_reads_its_schedule_at_each_step() {
+    // Gradient one on a zero parameter: the steps are the schedule's rates, 0.1, 0.05, 0.025.
+    let mut p = Tensor::from_vec(vec![0.0_f64], &[1]);
+    let mut opt = Sgd::new(1.0).schedule(Schedule::step(0.1, 1, 0.5));
+    for _ in 0..3 {
+        opt.step(&mut p, &Tensor::from_vec(vec![1.0], &[1]));
+    }
+    assert!((p.item() + 0.175).abs() < 1e-15, "{}", p.item());
+    assert_eq!(opt.lr, 0.025);
+    // A restored AdamW takes the schedule's rate at the saved step, and the same steps after.
+    let schedule = Schedule::cosine(0.1, 0.0, 10);
+    let mut a = AdamW::new(0.1).schedule(schedule.clone());
+    let mut x = Tensor::from_vec(vec![1.0_f64, -1.0], &[2]);
+    let g = Tensor::from_vec(vec![0.3, -0.7], &[2]);
+    for _ in 0..3 {
+        a.step(&mut x, &g);
+    }
+    let mut b = AdamW::new(0.5).schedule(schedule);
+    let buffers = a.buffers().map(|b| b.iter().map(|s| s.to_vec()).collect());
+    b.restore(&a.numbers(), buffers).unwrap();
+    let mut y = x.clone();
+    a.step(&mut x, &g);
+    b.step(&mut y, &g);
+    assert_eq!(x.to_vec(), y.to_vec());
+    assert_eq!(a.lr, Schedule::cosine(0.1, 0.0, 10).lr(3));
+}
+
+#[test]
+fn clipping_bounds_the_global_norm_and_each_value() {
+    let mut g = linear(&[3.0, 0.0], 4.0);
+    let norm = clip_grad_norm(&mut g, 2.5);
+    assert_eq!(norm, 5.0);
+    let scale = 2.5 / (5.0 + 1e-6);
+    assert_close(&g.w, &[3.0 * scale, 0.0], 1e-15);
+    assert_close(&g.b, &[4.0 * scale], 1e-15);
+    // Below the bound nothing changes.
+    let mut small = linear(&[0.3, 0.4], 0.0);
+    assert!((clip_grad_norm(&mut small, 1.0) - 0.5).abs() < 1e-15);
+    assert_close(&small.w, &[0.3, 0.4], 0.0);
+    let mut v = linear(&[3.0, -0.2], -4.0);
+    clip_grad_value(&mut v, 1.0);
+    assert_close(&v.w, &[1.0, -0.2], 0.0);
+    assert_close(&v.b, &[-1.0], 0.0);
 }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use rune_ad::optim::{Adam, Sgd};
+use rune_ad::optim::{clip_grad_norm, Adam, Schedule, Sgd};
 use rune_ad::prelude::*;
 
 // ---- helpers ---------------------------------------------------------------------------------
@@ -1342,23 +1342,20 @@ fn sgd_with_momentum_and_clipping() {
     let mut model = mlp();
     let (x, y) = regression_data();
     let before = mse(&model, &x, &y).item();
-    let mut opt = Sgd::new(0.05).momentum(0.9);
+    let mut opt = Sgd::new(0.05)
+        .momentum(0.9)
+        .schedule(Schedule::cosine(0.05, 0.005, 300));
     for _ in 0..300 {
-        let grad = mse_grad(&model, &x, &y);
-        let norm = grad
-            .leaves()
-            .iter()
-            .map(|g| g.square().sum().item())
-            .sum::<f64>()
-            .sqrt();
-        let grad = if norm > 1.0 {
-            grad.scale(1.0 / norm)
-        } else {
-            grad
-        };
+        let mut grad = mse_grad(&model, &x, &y);
+        clip_grad_norm(&mut grad, 1.0);
+        // The clipped gradient's norm is at most one.
+        let clipped: f64 = grad.leaves().iter().map(|g| g.square().sum().item()).sum();
+        assert!(clipped.sqrt() <= 1.0 + 1e-12);
         opt.step(&mut model, &grad);
     }
     assert!(mse(&model, &x, &y).item() < before / 10.0);
+    // The last step's rate is the schedule's at step 299.
+    assert_eq!(opt.lr, Schedule::cosine(0.05, 0.005, 300).lr(299));
 }
 
 // ---- checking gradients ----------------------------------------------------------------------

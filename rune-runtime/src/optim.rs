@@ -1,10 +1,15 @@
-//! First-order optimizers over [`Differentiable`] parameters: [`Sgd`] (with momentum) and
-//! [`Adam`], each updating every leaf tensor in place from a gradient of the same structure.
+//! First-order optimizers over [`Differentiable`] parameters: [`Sgd`] (with momentum, Nesterov
+//! and weight decay), [`Adam`] and [`AdamW`], each updating every leaf tensor in place from a
+//! gradient of the same structure; learning-rate [`Schedule`]s they read at each step; and
+//! gradient clipping ([`clip_grad_norm`], [`clip_grad_value`]).
 //!
 //! An optimizer keeps its state (velocities, moment estimates) as one tensor per leaf, in the
 //! leaves' order, created at the first [`step`](Adam::step) from the parameters' shapes; use one
 //! optimizer for one parameter structure. [`OptimizerState`] exposes that state, so that
 //! `io::save_checkpoint` can save it beside the model and a run can resume bit for bit.
+//!
+//! Gradients accumulated over several batches before a step are a sum of gradient structures:
+//! `total.axpy(1.0, &g)` (`Differentiable::axpy`) for each, then `total.scale(1.0 / k)`.
 
 use ndarray::Zip;
 
@@ -12,15 +17,21 @@ use crate::element::Element;
 use crate::model::Differentiable;
 use crate::tensor::Tensor;
 
+mod adamw;
+mod clip;
+mod schedule;
 mod state;
+pub use adamw::AdamW;
+pub use clip::{clip_grad_norm, clip_grad_value};
+pub use schedule::Schedule;
 pub use state::OptimizerState;
 
-/// Stochastic gradient descent with momentum, as `torch.optim.SGD` (no dampening, no Nesterov
-/// term, no weight decay).
+/// Stochastic gradient descent with momentum, as `torch.optim.SGD` (no dampening).
 ///
-/// Each step computes, leaf by leaf, `v ← momentum·v + g` and `p ← p − lr·v`, with `v` starting
-/// at zero (so the first step is `p ← p − lr·g`). With `momentum` zero no velocity is kept and the
-/// step is `p ← p − lr·g`.
+/// Each step computes, leaf by leaf, `g ← g + weight_decay·p`, `v ← momentum·v + g` and
+/// `p ← p − lr·v` (with `nesterov`, `p ← p − lr·(g + momentum·v)`), with `v` starting at zero
+/// (so the first step is `p ← p − lr·g`). With `momentum` zero no velocity is kept and the step
+/// is `p ← p − lr·g`. Under a [`Schedule`], `lr` is the schedule's at each step.
 ///
 /// ```
 /// use rune_runtime::optim::Sgd;
@@ -43,6 +54,13 @@ pub struct Sgd<T: Element> {
     pub lr: T,
     /// The momentum coefficient; zero for plain gradient descent.
     pub momentum: T,
+    /// The L2 penalty's coefficient, added to the gradient as `weight_decay·p`.
+    pub weight_decay: T,
+    /// Nesterov momentum: each step moves along `g + momentum·v`.
+    pub nesterov: bool,
+    /// The learning rate at each step, when set.
+    pub schedule: Option<Schedule>,
+    steps: u64,
     velocity: Option<Vec<Tensor<T>>>,
 }
 
@@ -52,6 +70,10 @@ impl<T: Element> Sgd<T> {
         Sgd {
             lr,
             momentum: T::zero(),
+            weight_decay: T::zero(),
+            nesterov: false,
+            schedule: None,
+            steps: 0,
             velocity: None,
         }
     }
@@ -63,6 +85,33 @@ impl<T: Element> Sgd<T> {
         self
     }
 
+    /// The same optimizer with Nesterov momentum (`torch.optim.SGD(nesterov=True)`); its
+    /// steps check that the momentum is positive.
+    #[must_use]
+    pub fn nesterov(mut self) -> Self {
+        self.nesterov = true;
+        self
+    }
+
+    /// The same optimizer with an L2 penalty of coefficient `weight_decay` on every leaf.
+    #[must_use]
+    pub fn weight_decay(mut self, weight_decay: T) -> Self {
+        self.weight_decay = weight_decay;
+        self
+    }
+
+    /// The same optimizer reading its learning rate from `schedule` at each step.
+    #[must_use]
+    pub fn schedule(mut self, schedule: Schedule) -> Self {
+        self.schedule = Some(schedule);
+        self
+    }
+
+    /// The number of steps taken.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
     /// Updates every leaf of `params` in place from the leaf of `grads` at the same position.
     ///
     /// # Panics
@@ -71,15 +120,23 @@ impl<T: Element> Sgd<T> {
     #[track_caller]
     pub fn step<D: Differentiable<Elem = T>>(&mut self, params: &mut D, grads: &D) {
         check_gradient("Sgd::step", params, grads);
-        let (lr, momentum) = (self.lr, self.momentum);
+        if let Some(schedule) = &self.schedule {
+            self.lr = T::from_f64(schedule.lr(usize::try_from(self.steps).unwrap_or(usize::MAX)));
+        }
+        self.steps = self.steps.saturating_add(1);
+        let (lr, momentum, decay) = (self.lr, self.momentum, self.weight_decay);
+        if self.nesterov && momentum <= T::zero() {
+            panic!("Sgd::step: Nesterov momentum needs a positive momentum, not {momentum:?}");
+        }
         if momentum.is_zero() {
             for (p, g) in params.leaves_mut().into_iter().zip(grads.leaves()) {
                 Zip::from(p.data_mut())
                     .and(g.view())
-                    .for_each(|p, &g| *p -= lr * g);
+                    .for_each(|p, &g| *p -= lr * (g + decay * *p));
             }
             return;
         }
+        let nesterov = self.nesterov;
         let velocity = self
             .velocity
             .get_or_insert_with(|| zero_state(params.leaves()));
@@ -94,18 +151,21 @@ impl<T: Element> Sgd<T> {
                 .and(g.view())
                 .and(v.data_mut())
                 .for_each(|p, &g, v| {
+                    let g = g + decay * *p;
                     *v = momentum * *v + g;
-                    *p -= lr * *v;
+                    *p -= lr * if nesterov { g + momentum * *v } else { *v };
                 });
         }
     }
 }
 
-/// Adam, as `torch.optim.Adam` (bias-corrected moment estimates, no weight decay, no AMSGrad).
+/// Adam, as `torch.optim.Adam` (bias-corrected moment estimates, no AMSGrad).
 ///
-/// At step `t` (from 1), leaf by leaf: `m ← β₁m + (1−β₁)g`, `v ← β₂v + (1−β₂)g²`, and
+/// At step `t` (from 1), leaf by leaf: `g ← g + weight_decay·p` (an L2 penalty; see [`AdamW`]
+/// for decoupled decay), `m ← β₁m + (1−β₁)g`, `v ← β₂v + (1−β₂)g²`, and
 /// `p ← p − lr·m̂ / (√v̂ + eps)` with `m̂ = m/(1−β₁ᵗ)` and `v̂ = v/(1−β₂ᵗ)`. The first step
-/// therefore moves each element by about `lr` against the sign of its gradient.
+/// therefore moves each element by about `lr` against the sign of its gradient. Under a
+/// [`Schedule`], `lr` is the schedule's at each step.
 ///
 /// ```
 /// use rune_runtime::optim::Adam;
@@ -129,6 +189,10 @@ pub struct Adam<T: Element> {
     pub beta2: T,
     /// Added to the denominator for numerical stability.
     pub eps: T,
+    /// The L2 penalty's coefficient, added to the gradient as `weight_decay·p`.
+    pub weight_decay: T,
+    /// The learning rate at each step, when set.
+    pub schedule: Option<Schedule>,
     state: Option<AdamState<T>>,
 }
 
@@ -150,8 +214,24 @@ impl<T: Element> Adam<T> {
             beta1: T::from_f64(0.9),
             beta2: T::from_f64(0.999),
             eps: T::from_f64(1e-8),
+            weight_decay: T::zero(),
+            schedule: None,
             state: None,
         }
+    }
+
+    /// The same optimizer with an L2 penalty of coefficient `weight_decay` on every leaf.
+    #[must_use]
+    pub fn weight_decay(mut self, weight_decay: T) -> Self {
+        self.weight_decay = weight_decay;
+        self
+    }
+
+    /// The same optimizer reading its learning rate from `schedule` at each step.
+    #[must_use]
+    pub fn schedule(mut self, schedule: Schedule) -> Self {
+        self.schedule = Some(schedule);
+        self
     }
 
     /// The same optimizer with the given moment decay rates.
@@ -177,36 +257,88 @@ impl<T: Element> Adam<T> {
     #[track_caller]
     pub fn step<D: Differentiable<Elem = T>>(&mut self, params: &mut D, grads: &D) {
         check_gradient("Adam::step", params, grads);
-        let state = self.state.get_or_insert_with(|| AdamState {
-            steps: 0,
-            first_moment: zero_state(params.leaves()),
-            second_moment: zero_state(params.leaves()),
-        });
-        check_state("Adam::step", params, &state.first_moment);
-        // Past 2³¹ steps βᵗ has long underflowed to zero; saturating keeps `powi` defined.
-        state.steps = state.steps.saturating_add(1);
-        let (beta1, beta2, eps) = (self.beta1, self.beta2, self.eps);
-        let one = T::one();
-        let step_size = self.lr / (one - beta1.powi(state.steps));
-        let bias_correction2_sqrt = (one - beta2.powi(state.steps)).sqrt();
-        let leaves = params
-            .leaves_mut()
-            .into_iter()
-            .zip(grads.leaves())
-            .zip(state.first_moment.iter_mut())
-            .zip(state.second_moment.iter_mut());
-        for (((p, g), m), v) in leaves {
-            Zip::from(p.data_mut())
-                .and(g.view())
-                .and(m.data_mut())
-                .and(v.data_mut())
-                .for_each(|p, &g, m, v| {
-                    *m = beta1 * *m + (one - beta1) * g;
-                    *v = beta2 * *v + (one - beta2) * g * g;
-                    let denom = v.sqrt() / bias_correction2_sqrt + eps;
-                    *p -= step_size * *m / denom;
-                });
-        }
+        let moments = AdamMoments {
+            beta1: self.beta1,
+            beta2: self.beta2,
+            eps: self.eps,
+            l2: self.weight_decay,
+            decoupled: T::zero(),
+        };
+        adam_step(
+            "Adam::step",
+            &mut self.state,
+            &mut self.lr,
+            self.schedule.as_ref(),
+            moments,
+            params,
+            grads,
+        );
+    }
+}
+
+/// The coefficients of one Adam step: an L2 penalty added to the gradient (`Adam`), or a decay
+/// of the parameters decoupled from it (`AdamW`).
+#[derive(Clone, Copy)]
+struct AdamMoments<T> {
+    beta1: T,
+    beta2: T,
+    eps: T,
+    l2: T,
+    decoupled: T,
+}
+
+/// One step of Adam or AdamW: the state created at the first, `lr` read from the schedule.
+#[track_caller]
+fn adam_step<T: Element, D: Differentiable<Elem = T>>(
+    op: &str,
+    state: &mut Option<AdamState<T>>,
+    lr: &mut T,
+    schedule: Option<&Schedule>,
+    c: AdamMoments<T>,
+    params: &mut D,
+    grads: &D,
+) {
+    let state = state.get_or_insert_with(|| AdamState {
+        steps: 0,
+        first_moment: zero_state(params.leaves()),
+        second_moment: zero_state(params.leaves()),
+    });
+    check_state(op, params, &state.first_moment);
+    if let Some(schedule) = schedule {
+        *lr = T::from_f64(schedule.lr(usize::try_from(state.steps).unwrap_or(0)));
+    }
+    // Past 2³¹ steps βᵗ has long underflowed to zero; saturating keeps `powi` defined.
+    state.steps = state.steps.saturating_add(1);
+    let AdamMoments {
+        beta1,
+        beta2,
+        eps,
+        l2,
+        decoupled,
+    } = c;
+    let one = T::one();
+    let step_size = *lr / (one - beta1.powi(state.steps));
+    let bias_correction2_sqrt = (one - beta2.powi(state.steps)).sqrt();
+    let shrink = one - *lr * decoupled;
+    let leaves = params
+        .leaves_mut()
+        .into_iter()
+        .zip(grads.leaves())
+        .zip(state.first_moment.iter_mut())
+        .zip(state.second_moment.iter_mut());
+    for (((p, g), m), v) in leaves {
+        Zip::from(p.data_mut())
+            .and(g.view())
+            .and(m.data_mut())
+            .and(v.data_mut())
+            .for_each(|p, &g, m, v| {
+                let g = g + l2 * *p;
+                *p *= shrink;
+                *m = beta1 * *m + (one - beta1) * g;
+                *v = beta2 * *v + (one - beta2) * g * g;
+                let denom = v.sqrt() / bias_correction2_sqrt + eps;
+                *p -= step_size * *m / denom;
+            });
     }
 }
 

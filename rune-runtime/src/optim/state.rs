@@ -1,7 +1,7 @@
 //! What an optimizer carries from one step to the next, exposed by [`OptimizerState`] so that
 //! a checkpoint can hold it and training can resume exactly where it stopped.
 
-use super::{Adam, AdamState, Sgd};
+use super::{Adam, AdamState, AdamW, Sgd};
 use crate::element::Element;
 use crate::tensor::Tensor;
 
@@ -52,75 +52,97 @@ fn exact<T: Element>(name: &str, x: f64) -> Result<T, String> {
     }
 }
 
-impl<T: Element> OptimizerState for Adam<T> {
-    type Elem = T;
+/// Adam's and AdamW's state: the same numbers and buffers.
+macro_rules! adam_state {
+    ($name:ident, $label:literal) => {
+        impl<T: Element> OptimizerState for $name<T> {
+            type Elem = T;
 
-    fn number_names(&self) -> &'static [&'static str] {
-        &["lr", "beta1", "beta2", "eps", "step"]
-    }
+            fn number_names(&self) -> &'static [&'static str] {
+                &["lr", "beta1", "beta2", "eps", "weight_decay", "step"]
+            }
 
-    fn numbers(&self) -> Vec<f64> {
-        let wide = |x: T| x.to_f64().expect("an element converts to f64");
-        let steps = self.state.as_ref().map_or(0, |s| s.steps);
-        vec![
-            wide(self.lr),
-            wide(self.beta1),
-            wide(self.beta2),
-            wide(self.eps),
-            f64::from(steps),
-        ]
-    }
+            fn numbers(&self) -> Vec<f64> {
+                let wide = |x: T| x.to_f64().expect("an element converts to f64");
+                let steps = self.state.as_ref().map_or(0, |s| s.steps);
+                vec![
+                    wide(self.lr),
+                    wide(self.beta1),
+                    wide(self.beta2),
+                    wide(self.eps),
+                    wide(self.weight_decay),
+                    f64::from(steps),
+                ]
+            }
 
-    fn buffer_names(&self) -> &'static [&'static str] {
-        &["exp_avg", "exp_avg_sq"]
-    }
+            fn buffer_names(&self) -> &'static [&'static str] {
+                &["exp_avg", "exp_avg_sq"]
+            }
 
-    fn buffers(&self) -> Option<Vec<&[Tensor<T>]>> {
-        self.state
-            .as_ref()
-            .map(|s| vec![s.first_moment.as_slice(), s.second_moment.as_slice()])
-    }
+            fn buffers(&self) -> Option<Vec<&[Tensor<T>]>> {
+                self.state
+                    .as_ref()
+                    .map(|s| vec![s.first_moment.as_slice(), s.second_moment.as_slice()])
+            }
 
-    fn restore(
-        &mut self,
-        numbers: &[f64],
-        buffers: Option<Vec<Vec<Tensor<T>>>>,
-    ) -> Result<(), String> {
-        let [lr, beta1, beta2, eps, step] = numbers else {
-            return Err(format!("Adam keeps 5 numbers, not {}", numbers.len()));
-        };
-        let steps = *step as i32;
-        if f64::from(steps) != *step || steps < 0 {
-            return Err(format!("`step` is {step}, not a step count"));
+            fn restore(
+                &mut self,
+                numbers: &[f64],
+                buffers: Option<Vec<Vec<Tensor<T>>>>,
+            ) -> Result<(), String> {
+                let [lr, beta1, beta2, eps, weight_decay, step] = numbers else {
+                    return Err(format!(
+                        concat!($label, " keeps 6 numbers, not {}"),
+                        numbers.len()
+                    ));
+                };
+                let steps = count(*step)?;
+                let numbers = (
+                    exact("lr", *lr)?,
+                    exact("beta1", *beta1)?,
+                    exact("beta2", *beta2)?,
+                    exact("eps", *eps)?,
+                    exact("weight_decay", *weight_decay)?,
+                );
+                let state = match buffers {
+                    None if steps == 0 => None,
+                    None => {
+                        return Err(format!(
+                            "`step` is {steps} but there are no moment estimates"
+                        ))
+                    }
+                    Some(buffers) => {
+                        let [first_moment, second_moment]: [Vec<Tensor<T>>; 2] =
+                            buffers.try_into().map_err(|b: Vec<_>| {
+                                format!(
+                                    concat!($label, " keeps 2 buffers per leaf, not {}"),
+                                    b.len()
+                                )
+                            })?;
+                        Some(AdamState {
+                            steps,
+                            first_moment,
+                            second_moment,
+                        })
+                    }
+                };
+                (self.lr, self.beta1, self.beta2, self.eps, self.weight_decay) = numbers;
+                self.state = state;
+                Ok(())
+            }
         }
-        let (lr, beta1, beta2, eps) = (
-            exact("lr", *lr)?,
-            exact("beta1", *beta1)?,
-            exact("beta2", *beta2)?,
-            exact("eps", *eps)?,
-        );
-        let state = match buffers {
-            None if steps == 0 => None,
-            None => {
-                return Err(format!(
-                    "`step` is {steps} but there are no moment estimates"
-                ))
-            }
-            Some(buffers) => {
-                let [first_moment, second_moment]: [Vec<Tensor<T>>; 2] =
-                    buffers.try_into().map_err(|b: Vec<_>| {
-                        format!("Adam keeps 2 buffers per leaf, not {}", b.len())
-                    })?;
-                Some(AdamState {
-                    steps,
-                    first_moment,
-                    second_moment,
-                })
-            }
-        };
-        (self.lr, self.beta1, self.beta2, self.eps) = (lr, beta1, beta2, eps);
-        self.state = state;
-        Ok(())
+    };
+}
+
+adam_state!(Adam, "Adam");
+adam_state!(AdamW, "AdamW");
+
+/// A saved step count.
+fn count<N: TryFrom<i64>>(step: f64) -> Result<N, String> {
+    let whole = step as i64;
+    match N::try_from(whole) {
+        Ok(n) if whole as f64 == step && whole >= 0 => Ok(n),
+        _ => Err(format!("`step` is {step}, not a step count")),
     }
 }
 
@@ -128,12 +150,18 @@ impl<T: Element> OptimizerState for Sgd<T> {
     type Elem = T;
 
     fn number_names(&self) -> &'static [&'static str] {
-        &["lr", "momentum"]
+        &["lr", "momentum", "weight_decay", "nesterov", "step"]
     }
 
     fn numbers(&self) -> Vec<f64> {
         let wide = |x: T| x.to_f64().expect("an element converts to f64");
-        vec![wide(self.lr), wide(self.momentum)]
+        vec![
+            wide(self.lr),
+            wide(self.momentum),
+            wide(self.weight_decay),
+            f64::from(u8::from(self.nesterov)),
+            self.steps as f64,
+        ]
     }
 
     fn buffer_names(&self) -> &'static [&'static str] {
@@ -149,10 +177,20 @@ impl<T: Element> OptimizerState for Sgd<T> {
         numbers: &[f64],
         buffers: Option<Vec<Vec<Tensor<T>>>>,
     ) -> Result<(), String> {
-        let [lr, momentum] = numbers else {
-            return Err(format!("Sgd keeps 2 numbers, not {}", numbers.len()));
+        let [lr, momentum, weight_decay, nesterov, step] = numbers else {
+            return Err(format!("Sgd keeps 5 numbers, not {}", numbers.len()));
         };
-        let (lr, momentum) = (exact("lr", *lr)?, exact("momentum", *momentum)?);
+        let (lr, momentum, weight_decay) = (
+            exact("lr", *lr)?,
+            exact("momentum", *momentum)?,
+            exact("weight_decay", *weight_decay)?,
+        );
+        let nesterov = match *nesterov {
+            0.0 => false,
+            1.0 => true,
+            other => return Err(format!("`nesterov` is {other}, not 0 or 1")),
+        };
+        let steps = count(*step)?;
         let velocity = match buffers {
             None => None,
             Some(mut buffers) if buffers.len() == 1 => buffers.pop(),
@@ -163,7 +201,14 @@ impl<T: Element> OptimizerState for Sgd<T> {
                 ))
             }
         };
-        (self.lr, self.momentum, self.velocity) = (lr, momentum, velocity);
+        (
+            self.lr,
+            self.momentum,
+            self.weight_decay,
+            self.nesterov,
+            self.steps,
+            self.velocity,
+        ) = (lr, momentum, weight_decay, nesterov, steps, velocity);
         Ok(())
     }
 }
