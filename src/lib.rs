@@ -548,8 +548,8 @@
 
 pub use rune_macros::{differentiable, Differentiable};
 pub use rune_runtime::{
-    add, all_ops, broadcast_shapes, check_grad, check_hvp, concat, div, dual_of, einsum, embedding,
-    grad_fn, hessian, hessian_from_grad, hessian_of_numbers, hvp_from_grad, io, jacfwd,
+    add, all_ops, broadcast_shapes, check_grad, check_hvp, concat, data, div, dual_of, einsum,
+    embedding, grad_fn, hessian, hessian_from_grad, hessian_of_numbers, hvp_from_grad, io, jacfwd,
     jacfwd_vmap, jacobian, jacrev, jacrev_vmap, mul, ndarray, neg, optim, parallel, primal_of,
     stack, stop_gradient, sub, sum_to_shape, tangent_of, try_add, try_concat, try_div, try_dual_of,
     try_einsum, try_embedding, try_mul, try_stack, try_sub, try_where_cond, where_cond, Batch,

@@ -1,9 +1,11 @@
 //! `optim` on derived parameter structs: single steps of `Sgd` (momentum, Nesterov, weight
-//! decay), `Adam` and `AdamW` against updates computed by hand from PyTorch's formulas,
+//! decay), `Adam`, `AdamW` and `RmsProp` against updates computed by hand from PyTorch's formulas,
 //! learning-rate schedules against their formulas, gradient clipping, and Adam fitting a linear
 //! regression whose gradients come from `#[differentiable]`.
 
-use rune_ad::optim::{clip_grad_norm, clip_grad_value, Adam, AdamW, OptimizerState, Schedule, Sgd};
+use rune_ad::optim::{
+    clip_grad_norm, clip_grad_value, Adam, AdamW, OptimizerState, RmsProp, Schedule, Sgd,
+};
 use rune_ad::prelude::*;
 
 #[derive(Clone, Debug, Differentiable)]
@@ -316,4 +318,43 @@ fn clipping_bounds_the_global_norm_and_each_value() {
     clip_grad_value(&mut v, 1.0);
     assert_close(&v.w, &[1.0, -0.2], 0.0);
     assert_close(&v.b, &[-1.0], 0.0);
+}
+
+#[test]
+fn rmsprop_centred_with_momentum_and_weight_decay_matches_pytorch_s_update() {
+    // torch.optim.RMSprop(lr=0.01, alpha=0.9, eps=1e-8, weight_decay=0.1, momentum=0.5,
+    // centered=True) on one element, written out: g += wd p; s = α s + (1 − α) g²;
+    // ḡ = α ḡ + (1 − α) g; b = μ b + g / (√(s − ḡ²) + eps); p −= lr b.
+    let (lr, alpha, eps, wd, mu) = (0.01_f64, 0.9, 1e-8, 0.1, 0.5);
+    let mut p = Tensor::from_vec(vec![1.5_f64], &[1]);
+    let mut opt = RmsProp::new(lr)
+        .alpha(alpha)
+        .weight_decay(wd)
+        .momentum(mu)
+        .centered();
+    let (mut s, mut m, mut b, mut expected) = (0.0_f64, 0.0_f64, 0.0_f64, 1.5_f64);
+    for raw in [0.8_f64, -0.3, 1.1] {
+        let g = raw + wd * expected;
+        s = alpha * s + (1.0 - alpha) * g * g;
+        m = alpha * m + (1.0 - alpha) * g;
+        b = mu * b + g / ((s - m * m).sqrt() + eps);
+        expected -= lr * b;
+        opt.step(&mut p, &Tensor::from_vec(vec![raw], &[1]));
+        assert!(
+            (p.item() - expected).abs() < 1e-14,
+            "{} against {expected}",
+            p.item()
+        );
+    }
+    // Its state restores into a fresh optimizer that then takes the same step.
+    let mut q = RmsProp::new(0.5);
+    let buffers = opt
+        .buffers()
+        .map(|b| b.iter().map(|s| s.to_vec()).collect());
+    q.restore(&opt.numbers(), buffers).unwrap();
+    let (mut a, mut c) = (p.clone(), p.clone());
+    let g = Tensor::from_vec(vec![0.4], &[1]);
+    opt.step(&mut a, &g);
+    q.step(&mut c, &g);
+    assert_eq!(a.to_vec(), c.to_vec());
 }

@@ -1,5 +1,5 @@
 //! First-order optimizers over [`Differentiable`] parameters: [`Sgd`] (with momentum, Nesterov
-//! and weight decay), [`Adam`] and [`AdamW`], each updating every leaf tensor in place from a
+//! and weight decay), [`Adam`], [`AdamW`] and [`RmsProp`], each updating every leaf tensor in place from a
 //! gradient of the same structure; learning-rate [`Schedule`]s they read at each step; and
 //! gradient clipping ([`clip_grad_norm`], [`clip_grad_value`]).
 //!
@@ -19,10 +19,12 @@ use crate::tensor::Tensor;
 
 mod adamw;
 mod clip;
+mod rmsprop;
 mod schedule;
 mod state;
 pub use adamw::AdamW;
 pub use clip::{clip_grad_norm, clip_grad_value};
+pub use rmsprop::RmsProp;
 pub use schedule::Schedule;
 pub use state::OptimizerState;
 

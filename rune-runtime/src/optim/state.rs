@@ -1,7 +1,8 @@
 //! What an optimizer carries from one step to the next, exposed by [`OptimizerState`] so that
 //! a checkpoint can hold it and training can resume exactly where it stopped.
 
-use super::{Adam, AdamState, AdamW, Sgd};
+use super::rmsprop::RmsPropState;
+use super::{Adam, AdamState, AdamW, RmsProp, Sgd};
 use crate::element::Element;
 use crate::tensor::Tensor;
 
@@ -209,6 +210,99 @@ impl<T: Element> OptimizerState for Sgd<T> {
             self.steps,
             self.velocity,
         ) = (lr, momentum, weight_decay, nesterov, steps, velocity);
+        Ok(())
+    }
+}
+
+impl<T: Element> OptimizerState for RmsProp<T> {
+    type Elem = T;
+
+    fn number_names(&self) -> &'static [&'static str] {
+        &[
+            "lr",
+            "alpha",
+            "eps",
+            "weight_decay",
+            "momentum",
+            "centered",
+            "step",
+        ]
+    }
+
+    fn numbers(&self) -> Vec<f64> {
+        let wide = |x: T| x.to_f64().expect("an element converts to f64");
+        let steps = self.state.as_ref().map_or(0, |s| s.steps);
+        vec![
+            wide(self.lr),
+            wide(self.alpha),
+            wide(self.eps),
+            wide(self.weight_decay),
+            wide(self.momentum),
+            f64::from(u8::from(self.centered)),
+            steps as f64,
+        ]
+    }
+
+    fn buffer_names(&self) -> &'static [&'static str] {
+        &["square_avg", "momentum_buffer", "grad_avg"]
+    }
+
+    fn buffers(&self) -> Option<Vec<&[Tensor<T>]>> {
+        self.state.as_ref().map(|s| {
+            vec![
+                s.square_avg.as_slice(),
+                s.momentum_buffer.as_slice(),
+                s.grad_avg.as_slice(),
+            ]
+        })
+    }
+
+    fn restore(
+        &mut self,
+        numbers: &[f64],
+        buffers: Option<Vec<Vec<Tensor<T>>>>,
+    ) -> Result<(), String> {
+        let [lr, alpha, eps, weight_decay, momentum, centered, step] = numbers else {
+            return Err(format!("RmsProp keeps 7 numbers, not {}", numbers.len()));
+        };
+        let numbers = (
+            exact("lr", *lr)?,
+            exact("alpha", *alpha)?,
+            exact("eps", *eps)?,
+            exact("weight_decay", *weight_decay)?,
+            exact("momentum", *momentum)?,
+        );
+        let centered = match *centered {
+            0.0 => false,
+            1.0 => true,
+            other => return Err(format!("`centered` is {other}, not 0 or 1")),
+        };
+        let steps = count(*step)?;
+        let state = match buffers {
+            None if steps == 0 => None,
+            None => return Err(format!("`step` is {steps} but there are no buffers")),
+            Some(buffers) => {
+                let [square_avg, momentum_buffer, grad_avg]: [Vec<Tensor<T>>; 3] =
+                    buffers.try_into().map_err(|b: Vec<_>| {
+                        format!("RmsProp keeps 3 buffers per leaf, not {}", b.len())
+                    })?;
+                Some(RmsPropState {
+                    steps,
+                    square_avg,
+                    momentum_buffer,
+                    grad_avg,
+                })
+            }
+        };
+        (
+            self.lr,
+            self.alpha,
+            self.eps,
+            self.weight_decay,
+            self.momentum,
+        ) = numbers;
+        self.centered = centered;
+        self.state = state;
         Ok(())
     }
 }
