@@ -546,6 +546,11 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+// The macros write `::rune_ad::..` paths; the crate's own layers (`nn`) use them too.
+extern crate self as rune_ad;
+
+pub mod nn;
+
 pub use rune_macros::{differentiable, Differentiable};
 pub use rune_runtime::{
     add, all_ops, broadcast_shapes, check_grad, check_hvp, concat, data, div, dual_of, einsum,

@@ -1,0 +1,195 @@
+//! `nn`: each layer's forward pass against its formula written out, its gradients through the
+//! macro in every variant (finite differences, the dot-product test), in `f32` against `f64`,
+//! PyTorch's initial distributions, and a small model built from the layers as a user builds one.
+
+mod support;
+
+use rune_ad::nn::{Embedding, Init, LayerNorm, Linear, Mlp, RmsNorm};
+use rune_ad::prelude::*;
+use support::check_variants;
+
+#[track_caller]
+fn assert_close(got: &Tensor<f64>, want: &[f64], tol: f64) {
+    let got = got.to_vec();
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(want) {
+        assert!(
+            (g - w).abs() <= tol * w.abs().max(1.0),
+            "{got:?} against {want:?}"
+        );
+    }
+}
+
+#[test]
+fn linear_is_x_times_w_transposed_plus_b_in_pytorch_s_layout() {
+    let layer = Linear {
+        weight: Tensor::from_vec(vec![1.0, 2.0, 3.0, -1.0, 0.5, 0.0], &[2, 3]),
+        bias: Tensor::from_vec(vec![0.25, -0.5], &[2]),
+    };
+    let x = Tensor::from_vec(vec![1.0, 1.0, 2.0], &[1, 3]);
+    // [1·1 + 1·2 + 2·3 + 0.25, 1·(−1) + 1·0.5 + 0 − 0.5].
+    assert_close(&layer.forward(&x), &[9.25, -1.0], 0.0);
+    assert_eq!(layer.leaf_paths("fc"), ["fc.weight", "fc.bias"]);
+}
+
+#[test]
+fn initialisation_is_pytorch_s_and_follows_the_seed() {
+    let mut init = Init::new(5);
+    let layer = Linear::<f64>::new(16, 8, &mut init);
+    let bound = 1.0 / 4.0;
+    for v in layer.weight.to_vec().iter().chain(&layer.bias.to_vec()) {
+        assert!(v.abs() <= bound, "{v} outside ±{bound}");
+    }
+    // Spread over the interval: the sample's variance near bound²/3.
+    let w = layer.weight.to_vec();
+    let var = w.iter().map(|v| v * v).sum::<f64>() / w.len() as f64;
+    assert!((var - bound * bound / 3.0).abs() < 0.01, "{var}");
+    // The same seed, the same layer; another seed, another.
+    let again = Linear::<f64>::new(16, 8, &mut Init::new(5));
+    assert_eq!(again.weight.to_vec(), layer.weight.to_vec());
+    let other = Linear::<f64>::new(16, 8, &mut Init::new(6));
+    assert_ne!(other.weight.to_vec(), layer.weight.to_vec());
+    // Embeddings are standard normal; norms start at one and zero.
+    let emb = Embedding::<f64>::new(1000, 4, &mut init);
+    let e = emb.weight.to_vec();
+    let mean = e.iter().sum::<f64>() / e.len() as f64;
+    let var = e.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / e.len() as f64;
+    assert!(
+        mean.abs() < 0.05 && (var - 1.0).abs() < 0.05,
+        "{mean} {var}"
+    );
+    let ln = LayerNorm::<f32>::new(3);
+    assert_eq!(
+        (ln.weight.to_vec(), ln.bias.to_vec()),
+        (vec![1.0; 3], vec![0.0; 3])
+    );
+}
+
+#[test]
+fn the_norms_and_the_embedding_follow_their_formulas() {
+    let x = Tensor::from_vec(vec![1.0, 2.0, 4.0, -1.0, 0.0, 1.0], &[2, 3]);
+    let mut ln = LayerNorm::<f64>::new(3);
+    ln.weight = Tensor::from_vec(vec![1.0, 2.0, 0.5], &[3]);
+    ln.bias = Tensor::from_vec(vec![0.0, 1.0, -1.0], &[3]);
+    let mut want = Vec::new();
+    for row in [[1.0, 2.0, 4.0], [-1.0, 0.0, 1.0]] {
+        let mean = row.iter().sum::<f64>() / 3.0;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / 3.0;
+        for (k, v) in row.iter().enumerate() {
+            let (w, b) = ([1.0, 2.0, 0.5][k], [0.0, 1.0, -1.0][k]);
+            want.push((v - mean) / (var + 1e-5).sqrt() * w + b);
+        }
+    }
+    assert_close(&ln.forward(&x), &want, 1e-15);
+    let rms = RmsNorm::<f64>::new(3);
+    let mut want = Vec::new();
+    for row in [[1.0, 2.0, 4.0], [-1.0, 0.0, 1.0]] {
+        let ms = row.iter().map(|v| v * v).sum::<f64>() / 3.0;
+        want.extend(row.iter().map(|v| v / (ms + f64::EPSILON).sqrt()));
+    }
+    assert_close(&rms.forward(&x), &want, 1e-15);
+    let emb = Embedding {
+        weight: Tensor::from_vec(vec![0.0, 1.0, 10.0, 11.0, 20.0, 21.0], &[3, 2]),
+    };
+    let ids = Tensor::from_vec(vec![2_i64, 0, 2], &[3]);
+    assert_close(&emb.forward(&ids), &[20.0, 21.0, 0.0, 1.0, 20.0, 21.0], 0.0);
+}
+
+/// A small classifier from the layers: embedding, layer norm, an MLP, RMS norm on the logits.
+#[derive(Clone, Differentiable)]
+pub struct Classifier<T: Element> {
+    embed: Embedding<T>,
+    norm: LayerNorm<T>,
+    mlp: Mlp<T>,
+    out_norm: RmsNorm<T>,
+}
+
+#[differentiable]
+impl<T: Element> Classifier<T> {
+    fn loss(&self, #[nodiff] ids: &Tensor<i64>, #[nodiff] targets: &Tensor<T>) -> Tensor<T> {
+        let h = self.norm.forward(&self.embed.forward(ids));
+        let logits = self.out_norm.forward(&self.mlp.forward(&h));
+        let log_probs = logits.log_softmax(-1);
+        -(log_probs * targets).sum() / T::from_f64(ids.len() as f64)
+    }
+}
+
+fn classifier(seed: u64) -> Classifier<f64> {
+    let mut init = Init::new(seed);
+    let mut model = Classifier {
+        embed: Embedding::new(5, 4, &mut init),
+        norm: LayerNorm::new(4),
+        mlp: Mlp::new(&[4, 6, 3], &mut init),
+        out_norm: RmsNorm::new(3),
+    };
+    // Norm parameters away from their initial ones, so that their gradients are general.
+    model.norm.weight = init.uniform(&[4], 1.5);
+    model.norm.bias = init.uniform(&[4], 0.5);
+    model.out_norm.weight = init.uniform(&[3], 1.5);
+    model
+}
+
+#[test]
+fn a_model_of_layers_has_every_variant() {
+    let m = classifier(1);
+    let ids = Tensor::from_vec(vec![0_i64, 3, 3, 1, 4, 2], &[6]);
+    let targets = Tensor::from_vec(
+        (0..6)
+            .flat_map(|i| (0..3).map(move |k| if k == i % 3 { 1.0 } else { 0.0 }))
+            .collect(),
+        &[6, 3],
+    );
+    check_variants!(
+        Classifier::loss,
+        Classifier::loss_value_and_grad,
+        Classifier::loss_grad,
+        Classifier::loss_vjp,
+        Classifier::loss_jvp,
+        Classifier::loss_pullback;
+        [m];
+        (&m, &ids, &targets)
+    );
+    // The embedding's gradient lands only on the rows of the ids used: a batch of ids 0 and 1
+    // leaves rows 2 to 4 zero and moves rows 0 and 1.
+    let some = Tensor::from_vec(vec![0_i64, 1], &[2]);
+    let g = m.loss_grad(&some, &targets.index_select(0, &[0, 1]));
+    let rows = g.embed.weight.to_vec();
+    assert!(rows[8..].iter().all(|v| *v == 0.0), "{rows:?}");
+    assert!(rows[..4].iter().any(|v| *v != 0.0) && rows[4..8].iter().any(|v| *v != 0.0));
+    // f32 agrees with f64.
+    let m32 = Classifier {
+        embed: Embedding {
+            weight: m.embed.weight.cast::<f32>(),
+        },
+        norm: LayerNorm {
+            weight: m.norm.weight.cast::<f32>(),
+            bias: m.norm.bias.cast::<f32>(),
+            eps: 1e-5,
+        },
+        mlp: Mlp {
+            layers: m
+                .mlp
+                .layers
+                .iter()
+                .map(|l| Linear {
+                    weight: l.weight.cast::<f32>(),
+                    bias: l.bias.cast::<f32>(),
+                })
+                .collect(),
+        },
+        out_norm: RmsNorm {
+            weight: m.out_norm.weight.cast::<f32>(),
+            eps: f64::EPSILON,
+        },
+    };
+    let g64 = m.loss_grad(&ids, &targets);
+    let g32 = m32.loss_grad(&ids, &targets.cast::<f32>());
+    for (a, b) in g32.leaves().iter().zip(g64.leaves()) {
+        for (x, y) in a.to_vec().iter().zip(b.to_vec()) {
+            assert!(
+                (f64::from(*x) - y).abs() < 1e-4 * y.abs().max(1.0),
+                "{x} against {y}"
+            );
+        }
+    }
+}
