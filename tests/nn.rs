@@ -4,7 +4,7 @@
 
 mod support;
 
-use rune_ad::nn::{Embedding, Init, LayerNorm, Linear, Mlp, RmsNorm};
+use rune_ad::nn::{Conv2d, Embedding, GruCell, Init, LayerNorm, Linear, LstmCell, Mlp, RmsNorm};
 use rune_ad::prelude::*;
 use support::check_variants;
 
@@ -192,4 +192,126 @@ fn a_model_of_layers_has_every_variant() {
             );
         }
     }
+}
+
+fn sigmoid(v: f64) -> f64 {
+    1.0 / (1.0 + (-v).exp())
+}
+
+/// Row `r` of `w` `[rows, cols]` times `v`.
+fn row_dot(w: &[f64], cols: usize, r: usize, v: &[f64]) -> f64 {
+    (0..cols).map(|j| w[r * cols + j] * v[j]).sum()
+}
+
+#[test]
+fn the_recurrent_cells_follow_pytorch_s_equations() {
+    let mut init = Init::new(9);
+    let (inputs, hidden) = (3, 2);
+    let x = init.uniform::<f64>(&[1, inputs], 1.0);
+    let h = init.uniform::<f64>(&[1, hidden], 1.0);
+    let c = init.uniform::<f64>(&[1, hidden], 1.0);
+    let (xv, hv, cv) = (x.to_vec(), h.to_vec(), c.to_vec());
+    // LSTM: gates i, f, g, o from W_ih x + b_ih + W_hh h + b_hh, row blocks of `hidden`.
+    let lstm = LstmCell::<f64>::new(inputs, hidden, &mut init);
+    let (wi, wh, bi, bh) = (
+        lstm.weight_ih.to_vec(),
+        lstm.weight_hh.to_vec(),
+        lstm.bias_ih.to_vec(),
+        lstm.bias_hh.to_vec(),
+    );
+    let gate =
+        |r: usize| row_dot(&wi, inputs, r, &xv) + bi[r] + row_dot(&wh, hidden, r, &hv) + bh[r];
+    let (mut h_want, mut c_want) = (Vec::new(), Vec::new());
+    for (k, c_prev) in cv.iter().enumerate() {
+        let i = sigmoid(gate(k));
+        let f = sigmoid(gate(hidden + k));
+        let g = gate(2 * hidden + k).tanh();
+        let o = sigmoid(gate(3 * hidden + k));
+        let c_next = f * c_prev + i * g;
+        c_want.push(c_next);
+        h_want.push(o * c_next.tanh());
+    }
+    let (h_next, c_next) = lstm.forward(&x, &h, &c);
+    assert_close(&h_next, &h_want, 1e-14);
+    assert_close(&c_next, &c_want, 1e-14);
+    // GRU: r, z from both sides, n = tanh(W_in x + b_in + r (W_hn h + b_hn)).
+    let gru = GruCell::<f64>::new(inputs, hidden, &mut init);
+    let (wi, wh, bi, bh) = (
+        gru.weight_ih.to_vec(),
+        gru.weight_hh.to_vec(),
+        gru.bias_ih.to_vec(),
+        gru.bias_hh.to_vec(),
+    );
+    let side_i = |r: usize| row_dot(&wi, inputs, r, &xv) + bi[r];
+    let side_h = |r: usize| row_dot(&wh, hidden, r, &hv) + bh[r];
+    let want: Vec<f64> = (0..hidden)
+        .map(|k| {
+            let r = sigmoid(side_i(k) + side_h(k));
+            let z = sigmoid(side_i(hidden + k) + side_h(hidden + k));
+            let n = (side_i(2 * hidden + k) + r * side_h(2 * hidden + k)).tanh();
+            (1.0 - z) * n + z * hv[k]
+        })
+        .collect();
+    assert_close(&gru.forward(&x, &h), &want, 1e-14);
+    // Conv2d: one output pixel of a 2×2 kernel, stride 1, no padding, is the window's sum of
+    // products plus the bias.
+    let conv = Conv2d::<f64>::new(1, 1, 2, 1, 0, &mut init);
+    let image = init.uniform::<f64>(&[1, 1, 3, 3], 1.0);
+    let (w, im) = (conv.weight.to_vec(), image.to_vec());
+    let out = conv.forward(&image);
+    assert_eq!(out.shape(), &[1, 1, 2, 2]);
+    let first = w[0] * im[0] + w[1] * im[1] + w[2] * im[3] + w[3] * im[4] + conv.bias.item();
+    assert!((out.to_vec()[0] - first).abs() < 1e-15);
+}
+
+/// A sequence model from the cells: an LSTM and a GRU side by side over a few steps (a loop),
+/// a convolution over the input as an image, and a linear head.
+#[derive(Clone, Differentiable)]
+pub struct Sequence<T: Element> {
+    lstm: LstmCell<T>,
+    gru: GruCell<T>,
+    conv: Conv2d<T>,
+    head: Linear<T>,
+}
+
+#[differentiable]
+impl<T: Element> Sequence<T> {
+    fn loss(&self, #[nodiff] xs: &Tensor<T>, #[nodiff] image: &Tensor<T>) -> Tensor<T> {
+        let (steps, n, hidden) = (xs.shape()[0], xs.shape()[1], self.gru.weight_hh.shape()[1]);
+        let mut h = Tensor::zeros(&[n, hidden]);
+        let mut c = Tensor::zeros(&[n, hidden]);
+        let mut g = Tensor::zeros(&[n, hidden]);
+        for t in 0..steps {
+            let x = xs.index_select(0, &[t]).squeeze(0);
+            let (h2, c2) = self.lstm.forward(&x, &h, &c);
+            h = h2;
+            c = c2;
+            g = self.gru.forward(&x, &g);
+        }
+        let features = self.conv.forward(image).mean();
+        (self.head.forward(&(h + g)) * features).square().sum()
+    }
+}
+
+#[test]
+fn a_sequence_model_of_cells_has_every_variant() {
+    let mut init = Init::new(30);
+    let m = Sequence::<f64> {
+        lstm: LstmCell::new(3, 2, &mut init),
+        gru: GruCell::new(3, 2, &mut init),
+        conv: Conv2d::new(1, 2, 2, 1, 1, &mut init),
+        head: Linear::new(2, 1, &mut init),
+    };
+    let xs = init.uniform::<f64>(&[3, 2, 3], 1.0);
+    let image = init.uniform::<f64>(&[1, 1, 3, 3], 1.0);
+    check_variants!(
+        Sequence::loss,
+        Sequence::loss_value_and_grad,
+        Sequence::loss_grad,
+        Sequence::loss_vjp,
+        Sequence::loss_jvp,
+        Sequence::loss_pullback;
+        [m];
+        (&m, &xs, &image)
+    );
 }

@@ -18,6 +18,8 @@
 
 mod init;
 mod layers;
+mod recurrent;
 
 pub use init::Init;
 pub use layers::{Embedding, LayerNorm, Linear, Mlp, RmsNorm};
+pub use recurrent::{Conv2d, GruCell, LstmCell};

@@ -94,6 +94,19 @@ impl<T: Element> Detach for Tensor<T> {
     }
 }
 
+/// A configuration number or flag (a layer's `#[nodiff] stride: usize`) has no derivative part.
+macro_rules! detach_as_is {
+    ($($t:ty),*) => {$(
+        impl Detach for $t {
+            #[inline]
+            fn detach(&self) -> $t {
+                *self
+            }
+        }
+    )*};
+}
+detach_as_is!(usize, isize, u8, u16, u32, u64, i8, i16, i32, i64, bool);
+
 impl<X: Detach> Detach for Vec<X> {
     fn detach(&self) -> Vec<X> {
         self.iter().map(Detach::detach).collect()
