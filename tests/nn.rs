@@ -315,3 +315,55 @@ fn a_sequence_model_of_cells_has_every_variant() {
         (&m, &xs, &image)
     );
 }
+
+/// The model of `tests/fixtures/pytorch_state.py`, from `rune_ad::nn`: its parameters' names
+/// are the PyTorch module's `state_dict` names.
+#[derive(Clone, Differentiable)]
+pub struct Saved {
+    embed: Embedding<f32>,
+    norm: LayerNorm<f32>,
+    mlp: Mlp<f32>,
+}
+
+/// The expected output, as the fixture stores it.
+#[derive(Clone, Differentiable)]
+pub struct Expected {
+    output: Tensor<f64>,
+}
+
+#[test]
+fn a_state_dict_in_pytorch_s_layout_loads_and_gives_pytorch_s_output() {
+    let mut init = Init::new(0);
+    let mut model = Saved {
+        embed: Embedding::new(6, 4, &mut init),
+        norm: LayerNorm::new(4),
+        mlp: Mlp::new(&[4, 8, 3], &mut init),
+    };
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/");
+    rune_ad::io::load_safetensors(&mut model, format!("{dir}pytorch_state.safetensors")).unwrap();
+    let mut expected = Expected {
+        output: Tensor::zeros(&[2, 3, 3]),
+    };
+    rune_ad::io::load_safetensors(&mut expected, format!("{dir}pytorch_outputs.safetensors"))
+        .unwrap();
+    let ids = Tensor::from_vec(vec![0_i64, 5, 2, 3, 3, 1], &[2, 3]);
+    let h = model.norm.forward(&model.embed.forward(&ids));
+    let out = model.mlp.forward(&h);
+    assert_eq!(out.shape(), &[2, 3, 3]);
+    for (a, b) in out.to_vec().iter().zip(expected.output.to_vec()) {
+        assert!((f64::from(*a) - b).abs() < 1e-5, "{a} against {b}");
+    }
+    // Saved again, the names are PyTorch's.
+    assert_eq!(
+        rune_ad::io::tensor_names(&model),
+        [
+            "embed.weight",
+            "norm.weight",
+            "norm.bias",
+            "mlp.layers.0.weight",
+            "mlp.layers.0.bias",
+            "mlp.layers.1.weight",
+            "mlp.layers.1.bias"
+        ]
+    );
+}
