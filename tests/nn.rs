@@ -4,7 +4,9 @@
 
 mod support;
 
-use rune_ad::nn::{Conv2d, Embedding, GruCell, Init, LayerNorm, Linear, LstmCell, Mlp, RmsNorm};
+use rune_ad::nn::{
+    Conv2d, Embedding, GruCell, Init, LayerNorm, Linear, LstmCell, Mlp, MultiHeadAttention, RmsNorm,
+};
 use rune_ad::prelude::*;
 use support::check_variants;
 
@@ -365,5 +367,112 @@ fn a_state_dict_in_pytorch_s_layout_loads_and_gives_pytorch_s_output() {
             "mlp.layers.1.weight",
             "mlp.layers.1.bias"
         ]
+    );
+}
+
+#[test]
+fn attention_follows_its_formula_under_causal_and_padding_masks() {
+    let (n, len, embed, heads) = (2, 3, 4, 2);
+    let width = embed / heads;
+    let mut init = Init::new(50);
+    let mut att = MultiHeadAttention::<f64>::new(embed, heads, &mut init);
+    att.in_proj_bias = init.uniform(&[3 * embed], 0.5);
+    att.out_proj.bias = init.uniform(&[embed], 0.5);
+    let x = init.uniform::<f64>(&[n, len, embed], 1.0);
+    // Causal, and the second sequence's last position padded.
+    let padded = Tensor::from_vec(vec![false, false, false, false, false, true], &[n, len]);
+    let mask = MultiHeadAttention::<f64>::causal_mask(len)
+        .or(&MultiHeadAttention::<f64>::padding_mask(&padded));
+    let got = att.forward(&x, &mask).to_vec();
+    // By hand: project, attend per head over the allowed positions, concatenate, project.
+    let (xv, w, b) = (
+        x.to_vec(),
+        att.in_proj_weight.to_vec(),
+        att.in_proj_bias.to_vec(),
+    );
+    let (wo, bo) = (att.out_proj.weight.to_vec(), att.out_proj.bias.to_vec());
+    let proj = |s: usize, i: usize, r: usize| {
+        b[r] + (0..embed)
+            .map(|e| w[r * embed + e] * xv[(s * len + i) * embed + e])
+            .sum::<f64>()
+    };
+    for s in 0..n {
+        for i in 0..len {
+            let mut mixed = vec![0.0; embed];
+            for h in 0..heads {
+                let lane = |base: usize, j: usize| -> Vec<f64> {
+                    (0..width)
+                        .map(|d| proj(s, j, base + h * width + d))
+                        .collect()
+                };
+                let q = lane(0, i);
+                let allowed: Vec<usize> = (0..len)
+                    .filter(|&j| j <= i && !(s == 1 && j == 2))
+                    .collect();
+                let scores: Vec<f64> = allowed
+                    .iter()
+                    .map(|&j| {
+                        let k = lane(embed, j);
+                        q.iter().zip(&k).map(|(a, b)| a * b).sum::<f64>() / (width as f64).sqrt()
+                    })
+                    .collect();
+                let top = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let total: f64 = scores.iter().map(|v| (v - top).exp()).sum();
+                for (&j, sc) in allowed.iter().zip(&scores) {
+                    let weight = (sc - top).exp() / total;
+                    for (d, v) in lane(2 * embed, j).iter().enumerate() {
+                        mixed[h * width + d] += weight * v;
+                    }
+                }
+            }
+            for o in 0..embed {
+                let want = bo[o]
+                    + (0..embed)
+                        .map(|e| wo[o * embed + e] * mixed[e])
+                        .sum::<f64>();
+                let at = (s * len + i) * embed + o;
+                assert!((got[at] - want).abs() < 1e-14, "{} against {want}", got[at]);
+            }
+        }
+    }
+}
+
+/// A transformer block: attention with a residual, layer norm, a linear head.
+#[derive(Clone, Differentiable)]
+pub struct Block<T: Element> {
+    attention: MultiHeadAttention<T>,
+    norm: LayerNorm<T>,
+    head: Linear<T>,
+}
+
+#[differentiable]
+impl<T: Element> Block<T> {
+    fn loss(&self, #[nodiff] x: &Tensor<T>, #[nodiff] mask: &Tensor<bool>) -> Tensor<T> {
+        let h = self.norm.forward(&(self.attention.forward(x, mask) + x));
+        self.head.forward(&h).square().mean()
+    }
+}
+
+#[test]
+fn a_transformer_block_has_every_variant() {
+    let mut init = Init::new(60);
+    let mut m = Block::<f64> {
+        attention: MultiHeadAttention::new(4, 2, &mut init),
+        norm: LayerNorm::new(4),
+        head: Linear::new(4, 2, &mut init),
+    };
+    m.attention.in_proj_bias = init.uniform(&[12], 0.5);
+    m.norm.weight = init.uniform(&[4], 1.5);
+    let x = init.uniform::<f64>(&[2, 3, 4], 1.0);
+    let mask = MultiHeadAttention::<f64>::causal_mask(3);
+    check_variants!(
+        Block::loss,
+        Block::loss_value_and_grad,
+        Block::loss_grad,
+        Block::loss_vjp,
+        Block::loss_jvp,
+        Block::loss_pullback;
+        [m];
+        (&m, &x, &mask)
     );
 }

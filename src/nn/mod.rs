@@ -16,10 +16,12 @@
 //! assert_eq!(mlp.forward(&x).shape(), &[5, 1]);
 //! ```
 
+mod attention;
 mod init;
 mod layers;
 mod recurrent;
 
+pub use attention::MultiHeadAttention;
 pub use init::Init;
 pub use layers::{Embedding, LayerNorm, Linear, Mlp, RmsNorm};
 pub use recurrent::{Conv2d, GruCell, LstmCell};
