@@ -5,7 +5,8 @@
 mod support;
 
 use rune_ad::nn::{
-    Conv2d, Embedding, GruCell, Init, LayerNorm, Linear, LstmCell, Mlp, MultiHeadAttention, RmsNorm,
+    BatchNorm, Conv2d, Dropout, Embedding, GruCell, Init, LayerNorm, Linear, LstmCell, Mlp,
+    MultiHeadAttention, RmsNorm,
 };
 use rune_ad::prelude::*;
 use support::check_variants;
@@ -475,4 +476,115 @@ fn a_transformer_block_has_every_variant() {
         [m];
         (&m, &x, &mask)
     );
+}
+
+#[test]
+fn batch_norm_trains_on_batch_statistics_and_evaluates_on_running_ones() {
+    let x = Tensor::from_vec(vec![1.0, 10.0, 3.0, 20.0, 8.0, 60.0], &[3, 2]);
+    let mut bn = BatchNorm::<f64>::new(2);
+    bn.weight = Tensor::from_vec(vec![2.0, 0.5], &[2]);
+    bn.bias = Tensor::from_vec(vec![0.0, 1.0], &[2]);
+    // Training: channel 0 has mean 4 and biased variance 26/3, channel 1 mean 30, var 1400/3.
+    let (m0, v0, m1, v1) = (4.0, 26.0 / 3.0, 30.0, 1400.0 / 3.0);
+    let z = |v: f64, m: f64, var: f64| (v - m) / (var + 1e-5_f64).sqrt();
+    let want = [
+        2.0 * z(1.0, m0, v0),
+        0.5 * z(10.0, m1, v1) + 1.0,
+        2.0 * z(3.0, m0, v0),
+        0.5 * z(20.0, m1, v1) + 1.0,
+        2.0 * z(8.0, m0, v0),
+        0.5 * z(60.0, m1, v1) + 1.0,
+    ];
+    assert_close(&bn.forward(&x), &want, 1e-14);
+    // The running statistics take a tenth of the batch's, with the unbiased variance.
+    bn.update_stats(&x);
+    assert_close(&bn.running_mean, &[0.4, 3.0], 1e-15);
+    assert_close(
+        &bn.running_var,
+        &[0.9 + 0.1 * 13.0, 0.9 + 0.1 * 700.0],
+        1e-13,
+    );
+    // Evaluation reads them instead.
+    bn.training = false;
+    let (rm, rv) = (bn.running_mean.to_vec(), bn.running_var.to_vec());
+    let got = bn.forward(&x).to_vec();
+    assert!((got[0] - 2.0 * z(1.0, rm[0], rv[0])).abs() < 1e-14);
+    assert!((got[5] - (0.5 * z(60.0, rm[1], rv[1]) + 1.0)).abs() < 1e-14);
+}
+
+/// A convolutional classifier with batch norm and dropout, its mask drawn outside.
+#[derive(Clone, Differentiable)]
+pub struct ConvNet<T: Element> {
+    conv: Conv2d<T>,
+    bn: BatchNorm<T>,
+    head: Linear<T>,
+}
+
+#[differentiable]
+impl<T: Element> ConvNet<T> {
+    fn loss(&self, #[nodiff] images: &Tensor<T>, #[nodiff] mask: &Tensor<T>) -> Tensor<T> {
+        let n = images.shape()[0];
+        let h = self.bn.forward(&self.conv.forward(images)).tanh();
+        let features = h.reshape(&[n, 8]) * mask;
+        self.head.forward(&features).square().mean()
+    }
+}
+
+#[test]
+fn a_convolutional_net_with_batch_norm_and_dropout_has_every_variant() {
+    let mut init = Init::new(70);
+    let mut m = ConvNet::<f64> {
+        conv: Conv2d::new(1, 2, 2, 1, 0, &mut init),
+        bn: BatchNorm::new(2),
+        head: Linear::new(8, 1, &mut init),
+    };
+    m.bn.weight = init.uniform(&[2], 1.5);
+    m.bn.bias = init.uniform(&[2], 0.5);
+    let images = init.uniform::<f64>(&[3, 1, 3, 3], 1.0);
+    let dropout = Dropout::new(0.5);
+    let mask = dropout.mask::<f64>(&[3, 8], &mut init, true);
+    for training in [true, false] {
+        m.bn.training = training;
+        if !training {
+            m.bn.update_stats(&m.conv.forward(&images));
+        }
+        check_variants!(
+            ConvNet::loss,
+            ConvNet::loss_value_and_grad,
+            ConvNet::loss_grad,
+            ConvNet::loss_vjp,
+            ConvNet::loss_jvp,
+            ConvNet::loss_pullback;
+            [m];
+            (&m, &images, &mask)
+        );
+    }
+    // The head's weights see nothing of a dropped feature: where the mask zeroes a feature in
+    // every example, that weight's gradient is zero.
+    let g = m.loss_grad(&images, &mask);
+    let (mv, gw) = (mask.to_vec(), g.head.weight.to_vec());
+    for f in 0..8 {
+        if (0..3).all(|s| mv[s * 8 + f] == 0.0) {
+            assert_eq!(gw[f], 0.0);
+        }
+    }
+}
+
+#[test]
+fn a_dropout_mask_drops_about_p_and_scales_the_rest() {
+    let dropout = Dropout::new(0.3);
+    let mut rng = Init::new(80);
+    let mask = dropout.mask::<f64>(&[100, 100], &mut rng, true).to_vec();
+    let kept = mask.iter().filter(|v| **v != 0.0).count();
+    assert!((kept as f64 / 10_000.0 - 0.7).abs() < 0.02, "{kept}");
+    assert!(mask
+        .iter()
+        .all(|v| *v == 0.0 || (v - 1.0 / 0.7).abs() < 1e-15));
+    // The same seed, the same mask; evaluation, ones.
+    let again = dropout
+        .mask::<f64>(&[100, 100], &mut Init::new(80), true)
+        .to_vec();
+    assert_eq!(again, mask);
+    let eval = dropout.mask::<f32>(&[4], &mut rng, false).to_vec();
+    assert_eq!(eval, [1.0; 4]);
 }

@@ -17,11 +17,13 @@
 //! ```
 
 mod attention;
+mod batch;
 mod init;
 mod layers;
 mod recurrent;
 
 pub use attention::MultiHeadAttention;
+pub use batch::{BatchNorm, Dropout};
 pub use init::Init;
 pub use layers::{Embedding, LayerNorm, Linear, Mlp, RmsNorm};
 pub use recurrent::{Conv2d, GruCell, LstmCell};
