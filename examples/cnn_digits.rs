@@ -33,7 +33,8 @@
 
 mod digits_data;
 
-use digits_data::{accuracy, minibatches, Digits, CLASSES};
+use digits_data::{accuracy, Digits, CLASSES};
+use rune_ad::data::DataLoader;
 use rune_ad::optim::Adam;
 use rune_ad::prelude::*;
 
@@ -94,18 +95,18 @@ fn main() {
     let mut adam = Adam::new(LEARNING_RATE);
 
     let (epochs, batch_size) = (15, 32);
+    let (train_x, train_y) = digits.batch(&train_rows);
+    let loader = DataLoader::new((&train_x, &train_y), batch_size).shuffle(100);
     for epoch in 1..=epochs {
-        let batches = minibatches(&train_rows, batch_size, 100 + epoch as u64);
         let mut total = 0.0;
-        for rows in &batches {
-            let (x, y) = digits.batch(rows);
+        for (x, y) in loader.epoch(epoch as u64) {
             let (value, grad) = loss_value_and_grad(&params, &x, &y);
             adam.step(&mut params, &grad);
             total += value.item();
         }
         println!(
             "epoch {epoch:>2}: mean training loss {:.4}",
-            total / batches.len() as f32
+            total / loader.len() as f32
         );
     }
 

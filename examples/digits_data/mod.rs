@@ -73,15 +73,6 @@ impl Digits {
     }
 }
 
-/// `rows` reshuffled with `seed` and cut into minibatches of `size` (the last may be smaller).
-pub fn minibatches(rows: &[usize], size: usize, seed: u64) -> Vec<Vec<usize>> {
-    let order = permutation(rows.len(), seed);
-    order
-        .chunks(size)
-        .map(|chunk| chunk.iter().map(|&i| rows[i]).collect())
-        .collect()
-}
-
 /// The fraction of rows of `logits: [N, 10]` whose largest entry is at the label's position.
 pub fn accuracy(logits: &Tensor<f32>, labels: &Tensor<i64>) -> f64 {
     let predicted = logits.argmax(1).to_vec();
