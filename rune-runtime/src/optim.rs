@@ -17,6 +17,30 @@ use crate::element::Element;
 use crate::model::Differentiable;
 use crate::tensor::Tensor;
 
+/// For optimizer `$opt`: a builder method setting each named number (`.eps(1e-6)`), and
+/// `.schedule(..)`.
+macro_rules! setters {
+    ($opt:ident; $($(#[$doc:meta])* $name:ident),* $(,)?) => {
+        impl<T: Element> $opt<T> {
+            $(
+                $(#[$doc])*
+                #[must_use]
+                pub fn $name(mut self, $name: T) -> Self {
+                    self.$name = $name;
+                    self
+                }
+            )*
+
+            /// The same optimizer reading its learning rate from `schedule` at each step.
+            #[must_use]
+            pub fn schedule(mut self, schedule: Schedule) -> Self {
+                self.schedule = Some(schedule);
+                self
+            }
+        }
+    };
+}
+
 mod adamw;
 mod clip;
 mod rmsprop;
@@ -66,6 +90,13 @@ pub struct Sgd<T: Element> {
     velocity: Option<Vec<Tensor<T>>>,
 }
 
+setters!(Sgd;
+    /// The same optimizer with the given momentum coefficient.
+    momentum,
+    /// The same optimizer with an L2 penalty of coefficient `weight_decay` on every leaf.
+    weight_decay,
+);
+
 impl<T: Element> Sgd<T> {
     /// Plain gradient descent with learning rate `lr` (momentum zero).
     pub fn new(lr: T) -> Self {
@@ -80,32 +111,11 @@ impl<T: Element> Sgd<T> {
         }
     }
 
-    /// The same optimizer with the given momentum coefficient.
-    #[must_use]
-    pub fn momentum(mut self, momentum: T) -> Self {
-        self.momentum = momentum;
-        self
-    }
-
     /// The same optimizer with Nesterov momentum (`torch.optim.SGD(nesterov=True)`); its
     /// steps check that the momentum is positive.
     #[must_use]
     pub fn nesterov(mut self) -> Self {
         self.nesterov = true;
-        self
-    }
-
-    /// The same optimizer with an L2 penalty of coefficient `weight_decay` on every leaf.
-    #[must_use]
-    pub fn weight_decay(mut self, weight_decay: T) -> Self {
-        self.weight_decay = weight_decay;
-        self
-    }
-
-    /// The same optimizer reading its learning rate from `schedule` at each step.
-    #[must_use]
-    pub fn schedule(mut self, schedule: Schedule) -> Self {
-        self.schedule = Some(schedule);
         self
     }
 
@@ -207,6 +217,13 @@ struct AdamState<T> {
     second_moment: Vec<Tensor<T>>,
 }
 
+setters!(Adam;
+    /// The same optimizer with the given `eps`.
+    eps,
+    /// The same optimizer with an L2 penalty of coefficient `weight_decay` on every leaf.
+    weight_decay,
+);
+
 impl<T: Element> Adam<T> {
     /// Adam with learning rate `lr` and PyTorch's defaults `beta1 = 0.9`, `beta2 = 0.999`,
     /// `eps = 1e-8`.
@@ -222,32 +239,11 @@ impl<T: Element> Adam<T> {
         }
     }
 
-    /// The same optimizer with an L2 penalty of coefficient `weight_decay` on every leaf.
-    #[must_use]
-    pub fn weight_decay(mut self, weight_decay: T) -> Self {
-        self.weight_decay = weight_decay;
-        self
-    }
-
-    /// The same optimizer reading its learning rate from `schedule` at each step.
-    #[must_use]
-    pub fn schedule(mut self, schedule: Schedule) -> Self {
-        self.schedule = Some(schedule);
-        self
-    }
-
     /// The same optimizer with the given moment decay rates.
     #[must_use]
     pub fn betas(mut self, beta1: T, beta2: T) -> Self {
         self.beta1 = beta1;
         self.beta2 = beta2;
-        self
-    }
-
-    /// The same optimizer with the given `eps`.
-    #[must_use]
-    pub fn eps(mut self, eps: T) -> Self {
-        self.eps = eps;
         self
     }
 

@@ -93,18 +93,26 @@ impl<'a> Api<'a> {
         Some((syn::parse_quote!(#ident), true))
     }
 
+    /// The type parameter `T` that `f_hvp` runs on dual numbers, and `Dual<T>`; `None` for a
+    /// function on a concrete element type.
+    fn generic_elem_and_dual(&self) -> Option<(Ident, syn::Type)> {
+        let Some((elem, true)) = self.hvp_elem() else {
+            return None;
+        };
+        let t = single_ident(&elem)?.clone();
+        let rt = rt();
+        let dual = syn::parse_quote!(#rt::Dual<#t>);
+        Some((t, dual))
+    }
+
     /// What `f_hvp` needs of each structure parameter (`m: &Mlp<T>`): to be seeded as
     /// `Mlp<Dual<T>>` and split back (`#[derive(Differentiable)]` writes both for a structure
     /// generic over its element type).
     pub(super) fn hvp_bounds(&self) -> Vec<syn::WherePredicate> {
-        let Some((elem, true)) = self.hvp_elem() else {
-            return Vec::new();
-        };
-        let Some(t) = single_ident(&elem).cloned() else {
+        let Some((t, dual)) = self.generic_elem_and_dual() else {
             return Vec::new();
         };
         let rt = rt();
-        let dual: syn::Type = syn::parse_quote!(#rt::Dual<#t>);
         let mut bounds = Vec::new();
         for (p, _) in self.sig.active().filter(|(_, a)| a.structure) {
             let ty = match self.resolved(&p.ty) {
@@ -122,14 +130,9 @@ impl<'a> Api<'a> {
     /// [`Self::hvp_bounds`] one level of dual numbers up (`Mlp<Dual<T>>` seeded as
     /// `Mlp<Dual<Dual<T>>>`): what running `f_hvp` itself on dual numbers needs.
     pub(super) fn hvp_bounds_on_duals(&self) -> Vec<syn::WherePredicate> {
-        let Some((elem, true)) = self.hvp_elem() else {
+        let Some((t, dual)) = self.generic_elem_and_dual() else {
             return Vec::new();
         };
-        let Some(t) = single_ident(&elem).cloned() else {
-            return Vec::new();
-        };
-        let rt = rt();
-        let dual: syn::Type = syn::parse_quote!(#rt::Dual<#t>);
         let mut bounds = self.hvp_bounds();
         for bound in &mut bounds {
             syn::visit_mut::VisitMut::visit_where_predicate_mut(&mut SwapElem(&t, &dual), bound);

@@ -39,6 +39,13 @@ pub struct AdamW<T: Element> {
     pub(super) state: Option<AdamState<T>>,
 }
 
+setters!(AdamW;
+    /// The same optimizer with the given `eps`.
+    eps,
+    /// The same optimizer with the given decoupled weight decay.
+    weight_decay,
+);
+
 impl<T: Element> AdamW<T> {
     /// AdamW with learning rate `lr` and PyTorch's defaults.
     pub fn new(lr: T) -> Self {
@@ -58,27 +65,6 @@ impl<T: Element> AdamW<T> {
     pub fn betas(mut self, beta1: T, beta2: T) -> Self {
         self.beta1 = beta1;
         self.beta2 = beta2;
-        self
-    }
-
-    /// The same optimizer with the given `eps`.
-    #[must_use]
-    pub fn eps(mut self, eps: T) -> Self {
-        self.eps = eps;
-        self
-    }
-
-    /// The same optimizer with the given decoupled weight decay.
-    #[must_use]
-    pub fn weight_decay(mut self, weight_decay: T) -> Self {
-        self.weight_decay = weight_decay;
-        self
-    }
-
-    /// The same optimizer reading its learning rate from `schedule` at each step.
-    #[must_use]
-    pub fn schedule(mut self, schedule: Schedule) -> Self {
-        self.schedule = Some(schedule);
         self
     }
 

@@ -54,6 +54,17 @@ pub(super) struct RmsPropState<T> {
     pub(super) grad_avg: Vec<Tensor<T>>,
 }
 
+setters!(RmsProp;
+    /// The same optimizer with the given decay rate `alpha`.
+    alpha,
+    /// The same optimizer with the given `eps`.
+    eps,
+    /// The same optimizer with an L2 penalty of coefficient `weight_decay` on every leaf.
+    weight_decay,
+    /// The same optimizer with the given momentum coefficient.
+    momentum,
+);
+
 impl<T: Element> RmsProp<T> {
     /// RMSprop with learning rate `lr` and PyTorch's defaults.
     pub fn new(lr: T) -> Self {
@@ -69,45 +80,10 @@ impl<T: Element> RmsProp<T> {
         }
     }
 
-    /// The same optimizer with the given decay rate `alpha`.
-    #[must_use]
-    pub fn alpha(mut self, alpha: T) -> Self {
-        self.alpha = alpha;
-        self
-    }
-
-    /// The same optimizer with the given `eps`.
-    #[must_use]
-    pub fn eps(mut self, eps: T) -> Self {
-        self.eps = eps;
-        self
-    }
-
-    /// The same optimizer with an L2 penalty of coefficient `weight_decay` on every leaf.
-    #[must_use]
-    pub fn weight_decay(mut self, weight_decay: T) -> Self {
-        self.weight_decay = weight_decay;
-        self
-    }
-
-    /// The same optimizer with the given momentum coefficient.
-    #[must_use]
-    pub fn momentum(mut self, momentum: T) -> Self {
-        self.momentum = momentum;
-        self
-    }
-
     /// The same optimizer, centred.
     #[must_use]
     pub fn centered(mut self) -> Self {
         self.centered = true;
-        self
-    }
-
-    /// The same optimizer reading its learning rate from `schedule` at each step.
-    #[must_use]
-    pub fn schedule(mut self, schedule: Schedule) -> Self {
-        self.schedule = Some(schedule);
         self
     }
 
