@@ -41,6 +41,51 @@ macro_rules! setters {
     };
 }
 
+/// For `Adam` and `AdamW`: `.betas(..)`, and `step`, which runs [`adam_step`] with the weight
+/// decay as `$decay` (`l2`, added to the gradient, or `decoupled`, shrinking the parameters).
+macro_rules! adam_methods {
+    ($opt:ident, $op:literal, $decay:ident) => {
+        impl<T: Element> $opt<T> {
+            /// The same optimizer with the given moment decay rates.
+            #[must_use]
+            pub fn betas(mut self, beta1: T, beta2: T) -> Self {
+                self.beta1 = beta1;
+                self.beta2 = beta2;
+                self
+            }
+
+            /// Updates every leaf of `params` in place from the leaf of `grads` at the same
+            /// position.
+            ///
+            /// # Panics
+            /// When `grads` does not have the leaves of `params` (count and shapes), or when
+            /// `params` does not have the leaves this optimizer's moment estimates were created
+            /// for.
+            #[track_caller]
+            pub fn step<D: Differentiable<Elem = T>>(&mut self, params: &mut D, grads: &D) {
+                check_gradient($op, params, grads);
+                let mut moments = AdamMoments {
+                    beta1: self.beta1,
+                    beta2: self.beta2,
+                    eps: self.eps,
+                    l2: T::zero(),
+                    decoupled: T::zero(),
+                };
+                moments.$decay = self.weight_decay;
+                adam_step(
+                    $op,
+                    &mut self.state,
+                    &mut self.lr,
+                    self.schedule.as_ref(),
+                    moments,
+                    params,
+                    grads,
+                );
+            }
+        }
+    };
+}
+
 mod adamw;
 mod clip;
 mod rmsprop;
@@ -238,41 +283,9 @@ impl<T: Element> Adam<T> {
             state: None,
         }
     }
-
-    /// The same optimizer with the given moment decay rates.
-    #[must_use]
-    pub fn betas(mut self, beta1: T, beta2: T) -> Self {
-        self.beta1 = beta1;
-        self.beta2 = beta2;
-        self
-    }
-
-    /// Updates every leaf of `params` in place from the leaf of `grads` at the same position.
-    ///
-    /// # Panics
-    /// When `grads` does not have the leaves of `params` (count and shapes), or when `params`
-    /// does not have the leaves this optimizer's moment estimates were created for.
-    #[track_caller]
-    pub fn step<D: Differentiable<Elem = T>>(&mut self, params: &mut D, grads: &D) {
-        check_gradient("Adam::step", params, grads);
-        let moments = AdamMoments {
-            beta1: self.beta1,
-            beta2: self.beta2,
-            eps: self.eps,
-            l2: self.weight_decay,
-            decoupled: T::zero(),
-        };
-        adam_step(
-            "Adam::step",
-            &mut self.state,
-            &mut self.lr,
-            self.schedule.as_ref(),
-            moments,
-            params,
-            grads,
-        );
-    }
 }
+
+adam_methods!(Adam, "Adam::step", l2);
 
 /// The coefficients of one Adam step: an L2 penalty added to the gradient (`Adam`), or a decay
 /// of the parameters decoupled from it (`AdamW`).

@@ -59,38 +59,6 @@ impl<T: Element> AdamW<T> {
             state: None,
         }
     }
-
-    /// The same optimizer with the given moment decay rates.
-    #[must_use]
-    pub fn betas(mut self, beta1: T, beta2: T) -> Self {
-        self.beta1 = beta1;
-        self.beta2 = beta2;
-        self
-    }
-
-    /// Updates every leaf of `params` in place from the leaf of `grads` at the same position.
-    ///
-    /// # Panics
-    /// When `grads` does not have the leaves of `params` (count and shapes), or when `params`
-    /// does not have the leaves this optimizer's moment estimates were created for.
-    #[track_caller]
-    pub fn step<D: Differentiable<Elem = T>>(&mut self, params: &mut D, grads: &D) {
-        check_gradient("AdamW::step", params, grads);
-        let moments = AdamMoments {
-            beta1: self.beta1,
-            beta2: self.beta2,
-            eps: self.eps,
-            l2: T::zero(),
-            decoupled: self.weight_decay,
-        };
-        adam_step(
-            "AdamW::step",
-            &mut self.state,
-            &mut self.lr,
-            self.schedule.as_ref(),
-            moments,
-            params,
-            grads,
-        );
-    }
 }
+
+adam_methods!(AdamW, "AdamW::step", decoupled);
