@@ -170,3 +170,117 @@ fn a_model_of_two_impls_batches_through_both() {
         assert_close(&example(&grads.scale.s, i), &g.scale.s, "scale s");
     }
 }
+
+/// A trait with a provided (default-bodied) method under `vmap`: impls that keep it batch the
+/// trait's body, an impl that overrides it (under `vmap` too) batches its own.
+#[differentiable]
+pub trait Block {
+    #[differentiable(vmap)]
+    fn mix(&self, x: &Tensor<f64>) -> Tensor<f64>;
+
+    /// Two applications with a residual connection.
+    #[differentiable(vmap)]
+    fn residual(&self, x: &Tensor<f64>) -> Tensor<f64> {
+        let h = self.mix(x);
+        self.mix(&h) * 0.5 + x
+    }
+}
+
+#[derive(Clone, Differentiable)]
+pub struct Square {
+    w: Tensor<f64>,
+}
+
+#[differentiable]
+impl Block for Square {
+    #[differentiable(vmap)]
+    fn mix(&self, x: &Tensor<f64>) -> Tensor<f64> {
+        x.matmul(&self.w).sin()
+    }
+}
+
+#[derive(Clone, Differentiable)]
+pub struct Gate {
+    g: Tensor<f64>,
+}
+
+#[differentiable]
+impl Block for Gate {
+    #[differentiable(vmap)]
+    fn mix(&self, x: &Tensor<f64>) -> Tensor<f64> {
+        x * self.g.sigmoid()
+    }
+
+    #[differentiable(vmap)]
+    fn residual(&self, x: &Tensor<f64>) -> Tensor<f64> {
+        self.mix(x).tanh() - x * 0.25
+    }
+}
+
+#[differentiable(vmap)]
+fn block_loss<B: Block + Differentiable<Elem = f64>>(
+    b: &B,
+    #[nodiff] x: &Tensor<f64>,
+    #[nodiff] y: &Tensor<f64>,
+) -> Tensor<f64> {
+    (b.residual(x) - y).square().sum()
+}
+
+#[test]
+fn a_provided_method_batches_the_traits_body_or_the_impls_override() {
+    let sq = Square {
+        w: Tensor::rand_uniform(&[3, 3], -0.9, 0.9, 50),
+    };
+    let gate = Gate {
+        g: Tensor::rand_uniform(&[3], -1.0, 1.0, 51),
+    };
+    let xs = Tensor::<f64>::rand_uniform(&[4, 3], -1.0, 1.0, 52);
+    let ys = Tensor::<f64>::rand_uniform(&[4, 3], -1.0, 1.0, 53);
+    let outs = sq.residual_vmap(Batch(&xs));
+    let gated = gate.residual_vmap(Batch(&xs));
+    let grads = block_loss_grad_vmap(&sq, Batch(&xs), Batch(&ys));
+    let gate_grads = block_loss_grad_vmap(&gate, Batch(&xs), Batch(&ys));
+    for i in 0..4 {
+        let (x, y) = (example(&xs, i), example(&ys, i));
+        // The trait's body, written out by hand for `Square`.
+        let h = x.matmul(&sq.w).sin();
+        let want = h.matmul(&sq.w).sin() * 0.5 + &x;
+        assert_close(&example(&outs, i), &want, "the trait's body");
+        // The override, by hand for `Gate`.
+        let want = (&x * gate.g.sigmoid()).tanh() - &x * 0.25;
+        assert_close(&example(&gated, i), &want, "the override");
+        assert_close(
+            &example(&grads.w, i),
+            &block_loss_grad(&sq, &x, &y).w,
+            "square w",
+        );
+        assert_close(
+            &example(&gate_grads.g, i),
+            &block_loss_grad(&gate, &x, &y).g,
+            "gate g",
+        );
+        // Central differences of one weight of each.
+        let eps = 1e-6;
+        let fd = |f: &dyn Fn(f64) -> f64| (f(eps) - f(-eps)) / (2.0 * eps);
+        let moved_sq = |delta: f64| {
+            let mut w = sq.w.to_vec();
+            w[4] += delta;
+            let m = Square {
+                w: Tensor::from_vec(w, &[3, 3]),
+            };
+            block_loss(&m, &x, &y).item()
+        };
+        let moved_gate = |delta: f64| {
+            let mut g = gate.g.to_vec();
+            g[1] += delta;
+            let m = Gate {
+                g: Tensor::from_vec(g, &[3]),
+            };
+            block_loss(&m, &x, &y).item()
+        };
+        let (got, want) = (example(&grads.w, i).to_vec()[4], fd(&moved_sq));
+        assert!((got - want).abs() < 1e-7, "square: {got} against {want}");
+        let (got, want) = (example(&gate_grads.g, i).to_vec()[1], fd(&moved_gate));
+        assert!((got - want).abs() < 1e-7, "gate: {got} against {want}");
+    }
+}

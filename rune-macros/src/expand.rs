@@ -269,8 +269,9 @@ fn trait_method(
         }
         _ => None,
     };
+    let unbatched = (!options.vmap).then(|| without_vmap(&method.sig));
     let errs = errors.to_compile_errors();
-    quote!(#errs #method #declarations #batched)
+    quote!(#errs #method #declarations #batched #unbatched)
 }
 
 /// A custom rule named like a generated function (`f_vjp` for `f`) would be defined twice.
@@ -380,16 +381,24 @@ fn function(
             crate::vmap::impl_twin(&original, &sig, &mut errors);
             TokenStream::new()
         }
-        (true, Some(_)) => {
-            errors.at(
-                &func.sig.ident,
-                "`vmap` batches free functions, inherent methods, and methods a trait declares \
-                 under `#[differentiable(vmap)]` implemented in an impl under \
-                 `#[differentiable]`; a trait's provided method cannot be batched yet",
-            );
-            TokenStream::new()
+        // A trait's provided method: its batched twin, provided too (from the method's body,
+        // which an impl's own method under `vmap` overrides), and the batched entry points.
+        (true, Some(tm)) => {
+            let entries = crate::vmap::trait_items(&original, &sig, &mut errors);
+            let twin = crate::vmap::impl_twin(&original, &sig, &mut Errors::default());
+            match (entries, twin) {
+                (Some((_, entries)), Some(twin)) => {
+                    let twin = function(TokenStream::new(), twin, host, Some(tm.clone()), None);
+                    quote!(#twin #entries)
+                }
+                _ => TokenStream::new(),
+            }
         }
     };
+    // (A batched twin `__vmap_f` is itself not under `vmap`, and needs no mark.)
+    let twin_of_vmap = func.sig.ident.to_string().starts_with("__vmap_");
+    let unbatched =
+        (!options.vmap && !twin_of_vmap && trait_method.is_some()).then(|| without_vmap(&func.sig));
     if !errors.is_empty() {
         let errs = errors.to_compile_errors();
         let stubs = emit::place(
@@ -403,7 +412,7 @@ fn function(
                 inherent,
             )],
         );
-        return quote!(#errs #func #stubs);
+        return quote!(#errs #func #stubs #unbatched);
     }
     let emitter = Emitter {
         func: &func,
@@ -466,7 +475,20 @@ fn function(
         let span = func.block.brace_token.span;
         *func.block = syn::parse_quote_spanned!(span.join() => { #body });
     }
-    quote!(#func #placed #batched)
+    quote!(#func #placed #batched #unbatched)
+}
+
+/// The mark of a trait's method, or of a trait impl's, not under `vmap`: a hidden function
+/// `__f_without_vmap` that the trait provides and an impl's method writes. An impl's method
+/// without `vmap` overriding one the trait batches would leave the trait's batched twin, from
+/// the trait's own body, in place: the trait then has no such function, and the impl's is a
+/// compile error at the method ("`__f_without_vmap` is not a member of trait").
+fn without_vmap(sig: &syn::Signature) -> TokenStream {
+    let name = quote::format_ident!("__{}_without_vmap", sig.ident, span = sig.ident.span());
+    quote::quote_spanned! {sig.ident.span()=>
+        #[doc(hidden)]
+        fn #name() where Self: ::core::marker::Sized {}
+    }
 }
 
 /// The element type of a function written for a concrete one (`f32`, `f64`), if it is.

@@ -311,6 +311,7 @@ impl<'a> Api<'a> {
 }
 
 /// What the entry points of a method of a trait, or of a trait impl, capture and require.
+#[derive(Clone)]
 pub struct TraitMethod {
     /// `use<..>`, added to each `impl Trait` they return (a pullback): the impl's type and const
     /// parameters, or `Self` in the trait itself, and the method's, but none of the lifetimes.
