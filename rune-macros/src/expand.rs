@@ -172,13 +172,6 @@ fn trait_block(args: TokenStream, mut block: ItemTrait) -> TokenStream {
             continue;
         }
         let (attrs, args) = own_arguments(method.attrs, &args);
-        if objects && parse::options(args.clone(), &mut Errors::default()).vmap {
-            errors.at(
-                &method.sig.ident,
-                "`vmap` batches the methods of a trait without `dyn`: a `Box<dyn Trait>` has no \
-                 batched twin to call; batch through a trait without `dyn`, or a free function",
-            );
-        }
         if objects {
             let mut func = ItemFn {
                 attrs: Vec::new(),
@@ -188,7 +181,21 @@ fn trait_block(args: TokenStream, mut block: ItemTrait) -> TokenStream {
             };
             let options = parse::options(args.clone(), &mut Errors::default());
             if let Some(sig) = parse::signature(&mut func, &options, &mut Errors::default()) {
+                // Under `vmap`, the batched twin is one more method a box calls through.
+                let quiet = &mut Errors::default();
+                let twin = options
+                    .vmap
+                    .then(|| crate::vmap::trait_items(&func, &sig, quiet))
+                    .flatten()
+                    .and_then(|(mut twin, _)| {
+                        let twin_sig = parse::signature(&mut twin, &Options::default(), quiet)?;
+                        Some(emit::ObjectMethod {
+                            func: twin,
+                            sig: twin_sig,
+                        })
+                    });
                 methods.push(emit::ObjectMethod { func, sig });
+                methods.extend(twin);
             }
         }
         let expanded = match method.default {

@@ -96,6 +96,19 @@ pub fn object_items(
             None => box_methods.extend(forwarded(name, method, errors)),
         }
     }
+    // The batched twins (`__vmap_forward`), which the trait declares beside the methods.
+    let declared = |m: &&ObjectMethod| {
+        tr.items
+            .iter()
+            .any(|item| matches!(item, TraitItem::Fn(f) if f.sig.ident == m.func.sig.ident))
+    };
+    for m in methods.iter().filter(|m| !declared(m)) {
+        if let Some(items) = method_items(name, &object, m, errors) {
+            declarations.extend(items.declarations);
+            blanket.extend(items.blanket);
+            box_methods.extend(items.box_methods);
+        }
+    }
     let message = format!(
         "`{{Self}}` cannot be a `{name}` of `Box<dyn {name}>`: a `#[differentiable(dyn)]` trait's \
          impls are `Differentiable` and `'static`"
@@ -109,7 +122,7 @@ pub fn object_items(
     }
     Some(quote! {
         #[doc(hidden)]
-        #[allow(non_camel_case_types)]
+        #[allow(non_camel_case_types, non_snake_case)]
         #[diagnostic::on_unimplemented(message = #message)]
         #vis trait #object: 'static {
             fn __rune_clone_box(&self) -> #boxed;
