@@ -216,7 +216,8 @@ fn trait_block(args: TokenStream, mut block: ItemTrait) -> TokenStream {
     let objects = written.and_then(|written| emit::object_items(&written, &methods, &mut errors));
     if objects.is_some() {
         let object = emit::object_trait(&block.ident);
-        block.supertraits.push(syn::parse_quote!(#object));
+        let (_, generics, _) = block.generics.split_for_impl();
+        block.supertraits.push(syn::parse_quote!(#object #generics));
     }
     let errs = errors.to_compile_errors();
     quote!(#errs #block #objects)

@@ -21,9 +21,11 @@ mod batch;
 mod init;
 mod layers;
 mod recurrent;
+mod sequential;
 
 pub use attention::MultiHeadAttention;
 pub use batch::{BatchNorm, Dropout};
 pub use init::Init;
 pub use layers::{Embedding, LayerNorm, Linear, Mlp, RmsNorm};
 pub use recurrent::{Conv2d, GruCell, LstmCell};
+pub use sequential::{Activation, Module, Sequential};

@@ -48,14 +48,26 @@ pub fn object_items(
     let name = &tr.ident;
     let object = object_trait(name);
     let vis = &tr.vis;
-    if !tr.generics.params.is_empty() {
+    if tr
+        .generics
+        .params
+        .iter()
+        .any(|p| !matches!(p, syn::GenericParam::Type(_)))
+    {
         errors.at(
             &tr.generics,
-            "`#[differentiable(dyn)]` takes a trait without generic parameters: `Box<dyn Layer>` \
-             has one element type",
+            "`#[differentiable(dyn)]` takes a trait whose generic parameters are types \
+             (`Layer<T: Element>`): `Box<dyn Layer<T>>` has no lifetime or constant of its own",
         );
         return None;
     }
+    let (impl_generics, ty_generics, where_clause) = tr.generics.split_for_impl();
+    let names = Names {
+        name,
+        ty: quote!(#name #ty_generics),
+        generics: &tr.generics,
+    };
+    let ty = &names.ty;
     for item in &tr.items {
         if !matches!(item, TraitItem::Fn(_)) {
             errors.at(
@@ -73,7 +85,7 @@ pub fn object_items(
         );
         return None;
     };
-    let boxed = quote!(::std::boxed::Box<dyn #name>);
+    let boxed = quote!(::std::boxed::Box<dyn #ty>);
     let mut declarations = TokenStream::new();
     let mut blanket = TokenStream::new();
     let mut box_methods = TokenStream::new();
@@ -86,14 +98,14 @@ pub fn object_items(
             .find(|m| m.func.sig.ident == method.sig.ident);
         match found {
             Some(m) => {
-                let Some(items) = method_items(name, &object, m, errors) else {
+                let Some(items) = method_items(&names, &object, m, errors) else {
                     continue;
                 };
                 declarations.extend(items.declarations);
                 blanket.extend(items.blanket);
                 box_methods.extend(items.box_methods);
             }
-            None => box_methods.extend(forwarded(name, method, errors)),
+            None => box_methods.extend(forwarded(&names, method, errors)),
         }
     }
     // The batched twins (`__vmap_forward`), which the trait declares beside the methods.
@@ -103,7 +115,7 @@ pub fn object_items(
             .any(|item| matches!(item, TraitItem::Fn(f) if f.sig.ident == m.func.sig.ident))
     };
     for m in methods.iter().filter(|m| !declared(m)) {
-        if let Some(items) = method_items(name, &object, m, errors) {
+        if let Some(items) = method_items(&names, &object, m, errors) {
             declarations.extend(items.declarations);
             blanket.extend(items.blanket);
             box_methods.extend(items.box_methods);
@@ -120,11 +132,17 @@ pub fn object_items(
     if errors.len() > before {
         return None;
     }
+    let params = tr.generics.params.iter();
+    let params = quote!(#(#params,)*);
+    let predicates = where_clause.map(|w| {
+        let p = w.predicates.iter();
+        quote!(#(#p,)*)
+    });
     Some(quote! {
         #[doc(hidden)]
         #[allow(non_camel_case_types, non_snake_case)]
         #[diagnostic::on_unimplemented(message = #message)]
-        #vis trait #object: 'static {
+        #vis trait #object #impl_generics: 'static #where_clause {
             fn __rune_clone_box(&self) -> #boxed;
             fn __rune_zeros_like(&self) -> #boxed;
             fn __rune_zero_tangent(&self) -> #boxed;
@@ -137,9 +155,10 @@ pub fn object_items(
         }
 
         #[allow(unused, clippy::all, clippy::pedantic, clippy::nursery)]
-        impl<__RuneLayer> #object for __RuneLayer
+        impl<#params __RuneLayer> #object #ty_generics for __RuneLayer
         where
-            __RuneLayer: #name + #rt::Differentiable + 'static,
+            __RuneLayer: #ty + #rt::Differentiable + 'static,
+            #predicates
         {
             fn __rune_clone_box(&self) -> #boxed {
                 ::std::boxed::Box::new(::core::clone::Clone::clone(self))
@@ -168,13 +187,13 @@ pub fn object_items(
             #blanket
         }
 
-        impl ::core::clone::Clone for #boxed {
+        impl #impl_generics ::core::clone::Clone for #boxed #where_clause {
             fn clone(&self) -> Self {
                 #object::__rune_clone_box(&**self)
             }
         }
 
-        impl #rt::Differentiable for #boxed {
+        impl #impl_generics #rt::Differentiable for #boxed #where_clause {
             type Elem = #elem;
             fn zeros_like(&self) -> Self {
                 #object::__rune_zeros_like(&**self)
@@ -196,15 +215,15 @@ pub fn object_items(
             }
         }
 
-        impl #name for #boxed {
+        impl #impl_generics #ty for #boxed #where_clause {
             #box_methods
         }
 
-        impl dyn #name {
+        impl #impl_generics dyn #ty #where_clause {
             /// The layer inside, if it is an `L` (a box's gradient holds the gradient of the
             /// layer inside, of the same type).
             #[allow(dead_code)]
-            pub fn downcast_ref<L: #name + 'static>(&self) -> ::core::option::Option<&L> {
+            pub fn downcast_ref<L: #ty + 'static>(&self) -> ::core::option::Option<&L> {
                 #object::__rune_any(self).downcast_ref::<L>()
             }
         }
@@ -229,6 +248,16 @@ fn element_type(methods: &[ObjectMethod]) -> Option<syn::Type> {
     })
 }
 
+/// The trait as the items name it.
+struct Names<'a> {
+    /// The trait's name, for messages.
+    name: &'a Ident,
+    /// The trait as a type, with its generic arguments (`Layer<T>`).
+    ty: TokenStream,
+    /// The trait's generics, which the impls for the box take.
+    generics: &'a syn::Generics,
+}
+
 /// What one differentiable method adds to each item.
 struct MethodItems {
     /// The supertrait's `fwd` and `tangent`.
@@ -242,7 +271,7 @@ struct MethodItems {
 /// The items of differentiable method `m` of trait `name`, or `None` (with errors) for a method
 /// a trait object cannot carry.
 fn method_items(
-    name: &Ident,
+    names: &Names,
     object: &Ident,
     m: &ObjectMethod,
     errors: &mut Errors,
@@ -297,7 +326,8 @@ fn method_items(
         return None;
     }
 
-    let boxed = quote!(::std::boxed::Box<dyn #name>);
+    let (name, ty) = (names.name, &names.ty);
+    let boxed = quote!(::std::boxed::Box<dyn #ty>);
     let fwd = format_ident!("__rune_object_{}_fwd", method);
     let tangent = format_ident!("__rune_object_{}_tangent", method);
     let params: Vec<TokenStream> = rest
@@ -333,7 +363,7 @@ fn method_items(
     let pullback = quote!(::std::rc::Rc<dyn ::core::ops::Fn(#cot) -> (#boxed, #(#slots,)*)>);
     let declarations = quote! {
         fn #fwd(&self, #(#params),*) -> (#ret, #pullback);
-        fn #tangent(&self, #(#params,)* __rune_self_tangent: &dyn #name, #(#tangent_params),*)
+        fn #tangent(&self, #(#params,)* __rune_self_tangent: &dyn #ty, #(#tangent_params),*)
             -> (#ret, #value);
     };
     let concrete_fwd = format_ident!("{}_fwd", method);
@@ -342,33 +372,33 @@ fn method_items(
     let blanket = quote! {
         fn #fwd(&self, #(#params),*) -> (#ret, #pullback) {
             let (__rune_value, __rune_pullback) =
-                <__RuneLayer as #name>::#concrete_fwd(self, #(#args),*);
+                <__RuneLayer as #ty>::#concrete_fwd(self, #(#args),*);
             (__rune_value, ::std::rc::Rc::new(move |__rune_cotangent: #cot| {
                 let __rune_slots = ::core::clone::Clone::clone(&__rune_pullback)(__rune_cotangent);
                 (::std::boxed::Box::new(__rune_slots.0) as #boxed, #(__rune_slots.#slot_indices,)*)
             }))
         }
-        fn #tangent(&self, #(#params,)* __rune_self_tangent: &dyn #name, #(#tangent_params),*)
+        fn #tangent(&self, #(#params,)* __rune_self_tangent: &dyn #ty, #(#tangent_params),*)
             -> (#ret, #value)
         {
             let __rune_self_tangent = #rt::object_tangent::<__RuneLayer>(
                 #object::__rune_any(__rune_self_tangent),
                 #trait_method,
             );
-            <__RuneLayer as #name>::#concrete_tangent(self, #(#args,)* __rune_self_tangent, #(#tangent_slots),*)
+            <__RuneLayer as #ty>::#concrete_tangent(self, #(#args,)* __rune_self_tangent, #(#tangent_slots),*)
         }
     };
     Some(MethodItems {
         declarations,
         blanket,
-        box_methods: box_entry_points(name, object, m, &fwd, &tangent, errors),
+        box_methods: box_entry_points(names, object, m, &fwd, &tangent, errors),
     })
 }
 
 /// The method and its entry points in `impl Trait for Box<dyn Trait>`: `fwd` and `tangent`
 /// call the layer's through the supertrait; the public ones are written around them.
 fn box_entry_points(
-    name: &Ident,
+    names: &Names,
     object: &Ident,
     m: &ObjectMethod,
     fwd: &Ident,
@@ -377,8 +407,9 @@ fn box_entry_points(
 ) -> TokenStream {
     let rt = rt();
     let (func, sig) = (&m.func, &m.sig);
-    let trait_path: syn::Path = syn::parse_quote!(#name);
-    let trait_method = TraitMethod::new(Some(&trait_path), None, func);
+    let ty = &names.ty;
+    let trait_path: syn::Path = syn::parse_quote!(#ty);
+    let trait_method = TraitMethod::new(Some(&trait_path), Some(names.generics), func);
     let api = Api {
         func,
         sig,
@@ -391,7 +422,7 @@ fn box_entry_points(
     let rest = &sig.params[1..];
     let args: Vec<&Ident> = rest.iter().map(|p| &p.ident).collect();
     let cot = sig.cotangent_type();
-    let mut items = forwarded_fn(name, func, errors);
+    let mut items = forwarded_fn(names, func, errors);
     let expected = api.expected_value(&api.original_path());
     for entry in EntryPoint::ALL {
         let Some(decl) = api.declare(entry) else {
@@ -445,7 +476,7 @@ fn box_entry_points(
 
 /// `method` of the trait, not differentiable, in `impl Trait for Box<dyn Trait>`: it calls the
 /// layer's; a method a trait object cannot call keeps its default body.
-fn forwarded(name: &Ident, method: &syn::TraitItemFn, errors: &mut Errors) -> TokenStream {
+fn forwarded(names: &Names, method: &syn::TraitItemFn, errors: &mut Errors) -> TokenStream {
     let sized = method.sig.generics.where_clause.as_ref().is_some_and(|w| {
         w.predicates
             .iter()
@@ -467,11 +498,11 @@ fn forwarded(name: &Ident, method: &syn::TraitItemFn, errors: &mut Errors) -> To
         sig: method.sig.clone(),
         block: Box::new(syn::parse_quote!({})),
     };
-    forwarded_fn(name, &func, errors)
+    forwarded_fn(names, &func, errors)
 }
 
 /// `func` with a body that calls the layer inside the box.
-fn forwarded_fn(name: &Ident, func: &ItemFn, errors: &mut Errors) -> TokenStream {
+fn forwarded_fn(names: &Names, func: &ItemFn, errors: &mut Errors) -> TokenStream {
     let mut sig = func.sig.clone();
     let mut args = Vec::new();
     for input in &mut sig.inputs {
@@ -493,10 +524,10 @@ fn forwarded_fn(name: &Ident, func: &ItemFn, errors: &mut Errors) -> TokenStream
         Some(r) if r.mutability.is_some() => quote!(&mut **self),
         _ => quote!(&**self),
     };
-    let method = &sig.ident;
+    let (method, ty) = (&sig.ident, &names.ty);
     quote! {
         #sig {
-            <dyn #name as #name>::#method(#receiver, #(#args),*)
+            <dyn #ty as #ty>::#method(#receiver, #(#args),*)
         }
     }
 }

@@ -1,8 +1,8 @@
 use rune_ad::prelude::*;
 
 #[differentiable(dyn)]
-pub trait Head<T: Element> {
-    fn logits(&self, x: &Tensor<T>) -> Tensor<T>;
+pub trait Head<const N: usize> {
+    fn logits(&self, x: &Tensor<f64>) -> Tensor<f64>;
 }
 
 fn main() {}
