@@ -355,6 +355,94 @@ mod resuming {
         assert_eq!(bits(&model), bits(&mlp(1)));
     }
 
+    /// A network of batch norms in a `Vec` and behind a box: a user's `#[buffer]` and
+    /// `BatchNorm`'s running statistics, wherever they sit, go into a checkpoint after the
+    /// leaves and come back, and a resumed run goes on bit for bit.
+    #[derive(Clone, Differentiable)]
+    struct Normed {
+        norms: Vec<rune_ad::nn::BatchNorm<f32>>,
+        tail: rune_ad::nn::Sequential<f32>,
+        /// A user's buffer: a count of examples per feature, say.
+        #[buffer]
+        seen: Tensor<f32>,
+    }
+
+    #[differentiable]
+    fn normed_loss(m: &Normed, #[nodiff] x: &Tensor<f32>) -> Tensor<f32> {
+        let mut h = x.clone();
+        for bn in &m.norms {
+            h = bn.forward(&h).tanh();
+        }
+        m.tail.forward(&h).square().mean()
+    }
+
+    fn normed(seed: u64) -> Normed {
+        let mut init = rune_ad::nn::Init::new(seed);
+        Normed {
+            norms: vec![
+                rune_ad::nn::BatchNorm::new(3),
+                rune_ad::nn::BatchNorm::new(3),
+            ],
+            tail: rune_ad::nn::Sequential::new()
+                .push(rune_ad::nn::Linear::new(3, 3, &mut init))
+                .push(rune_ad::nn::BatchNorm::new(3)),
+            seen: Tensor::zeros(&[3]),
+        }
+    }
+
+    /// One step: the running statistics and the user's count move, then Adam.
+    fn normed_step(m: &mut Normed, adam: &mut Adam<f32>, step: u64) {
+        let x = rune_ad::nn::Init::new(100 + step).uniform::<f32>(&[5, 3], 1.0);
+        let g = normed_loss_grad(m, &x);
+        let mut h = x.clone();
+        for bn in &mut m.norms {
+            bn.update_stats(&h);
+            h = bn.forward(&h).tanh();
+        }
+        m.seen = &m.seen + 5.0;
+        adam.step(m, &g);
+    }
+
+    #[test]
+    fn buffers_in_a_vec_and_behind_a_box_resume_bit_for_bit() {
+        let mut straight = normed(1);
+        let mut adam = Adam::new(0.01_f32);
+        (0..6).for_each(|k| normed_step(&mut straight, &mut adam, k));
+        let paths: Vec<String> = straight.buffers("").into_iter().map(|(p, _)| p).collect();
+        assert_eq!(
+            paths,
+            [
+                "norms[0].running_mean",
+                "norms[0].running_var",
+                "norms[1].running_mean",
+                "norms[1].running_var",
+                "tail.layers[1].running_mean",
+                "tail.layers[1].running_var",
+                "seen",
+            ]
+        );
+        let mut first = normed(1);
+        let mut adam = Adam::new(0.01_f32);
+        (0..3).for_each(|k| normed_step(&mut first, &mut adam, k));
+        let bytes = rune_ad::io::checkpoint_bytes(&first, &adam).unwrap();
+        let (mut resumed, mut adam) = (normed(7), Adam::new(0.5_f32));
+        load_checkpoint_bytes(&mut resumed, &mut adam, &bytes).unwrap();
+        assert_eq!(resumed.seen.to_vec(), [15.0; 3]);
+        (3..6).for_each(|k| normed_step(&mut resumed, &mut adam, k));
+        let state = |m: &Normed| -> Vec<u32> {
+            let buffers = m.buffers("");
+            m.leaves()
+                .into_iter()
+                .chain(buffers.into_iter().map(|(_, t)| t))
+                .flat_map(|t| t.to_vec())
+                .map(f32::to_bits)
+                .collect()
+        };
+        assert_eq!(state(&resumed), state(&straight));
+        // The running statistics moved: the comparison above covers them.
+        assert_ne!(straight.norms[1].running_var.to_vec(), [1.0; 3]);
+    }
+
     #[test]
     fn a_checkpoint_of_another_optimizer_or_model_is_refused() {
         let mut model = mlp(1);

@@ -371,6 +371,73 @@ fn a_state_dict_in_pytorch_s_layout_loads_and_gives_pytorch_s_output() {
     );
 }
 
+/// A model holding a batch norm, as the fixture's `state_dict` names it.
+#[derive(Clone, Differentiable)]
+pub struct Normed {
+    bn: BatchNorm<f32>,
+}
+
+/// The fixture's input and expected output.
+#[derive(Clone, Differentiable)]
+pub struct InOut {
+    input: Tensor<f64>,
+    output: Tensor<f64>,
+}
+
+#[test]
+fn a_batch_norm_s_running_statistics_load_from_pytorch_s_state_and_save_again() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/");
+    let mut model = Normed {
+        bn: BatchNorm::new(3),
+    };
+    // PyTorch's `num_batches_tracked` beside `running_mean` is accepted and left aside.
+    rune_ad::io::load_safetensors(&mut model, format!("{dir}pytorch_batchnorm.safetensors"))
+        .unwrap();
+    let mut io = InOut {
+        input: Tensor::zeros(&[4, 3]),
+        output: Tensor::zeros(&[4, 3]),
+    };
+    rune_ad::io::load_safetensors(
+        &mut io,
+        format!("{dir}pytorch_batchnorm_outputs.safetensors"),
+    )
+    .unwrap();
+    model.bn.training = false;
+    let x = Tensor::<f32>::from_vec(
+        io.input.to_vec().iter().map(|v| *v as f32).collect(),
+        &[4, 3],
+    );
+    let out = model.bn.forward(&x);
+    for (a, b) in out.to_vec().iter().zip(io.output.to_vec()) {
+        assert!((f64::from(*a) - b).abs() < 1e-5, "{a} against {b}");
+    }
+    // Saved, the running statistics go with the parameters, under PyTorch's names; loaded into
+    // a fresh model, they come back.
+    let bytes = rune_ad::io::safetensors_bytes(&model).unwrap();
+    let mut fresh = Normed {
+        bn: BatchNorm::new(3),
+    };
+    rune_ad::io::load_safetensors_bytes(&mut fresh, &bytes).unwrap();
+    assert_eq!(
+        fresh.bn.running_mean.to_vec(),
+        model.bn.running_mean.to_vec()
+    );
+    assert_eq!(fresh.bn.running_var.to_vec(), model.bn.running_var.to_vec());
+    let paths: Vec<String> = model.buffers("").into_iter().map(|(p, _)| p).collect();
+    assert_eq!(paths, ["bn.running_mean", "bn.running_var"]);
+    // A file from a batch norm of another width is refused, naming each entry at fault.
+    let params_only = Normed {
+        bn: BatchNorm::new(2),
+    };
+    let err = rune_ad::io::load_safetensors_bytes(
+        &mut fresh,
+        &rune_ad::io::safetensors_bytes(&params_only).unwrap(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("`bn.running_var`: shape [2]"), "{err}");
+}
+
 #[test]
 fn attention_follows_its_formula_under_causal_and_padding_masks() {
     let (n, len, embed, heads) = (2, 3, 4, 2);

@@ -15,6 +15,8 @@ struct FieldModel<'a> {
     member: Member,
     ty: &'a Type,
     nodiff: bool,
+    /// `#[buffer]`: a constant tensor saved with the model (implies `nodiff`).
+    buffer: bool,
 }
 
 /// Where the impl's `Elem` comes from.
@@ -258,8 +260,9 @@ fn field_models(fields: &Fields) -> syn::Result<Vec<FieldModel<'_>>> {
     let mut errors: Option<syn::Error> = None;
     let mut models = Vec::with_capacity(fields.len());
     for (index, field) in fields.iter().enumerate() {
+        let buffer = field.attrs.iter().any(|a| a.path().is_ident("buffer"));
         let nodiff = match is_nodiff(field) {
-            Ok(nodiff) => nodiff,
+            Ok(nodiff) => nodiff || buffer,
             Err(error) => {
                 match &mut errors {
                     Some(all) => all.combine(error),
@@ -279,6 +282,7 @@ fn field_models(fields: &Fields) -> syn::Result<Vec<FieldModel<'_>>> {
             member,
             ty: &field.ty,
             nodiff,
+            buffer,
         });
     }
     match errors {
@@ -396,6 +400,63 @@ fn emit(input: &DeriveInput, fields: &[FieldModel<'_>], elem: &ElemSource<'_>) -
         }
     });
 
+    // The buffers: each `#[buffer]` field (a `Tensor<Self::Elem>`), and the differentiated
+    // fields' own, in declaration order.
+    let buffers = |method: TokenStream, reference: TokenStream| -> Vec<TokenStream> {
+        fields
+            .iter()
+            .filter(|f| f.buffer || !f.nodiff)
+            .map(|f| {
+                let (member, ty) = (&f.member, f.ty);
+                let label = member_label(member);
+                let path = quote!(::std::format!("{}{}{}", __rune_prefix, __rune_dot, #label));
+                if f.buffer {
+                    // Spanned at the field's type: a buffer of another type is an error there.
+                    let value = respanned(quote!(#reference self.#member), ty.span());
+                    quote!(__rune_buffers.push((#path, #value));)
+                } else {
+                    quote! {
+                        __rune_buffers.extend(<#ty as #field_trait>::#method(
+                            #reference self.#member,
+                            &#path,
+                        ));
+                    }
+                }
+            })
+            .collect()
+    };
+    let buffer_items = (fields.iter().any(|f| f.buffer) || !active.is_empty()).then(|| {
+        let shared = buffers(quote!(buffers), quote!(&));
+        let unique = buffers(quote!(buffers_mut), quote!(&mut));
+        quote! {
+            fn buffers(
+                &self,
+                __rune_prefix: &::core::primitive::str,
+            ) -> ::std::vec::Vec<(
+                ::std::string::String,
+                &::rune_ad::__private::Tensor<Self::Elem>,
+            )> {
+                let __rune_dot = if __rune_prefix.is_empty() { "" } else { "." };
+                let mut __rune_buffers = ::std::vec::Vec::new();
+                #(#shared)*
+                __rune_buffers
+            }
+
+            fn buffers_mut(
+                &mut self,
+                __rune_prefix: &::core::primitive::str,
+            ) -> ::std::vec::Vec<(
+                ::std::string::String,
+                &mut ::rune_ad::__private::Tensor<Self::Elem>,
+            )> {
+                let __rune_dot = if __rune_prefix.is_empty() { "" } else { "." };
+                let mut __rune_buffers = ::std::vec::Vec::new();
+                #(#unique)*
+                __rune_buffers
+            }
+        }
+    });
+
     quote! {
         #[automatically_derived]
         impl #impl_generics #trait_path for #name #ty_generics
@@ -442,6 +503,8 @@ fn emit(input: &DeriveInput, fields: &[FieldModel<'_>], elem: &ElemSource<'_>) -
                 #(#paths)*
                 __rune_paths
             }
+
+            #buffer_items
         }
     }
 }

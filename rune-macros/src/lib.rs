@@ -52,7 +52,7 @@ pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
 /// `.` (`"layers[1].w"`, `"0.w"` for a tuple struct). A field marked `#[nodiff]` is a constant:
 /// `zeros_like` clones it and it has no leaves. The element type is the first differentiated
 /// field's, and every other differentiated field must have the same.
-#[proc_macro_derive(Differentiable, attributes(nodiff))]
+#[proc_macro_derive(Differentiable, attributes(nodiff, buffer))]
 pub fn derive_differentiable(input: TokenStream) -> TokenStream {
     on_deep_stack(|| {
         let input = parse_macro_input!(input as DeriveInput);

@@ -84,6 +84,16 @@ where
             .flat_map(|(k, d)| d.leaf_paths(&key_path(prefix, k)))
             .collect()
     }
+    fn buffers(&self, prefix: &str) -> Vec<(String, &Tensor<D::Elem>)> {
+        self.iter()
+            .flat_map(|(k, d)| d.buffers(&key_path(prefix, k)))
+            .collect()
+    }
+    fn buffers_mut(&mut self, prefix: &str) -> Vec<(String, &mut Tensor<D::Elem>)> {
+        self.iter_mut()
+            .flat_map(|(k, d)| d.buffers_mut(&key_path(prefix, k)))
+            .collect()
+    }
     /// # Panics
     /// When the two maps' keys differ, or their leaves' shapes.
     fn axpy(&mut self, alpha: D::Elem, other: &Self) {
@@ -132,6 +142,18 @@ where
         sorted(self.iter())
             .into_iter()
             .flat_map(|(k, d)| d.leaf_paths(&key_path(prefix, k)))
+            .collect()
+    }
+    fn buffers(&self, prefix: &str) -> Vec<(String, &Tensor<D::Elem>)> {
+        sorted(self.iter())
+            .into_iter()
+            .flat_map(|(k, d)| d.buffers(&key_path(prefix, k)))
+            .collect()
+    }
+    fn buffers_mut(&mut self, prefix: &str) -> Vec<(String, &mut Tensor<D::Elem>)> {
+        sorted(self.iter_mut())
+            .into_iter()
+            .flat_map(|(k, d)| d.buffers_mut(&key_path(prefix, k)))
             .collect()
     }
     /// # Panics

@@ -46,6 +46,22 @@ pub trait Differentiable: Clone {
     /// Each leaf's path (`"layers[1].w"`), in the same order; `prefix` is prepended.
     fn leaf_paths(&self, prefix: &str) -> Vec<String>;
 
+    /// The structure's buffers, each with its path: the tensors of its `#[buffer]` fields and
+    /// of its parts'. A buffer is state saved with the model but not differentiated, as a
+    /// tensor PyTorch registers with `register_buffer` (a batch norm's running statistics):
+    /// `io` saves and loads buffers beside the leaves, and nothing else reads them. None by
+    /// default.
+    fn buffers(&self, prefix: &str) -> Vec<(String, &Tensor<Self::Elem>)> {
+        let _ = prefix;
+        Vec::new()
+    }
+
+    /// [`buffers`](Self::buffers), mutably.
+    fn buffers_mut(&mut self, prefix: &str) -> Vec<(String, &mut Tensor<Self::Elem>)> {
+        let _ = prefix;
+        Vec::new()
+    }
+
     /// Leafwise `self + other`.
     ///
     /// # Panics
@@ -105,6 +121,10 @@ pub trait DifferentiableField<E: Element>: Sized {
     fn leaves_mut(&mut self) -> Vec<&mut Tensor<E>>;
     /// [`Differentiable::leaf_paths`].
     fn leaf_paths(&self, prefix: &str) -> Vec<String>;
+    /// [`Differentiable::buffers`].
+    fn buffers(&self, prefix: &str) -> Vec<(String, &Tensor<E>)>;
+    /// [`Differentiable::buffers_mut`].
+    fn buffers_mut(&mut self, prefix: &str) -> Vec<(String, &mut Tensor<E>)>;
 }
 
 #[diagnostic::do_not_recommend]
@@ -126,6 +146,12 @@ impl<E: Element, D: Differentiable<Elem = E>> DifferentiableField<E> for D {
     }
     fn leaf_paths(&self, prefix: &str) -> Vec<String> {
         Differentiable::leaf_paths(self, prefix)
+    }
+    fn buffers(&self, prefix: &str) -> Vec<(String, &Tensor<E>)> {
+        Differentiable::buffers(self, prefix)
+    }
+    fn buffers_mut(&mut self, prefix: &str) -> Vec<(String, &mut Tensor<E>)> {
+        Differentiable::buffers_mut(self, prefix)
     }
 }
 
@@ -161,6 +187,18 @@ macro_rules! sequence_leaves {
             self.iter()
                 .enumerate()
                 .flat_map(|(i, d)| d.leaf_paths(&format!("{prefix}[{i}]")))
+                .collect()
+        }
+        fn buffers(&self, prefix: &str) -> Vec<(String, &Tensor<D::Elem>)> {
+            self.iter()
+                .enumerate()
+                .flat_map(|(i, d)| d.buffers(&format!("{prefix}[{i}]")))
+                .collect()
+        }
+        fn buffers_mut(&mut self, prefix: &str) -> Vec<(String, &mut Tensor<D::Elem>)> {
+            self.iter_mut()
+                .enumerate()
+                .flat_map(|(i, d)| d.buffers_mut(&format!("{prefix}[{i}]")))
                 .collect()
         }
     };
@@ -200,6 +238,14 @@ impl<D: Differentiable> Differentiable for Option<D> {
     }
     fn leaf_paths(&self, prefix: &str) -> Vec<String> {
         self.iter().flat_map(|d| d.leaf_paths(prefix)).collect()
+    }
+    fn buffers(&self, prefix: &str) -> Vec<(String, &Tensor<D::Elem>)> {
+        self.iter().flat_map(|d| d.buffers(prefix)).collect()
+    }
+    fn buffers_mut(&mut self, prefix: &str) -> Vec<(String, &mut Tensor<D::Elem>)> {
+        self.iter_mut()
+            .flat_map(|d| d.buffers_mut(prefix))
+            .collect()
     }
 }
 

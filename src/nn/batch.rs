@@ -18,11 +18,11 @@ pub struct BatchNorm<T: Element> {
     pub weight: Tensor<T>,
     /// `[C]`.
     pub bias: Tensor<T>,
-    /// `[C]`, zeros at first.
-    #[nodiff]
+    /// `[C]`, zeros at first; a buffer, saved with the model.
+    #[buffer]
     pub running_mean: Tensor<T>,
-    /// `[C]`, ones at first (the unbiased variances of the batches seen).
-    #[nodiff]
+    /// `[C]`, ones at first (the unbiased variances of the batches seen); a buffer.
+    #[buffer]
     pub running_var: Tensor<T>,
     /// Added to the variance.
     #[nodiff]

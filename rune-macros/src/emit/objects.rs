@@ -129,6 +129,8 @@ pub fn object_items(
     let leaves = quote!(::std::vec::Vec<&#rt::Tensor<#elem>>);
     let leaves_mut = quote!(::std::vec::Vec<&mut #rt::Tensor<#elem>>);
     let paths = quote!(::std::vec::Vec<::std::string::String>);
+    let buffers = quote!(::std::vec::Vec<(::std::string::String, &#rt::Tensor<#elem>)>);
+    let buffers_mut = quote!(::std::vec::Vec<(::std::string::String, &mut #rt::Tensor<#elem>)>);
     if errors.len() > before {
         return None;
     }
@@ -150,6 +152,8 @@ pub fn object_items(
             fn __rune_leaves(&self) -> #leaves;
             fn __rune_leaves_mut(&mut self) -> #leaves_mut;
             fn __rune_leaf_paths(&self, prefix: &::core::primitive::str) -> #paths;
+            fn __rune_buffers(&self, prefix: &::core::primitive::str) -> #buffers;
+            fn __rune_buffers_mut(&mut self, prefix: &::core::primitive::str) -> #buffers_mut;
             fn __rune_any(&self) -> &dyn ::core::any::Any;
             #declarations
         }
@@ -180,6 +184,16 @@ pub fn object_items(
             }
             fn __rune_leaf_paths(&self, prefix: &::core::primitive::str) -> #paths {
                 #rt::Differentiable::leaf_paths(self, prefix)
+            }
+            fn __rune_buffers(&self, prefix: &::core::primitive::str) -> #buffers {
+                let (paths, tensors): (#paths, _) =
+                    #rt::Differentiable::buffers(self, prefix).into_iter().unzip();
+                paths.into_iter().zip(#rt::object_leaves(tensors, #name_str)).collect()
+            }
+            fn __rune_buffers_mut(&mut self, prefix: &::core::primitive::str) -> #buffers_mut {
+                let (paths, tensors): (#paths, _) =
+                    #rt::Differentiable::buffers_mut(self, prefix).into_iter().unzip();
+                paths.into_iter().zip(#rt::object_leaves_mut(tensors, #name_str)).collect()
             }
             fn __rune_any(&self) -> &dyn ::core::any::Any {
                 self
@@ -212,6 +226,12 @@ pub fn object_items(
             }
             fn leaf_paths(&self, prefix: &::core::primitive::str) -> #paths {
                 #object::__rune_leaf_paths(&**self, prefix)
+            }
+            fn buffers(&self, prefix: &::core::primitive::str) -> #buffers {
+                #object::__rune_buffers(&**self, prefix)
+            }
+            fn buffers_mut(&mut self, prefix: &::core::primitive::str) -> #buffers_mut {
+                #object::__rune_buffers_mut(&mut **self, prefix)
             }
         }
 

@@ -12,8 +12,10 @@
 //!   deriving `Serialize`/`Deserialize` goes to any serde format. `from_json` and
 //!   `deserialize` name the field at fault when a file is malformed.
 //!
-//! Only the leaves (the differentiated tensors) go to a safetensors file; `#[nodiff]` fields
-//! are part of the model's code, not of its parameters, and loading leaves them as they are.
+//! The leaves (the differentiated tensors) go to a safetensors file, and after them the buffers
+//! (`#[buffer]` fields: a batch norm's running statistics, PyTorch's buffers); other
+//! `#[nodiff]` fields are part of the model's code, not of its state, and loading leaves them
+//! as they are.
 //! Loading fills a model that the program has built with the right architecture (its `Vec`s of
 //! layers of the right lengths), as PyTorch's `load_state_dict` does, and leaves it untouched
 //! when anything does not match.
@@ -51,7 +53,7 @@ pub fn tensor_names<D: Differentiable>(model: &D) -> Vec<String> {
 }
 
 /// `layers[0].w` → `layers.0.w`; `[1].b` → `1.b`.
-fn name_of_path(path: &str) -> String {
+pub(crate) fn name_of_path(path: &str) -> String {
     let mut name = String::with_capacity(path.len());
     for c in path.chars() {
         match c {

@@ -9,7 +9,7 @@ use std::path::Path;
 use safetensors::tensor::TensorView;
 use safetensors::{Dtype, SafeTensors, View};
 
-use super::{tensor_names, LoadError};
+use super::{name_of_path, tensor_names, LoadError};
 use crate::element::Element;
 use crate::model::Differentiable;
 use crate::optim::OptimizerState;
@@ -151,8 +151,14 @@ fn mismatches(file: &BTreeMap<String, TensorView<'_>>, expected: &[Expected]) ->
         }
     }
     let known: BTreeSet<&str> = expected.iter().map(|e| e.name.as_str()).collect();
+    // PyTorch's batch norms keep a count of the batches seen beside their running statistics
+    // (`num_batches_tracked`, int64), which only matters without a momentum; ours have one.
+    let counter = |name: &str| {
+        name.strip_suffix("num_batches_tracked")
+            .is_some_and(|stem| known.contains(format!("{stem}running_mean").as_str()))
+    };
     for (name, view) in file {
-        if !known.contains(name.as_str()) {
+        if !known.contains(name.as_str()) && !counter(name) {
             let owner = if name.starts_with("optimizer.") {
                 "the optimizer"
             } else {
@@ -168,15 +174,29 @@ fn mismatches(file: &BTreeMap<String, TensorView<'_>>, expected: &[Expected]) ->
     problems
 }
 
-/// The entries a model's leaves must match, their names prefixed by `prefix`.
+/// A model's entries in a file: its leaves, named by [`tensor_names`], then its buffers
+/// ([`Differentiable::buffers`]), named the same way.
+fn model_entries<D: Differentiable>(model: &D) -> Vec<(String, &Tensor<D::Elem>)> {
+    let buffers = model.buffers("");
+    tensor_names(model)
+        .into_iter()
+        .zip(model.leaves())
+        .chain(
+            buffers
+                .into_iter()
+                .map(|(path, t)| (name_of_path(&path), t)),
+        )
+        .collect()
+}
+
+/// The entries a model's leaves and buffers must match, their names prefixed by `prefix`.
 fn expected_leaves<D>(model: &D, prefix: &str) -> Vec<Expected>
 where
     D: Differentiable,
     D::Elem: SafetensorsElement,
 {
-    tensor_names(model)
+    model_entries(model)
         .into_iter()
-        .zip(model.leaves())
         .map(|(name, leaf)| Expected {
             name: format!("{prefix}{name}"),
             dtype: D::Elem::DTYPE,
@@ -186,19 +206,24 @@ where
         .collect()
 }
 
-/// Replaces the leaves of `model` with the file's entries, in leaf order.
+/// Replaces the leaves of `model`, then its buffers, with the file's entries, in that order.
 fn assign_leaves<D>(model: &mut D, views: Vec<&TensorView<'_>>)
 where
     D: Differentiable,
     D::Elem: SafetensorsElement,
 {
-    for (leaf, view) in model.leaves_mut().into_iter().zip(views) {
+    let mut views = views.into_iter();
+    for (leaf, view) in model.leaves_mut().into_iter().zip(&mut views) {
         *leaf = decode(view);
+    }
+    for ((_, buffer), view) in model.buffers_mut("").into_iter().zip(views) {
+        *buffer = decode(view);
     }
 }
 
 /// `model`'s leaves as the bytes of a safetensors file, each named by [`tensor_names`]
-/// (`layers.0.w`) with dtype `F32` or `F64`.
+/// (`layers.0.w`) with dtype `F32` or `F64`, and its buffers after them, named the same way
+/// (`bn.running_mean`).
 ///
 /// # Errors
 /// When the safetensors crate cannot lay the file out (a header over its 100 MB limit).
@@ -207,9 +232,9 @@ where
     D: Differentiable,
     D::Elem: SafetensorsElement,
 {
-    let entries: Vec<(String, Encoded)> = tensor_names(model)
+    let entries: Vec<(String, Encoded)> = model_entries(model)
         .into_iter()
-        .zip(model.leaves().into_iter().map(Encoded::of))
+        .map(|(name, t)| (name, Encoded::of(t)))
         .collect();
     serialize(&entries)
 }
@@ -228,8 +253,9 @@ where
 }
 
 /// Loads the safetensors file at `path` into `model`, whose architecture must be the file's:
-/// every leaf's name ([`tensor_names`]) must be in the file, with the leaf's dtype and shape,
-/// and the file must hold nothing else. On any mismatch `model` is left as it was and the error
+/// every leaf's name ([`tensor_names`]) and every buffer's must be in the file, with its dtype
+/// and shape, and the file must hold nothing else (but a PyTorch batch norm's
+/// `num_batches_tracked` beside a `running_mean`). On any mismatch `model` is left as it was and the error
 /// lists every mismatch.
 ///
 /// # Errors
@@ -272,7 +298,7 @@ where
     Ok(())
 }
 
-/// The bytes of a checkpoint: `model`'s leaves as `model.<name>`, and `optimizer`'s state as
+/// The bytes of a checkpoint: `model`'s leaves and buffers as `model.<name>`, and `optimizer`'s state as
 /// `optimizer.<number>` (0-d `F64` tensors: `optimizer.lr`, `optimizer.step`, ...) and
 /// `optimizer.<buffer>.<name>` (one per leaf: `optimizer.exp_avg.layers.0.w`).
 ///
@@ -285,10 +311,9 @@ where
     O: OptimizerState<Elem = D::Elem>,
 {
     let names = tensor_names(model);
-    let mut entries: Vec<(String, Encoded)> = names
-        .iter()
-        .zip(model.leaves())
-        .map(|(name, leaf)| (format!("model.{name}"), Encoded::of(leaf)))
+    let mut entries: Vec<(String, Encoded)> = model_entries(model)
+        .into_iter()
+        .map(|(name, t)| (format!("model.{name}"), Encoded::of(t)))
         .collect();
     for (number, value) in optimizer.number_names().iter().zip(optimizer.numbers()) {
         entries.push((
@@ -411,14 +436,15 @@ where
     if !problems.is_empty() {
         return Err(LoadError::new(what, problems));
     }
-    let leaf_count = names.len();
-    let numbers: Vec<f64> = expected[leaf_count..buffers_at]
+    // The model's entries (leaves, then its own buffers) come first.
+    let model_count = buffers_at - optimizer.number_names().len();
+    let numbers: Vec<f64> = expected[model_count..buffers_at]
         .iter()
         .map(|e| decode::<f64>(&file[&e.name]).item())
         .collect();
     let buffers = has_buffers.then(|| {
         expected[buffers_at..]
-            .chunks(leaf_count.max(1))
+            .chunks(names.len().max(1))
             .map(|chunk| chunk.iter().map(|e| decode(&file[&e.name])).collect())
             .collect()
     });
@@ -427,7 +453,7 @@ where
         .map_err(|problem| LoadError::new(what, vec![problem]))?;
     assign_leaves(
         model,
-        expected[..leaf_count]
+        expected[..model_count]
             .iter()
             .map(|e| &file[&e.name])
             .collect(),
