@@ -555,12 +555,12 @@ pub use rune_macros::{differentiable, Differentiable};
 pub use rune_runtime::{
     add, all_ops, broadcast_shapes, check_grad, check_hvp, concat, data, div, dual_of, einsum,
     embedding, grad_fn, hessian, hessian_from_grad, hessian_of_numbers, hvp_from_grad, io, jacfwd,
-    jacfwd_vmap, jacobian, jacrev, jacrev_vmap, mul, ndarray, neg, optim, parallel, primal_of,
-    stack, stop_gradient, sub, sum_to_shape, tangent_of, try_add, try_concat, try_div, try_dual_of,
-    try_einsum, try_embedding, try_mul, try_stack, try_sub, try_where_cond, where_cond, Batch,
-    ClosureGradFn, CompareRhs, Detach, Differentiable, Dual, Element, FromScalar, GradCheckError,
-    GradFn, Indices, NewShape, NumberMethods, OpInfo, Operand, OperandOf, OperandRef, RangeElement,
-    Scalar, ShapeError, ShapeErrorKind, Tensor, VmapArg,
+    jacfwd_vmap, jacobian, jacrev, jacrev_vmap, mul, ndarray, neg, optim, parallel, polyval,
+    primal_of, stack, stop_gradient, sub, sum_to_shape, tangent_of, try_add, try_concat, try_div,
+    try_dual_of, try_einsum, try_embedding, try_mul, try_polyval, try_stack, try_sub,
+    try_where_cond, where_cond, Batch, ClosureGradFn, CompareRhs, Detach, Differentiable, Dual,
+    Element, FromScalar, GradCheckError, GradFn, Indices, NewShape, NumberMethods, OpInfo, Operand,
+    OperandOf, OperandRef, RangeElement, Scalar, ShapeError, ShapeErrorKind, Tensor, VmapArg,
 };
 
 /// Everything a differentiable function usually needs.
@@ -569,11 +569,11 @@ pub mod prelude {
     pub use rune_runtime::{
         add, all_ops, broadcast_shapes, check_grad, check_hvp, concat, div, dual_of, einsum,
         embedding, grad_fn, hessian, hessian_from_grad, hessian_of_numbers, hvp_from_grad, jacfwd,
-        jacfwd_vmap, jacobian, jacrev, jacrev_vmap, mul, neg, primal_of, stack, stop_gradient, sub,
-        sum_to_shape, tangent_of, try_add, try_concat, try_div, try_dual_of, try_einsum,
-        try_embedding, try_mul, try_stack, try_sub, try_where_cond, where_cond, Batch,
-        Differentiable, Dual, Element, FromScalar, GradCheckError, NumberMethods, ShapeError,
-        ShapeErrorKind, Tensor, VmapArg,
+        jacfwd_vmap, jacobian, jacrev, jacrev_vmap, mul, neg, polyval, primal_of, stack,
+        stop_gradient, sub, sum_to_shape, tangent_of, try_add, try_concat, try_div, try_dual_of,
+        try_einsum, try_embedding, try_mul, try_polyval, try_stack, try_sub, try_where_cond,
+        where_cond, Batch, Differentiable, Dual, Element, FromScalar, GradCheckError,
+        NumberMethods, ShapeError, ShapeErrorKind, Tensor, VmapArg,
     };
 }
 

@@ -337,6 +337,7 @@ ops! {
     gen powi_negative ["powi"] (x: Positive[2, 3]) { x.powi(-2) }
     gen dot ["dot"] (x: Normal[4], y: Normal[4]) { x.dot(y) }
     gen outer ["outer"] (x: Normal[4], y: Normal[3]) { x.outer(y) }
+    gen polyval_at_points ["polyval"] (p: Normal[4], x: Normal[3, 2]) { polyval(p, x) }
     gen norm ["norm"] (x: Normal[2, 3]) { x.norm() }
     gen trace ["trace"] (x: Normal[3, 3]) { x.trace() }
     gen diagonal ["diagonal"] (x: Normal[2, 3, 4]) { x.diagonal() }

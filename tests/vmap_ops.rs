@@ -1,6 +1,6 @@
 //! `vmap` through the ops whose batching rules are not elementwise: factorizations and
 //! solvers, contractions (`dot`, `outer`, `einsum`), convolutions and pooling, and the ops
-//! batched one call per example (`gather`, `scatter_add`, `embedding`, `norm`). Each batched
+//! batched one call per example (`gather`, `scatter_add`, `embedding`, `norm`, `polyval`). Each batched
 //! entry point against the function called once per example, and the per-example gradients
 //! against central differences.
 
@@ -185,14 +185,15 @@ fn convolutions_and_pooling_batch_in_f32() {
     }
 }
 
-/// Ops batched one call per example: `gather`, `scatter_add`, `embedding` and `norm`, with
+/// Ops batched one call per example: `gather`, `scatter_add`, `embedding`, `norm` and `polyval`, with
 /// indices that may be batched too.
 #[differentiable(vmap)]
 fn lookups(x: &Tensor<f64>, table: &Tensor<f64>, #[nodiff] idx: &Tensor<i64>) -> Tensor<f64> {
     let picked = x.gather(1, idx); // [3, 1]
     let rows = embedding(idx, table); // [3, 1, 2]
     let spread = x.scatter_add(1, idx, &picked.exp());
-    picked.sum() * x.norm() + rows.square().sum() + spread.tanh().sum()
+    let fit = polyval(&table.reshape(&[10]), &x.tanh()); // [3, 4]
+    picked.sum() * x.norm() + rows.square().sum() + spread.tanh().sum() + fit.mean()
 }
 
 #[test]

@@ -197,6 +197,12 @@ pub const OTHER: &[OpDef] = &[
         jvp "outer_jvp"(Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)),
         vjp ["outer_vjp_lhs"(Cotangent, Input(1)), "outer_vjp_rhs"(Cotangent, Input(0))],
         batch Batching::Einsum(Some("i,j->ij"))),
+    op!("polyval", Function, LinearAlgebra, [T, T], "composite: mul, add",
+        jvp "polyval_jvp"(Input(0), Input(1), MaybeTangent(0), MaybeTangent(1)),
+        vjp [
+            "polyval_vjp_p"(Cotangent, Input(0), Input(1)),
+            "polyval_vjp_x"(Cotangent, Input(0), Input(1)),
+        ]),
     op!("norm", Method, LinearAlgebra, [], "composite: mul, reduce_sum, sqrt",
         jvp "norm_jvp"(Input(0), Output, Tangent(0)),
         vjp ["norm_vjp"(Cotangent, Input(0), Output)]),

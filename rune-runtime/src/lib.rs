@@ -120,6 +120,7 @@ pub use ops::compare::CompareRhs;
 pub use ops::decomp::{einsum, try_einsum};
 pub use ops::duals::{dual_of, primal_of, tangent_of, try_dual_of};
 pub use ops::index::{embedding, try_embedding, Indices};
+pub use ops::poly::{polyval, try_polyval};
 pub use ops::shape::NewShape;
 pub use ops::{all_ops, OpInfo};
 pub use scalar::NumberMethods;
@@ -152,6 +153,7 @@ pub mod __private {
         pub use crate::ops::index::rules::*;
         pub use crate::ops::linalg::rules::*;
         pub use crate::ops::norm::rules::*;
+        pub use crate::ops::poly::rules::*;
         pub use crate::ops::pool::rules::*;
         pub use crate::ops::reduce::rules::*;
         pub use crate::ops::scan::rules::*;

@@ -443,10 +443,25 @@ impl<T: Clone> Tensor<T> {
 
     /// The elements in row-major order.
     pub fn to_vec(&self) -> Vec<T> {
-        match self.as_slice() {
-            Some(s) => s.to_vec(),
-            None => self.view().iter().cloned().collect(),
+        if let Some(s) = self.as_slice() {
+            return s.to_vec();
         }
+        // A strided view (a flip, a transpose) walked with fixed dimensions where it has one
+        // or two: ndarray's iterator over dynamic dimensions costs several times as much per
+        // element.
+        let view = self.view();
+        match view.ndim() {
+            1 => view
+                .into_dimensionality::<ndarray::Ix1>()
+                .map(|v| v.to_vec()),
+            2 => view
+                .into_dimensionality::<ndarray::Ix2>()
+                .map(|v| v.iter().cloned().collect()),
+            _ => Err(ndarray::ShapeError::from_kind(
+                ndarray::ErrorKind::IncompatibleShape,
+            )),
+        }
+        .unwrap_or_else(|_| self.view().iter().cloned().collect())
     }
 
     /// The only element of a one-element tensor.

@@ -37,6 +37,7 @@ pub mod index;
 mod lanes;
 pub mod linalg;
 pub mod norm;
+pub mod poly;
 pub mod pool;
 pub mod reduce;
 pub mod scan;

@@ -14,6 +14,7 @@ mod duals;
 mod factorize;
 mod index;
 mod linalg;
+mod poly;
 mod ported;
 mod reduce;
 mod scan;
@@ -49,6 +50,7 @@ fn all_cases<T: Element>() -> Vec<Case<T>> {
     cases.extend(stats::cases::<T>());
     cases.extend(sort::cases::<T>());
     cases.extend(ported::cases::<T>());
+    cases.extend(poly::cases::<T>());
     cases.extend(unused_input_cases::<T>());
     cases
 }
