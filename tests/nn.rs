@@ -371,71 +371,109 @@ fn a_state_dict_in_pytorch_s_layout_loads_and_gives_pytorch_s_output() {
     );
 }
 
-/// A model holding a batch norm, as the fixture's `state_dict` names it.
+/// The module of `tests/fixtures/pytorch_modules.py`, from `rune_ad::nn`, its fields named as
+/// the PyTorch module's attributes.
 #[derive(Clone, Differentiable)]
-pub struct Normed {
+pub struct Modules {
+    embed: Embedding<f32>,
+    attn: MultiHeadAttention<f32>,
+    norm: LayerNorm<f32>,
+    fc: Linear<f32>,
     bn: BatchNorm<f32>,
+    gru: GruCell<f32>,
+    lstm: LstmCell<f32>,
+    conv: Conv2d<f32>,
 }
 
-/// The fixture's input and expected output.
+impl Modules {
+    fn new(init: &mut Init) -> Self {
+        Modules {
+            embed: Embedding::new(6, 4, init),
+            attn: MultiHeadAttention::new(4, 2, init),
+            norm: LayerNorm::new(4),
+            fc: Linear::new(4, 8, init),
+            bn: BatchNorm::new(8),
+            gru: GruCell::new(8, 5, init),
+            lstm: LstmCell::new(5, 3, init),
+            conv: Conv2d::new(1, 2, 2, 1, 0, init),
+        }
+    }
+
+    /// The PyTorch module's `forward`, in evaluation mode.
+    fn forward(&self, ids: &Tensor<i64>, image: &Tensor<f32>) -> (Tensor<f32>, Tensor<f32>) {
+        let h = self.embed.forward(ids);
+        let a = self
+            .attn
+            .forward(&h, &MultiHeadAttention::<f32>::causal_mask(3));
+        let h = self.norm.forward(&(h + a));
+        let h = self
+            .bn
+            .forward(&self.fc.forward(&h).reshape(&[6, 8]))
+            .tanh();
+        let g = self.gru.forward(&h, &Tensor::zeros(&[6, 5]));
+        let zeros = Tensor::zeros(&[6, 3]);
+        let (out, _) = self.lstm.forward(&g, &zeros, &zeros);
+        (out, self.conv.forward(image))
+    }
+}
+
+/// The fixture's image and PyTorch's outputs.
 #[derive(Clone, Differentiable)]
-pub struct InOut {
-    input: Tensor<f64>,
+pub struct ModuleOutputs {
+    image: Tensor<f64>,
     output: Tensor<f64>,
+    conv: Tensor<f64>,
+}
+
+fn to_f32(t: &Tensor<f64>) -> Tensor<f32> {
+    Tensor::from_vec(t.to_vec().iter().map(|v| *v as f32).collect(), t.shape())
 }
 
 #[test]
-fn a_batch_norm_s_running_statistics_load_from_pytorch_s_state_and_save_again() {
+fn a_state_dict_that_pytorch_saved_loads_and_gives_pytorch_s_outputs() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/");
-    let mut model = Normed {
-        bn: BatchNorm::new(3),
-    };
-    // PyTorch's `num_batches_tracked` beside `running_mean` is accepted and left aside.
-    rune_ad::io::load_safetensors(&mut model, format!("{dir}pytorch_batchnorm.safetensors"))
-        .unwrap();
-    let mut io = InOut {
-        input: Tensor::zeros(&[4, 3]),
-        output: Tensor::zeros(&[4, 3]),
+    let mut model = Modules::new(&mut Init::new(0));
+    model.bn.training = false;
+    // Every parameter and buffer by PyTorch's name; the batch norm's `num_batches_tracked`
+    // accepted and left aside.
+    rune_ad::io::load_safetensors(&mut model, format!("{dir}pytorch_modules.safetensors")).unwrap();
+    let mut expected = ModuleOutputs {
+        image: Tensor::zeros(&[1, 1, 3, 3]),
+        output: Tensor::zeros(&[6, 3]),
+        conv: Tensor::zeros(&[1, 2, 2, 2]),
     };
     rune_ad::io::load_safetensors(
-        &mut io,
-        format!("{dir}pytorch_batchnorm_outputs.safetensors"),
+        &mut expected,
+        format!("{dir}pytorch_modules_outputs.safetensors"),
     )
     .unwrap();
-    model.bn.training = false;
-    let x = Tensor::<f32>::from_vec(
-        io.input.to_vec().iter().map(|v| *v as f32).collect(),
-        &[4, 3],
-    );
-    let out = model.bn.forward(&x);
-    for (a, b) in out.to_vec().iter().zip(io.output.to_vec()) {
-        assert!((f64::from(*a) - b).abs() < 1e-5, "{a} against {b}");
+    let ids = Tensor::from_vec(vec![0_i64, 5, 2, 3, 3, 1], &[2, 3]);
+    let (out, conv) = model.forward(&ids, &to_f32(&expected.image));
+    for (got, want) in [(out, &expected.output), (conv, &expected.conv)] {
+        assert_eq!(got.shape(), want.shape());
+        for (a, b) in got.to_vec().iter().zip(want.to_vec()) {
+            assert!((f64::from(*a) - b).abs() < 1e-5, "{a} against {b}");
+        }
     }
-    // Saved, the running statistics go with the parameters, under PyTorch's names; loaded into
-    // a fresh model, they come back.
-    let bytes = rune_ad::io::safetensors_bytes(&model).unwrap();
-    let mut fresh = Normed {
-        bn: BatchNorm::new(3),
-    };
-    rune_ad::io::load_safetensors_bytes(&mut fresh, &bytes).unwrap();
-    assert_eq!(
-        fresh.bn.running_mean.to_vec(),
-        model.bn.running_mean.to_vec()
-    );
-    assert_eq!(fresh.bn.running_var.to_vec(), model.bn.running_var.to_vec());
+    // The running statistics PyTorch moved came in with the parameters: the batch norm's
+    // output depends on them, so the comparison above covers them, and they are not the
+    // initial zeros and ones.
+    assert_ne!(model.bn.running_mean.to_vec(), [0.0; 8]);
     let paths: Vec<String> = model.buffers("").into_iter().map(|(p, _)| p).collect();
     assert_eq!(paths, ["bn.running_mean", "bn.running_var"]);
-    // A file from a batch norm of another width is refused, naming each entry at fault.
-    let params_only = Normed {
-        bn: BatchNorm::new(2),
-    };
-    let err = rune_ad::io::load_safetensors_bytes(
-        &mut fresh,
-        &rune_ad::io::safetensors_bytes(&params_only).unwrap(),
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(err.contains("`bn.running_var`: shape [2]"), "{err}");
+    // Saved again and loaded into a fresh model, everything comes back.
+    let bytes = rune_ad::io::safetensors_bytes(&model).unwrap();
+    let mut fresh = Modules::new(&mut Init::new(1));
+    rune_ad::io::load_safetensors_bytes(&mut fresh, &bytes).unwrap();
+    assert_eq!(fresh.bn.running_var.to_vec(), model.bn.running_var.to_vec());
+    assert_eq!(fresh.lstm.weight_hh.to_vec(), model.lstm.weight_hh.to_vec());
+    // A file of a batch norm of another width is refused, naming each entry at fault.
+    let mut narrow = Modules::new(&mut Init::new(2));
+    narrow.bn = BatchNorm::new(7);
+    let err = rune_ad::io::load_safetensors_bytes(&mut narrow, &bytes)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("`bn.running_var`: shape [8]"), "{err}");
 }
 
 #[test]
