@@ -28,15 +28,20 @@
 //! cargo run --release --example cnn_digits
 //! ```
 //!
-//! It prints the mean training loss of every epoch and ends with the accuracy on the 360 test
+//! It prints the mean training loss, the test loss and the test accuracy after every epoch
+//! (under a progress bar over the batches when standard output is a terminal), writes these
+//! curves to `target/cnn-digits-training.svg`, and ends with the accuracy on the 360 test
 //! images: 0.9861 with the seeds below, 0.98–0.99 with others; it asserts at least 0.95.
 
 mod digits_data;
+mod progress;
+mod training_plot;
 
 use digits_data::{accuracy, Digits, CLASSES};
 use rune_ad::data::DataLoader;
 use rune_ad::optim::Adam;
 use rune_ad::prelude::*;
+use training_plot::Panel;
 
 const SIDE: usize = 8;
 const FILTERS: usize = 16;
@@ -97,18 +102,63 @@ fn main() {
     let (epochs, batch_size) = (15, 32);
     let (train_x, train_y) = digits.batch(&train_rows);
     let loader = DataLoader::new((&train_x, &train_y), batch_size).shuffle(100);
+    let bar = progress::bar(epochs * loader.len(), "training");
+    // Per epoch: the mean training loss, the test loss and the test accuracy.
+    let mut history = Vec::new();
     for epoch in 1..=epochs {
         let mut total = 0.0;
         for (x, y) in loader.epoch(epoch as u64) {
             let (value, grad) = loss_value_and_grad(&params, &x, &y);
             adam.step(&mut params, &grad);
             total += value.item();
+            bar.set_message(format!(
+                "epoch {epoch:>2}/{epochs}  loss {:.4}",
+                value.item()
+            ));
+            bar.inc(1);
         }
-        println!(
-            "epoch {epoch:>2}: mean training loss {:.4}",
-            total / loader.len() as f32
+        let train_loss = f64::from(total) / loader.len() as f64;
+        let test_loss = f64::from(loss(&params, &test_x, &test_y).item());
+        let test_acc = accuracy(&logits(&params, &test_x), &test_y);
+        progress::report(
+            &bar,
+            &format!(
+                "epoch {epoch:>2}: mean training loss {train_loss:.4}  test loss {test_loss:.4}  \
+                 test acc {test_acc:.4}"
+            ),
         );
+        history.push((train_loss, test_loss, test_acc));
     }
+    bar.finish_and_clear();
+
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/target/cnn-digits-training.svg"
+    );
+    let by_epoch = |pick: fn(&(f64, f64, f64)) -> f64| {
+        (1..)
+            .zip(&history)
+            .map(|(e, h)| (f64::from(e), pick(h)))
+            .collect()
+    };
+    let panels = [
+        Panel {
+            title: "cross-entropy loss",
+            x_label: "epoch",
+            curves: vec![
+                ("train (mean over the epoch)", by_epoch(|h| h.0)),
+                ("test", by_epoch(|h| h.1)),
+            ],
+        },
+        Panel {
+            title: "test accuracy",
+            x_label: "epoch",
+            curves: vec![("test", by_epoch(|h| h.2))],
+        },
+    ];
+    training_plot::write_svg(path.as_ref(), &panels)
+        .unwrap_or_else(|e| panic!("writing {path}: {e}"));
+    println!("plot: {path}");
 
     let acc = accuracy(&logits(&params, &test_x), &test_y);
     println!("test accuracy: {acc:.4}");

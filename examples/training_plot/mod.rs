@@ -1,161 +1,117 @@
-//! A small hand-written SVG line chart of training curves (one value per epoch), so that the
-//! `digits` example needs no plotting dependency.
+//! Training curves drawn with `plotters` as an SVG image, side by side in panels: shared by the
+//! `digits`, `cnn_digits` and `char_lm` examples.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
-/// One chart: a title and its curves, each a label and one value per epoch (epochs 1, 2, ...).
+use plotters::prelude::*;
+
+/// One chart: a title, the label of its horizontal axis, and its curves, each a label and its
+/// points `(x, y)`.
 pub struct Panel<'a> {
     pub title: &'a str,
-    pub curves: Vec<(&'a str, Vec<f64>)>,
+    pub x_label: &'a str,
+    pub curves: Vec<(&'a str, Vec<(f64, f64)>)>,
 }
 
-const PANEL_W: f64 = 440.0;
-const PANEL_H: f64 = 320.0;
-const LEFT: f64 = 60.0;
-const RIGHT: f64 = 20.0;
-const TOP: f64 = 50.0;
-const BOTTOM: f64 = 50.0;
-const COLORS: [&str; 4] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"];
+const PANEL_SIZE: (u32, u32) = (520, 360);
+const COLORS: [RGBColor; 4] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+];
 
-/// Writes the panels side by side to `path` as an SVG image.
-pub fn write_svg(path: &Path, panels: &[Panel]) -> std::io::Result<()> {
-    let width = PANEL_W * panels.len() as f64;
-    let mut svg = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{PANEL_H}\" \
-         viewBox=\"0 0 {width} {PANEL_H}\" font-family=\"sans-serif\" font-size=\"12\">\n\
-         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    );
-    for (i, panel) in panels.iter().enumerate() {
-        draw_panel(&mut svg, panel, PANEL_W * i as f64);
+/// Writes the panels side by side to `path` as an SVG image, creating its folder if need be.
+pub fn write_svg(path: &Path, panels: &[Panel]) -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
     }
-    svg.push_str("</svg>\n");
-    std::fs::write(path, svg)
+    let size = (PANEL_SIZE.0 * panels.len() as u32, PANEL_SIZE.1);
+    let root = SVGBackend::new(path, size).into_drawing_area();
+    root.fill(&WHITE)?;
+    for (area, panel) in root.split_evenly((1, panels.len())).iter().zip(panels) {
+        draw_panel(area, panel)?;
+    }
+    root.present()?;
+    Ok(())
 }
 
-fn draw_panel(svg: &mut String, panel: &Panel, x0: f64) {
-    let epochs = panel.curves.iter().map(|(_, v)| v.len()).max().unwrap_or(1);
-    let values = panel.curves.iter().flat_map(|(_, v)| v.iter().copied());
+fn draw_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    panel: &Panel,
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    let points = || panel.curves.iter().flat_map(|(_, p)| p.iter().copied());
+    let (x_lo, x_hi) = range(points().map(|(x, _)| x), 0.0);
+    let (y_lo, y_hi) = range(points().map(|(_, y)| y), 0.05);
+    let mut chart = ChartBuilder::on(area)
+        .caption(panel.title, ("sans-serif", 17))
+        .margin(12)
+        .margin_right(24)
+        .x_label_area_size(40)
+        .y_label_area_size(50)
+        .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)?;
+    chart
+        .configure_mesh()
+        .x_desc(panel.x_label)
+        .x_labels(8)
+        .y_labels(8)
+        .x_label_formatter(&|x| format!("{x}"))
+        .label_style(("sans-serif", 12))
+        .light_line_style(WHITE)
+        .draw()?;
+    for (k, (label, points)) in panel.curves.iter().enumerate() {
+        let color = COLORS[k % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(
+                points.iter().copied(),
+                color.stroke_width(2),
+            ))?
+            .label(*label)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(legend_position(panel, (y_lo + y_hi) / 2.0))
+        .label_font(("sans-serif", 13))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .draw()?;
+    Ok(())
+}
+
+/// The legend's corner on the right: the lower one when the curves end above `middle`.
+fn legend_position(panel: &Panel, middle: f64) -> SeriesLabelPosition {
+    let ends = panel.curves.iter().filter_map(|(_, p)| p.last());
+    let (above, below) = ends.fold(
+        (0, 0),
+        |(a, b), &(_, y)| {
+            if y > middle {
+                (a + 1, b)
+            } else {
+                (a, b + 1)
+            }
+        },
+    );
+    if above > below {
+        SeriesLabelPosition::LowerRight
+    } else {
+        SeriesLabelPosition::UpperRight
+    }
+}
+
+/// The smallest and largest of `values`, widened by `margin` of their distance on each side
+/// (and to a unit interval when they are all equal).
+fn range(values: impl Iterator<Item = f64>, margin: f64) -> (f64, f64) {
     let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
         (lo.min(v), hi.max(v))
     });
-    let y_step = nice_step(hi - lo);
-    let (y_lo, y_hi) = (
-        (lo / y_step).floor() * y_step,
-        (hi / y_step).ceil() * y_step,
-    );
-    let x_step = nice_step(epochs as f64).max(1.0);
-
-    // Plot area in pixels and the maps from (epoch, value) into it.
-    let (left, right) = (x0 + LEFT, x0 + PANEL_W - RIGHT);
-    let (top, bottom) = (TOP, PANEL_H - BOTTOM);
-    let px = |epoch: f64| left + (epoch - 1.0) / (epochs.max(2) - 1) as f64 * (right - left);
-    let py = |v: f64| bottom - (v - y_lo) / (y_hi - y_lo).max(f64::MIN_POSITIVE) * (bottom - top);
-
-    // Title on the left and the legend on the right, above the plot area.
-    let _ = writeln!(
-        svg,
-        "<text x=\"{left}\" y=\"{}\" font-size=\"15\" font-weight=\"bold\">{}</text>",
-        top - 18.0,
-        panel.title
-    );
-    for (k, (label, _)) in panel.curves.iter().enumerate().rev() {
-        let x = right - 70.0 * (panel.curves.len() - k) as f64;
-        let y = top - 22.0;
-        let color = COLORS[k % COLORS.len()];
-        let _ = writeln!(
-            svg,
-            "<line x1=\"{x}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\" stroke=\"{color}\" stroke-width=\"2.5\"/>\
-             <text x=\"{}\" y=\"{}\">{label}</text>",
-            x + 18.0,
-            x + 23.0,
-            y + 4.0
-        );
+    if lo >= hi {
+        let mid = if lo.is_finite() { lo } else { 0.0 };
+        return (mid - 0.5, mid + 0.5);
     }
-
-    // Grid lines with their tick labels.
-    let decimals = (-y_step.log10().floor()).max(0.0) as usize;
-    let mut v = y_lo;
-    while v <= y_hi + y_step / 2.0 {
-        let y = py(v);
-        let _ = writeln!(
-            svg,
-            "<line x1=\"{left}\" y1=\"{y:.1}\" x2=\"{right}\" y2=\"{y:.1}\" stroke=\"#ddd\"/>\
-             <text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{v:.decimals$}</text>",
-            left - 6.0,
-            y + 4.0
-        );
-        v += y_step;
-    }
-    // Epoch ticks at 1 and at the multiples of the step.
-    let x_ticks = std::iter::once(1.0).chain(
-        (1..)
-            .map(|k| k as f64 * x_step)
-            .skip_while(|&e| e <= 1.0)
-            .take_while(|&e| e <= epochs as f64),
-    );
-    for e in x_ticks {
-        let x = px(e);
-        let _ = writeln!(
-            svg,
-            "<line x1=\"{x:.1}\" y1=\"{bottom}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#333\"/>\
-             <text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{e}</text>",
-            bottom + 5.0,
-            bottom + 18.0
-        );
-    }
-    let _ = writeln!(
-        svg,
-        "<rect x=\"{left}\" y=\"{top}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\
-         <text x=\"{}\" y=\"{}\" text-anchor=\"middle\">epoch</text>",
-        right - left,
-        bottom - top,
-        (left + right) / 2.0,
-        bottom + 36.0
-    );
-
-    // The curves: a line through one marker per epoch.
-    for (k, (_, values)) in panel.curves.iter().enumerate() {
-        let color = COLORS[k % COLORS.len()];
-        let points: Vec<(f64, f64)> = values
-            .iter()
-            .enumerate()
-            .map(|(i, &v)| (px(i as f64 + 1.0), py(v)))
-            .collect();
-        let line: Vec<String> = points
-            .iter()
-            .map(|(x, y)| format!("{x:.1},{y:.1}"))
-            .collect();
-        let _ = writeln!(
-            svg,
-            "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"/>",
-            line.join(" ")
-        );
-        for (x, y) in points {
-            let _ = writeln!(
-                svg,
-                "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"2.5\" fill=\"{color}\"/>"
-            );
-        }
-    }
-}
-
-/// A step of 1, 2 or 5 times a power of ten that cuts `range` into about five intervals.
-fn nice_step(range: f64) -> f64 {
-    if range <= 0.0 || !range.is_finite() {
-        return 1.0;
-    }
-    let raw = range / 5.0;
-    let power = 10f64.powf(raw.log10().floor());
-    let mantissa = raw / power;
-    let nice = if mantissa <= 1.0 {
-        1.0
-    } else if mantissa <= 2.0 {
-        2.0
-    } else if mantissa <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    nice * power
+    let pad = (hi - lo) * margin;
+    (lo - pad, hi + pad)
 }
