@@ -549,6 +549,8 @@
 // The macros write `::rune_ad::..` paths; the crate's own layers (`nn`) use them too.
 extern crate self as rune_ad;
 
+#[cfg(feature = "mpi")]
+pub mod distributed;
 pub mod nn;
 
 pub use rune_macros::{differentiable, Differentiable};
