@@ -244,7 +244,8 @@ struct Net<T: Element> {
 }
 
 /// A `Net` whose element `j` of leaf `k` is `factor · (100 k + j + 1)`: small integers, exact
-/// in `f32`, so sums over ranks are exact. `blocks[0].w` is stored transposed (not row-major).
+/// in `f32`, so sums over ranks are exact. `blocks[0].w` is stored transposed and `bias`
+/// permuted (not row-major), as a matrix product's gradient often is.
 fn net<T: Element>(factor: f64) -> Net<T> {
     let mut leaf = 0;
     let mut tensor = |shape: &[usize]| {
@@ -259,32 +260,25 @@ fn net<T: Element>(factor: f64) -> Net<T> {
         )
     };
     let w0 = tensor(&[4, 3]).t();
+    assert!(w0.as_slice().is_none(), "a column-major leaf");
+    let permuted = tensor(&[2, 3, 2]).permute(&[2, 0, 1]);
+    assert!(permuted.as_slice().is_none(), "a permuted leaf");
+    let mut block = |w: &[usize], b: &[usize]| (tensor(w), tensor(b));
+    let (w1, b1) = block(&[4, 2], &[2]);
+    let (w2, b2) = block(&[2, 1], &[1]);
+    let (w3, b3) = block(&[2, 5], &[5]);
+    let b0 = tensor(&[4]);
+    let blocks = vec![Block { w: w0, b: b0 }, Block { w: w1, b: b1 }];
+    let heads = [Block { w: w2, b: b2 }, Block { w: w3, b: b3 }];
+    let named = BTreeMap::from([
+        ("a".to_owned(), tensor(&[3])),
+        ("b".to_owned(), tensor(&[])),
+    ]);
     Net {
-        blocks: vec![
-            Block {
-                w: w0,
-                b: tensor(&[4]),
-            },
-            Block {
-                w: tensor(&[4, 2]),
-                b: tensor(&[2]),
-            },
-        ],
-        heads: [
-            Block {
-                w: tensor(&[2, 1]),
-                b: tensor(&[1]),
-            },
-            Block {
-                w: tensor(&[2, 5]),
-                b: tensor(&[5]),
-            },
-        ],
-        named: BTreeMap::from([
-            ("a".to_owned(), tensor(&[3])),
-            ("b".to_owned(), tensor(&[])),
-        ]),
-        bias: Some(tensor(&[2, 2, 2])),
+        blocks,
+        heads,
+        named,
+        bias: Some(permuted),
         scale: tensor(&[]),
     }
 }

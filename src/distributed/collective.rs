@@ -7,6 +7,7 @@ use mpi::datatype::{Equivalence, PartitionMut};
 use mpi::traits::{Communicator, CommunicatorCollectives, Root};
 use mpi::Count;
 
+use crate::ndarray::Ix2;
 use crate::{Differentiable, Element, Tensor};
 
 /// Sums `value` across the ranks of `comm`, leaf by leaf: afterwards every rank holds the sum of
@@ -121,13 +122,25 @@ pub(super) fn pack<D: Differentiable>(value: &D, extra: &[D::Elem]) -> Vec<D::El
     let len = leaves.iter().map(|l| l.len()).sum::<usize>() + extra.len();
     let mut buffer = Vec::with_capacity(len);
     for leaf in leaves {
-        match leaf.as_slice() {
-            Some(s) => buffer.extend_from_slice(s),
-            None => buffer.extend(leaf.view().iter().copied()),
-        }
+        extend_row_major(&mut buffer, leaf);
     }
     buffer.extend_from_slice(extra);
     buffer
+}
+
+/// Appends the elements of `leaf` in row-major order. A gradient of a matrix product is often
+/// column-major (the transpose of a row-major product): its rows are copied as 2-d strided rows,
+/// many times faster than the element-by-element walk of an n-d view.
+fn extend_row_major<E: Element>(buffer: &mut Vec<E>, leaf: &Tensor<E>) {
+    if let Some(s) = leaf.as_slice() {
+        buffer.extend_from_slice(s);
+    } else if let Ok(matrix) = leaf.view().into_dimensionality::<Ix2>() {
+        for row in matrix.rows() {
+            buffer.extend(row.iter().copied());
+        }
+    } else {
+        buffer.extend(leaf.view().iter().copied());
+    }
 }
 
 /// Sets the leaves of `value` from the start of `buffer`, as [`pack`] laid them out, and
