@@ -396,6 +396,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! With the `mpi` feature, `rune_ad::distributed` trains data-parallel across the processes of
+//! an MPI job: gradients all-reduced in one collective, parameters broadcast, batches sharded by
+//! rank (docs/scaling.md).
+//!
 //! # Higher order, custom rules, checkpoints
 //!
 //! ```
