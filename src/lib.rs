@@ -396,6 +396,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! With the `mpi` feature, `rune_ad::distributed` trains data-parallel across the processes of
+//! an MPI job: gradients all-reduced in one collective, parameters broadcast, batches sharded by
+//! rank (docs/scaling.md).
+//!
 //! # Higher order, custom rules, checkpoints
 //!
 //! ```
@@ -549,6 +553,8 @@
 // The macros write `::rune_ad::..` paths; the crate's own layers (`nn`) use them too.
 extern crate self as rune_ad;
 
+#[cfg(feature = "mpi")]
+pub mod distributed;
 pub mod nn;
 
 pub use rune_macros::{differentiable, Differentiable};
