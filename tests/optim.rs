@@ -1,7 +1,7 @@
 //! `optim` on derived parameter structs: single steps of `Sgd` (momentum, Nesterov, weight
 //! decay), `Adam`, `AdamW` and `RmsProp` against updates computed by hand from PyTorch's formulas,
-//! learning-rate schedules against their formulas, gradient clipping, and Adam fitting a linear
-//! regression whose gradients come from `#[differentiable]`.
+//! learning-rate schedules against their formulas, gradient clipping, gradient accumulation, and
+//! Adam fitting a linear regression whose gradients come from `#[differentiable]`.
 
 use rune_ad::optim::{
     clip_grad_norm, clip_grad_value, Adam, AdamW, OptimizerState, RmsProp, Schedule, Sgd,
@@ -357,4 +357,47 @@ fn rmsprop_centred_with_momentum_and_weight_decay_matches_pytorch_s_update() {
     opt.step(&mut a, &g);
     q.step(&mut c, &g);
     assert_eq!(a.to_vec(), c.to_vec());
+}
+
+/// Gradient accumulation: the mean of the gradients of four micro-batches of eight, summed with
+/// `axpy` and scaled, is the gradient of the whole batch of 32, so AdamW's steps from the two
+/// agree to rounding; a step from one micro-batch's gradient alone does not.
+#[test]
+fn accumulated_micro_batch_gradients_step_as_the_whole_batch() {
+    let x = Tensor::<f64>::rand_uniform(&[32, 3], -1.0, 1.0, 8);
+    let y = Tensor::<f64>::rand_uniform(&[32], -1.0, 1.0, 9);
+    let grad = |p: &Linear, rows: std::ops::Range<usize>| {
+        let rows: Vec<usize> = rows.collect();
+        let (gw, gb) = mse_grad(
+            &p.w,
+            &p.b,
+            &x.index_select(0, &rows),
+            &y.index_select(0, &rows),
+        );
+        Linear { w: gw, b: gb }
+    };
+    let (mut whole, mut accumulated, mut single) = (
+        linear(&[0.3, -0.2, 0.1], 0.05),
+        linear(&[0.3, -0.2, 0.1], 0.05),
+        linear(&[0.3, -0.2, 0.1], 0.05),
+    );
+    let (mut a, mut b, mut c) = (AdamW::new(0.1), AdamW::new(0.1), AdamW::new(0.1));
+    for _ in 0..5 {
+        let g = grad(&whole, 0..32);
+        a.step(&mut whole, &g);
+        let mut total = accumulated.zeros_like();
+        for k in 0..4 {
+            total.axpy(1.0, &grad(&accumulated, 8 * k..8 * k + 8));
+        }
+        b.step(&mut accumulated, &total.scale(0.25));
+        let g = grad(&single, 0..8);
+        c.step(&mut single, &g);
+    }
+    assert_close(&accumulated.w, &whole.w.to_vec(), 1e-12);
+    assert_close(&accumulated.b, &whole.b.to_vec(), 1e-12);
+    let apart = (single.w.to_vec()[0] - whole.w.to_vec()[0]).abs();
+    assert!(
+        apart > 1e-4,
+        "one micro-batch alone moved like the whole batch: {apart}"
+    );
 }
