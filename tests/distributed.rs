@@ -381,11 +381,27 @@ fn all_reduce_nested<T: Element + mpi::datatype::Equivalence>(world: &World) {
     assert_eq!(contents(&mean), contents(&net::<T>((ranks + 1.0) / 2.0)));
 }
 
+/// A layer with a buffer (a batch norm's running statistics).
+#[derive(Clone, Differentiable)]
+struct Normed {
+    net: Net<f64>,
+    bn: rune_ad::nn::BatchNorm<f64>,
+}
+
 fn broadcast_from_rank_0(world: &World) {
     let rank = world.rank() as f64;
     let mut params = net::<f64>(rank + 1.0);
     broadcast(world, &mut params);
     assert_eq!(contents(&params), contents(&net::<f64>(1.0)));
+    // Buffers go too: every rank ends with rank 0's running statistics.
+    let mut normed = Normed {
+        net: net::<f64>(rank + 1.0),
+        bn: rune_ad::nn::BatchNorm::new(3),
+    };
+    normed.bn.running_mean = Tensor::from_vec(vec![rank, rank + 0.5, -rank], &[3]);
+    broadcast(world, &mut normed);
+    assert_eq!(normed.bn.running_mean.to_vec(), [0.0, 0.5, 0.0]);
+    assert_eq!(contents(&normed.net), contents(&net::<f64>(1.0)));
     let hash = check_same_parameters(world, &params);
     assert_eq!(hash, parameter_hash(&net::<f64>(1.0)));
     assert_ne!(hash, parameter_hash(&net::<f64>(2.0)));
@@ -432,6 +448,21 @@ fn different_structures(world: &World) {
         message.contains(&format!(
             "leaf 2 is `blocks[1].w` f64 [4, 2] on rank 0 and `heads[0].w` f64 [2, 1] on rank {other}"
         )) && message.contains(&format!("(12 leaves on rank 0, 10 on rank {other})")),
+        "{message}"
+    );
+    // Buffers are part of the structure too.
+    let mut normed = Normed {
+        net: net::<f64>(1.0),
+        bn: rune_ad::nn::BatchNorm::new(3),
+    };
+    if rank == 1 {
+        normed.bn.running_var = Tensor::ones(&[4]);
+    }
+    let message = panic_message(|| broadcast(world, &mut normed));
+    assert!(
+        message.contains(
+            "buffer `bn.running_var` f64 [3] on rank 0 and buffer `bn.running_var` f64 [4] on rank 1"
+        ),
         "{message}"
     );
     // Every rank panicked before moving data: the communicator still works.

@@ -56,7 +56,9 @@ where
 }
 
 /// Copies rank 0's `value` to every rank of `comm` (parameters before training, so that every
-/// rank starts from the same ones), in one `MPI_Bcast` of its leaves packed.
+/// rank starts from the same ones), in one `MPI_Bcast` of its leaves packed, and its buffers
+/// ([`Differentiable::buffers`]: a batch norm's running statistics) after them, as PyTorch's
+/// `DistributedDataParallel` broadcasts a module's buffers.
 ///
 /// # Panics
 /// As [`all_reduce_sum`].
@@ -68,9 +70,19 @@ where
     D::Elem: Equivalence,
 {
     check_layout("broadcast", comm, value);
-    let mut buffer = pack(value, &[]);
+    let buffers: Vec<D::Elem> = value
+        .buffers("")
+        .iter()
+        .flat_map(|(_, b)| b.to_vec())
+        .collect();
+    let mut buffer = pack(value, &buffers);
     comm.process_at_rank(0).broadcast_into(&mut buffer[..]);
-    unpack(value, &buffer);
+    let mut rest = unpack(value, &buffer);
+    for (_, b) in value.buffers_mut("") {
+        let n = b.len();
+        *b = Tensor::from_vec(rest[..n].to_vec(), b.shape());
+        rest = &rest[n..];
+    }
 }
 
 /// A hash of `value`'s leaves: their shapes, element type and the bits of every element, in
@@ -170,7 +182,13 @@ where
 pub(super) fn layout_hash<D: Differentiable>(value: &D) -> u64 {
     let mut hash = Fnv::new();
     hash.bytes(<D::Elem as Element>::NAME.as_bytes());
-    for leaf in value.leaves() {
+    let buffers = value.buffers("");
+    let tensors = value
+        .leaves()
+        .into_iter()
+        .chain(buffers.iter().map(|(_, b)| *b));
+    for (k, leaf) in tensors.enumerate() {
+        hash.add(k as u64);
         hash.add(leaf.ndim() as u64);
         for &n in leaf.shape() {
             hash.add(n as u64);
@@ -200,11 +218,17 @@ fn layout_mismatch<C: Communicator, D: Differentiable>(op: &str, comm: &C, value
     let describe = |path: &String, leaf: &&Tensor<D::Elem>| {
         format!("`{path}` {} {:?}", <D::Elem as Element>::NAME, leaf.shape())
     };
+    let buffers = value.buffers("");
     let lines: Vec<String> = value
         .leaf_paths("")
         .iter()
         .zip(value.leaves().iter())
         .map(|(path, leaf)| describe(path, leaf))
+        .chain(
+            buffers
+                .iter()
+                .map(|(path, b)| format!("buffer {}", describe(path, b))),
+        )
         .collect();
     let all = gather_lines(comm, &lines.join("\n"));
     let rank0: Vec<&str> = all[0].lines().collect();
