@@ -617,6 +617,35 @@ fn loops_over_the_layers_of_a_model() {
             "member",
         );
     }
+    // The ensemble in the place of `self`: the method's entry points with `self` batched,
+    // against each member's own method.
+    let ct = Tensor::<f64>::rand_uniform(&[3], -1.0, 1.0, 90);
+    let outs = Deep::predict_vmap_self(Batch(&ensemble), &x);
+    let (_, (gm, gx)) = Deep::predict_vjp_vmap_self(Batch(&ensemble), &x, &ct);
+    let tangent = ensemble.scale(0.5);
+    let (_, slopes) = Deep::predict_jvp_vmap_self(Batch(&ensemble), &x, Batch(&tangent), &ct);
+    // Every example and every member: the ensemble on a batch of inputs.
+    let per_pair = Deep::predict_vmap_self(Batch(&ensemble), Batch(&xs.shrink(&[(0, 2), (0, 3)])));
+    for (k, member) in members.iter().enumerate() {
+        assert_close(
+            &example(&outs, k),
+            &member.predict(&x),
+            1e-12,
+            "self batched",
+        );
+        let (_, (g, dx)) = member.predict_vjp(&x, &ct);
+        assert_close(
+            &example(&gm.layers[1].w, k),
+            &g.layers[1].w,
+            1e-12,
+            "self dw",
+        );
+        assert_close(&example(&gx, k), &dx, 1e-12, "self dx");
+        let (_, slope) = member.predict_jvp(&x, &member.scale(0.5), &ct);
+        assert_close(&example(&slopes, k), &slope, 1e-12, "self jvp");
+        let xk = example(&xs, k);
+        assert_close(&example(&per_pair, k), &member.predict(&xk), 1e-12, "pairs");
+    }
 }
 
 /// Values chosen by branches on a constant, and computed in blocks: a branch may yield a shared

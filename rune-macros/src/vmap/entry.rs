@@ -24,6 +24,43 @@ pub fn entry_points(
     params: &[VmapParam],
     outputs: Option<&[syn::Type]>,
 ) -> TokenStream {
+    entry_points_named(func, params, outputs, "")
+}
+
+/// For a method whose `self` is differentiated: the entry points again as associated functions
+/// whose first argument stands for `self` and is batched like any structure
+/// (`Deep::predict_vmap_self(Batch(&ensemble), &x)`, `jax.vmap(Deep.predict, in_axes=(0,
+/// None))`), named with `_self` after `vmap`; `None` for any other function.
+pub fn self_batched_entry_points(
+    func: &ItemFn,
+    params: &[VmapParam],
+    outputs: Option<&[syn::Type]>,
+) -> Option<TokenStream> {
+    let receiver = params.iter().find(|p| p.receiver && p.active)?;
+    let this = VmapParam {
+        ident: format_ident!("this", span = receiver.ident.span()),
+        ty: syn::parse_quote!(&Self),
+        tensor: Some(syn::parse_quote!(Self)),
+        structure: true,
+        receiver: false,
+        borrowed: true,
+        active: true,
+    };
+    let params: Vec<VmapParam> = params
+        .iter()
+        .map(|p| if p.receiver { this.clone() } else { p.clone() })
+        .collect();
+    Some(entry_points_named(func, &params, outputs, "_self"))
+}
+
+/// [`entry_points`], each name ending in `suffix`; without a receiver among `params` in a
+/// method (`self_batched_entry_points`), the twin is called by path, `Self::__vmap_f(this, ..)`.
+fn entry_points_named(
+    func: &ItemFn,
+    params: &[VmapParam],
+    outputs: Option<&[syn::Type]>,
+    suffix: &str,
+) -> TokenStream {
     let name = &func.sig.ident;
     let text = name.to_string();
     let twin = format_ident!("__vmap_{}", name);
@@ -60,8 +97,10 @@ pub fn entry_points(
     };
     let args = call_args(params);
     let receiver = params.iter().find(|p| p.receiver).map(local);
+    let by_path = !suffix.is_empty();
     let callee = |f: syn::Ident| match &receiver {
         Some(r) => quote!(#r.#f),
+        None if by_path => quote!(Self::#f),
         None => quote!(#f),
     };
     let (twin, pullback, jvp) = (
@@ -70,11 +109,11 @@ pub fn entry_points(
         callee(format_ident!("{}_jvp", twin)),
     );
     let (vmap, grad, value_and_grad, vjp, jvp_entry) = (
-        format_ident!("{}_vmap", name),
-        format_ident!("{}_grad_vmap", name),
-        format_ident!("{}_value_and_grad_vmap", name),
-        format_ident!("{}_vjp_vmap", name),
-        format_ident!("{}_jvp_vmap", name),
+        format_ident!("{}_vmap{}", name, suffix),
+        format_ident!("{}_grad_vmap{}", name, suffix),
+        format_ident!("{}_value_and_grad_vmap{}", name, suffix),
+        format_ident!("{}_vjp_vmap{}", name, suffix),
+        format_ident!("{}_jvp_vmap{}", name, suffix),
     );
     let plain = prologue("vmap", Broadcast::None, &[]);
     let batched = prologue("grad_vmap", Broadcast::Active, &[]);

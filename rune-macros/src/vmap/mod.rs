@@ -26,6 +26,7 @@ use crate::diag::Errors;
 use crate::parse::{tensor_elem, Returns, Signature};
 
 /// A parameter of the function, as the batched functions see it.
+#[derive(Clone)]
 pub(crate) struct VmapParam {
     pub ident: syn::Ident,
     /// The declared type.
@@ -71,6 +72,11 @@ pub fn vmap_items(
     let option = (hvp == Some(true)).then(|| quote!((hvp)));
     let twin = twin_fn(original, &params, batched);
     let mut entries = entry::entry_points(original, &params, outputs.as_deref());
+    entries.extend(entry::self_batched_entry_points(
+        original,
+        &params,
+        outputs.as_deref(),
+    ));
     let plain = sig
         .active()
         .all(|(_, a)| !a.structure && !a.array && !a.scalar);
