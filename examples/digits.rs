@@ -1,7 +1,8 @@
 //! Handwritten digit recognition with a small neural network whose gradients are generated at
 //! compile time by `#[differentiable]`.
 //!
-//! The model is a multilayer perceptron whose parameters live in a plain Rust struct,
+//! The model (`examples/digits_mlp/mod.rs`, shared with `digits_ddp`) is a multilayer
+//! perceptron whose parameters live in a plain Rust struct,
 //! `Mlp { hidden: Vec<Linear<f32>>, output: Linear<f32> }`, with `#[derive(Differentiable)]`;
 //! its layers are `rune_ad::nn::Linear`, initialised as PyTorch's from a seeded `nn::Init`:
 //!
@@ -45,39 +46,17 @@
 //! ```
 
 mod digits_data;
+mod digits_mlp;
 mod progress;
 mod training_plot;
 
 use digits_data::{accuracy, Digits, CLASSES, PIXELS};
+use digits_mlp::{logits, loss, loss_value_and_grad, Mlp};
 use rune_ad::data::DataLoader;
 use rune_ad::nn::{Init, Linear};
 use rune_ad::optim::Adam;
 use rune_ad::prelude::*;
 use training_plot::Panel;
-
-/// The network's parameters: hidden layers followed by relu, then the output layer.
-#[derive(Clone, Differentiable)]
-struct Mlp {
-    hidden: Vec<Linear<f32>>,
-    output: Linear<f32>,
-}
-
-/// The logits `[N, 10]` of a batch of images `x: [N, 64]`.
-#[differentiable]
-fn logits(model: &Mlp, #[nodiff] x: &Tensor<f32>) -> Tensor<f32> {
-    let mut h = x.clone();
-    for layer in &model.hidden {
-        h = layer.forward(&h).relu();
-    }
-    model.output.forward(&h)
-}
-
-/// Mean softmax cross-entropy of the batch `x` against `labels: [N, 1]`.
-#[differentiable]
-fn loss(model: &Mlp, #[nodiff] x: &Tensor<f32>, #[nodiff] labels: &Tensor<i64>) -> Tensor<f32> {
-    let log_p = logits(model, x).log_softmax(1);
-    -log_p.gather(1, labels).mean()
-}
 
 const HIDDEN: usize = 128;
 const EPOCHS: usize = 20;

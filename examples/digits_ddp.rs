@@ -20,39 +20,16 @@
 //! says what each step communicates and how to run on a cluster.
 
 mod digits_data;
+mod digits_mlp;
 
 use std::time::Instant;
 
 use digits_data::{accuracy, Digits, CLASSES, PIXELS};
+use digits_mlp::{logits, loss, loss_value_and_grad, Mlp};
 use rune_ad::data::DataLoader;
 use rune_ad::distributed::{abort_on_panic, check_same_parameters, mpi, DataParallel};
 use rune_ad::nn::{Init, Linear};
 use rune_ad::optim::Adam;
-use rune_ad::prelude::*;
-
-/// The network's parameters: hidden layers followed by relu, then the output layer.
-#[derive(Clone, Differentiable)]
-struct Mlp {
-    hidden: Vec<Linear<f32>>,
-    output: Linear<f32>,
-}
-
-/// The logits `[N, 10]` of a batch of images `x: [N, 64]`.
-#[differentiable]
-fn logits(model: &Mlp, #[nodiff] x: &Tensor<f32>) -> Tensor<f32> {
-    let mut h = x.clone();
-    for layer in &model.hidden {
-        h = layer.forward(&h).relu();
-    }
-    model.output.forward(&h)
-}
-
-/// Mean softmax cross-entropy of the batch `x` against `labels: [N, 1]`.
-#[differentiable]
-fn loss(model: &Mlp, #[nodiff] x: &Tensor<f32>, #[nodiff] labels: &Tensor<i64>) -> Tensor<f32> {
-    let log_p = logits(model, x).log_softmax(1);
-    -log_p.gather(1, labels).mean()
-}
 
 const HIDDEN: usize = 128;
 const EPOCHS: usize = 20;
