@@ -450,18 +450,13 @@ impl<T: Clone> Tensor<T> {
         // or two: ndarray's iterator over dynamic dimensions costs several times as much per
         // element.
         let view = self.view();
-        match view.ndim() {
-            1 => view
-                .into_dimensionality::<ndarray::Ix1>()
-                .map(|v| v.to_vec()),
-            2 => view
-                .into_dimensionality::<ndarray::Ix2>()
-                .map(|v| v.iter().cloned().collect()),
-            _ => Err(ndarray::ShapeError::from_kind(
-                ndarray::ErrorKind::IncompatibleShape,
-            )),
+        if let Ok(v) = view.clone().into_dimensionality::<ndarray::Ix1>() {
+            return v.to_vec();
         }
-        .unwrap_or_else(|_| self.view().iter().cloned().collect())
+        if let Ok(v) = view.clone().into_dimensionality::<ndarray::Ix2>() {
+            return v.iter().cloned().collect();
+        }
+        view.iter().cloned().collect()
     }
 
     /// The only element of a one-element tensor.

@@ -28,9 +28,7 @@ where
     D: Differentiable,
     D::Elem: Equivalence,
 {
-    check_layout("all_reduce_sum", comm, value);
-    let sum = reduce_sum(comm, &pack(value, &[]));
-    unpack(value, &sum);
+    reduce_leaves("all_reduce_sum", comm, value, D::Elem::from_f64(1.0));
 }
 
 /// Averages `value` across the ranks of `comm`, leaf by leaf: the sum of
@@ -46,13 +44,27 @@ where
     D: Differentiable,
     D::Elem: Equivalence,
 {
-    check_layout("all_reduce_mean", comm, value);
     let ranks = D::Elem::from_f64(comm.size() as f64);
-    let mut mean = reduce_sum(comm, &pack(value, &[]));
-    for x in &mut mean {
-        *x /= ranks;
+    reduce_leaves("all_reduce_mean", comm, value, ranks);
+}
+
+/// The leaves of `value` summed over the ranks, each element divided by `divisor` (exactly, not
+/// multiplied by its reciprocal), after the layout check `op` names.
+#[track_caller]
+fn reduce_leaves<C, D>(op: &str, comm: &C, value: &mut D, divisor: D::Elem)
+where
+    C: Communicator,
+    D: Differentiable,
+    D::Elem: Equivalence,
+{
+    check_layout(op, comm, value);
+    let mut sum = reduce_sum(comm, &pack(value, &[]));
+    if divisor != D::Elem::from_f64(1.0) {
+        for x in &mut sum {
+            *x /= divisor;
+        }
     }
-    unpack(value, &mean);
+    unpack(value, &sum);
 }
 
 /// Copies rank 0's `value` to every rank of `comm` (parameters before training, so that every

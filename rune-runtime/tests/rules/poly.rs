@@ -9,20 +9,39 @@ use crate::common::{assert_close, tensor, uniform, Case};
 
 pub fn cases<T: Element>() -> Vec<Case<T>> {
     let mut cases = Vec::new();
-    let points: [(&'static str, Tensor<T>); 4] = [
-        ("[5] at [7]", uniform(&[7], -1.5, 1.5, 9100)),
-        ("[5] at [2, 3]", uniform(&[2, 3], -1.5, 1.5, 9101)),
+    // (label, coefficients, points).
+    let inputs: [(&'static str, Tensor<T>, Tensor<T>); 5] = [
+        (
+            "[5] at [7]",
+            uniform(&[5], -1.0, 1.0, 9110),
+            uniform(&[7], -1.5, 1.5, 9100),
+        ),
+        (
+            "[5] at [2, 3]",
+            uniform(&[5], -1.0, 1.0, 9110),
+            uniform(&[2, 3], -1.5, 1.5, 9101),
+        ),
         (
             "[5] at a transposed [3, 4]",
+            uniform(&[5], -1.0, 1.0, 9110),
             uniform::<T>(&[4, 3], -1.5, 1.5, 9102).t(),
         ),
-        ("[5] at [300], two blocks", uniform(&[300], -1.1, 1.1, 9103)),
+        (
+            "[5] at [300], two blocks",
+            uniform(&[5], -1.0, 1.0, 9110),
+            uniform(&[300], -1.1, 1.1, 9103),
+        ),
+        (
+            "a constant",
+            uniform(&[1], -1.0, 1.0, 9111),
+            uniform(&[4], -1.0, 1.0, 9112),
+        ),
     ];
-    for (label, x) in points {
+    for (label, p, x) in inputs {
         cases.push(Case::new(
             "polyval",
             label,
-            vec![uniform(&[5], -1.0, 1.0, 9110), x],
+            vec![p, x],
             |a| polyval(&a[0], &a[1]),
             |a, t| polyval_jvp(&a[0], &a[1], Some(&t[0]), Some(&t[1])),
             |a, g| {
@@ -33,22 +52,6 @@ pub fn cases<T: Element>() -> Vec<Case<T>> {
             },
         ));
     }
-    cases.push(Case::new(
-        "polyval",
-        "a constant",
-        vec![
-            uniform(&[1], -1.0, 1.0, 9111),
-            uniform(&[4], -1.0, 1.0, 9112),
-        ],
-        |a| polyval(&a[0], &a[1]),
-        |a, t| polyval_jvp(&a[0], &a[1], Some(&t[0]), Some(&t[1])),
-        |a, g| {
-            vec![
-                polyval_vjp_p(g, &a[0], &a[1]),
-                polyval_vjp_x(g, &a[0], &a[1]),
-            ]
-        },
-    ));
     cases
 }
 
