@@ -68,6 +68,7 @@ mod arrays;
 mod broadcast;
 mod check;
 mod constructors;
+mod copy;
 pub mod data;
 mod element;
 mod entry;

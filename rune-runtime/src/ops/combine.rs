@@ -18,6 +18,7 @@ use ndarray::{ArrayD, Axis, IxDyn, Slice, Zip};
 use std::borrow::Borrow;
 
 use crate::broadcast::{broadcast_owned, broadcast_shapes, sum_to_shape};
+use crate::copy::extend_elems;
 use crate::element::Element;
 use crate::element::{FromScalar, OperandOf, OperandRef};
 use crate::error::{checked, checked_size, panicking_twin, OrPanic, ShapeError};
@@ -124,9 +125,28 @@ pub fn try_concat<T: Clone>(
 ) -> Result<Tensor<T>, ShapeError> {
     let tensors: Vec<&Tensor<T>> = tensors.iter().map(Borrow::borrow).collect();
     let tensors = &tensors[..];
-    let (a, _) = concat_shape(tensors, axis)?;
     if tensors.len() == 1 {
+        concat_shape(tensors, axis)?;
         return Ok(tensors[0].clone());
+    }
+    let (a, shape) = concat_shape(tensors, axis)?;
+    if let Some(parts) = tensors
+        .iter()
+        .map(|t| t.as_slice())
+        .collect::<Option<Vec<_>>>()
+    {
+        // Row-major inputs: for each position before the axis, each input's slice after it is
+        // one run.
+        let outer: usize = shape[..a].iter().product();
+        let inner: usize = shape[a + 1..].iter().product();
+        let mut out = Vec::with_capacity(shape.iter().product());
+        for o in 0..outer {
+            for (t, part) in tensors.iter().zip(&parts) {
+                let run = t.shape()[a] * inner;
+                extend_elems(&mut out, &part[o * run..(o + 1) * run]);
+            }
+        }
+        return Ok(Tensor::from_parts(out, &shape));
     }
     let views: Vec<_> = tensors.iter().map(|t| t.view()).collect();
     let out = ndarray::concatenate(Axis(a), &views).expect("concat: shapes checked");

@@ -13,6 +13,7 @@ use std::ops::AddAssign;
 use ndarray::{ArrayD, Axis, IxDyn, Slice, Zip};
 use smallvec::SmallVec;
 
+use crate::copy::extend_elems;
 use crate::element::Element;
 use crate::error::{panicking_twin, OrPanic, ShapeError};
 use crate::ops::normalize_axis;
@@ -182,7 +183,7 @@ fn select_rows<T: Clone>(x: &Tensor<T>, a: usize, rows: &[usize]) -> Tensor<T> {
     for o in 0..outer {
         let block = &src[o * len * inner..(o + 1) * len * inner];
         for &r in rows {
-            out.extend_from_slice(&block[r * inner..(r + 1) * inner]);
+            extend_elems(&mut out, &block[r * inner..(r + 1) * inner]);
         }
     }
     Tensor::from_vec(out, &out_shape)

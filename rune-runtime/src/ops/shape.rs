@@ -14,6 +14,7 @@ use std::borrow::Cow;
 use ndarray::{ArrayViewD, Axis, IxDyn};
 
 use crate::broadcast::{broadcast_view, materialize, same_shape, sum_to_shape};
+use crate::copy::extend_elems;
 use crate::element::Element;
 use crate::error::{checked_size, panicking_twin, ShapeError};
 use crate::ops::normalize_axis;
@@ -63,7 +64,7 @@ fn row_major_elements<T: Clone>(v: &ArrayViewD<'_, T>) -> Vec<T> {
     }
     for lane in v.rows() {
         match lane.as_slice() {
-            Some(s) => out.extend_from_slice(s),
+            Some(s) => extend_elems(&mut out, s),
             None => out.extend(lane.iter().cloned()),
         }
     }

@@ -7,6 +7,7 @@
 use arrayvec::ArrayVec;
 use ndarray::{ArrayD, Axis, IxDyn, Slice};
 
+use crate::copy::{copy_elems, extend_elems};
 use crate::element::Element;
 use crate::error::{checked, checked_size, panicking_twin, ShapeError};
 use crate::ops::window::{Misfit, Window};
@@ -122,9 +123,15 @@ impl<T: Clone> Tensor<T> {
             let row: usize = shape[1..].iter().product();
             let mut out = Vec::with_capacity(padded.iter().product());
             out.resize(before * row, fill.clone());
-            out.extend_from_slice(data);
+            extend_elems(&mut out, data);
             out.resize(out.len() + after * row, fill);
             return Ok(Tensor::from_parts(out, &padded));
+        }
+        if let Some(data) = self.as_slice() {
+            return Ok(Tensor::from_parts(
+                pad_rows(data, shape, ranges, &padded, fill),
+                &padded,
+            ));
         }
         let mut out = ArrayD::from_elem(IxDyn(&padded), fill);
         out.slice_each_axis_mut(|ad| {
@@ -165,6 +172,48 @@ impl<T: Clone> Tensor<T> {
         }
         Ok(Tensor::from_shared(data))
     }
+}
+
+/// Row-major `data` of `shape` padded by `ranges` to `padded`: the fill everywhere, then each
+/// run along the last axis copied to its place.
+fn pad_rows<T: Clone>(
+    data: &[T],
+    shape: &[usize],
+    ranges: &[(usize, usize)],
+    padded: &[usize],
+    fill: T,
+) -> Vec<T> {
+    let mut out = vec![fill; padded.iter().product()];
+    let last = shape.len() - 1;
+    let run = shape[last];
+    if run == 0 || data.is_empty() {
+        return out;
+    }
+    // Row-major strides of the output, and the output offset of the input's first element.
+    let mut strides = vec![1usize; padded.len()];
+    for a in (0..last).rev() {
+        strides[a] = strides[a + 1] * padded[a + 1];
+    }
+    let origin: usize = ranges.iter().zip(&strides).map(|(r, s)| r.0 * s).sum();
+    let mut index = vec![0usize; last];
+    for src in data.chunks_exact(run) {
+        let at = origin
+            + index
+                .iter()
+                .zip(&strides)
+                .map(|(i, s)| i * s)
+                .sum::<usize>();
+        copy_elems(&mut out[at..at + run], src);
+        // The next run's index over the leading axes, last fastest.
+        for a in (0..last).rev() {
+            index[a] += 1;
+            if index[a] < shape[a] {
+                break;
+            }
+            index[a] = 0;
+        }
+    }
+    out
 }
 
 /// The window of `unfold` and `fold` (`op`): a square `k x k` kernel over `[N, C, H, W]`, with

@@ -165,6 +165,34 @@ fn concat_and_stack_values() {
     assert_close(&t, &[0., 0., 5., 0., 0., 6.], 0.0);
 }
 
+/// Row-major tensors joined along a middle axis, large enough to be copied run by run: each
+/// element where the formula puts it.
+#[test]
+fn concat_of_large_tensors_along_a_middle_axis() {
+    let value =
+        |t: usize, i: usize, j: usize, k: usize| (t * 1_000_000 + i * 10_000 + j * 100 + k) as f64;
+    let part = |t: usize, rows: usize| {
+        let data: Vec<f64> = (0..3 * rows * 70)
+            .map(|e| value(t, e / (rows * 70), e / 70 % rows, e % 70))
+            .collect();
+        Tensor::from_vec(data, &[3, rows, 70])
+    };
+    let (a, b) = (part(0, 5), part(1, 9));
+    let joined = concat(&[&a, &b], 1);
+    assert_eq!(joined.shape(), &[3, 14, 70]);
+    let expected: Vec<f64> = (0..3 * 14 * 70)
+        .map(|e| {
+            let (i, j, k) = (e / (14 * 70), e / 70 % 14, e % 70);
+            if j < 5 {
+                value(0, i, j, k)
+            } else {
+                value(1, i, j - 5, k)
+            }
+        })
+        .collect();
+    assert_close(&joined, &expected, 0.0);
+}
+
 #[test]
 fn where_cond_selects_and_broadcasts() {
     let mask = Tensor::from_vec(vec![true, false, true], &[3]);

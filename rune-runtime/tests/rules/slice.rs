@@ -148,6 +148,39 @@ fn shrink_pad_flip_values() {
     );
 }
 
+/// Padding on every axis of a row-major tensor too large for the small path, and a 1-D shift
+/// (`shrink` then `pad`) of a buffer the size of its input: each element where the formula
+/// puts it.
+#[test]
+fn pad_of_large_tensors_on_every_axis() {
+    let (shape, ranges) = ([4usize, 6, 50], [(1usize, 2usize), (0, 3), (5, 1)]);
+    let value = |i: usize, j: usize, k: usize| (i * 10_000 + j * 100 + k) as f64;
+    let data: Vec<f64> = (0..4 * 6 * 50)
+        .map(|e| value(e / 300, e / 50 % 6, e % 50))
+        .collect();
+    let padded = Tensor::from_vec(data, &shape).pad(&ranges, -1.0);
+    assert_eq!(padded.shape(), &[7, 9, 56]);
+    let expected: Vec<f64> = (0..7 * 9 * 56usize)
+        .map(|e| {
+            let (i, j, k) = (e / (9 * 56), e / 56 % 9, e % 56);
+            match (i.checked_sub(1), j.checked_sub(0), k.checked_sub(5)) {
+                (Some(i), Some(j), Some(k)) if i < 4 && j < 6 && k < 50 => value(i, j, k),
+                _ => -1.0,
+            }
+        })
+        .collect();
+    assert_close(&padded, &expected, 0.0);
+
+    for n in [1000usize, 4096, 100_000] {
+        let y = Tensor::from_vec((0..n).map(|i| i as f64).collect(), &[n]);
+        let shifted = y.shrink(&[(0, n - 1)]).pad(&[(1, 0)], 0.5);
+        let expected: Vec<f64> = (0..n)
+            .map(|i| if i == 0 { 0.5 } else { (i - 1) as f64 })
+            .collect();
+        assert_close(&shifted, &expected, 0.0);
+    }
+}
+
 /// `shrink_vjp_into` adds what `shrink_vjp` returns, for a first contribution, an adjoint of
 /// its own (written in place), an adjoint sharing its elements with another tensor (which must
 /// not change) and a small one held inline.
