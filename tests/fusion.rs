@@ -942,6 +942,52 @@ fn assert_bits(what: &str, a: &Tensor<f64>, b: &Tensor<f64>) {
     assert_eq!(bits(a), bits(b), "{what}");
 }
 
+/// `1.5 x` through `tanh`, doubled: a function the next one calls.
+#[differentiable]
+fn scaled_tanh(x: &Tensor<f64>) -> Tensor<f64> {
+    (x * 1.5).tanh() * 2.0
+}
+
+/// Two results of one input: a call with several results.
+#[differentiable]
+fn sine_and_square(x: &Tensor<f64>) -> (Tensor<f64>, Tensor<f64>) {
+    (x.sin(), x * x)
+}
+
+both! {
+    /// Regions around calls of other differentiable functions, one with one result and one
+    /// with two: the plain function runs the regions and calls the callees themselves.
+    fn calling / calling_unfused(x: &Tensor<f64>, w: &Tensor<f64>) -> Tensor<f64> {
+        let h = scaled_tanh(&(x * w + 0.5));
+        let (a, b) = sine_and_square(&(h.exp() - 1.0));
+        ((&h * a).exp() - b * 0.5).sum()
+    }
+}
+
+#[test]
+fn a_plain_function_with_calls_runs_its_regions() {
+    let x = Tensor::rand_normal(&[5, 3], 0.0, 0.5, 70);
+    let w = Tensor::rand_normal(&[3], 0.0, 0.5, 71);
+    assert_bits("calling", &calling(&x, &w), &calling_unfused(&x, &w));
+    check_variants!(calling, calling_value_and_grad, calling_grad, calling_vjp, calling_jvp, calling_pullback; [x, w]; (&x, &w));
+    // By hand, elementwise: u = xw + 1/2, h = 2 tanh(1.5 u), e = exp h - 1,
+    // f = exp(h sin e) - e² / 2, df/dh = exp(h sin e)(sin e + h cos e e') - e e' with e' = exp h.
+    let (xv, wv) = (x.to_vec(), w.to_vec());
+    let (gx, _) = calling_grad(&x, &w);
+    for (i, g) in gx.to_vec().iter().enumerate() {
+        let u = xv[i] * wv[i % 3] + 0.5;
+        let h = 2.0 * (1.5 * u).tanh();
+        let (e, de) = (h.exp() - 1.0, h.exp());
+        let df_dh = (h * e.sin()).exp() * (e.sin() + h * e.cos() * de) - e * de;
+        let dh_du = 3.0 * (1.0 - (1.5 * u).tanh().powi(2));
+        let want = df_dh * dh_du * wv[i % 3];
+        assert!(
+            (g - want).abs() <= 1e-12 * want.abs().max(1.0),
+            "{i}: {g} against {want}"
+        );
+    }
+}
+
 #[test]
 fn the_plain_functions_run_their_regions_and_equal_their_unfused_twins_bit_for_bit() {
     // The plain functions themselves are written from the fused code: a region with broadcast

@@ -436,6 +436,45 @@ impl Emitter<'_> {
     }
 }
 
+impl Emitter<'_> {
+    /// A call of the callee itself, as the user wrote it (`g(x)`, `Model::g(m, x)`,
+    /// `model.g(x)`), with the arguments the entry points take: what the plain function, which
+    /// computes values only, runs.
+    pub(super) fn plain_call_expr(&self, callee: &Callee, args: &[CallArg]) -> TokenStream {
+        let mut values = self.call_args(args);
+        match callee {
+            Callee::Function { path, turbofish } => quote!(#path #turbofish (#(#values),*)),
+            Callee::Associated {
+                ty,
+                name,
+                turbofish,
+            } => quote!(#ty::#name #turbofish (#(#values),*)),
+            Callee::Method { name, turbofish } => {
+                values.remove(0);
+                let receiver = match &args[0] {
+                    CallArg::Struct {
+                        root,
+                        path,
+                        borrowed,
+                    } => {
+                        let p = path_tokens(&self.body.roots[*root], path);
+                        match *borrowed {
+                            true if path.is_empty() && self.reference_root(*root) => p,
+                            true => quote!((&#p)),
+                            false => quote!(::core::clone::Clone::clone(&#p)),
+                        }
+                    }
+                    CallArg::Const(t) => quote!((#t)),
+                    CallArg::Val { .. } | CallArg::Array { .. } => {
+                        unreachable!("a receiver is a structure or a constant")
+                    }
+                };
+                quote!(#receiver.#name #turbofish (#(#values),*))
+            }
+        }
+    }
+}
+
 /// The function whose generated entry point `name` is (`critic` for `critic_grad`), by the
 /// entry points' suffixes.
 fn generated_from(name: &str) -> Option<&str> {

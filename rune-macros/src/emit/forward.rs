@@ -12,7 +12,7 @@ use super::rule::{forward_op, Hoists, OpCtx};
 use super::tokens::{relocate, relocate_call};
 use super::{list_refs, rt, struct_place, Emitter, Mode};
 use crate::ir::{
-    BranchHead, CallArg, List, LoopHead, Operand, OutputAux, OutputElem, Stmt, Use, Val,
+    BranchHead, CallArg, List, LoopHead, Operand, OutShape, OutputAux, OutputElem, Stmt, Use, Val,
 };
 use crate::lower::path_tokens;
 use crate::names::{
@@ -205,7 +205,27 @@ impl Emitter<'_> {
                 let recursive = self.is_recursive(callee, args);
                 match mode {
                     Mode::Value => {
-                        unreachable!("the plain function is written from a body without calls")
+                        // One result: the callee itself. Several: its forward pass, whose
+                        // pullback is dropped, since the callee may return them as an array
+                        // (`[f64; 3]`), which the passes carry as a tuple.
+                        let (call, question) = match shape {
+                            OutShape::One => (self.plain_call_expr(callee, args), question),
+                            OutShape::Tuple(_) => {
+                                let values = self.call_args(args);
+                                let fwd = self.call_expr(
+                                    callee,
+                                    "fwd",
+                                    args,
+                                    values,
+                                    shape,
+                                    Mode::Reverse,
+                                );
+                                (quote!(#fwd #question .0), None)
+                            }
+                        };
+                        let values: Vec<Ident> = self.read_outs(outs).map(val_ident).collect();
+                        let values = self.carrier().call_results(&values);
+                        relocate(quote!(let #bound = #call #question; #values), *span)
                     }
                     Mode::Reverse => {
                         let values = self.call_args(args);
@@ -519,18 +539,16 @@ impl Emitter<'_> {
     }
 
     /// Whether the plain function's body is written from the fused IR ([`Self::plain_body`]):
-    /// where fusion made a region, the body calls no other differentiable function (whose plain
-    /// function the IR does not name), and no custom rule stands in for the derivatives.
+    /// where fusion made a region and no custom rule stands in for the derivatives. A call of
+    /// another differentiable function is a call of that function itself there.
     pub(super) fn fuses_plain(&self) -> bool {
         let mut fused = false;
-        let mut calls = false;
-        crate::ir::walk(&self.body.stmts, &mut |s| match s {
-            Stmt::Fused { .. } => fused = true,
-            Stmt::Call { .. } => calls = true,
-            _ => {}
+        crate::ir::walk(&self.body.stmts, &mut |s| {
+            if let Stmt::Fused { .. } = s {
+                fused = true;
+            }
         });
         fused
-            && !calls
             && !self.is_twin
             && self.options.custom_vjp.is_none()
             && self.options.custom_jvp.is_none()

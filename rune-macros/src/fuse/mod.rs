@@ -779,6 +779,30 @@ mod tests {
 
     #[test]
     #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
+    fn a_plain_function_with_calls_is_written_from_its_regions() {
+        // One result: the callee itself; two: the callee's forward pass, its pullback dropped.
+        let out = expand(
+            "",
+            "fn f(x: &Tensor<f64>) -> Tensor<f64> {
+                let y = g(&(x.sin() * 2.0));
+                let (a, b) = h(&y);
+                (a.exp() + b).sum()
+            }",
+        );
+        let plain = out.split("fn original").next().expect("the expansion");
+        assert!(out.contains("fn original"), "{out}");
+        assert!(plain.contains("fused_map ("), "{plain}");
+        assert!(plain.contains("fused_reduce ("), "{plain}");
+        assert!(
+            plain.contains("= g (:: rune_ad :: __private :: arg (&"),
+            "{plain}"
+        );
+        assert!(plain.contains("use h as __rune_callee"), "{plain}");
+        assert!(plain.contains("__rune_callee :: fwd ("), "{plain}");
+    }
+
+    #[test]
+    #[cfg_attr(feature = "no-fusion", ignore = "fusion is off")]
     fn a_tree_of_elementwise_ops_is_one_region() {
         let out = expand("", GATED);
         // `z` is read by `tanh` and by the last product: a region input. The rest is one tree,
