@@ -1,5 +1,5 @@
 //! Elementwise ops and rules on operands of the same shape, in every layout a tensor can have
-//! (row-major, transposed, reversed, a block of a larger tensor, joined along its last axis,
+//! (row-major, transposed, reversed, a block of a larger tensor, views joined along their last axis,
 //! 0-d, empty), against the same function applied to their elements one by one in row-major
 //! order; and their results, row-major whatever the operands' layouts.
 
@@ -30,15 +30,13 @@ fn in_layouts<T: Clone + PartialEq + std::fmt::Debug>(
         wide[(i / 4) * 6 + 1 + i % 4] = v;
     }
     let block = Tensor::from_vec(wide, &[3, 6]).shrink(&[(0, 3), (1, 5)]);
-    // `concat` along an inner axis lays its result out with that axis outermost in memory.
-    let columns = |from: usize| m.shrink(&[(0, 3), (from, from + 2)]).to_vec();
-    let joined = concat(
-        &[
-            Tensor::from_vec(columns(0), &[3, 2]),
-            Tensor::from_vec(columns(2), &[3, 2]),
-        ],
-        1,
-    );
+    // `concat` of transposed views along an inner axis lays its result out with that axis
+    // outermost in memory (of row-major inputs, row-major).
+    let columns = |from: usize| {
+        let part = m.shrink(&[(0, 3), (from, from + 2)]);
+        Tensor::from_vec(part.t().to_vec(), &[2, 3]).t()
+    };
+    let joined = concat(&[columns(0), columns(2)], 1);
     for t in [&transposed, &reversed, &block, &joined] {
         assert_eq!(t.to_vec(), m.to_vec());
         assert!(!t.is_standard_layout());
