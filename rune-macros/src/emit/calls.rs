@@ -229,7 +229,9 @@ impl Emitter<'_> {
     /// The expression calling entry point `kind` (`fwd` or `tangent`) of `callee` with `values`
     /// (the arguments, then in forward mode their tangents). Unless the call is recursive, it
     /// goes through a stand-in that takes over when the callee is not `#[differentiable]`; the
-    /// reverse pass then reports that as one error naming the callee.
+    /// reverse pass then reports that as one error naming the callee. In `Mode::Value` (the
+    /// plain function calling `fwd` for its results) the call is the reverse pass's without
+    /// the check, which the reverse pass reports.
     pub(super) fn call_expr(
         &self,
         callee: &Callee,
@@ -242,6 +244,10 @@ impl Emitter<'_> {
         let kind = self.api().kind(kind);
         let recursive = self.is_recursive(callee, args);
         let check = mode == Mode::Reverse && !self.is_twin;
+        let mode = match mode {
+            Mode::Value => Mode::Reverse,
+            mode => mode,
+        };
         let name = callee.name();
         match callee {
             Callee::Function { path, turbofish } => {

@@ -212,14 +212,8 @@ impl Emitter<'_> {
                             OutShape::One => (self.plain_call_expr(callee, args), question),
                             OutShape::Tuple(_) => {
                                 let values = self.call_args(args);
-                                let fwd = self.call_expr(
-                                    callee,
-                                    "fwd",
-                                    args,
-                                    values,
-                                    shape,
-                                    Mode::Reverse,
-                                );
+                                let fwd =
+                                    self.call_expr(callee, "fwd", args, values, shape, Mode::Value);
                                 (quote!(#fwd #question .0), None)
                             }
                         };
