@@ -17,16 +17,17 @@ use crate::summation::{block_sum, SUM_BLOCK};
 /// cotangent, or the tangents). The callers write each block's results to their outputs
 /// ([`Out`]), so that no output is filled with zeros first.
 ///
-/// The blocks are local arrays of a constant size. The callers evaluate a region over whole
-/// blocks (the elements past `n` of the last one are left from the block before, or zero:
-/// their results are not written), so their loops have a constant trip count, no bounds checks
-/// and no remainder, and LLVM vectorises them completely.
+/// The blocks are arrays of a constant size: a whole block of an input of the region's shape
+/// in row-major order is its data in place, any other a local array filled from its source.
+/// The callers evaluate a region over whole blocks (the elements past `n` of the last one are
+/// left from the block before, or zero: their results are not written), so their loops have a
+/// constant trip count, no bounds checks and no remainder, and LLVM vectorises them completely.
 #[inline(always)]
 pub(super) fn for_blocks<T: Element, const N: usize, const M: usize, const B: usize>(
     range: Range<usize>,
     xs_from: &[Source<'_, T>; N],
     ys_from: &[Source<'_, T>; M],
-    body: impl FnMut(usize, &[[T; B]; N], &[[T; B]; M]),
+    body: impl FnMut(usize, &[&[T; B]; N], &[&[T; B]; M]),
 ) {
     for_steps(range, B, xs_from, ys_from, body);
 }
@@ -39,7 +40,7 @@ pub(super) fn for_steps<T: Element, const N: usize, const M: usize, const B: usi
     step: usize,
     xs_from: &[Source<'_, T>; N],
     ys_from: &[Source<'_, T>; M],
-    mut body: impl FnMut(usize, &[[T; B]; N], &[[T; B]; M]),
+    mut body: impl FnMut(usize, &[&[T; B]; N], &[&[T; B]; M]),
 ) {
     debug_assert!(step > 0 && step <= B);
     let (mut xs, mut ys) = (splats(xs_from), splats(ys_from));
@@ -48,7 +49,11 @@ pub(super) fn for_steps<T: Element, const N: usize, const M: usize, const B: usi
         let n = step.min(range.end - start);
         fill_blocks(&mut xs, xs_from, start, n);
         fill_blocks(&mut ys, ys_from, start, n);
-        body(n, &xs, &ys);
+        body(
+            n,
+            &blocks_at(&xs, xs_from, start, n),
+            &blocks_at(&ys, ys_from, start, n),
+        );
         start += n;
     }
 }
@@ -72,8 +77,22 @@ pub(super) fn splats<T: Element, const N: usize, const B: usize>(
     blocks
 }
 
+/// The whole block of `B` elements of `source` from `start` on, in place: where the source is
+/// data of the region's shape and the block is whole.
+#[inline(always)]
+fn in_place<'a, T, const B: usize>(
+    source: &Source<'a, T>,
+    start: usize,
+    n: usize,
+) -> Option<&'a [T; B]> {
+    match source {
+        Source::Slice(s) if n == B => s[start..start + B].try_into().ok(),
+        _ => None,
+    }
+}
+
 /// Fills the first `n` elements of each block with its source's elements from `start` on
-/// (a scalar's block is filled once, by [`splats`]).
+/// (a scalar's block is filled once, by [`splats`]; a block read in place, not at all).
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub(super) fn fill_blocks<T: Element, const N: usize, const B: usize>(
@@ -83,17 +102,30 @@ pub(super) fn fill_blocks<T: Element, const N: usize, const B: usize>(
     n: usize,
 ) {
     for (b, s) in blocks.iter_mut().zip(from) {
-        if !matches!(s, Source::Splat(_)) {
+        if !matches!(s, Source::Splat(_)) && in_place::<T, B>(s, start, n).is_none() {
             s.fill(start, &mut b[..n]);
         }
     }
+}
+
+/// Each source's block from `start` on: its data in place ([`in_place`]), or the local block
+/// [`fill_blocks`] filled.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn blocks_at<'a, T: Element, const N: usize, const B: usize>(
+    blocks: &'a [[T; B]; N],
+    from: &[Source<'a, T>; N],
+    start: usize,
+    n: usize,
+) -> [&'a [T; B]; N] {
+    std::array::from_fn(|k| in_place(&from[k], start, n).unwrap_or(&blocks[k]))
 }
 
 /// Element `e` of each of `N` blocks.
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub(super) fn column<T: Element, const N: usize, const B: usize>(
-    blocks: &[[T; B]; N],
+    blocks: &[&[T; B]; N],
     e: usize,
 ) -> [T; N] {
     let mut c = [T::zero(); N];
@@ -125,7 +157,7 @@ pub(super) fn put_blocks<T: Element, const K: usize, const B: usize>(
     n: usize,
 ) {
     for (o, b) in outs.iter_mut().zip(blocks) {
-        o.put(&b[..n]);
+        o.put_first(b, n);
     }
 }
 
@@ -179,6 +211,17 @@ pub(super) enum Out<'a, T> {
 }
 
 impl<T: Element> Out<'_, T> {
+    /// Writes the first `n` elements of a block: a whole block as a copy of a constant size,
+    /// which the compiler writes as a few vector moves instead of a call of `memcpy`.
+    #[inline(always)]
+    pub(super) fn put_first<const B: usize>(&mut self, block: &[T; B], n: usize) {
+        if n == B {
+            self.put(block);
+        } else {
+            self.put(&block[..n]);
+        }
+    }
+
     /// Writes the next elements.
     #[inline(always)]
     pub(super) fn put(&mut self, block: &[T]) {

@@ -152,7 +152,7 @@ pub(super) fn map_blocks<T: Element, const N: usize, const L: usize, const B: us
                     }
                 },
             );
-            out.put(&block[..n]);
+            out.put_first(&block, n);
         },
     );
 }
