@@ -338,28 +338,10 @@ impl Emitter<'_> {
                     Callee::Associated { ty, .. } => quote!(#ty::#entry),
                     _ => {
                         values.remove(0);
-                        let receiver = match &args[0] {
-                            CallArg::Struct {
-                                root,
-                                path,
-                                borrowed,
-                            } => {
-                                let p = path_tokens(&self.body.roots[*root], path);
-                                match *borrowed {
-                                    // A parameter that is a reference (`m: &M`, `&self`).
-                                    true if path.is_empty() && self.reference_root(*root) => p,
-                                    // A field, an element or an owned parameter, borrowed:
-                                    // the real method takes `&self`, so it is found before
-                                    // the stand-in, which takes `&&self` (see below).
-                                    true => quote!((&#p)),
-                                    false => quote!(::core::clone::Clone::clone(&#p)),
-                                }
-                            }
-                            CallArg::Const(t) => quote!((#t)),
-                            CallArg::Val { .. } | CallArg::Array { .. } => {
-                                unreachable!("a receiver is a structure or a constant")
-                            }
-                        };
+                        // A field, an element or an owned parameter is borrowed: the real
+                        // method takes `&self`, so it is found before the stand-in, which
+                        // takes `&&self` (see below).
+                        let receiver = self.receiver(&args[0]);
                         quote!(#receiver.#entry)
                     }
                 };
@@ -457,25 +439,32 @@ impl Emitter<'_> {
             } => quote!(#ty::#name #turbofish (#(#values),*)),
             Callee::Method { name, turbofish } => {
                 values.remove(0);
-                let receiver = match &args[0] {
-                    CallArg::Struct {
-                        root,
-                        path,
-                        borrowed,
-                    } => {
-                        let p = path_tokens(&self.body.roots[*root], path);
-                        match *borrowed {
-                            true if path.is_empty() && self.reference_root(*root) => p,
-                            true => quote!((&#p)),
-                            false => quote!(::core::clone::Clone::clone(&#p)),
-                        }
-                    }
-                    CallArg::Const(t) => quote!((#t)),
-                    CallArg::Val { .. } | CallArg::Array { .. } => {
-                        unreachable!("a receiver is a structure or a constant")
-                    }
-                };
+                let receiver = self.receiver(&args[0]);
                 quote!(#receiver.#name #turbofish (#(#values),*))
+            }
+        }
+    }
+
+    /// A method call's receiver: a parameter that is a reference (`m: &M`, `&self`) as it is,
+    /// a field, an element or an owned parameter borrowed (or cloned, where the method takes
+    /// it by value), a constant in parentheses.
+    fn receiver(&self, arg: &CallArg) -> TokenStream {
+        match arg {
+            CallArg::Struct {
+                root,
+                path,
+                borrowed,
+            } => {
+                let p = path_tokens(&self.body.roots[*root], path);
+                match *borrowed {
+                    true if path.is_empty() && self.reference_root(*root) => p,
+                    true => quote!((&#p)),
+                    false => quote!(::core::clone::Clone::clone(&#p)),
+                }
+            }
+            CallArg::Const(t) => quote!((#t)),
+            CallArg::Val { .. } | CallArg::Array { .. } => {
+                unreachable!("a receiver is a structure or a constant")
             }
         }
     }
