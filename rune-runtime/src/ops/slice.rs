@@ -127,7 +127,7 @@ impl<T: Clone> Tensor<T> {
             out.resize(out.len() + after * row, fill);
             return Ok(Tensor::from_parts(out, &padded));
         }
-        if let Some(data) = self.as_slice() {
+        if let (false, Some(data)) = (shape.is_empty(), self.as_slice()) {
             return Ok(Tensor::from_parts(
                 pad_rows(data, shape, ranges, &padded, fill),
                 &padded,
@@ -174,8 +174,8 @@ impl<T: Clone> Tensor<T> {
     }
 }
 
-/// Row-major `data` of `shape` padded by `ranges` to `padded`: the fill everywhere, then each
-/// run along the last axis copied to its place.
+/// Row-major `data` of `shape` (one axis or more) padded by `ranges` to `padded`: the fill
+/// everywhere, then each run along the last axis copied to its place.
 fn pad_rows<T: Clone>(
     data: &[T],
     shape: &[usize],
