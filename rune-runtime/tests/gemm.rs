@@ -218,3 +218,62 @@ fn dual_products_match_the_definition() {
         }
     }
 }
+
+/// Stacks of outer products (contraction length 1, written without zeroing first), with
+/// broadcast batch axes and operands that are transposed or reversed views: each batch
+/// element against the definition, and the VJP of a stacked right operand (`aᵀ · g` per batch
+/// element, the per-example gradient of a dense layer) likewise.
+#[test]
+fn stacked_outer_products_match_the_definition() {
+    fn check<T: Element>() {
+        let u = |shape: &[usize], seed| {
+            Tensor::<T>::rand_uniform(shape, T::from_f64(-1.0), T::from_f64(1.0), seed)
+        };
+        // a: [3, 1, 4, 1] as a transposed view; b: [2, 1, 5] reversed along its last axis.
+        let a = u(&[1, 4, 1, 3], 1).permute(&[3, 2, 1, 0]);
+        assert_eq!(a.shape(), &[3, 1, 4, 1]);
+        let b = u(&[2, 1, 5], 2).flip(&[2]);
+        let c = a.matmul(&b);
+        assert_eq!(c.shape(), &[3, 2, 4, 5], "{}", T::NAME);
+        let (av, bv) = (real(&a), real(&b));
+        let want: Vec<f64> = (0..3)
+            .flat_map(|i| (0..2).map(move |j| (i, j)))
+            .flat_map(|(i, j)| {
+                let (av, bv) = (&av, &bv);
+                (0..4).flat_map(move |r| (0..5).map(move |s| av[i * 4 + r] * bv[j * 5 + s]))
+            })
+            .collect();
+        let abs: Vec<f64> = want.iter().map(|w| w.abs()).collect();
+        assert_product(
+            &c,
+            &want,
+            &abs,
+            1,
+            &format!("{} stacked outer products", T::NAME),
+        );
+
+        // The VJP for a stacked right operand: a [6, 1, 4], g [6, 1, 5] give [6, 4, 5].
+        let a = u(&[6, 4], 3).reshape(&[6, 1, 4]);
+        let g = u(&[6, 5], 4).reshape(&[6, 1, 5]);
+        let gb = matmul_vjp_rhs(&g, &a, &[6, 4, 5]);
+        assert_eq!(gb.shape(), &[6, 4, 5]);
+        let (av, gv) = (real(&a), real(&g));
+        let want: Vec<f64> = (0..6)
+            .flat_map(|e| {
+                let (av, gv) = (&av, &gv);
+                (0..4).flat_map(move |r| (0..5).map(move |s| av[e * 4 + r] * gv[e * 5 + s]))
+            })
+            .collect();
+        let abs: Vec<f64> = want.iter().map(|w| w.abs()).collect();
+        assert_product(
+            &gb,
+            &want,
+            &abs,
+            1,
+            &format!("{} per-example a^T . g", T::NAME),
+        );
+    }
+    check::<f32>();
+    check::<f64>();
+    check::<Dual<f64>>();
+}

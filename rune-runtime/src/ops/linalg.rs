@@ -354,6 +354,48 @@ fn batched<T: Element>(
     }
 }
 
+/// `a[ia] · b[ib]` over the broadcast batch (row-major) as in [`batched`], in a new vector.
+/// Products whose contraction has length 1 (outer products: a per-example gradient of a dense
+/// layer is one) are written element by element as the vector grows, so that the result is
+/// written once rather than zeroed first and written again, for results many times the size of
+/// their operands.
+fn batched_new<T: Element>(
+    (a, a_t): (&Stack<'_, T>, bool),
+    a_batch: &[usize],
+    (b, b_t): (&Stack<'_, T>, bool),
+    b_batch: &[usize],
+    batch: &[usize],
+) -> Vec<T> {
+    let rows = if a_t { a.cols } else { a.rows };
+    let cols = if b_t { b.rows } else { b.cols };
+    let inner = if a_t { a.rows } else { a.cols };
+    let count: usize = batch.iter().product();
+    if inner != 1 {
+        let mut out = vec![T::zero(); count * rows * cols];
+        batched((a, a_t), a_batch, (b, b_t), b_batch, batch, &mut out, false);
+        return out;
+    }
+    let mut out = Vec::with_capacity(count * rows * cols);
+    let mut row_copy = Vec::new();
+    for (ia, ib) in batch_pairs(a_batch, b_batch, batch) {
+        let column = oriented(a.matrix(ia), a_t);
+        let row = oriented(b.matrix(ib), b_t);
+        let row = row.row(0);
+        let row = match row.as_slice() {
+            Some(s) => s,
+            None => {
+                row_copy.clear();
+                row_copy.extend(row.iter().copied());
+                &row_copy
+            }
+        };
+        for &s in column.column(0) {
+            out.extend(row.iter().map(|&v| s * v));
+        }
+    }
+    out
+}
+
 /// `m`, transposed when `t`.
 fn oriented<T>(m: ArrayView2<'_, T>, t: bool) -> ArrayView2<'_, T> {
     if t {
@@ -431,10 +473,31 @@ impl<T: Element> Tensor<T> {
             (None, Some((b, n))) if other.ndim() >= 3 && self.ndim() <= 2 => {
                 return Ok(self.try_matmul(&b)?.repeated(n));
             }
+            // A matrix repeated along the batch axis of a stack (a batched layer's shared
+            // weights): one tall product with the matrix, not a product per batch element.
+            (None, Some((b, n)))
+                if other.ndim() == 3
+                    && b.ndim() == 2
+                    && self.ndim() >= 3
+                    && self.shape()[self.ndim() - 3] == n =>
+            {
+                return self.try_matmul(&b);
+            }
             _ => {}
         }
-        let mut out = vec![T::zero(); d.out_len()];
-        product_into(&d, self, other, &mut out, false);
+        let out = if d.k == 1 {
+            batched_new(
+                (&d.a_stack(self), false),
+                &d.a_batch,
+                (&d.b_stack(other), false),
+                &d.b_batch,
+                &d.batch,
+            )
+        } else {
+            let mut out = vec![T::zero(); d.out_len()];
+            product_into(&d, self, other, &mut out, false);
+            out
+        };
         Ok(Tensor::from_vec(out, &d.out_shape()))
     }
 }
@@ -556,16 +619,7 @@ pub mod rules {
             );
             return Tensor::from_vec(out, b_shape);
         }
-        let mut out = vec![T::zero(); d.batch_count() * d.k * d.n];
-        batched(
-            (&sa, true),
-            &d.a_batch,
-            (&sg, false),
-            &d.batch,
-            &d.batch,
-            &mut out,
-            false,
-        );
+        let out = batched_new((&sa, true), &d.a_batch, (&sg, false), &d.batch, &d.batch);
         let mut full = d.batch.clone();
         full.extend([d.k, d.n]);
         drop_promoted_axis(
