@@ -35,7 +35,7 @@ use num_traits::Float;
 use crate::factorize::{self, FactorKernels};
 use crate::gemm::{self, GemmKernel};
 use crate::special;
-use crate::vmath::{exp_log, trig, Kernels};
+use crate::vmath::{exp_log, extreme, trig, Kernels};
 
 pub use self::operand::{Operand, OperandOf, OperandRef};
 pub use self::residual::Residual;
@@ -238,6 +238,15 @@ pub trait Element:
         None
     }
 
+    /// The maximum (`max`) or minimum of a contiguous run, NaN if any element is NaN, when this
+    /// element type has a vectorised kernel for it (`vmath::extreme`, for `f32` and `f64`);
+    /// `None` keeps the running fold (dual numbers).
+    #[doc(hidden)]
+    #[inline]
+    fn lane_extreme(_xs: &[Self], _max: bool) -> Option<Self> {
+        None
+    }
+
     /// The factorizations of `ops::decomp` (Cholesky, triangular solves, LU, QR, `eigh`, `svd`)
     /// for this element type, when it has faster ones than the generic kernels there (faer's
     /// for `f32` and `f64`); `None` keeps the generic ones (dual numbers).
@@ -317,6 +326,14 @@ impl Element for f32 {
     #[inline]
     fn gemm_kernel() -> Option<GemmKernel<Self>> {
         Some(gemm::gemm_f32)
+    }
+    #[inline]
+    fn lane_extreme(xs: &[Self], max: bool) -> Option<Self> {
+        Some(if max {
+            extreme::max_f32(xs)
+        } else {
+            extreme::min_f32(xs)
+        })
     }
     #[inline]
     fn factor_kernels() -> Option<FactorKernels<Self>> {
@@ -410,6 +427,14 @@ impl Element for f64 {
     #[inline]
     fn gemm_kernel() -> Option<GemmKernel<Self>> {
         Some(gemm::gemm_f64)
+    }
+    #[inline]
+    fn lane_extreme(xs: &[Self], max: bool) -> Option<Self> {
+        Some(if max {
+            extreme::max_f64(xs)
+        } else {
+            extreme::min_f64(xs)
+        })
     }
     #[inline]
     fn factor_kernels() -> Option<FactorKernels<Self>> {

@@ -156,8 +156,15 @@ fn min_nan<T: Element>(acc: T, v: T) -> T {
 
 /// The maximum of `v`'s elements (`-inf` if none), NaN if any is NaN.
 ///
-/// NaN is looked for in a second pass: both loops are then free of branches and vectorise.
+/// A contiguous view of reals goes through `vmath::extreme`; another folds twice, the second
+/// time for NaN.
 pub(crate) fn max_of<T: Element, D: Dimension>(v: ArrayView<'_, T, D>) -> T {
+    if let Some(m) = v
+        .as_slice_memory_order()
+        .and_then(|xs| T::lane_extreme(xs, true))
+    {
+        return m;
+    }
     let m = v.fold(T::neg_infinity(), |m, &x| m.max(x));
     if v.fold(false, |nan, &x| nan | x.is_nan()) {
         T::nan()
@@ -168,6 +175,12 @@ pub(crate) fn max_of<T: Element, D: Dimension>(v: ArrayView<'_, T, D>) -> T {
 
 /// The minimum of `v`'s elements (`+inf` if none), NaN if any is NaN.
 fn min_of<T: Element, D: Dimension>(v: ArrayView<'_, T, D>) -> T {
+    if let Some(m) = v
+        .as_slice_memory_order()
+        .and_then(|xs| T::lane_extreme(xs, false))
+    {
+        return m;
+    }
     let m = v.fold(T::infinity(), |m, &x| m.min(x));
     if v.fold(false, |nan, &x| nan | x.is_nan()) {
         T::nan()

@@ -37,6 +37,7 @@ use std::cell::Cell;
 
 mod dd;
 pub mod exp_log;
+pub mod extreme;
 pub mod trig;
 
 /// An instruction-set level the elementwise loops are compiled for.
