@@ -192,6 +192,50 @@ fn kmeans_direction() {
     }
 }
 
+/// Enough centroids that the cost runs over several blocks of points (the last one partial):
+/// the cost against the definition, a loop over points and centroids, and `dir` against its
+/// closed form, `Cⱼ − mean(Pᵢ : i nearest to j)` (the gradient `Σ 2 (Cⱼ − Pᵢ)` over the
+/// Hessian's diagonal `2 |Sⱼ|`).
+#[test]
+fn kmeans_over_several_blocks() {
+    let (n, k, d) = (2000, 300, 3);
+    let points = Tensor::<f64>::rand_uniform(&[n, d], 0.0, 1.0, 11);
+    // Every centroid near a point of its own, so that no cluster is empty.
+    let picked: Vec<usize> = (0..k).map(|j| j * (n / k)).collect();
+    let centroids = points.index_select(0, &picked) + 1e-3;
+    let (p, c) = (points.to_vec(), centroids.to_vec());
+    let distance =
+        |i: usize, j: usize| -> f64 { (0..d).map(|a| (p[i * d + a] - c[j * d + a]).powi(2)).sum() };
+    let nearest: Vec<usize> = (0..n)
+        .map(|i| {
+            (0..k)
+                .min_by(|&a, &b| distance(i, a).total_cmp(&distance(i, b)))
+                .unwrap()
+        })
+        .collect();
+    let want: f64 = (0..n).map(|i| distance(i, nearest[i])).sum();
+    let got = kmeans::cost(&centroids, &points).item();
+    assert!(
+        (got - want).abs() <= 1e-10 * want,
+        "cost {got} against {want}"
+    );
+
+    let dir = kmeans::direction(&centroids, &points).to_vec();
+    for j in 0..k {
+        let members: Vec<usize> = (0..n).filter(|&i| nearest[i] == j).collect();
+        assert!(!members.is_empty(), "centroid {j} has a point");
+        for a in 0..d {
+            let mean = members.iter().map(|&i| p[i * d + a]).sum::<f64>() / members.len() as f64;
+            let expected = c[j * d + a] - mean;
+            let generated = dir[j * d + a];
+            assert!(
+                (generated - expected).abs() <= 1e-9,
+                "dir[{j}, {a}] = {generated} against {expected}"
+            );
+        }
+    }
+}
+
 #[test]
 fn ode_gradient() {
     for (n, s) in [(1, 1), (3, 1), (6, 2), (9, 3)] {

@@ -7,13 +7,38 @@ use serde_json::Value;
 use super::{decode, matrix, matrix_json, timed, unknown_function, Outcome};
 use crate::timing::Runs;
 
-/// `Σᵢ minⱼ ‖Pᵢ − Cⱼ‖²` for points `P` (`[N, D]`) and centroids `C` (`[K, D]`).
+/// `Σᵢ minⱼ ‖Pᵢ − Cⱼ‖²` for points `P` (`[N, D]`) and centroids `C` (`[K, D]`), summed over
+/// blocks of points ([`block_cost`]) that keep each block's `[rows, K]` distances near
+/// `BLOCK_ELEMENTS` elements.
 ///
-/// The squared distances are expanded as `‖Pᵢ‖² − 2 Pᵢ·Cⱼ + ‖Cⱼ‖²`, one `[N, K]` matrix
-/// product instead of an `[N, K, D]` difference (1.3 GB at the largest default workload).
-/// `min_axes` sends each point's gradient to its nearest centroid.
+/// Taken whole, the distances of the largest default workload (`N = 10⁴`, `K = 1000`) are
+/// 80 MB, and 160 MB as the dual numbers of `cost_hvp`, several times over in the gradient:
+/// every pass over them went to memory, and their first touch cost up to 0.9 s of page faults
+/// in the first call. In blocks of 2 MB they stay in cache and the allocator reuses the same
+/// memory from block to block; `block_cost` is a checkpoint, so the gradient recomputes a
+/// block's distances instead of keeping every block's (docs/benchmarks.md, "GradBench").
 #[differentiable(hvp)]
 pub fn cost(centroids: &Tensor<f64>, #[nodiff] points: &Tensor<f64>) -> Tensor<f64> {
+    let (n, d) = (points.shape()[0], points.shape()[1]);
+    let rows = BLOCK_ELEMENTS.div_ceil(centroids.shape()[0]).max(64);
+    let mut total = Tensor::<f64>::scalar(0.0);
+    for start in (0..n).step_by(rows) {
+        let block = points.shrink(&[(start, (start + rows).min(n)), (0, d)]);
+        total += block_cost(centroids, &block);
+    }
+    total
+}
+
+/// The number of distances a block of points aims at (2 MB of `f64`).
+const BLOCK_ELEMENTS: usize = 1 << 18;
+
+/// `Σᵢ minⱼ ‖Pᵢ − Cⱼ‖²` over one block of points.
+///
+/// The squared distances are expanded as `‖Pᵢ‖² − 2 Pᵢ·Cⱼ + ‖Cⱼ‖²`, one `[rows, K]` matrix
+/// product instead of a `[rows, K, D]` difference. `min_axes` sends each point's gradient to
+/// its nearest centroid.
+#[differentiable(hvp, checkpoint)]
+fn block_cost(centroids: &Tensor<f64>, #[nodiff] points: &Tensor<f64>) -> Tensor<f64> {
     let point_norms = (points * points).sum_axes(&[1], true);
     let centroid_norms = (centroids * centroids).sum_axes(&[1], false);
     let distances = point_norms - points.matmul(&centroids.t()) * 2.0 + centroid_norms;
