@@ -456,6 +456,38 @@ fn constants_built_from_values_read_in_the_hvp_twin() {
     .unwrap();
 }
 
+/// The same constants written without a turbofish, as users write them, and a sum kept in a
+/// `Tensor::scalar(0.0)` over a loop of calls: the twin gives them the element type.
+#[differentiable(hvp)]
+fn weighted_quartic_in_parts(x: &Tensor<f64>) -> Tensor<f64> {
+    let w = Tensor::from_vec(vec![1.0, 2.0, 3.0], &[3]);
+    let half = Tensor::full(&[3], 0.5);
+    let ones = Tensor::from_vec(vec![1.0; 3], &[3]);
+    let mut total = Tensor::scalar(0.0);
+    for part in 0..2 {
+        total += quartic_part(x, &(&w * &half * &ones), part);
+    }
+    total
+}
+
+/// `Σ x⁴ w` over one half of the elements (`part` 0: the first, 1: the others).
+#[differentiable(hvp)]
+fn quartic_part(x: &Tensor<f64>, #[nodiff] w: &Tensor<f64>, #[nodiff] part: usize) -> Tensor<f64> {
+    let (start, end) = if part == 0 { (0, 1) } else { (1, 3) };
+    let xs = x.shrink(&[(start, end)]);
+    (xs.square().square() * w.shrink(&[(start, end)])).sum()
+}
+
+#[test]
+fn constants_without_a_turbofish_read_in_the_hvp_twin() {
+    let x = Tensor::from_vec(vec![1.0, -0.5, 2.0], &[3]);
+    let v = Tensor::from_vec(vec![1.0, 2.0, -1.0], &[3]);
+    // As weighted_quartic: grad 2 w x³, Hessian diag(6 w x²).
+    let (g, hv) = weighted_quartic_in_parts_hvp(&x, &v);
+    assert_eq!(g.to_vec(), vec![2.0, -0.5, 48.0]);
+    assert_eq!(hv.to_vec(), vec![6.0, 6.0, -72.0]);
+}
+
 // ---- (d) derivatives of order three, and nesting modes ---------------------------------------
 
 #[differentiable]

@@ -154,19 +154,56 @@ impl ToDual {
         }
     }
 
-    /// True for `Tensor::<E>::ctor` with `ctor` one of [`FROM_VALUES`].
-    fn builds_from_values(&self, func: &syn::Expr) -> bool {
-        let syn::Expr::Path(p) = func else {
+    /// True for `Tensor::<E>::ctor(..)` with `ctor` one of [`FROM_VALUES`], and for
+    /// `Tensor::ctor(..)` without a turbofish whose values are written as float literals of
+    /// `E` (`Tensor::scalar(0.0)`, `Tensor::full(&s, 1.0)`, `Tensor::from_vec(vec![1.0], ..)`):
+    /// tensors of `E` in the function, which the twin's dual tensors would otherwise meet as
+    /// tensors of `E` (a mismatch of element types in code the user did not write). A
+    /// constructor whose values are not literals (`Tensor::from_vec(values, ..)`) keeps the
+    /// type its values give it.
+    fn builds_from_values(&self, call: &syn::ExprCall) -> bool {
+        let syn::Expr::Path(p) = &*call.func else {
             return false;
         };
         let segments: Vec<&syn::PathSegment> = p.path.segments.iter().collect();
         let [.., tensor, ctor] = segments.as_slice() else {
             return false;
         };
-        tensor.ident == "Tensor"
-            && matches!(&tensor.arguments, syn::PathArguments::AngleBracketed(args)
-                if self.names_elem(args))
-            && FROM_VALUES.contains(&ctor.ident.to_string().as_str())
+        if tensor.ident != "Tensor" || !FROM_VALUES.contains(&ctor.ident.to_string().as_str()) {
+            return false;
+        }
+        match &tensor.arguments {
+            syn::PathArguments::AngleBracketed(args) => self.names_elem(args),
+            syn::PathArguments::None => call.args.iter().any(|a| self.float_literal_of_elem(a)),
+            syn::PathArguments::Parenthesized(_) => false,
+        }
+    }
+
+    /// A float literal without a suffix or with `E`'s (negated or not), or a `vec![..]` or
+    /// array whose first element is one.
+    fn float_literal_of_elem(&self, e: &syn::Expr) -> bool {
+        let literal = |lit: &syn::Lit| matches!(lit, syn::Lit::Float(f) if f.suffix().is_empty() || f.suffix() == self.elem);
+        match e {
+            syn::Expr::Lit(l) => literal(&l.lit),
+            syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => {
+                self.float_literal_of_elem(&u.expr)
+            }
+            syn::Expr::Reference(r) => self.float_literal_of_elem(&r.expr),
+            syn::Expr::Array(a) => a
+                .elems
+                .first()
+                .is_some_and(|f| self.float_literal_of_elem(f)),
+            // `vec![a, b, ..]` and `vec![a; n]`: the first expression.
+            syn::Expr::Macro(m) if m.mac.path.is_ident("vec") => m
+                .mac
+                .parse_body_with(|input: syn::parse::ParseStream| {
+                    let first: syn::Expr = input.parse()?;
+                    input.parse::<proc_macro2::TokenStream>()?;
+                    Ok(first)
+                })
+                .is_ok_and(|f| self.float_literal_of_elem(&f)),
+            _ => false,
+        }
     }
 }
 
@@ -195,9 +232,20 @@ impl VisitMut for ToDual {
 
     fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
         if let syn::Expr::Call(call) = e {
-            if self.builds_from_values(&call.func) {
+            if self.builds_from_values(call) {
                 for arg in &mut call.args {
                     self.visit_expr_mut(arg);
+                }
+                // A constructor without a turbofish is given `E`'s.
+                if let syn::Expr::Path(p) = &mut *call.func {
+                    let n = p.path.segments.len();
+                    let tensor = &mut p.path.segments[n - 2];
+                    if tensor.arguments.is_none() {
+                        let elem: syn::Type =
+                            syn::parse_str(&self.elem).expect("the element type parses");
+                        tensor.arguments =
+                            syn::PathArguments::AngleBracketed(syn::parse_quote!(::<#elem>));
+                    }
                 }
                 let dual = &self.dual;
                 *e = syn::parse_quote!(#call.cast::<#dual>());
