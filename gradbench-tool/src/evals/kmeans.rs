@@ -8,7 +8,7 @@ use super::{decode, matrix, matrix_json, timed, unknown_function, Outcome};
 use crate::timing::Runs;
 
 /// `Σᵢ minⱼ ‖Pᵢ − Cⱼ‖²` for points `P` (`[N, D]`) and centroids `C` (`[K, D]`), summed over
-/// blocks of points ([`block_cost`]) that keep each block's `[rows, K]` distances near
+/// blocks of points (`block_cost`) that keep each block's `[rows, K]` distances near
 /// `BLOCK_ELEMENTS` elements.
 ///
 /// Taken whole, the distances of the largest default workload (`N = 10⁴`, `K = 1000`) are
