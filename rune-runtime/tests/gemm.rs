@@ -235,45 +235,38 @@ fn stacked_outer_products_match_the_definition() {
         let b = u(&[2, 1, 5], 2).flip(&[2]);
         let c = a.matmul(&b);
         assert_eq!(c.shape(), &[3, 2, 4, 5], "{}", T::NAME);
-        let (av, bv) = (real(&a), real(&b));
-        let want: Vec<f64> = (0..3)
-            .flat_map(|i| (0..2).map(move |j| (i, j)))
-            .flat_map(|(i, j)| {
-                let (av, bv) = (&av, &bv);
-                (0..4).flat_map(move |r| (0..5).map(move |s| av[i * 4 + r] * bv[j * 5 + s]))
-            })
-            .collect();
-        let abs: Vec<f64> = want.iter().map(|w| w.abs()).collect();
-        assert_product(
-            &c,
-            &want,
-            &abs,
-            1,
-            &format!("{} stacked outer products", T::NAME),
-        );
+        let pairs = (0..3).flat_map(|i| (0..2).map(move |j| (i, j)));
+        let what = format!("{} stacked outer products", T::NAME);
+        assert_outer_products(&c, &real(&a), &real(&b), pairs, &what);
 
         // The VJP for a stacked right operand: a [6, 1, 4], g [6, 1, 5] give [6, 4, 5].
         let a = u(&[6, 4], 3).reshape(&[6, 1, 4]);
         let g = u(&[6, 5], 4).reshape(&[6, 1, 5]);
         let gb = matmul_vjp_rhs(&g, &a, &[6, 4, 5]);
         assert_eq!(gb.shape(), &[6, 4, 5]);
-        let (av, gv) = (real(&a), real(&g));
-        let want: Vec<f64> = (0..6)
-            .flat_map(|e| {
-                let (av, gv) = (&av, &gv);
-                (0..4).flat_map(move |r| (0..5).map(move |s| av[e * 4 + r] * gv[e * 5 + s]))
-            })
-            .collect();
-        let abs: Vec<f64> = want.iter().map(|w| w.abs()).collect();
-        assert_product(
-            &gb,
-            &want,
-            &abs,
-            1,
-            &format!("{} per-example a^T . g", T::NAME),
-        );
+        let what = format!("{} per-example a^T . g", T::NAME);
+        assert_outer_products(&gb, &real(&a), &real(&g), (0..6).map(|e| (e, e)), &what);
     }
     check::<f32>();
     check::<f64>();
     check::<Dual<f64>>();
+}
+
+/// `got` holds, for each pair `(i, j)` in order, the `4 × 5` outer product of row `i` of `a`
+/// (rows of 4) and row `j` of `b` (rows of 5).
+#[track_caller]
+fn assert_outer_products<T: Element>(
+    got: &Tensor<T>,
+    a: &[f64],
+    b: &[f64],
+    pairs: impl Iterator<Item = (usize, usize)>,
+    what: &str,
+) {
+    let want: Vec<f64> = pairs
+        .flat_map(|(i, j)| {
+            (0..4).flat_map(move |r| (0..5).map(move |s| a[i * 4 + r] * b[j * 5 + s]))
+        })
+        .collect();
+    let abs: Vec<f64> = want.iter().map(|w| w.abs()).collect();
+    assert_product(got, &want, &abs, 1, what);
 }
