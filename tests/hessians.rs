@@ -486,6 +486,16 @@ fn constants_without_a_turbofish_read_in_the_hvp_twin() {
     let (g, hv) = weighted_quartic_in_parts_hvp(&x, &v);
     assert_eq!(g.to_vec(), vec![2.0, -0.5, 48.0]);
     assert_eq!(hv.to_vec(), vec![6.0, 6.0, -72.0]);
+    // And the products against finite differences of the gradient, in other directions.
+    check_hvp(
+        |a: &[Tensor<f64>]| vec![weighted_quartic_in_parts_grad(&a[0])],
+        |a: &[Tensor<f64>], v: &[Tensor<f64>]| vec![weighted_quartic_in_parts_hvp(&a[0], &v[0]).1],
+        &[x],
+        f64::FD_EPS,
+        1e-7,
+        1e-8,
+    )
+    .unwrap();
 }
 
 // ---- (d) derivatives of order three, and nesting modes ---------------------------------------

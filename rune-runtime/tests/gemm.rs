@@ -246,6 +246,15 @@ fn stacked_outer_products_match_the_definition() {
         assert_eq!(gb.shape(), &[6, 4, 5]);
         let what = format!("{} per-example a^T . g", T::NAME);
         assert_outer_products(&gb, &real(&a), &real(&g), (0..6).map(|e| (e, e)), &what);
+
+        // The VJP for a stacked left operand of a product with one column: b [6, 5, 1],
+        // g [6, 4, 1] give g · bᵀ, [6, 4, 5].
+        let b = u(&[6, 5], 5).reshape(&[6, 5, 1]);
+        let g = u(&[6, 4], 6).reshape(&[6, 4, 1]);
+        let ga = matmul_vjp_lhs(&g, &[6, 4, 5], &b);
+        assert_eq!(ga.shape(), &[6, 4, 5]);
+        let what = format!("{} per-example g . b^T", T::NAME);
+        assert_outer_products(&ga, &real(&g), &real(&b), (0..6).map(|e| (e, e)), &what);
     }
     check::<f32>();
     check::<f64>();

@@ -562,25 +562,18 @@ pub mod rules {
         }
         let sg = d.out_stack(g);
         let sb = d.b_stack(b);
-        let mut out = vec![T::zero(); d.batch_count() * d.m * d.k];
-        if d.b_count() == 1 {
+        let out = if d.b_count() == 1 {
+            let mut out = vec![T::zero(); d.batch_count() * d.m * d.k];
             gemm(
                 &sg.flat().view(),
                 &sb.single().reversed_axes(),
                 &mut out,
                 false,
             );
+            out
         } else {
-            batched(
-                (&sg, false),
-                &d.batch,
-                (&sb, true),
-                &d.b_batch,
-                &d.batch,
-                &mut out,
-                false,
-            );
-        }
+            batched_new((&sg, false), &d.batch, (&sb, true), &d.b_batch, &d.batch)
+        };
         let mut full = d.batch.clone();
         full.extend([d.m, d.k]);
         drop_promoted_axis(
