@@ -498,6 +498,51 @@ fn constants_without_a_turbofish_read_in_the_hvp_twin() {
     .unwrap();
 }
 
+/// A checkpointed callee inside a function with `f_hvp`: the twin recomputes its forward pass
+/// on dual numbers in the pullback, as the real gradient does.
+#[differentiable(hvp)]
+fn cubes_in_blocks(x: &Tensor<f64>, #[nodiff] w: &Tensor<f64>) -> Tensor<f64> {
+    let mut total = Tensor::scalar(0.0);
+    for start in [0, 2] {
+        let block = x.shrink(&[(start, start + 2)]);
+        total += weighted_cubes(&block, &w.shrink(&[(start, start + 2)]));
+    }
+    total
+}
+
+/// `Σ w x³ + Π x` over a block (the product couples the block's elements).
+#[differentiable(hvp, checkpoint)]
+fn weighted_cubes(x: &Tensor<f64>, #[nodiff] w: &Tensor<f64>) -> Tensor<f64> {
+    (x * x * x * w).sum() + x.prod()
+}
+
+#[test]
+fn checkpointed_callees_in_the_hvp_twin() {
+    let x = Tensor::from_vec(vec![1.0, 2.0, -1.0, 0.5], &[4]);
+    let w = Tensor::from_vec(vec![1.0, -2.0, 3.0, 0.5], &[4]);
+    let v = Tensor::from_vec(vec![1.0, -1.0, 2.0, 3.0], &[4]);
+    // grad: 3 w x² + the other element of the block; Hessian: diag(6 w x) + 1 off the diagonal
+    // within each block.
+    let (g, hv) = cubes_in_blocks_hvp(&x, &w, &v);
+    assert_eq!(
+        g.to_vec(),
+        vec![3.0 + 2.0, -24.0 + 1.0, 9.0 + 0.5, 0.375 - 1.0]
+    );
+    assert_eq!(
+        hv.to_vec(),
+        vec![6.0 - 1.0, 24.0 + 1.0, -36.0 + 3.0, 4.5 + 2.0]
+    );
+    check_hvp(
+        |a: &[Tensor<f64>]| vec![cubes_in_blocks_grad(&a[0], &w)],
+        |a: &[Tensor<f64>], v: &[Tensor<f64>]| vec![cubes_in_blocks_hvp(&a[0], &w, &v[0]).1],
+        &[x],
+        f64::FD_EPS,
+        1e-7,
+        1e-8,
+    )
+    .unwrap();
+}
+
 // ---- (d) derivatives of order three, and nesting modes ---------------------------------------
 
 #[differentiable]

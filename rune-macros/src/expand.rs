@@ -441,7 +441,13 @@ fn function(
     let plain = emitter.plain_body();
     generated.push(emitter.region_items());
     if let (Some(elem), true) = (&concrete, options.hvp) {
-        generated.extend(twin::dual_twin(&original, elem, host, options.fuses()));
+        generated.extend(twin::dual_twin(
+            &original,
+            elem,
+            host,
+            options.fuses(),
+            options.checkpoint,
+        ));
     }
     let mut placed = emit::place(&func, host, generated);
     // `f_grad` as a function that callers differentiate (see `emit::grad_function`), beside a

@@ -20,6 +20,7 @@ pub fn dual_twin(
     elem: &syn::Type,
     host: Host,
     fuses: bool,
+    checkpoint: bool,
 ) -> Option<Generated> {
     let mut twin = original.clone();
     twin.attrs.retain(|a| !a.path().is_ident("doc"));
@@ -30,7 +31,12 @@ pub fn dual_twin(
     rewrite.visit_item_fn_mut(&mut twin);
     numbers_to_dual(&mut twin, &rewrite);
     let mut errors = Errors::default();
-    let options = Options::default();
+    // A checkpoint recomputes in the twin too: its forward pass on dual numbers keeps twice
+    // the memory of the real one.
+    let options = Options {
+        checkpoint,
+        ..Options::default()
+    };
     let mut func = twin;
     let sig = parse::signature(&mut func, &options, &mut errors)?;
     let mut body = lower::lower(&sig, &func.block, &mut errors);

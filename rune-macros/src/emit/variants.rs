@@ -108,7 +108,19 @@ impl Emitter<'_> {
     pub(super) fn checkpoint_body(&self, saving: &TokenStream) -> TokenStream {
         let (_, ty_generics, _) = self.func.sig.generics.split_for_impl();
         let turbofish = ty_generics.as_turbofish();
-        let (copies, head) = self.value_and_copies();
+        let (copies, head) = if self.is_twin {
+            // A dual twin has no plain function: the saving pass gives the value, and its
+            // intermediates are dropped here.
+            let (copies, stmts) = self.copy_params();
+            let args = self.pass_copies(&copies);
+            let head = quote! {
+                #stmts
+                let (__rune_value, _) = #saving #turbofish (#(#args),*);
+            };
+            (copies, head)
+        } else {
+            self.value_and_copies()
+        };
         let args = self.pass_copies(&copies);
         let cot_ty = self.sig.cotangent_type();
         quote! {
