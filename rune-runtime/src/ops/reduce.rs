@@ -28,6 +28,7 @@ use crate::ops::{normalize_axes, normalize_axis};
 use crate::summation::{along_lanes, sum_all, sum_along};
 use crate::tensor::Tensor;
 
+mod chooser;
 mod logsumexp;
 mod statistics;
 
@@ -316,31 +317,6 @@ fn exclusive_prod_planes<T: Element>(x: ArrayViewD<'_, T>, axis: Axis) -> ArrayD
     out
 }
 
-/// True where `x` is the chosen extremum `y` (equal values; NaN chooses NaN).
-#[inline]
-fn chosen<T: Element>(x: T, y: T) -> bool {
-    let (a, b) = (x.to_real(), y.to_real());
-    a == b || (a.is_nan() && b.is_nan())
-}
-
-/// Where `x` attains the `max`/`min` result `y` (`1`, else `0`), and the number of such
-/// elements per result (keepdims shape): ties share the derivative evenly.
-#[track_caller]
-fn chooser_mask<T: Element>(
-    op: &'static str,
-    x: &Tensor<T>,
-    y: &Tensor<T>,
-    axes: &[usize],
-    keepdims: bool,
-) -> (ArrayD<T>, ArrayD<T>) {
-    let yk = expand_back(op, y.view(), x.shape(), axes, keepdims);
-    let mask = Zip::from(x.view())
-        .and_broadcast(&yk)
-        .map_collect(|&xv, &yv| if chosen(xv, yv) { T::one() } else { T::zero() });
-    let counts = sum_view(mask.view(), axes, true);
-    (mask, counts)
-}
-
 /// Applies a reduction kernel to a tensor; an empty axis list returns the tensor itself.
 fn reduce_tensor<T: Element>(
     x: &Tensor<T>,
@@ -468,6 +444,8 @@ pub mod rules {
 
     pub use super::logsumexp::rules::*;
 
+    use super::chooser::{chooser_jvp, chooser_vjp};
+
     #[track_caller]
     pub(super) fn axes_of(op: &'static str, axes: &[isize], shape: &[usize]) -> Vec<usize> {
         checked_axes(op, axes, shape).or_panic()
@@ -502,54 +480,6 @@ pub mod rules {
     ) -> Tensor<T> {
         let n = count::<T>(x_shape, axes);
         broadcast_back(op, &g.map(|&v| v / n), x_shape, axes, keepdims)
-    }
-
-    #[track_caller]
-    pub(super) fn chooser_jvp<T: Element>(
-        op: &'static str,
-        x: &Tensor<T>,
-        y: &Tensor<T>,
-        axes: &[usize],
-        keepdims: bool,
-        dx: &Tensor<T>,
-    ) -> Tensor<T> {
-        let (mut picked, counts) = chooser_mask(op, x, y, axes, keepdims);
-        Zip::from(&mut picked)
-            .and(dx.view())
-            .for_each(|p, &d| *p = if p.is_exact_zero() { T::zero() } else { d });
-        let mean = Zip::from(&sum_view(picked.view(), axes, true))
-            .and(&counts)
-            .map_collect(|&s, &c| s / c);
-        let shape = reduced_shape(x.shape(), axes, keepdims);
-        Tensor::from_array(
-            mean.into_shape_with_order(IxDyn(&shape))
-                .expect("dropping length-1 axes keeps the element count"),
-        )
-    }
-
-    #[track_caller]
-    pub(super) fn chooser_vjp<T: Element>(
-        op: &'static str,
-        g: &Tensor<T>,
-        x: &Tensor<T>,
-        y: &Tensor<T>,
-        axes: &[usize],
-        keepdims: bool,
-    ) -> Tensor<T> {
-        let (mut out, counts) = chooser_mask(op, x, y, axes, keepdims);
-        let gk = expand_back(op, g.view(), x.shape(), axes, keepdims);
-        // Each result's cotangent split among its `count` chosen elements.
-        let share = Zip::from(&gk).and(&counts).map_collect(|&g, &c| {
-            if g.is_exact_zero() {
-                T::zero()
-            } else {
-                g / c
-            }
-        });
-        Zip::from(&mut out)
-            .and_broadcast(&share)
-            .for_each(|o, &s| *o = if o.is_exact_zero() { T::zero() } else { s });
-        Tensor::from_array(out)
     }
 
     pub(super) fn prod_jvp_impl<T: Element>(

@@ -353,6 +353,98 @@ fn max_and_min_split_ties_evenly() {
     );
 }
 
+/// The choosers' rules over rows (the reduced axis last in a row-major tensor, one loop per
+/// row) and over a transposed view (the mask through views) against the definition: each
+/// group's cotangent split among its ties, its tangent the mean of the ties' tangents. Dual
+/// numbers carry a cotangent's tangent through the split (the Hessian pass of a `min`), and a
+/// broadcast cotangent is what `sum`'s VJP hands over.
+#[test]
+fn choosers_over_rows_and_views_follow_the_definition() {
+    use rune_runtime::Dual;
+    // Four rows of five with ties: values from a small set.
+    let values: Vec<f64> = (0..20)
+        .map(|k| ((k * 7) % 3) as f64 - ((k / 5) % 2) as f64)
+        .collect();
+    let dual = |re: f64, du: f64| Dual::new(re, du);
+    let x = Tensor::from_vec(values.iter().map(|&v| dual(v, 0.0)).collect(), &[4, 5]);
+    let dx = Tensor::from_vec((0..20).map(|k| dual(k as f64, 0.5)).collect(), &[4, 5]);
+    let g = Tensor::from_vec(
+        (0..4)
+            .map(|r| dual(r as f64 + 1.0, 10.0 * r as f64))
+            .collect(),
+        &[4],
+    );
+    for max in [false, true] {
+        // The definition, row by row.
+        let (mut vjp, mut jvp) = (vec![(0.0, 0.0); 20], vec![(0.0, 0.0); 4]);
+        for r in 0..4 {
+            let row = &values[r * 5..r * 5 + 5];
+            let pick = if max {
+                row.iter().cloned().fold(f64::MIN, f64::max)
+            } else {
+                row.iter().cloned().fold(f64::MAX, f64::min)
+            };
+            let ties: Vec<usize> = (0..5).filter(|&j| row[j] == pick).collect();
+            let n = ties.len() as f64;
+            for &j in &ties {
+                vjp[r * 5 + j] = ((r as f64 + 1.0) / n, 10.0 * r as f64 / n);
+                jvp[r].0 += (r * 5 + j) as f64 / n;
+                jvp[r].1 += 0.5 / n;
+            }
+        }
+        let reduce = |x: &Tensor<Dual<f64>>, axis: isize| {
+            if max {
+                x.max_axes(&[axis], false)
+            } else {
+                x.min_axes(&[axis], false)
+            }
+        };
+        let rules = |x: &Tensor<Dual<f64>>, dx: &Tensor<Dual<f64>>, axis: isize| {
+            let y = reduce(x, axis);
+            if max {
+                (
+                    max_axes_vjp(&g, x, &y, &[axis], false),
+                    max_axes_jvp(x, &y, &[axis], false, dx),
+                )
+            } else {
+                (
+                    min_axes_vjp(&g, x, &y, &[axis], false),
+                    min_axes_jvp(x, &y, &[axis], false, dx),
+                )
+            }
+        };
+        assert!(x.t().as_slice().is_none(), "the transposed view is strided");
+        let (rows_vjp, rows_jvp) = rules(&x, &dx, 1);
+        let (view_vjp, view_jvp) = rules(&x.t(), &dx.t(), 0);
+        for (got, layout) in [(rows_vjp, "rows"), (view_vjp.t(), "view")] {
+            let got: Vec<(f64, f64)> = got.to_vec().iter().map(|d| (d.re, d.du)).collect();
+            assert_eq!(got, vjp, "{layout} VJP, max {max}");
+        }
+        for (got, layout) in [(rows_jvp, "rows"), (view_jvp, "view")] {
+            for (d, e) in got.to_vec().iter().zip(&jvp) {
+                assert!(
+                    (d.re - e.0).abs() < 1e-12 && (d.du - e.1).abs() < 1e-12,
+                    "{layout} JVP"
+                );
+            }
+        }
+    }
+    // A cotangent broadcast from one number, as `sum`'s VJP gives it, and in f32.
+    let xr: Tensor<f32> = tensor(&values, &[4, 5]);
+    let y = xr.min_axes(&[1], false);
+    let ones = Tensor::<f32>::scalar(2.0).broadcast_to(&[4]);
+    let got = min_axes_vjp(&ones, &xr, &y, &[1], false).to_vec();
+    for r in 0..4 {
+        let row = &values[r * 5..r * 5 + 5];
+        let pick = row.iter().cloned().fold(f64::MAX, f64::min);
+        let n = row.iter().filter(|&&v| v == pick).count() as f32;
+        for j in 0..5 {
+            let e = if row[j] == pick { 2.0 / n } else { 0.0 };
+            assert_eq!(got[r * 5 + j], e);
+        }
+    }
+}
+
 #[test]
 fn max_propagates_nan_and_its_gradient_goes_there() {
     let x = tensor::<f64>(&[1.0, f64::NAN, 3.0], &[3]);
