@@ -15,10 +15,17 @@ fn chosen<T: Element>(x: T, y: T) -> bool {
     a == b || (a.is_nan() && b.is_nan())
 }
 
-/// How many elements of `row` are the chosen extremum `y`, as an element.
+/// How many elements of `row` are the chosen extremum `y`, as an element. The test on `y`'s
+/// NaN is taken once per row, which leaves a loop of comparisons the compiler vectorises.
 #[inline]
 fn ties<T: Element>(row: &[T], y: T) -> T {
-    T::from_f64(row.iter().filter(|&&v| chosen(v, y)).count() as f64)
+    let y = y.to_real();
+    let count = if y.is_nan() {
+        row.iter().filter(|v| v.to_real().is_nan()).count()
+    } else {
+        row.iter().filter(|v| v.to_real() == y).count()
+    };
+    T::from_f64(count as f64)
 }
 
 /// Where `x` attains the `max`/`min` result `y` (`1`, else `0`), and the number of such
@@ -101,10 +108,15 @@ pub(super) fn chooser_vjp<T: Element>(
         let mut out = Vec::with_capacity(xs.len());
         for ((row, &y), &g) in xs.chunks_exact(n).zip(yk.iter()).zip(gk.iter()) {
             let s = share(g, ties(row, y));
-            out.extend(
-                row.iter()
-                    .map(|&v| if chosen(v, y) { s } else { T::zero() }),
-            );
+            let (y, zero) = (y.to_real(), T::zero());
+            if y.is_nan() {
+                out.extend(
+                    row.iter()
+                        .map(|v| if v.to_real().is_nan() { s } else { zero }),
+                );
+            } else {
+                out.extend(row.iter().map(|v| if v.to_real() == y { s } else { zero }));
+            }
         }
         return Tensor::from_vec(out, x.shape());
     }
