@@ -253,6 +253,26 @@ fn cases<T: Elem>() -> Vec<Case<T>> {
             },
             n(&[37, 1], 2.0),
         ),
+        // Small views read whole (a layer's weights cut from a packed matrix, as a loop over
+        // steps reads them), of one, two and three axes.
+        Case::viewed(
+            "a row of a packed matrix [7]",
+            &[8, 7],
+            |t| t.shrink(&[(2, 3), (0, 7)]).reshape(&[7]).flip(&[0]),
+            n(&[7], 2.0),
+        ),
+        Case::viewed(
+            "rows cut from a packed matrix [2, 7]",
+            &[2, 8, 7],
+            |t| t.shrink(&[(0, 2), (3, 4), (0, 7)]).reshape(&[2, 7]),
+            n(&[1, 7], 2.0),
+        ),
+        Case::viewed(
+            "a small permuted block [3, 2, 5]",
+            &[2, 5, 4],
+            |t| t.permute(&[2, 0, 1]).shrink(&[(1, 4), (0, 2), (0, 5)]),
+            n(&[5], 2.0),
+        ),
         // `a` itself broadcast: a reversed row against a column.
         Case::viewed(
             "a reversed row [1, 300] against a column [37, 1]",
