@@ -1,7 +1,10 @@
 //! Slicing ops: `shrink`, `pad`, `flip`, and the sliding-window pair `unfold` / `fold`.
 //!
-//! `shrink` and `flip` return views of the same storage (no copy); `pad`, `unfold` and `fold`
-//! write new row-major tensors. `unfold` is im2col exactly as PyTorch's `F.unfold` with a square
+//! `shrink` and `flip` return views of the same storage (no copy), except that a small part
+//! of a larger tensor that is not contiguous in it (a row of weights cut across a packed
+//! matrix) is copied out row-major: every op that reads it then reads a slice, where a view
+//! would be copied again by each reader, at every step of a loop that reads it. `pad`,
+//! `unfold` and `fold` write new row-major tensors. `unfold` is im2col exactly as PyTorch's `F.unfold` with a square
 //! kernel, and `fold` its adjoint (`F.fold`): windows that overlap sum.
 
 use arrayvec::ArrayVec;
@@ -32,9 +35,13 @@ fn check_rank(
     Ok(())
 }
 
+/// The most elements of a non-contiguous part that `shrink` copies out (see the module's doc).
+const SMALL_PART: usize = 256;
+
 impl<T: Clone> Tensor<T> {
     panicking_twin! {
-        /// The sub-tensor `ranges[i].0..ranges[i].1` along every axis `i` (a view).
+        /// The sub-tensor `ranges[i].0..ranges[i].1` along every axis `i` (a view, or a copy of
+        /// a small part that is not contiguous).
         ///
         /// # Panics
         /// When `ranges` does not have one range per axis, or a range is reversed or runs past its
@@ -74,6 +81,10 @@ impl<T: Clone> Tensor<T> {
             let (start, end) = ranges[ad.axis.index()];
             Slice::from(start..end)
         });
+        if data.len() <= SMALL_PART && !data.is_standard_layout() {
+            let shape = data.shape().to_vec();
+            return Ok(Tensor::from_vec(data.iter().cloned().collect(), &shape));
+        }
         Ok(Tensor::from_shared(data))
     }
 

@@ -148,6 +148,32 @@ fn shrink_pad_flip_values() {
     );
 }
 
+/// A small part of a larger tensor cut across its rows (a layer's weights in a packed
+/// matrix) comes back row-major, the same elements as the view; a large one, or one already
+/// contiguous, stays a view of the storage.
+#[test]
+fn small_strided_parts_are_copied_out() {
+    let packed = Tensor::from_vec((0..2 * 8 * 7).map(|v| v as f64).collect(), &[2, 8, 7]);
+    let weights = packed.shrink(&[(0, 2), (3, 4), (0, 7)]);
+    assert!(
+        weights.as_slice().is_some(),
+        "a small part cut across rows is row-major"
+    );
+    let expected: Vec<f64> = (0..2)
+        .flat_map(|k| (0..7).map(move |i| (k * 56 + 21 + i) as f64))
+        .collect();
+    assert_eq!(weights.to_vec(), expected);
+    assert_eq!(weights.reshape(&[2, 7]).as_slice(), Some(&expected[..]));
+    // Large parts stay views: a column of 300 rows.
+    let large = Tensor::from_vec((0..300 * 4).map(|v| v as f64).collect(), &[300, 4]);
+    let column = large.shrink(&[(0, 300), (1, 2)]);
+    assert!(column.as_slice().is_none(), "a large part stays a view");
+    assert_eq!(
+        column.to_vec(),
+        (0..300).map(|r| (4 * r + 1) as f64).collect::<Vec<_>>()
+    );
+}
+
 /// Padding on every axis of a row-major tensor too large for the small path, and a 1-D shift
 /// (`shrink` then `pad`) of a buffer the size of its input: each element where the formula
 /// puts it.
