@@ -263,14 +263,19 @@ fn cases<T: Elem>() -> Vec<Case<T>> {
         ),
         Case::viewed(
             "rows cut from a packed matrix [2, 7]",
-            &[2, 8, 7],
-            |t| t.shrink(&[(0, 2), (3, 4), (0, 7)]).reshape(&[2, 7]),
+            &[2, 56],
+            |t| {
+                // Through ndarray: `shrink` copies a small part like this one out row-major.
+                let mut v = t.to_shared().into_dimensionality::<Ix2>().unwrap();
+                v.slice_collapse(s![.., 21..28]);
+                Tensor::from(v)
+            },
             n(&[1, 7], 2.0),
         ),
         Case::viewed(
-            "a small permuted block [3, 2, 5]",
+            "a small permuted tensor [4, 2, 5]",
             &[2, 5, 4],
-            |t| t.permute(&[2, 0, 1]).shrink(&[(1, 4), (0, 2), (0, 5)]),
+            |t| t.permute(&[2, 0, 1]),
             n(&[5], 2.0),
         ),
         // `a` itself broadcast: a reversed row against a column.

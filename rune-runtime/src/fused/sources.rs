@@ -269,6 +269,8 @@ pub(super) fn region_shape(
     for s in shapes.iter().flatten() {
         shape = Some(match shape {
             None => s.to_vec(),
+            // Most operands of a region have its shape: no new shape to build.
+            Some(r) if r == *s => r,
             Some(r) => match broadcast_shapes("fused", &r, s) {
                 Ok(r) => r,
                 Err(_) => return Err(locate(shapes, ops)),
