@@ -8,24 +8,40 @@
 use super::*;
 use crate::ops::lanes::trailing_rows;
 
-/// True where `x` is the chosen extremum `y` (equal values; NaN chooses NaN).
-#[inline]
-fn chosen<T: Element>(x: T, y: T) -> bool {
-    let (a, b) = (x.to_real(), y.to_real());
-    a == b || (a.is_nan() && b.is_nan())
+/// The chosen extremum `y` of a group, for testing its elements: equal values, and NaN chooses
+/// NaN. `y`'s NaN is decided once, so a loop over a row tests plain comparisons, which the
+/// compiler vectorises.
+#[derive(Clone, Copy)]
+enum Chosen {
+    Nan,
+    Value(f64),
 }
 
-/// How many elements of `row` are the chosen extremum `y`, as an element. The test on `y`'s
-/// NaN is taken once per row, which leaves a loop of comparisons the compiler vectorises.
-#[inline]
-fn ties<T: Element>(row: &[T], y: T) -> T {
-    let y = y.to_real();
-    let count = if y.is_nan() {
-        row.iter().filter(|v| v.to_real().is_nan()).count()
-    } else {
-        row.iter().filter(|v| v.to_real() == y).count()
-    };
-    T::from_f64(count as f64)
+impl Chosen {
+    #[inline]
+    fn of<T: Element>(y: T) -> Self {
+        let y = y.to_real();
+        if y.is_nan() {
+            Chosen::Nan
+        } else {
+            Chosen::Value(y)
+        }
+    }
+
+    /// True where `x` is this extremum.
+    #[inline]
+    fn is<T: Element>(self, x: T) -> bool {
+        match self {
+            Chosen::Nan => x.to_real().is_nan(),
+            Chosen::Value(y) => x.to_real() == y,
+        }
+    }
+
+    /// How many elements of `row` are this extremum, as an element.
+    #[inline]
+    fn ties<T: Element>(self, row: &[T]) -> T {
+        T::from_f64(row.iter().filter(|&&v| self.is(v)).count() as f64)
+    }
 }
 
 /// Where `x` attains the `max`/`min` result `y` (`1`, else `0`), and the number of such
@@ -41,7 +57,13 @@ fn chooser_mask<T: Element>(
     let yk = expand_back(op, y.view(), x.shape(), axes, keepdims);
     let mask = Zip::from(x.view())
         .and_broadcast(&yk)
-        .map_collect(|&xv, &yv| if chosen(xv, yv) { T::one() } else { T::zero() });
+        .map_collect(|&xv, &yv| {
+            if Chosen::of(yv).is(xv) {
+                T::one()
+            } else {
+                T::zero()
+            }
+        });
     let counts = sum_view(mask.view(), axes, true);
     (mask, counts)
 }
@@ -65,8 +87,9 @@ pub(super) fn chooser_jvp<T: Element>(
             .zip(ds.chunks_exact(n))
             .zip(yk.iter())
             .map(|((row, d), &y)| {
-                let picked = row.iter().zip(d).filter(|(&v, _)| chosen(v, y));
-                picked.fold(T::zero(), |s, (_, &dv)| s + dv) / ties(row, y)
+                let y = Chosen::of(y);
+                let picked = row.iter().zip(d).filter(|(&v, _)| y.is(v));
+                picked.fold(T::zero(), |s, (_, &dv)| s + dv) / y.ties(row)
             })
             .collect();
         return Tensor::from_vec(out, &shape);
@@ -107,16 +130,9 @@ pub(super) fn chooser_vjp<T: Element>(
         let gk = expand_back(op, g.view(), x.shape(), axes, keepdims);
         let mut out = Vec::with_capacity(xs.len());
         for ((row, &y), &g) in xs.chunks_exact(n).zip(yk.iter()).zip(gk.iter()) {
-            let s = share(g, ties(row, y));
-            let (y, zero) = (y.to_real(), T::zero());
-            if y.is_nan() {
-                out.extend(
-                    row.iter()
-                        .map(|v| if v.to_real().is_nan() { s } else { zero }),
-                );
-            } else {
-                out.extend(row.iter().map(|v| if v.to_real() == y { s } else { zero }));
-            }
+            let y = Chosen::of(y);
+            let (s, zero) = (share(g, y.ties(row)), T::zero());
+            out.extend(row.iter().map(|&v| if y.is(v) { s } else { zero }));
         }
         return Tensor::from_vec(out, x.shape());
     }
