@@ -428,6 +428,38 @@ fn check_hvp_passes_on_softmax_cross_entropy() {
     assert!(matches!(err, GradCheckError::Hvp { index: 1, .. }), "{err}");
 }
 
+/// `hvp`'s products against finite differences of `grad` at `x`, for a function of one tensor.
+fn check_products(
+    grad: impl Fn(&Tensor<f64>) -> Tensor<f64>,
+    hvp: impl Fn(&Tensor<f64>, &Tensor<f64>) -> Tensor<f64>,
+    x: Tensor<f64>,
+) {
+    check_hvp(
+        |a: &[Tensor<f64>]| vec![grad(&a[0])],
+        |a: &[Tensor<f64>], v: &[Tensor<f64>]| vec![hvp(&a[0], &v[0])],
+        &[x],
+        f64::FD_EPS,
+        1e-7,
+        1e-8,
+    )
+    .unwrap();
+}
+
+/// `Σ x⁴ w` with `w = [1, 2, 3] · 0.5` at `x = [1, -0.5, 2]` along `[1, 2, -1]`: the gradient
+/// `2 w x³` and the product with the Hessian `diag(6 w x²)`, derived by hand; and the products
+/// against finite differences.
+fn assert_weighted_quartic(
+    grad: impl Fn(&Tensor<f64>) -> Tensor<f64>,
+    hvp: impl Fn(&Tensor<f64>, &Tensor<f64>) -> (Tensor<f64>, Tensor<f64>),
+) {
+    let x = Tensor::from_vec(vec![1.0, -0.5, 2.0], &[3]);
+    let v = Tensor::from_vec(vec![1.0, 2.0, -1.0], &[3]);
+    let (g, hv) = hvp(&x, &v);
+    assert_eq!(g.to_vec(), vec![2.0, -0.5, 48.0]);
+    assert_eq!(hv.to_vec(), vec![6.0, 6.0, -72.0]);
+    check_products(grad, |x, v| hvp(x, v).1, x);
+}
+
 /// Constants built from `f64` values by `Tensor::<f64>::from_vec` and `full` in a concrete
 /// function with `hvp`: its twin on dual numbers builds them as written and casts them.
 #[differentiable(hvp)]
@@ -439,21 +471,7 @@ fn weighted_quartic(x: &Tensor<f64>) -> Tensor<f64> {
 
 #[test]
 fn constants_built_from_values_read_in_the_hvp_twin() {
-    let x = Tensor::from_vec(vec![1.0, -0.5, 2.0], &[3]);
-    let v = Tensor::from_vec(vec![1.0, 2.0, -1.0], &[3]);
-    // grad 2 w x³, Hessian diag(6 w x²)
-    let (g, hv) = weighted_quartic_hvp(&x, &v);
-    assert_eq!(g.to_vec(), vec![2.0, -0.5, 48.0]);
-    assert_eq!(hv.to_vec(), vec![6.0, 6.0, -72.0]);
-    check_hvp(
-        |a: &[Tensor<f64>]| vec![weighted_quartic_grad(&a[0])],
-        |a: &[Tensor<f64>], v: &[Tensor<f64>]| vec![weighted_quartic_hvp(&a[0], &v[0]).1],
-        &[x],
-        f64::FD_EPS,
-        1e-7,
-        1e-8,
-    )
-    .unwrap();
+    assert_weighted_quartic(weighted_quartic_grad, weighted_quartic_hvp);
 }
 
 /// The same constants written without a turbofish, as users write them, and a sum kept in a
@@ -480,22 +498,11 @@ fn quartic_part(x: &Tensor<f64>, #[nodiff] w: &Tensor<f64>, #[nodiff] part: usiz
 
 #[test]
 fn constants_without_a_turbofish_read_in_the_hvp_twin() {
-    let x = Tensor::from_vec(vec![1.0, -0.5, 2.0], &[3]);
-    let v = Tensor::from_vec(vec![1.0, 2.0, -1.0], &[3]);
-    // As weighted_quartic: grad 2 w x³, Hessian diag(6 w x²).
-    let (g, hv) = weighted_quartic_in_parts_hvp(&x, &v);
-    assert_eq!(g.to_vec(), vec![2.0, -0.5, 48.0]);
-    assert_eq!(hv.to_vec(), vec![6.0, 6.0, -72.0]);
-    // And the products against finite differences of the gradient, in other directions.
-    check_hvp(
-        |a: &[Tensor<f64>]| vec![weighted_quartic_in_parts_grad(&a[0])],
-        |a: &[Tensor<f64>], v: &[Tensor<f64>]| vec![weighted_quartic_in_parts_hvp(&a[0], &v[0]).1],
-        &[x],
-        f64::FD_EPS,
-        1e-7,
-        1e-8,
-    )
-    .unwrap();
+    // The same function as `weighted_quartic`, in parts.
+    assert_weighted_quartic(
+        weighted_quartic_in_parts_grad,
+        weighted_quartic_in_parts_hvp,
+    );
 }
 
 /// A checkpointed callee inside a function with `f_hvp`: the twin recomputes its forward pass
@@ -532,15 +539,11 @@ fn checkpointed_callees_in_the_hvp_twin() {
         hv.to_vec(),
         vec![6.0 - 1.0, 24.0 + 1.0, -36.0 + 3.0, 4.5 + 2.0]
     );
-    check_hvp(
-        |a: &[Tensor<f64>]| vec![cubes_in_blocks_grad(&a[0], &w)],
-        |a: &[Tensor<f64>], v: &[Tensor<f64>]| vec![cubes_in_blocks_hvp(&a[0], &w, &v[0]).1],
-        &[x],
-        f64::FD_EPS,
-        1e-7,
-        1e-8,
-    )
-    .unwrap();
+    check_products(
+        |x| cubes_in_blocks_grad(x, &w),
+        |x, v| cubes_in_blocks_hvp(x, &w, v).1,
+        x,
+    );
 }
 
 // ---- (d) derivatives of order three, and nesting modes ---------------------------------------
