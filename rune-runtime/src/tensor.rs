@@ -512,14 +512,12 @@ impl<T: Clone> Tensor<T> {
                 Tensor::inline(s.iter().map(f).collect(), self.shape())
             }
             Some(s) if !s.is_empty() => {
-                let mut out = vec![f(&s[0]); s.len()];
+                // Written once: `vec![v; n]` would fill (or zero) the buffer first, a pass as
+                // long as the op's own.
+                let mut out = Vec::with_capacity(s.len());
                 crate::vmath::vectorised(
                     #[inline(always)]
-                    || {
-                        for (o, x) in out.iter_mut().zip(s) {
-                            *o = f(x);
-                        }
-                    },
+                    || out.extend(s.iter().map(&f)),
                 );
                 Tensor::from_parts(out, self.shape())
             }
@@ -549,14 +547,10 @@ impl<T: Clone> Tensor<T> {
                 let data = a.iter().zip(b).map(|(u, v)| f(u, v)).collect();
                 return Tensor::inline(data, self.shape());
             }
-            let mut out = vec![f(&a[0], &b[0]); a.len()];
+            let mut out = Vec::with_capacity(a.len());
             crate::vmath::vectorised(
                 #[inline(always)]
-                || {
-                    for ((o, u), v) in out.iter_mut().zip(a).zip(b) {
-                        *o = f(u, v);
-                    }
-                },
+                || out.extend(a.iter().zip(b).map(|(u, v)| f(u, v))),
             );
             return Tensor::from_parts(out, self.shape());
         }
