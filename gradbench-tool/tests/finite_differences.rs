@@ -264,6 +264,40 @@ fn ode_gradient() {
     }
 }
 
+/// The checkpointed RK4 step, which `solve` takes for large `n · s`, against the plain one:
+/// the same value and pullback, and a pullback that passes the dot-product test against
+/// central differences of the step.
+#[test]
+fn ode_checkpointed_step() {
+    let (n, h) = (7, 0.3);
+    let y = Tensor::rand_uniform(&[n], -1.0, 1.0, 1);
+    let x = Tensor::rand_uniform(&[n], 0.0, 2.0, 2);
+    let ct = Tensor::rand_uniform(&[n], -1.0, 1.0, 3);
+    let (plain, (gy, gx)) = ode::rk4_step_vjp(&y, &x, h, &ct);
+    let (kept, (cy, cx)) = ode::rk4_step_checkpointed_vjp(&y, &x, h, &ct);
+    for (what, a, b) in [("value", &plain, &kept), ("dy", &gy, &cy), ("dx", &gx, &cx)] {
+        for (p, q) in a.to_vec().iter().zip(b.to_vec()) {
+            assert!(
+                (p - q).abs() <= 1e-14 * p.abs().max(1.0),
+                "{what}: {p} against {q}"
+            );
+        }
+    }
+    let dy = Tensor::rand_uniform(&[n], -1.0, 1.0, 4);
+    let dx = Tensor::rand_uniform(&[n], -1.0, 1.0, 5);
+    let along = |t: f64| {
+        let step = ode::rk4_step_checkpointed(&(&y + &dy * t), &(&x + &dx * t), h);
+        (&step * &ct).sum().item()
+    };
+    let e = 1e-5;
+    let difference = (along(e) - along(-e)) / (2.0 * e);
+    let pulled = (&cy * &dy).sum().item() + (&cx * &dx).sum().item();
+    assert!(
+        (difference - pulled).abs() <= 1e-8 * pulled.abs().max(1.0),
+        "dot-product test: {difference} against {pulled}"
+    );
+}
+
 /// The objective of `problem` in the Jacobian's row order: observation `i`'s x and y errors
 /// at rows `2i` and `2i + 1`, then the weight errors.
 fn ba_rows(problem: &ba::Problem) -> Vec<f64> {
