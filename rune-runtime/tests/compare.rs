@@ -229,6 +229,64 @@ fn argmax_and_argmin_along_axes() {
     assert_eq!(c.argmax(1).to_vec(), vec![1, 0, 0, 0]);
 }
 
+/// The first index of the extreme (or of the first NaN) of each row, by definition.
+fn first_extreme(row: &[f64], max: bool) -> i64 {
+    if let Some(i) = row.iter().position(|v| v.is_nan()) {
+        return i as i64;
+    }
+    let better = |v: f64, best: f64| if max { v > best } else { v < best };
+    let mut at = 0;
+    for (i, &v) in row.iter().enumerate() {
+        if better(v, row[at]) {
+            at = i;
+        }
+    }
+    at as i64
+}
+
+/// Rows long enough for the vector kernel (≥ 64) and short ones, with repeated extremes, signed
+/// zeros and NaNs, in `f64` and `f32`, row-major and through a transposed view: the first
+/// index of the extreme, as the definition scans for it.
+#[test]
+fn argmin_and_argmax_over_rows_follow_the_definition() {
+    for n in [3, 10, 63, 64, 100, 1000] {
+        let rows = 6;
+        let mut values: Vec<f64> = (0..rows * n)
+            .map(|k| ((k * 7919) % 97) as f64 - 48.0)
+            .collect();
+        // Row 1 repeats its extremes, row 2 has a NaN late, row 3 a NaN first, row 4 holds
+        // only signed zeros, row 5 an extreme in its last element.
+        for j in 0..n {
+            values[n + j] = if j % 2 == 0 { 5.0 } else { -5.0 };
+            values[4 * n + j] = if j % 3 == 0 { -0.0 } else { 0.0 };
+        }
+        values[2 * n + n - 2] = f64::NAN;
+        values[3 * n] = f64::NAN;
+        values[5 * n + n - 1] = 1e9;
+        let t = f(&values, &[rows, n]);
+        let by_rows: Vec<&[f64]> = values.chunks(n).collect();
+        for max in [false, true] {
+            let expected: Vec<i64> = by_rows.iter().map(|r| first_extreme(r, max)).collect();
+            let arg = |t: &Tensor<f64>, axis| if max { t.argmax(axis) } else { t.argmin(axis) };
+            assert_eq!(arg(&t, 1).to_vec(), expected, "f64, n = {n}, max = {max}");
+            assert_eq!(arg(&t, -1).shape(), &[rows]);
+            // The same rows as a transposed view (not row-major): the lane-by-lane path.
+            let transposed: Vec<f64> = (0..rows * n)
+                .map(|k| values[(k % rows) * n + k / rows])
+                .collect();
+            let view = f(&transposed, &[n, rows]).t();
+            assert_eq!(arg(&view, 1).to_vec(), expected, "view, n = {n}");
+            let single = t.cast::<f32>();
+            let got = if max {
+                single.argmax(1)
+            } else {
+                single.argmin(1)
+            };
+            assert_eq!(got.to_vec(), expected, "f32, n = {n}, max = {max}");
+        }
+    }
+}
+
 #[test]
 fn argmax_errors_name_op_and_shape() {
     let t = f(&[1.0, 2.0], &[2]);

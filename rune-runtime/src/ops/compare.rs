@@ -215,15 +215,17 @@ equalities!([] i64);
 equalities!([] bool);
 
 /// The index of the first element of each lane along `axis` that `better` prefers to every
-/// earlier one; a NaN wins at once (as in NumPy).
+/// earlier one; a NaN wins at once (as in NumPy). `max` says which extreme `better` finds.
 fn try_arg_select<T: Element>(
     op: &'static str,
     x: &Tensor<T>,
     axis: isize,
+    max: bool,
     better: impl Fn(T, T) -> bool,
 ) -> Result<Tensor<i64>, ShapeError> {
     let ax = normalize_axis(op, axis, x.ndim())?;
-    if x.shape()[ax] == 0 {
+    let n = x.shape()[ax];
+    if n == 0 {
         return Err(ShapeError::new(
             op,
             format!(
@@ -232,23 +234,54 @@ fn try_arg_select<T: Element>(
             ),
         ));
     }
+    // Along the last axis of a row-major tensor (kmeans' nearest centroids), row by row over
+    // the slice, where `map_axis` makes a lane view a row. A long row finds its extreme in
+    // vector registers (`vmath::extreme`, NaN when the row has one), then the first element
+    // equal to it, or the first NaN.
+    if let (true, Some(xs)) = (ax + 1 == x.ndim(), x.as_slice()) {
+        let vectorised = |row: &[T]| -> Option<usize> {
+            let m = T::lane_extreme(row, max)?;
+            if m.is_nan() {
+                row.iter().position(|v| v.is_nan())
+            } else {
+                row.iter().position(|&v| v == m)
+            }
+        };
+        let first = |row: &[T]| {
+            let at = if n >= LONG_ROW { vectorised(row) } else { None };
+            at.unwrap_or_else(|| scan(row.iter().copied(), &better)) as i64
+        };
+        let rows = xs.chunks_exact(n).map(first).collect();
+        return Ok(Tensor::from_parts(rows, &x.shape()[..ax]));
+    }
     Ok(Tensor::from_array(x.view().map_axis(Axis(ax), |lane| {
-        let mut best = lane[0];
-        let mut at = 0;
-        if best.is_nan() {
-            return 0;
-        }
-        for (i, &v) in lane.iter().enumerate().skip(1) {
-            if v.is_nan() {
-                return i as i64;
-            }
-            if better(v, best) {
-                best = v;
-                at = i;
-            }
-        }
-        at as i64
+        scan(lane.iter().copied(), &better) as i64
     })))
+}
+
+/// The rows from which `argmin`/`argmax` find the extreme in vector registers first: below it,
+/// one scan with comparisons is quicker than entering the vector kernel.
+const LONG_ROW: usize = 64;
+
+/// The index of the first element `better` prefers to every earlier one, or of the first NaN.
+fn scan<T: Element>(mut lane: impl Iterator<Item = T>, better: impl Fn(T, T) -> bool) -> usize {
+    let Some(mut best) = lane.next() else {
+        return 0;
+    };
+    let mut at = 0;
+    if best.is_nan() {
+        return 0;
+    }
+    for (i, v) in lane.enumerate() {
+        if v.is_nan() {
+            return i + 1;
+        }
+        if better(v, best) {
+            best = v;
+            at = i + 1;
+        }
+    }
+    at
 }
 
 impl<T: Element> Tensor<T> {
@@ -264,7 +297,7 @@ impl<T: Element> Tensor<T> {
 
     /// Like [`Tensor::argmax`], returning an error for a bad or empty axis.
     pub fn try_argmax(&self, axis: isize) -> Result<Tensor<i64>, ShapeError> {
-        try_arg_select("argmax", self, axis, |v, best| v > best)
+        try_arg_select("argmax", self, axis, true, |v, best| v > best)
     }
 
     panicking_twin! {
@@ -279,7 +312,7 @@ impl<T: Element> Tensor<T> {
 
     /// Like [`Tensor::argmin`], returning an error for a bad or empty axis.
     pub fn try_argmin(&self, axis: isize) -> Result<Tensor<i64>, ShapeError> {
-        try_arg_select("argmin", self, axis, |v, best| v < best)
+        try_arg_select("argmin", self, axis, false, |v, best| v < best)
     }
 }
 
