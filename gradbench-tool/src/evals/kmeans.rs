@@ -12,12 +12,10 @@ use crate::timing::Runs;
 /// `BLOCK_ELEMENTS` elements.
 ///
 /// Taken whole, the distances of the largest default workload (`N = 10⁴`, `K = 1000`) are
-/// 80 MB, and 160 MB as the dual numbers of `cost_hvp`, several times over in the gradient:
-/// every pass over them went to memory, and their first touch cost up to 0.9 s of page faults
-/// in the first call. In blocks of 2 MB they stay in cache and the allocator reuses the same
-/// memory from block to block (docs/benchmarks.md, "GradBench"). `block_cost` is not a
-/// checkpoint: `cost_hvp` keeps each block's dual distances for its reverse pass, which is
-/// 30% faster than recomputing them there (`dir` at `K = 1000`: 93 against 131 ms).
+/// 80 MB, and 160 MB as the dual numbers `cost_hvp` computes them on: every pass over them
+/// went to memory, and their first touch cost up to 0.9 s of page faults in the first call.
+/// In blocks of 2 MB they stay in cache and the allocator reuses the same memory from block to
+/// block (docs/benchmarks.md, "GradBench").
 #[differentiable(hvp)]
 pub fn cost(centroids: &Tensor<f64>, #[nodiff] points: &Tensor<f64>) -> Tensor<f64> {
     let (n, d) = (points.shape()[0], points.shape()[1]);
@@ -35,15 +33,21 @@ const BLOCK_ELEMENTS: usize = 1 << 18;
 
 /// `Σᵢ minⱼ ‖Pᵢ − Cⱼ‖²` over one block of points.
 ///
-/// The squared distances are expanded as `‖Pᵢ‖² − 2 Pᵢ·Cⱼ + ‖Cⱼ‖²`, one `[rows, K]` matrix
-/// product instead of a `[rows, K, D]` difference. `min_axes` sends each point's gradient to
-/// its nearest centroid.
+/// The minimum over `j` is attained at each point's nearest centroid, so the block's cost is
+/// `Σᵢ ‖Pᵢ − C_{a(i)}‖²` with `a(i)` the index of that centroid, and so are its derivatives
+/// wherever the nearest centroid is unique (the assignment is piecewise constant in `C`). The
+/// assignment is found on `stop_gradient(C)`: a constant at every order, so that neither the
+/// gradient nor the Hessian-vector product of [`cost_hvp`] takes a derivative of the `[rows, K]`
+/// distances, only of the `[rows, D]` residuals. The distances for the assignment drop each
+/// point's own `‖Pᵢ‖²` (the same for every `j`) and are expanded as `‖Cⱼ‖² − 2 Pᵢ·Cⱼ`, one
+/// `[rows, K]` matrix product instead of a `[rows, K, D]` difference.
 #[differentiable(hvp)]
 fn block_cost(centroids: &Tensor<f64>, #[nodiff] points: &Tensor<f64>) -> Tensor<f64> {
-    let point_norms = (points * points).sum_axes(&[1], true);
-    let centroid_norms = (centroids * centroids).sum_axes(&[1], false);
-    let distances = point_norms - points.matmul(&centroids.t()) * 2.0 + centroid_norms;
-    distances.min_axes(&[1], false).sum()
+    let fixed = stop_gradient(centroids);
+    let scores = (&fixed * &fixed).sum_axes(&[1], false) - points.matmul(&fixed.t()) * 2.0;
+    let nearest = scores.argmin(1);
+    let residuals = points - centroids.index_select(0, &nearest);
+    (&residuals * &residuals).sum()
 }
 
 /// The Newton direction `∇f / diag(H)`: both come from one forward-over-reverse pass
