@@ -7,10 +7,12 @@
 //! text) and the `(c − 1) l` cell updates are tiny: the time goes to the ops, not to the
 //! arithmetic. The layers therefore run as a wavefront: at step `s` layer `k` processes
 //! character `s − k`, so that all layers update in the same two fused ops on `[l, b]`
-//! tensors, `c + l − 2` steps instead of `(c − 1) l` (twice as fast as a loop over the layers
-//! at `l = 6`, a quarter slower at `l = 2`). Written on numbers instead (a cell a call), the
-//! layers' states would be a local list, which puts a function of numbers back on 0-d tensors:
-//! measured, its gradient took twice the wavefront's.
+//! tensors, `c + l − 2` steps instead of `(c − 1) l`: twice as fast as a loop over the layers
+//! at `l = 6`, and faster at `l = 2` too since small strided views are copied once (the
+//! gradient at `c = 1024`: 6.9 ms against 9.9 for the loop over the layers, one core).
+//! Written on numbers instead (a cell a call), the layers' states would be a local list,
+//! which puts a function of numbers back on 0-d tensors: measured, its gradient took twice
+//! the wavefront's.
 use rune_ad::prelude::*;
 use serde::Deserialize;
 use serde_json::Value;
