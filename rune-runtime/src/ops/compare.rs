@@ -214,14 +214,13 @@ orderings!([] i64);
 equalities!([] i64);
 equalities!([] bool);
 
-/// The index of the first element of each lane along `axis` that `better` prefers to every
-/// earlier one; a NaN wins at once (as in NumPy). `max` says which extreme `better` finds.
+/// The index of the first largest (`max`) or smallest element of each lane along `axis`; a NaN
+/// wins at once (as in NumPy).
 fn try_arg_select<T: Element>(
     op: &'static str,
     x: &Tensor<T>,
     axis: isize,
     max: bool,
-    better: impl Fn(T, T) -> bool,
 ) -> Result<Tensor<i64>, ShapeError> {
     let ax = normalize_axis(op, axis, x.ndim())?;
     let n = x.shape()[ax];
@@ -247,15 +246,16 @@ fn try_arg_select<T: Element>(
                 row.iter().position(|&v| v == m)
             }
         };
+        let long = n >= LONG_ROW;
         let first = |row: &[T]| {
-            let at = if n >= LONG_ROW { vectorised(row) } else { None };
-            at.unwrap_or_else(|| scan(row.iter().copied(), &better)) as i64
+            let at = long.then(|| vectorised(row)).flatten();
+            at.unwrap_or_else(|| scan(row.iter().copied(), max)) as i64
         };
         let rows = xs.chunks_exact(n).map(first).collect();
         return Ok(Tensor::from_parts(rows, &x.shape()[..ax]));
     }
     Ok(Tensor::from_array(x.view().map_axis(Axis(ax), |lane| {
-        scan(lane.iter().copied(), &better) as i64
+        scan(lane.iter().copied(), max) as i64
     })))
 }
 
@@ -263,8 +263,8 @@ fn try_arg_select<T: Element>(
 /// one scan with comparisons is quicker than entering the vector kernel.
 const LONG_ROW: usize = 64;
 
-/// The index of the first element `better` prefers to every earlier one, or of the first NaN.
-fn scan<T: Element>(mut lane: impl Iterator<Item = T>, better: impl Fn(T, T) -> bool) -> usize {
+/// The index of the first largest (`max`) or smallest element, or of the first NaN.
+fn scan<T: Element>(mut lane: impl Iterator<Item = T>, max: bool) -> usize {
     let Some(mut best) = lane.next() else {
         return 0;
     };
@@ -276,7 +276,8 @@ fn scan<T: Element>(mut lane: impl Iterator<Item = T>, better: impl Fn(T, T) -> 
         if v.is_nan() {
             return i + 1;
         }
-        if better(v, best) {
+        let better = if max { v > best } else { v < best };
+        if better {
             best = v;
             at = i + 1;
         }
@@ -297,7 +298,7 @@ impl<T: Element> Tensor<T> {
 
     /// Like [`Tensor::argmax`], returning an error for a bad or empty axis.
     pub fn try_argmax(&self, axis: isize) -> Result<Tensor<i64>, ShapeError> {
-        try_arg_select("argmax", self, axis, true, |v, best| v > best)
+        try_arg_select("argmax", self, axis, true)
     }
 
     panicking_twin! {
@@ -312,7 +313,7 @@ impl<T: Element> Tensor<T> {
 
     /// Like [`Tensor::argmin`], returning an error for a bad or empty axis.
     pub fn try_argmin(&self, axis: isize) -> Result<Tensor<i64>, ShapeError> {
-        try_arg_select("argmin", self, axis, false, |v, best| v < best)
+        try_arg_select("argmin", self, axis, false)
     }
 }
 
