@@ -14,7 +14,7 @@ pub use crate::fused::{
     fused_cotangents_of, fused_flag, fused_jvp, fused_map, fused_mask, fused_recip, fused_reduce,
     fused_reduce_axes, fused_reduce_axes_jvp, fused_reduce_axes_vjp, fused_reduce_jvp,
     fused_reduce_vjp, fused_scale, fused_shape, fused_tangent_of, fused_value, fused_vjp,
-    fused_zero, FusedInput, FusedOps, Reduction, Slot,
+    fused_vjp_into, fused_zero, FusedInput, FusedOps, Reduction, Slot,
 };
 use crate::tensor::Tensor;
 

@@ -206,10 +206,16 @@ macro_rules! with_block_size {
 /// Where a loop writes one of its outputs: appended to a vector (the whole loop on one
 /// thread), into the part of a zeroed vector that one thread's range covers, or added into a
 /// [`Sink`] (a cotangent summed over the axes its input was broadcast along as it is made).
+/// The `Sum` variants write each element plus that of an adjoint read beside it, and
+/// `AddInPlace` adds into an adjoint's own buffer ([`AddTo`]).
 pub(super) enum Out<'a, T> {
     Append(&'a mut Vec<T>),
+    AppendSum(&'a mut Vec<T>, &'a [T]),
+    AddInPlace(&'a mut [T]),
     #[cfg(feature = "parallel")]
     Write(&'a mut [T]),
+    #[cfg(feature = "parallel")]
+    WriteSum(&'a mut [T], &'a [T]),
     Sink(&'a mut Sink<T>),
 }
 
@@ -230,6 +236,16 @@ impl<T: Element> Out<'_, T> {
     pub(super) fn put(&mut self, block: &[T]) {
         match self {
             Out::Append(v) => v.extend_from_slice(block),
+            Out::AppendSum(v, from) => {
+                let (head, tail) = from.split_at(block.len());
+                v.extend(head.iter().zip(block).map(|(&a, &b)| a + b));
+                *from = tail;
+            }
+            Out::AddInPlace(s) => {
+                let (head, tail) = std::mem::take(s).split_at_mut(block.len());
+                head.iter_mut().zip(block).for_each(|(a, &b)| *a += b);
+                *s = tail;
+            }
             Out::Sink(s) => s.add(block),
             #[cfg(feature = "parallel")]
             Out::Write(s) => {
@@ -237,8 +253,29 @@ impl<T: Element> Out<'_, T> {
                 head.copy_from_slice(block);
                 *s = tail;
             }
+            #[cfg(feature = "parallel")]
+            Out::WriteSum(s, from) => {
+                let (head, tail) = std::mem::take(s).split_at_mut(block.len());
+                let (add, rest) = from.split_at(block.len());
+                for ((h, &a), &b) in head.iter_mut().zip(add).zip(block) {
+                    *h = a + b;
+                }
+                *s = tail;
+                *from = rest;
+            }
         }
     }
+}
+
+/// What a loop adds its values of one output to: nothing (the output is the values), or an
+/// adjoint of the loop's length in row-major order, in its own buffer when that buffer is the
+/// adjoint's alone (`InPlace`: the output is left empty) or read beside the values into a new
+/// one (`Beside`: its storage is shared). Adding as the loop makes the values saves the pass
+/// over three buffers that adding the finished output would take.
+pub(super) enum AddTo<'a, T> {
+    Nothing,
+    InPlace(&'a mut [T]),
+    Beside(&'a [T]),
 }
 
 /// Runs a loop over `len` elements that writes `K` outputs of `len` elements and `S` lists of
@@ -252,37 +289,42 @@ pub(super) fn drive<T: Element, const K: usize, const S: usize>(
     align: usize,
     run: impl Fn(Range<usize>, [Out<'_, T>; K], &mut [BlockSums<T>; S]) + Sync,
 ) -> ([Vec<T>; K], [BlockSums<T>; S]) {
-    drive_into(len, align, [None; K], run)
+    let adds = std::array::from_fn(|_| AddTo::Nothing);
+    drive_into(len, align, [None; K], adds, run)
 }
 
 /// [`drive`], with the outputs that `sinks` gives a folding of summed into a [`Sink`] of it
-/// instead of written out: those outputs are the sums, `a * c` elements each. A loop with a
-/// sink runs on one thread, so that its sums are the same bits on any number of threads (a
-/// sink's memory traffic is a fraction of the outputs' it replaces).
+/// instead of written out (those outputs are the sums, `a * c` elements each), and those
+/// `adds` gives an adjoint added to it ([`AddTo`]). A loop with a sink runs on one thread, so
+/// that its sums are the same bits on any number of threads (a sink's memory traffic is a
+/// fraction of the outputs' it replaces).
 pub(super) fn drive_into<T: Element, const K: usize, const S: usize>(
     len: usize,
     align: usize,
     sinks: [Option<Folding>; K],
+    adds: [AddTo<'_, T>; K],
     run: impl Fn(Range<usize>, [Out<'_, T>; K], &mut [BlockSums<T>; S]) + Sync,
 ) -> ([Vec<T>; K], [BlockSums<T>; S]) {
     #[cfg(feature = "parallel")]
     if sinks.iter().all(Option::is_none) {
         if let Some(ranges) = crate::parallel::split(len, align) {
-            return drive_split(len, ranges, run);
+            return drive_split(len, ranges, adds, run);
         }
     }
     let _ = align;
-    let mut outs: [Vec<T>; K] = std::array::from_fn(|k| match sinks[k] {
-        Some(_) => Vec::new(),
-        None => Vec::with_capacity(len),
+    let mut outs: [Vec<T>; K] = std::array::from_fn(|k| match (&sinks[k], &adds[k]) {
+        (Some(_), _) | (_, AddTo::InPlace(_)) => Vec::new(),
+        _ => Vec::with_capacity(len),
     });
     let mut sink_of = sinks.map(|f| f.map(|f| Sink::new(f, 0)));
     let mut sums = sums_for(len);
-    run(
-        0..len,
-        outs_of(outs.each_mut().map(Out::Append), &mut sink_of),
-        &mut sums,
-    );
+    let mut adds = adds.into_iter();
+    let appended = outs.each_mut().map(|out| match adds.next() {
+        Some(AddTo::InPlace(s)) => Out::AddInPlace(s),
+        Some(AddTo::Beside(from)) => Out::AppendSum(out, from),
+        _ => Out::Append(out),
+    });
+    run(0..len, outs_of(appended, &mut sink_of), &mut sums);
     for (out, sink) in outs.iter_mut().zip(sink_of) {
         if let Some(sink) = sink {
             *out = sink.finish();
@@ -480,23 +522,49 @@ impl<T: Copy> BlockSums<T> {
 pub(super) fn drive_split<T: Element, const K: usize, const S: usize>(
     len: usize,
     ranges: Vec<Range<usize>>,
+    adds: [AddTo<'_, T>; K],
     run: impl Fn(Range<usize>, [Out<'_, T>; K], &mut [BlockSums<T>; S]) + Sync,
 ) -> ([Vec<T>; K], [BlockSums<T>; S]) {
-    let mut outs: [Vec<T>; K] = std::array::from_fn(|_| vec![T::zero(); len]);
-    // Each range with its part of every output.
-    let mut rests: [&mut [T]; K] = outs.each_mut().map(|o| o.as_mut_slice());
+    let in_place: [bool; K] = std::array::from_fn(|k| matches!(adds[k], AddTo::InPlace(_)));
+    let sum_beside: [bool; K] = std::array::from_fn(|k| matches!(adds[k], AddTo::Beside(_)));
+    let mut outs: [Vec<T>; K] = std::array::from_fn(|k| match in_place[k] {
+        true => Vec::new(),
+        false => vec![T::zero(); len],
+    });
+    // Each range with its part of every output: the part of its own output, or of the
+    // adjoint added into in place, and the part of an adjoint read beside it.
+    let mut adds = adds.into_iter();
+    let mut rests: [(&mut [T], &[T]); K] = outs.each_mut().map(|o| match adds.next() {
+        Some(AddTo::InPlace(s)) => (s, &[][..]),
+        Some(AddTo::Beside(from)) => (o.as_mut_slice(), from),
+        _ => (o.as_mut_slice(), &[][..]),
+    });
     let mut pieces = Vec::with_capacity(ranges.len());
     for range in ranges {
-        let parts = rests.each_mut().map(|rest| {
+        let parts = rests.each_mut().map(|(rest, from)| {
             let (head, tail) = std::mem::take(rest).split_at_mut(range.len());
             *rest = tail;
-            head
+            let (add, later) = from.split_at(range.len().min(from.len()));
+            *from = later;
+            (head, add)
         });
         pieces.push((range, parts));
     }
     let piece_sums = crate::parallel::map_items(pieces, |(range, parts)| {
         let mut sums = sums_for(range.len());
-        run(range, parts.map(Out::Write), &mut sums);
+        let mut k = 0;
+        let parts = parts.map(|(part, from)| {
+            let out = if in_place[k] {
+                Out::AddInPlace(part)
+            } else if sum_beside[k] {
+                Out::WriteSum(part, from)
+            } else {
+                Out::Write(part)
+            };
+            k += 1;
+            out
+        });
+        run(range, parts, &mut sums);
         sums
     });
     let mut sums = sums_for(len);

@@ -197,11 +197,49 @@ pub fn fused_vjp<T: Element, const N: usize, const L: usize, const K: usize, con
 ) -> [Tensor<T>; M] {
     #[cfg(debug_assertions)]
     let f: &CotangentFn<'_, T, N, L, K> = &f;
-    vjp_region(ops, inputs, literals, targets, g, f)
+    let none = std::array::from_fn(|_| None);
+    vjp_region(ops, inputs, literals, targets, g, f, none).map(made)
+}
+
+/// [`fused_vjp`], each target's cotangent added to `adjoints[m]` (`None` stands for zero) as
+/// [`accumulate`](crate::slots::accumulate) would add it: the backward pass of a region whose
+/// inputs have adjoints already (a value read again later in the function, a callee's
+/// argument). A cotangent of the region's shape added to an adjoint of that shape is added as
+/// the loop makes it, into the adjoint's buffer where it is the adjoint's alone: one pass over
+/// the adjoint instead of writing the cotangent out and adding it in a pass of its own.
+///
+/// # Panics
+/// As [`fused_vjp`], and when an adjoint's shape differs from its input's.
+#[track_caller]
+pub fn fused_vjp_into<
+    T: Element,
+    const N: usize,
+    const L: usize,
+    const K: usize,
+    const M: usize,
+>(
+    ops: FusedOps,
+    inputs: [FusedInput<'_, T>; N],
+    literals: [f64; L],
+    targets: [(usize, usize); M],
+    g: &Tensor<T>,
+    f: impl Fn([T; N], &[T; L], &Kernels, T) -> [T; K] + Sync,
+    adjoints: [&mut Option<Tensor<T>>; M],
+) {
+    #[cfg(debug_assertions)]
+    let f: &CotangentFn<'_, T, N, L, K> = &f;
+    let into = adjoints.map(Some);
+    vjp_region(ops, inputs, literals, targets, g, f, into);
+}
+
+/// A result of [`vjp_region`] that no adjoint was given for.
+pub(super) fn made<T>(result: Option<Tensor<T>>) -> Tensor<T> {
+    result.expect("fused: a cotangent without an adjoint is returned")
 }
 
 /// [`fused_vjp`] for the region's closure `f`: a `&dyn Fn` in debug builds (see the module's
-/// documentation).
+/// documentation). Where `adjoints[m]` is given, target `m`'s cotangent may be added to it as
+/// the loop makes it (see [`fused_vjp_into`]): its result is then `None`.
 #[track_caller]
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub(super) fn vjp_region<
@@ -217,7 +255,8 @@ pub(super) fn vjp_region<
     targets: [(usize, usize); M],
     g: &Tensor<T>,
     f: impl Fn([T; N], &[T; L], &Kernels, T) -> [T; K] + Sync,
-) -> [Tensor<T>; M] {
+    mut adjoints: [Option<&mut Option<Tensor<T>>>; M],
+) -> [Option<Tensor<T>>; M] {
     let literals = literals.map(T::from_f64);
     if let Some((shape, data, gs)) = inline_vjp_inputs(&inputs, g) {
         let mut outs: [ArrayVec<T, INLINE>; K] = std::array::from_fn(|_| ArrayVec::new());
@@ -233,9 +272,12 @@ pub(super) fn vjp_region<
         return distribute(
             outs.map(|o| Tensor::inline(o, shape)),
             &targets,
-            |i, t| match inputs[i] {
-                FusedInput::Value(OperandRef::Scalar(_)) => sum_to_shape(&t, &[]),
-                _ => t,
+            |m, i, t| {
+                let t = match inputs[i] {
+                    FusedInput::Value(OperandRef::Scalar(_)) => sum_to_shape(&t, &[]),
+                    _ => t,
+                };
+                deliver(&mut adjoints[m], t)
             },
         );
     }
@@ -264,6 +306,8 @@ pub(super) fn vjp_region<
     };
     let shape = &*shape;
     let len = shape.iter().product();
+    // Whether input `i`'s cotangent went into its adjoint as the loop made it.
+    let mut added = [false; N];
     let outs = if fits_inline(shape, len) {
         let mut outs: [ArrayVec<T, INLINE>; K] = std::array::from_fn(|_| ArrayVec::new());
         fast_then_exact(|k| {
@@ -290,44 +334,144 @@ pub(super) fn vjp_region<
             }),
         };
         let sinks = sunk.map(|t| t.and_then(|t| Folding::of(t, shape, len)));
+        let mut held = hold_adjoints(
+            &inputs,
+            shapes.as_ref(),
+            shape,
+            &targets,
+            &sinks,
+            &mut adjoints,
+        );
+        let adds = held.each_mut().map(|h| match h {
+            Some((_, a)) => {
+                if a.is_unique() && a.is_standard_layout() {
+                    AddTo::InPlace(a.unique_slice_mut().expect("a buffer of the adjoint's own"))
+                } else {
+                    AddTo::Beside(a.as_slice().expect("a row-major adjoint"))
+                }
+            }
+            None => AddTo::Nothing,
+        });
         let sources = (&sources, &[g_source]);
-        let (outs, []) = drive_into(len, BLOCK, sinks, |range, outs, _| {
+        let (outs, []) = drive_into(len, BLOCK, sinks, adds, |range, outs, _| {
             with_block_size!(len, SMALL, BLOCK, |B| vectorised(
                 #[inline(always)]
                 || vjp_blocks::<T, N, L, K, B>(range, outs, sources, &literals, &f),
             ))
         });
-        let mut k = 0;
-        outs.map(|o| {
-            let out_shape = match (sunk[k], sinks[k]) {
-                (Some(t), Some(_)) => t,
-                _ => shape,
-            };
-            k += 1;
-            Tensor::from_parts(o, out_shape)
-        })
+        let out_shapes: [&[usize]; K] = std::array::from_fn(|k| match (sunk[k], sinks[k]) {
+            (Some(t), Some(_)) => t,
+            _ => shape,
+        });
+        put_back(outs, out_shapes, held, &targets, &mut adjoints, &mut added)
     };
     match shapes {
         // Of the region's shape, but a scalar's: summed to one value.
-        None => distribute(outs, &targets, |i, t| match inputs[i] {
-            FusedInput::Value(OperandRef::Scalar(_)) => sum_to_shape(&t, &[]),
-            _ => t,
+        None => distribute(outs, &targets, |m, i, t| match inputs[i] {
+            _ if added[i] => None,
+            FusedInput::Value(OperandRef::Scalar(_)) => {
+                deliver(&mut adjoints[m], sum_to_shape(&t, &[]))
+            }
+            _ => deliver(&mut adjoints[m], t),
         }),
-        Some(shapes) => distribute(outs, &targets, |i, t| {
-            sum_to_shape(&t, shapes[i].unwrap_or(&[]))
+        Some(shapes) => distribute(outs, &targets, |m, i, t| match added[i] {
+            true => None,
+            false => deliver(&mut adjoints[m], sum_to_shape(&t, shapes[i].unwrap_or(&[]))),
         }),
     }
 }
 
+/// A cotangent of [`vjp_region`]'s: added to its adjoint where one was given, else returned.
+#[inline]
+fn deliver<T: Element>(
+    adjoint: &mut Option<&mut Option<Tensor<T>>>,
+    cotangent: Tensor<T>,
+) -> Option<Tensor<T>> {
+    match adjoint {
+        Some(a) => {
+            crate::slots::accumulate(a, cotangent);
+            None
+        }
+        None => Some(cotangent),
+    }
+}
+
+/// The adjoints [`vjp_region`] adds its results to as its loop makes them, taken out of their
+/// slots: `held[k]`, with the index of its target, is the adjoint of the one input that reads
+/// result `k` when that input and its adjoint have the region's shape (the adjoint in
+/// row-major order) and the result is not summed into a sink. Out of line, as is
+/// [`put_back`]: inlined into every region's backward pass, their code slowed the many small
+/// regions of a loop over 14-element tensors by 4%.
+#[inline(never)]
+#[allow(clippy::type_complexity)]
+fn hold_adjoints<T: Element, const N: usize, const K: usize, const M: usize>(
+    inputs: &[FusedInput<'_, T>; N],
+    shapes: Option<&[Option<&[usize]>; N]>,
+    shape: &[usize],
+    targets: &[(usize, usize); M],
+    sinks: &[Option<Folding>; K],
+    adjoints: &mut [Option<&mut Option<Tensor<T>>>; M],
+) -> [Option<(usize, Tensor<T>)>; K] {
+    std::array::from_fn(|k| {
+        let mut readers = targets.iter().enumerate().filter(|&(_, &(_, r))| r == k);
+        let (m, &(i, _)) = readers.next()?;
+        let input_shaped = match shapes {
+            None => !matches!(inputs[i], FusedInput::Value(OperandRef::Scalar(_))),
+            Some(shapes) => shapes[i].is_some_and(|s| same_shape(s, shape)),
+        };
+        let adjoint = adjoints[m].as_deref_mut()?;
+        let fits = adjoint
+            .as_ref()
+            .is_some_and(|a| same_shape(a.shape(), shape) && a.as_slice().is_some());
+        (readers.next().is_none() && sinks[k].is_none() && input_shaped && fits)
+            .then(|| (m, adjoint.take().expect("an adjoint checked above")))
+    })
+}
+
+/// The loop's results as tensors of `out_shapes`, but those added to a held adjoint
+/// ([`hold_adjoints`]): that sum goes back to the adjoint's slot (the adjoint itself when it
+/// was added to in place, its output then empty), `added` marks its input, and an empty
+/// tensor stands in for the result.
+#[inline(never)]
+fn put_back<T: Element, const N: usize, const K: usize, const M: usize>(
+    outs: [Vec<T>; K],
+    out_shapes: [&[usize]; K],
+    mut held: [Option<(usize, Tensor<T>)>; K],
+    targets: &[(usize, usize); M],
+    adjoints: &mut [Option<&mut Option<Tensor<T>>>; M],
+    added: &mut [bool; N],
+) -> [Tensor<T>; K] {
+    let mut k = 0;
+    outs.map(|o| {
+        let shape = out_shapes[k];
+        let out = match held[k].take() {
+            Some((m, a)) => {
+                added[targets[m].0] = true;
+                // (The loop of a region held inline is not this one: `o` is empty only
+                // when it was added in place.)
+                let sum = match o.is_empty() {
+                    true => a,
+                    false => Tensor::from_parts(o, shape),
+                };
+                **adjoints[m].as_mut().expect("a held adjoint's slot") = Some(sum);
+                Tensor::from_parts(Vec::new(), &[0])
+            }
+            None => Tensor::from_parts(o, shape),
+        };
+        k += 1;
+        out
+    })
+}
+
 /// The tensor of each target `(input, k)` from the loop's results `outs` (of the region's
-/// shape), passed through `finish(input, result k)`. A result read by one target becomes its
-/// tensor; one read by several (the operands of `+`) is one tensor they share (a copy when it
-/// is held inline).
-pub(super) fn distribute<T: Element, const K: usize, const M: usize>(
+/// shape), passed through `finish(target, input, result k)`. A result read by one target
+/// becomes its tensor; one read by several (the operands of `+`) is one tensor they share (a
+/// copy when it is held inline).
+pub(super) fn distribute<T: Element, R, const K: usize, const M: usize>(
     outs: [Tensor<T>; K],
     targets: &[(usize, usize); M],
-    mut finish: impl FnMut(usize, Tensor<T>) -> Tensor<T>,
-) -> [Tensor<T>; M] {
+    mut finish: impl FnMut(usize, usize, Tensor<T>) -> R,
+) -> [R; M] {
     let mut outs = outs.map(Some);
     let mut last = [0; K];
     for (at, &(_, k)) in targets.iter().enumerate() {
@@ -341,7 +485,11 @@ pub(super) fn distribute<T: Element, const K: usize, const M: usize>(
             outs[k].clone()
         };
         at += 1;
-        finish(i, out.expect("fused: a result read after its last reader"))
+        finish(
+            at - 1,
+            i,
+            out.expect("fused: a result read after its last reader"),
+        )
     })
 }
 

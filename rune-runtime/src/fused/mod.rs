@@ -13,6 +13,10 @@
 //! - [`fused_vjp`]: the cotangent of each differentiated input, from the output's cotangent; the
 //!   closure recomputes the region's intermediates from the inputs, so the forward pass saves
 //!   none of them. A cotangent is summed over the axes its input was broadcast along.
+//!   [`fused_vjp_into`] adds each cotangent to its input's adjoint instead, as the loop makes
+//!   it where the adjoint is row-major and of the region's shape (in place when its buffer is
+//!   its own): the generated backward pass of every region without a reduction, which saves
+//!   the pass over three buffers that adding a finished cotangent takes.
 //! - [`fused_jvp`]: the value and its tangent in one pass. The generated code hands it the
 //!   closure of the value and the cotangents, which [`fused_tangent_of`] turns into the tangent
 //!   (the partial derivatives weighted by the inputs' tangents), and [`fused_vjp`] that same
@@ -482,7 +486,8 @@ mod tests {
         let (zero, one): (Vec<f64>, Vec<f64>) = (0..n).map(|i| (i as f64, -(i as f64))).unzip();
         let outs = [zero.clone(), one.clone()].map(|o| Tensor::from_parts(o, &[n]));
         let mut seen = Vec::new();
-        let [a, b, c] = distribute(outs, &[(0, 0), (1, 1), (2, 0)], |i, t| {
+        let [a, b, c] = distribute(outs, &[(0, 0), (1, 1), (2, 0)], |m, i, t| {
+            assert_eq!(m, i);
             seen.push(i);
             t
         });
@@ -494,7 +499,7 @@ mod tests {
         assert_eq!(a.view().as_ptr(), c.view().as_ptr());
         // Each result read once: each its own tensor, in the targets' order.
         let outs = [5.0, 6.0].map(Tensor::scalar);
-        let [p, q] = distribute(outs, &[(1, 1), (0, 0)], |_, t| t);
+        let [p, q] = distribute(outs, &[(1, 1), (0, 0)], |_, _, t| t);
         assert_eq!((p.item(), q.item(), p.shape()), (6.0, 5.0, &[] as &[usize]));
     }
 

@@ -274,7 +274,7 @@ pub(super) fn reduce_vjp_region<
     });
     let value = Tensor::scalar(reduction.finish(combine_block_sums(sums.as_slice(), len), len));
     let partials = partials.map(|p| Tensor::from_parts(p, shape));
-    let partials = distribute(partials, &targets, |i, p| match inputs[i] {
+    let partials = distribute(partials, &targets, |_, i, p| match inputs[i] {
         OperandRef::Tensor(t) if !same_shape(t.shape(), shape) => sum_to_shape(&p, t.shape()),
         OperandRef::Tensor(_) => p,
         OperandRef::Scalar(_) => sum_to_shape(&p, &[]),
@@ -577,7 +577,8 @@ pub fn fused_reduce_axes_vjp<
             )
         }
     };
-    vjp_region(ops, inputs, literals, targets, &spread, f)
+    let none = std::array::from_fn(|_| None);
+    vjp_region(ops, inputs, literals, targets, &spread, f, none).map(made)
 }
 
 /// `K` lists of the pairwise sums of the lanes of `lane` (at least one) consecutive elements of

@@ -13,6 +13,7 @@ use quote::{format_ident, quote, ToTokens};
 use syn::Ident;
 
 use self::code::Code;
+use super::carrier::Carrier;
 use super::tokens::{lex, relocate_call};
 use super::{rt, Emitter, Generated, Host, Mode};
 use crate::analyse::config_keep;
@@ -356,6 +357,25 @@ impl Emitter<'_> {
         let results: Vec<Ident> = (0..targets.len())
             .map(|k| hidden(&format!("f{k}")))
             .collect();
+        let adjoints: Vec<Ident> = targets
+            .iter()
+            .map(|&i| adjoint_ident(inputs[i].val().expect("a value")))
+            .collect();
+        // On tensors, a region without a reduction adds its cotangents to the adjoints as its
+        // loop makes them (each target's adjoint is a variable of its own: the inputs of a
+        // region are distinct values).
+        if reduce.is_none() && self.carrier() == Carrier::Tensors {
+            let call = relocate_call(
+                quote! {
+                    if let ::core::option::Option::Some(__rune_g) = #adj.take() {
+                        #rt::fused_vjp_into(#ops, #args, #lits, [#(#pairs),*], &__rune_g,
+                            #rt::fused_cotangents_of(#f), [#(&mut #adjoints),*]);
+                    }
+                },
+                span,
+            );
+            return quote!(#item #call);
+        }
         let accumulate = self.glue("accumulate");
         let (function, over) = match (&reduce, &axes) {
             (Some(r), Some(axes)) => {
@@ -364,10 +384,10 @@ impl Emitter<'_> {
             }
             _ => (self.glue("fused_vjp"), quote!()),
         };
-        let accumulate = targets.iter().zip(&results).map(|(&i, r)| {
-            let a = adjoint_ident(inputs[i].val().expect("a value"));
-            quote!(#accumulate(&mut #a, #r);)
-        });
+        let accumulate = adjoints
+            .iter()
+            .zip(&results)
+            .map(|(a, r)| quote!(#accumulate(&mut #a, #r);));
         let call = relocate_call(
             quote! {
                 if let ::core::option::Option::Some(__rune_g) = #adj.take() {
