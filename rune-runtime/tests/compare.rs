@@ -249,20 +249,30 @@ fn first_extreme(row: &[f64], max: bool) -> i64 {
 /// index of the extreme, as the definition scans for it.
 #[test]
 fn argmin_and_argmax_over_rows_follow_the_definition() {
-    for n in [3, 10, 63, 64, 100, 1000] {
-        let rows = 6;
+    for n in [1, 3, 10, 63, 64, 100, 1000] {
+        // Short rows go four at a time, then one by one: 22 rows are five fours and two.
+        let rows = 22;
         let mut values: Vec<f64> = (0..rows * n)
             .map(|k| ((k * 7919) % 97) as f64 - 48.0)
             .collect();
-        // Row 1 repeats its extremes, row 2 has a NaN late, row 3 a NaN first, row 4 holds
-        // only signed zeros, row 5 an extreme in its last element.
-        for j in 0..n {
-            values[n + j] = if j % 2 == 0 { 5.0 } else { -5.0 };
-            values[4 * n + j] = if j % 3 == 0 { -0.0 } else { 0.0 };
+        // In each eight rows, row 1 repeats its extremes, row 2 has a NaN late,
+        // row 3 a NaN first, row 4 holds only signed zeros, row 5 an extreme in its last
+        // element.
+        for r in (0..rows).filter(|r| r % 8 == 1 || r % 8 == 4) {
+            for j in 0..n {
+                values[r * n + j] = match r % 8 {
+                    1 if j % 2 == 0 => 5.0,
+                    1 => -5.0,
+                    _ if j % 3 == 0 => -0.0,
+                    _ => 0.0,
+                };
+            }
         }
-        values[2 * n + n - 2] = f64::NAN;
-        values[3 * n] = f64::NAN;
-        values[5 * n + n - 1] = 1e9;
+        for group in (0..rows).step_by(8).filter(|g| g + 5 < rows) {
+            values[(group + 2) * n + n.saturating_sub(2)] = f64::NAN;
+            values[(group + 3) * n] = f64::NAN;
+            values[(group + 5) * n + n - 1] = 1e9;
+        }
         let t = f(&values, &[rows, n]);
         let by_rows: Vec<&[f64]> = values.chunks(n).collect();
         for max in [false, true] {

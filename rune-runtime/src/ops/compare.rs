@@ -246,12 +246,17 @@ fn try_arg_select<T: Element>(
                 row.iter().position(|&v| v == m)
             }
         };
-        let long = n >= LONG_ROW;
-        let first = |row: &[T]| {
-            let at = long.then(|| vectorised(row)).flatten();
-            at.unwrap_or_else(|| scan(row.iter().copied(), max)) as i64
+        let rows = if n >= LONG_ROW {
+            let first = |row: &[T]| {
+                let at = vectorised(row);
+                at.unwrap_or_else(|| scan(row.iter().copied(), max)) as i64
+            };
+            xs.chunks_exact(n).map(first).collect()
+        } else if max {
+            scan_rows(xs, n, |v, best| v > best)
+        } else {
+            scan_rows(xs, n, |v, best| v < best)
         };
-        let rows = xs.chunks_exact(n).map(first).collect();
         return Ok(Tensor::from_parts(rows, &x.shape()[..ax]));
     }
     Ok(Tensor::from_array(x.view().map_axis(Axis(ax), |lane| {
@@ -263,8 +268,62 @@ fn try_arg_select<T: Element>(
 /// one scan with comparisons is quicker than entering the vector kernel.
 const LONG_ROW: usize = 64;
 
+/// The rows of one scan each go through `scan_rows` this many at a time.
+const ROWS_AT_ONCE: usize = 4;
+
+/// [`scan`] of each row of `n` elements of `xs`, where `better(v, best)` says `v` replaces the
+/// best so far, [`ROWS_AT_ONCE`] rows side by side: one row's scan is a chain of dependent
+/// compares (each waits for the best before it), and independent chains keep the core busy.
+/// kmeans' `argmin` over rows of 10 centroids was 21% of its cost one row at a time; four at
+/// a time, its cost at n = 10⁴, d = 8 went from 0.305 to 0.282 ms (eight at a time, with a
+/// NaN flag a row, spilled registers and took 0.55 ms). Rows with a NaN, which wins where it
+/// first appears, are scanned again one by one.
+// Column `j` of each row is read by index, side by side (zipping the rows with their bests
+// measured 4% slower).
+#[allow(clippy::needless_range_loop)]
+fn scan_rows<T: Element>(xs: &[T], n: usize, better: impl Fn(T, T) -> bool) -> Vec<i64> {
+    let mut out = Vec::with_capacity(xs.len() / n);
+    let mut groups = xs.chunks_exact(n * ROWS_AT_ONCE);
+    for group in &mut groups {
+        let rows: [&[T]; ROWS_AT_ONCE] = std::array::from_fn(|r| &group[r * n..(r + 1) * n]);
+        let mut best = rows.map(|row| row[0]);
+        let mut at = [0; ROWS_AT_ONCE];
+        let mut nan = best.iter().any(|b| b.is_nan());
+        for j in 1..n {
+            for r in 0..ROWS_AT_ONCE {
+                let v = rows[r][j];
+                nan |= v.is_nan();
+                if better(v, best[r]) {
+                    best[r] = v;
+                    at[r] = j;
+                }
+            }
+        }
+        if nan {
+            out.extend(rows.map(|row| scan_with(row.iter().copied(), &better) as i64));
+        } else {
+            out.extend(at.map(|a| a as i64));
+        }
+    }
+    let rest = groups.remainder().chunks_exact(n);
+    out.extend(rest.map(|row| scan_with(row.iter().copied(), &better) as i64));
+    out
+}
+
 /// The index of the first largest (`max`) or smallest element, or of the first NaN.
-fn scan<T: Element>(mut lane: impl Iterator<Item = T>, max: bool) -> usize {
+fn scan<T: Element>(lane: impl Iterator<Item = T>, max: bool) -> usize {
+    if max {
+        scan_with(lane, |v, best| v > best)
+    } else {
+        scan_with(lane, |v, best| v < best)
+    }
+}
+
+/// [`scan`], `better(v, best)` saying whether `v` replaces the best so far.
+fn scan_with<T: Element>(
+    mut lane: impl Iterator<Item = T>,
+    better: impl Fn(T, T) -> bool,
+) -> usize {
     let Some(mut best) = lane.next() else {
         return 0;
     };
@@ -276,8 +335,7 @@ fn scan<T: Element>(mut lane: impl Iterator<Item = T>, max: bool) -> usize {
         if v.is_nan() {
             return i + 1;
         }
-        let better = if max { v > best } else { v < best };
-        if better {
+        if better(v, best) {
             best = v;
             at = i + 1;
         }
