@@ -5,7 +5,8 @@
 //! `check-values` in every call), which is the same ops applied to row-major copies of the
 //! views; gradients, tangents and Hessian-vector products agree with the derivatives worked out
 //! by hand, in f64 and f32. Then models written as users write them, given their input as a
-//! transposed or reversed view, through `check_variants!`.
+//! transposed or reversed view, through `check_variants!`; and a stencil whose neighbours are
+//! shifted copies (`shrink` then `pad`), which the fused regions read in place of the copies.
 
 mod support;
 
@@ -446,4 +447,75 @@ fn a_sequence_model_reading_its_input_reversed_in_time() {
     check_variants!(Backward::loss, Backward::loss_value_and_grad, Backward::loss_grad,
         Backward::loss_vjp, Backward::loss_jvp, Backward::loss_pullback; [model, xs];
         (&model, &xs, &decay, 3));
+}
+
+/// `u` shifted one cell to the right, `edge` entering at the left: `uᵢ₋₁`.
+#[differentiable]
+fn from_left<T: Element>(u: &Tensor<T>, #[nodiff] edge: f64) -> Tensor<T> {
+    let n = u.len();
+    u.shrink(&[(0, n - 1)]).pad(&[(1, 0)], T::from_f64(edge))
+}
+
+/// A rod heated at its left end and held at zero at its right: `steps` explicit steps of
+/// `u += k · (uᵢ₋₁ − 2uᵢ + uᵢ₊₁) / 10 + q / 100`, then the rod's energy `Σ u²`. The left
+/// neighbours come from a call, the right ones from a shift written in the loop.
+#[differentiable]
+fn heated_rod<T: Element>(
+    k: &Tensor<T>,
+    q: &Tensor<T>,
+    u0: &Tensor<T>,
+    #[nodiff] steps: usize,
+) -> Tensor<T> {
+    let n = u0.len();
+    let mut u = u0.clone();
+    for _ in 0..steps {
+        let right = u.shrink(&[(1, n)]).pad(&[(0, 1)], T::zero());
+        let laplacian = from_left(&u, 1.0) + right - &u * 2.0;
+        u = &u + k * laplacian * 0.1 + q * 0.01;
+    }
+    (&u * &u).sum()
+}
+
+#[test]
+fn a_stencil_of_shifted_cells_in_a_loop() {
+    // Long enough that `pad` leaves its result unwritten and the regions read it in place.
+    let n = 300;
+    let k = Tensor::rand_uniform(&[n], 0.2, 0.9, 90);
+    let q = Tensor::rand_uniform(&[n], -1.0, 1.0, 91);
+    let u0 = Tensor::rand_uniform(&[n], 0.0, 1.0, 92);
+    check_variants!(heated_rod, heated_rod_value_and_grad, heated_rod_grad, heated_rod_vjp,
+        heated_rod_jvp, heated_rod_pullback; [k, q, u0]; (&k, &q, &u0, 6));
+    // The same numbers as the shifts written out by hand.
+    let (kv, qv, mut u) = (k.to_vec(), q.to_vec(), u0.to_vec());
+    for _ in 0..6 {
+        let last = u.clone();
+        for i in 0..n {
+            let l = if i == 0 { 1.0 } else { last[i - 1] };
+            let r = if i + 1 == n { 0.0 } else { last[i + 1] };
+            u[i] = last[i] + kv[i] * (l - 2.0 * last[i] + r) * 0.1 + qv[i] * 0.01;
+        }
+    }
+    let energy: f64 = u.iter().map(|v| v * v).sum();
+    let got = heated_rod(&k, &q, &u0, 6).item();
+    assert!(
+        (got - energy).abs() <= 1e-12 * energy,
+        "{got} against {energy}"
+    );
+    // In f32, the gradient of the f64 function's.
+    let single = |t: &Tensor<f64>| t.map(|&v| v as f32);
+    let (g64, g32) = (
+        heated_rod_grad(&k, &q, &u0, 6),
+        heated_rod_grad(&single(&k), &single(&q), &single(&u0), 6),
+    );
+    for (a, b) in [g64.0, g64.1, g64.2]
+        .iter()
+        .zip([g32.0, g32.1, g32.2].iter())
+    {
+        for (x, y) in a.to_vec().iter().zip(b.to_vec()) {
+            assert!(
+                (x - y as f64).abs() <= 1e-4 * x.abs().max(1.0),
+                "f32 {y} against {x}"
+            );
+        }
+    }
 }

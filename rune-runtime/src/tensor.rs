@@ -15,14 +15,19 @@ use crate::error::{checked_size, OrPanic, ShapeError};
 use crate::vmath::{fast_then_exact, Kernels};
 
 mod convert;
+mod padded;
 pub(crate) mod small;
+
+use padded::Padded;
+pub(crate) use padded::LAZY_PAD;
 
 /// An n-dimensional array of `T` (row-major), cheap to clone.
 ///
 /// A tensor of at most four elements and four axes that an op computed holds its elements
 /// and shape inline, without an allocation; any other is an [`ndarray::ArcArray`], which
-/// cloning shares and writing to copies first when shared. The two are one type to every
-/// method: which a tensor is shows only in speed. Float tensors (`T: Element`) are
+/// cloning shares and writing to copies first when shared (or, inside the runtime, a shared
+/// example repeated by `vmap`, or a padded tensor not yet written out). They are one type to
+/// every method: which a tensor is shows only in speed. Float tensors (`T: Element`) are
 /// differentiable; `Tensor<bool>` and `Tensor<i64>` serve as masks and indices.
 #[derive(Clone)]
 pub struct Tensor<T> {
@@ -51,6 +56,9 @@ enum Repr<T> {
     /// contiguous, copies them out first.
     /// Boxed, so that a tensor stays the size of an `ArcArray` handle.
     Repeated(Box<Repeated<T>>),
+    /// A row-major tensor padded along its first axis, written out on the first read that
+    /// needs the elements (`padded.rs`). Shared, so that clones share that copy.
+    Padded(std::sync::Arc<Padded<T>>),
 }
 
 /// A repeated tensor's elements and shape.
@@ -122,6 +130,7 @@ impl<T> Tensor<T> {
             Repr::Shared(a) => a.shape(),
             Repr::Inline(i) => i.shape(),
             Repr::Repeated(r) => r.shape.slice(),
+            Repr::Padded(p) => p.shape().slice(),
         }
     }
 
@@ -132,6 +141,7 @@ impl<T> Tensor<T> {
             Repr::Shared(a) => a.ndim(),
             Repr::Inline(i) => i.ndim as usize,
             Repr::Repeated(r) => r.shape.ndim(),
+            Repr::Padded(p) => p.shape().ndim(),
         }
     }
 
@@ -143,6 +153,7 @@ impl<T> Tensor<T> {
             Repr::Shared(a) => a.len(),
             Repr::Inline(i) => i.data.len(),
             Repr::Repeated(r) => r.shape.size(),
+            Repr::Padded(p) => p.shape().size(),
         }
     }
 
@@ -163,6 +174,7 @@ impl<T> Tensor<T> {
                 .base
                 .broadcast(r.shape.clone())
                 .expect("a repeated tensor's base broadcasts to its shape"),
+            Repr::Padded(p) => p.full().view(),
         }
     }
 
@@ -174,6 +186,7 @@ impl<T> Tensor<T> {
             Repr::Shared(a) => a.as_slice(),
             Repr::Inline(i) => Some(&i.data),
             Repr::Repeated(_) => None,
+            Repr::Padded(p) => p.full().as_slice(),
         }
     }
 
@@ -183,7 +196,7 @@ impl<T> Tensor<T> {
     pub fn is_standard_layout(&self) -> bool {
         match &self.repr {
             Repr::Shared(a) => a.is_standard_layout(),
-            Repr::Inline(_) => true,
+            Repr::Inline(_) | Repr::Padded(_) => true,
             Repr::Repeated(_) => false,
         }
     }
@@ -195,6 +208,7 @@ impl<T> Tensor<T> {
             Repr::Shared(a) => a.first(),
             Repr::Inline(i) => i.data.first(),
             Repr::Repeated(r) => r.base.first().filter(|_| r.shape.size() > 0),
+            Repr::Padded(p) => p.first(),
         }
     }
 
@@ -251,6 +265,7 @@ impl<T> Tensor<T> {
                     None
                 }
             }
+            Repr::Padded(p) => p.full().broadcast(IxDyn(shape)),
         }
     }
 
@@ -307,7 +322,7 @@ impl<T> Tensor<T> {
         match &self.repr {
             Repr::Shared(a) => a.is_unique(),
             Repr::Inline(_) => true,
-            Repr::Repeated(_) => false,
+            Repr::Repeated(_) | Repr::Padded(_) => false,
         }
     }
 }
@@ -323,6 +338,7 @@ impl<T: Clone> Tensor<T> {
                 ArcArray::from_shape_vec(IxDyn(i.shape()), i.data.to_vec()).expect("inline")
             }
             Repr::Repeated(_) => self.view().to_owned().into_shared(),
+            Repr::Padded(p) => p.full().clone(),
         }
     }
 
@@ -330,8 +346,11 @@ impl<T: Clone> Tensor<T> {
     /// shared, and moves an inline tensor's elements to an array of their own).
     #[inline]
     pub(crate) fn data_mut(&mut self) -> &mut ArcArray<T, IxDyn> {
-        if !matches!(self.repr, Repr::Shared(_)) {
-            self.repr = Repr::Shared(self.to_shared());
+        match &self.repr {
+            Repr::Shared(_) => {}
+            // A new array of its own, which writing does not copy again.
+            Repr::Padded(p) => self.repr = Repr::Shared(p.clone().owned()),
+            _ => self.repr = Repr::Shared(self.to_shared()),
         }
         match &mut self.repr {
             Repr::Shared(a) => a,
@@ -346,7 +365,7 @@ impl<T: Clone> Tensor<T> {
     pub(crate) fn unique_slice_mut(&mut self) -> Option<&mut [T]> {
         match &mut self.repr {
             Repr::Shared(a) if a.is_unique() && a.is_standard_layout() => a.as_slice_mut(),
-            Repr::Shared(_) | Repr::Repeated(_) => None,
+            Repr::Shared(_) | Repr::Repeated(_) | Repr::Padded(_) => None,
             Repr::Inline(i) => Some(&mut i.data),
         }
     }

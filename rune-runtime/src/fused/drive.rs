@@ -87,6 +87,11 @@ fn in_place<'a, T, const B: usize>(
 ) -> Option<&'a [T; B]> {
     match source {
         Source::Slice(s) if n == B => s[start..start + B].try_into().ok(),
+        // A block inside a padded tensor's input.
+        Source::Padded { data, before, .. } if n == B && start >= *before => data
+            .get(start - before..start - before + B)?
+            .try_into()
+            .ok(),
         _ => None,
     }
 }
@@ -597,7 +602,7 @@ pub(super) fn same_shape_sources<'a, T: Element, const N: usize>(
     let mut sources: [Source<'a, T>; N] = std::array::from_fn(|_| Source::Splat(T::zero()));
     for (source, input) in sources.iter_mut().zip(inputs) {
         match input {
-            Some(OperandRef::Tensor(t)) => *source = Source::Slice(t.as_slice()?),
+            Some(OperandRef::Tensor(t)) => *source = flat_source(t)?,
             Some(OperandRef::Scalar(v)) => *source = Source::Splat(*v),
             None => {}
         }

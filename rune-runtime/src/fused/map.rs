@@ -293,8 +293,8 @@ pub(super) fn vjp_region<
             FusedInput::Value(_) => true,
             FusedInput::Shape(s) => shaped(s),
         });
-        let gs = g.as_slice()?;
-        (all_shaped && shaped(g.shape())).then_some((shape, sources, Source::Slice(gs)))
+        let gs = flat_source(g)?;
+        (all_shaped && shaped(g.shape())).then_some((shape, sources, gs))
     });
     let (shape, shapes, sources, g_source) = match direct {
         Some((shape, sources, gs)) => (Cow::Borrowed(shape), None, sources, gs),
@@ -422,7 +422,11 @@ fn hold_adjoints<T: Element, const N: usize, const K: usize, const M: usize>(
         let adjoint = adjoints[m].as_deref_mut()?;
         let fits = adjoint
             .as_ref()
-            .is_some_and(|a| same_shape(a.shape(), shape) && a.as_slice().is_some());
+            // (A padded adjoint not written out is added to by `accumulate`, which reads it
+            // in place.)
+            .is_some_and(|a| {
+                same_shape(a.shape(), shape) && a.padded_parts().is_none() && a.as_slice().is_some()
+            });
         (readers.next().is_none() && sinks[k].is_none() && input_shaped && fits)
             .then(|| (m, adjoint.take().expect("an adjoint checked above")))
     })

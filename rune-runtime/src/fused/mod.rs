@@ -34,7 +34,8 @@
 //! its tensor inputs' shapes, which is the shape of its result: every op of the tree broadcasts
 //! the shapes of the inputs below it. The elements are processed in blocks of [`BLOCK`] (of 16
 //! for regions of at most 16 elements), each input's block copied into a local array: an input
-//! of the region's shape is read from its data, one broadcast along leading axes only (a bias)
+//! of the region's shape is read from its data (a padded tensor not written out, from its
+//! input, with the fill around it), one broadcast along leading axes only (a bias)
 //! is read over and over in place, one in row-major order broadcast along any one run of
 //! consecutive axes (`[n, 1, 3]` against `[n, n, 3]`, a reduction's cotangent `[n, 1]` spread
 //! over its lanes) is read in place by row (`Tile`), and any other is copied once,

@@ -22,6 +22,13 @@ pub(super) enum Source<'a, T> {
     Tile(Box<Tile<'a, T>>),
     /// A copy of a tensor broadcast to the region's shape.
     Owned(Vec<T>),
+    /// A tensor of the region's shape padded along its first axis, not written out
+    /// ([`Tensor::padded_parts`]): `data` after `before` elements of `fill`, and `fill` after.
+    Padded {
+        data: &'a [T],
+        before: usize,
+        fill: T,
+    },
 }
 
 /// A tensor in row-major order broadcast along one run of consecutive axes of the region: the
@@ -154,6 +161,10 @@ impl<T: Copy> Source<'_, T> {
             Source::Cycle(s) => s[e % s.len()],
             // Element `(i, j, k)` of the folded region `[a, r, c]` is `i * c + k` of the data.
             Source::Tile(t) => t.data[e / (t.r * t.c) * t.c + e % t.c],
+            Source::Padded { data, before, fill } => match e.checked_sub(*before) {
+                Some(i) if i < data.len() => data[i],
+                _ => *fill,
+            },
         }
     }
 
@@ -163,6 +174,19 @@ impl<T: Copy> Source<'_, T> {
             Source::Slice(s) => dst.copy_from_slice(&s[start..start + dst.len()]),
             Source::Owned(s) => dst.copy_from_slice(&s[start..start + dst.len()]),
             Source::Tile(t) => t.fill(start, dst),
+            Source::Padded { data, before, fill } => {
+                // The fill before the data, the data, the fill after it.
+                let len = dst.len();
+                let head = before.saturating_sub(start).min(len);
+                dst[..head].fill(*fill);
+                if head < len {
+                    // `start + head` is at or past `before` here.
+                    let from = (start + head - before).min(data.len());
+                    let body = (data.len() - from).min(len - head);
+                    dst[head..head + body].copy_from_slice(&data[from..from + body]);
+                    dst[head + body..].fill(*fill);
+                }
+            }
             Source::Cycle(s) => {
                 let mut at = start % s.len();
                 let mut filled = 0;
@@ -329,6 +353,11 @@ pub(super) fn source<'a, T: Element>(
     t: &'a Tensor<T>,
     shape: &[usize],
 ) -> Result<Source<'a, T>, ShapeError> {
+    if same_shape(t.shape(), shape) {
+        if let Some(source) = padded_source(t) {
+            return Ok(source);
+        }
+    }
     if t.len() == 1 && shape.iter().product::<usize>() != 1 {
         let view = broadcast_view(op, t, shape)?;
         return Ok(Source::Splat(*view.iter().next().expect("one element")));
@@ -389,6 +418,20 @@ fn strided_copy<T: Element>(t: &Tensor<T>) -> Option<Vec<T>> {
         3 => v.into_dimensionality::<ndarray::Ix3>().ok().map(rows),
         _ => None,
     }
+}
+
+/// A padded tensor whose elements are not written out, read in place.
+#[inline]
+pub(super) fn padded_source<T: Element>(t: &Tensor<T>) -> Option<Source<'_, T>> {
+    let (data, before, &fill) = t.padded_parts()?;
+    Some(Source::Padded { data, before, fill })
+}
+
+/// A tensor of the region's shape in row-major order, read in place: its data, or a padded
+/// tensor's input and fill.
+#[inline]
+pub(super) fn flat_source<T: Element>(t: &Tensor<T>) -> Option<Source<'_, T>> {
+    padded_source(t).or_else(|| t.as_slice().map(Source::Slice))
 }
 
 pub(super) fn operand_source<'a, T: Element>(

@@ -270,6 +270,18 @@ macro_rules! assign_ops {
                         None => self.data_mut().mapv_inplace(|v| v $op s),
                     },
                     OperandRef::Tensor(t) if same_shape(t.shape(), self.shape()) => {
+                        // A padded tensor not written out (`shrink`'s VJP): its input and fill
+                        // where they lie, without writing it out.
+                        if let (Some((r, before, &fill)), true) =
+                            (t.padded_parts(), self.is_unique() && self.as_slice().is_some())
+                        {
+                            let l = self.unique_slice_mut().expect("checked above");
+                            let (head, rest) = l.split_at_mut(before);
+                            let (body, tail) = rest.split_at_mut(r.len());
+                            head.iter_mut().chain(tail).for_each(|u| *u = *u $op fill);
+                            body.iter_mut().zip(r).for_each(|(u, &v)| *u = *u $op v);
+                            return;
+                        }
                         // An inline tensor or storage of its own: no copy-on-write to check.
                         if let (Some(r), Some(l)) = (t.as_slice(), self.unique_slice_mut()) {
                             l.iter_mut().zip(r).for_each(|(u, &v)| *u = *u $op v);

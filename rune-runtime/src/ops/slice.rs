@@ -3,9 +3,12 @@
 //! `shrink` and `flip` return views of the same storage (no copy), except that a small part
 //! of a larger tensor that is not contiguous in it (a row of weights cut across a packed
 //! matrix) is copied out row-major: every op that reads it then reads a slice, where a view
-//! would be copied again by each reader, at every step of a loop that reads it. `pad`,
-//! `unfold` and `fold` write new row-major tensors. `unfold` is im2col exactly as PyTorch's `F.unfold` with a square
-//! kernel, and `fold` its adjoint (`F.fold`): windows that overlap sum.
+//! would be copied again by each reader, at every step of a loop that reads it. `pad` of the
+//! first axis of a large row-major tensor leaves its result unwritten (`tensor/padded.rs`:
+//! fused regions read it in place, `shrink` of its inside is the input again); any other
+//! `pad`, `unfold` and `fold` write new row-major tensors. `unfold` is im2col exactly as
+//! PyTorch's `F.unfold` with a square kernel, and `fold` its adjoint (`F.fold`): windows that
+//! overlap sum.
 
 use arrayvec::ArrayVec;
 use ndarray::{ArrayD, Axis, IxDyn, Slice};
@@ -14,7 +17,7 @@ use crate::copy::{copy_elems, extend_elems};
 use crate::element::Element;
 use crate::error::{checked, checked_size, panicking_twin, ShapeError};
 use crate::ops::window::{Misfit, Window};
-use crate::tensor::{small, Tensor};
+use crate::tensor::{small, Tensor, LAZY_PAD};
 
 /// Checks that `ranges` gives one entry per axis of `shape`.
 fn check_rank(
@@ -65,6 +68,9 @@ impl<T: Clone> Tensor<T> {
             }
         }
         if let Some(t) = small::shrink(self, ranges) {
+            return Ok(t);
+        }
+        if let Some(t) = self.unpadded(ranges) {
             return Ok(t);
         }
         if self.repeated_parts().is_some() {
@@ -132,7 +138,18 @@ impl<T: Clone> Tensor<T> {
             (first_axis_only, self.as_slice(), ranges.first())
         {
             let row: usize = shape[1..].iter().product();
-            let mut out = Vec::with_capacity(padded.iter().product());
+            let len: usize = padded.iter().product();
+            if len >= LAZY_PAD && before + after > 0 && !self.is_inline() {
+                // Written out only if something other than a fused region reads it.
+                return Ok(Tensor::padded(
+                    self,
+                    before * row,
+                    after * row,
+                    fill,
+                    &padded,
+                ));
+            }
+            let mut out = Vec::with_capacity(len);
             out.resize(before * row, fill.clone());
             extend_elems(&mut out, data);
             out.resize(out.len() + after * row, fill);

@@ -40,6 +40,7 @@ impl<T: Clone> Tensor<T> {
                 ArrayD::from_shape_vec(shape, i.data.into_iter().collect()).expect("inline")
             }
             Repr::Repeated(_) => self.view().to_owned(),
+            Repr::Padded(p) => p.owned().into_owned(),
         }
     }
 
