@@ -19,14 +19,15 @@ pub(super) fn dual_gemm<T: Element>(
     c: &mut [Dual<T>],
     accumulate: bool,
 ) {
-    // The tangents are only copied out when one is not zero.
+    // The tangents are only copied out when one is not zero, which the pass copying out the
+    // values finds.
     let split = |x: &ArrayView2<'_, Dual<T>>| -> (Array2<T>, Option<Array2<T>>) {
-        let zero = |d: &Dual<T>| d.du.is_exact_zero();
-        let constant = match x.as_slice() {
-            Some(s) => s.iter().all(zero),
-            None => x.iter().all(zero),
-        };
-        (x.map(|d| d.re), (!constant).then(|| x.map(|d| d.du)))
+        let mut constant = true;
+        let re = x.map(|d| {
+            constant &= d.du.is_exact_zero();
+            d.re
+        });
+        (re, (!constant).then(|| x.map(|d| d.du)))
     };
     let real = |a: &Array2<T>, b: &Array2<T>, c: &mut [T], acc: bool| match T::gemm_kernel() {
         Some(kernel) => kernel(&a.view(), &b.view(), c, acc),
@@ -37,18 +38,29 @@ pub(super) fn dual_gemm<T: Element>(
     let len = c.len();
     let mut re = vec![T::zero(); len];
     real(&a_re, &b_re, &mut re, false);
-    let mut du = vec![T::zero(); len];
-    let mut any = false;
-    if let Some(a_du) = &a_du {
-        real(a_du, &b_re, &mut du, false);
-        any = true;
+    // Both factors constant (a product of constants lifted into dual numbers): no tangent
+    // product and no buffer for one.
+    let mut du = Vec::new();
+    if a_du.is_some() || b_du.is_some() {
+        du = vec![T::zero(); len];
+        if let Some(a_du) = &a_du {
+            real(a_du, &b_re, &mut du, false);
+        }
+        if let Some(b_du) = &b_du {
+            real(&a_re, b_du, &mut du, a_du.is_some());
+        }
     }
-    if let Some(b_du) = &b_du {
-        real(&a_re, b_du, &mut du, any);
-    }
-    for ((out, r), d) in c.iter_mut().zip(re).zip(du) {
-        let product = Dual::new(r, d);
+    let put = |out: &mut Dual<T>, product: Dual<T>| {
         *out = if accumulate { *out + product } else { product };
+    };
+    if du.is_empty() {
+        for (out, r) in c.iter_mut().zip(re) {
+            put(out, Dual::constant(r));
+        }
+    } else {
+        for ((out, r), d) in c.iter_mut().zip(re).zip(du) {
+            put(out, Dual::new(r, d));
+        }
     }
 }
 
@@ -58,19 +70,25 @@ mod tests {
     use num_traits::Zero;
 
     /// The split product equals the products of dual numbers one by one (`ndarray`'s loop), for
-    /// strided views, accumulation, a constant factor, and nested duals.
+    /// strided views, accumulation, either factor constant or both, and nested duals.
     #[test]
     fn dual_products_are_three_real_products() {
         let dual = |k: usize| Dual::new((k as f64 * 0.37).sin(), (k as f64 * 0.91).cos());
         let a = Array2::from_shape_fn((5, 3), |(i, j)| dual(i * 3 + j));
         let b = Array2::from_shape_fn((4, 3), |(i, j)| dual(100 + i * 3 + j));
         let constant = b.map(|d| Dual::constant(d.re));
-        for (b, what) in [(b.t(), "b"), (constant.t(), "constant b")] {
+        let constant_a = a.map(|d| Dual::constant(d.re));
+        for (a, b, what) in [
+            (a.view(), b.t(), "b"),
+            (a.view(), constant.t(), "constant b"),
+            (constant_a.view(), b.t(), "constant a"),
+            (constant_a.view(), constant.t(), "both constant"),
+        ] {
             for accumulate in [false, true] {
                 let start: Vec<Dual<f64>> = (0..20).map(|k| dual(200 + k)).collect();
                 let (mut got, mut expected) = (start.clone(), start);
-                dual_gemm(&a.view(), &b, &mut got, accumulate);
-                ndarray_gemm(&a.view(), &b, &mut expected, accumulate);
+                dual_gemm(&a, &b, &mut got, accumulate);
+                ndarray_gemm(&a, &b, &mut expected, accumulate);
                 for (g, e) in got.iter().zip(&expected) {
                     assert!((g.re - e.re).abs() < 1e-14, "{what}");
                     assert!((g.du - e.du).abs() < 1e-14, "{what}");
