@@ -272,10 +272,9 @@ macro_rules! assign_ops {
                     OperandRef::Tensor(t) if same_shape(t.shape(), self.shape()) => {
                         // A padded tensor not written out (`shrink`'s VJP): its input and fill
                         // where they lie, without writing it out.
-                        if let (Some((r, before, &fill)), true) =
-                            (t.padded_parts(), self.is_unique() && self.as_slice().is_some())
+                        if let (Some((r, before, &fill)), Some(l)) =
+                            (t.padded_parts(), self.unique_slice_mut())
                         {
-                            let l = self.unique_slice_mut().expect("checked above");
                             let (head, rest) = l.split_at_mut(before);
                             let (body, tail) = rest.split_at_mut(r.len());
                             head.iter_mut().chain(tail).for_each(|u| *u = *u $op fill);
