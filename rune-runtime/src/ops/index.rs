@@ -123,17 +123,27 @@ fn positions(
     indices: &Tensor<i64>,
 ) -> Result<Vec<usize>, ShapeError> {
     let len = shape[a];
+    let out_of_range = |i: i64| {
+        ShapeError::new(
+            op,
+            format!("index {i} is out of range for axis {a} (length {len}) of shape {shape:?}"),
+        )
+    };
+    // Row-major indices (every list an op returns, `argmin`'s): one pass over the slice that
+    // vectorises, then the conversion; the strided walk of an `IxDyn` view cost ~1.6 ns an
+    // index, a tenth of `index_select` on the rows of a small matrix.
+    if let Some(list) = indices.as_slice() {
+        if let Some(&i) = list.iter().find(|&&i| i as u64 >= len as u64) {
+            return Err(out_of_range(i));
+        }
+        return Ok(list.iter().map(|&i| i as usize).collect());
+    }
     indices
         .view()
         .iter()
         .map(|&i| {
-            if i < 0 || i as u64 >= len as u64 {
-                Err(ShapeError::new(
-                    op,
-                    format!(
-                        "index {i} is out of range for axis {a} (length {len}) of shape {shape:?}"
-                    ),
-                ))
+            if i as u64 >= len as u64 {
+                Err(out_of_range(i))
             } else {
                 Ok(i as usize)
             }

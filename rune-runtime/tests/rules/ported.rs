@@ -244,7 +244,20 @@ fn bad_input_names_the_op_and_shapes() {
         x.try_index_select(2, &[0]).unwrap_err().op(),
         "index_select"
     );
-    assert!(x.try_index_select(0, &[-1]).is_err());
+    let err = x.try_index_select(0, &[-1]).unwrap_err();
+    assert!(err.message().contains("index -1"), "{err}");
+    // Indices that are not row-major (a transpose) are read in their logical order, and
+    // checked the same.
+    let w = Tensor::<f64>::from_vec((0..6).map(f64::from).collect(), &[3, 2]);
+    let strided = Tensor::<i64>::from_vec(vec![0, 1, 2, 0], &[2, 2]).t();
+    assert!(strided.as_slice().is_none());
+    assert_eq!(
+        embedding(&strided, &w).to_vec(),
+        [0.0, 1.0, 4.0, 5.0, 2.0, 3.0, 0.0, 1.0]
+    );
+    let bad = Tensor::<i64>::from_vec(vec![0, 1, 3, 0], &[2, 2]).t();
+    let err = rune_runtime::try_embedding(&bad, &w).unwrap_err();
+    assert!(err.message().contains("index 3"), "{err}");
 
     let msg = panic_message(|| embedding(&[0, 2], &x));
     assert!(
