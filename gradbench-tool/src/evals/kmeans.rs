@@ -40,11 +40,12 @@ const BLOCK_ELEMENTS: usize = 1 << 18;
 /// gradient nor the Hessian-vector product of [`cost_hvp`] takes a derivative of the `[rows, K]`
 /// distances, only of the `[rows, D]` residuals. The distances for the assignment drop each
 /// point's own `‖Pᵢ‖²` (the same for every `j`) and are expanded as `‖Cⱼ‖² − 2 Pᵢ·Cⱼ`, one
-/// `[rows, K]` matrix product instead of a `[rows, K, D]` difference.
+/// `[rows, K]` matrix product instead of a `[rows, K, D]` difference; its factor 2 scales the
+/// `[D, K]` centroids, not the `[rows, K]` product (a pass over the scores fewer).
 #[differentiable(hvp)]
 fn block_cost(centroids: &Tensor<f64>, #[nodiff] points: &Tensor<f64>) -> Tensor<f64> {
     let fixed = stop_gradient(centroids);
-    let scores = (&fixed * &fixed).sum_axes(&[1], false) - points.matmul(&fixed.t()) * 2.0;
+    let scores = (&fixed * &fixed).sum_axes(&[1], false) - points.matmul(&(fixed.t() * 2.0));
     let nearest = scores.argmin(1);
     let residuals = points - centroids.index_select(0, &nearest);
     (&residuals * &residuals).sum()
