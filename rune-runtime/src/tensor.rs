@@ -465,17 +465,8 @@ impl<T: Clone> Tensor<T> {
         if let Some(s) = self.as_slice() {
             return s.to_vec();
         }
-        // A strided view (a flip, a transpose) walked with fixed dimensions where it has one
-        // or two: ndarray's iterator over dynamic dimensions costs several times as much per
-        // element.
-        let view = self.view();
-        if let Ok(v) = view.clone().into_dimensionality::<ndarray::Ix1>() {
-            return v.to_vec();
-        }
-        if let Ok(v) = view.clone().into_dimensionality::<ndarray::Ix2>() {
-            return v.iter().cloned().collect();
-        }
-        view.iter().cloned().collect()
+        // A strided view (a flip, a transpose), a row at a time.
+        crate::copy::row_major_vec(self.view())
     }
 
     /// The only element of a one-element tensor.
@@ -509,13 +500,20 @@ impl<T: Clone> Tensor<T> {
             }
             return Tensor::from_array(self.view().map(f));
         }
-        // ndarray's `map` keeps the memory order of a view that is contiguous in another order
-        // (`t`, `permute`, `flip`, `concat` along an inner axis).
-        let view = self.view();
-        let data: Vec<U> = view.iter().map(f).collect();
+        // A strided view (`t`, `permute`, `flip`, a slice) mapped a row at a time into
+        // row-major order (ndarray's `map` would keep the memory order of a view that is
+        // contiguous in another).
+        let mut f = f;
+        let mut data = Vec::with_capacity(self.len());
+        crate::copy::for_each_row(self.view(), |row| data.extend(row.iter().map(&mut f)));
         Tensor::from_array(
-            ArrayD::from_shape_vec(view.raw_dim(), data).expect("map: one value an element"),
+            ArrayD::from_shape_vec(IxDyn(self.shape()), data).expect("map: one value an element"),
         )
+    }
+
+    /// A row-major copy of the elements, a row at a time (for a transpose or a strided slice).
+    fn standard_copy(&self) -> Tensor<T> {
+        Tensor::from_parts(crate::copy::row_major_vec(self.view()), self.shape())
     }
 
     /// [`Tensor::map`] for the ops: row-major data goes through one loop compiled for the CPU's
@@ -540,7 +538,9 @@ impl<T: Clone> Tensor<T> {
                 );
                 Tensor::from_parts(out, self.shape())
             }
-            _ => self.map(f),
+            // A strided view: copied out in row-major order, then the loop above.
+            Some(_) => Tensor::from_parts(Vec::new(), self.shape()),
+            None => self.standard_copy().map_elems(f),
         }
     }
 
@@ -617,7 +617,8 @@ impl<T: Clone> Tensor<T> {
                 );
                 Tensor::from_parts(out, self.shape())
             }
-            _ => self.map(|x| f(x, &Kernels::exact())),
+            Some(_) => Tensor::from_parts(Vec::new(), self.shape()),
+            None => self.standard_copy().map_elems_in(f),
         }
     }
 

@@ -383,10 +383,11 @@ pub(super) fn source<'a, T: Element>(
             }
         }
     }
+    // A strided tensor of the region's shape (a layer's weights cut from a packed matrix, read
+    // again at every step of a loop; a transpose): copied out a row at a time, which costs
+    // less to set up than a copy through dynamic-rank views, and much less per element.
     if same_shape(t.shape(), shape) {
-        if let Some(data) = strided_copy(t) {
-            return Ok(Source::Owned(data));
-        }
+        return Ok(Source::Owned(crate::copy::row_major_vec(t.view())));
     }
     // Any other layout or broadcast: one strided copy into row-major order.
     let view = broadcast_view(op, t, shape)?;
@@ -394,30 +395,6 @@ pub(super) fn source<'a, T: Element>(
     copy.assign(&view);
     let (data, _) = copy.into_raw_vec_and_offset();
     Ok(Source::Owned(data))
-}
-
-/// The elements of a strided tensor of up to three axes (a slice of a larger one: a layer's
-/// weights cut from a packed matrix, read again at every step of a loop) in row-major order,
-/// row by row through a view of static rank: ndarray's dynamic-rank copy costs more to set up
-/// than a small tensor's copy itself.
-fn strided_copy<T: Element>(t: &Tensor<T>) -> Option<Vec<T>> {
-    fn rows<T: Element, D: ndarray::Dimension>(v: ndarray::ArrayView<'_, T, D>) -> Vec<T> {
-        let mut data = Vec::with_capacity(v.len());
-        for row in v.rows() {
-            match row.as_slice() {
-                Some(s) => data.extend_from_slice(s),
-                None => data.extend(row.iter().copied()),
-            }
-        }
-        data
-    }
-    let v = t.view();
-    match t.ndim() {
-        1 => v.into_dimensionality::<ndarray::Ix1>().ok().map(rows),
-        2 => v.into_dimensionality::<ndarray::Ix2>().ok().map(rows),
-        3 => v.into_dimensionality::<ndarray::Ix3>().ok().map(rows),
-        _ => None,
-    }
 }
 
 /// A padded tensor whose elements are not written out, read in place.
