@@ -198,6 +198,16 @@ fn binary_ops_broadcasting_a_row() {
         (&[3, 4], &[3, 1]),
         (&[3, 1], &[1, 4]),
         (&[4], &[]),
+        // Rows shorter than a vector loop, repeated into runs: counts of rows that fill the
+        // runs exactly, leave whole rows over, or fall short of one run.
+        (&[13, 10], &[10]),
+        (&[7, 10], &[10]),
+        (&[3, 10], &[1, 10]),
+        (&[40, 1], &[1]),
+        (&[5, 63], &[63]),
+        (&[3, 64], &[64]),
+        (&[3, 65], &[65]),
+        (&[4, 6, 3], &[3]),
     ];
     for &(sa, sb) in pairs {
         for (a, b) in [

@@ -5,6 +5,7 @@
 //! to them. An operator takes on the right any scalar that tensors of its element type take
 //! ([`FromScalar`]), and on the left an `f64` or a dual number: see the note on the impls below.
 
+use std::borrow::Cow;
 use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
 
 use ndarray::Zip;
@@ -89,6 +90,9 @@ pub(crate) fn repeated_examples<T: Element>(
     }
 }
 
+/// The fewest elements [`row_broadcast_map`] runs its inner loop over.
+const SHORT_ROW: usize = 64;
+
 /// `f(u, v)` over `full` and a `row` that broadcasts along `full`'s leading axes only (a bias
 /// `[n]` or `[1, n]` against `[batch, n]`): when both are row-major, `full` is a stack of rows of
 /// `row`'s length and the op runs row by row over the slices, where a `Zip` over broadcast views
@@ -109,10 +113,27 @@ fn row_broadcast_map<T: Element>(
     if r.is_empty() {
         return None;
     }
+    // A short row is repeated into a run of at least `SHORT_ROW` elements, and the matrix
+    // read a run at a time: a loop over one row of 10 did not vectorise, and set up every 10
+    // elements (the `[K]` norms against `[N, K]` scores of a nearest-centroid search).
+    let run: Cow<'_, [T]> = if r.len() >= SHORT_ROW {
+        Cow::Borrowed(r)
+    } else {
+        Cow::Owned(r.repeat(SHORT_ROW.div_ceil(r.len())))
+    };
     let mut out = Vec::with_capacity(data.len());
-    for chunk in data.chunks_exact(r.len()) {
-        out.extend(chunk.iter().zip(r).map(|(&u, &v)| f(u, v)));
-    }
+    crate::vmath::vectorised(
+        #[inline(always)]
+        || {
+            let mut runs = data.chunks_exact(run.len());
+            for chunk in &mut runs {
+                out.extend(chunk.iter().zip(run.iter()).map(|(&u, &v)| f(u, v)));
+            }
+            // Whole rows (the run and the data are both whole rows), the run's first ones.
+            let rest = runs.remainder();
+            out.extend(rest.iter().zip(run.iter()).map(|(&u, &v)| f(u, v)));
+        },
+    );
     Some(Tensor::from_array(
         ndarray::ArrayD::from_shape_vec(full.view().raw_dim(), out)
             .expect("row_broadcast_map: one element per element of the shape"),
