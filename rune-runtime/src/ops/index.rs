@@ -177,6 +177,9 @@ fn select_positions(
     Ok((a, positions(op, shape, a, indices)?))
 }
 
+/// The most bytes of a run [`select_rows`] copies by a loop of its own, not `memcpy`.
+const SHORT_RUN: usize = 256;
+
 /// The slices at `rows` along axis `a` of data `x`, as [`Tensor::index_select`] returns them.
 /// Row-major data is copied a run at a time: for every position before the axis, each selected
 /// slice is one contiguous run of the elements after it.
@@ -190,12 +193,25 @@ fn select_rows<T: Clone>(x: &Tensor<T>, a: usize, rows: &[usize]) -> Tensor<T> {
     let inner: usize = shape[a + 1..].iter().product();
     let (len, outer) = (shape[a], shape[..a].iter().product::<usize>());
     let mut out = Vec::with_capacity(outer * rows.len() * inner);
-    for o in 0..outer {
-        let block = &src[o * len * inner..(o + 1) * len * inner];
-        for &r in rows {
-            extend_elems(&mut out, &block[r * inner..(r + 1) * inner]);
-        }
-    }
+    // A short run (a point of a few coordinates) is copied by a loop of its own: a call of
+    // `memcpy` for each costs more than the copy.
+    let short = std::mem::size_of::<T>() * inner <= SHORT_RUN;
+    crate::vmath::vectorised(
+        #[inline(always)]
+        || {
+            for o in 0..outer {
+                let block = &src[o * len * inner..(o + 1) * len * inner];
+                for &r in rows {
+                    let run = &block[r * inner..(r + 1) * inner];
+                    if short {
+                        out.extend(run.iter().cloned());
+                    } else {
+                        extend_elems(&mut out, run);
+                    }
+                }
+            }
+        },
+    );
     Tensor::from_vec(out, &out_shape)
 }
 
@@ -215,16 +231,21 @@ fn add_rows<T: Element>(g: &Tensor<T>, shape: &[usize], a: usize, rows: &[usize]
     let inner: usize = shape[a + 1..].iter().product();
     let (len, outer) = (shape[a], shape[..a].iter().product::<usize>());
     let mut out = vec![T::zero(); outer * len * inner];
-    for o in 0..outer {
-        let block = &mut out[o * len * inner..(o + 1) * len * inner];
-        let from = &src[o * rows.len() * inner..(o + 1) * rows.len() * inner];
-        for (j, &r) in rows.iter().enumerate() {
-            let dst = &mut block[r * inner..(r + 1) * inner];
-            for (d, &s) in dst.iter_mut().zip(&from[j * inner..(j + 1) * inner]) {
-                *d += s;
+    crate::vmath::vectorised(
+        #[inline(always)]
+        || {
+            for o in 0..outer {
+                let block = &mut out[o * len * inner..(o + 1) * len * inner];
+                let from = &src[o * rows.len() * inner..(o + 1) * rows.len() * inner];
+                for (j, &r) in rows.iter().enumerate() {
+                    let dst = &mut block[r * inner..(r + 1) * inner];
+                    for (d, &s) in dst.iter_mut().zip(&from[j * inner..(j + 1) * inner]) {
+                        *d += s;
+                    }
+                }
             }
-        }
-    }
+        },
+    );
     Tensor::from_vec(out, shape)
 }
 

@@ -166,6 +166,23 @@ fn index_select_and_embedding_match_torch() {
     assert_eq!(e.shape(), &[2, 2, 2]);
     assert_close(&e, &[4., 5., 0., 1., 2., 3., 4., 5.], 0.0);
     assert_eq!(embedding(&[1, 1, 1], &w).shape(), &[3, 2]);
+    // Rows long enough to be copied by `memcpy` (40 f64, 320 bytes) and short ones (2 f64),
+    // and their gradients: element (i, j) of the selection is x[rows[i]][j].
+    for width in [2usize, 40] {
+        let x = Tensor::<f64>::arange(4 * width).reshape(&[4, width]);
+        let rows = [3usize, 0, 3];
+        let want: Vec<f64> = rows
+            .iter()
+            .flat_map(|&r| (0..width).map(move |j| (r * width + j) as f64))
+            .collect();
+        assert_close(&x.index_select(0, &rows), &want, 0.0);
+        let g = Tensor::<f64>::ones(&[3, width]);
+        let gx = index_select_vjp(&g, &[4, width], 0, &rows);
+        let counts: Vec<f64> = (0..4 * width)
+            .map(|k| [1.0, 0.0, 0.0, 2.0][k / width])
+            .collect();
+        assert_close(&gx, &counts, 0.0);
+    }
 }
 
 #[test]
