@@ -538,8 +538,9 @@ impl<T: Clone> Tensor<T> {
                 );
                 Tensor::from_parts(out, self.shape())
             }
-            // A strided view: copied out in row-major order, then the loop above.
+            // Empty.
             Some(_) => Tensor::from_parts(Vec::new(), self.shape()),
+            // A strided view: copied out in row-major order, then the loop above.
             None => self.standard_copy().map_elems(f),
         }
     }
@@ -617,7 +618,9 @@ impl<T: Clone> Tensor<T> {
                 );
                 Tensor::from_parts(out, self.shape())
             }
+            // Empty.
             Some(_) => Tensor::from_parts(Vec::new(), self.shape()),
+            // A strided view: copied out in row-major order, then the loop above.
             None => self.standard_copy().map_elems_in(f),
         }
     }
