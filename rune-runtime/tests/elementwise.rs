@@ -208,6 +208,11 @@ fn binary_ops_broadcasting_a_row() {
         (&[3, 64], &[64]),
         (&[3, 65], &[65]),
         (&[4, 6, 3], &[3]),
+        // A column of one value a row (a row's maximum kept as an axis), a batch of them, and
+        // rows of none.
+        (&[13, 10], &[13, 1]),
+        (&[2, 3, 4], &[2, 3, 1]),
+        (&[4, 0], &[4, 1]),
     ];
     for &(sa, sb) in pairs {
         for (a, b) in [
