@@ -221,7 +221,12 @@ impl<T> Tensor<T> {
         if view.is_standard_layout() {
             CowArray::from(view)
         } else {
-            CowArray::from(view.as_standard_layout().into_owned())
+            // A row at a time (`copy::for_each_row`): ndarray's `as_standard_layout` walks a
+            // strided view element by element over dynamic dimensions.
+            let data = crate::copy::row_major_vec(view.clone());
+            CowArray::from(
+                ArrayD::from_shape_vec(view.raw_dim(), data).expect("one value an element"),
+            )
         }
     }
 
