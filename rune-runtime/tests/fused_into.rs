@@ -165,3 +165,99 @@ fn small_regions_add_the_same() {
     adjoints_of_every_kind::<f64>(12);
     adjoints_of_every_kind::<f64>(4);
 }
+
+/// The cotangents by hand: `g b`, `g a`, and `g` summed to `c`'s shape (`None` a scalar).
+fn by_hand<T: Element>(
+    a: &Tensor<T>,
+    b: &Tensor<T>,
+    c: Option<&[usize]>,
+    g: &Tensor<T>,
+) -> [Vec<T>; 3] {
+    let (a, b, g) = (a.to_vec(), b.to_vec(), g.to_vec());
+    let ga = g.iter().zip(&b).map(|(&g, &b)| g * b).collect();
+    let gb = g.iter().zip(&a).map(|(&g, &a)| g * a).collect();
+    let rows = g.len() / 4;
+    let gc = match c {
+        None => vec![g.iter().fold(T::zero(), |s, &g| s + g)],
+        // `[4]`: a row, summed over the rows.
+        Some([4]) => (0..4)
+            .map(|j| (0..rows).fold(T::zero(), |s, i| s + g[i * 4 + j]))
+            .collect(),
+        // `[rows, 1]`: a column, summed along each row.
+        Some(_) => (0..rows)
+            .map(|i| (0..4).fold(T::zero(), |s, j| s + g[i * 4 + j]))
+            .collect(),
+    };
+    [ga, gb, gc]
+}
+
+fn small_cotangents<T: Element>(n: usize) {
+    let shape = [n / 4, 4];
+    let (a, b) = (ramp::<T>(n, 0.01, &shape), ramp::<T>(n, 0.02, &shape));
+    // Multiples of 1/4: their sums are exact in any order.
+    let g = ramp::<T>(n, 0.25, &shape);
+    let row = ramp::<T>(4, 0.3, &[4]);
+    let column = ramp::<T>(n / 4, 0.3, &[n / 4, 1]);
+    let cs = [
+        (OperandRef::Tensor(&row), Some(&[4][..])),
+        (OperandRef::Tensor(&column), Some(&[n / 4, 1][..])),
+        (OperandRef::Scalar(T::from_f64(0.25)), None),
+    ];
+    for (c, c_shape) in cs {
+        let inputs = [
+            FusedInput::Value(OperandRef::Tensor(&a)),
+            FusedInput::Value(OperandRef::Tensor(&b)),
+            FusedInput::Value(c),
+        ];
+        let made = fused_vjp(OPS, inputs, [], [(0, 0), (1, 1), (2, 2)], &g, cotangents);
+        let want = by_hand(&a, &b, c_shape, &g);
+        for (k, (t, w)) in made.iter().zip(&want).enumerate() {
+            assert_eq!(
+                t.shape(),
+                if k < 2 {
+                    &shape[..]
+                } else {
+                    c_shape.unwrap_or(&[])
+                }
+            );
+            assert!(t.to_vec() == *w, "n = {n}, result {k}: {:?}", c_shape);
+        }
+        // Into adjoints: a's its own (added where it lies), b's shared, c's absent.
+        let own = ramp::<T>(n, 0.03, &shape);
+        let kept = ramp::<T>(n, 0.07, &shape);
+        let (own_before, kept_before) = (own.to_vec(), kept.to_vec());
+        let (mut x, mut y, mut z) = (Some(own), Some(kept.clone()), None);
+        let at = x.as_ref().and_then(Tensor::as_slice).map(<[T]>::as_ptr);
+        fused_vjp_into(
+            OPS,
+            inputs,
+            [],
+            [(0, 0), (1, 1), (2, 2)],
+            &g,
+            cotangents,
+            [&mut x, &mut y, &mut z],
+        );
+        let plus = |before: &[T], w: &[T]| -> Vec<T> {
+            before.iter().zip(w).map(|(&p, &q)| p + q).collect()
+        };
+        assert!(x.as_ref().unwrap().to_vec() == plus(&own_before, &want[0]));
+        assert!(y.as_ref().unwrap().to_vec() == plus(&kept_before, &want[1]));
+        assert!(z.as_ref().unwrap().to_vec() == want[2]);
+        assert!(
+            kept.to_vec() == kept_before,
+            "a shared adjoint was written to"
+        );
+        let after = x.as_ref().and_then(Tensor::as_slice).map(<[T]>::as_ptr);
+        assert_eq!(at, after, "added in place: {n} elements");
+    }
+}
+
+#[test]
+fn small_regions_compute_their_cotangents() {
+    // Within one block of 16 (8, 12, 16) and just past it (20: the general loop).
+    for n in [8, 12, 16, 20] {
+        small_cotangents::<f64>(n);
+        small_cotangents::<f32>(n);
+        small_cotangents::<Dual<f64>>(n);
+    }
+}

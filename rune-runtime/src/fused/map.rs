@@ -306,6 +306,18 @@ pub(super) fn vjp_region<
     };
     let shape = &*shape;
     let len = shape.iter().product();
+    if !fits_inline(shape, len) && len <= SMALL {
+        let blocks = vectorised(
+            #[inline(always)]
+            || vjp_block::<T, N, L, K>(len, &sources, &[g_source], &literals, &f),
+        );
+        let input_shape = |i: usize| match (&shapes, inputs[i]) {
+            (Some(shapes), _) => shapes[i].unwrap_or(&[]),
+            (None, FusedInput::Value(OperandRef::Scalar(_))) => &[],
+            (None, _) => shape,
+        };
+        return deliver_small(&blocks, shape, input_shape, &targets, &mut adjoints);
+    }
     // Whether input `i`'s cotangent went into its adjoint as the loop made it.
     let mut added = [false; N];
     let outs = if fits_inline(shape, len) {
@@ -379,6 +391,74 @@ pub(super) fn vjp_region<
             false => deliver(&mut adjoints[m], sum_to_shape(&t, shapes[i].unwrap_or(&[]))),
         }),
     }
+}
+
+/// The `K` results of a region of at most [`SMALL`] elements (one block), on the stack.
+#[inline(always)]
+fn vjp_block<T: Element, const N: usize, const L: usize, const K: usize>(
+    len: usize,
+    sources: &[Source<'_, T>; N],
+    g: &[Source<'_, T>; 1],
+    literals: &[T; L],
+    f: &impl Fn([T; N], &[T; L], &Kernels, T) -> [T; K],
+) -> [[T; SMALL]; K] {
+    let mut block = [[T::zero(); SMALL]; K];
+    for_blocks::<T, N, 1, SMALL>(
+        0..len,
+        sources,
+        g,
+        #[inline(always)]
+        |_, x, g| {
+            fast_then_exact(
+                #[inline(always)]
+                |k| {
+                    for (e, &g) in g[0].iter().enumerate() {
+                        set_column(&mut block, e, f(column(x, e), literals, k, g));
+                    }
+                },
+            );
+        },
+    );
+    block
+}
+
+/// The targets' cotangents from the results of a region of at most [`SMALL`] elements
+/// ([`vjp_block`]), as [`vjp_region`] delivers them: a result for an input of the region's
+/// shape whose adjoint is of that shape and its own buffer is added into it in place, any
+/// other becomes a tensor, summed to its input's shape (`input_shape(i)`), and is added to its
+/// adjoint or returned. The small regions of a loop over short vectors (an LSTM's cells) are
+/// mostly this bookkeeping: here it allocates nothing for a result added in place and moves no
+/// arrays of tensors, which the general path's output buffers and held adjoints do.
+#[inline(never)]
+fn deliver_small<'s, T: Element, const K: usize, const M: usize>(
+    blocks: &[[T; SMALL]; K],
+    shape: &'s [usize],
+    input_shape: impl Fn(usize) -> &'s [usize],
+    targets: &[(usize, usize); M],
+    adjoints: &mut [Option<&mut Option<Tensor<T>>>; M],
+) -> [Option<Tensor<T>>; M] {
+    let len = shape.iter().product::<usize>();
+    let mut m = 0;
+    targets.map(|(i, k)| {
+        let adjoint = &mut adjoints[m];
+        m += 1;
+        let values = &blocks[k][..len];
+        let to = input_shape(i);
+        if same_shape(to, shape) {
+            let own = adjoint
+                .as_deref_mut()
+                .and_then(Option::as_mut)
+                .filter(|a| same_shape(a.shape(), shape))
+                .and_then(Tensor::unique_slice_mut);
+            if let Some(own) = own {
+                own.iter_mut().zip(values).for_each(|(a, &v)| *a += v);
+                return None;
+            }
+            return deliver(adjoint, Tensor::from_parts(values.to_vec(), shape));
+        }
+        let summed = sum_to_shape(&Tensor::from_parts(values.to_vec(), shape), to);
+        deliver(adjoint, summed)
+    })
 }
 
 /// A cotangent of [`vjp_region`]'s: added to its adjoint where one was given, else returned.

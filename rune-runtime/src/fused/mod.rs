@@ -16,7 +16,10 @@
 //!   [`fused_vjp_into`] adds each cotangent to its input's adjoint instead, as the loop makes
 //!   it where the adjoint is row-major and of the region's shape (in place when its buffer is
 //!   its own): the generated backward pass of every region without a reduction, which saves
-//!   the pass over three buffers that adding a finished cotangent takes.
+//!   the pass over three buffers that adding a finished cotangent takes. A region of at most
+//!   16 elements computes its one block of cotangents on the stack and adds each to its
+//!   adjoint from there (`deliver_small`): on a loop over short vectors this bookkeeping, not
+//!   the arithmetic, is the cost.
 //! - [`fused_jvp`]: the value and its tangent in one pass. The generated code hands it the
 //!   closure of the value and the cotangents, which [`fused_tangent_of`] turns into the tangent
 //!   (the partial derivatives weighted by the inputs' tangents), and [`fused_vjp`] that same
