@@ -408,16 +408,7 @@ fn vjp_block<T: Element, const N: usize, const L: usize, const K: usize>(
         sources,
         g,
         #[inline(always)]
-        |_, x, g| {
-            fast_then_exact(
-                #[inline(always)]
-                |k| {
-                    for (e, &g) in g[0].iter().enumerate() {
-                        set_column(&mut block, e, f(column(x, e), literals, k, g));
-                    }
-                },
-            );
-        },
+        |_, x, g| cotangents_of_block(&mut block, x, g[0], literals, f),
     );
     block
 }
@@ -600,15 +591,34 @@ pub(super) fn vjp_blocks<
         g,
         #[inline(always)]
         |n, x, g| {
-            fast_then_exact(
-                #[inline(always)]
-                |k| {
-                    for (e, &g) in g[0].iter().enumerate() {
-                        set_column(&mut block, e, f(column(x, e), literals, k, g));
-                    }
-                },
-            );
+            cotangents_of_block(&mut block, x, g[0], literals, f);
             put_blocks(&mut outs, &block, n);
+        },
+    );
+}
+
+/// The `K` results of `f` for each element of a block: its inputs' elements `x`, its
+/// cotangent `g`.
+#[inline(always)]
+fn cotangents_of_block<
+    T: Element,
+    const N: usize,
+    const L: usize,
+    const K: usize,
+    const B: usize,
+>(
+    block: &mut [[T; B]; K],
+    x: &[&[T; B]; N],
+    g: &[T; B],
+    literals: &[T; L],
+    f: &impl Fn([T; N], &[T; L], &Kernels, T) -> [T; K],
+) {
+    fast_then_exact(
+        #[inline(always)]
+        |k| {
+            for (e, &g) in g.iter().enumerate() {
+                set_column(block, e, f(column(x, e), literals, k, g));
+            }
         },
     );
 }
