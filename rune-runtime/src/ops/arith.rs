@@ -138,10 +138,7 @@ fn row_broadcast_map<T: Element>(
             out.extend(rest.iter().zip(run.iter()).map(|(&u, &v)| f(u, v)));
         },
     );
-    Some(Tensor::from_array(
-        ndarray::ArrayD::from_shape_vec(full.view().raw_dim(), out)
-            .expect("row_broadcast_map: one element per element of the shape"),
-    ))
+    Some(Tensor::from_parts(out, fs))
 }
 
 /// `f(u, v)` over `full` and a `column` of one value for each of its rows (`[n, 1]` against
