@@ -645,3 +645,31 @@ fn gradient_of_a_directional_derivative() {
         .collect();
     assert_close("finite differences of wave_jvp", &fd, &expected, 1e-8);
 }
+
+// ---- (h) owned `#[nodiff]` parameters ---------------------------------------------------------
+
+/// `scale · Σ wᵢ² dᵢ` with the data and the scale passed by value: the generated nested entry
+/// points (`f_jvp`'s and `f_value_and_grad`'s derivatives, which call `f_hvp` and then `f_jvp`
+/// with the same arguments) clone what they pass first.
+#[differentiable(hvp)]
+fn weighted_energy(
+    w: &Tensor<f64>,
+    #[nodiff] data: Tensor<f64>,
+    #[nodiff] scale: f64,
+) -> Tensor<f64> {
+    (w * w * &data).sum() * scale
+}
+
+#[test]
+fn owned_nodiff_parameters_reach_every_entry_point() {
+    let w = Tensor::from_vec(vec![0.5, -1.0, 2.0], &[3]);
+    let data = Tensor::from_vec(vec![1.0, 3.0, -0.5], &[3]);
+    let v = Tensor::from_vec(vec![1.0, 2.0, -1.0], &[3]);
+    // gradient 2 s wᵢ dᵢ, Hessian 2 s dᵢ on the diagonal.
+    let (g, hv) = weighted_energy_hvp(&w, data.clone(), 0.5, &v);
+    assert_close("gradient", &g.to_vec(), &[0.5, -3.0, -1.0], 1e-14);
+    assert_close("Hessian along v", &hv.to_vec(), &[1.0, 6.0, 0.5], 1e-14);
+    let (value, tangent) = weighted_energy_jvp(&w, data, 0.5, &v);
+    assert_close("value", &value.to_vec(), &[0.5 * (0.25 + 3.0 - 2.0)], 1e-14);
+    assert_close("tangent", &tangent.to_vec(), &[0.5 - 6.0 + 1.0], 1e-14);
+}

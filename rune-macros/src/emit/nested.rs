@@ -544,11 +544,26 @@ pub(super) fn direction(p: &Param, i: usize, numbers: bool) -> TokenStream {
 }
 
 /// Parameter `p` passed to a call that comes before a last one taking it: an owned parameter
-/// cloned (it moves into the last call).
+/// cloned (it moves into the last call), a `#[nodiff]` one too (`data: Tensor<f64>`; a number
+/// is `Copy`, which `clone` copies).
 fn keeping(p: &Param) -> TokenStream {
     let ident = &p.ident;
-    match p.active.as_ref().map(|a| a.passing) {
-        Some(Passing::Owned) => quote!(::core::clone::Clone::clone(&#ident)),
-        _ => quote!(#ident),
+    let owned = match p.active.as_ref() {
+        Some(a) => a.passing == Passing::Owned,
+        None => !is_reference(&p.ty),
+    };
+    if owned {
+        quote!(::core::clone::Clone::clone(&#ident))
+    } else {
+        quote!(#ident)
+    }
+}
+
+/// Whether `ty` is a reference, seen through the invisible groups of a macro fragment.
+fn is_reference(ty: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Group(g) => is_reference(&g.elem),
+        syn::Type::Reference(_) => true,
+        _ => false,
     }
 }
