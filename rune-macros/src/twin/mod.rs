@@ -2,7 +2,8 @@
 //! the same function on dual numbers (`Tensor<f64>` → `Tensor<Dual<f64>>`), lowered, fused and
 //! emitted as a function of its own, whose gradient `f_hvp` runs (forward over reverse). A
 //! function generic over its element type needs no twin: `f_hvp` instantiates it with dual
-//! numbers.
+//! numbers. Constant code that reads only real values runs on real numbers there
+//! ([`primal`]).
 
 use quote::quote;
 use syn::visit_mut::VisitMut;
@@ -12,6 +13,8 @@ use crate::diag::Errors;
 use crate::emit::{Emitter, Generated, Host};
 use crate::parse::{self, Options};
 use crate::{analyse, fuse, lower};
+
+mod primal;
 
 /// The function again on dual numbers (`Tensor<f64>` → `Tensor<Dual<f64>>`), whose hidden
 /// gradient (`f::dual_grad`) is what `f_hvp` runs: forward over reverse.
@@ -40,6 +43,7 @@ pub fn dual_twin(
     let mut func = twin;
     let sig = parse::signature(&mut func, &options, &mut errors)?;
     let mut body = lower::lower(&sig, &func.block, &mut errors);
+    primal::compute_on_primals(&mut body, &sig.params);
     if fuses {
         fuse::fuse(&mut body, false);
     }
