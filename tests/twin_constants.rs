@@ -5,16 +5,19 @@
 
 use rune_ad::prelude::*;
 
-/// Asserts `|a - b| <= tol * (1 + |b|)` elementwise.
+mod support;
+
+/// `got` against `expected` written as numbers, to `tol` relative to `1 + |expected|`.
 #[track_caller]
-fn assert_close(what: &str, a: &[f64], b: &[f64], tol: f64) {
-    assert_eq!(a.len(), b.len(), "{what}: lengths differ");
-    for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!(
-            (x - y).abs() <= tol * (1.0 + y.abs()),
-            "{what}: element {i} is {x}, expected {y}"
-        );
-    }
+fn assert_close<T: Element + Into<f64>>(what: &str, got: &Tensor<T>, expected: &[f64], tol: f64) {
+    let expected = Tensor::from_vec(expected.to_vec(), got.shape());
+    let got = got.to_vec().into_iter().map(Into::into).collect();
+    support::assert_close(
+        &Tensor::from_vec(got, expected.shape()),
+        &expected,
+        tol,
+        what,
+    );
 }
 
 // ---- k-means: the assignment on real numbers, the residuals differentiated -------------------
@@ -62,11 +65,7 @@ fn kmeans_cost_helper(centroids: &Tensor<f64>, #[nodiff] points: &Tensor<f64>) -
 /// [`kmeans_cost`] recomputed in the backward pass (a checkpoint).
 #[differentiable(hvp, checkpoint)]
 fn kmeans_block(centroids: &Tensor<f64>, #[nodiff] points: &Tensor<f64>) -> Tensor<f64> {
-    let fixed = stop_gradient(centroids);
-    let scores = (&fixed * &fixed).sum_axes(&[1], false) - points.matmul(&(fixed.t() * 2.0));
-    let nearest = scores.argmin(1);
-    let residuals = points - centroids.index_select(0, &nearest);
-    (&residuals * &residuals).sum()
+    kmeans_cost(centroids, points)
 }
 
 /// The cost summed over blocks of three points, as GradBench's kmeans keeps its distances in
@@ -128,14 +127,14 @@ fn kmeans_newton_direction_from_the_hessian_along_ones() {
             kmeans_in_blocks_hvp(&centroids, &points, &direction),
         ),
     ] {
-        assert_close(what, &g.to_vec(), &grad, 1e-12);
-        assert_close(what, &h.to_vec(), &hv, 1e-12);
+        assert_close(what, &g, &grad, 1e-12);
+        assert_close(what, &h, &hv, 1e-12);
     }
     // The Newton direction of GradBench's kmeans: the Hessian is diagonal, so along ones it is
     // the diagonal.
     let ones = Tensor::ones(&[3, 2]);
     let (g, diagonal) = kmeans_cost_hvp(&centroids, &points, &ones);
-    let newton = (&g / &diagonal).to_vec();
+    let newton = &g / &diagonal;
     let (_, by_hand) = kmeans_by_hand(&p, &c, &[1.0; 6]);
     let expected: Vec<f64> = grad.iter().zip(&by_hand).map(|(g, h)| g / h).collect();
     assert_close("Newton direction", &newton, &expected, 1e-12);
@@ -144,9 +143,8 @@ fn kmeans_newton_direction_from_the_hessian_along_ones() {
     let centroids32 = Tensor::from_vec(c.iter().map(|&x| x as f32).collect(), &[3, 2]);
     let direction32 = Tensor::from_vec(v.iter().map(|&x| x as f32).collect(), &[3, 2]);
     let (g, h) = kmeans_cost_f32_hvp(&centroids32, &points32, &direction32);
-    let widen = |t: Tensor<f32>| t.to_vec().into_iter().map(f64::from).collect::<Vec<_>>();
-    assert_close("f32 gradient", &widen(g), &grad, 1e-5);
-    assert_close("f32 Hessian along v", &widen(h), &hv, 1e-5);
+    assert_close("f32 gradient", &g, &grad, 1e-5);
+    assert_close("f32 Hessian along v", &h, &hv, 1e-5);
 }
 
 // ---- constants the differentiated code reads, and masks ----------------------------------------
@@ -189,8 +187,8 @@ fn masks_on_real_numbers_meet_dual_code() {
     let hv: Vec<f64> = (0..4)
         .map(|i| k * v[i] * if masked[i] { 2.0 } else { -xs[i].sin() })
         .collect();
-    assert_close("gradient", &g.to_vec(), &grad, 1e-12);
-    assert_close("Hessian along v", &h.to_vec(), &hv, 1e-12);
+    assert_close("gradient", &g, &grad, 1e-12);
+    assert_close("Hessian along v", &h, &hv, 1e-12);
 }
 
 // ---- a loop over layers whose routing is computed from the data --------------------------------
@@ -230,7 +228,7 @@ fn routing_computed_in_a_loop_matches_finite_differences() {
         .zip(&minus)
         .map(|(p, m)| (p - m) / (2.0 * eps))
         .collect();
-    assert_close("Hessian along v", &hv.to_vec(), &fd, 1e-7);
+    assert_close("Hessian along v", &hv, &fd, 1e-7);
     let wv = w.to_vec();
     let value = |ws: Vec<f64>| routed(&Tensor::from_vec(ws, &[3, 3]), &inputs).item();
     let fd_grad: Vec<f64> = (0..9)
@@ -241,5 +239,5 @@ fn routing_computed_in_a_loop_matches_finite_differences() {
             (value(a) - value(b)) / (2.0 * eps)
         })
         .collect();
-    assert_close("gradient", &g.to_vec(), &fd_grad, 1e-7);
+    assert_close("gradient", &g, &fd_grad, 1e-7);
 }

@@ -38,7 +38,9 @@ const BLOCK_ELEMENTS: usize = 1 << 18;
 /// wherever the nearest centroid is unique (the assignment is piecewise constant in `C`). The
 /// assignment is found on `stop_gradient(C)`: a constant at every order, so that neither the
 /// gradient nor the Hessian-vector product of [`cost_hvp`] takes a derivative of the `[rows, K]`
-/// distances, only of the `[rows, D]` residuals. The distances for the assignment drop each
+/// distances, only of the `[rows, D]` residuals; `cost_hvp`'s dual twin computes the assignment
+/// on real numbers, as this function does (rune-macros' `twin/primal.rs`: it reads only the
+/// `#[nodiff]` points and `stop_gradient` values). The distances for the assignment drop each
 /// point's own `‖Pᵢ‖²` (the same for every `j`) and are expanded as `‖Cⱼ‖² − 2 Pᵢ·Cⱼ`, one
 /// `[rows, K]` matrix product instead of a `[rows, K, D]` difference; its factor 2 scales the
 /// `[D, K]` centroids, not the `[rows, K]` product (a pass over the scores fewer).
