@@ -28,6 +28,7 @@ use quote::quote;
 
 use crate::ir::{Body, Code, Stmt};
 use crate::names::{hidden, is_hidden, val_of};
+use crate::ops;
 use crate::parse::Param;
 
 /// Methods whose result is an index or a mask: the same type on real and on dual numbers.
@@ -35,15 +36,11 @@ const ELEMENTLESS: &[&str] = &[
     "argmin", "argmax", "argsort", "lt", "gt", "le", "ge", "eq", "ne",
 ];
 
-/// Identifiers that keep a statement on dual numbers wherever they appear: they read a
-/// tensor's numbers (whose type differs between the two functions) or name the receiver.
+/// Identifiers that, beside the methods the lowering already treats as reading a tensor's
+/// numbers ([`ops::CONCRETIZING`]), keep a statement on dual numbers wherever they appear: they
+/// read numbers too (whose type differs between the two functions), name the dual type, or
+/// name the receiver.
 const KEEPS_DUAL: &[&str] = &[
-    "item",
-    "to_vec",
-    "to_array",
-    "view",
-    "as_shared",
-    "map",
     "iter",
     "into_iter",
     "as_slice",
@@ -52,6 +49,11 @@ const KEEPS_DUAL: &[&str] = &[
     "Dual",
     "self",
 ];
+
+/// Whether `ident` keeps a statement on dual numbers.
+fn keeps_dual(ident: &str) -> bool {
+    ops::CONCRETIZING.contains(&ident) || KEEPS_DUAL.contains(&ident)
+}
 
 /// How the twin's parameters are read by constant code.
 enum ParamRead {
@@ -187,15 +189,20 @@ fn visit_verbatim(stmts: &mut [Stmt], f: &mut impl FnMut(&mut Code)) {
 
 /// The name a `let name = expr;` binds: one plain identifier, without `mut` or a type.
 fn let_name(code: &Code) -> Option<String> {
+    let_parts(code).map(|(name, _)| name)
+}
+
+/// The name and the initializer of a `let name = expr;` ([`let_name`]).
+fn let_parts(code: &Code) -> Option<(String, syn::Expr)> {
     let Ok(syn::Stmt::Local(local)) = syn::parse2::<syn::Stmt>(code.tokens().clone()) else {
         return None;
     };
-    let syn::Pat::Ident(pi) = &local.pat else {
+    let syn::Pat::Ident(pi) = local.pat else {
         return None;
     };
     let plain = pi.by_ref.is_none() && pi.mutability.is_none() && pi.subpat.is_none();
-    let init = local.init.as_ref()?;
-    (plain && init.diverge.is_none()).then(|| pi.ident.to_string())
+    let init = local.init?;
+    (plain && init.diverge.is_none()).then(|| (pi.ident.to_string(), *init.expr))
 }
 
 /// `code` as a candidate: a `let` whose every read is real here (see the module's
@@ -205,12 +212,8 @@ fn candidate(
     params: &BTreeMap<String, ParamRead>,
     known: &BTreeSet<&str>,
 ) -> Option<Candidate> {
-    let name = let_name(code)?;
-    let Ok(syn::Stmt::Local(local)) = syn::parse2::<syn::Stmt>(code.tokens().clone()) else {
-        return None;
-    };
-    let init = &local.init.as_ref()?.expr;
-    let elementless = matches!(&**init, syn::Expr::MethodCall(m)
+    let (name, init) = let_parts(code)?;
+    let elementless = matches!(&init, syn::Expr::MethodCall(m)
         if ELEMENTLESS.contains(&m.method.to_string().as_str()));
     let tokens = quote!(#init);
     let mut c = Candidate {
@@ -223,7 +226,7 @@ fn candidate(
     let mut ok = true;
     scan(&tokens, &mut |ident, after_path, detached| {
         let text = ident.to_string();
-        if KEEPS_DUAL.contains(&text.as_str()) {
+        if keeps_dual(&text) {
             ok = false;
         } else if detached {
             real = true;
