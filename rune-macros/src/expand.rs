@@ -530,14 +530,17 @@ fn check_hvp_option(
     concrete: bool,
     errors: &mut Errors,
 ) {
-    if !concrete {
+    let structure = sig.active().any(|(_, a)| a.structure);
+    // (A function whose active parameters are all structures has no element type to read;
+    // the error below says what to do.)
+    if !concrete && !structure {
         errors.at(
             &func.sig.ident,
             "`hvp` is for functions on a concrete element type; a function generic over its \
              element type (`<T: Element>`) gets `f_hvp` without it",
         );
     }
-    if sig.active().any(|(_, a)| a.structure) {
+    if structure {
         errors.at(
             &func.sig.ident,
             "`f_hvp` takes tensor parameters here; make the structure and the function generic \
