@@ -241,3 +241,103 @@ fn routing_computed_in_a_loop_matches_finite_differences() {
         .collect();
     assert_close("gradient", &g, &fd_grad, 1e-7);
 }
+
+// ---- methods of a concrete type --------------------------------------------------------------
+
+/// A quantizer's settings: numbers the dual twin of its methods reads as constants, and tensors
+/// (one, and a list) that the twin lifts to dual numbers once a call.
+struct Quantizer {
+    weight: f64,
+    passes: usize,
+    /// The weight of each coordinate in the distortion.
+    metric: Tensor<f64>,
+    /// The layers of a readout, `[2, 2]` each.
+    layers: Vec<Tensor<f64>>,
+}
+
+impl Quantizer {
+    /// `weight · Σ_passes Σᵢ ‖m ⊙ (Pᵢ − C_{a(i)})‖²`, the assignment recomputed on each pass from
+    /// the helper's distances in the metric (on real numbers in the twin, `self.metric` too),
+    /// the residuals differentiated (where the twin reads `self.metric` lifted).
+    #[differentiable(hvp)]
+    fn distortion(
+        #[nodiff] &self,
+        centroids: &Tensor<f64>,
+        #[nodiff] points: &Tensor<f64>,
+    ) -> Tensor<f64> {
+        let mut total = Tensor::scalar(0.0);
+        for _ in 0..self.passes {
+            let fixed = stop_gradient(centroids) * &self.metric;
+            let nearest = distances(&(points * &self.metric), &fixed).argmin(1);
+            let residuals = (points - centroids.index_select(0, &nearest)) * &self.metric;
+            total += (&residuals * &residuals).sum() * self.weight;
+        }
+        total
+    }
+
+    /// `weight · ‖h‖²` after `h ← tanh(h L + b)` for each layer `L` of `self`, from `h = x`.
+    #[differentiable(hvp)]
+    fn readout(#[nodiff] &self, bias: &Tensor<f64>, #[nodiff] x: &Tensor<f64>) -> Tensor<f64> {
+        let mut h = x.clone();
+        for layer in &self.layers {
+            h = (h.matmul(layer) + bias).tanh();
+        }
+        (&h * &h).sum() * self.weight
+    }
+}
+
+fn quantizer() -> Quantizer {
+    Quantizer {
+        weight: 0.5,
+        passes: 3,
+        metric: Tensor::from_vec(vec![1.0, 2.0], &[2]),
+        layers: vec![
+            Tensor::from_vec(vec![0.6, -0.3, 0.2, 0.9], &[2, 2]),
+            Tensor::from_vec(vec![-0.4, 0.7, 1.1, 0.1], &[2, 2]),
+        ],
+    }
+}
+
+#[test]
+fn a_methods_twin_reads_its_numbers_and_lifts_its_tensors() {
+    let (p, c) = kmeans_data();
+    let points = Tensor::from_vec(p.clone(), &[6, 2]);
+    let centroids = Tensor::from_vec(c.clone(), &[3, 2]);
+    let v = vec![0.5, -1.0, 2.0, 0.25, -0.75, 1.5];
+    let (grad, hv) = kmeans_by_hand(&p, &c, &v);
+    let q = quantizer();
+    // Three passes at weight ½, coordinate `a` weighted by `m_a² ∈ {1, 4}`: the cost's
+    // derivatives times `1.5 m_a²`.
+    let scaled = |xs: &[f64]| {
+        xs.iter()
+            .enumerate()
+            .map(|(e, x)| 1.5 * [1.0, 4.0][e % 2] * x)
+            .collect::<Vec<_>>()
+    };
+    let (g, h) = q.distortion_hvp(&centroids, &points, &Tensor::from_vec(v, &[3, 2]));
+    assert_close("gradient", &g, &scaled(&grad), 1e-12);
+    assert_close("Hessian along v", &h, &scaled(&hv), 1e-12);
+
+    // The readout through the list of layers, against central differences.
+    let x = Tensor::from_vec(vec![0.3, -0.8, 1.2, 0.4], &[2, 2]);
+    let bias = Tensor::from_vec(vec![0.1, -0.2], &[2]);
+    let u = Tensor::from_vec(vec![1.0, -0.5], &[2]);
+    let (g, hu) = q.readout_hvp(&bias, &x, &u);
+    let eps = 1e-5;
+    let plus = q.readout_grad(&(&bias + &(&u * eps)), &x).to_vec();
+    let minus = q.readout_grad(&(&bias - &(&u * eps)), &x).to_vec();
+    let fd: Vec<f64> = plus
+        .iter()
+        .zip(&minus)
+        .map(|(a, b)| (a - b) / (2.0 * eps))
+        .collect();
+    assert_close("readout's Hessian along u", &hu, &fd, 1e-7);
+    let fd_grad: Vec<f64> = (0..2)
+        .map(|e| {
+            let step = Tensor::from_vec(vec![eps * (1 - e) as f64, eps * e as f64], &[2]);
+            let value = |b: &Tensor<f64>| q.readout(b, &x).item();
+            (value(&(&bias + &step)) - value(&(&bias - &step))) / (2.0 * eps)
+        })
+        .collect();
+    assert_close("readout's gradient", &g, &fd_grad, 1e-7);
+}

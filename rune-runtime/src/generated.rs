@@ -18,13 +18,15 @@ pub use crate::fused::{
 };
 use crate::tensor::Tensor;
 
+pub use crate::__rune_twin_field as twin_field;
 pub use crate::arrays::{array_cotangent, array_value, ArrayRefs, IntoArray};
 pub use crate::entry::{
     check_cotangent, check_same_value, scalar_seed, CotangentOf, IntoCotangent, SameValue, Seed,
     CHECK_VALUES,
 };
 pub use crate::hvp::{
-    dual_primal, dual_seed, dual_tangent, DualParts, DualSeed, GradPart, JvpPart,
+    dual_primal, dual_seed, dual_tangent, DualParts, DualSeed, GradPart, JvpPart, Lift, TwinField,
+    TwinLifted, TwinLifts, TwinReadAsIs, TwinReadLifted,
 };
 pub use crate::ops::cast::{cast_differentiated, detach};
 pub use crate::parts::{
@@ -688,77 +690,6 @@ pub struct CastOffTheElementType;
 #[inline]
 pub fn lift_element<T: Element>(x: &T) -> crate::Dual<T> {
     crate::Dual::constant(*x)
-}
-
-/// A constant lifted to dual numbers (zero tangent), for the constant parameters of `f_hvp`.
-pub trait Lift {
-    /// The lifted type.
-    type Lifted;
-    /// The constant with zero tangents.
-    fn lift(&self) -> Self::Lifted;
-}
-
-impl<T: Element> Lift for Tensor<T> {
-    type Lifted = Tensor<crate::Dual<T>>;
-    fn lift(&self) -> Tensor<crate::Dual<T>> {
-        self.map(|&v| crate::Dual::constant(v))
-    }
-}
-
-/// The elements lifted (a structure's `Vec` of layers).
-impl<X: Lift> Lift for Vec<X> {
-    type Lifted = Vec<X::Lifted>;
-    fn lift(&self) -> Vec<X::Lifted> {
-        self.iter().map(Lift::lift).collect()
-    }
-}
-
-impl<X: Lift, const N: usize> Lift for [X; N] {
-    type Lifted = [X::Lifted; N];
-    fn lift(&self) -> [X::Lifted; N] {
-        std::array::from_fn(|i| self[i].lift())
-    }
-}
-
-impl<X: Lift> Lift for Option<X> {
-    type Lifted = Option<X::Lifted>;
-    fn lift(&self) -> Option<X::Lifted> {
-        self.as_ref().map(Lift::lift)
-    }
-}
-
-impl<X: Lift + ?Sized> Lift for &X {
-    type Lifted = X::Lifted;
-    fn lift(&self) -> X::Lifted {
-        (**self).lift()
-    }
-}
-
-macro_rules! lift_scalar {
-    ($($t:ty),*) => {$(
-        impl Lift for $t {
-            type Lifted = crate::Dual<$t>;
-            fn lift(&self) -> crate::Dual<$t> {
-                crate::Dual::constant(*self)
-            }
-        }
-    )*};
-}
-lift_scalar!(f32, f64);
-
-impl<T: Element> Lift for crate::Dual<T> {
-    type Lifted = crate::Dual<crate::Dual<T>>;
-    fn lift(&self) -> crate::Dual<crate::Dual<T>> {
-        crate::Dual::constant(*self)
-    }
-}
-
-/// A tuple of constants (`train: &(Tensor<T>, Tensor<T>)`), each lifted.
-impl<A: Lift, B: Lift> Lift for (A, B) {
-    type Lifted = (A::Lifted, B::Lifted);
-    fn lift(&self) -> Self::Lifted {
-        (self.0.lift(), self.1.lift())
-    }
 }
 
 /// `s` as a scalar of `like`'s element type, as the tensor takes it (see [`FromScalar`]): the

@@ -2,7 +2,9 @@
 //! with its direction as dual numbers ([`dual_seed`]), runs the gradient on them, and splits
 //! each gradient into its primal part, the gradient, and its tangent part, the Hessian times
 //! the directions ([`dual_primal`], [`dual_tangent`]). Tensors, numbers and arrays of numbers
-//! (the parameters of a function of numbers) are seeded and split alike.
+//! (the parameters of a function of numbers) are seeded and split alike. Constants are lifted
+//! to dual numbers with zero tangents ([`Lift`]): the `#[nodiff]` arguments, and the tensor
+//! fields of `self` that the dual twin of a method reads ([`TwinField`]).
 
 use crate::element::Element;
 use crate::tensor::Tensor;
@@ -241,3 +243,142 @@ macro_rules! jvp_numbers {
     )*};
 }
 jvp_numbers!(f32 f64);
+
+/// A constant lifted to dual numbers (zero tangent), for the constant parameters of `f_hvp`.
+pub trait Lift {
+    /// The lifted type.
+    type Lifted;
+    /// The constant with zero tangents.
+    fn lift(&self) -> Self::Lifted;
+}
+
+impl<T: Element> Lift for Tensor<T> {
+    type Lifted = Tensor<Dual<T>>;
+    fn lift(&self) -> Tensor<Dual<T>> {
+        self.map(|&v| Dual::constant(v))
+    }
+}
+
+/// The elements lifted (a structure's `Vec` of layers).
+impl<X: Lift> Lift for Vec<X> {
+    type Lifted = Vec<X::Lifted>;
+    fn lift(&self) -> Vec<X::Lifted> {
+        self.iter().map(Lift::lift).collect()
+    }
+}
+
+impl<X: Lift, const N: usize> Lift for [X; N] {
+    type Lifted = [X::Lifted; N];
+    fn lift(&self) -> [X::Lifted; N] {
+        std::array::from_fn(|i| self[i].lift())
+    }
+}
+
+impl<X: Lift> Lift for Option<X> {
+    type Lifted = Option<X::Lifted>;
+    fn lift(&self) -> Option<X::Lifted> {
+        self.as_ref().map(Lift::lift)
+    }
+}
+
+impl<X: Lift + ?Sized> Lift for &X {
+    type Lifted = X::Lifted;
+    fn lift(&self) -> X::Lifted {
+        (**self).lift()
+    }
+}
+
+macro_rules! lift_scalar {
+    ($($t:ty),*) => {$(
+        impl Lift for $t {
+            type Lifted = Dual<$t>;
+            fn lift(&self) -> Dual<$t> {
+                Dual::constant(*self)
+            }
+        }
+    )*};
+}
+lift_scalar!(f32, f64);
+
+impl<T: Element> Lift for Dual<T> {
+    type Lifted = Dual<Dual<T>>;
+    fn lift(&self) -> Dual<Dual<T>> {
+        Dual::constant(*self)
+    }
+}
+
+/// A tuple of constants (`train: &(Tensor<T>, Tensor<T>)`), each lifted.
+impl<A: Lift, B: Lift> Lift for (A, B) {
+    type Lifted = (A::Lifted, B::Lifted);
+    fn lift(&self) -> Self::Lifted {
+        (self.0.lift(), self.1.lift())
+    }
+}
+
+/// A field of `self` read by the dual twin of a method on a concrete type (`#[nodiff] &self`
+/// under `#[differentiable(hvp)]`), taken once at the top of the twin: tensors and lists of
+/// them lifted to dual numbers (zero tangents, [`TwinReadLifted`]), anything else as it is
+/// ([`TwinReadAsIs`]), chosen by the field's type (method resolution tries the lifted reading
+/// on `&TwinField` before the other on `&&TwinField`).
+#[derive(Debug)]
+pub struct TwinField<'a, X: ?Sized>(pub &'a X);
+
+/// Fields that the dual twin lifts: tensors, and `Vec`s and arrays of them.
+pub trait TwinLifts: Lift {}
+
+impl<T: Element> TwinLifts for Tensor<T> {}
+impl<X: TwinLifts> TwinLifts for Vec<X> {}
+impl<X: TwinLifts, const N: usize> TwinLifts for [X; N] {}
+
+/// A tensor field lifted to dual numbers.
+#[derive(Debug)]
+pub struct TwinLifted<X>(X);
+
+impl<X> std::ops::Deref for TwinLifted<X> {
+    type Target = X;
+    #[inline]
+    fn deref(&self) -> &X {
+        &self.0
+    }
+}
+
+/// [`TwinField`] of a tensor (or a list of them): lifted.
+pub trait TwinReadLifted {
+    /// The field on dual numbers.
+    type Lifted;
+    /// The field lifted once.
+    fn twin_read(&self) -> TwinLifted<Self::Lifted>;
+}
+
+impl<X: TwinLifts> TwinReadLifted for TwinField<'_, X> {
+    type Lifted = X::Lifted;
+    #[inline]
+    fn twin_read(&self) -> TwinLifted<X::Lifted> {
+        TwinLifted(self.0.lift())
+    }
+}
+
+/// [`TwinField`] of anything else (a number, a count, a name): read as it is.
+pub trait TwinReadAsIs<'a, X: ?Sized> {
+    /// The field itself.
+    fn twin_read(&self) -> &'a X;
+}
+
+impl<'a, X: ?Sized> TwinReadAsIs<'a, X> for &TwinField<'a, X> {
+    #[inline]
+    fn twin_read(&self) -> &'a X {
+        self.0
+    }
+}
+
+/// `self`'s field `$field` as the dual twin reads it ([`TwinField`]): the generated twin binds
+/// each field it reads with this once, at its top.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __rune_twin_field {
+    ($field:expr) => {{
+        #[allow(unused_imports)]
+        use $crate::__private::{TwinReadAsIs as _, TwinReadLifted as _};
+        (&$crate::__private::TwinField(&$field)).twin_read()
+    }};
+}

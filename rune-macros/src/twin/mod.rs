@@ -2,7 +2,8 @@
 //! the same function on dual numbers (`Tensor<f64>` → `Tensor<Dual<f64>>`), lowered, fused and
 //! emitted as a function of its own, whose gradient `f_hvp` runs (forward over reverse). A
 //! function generic over its element type needs no twin: `f_hvp` instantiates it with dual
-//! numbers. Constant code that reads only real values runs on real numbers there
+//! numbers. A method's twin reads the fields of `self` through bindings that lift its tensors
+//! ([`fields`]). Constant code that reads only real values runs on real numbers there
 //! ([`primal`]).
 
 use quote::quote;
@@ -14,6 +15,7 @@ use crate::emit::{Emitter, Generated, Host};
 use crate::parse::{self, Options};
 use crate::{analyse, fuse, lower};
 
+mod fields;
 mod primal;
 
 /// The function again on dual numbers (`Tensor<f64>` → `Tensor<Dual<f64>>`), whose hidden
@@ -33,6 +35,7 @@ pub fn dual_twin(
     };
     rewrite.visit_item_fn_mut(&mut twin);
     numbers_to_dual(&mut twin, &rewrite);
+    fields::bind_self_fields(&mut twin);
     let mut errors = Errors::default();
     // A checkpoint recomputes in the twin too: its forward pass on dual numbers keeps twice
     // the memory of the real one.

@@ -10,7 +10,8 @@
 //! This pass finds such code and runs it on the primal parts instead. A `let name = expr;` of
 //! constant code is computed on real numbers when every value `expr` reads is real here: a
 //! `#[nodiff]` tensor parameter (read through its primal part, `__rune_re_<param>`, taken once
-//! at the top of the body), `stop_gradient` of a differentiated value (its primal part), an
+//! at the top of the body), a field of a method's `self` (read in place of the binding that
+//! lifts it, `super::fields`), `stop_gradient` of a differentiated value (its primal part), an
 //! earlier such `let`, or code that is the same in both functions (numbers the function does
 //! not differentiate, functions, literals). Its result must not meet the twin's dual code as a
 //! real tensor, so such a `let` is kept only when nothing but other real `let`s reads it, or
@@ -24,7 +25,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use proc_macro2::{Delimiter, Group, Ident, TokenStream, TokenTree};
-use quote::quote;
+use quote::{quote, ToTokens};
 
 use crate::ir::{Body, Code, Stmt};
 use crate::names::{hidden, is_hidden, val_of};
@@ -65,6 +66,42 @@ enum ParamRead {
     Dual,
 }
 
+/// A field of `self` that the twin binds at its top (`super::fields`): `binding` is read in
+/// place of `self.member`.
+struct SelfField {
+    member: syn::Member,
+    binding: String,
+}
+
+/// The bindings of `self`'s fields at the top of the twin's body (as the lowering renamed
+/// them): `let binding = ::rune_ad::__private::twin_field!(self.member);`.
+fn self_fields(body: &Body) -> Vec<SelfField> {
+    let mut found = Vec::new();
+    for s in &body.stmts {
+        let Stmt::Verbatim(code) = s else { continue };
+        let Some((binding, syn::Expr::Macro(m))) = let_parts(code) else {
+            continue;
+        };
+        if m.mac
+            .path
+            .segments
+            .last()
+            .is_none_or(|s| s.ident != "twin_field")
+        {
+            continue;
+        }
+        if let Ok(syn::Expr::Field(field)) = m.mac.parse_body::<syn::Expr>() {
+            if matches!(&*field.base, syn::Expr::Path(p) if p.path.is_ident("self")) {
+                found.push(SelfField {
+                    member: field.member,
+                    binding,
+                });
+            }
+        }
+    }
+    found
+}
+
 /// One `let` that may run on real numbers.
 struct Candidate {
     /// The bound name.
@@ -80,7 +117,7 @@ struct Candidate {
 /// Runs the constant code of the twin's `body` that reads only real values on real numbers
 /// (see the module's documentation). `params` are the twin's parameters.
 pub fn compute_on_primals(body: &mut Body, params: &[Param]) {
-    let reads: BTreeMap<String, ParamRead> = params
+    let mut reads: BTreeMap<String, ParamRead> = params
         .iter()
         .map(|p| {
             let ty = &p.ty;
@@ -97,6 +134,12 @@ pub fn compute_on_primals(body: &mut Body, params: &[Param]) {
             (p.ident.to_string(), read)
         })
         .collect();
+    // A field of `self` is real in the twin's `self` (its binding lifts a tensor).
+    let self_fields = self_fields(body);
+    for field in &self_fields {
+        let shadow = hidden(&format!("re_self_{}", field.member.to_token_stream()));
+        reads.insert(field.binding.clone(), ParamRead::Root(shadow));
+    }
     // Candidates in program order: each may read the earlier ones.
     let mut candidates: Vec<Candidate> = Vec::new();
     visit_verbatim(&mut body.stmts, &mut |code| {
@@ -141,7 +184,18 @@ pub fn compute_on_primals(body: &mut Body, params: &[Param]) {
             }
         }
     });
-    // The primal part of each `#[nodiff]` tensor the kept statements read, once, first.
+    // The primal part of each `#[nodiff]` tensor the kept statements read, once, first, and
+    // the real field of `self` for each field binding they read.
+    let fields = self_fields.iter().filter_map(|field| {
+        let ParamRead::Root(shadow) = &reads[&field.binding] else {
+            return None;
+        };
+        let member = &field.member;
+        roots
+            .contains(&field.binding)
+            .then(|| Stmt::Verbatim(quote!(let #shadow = &self.#member;).into()))
+    });
+    let fields: Vec<Stmt> = fields.collect();
     let shadows = params.iter().filter_map(|p| {
         let ParamRead::Root(shadow) = &reads[&p.ident.to_string()] else {
             return None;
@@ -158,7 +212,7 @@ pub fn compute_on_primals(body: &mut Body, params: &[Param]) {
         };
         Some(Stmt::Verbatim(quote!(let #shadow = #primal;).into()))
     });
-    let shadows: Vec<Stmt> = shadows.collect();
+    let shadows: Vec<Stmt> = shadows.chain(fields).collect();
     body.stmts.splice(0..0, shadows);
 }
 
@@ -232,6 +286,12 @@ fn candidate(
             real = true;
         } else if val_of(ident).is_some() {
             ok = false;
+        } else if let Some(ParamRead::Root(_)) = params.get(&text) {
+            // A `#[nodiff]` tensor parameter, or the binding of a field of `self`.
+            if !after_path {
+                c.roots.insert(text);
+                real = true;
+            }
         } else if is_hidden(ident) {
             if known.contains(text.as_str()) {
                 c.reads.insert(text);
@@ -295,14 +355,26 @@ fn detached_value(tts: &[TokenTree], i: usize) -> Option<Ident> {
     let TokenTree::Group(g) = tts.get(i + 1)? else {
         return None;
     };
-    let inner: Vec<TokenTree> = g.stream().into_iter().collect();
+    if g.delimiter() != Delimiter::Parenthesis {
+        return None;
+    }
+    borrowed_value(g.stream())
+}
+
+/// `x` of `&x`, a differentiated value, also within parentheses or an invisible group (how a
+/// method's body hands its values on).
+fn borrowed_value(tokens: TokenStream) -> Option<Ident> {
+    let inner: Vec<TokenTree> = tokens.into_iter().collect();
     match inner.as_slice() {
         [TokenTree::Punct(amp), TokenTree::Ident(v)]
-            if g.delimiter() == Delimiter::Parenthesis
-                && amp.as_char() == '&'
-                && val_of(v).is_some() =>
+            if amp.as_char() == '&' && val_of(v).is_some() =>
         {
             Some(v.clone())
+        }
+        [TokenTree::Group(g)]
+            if matches!(g.delimiter(), Delimiter::Parenthesis | Delimiter::None) =>
+        {
+            borrowed_value(g.stream())
         }
         _ => None,
     }
