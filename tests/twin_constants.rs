@@ -341,3 +341,52 @@ fn a_methods_twin_reads_its_numbers_and_lifts_its_tensors() {
         .collect();
     assert_close("readout's gradient", &g, &fd_grad, 1e-7);
 }
+
+/// A spring of stiffness `k`: `k Σ xᵢ³`.
+struct Spring {
+    k: f64,
+}
+
+impl Spring {
+    #[differentiable(hvp)]
+    fn energy(#[nodiff] &self, x: &Tensor<f64>) -> Tensor<f64> {
+        (x * x * x).sum() * self.k
+    }
+}
+
+/// A spring reached through a field, its input scaled by a tensor field.
+struct Linkage {
+    spring: Spring,
+    gains: Tensor<f64>,
+}
+
+impl Linkage {
+    #[differentiable(hvp)]
+    fn energy(#[nodiff] &self, x: &Tensor<f64>) -> Tensor<f64> {
+        self.spring.energy(&(x * &self.gains))
+    }
+}
+
+#[test]
+fn a_methods_twin_calls_a_fields_method() {
+    let linkage = Linkage {
+        spring: Spring { k: 2.0 },
+        gains: Tensor::from_vec(vec![1.0, 2.0, -0.5], &[3]),
+    };
+    let x = [1.0, 0.5, 2.0];
+    let v = [1.0, -1.0, 0.5];
+    let (g, hv) = linkage.energy_hvp(
+        &Tensor::from_vec(x.to_vec(), &[3]),
+        &Tensor::from_vec(v.to_vec(), &[3]),
+    );
+    // E = k Σ (aᵢxᵢ)³: ∂E/∂xᵢ = 3k aᵢ³ xᵢ², (H v)ᵢ = 6k aᵢ³ xᵢ vᵢ.
+    let a = [1.0, 2.0, -0.5];
+    let grad: Vec<f64> = (0..3)
+        .map(|i| 6.0 * a[i] * a[i] * a[i] * x[i] * x[i])
+        .collect();
+    let hess: Vec<f64> = (0..3)
+        .map(|i| 12.0 * a[i] * a[i] * a[i] * x[i] * v[i])
+        .collect();
+    assert_close("gradient", &g, &grad, 1e-12);
+    assert_close("Hessian along v", &hv, &hess, 1e-12);
+}
