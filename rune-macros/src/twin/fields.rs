@@ -61,4 +61,7 @@ impl VisitMut for SelfFields {
         }
         syn::visit_mut::visit_expr_mut(self, e);
     }
+
+    /// An item declared in the body (a nested `fn` or `impl`) has a `self` of its own.
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
 }
