@@ -333,6 +333,18 @@ impl<T> Tensor<T> {
 }
 
 impl<T: Clone> Tensor<T> {
+    /// `op` of the one example this tensor repeats along its leading axis (`vmap`'s copies of
+    /// a value), repeated as often: for an op that leaves the leading axis as it is (`keeps`),
+    /// so that a batch of one value costs one example. `None` for any other tensor or op.
+    pub(crate) fn per_example<E>(
+        &self,
+        keeps: bool,
+        op: impl FnOnce(&Tensor<T>) -> Result<Tensor<T>, E>,
+    ) -> Option<Result<Tensor<T>, E>> {
+        let (example, n) = self.repeated_parts().filter(|_| keeps)?;
+        Some(op(&example).map(|t| t.repeated(n)))
+    }
+
     /// The data as shared ndarray storage: the tensor's own (a cheap clone) when it has one,
     /// a new array when the tensor is held inline.
     #[inline]

@@ -589,6 +589,7 @@ pub fn vmap_einsum(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{concat, where_cond};
 
     /// Each batched product equals the products of its examples.
     #[test]
@@ -638,7 +639,8 @@ mod tests {
     fn a_repeated_tensor_reads_as_its_copies() {
         let x = Tensor::<f64>::rand_uniform(&[3, 2], -1.0, 1.0, 1);
         let r = vmap_batched(&x, false, 4);
-        let copies = x.broadcast_to(&[4, 3, 2]);
+        // Written out: `broadcast_to` of a new leading axis is itself copies of one example.
+        let copies = Tensor::from_vec(x.broadcast_to(&[4, 3, 2]).to_vec(), &[4, 3, 2]);
         assert_eq!(r.shape(), &[4, 3, 2]);
         assert_eq!(r.len(), 24);
         assert_eq!(r, copies);
@@ -671,7 +673,8 @@ mod tests {
     #[test]
     fn ops_of_repeated_tensors_stay_repeated() {
         let x = Tensor::<f64>::rand_uniform(&[3, 2], -1.0, 1.0, 3);
-        let (r, copies) = (vmap_batched(&x, false, 5), x.broadcast_to(&[5, 3, 2]));
+        let copies = Tensor::from_vec(x.broadcast_to(&[5, 3, 2]).to_vec(), &[5, 3, 2]);
+        let r = vmap_batched(&x, false, 5);
         let row = Tensor::<f64>::rand_uniform(&[2], -1.0, 1.0, 4);
         let m = Tensor::<f64>::rand_uniform(&[2, 4], -1.0, 1.0, 5);
         let left = Tensor::<f64>::rand_uniform(&[6, 3], -1.0, 1.0, 6);
@@ -686,6 +689,91 @@ mod tests {
             (left.matmul(&r), left.matmul(&copies), true),
             // A batched operand of as many axes: computed in full.
             (&r * &batch, &copies * &batch, false),
+        ];
+        for (k, (got, expected, repeated)) in cases.iter().enumerate() {
+            assert_eq!(got, expected, "case {k}");
+            assert_eq!(got.repeated_parts().is_some(), *repeated, "case {k}");
+        }
+    }
+
+    /// Shape ops, reductions, selections and products that leave the leading axis compute one
+    /// example of copies of one (a batched forward pass's shared values); those that reach it
+    /// compute every copy. Each against the same op of the copies written out.
+    #[test]
+    fn ops_past_the_leading_axis_keep_copies_of_one_example() {
+        let x = Tensor::<f64>::rand_uniform(&[3, 2], -1.0, 1.0, 11);
+        let written = |t: &Tensor<f64>| Tensor::from_vec(t.to_vec(), t.shape());
+        let r = x.broadcast_to(&[5, 3, 2]);
+        let copies = written(&r);
+        let y = Tensor::<f64>::rand_uniform(&[3, 4], -1.0, 1.0, 12);
+        let (s, s_copies) = (
+            vmap_batched(&y, false, 5),
+            written(&y.broadcast_to(&[5, 3, 4])),
+        );
+        let x4 = Tensor::<f64>::rand_uniform(&[2, 3, 2], -1.0, 1.0, 13);
+        let (r4, r4_copies) = (
+            vmap_batched(&x4, false, 5),
+            written(&x4.broadcast_to(&[5, 2, 3, 2])),
+        );
+        let stack = Tensor::<f64>::rand_uniform(&[2, 4, 3], -1.0, 1.0, 14);
+        let one = Tensor::<f64>::rand_uniform(&[1, 4, 3], -1.0, 1.0, 15);
+        let idx = Tensor::<i64>::from_vec(vec![2, 0], &[2]);
+        let mask = r.lt(0.0);
+        assert!(mask.repeated_parts().is_some());
+        assert_eq!(mask, copies.lt(0.0));
+        let cases = [
+            (r.clone(), copies.clone(), true),
+            (
+                r.pad(&[(0, 0), (1, 0), (0, 1)], 0.5),
+                copies.pad(&[(0, 0), (1, 0), (0, 1)], 0.5),
+                true,
+            ),
+            (
+                r.shrink(&[(0, 5), (1, 3), (0, 2)]),
+                copies.shrink(&[(0, 5), (1, 3), (0, 2)]),
+                true,
+            ),
+            (r.index_select(1, &idx), copies.index_select(1, &idx), true),
+            (r.reshape(&[5, 6]), copies.reshape(&[5, 6]), true),
+            (r.permute(&[0, 2, 1]), copies.permute(&[0, 2, 1]), true),
+            (r.transpose(1, 2), copies.transpose(1, 2), true),
+            (r.t(), copies.t(), true),
+            (
+                r.shrink(&[(0, 5), (0, 1), (0, 2)]).squeeze(1),
+                copies.shrink(&[(0, 5), (0, 1), (0, 2)]).squeeze(1),
+                true,
+            ),
+            (r.sum_axes(&[2], false), copies.sum_axes(&[2], false), true),
+            (
+                r.sum_axes(&[1, 2], true),
+                copies.sum_axes(&[1, 2], true),
+                true,
+            ),
+            (concat(&[&r, &s], 2), concat(&[&copies, &s_copies], 2), true),
+            (r.t().matmul(&s), copies.t().matmul(&s_copies), true),
+            (stack.matmul(&r4), stack.matmul(&r4_copies), true),
+            (one.matmul(&r), one.matmul(&copies), true),
+            (r4.matmul(&x.t()), r4_copies.matmul(&x.t()), true),
+            (
+                where_cond(&mask, &r, &0.5),
+                where_cond(&copies.lt(0.0), &copies, &0.5),
+                true,
+            ),
+            (
+                where_cond(&mask, &x, &r),
+                where_cond(&copies.lt(0.0), &x, &copies),
+                true,
+            ),
+            // Ops that reach the leading axis compute every copy.
+            (r.sum_axes(&[0], false), copies.sum_axes(&[0], false), false),
+            (
+                r.shrink(&[(1, 3), (0, 3), (0, 2)]),
+                copies.shrink(&[(1, 3), (0, 3), (0, 2)]),
+                false,
+            ),
+            (r.index_select(0, &idx), copies.index_select(0, &idx), false),
+            (concat(&[&r, &r], 0), concat(&[&copies, &copies], 0), false),
+            (r.permute(&[1, 0, 2]), copies.permute(&[1, 0, 2]), false),
         ];
         for (k, (got, expected, repeated)) in cases.iter().enumerate() {
             assert_eq!(got, expected, "case {k}");

@@ -101,7 +101,7 @@ pub(super) fn map_region<T: Element, const N: usize, const L: usize>(
 /// of those as many times at the most axes of any input, and every other has fewer axes: each
 /// repeated input's example (`None` for the others) and the number of copies. The region's
 /// value is then the region of the examples, repeated.
-fn repeated_inputs<T: Element, const N: usize>(
+pub(super) fn repeated_inputs<T: Element, const N: usize>(
     inputs: &[OperandRef<'_, T>; N],
 ) -> Option<([Option<Tensor<T>>; N], usize)> {
     let rank = |o: &OperandRef<'_, T>| match o {
@@ -652,6 +652,16 @@ pub(super) fn jvp_region<T: Element, const N: usize, const L: usize, const K: us
     tangents: [&Tensor<T>; K],
     f: impl Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T) + Sync,
 ) -> (Tensor<T>, Tensor<T>) {
+    // Values that copy one example (`vmap`'s shared values under batched tangents): the value
+    // is the example's, repeated, so that what reads it still sees copies of one.
+    let value_of_examples = repeated_inputs(&inputs).map(|(examples, n)| {
+        let inputs = core::array::from_fn(|i| match &examples[i] {
+            Some(e) => OperandRef::Tensor(e),
+            None => inputs[i],
+        });
+        let value_of = |x: [T; N], l: &[T; L], k: &Kernels| f(x, l, k, [T::zero(); K]).0;
+        map_region(ops, inputs, literals, value_of).repeated(n)
+    });
     let literals = literals.map(T::from_f64);
     let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
     let tangent_sources = tangents.map(|t| source("fused", t, &shape).or_panic());
@@ -664,10 +674,11 @@ pub(super) fn jvp_region<T: Element, const N: usize, const L: usize, const K: us
             || jvp_blocks::<T, N, L, K, B>(range, outs, sources, &literals, &f),
         ))
     });
-    (
-        Tensor::from_parts(value, shape),
-        Tensor::from_parts(tangent, shape),
-    )
+    let tangent = Tensor::from_parts(tangent, shape);
+    match value_of_examples {
+        Some(v) if same_shape(v.shape(), shape) => (v, tangent),
+        _ => (Tensor::from_parts(value, shape), tangent),
+    }
 }
 
 /// `fused_jvp`'s loop, over blocks of `B`: the inputs' and the tangents' sources.

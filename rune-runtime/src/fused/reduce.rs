@@ -401,6 +401,20 @@ pub(super) fn reduce_axes_region<T: Element, const N: usize, const L: usize>(
     let (shape, sources) = value_sources(&inputs, ops);
     let shape = &*shape;
     let checked = checked_axes(reduction.axes_op(), axes, shape).or_panic();
+    // Copies of one example (`vmap`'s shared values) reduced past the leading axis: the
+    // example's reduction, repeated.
+    if !checked.contains(&0) {
+        if let Some((examples, n)) = super::map::repeated_inputs(&inputs) {
+            let inputs = core::array::from_fn(|i| match &examples[i] {
+                Some(e) => OperandRef::Tensor(e),
+                None => inputs[i],
+            });
+            let inner: Vec<isize> = checked.iter().map(|&a| a as isize - 1).collect();
+            let example =
+                reduce_axes_region(ops, inputs, literals, (reduction, &inner, keepdims), f);
+            return example.repeated(n);
+        }
+    }
     let Some(lane) = lane_length(shape, &checked) else {
         let values = map_region(ops, inputs, literals, f);
         return reduction.over_axes(&values, axes, keepdims);
@@ -471,6 +485,49 @@ pub fn fused_reduce_axes_jvp<T: Element, const N: usize, const L: usize, const K
 #[track_caller]
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub(super) fn reduce_axes_jvp_region<T: Element, const N: usize, const L: usize, const K: usize>(
+    ops: FusedOps,
+    inputs: [OperandRef<'_, T>; N],
+    literals: [f64; L],
+    (reduction, axes, keepdims): (Reduction, &[isize], bool),
+    tangents: [&Tensor<T>; K],
+    f: impl Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T) + Sync,
+) -> (Tensor<T>, Tensor<T>) {
+    // Values that copy one example (`vmap`'s shared values under batched tangents): the value
+    // is the example's reduction, repeated (see `reduce_axes_region`).
+    let past_leading = || {
+        let (shape, _, _) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
+        !checked_axes(reduction.axes_op(), axes, &shape)
+            .or_panic()
+            .contains(&0)
+    };
+    if super::map::repeated_inputs(&inputs).is_some() && past_leading() {
+        let value_of = |x: [T; N], l: &[T; L], k: &Kernels| f(x, l, k, [T::zero(); K]).0;
+        let value =
+            reduce_axes_region(ops, inputs, literals, (reduction, axes, keepdims), value_of);
+        let (_, tangent) = reduce_axes_jvp_lanes(
+            ops,
+            inputs,
+            literals,
+            (reduction, axes, keepdims),
+            tangents,
+            &f,
+        );
+        return (value, tangent);
+    }
+    reduce_axes_jvp_lanes(
+        ops,
+        inputs,
+        literals,
+        (reduction, axes, keepdims),
+        tangents,
+        f,
+    )
+}
+
+/// [`reduce_axes_jvp_region`]'s loop over the region's lanes.
+#[track_caller]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn reduce_axes_jvp_lanes<T: Element, const N: usize, const L: usize, const K: usize>(
     ops: FusedOps,
     inputs: [OperandRef<'_, T>; N],
     literals: [f64; L],

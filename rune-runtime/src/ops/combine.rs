@@ -130,6 +130,16 @@ pub fn try_concat<T: Clone>(
         return Ok(tensors[0].clone());
     }
     let (a, shape) = concat_shape(tensors, axis)?;
+    // Copies of one example each (`vmap`), as many of each, joined past the leading axis: the
+    // examples joined.
+    if a > 0 {
+        let examples: Option<Vec<(Tensor<T>, usize)>> =
+            tensors.iter().map(|t| t.repeated_parts()).collect();
+        if let Some(examples) = examples.filter(|e| e.iter().all(|(_, n)| *n == e[0].1)) {
+            let bases: Vec<&Tensor<T>> = examples.iter().map(|(e, _)| e).collect();
+            return Ok(try_concat(&bases, a as isize - 1)?.repeated(examples[0].1));
+        }
+    }
     if let Some(parts) = tensors
         .iter()
         .map(|t| t.as_slice())
@@ -237,6 +247,49 @@ impl<T: Element> Tensor<T> {
     }
 }
 
+/// `select` of copies of one example (`vmap`): where the operands of most axes repeat one
+/// example along the leading axis as many times, and the others (scalars, tensors of fewer
+/// axes) do not reach it, the selection of one example, repeated.
+fn select_per_example<T: Element>(
+    mask: &Tensor<bool>,
+    a: OperandRef<'_, T>,
+    b: OperandRef<'_, T>,
+) -> Option<Result<Tensor<T>, ShapeError>> {
+    let ndim = |o: &OperandRef<'_, T>| match o {
+        OperandRef::Scalar(_) => 0,
+        OperandRef::Tensor(t) => t.ndim(),
+    };
+    let most = mask.ndim().max(ndim(&a)).max(ndim(&b));
+    let me = example_of(mask, most)?;
+    let side = |o: &OperandRef<'_, T>| match o {
+        OperandRef::Tensor(t) => example_of(t, most),
+        OperandRef::Scalar(_) => Some(None),
+    };
+    let (ae, be) = (side(&a)?, side(&b)?);
+    let counts = [
+        me.as_ref().map(|(_, n)| *n),
+        ae.as_ref().map(|(_, n)| *n),
+        be.as_ref().map(|(_, n)| *n),
+    ];
+    let n = counts.iter().flatten().next().copied()?;
+    if counts.iter().flatten().any(|&m| m != n) {
+        return None;
+    }
+    let mask = me.map_or_else(|| mask.clone(), |(e, _)| e);
+    let a = ae.as_ref().map_or(a, |(e, _)| OperandRef::Tensor(e));
+    let b = be.as_ref().map_or(b, |(e, _)| OperandRef::Tensor(e));
+    Some(select(&mask, a, b).map(|t| t.repeated(n)))
+}
+
+/// A tensor of `most` axes as the example it repeats and how often (`None` when it is not
+/// one); one of fewer axes, which does not reach the leading axis, as `Some(None)`.
+fn example_of<X: Clone>(t: &Tensor<X>, most: usize) -> Option<Option<(Tensor<X>, usize)>> {
+    if t.ndim() < most {
+        return Some(None);
+    }
+    t.repeated_parts().map(Some)
+}
+
 /// A scalar or tensor operand as an array (a 0-d one for a scalar) to broadcast from.
 fn operand_array<T: Clone>(o: OperandRef<'_, T>) -> ndarray::CowArray<'_, T, IxDyn> {
     match o {
@@ -280,6 +333,9 @@ fn select<T: Element>(
     a: OperandRef<'_, T>,
     b: OperandRef<'_, T>,
 ) -> Result<Tensor<T>, ShapeError> {
+    if let Some(t) = select_per_example(mask, a, b) {
+        return t;
+    }
     let (av, bv) = (operand_array(a), operand_array(b));
     let shape = broadcast_shapes("where_cond", mask.shape(), av.shape())
         .and_then(|s| broadcast_shapes("where_cond", &s, bv.shape()))

@@ -59,7 +59,8 @@ fn try_compare<T: Copy>(
     f: impl Fn(T, T) -> bool,
 ) -> Result<Tensor<bool>, ShapeError> {
     match b {
-        OperandRef::Scalar(s) => Ok(a.map(|&v| f(v, s))),
+        // (`map_elems` compares one example of copies of one, `vmap`'s shared values.)
+        OperandRef::Scalar(s) => Ok(a.map_elems(|&v| f(v, s))),
         OperandRef::Tensor(t) => try_zip_map(op, a, t, |&x, &y| f(x, y)),
     }
 }

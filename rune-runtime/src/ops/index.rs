@@ -268,7 +268,12 @@ impl<T: Clone> Tensor<T> {
         axis: isize,
         indices: &I,
     ) -> Result<Tensor<T>, ShapeError> {
-        let (a, rows) = select_positions(self.shape(), axis, &indices.index_tensor())?;
+        let indices = indices.index_tensor();
+        let (a, rows) = select_positions(self.shape(), axis, &indices)?;
+        if let Some(t) = self.per_example(a > 0, |e| e.try_index_select(a as isize - 1, &*indices))
+        {
+            return t;
+        }
         Ok(select_rows(self, a, &rows))
     }
 }

@@ -467,11 +467,32 @@ impl<T: Element> Tensor<T> {
         // An operand repeating one example along a batch axis (its leading axis, which the
         // other operand does not reach) gives the product of that example, repeated.
         match (self.repeated_parts(), other.repeated_parts()) {
-            (Some((a, n)), None) if self.ndim() >= 2 && other.ndim() <= 2 => {
+            (Some((a, n)), None)
+                if self.ndim() >= 2 && (other.ndim() <= 2 || other.ndim() < self.ndim()) =>
+            {
                 return Ok(a.try_matmul(other)?.repeated(n));
             }
-            (None, Some((b, n))) if other.ndim() >= 3 && self.ndim() <= 2 => {
+            (None, Some((b, n))) if other.ndim() >= 3 && self.ndim() < other.ndim() => {
                 return Ok(self.try_matmul(&b)?.repeated(n));
+            }
+            // The other operand's leading batch axis of length 1 broadcasts along the copies.
+            (Some((a, n)), None)
+                if self.ndim() >= 3 && other.ndim() == self.ndim() && other.shape()[0] == 1 =>
+            {
+                let other = other.reshape(&other.shape()[1..]);
+                return Ok(a.try_matmul(&other)?.repeated(n));
+            }
+            (None, Some((b, n)))
+                if other.ndim() >= 3 && self.ndim() == other.ndim() && self.shape()[0] == 1 =>
+            {
+                let this = self.reshape(&self.shape()[1..]);
+                return Ok(this.try_matmul(&b)?.repeated(n));
+            }
+            // Both copies of one example, as many (`vmap`'s copies of two shared values).
+            (Some((a, n)), Some((b, m)))
+                if n == m && self.ndim() >= 3 && other.ndim() == self.ndim() =>
+            {
+                return Ok(a.try_matmul(&b)?.repeated(n));
             }
             // A matrix repeated along the batch axis of a stack (a batched layer's shared
             // weights): one tall product with the matrix, not a product per batch element.

@@ -243,6 +243,10 @@ impl<T: Clone> Tensor<T> {
         if same_shape(self.shape(), shape) {
             return Ok(self.clone());
         }
+        let keeps = self.ndim() > 0 && shape.first() == self.shape().first();
+        if let Some(t) = self.per_example(keeps, |e| e.try_reshape(&shape[1..])) {
+            return t;
+        }
         if let Some(t) = small::relabel(self, shape) {
             return Ok(t);
         }
@@ -272,6 +276,10 @@ impl<T: Clone> Tensor<T> {
     /// Like [`Tensor::permute`], returning an error when `perm` is not a permutation.
     pub fn try_permute(&self, perm: &[usize]) -> Result<Tensor<T>, ShapeError> {
         check_permutation("permute", perm, self.shape())?;
+        let rest: Vec<usize> = perm.iter().skip(1).map(|&a| a.saturating_sub(1)).collect();
+        if let Some(t) = self.per_example(perm.first() == Some(&0), |e| e.try_permute(&rest)) {
+            return t;
+        }
         Ok(Tensor::from_shared(
             self.to_shared().permuted_axes(IxDyn(perm)),
         ))
@@ -298,6 +306,10 @@ impl<T: Clone> Tensor<T> {
             })
         };
         let (a, b) = (axis(a)?, axis(b)?);
+        let inner = |x: usize| x as isize - 1;
+        if let Some(t) = self.per_example(a > 0 && b > 0, |e| e.try_transpose(inner(a), inner(b))) {
+            return t;
+        }
         let mut data = self.to_shared();
         data.swap_axes(a, b);
         Ok(Tensor::from_shared(data))
@@ -324,6 +336,9 @@ impl<T: Clone> Tensor<T> {
                 ),
             ));
         }
+        if let Some(t) = self.per_example(n > 2, Tensor::try_t) {
+            return t;
+        }
         let mut data = self.to_shared();
         data.swap_axes(n - 2, n - 1);
         Ok(Tensor::from_shared(data))
@@ -345,6 +360,14 @@ impl<T: Clone> Tensor<T> {
         checked_size::<T>("broadcast_to", shape, || {
             format!("broadcasting shape {:?}", self.shape())
         })?;
+        // Copies of the whole tensor along one new leading axis (a batched pass's copies of a
+        // value it does not batch) share its elements until written to: ops that leave the
+        // leading axis compute one example (`Tensor::per_example`).
+        if let [n, rest @ ..] = shape {
+            if !self.is_inline() && same_shape(rest, self.shape()) {
+                return Ok(self.repeated(*n));
+            }
+        }
         Ok(Tensor::from_array(materialize(&broadcast_view(
             "broadcast_to",
             self,
@@ -395,6 +418,9 @@ impl<T: Clone> Tensor<T> {
                     self.shape()[a]
                 ),
             ));
+        }
+        if let Some(t) = self.per_example(a > 0, |e| e.try_squeeze(a as isize - 1)) {
+            return t;
         }
         // A length-1 axis removed: the same elements in the same row-major order.
         if let Some(t) = small::remove_axis(self, a) {

@@ -67,6 +67,10 @@ impl<T: Clone> Tensor<T> {
                 ));
             }
         }
+        let keeps = ranges.first().is_some_and(|&r| r == (0, shape[0]));
+        if let Some(t) = self.per_example(keeps, |e| e.try_shrink(&ranges[1..])) {
+            return t;
+        }
         if let Some(t) = small::shrink(self, ranges) {
             return Ok(t);
         }
@@ -108,6 +112,10 @@ impl<T: Clone> Tensor<T> {
     pub fn try_pad(&self, ranges: &[(usize, usize)], fill: T) -> Result<Tensor<T>, ShapeError> {
         let shape = self.shape();
         check_rank("pad", ranges, shape)?;
+        let keeps = ranges.first() == Some(&(0, 0));
+        if let Some(t) = self.per_example(keeps, |e| e.try_pad(&ranges[1..], fill.clone())) {
+            return t;
+        }
         if let Some(t) = small::pad(self, ranges, &fill) {
             return Ok(t);
         }
