@@ -384,6 +384,64 @@ mod tests {
     }
 
     #[test]
+    fn a_reduction_of_copies_of_one_example_reduces_the_example_once() {
+        // y = exp(a * b) + c over five copies of a [3, 40] example (`vmap`'s shared value) and
+        // a [40] b; the tangent differs from copy to copy. Reduced past the leading axis, the
+        // value is the example's reduction repeated and the tangent every copy's; reduced over
+        // the leading axis, every copy is computed. Against the copies written out.
+        let example = Tensor::<f64>::rand_uniform(&[3, 40], -1.0, 1.0, 21);
+        let a = example.broadcast_to(&[5, 3, 40]);
+        assert!(a.repeated_parts().is_some());
+        let written = Tensor::from_vec(a.to_vec(), a.shape());
+        let b = Tensor::<f64>::rand_uniform(&[40], -1.0, 1.0, 22);
+        let ta = Tensor::<f64>::rand_uniform(&[5, 3, 40], -1.0, 1.0, 23);
+        let ops = "mul 0 1;exp 3 3;add 4 2";
+        let value = |[a, b, c]: [f64; 3], _: &[f64; 0], _: &Kernels| scalar::exp::value(a * b) + c;
+        let jvp = |[a, b, c]: [f64; 3], _: &[f64; 0], _: &Kernels, [u]: [f64; 1]| {
+            let e = scalar::exp::value(a * b);
+            (e + c, u * b * e)
+        };
+        let cases: [(&[isize], bool, bool); 4] = [
+            (&[-1], false, true),
+            (&[1, 2], true, true),
+            (&[1], false, true),
+            (&[0, 2], false, false),
+        ];
+        for reduction in [Reduction::Sum, Reduction::Mean] {
+            for (axes, keepdims, repeated) in cases {
+                let reduced = |a: &Tensor<f64>| {
+                    let inputs = [
+                        OperandRef::Tensor(a),
+                        OperandRef::Tensor(&b),
+                        OperandRef::Scalar(0.5),
+                    ];
+                    let r = fused_reduce_axes(ops, inputs, [], reduction, axes, keepdims, value);
+                    let (rj, tr) = fused_reduce_axes_jvp(
+                        ops,
+                        inputs,
+                        [],
+                        reduction,
+                        axes,
+                        keepdims,
+                        [&ta],
+                        jvp,
+                    );
+                    (r, rj, tr)
+                };
+                let (r, rj, tr) = reduced(&a);
+                let (want, _, want_tangent) = reduced(&written);
+                let case = format!("{reduction:?} {axes:?}");
+                assert_eq!(r.repeated_parts().is_some(), repeated, "{case}");
+                assert_eq!(rj.repeated_parts().is_some(), repeated, "{case}");
+                assert!(tr.repeated_parts().is_none(), "{case}");
+                same(&r, &want);
+                same(&rj, &want);
+                same(&tr, &want_tangent);
+            }
+        }
+    }
+
+    #[test]
     fn a_reduction_over_some_axes_of_no_elements_is_the_unfused_one() {
         for shape in [[3, 0], [0, 5]] {
             let a = Tensor::<f64>::zeros(&shape);

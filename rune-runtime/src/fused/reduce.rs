@@ -4,7 +4,7 @@
 use std::ops::Range;
 
 use super::*;
-use crate::broadcast::{same_shape, sum_to_shape};
+use crate::broadcast::{broadcast_shapes, same_shape, sum_to_shape};
 use crate::element::operand::OperandRef;
 use crate::element::Element;
 use crate::error::OrPanic;
@@ -398,23 +398,18 @@ pub(super) fn reduce_axes_region<T: Element, const N: usize, const L: usize>(
     (reduction, axes, keepdims): (Reduction, &[isize], bool),
     f: impl Fn([T; N], &[T; L], &Kernels) -> T + Sync,
 ) -> Tensor<T> {
+    // Copies of one example reduced past the leading axis: the example's reduction, repeated.
+    if let Some((examples, n, inner)) = copies_reduced(&inputs, reduction, axes) {
+        let inputs = core::array::from_fn(|i| match &examples[i] {
+            Some(e) => OperandRef::Tensor(e),
+            None => inputs[i],
+        });
+        let example = reduce_axes_region(ops, inputs, literals, (reduction, &inner, keepdims), f);
+        return example.repeated(n);
+    }
     let (shape, sources) = value_sources(&inputs, ops);
     let shape = &*shape;
     let checked = checked_axes(reduction.axes_op(), axes, shape).or_panic();
-    // Copies of one example (`vmap`'s shared values) reduced past the leading axis: the
-    // example's reduction, repeated.
-    if !checked.contains(&0) {
-        if let Some((examples, n)) = super::map::repeated_inputs(&inputs) {
-            let inputs = core::array::from_fn(|i| match &examples[i] {
-                Some(e) => OperandRef::Tensor(e),
-                None => inputs[i],
-            });
-            let inner: Vec<isize> = checked.iter().map(|&a| a as isize - 1).collect();
-            let example =
-                reduce_axes_region(ops, inputs, literals, (reduction, &inner, keepdims), f);
-            return example.repeated(n);
-        }
-    }
     let Some(lane) = lane_length(shape, &checked) else {
         let values = map_region(ops, inputs, literals, f);
         return reduction.over_axes(&values, axes, keepdims);
@@ -492,86 +487,99 @@ pub(super) fn reduce_axes_jvp_region<T: Element, const N: usize, const L: usize,
     tangents: [&Tensor<T>; K],
     f: impl Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T) + Sync,
 ) -> (Tensor<T>, Tensor<T>) {
+    let reduce = (reduction, axes, keepdims);
     // Values that copy one example (`vmap`'s shared values under batched tangents): the value
-    // is the example's reduction, repeated (see `reduce_axes_region`).
-    let past_leading = || {
-        let (shape, _, _) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
-        !checked_axes(reduction.axes_op(), axes, &shape)
-            .or_panic()
-            .contains(&0)
-    };
-    if super::map::repeated_inputs(&inputs).is_some() && past_leading() {
+    // is the example's reduction, repeated (see `reduce_axes_region`), and the loop over the
+    // lanes sums the tangent alone.
+    if copies_reduced(&inputs, reduction, axes).is_some() {
         let value_of = |x: [T; N], l: &[T; L], k: &Kernels| f(x, l, k, [T::zero(); K]).0;
-        let value =
-            reduce_axes_region(ops, inputs, literals, (reduction, axes, keepdims), value_of);
-        let (_, tangent) = reduce_axes_jvp_lanes(
-            ops,
-            inputs,
-            literals,
-            (reduction, axes, keepdims),
-            tangents,
-            &f,
-        );
+        let value = reduce_axes_region(ops, inputs, literals, reduce, value_of);
+        let [tangent] =
+            reduce_axes_jvp_lanes::<T, N, L, K, 1>(ops, inputs, literals, reduce, tangents, f);
         return (value, tangent);
     }
-    reduce_axes_jvp_lanes(
-        ops,
-        inputs,
-        literals,
-        (reduction, axes, keepdims),
-        tangents,
-        f,
-    )
+    let [value, tangent] =
+        reduce_axes_jvp_lanes::<T, N, L, K, 2>(ops, inputs, literals, reduce, tangents, f);
+    (value, tangent)
 }
 
-/// [`reduce_axes_jvp_region`]'s loop over the region's lanes.
+/// For a region over copies of one example (`vmap`'s shared values,
+/// `super::map::repeated_inputs`) reduced past the leading axis: each input's example, the
+/// number of copies and the axes of one example to reduce. Inputs whose shapes or axes are
+/// wrong are the general path's to report.
+#[allow(clippy::type_complexity)]
+fn copies_reduced<T: Element, const N: usize>(
+    inputs: &[OperandRef<'_, T>; N],
+    reduction: Reduction,
+    axes: &[isize],
+) -> Option<([Option<Tensor<T>>; N], usize, Vec<isize>)> {
+    let (examples, n) = super::map::repeated_inputs(inputs)?;
+    let mut shape = Vec::new();
+    for input in inputs {
+        if let OperandRef::Tensor(t) = input {
+            shape = broadcast_shapes(reduction.axes_op(), &shape, t.shape()).ok()?;
+        }
+    }
+    let checked = checked_axes(reduction.axes_op(), axes, &shape).ok()?;
+    let inner = checked.iter().map(|&a| a as isize - 1).collect();
+    (!checked.contains(&0)).then_some((examples, n, inner))
+}
+
+/// [`reduce_axes_jvp_region`]'s loop over the region's lanes: the reduced value and tangent
+/// (`W = 2`), or the tangent alone (`W = 1`).
 #[track_caller]
 #[cfg_attr(not(debug_assertions), inline(always))]
-fn reduce_axes_jvp_lanes<T: Element, const N: usize, const L: usize, const K: usize>(
+fn reduce_axes_jvp_lanes<
+    T: Element,
+    const N: usize,
+    const L: usize,
+    const K: usize,
+    const W: usize,
+>(
     ops: FusedOps,
     inputs: [OperandRef<'_, T>; N],
     literals: [f64; L],
     (reduction, axes, keepdims): (Reduction, &[isize], bool),
     tangents: [&Tensor<T>; K],
     f: impl Fn([T; N], &[T; L], &Kernels, [T; K]) -> (T, T) + Sync,
-) -> (Tensor<T>, Tensor<T>) {
+) -> [Tensor<T>; W] {
+    // The last `W` of the value and the tangent.
+    let pick = |both: [T; 2]| -> [T; W] { core::array::from_fn(|w| both[2 - W + w]) };
     let (shape, _, sources) = prepare(&inputs.map(FusedInput::Value), ops).or_panic();
     let checked = checked_axes(reduction.axes_op(), axes, &shape).or_panic();
     let Some(lane) = lane_length(&shape, &checked) else {
         let (values, tangent) = jvp_region(ops, inputs, literals, tangents, f);
-        return (
-            reduction.over_axes(&values, axes, keepdims),
-            reduction.over_axes(&tangent, axes, keepdims),
-        );
+        let both = [values, tangent].map(|v| reduction.over_axes(&v, axes, keepdims));
+        return core::array::from_fn(|w| both[2 - W + w].clone());
     };
     let tangent_sources = tangents.map(|t| source("fused", t, &shape).or_panic());
     let literals = literals.map(T::from_f64);
     let len: usize = shape.iter().product();
     let (f, literals, sources) = (&f, &literals, (&sources, &tangent_sources));
-    let sums = lane_sums::<T, 2>(len, lane, |lanes| {
+    let sums = lane_sums::<T, W>(len, lane, |lanes| {
         with_block_size!(len, SMALL, BLOCK, |B| vectorised(
             #[inline(always)]
             || {
                 if lane <= B {
-                    sum_steps::<T, N, K, 2, B>(
+                    sum_steps::<T, N, K, W, B>(
                         0..len,
                         B / lane * lane,
                         sources,
                         #[inline(always)]
                         |x, t, k| {
                             let (y, u) = f(x, literals, k, t);
-                            [y, u]
+                            pick([y, u])
                         },
                         |block, n| lanes.push_whole(block, n),
                     )
                 } else {
-                    sum_blocks::<T, N, K, 2, B>(
+                    sum_blocks::<T, N, K, W, B>(
                         0..len,
                         sources,
                         #[inline(always)]
                         |x, t, k| {
                             let (y, u) = f(x, literals, k, t);
-                            [y, u]
+                            pick([y, u])
                         },
                         |block, n| lanes.push(block, n),
                     )
@@ -579,8 +587,7 @@ fn reduce_axes_jvp_lanes<T: Element, const N: usize, const L: usize, const K: us
             },
         ))
     });
-    let [y, u] = sums.map(|s| finish_lanes(s, &shape, (reduction, &checked, keepdims)));
-    (y, u)
+    sums.map(|s| finish_lanes(s, &shape, (reduction, &checked, keepdims)))
 }
 
 /// The cotangents of a fused region's inputs from the cotangent `g` of its reduction over
