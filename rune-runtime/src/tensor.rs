@@ -294,6 +294,13 @@ impl<T> Tensor<T> {
         }
     }
 
+    /// Whether the tensor repeats one example along its leading axis (`repeated`): a check
+    /// every op may make, so it costs a comparison.
+    #[inline]
+    pub(crate) fn is_repeated(&self) -> bool {
+        matches!(self.repr, Repr::Repeated(_))
+    }
+
     /// For a tensor that repeats one example along its leading axis (`repeated`), that
     /// example and the number of copies.
     pub(crate) fn repeated_parts(&self) -> Option<(Tensor<T>, usize)> {

@@ -399,13 +399,8 @@ pub(super) fn reduce_axes_region<T: Element, const N: usize, const L: usize>(
     f: impl Fn([T; N], &[T; L], &Kernels) -> T + Sync,
 ) -> Tensor<T> {
     // Copies of one example reduced past the leading axis: the example's reduction, repeated.
-    if let Some((examples, n, inner)) = copies_reduced(&inputs, reduction, axes) {
-        let inputs = core::array::from_fn(|i| match &examples[i] {
-            Some(e) => OperandRef::Tensor(e),
-            None => inputs[i],
-        });
-        let example = reduce_axes_region(ops, inputs, literals, (reduction, &inner, keepdims), f);
-        return example.repeated(n);
+    if let Some(copies) = copies_reduced(&inputs, reduction, axes) {
+        return reduce_copies(ops, inputs, literals, (reduction, keepdims), f, copies);
     }
     let (shape, sources) = value_sources(&inputs, ops);
     let shape = &*shape;
@@ -501,6 +496,25 @@ pub(super) fn reduce_axes_jvp_region<T: Element, const N: usize, const L: usize,
     let [value, tangent] =
         reduce_axes_jvp_lanes::<T, N, L, K, 2>(ops, inputs, literals, reduce, tangents, f);
     (value, tangent)
+}
+
+/// [`reduce_axes_region`] of copies of one example ([`copies_reduced`]), out of line as
+/// `map_copies` is.
+#[inline(never)]
+#[allow(clippy::type_complexity)]
+fn reduce_copies<T: Element, const N: usize, const L: usize>(
+    ops: FusedOps,
+    inputs: [OperandRef<'_, T>; N],
+    literals: [f64; L],
+    (reduction, keepdims): (Reduction, bool),
+    f: impl Fn([T; N], &[T; L], &Kernels) -> T + Sync,
+    (examples, n, inner): ([Option<Tensor<T>>; N], usize, Vec<isize>),
+) -> Tensor<T> {
+    let inputs = core::array::from_fn(|i| match &examples[i] {
+        Some(e) => OperandRef::Tensor(e),
+        None => inputs[i],
+    });
+    reduce_axes_region(ops, inputs, literals, (reduction, &inner, keepdims), f).repeated(n)
 }
 
 /// For a region over copies of one example (`vmap`'s shared values,

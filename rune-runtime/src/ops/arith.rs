@@ -24,46 +24,41 @@ pub(crate) fn try_binary_map<T: Element>(
     b: OperandRef<'_, T>,
     f: impl Fn(T, T) -> T,
 ) -> Result<Tensor<T>, ShapeError> {
+    binary_map(op, a, b, &f)
+}
+
+/// [`try_binary_map`] with `f` by reference, so that [`binary_map_copies`] calls it back with
+/// the same closure type.
+#[inline]
+fn binary_map<T: Element, F: Fn(T, T) -> T>(
+    op: &'static str,
+    a: OperandRef<'_, T>,
+    b: OperandRef<'_, T>,
+    f: &F,
+) -> Result<Tensor<T>, ShapeError> {
     Ok(match (a, b) {
         (OperandRef::Scalar(x), OperandRef::Scalar(y)) => Tensor::scalar(f(x, y)),
         (OperandRef::Tensor(x), OperandRef::Scalar(y)) => x.map_elems(|&v| f(v, y)),
         (OperandRef::Scalar(x), OperandRef::Tensor(y)) => y.map_elems(|&v| f(x, v)),
         (OperandRef::Tensor(x), OperandRef::Tensor(y)) => {
-            if let Some((xe, ye, n)) = repeated_examples(x, y) {
-                return Ok(try_binary_map(
-                    op,
-                    OperandRef::Tensor(&xe),
-                    OperandRef::Tensor(&ye),
-                    f,
-                )?
-                .repeated(n));
-            }
-            // One operand repeats an example along the other's leading axis: broadcasting the
-            // example is the same, and runs row by row over slices.
-            if same_shape(x.shape(), y.shape()) {
-                match (x.repeated_parts(), y.repeated_parts()) {
-                    (Some((xe, _)), None) => {
-                        return try_binary_map(op, OperandRef::Tensor(&xe), b, f);
-                    }
-                    (None, Some((ye, _))) => {
-                        return try_binary_map(op, a, OperandRef::Tensor(&ye), f);
-                    }
-                    _ => {}
+            if x.is_repeated() || y.is_repeated() {
+                if let Some(t) = binary_map_copies(op, x, y, f) {
+                    return t;
                 }
             }
             if same_shape(x.shape(), y.shape()) {
                 x.zip_map(y, |&u, &v| f(u, v))
-            } else if let Some(t) = row_broadcast_map(x, y, &f) {
+            } else if let Some(t) = row_broadcast_map(x, y, f) {
                 t
             } else if let Some(t) = row_broadcast_map(y, x, |v, u| f(u, v)) {
                 t
-            } else if let Some(t) = column_broadcast_map(x, y, &f) {
+            } else if let Some(t) = column_broadcast_map(x, y, f) {
                 t
             } else if let Some(t) = column_broadcast_map(y, x, |v, u| f(u, v)) {
                 t
             } else {
                 let shape = broadcast_shapes(op, x.shape(), y.shape())?;
-                match zip_broadcast(x, y, &shape, &f) {
+                match zip_broadcast(x, y, &shape, f) {
                     Some(out) => Tensor::from_array(out),
                     None => {
                         let xv = broadcast_view(op, x, &shape)?;
@@ -76,6 +71,32 @@ pub(crate) fn try_binary_map<T: Element>(
             }
         }
     })
+}
+
+/// [`try_binary_map`] where `x` or `y` repeats one example along its leading axis (`vmap`'s
+/// shared values): the op of the examples, repeated, or of the one example broadcast along
+/// the other's leading axis, which runs row by row over slices; `None` where neither applies.
+/// Out of line, so that [`binary_map`], which it calls, does not call itself.
+#[inline(never)]
+fn binary_map_copies<T: Element, F: Fn(T, T) -> T>(
+    op: &'static str,
+    x: &Tensor<T>,
+    y: &Tensor<T>,
+    f: &F,
+) -> Option<Result<Tensor<T>, ShapeError>> {
+    let (a, b) = (OperandRef::Tensor(x), OperandRef::Tensor(y));
+    if let Some((xe, ye, n)) = repeated_examples(x, y) {
+        let (xe, ye) = (OperandRef::Tensor(&xe), OperandRef::Tensor(&ye));
+        return Some(binary_map(op, xe, ye, f).map(|t| t.repeated(n)));
+    }
+    if !same_shape(x.shape(), y.shape()) {
+        return None;
+    }
+    match (x.repeated_parts(), y.repeated_parts()) {
+        (Some((xe, _)), None) => Some(binary_map(op, OperandRef::Tensor(&xe), b, f)),
+        (None, Some((ye, _))) => Some(binary_map(op, a, OperandRef::Tensor(&ye), f)),
+        _ => None,
+    }
 }
 
 /// When `x` or `y` repeats one example along its leading axis and the other either repeats
