@@ -94,9 +94,8 @@ pub(super) fn map_region<T: Element, const N: usize, const L: usize>(
 }
 
 /// [`map_region`] of copies of one example ([`repeated_inputs`]): the example's region,
-/// repeated. Out of line, so that the loop of every region stays inlined into its caller
-/// (`map_region` calling itself had not been, which cost a small model's loop of 2-element
-/// regions 15%).
+/// repeated. Out of line, so that `map_region` does not call itself and stays inlined into
+/// the generated code (docs/PERFORMANCE.md, "A hot generic path must not call itself").
 #[inline(never)]
 fn map_copies<T: Element, const N: usize, const L: usize>(
     ops: FusedOps,
