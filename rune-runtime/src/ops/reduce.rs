@@ -356,9 +356,12 @@ macro_rules! axes_ops {
             let axes = checked_axes(stringify!($name), axes, self.shape())?;
             let kernel: fn(&Tensor<T>, &[usize], bool) -> Tensor<T> = $kernel;
             // Copies of one example (`vmap`) reduced past the leading axis: the example's.
-            let inner: Vec<usize> = axes.iter().map(|&a| a.saturating_sub(1)).collect();
             let keeps = !axes.is_empty() && !axes.contains(&0);
-            if let Some(t) = self.per_example(keeps, |e| Ok(kernel(e, &inner, keepdims))) {
+            let per_example = |e: &Tensor<T>| {
+                let inner: Vec<usize> = axes.iter().map(|&a| a - 1).collect();
+                Ok(kernel(e, &inner, keepdims))
+            };
+            if let Some(t) = self.per_example(keeps, per_example) {
                 return t;
             }
             Ok(kernel(self, &axes, keepdims))

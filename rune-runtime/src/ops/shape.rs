@@ -276,8 +276,11 @@ impl<T: Clone> Tensor<T> {
     /// Like [`Tensor::permute`], returning an error when `perm` is not a permutation.
     pub fn try_permute(&self, perm: &[usize]) -> Result<Tensor<T>, ShapeError> {
         check_permutation("permute", perm, self.shape())?;
-        let rest: Vec<usize> = perm.iter().skip(1).map(|&a| a.saturating_sub(1)).collect();
-        if let Some(t) = self.per_example(perm.first() == Some(&0), |e| e.try_permute(&rest)) {
+        let per_example = |e: &Tensor<T>| {
+            let rest: Vec<usize> = perm[1..].iter().map(|&a| a.saturating_sub(1)).collect();
+            e.try_permute(&rest)
+        };
+        if let Some(t) = self.per_example(perm.first() == Some(&0), per_example) {
             return t;
         }
         Ok(Tensor::from_shared(
