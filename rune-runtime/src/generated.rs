@@ -13,8 +13,9 @@ use crate::element::{Element, FromScalar};
 pub use crate::fused::{
     fused_cotangents_of, fused_flag, fused_jvp, fused_map, fused_mask, fused_recip, fused_reduce,
     fused_reduce_axes, fused_reduce_axes_jvp, fused_reduce_axes_vjp, fused_reduce_jvp,
-    fused_reduce_vjp, fused_scale, fused_shape, fused_tangent_of, fused_value, fused_vjp,
-    fused_vjp_into, fused_zero, FusedInput, FusedOps, Reduction, Slot,
+    fused_reduce_vjp, fused_route, fused_scale, fused_shape, fused_tangent_of, fused_value,
+    fused_vjp, fused_vjp_into, fused_vjp_routed, fused_window, fused_zero, FusedInput, FusedOps,
+    Reduction, Route, Slot,
 };
 use crate::tensor::Tensor;
 

@@ -2,6 +2,7 @@
 //! outputs written or summed (`Out`, [`Sink`]), split across threads where that is safe.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::ops::Range;
 
 use super::*;
@@ -212,11 +213,14 @@ macro_rules! with_block_size {
 /// thread), into the part of a zeroed vector that one thread's range covers, or added into a
 /// [`Sink`] (a cotangent summed over the axes its input was broadcast along as it is made).
 /// The `Sum` variants write each element plus that of an adjoint read beside it, and
-/// `AddInPlace` adds into an adjoint's own buffer ([`AddTo`]).
+/// `AddInPlace` adds into an adjoint's own buffer ([`AddTo`]); `AddAt` adds at offsets into
+/// adjoints other outputs may add into too ([`AddAt`]), the second field the region's element
+/// the next block starts at.
 pub(super) enum Out<'a, T> {
     Append(&'a mut Vec<T>),
     AppendSum(&'a mut Vec<T>, &'a [T]),
     AddInPlace(&'a mut [T]),
+    AddAt(&'a [AddAt<'a, T>], usize),
     #[cfg(feature = "parallel")]
     Write(&'a mut [T]),
     #[cfg(feature = "parallel")]
@@ -251,6 +255,12 @@ impl<T: Element> Out<'_, T> {
                 head.iter_mut().zip(block).for_each(|(a, &b)| *a += b);
                 *s = tail;
             }
+            Out::AddAt(adds, at) => {
+                for add in *adds {
+                    add.add(*at, block);
+                }
+                *at += block.len();
+            }
             Out::Sink(s) => s.add(block),
             #[cfg(feature = "parallel")]
             Out::Write(s) => {
@@ -268,6 +278,36 @@ impl<T: Element> Out<'_, T> {
                 *s = tail;
                 *from = rest;
             }
+        }
+    }
+}
+
+/// Where a loop adds an output's elements in an adjoint's buffer that several outputs add into
+/// (`fused_vjp_routed`): element `e` of the region to element `e + at` of the buffer, those
+/// that land in `lo..hi` (the rest are dropped: they are the fill a window's `pad` added). The
+/// buffer is a slice of cells, because two outputs of one loop may add into it.
+pub(super) struct AddAt<'a, T> {
+    pub(super) buffer: &'a [Cell<T>],
+    pub(super) at: isize,
+    pub(super) lo: usize,
+    pub(super) hi: usize,
+}
+
+impl<T: Element> AddAt<'_, T> {
+    /// Adds `block`, the region's elements from `start` on.
+    #[inline(always)]
+    fn add(&self, start: usize, block: &[T]) {
+        // The buffer's element that block element 0 lands on, and the block's part in lo..hi.
+        let first = start as isize + self.at;
+        let from = (self.lo as isize - first).clamp(0, block.len() as isize) as usize;
+        let to = (self.hi as isize - first).clamp(from as isize, block.len() as isize) as usize;
+        if from == to {
+            return;
+        }
+        let begin = (first + from as isize) as usize;
+        let into = &self.buffer[begin..begin + (to - from)];
+        for (a, &b) in into.iter().zip(&block[from..to]) {
+            a.set(a.get() + b);
         }
     }
 }

@@ -19,7 +19,10 @@
 //!   the pass over three buffers that adding a finished cotangent takes. A region of at most
 //!   16 elements computes its one block of cotangents on the stack and adds each to its
 //!   adjoint from there (`deliver_small`): on a loop over short vectors this bookkeeping, not
-//!   the arithmetic, is the cost.
+//!   the arithmetic, is the cost. [`fused_vjp_routed`] is the same where some inputs are
+//!   windows of another tensor, `x.shrink(..).pad(..)` (a stencil's shifted neighbours): their
+//!   cotangents go into `x`'s adjoint at their offsets, in the loop where each window cuts
+//!   and pads the first axis alone, so that a stencil's backward pass is one loop.
 //! - [`fused_jvp`]: the value and its tangent in one pass. The generated code hands it the
 //!   closure of the value and the cotangents, which [`fused_tangent_of`] turns into the tangent
 //!   (the partial derivatives weighted by the inputs' tangents), and [`fused_vjp`] that same
@@ -57,8 +60,8 @@
 //! loops are the same code in both builds.
 //!
 //! The files: `sources.rs` reads the inputs a block at a time, `drive.rs` runs the loop and
-//! writes or sums its outputs, `map.rs` holds the regions without a reduction and `reduce.rs`
-//! those that end in one; this file the shared constants, the small helpers the generated code
+//! writes or sums its outputs, `map.rs` holds the regions without a reduction, `window.rs` the
+//! backward pass of those that read windows, and `reduce.rs` those that end in one; this file the shared constants, the small helpers the generated code
 //! calls, and the tests.
 
 use crate::element::{strong_mul, Element};
@@ -84,11 +87,13 @@ mod drive;
 mod map;
 mod reduce;
 mod sources;
+mod window;
 
 use drive::*;
 pub use map::*;
 pub use reduce::*;
 use sources::*;
+pub use window::*;
 
 /// A saved partial derivative of a reduced region times its result's cotangent `g` (a 0-d
 /// tensor), a zero `g` giving zeros; the partial itself, shared, when `g` is one.
