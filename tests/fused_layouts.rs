@@ -519,3 +519,81 @@ fn a_stencil_of_shifted_cells_in_a_loop() {
         }
     }
 }
+
+/// A field of `rows` cells of two channels mixed with the row above it (a half entering at the
+/// top) and the row two below it (zeros entering at the bottom) for `steps` steps: windows of
+/// whole rows, read in place by the step's region, whose backward pass adds their cotangents
+/// into `u`'s adjoint at their offsets. The row above is also read by a reduction outside the
+/// region, which gives that window an adjoint of its own beside.
+#[differentiable]
+fn mixed_rows<T: Element>(w: &Tensor<T>, u0: &Tensor<T>, #[nodiff] steps: usize) -> Tensor<T> {
+    let rows = u0.shape()[0];
+    let mut u = u0.clone();
+    let mut drift = u0.sum() * 0.0;
+    for _ in 0..steps {
+        let above = u
+            .shrink(&[(0, rows - 1), (0, 2)])
+            .pad(&[(1, 0), (0, 0)], T::from_f64(0.5));
+        let below = u
+            .shrink(&[(2, rows), (0, 2)])
+            .pad(&[(0, 2), (0, 0)], T::zero());
+        drift += above.sum_axes(&[0], false).sum() * 0.01;
+        u = &u + (&above * w - below * &u) * 0.1;
+    }
+    (&u * &u).sum() + drift
+}
+
+#[test]
+fn windows_of_whole_rows_in_a_loop() {
+    // A weight per cell (every input of the step's region of its shape: the windows' cotangents
+    // are added at their offsets as the loop makes them), then one per channel (broadcast: the
+    // cotangents go through the VJPs of `pad` and `shrink`).
+    for (rows, w_rows) in [(150, 150), (150, 1), (5, 5)] {
+        let w = Tensor::rand_uniform(&[w_rows, 2], -1.0, 1.0, 93);
+        let u0 = Tensor::rand_uniform(&[rows, 2], -1.0, 1.0, 94);
+        check_variants!(mixed_rows, mixed_rows_value_and_grad, mixed_rows_grad, mixed_rows_vjp,
+            mixed_rows_jvp, mixed_rows_pullback; [w, u0]; (&w, &u0, 4));
+        // The same numbers worked out cell by cell.
+        let (wv, mut u) = (w.to_vec(), u0.to_vec());
+        let mut drift = 0.0;
+        for _ in 0..4 {
+            let last = u.clone();
+            let at = |r: isize, c: usize, fill: f64| match r {
+                r if r < 0 || r >= rows as isize => fill,
+                r => last[r as usize * 2 + c],
+            };
+            drift += (0..rows)
+                .flat_map(|r| [0, 1].map(|c| at(r as isize - 1, c, 0.5)))
+                .sum::<f64>()
+                * 0.01;
+            for r in 0..rows {
+                for c in 0..2 {
+                    let weight = wv[if w_rows == 1 { c } else { r * 2 + c }];
+                    let (above, below) = (at(r as isize - 1, c, 0.5), at(r as isize + 2, c, 0.0));
+                    u[r * 2 + c] =
+                        last[r * 2 + c] + (above * weight - below * last[r * 2 + c]) * 0.1;
+                }
+            }
+        }
+        let want = u.iter().map(|v| v * v).sum::<f64>() + drift;
+        let got = mixed_rows(&w, &u0, 4).item();
+        assert!(
+            (got - want).abs() <= 1e-12 * want.abs().max(1.0),
+            "{got} against {want}"
+        );
+        // In f32, the gradient of the f64 function's.
+        let single = |t: &Tensor<f64>| t.map(|&v| v as f32);
+        let (g64, g32) = (
+            mixed_rows_grad(&w, &u0, 4),
+            mixed_rows_grad(&single(&w), &single(&u0), 4),
+        );
+        for (a, b) in [g64.0, g64.1].iter().zip([g32.0, g32.1].iter()) {
+            for (x, y) in a.to_vec().iter().zip(b.to_vec()) {
+                assert!(
+                    (x - y as f64).abs() <= 1e-4 * x.abs().max(1.0),
+                    "f32 {y} against {x}"
+                );
+            }
+        }
+    }
+}

@@ -363,7 +363,57 @@ impl Emitter<'_> {
             .collect();
         // On tensors, a region without a reduction adds its cotangents to the adjoints as its
         // loop makes them (each target's adjoint is a variable of its own: the inputs of a
-        // region are distinct values).
+        // region are distinct values). A target that is a window of another value
+        // (`x.shrink(..).pad(..)`) has its cotangent added into that value's adjoint, which
+        // several targets may share (`fused_vjp_routed`); its own adjoint is left empty, so
+        // the VJPs of its `pad` and `shrink` find nothing to do unless another reader gave it
+        // one.
+        let windows: Vec<Option<Window>> = targets
+            .iter()
+            .map(|&i| self.window_of(inputs[i].val().expect("a value")))
+            .collect();
+        if reduce.is_none()
+            && self.carrier() == Carrier::Tensors
+            && windows.iter().any(Option::is_some)
+        {
+            let mut slots: Vec<Ident> = Vec::new();
+            let mut slot_of = |a: Ident| match slots.iter().position(|s| *s == a) {
+                Some(j) => j,
+                None => {
+                    slots.push(a);
+                    slots.len() - 1
+                }
+            };
+            let routes: Vec<TokenStream> = adjoints
+                .iter()
+                .zip(&windows)
+                .map(|(a, w)| match w {
+                    Some(w) => {
+                        let j = slot_of(adjoint_ident(w.of));
+                        let (s, k_shrink, k_pad) = (
+                            shape_ident(w.of),
+                            config_ident(w.shrink),
+                            config_ident(w.pad),
+                        );
+                        quote!(#rt::fused_window(#j, &#s, &#k_shrink, &#k_pad))
+                    }
+                    None => {
+                        let j = slot_of(a.clone());
+                        quote!(#rt::fused_route(#j))
+                    }
+                })
+                .collect();
+            let call = relocate_call(
+                quote! {
+                    if let ::core::option::Option::Some(__rune_g) = #adj.take() {
+                        #rt::fused_vjp_routed(#ops, #args, #lits, [#(#pairs),*], &__rune_g,
+                            #rt::fused_cotangents_of(#f), [#(#routes),*], [#(&mut #slots),*]);
+                    }
+                },
+                span,
+            );
+            return quote!(#item #call);
+        }
         if reduce.is_none() && self.carrier() == Carrier::Tensors {
             let call = relocate_call(
                 quote! {
@@ -400,4 +450,45 @@ impl Emitter<'_> {
         );
         quote!(#item #call)
     }
+
+    /// `v` as a window of another value, when it is `x.shrink(..).pad(..)` for a differentiated
+    /// `x` whose shape and both ops' ranges the backward pass keeps (it runs their VJPs).
+    fn window_of(&self, v: Val) -> Option<Window> {
+        let op_of = |out: Val| {
+            let mut found = None;
+            crate::ir::walk(&self.body.stmts, &mut |s| {
+                if let Stmt::Op {
+                    out: o,
+                    op,
+                    inputs,
+                    config,
+                    ..
+                } = s
+                {
+                    if *o == out {
+                        found = Some((op.name, inputs.first().copied(), config.first().copied()));
+                    }
+                }
+            });
+            found
+        };
+        let ("pad", Some(Operand::Val(u)), Some(pad)) = op_of(v)? else {
+            return None;
+        };
+        let ("shrink", Some(Operand::Val(of)), Some(shrink)) = op_of(u)? else {
+            return None;
+        };
+        let a = self.analysis;
+        let kept = a.keep_shape.contains(&of)
+            && a.keep_config.contains(&pad)
+            && a.keep_config.contains(&shrink);
+        (self.useful(of) && kept).then_some(Window { of, shrink, pad })
+    }
+}
+
+/// A region input that is `of.shrink(shrink).pad(pad, _)` ([`Emitter::window_of`]).
+struct Window {
+    of: Val,
+    shrink: Const,
+    pad: Const,
 }
