@@ -264,38 +264,58 @@ fn ode_gradient() {
     }
 }
 
-/// The checkpointed RK4 step, which `solve` takes for large `n · s`, against the plain one:
-/// the same value and pullback, and a pullback that passes the dot-product test against
-/// central differences of the step.
+/// One RK4 step of the linear chain written out element by element, the stages one after
+/// another: `f(y)₀ = x₀`, `f(y)ᵢ = xᵢ yᵢ₋₁`.
+fn rk4_step_by_hand(y: &[f64], x: &[f64], h: f64) -> Vec<f64> {
+    let f = |y: &[f64]| -> Vec<f64> {
+        (0..y.len())
+            .map(|i| if i == 0 { x[0] } else { x[i] * y[i - 1] })
+            .collect()
+    };
+    let along =
+        |k: &[f64], c: f64| -> Vec<f64> { y.iter().zip(k).map(|(a, b)| a + c * b).collect() };
+    let k1 = f(y);
+    let k2 = f(&along(&k1, h / 2.0));
+    let k3 = f(&along(&k2, h / 2.0));
+    let k4 = f(&along(&k3, h));
+    (0..y.len())
+        .map(|i| y[i] + h / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]))
+        .collect()
+}
+
+/// The RK4 step, written over the shifts of `y` and `x`, against the stages written out by
+/// hand, and its pullback by the dot-product test against central differences of the step:
+/// vectors shorter than the four shifts, short ones whose shifts are copies, and long ones
+/// whose shifts the fused regions read in place and whose cotangents they add at offsets.
 #[test]
-fn ode_checkpointed_step() {
-    let (n, h) = (7, 0.3);
-    let y = Tensor::rand_uniform(&[n], -1.0, 1.0, 1);
-    let x = Tensor::rand_uniform(&[n], 0.0, 2.0, 2);
-    let ct = Tensor::rand_uniform(&[n], -1.0, 1.0, 3);
-    let (plain, (gy, gx)) = ode::rk4_step_vjp(&y, &x, h, &ct);
-    let (kept, (cy, cx)) = ode::rk4_step_checkpointed_vjp(&y, &x, h, &ct);
-    for (what, a, b) in [("value", &plain, &kept), ("dy", &gy, &cy), ("dx", &gx, &cx)] {
-        for (p, q) in a.to_vec().iter().zip(b.to_vec()) {
+fn ode_step() {
+    let h = 0.3;
+    for n in [1, 2, 3, 4, 7, 300, 1000] {
+        let y = Tensor::rand_uniform(&[n], -1.0, 1.0, 1);
+        let x = Tensor::rand_uniform(&[n], 0.0, 2.0, 2);
+        let ct = Tensor::rand_uniform(&[n], -1.0, 1.0, 3);
+        let want = rk4_step_by_hand(&y.to_vec(), &x.to_vec(), h);
+        let (value, (gy, gx)) = ode::rk4_step_vjp(&y, &x, h, &ct);
+        for (p, q) in value.to_vec().iter().zip(&want) {
             assert!(
-                (p - q).abs() <= 1e-14 * p.abs().max(1.0),
-                "{what}: {p} against {q}"
+                (p - q).abs() <= 1e-14 * q.abs().max(1.0),
+                "n = {n}: {p} against {q}"
             );
         }
+        let dy = Tensor::rand_uniform(&[n], -1.0, 1.0, 4);
+        let dx = Tensor::rand_uniform(&[n], -1.0, 1.0, 5);
+        let along = |t: f64| {
+            let step = ode::rk4_step(&(&y + &dy * t), &(&x + &dx * t), h);
+            (&step * &ct).sum().item()
+        };
+        let e = 1e-5;
+        let difference = (along(e) - along(-e)) / (2.0 * e);
+        let pulled = (&gy * &dy).sum().item() + (&gx * &dx).sum().item();
+        assert!(
+            (difference - pulled).abs() <= 1e-8 * pulled.abs().max(1.0),
+            "n = {n}: dot-product test: {difference} against {pulled}"
+        );
     }
-    let dy = Tensor::rand_uniform(&[n], -1.0, 1.0, 4);
-    let dx = Tensor::rand_uniform(&[n], -1.0, 1.0, 5);
-    let along = |t: f64| {
-        let step = ode::rk4_step_checkpointed(&(&y + &dy * t), &(&x + &dx * t), h);
-        (&step * &ct).sum().item()
-    };
-    let e = 1e-5;
-    let difference = (along(e) - along(-e)) / (2.0 * e);
-    let pulled = (&cy * &dy).sum().item() + (&cx * &dx).sum().item();
-    assert!(
-        (difference - pulled).abs() <= 1e-8 * pulled.abs().max(1.0),
-        "dot-product test: {difference} against {pulled}"
-    );
 }
 
 /// The objective of `problem` in the Jacobian's row order: observation `i`'s x and y errors
