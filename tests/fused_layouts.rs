@@ -597,3 +597,57 @@ fn windows_of_whole_rows_in_a_loop() {
         }
     }
 }
+
+/// A smoother of a signal: one pass a layer, each mixing every cell with its left neighbour
+/// (the signal shifted one cell, `edge` entering) and the cell two to its right, weighted by
+/// the layer's kernel (a weight per cell). Windows of the signal inside a method's loop over a
+/// `Vec` field.
+#[derive(Clone, Differentiable)]
+struct Smoother {
+    kernels: Vec<Tensor<f64>>,
+}
+
+impl Smoother {
+    #[differentiable]
+    fn energy(&self, u0: &Tensor<f64>, #[nodiff] edge: f64) -> Tensor<f64> {
+        let n = u0.len();
+        let mut u = u0.clone();
+        for k in &self.kernels {
+            let left = u.shrink(&[(0, n - 1)]).pad(&[(1, 0)], edge);
+            let right = u.shrink(&[(2, n)]).pad(&[(0, 2)], 0.0);
+            u = &u + (left * k - &u + right * 0.5) * 0.2;
+        }
+        (&u * &u).sum()
+    }
+}
+
+#[test]
+fn windows_in_a_method_over_a_vec_of_layers() {
+    for n in [6, 300] {
+        let model = Smoother {
+            kernels: (0..3)
+                .map(|i| Tensor::rand_uniform(&[n], 0.2, 1.0, 95 + i))
+                .collect(),
+        };
+        let u0 = Tensor::rand_uniform(&[n], -1.0, 1.0, 99);
+        check_variants!(Smoother::energy, Smoother::energy_value_and_grad, Smoother::energy_grad,
+            Smoother::energy_vjp, Smoother::energy_jvp, Smoother::energy_pullback;
+            [model, u0]; (&model, &u0, 0.5));
+        // The same numbers cell by cell.
+        let mut u = u0.to_vec();
+        for k in &model.kernels {
+            let (k, last) = (k.to_vec(), u.clone());
+            for i in 0..n {
+                let left = if i == 0 { 0.5 } else { last[i - 1] };
+                let right = if i + 2 < n { last[i + 2] } else { 0.0 };
+                u[i] = last[i] + (left * k[i] - last[i] + right * 0.5) * 0.2;
+            }
+        }
+        let want: f64 = u.iter().map(|v| v * v).sum();
+        let got = model.energy(&u0, 0.5).item();
+        assert!(
+            (got - want).abs() <= 1e-12 * want.max(1.0),
+            "{got} against {want}"
+        );
+    }
+}
