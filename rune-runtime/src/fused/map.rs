@@ -299,21 +299,7 @@ pub(super) fn vjp_region<
             },
         );
     }
-    let values = inputs.map(|i| match i {
-        FusedInput::Value(v) => Some(v),
-        FusedInput::Shape(_) => None,
-    });
-    // Every input and the cotangent of one shape, in row-major order, or scalars: nothing to
-    // broadcast, and nothing to reduce but a scalar's cotangent.
-    let direct = same_shape_sources(&values).and_then(|(shape, sources)| {
-        let shaped = |s: &[usize]| same_shape(s, shape);
-        let all_shaped = inputs.iter().all(|i| match i {
-            FusedInput::Value(_) => true,
-            FusedInput::Shape(s) => shaped(s),
-        });
-        let gs = flat_source(g)?;
-        (all_shaped && shaped(g.shape())).then_some((shape, sources, gs))
-    });
+    let direct = direct_vjp_sources(&inputs, g);
     let (shape, shapes, sources, g_source) = match direct {
         Some((shape, sources, gs)) => (Cow::Borrowed(shape), None, sources, gs),
         None => {
@@ -409,6 +395,29 @@ pub(super) fn vjp_region<
             false => deliver(&mut adjoints[m], sum_to_shape(&t, shapes[i].unwrap_or(&[]))),
         }),
     }
+}
+
+/// The region's shape and the sources of its inputs and of the cotangent `g` when every input
+/// and `g` have one shape, in row-major order, or are scalars: nothing to broadcast, and nothing
+/// to reduce but a scalar's cotangent.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+pub(super) fn direct_vjp_sources<'a, T: Element, const N: usize>(
+    inputs: &[FusedInput<'a, T>; N],
+    g: &'a Tensor<T>,
+) -> Option<(&'a [usize], [Source<'a, T>; N], Source<'a, T>)> {
+    let values = inputs.map(|i| match i {
+        FusedInput::Value(v) => Some(v),
+        FusedInput::Shape(_) => None,
+    });
+    let (shape, sources) = same_shape_sources(&values)?;
+    let shaped = |s: &[usize]| same_shape(s, shape);
+    let all_shaped = inputs.iter().all(|i| match i {
+        FusedInput::Value(_) => true,
+        FusedInput::Shape(s) => shaped(s),
+    });
+    let gs = flat_source(g)?;
+    (all_shaped && shaped(g.shape())).then_some((shape, sources, gs))
 }
 
 /// The `K` results of a region of at most [`SMALL`] elements (one block), on the stack.

@@ -148,21 +148,11 @@ fn plan<'a, T: Element, const N: usize, const M: usize, const S: usize>(
     routes: &[Route<'a>; M],
     adjoints: &[&mut Option<Tensor<T>>; S],
 ) -> Option<Plan<'a, T, N, M, S>> {
-    let values = inputs.map(|i| match i {
-        FusedInput::Value(v) => Some(v),
-        FusedInput::Shape(_) => None,
-    });
-    let (shape, sources) = same_shape_sources(&values)?;
+    let (shape, sources, g_source) = direct_vjp_sources(inputs, g)?;
     let len: usize = shape.iter().product();
-    let shaped = |s: &[usize]| same_shape(s, shape);
-    let all_shaped = inputs.iter().all(|i| match i {
-        FusedInput::Value(_) => true,
-        FusedInput::Shape(s) => shaped(s),
-    });
-    if !all_shaped || !shaped(g.shape()) || len <= INLINE {
+    if len <= INLINE {
         return None;
     }
-    let g_source = flat_source(g)?;
     let mut shapes: [Option<&'a [usize]>; S] = [None; S];
     let mut places = [(0, 0, 0, 0); M];
     for ((&(i, _), route), place) in targets.iter().zip(routes).zip(&mut places) {
